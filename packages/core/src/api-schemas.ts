@@ -1,0 +1,263 @@
+import { z } from 'zod';
+import {
+  contextItemInputSchema,
+  contextItemSchema,
+  contextTypeSchema,
+  memoryKeySchema,
+  runtimeNameSchema,
+  scopeKeySchema,
+  scopeSchema,
+  tagSchema,
+  teamIdSchema,
+  urgencySchema,
+} from './context-item.js';
+import { parseOrThrow } from './validation.js';
+
+/** Comma-separated query parameter -> validated list. */
+function csv<T extends z.ZodType<unknown, string>>(item: T, name: string) {
+  return z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part.length > 0),
+    )
+    .pipe(z.array(item).min(1, `${name} needs at least one value`))
+    .meta({ description: `Comma-separated ${name}.` });
+}
+
+const booleanQuery = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((value) => value === 'true' || value === '1');
+
+const positiveIntQuery = z.coerce.number().int().positive();
+
+export const MAX_BATCH_ITEMS = 500;
+export const MAX_LIST_LIMIT = 500;
+export const MAX_TOKEN_BUDGET = 200_000;
+
+/** Query of `GET /api/context`. */
+export const listQuerySchema = z.strictObject({
+  scope: csv(scopeSchema, 'scopes').optional(),
+  scopeKey: scopeKeySchema.optional(),
+  scopeKeyPrefix: z.string().min(1).max(220).optional(),
+  type: csv(contextTypeSchema, 'types').optional(),
+  tags: csv(tagSchema, 'tags').optional(),
+  minUrgency: urgencySchema.optional(),
+  runtime: runtimeNameSchema
+    .optional()
+    .meta({ description: 'Only items written by this runtime.' }),
+  since: z
+    .string()
+    .regex(/^\d+$|^\d{4}-\d\d-\d\dT/, 'since is a sequence number or an ISO date-time')
+    .optional()
+    .meta({ description: 'A sequence number (items written after it) or an ISO date-time.' }),
+  before: positiveIntQuery.optional().meta({ description: 'Paging: items with seq below this.' }),
+  key: memoryKeySchema.optional(),
+  keyPrefix: memoryKeySchema.optional(),
+  unconsumed: booleanQuery.optional(),
+  includeSuperseded: booleanQuery.optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(50),
+});
+
+export const listResponseSchema = z.object({
+  items: z.array(contextItemSchema),
+  totalTokens: z.int().nonnegative(),
+  nextBefore: z.int().positive().nullable().meta({
+    description: 'Pass as `before` to get the next (older) page; null when there is none.',
+  }),
+});
+
+/** Body of `POST /api/context`: one item, an array of items, or `{ items: [...] }`. */
+export const writeRequestSchema = z.union([
+  contextItemInputSchema,
+  z.array(contextItemInputSchema).min(1).max(MAX_BATCH_ITEMS),
+  z.strictObject({ items: z.array(contextItemInputSchema).min(1).max(MAX_BATCH_ITEMS) }),
+]);
+
+export const writeResultSchema = z.object({
+  id: z.uuid(),
+  seq: z.int().positive(),
+  status: z.enum(['created', 'existing']).meta({
+    description: '"existing" when an item with this id was already written (idempotent retry).',
+  }),
+});
+
+export const writeResponseSchema = z.object({
+  items: z.array(contextItemSchema),
+  results: z.array(writeResultSchema),
+});
+
+export const searchRequestSchema = z.strictObject({
+  query: z.string().trim().min(1).max(2_000),
+  scope: z.union([scopeSchema, z.array(scopeSchema).min(1)]).optional(),
+  type: z.union([contextTypeSchema, z.array(contextTypeSchema).min(1)]).optional(),
+  tags: z.array(tagSchema).min(1).optional(),
+  scopeKey: scopeKeySchema.optional(),
+  limit: z.int().min(1).max(100).default(10),
+  includeSuperseded: z.boolean().optional(),
+});
+
+export const searchResultSchema = z.object({
+  item: contextItemSchema,
+  score: z.number().meta({ description: 'Higher is more relevant; comparable within a response.' }),
+  highlight: z.string().meta({ description: 'Best-matching passage, matches wrapped in **.' }),
+});
+
+export const searchResponseSchema = z.object({
+  results: z.array(searchResultSchema),
+  mode: z.enum(['fulltext', 'hybrid']).meta({ description: 'How results were ranked.' }),
+});
+
+export const sharedQuerySchema = z.strictObject({
+  runtime: runtimeNameSchema.optional().meta({
+    description: "Runtime to format for; defaults to the token's runtime.",
+  }),
+  tokenBudget: z.coerce.number().int().min(1).max(MAX_TOKEN_BUDGET).optional(),
+});
+
+const itemRefSchema = z.object({ id: z.string(), seq: z.int().nonnegative() });
+
+export const sharedResponseSchema = z.object({
+  runtime: runtimeNameSchema,
+  format: z.enum(['markdown', 'text']),
+  formatted: z.string(),
+  formattedMarkdown: z.string().optional(),
+  sections: z.array(
+    z.object({
+      id: z.string(),
+      title: z.string(),
+      entries: z.array(
+        z.object({
+          id: z.string(),
+          refs: z.array(itemRefSchema),
+          mode: z.enum(['full', 'compact']),
+          text: z.string(),
+        }),
+      ),
+    }),
+  ),
+  totalTokens: z.int().nonnegative(),
+  tokenBudget: z.int().positive(),
+  effectiveBudget: z.int().nonnegative(),
+  contextHash: z.string(),
+  trim: z.object({
+    trimmed: z.boolean(),
+    tokensBeforeTrim: z.int().nonnegative(),
+    actions: z.array(
+      z.object({
+        section: z.string(),
+        entry: z.string().nullable(),
+        action: z.enum(['compact', 'drop', 'truncate']),
+      }),
+    ),
+  }),
+  snapshot: z.object({
+    contextHash: z.string(),
+    sourceCounts: z.record(z.string(), z.int()),
+    trimmed: z.boolean(),
+    itemRefs: z.array(itemRefSchema),
+  }),
+  warnings: z.array(z.object({ type: z.enum(['flattened', 'unsupported']), message: z.string() })),
+  items: z.array(contextItemSchema).optional(),
+});
+
+export const streamQuerySchema = z.strictObject({
+  scope: csv(scopeSchema, 'scopes').optional(),
+  scopeKey: scopeKeySchema.optional(),
+  tags: csv(tagSchema, 'tags').optional(),
+  type: csv(contextTypeSchema, 'types').optional(),
+  minUrgency: urgencySchema.optional(),
+  since: z.coerce.number().int().nonnegative().optional().meta({
+    description: 'Resume after this sequence (the Last-Event-ID header takes precedence).',
+  }),
+});
+
+export const itemIdParamsSchema = z.strictObject({ id: z.uuid() });
+
+export const itemResponseSchema = z.object({ item: contextItemSchema });
+
+export const errorResponseSchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.unknown().optional(),
+  }),
+});
+
+export const tokenRoleSchema = z.enum(['admin', 'runtime']);
+
+export const tokenInfoSchema = z.object({
+  id: z.string(),
+  role: tokenRoleSchema,
+  teamId: teamIdSchema.nullable(),
+  runtime: runtimeNameSchema.nullable(),
+  label: z.string().nullable(),
+  createdAt: z.iso.datetime({ offset: true }),
+  revokedAt: z.iso.datetime({ offset: true }).nullable(),
+});
+
+export type TokenInfo = z.infer<typeof tokenInfoSchema>;
+
+export const createTokenRequestSchema = z.strictObject({
+  teamId: teamIdSchema,
+  runtime: runtimeNameSchema,
+  label: z.string().trim().min(1).max(200).optional(),
+});
+
+export const createTokenResponseSchema = z.object({
+  token: z.string().meta({ description: 'The secret; shown only in this response.' }),
+  info: tokenInfoSchema,
+});
+
+export const listTokensQuerySchema = z.strictObject({
+  team: teamIdSchema.optional(),
+  includeRevoked: booleanQuery.optional(),
+});
+
+export const tokenIdParamsSchema = z.strictObject({ id: z.string().min(1).max(64) });
+
+export const healthResponseSchema = z.object({
+  status: z.literal('ok'),
+  version: z.string(),
+  store: z.string(),
+  seq: z.int().nonnegative(),
+});
+
+export const streamEventNames = [
+  'context-added',
+  'context-consumed',
+  'context-superseded',
+] as const;
+
+/** The data of each SSE event: the change and the item as it is after it. */
+export const streamEventSchema = z.object({
+  seq: z.int().positive(),
+  event: z.enum(streamEventNames),
+  item: contextItemSchema,
+});
+
+export type StreamEvent = z.infer<typeof streamEventSchema>;
+export type ListQuery = z.output<typeof listQuerySchema>;
+export type SearchRequest = z.input<typeof searchRequestSchema>;
+export type SharedContextResponse = z.infer<typeof sharedResponseSchema>;
+export type WriteResponse = z.infer<typeof writeResponseSchema>;
+export type SearchResponse = z.infer<typeof searchResponseSchema>;
+export type ListResponse = z.infer<typeof listResponseSchema>;
+
+const batchSchema = z.array(contextItemInputSchema).min(1).max(MAX_BATCH_ITEMS);
+const wrappedBatchSchema = z.strictObject({ items: batchSchema });
+
+/**
+ * Reads a write body (one item, an array, or `{ items }`) into a list of item inputs. The
+ * shape is chosen first, so errors name the field (`body.items[3].type`) instead of listing
+ * every union branch.
+ */
+export function parseWriteRequest(body: unknown): z.output<typeof contextItemInputSchema>[] {
+  if (Array.isArray(body)) return parseOrThrow(batchSchema, body, 'body');
+  if (body !== null && typeof body === 'object' && 'items' in body) {
+    return parseOrThrow(wrappedBatchSchema, body, 'body').items;
+  }
+  return [parseOrThrow(contextItemInputSchema, body, 'body')];
+}

@@ -1,0 +1,187 @@
+import { z } from 'zod';
+
+export const CONTEXT_TYPES = ['discovery', 'decision', 'status', 'request', 'alert'] as const;
+export const SCOPES = ['task', 'thread', 'space', 'global'] as const;
+export const URGENCIES = ['background', 'attention', 'blocking'] as const;
+export const VISIBILITIES = ['team', 'private'] as const;
+
+export const contextTypeSchema = z.enum(CONTEXT_TYPES);
+export const scopeSchema = z.enum(SCOPES);
+export const urgencySchema = z.enum(URGENCIES);
+export const visibilitySchema = z.enum(VISIBILITIES);
+
+export type ContextType = z.infer<typeof contextTypeSchema>;
+export type Scope = z.infer<typeof scopeSchema>;
+export type Urgency = z.infer<typeof urgencySchema>;
+export type Visibility = z.infer<typeof visibilitySchema>;
+
+/** background < attention < blocking */
+export const URGENCY_RANK: Readonly<Record<Urgency, number>> = {
+  background: 0,
+  attention: 1,
+  blocking: 2,
+};
+
+export function urgencyAtLeast(urgency: Urgency, minimum: Urgency): boolean {
+  return URGENCY_RANK[urgency] >= URGENCY_RANK[minimum];
+}
+
+export const LIMITS = {
+  titleChars: 300,
+  summaryChars: 1_000,
+  contentChars: 100_000,
+  tags: 32,
+  tagChars: 64,
+  keyChars: 200,
+  refChars: 200,
+  maxTtlSeconds: 10 * 366 * 24 * 3600,
+} as const;
+
+export const runtimeNameSchema = z
+  .string()
+  .regex(
+    /^[a-z][a-z0-9-]{0,39}$/,
+    'a runtime name is 1-40 lowercase letters, digits or dashes, starting with a letter',
+  )
+  .meta({ description: 'Runtime name, e.g. claude-code, openclaw, web.', example: 'claude-code' });
+
+export const teamIdSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'a team id is 1-64 letters, digits, dots, dashes or underscores, starting with a letter or digit',
+  )
+  .meta({ description: 'Team identifier.', example: 'acme' });
+
+export const itemIdSchema = z.uuid().meta({
+  description: 'Item id: a UUID (v7 recommended). Supplying it makes the write idempotent.',
+});
+
+export const scopeKeySchema = z
+  .string()
+  .max(LIMITS.refChars + 7)
+  .regex(
+    /^(user|team|task|thread):\S+$/,
+    'a scope key is user:<id>, team:<id>, task:<id> or thread:<id>',
+  )
+  .meta({ description: 'ADK-style scope key.', example: 'task:T-42' });
+
+export const tagSchema = z
+  .string()
+  .min(1)
+  .max(LIMITS.tagChars)
+  .regex(/^[^\s,]+$/, 'a tag has no spaces or commas');
+
+export const memoryKeySchema = z
+  .string()
+  .max(LIMITS.keyChars)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/,
+    'a key is a path of segments (letters, digits, . _ -) separated by /',
+  )
+  .meta({
+    description:
+      'Path-like key for long-lived knowledge. Writing an item with an existing key supersedes the item that holds it.',
+    example: 'project/ctxbus/stack',
+  });
+
+const refSchema = z.string().min(1).max(LIMITS.refChars);
+const isoDateTimeSchema = z.iso.datetime({ offset: true });
+
+export const sourceInputSchema = z.strictObject({
+  agentId: refSchema.optional(),
+  taskId: refSchema.optional(),
+  threadId: refSchema.optional(),
+});
+
+/** JSON values kept under one runtime's name, never interpreted by other runtimes. */
+export const runtimeOptionsSchema = z.record(runtimeNameSchema, z.json());
+
+/** What a client sends to write one item. The source runtime comes from the caller's token. */
+export const contextItemInputSchema = z
+  .strictObject({
+    id: itemIdSchema.optional(),
+    type: contextTypeSchema,
+    title: z.string().trim().min(1).max(LIMITS.titleChars),
+    content: z.string().max(LIMITS.contentChars).optional(),
+    summary: z.string().trim().max(LIMITS.summaryChars).optional(),
+    source: sourceInputSchema.optional(),
+    scope: scopeSchema.optional(),
+    scopeKey: scopeKeySchema.optional(),
+    relevanceTags: z.array(tagSchema).max(LIMITS.tags).optional(),
+    urgency: urgencySchema.optional(),
+    visibility: visibilitySchema.optional(),
+    expiresAt: isoDateTimeSchema.optional(),
+    expiresAfterSeconds: z.int().positive().max(LIMITS.maxTtlSeconds).optional(),
+    supersedes: itemIdSchema.optional(),
+    key: memoryKeySchema.optional(),
+    runtimeOptions: runtimeOptionsSchema.optional(),
+  })
+  .superRefine((input, ctx) => {
+    if (input.expiresAt !== undefined && input.expiresAfterSeconds !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['expiresAfterSeconds'],
+        message: 'give expiresAt or expiresAfterSeconds, not both',
+      });
+    }
+    const prefix = input.scopeKey?.split(':', 1)[0];
+    if ((prefix === 'task' || prefix === 'thread') && input.scope !== undefined) {
+      if (input.scope !== prefix) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['scopeKey'],
+          message: `scope key ${input.scopeKey} needs scope "${prefix}", not "${input.scope}"`,
+        });
+      }
+    }
+  });
+
+export type ContextItemInput = z.input<typeof contextItemInputSchema>;
+
+export const consumptionSchema = z.object({
+  runtime: runtimeNameSchema,
+  at: isoDateTimeSchema,
+});
+
+export const redactionSchema = z.object({
+  field: z.string(),
+  kind: z.string(),
+  count: z.int().positive(),
+});
+
+export type Redaction = z.infer<typeof redactionSchema>;
+
+/** A stored context item, as every API returns it. */
+export const contextItemSchema = z.object({
+  id: itemIdSchema,
+  teamId: teamIdSchema,
+  seq: z.int().positive().meta({ description: 'Store sequence of the write that created it.' }),
+  type: contextTypeSchema,
+  title: z.string(),
+  content: z.string(),
+  summary: z.string(),
+  source: z.object({
+    runtime: runtimeNameSchema,
+    agentId: z.string().nullable(),
+    taskId: z.string().nullable(),
+    threadId: z.string().nullable(),
+  }),
+  scope: scopeSchema,
+  scopeKey: z.string().nullable(),
+  relevanceTags: z.array(z.string()),
+  urgency: urgencySchema,
+  visibility: visibilitySchema,
+  createdAt: isoDateTimeSchema,
+  expiresAt: isoDateTimeSchema.nullable(),
+  supersedes: itemIdSchema.nullable(),
+  supersededBy: itemIdSchema.nullable(),
+  key: z.string().nullable(),
+  consumed: z.boolean().meta({ description: 'True once any runtime has consumed the item.' }),
+  consumedBy: z.array(consumptionSchema),
+  runtimeOptions: runtimeOptionsSchema,
+  redactions: z.array(redactionSchema),
+  tokens: z.int().nonnegative().meta({ description: 'o200k tokens of title and content.' }),
+});
+
+export type ContextItem = z.infer<typeof contextItemSchema>;

@@ -1,0 +1,92 @@
+import type {
+  ContextEntry,
+  ContextFormatter,
+  ContextSection,
+  DocumentHeader,
+  EntryMode,
+  RenderedSection,
+} from './context-builder.js';
+
+function day(iso: string | undefined): string | undefined {
+  return iso?.slice(0, 10);
+}
+
+function metaLine(entry: ContextEntry): string {
+  const parts: string[] = [];
+  if (entry.meta.urgency && entry.meta.urgency !== 'background') parts.push(entry.meta.urgency);
+  if (entry.meta.runtime) parts.push(`from ${entry.meta.runtime}`);
+  const date = day(entry.meta.createdAt);
+  if (date) parts.push(date);
+  return parts.join(', ');
+}
+
+function escapeInline(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/** Markdown for Claude Code and the web: one bullet per entry, body indented under it. */
+export const markdownFormatter: ContextFormatter = {
+  format: 'markdown',
+  renderEntry(entry: ContextEntry, mode: EntryMode): string {
+    const label = entry.meta.label ? `\`${entry.meta.label}\` ` : '';
+    const head = `- ${label}**${escapeInline(entry.title)}**`;
+    const meta = metaLine(entry);
+    if (mode === 'compact') {
+      const summary = escapeInline(entry.summary);
+      return summary && summary !== escapeInline(entry.title) ? `${head}: ${summary}` : head;
+    }
+    const body = entry.body.trim();
+    const suffix = meta ? ` _(${meta})_` : '';
+    if (!body || body === entry.title.trim()) return `${head}${suffix}`;
+    const [first = '', ...rest] = body.split(/\r?\n/);
+    const continuation = rest.map((line) => (line.trim() ? `  ${line}` : '')).join('\n');
+    return `${head}${suffix}: ${first}${continuation ? `\n${continuation}` : ''}`;
+  },
+  renderDocument(header: DocumentHeader, sections: RenderedSection[]): string {
+    const parts = [`# ${header.title}`];
+    if (header.lines.length > 0) parts.push(header.lines.join('\n'));
+    for (const { section, lines } of sections)
+      parts.push(`## ${section.title}\n${lines.join('\n')}`);
+    return parts.join('\n\n');
+  },
+};
+
+const MARKDOWN_NOISE = /(\*\*|__|`+|^#+\s+|^>\s+|\[([^\]]*)\]\([^)]*\))/gm;
+
+/** Flattens Markdown to one line of plain text (links keep their label). */
+export function plainLine(text: string): string {
+  return text
+    .replace(MARKDOWN_NOISE, (_match, _all, label: string | undefined) => label ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+export function hasMarkdownOrLines(text: string): boolean {
+  MARKDOWN_NOISE.lastIndex = 0;
+  const found = /\n/.test(text.trim()) || MARKDOWN_NOISE.test(text);
+  MARKDOWN_NOISE.lastIndex = 0;
+  return found;
+}
+
+/** Terse plain text for a chat (OpenClaw over Telegram): one line per entry, no Markdown. */
+export const plainTextFormatter: ContextFormatter = {
+  format: 'text',
+  renderEntry(entry: ContextEntry, mode: EntryMode, _section: ContextSection): string {
+    const label = entry.meta.label ? `${entry.meta.label} ` : '';
+    const urgent =
+      entry.meta.urgency && entry.meta.urgency !== 'background' ? ` [${entry.meta.urgency}]` : '';
+    const title = plainLine(entry.title);
+    if (mode === 'compact') return `- ${label}${title}${urgent}`;
+    const summary = plainLine(entry.summary);
+    return summary && summary !== title
+      ? `- ${label}${title}${urgent}: ${summary}`
+      : `- ${label}${title}${urgent}`;
+  },
+  renderDocument(header: DocumentHeader, sections: RenderedSection[]): string {
+    const parts = [header.title.toUpperCase(), ...header.lines];
+    for (const { section, lines } of sections) {
+      parts.push(`${section.title.toUpperCase()}:`, ...lines);
+    }
+    return parts.join('\n');
+  },
+};

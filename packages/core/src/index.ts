@@ -1,0 +1,121 @@
+export type {
+  ListQuery,
+  ListResponse,
+  SearchRequest,
+  SearchResponse,
+  SharedContextResponse,
+  StreamEvent,
+  TokenInfo,
+  WriteResponse,
+} from './api-schemas.js';
+export {
+  createTokenRequestSchema,
+  createTokenResponseSchema,
+  errorResponseSchema,
+  healthResponseSchema,
+  itemIdParamsSchema,
+  itemResponseSchema,
+  listQuerySchema,
+  listResponseSchema,
+  listTokensQuerySchema,
+  MAX_BATCH_ITEMS,
+  MAX_LIST_LIMIT,
+  MAX_TOKEN_BUDGET,
+  parseWriteRequest,
+  searchRequestSchema,
+  searchResponseSchema,
+  searchResultSchema,
+  sharedQuerySchema,
+  sharedResponseSchema,
+  streamEventNames,
+  streamEventSchema,
+  streamQuerySchema,
+  tokenIdParamsSchema,
+  tokenInfoSchema,
+  tokenRoleSchema,
+  writeRequestSchema,
+  writeResponseSchema,
+  writeResultSchema,
+} from './api-schemas.js';
+export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
+export type {
+  BuildConfig,
+  BuiltContext,
+  BuiltEntry,
+  BuiltSection,
+  ContextEntry,
+  ContextFormatter,
+  ContextSection,
+  ContextSnapshot,
+  DocumentHeader,
+  EntryMeta,
+  EntryMode,
+  ItemRef,
+  RenderedSection,
+  TrimAction,
+  TrimRecord,
+  TrimStep,
+} from './context-builder.js';
+export { BUILDER_VERSION, buildContext } from './context-builder.js';
+export type {
+  ContextItem,
+  ContextItemInput,
+  ContextType,
+  Redaction,
+  Scope,
+  Urgency,
+  Visibility,
+} from './context-item.js';
+export {
+  CONTEXT_TYPES,
+  contextItemInputSchema,
+  contextItemSchema,
+  contextTypeSchema,
+  itemIdSchema,
+  LIMITS,
+  memoryKeySchema,
+  runtimeNameSchema,
+  SCOPES,
+  scopeKeySchema,
+  scopeSchema,
+  tagSchema,
+  teamIdSchema,
+  URGENCIES,
+  URGENCY_RANK,
+  urgencyAtLeast,
+  urgencySchema,
+  VISIBILITIES,
+  visibilitySchema,
+} from './context-item.js';
+export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
+export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
+export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
+export type { ItemFilter, ListOptions, Viewer } from './item-filter.js';
+export { SHARED_CANDIDATE_QUERIES } from './item-filter.js';
+export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
+export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
+export type { RedactionResult } from './redact-secrets.js';
+export { redactJson, redactSecrets } from './redact-secrets.js';
+export type {
+  Resolver,
+  ResolverWarning,
+  SharedContextBundle,
+  SharedContextRequest,
+} from './resolvers.js';
+export { getResolver, KNOWN_RUNTIMES, RESOLVERS, resolveSharedContext } from './resolvers.js';
+export type {
+  SelectOptions,
+  SharedContextLimits,
+  SharedContextViewer,
+  SharedSectionId,
+} from './shared-context.js';
+export {
+  DEFAULT_SHARED_LIMITS,
+  DONE_TAGS,
+  SHARED_SECTIONS,
+  SHARED_TRIM_ORDER,
+  selectSharedContext,
+} from './shared-context.js';
+export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';
+export type { ValidationIssue } from './validation.js';
+export { parseOrThrow, validationError } from './validation.js';

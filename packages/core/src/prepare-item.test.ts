@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { contextItemInputSchema } from './context-item.js';
+import { deriveSummary, prepareItem } from './prepare-item.js';
+
+const writer = { teamId: 'acme', runtime: 'openclaw' };
+const now = new Date('2026-11-21T10:00:00.000Z');
+
+describe('contextItemInputSchema', () => {
+  it('accepts a minimal item', () => {
+    expect(
+      contextItemInputSchema.safeParse({ type: 'decision', title: 'Use SQLite' }).success,
+    ).toBe(true);
+  });
+
+  it.each([
+    [{ type: 'idea', title: 'x' }, 'type'],
+    [{ type: 'status', title: '  ' }, 'title'],
+    [{ type: 'status', title: 'x', urgency: 'urgent' }, 'urgency'],
+    [{ type: 'status', title: 'x', relevanceTags: ['has space'] }, 'relevanceTags'],
+    [{ type: 'status', title: 'x', scopeKey: 'project:1' }, 'scopeKey'],
+    [{ type: 'status', title: 'x', scope: 'global', scopeKey: 'task:1' }, 'scopeKey'],
+    [
+      { type: 'status', title: 'x', expiresAt: '2027-01-01T00:00:00Z', expiresAfterSeconds: 5 },
+      'expiresAfterSeconds',
+    ],
+    [{ type: 'status', title: 'x', id: 'not-a-uuid' }, 'id'],
+    [{ type: 'status', title: 'x', sourceRuntime: 'web' }, ''],
+    [{ type: 'status', title: 'x', key: '/leading/slash' }, 'key'],
+  ])('rejects %j naming %s', (input, field) => {
+    const result = contextItemInputSchema.safeParse(input);
+    expect(result.success).toBe(false);
+    if (!result.success && field) expect(result.error.issues[0]?.path[0]).toBe(field);
+  });
+});
+
+describe('prepareItem', () => {
+  it('applies defaults and takes the runtime from the writer', () => {
+    const item = prepareItem({ type: 'discovery', title: 'Tests are flaky' }, writer, { now });
+    expect(item).toMatchObject({
+      teamId: 'acme',
+      source: { runtime: 'openclaw', agentId: null, taskId: null, threadId: null },
+      scope: 'global',
+      scopeKey: null,
+      urgency: 'background',
+      visibility: 'team',
+      summary: 'Tests are flaky',
+      createdAt: '2026-11-21T10:00:00.000Z',
+      expiresAt: null,
+      relevanceTags: [],
+    });
+    expect(item.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(item.tokens).toBeGreaterThan(0);
+  });
+
+  it('derives the scope key from the source task or thread', () => {
+    const task = prepareItem(
+      { type: 'status', title: 'x', scope: 'task', source: { taskId: 'T-1' } },
+      writer,
+      { now },
+    );
+    expect(task.scopeKey).toBe('task:T-1');
+    const thread = prepareItem({ type: 'status', title: 'x', scopeKey: 'thread:9' }, writer, {
+      now,
+    });
+    expect(thread.scope).toBe('thread');
+  });
+
+  it('turns a TTL into expiresAt and lowercases tags without duplicates', () => {
+    const item = prepareItem(
+      { type: 'alert', title: 'x', expiresAfterSeconds: 60, relevanceTags: ['CI', 'ci', 'build'] },
+      writer,
+      { now },
+    );
+    expect(item.expiresAt).toBe('2026-11-21T10:01:00.000Z');
+    expect(item.relevanceTags).toEqual(['ci', 'build']);
+  });
+
+  it('redacts secrets before anything else sees them, and notes what it redacted', () => {
+    const item = prepareItem(
+      {
+        type: 'discovery',
+        title: 'Deploy key',
+        content: 'The key is sk-ant-api03-0123456789abcdefghijklmnop, keep it safe.',
+      },
+      writer,
+      { now },
+    );
+    expect(item.content).toBe('The key is [REDACTED:anthropic-api-key], keep it safe.');
+    expect(item.summary).not.toContain('sk-ant');
+    expect(item.redactions).toEqual([{ field: 'content', kind: 'anthropic-api-key', count: 1 }]);
+  });
+
+  it('gives the same input hash for a retry at a later time, another for other content', () => {
+    const input = {
+      id: '0192f000-0000-7000-8000-000000000001',
+      type: 'status',
+      title: 'x',
+      expiresAfterSeconds: 30,
+    };
+    const first = prepareItem(input, writer, { now });
+    const retry = prepareItem(input, writer, { now: new Date(now.getTime() + 60_000) });
+    const changed = prepareItem({ ...input, title: 'y' }, writer, { now });
+    expect(retry.inputHash).toBe(first.inputHash);
+    expect(changed.inputHash).not.toBe(first.inputHash);
+  });
+});
+
+describe('deriveSummary', () => {
+  it('takes the first sentence or line, capped', () => {
+    expect(deriveSummary('T', 'We chose SQLite because it is embedded. More text.')).toBe(
+      'We chose SQLite because it is embedded.',
+    );
+    expect(deriveSummary('T', 'line one\nline two')).toBe('line one');
+    expect(deriveSummary('Title', '')).toBe('Title');
+    const long = deriveSummary('T', 'word '.repeat(100));
+    expect(long.length).toBeLessThanOrEqual(200);
+    expect(long.endsWith('…')).toBe(true);
+  });
+});

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { redactJson, redactSecrets } from './redact-secrets.js';
+
+describe('redactSecrets', () => {
+  const cases: [string, string, string][] = [
+    [
+      'anthropic-api-key',
+      'key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 here',
+      'sk-ant-api03',
+    ],
+    ['openai-api-key', 'OPENAI sk-proj-abcdefghijklmnopqrstuvwxyz123456', 'sk-proj-abc'],
+    ['github-token', 'push with ghp_abcdefghijklmnopqrstuvwxyz0123456789AB', 'ghp_abc'],
+    ['aws-access-key-id', 'AKIAIOSFODNN7EXAMPLE is the id', 'AKIAIOSFODNN7EXAMPLE'],
+    ['slack-token', 'xoxb-123456789012-abcdefghijkl', 'xoxb-1234'],
+    ['bearer-token', 'curl -H "Authorization: Bearer abcdef0123456789abcdef"', 'abcdef0123456789'],
+    ['url-password', 'postgres://app:hunter2secret@db.local:5432/app', 'hunter2secret'],
+    ['secret-assignment', 'export DB_PASSWORD=correcthorsebattery', 'correcthorsebattery'],
+    ['secret-assignment', 'api_key: "zzzz1111yyyy2222"', 'zzzz1111yyyy2222'],
+    ['ctxbus-token', 'token cbx_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'cbx_AAAA'],
+    [
+      'jwt',
+      'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
+      'eyJhbGciOiJIUzI1NiJ9',
+    ],
+    ['telegram-bot-token', 'bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0 ok', 'AAHdqTcv'],
+  ];
+
+  it.each(cases)('redacts a %s', (kind, text, secret) => {
+    const result = redactSecrets(text, 'content');
+    expect(result.text).not.toContain(secret);
+    expect(result.text).toContain(`[REDACTED:${kind}]`);
+    expect(result.redactions).toContainEqual({ field: 'content', kind, count: 1 });
+  });
+
+  it('redacts a PEM private key block whole', () => {
+    const pem = [
+      'before',
+      '-----BEGIN OPENSSH PRIVATE KEY-----',
+      'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW',
+      '-----END OPENSSH PRIVATE KEY-----',
+      'after',
+    ].join('\n');
+    const result = redactSecrets(pem, 'content');
+    expect(result.text).toBe('before\n[REDACTED:private-key]\nafter');
+  });
+
+  it('keeps the text around a secret and counts repeats', () => {
+    const result = redactSecrets(
+      'a Bearer 0123456789abcdefXYZ b Bearer 0123456789abcdefXYZ c',
+      'x',
+    );
+    expect(result.text).toBe('a Bearer [REDACTED:bearer-token] b Bearer [REDACTED:bearer-token] c');
+    expect(result.redactions).toEqual([{ field: 'x', kind: 'bearer-token', count: 2 }]);
+  });
+
+  it('leaves ordinary prose alone', () => {
+    const prose =
+      'We decided to use SQLite with WAL mode. The token budget is 4000 tokens; password rules are documented. See https://example.com/docs.';
+    expect(redactSecrets(prose, 'content')).toEqual({ text: prose, redactions: [] });
+  });
+
+  it('is idempotent', () => {
+    const once = redactSecrets('password=abcdefgh12345 and sk-ant-xxxxxxxxxxxxxxxxxxxxxxxx', 'c');
+    const twice = redactSecrets(once.text, 'c');
+    expect(twice).toEqual({ text: once.text, redactions: [] });
+  });
+
+  it('redacts inside JSON values and secret-named fields', () => {
+    const result = redactJson(
+      { openclaw: { password: 'short1', note: 'use ghp_abcdefghijklmnopqrstuvwxyz0123456789AB' } },
+      'runtimeOptions',
+    );
+    expect(result.value).toEqual({
+      openclaw: { password: '[REDACTED:secret-field]', note: 'use [REDACTED:github-token]' },
+    });
+    expect(result.redactions).toHaveLength(2);
+  });
+});

@@ -1,0 +1,119 @@
+import type { Redaction } from './context-item.js';
+
+interface SecretPattern {
+  kind: string;
+  pattern: RegExp;
+  /** Index of the capture group holding the secret; the rest of the match is kept. 0 = all. */
+  group: number;
+}
+
+// Ordered: specific formats first, so a key is named for what it is, then generic shapes.
+const PATTERNS: readonly SecretPattern[] = [
+  {
+    kind: 'private-key',
+    pattern:
+      /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)/g,
+    group: 0,
+  },
+  { kind: 'anthropic-api-key', pattern: /\bsk-ant-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  {
+    kind: 'openai-api-key',
+    pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g,
+    group: 0,
+  },
+  { kind: 'stripe-key', pattern: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
+  {
+    kind: 'github-token',
+    pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})/g,
+    group: 0,
+  },
+  { kind: 'gitlab-token', pattern: /\bglpat-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { kind: 'slack-token', pattern: /\bxox[abprse]-[A-Za-z0-9-]{10,}/g, group: 0 },
+  { kind: 'aws-access-key-id', pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, group: 0 },
+  { kind: 'google-api-key', pattern: /\bAIza[0-9A-Za-z_-]{35}/g, group: 0 },
+  { kind: 'telegram-bot-token', pattern: /\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b/g, group: 0 },
+  { kind: 'ctxbus-token', pattern: /\bcbx_[A-Za-z0-9_-]{20,}/g, group: 0 },
+  {
+    kind: 'jwt',
+    pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
+    group: 0,
+  },
+  { kind: 'bearer-token', pattern: /\b(Bearer\s+)([A-Za-z0-9._~+/-]{16,}=*)/gi, group: 2 },
+  {
+    kind: 'url-password',
+    pattern: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)([^\s@/]{3,})(@)/gi,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
+    pattern:
+      /\b((?:[A-Za-z0-9_-]*(?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|client[_-]?secret))["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
+    group: 2,
+  },
+];
+
+export interface RedactionResult {
+  text: string;
+  redactions: Redaction[];
+}
+
+function placeholder(kind: string): string {
+  return `[REDACTED:${kind}]`;
+}
+
+/**
+ * Replaces secrets (API keys, bearer tokens, private keys, passwords in URLs and assignments)
+ * with `[REDACTED:<kind>]` and reports how many of each kind were found in `field`.
+ * Already-redacted placeholders are left alone, so redacting twice changes nothing.
+ */
+export function redactSecrets(text: string, field: string): RedactionResult {
+  const counts = new Map<string, number>();
+  let out = text;
+  for (const { kind, pattern, group } of PATTERNS) {
+    pattern.lastIndex = 0;
+    out = out.replace(pattern, (match: string, ...rest: unknown[]) => {
+      // rest = capture groups, then offset and the whole string (no named groups are used).
+      const groups = rest.slice(0, -2).map((part) => (typeof part === 'string' ? part : ''));
+      const secret = group === 0 ? match : (groups[group - 1] ?? '');
+      if (secret === '' || secret.startsWith('[REDACTED:')) return match;
+      counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      if (group === 0) return placeholder(kind);
+      return `${groups.slice(0, group - 1).join('')}${placeholder(kind)}${groups.slice(group).join('')}`;
+    });
+  }
+  const redactions = [...counts].map(([kind, count]) => ({ field, kind, count }));
+  return { text: out, redactions };
+}
+
+/** Redacts every string inside a JSON value; field names are JSON-pointer-like paths. */
+export function redactJson(
+  value: unknown,
+  field: string,
+): { value: unknown; redactions: Redaction[] } {
+  const redactions: Redaction[] = [];
+  const walk = (node: unknown, path: string): unknown => {
+    if (typeof node === 'string') {
+      const result = redactSecrets(node, path);
+      redactions.push(...result.redactions);
+      return result.text;
+    }
+    if (Array.isArray(node)) return node.map((child, index) => walk(child, `${path}/${index}`));
+    if (node !== null && typeof node === 'object') {
+      const copy: Record<string, unknown> = {};
+      for (const [name, child] of Object.entries(node)) {
+        copy[name] =
+          /passw|secret|token|api[_-]?key/i.test(name) && typeof child === 'string'
+            ? countAndReplace(child, `${path}/${name}`)
+            : walk(child, `${path}/${name}`);
+      }
+      return copy;
+    }
+    return node;
+  };
+  const countAndReplace = (secret: string, path: string): string => {
+    if (secret.length === 0 || secret.startsWith('[REDACTED:')) return secret;
+    redactions.push({ field: path, kind: 'secret-field', count: 1 });
+    return placeholder('secret-field');
+  };
+  return { value: walk(value, field), redactions };
+}

@@ -1,0 +1,144 @@
+import type { BuiltContext, ContextFormatter, ContextSection } from './context-builder.js';
+import { buildContext } from './context-builder.js';
+import type { ContextItem } from './context-item.js';
+import { CtxbusError } from './errors.js';
+import { hasMarkdownOrLines, markdownFormatter, plainTextFormatter } from './formatters.js';
+import type { SharedContextLimits, SharedContextViewer } from './shared-context.js';
+import { SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
+
+/** A problem a resolver worked around instead of failing, e.g. Markdown it had to flatten. */
+export interface ResolverWarning {
+  type: 'flattened' | 'unsupported';
+  message: string;
+}
+
+/** How one runtime type wants its context: a formatter plus its default budget. */
+export interface Resolver {
+  runtime: string;
+  description: string;
+  formatter: ContextFormatter;
+  defaultTokenBudget: number;
+  safetyMargin: number;
+  /** Whether the bundle carries the full items behind each section (structured clients). */
+  includeItems: boolean;
+  warnings(sections: readonly ContextSection[]): ResolverWarning[];
+}
+
+const noWarnings = (): ResolverWarning[] => [];
+
+export const RESOLVERS: Readonly<Record<string, Resolver>> = {
+  'claude-code': {
+    runtime: 'claude-code',
+    description: 'Markdown, injected by the SessionStart/UserPromptSubmit hooks or read via MCP',
+    formatter: markdownFormatter,
+    defaultTokenBudget: 4_000,
+    safetyMargin: 0.05,
+    includeItems: false,
+    warnings: noWarnings,
+  },
+  openclaw: {
+    runtime: 'openclaw',
+    description: 'terse plain text for a chat assistant (Telegram)',
+    formatter: plainTextFormatter,
+    defaultTokenBudget: 2_000,
+    safetyMargin: 0.1,
+    includeItems: false,
+    warnings(sections) {
+      const flattened = sections.reduce(
+        (count, section) =>
+          count +
+          section.entries.filter(
+            (entry) => hasMarkdownOrLines(entry.summary) || hasMarkdownOrLines(entry.title),
+          ).length,
+        0,
+      );
+      return flattened === 0
+        ? []
+        : [
+            {
+              type: 'flattened',
+              message: `${flattened} entries had Markdown or line breaks, flattened to one line of plain text`,
+            },
+          ];
+    },
+  },
+  web: {
+    runtime: 'web',
+    description: 'structured sections with their items, plus Markdown',
+    formatter: markdownFormatter,
+    defaultTokenBudget: 4_000,
+    safetyMargin: 0.05,
+    includeItems: true,
+    warnings: noWarnings,
+  },
+};
+
+export const KNOWN_RUNTIMES: readonly string[] = Object.keys(RESOLVERS).sort();
+
+export function getResolver(runtime: string): Resolver {
+  const resolver = RESOLVERS[runtime];
+  if (!resolver) {
+    throw new CtxbusError(
+      'unknown_runtime',
+      `no resolver for runtime "${runtime}"; known runtimes: ${KNOWN_RUNTIMES.join(', ')}`,
+      { details: { runtime, known: KNOWN_RUNTIMES } },
+    );
+  }
+  return resolver;
+}
+
+export interface SharedContextRequest {
+  runtime: string;
+  viewer: SharedContextViewer;
+  now: Date;
+  tokenBudget?: number;
+  limits?: Partial<SharedContextLimits>;
+}
+
+export interface SharedContextBundle extends Omit<BuiltContext, 'text'> {
+  runtime: string;
+  formatted: string;
+  /** Present when the runtime's format is Markdown (seed 000's field name). */
+  formattedMarkdown?: string;
+  warnings: ResolverWarning[];
+  /** The items behind the sections, for structured clients (web). */
+  items?: ContextItem[];
+}
+
+/**
+ * Builds the shared context for one runtime from candidate items: selection, the one builder,
+ * and that runtime's format and budget. Deterministic for equal inputs.
+ */
+export function resolveSharedContext(
+  candidates: readonly ContextItem[],
+  request: SharedContextRequest,
+): SharedContextBundle {
+  const resolver = getResolver(request.runtime);
+  const sections = selectSharedContext(candidates, {
+    viewer: request.viewer,
+    now: request.now,
+    ...(request.limits ? { limits: request.limits } : {}),
+  });
+  const built = buildContext(sections, resolver.formatter, {
+    tokenBudget: request.tokenBudget ?? resolver.defaultTokenBudget,
+    safetyMargin: resolver.safetyMargin,
+    trimOrder: SHARED_TRIM_ORDER,
+    header: {
+      title: 'Shared context (ctxbus)',
+      lines: [`Team ${request.viewer.teamId}, for ${request.runtime}.`],
+    },
+  });
+  const { text, ...rest } = built;
+  const bundle: SharedContextBundle = {
+    ...rest,
+    runtime: resolver.runtime,
+    formatted: text,
+    warnings: resolver.warnings(sections),
+  };
+  if (built.format === 'markdown') bundle.formattedMarkdown = text;
+  if (resolver.includeItems) {
+    const used = new Set(built.snapshot.itemRefs.map((ref) => ref.id));
+    bundle.items = candidates.filter((item) => used.has(item.id));
+  }
+  return bundle;
+}

@@ -1,0 +1,224 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CONTEXT_TYPES, URGENCIES } from './context-item.js';
+import { CtxbusError } from './errors.js';
+import { KNOWN_RUNTIMES, resolveSharedContext } from './resolvers.js';
+import { SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
+import { storedItem } from './test-items.js';
+import { countTokens } from './tokens.js';
+
+const viewer = { teamId: 'acme', runtime: 'claude-code' };
+const now = new Date('2026-11-21T00:00:00Z');
+
+function sectionTitles(items: ReturnType<typeof storedItem>[]) {
+  return Object.fromEntries(
+    selectSharedContext(items, { viewer, now }).map((section) => [
+      section.id,
+      section.entries.map((entry) => entry.title),
+    ]),
+  );
+}
+
+describe('selectSharedContext', () => {
+  it('places items in seed 000 sections and keeps the rules', () => {
+    const old = storedItem({ type: 'decision', title: 'Use MySQL' });
+    const items = [
+      storedItem({ type: 'status', title: 'User is Charles', key: 'identity/user' }),
+      old,
+      storedItem({ type: 'decision', title: 'Use SQLite', supersedes: old.id }),
+      storedItem({ type: 'decision', title: 'Ship Friday' }),
+      storedItem({ type: 'status', title: 'T1 started', scopeKey: 'task:T1' }),
+      storedItem({ type: 'status', title: 'T1 half done', scopeKey: 'task:T1' }),
+      storedItem({
+        type: 'status',
+        title: 'T2 done',
+        scopeKey: 'task:T2',
+        relevanceTags: ['done'],
+      }),
+      storedItem({ type: 'request', title: 'Approve deploy?' }),
+      storedItem({ type: 'alert', title: 'Prod is down', urgency: 'blocking' }),
+      storedItem({ type: 'request', title: 'Answered already' }, { consumed: true }),
+      storedItem({ type: 'status', title: 'Focus: the hub', key: 'focus' }),
+      storedItem({ type: 'discovery', title: 'Found a race' }),
+      storedItem({ type: 'discovery', title: 'Thread news', scopeKey: 'thread:42' }),
+      storedItem({ type: 'discovery', title: 'Stack', key: 'project/ctxbus/stack' }),
+      storedItem({ type: 'discovery', title: 'Expired', expiresAt: '2026-01-01T00:00:00Z' }),
+      storedItem(
+        { type: 'discovery', title: 'Other team' },
+        {},
+        { teamId: 'evil', runtime: 'web' },
+      ),
+      storedItem(
+        { type: 'discovery', title: 'Private to web', visibility: 'private' },
+        {},
+        { teamId: 'acme', runtime: 'web' },
+      ),
+      storedItem({ type: 'discovery', title: 'Private to me', visibility: 'private' }),
+    ];
+    expect(sectionTitles(items)).toEqual({
+      identity: ['You', 'User is Charles'],
+      activeTasks: ['T1 half done'],
+      blockedItems: ['Prod is down', 'Approve deploy?'],
+      recentDecisions: ['Ship Friday', 'Use SQLite'],
+      currentFocus: ['Focus: the hub'],
+      recentInteractions: ['Private to me', 'Found a race', 'Answered already'],
+      threadSummaries: ['Thread news'],
+      projectContext: ['Stack'],
+    });
+  });
+});
+
+describe('resolveSharedContext', () => {
+  it('formats Markdown for claude-code and terse text for openclaw', () => {
+    const items = [
+      storedItem({
+        type: 'decision',
+        title: 'Use **SQLite**',
+        content: 'Because:\n- embedded\n- fast',
+      }),
+    ];
+    const md = resolveSharedContext(items, { runtime: 'claude-code', viewer, now });
+    expect(md.format).toBe('markdown');
+    expect(md.formatted).toContain('## Recent decisions');
+    expect(md.formatted).toContain('  - embedded');
+    expect(md.formattedMarkdown).toBe(md.formatted);
+    expect(md.tokenBudget).toBe(4000);
+
+    const text = resolveSharedContext(items, { runtime: 'openclaw', viewer, now });
+    expect(text.format).toBe('text');
+    expect(text.formatted).toContain('RECENT DECISIONS:');
+    expect(text.formatted).not.toContain('**');
+    expect(text.formattedMarkdown).toBeUndefined();
+    expect(text.tokenBudget).toBe(2000);
+    expect(text.warnings).toEqual([expect.objectContaining({ type: 'flattened' })]);
+
+    const web = resolveSharedContext(items, { runtime: 'web', viewer, now });
+    expect(web.items?.map((item) => item.id)).toEqual([items[0]?.id]);
+  });
+
+  it('names the known runtimes when asked for an unknown one', () => {
+    try {
+      resolveSharedContext([], { runtime: 'cursor', viewer, now });
+      expect.unreachable();
+    } catch (error) {
+      expect(CtxbusError.isInstance(error)).toBe(true);
+      expect((error as CtxbusError).code).toBe('unknown_runtime');
+      expect((error as Error).message).toContain(KNOWN_RUNTIMES.join(', '));
+    }
+  });
+
+  it('trims in the fixed order and records what it trimmed', () => {
+    const items = Array.from({ length: 30 }, (_, index) =>
+      storedItem({
+        type: (['decision', 'discovery', 'status'] as const)[index % 3],
+        title: `Item number ${index}`,
+        content: 'lorem ipsum dolor sit amet '.repeat(20),
+        ...(index % 3 === 2 ? { scopeKey: `task:T${index}` } : {}),
+      }),
+    );
+    const bundle = resolveSharedContext(items, {
+      runtime: 'claude-code',
+      viewer,
+      now,
+      tokenBudget: 600,
+    });
+    expect(bundle.trim.trimmed).toBe(true);
+    expect(bundle.totalTokens).toBeLessThanOrEqual(bundle.effectiveBudget);
+    const order = SHARED_TRIM_ORDER.map((step) => step.section);
+    const firstStepOf = (action: { section: string }) => order.indexOf(action.section);
+    const positions = bundle.trim.actions.map(firstStepOf);
+    expect(positions[0]).toBe(0);
+    // Recent activity is dropped entirely before any decision is touched.
+    expect(bundle.sections.find((section) => section.id === 'recentInteractions')).toBeUndefined();
+  });
+});
+
+const itemArbitrary = fc.record({
+  type: fc.constantFrom(...CONTEXT_TYPES),
+  title: fc.string({ minLength: 1, maxLength: 80 }).filter((title) => title.trim().length > 0),
+  content: fc.string({ unit: 'grapheme', maxLength: 800 }),
+  urgency: fc.constantFrom(...URGENCIES),
+  scopeKey: fc.option(fc.constantFrom('task:A', 'task:B', 'thread:X', 'user:me'), {
+    nil: undefined,
+  }),
+  key: fc.option(fc.constantFrom('identity/user', 'focus', 'project/a', 'project/b/c'), {
+    nil: undefined,
+  }),
+  consumed: fc.boolean(),
+});
+
+describe('context builder properties', () => {
+  it('never exceeds the budget, for every runtime and budget', () => {
+    fc.assert(
+      fc.property(
+        fc.array(itemArbitrary, { maxLength: 25 }),
+        fc.integer({ min: 1, max: 3000 }),
+        fc.constantFrom(...KNOWN_RUNTIMES),
+        (inputs, tokenBudget, runtime) => {
+          const items = inputs.map(({ consumed, scopeKey, key, ...input }) =>
+            storedItem(
+              { ...input, ...(scopeKey ? { scopeKey } : {}), ...(key ? { key } : {}) },
+              { consumed },
+            ),
+          );
+          const bundle = resolveSharedContext(items, { runtime, viewer, now, tokenBudget });
+          expect(bundle.totalTokens).toBeLessThanOrEqual(bundle.effectiveBudget);
+          expect(bundle.effectiveBudget).toBeLessThanOrEqual(tokenBudget);
+          expect(countTokens(bundle.formatted)).toBe(bundle.totalTokens);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('is deterministic: any order of the same items gives the same text and hash', () => {
+    fc.assert(
+      fc.property(
+        fc.array(itemArbitrary, { minLength: 1, maxLength: 20 }),
+        fc.integer({ min: 50, max: 2000 }),
+        fc.integer(),
+        (inputs, tokenBudget, seed) => {
+          const items = inputs.map(({ consumed, scopeKey, key, ...input }) =>
+            storedItem(
+              { ...input, ...(scopeKey ? { scopeKey } : {}), ...(key ? { key } : {}) },
+              { consumed },
+            ),
+          );
+          const shuffled = [...items].sort(
+            (a, b) => (((a.seq * 2654435761) ^ seed) % 97) - (((b.seq * 2654435761) ^ seed) % 97),
+          );
+          const first = resolveSharedContext(items, {
+            runtime: 'claude-code',
+            viewer,
+            now,
+            tokenBudget,
+          });
+          const second = resolveSharedContext(shuffled, {
+            runtime: 'claude-code',
+            viewer,
+            now,
+            tokenBudget,
+          });
+          expect(second.formatted).toBe(first.formatted);
+          expect(second.contextHash).toBe(first.contextHash);
+          expect(second.trim).toEqual(first.trim);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('changes the hash when the inputs change', () => {
+    const a = storedItem({ type: 'decision', title: 'A' });
+    const b = storedItem({ type: 'decision', title: 'B' });
+    const one = resolveSharedContext([a], { runtime: 'claude-code', viewer, now });
+    const two = resolveSharedContext([a, b], { runtime: 'claude-code', viewer, now });
+    const smaller = resolveSharedContext([a], {
+      runtime: 'claude-code',
+      viewer,
+      now,
+      tokenBudget: 3000,
+    });
+    expect(new Set([one.contextHash, two.contextHash, smaller.contextHash]).size).toBe(3);
+  });
+});
