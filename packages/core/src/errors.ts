@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   invalid_reference: 422,
   unknown_runtime: 422,
   unavailable: 503,
+  schema_too_new: 500,
   internal: 500,
 } as const;
 

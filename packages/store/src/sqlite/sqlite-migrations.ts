@@ -1,0 +1,90 @@
+/** One schema step of the SQLite backend. Applied in order, each in its own transaction. */
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+      -- Every change gets the next seq: INTEGER PRIMARY KEY in a single-writer database is
+      -- max(seq)+1, so the sequence is gapless and monotonic.
+      CREATE TABLE changes (
+        seq INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('added', 'consumed', 'superseded')),
+        item_rid INTEGER NOT NULL,
+        team_id TEXT NOT NULL,
+        at INTEGER NOT NULL
+      );
+      CREATE INDEX changes_team_seq ON changes (team_id, seq);
+
+      -- rid is the seq of the change that added the item.
+      CREATE TABLE items (
+        rid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        team_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        title TEXT NOT NULL,
+        content TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        source_runtime TEXT NOT NULL,
+        source_agent TEXT,
+        source_task TEXT,
+        source_thread TEXT,
+        scope TEXT NOT NULL,
+        scope_key TEXT,
+        scope_kind TEXT,
+        urgency INTEGER NOT NULL,
+        visibility TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        supersedes TEXT,
+        superseded_by TEXT,
+        item_key TEXT,
+        runtime_options TEXT NOT NULL,
+        redactions TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        input_hash TEXT NOT NULL,
+        consumed INTEGER NOT NULL DEFAULT 0,
+        consumed_by TEXT NOT NULL DEFAULT '[]'
+      );
+      CREATE INDEX items_team_rid ON items (team_id, rid);
+      CREATE INDEX items_team_type_rid ON items (team_id, type, rid);
+      CREATE INDEX items_team_urgency_rid ON items (team_id, urgency, rid);
+      CREATE INDEX items_team_scope_kind_rid ON items (team_id, scope_kind, rid) WHERE scope_kind IS NOT NULL;
+      CREATE INDEX items_team_scope_key_rid ON items (team_id, scope_key, rid) WHERE scope_key IS NOT NULL;
+      CREATE INDEX items_team_key ON items (team_id, item_key, rid) WHERE item_key IS NOT NULL;
+      CREATE INDEX items_team_source_rid ON items (team_id, source_runtime, rid);
+      CREATE INDEX items_expires ON items (expires_at) WHERE expires_at IS NOT NULL;
+
+      CREATE TABLE item_tags (
+        tag TEXT NOT NULL,
+        rid INTEGER NOT NULL,
+        PRIMARY KEY (tag, rid)
+      ) WITHOUT ROWID;
+
+      CREATE VIRTUAL TABLE items_fts USING fts5 (
+        title, content, summary, tags,
+        content = 'items', content_rowid = 'rid',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+      );
+
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'runtime')),
+        team_id TEXT,
+        runtime TEXT,
+        label TEXT,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+    `,
+  },
+];
+
+export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

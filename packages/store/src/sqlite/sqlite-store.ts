@@ -1,0 +1,604 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { SQLInputValue, StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
+import type {
+  ContextItem,
+  ItemFilter,
+  ListOptions,
+  NewContextItem,
+  Urgency,
+  Viewer,
+} from '@ctxbus/core';
+import { CtxbusError, URGENCIES, URGENCY_RANK } from '@ctxbus/core';
+import { buildSearchQuery } from '../search-query.js';
+import type {
+  Change,
+  ChangeKind,
+  ListTokensOptions,
+  ReadChangesOptions,
+  SearchHit,
+  SearchOptions,
+  Store,
+  StoreInfo,
+  TokenRecord,
+  WriteOutcome,
+} from '../store.js';
+import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+
+export interface SqliteStoreOptions {
+  /** Database file, or ':memory:'. Its directory is created when missing. */
+  path: string;
+  /** Source of "now" for expiry and consumption times. */
+  clock?: () => Date;
+  /**
+   * `normal` (default): WAL with synchronous=NORMAL; a crashed process loses nothing
+   * committed, a power cut may lose the last commits. `full`: fsync on every commit.
+   */
+  durability?: 'normal' | 'full';
+  /** Apply pending migrations on open (default true). */
+  migrate?: boolean;
+  /** How long a writer waits for another process's lock, in ms (default 5000). */
+  busyTimeoutMs?: number;
+}
+
+interface ItemRow {
+  rid: number;
+  id: string;
+  team_id: string;
+  type: string;
+  title: string;
+  content: string;
+  summary: string;
+  tags: string;
+  source_runtime: string;
+  source_agent: string | null;
+  source_task: string | null;
+  source_thread: string | null;
+  scope: string;
+  scope_key: string | null;
+  urgency: number;
+  visibility: string;
+  created_at: number;
+  expires_at: number | null;
+  supersedes: string | null;
+  superseded_by: string | null;
+  item_key: string | null;
+  runtime_options: string;
+  redactions: string;
+  tokens: number;
+  input_hash: string;
+  consumed: number;
+  consumed_by: string;
+}
+
+interface TokenRow {
+  id: string;
+  hash: string;
+  role: 'admin' | 'runtime';
+  team_id: string | null;
+  runtime: string | null;
+  label: string | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function rowToItem(row: ItemRow): ContextItem {
+  const consumedBy = JSON.parse(row.consumed_by) as ContextItem['consumedBy'];
+  return {
+    id: row.id,
+    teamId: row.team_id,
+    seq: row.rid,
+    type: row.type as ContextItem['type'],
+    title: row.title,
+    content: row.content,
+    summary: row.summary,
+    source: {
+      runtime: row.source_runtime,
+      agentId: row.source_agent,
+      taskId: row.source_task,
+      threadId: row.source_thread,
+    },
+    scope: row.scope as ContextItem['scope'],
+    scopeKey: row.scope_key,
+    relevanceTags: JSON.parse(row.tags) as string[],
+    urgency: URGENCIES[row.urgency] as Urgency,
+    visibility: row.visibility as ContextItem['visibility'],
+    createdAt: iso(row.created_at),
+    expiresAt: row.expires_at === null ? null : iso(row.expires_at),
+    supersedes: row.supersedes,
+    supersededBy: row.superseded_by,
+    key: row.item_key,
+    consumed: consumedBy.length > 0,
+    consumedBy,
+    runtimeOptions: JSON.parse(row.runtime_options) as ContextItem['runtimeOptions'],
+    redactions: JSON.parse(row.redactions) as ContextItem['redactions'],
+    tokens: row.tokens,
+  };
+}
+
+function rowToToken(row: TokenRow): TokenRecord {
+  return {
+    id: row.id,
+    hash: row.hash,
+    role: row.role,
+    teamId: row.team_id,
+    runtime: row.runtime,
+    label: row.label,
+    createdAt: iso(row.created_at),
+    revokedAt: row.revoked_at === null ? null : iso(row.revoked_at),
+  };
+}
+
+/** The smallest string greater than every string starting with `prefix`. */
+function prefixUpperBound(prefix: string): string {
+  return `${prefix}\u{10FFFF}`;
+}
+
+const SCOPE_KINDS = new Set(['task', 'thread', 'user', 'team']);
+
+interface Sql {
+  where: string;
+  params: SQLInputValue[];
+}
+
+/** WHERE clause (for table alias `i`) for a viewer and a filter; always bounded by team. */
+function filterSql(viewer: Viewer, filter: ItemFilter, nowMs: number): Sql {
+  const clauses = [
+    'i.team_id = ?',
+    "(i.visibility = 'team' OR i.source_runtime = ?)",
+    '(i.expires_at IS NULL OR i.expires_at > ?)',
+  ];
+  const params: SQLInputValue[] = [viewer.teamId, viewer.runtime, nowMs];
+  const inList = (column: string, values: readonly SQLInputValue[]) => {
+    clauses.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+    params.push(...values);
+  };
+  if (!filter.includeSuperseded) clauses.push('i.superseded_by IS NULL');
+  if (filter.scopes?.length) inList('i.scope', filter.scopes);
+  if (filter.scopeKey !== undefined) {
+    clauses.push('i.scope_key = ?');
+    params.push(filter.scopeKey);
+  }
+  if (filter.scopeKeyPrefix !== undefined) {
+    const kind = filter.scopeKeyPrefix.endsWith(':') ? filter.scopeKeyPrefix.slice(0, -1) : null;
+    if (kind !== null && SCOPE_KINDS.has(kind)) {
+      clauses.push('i.scope_kind = ?');
+      params.push(kind);
+    } else {
+      clauses.push('i.scope_key >= ? AND i.scope_key < ?');
+      params.push(filter.scopeKeyPrefix, prefixUpperBound(filter.scopeKeyPrefix));
+    }
+  }
+  if (filter.types?.length) inList('i.type', filter.types);
+  if (filter.tags?.length) {
+    clauses.push(
+      `i.rid IN (SELECT rid FROM item_tags WHERE tag IN (${filter.tags.map(() => '?').join(', ')}))`,
+    );
+    params.push(...filter.tags.map((tag) => tag.toLowerCase()));
+  }
+  if (filter.urgencies?.length)
+    inList(
+      'i.urgency',
+      filter.urgencies.map((u) => URGENCY_RANK[u]),
+    );
+  if (filter.minUrgency !== undefined && filter.minUrgency !== 'background') {
+    clauses.push('i.urgency >= ?');
+    params.push(URGENCY_RANK[filter.minUrgency]);
+  }
+  if (filter.sourceRuntime !== undefined) {
+    clauses.push('i.source_runtime = ?');
+    params.push(filter.sourceRuntime);
+  }
+  if (filter.sinceSeq !== undefined) {
+    clauses.push('i.rid > ?');
+    params.push(filter.sinceSeq);
+  }
+  if (filter.beforeSeq !== undefined) {
+    clauses.push('i.rid < ?');
+    params.push(filter.beforeSeq);
+  }
+  if (filter.createdAfter !== undefined) {
+    clauses.push('i.created_at > ?');
+    params.push(Date.parse(filter.createdAfter));
+  }
+  if (filter.key !== undefined) {
+    clauses.push('i.item_key = ?');
+    params.push(filter.key);
+  }
+  if (filter.keyPrefix !== undefined) {
+    const prefix = filter.keyPrefix.replace(/\/+$/, '');
+    clauses.push('(i.item_key = ? OR (i.item_key >= ? AND i.item_key < ?))');
+    params.push(prefix, `${prefix}/`, prefixUpperBound(`${prefix}/`));
+  }
+  if (filter.hasKey === true) clauses.push('i.item_key IS NOT NULL');
+  if (filter.hasKey === false) clauses.push('i.item_key IS NULL');
+  if (filter.unconsumed) clauses.push('i.consumed = 0');
+  return { where: clauses.join(' AND '), params };
+}
+
+/** SQLite store: the embedded default. One file, WAL, FTS5 search. */
+export class SqliteStore implements Store {
+  readonly info: StoreInfo;
+  private readonly db: DatabaseSync;
+  private readonly clock: () => Date;
+  private readonly statements = new Map<string, StatementSync>();
+  private closed = false;
+
+  private constructor(db: DatabaseSync, location: string, clock: () => Date) {
+    this.db = db;
+    this.clock = clock;
+    this.info = { backend: 'sqlite', schemaVersion: SQLITE_SCHEMA_VERSION, location };
+  }
+
+  static open(options: SqliteStoreOptions): SqliteStore {
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    const db = new DatabaseSync(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
+    try {
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+      db.exec('PRAGMA foreign_keys = ON');
+      const store = new SqliteStore(db, options.path, options.clock ?? (() => new Date()));
+      store.applyMigrations(options.migrate ?? true);
+      return store;
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /** Applies pending migrations; refuses a database written by a newer ctxbus. */
+  private applyMigrations(apply: boolean): void {
+    this.db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    );
+    const current = this.schemaVersion();
+    if (current > SQLITE_SCHEMA_VERSION) {
+      throw new CtxbusError(
+        'schema_too_new',
+        `the database at ${this.info.location} has schema version ${current}, newer than this ctxbus knows (${SQLITE_SCHEMA_VERSION}); upgrade ctxbus`,
+        { details: { current, known: SQLITE_SCHEMA_VERSION } },
+      );
+    }
+    if (!apply) return;
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (migration.version <= current) continue;
+      this.transaction(() => {
+        this.db.exec(migration.sql);
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(migration.version, migration.name, Date.now());
+      });
+    }
+  }
+
+  private schemaVersion(): number {
+    const row = this.db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as
+      | { version: number | null }
+      | undefined;
+    return row?.version ?? 0;
+  }
+
+  private statement(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      if (this.statements.size > 500) this.statements.clear();
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private transaction<T>(work: () => T): T {
+    this.assertOpen();
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = work();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new CtxbusError('unavailable', 'the store is closed');
+  }
+
+  private itemRowById(id: string): ItemRow | undefined {
+    return this.statement('SELECT * FROM items WHERE id = ?').get(id) as ItemRow | undefined;
+  }
+
+  private visibleRow(viewer: Viewer, id: string, nowMs: number): ItemRow | undefined {
+    return this.statement(
+      `SELECT * FROM items i WHERE i.id = ? AND i.team_id = ?
+         AND (i.visibility = 'team' OR i.source_runtime = ?)
+         AND (i.expires_at IS NULL OR i.expires_at > ?)`,
+    ).get(id, viewer.teamId, viewer.runtime, nowMs) as ItemRow | undefined;
+  }
+
+  async writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
+    const nowMs = this.clock().getTime();
+    const statuses = this.transaction(() => {
+      let seq = this.maxSeq();
+      const result: { id: string; status: WriteOutcome['status'] }[] = [];
+      for (const item of items) {
+        const existing = this.itemRowById(item.id);
+        if (existing) {
+          if (existing.team_id === item.teamId && existing.input_hash === item.inputHash) {
+            result.push({ id: item.id, status: 'existing' });
+            continue;
+          }
+          throw new CtxbusError(
+            'conflict',
+            `item ${item.id} already exists with different content; use a new id`,
+            { details: { id: item.id } },
+          );
+        }
+        const writer = { teamId: item.teamId, runtime: item.source.runtime };
+        const supersedes = this.resolveSupersedes(item, writer, nowMs);
+        seq += 1;
+        this.insertItem(item, seq, supersedes);
+        if (supersedes !== null) {
+          seq += 1;
+          this.statement('UPDATE items SET superseded_by = ? WHERE rid = ?').run(
+            item.id,
+            supersedes.rid,
+          );
+          this.insertChange(seq, 'superseded', supersedes.rid, item.teamId, nowMs);
+        }
+        result.push({ id: item.id, status: 'created' });
+      }
+      return result;
+    });
+    return statuses.map(({ id, status }) => {
+      const row = this.itemRowById(id);
+      if (!row) throw new CtxbusError('internal', `item ${id} vanished after its write`);
+      return { item: rowToItem(row), status };
+    });
+  }
+
+  /** The item a new item replaces: named by `supersedes`, or the live holder of its key. */
+  private resolveSupersedes(item: NewContextItem, writer: Viewer, nowMs: number): ItemRow | null {
+    let target: ItemRow | undefined;
+    if (item.supersedes !== null) {
+      target = this.visibleRow(writer, item.supersedes, nowMs);
+      if (!target) {
+        throw new CtxbusError(
+          'invalid_reference',
+          `supersedes names item ${item.supersedes}, which does not exist (or is not visible to ${writer.runtime} in team ${writer.teamId})`,
+          { details: { field: 'supersedes', id: item.supersedes } },
+        );
+      }
+    }
+    if (item.key !== null) {
+      const holder = this.statement(
+        `SELECT * FROM items i WHERE i.team_id = ? AND i.item_key = ? AND i.superseded_by IS NULL
+           AND (i.visibility = 'team' OR i.source_runtime = ?)
+           AND (i.expires_at IS NULL OR i.expires_at > ?)
+         ORDER BY i.rid DESC LIMIT 1`,
+      ).get(writer.teamId, item.key, writer.runtime, nowMs) as ItemRow | undefined;
+      if (holder && target && holder.rid !== target.rid) {
+        throw new CtxbusError(
+          'conflict',
+          `key ${item.key} is held by item ${holder.id}, but supersedes names ${target.id}`,
+          { details: { key: item.key, holder: holder.id, supersedes: target.id } },
+        );
+      }
+      target ??= holder;
+    }
+    if (!target) return null;
+    if (target.superseded_by !== null) {
+      throw new CtxbusError(
+        'conflict',
+        `item ${target.id} was already superseded by ${target.superseded_by}; supersede that one instead`,
+        { details: { id: target.id, supersededBy: target.superseded_by } },
+      );
+    }
+    return target;
+  }
+
+  private insertItem(item: NewContextItem, seq: number, supersedes: ItemRow | null): void {
+    const nowMs = Date.parse(item.createdAt);
+    this.insertChange(seq, 'added', seq, item.teamId, nowMs);
+    const tags = JSON.stringify(item.relevanceTags);
+    this.statement(
+      `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
+         source_agent, source_task, source_thread, scope, scope_key, scope_kind, urgency, visibility,
+         created_at, expires_at, supersedes, item_key, runtime_options, redactions, tokens, input_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      seq,
+      item.id,
+      item.teamId,
+      item.type,
+      item.title,
+      item.content,
+      item.summary,
+      tags,
+      item.source.runtime,
+      item.source.agentId,
+      item.source.taskId,
+      item.source.threadId,
+      item.scope,
+      item.scopeKey,
+      item.scopeKey === null ? null : (item.scopeKey.split(':', 1)[0] ?? null),
+      URGENCY_RANK[item.urgency],
+      item.visibility,
+      nowMs,
+      item.expiresAt === null ? null : Date.parse(item.expiresAt),
+      supersedes?.id ?? null,
+      item.key,
+      JSON.stringify(item.runtimeOptions),
+      JSON.stringify(item.redactions),
+      item.tokens,
+      item.inputHash,
+    );
+    for (const tag of item.relevanceTags) {
+      this.statement('INSERT OR IGNORE INTO item_tags (tag, rid) VALUES (?, ?)').run(tag, seq);
+    }
+    this.statement(
+      'INSERT INTO items_fts (rowid, title, content, summary, tags) VALUES (?, ?, ?, ?, ?)',
+    ).run(seq, item.title, item.content, item.summary, tags);
+  }
+
+  private insertChange(seq: number, kind: ChangeKind, rid: number, teamId: string, at: number) {
+    this.statement(
+      'INSERT INTO changes (seq, kind, item_rid, team_id, at) VALUES (?, ?, ?, ?, ?)',
+    ).run(seq, kind, rid, teamId, at);
+  }
+
+  private maxSeq(): number {
+    const row = this.statement('SELECT coalesce(max(seq), 0) AS seq FROM changes').get() as {
+      seq: number;
+    };
+    return row.seq;
+  }
+
+  async getItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
+    this.assertOpen();
+    const row = this.visibleRow(viewer, id, this.clock().getTime());
+    return row ? rowToItem(row) : null;
+  }
+
+  async listItems(viewer: Viewer, options: ListOptions): Promise<ContextItem[]> {
+    this.assertOpen();
+    const { where, params } = filterSql(viewer, options, this.clock().getTime());
+    const rows = this.statement(
+      `SELECT * FROM items i WHERE ${where} ORDER BY i.rid DESC LIMIT ?`,
+    ).all(...params, options.limit) as unknown as ItemRow[];
+    return rows.map(rowToItem);
+  }
+
+  async searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]> {
+    this.assertOpen();
+    const query = buildSearchQuery(options.query);
+    if (query === null) return [];
+    const { where, params } = filterSql(viewer, options, this.clock().getTime());
+    const rows = this.statement(
+      `SELECT i.*, bm25(items_fts, ${query.weights.join(', ')}) AS rank,
+              snippet(items_fts, -1, '**', '**', '…', 16) AS highlight
+         FROM items_fts JOIN items i ON i.rid = items_fts.rowid
+        WHERE items_fts MATCH ? AND ${where}
+        ORDER BY rank LIMIT ?`,
+    ).all(query.match, ...params, options.limit) as unknown as (ItemRow & {
+      rank: number;
+      highlight: string;
+    })[];
+    return rows.map((row) => ({
+      item: rowToItem(row),
+      score: -row.rank,
+      highlight: row.highlight,
+    }));
+  }
+
+  async consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
+    const nowMs = this.clock().getTime();
+    const found = this.transaction(() => {
+      const row = this.visibleRow(viewer, id, nowMs);
+      if (!row) return false;
+      const consumedBy = JSON.parse(row.consumed_by) as ContextItem['consumedBy'];
+      if (consumedBy.some((entry) => entry.runtime === viewer.runtime)) return true;
+      consumedBy.push({ runtime: viewer.runtime, at: iso(nowMs) });
+      this.statement('UPDATE items SET consumed = 1, consumed_by = ? WHERE rid = ?').run(
+        JSON.stringify(consumedBy),
+        row.rid,
+      );
+      this.insertChange(this.maxSeq() + 1, 'consumed', row.rid, row.team_id, nowMs);
+      return true;
+    });
+    if (!found) return null;
+    const row = this.itemRowById(id);
+    return row ? rowToItem(row) : null;
+  }
+
+  async readChanges(options: ReadChangesOptions): Promise<Change[]> {
+    this.assertOpen();
+    const teamClause = options.teamId === undefined ? '' : 'AND c.team_id = ?';
+    const params: SQLInputValue[] = [options.afterSeq];
+    if (options.teamId !== undefined) params.push(options.teamId);
+    params.push(options.limit);
+    const rows = this.statement(
+      `SELECT c.seq AS change_seq, c.kind AS change_kind, i.*
+         FROM changes c JOIN items i ON i.rid = c.item_rid
+        WHERE c.seq > ? ${teamClause}
+        ORDER BY c.seq LIMIT ?`,
+    ).all(...params) as unknown as (ItemRow & { change_seq: number; change_kind: ChangeKind })[];
+    return rows.map((row) => ({
+      seq: row.change_seq,
+      kind: row.change_kind,
+      teamId: row.team_id,
+      item: rowToItem(row),
+    }));
+  }
+
+  async latestSeq(): Promise<number> {
+    this.assertOpen();
+    return this.maxSeq();
+  }
+
+  async createToken(record: TokenRecord): Promise<void> {
+    this.assertOpen();
+    this.statement(
+      'INSERT INTO tokens (id, hash, role, team_id, runtime, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      record.id,
+      record.hash,
+      record.role,
+      record.teamId,
+      record.runtime,
+      record.label,
+      Date.parse(record.createdAt),
+      record.revokedAt === null ? null : Date.parse(record.revokedAt),
+    );
+  }
+
+  async findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    this.assertOpen();
+    const row = this.statement('SELECT * FROM tokens WHERE hash = ?').get(hash) as
+      | TokenRow
+      | undefined;
+    return row ? rowToToken(row) : null;
+  }
+
+  async listTokens(options: ListTokensOptions = {}): Promise<TokenRecord[]> {
+    this.assertOpen();
+    const clauses: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (options.teamId !== undefined) {
+      clauses.push('team_id = ?');
+      params.push(options.teamId);
+    }
+    if (!options.includeRevoked) clauses.push('revoked_at IS NULL');
+    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
+    const rows = this.statement(`SELECT * FROM tokens ${where} ORDER BY created_at, id`).all(
+      ...params,
+    ) as unknown as TokenRow[];
+    return rows.map(rowToToken);
+  }
+
+  async revokeToken(id: string): Promise<TokenRecord | null> {
+    this.assertOpen();
+    this.statement('UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(
+      this.clock().getTime(),
+      id,
+    );
+    const row = this.statement('SELECT * FROM tokens WHERE id = ?').get(id) as TokenRow | undefined;
+    return row ? rowToToken(row) : null;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.statements.clear();
+    this.db.close();
+  }
+}
+
+/** Opens (creating and migrating when needed) the embedded SQLite store. */
+export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
+  return SqliteStore.open(options);
+}

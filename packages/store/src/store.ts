@@ -1,0 +1,111 @@
+import type { ContextItem, ItemFilter, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
+
+export type WriteStatus = 'created' | 'existing';
+
+export interface WriteOutcome {
+  item: ContextItem;
+  status: WriteStatus;
+}
+
+/** What a change did. Every change has its own store sequence number. */
+export type ChangeKind = 'added' | 'consumed' | 'superseded';
+
+/** One entry of the change feed, with the item as it is now. */
+export interface Change {
+  seq: number;
+  kind: ChangeKind;
+  teamId: string;
+  item: ContextItem;
+}
+
+export interface ReadChangesOptions {
+  /** Only changes with a sequence above this. */
+  afterSeq: number;
+  limit: number;
+  /** Only this team's changes (a resuming subscriber); all teams when absent (the fan-out). */
+  teamId?: string;
+}
+
+export interface SearchOptions extends ItemFilter {
+  query: string;
+  limit: number;
+}
+
+export interface SearchHit {
+  item: ContextItem;
+  /** Higher is more relevant. */
+  score: number;
+  /** Best passage, matched terms wrapped in `**`. */
+  highlight: string;
+}
+
+export type TokenRole = 'admin' | 'runtime';
+
+export interface TokenRecord {
+  id: string;
+  /** SHA-256 (hex) of the secret; the secret itself is never stored. */
+  hash: string;
+  role: TokenRole;
+  teamId: string | null;
+  runtime: string | null;
+  label: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface ListTokensOptions {
+  teamId?: string;
+  includeRevoked?: boolean;
+}
+
+export interface StoreInfo {
+  backend: string;
+  schemaVersion: number;
+  location: string;
+}
+
+/**
+ * The storage contract every backend implements and the conformance suite checks.
+ *
+ * - Every change (an item added, consumed, or superseded) gets the next sequence number:
+ *   gapless and monotonic, so a reader that has seen N has seen everything up to N.
+ * - Reads take a `Viewer`: a team sees only its own items, and private items only when the
+ *   viewer is their source runtime. Expired items are never returned.
+ * - Writes are atomic per call: a batch is stored whole or not at all.
+ */
+export interface Store {
+  readonly info: StoreInfo;
+
+  /**
+   * Stores items. An id already stored with the same input is returned with status
+   * `existing` (idempotent retry); with different input it is a `conflict`. `supersedes` must
+   * name a visible item of the same team that nothing else has superseded; writing a `key`
+   * held by a live item supersedes that item.
+   */
+  writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]>;
+
+  getItem(viewer: Viewer, id: string): Promise<ContextItem | null>;
+
+  /** Newest first (by sequence). */
+  listItems(viewer: Viewer, options: ListOptions): Promise<ContextItem[]>;
+
+  /** Ranked full-text search over title, content, summary and tags. */
+  searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]>;
+
+  /** Records that the viewer's runtime consumed the item; repeating it changes nothing. */
+  consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null>;
+
+  /** The change feed in sequence order. */
+  readChanges(options: ReadChangesOptions): Promise<Change[]>;
+
+  /** The sequence of the newest change (0 when empty). */
+  latestSeq(): Promise<number>;
+
+  createToken(record: TokenRecord): Promise<void>;
+  findTokenByHash(hash: string): Promise<TokenRecord | null>;
+  listTokens(options?: ListTokensOptions): Promise<TokenRecord[]>;
+  /** Marks a token revoked; returns it, or null when there is no such token. */
+  revokeToken(id: string): Promise<TokenRecord | null>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,437 @@
+import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
+import { CtxbusError, prepareItem } from '@ctxbus/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Store } from '../store.js';
+
+export interface ConformanceContext {
+  clock: () => Date;
+}
+
+export interface StoreConformanceOptions {
+  name: string;
+  /** A fresh, empty store that reads time from `clock`. */
+  createStore(context: ConformanceContext): Promise<Store>;
+  /** Closes `store` and opens the same database again; omit if the backend cannot. */
+  reopenStore?(store: Store, context: ConformanceContext): Promise<Store>;
+  /** Cases to skip, each with the reason (printed in the test name). */
+  skip?: Partial<Record<ConformanceCase, string>>;
+}
+
+export const CONFORMANCE_CASES = [
+  'write-read',
+  'gapless-sequence',
+  'idempotent-write',
+  'atomic-batch',
+  'supersession',
+  'key-supersession',
+  'expiry',
+  'filters',
+  'paging',
+  'isolation',
+  'consumption',
+  'change-feed',
+  'search-ranking',
+  'search-filters',
+  'search-hostile-input',
+  'tokens',
+  'persistence',
+  'concurrent-writes',
+] as const;
+
+export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
+
+const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
+const acmeChat: Viewer = { teamId: 'acme', runtime: 'openclaw' };
+const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
+
+function expectCode(error: unknown, code: string): void {
+  expect(CtxbusError.isInstance(error), `expected a CtxbusError, got ${String(error)}`).toBe(true);
+  expect((error as CtxbusError).code).toBe(code);
+}
+
+async function rejectsWith(promise: Promise<unknown>, code: string): Promise<void> {
+  try {
+    await promise;
+  } catch (error) {
+    expectCode(error, code);
+    return;
+  }
+  expect.fail(`expected the call to fail with ${code}`);
+}
+
+/**
+ * The store contract as tests, written once and run against every backend
+ * (`runStoreConformance({ name, createStore })` inside a vitest file).
+ */
+export function runStoreConformance(options: StoreConformanceOptions): void {
+  describe(`store conformance: ${options.name}`, () => {
+    let nowMs = Date.parse('2026-11-21T12:00:00.000Z');
+    const clock = () => new Date(nowMs);
+    let store: Store;
+
+    const prepared = (input: Partial<ContextItemInput>, viewer: Viewer = acme): NewContextItem =>
+      prepareItem({ type: 'discovery', title: 'untitled', ...input }, viewer, { now: clock() });
+    const write = async (input: Partial<ContextItemInput>, viewer: Viewer = acme) => {
+      const [outcome] = await store.writeItems([prepared(input, viewer)]);
+      if (!outcome) throw new Error('no outcome');
+      return outcome.item;
+    };
+
+    beforeEach(async () => {
+      nowMs = Date.parse('2026-11-21T12:00:00.000Z');
+      store = await options.createStore({ clock });
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    const test = (name: ConformanceCase, body: () => Promise<void>) => {
+      const reason = options.skip?.[name];
+      if (reason !== undefined) it.skip(`${name} (skipped: ${reason})`, body);
+      else it(name, body);
+    };
+
+    test('write-read', async () => {
+      const item = await write({
+        type: 'decision',
+        title: 'Use SQLite',
+        content: 'Embedded and fast.',
+        relevanceTags: ['storage'],
+        source: { agentId: 'a1', taskId: 'T-1' },
+        scope: 'task',
+        urgency: 'attention',
+        runtimeOptions: { 'claude-code': { pinned: true } },
+      });
+      expect(item.seq).toBeGreaterThan(0);
+      const read = await store.getItem(acme, item.id);
+      expect(read).toEqual(item);
+      expect(read).toMatchObject({
+        teamId: 'acme',
+        type: 'decision',
+        scopeKey: 'task:T-1',
+        source: { runtime: 'claude-code', agentId: 'a1', taskId: 'T-1', threadId: null },
+        relevanceTags: ['storage'],
+        urgency: 'attention',
+        consumed: false,
+        consumedBy: [],
+        supersededBy: null,
+        runtimeOptions: { 'claude-code': { pinned: true } },
+      });
+      expect(await store.getItem(acme, '0192f000-0000-7000-8000-00000000dead')).toBeNull();
+    });
+
+    test('gapless-sequence', async () => {
+      const first = await write({ title: 'one' });
+      const second = await write({ title: 'two' });
+      await store.consumeItem(acmeChat, first.id);
+      const third = await write({ title: 'three', supersedes: second.id });
+      expect(second.seq).toBe(first.seq + 1);
+      // consumption took one seq, the new item one, the supersession one.
+      expect(third.seq).toBe(second.seq + 2);
+      expect(await store.latestSeq()).toBe(third.seq + 1);
+      const changes = await store.readChanges({ afterSeq: 0, limit: 100 });
+      expect(changes.map((change) => change.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect(changes.map((change) => change.kind)).toEqual([
+        'added',
+        'added',
+        'consumed',
+        'added',
+        'superseded',
+      ]);
+    });
+
+    test('idempotent-write', async () => {
+      const input = { id: '0192f000-0000-7000-8000-000000000001', title: 'once' };
+      const [first] = await store.writeItems([prepared(input)]);
+      nowMs += 60_000;
+      const [again] = await store.writeItems([prepared(input)]);
+      expect(first?.status).toBe('created');
+      expect(again?.status).toBe('existing');
+      expect(again?.item).toEqual(first?.item);
+      expect(await store.latestSeq()).toBe(1);
+      await rejectsWith(store.writeItems([prepared({ ...input, title: 'different' })]), 'conflict');
+      // Another team reusing the id is a conflict too, and learns nothing about the item.
+      await rejectsWith(store.writeItems([prepared(input, globex)]), 'conflict');
+    });
+
+    test('atomic-batch', async () => {
+      const taken = await write({ id: '0192f000-0000-7000-8000-000000000002', title: 'taken' });
+      const batch = [
+        prepared({ title: 'fine 1' }),
+        prepared({ title: 'fine 2' }),
+        prepared({ id: taken.id, title: 'clash' }),
+      ];
+      await rejectsWith(store.writeItems(batch), 'conflict');
+      expect(await store.listItems(acme, { limit: 10 })).toHaveLength(1);
+      expect(await store.latestSeq()).toBe(taken.seq);
+      const outcomes = await store.writeItems([prepared({ title: 'a' }), prepared({ title: 'b' })]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['created', 'created']);
+    });
+
+    test('supersession', async () => {
+      const old = await write({ type: 'decision', title: 'Use MySQL' });
+      const replacement = await write({
+        type: 'decision',
+        title: 'Use SQLite',
+        supersedes: old.id,
+      });
+      expect(replacement.supersedes).toBe(old.id);
+      expect((await store.getItem(acme, old.id))?.supersededBy).toBe(replacement.id);
+      const live = await store.listItems(acme, { limit: 10 });
+      expect(live.map((item) => item.title)).toEqual(['Use SQLite']);
+      const all = await store.listItems(acme, { limit: 10, includeSuperseded: true });
+      expect(all.map((item) => item.title)).toEqual(['Use SQLite', 'Use MySQL']);
+      await rejectsWith(write({ title: 'again', supersedes: old.id }), 'conflict');
+      await rejectsWith(
+        write({ title: 'ghost', supersedes: '0192f000-0000-7000-8000-00000000beef' }),
+        'invalid_reference',
+      );
+      await rejectsWith(
+        write({ title: 'cross-team', supersedes: replacement.id }, globex),
+        'invalid_reference',
+      );
+    });
+
+    test('key-supersession', async () => {
+      const first = await write({ title: 'Stack v1', key: 'project/ctxbus/stack' });
+      const second = await write({ title: 'Stack v2', key: 'project/ctxbus/stack' });
+      expect(second.supersedes).toBe(first.id);
+      const byKey = await store.listItems(acme, { limit: 10, key: 'project/ctxbus/stack' });
+      expect(byKey.map((item) => item.title)).toEqual(['Stack v2']);
+      await write({ title: 'Other', key: 'project/ctxbus-web' });
+      await write({ title: 'Deep', key: 'project/ctxbus/stack/db' });
+      const underPrefix = await store.listItems(acme, { limit: 10, keyPrefix: 'project/ctxbus' });
+      expect(underPrefix.map((item) => item.title)).toEqual(['Deep', 'Stack v2']);
+      // Another team's same key is a different item.
+      const theirs = await write({ title: 'Their stack', key: 'project/ctxbus/stack' }, globex);
+      expect(theirs.supersedes).toBeNull();
+    });
+
+    test('expiry', async () => {
+      const shortLived = await write({ title: 'ephemeral', expiresAfterSeconds: 60 });
+      const lasting = await write({ title: 'lasting' });
+      expect(await store.getItem(acme, shortLived.id)).not.toBeNull();
+      nowMs += 61_000;
+      expect(await store.getItem(acme, shortLived.id)).toBeNull();
+      const listed = await store.listItems(acme, { limit: 10 });
+      expect(listed.map((item) => item.id)).toEqual([lasting.id]);
+      expect(await store.searchItems(acme, { query: 'ephemeral', limit: 5 })).toEqual([]);
+      expect(await store.consumeItem(acme, shortLived.id)).toBeNull();
+    });
+
+    test('filters', async () => {
+      await write({ type: 'decision', title: 'd1', relevanceTags: ['db'], scope: 'space' });
+      await write({
+        type: 'alert',
+        title: 'a1',
+        urgency: 'blocking',
+        relevanceTags: ['ops', 'db'],
+      });
+      await write({ type: 'status', title: 's1', scopeKey: 'task:T-9', urgency: 'attention' });
+      await write({ type: 'status', title: 's2', scopeKey: 'thread:chat-1' });
+      await write({ type: 'discovery', title: 'c1' }, acmeChat);
+      const titles = async (filter: Record<string, unknown>) =>
+        (await store.listItems(acme, { limit: 50, ...filter })).map((item) => item.title);
+      expect(await titles({ types: ['decision', 'alert'] })).toEqual(['a1', 'd1']);
+      expect(await titles({ tags: ['DB'] })).toEqual(['a1', 'd1']);
+      expect(await titles({ scopes: ['space'] })).toEqual(['d1']);
+      expect(await titles({ scopeKey: 'task:T-9' })).toEqual(['s1']);
+      expect(await titles({ scopeKeyPrefix: 'thread:' })).toEqual(['s2']);
+      expect(await titles({ scopeKeyPrefix: 'task:T' })).toEqual(['s1']);
+      expect(await titles({ minUrgency: 'attention' })).toEqual(['s1', 'a1']);
+      expect(await titles({ urgencies: ['blocking'] })).toEqual(['a1']);
+      expect(await titles({ sourceRuntime: 'openclaw' })).toEqual(['c1']);
+      expect(await titles({ sinceSeq: 3 })).toEqual(['c1', 's2']);
+      expect(await titles({ hasKey: true })).toEqual([]);
+      expect(await titles({ types: ['status'], unconsumed: true })).toEqual(['s2', 's1']);
+    });
+
+    test('paging', async () => {
+      for (let index = 0; index < 7; index++) await write({ title: `p${index}` });
+      const page1 = await store.listItems(acme, { limit: 3 });
+      const last = page1.at(-1);
+      const page2 = await store.listItems(acme, { limit: 3, beforeSeq: last?.seq ?? 0 });
+      expect(page1.map((item) => item.title)).toEqual(['p6', 'p5', 'p4']);
+      expect(page2.map((item) => item.title)).toEqual(['p3', 'p2', 'p1']);
+    });
+
+    test('isolation', async () => {
+      const shared = await write({ title: 'team note' });
+      const secret = await write({ title: 'private note', visibility: 'private' });
+      const other = await write({ title: 'globex note' }, globex);
+      expect(await store.getItem(globex, shared.id)).toBeNull();
+      expect(await store.getItem(acme, other.id)).toBeNull();
+      expect(await store.getItem(acmeChat, secret.id)).toBeNull();
+      expect(await store.getItem(acme, secret.id)).not.toBeNull();
+      const chatView = await store.listItems(acmeChat, { limit: 10 });
+      expect(chatView.map((item) => item.title)).toEqual(['team note']);
+      expect(await store.searchItems(acmeChat, { query: 'private note', limit: 10 })).toHaveLength(
+        1,
+      );
+      expect(await store.searchItems(globex, { query: 'team note', limit: 10 })).toHaveLength(1);
+      expect(await store.consumeItem(globex, shared.id)).toBeNull();
+      expect(await store.consumeItem(acmeChat, secret.id)).toBeNull();
+      await rejectsWith(
+        write({ title: 'sneaky', supersedes: secret.id }, acmeChat),
+        'invalid_reference',
+      );
+    });
+
+    test('consumption', async () => {
+      const item = await write({ type: 'request', title: 'Approve?' });
+      const once = await store.consumeItem(acmeChat, item.id);
+      const twice = await store.consumeItem(acmeChat, item.id);
+      nowMs += 1000;
+      const byOther = await store.consumeItem(acme, item.id);
+      expect(once?.consumed).toBe(true);
+      expect(twice?.consumedBy).toEqual(once?.consumedBy);
+      expect(byOther?.consumedBy.map((entry) => entry.runtime)).toEqual([
+        'openclaw',
+        'claude-code',
+      ]);
+      const consumptions = (await store.readChanges({ afterSeq: 0, limit: 10 })).filter(
+        (change) => change.kind === 'consumed',
+      );
+      expect(consumptions).toHaveLength(2);
+      expect(await store.listItems(acme, { limit: 10, unconsumed: true })).toEqual([]);
+    });
+
+    test('change-feed', async () => {
+      const a = await write({ title: 'a' });
+      await write({ title: 'g' }, globex);
+      const b = await write({ title: 'b' });
+      const all = await store.readChanges({ afterSeq: 0, limit: 10 });
+      expect(all.map((change) => change.item.title)).toEqual(['a', 'g', 'b']);
+      const acmeOnly = await store.readChanges({ afterSeq: 0, limit: 10, teamId: 'acme' });
+      expect(acmeOnly.map((change) => change.item.id)).toEqual([a.id, b.id]);
+      const resumed = await store.readChanges({ afterSeq: a.seq, limit: 1 });
+      expect(resumed.map((change) => change.seq)).toEqual([a.seq + 1]);
+      expect(await store.readChanges({ afterSeq: b.seq, limit: 10 })).toEqual([]);
+    });
+
+    test('search-ranking', async () => {
+      await write({ title: 'Lunch', content: 'We had pizza for lunch on Friday.' });
+      await write({
+        title: 'Database choice',
+        content: 'We chose SQLite with WAL for the embedded store.',
+      });
+      await write({ title: 'Deploy', content: 'The deploy pipeline runs on Fridays.' });
+      const hits = await store.searchItems(acme, {
+        query: 'Which database did we choose for the embedded store?',
+        limit: 3,
+      });
+      expect(hits[0]?.item.title).toBe('Database choice');
+      expect(hits[0]?.highlight).toContain('**');
+      expect(hits[0]?.score).toBeGreaterThan(hits[1]?.score ?? Number.NEGATIVE_INFINITY);
+      const tagged = await write({
+        title: 'Tagged',
+        content: 'nothing here',
+        relevanceTags: ['kubernetes'],
+      });
+      const byTag = await store.searchItems(acme, { query: 'kubernetes', limit: 3 });
+      expect(byTag.map((hit) => hit.item.id)).toEqual([tagged.id]);
+    });
+
+    test('search-filters', async () => {
+      await write({ type: 'decision', title: 'Cache with Redis' });
+      await write({
+        type: 'discovery',
+        title: 'Redis is slow on this box',
+        relevanceTags: ['perf'],
+      });
+      const decisions = await store.searchItems(acme, {
+        query: 'redis',
+        limit: 10,
+        types: ['decision'],
+      });
+      expect(decisions.map((hit) => hit.item.title)).toEqual(['Cache with Redis']);
+      const perf = await store.searchItems(acme, { query: 'redis', limit: 10, tags: ['perf'] });
+      expect(perf.map((hit) => hit.item.title)).toEqual(['Redis is slow on this box']);
+      expect(await store.searchItems(acme, { query: 'redis', limit: 1 })).toHaveLength(1);
+    });
+
+    test('search-hostile-input', async () => {
+      await write({ title: 'Quotes "inside" and NEAR(x y) AND stuff', content: 'col:umn * - ^' });
+      for (const query of [
+        '"',
+        '""',
+        'NEAR(',
+        'a AND',
+        'title:x',
+        '*',
+        '-x',
+        '^start',
+        '(((',
+        "it's",
+        '🙂 ünïcödé',
+        'the of and',
+        '   ',
+      ]) {
+        const hits = await store.searchItems(acme, { query, limit: 5 });
+        expect(Array.isArray(hits)).toBe(true);
+      }
+      expect(await store.searchItems(acme, { query: 'the of and', limit: 5 })).toEqual([]);
+      const quoted = await store.searchItems(acme, { query: 'NEAR stuff', limit: 5 });
+      expect(quoted).toHaveLength(1);
+    });
+
+    test('tokens', async () => {
+      const base = { label: null, createdAt: clock().toISOString(), revokedAt: null };
+      await store.createToken({
+        ...base,
+        id: 'tok_admin',
+        hash: 'h0',
+        role: 'admin',
+        teamId: null,
+        runtime: null,
+      });
+      await store.createToken({
+        ...base,
+        id: 'tok_a',
+        hash: 'h1',
+        role: 'runtime',
+        teamId: 'acme',
+        runtime: 'web',
+      });
+      await store.createToken({
+        ...base,
+        id: 'tok_g',
+        hash: 'h2',
+        role: 'runtime',
+        teamId: 'globex',
+        runtime: 'web',
+      });
+      expect((await store.findTokenByHash('h1'))?.id).toBe('tok_a');
+      expect(await store.findTokenByHash('nope')).toBeNull();
+      expect((await store.listTokens({ teamId: 'acme' })).map((token) => token.id)).toEqual([
+        'tok_a',
+      ]);
+      const revoked = await store.revokeToken('tok_a');
+      expect(revoked?.revokedAt).not.toBeNull();
+      expect((await store.findTokenByHash('h1'))?.revokedAt).not.toBeNull();
+      expect((await store.listTokens()).map((token) => token.id)).toEqual(['tok_admin', 'tok_g']);
+      expect(await store.listTokens({ includeRevoked: true })).toHaveLength(3);
+      expect(await store.revokeToken('missing')).toBeNull();
+    });
+
+    test('persistence', async () => {
+      if (!options.reopenStore) throw new Error('reopenStore is required unless skipped');
+      const item = await write({ title: 'survives', relevanceTags: ['keep'] });
+      store = await options.reopenStore(store, { clock });
+      expect(await store.getItem(acme, item.id)).toEqual(item);
+      expect((await store.searchItems(acme, { query: 'survives', limit: 1 }))[0]?.item.id).toBe(
+        item.id,
+      );
+      const next = await write({ title: 'after reopen' });
+      expect(next.seq).toBe(item.seq + 1);
+    });
+
+    test('concurrent-writes', async () => {
+      const writes = Array.from({ length: 40 }, (_, index) => write({ title: `c${index}` }));
+      const items = await Promise.all(writes);
+      const seqs = items.map((item) => item.seq).sort((a, b) => a - b);
+      expect(seqs).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+      expect(new Set(items.map((item) => item.id)).size).toBe(40);
+    });
+  });
+}
