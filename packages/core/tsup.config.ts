@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: ['src/index.ts', 'src/contract.ts'],
+  splitting: true,
   format: ['esm'],
   dts: true,
   sourcemap: true,

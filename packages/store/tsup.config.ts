@@ -8,5 +8,6 @@ export default defineConfig({
   clean: true,
   target: 'node22',
   platform: 'node',
+  removeNodeProtocol: false,
   external: ['vitest'],
 });

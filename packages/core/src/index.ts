@@ -91,7 +91,7 @@ export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
 export type { ItemFilter, ListOptions, Viewer } from './item-filter.js';
-export { SHARED_CANDIDATE_QUERIES } from './item-filter.js';
+export { itemMatches, SHARED_CANDIDATE_QUERIES } from './item-filter.js';
 export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
 export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
 export type { RedactionResult } from './redact-secrets.js';

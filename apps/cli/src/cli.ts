@@ -1,0 +1,80 @@
+import { CtxbusError } from '@ctxbus/core/contract';
+import { Command, CommanderError } from 'commander';
+import { registerContextCommands } from './commands/context-commands.js';
+import { registerMigrate } from './commands/migrate-command.js';
+import { registerServe } from './commands/serve-command.js';
+import { registerToken } from './commands/token-command.js';
+import { EXIT, exitCodeFor } from './output.js';
+import { VERSION } from './version.js';
+
+const HELP_FOOTER = `
+Environment:
+  CTXBUS_URL, CTXBUS_TOKEN     hub URL and runtime token for write/read/search/shared/watch
+  CTXBUS_ADMIN_TOKEN           admin token for "token" commands against a hub
+  CTXBUS_DATA                  data directory (serve, and offline token commands)
+  CTXBUS_PORT, CTXBUS_HOST     defaults for serve
+
+Exit codes:
+  0 ok, 1 failure, 2 bad input, 3 not authorised, 4 not found, 5 conflict, 6 hub unreachable
+
+Quick start:
+  ctxbus serve                                   # prints the URL and, once, an admin token
+  ctxbus token create --team acme --runtime claude-code --url URL --admin-token ADMIN
+  export CTXBUS_URL=URL CTXBUS_TOKEN=<runtime token>
+  ctxbus write --type decision --title "Use SQLite" --content "Embedded, fast, trusted."
+  ctxbus shared --runtime claude-code
+`;
+
+export interface RunResult {
+  exitCode: number;
+}
+
+/** Builds the program. Each action runs through `run`, which turns errors into one line. */
+export function createProgram(onExit: (code: number) => void): Command {
+  const run = async (action: () => Promise<void>) => {
+    try {
+      await action();
+      onExit(EXIT.ok);
+    } catch (error) {
+      const message =
+        CtxbusError.isInstance(error) || error instanceof Error ? error.message : String(error);
+      process.stderr.write(`ctxbus: error: ${message}\n`);
+      onExit(exitCodeFor(error));
+    }
+  };
+  const program = new Command('ctxbus')
+    .description('ctxbus: one shared, structured, real-time context for your AI agent runtimes')
+    .version(VERSION, '-v, --version')
+    .showHelpAfterError('(add --help for usage)')
+    .addHelpText('after', HELP_FOOTER)
+    .exitOverride();
+  registerServe(program, run);
+  registerToken(program, run);
+  registerMigrate(program, run);
+  registerContextCommands(program, run);
+  return program;
+}
+
+/** Runs the CLI with `argv` (as in process.argv) and resolves with the exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const program = createProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+      ) {
+        return EXIT.ok;
+      }
+      return EXIT.usage;
+    }
+    throw error;
+  }
+  return exitCode;
+}

@@ -1,0 +1,341 @@
+import { readFileSync } from 'node:fs';
+import type { CtxbusClient, ListParams } from '@ctxbus/client';
+import { createClient } from '@ctxbus/client';
+import type { ContextItemInput } from '@ctxbus/core/contract';
+import { CtxbusError, parseWriteRequest } from '@ctxbus/core/contract';
+import type { Command } from 'commander';
+import { itemLine, printJson, printLine } from '../output.js';
+
+interface ConnectionOptions {
+  url?: string;
+  token?: string;
+  json?: boolean;
+}
+
+function connect(options: ConnectionOptions): CtxbusClient {
+  return createClient({
+    ...(options.url !== undefined && { url: options.url }),
+    ...(options.token !== undefined && { token: options.token }),
+  });
+}
+
+function withConnection(command: Command): Command {
+  return command
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL)')
+    .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN)')
+    .option('--json', 'print JSON');
+}
+
+function readInput(path: string): string {
+  try {
+    return readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (error) {
+    throw new CtxbusError(
+      'validation_failed',
+      `cannot read ${path === '-' ? 'stdin' : path}: ${(error as Error).message}`,
+    );
+  }
+}
+
+function integer(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value))
+    throw new CtxbusError('validation_failed', `${flag} must be a whole number (got "${value}")`);
+  return Number(value);
+}
+
+interface WriteOptions extends ConnectionOptions {
+  file?: string;
+  type?: string;
+  title?: string;
+  content?: string;
+  contentFile?: string;
+  summary?: string;
+  scope?: string;
+  scopeKey?: string;
+  tags?: string;
+  urgency?: string;
+  private?: boolean;
+  ttl?: string;
+  expiresAt?: string;
+  supersedes?: string;
+  key?: string;
+  id?: string;
+  task?: string;
+  thread?: string;
+  agent?: string;
+}
+
+/** Builds the item from flags; the hub validates it (and names any bad field). */
+function itemFromFlags(options: WriteOptions): Record<string, unknown> {
+  if (!options.type || !options.title) {
+    throw new CtxbusError(
+      'validation_failed',
+      'write needs --type and --title (or --file with JSON items)',
+    );
+  }
+  if (options.content !== undefined && options.contentFile !== undefined) {
+    throw new CtxbusError('validation_failed', 'give --content or --content-file, not both');
+  }
+  const content =
+    options.contentFile !== undefined ? readInput(options.contentFile) : options.content;
+  const source = {
+    ...(options.task && { taskId: options.task }),
+    ...(options.thread && { threadId: options.thread }),
+    ...(options.agent && { agentId: options.agent }),
+  };
+  const ttl = integer(options.ttl, '--ttl');
+  return {
+    type: options.type,
+    title: options.title,
+    ...(content !== undefined && { content }),
+    ...(options.summary && { summary: options.summary }),
+    ...(options.scope && { scope: options.scope }),
+    ...(options.scopeKey && { scopeKey: options.scopeKey }),
+    ...(options.tags && {
+      relevanceTags: options.tags
+        .split(',')
+        .map((tag) => tag.trim())
+        .filter(Boolean),
+    }),
+    ...(options.urgency && { urgency: options.urgency }),
+    ...(options.private && { visibility: 'private' }),
+    ...(ttl !== undefined && { expiresAfterSeconds: ttl }),
+    ...(options.expiresAt && { expiresAt: options.expiresAt }),
+    ...(options.supersedes && { supersedes: options.supersedes }),
+    ...(options.key && { key: options.key }),
+    ...(options.id && { id: options.id }),
+    ...(Object.keys(source).length > 0 && { source }),
+  };
+}
+
+function listParams(options: Record<string, string | boolean | undefined>): ListParams {
+  const limit = integer(options.limit as string | undefined, '--limit');
+  return {
+    ...(options.scope !== undefined && { scope: String(options.scope) }),
+    ...(options.scopeKey !== undefined && { scopeKey: String(options.scopeKey) }),
+    ...(options.type !== undefined && { type: String(options.type) }),
+    ...(options.tags !== undefined && { tags: String(options.tags) }),
+    ...(options.minUrgency !== undefined && { minUrgency: String(options.minUrgency) }),
+    ...(options.runtime !== undefined && { runtime: String(options.runtime) }),
+    ...(options.since !== undefined && { since: String(options.since) }),
+    ...(options.keyPrefix !== undefined && { keyPrefix: String(options.keyPrefix) }),
+    ...(options.key !== undefined && { key: String(options.key) }),
+    ...(options.unconsumed === true && { unconsumed: true }),
+    ...(limit !== undefined && { limit }),
+  };
+}
+
+export function registerContextCommands(
+  program: Command,
+  run: (action: () => Promise<void>) => Promise<void>,
+): void {
+  withConnection(
+    program
+      .command('write')
+      .description('write a context item (flags), or items from JSON (--file)')
+      .option('-f, --file <path>', 'JSON: one item, an array, or {"items": [...]}; - reads stdin')
+      .option('-t, --type <type>', 'discovery | decision | status | request | alert')
+      .option('--title <title>', 'one-line title')
+      .option('-c, --content <text>', 'the body text')
+      .option('--content-file <path>', 'read the body from a file (- = stdin)')
+      .option('--summary <text>', 'one-line summary (derived from the content when absent)')
+      .option('--scope <scope>', 'task | thread | space | global (default global)')
+      .option('--scope-key <key>', 'user:<id> | team:<id> | task:<id> | thread:<id>')
+      .option('--tags <tags>', 'comma-separated relevance tags')
+      .option('-u, --urgency <urgency>', 'background | attention | blocking')
+      .option('--private', 'visible only to this runtime')
+      .option('--ttl <seconds>', 'expire after this many seconds')
+      .option('--expires-at <iso>', 'expire at this time')
+      .option('--supersedes <id>', 'the item this one replaces')
+      .option(
+        '--key <key>',
+        'knowledge key (project/x/y); writing it again supersedes the old item',
+      )
+      .option('--id <uuid>', 'your own id, making retries idempotent')
+      .option('--task <id>', 'source task id')
+      .option('--thread <id>', 'source thread id')
+      .option('--agent <id>', 'source agent id'),
+  ).action((options: WriteOptions) =>
+    run(async () => {
+      const client = connect(options);
+      let items: ContextItemInput[];
+      if (options.file !== undefined) {
+        let json: unknown;
+        try {
+          json = JSON.parse(readInput(options.file));
+        } catch (error) {
+          if (CtxbusError.isInstance(error)) throw error;
+          throw new CtxbusError('bad_json', `${options.file}: ${(error as Error).message}`);
+        }
+        items = parseWriteRequest(json);
+      } else {
+        items = [itemFromFlags(options) as ContextItemInput];
+      }
+      const response = await client.write(items.length === 1 && items[0] ? items[0] : items);
+      if (options.json) printJson(response);
+      else {
+        for (const [index, result] of response.results.entries()) {
+          const item = response.items[index];
+          const redacted = item?.redactions.length
+            ? ` (redacted: ${item.redactions.map((r) => r.kind).join(', ')})`
+            : '';
+          printLine(`${result.status} ${result.id} seq ${result.seq}${redacted}`);
+        }
+      }
+    }),
+  );
+
+  withConnection(
+    program
+      .command('read')
+      .description('list items, newest first')
+      .option('--scope <scopes>', 'comma-separated scopes')
+      .option('--scope-key <key>', 'exact scope key')
+      .option('-t, --type <types>', 'comma-separated types')
+      .option('--tags <tags>', 'comma-separated tags (any)')
+      .option('--min-urgency <urgency>', 'attention or blocking')
+      .option('--runtime <runtime>', 'only items written by this runtime')
+      .option('--since <seq|iso>', 'after this sequence number or time')
+      .option('--key <key>', 'knowledge key')
+      .option('--key-prefix <prefix>', 'knowledge keys under this prefix')
+      .option('--unconsumed', 'only items no runtime consumed yet')
+      .option('-n, --limit <n>', 'at most this many (default 50, max 500)'),
+  ).action((options: ConnectionOptions & Record<string, string | boolean | undefined>) =>
+    run(async () => {
+      const response = await connect(options).list(listParams(options));
+      if (options.json) printJson(response);
+      else if (response.items.length === 0) printLine('no items');
+      else for (const item of response.items) printLine(itemLine(item));
+    }),
+  );
+
+  withConnection(
+    program.command('get').description('show one item').argument('<id>', 'item id'),
+  ).action((id: string, options: ConnectionOptions) =>
+    run(async () => {
+      const item = await connect(options).get(id);
+      if (options.json) printJson(item);
+      else {
+        printLine(itemLine(item));
+        if (item.content) printLine(`\n${item.content}`);
+      }
+    }),
+  );
+
+  withConnection(
+    program
+      .command('search')
+      .description('ranked full-text search; plain questions work')
+      .argument('<query...>', 'words or a question')
+      .option('-n, --limit <n>', 'at most this many (default 10, max 100)')
+      .option('-t, --type <types>', 'comma-separated types')
+      .option('--scope <scopes>', 'comma-separated scopes'),
+  ).action(
+    (
+      words: string[],
+      options: ConnectionOptions & { limit?: string; type?: string; scope?: string },
+    ) =>
+      run(async () => {
+        const limit = integer(options.limit, '--limit');
+        const response = await connect(options).search({
+          query: words.join(' '),
+          ...(limit !== undefined && { limit }),
+          ...(options.type && { type: options.type.split(',') as never }),
+          ...(options.scope && { scope: options.scope.split(',') as never }),
+        });
+        if (options.json) printJson(response);
+        else if (response.results.length === 0) printLine('no results');
+        else {
+          for (const result of response.results) {
+            printLine(`${result.score.toFixed(2)}  ${itemLine(result.item)}`);
+            printLine(`      ${result.highlight.replace(/\s+/g, ' ')}`);
+          }
+        }
+      }),
+  );
+
+  withConnection(
+    program
+      .command('shared')
+      .description('the shared context bundle, formatted for a runtime')
+      .option(
+        '-r, --runtime <runtime>',
+        "claude-code | openclaw | web (default: the token's runtime)",
+      )
+      .option('-b, --budget <tokens>', "token budget (default: the runtime's)"),
+  ).action((options: ConnectionOptions & { runtime?: string; budget?: string }) =>
+    run(async () => {
+      const tokenBudget = integer(options.budget, '--budget');
+      const bundle = await connect(options).shared({
+        ...(options.runtime && { runtime: options.runtime }),
+        ...(tokenBudget !== undefined && { tokenBudget }),
+      });
+      if (options.json) printJson(bundle);
+      else printLine(bundle.formatted);
+    }),
+  );
+
+  withConnection(
+    program
+      .command('consume')
+      .description('mark an item consumed by this runtime')
+      .argument('<id>', 'item id'),
+  ).action((id: string, options: ConnectionOptions) =>
+    run(async () => {
+      const item = await connect(options).consume(id);
+      if (options.json) printJson(item);
+      else
+        printLine(
+          `consumed ${item.id} (by ${item.consumedBy.map((entry) => entry.runtime).join(', ')})`,
+        );
+    }),
+  );
+
+  withConnection(
+    program
+      .command('watch')
+      .description('tail live changes (reconnects and resumes by itself); Ctrl-C stops')
+      .option('--scope <scopes>', 'comma-separated scopes')
+      .option('--scope-key <key>', 'exact scope key')
+      .option('-t, --type <types>', 'comma-separated types')
+      .option('--tags <tags>', 'comma-separated tags (any)')
+      .option('--min-urgency <urgency>', 'attention or blocking')
+      .option('--since <seq>', 'replay changes after this sequence first'),
+  ).action(
+    (
+      options: ConnectionOptions & {
+        scope?: string;
+        scopeKey?: string;
+        type?: string;
+        tags?: string;
+        minUrgency?: string;
+        since?: string;
+      },
+    ) =>
+      run(async () => {
+        const client = connect(options);
+        const controller = new AbortController();
+        const stop = () => controller.abort();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        const since = integer(options.since, '--since');
+        const stream = client.stream({
+          ...(options.scope && { scope: options.scope }),
+          ...(options.scopeKey && { scopeKey: options.scopeKey }),
+          ...(options.type && { type: options.type }),
+          ...(options.tags && { tags: options.tags }),
+          ...(options.minUrgency && { minUrgency: options.minUrgency }),
+          ...(since !== undefined && { since }),
+          signal: controller.signal,
+          onReady: () => process.stderr.write(`watching ${client.url} (Ctrl-C to stop)\n`),
+          onReconnect: (error) =>
+            process.stderr.write(`connection lost (${(error as Error).message}); reconnecting\n`),
+        });
+        for await (const event of stream) {
+          if (options.json) printLine(JSON.stringify(event));
+          else printLine(`${event.event.replace('context-', '')}: ${itemLine(event.item)}`);
+        }
+      }),
+  );
+}

@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import { defaultDataDir } from '../data-dir.js';
+import type { ServeOptions } from './serve.js';
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 7420;
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+export function registerServe(
+  program: Command,
+  run: (action: () => Promise<void>) => Promise<void>,
+) {
+  program
+    .command('serve')
+    .description(
+      'start a hub on the embedded store (prints its URL, and an admin token on first start)',
+    )
+    .option(
+      '-p, --port <port>',
+      'port to listen on (0 = any free port)',
+      process.env.CTXBUS_PORT ?? String(DEFAULT_PORT),
+    )
+    .option(
+      '--host <host>',
+      'address to bind (loopback by default)',
+      process.env.CTXBUS_HOST ?? DEFAULT_HOST,
+    )
+    .option('-d, --data <dir>', `data directory (default: $CTXBUS_DATA or ${defaultDataDir()})`)
+    .option(
+      '--log-level <level>',
+      'trace|debug|info|warn|error|silent (logs go to stderr as JSON)',
+      'info',
+    )
+    .option('--max-body-bytes <n>', 'largest accepted request body', String(DEFAULT_MAX_BODY_BYTES))
+    .option(
+      '--durability <mode>',
+      'normal (survives crashes) or full (also power loss; slower)',
+      'normal',
+    )
+    .option('--json', 'print the URL and admin token as one JSON line')
+    .action((options: ServeOptions) =>
+      run(async () => {
+        const { serve } = await import('./serve.js');
+        await serve(options);
+      }),
+    );
+}

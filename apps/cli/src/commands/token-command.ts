@@ -1,0 +1,166 @@
+import { createClient } from '@ctxbus/client';
+import type { TokenInfo } from '@ctxbus/core/contract';
+import { CtxbusError, parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
+import type { Command } from 'commander';
+import { defaultDataDir } from '../data-dir.js';
+import { printJson, printLine } from '../output.js';
+
+interface TargetOptions {
+  url?: string;
+  adminToken?: string;
+  data?: string;
+  json?: boolean;
+}
+
+type Target =
+  | { kind: 'online'; client: ReturnType<typeof createClient> }
+  | { kind: 'offline'; dataDir: string };
+
+/** --url (or CTXBUS_URL) talks to a running hub; otherwise the data directory is opened. */
+function target(options: TargetOptions): Target {
+  const url = options.url ?? (options.data ? undefined : process.env.CTXBUS_URL);
+  if (url) {
+    const token = options.adminToken ?? process.env.CTXBUS_ADMIN_TOKEN;
+    if (!token) {
+      throw new CtxbusError(
+        'validation_failed',
+        'no admin token: pass --admin-token or set CTXBUS_ADMIN_TOKEN',
+      );
+    }
+    return { kind: 'online', client: createClient({ url, token }) };
+  }
+  return { kind: 'offline', dataDir: options.data ?? defaultDataDir() };
+}
+
+const offline = () => import('./offline-tokens.js');
+
+function tokenRow(info: TokenInfo): string {
+  const who = info.role === 'admin' ? 'admin' : `${info.teamId}/${info.runtime}`;
+  const revoked = info.revokedAt ? ` revoked ${info.revokedAt}` : '';
+  return `${info.id}  ${who}  created ${info.createdAt}${info.label ? `  "${info.label}"` : ''}${revoked}`;
+}
+
+function addTargetOptions(command: Command): Command {
+  return command
+    .option(
+      '--url <url>',
+      'a running hub (default: $CTXBUS_URL); without it the data directory is used',
+    )
+    .option('--admin-token <token>', 'admin token for --url (default: $CTXBUS_ADMIN_TOKEN)')
+    .option(
+      '-d, --data <dir>',
+      'data directory to open when no hub runs (default: $CTXBUS_DATA or the per-user one)',
+    )
+    .option('--json', 'print JSON');
+}
+
+export function registerToken(
+  program: Command,
+  run: (action: () => Promise<void>) => Promise<void>,
+) {
+  const token = program
+    .command('token')
+    .description(
+      'create, list and revoke tokens (against a hub with --url, or offline on a data directory)',
+    );
+
+  addTargetOptions(
+    token
+      .command('create')
+      .description('mint a token and print it alone on stdout (the hub keeps only its hash)')
+      .option('--team <team>', 'team the token belongs to')
+      .option('--runtime <runtime>', 'runtime the token acts as (claude-code, openclaw, web, ...)')
+      .option('--label <label>', 'a note to recognise it by')
+      .option('--admin', 'mint an admin token instead (offline only; for recovery)'),
+  ).action(
+    (
+      options: TargetOptions & { team?: string; runtime?: string; label?: string; admin?: boolean },
+    ) =>
+      run(async () => {
+        const where = target(options);
+        if (options.admin) {
+          if (where.kind === 'online') {
+            throw new CtxbusError(
+              'validation_failed',
+              '--admin works offline only: stop the hub or pass --data',
+            );
+          }
+          const minted = await (await offline()).createOffline(where.dataDir, {
+            role: 'admin',
+            teamId: null,
+            runtime: null,
+            label: options.label ?? null,
+          });
+          if (options.json) printJson(minted);
+          else printLine(minted.token);
+          return;
+        }
+        if (!options.team || !options.runtime) {
+          throw new CtxbusError(
+            'validation_failed',
+            'token create needs --team and --runtime (or --admin)',
+          );
+        }
+        const teamId = parseOrThrow(teamIdSchema, options.team, '--team');
+        const runtime = parseOrThrow(runtimeNameSchema, options.runtime, '--runtime');
+        const created =
+          where.kind === 'online'
+            ? await where.client.createToken({
+                teamId,
+                runtime,
+                ...(options.label && { label: options.label }),
+              })
+            : await (await offline()).createOffline(where.dataDir, {
+                role: 'runtime',
+                teamId,
+                runtime,
+                label: options.label ?? null,
+              });
+        if (options.json) printJson(created);
+        else printLine(created.token);
+      }),
+  );
+
+  addTargetOptions(
+    token
+      .command('list')
+      .description('list tokens (never their secrets)')
+      .option('--team <team>', 'only this team')
+      .option('--all', 'include revoked tokens'),
+  ).action((options: TargetOptions & { team?: string; all?: boolean }) =>
+    run(async () => {
+      const where = target(options);
+      const params = {
+        ...(options.team && { team: options.team }),
+        includeRevoked: options.all === true,
+      };
+      const tokens =
+        where.kind === 'online'
+          ? await where.client.listTokens(params)
+          : await (await offline()).listOffline(where.dataDir, {
+              ...(options.team && { teamId: options.team }),
+              includeRevoked: options.all === true,
+            });
+      if (options.json) printJson({ tokens });
+      else if (tokens.length === 0) printLine('no tokens');
+      else for (const info of tokens) printLine(tokenRow(info));
+    }),
+  );
+
+  addTargetOptions(
+    token
+      .command('revoke')
+      .description('revoke a token by id')
+      .argument('<id>', 'token id (tok_...)'),
+  ).action((id: string, options: TargetOptions) =>
+    run(async () => {
+      const where = target(options);
+      const revoked =
+        where.kind === 'online'
+          ? await where.client.revokeToken(id)
+          : await (await offline()).revokeOffline(where.dataDir, id);
+      if (options.json) printJson({ token: revoked });
+      else printLine(`revoked ${revoked.id}`);
+    }),
+  );
+}

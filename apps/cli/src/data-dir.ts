@@ -1,0 +1,107 @@
+import {
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { CtxbusError } from '@ctxbus/core/contract';
+
+/** The per-user data directory: $CTXBUS_DATA, else the platform's usual place. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.CTXBUS_DATA) return resolve(env.CTXBUS_DATA);
+  if (process.platform === 'darwin')
+    return join(homedir(), 'Library', 'Application Support', 'ctxbus');
+  if (process.platform === 'win32') {
+    return join(env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local'), 'ctxbus');
+  }
+  return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'ctxbus');
+}
+
+export function databasePath(dataDir: string): string {
+  return join(dataDir, 'ctxbus.db');
+}
+
+interface LockInfo {
+  pid: number;
+  url?: string;
+  startedAt?: string;
+}
+
+function lockPath(dataDir: string): string {
+  return join(dataDir, 'hub.lock');
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The hub holding the data directory, if one is running. */
+export function runningHub(dataDir: string): LockInfo | null {
+  try {
+    const info = JSON.parse(readFileSync(lockPath(dataDir), 'utf8')) as LockInfo;
+    return Number.isInteger(info.pid) && info.pid !== process.pid && alive(info.pid) ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Refuses to touch a data directory a running hub holds open. */
+export function assertNoHub(dataDir: string): void {
+  const hub = runningHub(dataDir);
+  if (hub) {
+    throw new CtxbusError(
+      'conflict',
+      `a hub (pid ${hub.pid}${hub.url ? `, ${hub.url}` : ''}) is serving ${dataDir}; use --url with an admin token instead`,
+    );
+  }
+}
+
+export interface DataDirLock {
+  update(info: Omit<LockInfo, 'pid'>): void;
+  release(): void;
+}
+
+/** Takes the data directory for this hub process; a stale lock (dead pid) is replaced. */
+export function lockDataDir(dataDir: string): DataDirLock {
+  mkdirSync(dataDir, { recursive: true });
+  assertNoHub(dataDir);
+  const path = lockPath(dataDir);
+  rmSync(path, { force: true });
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx');
+  } catch {
+    throw new CtxbusError('conflict', `another hub is starting on ${dataDir}`);
+  }
+  const write = (info: Omit<LockInfo, 'pid'>) => {
+    ftruncateSync(fd, 0);
+    writeSync(fd, JSON.stringify({ pid: process.pid, ...info }), 0);
+  };
+  write({ startedAt: new Date().toISOString() });
+  return {
+    update: write,
+    release() {
+      try {
+        closeSync(fd);
+      } catch {}
+      const holder = (() => {
+        try {
+          return (JSON.parse(readFileSync(path, 'utf8')) as LockInfo).pid;
+        } catch {
+          return null;
+        }
+      })();
+      if (holder === process.pid) rmSync(path, { force: true });
+    },
+  };
+}

@@ -1,0 +1,3 @@
+export { createProgram, runCli } from './cli.js';
+export { defaultDataDir } from './data-dir.js';
+export { EXIT } from './output.js';

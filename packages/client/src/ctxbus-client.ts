@@ -1,0 +1,329 @@
+import type {
+  ContextItemInput,
+  ErrorCode,
+  ListResponse,
+  SearchRequest,
+  SearchResponse,
+  SharedContextResponse,
+  StreamEvent,
+  TokenInfo,
+  WriteResponse,
+} from '@ctxbus/core/contract';
+import {
+  CtxbusError,
+  createTokenResponseSchema,
+  ERROR_CODES,
+  errorResponseSchema,
+  healthResponseSchema,
+  itemResponseSchema,
+  listResponseSchema,
+  searchResponseSchema,
+  sharedResponseSchema,
+  streamEventSchema,
+  tokenInfoSchema,
+  writeResponseSchema,
+} from '@ctxbus/core/contract';
+import { createParser } from 'eventsource-parser';
+import type { KyInstance } from 'ky';
+import ky, { isNetworkError, isTimeoutError } from 'ky';
+import { z } from 'zod';
+
+export interface CtxbusClientSettings {
+  /** Hub URL; falls back to the CTXBUS_URL environment variable. */
+  url?: string;
+  /** Bearer token; falls back to CTXBUS_TOKEN. */
+  token?: string;
+  /** Per-request timeout in ms (default 10 000). Streams have none. */
+  timeoutMs?: number;
+  /** Retries of idempotent requests on network errors and 5xx (default 1). */
+  retries?: number;
+  fetch?: typeof fetch;
+}
+
+export type ListParams = Partial<{
+  scope: string | string[];
+  scopeKey: string;
+  scopeKeyPrefix: string;
+  type: string | string[];
+  tags: string | string[];
+  minUrgency: string;
+  runtime: string;
+  since: number | string;
+  before: number;
+  key: string;
+  keyPrefix: string;
+  unconsumed: boolean;
+  includeSuperseded: boolean;
+  limit: number;
+}>;
+
+export type StreamParams = Partial<{
+  scope: string | string[];
+  scopeKey: string;
+  type: string | string[];
+  tags: string | string[];
+  minUrgency: string;
+}>;
+
+export interface StreamOptions extends StreamParams {
+  /** Resume after this sequence (events after it are replayed first). */
+  since?: number;
+  signal?: AbortSignal;
+  /** Reconnect (resuming by the last event id) when the connection drops; default true. */
+  reconnect?: boolean;
+  /** Called each time the hub confirms the subscription is live. */
+  onReady?: () => void;
+  /** Called when the connection drops and the client will reconnect. */
+  onReconnect?: (error: unknown) => void;
+}
+
+type Env = Record<string, string | undefined>;
+
+function environment(): Env {
+  const process = (globalThis as { process?: { env?: Env } }).process;
+  return process?.env ?? {};
+}
+
+function setting(value: string | undefined, variable: string, what: string, flag: string): string {
+  const resolved = value ?? environment()[variable];
+  if (!resolved) {
+    throw new CtxbusError('validation_failed', `no ${what}: pass ${flag} or set ${variable}`, {
+      details: { setting: flag, environmentVariable: variable },
+    });
+  }
+  return resolved;
+}
+
+function toSearchParams(params: Record<string, unknown>): URLSearchParams {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    search.set(name, Array.isArray(value) ? value.join(',') : String(value));
+  }
+  return search;
+}
+
+async function errorFromResponse(response: Response): Promise<CtxbusError> {
+  const text = await response.text().catch(() => '');
+  let parsed: z.infer<typeof errorResponseSchema> | undefined;
+  try {
+    parsed = errorResponseSchema.parse(JSON.parse(text));
+  } catch {
+    parsed = undefined;
+  }
+  const known = parsed && parsed.error.code in ERROR_CODES;
+  const code = (
+    known ? parsed?.error.code : response.status >= 500 ? 'unavailable' : 'internal'
+  ) as ErrorCode;
+  const message =
+    parsed?.error.message ?? `the hub answered ${response.status} ${response.statusText}`;
+  return new CtxbusError(code, message, {
+    details: {
+      status: response.status,
+      ...(parsed?.error.details !== undefined && { details: parsed.error.details }),
+    },
+    retryable: response.status >= 500 || response.status === 429,
+  });
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+/** A typed client for one hub and one token. */
+export class CtxbusClient {
+  readonly url: string;
+  private readonly token: string;
+  private readonly http: KyInstance;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(settings: CtxbusClientSettings = {}) {
+    this.url = setting(settings.url, 'CTXBUS_URL', 'hub URL', '--url').replace(/\/+$/, '');
+    this.token = setting(settings.token, 'CTXBUS_TOKEN', 'token', '--token');
+    this.fetchImpl = settings.fetch ?? fetch;
+    this.http = ky.create({
+      baseUrl: `${this.url}/`,
+      headers: { authorization: `Bearer ${this.token}` },
+      timeout: settings.timeoutMs ?? 10_000,
+      retry: { limit: settings.retries ?? 1 },
+      throwHttpErrors: false,
+      fetch: this.fetchImpl,
+    });
+  }
+
+  private async request<T extends z.ZodType>(
+    schema: T,
+    method: 'get' | 'post' | 'delete',
+    path: string,
+    options: { json?: unknown; searchParams?: URLSearchParams } = {},
+  ): Promise<z.output<T>> {
+    let response: Response;
+    try {
+      response = await this.http(path, {
+        method,
+        ...(options.json !== undefined && { json: options.json }),
+        ...(options.searchParams && { searchParams: options.searchParams }),
+      });
+    } catch (error) {
+      if (isNetworkError(error) || isTimeoutError(error) || error instanceof TypeError) {
+        throw new CtxbusError(
+          'unavailable',
+          `cannot reach the ctxbus hub at ${this.url}: ${(error as Error).message}`,
+          {
+            cause: error,
+          },
+        );
+      }
+      throw error;
+    }
+    if (!response.ok) throw await errorFromResponse(response);
+    const body: unknown = await response.json();
+    const result = schema.safeParse(body);
+    if (!result.success) {
+      throw new CtxbusError(
+        'internal',
+        `unexpected response from ${method.toUpperCase()} /${path}: ${result.error.message}`,
+      );
+    }
+    return result.data;
+  }
+
+  health() {
+    return this.request(healthResponseSchema, 'get', 'health');
+  }
+
+  /** Writes one item or a batch (atomic). Items with an id are idempotent. */
+  write(items: ContextItemInput | ContextItemInput[]): Promise<WriteResponse> {
+    return this.request(writeResponseSchema, 'post', 'api/context', {
+      json: Array.isArray(items) ? { items } : items,
+    });
+  }
+
+  list(params: ListParams = {}): Promise<ListResponse> {
+    return this.request(listResponseSchema, 'get', 'api/context', {
+      searchParams: toSearchParams(params),
+    });
+  }
+
+  async get(id: string) {
+    return (await this.request(itemResponseSchema, 'get', `api/context/${encodeURIComponent(id)}`))
+      .item;
+  }
+
+  search(request: SearchRequest): Promise<SearchResponse> {
+    return this.request(searchResponseSchema, 'post', 'api/context/search', { json: request });
+  }
+
+  shared(params: { runtime?: string; tokenBudget?: number } = {}): Promise<SharedContextResponse> {
+    return this.request(sharedResponseSchema, 'get', 'api/context/shared', {
+      searchParams: toSearchParams(params),
+    });
+  }
+
+  async consume(id: string) {
+    return (
+      await this.request(
+        itemResponseSchema,
+        'post',
+        `api/context/${encodeURIComponent(id)}/consume`,
+      )
+    ).item;
+  }
+
+  createToken(request: { teamId: string; runtime: string; label?: string }) {
+    return this.request(createTokenResponseSchema, 'post', 'api/admin/tokens', { json: request });
+  }
+
+  async listTokens(params: { team?: string; includeRevoked?: boolean } = {}): Promise<TokenInfo[]> {
+    const schema = z.object({ tokens: z.array(tokenInfoSchema) });
+    return (
+      await this.request(schema, 'get', 'api/admin/tokens', {
+        searchParams: toSearchParams(params),
+      })
+    ).tokens;
+  }
+
+  async revokeToken(id: string): Promise<TokenInfo> {
+    const schema = z.object({ token: tokenInfoSchema });
+    return (await this.request(schema, 'delete', `api/admin/tokens/${encodeURIComponent(id)}`))
+      .token;
+  }
+
+  /**
+   * Live changes as an async iterable. When the connection drops it reconnects with
+   * `Last-Event-ID`, so no event is missed or repeated. Ends when `signal` aborts; throws on
+   * errors that retrying cannot fix (bad token, bad filter).
+   */
+  async *stream(options: StreamOptions = {}): AsyncGenerator<StreamEvent> {
+    const { since, signal, reconnect = true, onReady, onReconnect, ...filter } = options;
+    let lastId = since;
+    let delay = 250;
+    while (!signal?.aborted) {
+      try {
+        const response = await this.fetchImpl(`${this.url}/api/stream?${toSearchParams(filter)}`, {
+          headers: {
+            authorization: `Bearer ${this.token}`,
+            accept: 'text/event-stream',
+            ...(lastId !== undefined && { 'last-event-id': String(lastId) }),
+          },
+          ...(signal && { signal }),
+        });
+        if (!response.ok || !response.body) throw await errorFromResponse(response);
+        const events: { id?: string; event?: string; data: string }[] = [];
+        const parser = createParser({ onEvent: (event) => events.push(event) });
+        const decoder = new TextDecoder();
+        const reader = response.body.getReader();
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            parser.feed(decoder.decode(value, { stream: true }));
+            while (events.length > 0) {
+              const event = events.shift();
+              if (!event) break;
+              if (event.event === 'ready') {
+                delay = 250;
+                onReady?.();
+                continue;
+              }
+              const parsed = streamEventSchema.parse(JSON.parse(event.data));
+              lastId = parsed.seq;
+              yield parsed;
+            }
+          }
+        } finally {
+          reader.releaseLock();
+          await response.body.cancel().catch(() => {});
+        }
+        if (!reconnect) return;
+        onReconnect?.(new CtxbusError('unavailable', 'the hub closed the stream'));
+      } catch (error) {
+        if (signal?.aborted) return;
+        const retryable = CtxbusError.isInstance(error) ? error.retryable : true;
+        if (!reconnect || !retryable) {
+          if (CtxbusError.isInstance(error)) throw error;
+          throw new CtxbusError(
+            'unavailable',
+            `stream from ${this.url} failed: ${(error as Error).message}`,
+            {
+              cause: error,
+            },
+          );
+        }
+        onReconnect?.(error);
+      }
+      await sleep(delay, signal);
+      delay = Math.min(delay * 2, 5_000);
+    }
+  }
+}
+
+/** Creates a client; settings fall back to CTXBUS_URL and CTXBUS_TOKEN. */
+export function createClient(settings: CtxbusClientSettings = {}): CtxbusClient {
+  return new CtxbusClient(settings);
+}

@@ -1,0 +1,7 @@
+export type {
+  CtxbusClientSettings,
+  ListParams,
+  StreamOptions,
+  StreamParams,
+} from './ctxbus-client.js';
+export { CtxbusClient, createClient } from './ctxbus-client.js';

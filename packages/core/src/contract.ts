@@ -1,0 +1,79 @@
+// The wire contract without the tokenizer: schemas, errors, filters and validation. Clients
+// that only talk to a hub import this entry and skip loading the o200k vocabulary.
+export type {
+  ListQuery,
+  ListResponse,
+  SearchRequest,
+  SearchResponse,
+  SharedContextResponse,
+  StreamEvent,
+  TokenInfo,
+  WriteResponse,
+} from './api-schemas.js';
+export {
+  createTokenRequestSchema,
+  createTokenResponseSchema,
+  errorResponseSchema,
+  healthResponseSchema,
+  itemIdParamsSchema,
+  itemResponseSchema,
+  listQuerySchema,
+  listResponseSchema,
+  listTokensQuerySchema,
+  MAX_BATCH_ITEMS,
+  MAX_LIST_LIMIT,
+  MAX_TOKEN_BUDGET,
+  parseWriteRequest,
+  searchRequestSchema,
+  searchResponseSchema,
+  searchResultSchema,
+  sharedQuerySchema,
+  sharedResponseSchema,
+  streamEventNames,
+  streamEventSchema,
+  streamQuerySchema,
+  tokenIdParamsSchema,
+  tokenInfoSchema,
+  tokenRoleSchema,
+  writeRequestSchema,
+  writeResponseSchema,
+  writeResultSchema,
+} from './api-schemas.js';
+export type {
+  ContextItem,
+  ContextItemInput,
+  ContextType,
+  Redaction,
+  Scope,
+  Urgency,
+  Visibility,
+} from './context-item.js';
+export {
+  CONTEXT_TYPES,
+  contextItemInputSchema,
+  contextItemSchema,
+  contextTypeSchema,
+  itemIdSchema,
+  LIMITS,
+  memoryKeySchema,
+  runtimeNameSchema,
+  SCOPES,
+  scopeKeySchema,
+  scopeSchema,
+  tagSchema,
+  teamIdSchema,
+  URGENCIES,
+  URGENCY_RANK,
+  urgencyAtLeast,
+  urgencySchema,
+  VISIBILITIES,
+  visibilitySchema,
+} from './context-item.js';
+export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
+export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
+export type { ItemFilter, ListOptions, Viewer } from './item-filter.js';
+export { itemMatches, SHARED_CANDIDATE_QUERIES } from './item-filter.js';
+export type { RedactionResult } from './redact-secrets.js';
+export { redactJson, redactSecrets } from './redact-secrets.js';
+export type { ValidationIssue } from './validation.js';
+export { parseOrThrow, validationError } from './validation.js';

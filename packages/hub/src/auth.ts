@@ -1,0 +1,107 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { CtxbusError } from '@ctxbus/core';
+import type { Store, TokenRecord, TokenRole } from '@ctxbus/store';
+import type { Caller } from './route-definition.js';
+
+/** Every ctxbus token starts with this, so secret scanners (and our redactor) can spot it. */
+export const TOKEN_PREFIX = 'cbx_';
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export interface MintTokenRequest {
+  role: TokenRole;
+  teamId: string | null;
+  runtime: string | null;
+  label?: string | null;
+}
+
+export interface MintedToken {
+  /** The secret, to show once; only its hash is stored. */
+  token: string;
+  record: TokenRecord;
+}
+
+/** Creates a token (32 random bytes) and stores its SHA-256 hash. */
+export async function mintToken(
+  store: Store,
+  request: MintTokenRequest,
+  now: Date = new Date(),
+): Promise<MintedToken> {
+  if (request.role === 'runtime' && (request.teamId === null || request.runtime === null)) {
+    throw new CtxbusError('validation_failed', 'a runtime token needs a team and a runtime');
+  }
+  const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+  const record: TokenRecord = {
+    id: `tok_${randomBytes(9).toString('base64url')}`,
+    hash: hashToken(token),
+    role: request.role,
+    teamId: request.role === 'admin' ? null : request.teamId,
+    runtime: request.role === 'admin' ? null : request.runtime,
+    label: request.label ?? null,
+    createdAt: now.toISOString(),
+    revokedAt: null,
+  };
+  await store.createToken(record);
+  return { token, record };
+}
+
+interface CacheEntry {
+  caller: Caller | null;
+  until: number;
+}
+
+/**
+ * Checks bearer tokens against the store. Verdicts are cached briefly (default 5 s) so a busy
+ * hub does not hit the store per request; a revocation through this hub takes effect at once,
+ * one through another hub within the cache time.
+ */
+export class TokenVerifier {
+  private readonly cache = new Map<string, CacheEntry>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly cacheMs = 5_000,
+  ) {}
+
+  async verify(authorization: string | undefined): Promise<Caller> {
+    if (!authorization) {
+      throw new CtxbusError(
+        'unauthorized',
+        'missing Authorization header; send "Authorization: Bearer <token>"',
+      );
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match?.[1]) {
+      throw new CtxbusError('unauthorized', 'the Authorization header must be "Bearer <token>"');
+    }
+    const hash = hashToken(match[1]);
+    const now = Date.now();
+    let entry = this.cache.get(hash);
+    if (!entry || entry.until < now) {
+      const record = await this.store.findTokenByHash(hash);
+      const caller: Caller | null =
+        record && record.revokedAt === null
+          ? {
+              tokenId: record.id,
+              role: record.role,
+              teamId: record.teamId,
+              runtime: record.runtime,
+            }
+          : null;
+      entry = { caller, until: now + this.cacheMs };
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(hash, entry);
+    }
+    if (!entry.caller) throw new CtxbusError('unauthorized', 'the token is unknown or revoked');
+    return entry.caller;
+  }
+
+  /** Drops cached verdicts for a token (after its revocation). */
+  forget(tokenId: string): void {
+    for (const [hash, entry] of this.cache) {
+      if (entry.caller?.tokenId === tokenId) this.cache.delete(hash);
+    }
+  }
+}

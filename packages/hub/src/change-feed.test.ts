@@ -1,0 +1,136 @@
+import type { Viewer } from '@ctxbus/core';
+import { prepareItem } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FeedSubscriber } from './change-feed.js';
+import { ChangeFeed } from './change-feed.js';
+import { silentLogger } from './logger.js';
+
+const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
+const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
+
+let store: Store;
+let feed: ChangeFeed;
+
+async function write(title: string, viewer: Viewer = acme, extra: Record<string, unknown> = {}) {
+  const [outcome] = await store.writeItems([
+    prepareItem({ type: 'status', title, ...extra }, viewer, { now: new Date() }),
+  ]);
+  feed.notify();
+  return outcome?.item;
+}
+
+/** Collects a subscriber's seqs until it has `count` of them. */
+async function collect(subscriber: FeedSubscriber, count: number): Promise<number[]> {
+  const seqs: number[] = [];
+  while (seqs.length < count) {
+    const changes = await subscriber.next();
+    if (changes === null) break;
+    seqs.push(...changes.map((change) => change.seq));
+  }
+  return seqs;
+}
+
+function setup(maxPending?: number) {
+  store = openSqliteStore({ path: ':memory:' });
+  feed = new ChangeFeed({
+    store,
+    clock: () => new Date(),
+    logger: silentLogger,
+    ...(maxPending !== undefined && { maxPending }),
+  });
+}
+
+describe('ChangeFeed', () => {
+  beforeEach(async () => {
+    setup();
+    await feed.start();
+  });
+  afterEach(async () => {
+    feed.close();
+    await store.close();
+  });
+
+  it('replays from afterSeq, then delivers live changes in order', async () => {
+    await write('a');
+    await write('b');
+    const subscriber = feed.subscribe(acme, {}, 1);
+    const first = collect(subscriber, 3);
+    await write('c');
+    await write('d');
+    expect(await first).toEqual([2, 3, 4]);
+    subscriber.close();
+    expect(await subscriber.next()).toBeNull();
+  });
+
+  it('is gapless for subscribers that join at any moment of a write burst', async () => {
+    const total = 400;
+    const joined: { subscriber: FeedSubscriber; after: number; result: Promise<number[]> }[] = [];
+    for (let index = 1; index <= total; index++) {
+      if (index % 37 === 0) {
+        const after = await store.latestSeq();
+        const subscriber = feed.subscribe(acme, {}, after);
+        joined.push({ subscriber, after, result: collect(subscriber, total - after) });
+      }
+      // Alternate awaited and fire-and-forget writes so notifications overlap reads.
+      if (index % 3 === 0) await write(`w${index}`);
+      else void write(`w${index}`);
+    }
+    for (const { after, result } of joined) {
+      expect(await result).toEqual(Array.from({ length: total - after }, (_, i) => after + i + 1));
+    }
+  });
+
+  it('delivers a change committed while its catch-up read is in flight', async () => {
+    await write('before');
+    let injected = false;
+    const slowStore = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property !== 'readChanges') return Reflect.get(target, property, receiver);
+        return async (options: Parameters<Store['readChanges']>[0]) => {
+          const result = await target.readChanges(options);
+          if (options.teamId !== undefined && !injected) {
+            // The read has happened; now a write lands and the feed dispatches it.
+            injected = true;
+            await write('during');
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+          return result;
+        };
+      },
+    });
+    feed.close();
+    feed = new ChangeFeed({ store: slowStore, clock: () => new Date(), logger: silentLogger });
+    await feed.start();
+    const subscriber = feed.subscribe(acme, {}, 0);
+    expect(await collect(subscriber, 2)).toEqual([1, 2]);
+  });
+
+  it('falls back to reading the store when a subscriber lags, losing nothing', async () => {
+    feed.close();
+    await store.close();
+    setup(5);
+    await feed.start();
+    const subscriber = feed.subscribe(acme, {}, 0);
+    for (let index = 0; index < 60; index++) await write(`burst ${index}`);
+    expect(await collect(subscriber, 60)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+  });
+
+  it("delivers only the viewer's team, visible items, and what the filter wants", async () => {
+    const subscriber = feed.subscribe(
+      { teamId: 'acme', runtime: 'openclaw' },
+      { tags: ['ops'] },
+      0,
+    );
+    await write('other team', globex, { relevanceTags: ['ops'] });
+    await write('private', acme, { relevanceTags: ['ops'], visibility: 'private' });
+    await write('untagged');
+    const wanted = await write('wanted', acme, { relevanceTags: ['ops'] });
+    const [change] = (await subscriber.next()) ?? [];
+    expect(change?.item.id).toBe(wanted?.id);
+    expect(feed.subscriberCount).toBe(1);
+    subscriber.close();
+    expect(feed.subscriberCount).toBe(0);
+  });
+});

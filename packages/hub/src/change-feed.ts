@@ -1,0 +1,183 @@
+import type { ItemFilter, Viewer } from '@ctxbus/core';
+import { itemMatches } from '@ctxbus/core';
+import type { Change, Store } from '@ctxbus/store';
+import type { Logger } from './logger.js';
+
+const READ_BATCH = 500;
+
+export interface ChangeFeedOptions {
+  store: Store;
+  clock: () => Date;
+  logger: Logger;
+  /** Live changes a subscriber may hold before it falls back to reading the store. */
+  maxPending?: number;
+}
+
+/**
+ * One reader of the store's change log per hub, fanning changes out in process. The feed is
+ * only a hint: each subscriber keeps its own cursor and reads the store to catch up (on
+ * connect, after a resume, or when it fell behind), so delivery is ordered and gapless.
+ */
+export class ChangeFeed {
+  private cursor = 0;
+  private readonly subscribers = new Set<FeedSubscriber>();
+  private pumping = false;
+  private again = false;
+  private closed = false;
+  readonly store: Store;
+  readonly clock: () => Date;
+  readonly maxPending: number;
+  private readonly logger: Logger;
+
+  constructor(options: ChangeFeedOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.logger = options.logger;
+    this.maxPending = options.maxPending ?? 10_000;
+  }
+
+  async start(): Promise<void> {
+    this.cursor = await this.store.latestSeq();
+  }
+
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+
+  /** Something was written: read the new changes once and offer them to every subscriber. */
+  notify(): void {
+    if (this.closed) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump()
+      .catch((error: unknown) => this.logger.error({ err: error }, 'change feed read failed'))
+      .finally(() => {
+        this.pumping = false;
+        if (this.again) {
+          this.again = false;
+          this.notify();
+        }
+      });
+  }
+
+  private async pump(): Promise<void> {
+    for (;;) {
+      const changes = await this.store.readChanges({ afterSeq: this.cursor, limit: READ_BATCH });
+      const last = changes.at(-1);
+      if (!last) return;
+      this.cursor = last.seq;
+      for (const subscriber of this.subscribers) subscriber.offer(changes);
+      if (changes.length < READ_BATCH) return;
+    }
+  }
+
+  /** Starts a subscription that delivers the viewer's changes after `afterSeq`. */
+  subscribe(viewer: Viewer, filter: ItemFilter, afterSeq: number): FeedSubscriber {
+    const subscriber = new FeedSubscriber(this, viewer, filter, afterSeq, () =>
+      this.subscribers.delete(subscriber),
+    );
+    this.subscribers.add(subscriber);
+    return subscriber;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const subscriber of [...this.subscribers]) subscriber.close();
+  }
+}
+
+/**
+ * One subscriber's cursor. `next()` resolves with the next matching changes (possibly after
+ * reading the store to catch up), or null once closed.
+ */
+export class FeedSubscriber {
+  private lastSeq: number;
+  private catchingUp = true;
+  private resets = 0;
+  private pending: Change[] = [];
+  private wake: (() => void) | null = null;
+  private closed = false;
+  private readonly filter: ItemFilter;
+
+  constructor(
+    private readonly feed: ChangeFeed,
+    private readonly viewer: Viewer,
+    filter: ItemFilter,
+    afterSeq: number,
+    private readonly onClose: () => void,
+  ) {
+    // Stream events describe an item after a change, so superseded items are part of it.
+    this.filter = { ...filter, includeSuperseded: true };
+    this.lastSeq = afterSeq;
+  }
+
+  /**
+   * Called by the feed with changes in sequence order. Changes are buffered even while the
+   * subscriber is catching up from the store: a change that lands during the last catch-up
+   * read is then still delivered (duplicates are dropped by sequence).
+   */
+  offer(changes: readonly Change[]): void {
+    if (this.closed) return;
+    for (const change of changes) {
+      if (change.teamId === this.viewer.teamId && change.seq > this.lastSeq)
+        this.pending.push(change);
+    }
+    if (this.pending.length > this.feed.maxPending) {
+      // Too slow a reader: drop the buffer and read the store instead. Nothing is lost.
+      this.pending = [];
+      this.catchingUp = true;
+      this.resets += 1;
+    }
+    this.wake?.();
+  }
+
+  private matches(change: Change): boolean {
+    return itemMatches(change.item, this.viewer, this.filter, this.feed.clock());
+  }
+
+  async next(): Promise<Change[] | null> {
+    for (;;) {
+      if (this.closed) return null;
+      if (this.catchingUp) {
+        const resets = this.resets;
+        const batch = await this.feed.store.readChanges({
+          afterSeq: this.lastSeq,
+          teamId: this.viewer.teamId,
+          limit: READ_BATCH,
+        });
+        if (this.closed) return null;
+        const last = batch.at(-1);
+        if (last) this.lastSeq = last.seq;
+        // Caught up, unless the buffer overflowed (and was dropped) while we were reading.
+        if (batch.length < READ_BATCH && this.resets === resets) this.catchingUp = false;
+        const matching = batch.filter((change) => this.matches(change));
+        if (matching.length > 0) return matching;
+        continue;
+      }
+      if (this.pending.length > 0) {
+        const fresh = this.pending.filter((change) => change.seq > this.lastSeq);
+        this.pending = [];
+        const last = fresh.at(-1);
+        if (last) this.lastSeq = last.seq;
+        const matching = fresh.filter((change) => this.matches(change));
+        if (matching.length > 0) return matching;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      this.wake = null;
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.pending = [];
+    this.onClose();
+    this.wake?.();
+  }
+}

@@ -1,0 +1,238 @@
+import { CtxbusError, healthResponseSchema, parseOrThrow } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { z } from 'zod';
+import { TokenVerifier } from './auth.js';
+import { viewerOf } from './caller.js';
+import { ChangeFeed } from './change-feed.js';
+import type { HubServices } from './hub-services.js';
+import type { Logger } from './logger.js';
+import { silentLogger } from './logger.js';
+import { buildOpenApiDocument } from './openapi-document.js';
+import type { Caller, RouteDefinition } from './route-definition.js';
+import { defineRoute } from './route-definition.js';
+import { adminRoutes } from './routes/admin-routes.js';
+import { contextRoutes } from './routes/context-routes.js';
+import { streamRoute } from './routes/stream-route.js';
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+export interface HubOptions {
+  store: Store;
+  logger?: Logger;
+  clock?: () => Date;
+  version?: string;
+  /** Largest accepted request body, in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  validateResponses?: boolean;
+  keepAliveSeconds?: number;
+  tokenCacheMs?: number;
+}
+
+export interface Hub {
+  app: Hono;
+  services: HubServices;
+  routes: readonly RouteDefinition[];
+  /** Ends every live stream. The store stays open: its owner closes it. */
+  close(): Promise<void>;
+}
+
+function errorBody(code: CtxbusError['code'], message: string, details?: unknown) {
+  return new CtxbusError(code, message, details === undefined ? {} : { details });
+}
+
+/** Query parameters as one string each (repeated ones joined with commas). */
+function queryObject(context: Context): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [name, values] of Object.entries(context.req.queries()))
+    result[name] = values.join(',');
+  return result;
+}
+
+async function readJsonBody(context: Context): Promise<unknown> {
+  const type = context.req.header('content-type') ?? '';
+  if (!/^application\/([\w.+-]*\+)?json\b/i.test(type.trim())) {
+    throw errorBody(
+      'unsupported_media_type',
+      `send the body as application/json (got "${type || 'no content type'}")`,
+    );
+  }
+  const text = await context.req.text();
+  if (text.trim() === '') throw errorBody('bad_json', 'the request body is empty; send JSON');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw errorBody('bad_json', `the request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function register(app: Hono, route: RouteDefinition, services: HubServices): void {
+  app.on(route.method, route.path, async (context) => {
+    let caller: Caller = { tokenId: '', role: 'admin', teamId: null, runtime: null };
+    if (route.auth !== 'none') {
+      caller = await services.verifier.verify(context.req.header('authorization'));
+      if (route.auth === 'admin' && caller.role !== 'admin') {
+        throw errorBody('forbidden', 'this route needs an admin token');
+      }
+      if (route.auth === 'runtime') viewerOf(caller);
+    }
+    const params = route.params
+      ? parseOrThrow(route.params, context.req.param(), 'params')
+      : undefined;
+    const query = route.query
+      ? parseOrThrow(route.query, queryObject(context), 'query')
+      : undefined;
+    let body: unknown;
+    if (route.body) {
+      const json = await readJsonBody(context);
+      body = route.parseBody ? route.parseBody(json) : parseOrThrow(route.body, json, 'body');
+    }
+    const result = await route.handler({ params, query, body, caller, services, context });
+    if (result instanceof Response) return result;
+    if (services.validateResponses) {
+      const schema = route.responses[result.status]?.schema;
+      const check = schema?.safeParse(result.body);
+      if (!schema || !check?.success) {
+        services.logger.error(
+          { route: route.operationId, status: result.status, issues: check?.error?.issues },
+          'response does not match its declared schema',
+        );
+        throw errorBody(
+          'internal',
+          `response of ${route.operationId} (${result.status}) does not match its schema`,
+        );
+      }
+    }
+    return context.json(result.body as object, result.status as 200);
+  });
+}
+
+/**
+ * Builds the hub: the route table registered on a Hono app over a store, with auth, the
+ * change feed that drives live streams, and the OpenAPI document.
+ */
+export async function createHub(options: HubOptions): Promise<Hub> {
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? (() => new Date());
+  const feed = new ChangeFeed({ store: options.store, clock, logger });
+  await feed.start();
+  const services: HubServices = {
+    store: options.store,
+    feed,
+    verifier: new TokenVerifier(options.store, options.tokenCacheMs),
+    clock,
+    logger,
+    version: options.version ?? '0.0.0',
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    validateResponses: options.validateResponses ?? false,
+    keepAliveSeconds: options.keepAliveSeconds ?? 15,
+  };
+
+  const routes: RouteDefinition[] = [...contextRoutes, streamRoute, ...adminRoutes];
+  const systemRoutes = [
+    defineRoute({
+      method: 'GET',
+      path: '/health',
+      operationId: 'health',
+      summary: 'Liveness, version, store and newest sequence (no auth)',
+      tags: ['system'],
+      auth: 'none',
+      responses: { 200: { description: 'The hub is up.', schema: healthResponseSchema } },
+      async handler() {
+        return {
+          status: 200,
+          body: {
+            status: 'ok',
+            version: services.version,
+            store: options.store.info.backend,
+            seq: await options.store.latestSeq(),
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/api/openapi.json',
+      operationId: 'openapi',
+      summary: 'This API as an OpenAPI 3.1 document',
+      tags: ['system'],
+      auth: 'any-token',
+      responses: {
+        200: { description: 'The document.', schema: z.record(z.string(), z.unknown()) },
+      },
+      handler() {
+        return { status: 200, body: openapi };
+      },
+    }),
+  ];
+  routes.push(...systemRoutes);
+  const openapi = buildOpenApiDocument(routes, {
+    version: services.version,
+    maxBodyBytes: services.maxBodyBytes,
+  });
+
+  const app = new Hono();
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: services.maxBodyBytes,
+      onError: (context) =>
+        context.json(
+          errorBody(
+            'payload_too_large',
+            `the request body is larger than ${services.maxBodyBytes} bytes`,
+            {
+              limit: services.maxBodyBytes,
+            },
+          ).toJSON(),
+          413,
+        ),
+    }),
+  );
+  for (const route of routes) register(app, route, services);
+
+  app.notFound((context) => {
+    const path = context.req.path;
+    const allowed = routes
+      .filter((route) => new RegExp(`^${route.path.replace(/:[^/]+/g, '[^/]+')}$`).test(path))
+      .map((route) => route.method);
+    if (allowed.length > 0) {
+      context.header('Allow', [...new Set(allowed)].join(', '));
+      return context.json(
+        errorBody(
+          'method_not_allowed',
+          `${context.req.method} is not allowed on ${path}; use ${allowed.join(' or ')}`,
+        ).toJSON(),
+        405,
+      );
+    }
+    return context.json(
+      errorBody('not_found', `no route ${context.req.method} ${path}`).toJSON(),
+      404,
+    );
+  });
+
+  app.onError((error, context) => {
+    if (CtxbusError.isInstance(error)) {
+      if (error.status >= 500) logger.error({ err: error }, error.message);
+      return context.json(error.toJSON(), error.status as 400);
+    }
+    if (error instanceof HTTPException) {
+      return context.json(errorBody('validation_failed', error.message).toJSON(), error.status);
+    }
+    logger.error({ err: error, path: context.req.path }, 'unhandled error');
+    return context.json(errorBody('internal', 'internal error; see the hub log').toJSON(), 500);
+  });
+
+  return {
+    app,
+    services,
+    routes,
+    async close() {
+      feed.close();
+    },
+  };
+}

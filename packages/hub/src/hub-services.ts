@@ -1,0 +1,19 @@
+import type { Store } from '@ctxbus/store';
+import type { TokenVerifier } from './auth.js';
+import type { ChangeFeed } from './change-feed.js';
+import type { Logger } from './logger.js';
+
+/** What route handlers work with. */
+export interface HubServices {
+  store: Store;
+  feed: ChangeFeed;
+  verifier: TokenVerifier;
+  clock: () => Date;
+  logger: Logger;
+  version: string;
+  maxBodyBytes: number;
+  /** Check every JSON response against its declared schema (tests turn this on). */
+  validateResponses: boolean;
+  /** Seconds between SSE keep-alive comments. */
+  keepAliveSeconds: number;
+}

@@ -1,0 +1,13 @@
+export type { MintedToken, MintTokenRequest } from './auth.js';
+export { hashToken, mintToken, TOKEN_PREFIX, TokenVerifier } from './auth.js';
+export { ChangeFeed, FeedSubscriber } from './change-feed.js';
+export type { Hub, HubOptions } from './create-hub.js';
+export { createHub, DEFAULT_MAX_BODY_BYTES } from './create-hub.js';
+export type { HubServices } from './hub-services.js';
+export type { Logger } from './logger.js';
+export { silentLogger } from './logger.js';
+export { buildOpenApiDocument } from './openapi-document.js';
+export type { Caller, RouteAuth, RouteDefinition } from './route-definition.js';
+export { tokenInfo } from './routes/admin-routes.js';
+export type { RunningHub, StartHubOptions } from './start-hub.js';
+export { DEFAULT_HOST, DEFAULT_PORT, startHub } from './start-hub.js';

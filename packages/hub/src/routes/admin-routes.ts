@@ -1,0 +1,84 @@
+import type { TokenInfo } from '@ctxbus/core';
+import {
+  CtxbusError,
+  createTokenRequestSchema,
+  createTokenResponseSchema,
+  listTokensQuerySchema,
+  tokenIdParamsSchema,
+  tokenInfoSchema,
+} from '@ctxbus/core';
+import type { TokenRecord } from '@ctxbus/store';
+import { z } from 'zod';
+import { mintToken } from '../auth.js';
+import { defineRoute } from '../route-definition.js';
+
+/** A token record without its hash: what the API shows. */
+export function tokenInfo(record: TokenRecord): TokenInfo {
+  const { hash: _hash, ...info } = record;
+  return info;
+}
+
+export const adminRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/admin/tokens',
+    operationId: 'createToken',
+    summary: 'Create a runtime token (admin)',
+    description: 'The secret is in this response only; the hub stores its SHA-256 hash.',
+    tags: ['admin'],
+    auth: 'admin',
+    body: createTokenRequestSchema,
+    responses: { 201: { description: 'The new token.', schema: createTokenResponseSchema } },
+    async handler({ body, services }) {
+      const minted = await mintToken(
+        services.store,
+        { role: 'runtime', teamId: body.teamId, runtime: body.runtime, label: body.label ?? null },
+        services.clock(),
+      );
+      return { status: 201, body: { token: minted.token, info: tokenInfo(minted.record) } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/admin/tokens',
+    operationId: 'listTokens',
+    summary: 'List tokens (admin)',
+    tags: ['admin'],
+    auth: 'admin',
+    query: listTokensQuerySchema,
+    responses: {
+      200: {
+        description: 'Tokens, oldest first.',
+        schema: z.object({ tokens: z.array(tokenInfoSchema) }),
+      },
+    },
+    async handler({ query, services }) {
+      const records = await services.store.listTokens({
+        ...(query.team !== undefined && { teamId: query.team }),
+        ...(query.includeRevoked !== undefined && { includeRevoked: query.includeRevoked }),
+      });
+      return { status: 200, body: { tokens: records.map(tokenInfo) } };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/api/admin/tokens/:id',
+    operationId: 'revokeToken',
+    summary: 'Revoke a token (admin)',
+    description: 'Takes effect at once on this hub. Revoking twice is not an error.',
+    tags: ['admin'],
+    auth: 'admin',
+    params: tokenIdParamsSchema,
+    responses: {
+      200: { description: 'The revoked token.', schema: z.object({ token: tokenInfoSchema }) },
+    },
+    async handler({ params, services }) {
+      const record = await services.store.revokeToken(params.id);
+      if (!record) {
+        throw new CtxbusError('not_found', `no token ${params.id}`, { details: { id: params.id } });
+      }
+      services.verifier.forget(record.id);
+      return { status: 200, body: { token: tokenInfo(record) } };
+    },
+  }),
+];

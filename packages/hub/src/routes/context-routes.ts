@@ -1,0 +1,228 @@
+import type { ContextItem, ListOptions, ListQuery } from '@ctxbus/core';
+import {
+  CtxbusError,
+  getResolver,
+  itemIdParamsSchema,
+  itemResponseSchema,
+  listQuerySchema,
+  listResponseSchema,
+  parseWriteRequest,
+  prepareParsedItem,
+  resolveSharedContext,
+  SHARED_CANDIDATE_QUERIES,
+  searchRequestSchema,
+  searchResponseSchema,
+  sharedQuerySchema,
+  sharedResponseSchema,
+  writeRequestSchema,
+  writeResponseSchema,
+} from '@ctxbus/core';
+import { viewerOf } from '../caller.js';
+import { defineRoute } from '../route-definition.js';
+
+function notFound(id: string): CtxbusError {
+  return new CtxbusError(
+    'not_found',
+    `no item ${id} (or it expired, or it is not visible to you)`,
+    {
+      details: { id },
+    },
+  );
+}
+
+/** Maps the list query (wire names) onto the store filter. */
+export function listOptionsFromQuery(query: ListQuery): ListOptions {
+  let sinceSeq: number | undefined;
+  let createdAfter: string | undefined;
+  if (query.since !== undefined) {
+    if (/^\d+$/.test(query.since)) sinceSeq = Number(query.since);
+    else {
+      const ms = Date.parse(query.since);
+      if (Number.isNaN(ms)) {
+        throw new CtxbusError(
+          'validation_failed',
+          `query.since: "${query.since}" is not a valid date-time`,
+        );
+      }
+      createdAfter = new Date(ms).toISOString();
+    }
+  }
+  const options: ListOptions = {
+    limit: query.limit,
+    ...(query.scope && { scopes: query.scope }),
+    ...(query.scopeKey !== undefined && { scopeKey: query.scopeKey }),
+    ...(query.scopeKeyPrefix !== undefined && { scopeKeyPrefix: query.scopeKeyPrefix }),
+    ...(query.type && { types: query.type }),
+    ...(query.tags && { tags: query.tags }),
+    ...(query.minUrgency !== undefined && { minUrgency: query.minUrgency }),
+    ...(query.runtime !== undefined && { sourceRuntime: query.runtime }),
+    ...(sinceSeq !== undefined && { sinceSeq }),
+    ...(createdAfter !== undefined && { createdAfter }),
+    ...(query.before !== undefined && { beforeSeq: query.before }),
+    ...(query.key !== undefined && { key: query.key }),
+    ...(query.keyPrefix !== undefined && { keyPrefix: query.keyPrefix }),
+    ...(query.unconsumed !== undefined && { unconsumed: query.unconsumed }),
+    ...(query.includeSuperseded !== undefined && { includeSuperseded: query.includeSuperseded }),
+  };
+  return options;
+}
+
+const asArray = <T>(value: T | T[] | undefined): T[] | undefined =>
+  value === undefined ? undefined : Array.isArray(value) ? value : [value];
+
+export const contextRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/context',
+    operationId: 'writeContext',
+    summary: 'Write one item or a batch',
+    description:
+      'Body: one item, an array of items, or `{ "items": [...] }` (at most 500). A batch is stored whole or not at all. An item whose `id` was already written with the same content is returned with status "existing" and is not stored twice; the same id with other content is a 409. Secrets in the text are redacted before storage (see `redactions`).',
+    tags: ['context'],
+    auth: 'runtime',
+    body: writeRequestSchema,
+    parseBody: parseWriteRequest,
+    responses: {
+      200: {
+        description: 'Every item already existed (idempotent retry).',
+        schema: writeResponseSchema,
+      },
+      201: { description: 'At least one item was created.', schema: writeResponseSchema },
+    },
+    async handler({ body, caller, services }) {
+      const writer = viewerOf(caller);
+      const now = services.clock();
+      const inputs = body as unknown as ReturnType<typeof parseWriteRequest>;
+      const prepared = inputs.map((input, index) => {
+        const item = prepareParsedItem(input, writer, { now });
+        if (item.expiresAt !== null && Date.parse(item.expiresAt) <= now.getTime()) {
+          const field = inputs.length > 1 ? `body.items[${index}].expiresAt` : 'body.expiresAt';
+          throw new CtxbusError('validation_failed', `${field}: ${item.expiresAt} is in the past`);
+        }
+        return item;
+      });
+      const outcomes = await services.store.writeItems(prepared);
+      const created = outcomes.some((outcome) => outcome.status === 'created');
+      if (created) services.feed.notify();
+      return {
+        status: created ? 201 : 200,
+        body: {
+          items: outcomes.map((outcome) => outcome.item),
+          results: outcomes.map(({ item, status }) => ({ id: item.id, seq: item.seq, status })),
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/context',
+    operationId: 'listContext',
+    summary: 'List items, newest first',
+    description:
+      "Filters combine with AND; list values are comma-separated and match any. Superseded and expired items are left out. `totalTokens` is the sum of the items' o200k token counts.",
+    tags: ['context'],
+    auth: 'runtime',
+    query: listQuerySchema,
+    responses: { 200: { description: 'The items.', schema: listResponseSchema } },
+    async handler({ query, caller, services }) {
+      const options = listOptionsFromQuery(query);
+      const items = await services.store.listItems(viewerOf(caller), options);
+      const last = items.at(-1);
+      return {
+        status: 200,
+        body: {
+          items,
+          totalTokens: items.reduce((sum, item) => sum + item.tokens, 0),
+          nextBefore: items.length === options.limit && last ? last.seq : null,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/context/search',
+    operationId: 'searchContext',
+    summary: 'Ranked full-text search',
+    description:
+      'Natural-language questions work: stop words are dropped and any remaining term may match, ranked by BM25 over title, content, summary and tags.',
+    tags: ['context'],
+    auth: 'runtime',
+    body: searchRequestSchema,
+    responses: { 200: { description: 'Results, best first.', schema: searchResponseSchema } },
+    async handler({ body, caller, services }) {
+      const scopes = asArray(body.scope);
+      const types = asArray(body.type);
+      const hits = await services.store.searchItems(viewerOf(caller), {
+        query: body.query,
+        limit: body.limit,
+        ...(scopes && { scopes }),
+        ...(types && { types }),
+        ...(body.tags && { tags: body.tags }),
+        ...(body.scopeKey !== undefined && { scopeKey: body.scopeKey }),
+        ...(body.includeSuperseded !== undefined && { includeSuperseded: body.includeSuperseded }),
+      });
+      return { status: 200, body: { results: hits, mode: 'fulltext' } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/context/shared',
+    operationId: 'sharedContext',
+    summary: 'The shared context bundle for a runtime',
+    description:
+      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web. The same items and budget always give the same `contextHash`.",
+    tags: ['context'],
+    auth: 'runtime',
+    query: sharedQuerySchema,
+    responses: { 200: { description: 'The bundle.', schema: sharedResponseSchema } },
+    async handler({ query, caller, services }) {
+      const viewer = viewerOf(caller);
+      const runtime = query.runtime ?? viewer.runtime;
+      getResolver(runtime);
+      const lists = await Promise.all(
+        SHARED_CANDIDATE_QUERIES.map((options) => services.store.listItems(viewer, options)),
+      );
+      const candidates = new Map<string, ContextItem>();
+      for (const item of lists.flat()) candidates.set(item.id, item);
+      const bundle = resolveSharedContext([...candidates.values()], {
+        runtime,
+        viewer,
+        now: services.clock(),
+        ...(query.tokenBudget !== undefined && { tokenBudget: query.tokenBudget }),
+      });
+      return { status: 200, body: bundle };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/context/:id',
+    operationId: 'getContextItem',
+    summary: 'One item by id',
+    tags: ['context'],
+    auth: 'runtime',
+    params: itemIdParamsSchema,
+    responses: { 200: { description: 'The item.', schema: itemResponseSchema } },
+    async handler({ params, caller, services }) {
+      const item = await services.store.getItem(viewerOf(caller), params.id);
+      if (!item) throw notFound(params.id);
+      return { status: 200, body: { item } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/context/:id/consume',
+    operationId: 'consumeContextItem',
+    summary: 'Mark an item consumed by the calling runtime',
+    description: 'Idempotent: consuming twice records one consumption.',
+    tags: ['context'],
+    auth: 'runtime',
+    params: itemIdParamsSchema,
+    responses: { 200: { description: 'The item after consumption.', schema: itemResponseSchema } },
+    async handler({ params, caller, services }) {
+      const item = await services.store.consumeItem(viewerOf(caller), params.id);
+      if (!item) throw notFound(params.id);
+      services.feed.notify();
+      return { status: 200, body: { item } };
+    },
+  }),
+];

@@ -1,0 +1,58 @@
+import type { AddressInfo } from 'node:net';
+import { CtxbusError } from '@ctxbus/core';
+import type { ServerType } from '@hono/node-server';
+import { serve } from '@hono/node-server';
+import type { Hub, HubOptions } from './create-hub.js';
+import { createHub } from './create-hub.js';
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 7420;
+
+export interface StartHubOptions extends HubOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+}
+
+export interface RunningHub {
+  url: string;
+  hub: Hub;
+  server: ServerType;
+  /** Ends live streams and stops listening (the store stays open). */
+  close(): Promise<void>;
+}
+
+function urlFor(address: AddressInfo): string {
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+/** Creates a hub and serves it over HTTP on Node. */
+export async function startHub(options: StartHubOptions): Promise<RunningHub> {
+  const hub = await createHub(options);
+  const host = options.host ?? DEFAULT_HOST;
+  const port = options.port ?? DEFAULT_PORT;
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const started = serve({ fetch: hub.app.fetch, hostname: host, port }, () => resolve(started));
+    started.once('error', (error: NodeJS.ErrnoException) => {
+      const message =
+        error.code === 'EADDRINUSE'
+          ? `port ${port} on ${host} is already in use; pick another with --port`
+          : `cannot listen on ${host}:${port}: ${error.message}`;
+      reject(new CtxbusError('unavailable', message, { cause: error }));
+    });
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    url: urlFor(address),
+    hub,
+    server,
+    async close() {
+      await hub.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,329 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, runtimeToken } from './http.js';
+import type { HubProcess } from './hub-process.js';
+import { removeDir, startHubProcess } from './hub-process.js';
+
+let hub: HubProcess;
+let code: string;
+let chat: string;
+let rival: string;
+
+beforeAll(async () => {
+  hub = await startHubProcess({ args: ['--max-body-bytes', '65536'] });
+  code = await runtimeToken(hub, 'acme', 'claude-code');
+  chat = await runtimeToken(hub, 'acme', 'openclaw');
+  rival = await runtimeToken(hub, 'globex', 'claude-code');
+});
+
+afterAll(async () => {
+  expect(await hub.stop()).toBe(0);
+  removeDir(hub.dataDir);
+});
+
+const write = (body: unknown, token = code) =>
+  call(hub.url, 'POST', '/api/context', { token, body });
+
+describe('authentication', () => {
+  it('needs a valid bearer token on every /api route', async () => {
+    const missing = await call(hub.url, 'GET', '/api/context');
+    expect(missing.status).toBe(401);
+    expect(missing.body.error.code).toBe('unauthorized');
+    const wrongScheme = await call(hub.url, 'GET', '/api/context', {
+      headers: { authorization: `Basic ${code}` },
+    });
+    expect(wrongScheme.status).toBe(401);
+    const unknown = await call(hub.url, 'GET', '/api/context', { token: 'cbx_notarealtoken' });
+    expect(unknown.status).toBe(401);
+    const health = await call(hub.url, 'GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: 'ok', store: 'sqlite' });
+  });
+
+  it('keeps admin and runtime tokens to their own routes', async () => {
+    const adminReads = await call(hub.url, 'GET', '/api/context', { token: hub.adminToken });
+    expect(adminReads.status).toBe(403);
+    expect(adminReads.body.error.message).toMatch(/runtime token/);
+    const runtimeMints = await call(hub.url, 'POST', '/api/admin/tokens', {
+      token: code,
+      body: { teamId: 'acme', runtime: 'web' },
+    });
+    expect(runtimeMints.status).toBe(403);
+  });
+
+  it('revokes a token at once and lists tokens without secrets', async () => {
+    const doomed = await call(hub.url, 'POST', '/api/admin/tokens', {
+      token: hub.adminToken,
+      body: { teamId: 'acme', runtime: 'web', label: 'temporary' },
+    });
+    const secret = doomed.body.token as string;
+    expect(secret).toMatch(/^cbx_/);
+    expect((await call(hub.url, 'GET', '/api/context', { token: secret })).status).toBe(200);
+    const listed = await call(hub.url, 'GET', '/api/admin/tokens?team=acme', {
+      token: hub.adminToken,
+    });
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+    expect(listed.body.tokens.map((token: { label: string | null }) => token.label)).toContain(
+      'temporary',
+    );
+    const revoked = await call(hub.url, 'DELETE', `/api/admin/tokens/${doomed.body.info.id}`, {
+      token: hub.adminToken,
+    });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.token.revokedAt).not.toBeNull();
+    expect((await call(hub.url, 'GET', '/api/context', { token: secret })).status).toBe(401);
+    const gone = await call(hub.url, 'DELETE', '/api/admin/tokens/tok_nope', {
+      token: hub.adminToken,
+    });
+    expect(gone.status).toBe(404);
+  });
+});
+
+describe('isolation', () => {
+  it("never shows a team another team's items", async () => {
+    const mine = await write({
+      type: 'decision',
+      title: 'acme-only plan',
+      relevanceTags: ['plan'],
+    });
+    const id = mine.body.items[0].id;
+    expect((await call(hub.url, 'GET', `/api/context/${id}`, { token: rival })).status).toBe(404);
+    const list = await call(hub.url, 'GET', '/api/context?limit=500', { token: rival });
+    expect(list.body.items.some((item: { id: string }) => item.id === id)).toBe(false);
+    const search = await call(hub.url, 'POST', '/api/context/search', {
+      token: rival,
+      body: { query: 'acme-only plan' },
+    });
+    expect(search.body.results).toEqual([]);
+    const consume = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: rival });
+    expect(consume.status).toBe(404);
+    const shared = await call(hub.url, 'GET', '/api/context/shared', { token: rival });
+    expect(shared.body.formatted).not.toContain('acme-only plan');
+    const supersede = await write({ type: 'decision', title: 'hijack', supersedes: id }, rival);
+    expect(supersede.status).toBe(422);
+    const reuse = await write(
+      { id, type: 'decision', title: 'acme-only plan', relevanceTags: ['plan'] },
+      rival,
+    );
+    expect(reuse.status).toBe(409);
+  });
+
+  it('returns private items only to their source runtime', async () => {
+    const secret = await write({
+      type: 'discovery',
+      title: 'private musing',
+      visibility: 'private',
+    });
+    const id = secret.body.items[0].id;
+    expect((await call(hub.url, 'GET', `/api/context/${id}`, { token: code })).status).toBe(200);
+    expect((await call(hub.url, 'GET', `/api/context/${id}`, { token: chat })).status).toBe(404);
+    const chatShared = await call(hub.url, 'GET', '/api/context/shared?runtime=openclaw', {
+      token: chat,
+    });
+    expect(chatShared.body.formatted).not.toContain('private musing');
+    const chatSearch = await call(hub.url, 'POST', '/api/context/search', {
+      token: chat,
+      body: { query: 'private musing' },
+    });
+    expect(chatSearch.body.results).toEqual([]);
+  });
+});
+
+describe('bad input', () => {
+  it('answers each kind of bad request with the right status and code', async () => {
+    const cases: [string, Promise<{ status: number; body: any }>, number, string, RegExp?][] = [
+      [
+        'bad JSON',
+        call(hub.url, 'POST', '/api/context', { token: code, rawBody: '{"type":' }),
+        400,
+        'bad_json',
+      ],
+      [
+        'empty body',
+        call(hub.url, 'POST', '/api/context', { token: code, rawBody: '' }),
+        400,
+        'bad_json',
+      ],
+      [
+        'wrong content type',
+        call(hub.url, 'POST', '/api/context', {
+          token: code,
+          rawBody: 'type=decision',
+          contentType: 'text/plain',
+        }),
+        415,
+        'unsupported_media_type',
+      ],
+      ['missing title', write({ type: 'decision' }), 400, 'validation_failed', /^body\.title/],
+      [
+        'unknown field',
+        write({ type: 'decision', title: 'x', color: 'red' }),
+        400,
+        'validation_failed',
+        /color/,
+      ],
+      [
+        'title too long',
+        write({ type: 'decision', title: 'x'.repeat(301) }),
+        400,
+        'validation_failed',
+        /^body\.title/,
+      ],
+      [
+        'bad tag',
+        write({ type: 'decision', title: 'x', relevanceTags: ['a b'] }),
+        400,
+        'validation_failed',
+        /relevanceTags\[0\]/,
+      ],
+      [
+        'past expiry',
+        write({ type: 'status', title: 'x', expiresAt: '2020-01-01T00:00:00Z' }),
+        400,
+        'validation_failed',
+        /expiresAt/,
+      ],
+      [
+        'batch too big',
+        write({ items: Array.from({ length: 501 }, () => ({ type: 'status', title: 'x' })) }),
+        400,
+        'validation_failed',
+      ],
+      ['a JSON string', write('hello'), 400, 'validation_failed'],
+      [
+        'null',
+        call(hub.url, 'POST', '/api/context', { token: code, rawBody: 'null' }),
+        400,
+        'validation_failed',
+      ],
+      [
+        'unknown supersedes',
+        write({ type: 'decision', title: 'x', supersedes: '019a0000-0000-7000-8000-00000000dead' }),
+        422,
+        'invalid_reference',
+      ],
+      [
+        'oversized body',
+        write({ type: 'discovery', title: 'big', content: 'x'.repeat(70_000) }),
+        413,
+        'payload_too_large',
+      ],
+      [
+        'unknown query parameter',
+        call(hub.url, 'GET', '/api/context?colour=red', { token: code }),
+        400,
+        'validation_failed',
+        /colour/,
+      ],
+      [
+        'limit out of range',
+        call(hub.url, 'GET', '/api/context?limit=100000', { token: code }),
+        400,
+        'validation_failed',
+        /query\.limit/,
+      ],
+      [
+        'bad budget',
+        call(hub.url, 'GET', '/api/context/shared?tokenBudget=-1', { token: code }),
+        400,
+        'validation_failed',
+        /tokenBudget/,
+      ],
+      ['unknown route', call(hub.url, 'GET', '/api/nothing', { token: code }), 404, 'not_found'],
+      [
+        'wrong method',
+        call(hub.url, 'PATCH', '/api/context', { token: code }),
+        405,
+        'method_not_allowed',
+      ],
+    ];
+    for (const [name, promise, status, errorCode, message] of cases) {
+      const response = await promise;
+      expect(response.status, name).toBe(status);
+      expect(response.body.error.code, name).toBe(errorCode);
+      expect(typeof response.body.error.message, name).toBe('string');
+      if (message) expect(response.body.error.message, name).toMatch(message);
+    }
+  });
+
+  it('keeps serving and keeps every stored item intact after all that', async () => {
+    const before = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
+      token: code,
+    });
+    for (let index = 0; index < 20; index++) {
+      await call(hub.url, 'POST', '/api/context', {
+        token: code,
+        rawBody: `{"type":"decision","title":${'['.repeat(index * 50)}`,
+      });
+      await write({
+        type: 'decision',
+        title: `\u0000${'\u{1F600}'.repeat(index)}`,
+        content: '\uD800',
+      });
+    }
+    const after = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
+      token: code,
+    });
+    const kept = after.body.items.filter((item: { id: string }) =>
+      before.body.items.some((old: { id: string }) => old.id === item.id),
+    );
+    expect(kept).toEqual(before.body.items);
+    expect((await call(hub.url, 'GET', '/health')).status).toBe(200);
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('describes every route, and every route behaves as it says', async () => {
+    const document = await call(hub.url, 'GET', '/api/openapi.json', { token: code });
+    expect(document.status).toBe(200);
+    expect(document.body.openapi).toBe('3.1.0');
+    const operations = Object.entries(
+      document.body.paths as Record<string, Record<string, any>>,
+    ).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+    );
+    expect(operations.map((entry) => entry.operation.operationId).sort()).toEqual(
+      [
+        'consumeContextItem',
+        'createToken',
+        'getContextItem',
+        'health',
+        'listContext',
+        'listTokens',
+        'openapi',
+        'revokeToken',
+        'searchContext',
+        'sharedContext',
+        'streamContext',
+        'writeContext',
+      ].sort(),
+    );
+    // Route conformance, driven by the document: every secured route refuses a missing token,
+    // every route with a body refuses bad JSON, every route with an {id} answers 404 for an unknown one.
+    for (const { path, method, operation } of operations) {
+      const concrete = path.replace(
+        '{id}',
+        path.includes('tokens') ? 'tok_unknown' : '019a0000-0000-7000-8000-00000000beef',
+      );
+      if (operation.security.length > 0) {
+        const response = await call(hub.url, method.toUpperCase(), concrete);
+        expect(response.status, `${method} ${path} without a token`).toBe(401);
+      }
+      const token = path.includes('/admin/') ? hub.adminToken : code;
+      if (operation.requestBody && !path.includes('{id}')) {
+        const response = await call(hub.url, method.toUpperCase(), concrete, {
+          token,
+          rawBody: '{',
+        });
+        expect(response.status, `${method} ${path} with bad JSON`).toBe(400);
+        expect(response.body.error.code).toBe('bad_json');
+      }
+      if (path.includes('{id}')) {
+        const response = await call(hub.url, method.toUpperCase(), concrete, { token });
+        expect(response.status, `${method} ${path} with an unknown id`).toBe(404);
+      }
+      for (const status of Object.keys(operation.responses)) {
+        expect(Number(status), `${method} ${path}`).toBeGreaterThanOrEqual(200);
+      }
+    }
+  });
+});

@@ -1,0 +1,182 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { HubProcess } from './hub-process.js';
+import { removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.js';
+
+const dirs: string[] = [];
+let hub: HubProcess | undefined;
+
+afterAll(async () => {
+  if (hub) expect(await hub.stop()).toBe(0);
+  for (const dir of dirs) removeDir(dir);
+});
+
+describe('ctxbus CLI', () => {
+  it('prints helpful --help and a usage error for unknown commands', async () => {
+    const help = await runCli(['--help']);
+    expect(help.code).toBe(0);
+    for (const word of [
+      'serve',
+      'token',
+      'write',
+      'read',
+      'search',
+      'shared',
+      'watch',
+      'Exit codes',
+      'CTXBUS_URL',
+    ]) {
+      expect(help.stdout).toContain(word);
+    }
+    const writeHelp = await runCli(['write', '--help']);
+    expect(writeHelp.stdout).toContain('--urgency');
+    const unknown = await runCli(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command/);
+  });
+
+  it('mints tokens offline before the first start, then serves with them', async () => {
+    const dataDir = tempDir();
+    dirs.push(dataDir);
+    const minted = await runCli([
+      'token',
+      'create',
+      '--team',
+      'acme',
+      '--runtime',
+      'claude-code',
+      '--data',
+      dataDir,
+    ]);
+    expect(minted.code).toBe(0);
+    const token = minted.stdout.trim();
+    expect(token).toMatch(/^cbx_[A-Za-z0-9_-]{43}$/);
+    const badTeam = await runCli([
+      'token',
+      'create',
+      '--team',
+      'no spaces',
+      '--runtime',
+      'web',
+      '--data',
+      dataDir,
+    ]);
+    expect(badTeam.code).toBe(2);
+    expect(badTeam.stderr).toMatch(/^ctxbus: error: --team: /);
+
+    hub = await startHubProcess({ dataDir });
+    expect(hub.adminToken).toMatch(/^cbx_/);
+    const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token };
+
+    const refused = await runCli(['token', 'list', '--data', dataDir]);
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(/is serving/);
+
+    const online = await runCli([
+      'token',
+      'create',
+      '--team',
+      'acme',
+      '--runtime',
+      'openclaw',
+      '--url',
+      hub.url,
+      '--admin-token',
+      hub.adminToken ?? '',
+    ]);
+    expect(online.code).toBe(0);
+    const chatToken = online.stdout.trim();
+    const list = await runCli([
+      'token',
+      'list',
+      '--url',
+      hub.url,
+      '--admin-token',
+      hub.adminToken ?? '',
+      '--json',
+    ]);
+    expect(JSON.parse(list.stdout).tokens).toHaveLength(3);
+
+    const written = await runCli(
+      ['write', '--type', 'decision', '--title', 'Use pnpm', '--tags', 'tooling', '--json'],
+      { env },
+    );
+    expect(written.code).toBe(0);
+    const item = JSON.parse(written.stdout).items[0];
+    expect(item).toMatchObject({ title: 'Use pnpm', relevanceTags: ['tooling'] });
+
+    const fromFile = join(dataDir, 'items.json');
+    writeFileSync(
+      fromFile,
+      JSON.stringify([
+        { type: 'status', title: 'from file 1' },
+        { type: 'status', title: 'from file 2' },
+      ]),
+    );
+    const batch = await runCli(['write', '--file', fromFile], { env });
+    expect(batch.stdout.trim().split('\n')).toHaveLength(2);
+    const stdin = await runCli(['write', '--file', '-'], {
+      env,
+      input: '{"type":"alert","title":"from stdin","urgency":"attention"}',
+    });
+    expect(stdin.code).toBe(0);
+
+    const read = await runCli(['read', '--type', 'status'], { env });
+    expect(read.stdout).toMatch(/^#\d+ status from file 2/);
+    const search = await runCli(['search', 'what', 'package', 'manager', 'tooling', '--json'], {
+      env,
+    });
+    expect(JSON.parse(search.stdout).results[0].item.id).toBe(item.id);
+    const shared = await runCli(['shared', '--runtime', 'openclaw', '--budget', '500'], { env });
+    expect(shared.stdout).toContain('RECENT DECISIONS:');
+    const got = await runCli(['get', item.id, '--json'], { env });
+    expect(JSON.parse(got.stdout).id).toBe(item.id);
+    const consumed = await runCli(['consume', item.id], {
+      env: { ...env, CTXBUS_TOKEN: chatToken },
+    });
+    expect(consumed.stdout).toContain('by openclaw');
+
+    const watch = spawnCli(['watch', '--json', '--since', '0'], { env, timeoutMs: 10_000 });
+    let seen = '';
+    watch.child.stdout?.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+    });
+    await expect.poll(() => seen.split('\n').length, { timeout: 5_000 }).toBeGreaterThan(5);
+    watch.child.kill('SIGINT');
+    const watched = await watch.done;
+    expect(watched.code).toBe(0);
+    const lines = watched.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines[0]).toMatchObject({ event: 'context-added', item: { title: 'Use pnpm' } });
+    expect(lines.map((line) => line.seq)).toEqual(
+      [...lines.map((line) => line.seq)].sort((a, b) => a - b),
+    );
+    expect(lines.some((line) => line.event === 'context-consumed')).toBe(true);
+  });
+
+  it('fails with one clear line and the documented exit codes', async () => {
+    const noUrl = await runCli(['read']);
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.stderr.trim()).toBe('ctxbus: error: no hub URL: pass --url or set CTXBUS_URL');
+    const unreachable = await runCli(['read', '--url', 'http://127.0.0.1:9', '--token', 'cbx_x']);
+    expect(unreachable.code).toBe(6);
+    expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);
+    expect(unreachable.stderr).toMatch(/cannot reach the ctxbus hub at http:\/\/127\.0\.0\.1:9/);
+    const missingTitle = await runCli([
+      'write',
+      '--type',
+      'decision',
+      '--url',
+      'http://127.0.0.1:9',
+      '--token',
+      'x',
+    ]);
+    expect(missingTitle.code).toBe(2);
+    const badPort = await runCli(['serve', '--port', '70000', '--data', tempDir()]);
+    expect(badPort.code).toBe(2);
+    expect(badPort.stderr).toMatch(/--port must be 0-65535/);
+  });
+});

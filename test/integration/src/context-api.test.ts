@@ -1,0 +1,310 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, runtimeToken } from './http.js';
+import type { HubProcess } from './hub-process.js';
+import { removeDir, startHubProcess } from './hub-process.js';
+
+let hub: HubProcess;
+let code: string;
+let chat: string;
+
+beforeAll(async () => {
+  hub = await startHubProcess();
+  code = await runtimeToken(hub, 'acme', 'claude-code');
+  chat = await runtimeToken(hub, 'acme', 'openclaw');
+});
+
+afterAll(async () => {
+  expect(await hub.stop()).toBe(0);
+  removeDir(hub.dataDir);
+});
+
+const post = (body: unknown, token = code) =>
+  call(hub.url, 'POST', '/api/context', { token, body });
+const get = (path: string, token = code) => call(hub.url, 'GET', path, { token });
+
+describe('writing', () => {
+  it('stores one item and returns it with id and seq', async () => {
+    const response = await post({
+      type: 'decision',
+      title: 'Use SQLite',
+      content: 'Embedded and fast.',
+    });
+    expect(response.status).toBe(201);
+    const [item] = response.body.items;
+    expect(item).toMatchObject({
+      title: 'Use SQLite',
+      teamId: 'acme',
+      source: { runtime: 'claude-code' },
+    });
+    expect(response.body.results).toEqual([{ id: item.id, seq: item.seq, status: 'created' }]);
+  });
+
+  it('stores a batch atomically, as an array or as {items}', async () => {
+    const asArray = await post([
+      { type: 'status', title: 'b1' },
+      { type: 'status', title: 'b2' },
+    ]);
+    const wrapped = await post({ items: [{ type: 'status', title: 'b3' }] });
+    expect(asArray.status).toBe(201);
+    expect(wrapped.status).toBe(201);
+    const seqs = [...asArray.body.items, ...wrapped.body.items].map(
+      (item: { seq: number }) => item.seq,
+    );
+    const [start = 0] = seqs;
+    expect(seqs).toEqual([start, start + 1, start + 2]);
+    const bad = await post({
+      items: [
+        { type: 'status', title: 'never stored' },
+        { type: 'nope', title: 'x' },
+      ],
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/^body\.items\[1\]\.type/);
+    const listed = await get('/api/context?limit=500');
+    expect(listed.body.items.some((item: { title: string }) => item.title === 'never stored')).toBe(
+      false,
+    );
+  });
+
+  it('is idempotent for a repeated id and refuses the id for other content', async () => {
+    const id = '019a0000-0000-7000-8000-0000000000aa';
+    const first = await post({ id, type: 'discovery', title: 'once only' });
+    const again = await post({ id, type: 'discovery', title: 'once only' });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(200);
+    expect(again.body.results[0]).toMatchObject({
+      id,
+      status: 'existing',
+      seq: first.body.items[0].seq,
+    });
+    const listed = await get('/api/context?limit=500');
+    expect(listed.body.items.filter((item: { id: string }) => item.id === id)).toHaveLength(1);
+    const clash = await post({ id, type: 'discovery', title: 'something else' });
+    expect(clash.status).toBe(409);
+    expect(clash.body.error.code).toBe('conflict');
+  });
+
+  it('redacts secrets before storage and says what it redacted', async () => {
+    const response = await post({
+      type: 'discovery',
+      title: 'Staging credentials',
+      content:
+        'Use postgres://app:s3cretPassw0rd@db:5432/app and header Bearer abcdefghijklmnop1234',
+    });
+    const [item] = response.body.items;
+    expect(item.content).not.toContain('s3cretPassw0rd');
+    expect(item.content).not.toContain('abcdefghijklmnop1234');
+    expect(item.redactions.map((r: { kind: string }) => r.kind).sort()).toEqual([
+      'bearer-token',
+      'url-password',
+    ]);
+    const stored = await get(`/api/context/${item.id}`);
+    expect(stored.body.item.content).toBe(item.content);
+  });
+});
+
+describe('reading', () => {
+  it('lists newest first with filters and totalTokens', async () => {
+    await post({
+      type: 'alert',
+      title: 'Disk almost full',
+      urgency: 'blocking',
+      relevanceTags: ['ops'],
+    });
+    await post(
+      { type: 'discovery', title: 'Flaky test found', relevanceTags: ['ci', 'ops'] },
+      chat,
+    );
+    await post({ type: 'status', title: 'Task T-7 underway', scopeKey: 'task:T-7' });
+    const all = await get('/api/context?limit=3');
+    expect(all.status).toBe(200);
+    expect(all.body.items.map((item: { title: string }) => item.title)).toEqual([
+      'Task T-7 underway',
+      'Flaky test found',
+      'Disk almost full',
+    ]);
+    expect(all.body.totalTokens).toBe(
+      all.body.items.reduce((sum: number, item: { tokens: number }) => sum + item.tokens, 0),
+    );
+    const titles = async (query: string) =>
+      (await get(`/api/context?${query}`)).body.items.map((item: { title: string }) => item.title);
+    expect(await titles('tags=ops&limit=10')).toEqual(['Flaky test found', 'Disk almost full']);
+    expect(await titles('type=alert,status&limit=2')).toEqual([
+      'Task T-7 underway',
+      'Disk almost full',
+    ]);
+    expect(await titles('minUrgency=blocking')).toEqual(['Disk almost full']);
+    expect(await titles('runtime=openclaw')).toEqual(['Flaky test found']);
+    expect(await titles('scope=task')).toEqual(['Task T-7 underway']);
+    expect(await titles('scopeKey=task:T-7')).toEqual(['Task T-7 underway']);
+    const since = all.body.items[1].seq;
+    expect(await titles(`since=${since}`)).toEqual(['Task T-7 underway']);
+  });
+
+  it('pages with before/nextBefore', async () => {
+    const first = await get('/api/context?limit=2');
+    expect(first.body.nextBefore).toBe(first.body.items[1].seq);
+    const second = await get(`/api/context?limit=2&before=${first.body.nextBefore}`);
+    expect(second.body.items[0].seq).toBeLessThan(first.body.items[1].seq);
+  });
+
+  it('gets one item, 404 for an unknown one, 400 for a malformed id', async () => {
+    const written = await post({ type: 'discovery', title: 'findable' });
+    const id = written.body.items[0].id;
+    expect((await get(`/api/context/${id}`)).body.item.title).toBe('findable');
+    const missing = await get('/api/context/019a0000-0000-7000-8000-00000000ffff');
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('not_found');
+    const malformed = await get('/api/context/not-an-id');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.message).toMatch(/^params\.id/);
+  });
+
+  it('hides superseded items and follows key supersession', async () => {
+    const v1 = await post({
+      type: 'decision',
+      title: 'Deploy on Fridays',
+      key: 'process/deploy-day',
+    });
+    const v2 = await post({
+      type: 'decision',
+      title: 'Deploy on Tuesdays',
+      key: 'process/deploy-day',
+    });
+    expect(v2.body.items[0].supersedes).toBe(v1.body.items[0].id);
+    const byKey = await get('/api/context?key=process/deploy-day');
+    expect(byKey.body.items.map((item: { title: string }) => item.title)).toEqual([
+      'Deploy on Tuesdays',
+    ]);
+    const history = await get('/api/context?key=process/deploy-day&includeSuperseded=true');
+    expect(history.body.items).toHaveLength(2);
+    const again = await post({ type: 'decision', title: 'No', supersedes: v1.body.items[0].id });
+    expect(again.status).toBe(409);
+  });
+
+  it('never returns expired items', async () => {
+    const shortLived = await post({ type: 'status', title: 'blink', expiresAfterSeconds: 1 });
+    const id = shortLived.body.items[0].id;
+    expect((await get(`/api/context/${id}`)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect((await get(`/api/context/${id}`)).status).toBe(404);
+    const listed = await get('/api/context?limit=500');
+    expect(listed.body.items.some((item: { id: string }) => item.id === id)).toBe(false);
+  });
+});
+
+describe('consuming', () => {
+  it('records consumption per runtime, idempotently', async () => {
+    const request = await post({ type: 'request', title: 'Approve the release?' });
+    const id = request.body.items[0].id;
+    const once = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: chat });
+    const twice = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: chat });
+    expect(once.status).toBe(200);
+    expect(once.body.item.consumed).toBe(true);
+    expect(twice.body.item.consumedBy).toEqual(once.body.item.consumedBy);
+    const unconsumed = await get('/api/context?type=request&unconsumed=true');
+    expect(unconsumed.body.items.some((item: { id: string }) => item.id === id)).toBe(false);
+    const missing = await call(
+      hub.url,
+      'POST',
+      '/api/context/019a0000-0000-7000-8000-00000000ffff/consume',
+      { token: chat },
+    );
+    expect(missing.status).toBe(404);
+  });
+});
+
+describe('search', () => {
+  it('ranks natural-language questions and highlights matches', async () => {
+    await post({
+      type: 'discovery',
+      title: 'Lunch',
+      content: 'Team lunch is on Thursday at the Thai place.',
+    });
+    await post({
+      type: 'decision',
+      title: 'Message queue',
+      content: 'We picked NATS JetStream over Kafka for events.',
+    });
+    const response = await call(hub.url, 'POST', '/api/context/search', {
+      token: code,
+      body: { query: 'Which message queue did we pick for events?', limit: 5 },
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.mode).toBe('fulltext');
+    expect(response.body.results[0].item.title).toBe('Message queue');
+    expect(response.body.results[0].highlight).toMatch(/\*\*/);
+    const scores = response.body.results.map((result: { score: number }) => result.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    const filtered = await call(hub.url, 'POST', '/api/context/search', {
+      token: code,
+      body: { query: 'lunch queue', type: 'discovery' },
+    });
+    expect(
+      filtered.body.results.map((result: { item: { title: string } }) => result.item.title),
+    ).toEqual(['Lunch']);
+  });
+
+  it('survives hostile queries and rejects an empty one', async () => {
+    for (const query of ['"', 'NEAR(a b', 'title:* OR', '-- ; DROP TABLE items', '(((((']) {
+      const response = await call(hub.url, 'POST', '/api/context/search', {
+        token: code,
+        body: { query },
+      });
+      expect(response.status).toBe(200);
+    }
+    const empty = await call(hub.url, 'POST', '/api/context/search', {
+      token: code,
+      body: { query: '  ' },
+    });
+    expect(empty.status).toBe(400);
+    expect(empty.body.error.message).toMatch(/^body\.query/);
+  });
+});
+
+describe('shared context', () => {
+  it('builds Markdown for claude-code within budget, deterministically', async () => {
+    const first = await get('/api/context/shared');
+    const second = await get('/api/context/shared');
+    expect(first.status).toBe(200);
+    expect(first.body.runtime).toBe('claude-code');
+    expect(first.body.format).toBe('markdown');
+    expect(first.body.formattedMarkdown).toContain('## Recent decisions');
+    expect(first.body.totalTokens).toBeLessThanOrEqual(4000);
+    expect(second.body.contextHash).toBe(first.body.contextHash);
+    expect(second.body.formatted).toBe(first.body.formatted);
+  });
+
+  it('gives openclaw terse text and web structured items', async () => {
+    const text = await get('/api/context/shared?runtime=openclaw', chat);
+    expect(text.body.format).toBe('text');
+    expect(text.body.formatted).not.toContain('##');
+    expect(text.body.tokenBudget).toBe(2000);
+    const web = await get('/api/context/shared?runtime=web');
+    expect(web.body.items.length).toBeGreaterThan(0);
+    const sectionIds = web.body.sections.map((section: { id: string }) => section.id);
+    expect(sectionIds).toContain('blockedItems');
+  });
+
+  it('honours a small budget and records the trimming', async () => {
+    const small = await get('/api/context/shared?tokenBudget=120');
+    expect(small.body.totalTokens).toBeLessThanOrEqual(120);
+    expect(small.body.trim.trimmed).toBe(true);
+    expect(small.body.trim.actions.length).toBeGreaterThan(0);
+  });
+
+  it('names the known runtimes for an unknown one', async () => {
+    const response = await get('/api/context/shared?runtime=cursor');
+    expect(response.status).toBe(422);
+    expect(response.body.error).toMatchObject({ code: 'unknown_runtime' });
+    expect(response.body.error.message).toContain('claude-code, openclaw, web');
+  });
+
+  it('changes when a new decision arrives', async () => {
+    const before = await get('/api/context/shared');
+    await post({ type: 'decision', title: 'Adopt Biome for lint and format' });
+    const after = await get('/api/context/shared');
+    expect(after.body.contextHash).not.toBe(before.body.contextHash);
+    expect(after.body.formatted).toContain('Adopt Biome for lint and format');
+  });
+});

@@ -1,0 +1,146 @@
+import { createParser } from 'eventsource-parser';
+import type { HubProcess } from './hub-process.js';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Sent as is (for malformed-body tests). */
+  rawBody?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP call to the hub; the JSON body is parsed when there is one. */
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<ApiResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let body: string | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined && { body }),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {}
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+/** Mints a runtime token through the admin API. */
+export async function runtimeToken(
+  hub: HubProcess,
+  teamId: string,
+  runtime: string,
+): Promise<string> {
+  const response = await call(hub.url, 'POST', '/api/admin/tokens', {
+    token: hub.adminToken,
+    body: { teamId, runtime },
+  });
+  if (response.status !== 201)
+    throw new Error(`token create failed: ${JSON.stringify(response.body)}`);
+  return response.body.token as string;
+}
+
+export interface SseEvent {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+export interface SseConnection {
+  events: SseEvent[];
+  /** Data events only (no `ready`), parsed. */
+  items(): { seq: number; event: string; item: any }[];
+  waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs?: number): Promise<void>;
+  ready: Promise<void>;
+  status: Promise<number>;
+  close(): void;
+}
+
+/** Opens /api/stream with fetch and collects its events. */
+export function openStream(
+  url: string,
+  token: string,
+  options: { query?: string; lastEventId?: string } = {},
+): SseConnection {
+  const controller = new AbortController();
+  const events: SseEvent[] = [];
+  const listeners = new Set<() => void>();
+  let resolveStatus: (status: number) => void = () => {};
+  const status = new Promise<number>((resolve) => {
+    resolveStatus = resolve;
+  });
+  let resolveReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    resolveReady = resolve;
+  });
+  const parser = createParser({
+    onEvent(event) {
+      events.push(event);
+      if (event.event === 'ready') resolveReady();
+      for (const listener of listeners) listener();
+    },
+  });
+  void (async () => {
+    try {
+      const response = await fetch(`${url}/api/stream${options.query ? `?${options.query}` : ''}`, {
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(options.lastEventId !== undefined && { 'last-event-id': options.lastEventId }),
+        },
+        signal: controller.signal,
+      });
+      resolveStatus(response.status);
+      if (!response.body) return;
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body) parser.feed(decoder.decode(chunk, { stream: true }));
+    } catch {
+      // aborted
+    }
+  })();
+  return {
+    events,
+    items: () =>
+      events.filter((event) => event.event !== 'ready').map((event) => JSON.parse(event.data)),
+    ready,
+    status,
+    waitFor(predicate, timeoutMs = 5_000) {
+      if (predicate(events)) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(
+            new Error(
+              `timed out waiting for events; got ${JSON.stringify(events.map((e) => e.event))}`,
+            ),
+          );
+        }, timeoutMs);
+        const check = () => {
+          if (predicate(events)) {
+            clearTimeout(timer);
+            listeners.delete(check);
+            resolve();
+          }
+        };
+        listeners.add(check);
+      });
+    },
+    close: () => controller.abort(),
+  };
+}

@@ -1,0 +1,156 @@
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The built CLI: tests run the real `ctxbus` command. */
+export const CLI = resolve(here, '../../../apps/cli/dist/bin.js');
+
+export interface HubProcess {
+  url: string;
+  adminToken: string | null;
+  dataDir: string;
+  process: ChildProcess;
+  /** Everything the hub wrote to stderr (its JSON log). */
+  stderr(): string;
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, no cleanup. */
+  kill(): Promise<void>;
+}
+
+export function tempDir(prefix = 'ctxbus-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Starts `ctxbus serve --port 0 --json` and resolves once it prints its URL. */
+export async function startHubProcess(options: StartOptions = {}): Promise<HubProcess> {
+  const dataDir = options.dataDir ?? tempDir();
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--json',
+      '--data',
+      dataDir,
+      '--log-level',
+      'warn',
+      ...(options.args ?? []),
+    ],
+    {
+      env: { ...process.env, CTXBUS_VALIDATE_RESPONSES: '1', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolvePromise) =>
+    child.once('exit', (code) => resolvePromise(code)),
+  );
+  const first = await new Promise<string>((resolvePromise, reject) => {
+    let stdout = '';
+    const onData = (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const newline = stdout.indexOf('\n');
+      if (newline >= 0) {
+        child.stdout?.off('data', onData);
+        resolvePromise(stdout.slice(0, newline));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`ctxbus serve exited with ${code}: ${stderr}`)));
+  });
+  const info = JSON.parse(first) as { url: string; adminToken: string | null };
+  return {
+    url: info.url,
+    adminToken: info.adminToken,
+    dataDir,
+    process: child,
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliRun {
+  child: ChildProcess;
+  done: Promise<CliResult>;
+}
+
+/** Starts the real `ctxbus` command; `done` resolves when it exits. */
+export function spawnCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+): CliRun {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: {
+      ...process.env,
+      CTXBUS_URL: '',
+      CTXBUS_TOKEN: '',
+      CTXBUS_ADMIN_TOKEN: '',
+      CTXBUS_DATA: '',
+      ...options.env,
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const done = new Promise<CliResult>((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`ctxbus ${args.join(' ')} timed out; stderr: ${stderr}`));
+    }, options.timeoutMs ?? 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+  child.stdin?.end(options.input ?? '');
+  return { child, done };
+}
+
+/** Runs the real `ctxbus` command to completion. */
+export function runCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return spawnCli(args, options).done;
+}
