@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/bin.ts', 'src/index.ts'],
+  entry: ['src/bin.ts', 'src/index.ts', 'src/serve-worker.ts'],
   format: ['esm'],
   dts: { entry: 'src/index.ts' },
   sourcemap: true,

@@ -64,6 +64,11 @@ export class ChangeFeed {
   }
 
   private async pump(): Promise<void> {
+    if (this.subscribers.size === 0) {
+      // Nobody to tell. A subscriber that joins later reads the store from its own cursor.
+      this.cursor = await this.store.latestSeq();
+      return;
+    }
     for (;;) {
       const changes = await this.store.readChanges({ afterSeq: this.cursor, limit: READ_BATCH });
       const last = changes.at(-1);

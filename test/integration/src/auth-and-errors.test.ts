@@ -1,7 +1,6 @@
+import type { HubProcess } from '@ctxbus/test-kit';
+import { call, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, runtimeToken } from './http.js';
-import type { HubProcess } from './hub-process.js';
-import { removeDir, startHubProcess } from './hub-process.js';
 
 let hub: HubProcess;
 let code: string;

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { removeDir, runCli, spawnCli, startHubProcess, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { HubProcess } from './hub-process.js';
-import { removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.js';
 
 const dirs: string[] = [];
 let hub: HubProcess | undefined;
@@ -68,6 +68,13 @@ describe('ctxbus CLI', () => {
     hub = await startHubProcess({ dataDir });
     expect(hub.adminToken).toMatch(/^cbx_/);
     const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token };
+
+    const busyDir = await runCli(['serve', '--port', '0', '--data', dataDir]);
+    expect(busyDir.code).toBe(5);
+    expect(busyDir.stderr).toMatch(/is serving/);
+    const busyPort = await runCli(['serve', '--port', new URL(hub.url).port, '--data', tempDir()]);
+    expect(busyPort.code).toBe(6);
+    expect(busyPort.stderr).toMatch(/already in use; pick another with --port/);
 
     const refused = await runCli(['token', 'list', '--data', dataDir]);
     expect(refused.code).toBe(5);

@@ -1,6 +1,12 @@
+import {
+  call,
+  openStream,
+  removeDir,
+  runtimeToken,
+  startHubProcess,
+  tempDir,
+} from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { call, openStream, runtimeToken } from './http.js';
-import { removeDir, startHubProcess, tempDir } from './hub-process.js';
 
 const dataDir = tempDir();
 let adminToken: string | null = null;

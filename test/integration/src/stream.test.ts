@@ -1,8 +1,7 @@
 import { createClient } from '@ctxbus/client';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { call, openStream, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, openStream, runtimeToken } from './http.js';
-import type { HubProcess } from './hub-process.js';
-import { removeDir, startHubProcess } from './hub-process.js';
 
 let hub: HubProcess;
 let code: string;

@@ -209,14 +209,23 @@ function filterSql(viewer: Viewer, filter: ItemFilter, nowMs: number): Sql {
     params.push(filter.key);
   }
   if (filter.keyPrefix !== undefined) {
+    // A range the key index can use, then the exact rule: the key itself or a key under it.
     const prefix = filter.keyPrefix.replace(/\/+$/, '');
-    clauses.push('(i.item_key = ? OR (i.item_key >= ? AND i.item_key < ?))');
-    params.push(prefix, `${prefix}/`, prefixUpperBound(`${prefix}/`));
+    clauses.push(
+      'i.item_key IS NOT NULL AND i.item_key >= ? AND i.item_key < ? AND (i.item_key = ? OR substr(i.item_key, 1, ?) = ?)',
+    );
+    params.push(prefix, prefixUpperBound(`${prefix}/`), prefix, prefix.length + 1, `${prefix}/`);
   }
   if (filter.hasKey === true) clauses.push('i.item_key IS NOT NULL');
   if (filter.hasKey === false) clauses.push('i.item_key IS NULL');
   if (filter.unconsumed) clauses.push('i.consumed = 0');
   return { where: clauses.join(' AND '), params };
+}
+
+interface PendingWrite {
+  items: readonly NewContextItem[];
+  resolve: (outcomes: WriteOutcome[]) => void;
+  reject: (error: unknown) => void;
 }
 
 /** SQLite store: the embedded default. One file, WAL, FTS5 search. */
@@ -225,6 +234,8 @@ export class SqliteStore implements Store {
   private readonly db: DatabaseSync;
   private readonly clock: () => Date;
   private readonly statements = new Map<string, StatementSync>();
+  private pendingWrites: PendingWrite[] = [];
+  private flushScheduled = false;
   private closed = false;
 
   private constructor(db: DatabaseSync, location: string, clock: () => Date) {
@@ -320,45 +331,118 @@ export class SqliteStore implements Store {
     ).get(id, viewer.teamId, viewer.runtime, nowMs) as ItemRow | undefined;
   }
 
-  async writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
-    const nowMs = this.clock().getTime();
-    const statuses = this.transaction(() => {
-      let seq = this.maxSeq();
-      const result: { id: string; status: WriteOutcome['status'] }[] = [];
-      for (const item of items) {
-        const existing = this.itemRowById(item.id);
-        if (existing) {
-          if (existing.team_id === item.teamId && existing.input_hash === item.inputHash) {
-            result.push({ id: item.id, status: 'existing' });
-            continue;
-          }
-          throw new CtxbusError(
-            'conflict',
-            `item ${item.id} already exists with different content; use a new id`,
-            { details: { id: item.id } },
-          );
-        }
-        const writer = { teamId: item.teamId, runtime: item.source.runtime };
-        const supersedes = this.resolveSupersedes(item, writer, nowMs);
-        seq += 1;
-        this.insertItem(item, seq, supersedes);
-        if (supersedes !== null) {
-          seq += 1;
-          this.statement('UPDATE items SET superseded_by = ? WHERE rid = ?').run(
-            item.id,
-            supersedes.rid,
-          );
-          this.insertChange(seq, 'superseded', supersedes.rid, item.teamId, nowMs);
-        }
-        result.push({ id: item.id, status: 'created' });
+  /**
+   * Queues the write; every write queued in the same event-loop turn commits in one
+   * transaction (group commit), each inside its own savepoint so that one write's conflict
+   * fails only that write. Resolves after the commit.
+   */
+  writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
+    this.assertOpen();
+    return new Promise((resolve, reject) => {
+      this.pendingWrites.push({ items, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flushWrites());
       }
-      return result;
     });
-    return statuses.map(({ id, status }) => {
-      const row = this.itemRowById(id);
-      if (!row) throw new CtxbusError('internal', `item ${id} vanished after its write`);
-      return { item: rowToItem(row), status };
-    });
+  }
+
+  private flushWrites(): void {
+    this.flushScheduled = false;
+    const batch = this.pendingWrites;
+    this.pendingWrites = [];
+    if (batch.length === 0) return;
+    if (this.closed) {
+      for (const write of batch)
+        write.reject(new CtxbusError('unavailable', 'the store is closed'));
+      return;
+    }
+    const nowMs = this.clock().getTime();
+    const settle: (() => void)[] = [];
+    try {
+      this.transaction(() => {
+        let seq = this.maxSeq();
+        for (const write of batch) {
+          this.db.exec('SAVEPOINT write_group');
+          try {
+            const written = this.writeGroup(write.items, seq, nowMs);
+            this.db.exec('RELEASE write_group');
+            seq = written.seq;
+            settle.push(() => write.resolve(written.outcomes));
+          } catch (error) {
+            this.db.exec('ROLLBACK TO write_group');
+            this.db.exec('RELEASE write_group');
+            settle.push(() => write.reject(error));
+          }
+        }
+      });
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    for (const done of settle) done();
+  }
+
+  /** Writes one caller's items after sequence `seq`; returns the outcomes and the new seq. */
+  private writeGroup(
+    items: readonly NewContextItem[],
+    startSeq: number,
+    nowMs: number,
+  ): { outcomes: WriteOutcome[]; seq: number } {
+    let seq = startSeq;
+    const outcomes: WriteOutcome[] = [];
+    // Items created earlier in this group, with the input hash they were written with.
+    const created = new Map<string, { item: ContextItem; inputHash: string }>();
+    const conflict = (id: string) =>
+      new CtxbusError(
+        'conflict',
+        `item ${id} already exists with different content; use a new id`,
+        {
+          details: { id },
+        },
+      );
+    for (const item of items) {
+      const earlier = created.get(item.id);
+      if (earlier) {
+        if (earlier.inputHash !== item.inputHash) throw conflict(item.id);
+        outcomes.push({ item: earlier.item, status: 'existing' });
+        continue;
+      }
+      const existing = this.itemRowById(item.id);
+      if (existing) {
+        if (existing.team_id !== item.teamId || existing.input_hash !== item.inputHash) {
+          throw conflict(item.id);
+        }
+        outcomes.push({ item: rowToItem(existing), status: 'existing' });
+        continue;
+      }
+      const writer = { teamId: item.teamId, runtime: item.source.runtime };
+      const supersedes = this.resolveSupersedes(item, writer, nowMs);
+      seq += 1;
+      this.insertItem(item, seq, supersedes);
+      const { inputHash, ...fields } = item;
+      const stored: ContextItem = {
+        ...fields,
+        seq,
+        supersedes: supersedes?.id ?? null,
+        supersededBy: null,
+        consumed: false,
+        consumedBy: [],
+      };
+      created.set(item.id, { item: stored, inputHash });
+      outcomes.push({ item: stored, status: 'created' });
+      if (supersedes !== null) {
+        seq += 1;
+        this.statement('UPDATE items SET superseded_by = ? WHERE rid = ?').run(
+          item.id,
+          supersedes.rid,
+        );
+        this.insertChange(seq, 'superseded', supersedes.rid, item.teamId, nowMs);
+        const replaced = created.get(supersedes.id);
+        if (replaced) replaced.item.supersededBy = item.id;
+      }
+    }
+    return { outcomes, seq };
   }
 
   /** The item a new item replaces: named by `supersedes`, or the live holder of its key. */
@@ -592,6 +676,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.pendingWrites.length > 0) this.flushWrites();
     this.closed = true;
     this.statements.clear();
     this.db.close();

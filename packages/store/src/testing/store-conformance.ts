@@ -36,6 +36,8 @@ export const CONFORMANCE_CASES = [
   'tokens',
   'persistence',
   'concurrent-writes',
+  'concurrent-conflict',
+  'batch-duplicates',
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -424,6 +426,54 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       );
       const next = await write({ title: 'after reopen' });
       expect(next.seq).toBe(item.seq + 1);
+    });
+
+    test('concurrent-conflict', async () => {
+      const taken = await write({ id: '0192f000-0000-7000-8000-000000000003', title: 'taken' });
+      const results = await Promise.allSettled([
+        store.writeItems([prepared({ title: 'first' })]),
+        store.writeItems([prepared({ id: taken.id, title: 'clash' })]),
+        store.writeItems([prepared({ title: 'third' }), prepared({ title: 'fourth' })]),
+      ]);
+      expect(results.map((result) => result.status)).toEqual([
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      const rejected = results[1];
+      if (rejected?.status === 'rejected') expectCode(rejected.reason, 'conflict');
+      const listed = await store.listItems(acme, { limit: 10 });
+      expect(listed.map((item) => item.title)).toEqual(['fourth', 'third', 'first', 'taken']);
+      expect(listed.map((item) => item.seq)).toEqual([4, 3, 2, 1]);
+    });
+
+    test('batch-duplicates', async () => {
+      const id = '0192f000-0000-7000-8000-000000000004';
+      const outcomes = await store.writeItems([
+        prepared({ id, title: 'twice' }),
+        prepared({ id, title: 'twice' }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['created', 'existing']);
+      expect(outcomes[1]?.item).toEqual(outcomes[0]?.item);
+      await rejectsWith(
+        store.writeItems([
+          prepared({ title: 'x' }),
+          prepared({ id: '0192f000-0000-7000-8000-000000000005', title: 'a' }),
+          prepared({ id: '0192f000-0000-7000-8000-000000000005', title: 'b' }),
+        ]),
+        'conflict',
+      );
+      expect(await store.latestSeq()).toBe(1);
+      const [old, replacement] = await store.writeItems([
+        prepared({ id: '0192f000-0000-7000-8000-000000000006', type: 'decision', title: 'v1' }),
+        prepared({
+          type: 'decision',
+          title: 'v2',
+          supersedes: '0192f000-0000-7000-8000-000000000006',
+        }),
+      ]);
+      expect(old?.item.supersededBy).toBe(replacement?.item.id);
+      expect(await store.getItem(acme, old?.item.id ?? '')).toEqual(old?.item);
     });
 
     test('concurrent-writes', async () => {

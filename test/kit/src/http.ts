@@ -1,5 +1,5 @@
 import { createParser } from 'eventsource-parser';
-import type { HubProcess } from './hub-process.js';
+import type { HubProcess } from './hub-process.ts';
 
 export interface ApiResponse {
   status: number;
@@ -77,7 +77,7 @@ export interface SseConnection {
 export function openStream(
   url: string,
   token: string,
-  options: { query?: string; lastEventId?: string } = {},
+  options: { query?: string; lastEventId?: string; onEvent?: (event: SseEvent) => void } = {},
 ): SseConnection {
   const controller = new AbortController();
   const events: SseEvent[] = [];
@@ -93,6 +93,7 @@ export function openStream(
   const parser = createParser({
     onEvent(event) {
       events.push(event);
+      options.onEvent?.(event);
       if (event.event === 'ready') resolveReady();
       for (const listener of listeners) listener();
     },

@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { LOCOMO_PATH, locomoAvailable } from './corpus.ts';
+import { measureLocomo } from './locomo-recall.ts';
+
+function runBench(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [
+      fileURLToPath(new URL('./run-bench.ts', import.meta.url)),
+      ...args,
+    ]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('./dev bench', () => {
+  it('measures every section in a quick run and prints what it measured', async () => {
+    const result = await runBench(['--quick', '--only', 'writes,delivery,scale', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
+    const metrics = rows.map((row) => row.metric);
+    for (const expected of [
+      'write latency p50 (1 client, single item)',
+      'throughput, 1 client, batches of 500',
+      'write -> SSE p99, 100 subscriber(s)',
+      'shared bundle p50 @ 5k items',
+      'search p50 @ 5k items',
+      'hub RSS @ 5k items',
+    ]) {
+      expect(metrics).toContain(expected);
+    }
+    expect(metrics.some((metric) => metric.startsWith('events not delivered'))).toBe(false);
+    for (const row of rows) expect(row.value, row.metric).toMatch(/^\d[\d,.]* (ms|MB|items\/s)$/);
+  });
+});
+
+describe('search quality on LoCoMo (development split)', () => {
+  const reason = `the LoCoMo data is not at ${LOCOMO_PATH} (set CTXBUS_LOCOMO)`;
+  const required = process.env.CI === 'true';
+  if (!locomoAvailable()) {
+    if (required) {
+      it('needs the data in CI', () => {
+        expect.fail(`CI must measure search quality, but ${reason}`);
+      });
+    } else {
+      it.skip(`skipped: ${reason}`, () => {});
+    }
+    return;
+  }
+  it('puts an evidence turn in the top 10 for at least 63% of questions (the BM25 floor)', async () => {
+    const result = await measureLocomo();
+    const at10 = result.at10 / result.questions;
+    process.stderr.write(
+      `LoCoMo dev: ${result.questions} questions, top-10 ${(100 * at10).toFixed(1)}%, top-5 ${((100 * result.at5) / result.questions).toFixed(1)}%\n`,
+    );
+    expect(result.questions).toBeGreaterThan(900);
+    expect(at10).toBeGreaterThanOrEqual(0.63);
+  });
+});

@@ -1,0 +1,349 @@
+// ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,locomo] [--json]
+import { parseArgs } from 'node:util';
+import type { HubProcess } from '@ctxbus/test-kit';
+import {
+  call,
+  openStream,
+  removeDir,
+  runtimeToken,
+  startHubProcess,
+  tempDir,
+} from '@ctxbus/test-kit';
+import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
+import { runLocomo } from './locomo-recall.ts';
+import { ms, percentile, perSecond, rssMb } from './stats.ts';
+
+export interface Row {
+  section: string;
+  metric: string;
+  value: string;
+  target?: string;
+  ok?: boolean;
+}
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    json: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+if (flags.help) {
+  process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
+
+  ./dev bench [--quick] [--only writes,delivery,scale,locomo] [--json]
+
+  writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
+  delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
+  scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
+  locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
+  --quick   small sizes (a smoke run of every section, ~30 s)
+`);
+  process.exit(0);
+}
+
+const quick = flags.quick;
+const sections = new Set((flags.only ?? 'writes,delivery,scale,locomo').split(','));
+const rows: Row[] = [];
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function row(section: string, metric: string, value: string, target?: string, ok?: boolean) {
+  rows.push({ section, metric, value, ...(target && { target }), ...(ok !== undefined && { ok }) });
+}
+
+async function timed(work: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await work();
+  return performance.now() - start;
+}
+
+async function post(hub: HubProcess, token: string, body: unknown) {
+  const response = await call(hub.url, 'POST', '/api/context', { token, body });
+  if (response.status !== 201 && response.status !== 200) {
+    throw new Error(`write failed: ${response.status} ${JSON.stringify(response.body)}`);
+  }
+  return response;
+}
+
+async function benchWrites(hub: HubProcess, token: string) {
+  const single = quick ? 200 : 2_000;
+  const latencies: number[] = [];
+  const started = performance.now();
+  for (let index = 0; index < single; index++) {
+    latencies.push(
+      await timed(() =>
+        post(hub, token, {
+          type: 'status',
+          title: `single write ${index}`,
+          content: 'x'.repeat(200),
+        }),
+      ),
+    );
+  }
+  const sequentialMs = performance.now() - started;
+  const p50 = percentile(latencies, 50);
+  row('writes', 'write latency p50 (1 client, single item)', ms(p50), '<= 2 ms', p50 <= 2);
+  row('writes', 'write latency p99 (1 client, single item)', ms(percentile(latencies, 99)));
+  row('writes', 'throughput, 1 client, single items', perSecond(single, sequentialMs));
+
+  const clients = 16;
+  const perClient = quick ? 50 : 500;
+  const concurrentMs = await timed(() =>
+    Promise.all(
+      Array.from({ length: clients }, async (_, client) => {
+        for (let index = 0; index < perClient; index++) {
+          await post(hub, token, {
+            type: 'status',
+            title: `c${client} write ${index}`,
+            content: 'y'.repeat(200),
+          });
+        }
+      }),
+    ),
+  );
+  row(
+    'writes',
+    `throughput, ${clients} clients, single items`,
+    perSecond(clients * perClient, concurrentMs),
+  );
+
+  const batches = quick ? 4 : 40;
+  const batchLatencies: number[] = [];
+  const batchedMs = await timed(async () => {
+    for (let batch = 0; batch < batches; batch++) {
+      const items = Array.from({ length: 500 }, (_, index) => ({
+        type: 'discovery',
+        title: `batch ${batch} item ${index}`,
+        content: 'z'.repeat(200),
+      }));
+      batchLatencies.push(await timed(() => post(hub, token, { items })));
+    }
+  });
+  row('writes', 'throughput, 1 client, batches of 500', perSecond(batches * 500, batchedMs));
+  row('writes', 'batch of 500 latency p50', ms(percentile(batchLatencies, 50)));
+}
+
+async function benchDelivery(hub: HubProcess, token: string, subscribers: number) {
+  const writes = quick ? 40 : 300;
+  const reader = await runtimeToken(hub, 'bench', 'openclaw');
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  const received = Array.from({ length: subscribers }, () => 0);
+  const streams = Array.from({ length: subscribers }, (_, index) =>
+    openStream(hub.url, reader, {
+      query: 'tags=delivery',
+      onEvent(event) {
+        if (event.event !== 'context-added') return;
+        const now = performance.now();
+        const start = sentAt.get(JSON.parse(event.data).item.title as string);
+        if (start === undefined) return;
+        latencies.push(now - start);
+        received[index] = (received[index] ?? 0) + 1;
+      },
+    }),
+  );
+  await Promise.all(streams.map((stream) => stream.ready));
+  for (let index = 0; index < writes; index++) {
+    const title = `delivery ${subscribers} ${index}`;
+    sentAt.set(title, performance.now());
+    await post(hub, token, { type: 'status', title, relevanceTags: ['delivery'] });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const deadline = Date.now() + 10_000;
+  while (received.some((count) => count < writes) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  for (const stream of streams) stream.close();
+  const missing = writes * subscribers - latencies.length;
+  const p99 = percentile(latencies, 99);
+  const target = subscribers >= 100 ? '<= 25 ms' : undefined;
+  row('delivery', `write -> SSE p50, ${subscribers} subscriber(s)`, ms(percentile(latencies, 50)));
+  row(
+    'delivery',
+    `write -> SSE p99, ${subscribers} subscriber(s)`,
+    ms(p99),
+    target,
+    target ? p99 <= 25 : undefined,
+  );
+  if (missing > 0)
+    row(
+      'delivery',
+      `events not delivered, ${subscribers} subscriber(s)`,
+      String(missing),
+      '0',
+      false,
+    );
+}
+
+/** A realistic mix of item kinds, so the shared bundle has work to do at every size. */
+function mixedItem(index: number, texts: readonly string[]): Record<string, unknown> {
+  const text = texts[index % texts.length] ?? 'text';
+  const title = text.split(/\s+/).slice(0, 8).join(' ') || `item ${index}`;
+  const kind = index % 100;
+  if (kind < 8) return { type: 'decision', title, content: text, relevanceTags: ['arch'] };
+  if (kind < 14) {
+    return {
+      type: 'status',
+      title,
+      content: text,
+      scopeKey: `task:T-${index % 700}`,
+      ...(kind === 13 && { relevanceTags: ['done'] }),
+    };
+  }
+  if (kind < 18)
+    return { type: 'discovery', title, content: text, scopeKey: `thread:chat-${index % 50}` };
+  if (kind < 20)
+    return { type: 'alert', title, content: text, urgency: kind === 18 ? 'blocking' : 'attention' };
+  if (kind < 21) return { type: 'request', title, content: text };
+  if (kind < 24)
+    return {
+      type: 'discovery',
+      title,
+      content: text,
+      key: `project/p${index % 40}/note-${index % 7}`,
+    };
+  return {
+    type: kind % 2 ? 'discovery' : 'status',
+    title,
+    content: text,
+    relevanceTags: [`t${kind % 9}`],
+  };
+}
+
+async function fillTo(hub: HubProcess, token: string, target: number, texts: readonly string[]) {
+  let count =
+    (await call(hub.url, 'GET', '/api/context?limit=1', { token })).body.items[0]?.seq ?? 0;
+  const started = performance.now();
+  while (count < target) {
+    const size = Math.min(500, target - count);
+    const items = Array.from({ length: size }, (_, offset) => mixedItem(count + offset, texts));
+    await post(hub, token, { items });
+    count += size;
+    if (count % 20_000 === 0) log(`  filled ${count.toLocaleString('en-US')} items`);
+  }
+  return performance.now() - started;
+}
+
+async function benchScale(hub: HubProcess, token: string) {
+  const texts = corpusTexts();
+  const queries = corpusQueries();
+  const checkpoints = quick ? [2_000, 5_000] : [10_000, 100_000];
+  for (const size of checkpoints) {
+    log(`scale: filling to ${size.toLocaleString('en-US')} items`);
+    await fillTo(hub, token, size, texts);
+    const label = size >= 1000 ? `${size / 1000}k` : String(size);
+    const repeats = quick ? 30 : 200;
+    const shared: number[] = [];
+    for (let index = 0; index < repeats; index++) {
+      shared.push(await timed(() => call(hub.url, 'GET', '/api/context/shared', { token })));
+    }
+    const search: number[] = [];
+    for (let index = 0; index < repeats; index++) {
+      const query = queries[(index * 7) % queries.length] ?? 'status';
+      search.push(
+        await timed(() =>
+          call(hub.url, 'POST', '/api/context/search', { token, body: { query, limit: 10 } }),
+        ),
+      );
+    }
+    const final = size === checkpoints.at(-1);
+    const sharedP50 = percentile(shared, 50);
+    const searchP50 = percentile(search, 50);
+    row(
+      'scale',
+      `shared bundle p50 @ ${label} items`,
+      ms(sharedP50),
+      final ? '<= 10 ms' : undefined,
+      final ? sharedP50 <= 10 : undefined,
+    );
+    row('scale', `shared bundle p99 @ ${label} items`, ms(percentile(shared, 99)));
+    row(
+      'scale',
+      `search p50 @ ${label} items`,
+      ms(searchP50),
+      final ? '<= 10 ms' : undefined,
+      final ? searchP50 <= 10 : undefined,
+    );
+    row('scale', `search p99 @ ${label} items`, ms(percentile(search, 99)));
+    const rss = rssMb(hub.process.pid ?? 0);
+    row(
+      'scale',
+      `hub RSS @ ${label} items`,
+      `${rss.toFixed(0)} MB`,
+      final ? '<= 300 MB' : undefined,
+      final ? rss <= 300 : undefined,
+    );
+  }
+}
+
+function printTable(): void {
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ quick, rows }, null, 2)}\n`);
+    return;
+  }
+  const header = ['section', 'metric', 'value', 'target', ''];
+  const lines = rows.map((r) => [
+    r.section,
+    r.metric,
+    r.value,
+    r.target ?? '',
+    r.ok === undefined ? '' : r.ok ? 'ok' : 'MISSED',
+  ]);
+  const widths = header.map((_, column) =>
+    Math.max(header[column]?.length ?? 0, ...lines.map((line) => line[column]?.length ?? 0)),
+  );
+  const format = (cells: string[]) =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
+  process.stdout.write(
+    `${format(header)}\n|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|\n`,
+  );
+  for (const line of lines) process.stdout.write(`${format(line)}\n`);
+}
+
+async function main() {
+  log(`ctxbus bench (${quick ? 'quick' : 'full'}): ${[...sections].join(', ')}`);
+  const needsHub = ['writes', 'delivery', 'scale'].some((section) => sections.has(section));
+  if (needsHub) {
+    const dataDir = tempDir('ctxbus-bench-');
+    const hub = await startHubProcess({
+      dataDir,
+      args: ['--log-level', 'error'],
+      env: { CTXBUS_VALIDATE_RESPONSES: '0' },
+    });
+    try {
+      const token = await runtimeToken(hub, 'bench', 'claude-code');
+      if (sections.has('writes')) {
+        log('writes');
+        await benchWrites(hub, token);
+      }
+      if (sections.has('delivery')) {
+        for (const subscribers of [1, 100]) {
+          log(`delivery: ${subscribers} subscriber(s)`);
+          await benchDelivery(hub, token, subscribers);
+        }
+      }
+      if (sections.has('scale')) await benchScale(hub, token);
+    } finally {
+      await hub.stop();
+      removeDir(dataDir);
+    }
+  }
+  if (sections.has('locomo')) {
+    if (!locomoAvailable()) {
+      row(
+        'locomo',
+        'search recall',
+        'skipped: ../shared/data/locomo-dev not found (set CTXBUS_LOCOMO)',
+      );
+    } else {
+      log('locomo: search quality');
+      rows.push(...(await runLocomo()));
+    }
+  }
+  printTable();
+}
+
+await main();
