@@ -71,8 +71,8 @@ export {
 } from './context-item.js';
 export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
-export type { ItemFilter, ListOptions, Viewer } from './item-filter.js';
-export { itemMatches, SHARED_CANDIDATE_QUERIES } from './item-filter.js';
+export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
+export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
 export type { ValidationIssue } from './validation.js';

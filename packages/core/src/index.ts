@@ -90,8 +90,8 @@ export {
 export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
-export type { ItemFilter, ListOptions, Viewer } from './item-filter.js';
-export { itemMatches, SHARED_CANDIDATE_QUERIES } from './item-filter.js';
+export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
+export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
 export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
 export type { RedactionResult } from './redact-secrets.js';
@@ -105,16 +105,19 @@ export type {
 export { getResolver, KNOWN_RUNTIMES, RESOLVERS, resolveSharedContext } from './resolvers.js';
 export type {
   SelectOptions,
+  SharedCandidates,
   SharedContextLimits,
   SharedContextViewer,
   SharedSectionId,
 } from './shared-context.js';
 export {
+  candidatesFromItems,
   DEFAULT_SHARED_LIMITS,
   DONE_TAGS,
   SHARED_SECTIONS,
   SHARED_TRIM_ORDER,
   selectSharedContext,
+  sharedCandidateQueries,
 } from './shared-context.js';
 export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';
 export type { ValidationIssue } from './validation.js';

@@ -31,28 +31,31 @@ export interface ItemFilter {
   unconsumed?: boolean;
   /** Superseded items are hidden unless this is set. */
   includeSuperseded?: boolean;
+  /** Items whose scope key has one of these kinds (`none` = no scope key). */
+  scopeKinds?: readonly ScopeKind[];
+  /** Items carrying none of these tags (with latestPerScopeKey: applied after picking). */
+  withoutTags?: readonly string[];
+  /**
+   * Set-level: of the items matching every other condition, keep only the newest per scope
+   * key (items without one are dropped). `withoutTags` then removes scope keys whose newest
+   * item carries one of its tags. `itemMatches` cannot check this one.
+   */
+  latestPerScopeKey?: boolean;
+}
+
+export const SCOPE_KINDS = ['none', 'task', 'thread', 'user', 'team'] as const;
+export type ScopeKind = (typeof SCOPE_KINDS)[number];
+
+/** The kind of a scope key: its prefix, or `none`. */
+export function scopeKindOf(scopeKey: string | null): ScopeKind {
+  if (scopeKey === null) return 'none';
+  const kind = scopeKey.slice(0, scopeKey.indexOf(':'));
+  return (SCOPE_KINDS as readonly string[]).includes(kind) ? (kind as ScopeKind) : 'none';
 }
 
 export interface ListOptions extends ItemFilter {
   limit: number;
 }
-
-/**
- * The store queries whose union is enough for `selectSharedContext`: each is an indexed,
- * bounded read, and each limit is above what the selection can take from it.
- */
-export const SHARED_CANDIDATE_QUERIES: readonly ListOptions[] = [
-  { keyPrefix: 'identity', limit: 40 },
-  { keyPrefix: 'focus', limit: 5 },
-  { urgencies: ['blocking'], unconsumed: true, limit: 40 },
-  { types: ['request'], unconsumed: true, limit: 40 },
-  { types: ['status'], scopeKeyPrefix: 'task:', limit: 200 },
-  { types: ['decision'], hasKey: false, limit: 40 },
-  { scopeKeyPrefix: 'thread:', hasKey: false, limit: 100 },
-  { hasKey: true, limit: 40 },
-  { types: ['discovery', 'alert'], hasKey: false, limit: 20 },
-  { hasKey: false, limit: 60 },
-];
 
 /**
  * Whether a viewer may see an item at `now` and it passes the filter: the in-memory twin of a
@@ -101,5 +104,46 @@ export function itemMatches(
   }
   if (filter.hasKey !== undefined && (item.key !== null) !== filter.hasKey) return false;
   if (filter.unconsumed && item.consumed) return false;
+  if (filter.scopeKinds?.length && !filter.scopeKinds.includes(scopeKindOf(item.scopeKey)))
+    return false;
+  if (filter.withoutTags?.length) {
+    const unwanted = filter.withoutTags.map((tag) => tag.toLowerCase());
+    if (item.relevanceTags.some((tag) => unwanted.includes(tag))) return false;
+  }
   return true;
+}
+
+/**
+ * The reference semantics of a store listing, in memory: what `Store.listItems(viewer,
+ * options)` must return for these items at `now` (newest first). The conformance suite checks
+ * every backend against it.
+ */
+export function applyListOptions(
+  items: readonly ContextItem[],
+  viewer: Viewer,
+  options: ListOptions,
+  now: Date,
+): ContextItem[] {
+  const { withoutTags, latestPerScopeKey, ...rest } = options;
+  const base: ItemFilter = latestPerScopeKey
+    ? rest
+    : { ...rest, ...(withoutTags && { withoutTags }) };
+  let matching = items
+    .filter((item) => itemMatches(item, viewer, base, now))
+    .sort((a, b) => b.seq - a.seq);
+  if (latestPerScopeKey) {
+    const seen = new Set<string>();
+    matching = matching.filter((item) => {
+      if (item.scopeKey === null || seen.has(item.scopeKey)) return false;
+      seen.add(item.scopeKey);
+      return true;
+    });
+    if (withoutTags?.length) {
+      const unwanted = withoutTags.map((tag) => tag.toLowerCase());
+      matching = matching.filter(
+        (item) => !item.relevanceTags.some((tag) => unwanted.includes(tag)),
+      );
+    }
+  }
+  return matching.slice(0, options.limit);
 }

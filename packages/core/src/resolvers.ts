@@ -3,7 +3,11 @@ import { buildContext } from './context-builder.js';
 import type { ContextItem } from './context-item.js';
 import { CtxbusError } from './errors.js';
 import { hasMarkdownOrLines, markdownFormatter, plainTextFormatter } from './formatters.js';
-import type { SharedContextLimits, SharedContextViewer } from './shared-context.js';
+import type {
+  SharedCandidates,
+  SharedContextLimits,
+  SharedContextViewer,
+} from './shared-context.js';
 import { SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
 
 /** A problem a resolver worked around instead of failing, e.g. Markdown it had to flatten. */
@@ -106,11 +110,12 @@ export interface SharedContextBundle extends Omit<BuiltContext, 'text'> {
 }
 
 /**
- * Builds the shared context for one runtime from candidate items: selection, the one builder,
- * and that runtime's format and budget. Deterministic for equal inputs.
+ * Builds the shared context for one runtime from each section's candidates (see
+ * `sharedCandidateQueries`): selection, the one builder, and that runtime's format and budget.
+ * Deterministic for equal inputs.
  */
 export function resolveSharedContext(
-  candidates: readonly ContextItem[],
+  candidates: SharedCandidates,
   request: SharedContextRequest,
 ): SharedContextBundle {
   const resolver = getResolver(request.runtime);
@@ -137,8 +142,12 @@ export function resolveSharedContext(
   };
   if (built.format === 'markdown') bundle.formattedMarkdown = text;
   if (resolver.includeItems) {
-    const used = new Set(built.snapshot.itemRefs.map((ref) => ref.id));
-    bundle.items = candidates.filter((item) => used.has(item.id));
+    const byId = new Map<string, ContextItem>();
+    for (const list of Object.values(candidates)) for (const item of list) byId.set(item.id, item);
+    bundle.items = built.snapshot.itemRefs.flatMap((ref) => {
+      const item = byId.get(ref.id);
+      return item ? [item] : [];
+    });
   }
   return bundle;
 }

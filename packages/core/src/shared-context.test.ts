@@ -3,16 +3,19 @@ import { describe, expect, it } from 'vitest';
 import { CONTEXT_TYPES, URGENCIES } from './context-item.js';
 import { CtxbusError } from './errors.js';
 import { KNOWN_RUNTIMES, resolveSharedContext } from './resolvers.js';
-import { SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
+import type { SharedCandidates } from './shared-context.js';
+import { candidatesFromItems, SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
 import { storedItem } from './test-items.js';
 import { countTokens } from './tokens.js';
 
 const viewer = { teamId: 'acme', runtime: 'claude-code' };
 const now = new Date('2026-11-21T00:00:00Z');
+const of = (items: ReturnType<typeof storedItem>[]): SharedCandidates =>
+  candidatesFromItems(items, viewer, now);
 
 function sectionTitles(items: ReturnType<typeof storedItem>[]) {
   return Object.fromEntries(
-    selectSharedContext(items, { viewer, now }).map((section) => [
+    selectSharedContext(candidatesFromItems(items, viewer, now), { viewer, now }).map((section) => [
       section.id,
       section.entries.map((entry) => entry.title),
     ]),
@@ -22,10 +25,13 @@ function sectionTitles(items: ReturnType<typeof storedItem>[]) {
 describe('selectSharedContext', () => {
   it('places items in seed 000 sections and keeps the rules', () => {
     const old = storedItem({ type: 'decision', title: 'Use MySQL' });
+    const replacement = storedItem({ type: 'decision', title: 'Use SQLite', supersedes: old.id });
+    // As a store returns it: the replaced decision knows what replaced it.
+    old.supersededBy = replacement.id;
     const items = [
       storedItem({ type: 'status', title: 'User is Charles', key: 'identity/user' }),
       old,
-      storedItem({ type: 'decision', title: 'Use SQLite', supersedes: old.id }),
+      replacement,
       storedItem({ type: 'decision', title: 'Ship Friday' }),
       storedItem({ type: 'status', title: 'T1 started', scopeKey: 'task:T1' }),
       storedItem({ type: 'status', title: 'T1 half done', scopeKey: 'task:T1' }),
@@ -77,14 +83,14 @@ describe('resolveSharedContext', () => {
         content: 'Because:\n- embedded\n- fast',
       }),
     ];
-    const md = resolveSharedContext(items, { runtime: 'claude-code', viewer, now });
+    const md = resolveSharedContext(of(items), { runtime: 'claude-code', viewer, now });
     expect(md.format).toBe('markdown');
     expect(md.formatted).toContain('## Recent decisions');
     expect(md.formatted).toContain('  - embedded');
     expect(md.formattedMarkdown).toBe(md.formatted);
     expect(md.tokenBudget).toBe(4000);
 
-    const text = resolveSharedContext(items, { runtime: 'openclaw', viewer, now });
+    const text = resolveSharedContext(of(items), { runtime: 'openclaw', viewer, now });
     expect(text.format).toBe('text');
     expect(text.formatted).toContain('RECENT DECISIONS:');
     expect(text.formatted).not.toContain('**');
@@ -92,13 +98,13 @@ describe('resolveSharedContext', () => {
     expect(text.tokenBudget).toBe(2000);
     expect(text.warnings).toEqual([expect.objectContaining({ type: 'flattened' })]);
 
-    const web = resolveSharedContext(items, { runtime: 'web', viewer, now });
+    const web = resolveSharedContext(of(items), { runtime: 'web', viewer, now });
     expect(web.items?.map((item) => item.id)).toEqual([items[0]?.id]);
   });
 
   it('names the known runtimes when asked for an unknown one', () => {
     try {
-      resolveSharedContext([], { runtime: 'cursor', viewer, now });
+      resolveSharedContext(of([]), { runtime: 'cursor', viewer, now });
       expect.unreachable();
     } catch (error) {
       expect(CtxbusError.isInstance(error)).toBe(true);
@@ -116,7 +122,7 @@ describe('resolveSharedContext', () => {
         ...(index % 3 === 2 ? { scopeKey: `task:T${index}` } : {}),
       }),
     );
-    const bundle = resolveSharedContext(items, {
+    const bundle = resolveSharedContext(of(items), {
       runtime: 'claude-code',
       viewer,
       now,
@@ -161,7 +167,7 @@ describe('context builder properties', () => {
               { consumed },
             ),
           );
-          const bundle = resolveSharedContext(items, { runtime, viewer, now, tokenBudget });
+          const bundle = resolveSharedContext(of(items), { runtime, viewer, now, tokenBudget });
           expect(bundle.totalTokens).toBeLessThanOrEqual(bundle.effectiveBudget);
           expect(bundle.effectiveBudget).toBeLessThanOrEqual(tokenBudget);
           expect(countTokens(bundle.formatted)).toBe(bundle.totalTokens);
@@ -184,10 +190,17 @@ describe('context builder properties', () => {
               { consumed },
             ),
           );
-          const shuffled = [...items].sort(
-            (a, b) => (((a.seq * 2654435761) ^ seed) % 97) - (((b.seq * 2654435761) ^ seed) % 97),
-          );
-          const first = resolveSharedContext(items, {
+          const candidates = of(items);
+          const shuffled = Object.fromEntries(
+            Object.entries(candidates).map(([section, list]) => [
+              section,
+              [...list].sort(
+                (a, b) =>
+                  (((a.seq * 2654435761) ^ seed) % 97) - (((b.seq * 2654435761) ^ seed) % 97),
+              ),
+            ]),
+          ) as SharedCandidates;
+          const first = resolveSharedContext(of(items), {
             runtime: 'claude-code',
             viewer,
             now,
@@ -211,9 +224,9 @@ describe('context builder properties', () => {
   it('changes the hash when the inputs change', () => {
     const a = storedItem({ type: 'decision', title: 'A' });
     const b = storedItem({ type: 'decision', title: 'B' });
-    const one = resolveSharedContext([a], { runtime: 'claude-code', viewer, now });
-    const two = resolveSharedContext([a, b], { runtime: 'claude-code', viewer, now });
-    const smaller = resolveSharedContext([a], {
+    const one = resolveSharedContext(of([a]), { runtime: 'claude-code', viewer, now });
+    const two = resolveSharedContext(of([a, b]), { runtime: 'claude-code', viewer, now });
+    const smaller = resolveSharedContext(of([a]), {
       runtime: 'claude-code',
       viewer,
       now,

@@ -1,6 +1,8 @@
 import type { ContextEntry, ContextSection, TrimStep } from './context-builder.js';
-import type { ContextItem } from './context-item.js';
+import type { ContextItem, ContextType } from './context-item.js';
 import { URGENCY_RANK } from './context-item.js';
+import type { ListOptions } from './item-filter.js';
+import { applyListOptions, itemMatches } from './item-filter.js';
 import { truncateToTokens } from './tokens.js';
 
 /**
@@ -79,6 +81,9 @@ export interface SharedContextViewer {
   runtime: string;
 }
 
+/** Each section's candidate items, as the store's section queries returned them. */
+export type SharedCandidates = Readonly<Record<SharedSectionId, readonly ContextItem[]>>;
+
 export interface SelectOptions {
   viewer: SharedContextViewer;
   /** Items that expired at or before this instant are left out. */
@@ -86,8 +91,81 @@ export interface SelectOptions {
   limits?: Partial<SharedContextLimits>;
 }
 
-function isKnowledgeKey(key: string | null, prefix: string): boolean {
-  return key !== null && (key === prefix || key.startsWith(`${prefix}/`));
+const ACTIVITY_TYPES: ContextType[] = ['discovery', 'alert', 'request'];
+
+/**
+ * The store queries behind each section. Every query is exact, not a sample: a section can
+ * lose at most the entries that earlier sections took (items are shown once), so each limit
+ * is the section's own plus what can be taken before it. Building from these candidates gives
+ * the same context as building from every item (a property the store conformance suite checks
+ * through `applyListOptions`).
+ */
+export function sharedCandidateQueries(
+  limits: SharedContextLimits = DEFAULT_SHARED_LIMITS,
+): Record<SharedSectionId, ListOptions[]> {
+  const keyed = limits.identity + limits.currentFocus;
+  const blocked = limits.blockedItems + keyed;
+  const doneTags = [...DONE_TAGS];
+  return {
+    identity: [{ keyPrefix: 'identity', limit: limits.identity }],
+    currentFocus: [{ keyPrefix: 'focus', limit: limits.currentFocus }],
+    blockedItems: [
+      { urgencies: ['blocking'], unconsumed: true, limit: blocked },
+      { types: ['request'], urgencies: ['attention'], unconsumed: true, limit: blocked },
+      { types: ['request'], urgencies: ['background'], unconsumed: true, limit: blocked },
+    ],
+    activeTasks: [
+      {
+        types: ['status'],
+        scopeKinds: ['task'],
+        hasKey: false,
+        latestPerScopeKey: true,
+        withoutTags: doneTags,
+        limit: limits.activeTasks + limits.blockedItems,
+      },
+    ],
+    recentDecisions: [
+      { types: ['decision'], hasKey: false, limit: limits.recentDecisions + limits.blockedItems },
+    ],
+    threadSummaries: [
+      {
+        scopeKinds: ['thread'],
+        hasKey: false,
+        latestPerScopeKey: true,
+        limit: limits.threadSummaries + limits.blockedItems + limits.recentDecisions,
+      },
+    ],
+    projectContext: [{ hasKey: true, limit: limits.projectContext + blocked }],
+    recentInteractions: [
+      {
+        types: ACTIVITY_TYPES,
+        scopeKinds: ['none', 'task', 'user', 'team'],
+        hasKey: false,
+        limit: limits.recentInteractions + limits.blockedItems,
+      },
+      {
+        types: ['status'],
+        scopeKinds: ['none', 'user', 'team'],
+        hasKey: false,
+        limit: limits.recentInteractions + limits.blockedItems,
+      },
+    ],
+  };
+}
+
+/** Section candidates computed in memory from a full set of items (tests, local tools). */
+export function candidatesFromItems(
+  items: readonly ContextItem[],
+  viewer: SharedContextViewer,
+  now: Date,
+  limits: SharedContextLimits = DEFAULT_SHARED_LIMITS,
+): SharedCandidates {
+  const queries = sharedCandidateQueries(limits);
+  const result = {} as Record<SharedSectionId, ContextItem[]>;
+  for (const { id } of SHARED_SECTIONS) {
+    result[id] = queries[id].flatMap((query) => applyListOptions(items, viewer, query, now));
+  }
+  return result;
 }
 
 /** Newest first by store sequence (the one total order every backend agrees on). */
@@ -121,87 +199,48 @@ function toEntry(item: ContextItem, limits: SharedContextLimits, label?: string)
   };
 }
 
+/** The order in which sections claim items: an item appears in the first that takes it. */
+const ASSIGNMENT_ORDER: readonly SharedSectionId[] = [
+  'identity',
+  'currentFocus',
+  'blockedItems',
+  'activeTasks',
+  'recentDecisions',
+  'threadSummaries',
+  'projectContext',
+  'recentInteractions',
+];
+
+const SECTION_ORDER: Partial<Record<SharedSectionId, (a: ContextItem, b: ContextItem) => number>> =
+  {
+    blockedItems: (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || newestFirst(a, b),
+  };
+
 /**
- * Picks the shared-context sections from a set of candidate items. Pure and deterministic:
- * the same items, viewer, time and limits always give the same sections. Items that are
- * expired, superseded, in another team, or private to another runtime are ignored.
+ * Picks the shared-context sections from each section's candidates. Pure and deterministic:
+ * the same candidates, viewer, time and limits give the same sections, whatever order the
+ * candidates come in. Each item is shown once, in the first section (in ASSIGNMENT_ORDER) that
+ * takes it; items that are expired, superseded, or not visible to the viewer are ignored.
  */
 export function selectSharedContext(
-  candidates: readonly ContextItem[],
+  candidates: SharedCandidates,
   options: SelectOptions,
 ): ContextSection[] {
   const limits = { ...DEFAULT_SHARED_LIMITS, ...options.limits };
-  const nowMs = options.now.getTime();
-  const { viewer } = options;
-  const supersededInSet = new Set(candidates.map((item) => item.supersedes).filter(Boolean));
-  const byId = new Map<string, ContextItem>();
-  for (const item of candidates) {
-    if (item.teamId !== viewer.teamId) continue;
-    if (item.visibility === 'private' && item.source.runtime !== viewer.runtime) continue;
-    if (item.expiresAt !== null && Date.parse(item.expiresAt) <= nowMs) continue;
-    if (item.supersededBy !== null || supersededInSet.has(item.id)) continue;
-    byId.set(item.id, item);
-  }
-  const pool = [...byId.values()].sort(newestFirst);
+  const { viewer, now } = options;
+  const visible = (item: ContextItem) => itemMatches(item, viewer, {}, now);
   const placed = new Set<string>();
-  const take = (items: ContextItem[], limit: number): ContextItem[] => {
-    const chosen = items.filter((item) => !placed.has(item.id)).slice(0, limit);
-    for (const item of chosen) placed.add(item.id);
-    return chosen;
-  };
-
-  const identity = take(
-    pool
-      .filter((item) => isKnowledgeKey(item.key, 'identity'))
-      .sort((a, b) => (a.key ?? '').localeCompare(b.key ?? '') || newestFirst(a, b)),
-    limits.identity,
-  );
-  const focus = take(
-    pool.filter((item) => isKnowledgeKey(item.key, 'focus')),
-    limits.currentFocus,
-  );
-  const blocked = take(
-    pool
-      .filter((item) => (item.urgency === 'blocking' || item.type === 'request') && !item.consumed)
-      .sort((a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || newestFirst(a, b)),
-    limits.blockedItems,
-  );
-
-  // A task's state is its newest status item; finished tasks are not active.
-  const latestTaskStatus = new Map<string, ContextItem>();
-  for (const item of pool) {
-    if (item.type !== 'status' || !item.scopeKey?.startsWith('task:')) continue;
-    if (!latestTaskStatus.has(item.scopeKey)) latestTaskStatus.set(item.scopeKey, item);
+  const chosen = {} as Record<SharedSectionId, ContextItem[]>;
+  for (const section of ASSIGNMENT_ORDER) {
+    const unique = new Map<string, ContextItem>();
+    for (const item of candidates[section] ?? []) if (visible(item)) unique.set(item.id, item);
+    const ordered = [...unique.values()].sort(SECTION_ORDER[section] ?? newestFirst);
+    const taken = ordered.filter((item) => !placed.has(item.id)).slice(0, limits[section]);
+    for (const item of taken) placed.add(item.id);
+    chosen[section] = taken;
   }
-  const tasks = take(
-    [...latestTaskStatus.values()].filter(
-      (item) => !item.relevanceTags.some((tag) => DONE_TAGS.has(tag)),
-    ),
-    limits.activeTasks,
-  );
-  for (const item of pool) {
-    // Older statuses of a task are history, not activity.
-    if (item.type === 'status' && item.scopeKey?.startsWith('task:')) placed.add(item.id);
-  }
-
-  const decisions = take(
-    pool.filter((item) => item.type === 'decision' && item.key === null),
-    limits.recentDecisions,
-  );
-  const latestPerThread = new Map<string, ContextItem>();
-  for (const item of pool) {
-    if (placed.has(item.id) || item.key !== null || !item.scopeKey?.startsWith('thread:')) continue;
-    if (!latestPerThread.has(item.scopeKey)) latestPerThread.set(item.scopeKey, item);
-  }
-  const threads = take([...latestPerThread.values()], limits.threadSummaries);
-  const project = take(
-    pool.filter((item) => item.key !== null),
-    limits.projectContext,
-  );
-  const activity = take(
-    pool.filter((item) => item.key === null && !item.scopeKey?.startsWith('thread:')),
-    limits.recentInteractions,
-  );
+  // Identity reads best in key order; every other section stays newest (or most urgent) first.
+  chosen.identity.sort((a, b) => (a.key ?? '').localeCompare(b.key ?? '') || newestFirst(a, b));
 
   const identityEntry: ContextEntry = {
     id: 'identity:viewer',
@@ -211,20 +250,24 @@ export function selectSharedContext(
     summary: `${viewer.runtime} in team ${viewer.teamId}`,
     meta: {},
   };
-  const chosen: Record<SharedSectionId, ContextEntry[]> = {
+  const entries: Record<SharedSectionId, ContextEntry[]> = {
     identity: [
       identityEntry,
-      ...identity.map((item) => toEntry(item, limits, item.key ?? undefined)),
+      ...chosen.identity.map((item) => toEntry(item, limits, item.key ?? undefined)),
     ],
-    activeTasks: tasks.map((item) => toEntry(item, limits, item.scopeKey?.slice('task:'.length))),
-    blockedItems: blocked.map((item) => toEntry(item, limits)),
-    recentDecisions: decisions.map((item) => toEntry(item, limits)),
-    currentFocus: focus.map((item) => toEntry(item, limits)),
-    recentInteractions: activity.map((item) => toEntry(item, limits)),
-    threadSummaries: threads.map((item) =>
+    activeTasks: chosen.activeTasks.map((item) =>
+      toEntry(item, limits, item.scopeKey?.slice('task:'.length)),
+    ),
+    blockedItems: chosen.blockedItems.map((item) => toEntry(item, limits)),
+    recentDecisions: chosen.recentDecisions.map((item) => toEntry(item, limits)),
+    currentFocus: chosen.currentFocus.map((item) => toEntry(item, limits)),
+    recentInteractions: chosen.recentInteractions.map((item) => toEntry(item, limits)),
+    threadSummaries: chosen.threadSummaries.map((item) =>
       toEntry(item, limits, item.scopeKey?.slice('thread:'.length)),
     ),
-    projectContext: project.map((item) => toEntry(item, limits, item.key ?? undefined)),
+    projectContext: chosen.projectContext.map((item) =>
+      toEntry(item, limits, item.key ?? undefined),
+    ),
   };
-  return SHARED_SECTIONS.map(({ id, title }) => ({ id, title, entries: chosen[id] }));
+  return SHARED_SECTIONS.map(({ id, title }) => ({ id, title, entries: entries[id] }));
 }

@@ -305,8 +305,7 @@ function printTable(): void {
 
 async function main() {
   log(`ctxbus bench (${quick ? 'quick' : 'full'}): ${[...sections].join(', ')}`);
-  const needsHub = ['writes', 'delivery', 'scale'].some((section) => sections.has(section));
-  if (needsHub) {
+  const withHub = async (work: (hub: HubProcess, token: string) => Promise<void>) => {
     const dataDir = tempDir('ctxbus-bench-');
     const hub = await startHubProcess({
       dataDir,
@@ -314,7 +313,14 @@ async function main() {
       env: { CTXBUS_VALIDATE_RESPONSES: '0' },
     });
     try {
-      const token = await runtimeToken(hub, 'bench', 'claude-code');
+      await work(hub, await runtimeToken(hub, 'bench', 'claude-code'));
+    } finally {
+      await hub.stop();
+      removeDir(dataDir);
+    }
+  };
+  if (sections.has('writes') || sections.has('delivery')) {
+    await withHub(async (hub, token) => {
       if (sections.has('writes')) {
         log('writes');
         await benchWrites(hub, token);
@@ -325,12 +331,10 @@ async function main() {
           await benchDelivery(hub, token, subscribers);
         }
       }
-      if (sections.has('scale')) await benchScale(hub, token);
-    } finally {
-      await hub.stop();
-      removeDir(dataDir);
-    }
+    });
   }
+  // Scale gets a fresh hub so that each size is exactly the items it says.
+  if (sections.has('scale')) await withHub(benchScale);
   if (sections.has('locomo')) {
     if (!locomoAvailable()) {
       row(

@@ -1,6 +1,7 @@
-import type { ContextItem, ListOptions, ListQuery } from '@ctxbus/core';
+import type { ContextItem, ListOptions, ListQuery, SharedSectionId } from '@ctxbus/core';
 import {
   CtxbusError,
+  DEFAULT_SHARED_LIMITS,
   getResolver,
   itemIdParamsSchema,
   itemResponseSchema,
@@ -9,9 +10,9 @@ import {
   parseWriteRequest,
   prepareParsedItem,
   resolveSharedContext,
-  SHARED_CANDIDATE_QUERIES,
   searchRequestSchema,
   searchResponseSchema,
+  sharedCandidateQueries,
   sharedQuerySchema,
   sharedResponseSchema,
   writeRequestSchema,
@@ -179,12 +180,17 @@ export const contextRoutes = [
       const viewer = viewerOf(caller);
       const runtime = query.runtime ?? viewer.runtime;
       getResolver(runtime);
-      const lists = await Promise.all(
-        SHARED_CANDIDATE_QUERIES.map((options) => services.store.listItems(viewer, options)),
+      const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
+      const candidates = {} as Record<SharedSectionId, ContextItem[]>;
+      await Promise.all(
+        (Object.keys(queries) as SharedSectionId[]).map(async (section) => {
+          const lists = await Promise.all(
+            queries[section].map((options) => services.store.listItems(viewer, options)),
+          );
+          candidates[section] = lists.flat();
+        }),
       );
-      const candidates = new Map<string, ContextItem>();
-      for (const item of lists.flat()) candidates.set(item.id, item);
-      const bundle = resolveSharedContext([...candidates.values()], {
+      const bundle = resolveSharedContext(candidates, {
         runtime,
         viewer,
         now: services.clock(),

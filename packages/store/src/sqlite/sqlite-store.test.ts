@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { CtxbusError } from '@ctxbus/core';
+import { CtxbusError, prepareItem } from '@ctxbus/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runStoreConformance } from '../testing/store-conformance.js';
+import { SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import { openSqliteStore } from './sqlite-store.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-'));
@@ -45,17 +46,49 @@ describe('sqlite migrations', () => {
       expect.unreachable();
     } catch (error) {
       expect(CtxbusError.isInstance(error) && error.code).toBe('schema_too_new');
-      expect((error as Error).message).toMatch(
-        /schema version 99, newer than this ctxbus knows \(1\)/,
+      expect((error as Error).message).toContain(
+        `schema version 99, newer than this ctxbus knows (${SQLITE_SCHEMA_VERSION})`,
       );
     }
+  });
+
+  it('upgrades a version-1 database in place, keeping its items', async () => {
+    const path = join(root, 'upgrade', 'ctxbus.db');
+    const first = openSqliteStore({ path });
+    const [outcome] = await first.writeItems([
+      prepareItem(
+        { type: 'decision', title: 'kept across upgrades' },
+        { teamId: 't', runtime: 'web' },
+        { now: new Date() },
+      ),
+    ]);
+    await first.close();
+    // Turn it back into a version-1 database.
+    const db = new DatabaseSync(path);
+    db.exec(
+      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DELETE FROM schema_migrations WHERE version > 1;',
+    );
+    db.close();
+    const upgraded = openSqliteStore({ path });
+    expect(await upgraded.getItem({ teamId: 't', runtime: 'web' }, outcome?.item.id ?? '')).toEqual(
+      outcome?.item,
+    );
+    await upgraded.close();
+    const check = new DatabaseSync(path);
+    const index = check
+      .prepare("SELECT name FROM sqlite_master WHERE name = 'items_scope_heads'")
+      .get();
+    const versions = check.prepare('SELECT version FROM schema_migrations ORDER BY version').all();
+    check.close();
+    expect(index).toBeDefined();
+    expect(versions.map((row) => row.version)).toEqual([1, 2]);
   });
 
   it('opens an existing database without re-applying migrations', async () => {
     const path = join(root, 'twice', 'ctxbus.db');
     await openSqliteStore({ path }).close();
     const again = openSqliteStore({ path });
-    expect(again.info.schemaVersion).toBe(1);
+    expect(again.info.schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
     await again.close();
   });
 });

@@ -219,7 +219,33 @@ function filterSql(viewer: Viewer, filter: ItemFilter, nowMs: number): Sql {
   if (filter.hasKey === true) clauses.push('i.item_key IS NOT NULL');
   if (filter.hasKey === false) clauses.push('i.item_key IS NULL');
   if (filter.unconsumed) clauses.push('i.consumed = 0');
+  if (filter.scopeKinds?.length) {
+    const kinds = filter.scopeKinds.filter((kind) => kind !== 'none');
+    const alternatives: string[] = [];
+    if (kinds.length > 0) {
+      alternatives.push(`i.scope_kind IN (${kinds.map(() => '?').join(', ')})`);
+      params.push(...kinds);
+    }
+    if (filter.scopeKinds.includes('none')) alternatives.push('i.scope_kind IS NULL');
+    clauses.push(`(${alternatives.join(' OR ')})`);
+  }
+  if (filter.latestPerScopeKey) clauses.push('i.scope_key IS NOT NULL');
+  else if (filter.withoutTags?.length) {
+    const { sql, values } = withoutTagsSql('i.rid', filter.withoutTags);
+    clauses.push(sql);
+    params.push(...values);
+  }
   return { where: clauses.join(' AND '), params };
+}
+
+function withoutTagsSql(
+  column: string,
+  tags: readonly string[],
+): { sql: string; values: string[] } {
+  return {
+    sql: `${column} NOT IN (SELECT rid FROM item_tags WHERE tag IN (${tags.map(() => '?').join(', ')}))`,
+    values: tags.map((tag) => tag.toLowerCase()),
+  };
 }
 
 interface PendingWrite {
@@ -235,6 +261,8 @@ export class SqliteStore implements Store {
   private readonly clock: () => Date;
   private readonly statements = new Map<string, StatementSync>();
   private pendingWrites: PendingWrite[] = [];
+  /** The sequence at which planner statistics are next refreshed. */
+  private nextAnalyzeAt = 0;
   private flushScheduled = false;
   private closed = false;
 
@@ -253,6 +281,9 @@ export class SqliteStore implements Store {
       db.exec('PRAGMA foreign_keys = ON');
       const store = new SqliteStore(db, options.path, options.clock ?? (() => new Date()));
       store.applyMigrations(options.migrate ?? true);
+      // Planner statistics: sampled (cheap), refreshed as the database grows (see analyzeIfGrown).
+      db.exec('PRAGMA analysis_limit = 400');
+      store.analyzeIfGrown(store.maxSeq());
       return store;
     } catch (error) {
       db.close();
@@ -381,6 +412,18 @@ export class SqliteStore implements Store {
       return;
     }
     for (const done of settle) done();
+    this.analyzeIfGrown(this.maxSeq());
+  }
+
+  /**
+   * Refreshes the query planner's statistics each time the change log has doubled (from 1,000
+   * changes on). Without them SQLite may walk the newest-first index for a rare filter (a
+   * `hasKey` list took 12 ms at 30k items; 0.04 ms with statistics).
+   */
+  private analyzeIfGrown(seq: number): void {
+    if (seq < this.nextAnalyzeAt) return;
+    if (seq >= 1_000) this.db.exec('ANALYZE');
+    this.nextAnalyzeAt = Math.max(1_000, seq * 2);
   }
 
   /** Writes one caller's items after sequence `seq`; returns the outcomes and the new seq. */
@@ -551,6 +594,17 @@ export class SqliteStore implements Store {
   async listItems(viewer: Viewer, options: ListOptions): Promise<ContextItem[]> {
     this.assertOpen();
     const { where, params } = filterSql(viewer, options, this.clock().getTime());
+    if (options.latestPerScopeKey) {
+      // The newest matching item of each scope key; withoutTags then drops whole keys.
+      const without = options.withoutTags?.length
+        ? withoutTagsSql('rid', options.withoutTags)
+        : null;
+      const rows = this.statement(
+        `SELECT * FROM items WHERE rid IN (SELECT max(i.rid) FROM items i WHERE ${where} GROUP BY i.scope_key)
+           ${without ? `AND ${without.sql}` : ''} ORDER BY rid DESC LIMIT ?`,
+      ).all(...params, ...(without?.values ?? []), options.limit) as unknown as ItemRow[];
+      return rows.map(rowToItem);
+    }
     const rows = this.statement(
       `SELECT * FROM items i WHERE ${where} ORDER BY i.rid DESC LIMIT ?`,
     ).all(...params, options.limit) as unknown as ItemRow[];

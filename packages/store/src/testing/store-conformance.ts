@@ -1,5 +1,19 @@
-import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
-import { CtxbusError, prepareItem } from '@ctxbus/core';
+import type {
+  ContextItem,
+  ContextItemInput,
+  ListOptions,
+  NewContextItem,
+  SharedCandidates,
+  Viewer,
+} from '@ctxbus/core';
+import {
+  applyListOptions,
+  CtxbusError,
+  candidatesFromItems,
+  prepareItem,
+  resolveSharedContext,
+  sharedCandidateQueries,
+} from '@ctxbus/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../store.js';
 
@@ -38,6 +52,8 @@ export const CONFORMANCE_CASES = [
   'concurrent-writes',
   'concurrent-conflict',
   'batch-duplicates',
+  'latest-per-scope-key',
+  'reference-semantics',
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -59,6 +75,17 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<voi
     return;
   }
   expect.fail(`expected the call to fail with ${code}`);
+}
+
+/** A small seeded PRNG, so random datasets are the same on every run and backend. */
+function mulberry32(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 /**
@@ -246,6 +273,56 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       expect(await titles({ sinceSeq: 3 })).toEqual(['c1', 's2']);
       expect(await titles({ hasKey: true })).toEqual([]);
       expect(await titles({ types: ['status'], unconsumed: true })).toEqual(['s2', 's1']);
+      expect(await titles({ scopeKinds: ['task', 'thread'] })).toEqual(['s2', 's1']);
+      expect(await titles({ scopeKinds: ['none'] })).toEqual(['c1', 'a1', 'd1']);
+      expect(await titles({ withoutTags: ['ops'] })).toEqual(['c1', 's2', 's1', 'd1']);
+    });
+
+    test('latest-per-scope-key', async () => {
+      await write({ type: 'status', title: 'T1 started', scopeKey: 'task:T1' });
+      await write({ type: 'status', title: 'T2 started', scopeKey: 'task:T2' });
+      await write({ type: 'status', title: 'T1 half way', scopeKey: 'task:T1' });
+      await write({
+        type: 'status',
+        title: 'T2 done',
+        scopeKey: 'task:T2',
+        relevanceTags: ['done'],
+      });
+      await write({
+        type: 'status',
+        title: 'T3 secret',
+        scopeKey: 'task:T3',
+        visibility: 'private',
+      });
+      await write({ type: 'status', title: 'T4 started', scopeKey: 'task:T4' });
+      await write({
+        type: 'status',
+        title: 'T4 fading',
+        scopeKey: 'task:T4',
+        expiresAfterSeconds: 30,
+      });
+      await write({ type: 'status', title: 'unscoped' });
+      const latest = async (viewer: Viewer, extra: Record<string, unknown> = {}) =>
+        (
+          await store.listItems(viewer, {
+            types: ['status'],
+            scopeKinds: ['task'],
+            latestPerScopeKey: true,
+            limit: 10,
+            ...extra,
+          })
+        ).map((item) => item.title);
+      expect(await latest(acme)).toEqual(['T4 fading', 'T3 secret', 'T2 done', 'T1 half way']);
+      // The newest item decides: T2 is finished, so it is dropped, not shown with an older status.
+      expect(await latest(acme, { withoutTags: ['done'] })).toEqual([
+        'T4 fading',
+        'T3 secret',
+        'T1 half way',
+      ]);
+      // Another runtime cannot see T3's private status, so T3 has none.
+      expect(await latest(acmeChat)).toEqual(['T4 fading', 'T2 done', 'T1 half way']);
+      nowMs += 31_000;
+      expect(await latest(acme, { limit: 2 })).toEqual(['T4 started', 'T3 secret']);
     });
 
     test('paging', async () => {
@@ -474,6 +551,132 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       ]);
       expect(old?.item.supersededBy).toBe(replacement?.item.id);
       expect(await store.getItem(acme, old?.item.id ?? '')).toEqual(old?.item);
+    });
+
+    test('reference-semantics', async () => {
+      // Seeded random datasets; every listing must equal core's in-memory reference
+      // (applyListOptions), and so must the shared context built from the store's queries.
+      const viewers: Viewer[] = [acme, acmeChat, globex];
+      for (const seed of [1, 2, 3]) {
+        await store.close();
+        store = await options.createStore({ clock });
+        nowMs = Date.parse('2026-11-21T12:00:00.000Z');
+        const random = mulberry32(seed);
+        const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
+        const written: string[] = [];
+        for (let index = 0; index < 160; index++) {
+          const writer = pick([acme, acme, acmeChat, globex]);
+          const scopeKey = pick([
+            undefined,
+            undefined,
+            'task:T1',
+            'task:T2',
+            'task:T3',
+            'task:T4',
+            'thread:X1',
+            'thread:X2',
+            'thread:X3',
+            'user:u1',
+            'team:t',
+          ]);
+          const input: Partial<ContextItemInput> = {
+            type: pick(['discovery', 'decision', 'status', 'status', 'request', 'alert'] as const),
+            title: `item ${seed}-${index}`,
+            urgency: pick(['background', 'background', 'attention', 'blocking'] as const),
+            relevanceTags: ['done', 'ops', 'ci'].filter(() => random() < 0.2),
+            ...(scopeKey && { scopeKey }),
+            ...(random() < 0.15 && {
+              key: pick([
+                'identity/user',
+                'identity/prefs',
+                'focus',
+                'project/a',
+                'project/a/b',
+                'project/c',
+                'notes/x',
+              ]),
+            }),
+            ...(random() < 0.15 && { visibility: 'private' as const }),
+            ...(random() < 0.1 && { expiresAfterSeconds: 30 }),
+          };
+          if (random() < 0.08 && written.length > 0) input.supersedes = pick(written);
+          try {
+            const item = await write(input, writer);
+            written.push(item.id);
+            if (random() < 0.2)
+              await store.consumeItem(
+                { teamId: writer.teamId, runtime: pick(['claude-code', 'openclaw']) },
+                item.id,
+              );
+          } catch (error) {
+            // A random supersedes may name an item of another team, or one already superseded.
+            expect(['invalid_reference', 'conflict']).toContain((error as CtxbusError).code);
+          }
+        }
+        const all = new Map<string, ContextItem>();
+        for (const viewer of viewers) {
+          for (const item of await store.listItems(viewer, {
+            limit: 10_000,
+            includeSuperseded: true,
+          }))
+            all.set(item.id, item);
+        }
+        nowMs += 60_000;
+        const now = clock();
+        const small = {
+          identity: 1,
+          activeTasks: 2,
+          blockedItems: 2,
+          recentDecisions: 2,
+          currentFocus: 1,
+          recentInteractions: 2,
+          threadSummaries: 1,
+          projectContext: 2,
+          maxEntryTokens: 300,
+        };
+        const queries: ListOptions[] = [
+          ...Object.values(sharedCandidateQueries()).flat(),
+          ...Object.values(sharedCandidateQueries(small)).flat(),
+          { limit: 500 },
+          { limit: 500, includeSuperseded: true },
+          { limit: 500, scopeKinds: ['none', 'user'] },
+          { limit: 500, withoutTags: ['done', 'ci'] },
+          { limit: 500, tags: ['ops'], unconsumed: true },
+          { limit: 500, keyPrefix: 'project' },
+          { limit: 500, minUrgency: 'attention', types: ['alert', 'request'] },
+          { limit: 3, scopeKeyPrefix: 'task:', latestPerScopeKey: true, withoutTags: ['done'] },
+          { limit: 500, scopeKinds: ['thread'], latestPerScopeKey: true, includeSuperseded: true },
+        ];
+        for (const viewer of viewers) {
+          for (const query of queries) {
+            const fromStore = (await store.listItems(viewer, query)).map((item) => item.id);
+            const reference = applyListOptions([...all.values()], viewer, query, now).map(
+              (item) => item.id,
+            );
+            expect(
+              fromStore,
+              `seed ${seed}, ${viewer.teamId}/${viewer.runtime}, ${JSON.stringify(query)}`,
+            ).toEqual(reference);
+          }
+          const sections = sharedCandidateQueries();
+          const fromStore = {} as Record<string, ContextItem[]>;
+          for (const [section, list] of Object.entries(sections)) {
+            fromStore[section] = (
+              await Promise.all(list.map((query) => store.listItems(viewer, query)))
+            ).flat();
+          }
+          for (const runtime of ['claude-code', 'openclaw', 'web']) {
+            const request = { runtime, viewer, now, tokenBudget: 1500 };
+            const built = resolveSharedContext(fromStore as unknown as SharedCandidates, request);
+            const reference = resolveSharedContext(
+              candidatesFromItems([...all.values()], viewer, now),
+              request,
+            );
+            expect(built.formatted).toBe(reference.formatted);
+            expect(built.contextHash).toBe(reference.contextHash);
+          }
+        }
+      }
     });
 
     test('concurrent-writes', async () => {
