@@ -199,7 +199,7 @@ describe('context builder properties', () => {
                   (((a.seq * 2654435761) ^ seed) % 97) - (((b.seq * 2654435761) ^ seed) % 97),
               ),
             ]),
-          ) as SharedCandidates;
+          ) as unknown as SharedCandidates;
           const first = resolveSharedContext(of(items), {
             runtime: 'claude-code',
             viewer,
