@@ -1,5 +1,22 @@
-export type { SearchQuery } from './search-query.js';
-export { buildSearchQuery } from './search-query.js';
+export type { QueryTerm, SearchQuery, SearchQueryOptions } from './search/search-query.js';
+export {
+  buildSearchQuery,
+  CANDIDATE_LIMIT,
+  extractQueryTerms,
+  quoteFtsTerm,
+} from './search/search-query.js';
+export type {
+  RankedItem,
+  RerankCandidate,
+  RerankOptions,
+  RerankStats,
+} from './search/search-rerank.js';
+export {
+  DEFAULT_RERANK_OPTIONS,
+  NEIGHBOUR_WINDOW,
+  rerankCandidates,
+} from './search/search-rerank.js';
+export { highlightPassage, STOPWORDS, stem, tokenize } from './search/search-text.js';
 export type { SqliteMigration } from './sqlite/sqlite-migrations.js';
 export { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
 export type { SqliteStoreOptions } from './sqlite/sqlite-store.js';

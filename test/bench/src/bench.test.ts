@@ -58,13 +58,14 @@ describe('search quality on LoCoMo (development split)', () => {
     }
     return;
   }
-  it('puts an evidence turn in the top 10 for at least 63% of questions (the BM25 floor)', async () => {
+  it('puts an evidence turn in the top 10 for at least 80% of questions (BM25 alone: 64%)', async () => {
     const result = await measureLocomo();
     const at10 = result.at10 / result.questions;
     process.stderr.write(
       `LoCoMo dev: ${result.questions} questions, top-10 ${(100 * at10).toFixed(1)}%, top-5 ${((100 * result.at5) / result.questions).toFixed(1)}%\n`,
     );
     expect(result.questions).toBeGreaterThan(900);
-    expect(at10).toBeGreaterThanOrEqual(0.63);
+    // Measured 82.9%; a drop below 80% means the ranking regressed.
+    expect(at10).toBeGreaterThanOrEqual(0.8);
   });
 });

@@ -34,6 +34,7 @@ export function turnItem(
     content: turn.blip_caption ? `${turn.text} [image: ${turn.blip_caption}]` : turn.text,
     relevanceTags: [turn.speaker.toLowerCase().replace(/[\s,]+/g, '-')],
     scopeKey: `thread:${thread}`,
+    source: { threadId: thread },
   };
 }
 

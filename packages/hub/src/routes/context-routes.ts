@@ -145,7 +145,7 @@ export const contextRoutes = [
     operationId: 'searchContext',
     summary: 'Ranked full-text search',
     description:
-      'Natural-language questions work: stop words are dropped and any remaining term may match, ranked by BM25 over title, content, summary and tags.',
+      'Natural-language questions work: stop words are dropped and any remaining term may match. Full-text candidates (BM25 over title, content, summary and tags) are re-ranked by how much of the question they cover and by their neighbours in the same thread (`source.threadId`). `highlight` is the best passage with matched words in **.',
     tags: ['context'],
     auth: 'runtime',
     body: searchRequestSchema,

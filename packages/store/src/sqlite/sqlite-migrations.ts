@@ -100,6 +100,17 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX items_open_type ON items (team_id, type, urgency, rid) WHERE consumed = 0;
     `,
   },
+  {
+    version: 3,
+    name: 'search-context',
+    sql: `
+      -- Document frequencies by stem, so very common question words can stay out of a MATCH.
+      CREATE VIRTUAL TABLE items_fts_vocab USING fts5vocab(items_fts, 'row');
+      -- Neighbouring items of a thread, for the re-ranker's thread context.
+      CREATE INDEX items_team_thread_rid ON items (team_id, source_thread, rid)
+        WHERE source_thread IS NOT NULL;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

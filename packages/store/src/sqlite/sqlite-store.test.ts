@@ -66,7 +66,7 @@ describe('sqlite migrations', () => {
     // Turn it back into a version-1 database.
     const db = new DatabaseSync(path);
     db.exec(
-      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DELETE FROM schema_migrations WHERE version > 1;',
+      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DROP TABLE items_fts_vocab; DROP INDEX items_team_thread_rid; DELETE FROM schema_migrations WHERE version > 1;',
     );
     db.close();
     const upgraded = openSqliteStore({ path });
@@ -81,7 +81,9 @@ describe('sqlite migrations', () => {
     const versions = check.prepare('SELECT version FROM schema_migrations ORDER BY version').all();
     check.close();
     expect(index).toBeDefined();
-    expect(versions.map((row) => row.version)).toEqual([1, 2]);
+    expect(versions.map((row) => row.version)).toEqual(
+      Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, index) => index + 1),
+    );
   });
 
   it('opens an existing database without re-applying migrations', async () => {

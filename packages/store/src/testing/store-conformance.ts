@@ -47,6 +47,7 @@ export const CONFORMANCE_CASES = [
   'search-ranking',
   'search-filters',
   'search-hostile-input',
+  'search-crowded-index',
   'tokens',
   'persistence',
   'concurrent-writes',
@@ -452,6 +453,43 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       expect(await store.searchItems(acme, { query: 'the of and', limit: 5 })).toEqual([]);
       const quoted = await store.searchItems(acme, { query: 'NEAR stuff', limit: 5 });
       expect(quoted).toHaveLength(1);
+    });
+
+    test('search-crowded-index', async () => {
+      // Another team's many better matches must not crowd out this team's one match, nor may
+      // a narrow filter come back empty when matching items exist.
+      const crowd = Array.from({ length: 260 }, (_, index) =>
+        prepared(
+          {
+            type: 'discovery',
+            title: `deploy pipeline deploy ${index}`,
+            content: 'deploy deploy deploy',
+          },
+          globex,
+        ),
+      );
+      await store.writeItems(crowd);
+      const mine = await write({
+        type: 'decision',
+        title: 'We deploy on Tuesdays',
+        content: 'after the standup',
+      });
+      const hits = await store.searchItems(acme, { query: 'when do we deploy?', limit: 5 });
+      expect(hits.map((hit) => hit.item.id)).toEqual([mine.id]);
+      const ownCrowd = Array.from({ length: 260 }, (_, index) =>
+        prepared({
+          type: 'status',
+          title: `deploy status ${index}`,
+          content: 'deploy deploy deploy',
+        }),
+      );
+      await store.writeItems(ownCrowd);
+      const decisions = await store.searchItems(acme, {
+        query: 'deploy',
+        limit: 5,
+        types: ['decision'],
+      });
+      expect(decisions.map((hit) => hit.item.id)).toEqual([mine.id]);
     });
 
     test('tokens', async () => {
