@@ -1,13 +1,8 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../tsup.base.ts';
 
 export default defineConfig({
-  entry: ['src/bin.ts', 'src/index.ts', 'src/serve-worker.ts'],
-  format: ['esm'],
+  ...library(['src/bin.ts', 'src/index.ts', 'src/serve-worker.ts'], 'node'),
   dts: { entry: 'src/index.ts' },
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-  platform: 'node',
-  removeNodeProtocol: false,
   banner: { js: '#!/usr/bin/env node' },
 });

@@ -1,12 +1,4 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../tsup.base.ts';
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/contract.ts'],
-  splitting: true,
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'es2023',
-  platform: 'neutral',
-});
+export default defineConfig(library(['src/index.ts', 'src/contract.ts'], 'neutral'));

@@ -1,12 +1,4 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../tsup.base.ts';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-  platform: 'node',
-  removeNodeProtocol: false,
-});
+export default defineConfig(library(['src/index.ts'], 'node'));

@@ -1,13 +1,7 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../tsup.base.ts';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' },
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-  platform: 'node',
-  removeNodeProtocol: false,
+  ...library({ index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' }, 'node'),
   external: ['vitest'],
 });
