@@ -1,0 +1,1 @@
+export const MCP_PACKAGE = '@ctxbus/mcp';
