@@ -1,0 +1,53 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseHookInput } from './hook-input.js';
+import { runHookEvent } from './hooks.js';
+import { createHubLite } from './hub-lite.js';
+
+// The command Claude Code runs for each hook: `node hook.js`, the event's JSON on stdin.
+// It always exits 0 (a hook that fails must not block Claude Code) and prints only what
+// Claude Code should read: a JSON object with additionalContext and/or systemMessage.
+
+const HARD_LIMIT_MS = 8_000;
+
+function stateDir(env: NodeJS.ProcessEnv): string {
+  if (env.CTXBUS_STATE_DIR) return env.CTXBUS_STATE_DIR;
+  return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'ctxbus', 'claude-code');
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function main(): Promise<void> {
+  const input = parseHookInput(JSON.parse((await readStdin()) || '{}'));
+  if (!input) return;
+  const { CTXBUS_URL: url, CTXBUS_TOKEN: token } = process.env;
+  // SessionEnd gets 1.5 s from Claude Code; the others may take a little longer.
+  const timeoutMs = input.hook_event_name === 'SessionEnd' ? 1_000 : 2_500;
+  const client = url && token ? createHubLite({ url, token, timeoutMs }) : null;
+  const output = await runHookEvent(input, {
+    client,
+    stateDir: stateDir(process.env),
+    now: () => new Date(),
+  });
+  const reply: Record<string, unknown> = {};
+  if (output.additionalContext) {
+    reply.hookSpecificOutput = {
+      hookEventName: input.hook_event_name,
+      additionalContext: output.additionalContext,
+    };
+  }
+  if (output.systemMessage) reply.systemMessage = output.systemMessage;
+  if (Object.keys(reply).length > 0) process.stdout.write(JSON.stringify(reply));
+}
+
+const guard = setTimeout(() => process.exit(0), HARD_LIMIT_MS);
+guard.unref();
+main()
+  .catch(() => {})
+  .finally(() => {
+    process.exitCode = 0;
+  });

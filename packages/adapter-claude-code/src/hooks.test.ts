@@ -1,0 +1,243 @@
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from '@ctxbus/client';
+import type { RunningHub } from '@ctxbus/hub';
+import { mintToken, startHub } from '@ctxbus/hub';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { extractDecisions, stableId } from './decisions.js';
+import type { HookInput } from './hook-input.js';
+import { parseHookInput } from './hook-input.js';
+import type { HookContext } from './hooks.js';
+import { MAX_INJECTED_CHARS, runHookEvent } from './hooks.js';
+import { createHubLite } from './hub-lite.js';
+import { pendingCount } from './outbox.js';
+import { readSessionState } from './session-state.js';
+
+let store: Store;
+let hub: RunningHub;
+let token: string;
+let other: ReturnType<typeof createClient>;
+let stateDir: string;
+
+beforeAll(async () => {
+  store = openSqliteStore({ path: ':memory:' });
+  hub = await startHub({ store, port: 0 });
+  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'claude-code' }))
+    .token;
+  const chat = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'openclaw' }))
+    .token;
+  other = createClient({ url: hub.url, token: chat });
+});
+
+afterAll(async () => {
+  await hub.close();
+  await store.close();
+});
+
+beforeEach(() => {
+  stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-hook-state-'));
+});
+afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
+
+const context = (url = hub.url): HookContext => ({
+  client: createHubLite({ url, token, timeoutMs: 1_000 }),
+  stateDir,
+  now: () => new Date(),
+});
+const event = (input: Record<string, unknown>): HookInput => {
+  const parsed = parseHookInput({ session_id: 'sess-1', cwd: '/work/myproject', ...input });
+  if (!parsed) throw new Error('bad test input');
+  return parsed;
+};
+const deadHub = 'http://127.0.0.1:9';
+
+describe('SessionStart', () => {
+  it('injects the shared context, within the 10,000-character cap', async () => {
+    await other.write({
+      type: 'decision',
+      title: 'Ship on Tuesdays',
+      content: 'Fewer weekend incidents.',
+    });
+    const output = await runHookEvent(
+      event({ hook_event_name: 'SessionStart', source: 'startup' }),
+      context(),
+    );
+    expect(output.additionalContext).toContain('# Shared context (ctxbus)');
+    expect(output.additionalContext).toContain('Ship on Tuesdays');
+    expect(output.additionalContext).toContain('mcp__ctxbus__context_write');
+    expect(output.systemMessage).toBeUndefined();
+    expect(readSessionState(stateDir, 'sess-1').lastSeenSeq).toBeGreaterThan(0);
+  });
+
+  it('shrinks the budget until a crowded context fits the cap', async () => {
+    const long = 'a long paragraph of reasoning about the architecture '.repeat(40);
+    await other.write(
+      Array.from({ length: 60 }, (_, index) => ({
+        type: 'decision' as const,
+        title: `Decision ${index} with a long title that takes space in the context`,
+        content: long,
+      })),
+    );
+    const output = await runHookEvent(event({ hook_event_name: 'SessionStart' }), context());
+    expect(output.additionalContext?.length).toBeGreaterThan(2_000);
+    expect(output.additionalContext?.length).toBeLessThanOrEqual(MAX_INJECTED_CHARS);
+  });
+
+  it('fails open with one notice per session when the hub is down', async () => {
+    const first = await runHookEvent(event({ hook_event_name: 'SessionStart' }), context(deadHub));
+    expect(first.additionalContext).toBeUndefined();
+    expect(first.systemMessage).toMatch(/^ctxbus: hub unreachable \(http:\/\/127\.0\.0\.1:9\)/);
+    const again = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'x' }),
+      context(deadHub),
+    );
+    expect(again).toEqual({});
+    const unconfigured = await runHookEvent(
+      event({ session_id: 'sess-2', hook_event_name: 'SessionStart' }),
+      {
+        client: null,
+        stateDir,
+        now: () => new Date(),
+      },
+    );
+    expect(unconfigured.systemMessage).toMatch(/no hub configured/);
+  });
+});
+
+describe('UserPromptSubmit', () => {
+  it('injects only what changed since the session last looked, most urgent first', async () => {
+    await runHookEvent(event({ hook_event_name: 'SessionStart' }), context());
+    const nothing = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'hi' }),
+      context(),
+    );
+    expect(nothing).toEqual({});
+    // The blocking alert is the older one: it must still come first.
+    await other.write({ type: 'alert', title: 'Staging database is down', urgency: 'blocking' });
+    await other.write({ type: 'discovery', title: 'Docs moved to /handbook' });
+    const update = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'go' }),
+      context(),
+    );
+    const lines = update.additionalContext?.split('\n') ?? [];
+    expect(lines[0]).toMatch(/since your last prompt/);
+    expect(lines[1]).toContain('[blocking] **Staging database is down**');
+    expect(lines[2]).toContain('Docs moved to /handbook');
+    const seen = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'again' }),
+      context(),
+    );
+    expect(seen).toEqual({});
+  });
+});
+
+describe('Stop, PostToolUse and SessionEnd', () => {
+  it('records explicit decisions and one live status per session', async () => {
+    await runHookEvent(
+      event({
+        hook_event_name: 'PostToolUse',
+        tool_name: 'Edit',
+        tool_input: { file_path: '/work/myproject/src/a.ts' },
+      }),
+      context(),
+    );
+    await runHookEvent(
+      event({ hook_event_name: 'PostToolUse', tool_name: 'Read', tool_input: { file_path: '/x' } }),
+      context(),
+    );
+    const message =
+      'I refactored the store.\n\nDecision: keep SQL behind the Store contract\n- **Decision:** pin TypeScript 6';
+    await runHookEvent(
+      event({ hook_event_name: 'Stop', last_assistant_message: message }),
+      context(),
+    );
+    await runHookEvent(
+      event({ hook_event_name: 'Stop', last_assistant_message: 'Second turn done.' }),
+      context(),
+    );
+    const reader = createClient({ url: hub.url, token });
+    const decisions = (await reader.list({ type: 'decision', tags: 'claude-code' })).items.map(
+      (item) => item.title,
+    );
+    expect(decisions).toEqual(
+      expect.arrayContaining(['keep SQL behind the Store contract', 'pin TypeScript 6']),
+    );
+    const statuses = (await reader.list({ key: 'sessions/claude-code/sess-1' })).items;
+    expect(statuses).toHaveLength(1);
+    expect(statuses[0]?.content).toContain('Second turn done.');
+    expect(statuses[0]?.content).toContain('/work/myproject/src/a.ts');
+    expect(statuses[0]?.title).toBe('Claude Code session in myproject');
+    await runHookEvent(event({ hook_event_name: 'SessionEnd', reason: 'exit' }), context());
+    const ended = (await reader.list({ key: 'sessions/claude-code/sess-1' })).items;
+    expect(ended[0]?.content).toMatch(/^Session ended \(exit\)/);
+  });
+
+  it('queues writes while the hub is down and sends each exactly once later', async () => {
+    const session = { session_id: 'offline-1' };
+    await runHookEvent(
+      event({
+        ...session,
+        hook_event_name: 'Stop',
+        last_assistant_message: 'Decision: use the outbox',
+      }),
+      context(deadHub),
+    );
+    await runHookEvent(
+      event({ ...session, hook_event_name: 'SessionEnd', reason: 'logout' }),
+      context(deadHub),
+    );
+    expect(pendingCount(stateDir)).toBe(3);
+    // Keep a copy of the queue, as if a crash happened after the hub stored it.
+    const queued = readdirSync(stateDir).find((name) => name === 'outbox.jsonl') ?? '';
+    copyFileSync(join(stateDir, queued), join(stateDir, 'replay.copy'));
+    await runHookEvent(
+      event({ session_id: 'online-1', hook_event_name: 'UserPromptSubmit', prompt: 'x' }),
+      context(),
+    );
+    expect(pendingCount(stateDir)).toBe(0);
+    copyFileSync(join(stateDir, 'replay.copy'), join(stateDir, 'outbox-replay.sending'));
+    await runHookEvent(
+      event({ session_id: 'online-1', hook_event_name: 'UserPromptSubmit', prompt: 'y' }),
+      context(),
+    );
+    const reader = createClient({ url: hub.url, token });
+    const decisions = (await reader.list({ type: 'decision', limit: 500 })).items.filter(
+      (item) => item.title === 'use the outbox',
+    );
+    expect(decisions).toHaveLength(1);
+    const history = (
+      await reader.list({ key: 'sessions/claude-code/offline-1', includeSuperseded: true })
+    ).items;
+    expect(history.map((item) => item.content)).toEqual([
+      'Session ended (logout).',
+      'Last reply: Decision: use the outbox',
+    ]);
+  });
+});
+
+describe('helpers', () => {
+  it('extracts only explicitly stated decisions', () => {
+    expect(
+      extractDecisions(
+        'We talked.\nDecision: use pnpm\n* Decision: Biome for lint\n**Decision**: no ORMs\nA decision was hinted.',
+      ),
+    ).toEqual(['use pnpm', 'Biome for lint', 'no ORMs']);
+    expect(extractDecisions('no decisions here')).toEqual([]);
+  });
+
+  it('derives stable UUIDs the hub accepts', () => {
+    const id = stableId('a', 'b');
+    expect(id).toBe(stableId('a', 'b'));
+    expect(id).not.toBe(stableId('a', 'c'));
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it('ignores events and inputs it does not handle', () => {
+    expect(parseHookInput({ session_id: 's', hook_event_name: 'PreCompact' })).toBeNull();
+    expect(parseHookInput({ hook_event_name: 'Stop' })).toBeNull();
+    expect(parseHookInput('nonsense')).toBeNull();
+  });
+});

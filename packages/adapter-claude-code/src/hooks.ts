@@ -1,0 +1,229 @@
+import { basename } from 'node:path';
+import type { ContextItemInput } from '@ctxbus/core/contract';
+import { extractDecisions, stableId } from './decisions.js';
+import type { HookInput } from './hook-input.js';
+import type { HubApi, HubItem } from './hub-lite.js';
+import { flushOutbox, queueItems } from './outbox.js';
+import type { SessionState } from './session-state.js';
+import { readSessionState, writeSessionState } from './session-state.js';
+
+/** Claude Code caps injected hook output at 10,000 characters; stay clear of it. */
+export const MAX_INJECTED_CHARS = 9_500;
+/** The shared context's default budget for a session start. */
+export const SESSION_START_TOKEN_BUDGET = 2_000;
+const PROMPT_UPDATE_ITEMS = 12;
+
+export interface HookContext {
+  /** The hub, or null when no URL/token is configured. */
+  client: HubApi | null;
+  stateDir: string;
+  now: () => Date;
+}
+
+/** What the hook prints: context for the model, and/or a one-line notice for the user. */
+export interface HookOutput {
+  additionalContext?: string;
+  systemMessage?: string;
+}
+
+const TOOL_HINT =
+  'Share what others should know with the ctxbus MCP tools (mcp__ctxbus__context_write, context_search, memory_write). A line "Decision: ..." in your reply is recorded as a team decision.';
+
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf('\n'), max / 2))}\n…`;
+}
+
+const URGENCY_RANK = { background: 0, attention: 1, blocking: 2 } as const;
+
+async function send(client: HubApi, items: ContextItemInput[]): Promise<void> {
+  await client.write(items);
+}
+
+/** Flushes the outbox, then sends `items`, queueing them when the hub is unreachable. */
+async function deliver(context: HookContext, items: ContextItemInput[]): Promise<boolean> {
+  const { client } = context;
+  if (!client) {
+    queueItems(context.stateDir, items);
+    return false;
+  }
+  try {
+    await flushOutbox(context.stateDir, (batch) => send(client, batch));
+    if (items.length > 0) await send(client, items);
+    return true;
+  } catch {
+    queueItems(context.stateDir, items);
+    return false;
+  }
+}
+
+function unreachable(context: HookContext, state: SessionState): HookOutput {
+  if (state.warnedUnreachable) return {};
+  state.warnedUnreachable = true;
+  const where = context.client
+    ? context.client.url
+    : 'no hub configured (CTXBUS_URL, CTXBUS_TOKEN)';
+  return { systemMessage: `ctxbus: hub unreachable (${where}); continuing without shared context` };
+}
+
+async function newestSeq(client: HubApi): Promise<number> {
+  const items = await client.list(0, 1);
+  return items[0]?.seq ?? 0;
+}
+
+async function sessionStart(context: HookContext, state: SessionState): Promise<HookOutput> {
+  const { client } = context;
+  if (!client) return unreachable(context, state);
+  try {
+    await flushOutbox(context.stateDir, (batch) => send(client, batch)).catch(() => 0);
+    let budget = SESSION_START_TOKEN_BUDGET;
+    let bundle = await client.shared(budget);
+    // The budget is in tokens and the cap in characters: shrink until the text fits.
+    for (let attempt = 0; bundle.formatted.length > MAX_INJECTED_CHARS && attempt < 3; attempt++) {
+      budget = Math.floor((budget * MAX_INJECTED_CHARS * 0.9) / bundle.formatted.length);
+      bundle = await client.shared(budget);
+    }
+    state.lastSeenSeq = Math.max(state.lastSeenSeq, await newestSeq(client));
+    state.warnedUnreachable = false;
+    return { additionalContext: clip(`${bundle.formatted}\n\n${TOOL_HINT}`, MAX_INJECTED_CHARS) };
+  } catch {
+    return unreachable(context, state);
+  }
+}
+
+function updateLine(item: HubItem): string {
+  const urgency = item.urgency === 'background' ? '' : `[${item.urgency}] `;
+  const summary = item.summary && item.summary !== item.title ? `: ${item.summary}` : '';
+  return `- ${urgency}**${item.title}**${summary} _(${item.type} from ${item.source.runtime})_`;
+}
+
+async function userPromptSubmit(context: HookContext, state: SessionState): Promise<HookOutput> {
+  const { client } = context;
+  if (!client) return unreachable(context, state);
+  try {
+    await flushOutbox(context.stateDir, (batch) => send(client, batch)).catch(() => 0);
+    const items = await client.list(state.lastSeenSeq, 100);
+    if (items.length === 0) return {};
+    state.lastSeenSeq = Math.max(state.lastSeenSeq, ...items.map((item) => item.seq));
+    const ordered = [...items].sort(
+      (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
+    );
+    const shown = ordered.slice(0, PROMPT_UPDATE_ITEMS);
+    const more = items.length - shown.length;
+    const text = [
+      '## New in the shared context (ctxbus) since your last prompt',
+      ...shown.map(updateLine),
+      ...(more > 0 ? [`- …and ${more} more (mcp__ctxbus__context_read)`] : []),
+    ].join('\n');
+    return { additionalContext: clip(text, MAX_INJECTED_CHARS) };
+  } catch {
+    return unreachable(context, state);
+  }
+}
+
+const EDIT_TOOLS = new Set(['Edit', 'Write', 'MultiEdit', 'NotebookEdit']);
+
+function postToolUse(
+  input: Extract<HookInput, { hook_event_name: 'PostToolUse' }>,
+  state: SessionState,
+): HookOutput {
+  if (!EDIT_TOOLS.has(input.tool_name)) return {};
+  const path = input.tool_input.file_path ?? input.tool_input.notebook_path;
+  if (typeof path !== 'string' || path === '') return {};
+  state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
+  return {};
+}
+
+function statusItem(
+  input: HookInput,
+  state: SessionState,
+  content: string,
+  ttlSeconds: number,
+): ContextItemInput {
+  const project = basename(input.cwd) || input.cwd || 'a project';
+  const files = state.filesTouched.length
+    ? `\n\nFiles touched: ${state.filesTouched.slice(-10).join(', ')}`
+    : '';
+  return {
+    id: stableId(
+      'claude-code-status',
+      input.session_id,
+      String(state.turns),
+      input.hook_event_name,
+    ),
+    type: 'status',
+    title: `Claude Code session in ${project}`,
+    content: `${content}${files}`.trim(),
+    key: `sessions/claude-code/${input.session_id}`,
+    source: { threadId: input.session_id },
+    relevanceTags: ['claude-code', 'session'],
+    expiresAfterSeconds: ttlSeconds,
+  };
+}
+
+async function stop(
+  context: HookContext,
+  input: Extract<HookInput, { hook_event_name: 'Stop' }>,
+  state: SessionState,
+): Promise<HookOutput> {
+  state.turns += 1;
+  const message = input.last_assistant_message.trim();
+  const decisions: ContextItemInput[] = extractDecisions(message).map((decision) => ({
+    id: stableId('claude-code-decision', input.session_id, decision),
+    type: 'decision',
+    title: decision.length > 120 ? `${decision.slice(0, 117)}…` : decision,
+    content: decision,
+    source: { threadId: input.session_id },
+    relevanceTags: ['claude-code'],
+  }));
+  const summary = message.split('\n').find((line) => line.trim() !== '') ?? 'working';
+  const status = statusItem(input, state, `Last reply: ${clip(summary, 300)}`, 7 * 24 * 3600);
+  await deliver(context, [...decisions, status]);
+  return {};
+}
+
+async function sessionEnd(
+  context: HookContext,
+  input: Extract<HookInput, { hook_event_name: 'SessionEnd' }>,
+  state: SessionState,
+): Promise<HookOutput> {
+  state.turns += 1;
+  await deliver(context, [statusItem(input, state, `Session ended (${input.reason}).`, 24 * 3600)]);
+  return {};
+}
+
+/**
+ * Runs one hook event. Never throws: a hub that is down, slow or misconfigured means no
+ * context (and one notice per session), never a failed Claude Code turn.
+ */
+export async function runHookEvent(input: HookInput, context: HookContext): Promise<HookOutput> {
+  const state = readSessionState(context.stateDir, input.session_id);
+  let output: HookOutput = {};
+  try {
+    switch (input.hook_event_name) {
+      case 'SessionStart':
+        output = await sessionStart(context, state);
+        break;
+      case 'UserPromptSubmit':
+        output = await userPromptSubmit(context, state);
+        break;
+      case 'PostToolUse':
+        output = postToolUse(input, state);
+        break;
+      case 'Stop':
+        output = await stop(context, input, state);
+        break;
+      case 'SessionEnd':
+        output = await sessionEnd(context, input, state);
+        break;
+    }
+  } finally {
+    try {
+      writeSessionState(context.stateDir, input.session_id, state);
+    } catch {
+      // state is a convenience; losing it must not fail the hook
+    }
+  }
+  return output;
+}

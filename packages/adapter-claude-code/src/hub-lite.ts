@@ -1,0 +1,134 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { ContextItemInput } from '@ctxbus/core/contract';
+
+// The hook's own minimal hub client, on node:http. @ctxbus/client (ky, fetch, zod) costs ~100 ms
+// of startup per hook run (measured); this costs ~10. Responses are checked structurally.
+
+/** The item fields the hooks show. */
+export interface HubItem {
+  seq: number;
+  type: string;
+  title: string;
+  summary: string;
+  urgency: 'background' | 'attention' | 'blocking';
+  source: { runtime: string };
+}
+
+/** What the hooks need from a hub. */
+export interface HubApi {
+  readonly url: string;
+  shared(tokenBudget: number): Promise<{ formatted: string }>;
+  /** Items created after `since` (a sequence number), newest first. */
+  list(since: number, limit: number): Promise<HubItem[]>;
+  write(items: readonly ContextItemInput[]): Promise<void>;
+}
+
+export class HubRequestError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+  ) {
+    super(message);
+    this.name = 'HubRequestError';
+  }
+}
+
+const URGENCIES = new Set(['background', 'attention', 'blocking']);
+
+function isItem(value: unknown): value is HubItem {
+  if (value === null || typeof value !== 'object') return false;
+  const item = value as Record<string, unknown>;
+  const source = item.source as Record<string, unknown> | null | undefined;
+  return (
+    Number.isInteger(item.seq) &&
+    typeof item.type === 'string' &&
+    typeof item.title === 'string' &&
+    typeof item.summary === 'string' &&
+    URGENCIES.has(item.urgency as string) &&
+    typeof source?.runtime === 'string'
+  );
+}
+
+export function createHubLite(settings: { url: string; token: string; timeoutMs: number }): HubApi {
+  const base = settings.url.replace(/\/+$/, '');
+  const call = (method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const url = new URL(`${base}${path}`);
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(
+        url,
+        {
+          method,
+          timeout: settings.timeoutMs,
+          headers: {
+            authorization: `Bearer ${settings.token}`,
+            accept: 'application/json',
+            ...(payload !== undefined && { 'content-type': 'application/json' }),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: unknown;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300 && json !== undefined) resolve(json);
+            else {
+              const message = (json as { error?: { message?: string } } | undefined)?.error
+                ?.message;
+              reject(new HubRequestError(message ?? `the hub answered ${status}`, status));
+            }
+          });
+        },
+      );
+      req.on('timeout', () =>
+        req.destroy(
+          new HubRequestError(`no answer from ${base} in ${settings.timeoutMs} ms`, null),
+        ),
+      );
+      req.on('error', (error) =>
+        reject(
+          error instanceof HubRequestError
+            ? error
+            : new HubRequestError(`cannot reach ${base}: ${error.message}`, null),
+        ),
+      );
+      req.end(payload);
+    });
+
+  return {
+    url: base,
+    async shared(tokenBudget) {
+      const bundle = (await call(
+        'GET',
+        `/api/context/shared?runtime=claude-code&tokenBudget=${tokenBudget}`,
+      )) as {
+        formatted?: unknown;
+      };
+      if (typeof bundle?.formatted !== 'string')
+        throw new HubRequestError('unexpected shared-context response', 200);
+      return { formatted: bundle.formatted };
+    },
+    async list(since, limit) {
+      const response = (await call('GET', `/api/context?since=${since}&limit=${limit}`)) as {
+        items?: unknown;
+      };
+      if (!Array.isArray(response?.items) || !response.items.every(isItem)) {
+        throw new HubRequestError('unexpected list response', 200);
+      }
+      return response.items;
+    },
+    async write(items) {
+      if (items.length === 0) return;
+      await call('POST', '/api/context', { items });
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HOOK_SCRIPT, installClaudeCode, MCP_SCRIPT, uninstallClaudeCode } from './install.js';
+
+const dirs: string[] = [];
+const fresh = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctxbus-install-'));
+  dirs.push(dir);
+  return dir;
+};
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const read = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+const options = {
+  url: 'http://127.0.0.1:7420',
+  token: 'cbx_test_token',
+  nodePath: '/usr/bin/node',
+  scriptsDir: '/opt/ctxbus',
+};
+
+describe('installClaudeCode --project', () => {
+  it('merges hooks, env, permission and MCP server into existing settings', () => {
+    const project = fresh();
+    mkdirSync(join(project, '.claude'));
+    const theirs = {
+      env: { OTHER: '1' },
+      permissions: { allow: ['Bash(npm test)'] },
+      hooks: { Stop: [{ hooks: [{ type: 'command', command: 'say done' }] }] },
+      model: 'opus',
+    };
+    writeFileSync(join(project, '.claude', 'settings.local.json'), JSON.stringify(theirs));
+    writeFileSync(
+      join(project, '.mcp.json'),
+      JSON.stringify({ mcpServers: { github: { type: 'http', url: 'https://x' } } }),
+    );
+
+    installClaudeCode({ ...options, target: { kind: 'project', dir: project } });
+    const settings = read(join(project, '.claude', 'settings.local.json'));
+    expect(settings.model).toBe('opus');
+    expect(settings.env).toEqual({
+      OTHER: '1',
+      CTXBUS_URL: 'http://127.0.0.1:7420',
+      CTXBUS_TOKEN: 'cbx_test_token',
+    });
+    expect(settings.permissions.allow).toEqual(['Bash(npm test)', 'mcp__ctxbus']);
+    expect(settings.enabledMcpjsonServers).toEqual(['ctxbus']);
+    expect(settings.hooks.Stop).toHaveLength(2);
+    expect(settings.hooks.Stop[0]).toEqual(theirs.hooks.Stop[0]);
+    for (const event of ['SessionStart', 'UserPromptSubmit', 'PostToolUse', 'Stop', 'SessionEnd']) {
+      expect(JSON.stringify(settings.hooks[event])).toContain(
+        `"\\"/usr/bin/node\\" \\"/opt/ctxbus/${HOOK_SCRIPT}\\""`,
+      );
+    }
+    expect(settings.hooks.SessionStart[0].matcher).toBe('startup|resume|clear|compact');
+    expect(statSync(join(project, '.claude', 'settings.local.json')).mode & 0o777).toBe(0o600);
+
+    const mcp = read(join(project, '.mcp.json'));
+    expect(mcp.mcpServers.github).toEqual({ type: 'http', url: 'https://x' });
+    expect(mcp.mcpServers.ctxbus).toEqual({
+      type: 'stdio',
+      command: '/usr/bin/node',
+      args: [`/opt/ctxbus/${MCP_SCRIPT}`],
+    });
+    // The token never goes into .mcp.json, which projects commit.
+    expect(readFileSync(join(project, '.mcp.json'), 'utf8')).not.toContain('cbx_test_token');
+  });
+
+  it('is idempotent, and --uninstall restores what was there', () => {
+    const project = fresh();
+    mkdirSync(join(project, '.claude'));
+    const before = JSON.stringify({
+      env: { OTHER: '1' },
+      hooks: { Stop: [{ hooks: [{ type: 'command', command: 'say done' }] }] },
+    });
+    writeFileSync(join(project, '.claude', 'settings.local.json'), before);
+    const target = { kind: 'project' as const, dir: project };
+    installClaudeCode({ ...options, target });
+    const once = readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8');
+    installClaudeCode({ ...options, target });
+    expect(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8')).toBe(once);
+
+    const removed = uninstallClaudeCode(target);
+    expect(removed.files).toHaveLength(2);
+    expect(read(join(project, '.claude', 'settings.local.json'))).toEqual(JSON.parse(before));
+    // .mcp.json did not exist before: it is gone again.
+    expect(existsSync(join(project, '.mcp.json'))).toBe(false);
+    expect(uninstallClaudeCode(target).files).toEqual([]);
+  });
+
+  it('refuses to touch a settings file that is not valid JSON', () => {
+    const project = fresh();
+    mkdirSync(join(project, '.claude'));
+    writeFileSync(join(project, '.claude', 'settings.local.json'), '{ "hooks": ');
+    expect(() =>
+      installClaudeCode({ ...options, target: { kind: 'project', dir: project } }),
+    ).toThrow(/settings\.local\.json is not valid JSON .*nothing was changed/);
+    expect(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8')).toBe(
+      '{ "hooks": ',
+    );
+    expect(existsSync(join(project, '.mcp.json'))).toBe(false);
+  });
+
+  it('rejects a URL that is not http(s)', () => {
+    expect(() =>
+      installClaudeCode({ ...options, url: 'ftp://x', target: { kind: 'project', dir: fresh() } }),
+    ).toThrow(/--url must be an http\(s\) URL/);
+  });
+});
+
+describe('installClaudeCode --user', () => {
+  it("writes ~/.claude/settings.json and the user MCP server in ~/.claude.json, keeping Claude Code's state", () => {
+    const home = fresh();
+    writeFileSync(
+      join(home, '.claude.json'),
+      JSON.stringify({ numStartups: 3, projects: { '/x': {} } }),
+    );
+    installClaudeCode({ ...options, target: { kind: 'user', home } });
+    const state = read(join(home, '.claude.json'));
+    expect(state.numStartups).toBe(3);
+    expect(state.mcpServers.ctxbus.args).toEqual([`/opt/ctxbus/${MCP_SCRIPT}`]);
+    expect(read(join(home, '.claude', 'settings.json')).env.CTXBUS_TOKEN).toBe('cbx_test_token');
+    expect(read(join(home, '.claude', 'settings.json')).enabledMcpjsonServers).toBeUndefined();
+    uninstallClaudeCode({ kind: 'user', home });
+    expect(read(join(home, '.claude.json'))).toEqual({ numStartups: 3, projects: { '/x': {} } });
+    expect(existsSync(join(home, '.claude', 'settings.json'))).toBe(true);
+  });
+});

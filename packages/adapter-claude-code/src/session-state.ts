@@ -1,0 +1,48 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface SessionState {
+  /** Sequence of the newest item this session has been shown. */
+  lastSeenSeq: number;
+  /** Files the session edited (from PostToolUse), newest last. */
+  filesTouched: string[];
+  /** Stop events so far; numbers the session's status updates. */
+  turns: number;
+  /** Whether the "hub unreachable" notice was already shown. */
+  warnedUnreachable: boolean;
+}
+
+function fileFor(stateDir: string, sessionId: string): string {
+  return join(stateDir, 'sessions', `${sessionId.replace(/[^A-Za-z0-9._-]/g, '_')}.json`);
+}
+
+const count = (value: unknown): number =>
+  Number.isInteger(value) && (value as number) >= 0 ? (value as number) : 0;
+
+/** A session's state; a missing or damaged file starts fresh rather than failing the hook. */
+export function readSessionState(stateDir: string, sessionId: string): SessionState {
+  let raw: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(fileFor(stateDir, sessionId), 'utf8'));
+    if (parsed !== null && typeof parsed === 'object') raw = parsed as Record<string, unknown>;
+  } catch {
+    // fresh state
+  }
+  return {
+    lastSeenSeq: count(raw.lastSeenSeq),
+    filesTouched: Array.isArray(raw.filesTouched)
+      ? raw.filesTouched.filter((file) => typeof file === 'string')
+      : [],
+    turns: count(raw.turns),
+    warnedUnreachable: raw.warnedUnreachable === true,
+  };
+}
+
+/** Writes atomically (temp file + rename), so a killed hook never leaves half a file. */
+export function writeSessionState(stateDir: string, sessionId: string, state: SessionState): void {
+  const file = fileFor(stateDir, sessionId);
+  mkdirSync(join(stateDir, 'sessions'), { recursive: true });
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, JSON.stringify(state), { mode: 0o600 });
+  renameSync(temp, file);
+}

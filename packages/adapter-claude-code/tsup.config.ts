@@ -1,0 +1,24 @@
+import { defineConfig } from 'tsup';
+import { library } from '../../tsup.base.ts';
+
+export default defineConfig([
+  library(['src/index.ts'], 'node'),
+  // The hook ships inside the plugin folder, self-contained: Claude Code runs it with plain
+  // `node`, from a plugin cache where no node_modules exist.
+  {
+    entry: {
+      'ctxbus-claude-hook': 'src/hook-entry.ts',
+      'ctxbus-claude-hook-main': 'src/hook-main.ts',
+    },
+    outDir: 'plugin/dist',
+    format: ['esm'],
+    platform: 'node',
+    target: 'node22',
+    noExternal: [/.*/],
+    removeNodeProtocol: false,
+    clean: false,
+    sourcemap: false,
+    minify: true,
+    splitting: false,
+  },
+]);

@@ -1,0 +1,183 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { call, removeDir, runCli, runtimeToken, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ScriptedModel, ScriptedReply } from './scripted-model.js';
+import { requestText, startScriptedModel } from './scripted-model.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CLAUDE = resolve(here, '../node_modules/.bin/claude');
+const PLUGIN_DIR = resolve(here, '../../../packages/adapter-claude-code/plugin');
+
+interface ClaudeRun {
+  code: number | null;
+  result: string;
+  stderr: string;
+}
+
+/** Runs the real `claude -p` in `project` with a private HOME, the model played by `model`. */
+function runClaude(
+  model: ScriptedModel,
+  home: string,
+  project: string,
+  prompt: string,
+): Promise<ClaudeRun> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(CLAUDE, ['-p', prompt, '--output-format', 'json'], {
+      cwd: project,
+      env: {
+        PATH: process.env.PATH,
+        HOME: home,
+        ANTHROPIC_BASE_URL: model.url,
+        ANTHROPIC_API_KEY: 'sk-ant-test-scripted-model',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_TELEMETRY: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`claude -p timed out; stderr: ${stderr}`));
+    }, 90_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      let result = stdout;
+      try {
+        result = (JSON.parse(stdout) as { result: string }).result;
+      } catch {}
+      resolvePromise({ code, result, stderr });
+    });
+  });
+}
+
+let reply: (request: Parameters<Parameters<typeof startScriptedModel>[0]>[0]) => ScriptedReply =
+  () => ({ text: 'ok' });
+let model: ScriptedModel;
+let hub: HubProcess;
+let adminToken: string | null;
+let codeToken: string;
+let chatToken: string;
+let home: string;
+let project: string;
+const port = 20_000 + Math.floor(Math.random() * 20_000);
+
+beforeAll(async () => {
+  model = await startScriptedModel((request) => reply(request));
+  hub = await startHubProcess({ args: ['--port', String(port)] });
+  adminToken = hub.adminToken;
+  codeToken = await runtimeToken(hub, 'acme', 'claude-code');
+  chatToken = await runtimeToken(hub, 'acme', 'openclaw');
+  home = mkdtempSync(join(tmpdir(), 'ctxbus-e2e-home-'));
+  project = tempDir('ctxbus-e2e-project-');
+  const installed = await runCli([
+    'install',
+    'claude-code',
+    '--project',
+    project,
+    '--url',
+    hub.url,
+    '--token',
+    codeToken,
+  ]);
+  expect(installed.code, installed.stderr).toBe(0);
+});
+
+afterAll(async () => {
+  await model?.close();
+  await hub?.stop();
+  removeDir(home);
+  removeDir(project);
+  if (hub) removeDir(hub.dataDir);
+});
+
+describe('Claude Code with ctxbus installed', () => {
+  it('puts what another runtime wrote into the request Claude Code sends the model', async () => {
+    const written = await call(hub.url, 'POST', '/api/context', {
+      token: chatToken,
+      body: {
+        type: 'decision',
+        title: 'Release frozen until Friday (marker 7f3a)',
+        content: 'Agreed on Telegram.',
+      },
+    });
+    expect(written.status).toBe(201);
+    reply = () => ({ text: 'Noted the freeze.\n\nDecision: ship the e2e suite before the freeze' });
+    const run = await runClaude(model, home, project, 'What is the team up to?');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.result).toContain('Noted the freeze.');
+    const sent = model.requests.at(-1);
+    expect(sent && requestText(sent)).toContain('Release frozen until Friday (marker 7f3a)');
+    expect(sent && requestText(sent)).toContain('# Shared context (ctxbus)');
+    // The Stop hook recorded the stated decision, visible to the other runtime.
+    const decisions = await call(hub.url, 'GET', '/api/context?type=decision&runtime=claude-code', {
+      token: chatToken,
+    });
+    expect(decisions.body.items.map((item: { title: string }) => item.title)).toContain(
+      'ship the e2e suite before the freeze',
+    );
+  });
+
+  it('keeps working with the hub down, and sends what it wrote once the hub is back', async () => {
+    expect(await hub.stop()).toBe(0);
+    const requestsBefore = model.requests.length;
+    reply = () => ({ text: 'Working offline.\nDecision: offline decisions reach the hub later' });
+    const offline = await runClaude(model, home, project, 'Keep going');
+    expect(offline.code, offline.stderr).toBe(0);
+    expect(offline.result).toContain('Working offline.');
+    const sent = model.requests.at(-1);
+    expect(model.requests.length).toBeGreaterThan(requestsBefore);
+    expect(sent && requestText(sent)).not.toContain('# Shared context (ctxbus)');
+    const stateDir = join(home, '.local', 'state', 'ctxbus', 'claude-code');
+    const queued = readdirSync(stateDir).filter((name) => name.startsWith('outbox'));
+    expect(queued.length).toBeGreaterThan(0);
+
+    hub = await startHubProcess({ dataDir: hub.dataDir, args: ['--port', String(port)] });
+    hub.adminToken = adminToken;
+    reply = () => ({ text: 'Back online.' });
+    const online = await runClaude(model, home, project, 'And now?');
+    expect(online.code, online.stderr).toBe(0);
+    const decisions = await call(hub.url, 'GET', '/api/context?type=decision&limit=500', {
+      token: chatToken,
+    });
+    const offlineDecisions = decisions.body.items.filter(
+      (item: { title: string }) => item.title === 'offline decisions reach the hub later',
+    );
+    expect(offlineDecisions).toHaveLength(1);
+    expect(existsSync(join(stateDir, 'outbox.jsonl'))).toBe(false);
+  });
+});
+
+describe('the Claude Code plugin', () => {
+  it('passes claude plugin validate', async () => {
+    const validation = await new Promise<{ code: number | null; out: string }>((resolvePromise) => {
+      const child = spawn(CLAUDE, ['plugin', 'validate', PLUGIN_DIR], {
+        env: { PATH: process.env.PATH, HOME: home, DISABLE_TELEMETRY: '1' },
+      });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      child.once('exit', (code) => resolvePromise({ code, out }));
+    });
+    expect(validation.code, validation.out).toBe(0);
+    expect(validation.out).toContain('Validation passed');
+    expect(
+      JSON.parse(readFileSync(join(PLUGIN_DIR, '.claude-plugin', 'plugin.json'), 'utf8')).name,
+    ).toBe('ctxbus');
+  });
+});
