@@ -11,6 +11,7 @@ import {
   tempDir,
 } from '@ctxbus/test-kit';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
+import { benchHooks } from './hook-latency.ts';
 import { runLocomo } from './locomo-recall.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 
@@ -34,11 +35,12 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,locomo] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,locomo] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
   scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
+  hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
   locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
   --quick   small sizes (a smoke run of every section, ~30 s)
 `);
@@ -46,7 +48,7 @@ if (flags.help) {
 }
 
 const quick = flags.quick;
-const sections = new Set((flags.only ?? 'writes,delivery,scale,locomo').split(','));
+const sections = new Set((flags.only ?? 'writes,delivery,scale,hooks,locomo').split(','));
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -335,6 +337,12 @@ async function main() {
   }
   // Scale gets a fresh hub so that each size is exactly the items it says.
   if (sections.has('scale')) await withHub(benchScale);
+  if (sections.has('hooks')) {
+    log('hooks: Claude Code hook latency');
+    await withHub(async (hub) => {
+      rows.push(...(await benchHooks(hub, quick ? 10 : 50)));
+    });
+  }
   if (sections.has('locomo')) {
     if (!locomoAvailable()) {
       row(
