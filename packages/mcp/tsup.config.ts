@@ -1,4 +1,5 @@
 import { defineConfig } from 'tsup';
 import { library } from '../../tsup.base.ts';
 
-export default defineConfig(library(['src/index.ts'], 'node'));
+// stdio-bin is the executable MCP clients spawn (and `ctxbus mcp` will wrap).
+export default defineConfig(library(['src/index.ts', 'src/stdio-bin.ts'], 'node'));

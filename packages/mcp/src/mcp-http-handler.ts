@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { ContextBackend } from './context-backend.js';
+import type { CtxbusMcpServerOptions } from './create-ctxbus-mcp-server.js';
+import { createCtxbusMcpServer } from './create-ctxbus-mcp-server.js';
+import {
+  bearerToken,
+  hostNameOf,
+  LOCALHOST_NAMES,
+  sameDigest,
+  tokenDigest,
+} from './http-guards.js';
+import { jsonRpcErrorResponse, refusal, WWW_AUTHENTICATE, watchBody } from './http-responses.js';
+import type { Logger } from './logger.js';
+import { silentLogger } from './logger.js';
+
+export interface McpHttpHandlerOptions {
+  /**
+   * The backend a new session works through, acting as the token's team and runtime. Called
+   * once per session, at `initialize`; a `CtxbusError` with code `unauthorized` or `forbidden`
+   * answers 401 or 403.
+   */
+  createBackend(token: string): ContextBackend | Promise<ContextBackend>;
+  /**
+   * Checks the bearer token on every request, so a revoked token stops a running session at
+   * once (inside the hub: the hub's token verifier). Throw a `CtxbusError` to refuse. Without
+   * it, requests of a session must carry the token that opened it, and the backend's own
+   * checks apply to every call.
+   */
+  verifyToken?(token: string): unknown;
+  /**
+   * Host names (no port; IPv6 in brackets) the endpoint answers to: a request whose Host header
+   * names another is refused with 403, the defence against DNS rebinding. Default: localhost,
+   * 127.0.0.1 and [::1]. Add the names clients use when the hub listens beyond loopback.
+   */
+  allowedHosts?: readonly string[];
+  /** When set, a request with an Origin header not in this list is refused with 403. */
+  allowedOrigins?: readonly string[];
+  logger?: Logger;
+  /** A session with no request and no open event stream for this long is closed (30 min). */
+  idleTimeoutMs?: number;
+  /** Sessions open at once; further `initialize` requests get 503 (default 1,000). */
+  maxSessions?: number;
+  /** Largest POST body (default 1 MiB, the hub's own limit). */
+  maxRequestBodyBytes?: number;
+  /** SSE keep-alive comment interval (default 15 s). */
+  keepAliveMs?: number;
+  /** Resource-update tuning for every session's server. */
+  updates?: CtxbusMcpServerOptions['updates'];
+}
+
+export interface McpHttpHandler {
+  /**
+   * Serves one request to the MCP endpoint (POST, GET or DELETE, Streamable HTTP, session
+   * mode). Never throws: every failure is a JSON response.
+   */
+  handle(request: Request): Promise<Response>;
+  /** Sessions currently open. */
+  readonly sessionCount: number;
+  /** Closes every session and stops the idle sweep. */
+  close(): Promise<void>;
+}
+
+interface Session {
+  transport: WebStandardStreamableHTTPServerTransport;
+  digest: Buffer;
+  lastSeen: number;
+  openStreams: number;
+}
+
+const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
+const DEFAULT_MAX_SESSIONS = 1_000;
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The MCP endpoint for a hub, over the SDK's web-standard Streamable HTTP transport: a session
+ * per `initialize` (a map of session id to transport), server-to-client notifications on the GET
+ * stream, DELETE to end a session. Requests must carry `Authorization: Bearer <token>` (401
+ * otherwise) and a Host header naming an allowed host (403 otherwise). Idle sessions are closed.
+ *
+ * Mount it on one path, e.g. in Hono: `app.all('/mcp', (c) => mcp.handle(c.req.raw))`.
+ */
+export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
+  const logger = options.logger ?? silentLogger;
+  const allowedHosts = new Set(
+    (options.allowedHosts ?? LOCALHOST_NAMES).map((host) => host.toLowerCase()),
+  );
+  const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const sessions = new Map<string, Session>();
+  let closed = false;
+
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions) {
+        if (session.openStreams === 0 && now - session.lastSeen > idleTimeoutMs) {
+          logger.info({ sessionId: id }, 'closing idle MCP session');
+          void session.transport.close();
+        }
+      }
+    },
+    Math.max(50, Math.min(idleTimeoutMs / 2, 60_000)),
+  );
+  // The sweep must not keep a process alive on its own.
+  sweep.unref();
+
+  async function startSession(request: Request, token: string): Promise<Response> {
+    if (sessions.size >= maxSessions) {
+      return jsonRpcErrorResponse(503, `too many open MCP sessions (${maxSessions}); retry later`, {
+        ctxbusCode: 'unavailable',
+      });
+    }
+    let backend: ContextBackend;
+    try {
+      backend = await options.createBackend(token);
+    } catch (error) {
+      return refusal(error, logger);
+    }
+    const server = createCtxbusMcpServer({
+      backend,
+      logger,
+      ...(options.updates && { updates: options.updates }),
+    });
+    const session: Session = {
+      transport: new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, session);
+          logger.debug({ sessionId: id }, 'MCP session opened');
+        },
+        maxRequestBodySize: options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+        ...(options.keepAliveMs !== undefined && { keepAliveMs: options.keepAliveMs }),
+      }),
+      digest: tokenDigest(token),
+      lastSeen: Date.now(),
+      openStreams: 0,
+    };
+    const { transport } = session;
+    // Whatever closes the transport (DELETE, idle sweep, close()) forgets the session; the
+    // server, chained behind this by connect(), then stops its live stream.
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      logger.debug({ sessionId: transport.sessionId }, 'MCP session closed');
+    };
+    await server.connect(transport);
+    const response = await transport.handleRequest(request);
+    // Anything but a valid initialize leaves the transport without a session: drop it.
+    if (transport.sessionId === undefined) await transport.close();
+    return response;
+  }
+
+  async function handleRequest(request: Request): Promise<Response> {
+    if (closed) {
+      return jsonRpcErrorResponse(503, 'the MCP endpoint is shutting down', {
+        ctxbusCode: 'unavailable',
+      });
+    }
+    const hostHeader = request.headers.get('host');
+    const host = hostNameOf(hostHeader);
+    if (host === undefined || !allowedHosts.has(host)) {
+      logger.warn({ host: hostHeader }, 'MCP request refused: host not allowed');
+      return jsonRpcErrorResponse(403, `Invalid Host header: ${hostHeader ?? '(none)'}`, {
+        ctxbusCode: 'forbidden',
+      });
+    }
+    const origin = request.headers.get('origin');
+    if (origin !== null && allowedOrigins && !allowedOrigins.has(origin)) {
+      return jsonRpcErrorResponse(403, `Invalid Origin header: ${origin}`, {
+        ctxbusCode: 'forbidden',
+      });
+    }
+    if (request.method !== 'POST' && request.method !== 'GET' && request.method !== 'DELETE') {
+      return jsonRpcErrorResponse(
+        405,
+        `${request.method} is not allowed; use POST, GET or DELETE`,
+        {
+          ctxbusCode: 'method_not_allowed',
+          headers: { allow: 'POST, GET, DELETE' },
+        },
+      );
+    }
+    const token = bearerToken(request.headers.get('authorization'));
+    if (token === undefined) {
+      return jsonRpcErrorResponse(
+        401,
+        'missing or malformed Authorization header; send "Authorization: Bearer <token>"',
+        { ctxbusCode: 'unauthorized', headers: WWW_AUTHENTICATE },
+      );
+    }
+    if (options.verifyToken) {
+      try {
+        await options.verifyToken(token);
+      } catch (error) {
+        return refusal(error, logger);
+      }
+    }
+
+    const sessionId = request.headers.get('mcp-session-id');
+    if (sessionId === null) {
+      if (request.method !== 'POST') {
+        return jsonRpcErrorResponse(
+          400,
+          'Bad Request: Mcp-Session-Id header is required; start a session with an initialize POST',
+        );
+      }
+      return startSession(request, token);
+    }
+    const session = sessions.get(sessionId);
+    if (!session) {
+      // 404 tells a client to start a new session (MCP Streamable HTTP).
+      return jsonRpcErrorResponse(404, 'Session not found', { code: -32001 });
+    }
+    if (!sameDigest(session.digest, tokenDigest(token))) {
+      return jsonRpcErrorResponse(403, 'this MCP session was opened with another token', {
+        ctxbusCode: 'forbidden',
+      });
+    }
+    session.lastSeen = Date.now();
+    const response = await session.transport.handleRequest(request);
+    if (request.method === 'GET' && response.ok && response.body) {
+      session.openStreams += 1;
+      return watchBody(response, () => {
+        session.openStreams -= 1;
+        session.lastSeen = Date.now();
+      });
+    }
+    return response;
+  }
+
+  return {
+    async handle(request) {
+      try {
+        return await handleRequest(request);
+      } catch (error) {
+        return refusal(error, logger);
+      }
+    },
+    get sessionCount() {
+      return sessions.size;
+    },
+    async close() {
+      closed = true;
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((session) => session.transport.close()));
+      sessions.clear();
+    },
+  };
+}

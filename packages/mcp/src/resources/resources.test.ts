@@ -1,0 +1,231 @@
+import { createClient } from '@ctxbus/client';
+import { DONE_TAGS } from '@ctxbus/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCtxbusMcpServer } from '../create-ctxbus-mcp-server.js';
+import type { ConnectedClient, TestHub } from '../test-kit.js';
+import { closedPortUrl, connectInMemory, sleep, startTestHub } from '../test-kit.js';
+import { TASK_DONE_TAGS } from './active-tasks.js';
+
+let hub: TestHub;
+let mcp: ConnectedClient;
+
+beforeAll(async () => {
+  hub = await startTestHub();
+  mcp = await connectInMemory(createCtxbusMcpServer({ backend: hub.client }));
+});
+
+afterAll(async () => {
+  await mcp.close();
+  await hub.close();
+});
+
+async function readText(uri: string): Promise<{ text: string; mimeType: string | undefined }> {
+  const { contents } = await mcp.client.readResource({ uri });
+  const first = contents[0];
+  return { text: first && 'text' in first ? first.text : '', mimeType: first?.mimeType };
+}
+
+/** Live streams the hub is serving right now. */
+const hubStreams = () => hub.running.hub.services.feed.subscriberCount;
+
+async function waitFor(check: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
+describe('reading resources', () => {
+  it('lists the three context resources and the item template', async () => {
+    const { resources } = await mcp.client.listResources();
+    const uris = resources.map((resource) => resource.uri);
+    expect(uris).toEqual(
+      expect.arrayContaining(['team-context://current', 'task://active', 'decisions://recent']),
+    );
+    const { resourceTemplates } = await mcp.client.listResourceTemplates();
+    expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual([
+      'context://items/{id}',
+    ]);
+  });
+
+  it('team-context://current is the shared bundle in Markdown', async () => {
+    await hub.client.write({ type: 'decision', title: 'Bundle shows decisions' });
+    const { text, mimeType } = await readText('team-context://current');
+    expect(mimeType).toBe('text/markdown');
+    expect(text).toContain('Bundle shows decisions');
+    expect(text).toContain('claude-code');
+  });
+
+  it('task://active holds the newest status of each open task', async () => {
+    await hub.client.write({ type: 'status', title: 'T-1: started', scopeKey: 'task:T-1' });
+    await hub.client.write({ type: 'status', title: 'T-1: tests green', scopeKey: 'task:T-1' });
+    await hub.client.write({
+      type: 'status',
+      title: 'T-2: shipped',
+      scopeKey: 'task:T-2',
+      relevanceTags: ['done'],
+    });
+    await hub.client.write({
+      type: 'status',
+      title: 'T-3: waiting on review',
+      scopeKey: 'task:T-3',
+    });
+    const { text } = await readText('task://active');
+    expect(text).toContain('T-1: tests green');
+    expect(text).toContain('T-3: waiting on review');
+    expect(text).not.toContain('T-1: started');
+    expect(text).not.toContain('T-2: shipped');
+    expect(text.indexOf('T-3')).toBeLessThan(text.indexOf('T-1: tests green'));
+  });
+
+  it('the done tags are the shared bundle’s', () => {
+    expect([...TASK_DONE_TAGS].sort()).toEqual([...DONE_TAGS].sort());
+  });
+
+  it('decisions://recent lists decisions in force, newest first', async () => {
+    const old = await hub.client.write({ type: 'decision', title: 'Deploy on Fridays' });
+    await hub.client.write({
+      type: 'decision',
+      title: 'Never deploy on Fridays',
+      supersedes: old.items[0]?.id ?? '',
+    });
+    const { text } = await readText('decisions://recent');
+    expect(text).toContain('Never deploy on Fridays');
+    expect(text).not.toContain('- [decision] Deploy on Fridays');
+  });
+
+  it('context://items/{id} is one item as JSON; unknown and malformed ids are errors', async () => {
+    const written = await hub.client.write({ type: 'discovery', title: 'Item resource' });
+    const id = written.items[0]?.id ?? '';
+    const { text, mimeType } = await readText(`context://items/${id}`);
+    expect(mimeType).toBe('application/json');
+    expect(JSON.parse(text)).toMatchObject({ id, title: 'Item resource', type: 'discovery' });
+
+    await expect(
+      mcp.client.readResource({ uri: 'context://items/019a0000-0000-7000-8000-00000000abcd' }),
+    ).rejects.toMatchObject({ code: -32002, message: expect.stringMatching(/not found/) });
+    await expect(mcp.client.readResource({ uri: 'context://items/nope' })).rejects.toThrow(
+      /not an item URI/,
+    );
+  });
+
+  it('a hub that is down makes reads fail with a clear error', async () => {
+    const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
+    const offline = await connectInMemory(createCtxbusMcpServer({ backend: down }));
+    try {
+      await expect(offline.client.readResource({ uri: 'task://active' })).rejects.toThrow(
+        /reading task:\/\/active failed: the ctxbus hub is unavailable/,
+      );
+    } finally {
+      await offline.close();
+    }
+  });
+});
+
+describe('subscriptions', () => {
+  it('declares resources.subscribe', () => {
+    expect(mcp.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+  });
+
+  it('notifies a subscriber of team-context://current when an item is written over REST', async () => {
+    await waitFor(() => hubStreams() === 0);
+    await mcp.client.subscribeResource({ uri: 'team-context://current' });
+    expect(hubStreams()).toBe(1);
+    await hub.client.write({ type: 'alert', title: 'CI is red on main', urgency: 'blocking' });
+    await mcp.nextUpdate('team-context://current');
+
+    await mcp.client.unsubscribeResource({ uri: 'team-context://current' });
+    await waitFor(() => hubStreams() === 0);
+    const count = mcp.updates.length;
+    await hub.client.write({ type: 'alert', title: 'CI is green again' });
+    await sleep(300);
+    expect(mcp.updates.length).toBe(count);
+  });
+
+  it('notifies only the resources a change can affect', async () => {
+    await mcp.client.subscribeResource({ uri: 'decisions://recent' });
+    await mcp.client.subscribeResource({ uri: 'task://active' });
+    const start = mcp.updates.length;
+    await hub.client.write({ type: 'discovery', title: 'Neither a decision nor a task' });
+    await hub.client.write({ type: 'status', title: 'T-9: begun', scopeKey: 'task:T-9' });
+    await mcp.nextUpdate('task://active');
+    await sleep(200);
+    expect(mcp.updates.slice(start)).toEqual(['task://active']);
+
+    await hub.client.write({ type: 'decision', title: 'Adopt the MCP server' });
+    await mcp.nextUpdate('decisions://recent');
+    await mcp.client.unsubscribeResource({ uri: 'decisions://recent' });
+    await mcp.client.unsubscribeResource({ uri: 'task://active' });
+  });
+
+  it('notifies an item subscriber when the item is consumed or superseded', async () => {
+    const written = await hub.client.write({ type: 'request', title: 'Review PR #311' });
+    const id = written.items[0]?.id ?? '';
+    const uri = `context://items/${id}`;
+    await mcp.client.subscribeResource({ uri });
+    await hub.client.consume(id);
+    await mcp.nextUpdate(uri);
+    await hub.client.write({ type: 'request', title: 'Review PR #312 instead', supersedes: id });
+    await mcp.nextUpdate(uri);
+    await mcp.client.unsubscribeResource({ uri });
+  });
+
+  it('coalesces a burst of writes into few notifications', async () => {
+    await mcp.client.subscribeResource({ uri: 'team-context://current' });
+    const start = mcp.updates.length;
+    await Promise.all(
+      Array.from({ length: 30 }, (_, index) =>
+        hub.client.write({ type: 'discovery', title: `Burst item ${index}` }),
+      ),
+    );
+    await mcp.nextUpdate('team-context://current');
+    await sleep(300);
+    const burst = mcp.updates.slice(start);
+    expect(burst.length).toBeGreaterThanOrEqual(1);
+    expect(burst.length).toBeLessThanOrEqual(3);
+    await mcp.client.unsubscribeResource({ uri: 'team-context://current' });
+  });
+
+  it('refuses to subscribe to a resource that does not exist', async () => {
+    await expect(mcp.client.subscribeResource({ uri: 'task://finished' })).rejects.toThrow(
+      /cannot subscribe to task:\/\/finished: no such resource/,
+    );
+  });
+
+  it('stops the live stream when the server closes', async () => {
+    // Unsubscribing aborts a stream at once; the hub sees the disconnect a moment later.
+    await waitFor(() => hubStreams() === 0);
+    const other = await connectInMemory(createCtxbusMcpServer({ backend: hub.client }));
+    await other.client.subscribeResource({ uri: 'decisions://recent' });
+    expect(hubStreams()).toBe(1);
+    await other.close();
+    await waitFor(() => hubStreams() === 0);
+  });
+
+  it('a subscribe the hub refuses outright is an error', async () => {
+    const wrong = createClient({ url: hub.url, token: 'cbx_not-a-token' });
+    const rejected = await connectInMemory(createCtxbusMcpServer({ backend: wrong }));
+    try {
+      await expect(
+        rejected.client.subscribeResource({ uri: 'team-context://current' }),
+      ).rejects.toThrow(/cannot subscribe to team-context:\/\/current: the ctxbus hub rejected/);
+    } finally {
+      await rejected.close();
+    }
+  });
+
+  it('a subscribe while the hub is down stands and does not hang', async () => {
+    const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
+    const offline = await connectInMemory(
+      createCtxbusMcpServer({ backend: down, updates: { readyTimeoutMs: 200 } }),
+    );
+    try {
+      const started = Date.now();
+      await offline.client.subscribeResource({ uri: 'team-context://current' });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      await offline.close();
+    }
+  });
+});

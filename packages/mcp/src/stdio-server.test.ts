@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  getDefaultEnvironment,
+  StdioClientTransport,
+} from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestHub } from './test-kit.js';
+import { startTestHub, textOf, watchUpdates } from './test-kit.js';
+
+const BIN = fileURLToPath(new URL('../dist/stdio-bin.js', import.meta.url));
+
+let hub: TestHub;
+
+beforeAll(async () => {
+  hub = await startTestHub();
+});
+
+afterAll(async () => {
+  await hub.close();
+});
+
+/** Runs the executable with its stdin closed at once; resolves with what it did. */
+function runToEnd(env: Record<string, string>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end();
+  });
+}
+
+describe('the stdio executable', () => {
+  it('serves tools, and pushes resource updates, to a real stdio client', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN],
+      env: { ...getDefaultEnvironment(), CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.token },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'stdio-test', version: '0.0.0' });
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    const updates = watchUpdates(client);
+    await client.connect(transport);
+    try {
+      expect(client.getServerVersion()?.name).toBe('ctxbus');
+      const { tools } = await client.listTools();
+      expect(tools).toHaveLength(6);
+
+      await client.subscribeResource({ uri: 'decisions://recent' });
+      const written = await client.callTool({
+        name: 'context_write',
+        arguments: { type: 'decision', title: 'Ship the MCP server over stdio' },
+      });
+      expect(written.isError).toBeFalsy();
+      await updates.nextUpdate('decisions://recent');
+
+      const read = await client.callTool({ name: 'context_read', arguments: { type: 'decision' } });
+      expect(textOf(read)).toContain('Ship the MCP server over stdio');
+    } finally {
+      await client.close();
+    }
+    // A non-protocol line on stdout would have surfaced as a parse error here.
+    expect(errors).toEqual([]);
+  });
+
+  it('exits with 0 and prints nothing when stdin closes', async () => {
+    const started = Date.now();
+    const result = await runToEnd({ CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.token });
+    expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('exits with 2 and says which setting is missing, on stderr only', async () => {
+    const result = await runToEnd({ CTXBUS_TOKEN: hub.token });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe('ctxbus-mcp: no hub URL: set CTXBUS_URL\n');
+  });
+});

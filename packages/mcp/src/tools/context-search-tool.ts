@@ -1,0 +1,103 @@
+import type { SearchRequest } from '@ctxbus/core/contract';
+import { z } from 'zod';
+import { itemHeadline, itemViewSchema, LIST_CONTENT_CHARS, toItemView } from '../item-view.js';
+import type { ToolContext } from './tool-context.js';
+import {
+  asList,
+  scopeFilterInput,
+  scopeKeyInput,
+  tagsFilterInput,
+  typeFilterInput,
+} from './tool-inputs.js';
+import { defineTool } from './tool-registry.js';
+
+export const CONTEXT_SEARCH_TOOL = 'context_search';
+
+export const contextSearchInput = z.object({
+  query: z
+    .string()
+    .trim()
+    .min(1)
+    .max(2_000)
+    .describe(
+      'What you are looking for, in words: a plain question works, e.g. "which database did we choose?" or "staging TLS error".',
+    ),
+  type: typeFilterInput.optional(),
+  scope: scopeFilterInput.optional(),
+  scopeKey: scopeKeyInput.optional(),
+  tags: tagsFilterInput.optional(),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .default(10)
+    .describe('How many results, best first (1-50, default 10).'),
+  includeSuperseded: z
+    .boolean()
+    .optional()
+    .describe('Also search items that newer ones replaced. Default false.'),
+});
+
+export const contextSearchOutput = z.object({
+  results: z.array(
+    z.object({
+      item: itemViewSchema,
+      score: z.number().describe('Higher is more relevant; comparable within one response.'),
+      highlight: z.string().describe('The best-matching passage, matches wrapped in **.'),
+    }),
+  ),
+});
+
+const DESCRIPTION = `Search the team's shared context by meaning: ranked full-text search over titles and content (stop words dropped, neighbouring turns of a conversation thread count too). Plain questions work.
+
+Use it before deciding something (was it decided already?), when the user mentions something you have no context for, or to find who reported a problem. Narrow with type, scope, scopeKey or tags.
+
+Examples:
+- {"query": "which database did we choose?", "type": "decision"}
+- {"query": "flaky integration tests", "tags": ["ci"]}
+- {"query": "rate limit", "scopeKey": "task:T-42"}
+Results carry each item (content cut at ${LIST_CONTENT_CHARS} characters) and the matching passage; context_read with an id gives an item in full.`;
+
+function searchRequest(input: z.output<typeof contextSearchInput>): SearchRequest {
+  const types = asList(input.type);
+  const scopes = asList(input.scope);
+  return {
+    query: input.query,
+    limit: input.limit,
+    ...(types && { type: types }),
+    ...(scopes && { scope: scopes }),
+    ...(input.scopeKey !== undefined && { scopeKey: input.scopeKey }),
+    ...(input.tags && { tags: input.tags }),
+    ...(input.includeSuperseded !== undefined && { includeSuperseded: input.includeSuperseded }),
+  };
+}
+
+export function contextSearchTool(context: ToolContext) {
+  return defineTool({
+    name: CONTEXT_SEARCH_TOOL,
+    title: 'Search shared context',
+    description: DESCRIPTION,
+    input: contextSearchInput,
+    output: contextSearchOutput,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(input) {
+      const response = await context.backend.search(searchRequest(input));
+      const results = response.results.map((result) => ({
+        item: toItemView(result.item, LIST_CONTENT_CHARS),
+        score: result.score,
+        highlight: result.highlight,
+      }));
+      const lines = results.map(
+        (result) => `- ${itemHeadline(result.item)}\n  ${result.highlight.replace(/\s+/g, ' ')}`,
+      );
+      return {
+        structured: { results },
+        text:
+          results.length === 0
+            ? `Nothing matches "${input.query}".`
+            : `${results.length} result(s), best first:\n${lines.join('\n')}`,
+      };
+    },
+  });
+}

@@ -1,0 +1,246 @@
+import { createClient } from '@ctxbus/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ContextBackend } from '../context-backend.js';
+import { createCtxbusMcpServer } from '../create-ctxbus-mcp-server.js';
+import type { ConnectedClient, TestHub } from '../test-kit.js';
+import { closedPortUrl, connectInMemory, startTestHub, textOf } from '../test-kit.js';
+
+let hub: TestHub;
+let mcp: ConnectedClient;
+
+beforeAll(async () => {
+  hub = await startTestHub();
+  mcp = await connectInMemory(createCtxbusMcpServer({ backend: hub.client }));
+});
+
+afterAll(async () => {
+  await mcp.close();
+  await hub.close();
+});
+
+async function call(name: string, args: Record<string, unknown>) {
+  return mcp.client.callTool({ name, arguments: args });
+}
+
+describe('tools/list', () => {
+  it('lists the six tools, each with input and output schemas and a teaching description', async () => {
+    const { tools } = await mcp.client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'context_read',
+      'context_search',
+      'context_shared',
+      'context_write',
+      'memory_query',
+      'memory_write',
+    ]);
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe('object');
+      expect(tool.outputSchema?.type).toBe('object');
+      expect(tool.description?.length).toBeGreaterThan(200);
+    }
+    const write = tools.find((tool) => tool.name === 'context_write');
+    expect(write?.inputSchema.required).toEqual(['type', 'title']);
+    expect(write?.description).toMatch(/decision: "Use SQLite/);
+  });
+
+  it('a CtxbusClient is a ContextBackend as is', () => {
+    const backend: ContextBackend = hub.client;
+    expect(backend).toBeDefined();
+  });
+});
+
+describe('context tools against a real hub', () => {
+  it('context_write stores an item that context_read, context_search and context_shared see', async () => {
+    const written = await call('context_write', {
+      type: 'decision',
+      title: 'Use SQLite (WAL, FTS5) for the embedded store',
+      content: 'The embedded database: no server to run; measured lighter than PGlite.',
+      tags: ['storage', 'sqlite'],
+      urgency: 'attention',
+    });
+    expect(written.isError).toBeFalsy();
+    const item = (written.structuredContent as { item: { id: string; tags: string[] } }).item;
+    expect(item.tags).toEqual(['storage', 'sqlite']);
+    expect(textOf(written)).toMatch(/^Written as seq \d+: \[decision\] Use SQLite/);
+
+    const read = await call('context_read', { type: 'decision', tags: ['storage'] });
+    const readItems = (read.structuredContent as { items: { id: string; runtime: string }[] })
+      .items;
+    expect(readItems.map((entry) => entry.id)).toEqual([item.id]);
+    expect(readItems[0]?.runtime).toBe('claude-code');
+    expect(textOf(read)).toContain('Use SQLite (WAL, FTS5)');
+
+    const one = await call('context_read', { id: item.id });
+    expect((one.structuredContent as { items: { content: string }[] }).items[0]?.content).toBe(
+      'The embedded database: no server to run; measured lighter than PGlite.',
+    );
+
+    const search = await call('context_search', { query: 'which database did we choose?' });
+    const results = (search.structuredContent as { results: { item: { id: string } }[] }).results;
+    expect(results[0]?.item.id).toBe(item.id);
+
+    const shared = await call('context_shared', {});
+    const bundle = shared.structuredContent as { text: string; format: string; runtime: string };
+    expect(bundle.runtime).toBe('claude-code');
+    expect(bundle.format).toBe('markdown');
+    expect(bundle.text).toContain('Use SQLite (WAL, FTS5)');
+    expect(textOf(shared)).toBe(bundle.text);
+  });
+
+  it('context_write maps scope keys, ttl and source fields', async () => {
+    const written = await call('context_write', {
+      type: 'status',
+      title: 'T-7: parser done, wiring next',
+      scopeKey: 'task:T-7',
+      ttlSeconds: 3600,
+      taskId: 'T-7',
+    });
+    const item = (
+      written.structuredContent as {
+        item: { scope: string; expiresAt: string | null; taskId: string | null };
+      }
+    ).item;
+    expect(item.scope).toBe('task');
+    expect(item.taskId).toBe('T-7');
+    expect(item.expiresAt).not.toBeNull();
+    const read = await call('context_read', { scopeKey: 'task:T-7' });
+    expect((read.structuredContent as { items: unknown[] }).items).toHaveLength(1);
+  });
+
+  it('since returns only what was written after a seq', async () => {
+    const first = await call('context_write', { type: 'discovery', title: 'Before the mark' });
+    const seq = (first.structuredContent as { item: { seq: number } }).item.seq;
+    await call('context_write', { type: 'discovery', title: 'After the mark' });
+    const read = await call('context_read', { since: seq });
+    const titles = (read.structuredContent as { items: { title: string }[] }).items.map(
+      (entry) => entry.title,
+    );
+    expect(titles).toEqual(['After the mark']);
+  });
+
+  it('memory_write twice on one key supersedes; memory_query by prefix sees the live items', async () => {
+    const first = await call('memory_write', {
+      key: 'project/ctxbus/stack',
+      title: 'Stack: TypeScript, pnpm, turbo',
+    });
+    expect(first.isError).toBeFalsy();
+    const firstId = (first.structuredContent as { item: { id: string } }).item.id;
+    expect((first.structuredContent as { superseded: string | null }).superseded).toBeNull();
+
+    const second = await call('memory_write', {
+      key: 'project/ctxbus/stack',
+      title: 'Stack: TypeScript, pnpm, turbo, tsup, vitest, Biome',
+      tags: ['stack'],
+    });
+    expect((second.structuredContent as { superseded: string | null }).superseded).toBe(firstId);
+    expect(textOf(second)).toMatch(/^Updated project\/ctxbus\/stack \(supersedes /);
+
+    await call('memory_write', {
+      key: 'project/ctxbus/ci',
+      type: 'decision',
+      title: 'CI runs ./dev test',
+    });
+    await call('memory_write', { key: 'project/other', title: 'Not under the prefix' });
+
+    const query = await call('memory_query', { path: 'project/ctxbus/' });
+    const items = (query.structuredContent as { items: { key: string; title: string }[] }).items;
+    expect(items.map((entry) => [entry.key, entry.title])).toEqual([
+      ['project/ctxbus/ci', 'CI runs ./dev test'],
+      ['project/ctxbus/stack', 'Stack: TypeScript, pnpm, turbo, tsup, vitest, Biome'],
+    ]);
+
+    const decisions = await call('memory_query', { path: 'project', type: 'decision' });
+    expect(
+      (decisions.structuredContent as { items: { key: string }[] }).items.map((entry) => entry.key),
+    ).toEqual(['project/ctxbus/ci']);
+  });
+});
+
+describe('tool errors', () => {
+  it('invalid input is a tool error naming the field', async () => {
+    const result = await call('context_write', { type: 'opinion', title: 'x' });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe(
+      'context_write failed: invalid input: type: Invalid option: expected one of "discovery"|"decision"|"status"|"request"|"alert"',
+    );
+    const two = await call('context_write', { type: 'discovery', title: '', tags: ['two words'] });
+    expect(two.isError).toBe(true);
+    expect(textOf(two)).toMatch(
+      /^context_write failed: invalid input: title: .*; tags\[0\]: a tag has no spaces or commas$/,
+    );
+    const since = await call('context_read', { since: 'yesterday' });
+    expect(textOf(since)).toMatch(/^context_read failed: invalid input: since: /);
+  });
+
+  it('a rule only the hub checks comes back as a one-line tool error', async () => {
+    const result = await call('context_write', {
+      type: 'status',
+      title: 'Mismatched scope',
+      scope: 'thread',
+      scopeKey: 'task:T-1',
+    });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^context_write failed: invalid input: .*needs scope "task"/);
+    expect(textOf(result)).not.toContain('\n');
+  });
+
+  it('an unknown tool is a protocol error listing the tools', async () => {
+    await expect(call('task_status', {})).rejects.toThrow(
+      /unknown tool task_status; this server has/,
+    );
+  });
+
+  it('an unknown id is a not-found tool error', async () => {
+    const result = await call('context_read', { id: '019a0000-0000-7000-8000-00000000abcd' });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^context_read failed: not found: /);
+  });
+
+  it('superseding an unknown item is an invalid-reference tool error', async () => {
+    const result = await call('context_write', {
+      type: 'decision',
+      title: 'Replaces nothing',
+      supersedes: '019a0000-0000-7000-8000-00000000abcd',
+    });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/invalid reference: supersedes names item/);
+  });
+
+  it('a hub that is down gives tool errors saying so, for every tool', async () => {
+    const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
+    const offline = await connectInMemory(createCtxbusMcpServer({ backend: down }));
+    try {
+      const calls: [string, Record<string, unknown>][] = [
+        ['context_read', {}],
+        ['context_write', { type: 'alert', title: 'Hub down' }],
+        ['context_search', { query: 'anything' }],
+        ['context_shared', {}],
+        ['memory_query', { path: 'project' }],
+        ['memory_write', { key: 'a/b', title: 'x' }],
+      ];
+      for (const [name, args] of calls) {
+        const result = await offline.client.callTool({ name, arguments: args });
+        expect(result.isError, name).toBe(true);
+        expect(textOf(result)).toMatch(
+          new RegExp(
+            `^${name} failed: the ctxbus hub is unavailable; try again later: cannot reach the ctxbus hub at http://127\\.0\\.0\\.1:\\d+`,
+          ),
+        );
+      }
+    } finally {
+      await offline.close();
+    }
+  });
+
+  it('a revoked or unknown token is an unauthorized tool error', async () => {
+    const wrong = createClient({ url: hub.url, token: 'cbx_not-a-token' });
+    const rejected = await connectInMemory(createCtxbusMcpServer({ backend: wrong }));
+    try {
+      const result = await rejected.client.callTool({ name: 'context_read', arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/rejected the token/);
+    } finally {
+      await rejected.close();
+    }
+  });
+});
