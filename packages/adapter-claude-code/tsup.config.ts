@@ -3,12 +3,14 @@ import { library } from '../../tsup.base.ts';
 
 export default defineConfig([
   library(['src/index.ts'], 'node'),
-  // The hook ships inside the plugin folder, self-contained: Claude Code runs it with plain
+  // The hook and the MCP server ship inside the plugin folder, self-contained: Claude Code runs
+  // them with plain
   // `node`, from a plugin cache where no node_modules exist.
   {
     entry: {
       'ctxbus-claude-hook': 'src/hook-entry.ts',
       'ctxbus-claude-hook-main': 'src/hook-main.ts',
+      'ctxbus-mcp': 'src/mcp-entry.ts',
     },
     outDir: 'plugin/dist',
     format: ['esm'],

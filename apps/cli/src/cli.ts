@@ -2,6 +2,7 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import { Command, CommanderError } from 'commander';
 import { registerContextCommands } from './commands/context-commands.js';
 import { registerInstall } from './commands/install-command.js';
+import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerToken } from './commands/token-command.js';
@@ -54,6 +55,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerMigrate(program, run);
   registerContextCommands(program, run);
   registerInstall(program, run);
+  registerMcp(program, run);
   return program;
 }
 

@@ -20,8 +20,19 @@ import { streamRoute } from './routes/stream-route.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * Routes mounted beside the API (the MCP endpoint, for one), without the hub depending on the
+ * package that provides them. Mounted before the 404 handler; closed with the hub.
+ */
+export interface HubExtension {
+  name: string;
+  mount(app: Hono, services: HubServices): void;
+  close?(): Promise<void>;
+}
+
 export interface HubOptions {
   store: Store;
+  extensions?: readonly HubExtension[];
   logger?: Logger;
   clock?: () => Date;
   version?: string;
@@ -193,6 +204,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     }),
   );
   for (const route of routes) register(app, route, services);
+  for (const extension of options.extensions ?? []) extension.mount(app, services);
 
   app.notFound((context) => {
     const path = context.req.path;
@@ -233,6 +245,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     routes,
     async close() {
       feed.close();
+      for (const extension of options.extensions ?? []) await extension.close?.();
     },
   };
 }

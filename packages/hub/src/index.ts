@@ -1,7 +1,7 @@
 export type { MintedToken, MintTokenRequest } from './auth.js';
 export { hashToken, mintToken, TOKEN_PREFIX, TokenVerifier } from './auth.js';
 export { ChangeFeed, FeedSubscriber } from './change-feed.js';
-export type { Hub, HubOptions } from './create-hub.js';
+export type { Hub, HubExtension, HubOptions } from './create-hub.js';
 export { createHub, DEFAULT_MAX_BODY_BYTES } from './create-hub.js';
 export type { HubServices } from './hub-services.js';
 export type { Logger } from './logger.js';

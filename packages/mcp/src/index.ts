@@ -18,6 +18,7 @@ export {
   RECENT_DECISIONS_URI,
   TEAM_CONTEXT_URI,
 } from './resources/resource-uris.js';
+export { runStdioMain } from './stdio-main.js';
 export type { RunningStdioServer, StdioServerOptions } from './stdio-server.js';
 export { runStdioServer } from './stdio-server.js';
 export { CONTEXT_READ_TOOL } from './tools/context-read-tool.js';

@@ -4,10 +4,18 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runCli, runtimeToken, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import {
+  call,
+  openStream,
+  removeDir,
+  runCli,
+  runtimeToken,
+  startHubProcess,
+  tempDir,
+} from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedModel, ScriptedReply } from './scripted-model.js';
-import { requestText, startScriptedModel } from './scripted-model.js';
+import { requestText, startScriptedModel, toolResults } from './scripted-model.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CLAUDE = resolve(here, '../node_modules/.bin/claude');
@@ -127,6 +135,41 @@ describe('Claude Code with ctxbus installed', () => {
     expect(decisions.body.items.map((item: { title: string }) => item.title)).toContain(
       'ship the e2e suite before the freeze',
     );
+  });
+
+  it('runs mcp__ctxbus__context_write for the model; a live subscriber gets the item', async () => {
+    const subscriber = openStream(hub.url, chatToken, { query: 'tags=ci' });
+    await subscriber.ready;
+    const title = 'Flaky test traced to a shared tmp dir (marker 91c2)';
+    reply = (request) =>
+      toolResults(request).length > 0
+        ? { text: 'Recorded it for the team.' }
+        : {
+            text: 'Let me record that.',
+            toolUse: {
+              name: 'mcp__ctxbus__context_write',
+              input: {
+                type: 'discovery',
+                title,
+                content: 'Two suites wrote to /tmp/ctx at once.',
+                tags: ['ci'],
+              },
+            },
+          };
+    const run = await runClaude(model, home, project, 'We found why CI flakes; tell the team.');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.result).toContain('Recorded it for the team.');
+    const results = toolResults(model.requests.at(-1) ?? { messages: [] }).join(' ');
+    expect(results).toContain(title);
+    expect(results).not.toContain('failed');
+    await subscriber.waitFor(
+      () => subscriber.items().some((event) => event.item.title === title),
+      10_000,
+    );
+    const event = subscriber.items().find((entry) => entry.item.title === title);
+    expect(event?.event).toBe('context-added');
+    expect(event?.item.source.runtime).toBe('claude-code');
+    subscriber.close();
   });
 
   it('keeps working with the hub down, and sends what it wrote once the hub is back', async () => {

@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
 import { VERSION } from '../version.js';
+import { mcpExtension } from './mcp-extension.js';
 
 /** Serve options after validation, as the hub worker receives them. */
 export interface HubRunOptions {
@@ -53,6 +54,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       version: VERSION,
       maxBodyBytes: options.maxBodyBytes,
       validateResponses: options.validateResponses,
+      extensions: [mcpExtension({ host: options.host, logger })],
     });
     lock.update({ url: running.url, startedAt: new Date().toISOString() });
     logger.info({ url: running.url, dataDir }, 'hub listening');
@@ -61,6 +63,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
     } else {
       printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
       printLine(`data directory: ${dataDir} (embedded SQLite store)`);
+      printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
       if (adminToken) {
         printLine(`admin token (shown once, keep it safe): ${adminToken}`);
         printLine(

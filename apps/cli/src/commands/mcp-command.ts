@@ -1,0 +1,25 @@
+import type { Command } from 'commander';
+
+export function registerMcp(program: Command, run: (action: () => Promise<void>) => Promise<void>) {
+  program
+    .command('mcp')
+    .description(
+      'an MCP server on stdio for clients that start processes (Claude Code, OpenClaw): a thin client of the hub at $CTXBUS_URL with $CTXBUS_TOKEN',
+    )
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL)')
+    .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN)')
+    .addHelpText(
+      'after',
+      '\nExample: claude mcp add ctxbus -e CTXBUS_URL=http://127.0.0.1:7420 -e CTXBUS_TOKEN=cbx_... -- ctxbus mcp',
+    )
+    .action((options: { url?: string; token?: string }) =>
+      run(async () => {
+        const { runStdioServer } = await import('@ctxbus/mcp');
+        const running = await runStdioServer({
+          ...(options.url !== undefined && { url: options.url }),
+          ...(options.token !== undefined && { token: options.token }),
+        });
+        await running.closed;
+      }),
+    );
+}
