@@ -41,8 +41,9 @@ export function createCtxbusMcpServer(options: CtxbusMcpServerOptions): McpServe
   const server = new McpServer(
     { name: MCP_SERVER_NAME, title: 'ctxbus shared context', version: MCP_SERVER_VERSION },
     {
-      // Tools are served by registerTools (which declares them); subscribe is ours to declare.
-      capabilities: { resources: { subscribe: true }, prompts: {} },
+      // Tools are served by registerTools (which declares them); subscribe is ours to declare;
+      // logging lets clients set a level (the SDK keeps it per session).
+      capabilities: { resources: { subscribe: true }, prompts: {}, logging: {} },
       instructions: INSTRUCTIONS,
     },
   );

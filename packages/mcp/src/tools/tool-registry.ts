@@ -9,6 +9,7 @@ import {
 import { z } from 'zod';
 import { errorMessage } from '../error-message.js';
 import type { Logger } from '../logger.js';
+import { portableSchema } from './portable-schema.js';
 
 /** One tool: zod schemas for what it takes and returns, and what it does. */
 export interface ToolDefinition<Input extends z.ZodObject, Output extends z.ZodObject> {
@@ -70,14 +71,12 @@ export function registerTools(
     name: tool.name,
     title: tool.title,
     description: tool.description,
-    inputSchema: z.toJSONSchema(tool.input, {
-      io: 'input',
-      target: 'draft-07',
-    }) as Tool['inputSchema'],
-    outputSchema: z.toJSONSchema(tool.output, {
-      io: 'output',
-      target: 'draft-07',
-    }) as Tool['outputSchema'],
+    inputSchema: portableSchema(
+      z.toJSONSchema(tool.input, { io: 'input', target: 'draft-07' }),
+    ) as Tool['inputSchema'],
+    outputSchema: portableSchema(
+      z.toJSONSchema(tool.output, { io: 'output', target: 'draft-07' }),
+    ) as Tool['outputSchema'],
     ...(tool.annotations && { annotations: tool.annotations }),
   }));
 
