@@ -13,6 +13,7 @@ import {
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runLocomo } from './locomo-recall.ts';
+import { benchMcp } from './mcp-latency.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 
 export interface Row {
@@ -35,12 +36,13 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,locomo] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
   scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
   hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
+  mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
   locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
   --quick   small sizes (a smoke run of every section, ~30 s)
 `);
@@ -48,7 +50,7 @@ if (flags.help) {
 }
 
 const quick = flags.quick;
-const sections = new Set((flags.only ?? 'writes,delivery,scale,hooks,locomo').split(','));
+const sections = new Set((flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo').split(','));
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -341,6 +343,12 @@ async function main() {
     log('hooks: Claude Code hook latency');
     await withHub(async (hub) => {
       rows.push(...(await benchHooks(hub, quick ? 10 : 50)));
+    });
+  }
+  if (sections.has('mcp')) {
+    log('mcp: tool-call latency');
+    await withHub(async (hub) => {
+      rows.push(...(await benchMcp(hub, quick ? 20 : 200)));
     });
   }
   if (sections.has('locomo')) {
