@@ -17,6 +17,7 @@ import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { streamRoute } from './routes/stream-route.js';
+import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -142,7 +143,12 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     keepAliveSeconds: options.keepAliveSeconds ?? 15,
   };
 
-  const routes: RouteDefinition[] = [...contextRoutes, streamRoute, ...adminRoutes];
+  const routes: RouteDefinition[] = [
+    ...contextRoutes,
+    streamRoute,
+    streamWebSocketRoute,
+    ...adminRoutes,
+  ];
   const systemRoutes = [
     defineRoute({
       method: 'GET',

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { CtxbusError } from '@ctxbus/core';
 import type { ServerType } from '@hono/node-server';
 import { serve } from '@hono/node-server';
+import { WebSocketServer } from 'ws';
 import type { Hub, HubOptions } from './create-hub.js';
 import { createHub } from './create-hub.js';
 
@@ -32,8 +33,12 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const hub = await createHub(options);
   const host = options.host ?? DEFAULT_HOST;
   const port = options.port ?? DEFAULT_PORT;
+  const sockets = new WebSocketServer({ noServer: true });
   const server = await new Promise<ServerType>((resolve, reject) => {
-    const started = serve({ fetch: hub.app.fetch, hostname: host, port }, () => resolve(started));
+    const started = serve(
+      { fetch: hub.app.fetch, hostname: host, port, websocket: { server: sockets } },
+      () => resolve(started),
+    );
     started.once('error', (error: NodeJS.ErrnoException) => {
       const message =
         error.code === 'EADDRINUSE'
@@ -49,6 +54,8 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
     server,
     async close() {
       await hub.close();
+      for (const socket of sockets.clients) socket.terminate();
+      sockets.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         if ('closeAllConnections' in server) server.closeAllConnections();

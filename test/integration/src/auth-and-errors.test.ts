@@ -293,6 +293,7 @@ describe('the OpenAPI document', () => {
         'searchContext',
         'sharedContext',
         'streamContext',
+        'streamContextWebSocket',
         'writeContext',
       ].sort(),
     );

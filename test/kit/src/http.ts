@@ -1,4 +1,5 @@
 import { createParser } from 'eventsource-parser';
+import { WebSocket } from 'ws';
 import type { HubProcess } from './hub-process.ts';
 
 export interface ApiResponse {
@@ -143,5 +144,74 @@ export function openStream(
       });
     },
     close: () => controller.abort(),
+  };
+}
+
+/** Opens /api/stream/ws with the `ws` client (Authorization on the upgrade request). */
+export function openWebSocketStream(
+  url: string,
+  token: string | null,
+  options: { query?: string; lastEventId?: string } = {},
+): SseConnection & { closed: Promise<number> } {
+  const events: SseEvent[] = [];
+  const listeners = new Set<() => void>();
+  const target = `${url.replace(/^http/, 'ws')}/api/stream/ws${options.query ? `?${options.query}` : ''}`;
+  const socket = new WebSocket(target, {
+    headers: {
+      ...(token && { authorization: `Bearer ${token}` }),
+      ...(options.lastEventId !== undefined && { 'last-event-id': options.lastEventId }),
+    },
+  });
+  let resolveReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    resolveReady = resolve;
+  });
+  const status = new Promise<number>((resolve) => {
+    socket.once('upgrade', (response) => resolve(response.statusCode ?? 101));
+    socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+  });
+  const closed = new Promise<number>((resolve) => {
+    socket.once('close', (code) => resolve(code));
+    socket.once('error', () => resolve(-1));
+  });
+  socket.on('message', (data) => {
+    const message = JSON.parse(String(data)) as { type: string; seq?: number; event?: string };
+    if (message.type === 'ready') {
+      events.push({ event: 'ready', data: String(data) });
+      resolveReady();
+    } else {
+      events.push({
+        id: String(message.seq),
+        event: message.event ?? 'message',
+        data: String(data),
+      });
+    }
+    for (const listener of listeners) listener();
+  });
+  return {
+    events,
+    items: () =>
+      events.filter((event) => event.event !== 'ready').map((event) => JSON.parse(event.data)),
+    ready,
+    status,
+    closed,
+    waitFor(predicate, timeoutMs = 5_000) {
+      if (predicate(events)) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for websocket events; got ${events.length}`));
+        }, timeoutMs);
+        const check = () => {
+          if (predicate(events)) {
+            clearTimeout(timer);
+            listeners.delete(check);
+            resolve();
+          }
+        };
+        listeners.add(check);
+      });
+    },
+    close: () => socket.close(),
   };
 }

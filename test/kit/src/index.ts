@@ -1,4 +1,4 @@
 export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './http.ts';
-export { call, openStream, runtimeToken } from './http.ts';
+export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
 export { CLI, removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.ts';

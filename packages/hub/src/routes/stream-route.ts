@@ -2,16 +2,22 @@ import type { ItemFilter } from '@ctxbus/core';
 import { CtxbusError, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import type { ChangeKind } from '@ctxbus/store';
 import { streamSSE } from 'hono/streaming';
+import type { z } from 'zod';
 import { viewerOf } from '../caller.js';
 import { defineRoute } from '../route-definition.js';
 
-const EVENT_NAMES: Record<ChangeKind, string> = {
+export const EVENT_NAMES: Record<ChangeKind, string> = {
   added: 'context-added',
   consumed: 'context-consumed',
   superseded: 'context-superseded',
 };
 
-function resumeSeq(header: string | undefined, since: number | undefined, latest: number): number {
+/** Where a stream starts: Last-Event-ID, else `since`, else the newest change. */
+export function resumeSeq(
+  header: string | undefined,
+  since: number | undefined,
+  latest: number,
+): number {
   if (header !== undefined && header.trim() !== '') {
     if (!/^\d+$/.test(header.trim())) {
       throw new CtxbusError('validation_failed', 'Last-Event-ID must be a sequence number');
@@ -20,6 +26,19 @@ function resumeSeq(header: string | undefined, since: number | undefined, latest
   }
   return since ?? latest;
 }
+
+/** The store filter a stream query asks for. */
+export function streamFilter(query: StreamQuery): ItemFilter {
+  return {
+    ...(query.scope && { scopes: query.scope }),
+    ...(query.scopeKey !== undefined && { scopeKey: query.scopeKey }),
+    ...(query.type && { types: query.type }),
+    ...(query.tags && { tags: query.tags }),
+    ...(query.minUrgency !== undefined && { minUrgency: query.minUrgency }),
+  };
+}
+
+type StreamQuery = z.output<typeof streamQuerySchema>;
 
 export const streamRoute = defineRoute({
   method: 'GET',
@@ -51,13 +70,7 @@ export const streamRoute = defineRoute({
       query.since,
       await services.store.latestSeq(),
     );
-    const filter: ItemFilter = {
-      ...(query.scope && { scopes: query.scope }),
-      ...(query.scopeKey !== undefined && { scopeKey: query.scopeKey }),
-      ...(query.type && { types: query.type }),
-      ...(query.tags && { tags: query.tags }),
-      ...(query.minUrgency !== undefined && { minUrgency: query.minUrgency }),
-    };
+    const filter = streamFilter(query);
     const subscriber = services.feed.subscribe(viewer, filter, afterSeq);
     return streamSSE(
       context,
