@@ -1,3 +1,19 @@
+export type {
+  PostgresConnectionOptions,
+  PostgresLogger,
+} from './postgres/postgres-connection.js';
+export { DEFAULT_POSTGRES_SCHEMA } from './postgres/postgres-connection.js';
+export type {
+  PostgresMigration,
+  PostgresMigrationResult,
+} from './postgres/postgres-migrations.js';
+export {
+  migratePostgres,
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+} from './postgres/postgres-migrations.js';
+export type { PostgresStoreOptions } from './postgres/postgres-store.js';
+export { openPostgresStore, PostgresStore } from './postgres/postgres-store.js';
 export type { QueryTerm, SearchQuery, SearchQueryOptions } from './search/search-query.js';
 export {
   buildSearchQuery,

@@ -55,6 +55,9 @@ export const CONFORMANCE_CASES = [
   'batch-duplicates',
   'latest-per-scope-key',
   'reference-semantics',
+  'concurrent-consume',
+  'key-holder-visibility',
+  'large-item',
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -715,6 +718,60 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
           }
         }
       }
+    });
+
+    test('concurrent-consume', async () => {
+      // The same runtime consuming one item twice at once records one consumption.
+      const item = await write({ type: 'request', title: 'Approve the plan?' });
+      const [first, second] = await Promise.all([
+        store.consumeItem(acmeChat, item.id),
+        store.consumeItem(acmeChat, item.id),
+      ]);
+      expect(first?.consumedBy).toHaveLength(1);
+      expect(second?.consumedBy).toEqual(first?.consumedBy);
+      const consumptions = (await store.readChanges({ afterSeq: 0, limit: 10 })).filter(
+        (change) => change.kind === 'consumed',
+      );
+      expect(consumptions).toHaveLength(1);
+      expect(await store.latestSeq()).toBe(item.seq + 1);
+    });
+
+    test('key-holder-visibility', async () => {
+      // Writing a key supersedes only a holder the writer can see: not an expired one, not
+      // another runtime's private one; a holder written earlier in the same batch, yes.
+      const fading = await write({ title: 'fading', key: 'notes/fading', expiresAfterSeconds: 30 });
+      const secret = await write({ title: 'secret', key: 'notes/shared', visibility: 'private' });
+      nowMs += 31_000;
+      const renewed = await write({ title: 'renewed', key: 'notes/fading' });
+      expect(renewed.supersedes).toBeNull();
+      const theirs = await write({ title: 'theirs', key: 'notes/shared' }, acmeChat);
+      expect(theirs.supersedes).toBeNull();
+      expect((await store.getItem(acme, secret.id))?.supersededBy).toBeNull();
+      expect(
+        (await store.listItems(acme, { limit: 10, key: 'notes/shared' })).map((i) => i.title),
+      ).toEqual(['theirs', 'secret']);
+      expect(await store.getItem(acme, fading.id)).toBeNull();
+      const [v1, v2] = await store.writeItems([
+        prepared({ title: 'v1', key: 'notes/batch' }),
+        prepared({ title: 'v2', key: 'notes/batch' }),
+      ]);
+      expect(v2?.item.supersedes).toBe(v1?.item.id);
+      expect(v1?.item.supersededBy).toBe(v2?.item.id);
+      expect(
+        (await store.listItems(acme, { limit: 10, key: 'notes/batch' })).map((i) => i.title),
+      ).toEqual(['v2']);
+    });
+
+    test('large-item', async () => {
+      // The largest content a write may carry round-trips unchanged and stays searchable:
+      // 15,000 distinct words, a 3,000-character token, and a word repeated to the limit.
+      const words = Array.from({ length: 15_000 }, (_, index) => `w${index.toString(36)}`);
+      const head = `${words.join(' ')} ${'x'.repeat(3_000)} `;
+      const content = `${head}${'again '.repeat(100_000)}`.slice(0, 100_000);
+      const item = await write({ title: 'Large', content, relevanceTags: ['big'] });
+      expect((await store.getItem(acme, item.id))?.content).toBe(content);
+      const hits = await store.searchItems(acme, { query: `${words.at(-1)} w1`, limit: 3 });
+      expect(hits.map((hit) => hit.item.id)).toEqual([item.id]);
     });
 
     test('concurrent-writes', async () => {

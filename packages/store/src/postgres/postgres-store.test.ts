@@ -1,0 +1,325 @@
+import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
+import { CtxbusError, prepareItem } from '@ctxbus/core';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Change } from '../store.js';
+import { runStoreConformance } from '../testing/store-conformance.js';
+import { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
+import type { PostgresStore } from './postgres-store.js';
+import { openPostgresStore } from './postgres-store.js';
+import { postgresRequired, probePostgres, ScratchSchemas } from './postgres-test-server.js';
+
+const server = await probePostgres();
+
+if (server.url === null) {
+  const why = `no PostgreSQL at ${server.tried} (${server.reason}); set CTXBUS_TEST_POSTGRES_URL`;
+  if (postgresRequired()) {
+    it('postgres store: a PostgreSQL server is required (CI=true or CTXBUS_REQUIRE_POSTGRES=1)', () => {
+      throw new Error(`PostgreSQL store tests cannot run: ${why}`);
+    });
+  } else {
+    it.skip(`postgres store (skipped: ${why}, or CTXBUS_REQUIRE_POSTGRES=1 to fail instead)`, () => {});
+  }
+} else {
+  definePostgresTests(server.url);
+}
+
+function definePostgresTests(url: string): void {
+  const schemas = new ScratchSchemas(url);
+  afterAll(() => schemas.dropAll());
+
+  runStoreConformance({
+    name: 'postgres',
+    async createStore({ clock }) {
+      return openPostgresStore({ connectionString: url, schema: schemas.next(), clock });
+    },
+    async reopenStore(store, { clock }) {
+      await store.close();
+      return openPostgresStore({
+        connectionString: url,
+        schema: (store as PostgresStore).schema,
+        clock,
+      });
+    },
+  });
+
+  const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
+  const prepared = (input: Partial<ContextItemInput>, viewer: Viewer = acme): NewContextItem =>
+    prepareItem({ type: 'discovery', title: 'untitled', ...input }, viewer, { now: new Date() });
+
+  async function rejection(promise: Promise<unknown>): Promise<CtxbusError> {
+    try {
+      await promise;
+    } catch (error) {
+      expect(CtxbusError.isInstance(error), String(error)).toBe(true);
+      return error as CtxbusError;
+    }
+    throw new Error('expected a rejection');
+  }
+
+  async function withClient<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  describe('postgres migrations', () => {
+    it('refuses an unmigrated schema with migrate: false, and says how to migrate', async () => {
+      const schema = schemas.next('old');
+      const error = await rejection(
+        openPostgresStore({ connectionString: url, schema, migrate: false }),
+      );
+      expect(error.code).toBe('unavailable');
+      expect(error.message).toContain('has schema version 0, older than this ctxbus needs');
+      expect(error.message).toContain('run `ctxbus migrate --store postgres://');
+      expect(error.message).toContain(`schema=${schema}`);
+      const result = await migratePostgres({ connectionString: url, schema });
+      expect(result).toMatchObject({ from: 0, to: POSTGRES_SCHEMA_VERSION });
+      expect(result.applied.map((step) => step.version)).toEqual(
+        Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, index) => index + 1),
+      );
+      const store = await openPostgresStore({ connectionString: url, schema, migrate: false });
+      expect(store.info).toMatchObject({
+        backend: 'postgres',
+        schemaVersion: POSTGRES_SCHEMA_VERSION,
+      });
+      await store.close();
+      expect((await migratePostgres({ connectionString: url, schema })).applied).toEqual([]);
+    });
+
+    it('refuses a schema newer than the code, with or without migrate', async () => {
+      const schema = schemas.next('new');
+      await migratePostgres({ connectionString: url, schema });
+      await withClient((client) =>
+        client.query(
+          `INSERT INTO "${schema}".schema_migrations (version, name) VALUES (99, 'future')`,
+        ),
+      );
+      for (const migrate of [true, false]) {
+        const error = await rejection(
+          openPostgresStore({ connectionString: url, schema, migrate }),
+        );
+        expect(error.code).toBe('schema_too_new');
+        expect(error.message).toContain(
+          `schema version 99, newer than this ctxbus knows (${POSTGRES_SCHEMA_VERSION}); upgrade ctxbus`,
+        );
+      }
+      expect((await rejection(migratePostgres({ connectionString: url, schema }))).code).toBe(
+        'schema_too_new',
+      );
+    });
+
+    it('lets hubs starting together migrate one schema once', async () => {
+      const schema = schemas.next('race');
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () => migratePostgres({ connectionString: url, schema })),
+      );
+      const applied = results.flatMap((result) => result.applied.map((step) => step.version));
+      expect(applied.sort()).toEqual(
+        Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, index) => index + 1),
+      );
+      const versions = await withClient(
+        async (client) =>
+          (await client.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`))
+            .rows,
+      );
+      expect(versions.map((row) => row.version)).toHaveLength(POSTGRES_SCHEMA_VERSION);
+    });
+
+    it('checks its options and never shows a password', async () => {
+      expect(
+        (await rejection(openPostgresStore({ connectionString: url, schema: 'Bad-Name' }))).code,
+      ).toBe('validation_failed');
+      const error = await rejection(
+        openPostgresStore({ connectionString: 'postgres://someone:hunter2@127.0.0.1:1/nowhere' }),
+      );
+      expect(error.code).toBe('unavailable');
+      expect(error.message).not.toContain('hunter2');
+      expect(error.message).toContain('postgres://someone@127.0.0.1:1/nowhere');
+    });
+
+    it('reopens a store on its schema, keeping items and sequence', async () => {
+      const schema = schemas.next('reopen');
+      const first = await openPostgresStore({ connectionString: url, schema });
+      const [outcome] = await first.writeItems([prepared({ title: 'kept' })]);
+      await first.close();
+      await expect(first.getItem(acme, outcome?.item.id ?? '')).rejects.toThrow('closed');
+      const again = await openPostgresStore({ connectionString: url, schema, migrate: false });
+      expect(await again.getItem(acme, outcome?.item.id ?? '')).toEqual(outcome?.item);
+      expect(await again.latestSeq()).toBe(1);
+      await again.close();
+    });
+
+    it('works on a pool it does not own, and leaves that pool open', async () => {
+      const pool = new pg.Pool({ connectionString: url, max: 3 });
+      try {
+        const schema = schemas.next('pool');
+        const store = await openPostgresStore({ pool, schema });
+        await store.writeItems([prepared({ title: 'pooled' })]);
+        await store.close();
+        const count = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".items`);
+        expect(count.rows[0]?.n).toBe(1);
+      } finally {
+        await pool.end();
+      }
+    });
+  });
+
+  describe('postgres group commit and sequence', () => {
+    it('gives writers on separate pools one gapless sequence, visible in order', async () => {
+      const schema = schemas.next('seq');
+      const writers = await Promise.all(
+        Array.from({ length: 4 }, () => openPostgresStore({ connectionString: url, schema })),
+      );
+      const reader = await openPostgresStore({ connectionString: url, schema });
+      // A reader tailing the feed while the writers run must never see a gap: N+1 becomes
+      // visible only after N.
+      let running = true;
+      let seen = 0;
+      const tailed: number[] = [];
+      const tail = (async () => {
+        while (running || seen < (await reader.latestSeq())) {
+          const changes = await reader.readChanges({ afterSeq: seen, limit: 500 });
+          for (const change of changes) {
+            expect(change.seq, 'the feed skipped a sequence number').toBe(seen + 1);
+            seen = change.seq;
+            tailed.push(change.seq);
+          }
+        }
+      })();
+      const perWriter = 60;
+      const written = await Promise.all(
+        writers.map(async (store, index) => {
+          const viewer = { teamId: 'acme', runtime: `writer-${index}` };
+          const ids: string[] = [];
+          for (let wave = 0; wave < perWriter / 12; wave++) {
+            const outcomes = await Promise.all(
+              Array.from({ length: 12 }, (_, n) =>
+                store.writeItems([prepared({ title: `w${index}-${wave}-${n}` }, viewer)]),
+              ),
+            );
+            for (const [outcome] of outcomes) ids.push(outcome?.item.id ?? '');
+            // Consumptions take sequence numbers too, from the same counter.
+            const consumed = await store.consumeItem(
+              { teamId: 'acme', runtime: `reader-${index}` },
+              ids.at(-1) ?? '',
+            );
+            expect(consumed?.consumed).toBe(true);
+          }
+          return ids;
+        }),
+      );
+      running = false;
+      await tail;
+      const total = writers.length * perWriter;
+      const consumptions = writers.length * (perWriter / 12);
+      const changes: Change[] = await reader.readChanges({ afterSeq: 0, limit: 10_000 });
+      expect(changes.map((change) => change.seq)).toEqual(
+        Array.from({ length: total + consumptions }, (_, index) => index + 1),
+      );
+      expect(tailed).toEqual(changes.map((change) => change.seq));
+      const added = changes.filter((change) => change.kind === 'added');
+      expect(added).toHaveLength(total);
+      expect(new Set(added.map((change) => change.item.id)).size).toBe(total);
+      expect(new Set(written.flat())).toEqual(new Set(added.map((change) => change.item.id)));
+      expect(added.every((change) => change.item.seq === change.seq)).toBe(true);
+      expect(await reader.latestSeq()).toBe(total + consumptions);
+      await Promise.all([...writers, reader].map((store) => store.close()));
+    });
+
+    it('keeps one holder per key when hubs write the same key at once', async () => {
+      const schema = schemas.next('key');
+      const stores = await Promise.all(
+        Array.from({ length: 3 }, () => openPostgresStore({ connectionString: url, schema })),
+      );
+      await Promise.all(
+        stores.flatMap((store, index) =>
+          Array.from({ length: 10 }, (_, n) =>
+            store.writeItems([prepared({ title: `v${index}-${n}`, key: 'project/stack' })]),
+          ),
+        ),
+      );
+      const [store] = stores;
+      if (!store) throw new Error('no store');
+      const live = await store.listItems(acme, { limit: 100, key: 'project/stack' });
+      expect(live).toHaveLength(1);
+      const all = await store.listItems(acme, {
+        limit: 100,
+        key: 'project/stack',
+        includeSuperseded: true,
+      });
+      expect(all).toHaveLength(30);
+      // One chain, newest first: each item superseded the one written just before it.
+      all.forEach((item, index) => {
+        expect(item.supersededBy).toBe(index === 0 ? null : all[index - 1]?.id);
+        expect(item.supersedes).toBe(all[index + 1]?.id ?? null);
+      });
+      // The same id from two hubs at once: one creates it, the other gets it back.
+      const id = '0192f000-0000-7000-8000-00000000aaaa';
+      const outcomes = await Promise.all(
+        stores.map((each) => each.writeItems([prepared({ id, title: 'same' })])),
+      );
+      expect(outcomes.map(([outcome]) => outcome?.status).sort()).toEqual([
+        'created',
+        'existing',
+        'existing',
+      ]);
+      await Promise.all(stores.map((each) => each.close()));
+    });
+
+    it('fails only the write PostgreSQL refuses, through savepoints', async () => {
+      const schema = schemas.next('savepoint');
+      const store = await openPostgresStore({ connectionString: url, schema });
+      // A constraint the store's own rules know nothing about: the database refuses the
+      // combined statement, and the group is replayed one savepoint per write.
+      await withClient((client) =>
+        client.query(
+          `ALTER TABLE "${schema}".items ADD CONSTRAINT no_poison CHECK (title <> 'poison')`,
+        ),
+      );
+      const results = await Promise.allSettled([
+        store.writeItems([prepared({ title: 'fine 1' })]),
+        store.writeItems([prepared({ title: 'fine 2' }), prepared({ title: 'poison' })]),
+        store.writeItems([prepared({ title: 'fine 3' })]),
+      ]);
+      expect(results.map((result) => result.status)).toEqual([
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      const listed = await store.listItems(acme, { limit: 10 });
+      expect(listed.map((item) => [item.title, item.seq])).toEqual([
+        ['fine 3', 2],
+        ['fine 1', 1],
+      ]);
+      expect(await store.latestSeq()).toBe(2);
+      await store.close();
+    });
+
+    it('refuses text PostgreSQL cannot store, and keeps text it can', async () => {
+      const store = await openPostgresStore({
+        connectionString: url,
+        schema: schemas.next('text'),
+      });
+      const error = await rejection(store.writeItems([prepared({ title: 'nul \u0000 inside' })]));
+      expect(error.code).toBe('validation_failed');
+      expect(error.message).toContain('title');
+      const [outcome] = await store.writeItems([
+        prepared({
+          title: 'broken \ud800 surrogate',
+          content: 'quotes \' " \\ and 🙂 ünïcödé',
+          runtimeOptions: { web: { b: 1, a: [2, { c: null }] } },
+        }),
+      ]);
+      expect(outcome?.item.title).toBe('broken \ufffd surrogate');
+      expect(await store.getItem(acme, outcome?.item.id ?? '')).toEqual(outcome?.item);
+      const hits = await store.searchItems(acme, { query: 'ünïcödé surrogate', limit: 5 });
+      expect(hits.map((hit) => hit.item.id)).toEqual([outcome?.item.id]);
+      await store.close();
+    });
+  });
+}
