@@ -24,6 +24,7 @@ export class ChangeFeed {
   private pumping = false;
   private again = false;
   private closed = false;
+  private watching: { close(): void } | null = null;
   readonly store: Store;
   readonly clock: () => Date;
   readonly maxPending: number;
@@ -38,15 +39,24 @@ export class ChangeFeed {
 
   async start(): Promise<void> {
     this.cursor = await this.store.latestSeq();
+    // Several processes may write (PostgreSQL): their commits arrive as hints from the store.
+    this.watching = this.store.watchChanges?.((seq) => this.notify(seq)) ?? null;
   }
 
   get subscriberCount(): number {
     return this.subscribers.size;
   }
 
-  /** Something was written: read the new changes once and offer them to every subscriber. */
-  notify(): void {
+  /**
+   * Something was written (`seq`: the newest sequence, when known): read the new changes once
+   * and offer them to every subscriber. With nobody subscribed, only the cursor moves.
+   */
+  notify(seq?: number): void {
     if (this.closed) return;
+    if (seq !== undefined && this.subscribers.size === 0) {
+      this.cursor = Math.max(this.cursor, seq);
+      return;
+    }
     if (this.pumping) {
       this.again = true;
       return;
@@ -90,6 +100,7 @@ export class ChangeFeed {
 
   close(): void {
     this.closed = true;
+    this.watching?.close();
     for (const subscriber of [...this.subscribers]) subscriber.close();
   }
 }

@@ -13,7 +13,12 @@ export {
   POSTGRES_SCHEMA_VERSION,
 } from './postgres/postgres-migrations.js';
 export type { PostgresStoreOptions } from './postgres/postgres-store.js';
-export { openPostgresStore, PostgresStore } from './postgres/postgres-store.js';
+export {
+  changeChannel,
+  listenerName,
+  openPostgresStore,
+  PostgresStore,
+} from './postgres/postgres-store.js';
 export type { QueryTerm, SearchQuery, SearchQueryOptions } from './search/search-query.js';
 export {
   buildSearchQuery,

@@ -101,6 +101,13 @@ export interface Store {
   /** The sequence of the newest change (0 when empty). */
   latestSeq(): Promise<number>;
 
+  /**
+   * Optional: calls `listener` with the newest committed sequence when changes are committed by
+   * any process (for backends several processes write to). A hint only: it may be coalesced,
+   * late or lost, so readers catch up by sequence from their own cursor.
+   */
+  watchChanges?(listener: (seq: number) => void): { close(): void };
+
   createToken(record: TokenRecord): Promise<void>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
   listTokens(options?: ListTokensOptions): Promise<TokenRecord[]>;

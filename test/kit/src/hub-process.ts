@@ -12,6 +12,7 @@ export const CLI = resolve(here, '../../../apps/cli/dist/bin.js');
 export interface HubProcess {
   url: string;
   adminToken: string | null;
+  /** The data directory ('' on PostgreSQL). */
   dataDir: string;
   process: ChildProcess;
   /** Everything the hub wrote to stderr (its JSON log). */
@@ -28,13 +29,15 @@ export function tempDir(prefix = 'ctxbus-test-'): string {
 
 export interface StartOptions {
   dataDir?: string;
+  /** A PostgreSQL URL for `--store` (no data directory then). */
+  store?: string;
   args?: string[];
   env?: NodeJS.ProcessEnv;
 }
 
 /** Starts `ctxbus serve --port 0 --json` and resolves once it prints its URL. */
 export async function startHubProcess(options: StartOptions = {}): Promise<HubProcess> {
-  const dataDir = options.dataDir ?? tempDir();
+  const dataDir = options.store ? '' : (options.dataDir ?? tempDir());
   const child = spawn(
     process.execPath,
     [
@@ -43,8 +46,7 @@ export async function startHubProcess(options: StartOptions = {}): Promise<HubPr
       '--port',
       '0',
       '--json',
-      '--data',
-      dataDir,
+      ...(options.store ? ['--store', options.store] : ['--data', dataDir]),
       '--log-level',
       'warn',
       ...(options.args ?? []),
@@ -95,6 +97,7 @@ export async function startHubProcess(options: StartOptions = {}): Promise<HubPr
 }
 
 export function removeDir(dir: string): void {
+  if (!dir) return;
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -118,6 +121,7 @@ export function spawnCli(
     env: {
       ...process.env,
       CTXBUS_URL: '',
+      CTXBUS_STORE: '',
       CTXBUS_TOKEN: '',
       CTXBUS_ADMIN_TOKEN: '',
       CTXBUS_DATA: '',

@@ -1,41 +1,32 @@
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { mintToken, tokenInfo } from '@ctxbus/hub';
-import type { Store, TokenRole } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
-import { assertNoHub, databasePath } from '../data-dir.js';
+import type { TokenRole } from '@ctxbus/store';
+import type { StoreTarget } from '../store-target.js';
+import { withOfflineStore as withStore } from '../store-target.js';
 
-// Token management straight on a data directory no hub holds (loaded only when needed).
-
-async function withStore<T>(dataDir: string, work: (store: Store) => Promise<T>): Promise<T> {
-  assertNoHub(dataDir);
-  const store = openSqliteStore({ path: databasePath(dataDir) });
-  try {
-    return await work(store);
-  } finally {
-    await store.close();
-  }
-}
+// Token management straight on the store (loaded only when needed): a data directory no hub
+// holds, or a PostgreSQL database (hubs may run on it: they read tokens from it).
 
 export function createOffline(
-  dataDir: string,
+  target: StoreTarget,
   request: { role: TokenRole; teamId: string | null; runtime: string | null; label: string | null },
 ): Promise<{ token: string; info: TokenInfo }> {
-  return withStore(dataDir, async (store) => {
+  return withStore(target, async (store) => {
     const minted = await mintToken(store, request);
     return { token: minted.token, info: tokenInfo(minted.record) };
   });
 }
 
 export function listOffline(
-  dataDir: string,
+  target: StoreTarget,
   options: { teamId?: string; includeRevoked: boolean },
 ): Promise<TokenInfo[]> {
-  return withStore(dataDir, async (store) => (await store.listTokens(options)).map(tokenInfo));
+  return withStore(target, async (store) => (await store.listTokens(options)).map(tokenInfo));
 }
 
-export function revokeOffline(dataDir: string, id: string): Promise<TokenInfo> {
-  return withStore(dataDir, async (store) => {
+export function revokeOffline(target: StoreTarget, id: string): Promise<TokenInfo> {
+  return withStore(target, async (store) => {
     const record = await store.revokeToken(id);
     if (!record) throw new CtxbusError('not_found', `no token ${id}`);
     return tokenInfo(record);

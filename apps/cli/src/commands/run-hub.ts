@@ -1,8 +1,11 @@
 import { mintToken, startHub } from '@ctxbus/hub';
-import { openSqliteStore } from '@ctxbus/store';
+import type { Store } from '@ctxbus/store';
+import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
 import { pino } from 'pino';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
+import type { StoreTarget } from '../store-target.js';
+import { describeTarget } from '../store-target.js';
 import { VERSION } from '../version.js';
 import { mcpExtension } from './mcp-extension.js';
 
@@ -10,7 +13,9 @@ import { mcpExtension } from './mcp-extension.js';
 export interface HubRunOptions {
   port: number;
   host: string;
-  dataDir: string;
+  store: StoreTarget;
+  /** PostgreSQL: apply pending migrations on start (SQLite always does). */
+  migrate: boolean;
   logLevel: string;
   maxBodyBytes: number;
   durability: 'normal' | 'full';
@@ -21,17 +26,33 @@ export interface HubRunOptions {
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /**
- * Runs the hub until `stopped` resolves: takes the data directory, opens the store, mints the
- * first admin token when there is none, listens, prints the URL, then closes everything.
+ * Runs the hub until `stopped` resolves: takes the data directory (or connects to
+ * PostgreSQL), opens the store, mints the first admin token when there is none, listens,
+ * prints the URL, then closes everything.
  */
 export async function runHub(options: HubRunOptions, stopped: Promise<string>): Promise<void> {
   const logger = pino(
     { level: options.logLevel, base: { service: 'ctxbus-hub' } },
     pino.destination(2),
   );
-  const { dataDir } = options;
-  const lock = lockDataDir(dataDir);
-  const store = openSqliteStore({ path: databasePath(dataDir), durability: options.durability });
+  const target = options.store;
+  // One hub per data directory; any number of hubs may share a PostgreSQL database.
+  const lock = target.kind === 'sqlite' ? lockDataDir(target.dataDir) : null;
+  let store: Store;
+  try {
+    store =
+      target.kind === 'sqlite'
+        ? openSqliteStore({ path: databasePath(target.dataDir), durability: options.durability })
+        : await openPostgresStore({
+            connectionString: target.connectionString,
+            migrate: options.migrate,
+            logger: logger.child({ component: 'postgres' }),
+            ...(target.schema && { schema: target.schema }),
+          });
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   let adminToken: string | null = null;
   try {
     const admins = (await store.listTokens()).filter((token) => token.role === 'admin');
@@ -56,13 +77,22 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       validateResponses: options.validateResponses,
       extensions: [mcpExtension({ host: options.host, logger })],
     });
-    lock.update({ url: running.url, startedAt: new Date().toISOString() });
-    logger.info({ url: running.url, dataDir }, 'hub listening');
+    lock?.update({ url: running.url, startedAt: new Date().toISOString() });
+    const where = describeTarget(target);
+    logger.info({ url: running.url, store: where }, 'hub listening');
     if (options.json) {
-      printLine(JSON.stringify({ url: running.url, adminToken, dataDir, version: VERSION }));
+      printLine(
+        JSON.stringify({
+          url: running.url,
+          adminToken,
+          store: where,
+          ...(target.kind === 'sqlite' && { dataDir: target.dataDir }),
+          version: VERSION,
+        }),
+      );
     } else {
       printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
-      printLine(`data directory: ${dataDir} (embedded SQLite store)`);
+      printLine(`store: ${where}`);
       printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
       if (adminToken) {
         printLine(`admin token (shown once, keep it safe): ${adminToken}`);
@@ -76,6 +106,6 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
     await running.close();
   } finally {
     await store.close();
-    lock.release();
+    lock?.release();
   }
 }

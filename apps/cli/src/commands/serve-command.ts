@@ -13,7 +13,7 @@ export function registerServe(
   program
     .command('serve')
     .description(
-      'start a hub on the embedded store (prints its URL, and an admin token on first start)',
+      'start a hub on the embedded store or PostgreSQL (prints its URL, and an admin token on first start)',
     )
     .option(
       '-p, --port <port>',
@@ -27,6 +27,11 @@ export function registerServe(
     )
     .option('-d, --data <dir>', `data directory (default: $CTXBUS_DATA or ${defaultDataDir()})`)
     .option(
+      '--store <url>',
+      'PostgreSQL instead of the data directory: postgres://user@host:5432/db[?schema=name] (default: $CTXBUS_STORE); several hubs may share it',
+    )
+    .option('--no-migrate', 'PostgreSQL: refuse to start on an old schema instead of migrating it')
+    .option(
       '--log-level <level>',
       'trace|debug|info|warn|error|silent (logs go to stderr as JSON)',
       'info',
@@ -34,7 +39,7 @@ export function registerServe(
     .option('--max-body-bytes <n>', 'largest accepted request body', String(DEFAULT_MAX_BODY_BYTES))
     .option(
       '--durability <mode>',
-      'normal (survives crashes) or full (also power loss; slower)',
+      'embedded store: normal (survives crashes) or full (also power loss; slower)',
       'normal',
     )
     .option('--json', 'print the URL and admin token as one JSON line')

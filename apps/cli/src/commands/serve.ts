@@ -1,13 +1,15 @@
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
-import { defaultDataDir } from '../data-dir.js';
+import { storeTarget } from '../store-target.js';
 import type { HubRunOptions } from './run-hub.js';
 
 export interface ServeOptions {
   port: string;
   host: string;
   data?: string;
+  store?: string;
+  migrate: boolean;
   logLevel: string;
   maxBodyBytes: string;
   durability: string;
@@ -45,7 +47,8 @@ function validate(options: ServeOptions): HubRunOptions {
   return {
     port,
     host: options.host,
-    dataDir: options.data ?? defaultDataDir(),
+    store: storeTarget(options),
+    migrate: options.migrate,
     logLevel: options.logLevel,
     maxBodyBytes,
     durability: options.durability,

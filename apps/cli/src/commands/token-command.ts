@@ -2,23 +2,25 @@ import { createClient } from '@ctxbus/client';
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { CtxbusError, parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
-import { defaultDataDir } from '../data-dir.js';
 import { printJson, printLine } from '../output.js';
+import type { StoreTarget } from '../store-target.js';
+import { storeTarget } from '../store-target.js';
 
 interface TargetOptions {
   url?: string;
   adminToken?: string;
   data?: string;
+  store?: string;
   json?: boolean;
 }
 
 type Target =
   | { kind: 'online'; client: ReturnType<typeof createClient> }
-  | { kind: 'offline'; dataDir: string };
+  | { kind: 'offline'; store: StoreTarget };
 
-/** --url (or CTXBUS_URL) talks to a running hub; otherwise the data directory is opened. */
+/** --url (or CTXBUS_URL) talks to a running hub; otherwise the store is opened directly. */
 function target(options: TargetOptions): Target {
-  const url = options.url ?? (options.data ? undefined : process.env.CTXBUS_URL);
+  const url = options.url ?? (options.data || options.store ? undefined : process.env.CTXBUS_URL);
   if (url) {
     const token = options.adminToken ?? process.env.CTXBUS_ADMIN_TOKEN;
     if (!token) {
@@ -29,7 +31,7 @@ function target(options: TargetOptions): Target {
     }
     return { kind: 'online', client: createClient({ url, token }) };
   }
-  return { kind: 'offline', dataDir: options.data ?? defaultDataDir() };
+  return { kind: 'offline', store: storeTarget(options) };
 }
 
 const offline = () => import('./offline-tokens.js');
@@ -51,6 +53,7 @@ function addTargetOptions(command: Command): Command {
       '-d, --data <dir>',
       'data directory to open when no hub runs (default: $CTXBUS_DATA or the per-user one)',
     )
+    .option('--store <url>', 'a PostgreSQL store to open directly (default: $CTXBUS_STORE)')
     .option('--json', 'print JSON');
 }
 
@@ -61,7 +64,7 @@ export function registerToken(
   const token = program
     .command('token')
     .description(
-      'create, list and revoke tokens (against a hub with --url, or offline on a data directory)',
+      'create, list and revoke tokens (against a hub with --url, or directly on the store)',
     );
 
   addTargetOptions(
@@ -82,10 +85,10 @@ export function registerToken(
           if (where.kind === 'online') {
             throw new CtxbusError(
               'validation_failed',
-              '--admin works offline only: stop the hub or pass --data',
+              '--admin works offline only: pass --data (with the hub stopped) or --store',
             );
           }
-          const minted = await (await offline()).createOffline(where.dataDir, {
+          const minted = await (await offline()).createOffline(where.store, {
             role: 'admin',
             teamId: null,
             runtime: null,
@@ -110,7 +113,7 @@ export function registerToken(
                 runtime,
                 ...(options.label && { label: options.label }),
               })
-            : await (await offline()).createOffline(where.dataDir, {
+            : await (await offline()).createOffline(where.store, {
                 role: 'runtime',
                 teamId,
                 runtime,
@@ -137,7 +140,7 @@ export function registerToken(
       const tokens =
         where.kind === 'online'
           ? await where.client.listTokens(params)
-          : await (await offline()).listOffline(where.dataDir, {
+          : await (await offline()).listOffline(where.store, {
               ...(options.team && { teamId: options.team }),
               includeRevoked: options.all === true,
             });
@@ -158,7 +161,7 @@ export function registerToken(
       const revoked =
         where.kind === 'online'
           ? await where.client.revokeToken(id)
-          : await (await offline()).revokeOffline(where.dataDir, id);
+          : await (await offline()).revokeOffline(where.store, id);
       if (options.json) printJson({ token: revoked });
       else printLine(`revoked ${revoked.id}`);
     }),

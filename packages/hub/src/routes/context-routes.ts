@@ -104,7 +104,7 @@ export const contextRoutes = [
       });
       const outcomes = await services.store.writeItems(prepared);
       const created = outcomes.some((outcome) => outcome.status === 'created');
-      if (created) services.feed.notify();
+      if (created) services.feed.notify(Math.max(...outcomes.map((outcome) => outcome.item.seq)));
       return {
         status: created ? 201 : 200,
         body: {

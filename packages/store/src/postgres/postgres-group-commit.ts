@@ -37,6 +37,8 @@ export interface GroupCommitOptions {
   termStats: TermStatistics;
   /** Called after each commit with the newest sequence number. */
   onCommitted: (seq: number) => void;
+  /** NOTIFY channel that carries each commit's newest sequence to other processes. */
+  channel: string;
 }
 
 /**
@@ -67,6 +69,7 @@ export class GroupCommit {
   private readonly maxGroupItems: number;
   private readonly termStats: TermStatistics;
   private readonly onCommitted: (seq: number) => void;
+  private readonly channel: string;
   private queue: Operation[] = [];
   private draining: Promise<void> | null = null;
 
@@ -77,6 +80,7 @@ export class GroupCommit {
     this.maxGroupItems = Math.max(1, options.maxGroupItems);
     this.termStats = options.termStats;
     this.onCommitted = options.onCommitted;
+    this.channel = options.channel;
   }
 
   /** Resolves after the commit that stored the items. */
@@ -229,12 +233,18 @@ export class GroupCommit {
       }
       settle.push(() => (operation.resolve as (value: unknown) => void)(result));
     }
+    // One notification per transaction, carrying only the newest sequence (a hint: listeners
+    // read the change log from their own cursor). NOTIFY is transactional: sent on COMMIT.
+    const notify =
+      plan.currentSeq > seq
+        ? `SELECT pg_notify(${sqlLiteral(this.channel)}, '${plan.currentSeq}');\n`
+        : '';
     if (isolated || !plan.hasPending) {
-      await client.query('COMMIT');
+      await client.query(`${notify}COMMIT`);
     } else {
       const persist = this.persistSql(plan);
       try {
-        await client.query(`${persist.sql}; COMMIT`);
+        await client.query(`${persist.sql};\n${notify}COMMIT`);
       } catch (error) {
         if (!isStatementError(error)) throw error;
         await client.query('ROLLBACK');

@@ -6,7 +6,7 @@ import type { Change } from '../store.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
-import { openPostgresStore } from './postgres-store.js';
+import { listenerName, openPostgresStore } from './postgres-store.js';
 import { postgresRequired, probePostgres, ScratchSchemas } from './postgres-test-server.js';
 
 const server = await probePostgres();
@@ -320,6 +320,69 @@ function definePostgresTests(url: string): void {
       const hits = await store.searchItems(acme, { query: 'ünïcödé surrogate', limit: 5 });
       expect(hits.map((hit) => hit.item.id)).toEqual([outcome?.item.id]);
       await store.close();
+    });
+  });
+
+  describe('postgres change notifications', () => {
+    const waitFor = async (check: () => boolean, what: string, timeoutMs = 10_000) => {
+      const until = Date.now() + timeoutMs;
+      while (!check()) {
+        if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+
+    it("tells one process about another's commits, one notification per transaction", async () => {
+      const schema = schemas.next('notify');
+      const writer = await openPostgresStore({ connectionString: url, schema });
+      const reader = await openPostgresStore({ connectionString: url, schema });
+      try {
+        const seen: number[] = [];
+        const watching = reader.watchChanges((seq) => seen.push(seq));
+        await waitFor(() => seen.length > 0, 'the catch-up hint after connecting');
+        expect(seen).toEqual([0]);
+        await writer.writeItems([
+          prepared({ title: 'a' }),
+          prepared({ title: 'b' }),
+          prepared({ title: 'c' }),
+        ]);
+        await waitFor(() => seen.includes(3), 'the notification of seq 3');
+        // The three items were one transaction: one notification, carrying the newest seq.
+        expect(seen).toEqual([0, 3]);
+        expect(reader.listenConnections).toBe(1);
+        watching.close();
+      } finally {
+        await writer.close();
+        await reader.close();
+      }
+    });
+
+    it('survives its LISTEN backend being killed: reconnects and hints what it missed', async () => {
+      const schema = schemas.next('killed');
+      const writer = await openPostgresStore({ connectionString: url, schema });
+      const reader = await openPostgresStore({ connectionString: url, schema });
+      try {
+        const seen: number[] = [];
+        const watching = reader.watchChanges((seq) => seen.push(seq));
+        await waitFor(() => reader.listenConnections === 1, 'the first LISTEN connection');
+        const killed = await withClient((client) =>
+          client.query(
+            'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+            [listenerName(schema)],
+          ),
+        );
+        expect(killed.rowCount).toBeGreaterThan(0);
+        // Written while the listener is down: only the catch-up hint can tell about it.
+        await writer.writeItems([prepared({ title: 'during the outage' })]);
+        await waitFor(() => reader.listenConnections >= 2, 'the reconnection');
+        await waitFor(() => seen.includes(1), 'the catch-up hint covering seq 1');
+        await writer.writeItems([prepared({ title: 'after' })]);
+        await waitFor(() => seen.includes(2), 'the notification of seq 2');
+        watching.close();
+      } finally {
+        await writer.close();
+        await reader.close();
+      }
     });
   });
 }

@@ -1,6 +1,6 @@
 import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
-import type { QueryResultRow } from 'pg';
+import type { ClientConfig, QueryResultRow } from 'pg';
 import type {
   Change,
   ChangeKind,
@@ -13,6 +13,7 @@ import type {
   TokenRecord,
   WriteOutcome,
 } from '../store.js';
+import { PostgresChangeListener } from './postgres-change-listener.js';
 import type { PostgresConnectionOptions, PostgresTarget } from './postgres-connection.js';
 import { connectPostgres } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
@@ -53,6 +54,16 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
 /** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
 const MAINTENANCE_FROM = 1_000;
 
+/** The NOTIFY channel of a schema's store (schemas are validated plain names). */
+export function changeChannel(schema: string): string {
+  return `ctxbus_changes_${schema}`;
+}
+
+/** `application_name` of a schema's LISTEN connection (PostgreSQL keeps 63 bytes). */
+export function listenerName(schema: string): string {
+  return `ctxbus-listen ${schema}`.slice(0, 63);
+}
+
 /**
  * PostgreSQL store: for several hubs sharing one database. Writes go through a group commit
  * (postgres-group-commit.ts: how the sequence stays gapless and ordered across processes);
@@ -67,6 +78,7 @@ export class PostgresStore implements Store {
   private readonly clock: () => Date;
   private readonly termStats: TermStatistics;
   private readonly writes: GroupCommit;
+  private readonly listener: PostgresChangeListener;
   /** The sequence at which planner statistics and the visibility map are next refreshed. */
   private nextMaintenanceAt = Number.POSITIVE_INFINITY;
   private maintenance: Promise<void> | null = null;
@@ -84,6 +96,14 @@ export class PostgresStore implements Store {
       maxGroupItems: options.maxGroupItems ?? 2_000,
       termStats: this.termStats,
       onCommitted: (seq) => this.maintainIfGrown(seq),
+      channel: changeChannel(target.schema),
+    });
+    this.listener = new PostgresChangeListener({
+      config: (target.pool as unknown as { options: ClientConfig }).options,
+      channel: changeChannel(target.schema),
+      applicationName: listenerName(target.schema),
+      logger: target.logger,
+      latestSeq: () => this.latestSeq(),
     });
     this.info = {
       backend: 'postgres',
@@ -338,7 +358,21 @@ export class PostgresStore implements Store {
   }
 
   /** Waits for queued writes to commit, then ends the pool (when the store created it). */
+  /**
+   * One LISTEN connection per store (so per hub process), whatever the number of watchers: see
+   * PostgresChangeListener for reconnection, keepalive and the catch-up hint.
+   */
+  watchChanges(listener: (seq: number) => void): { close(): void } {
+    return this.listener.watch(listener);
+  }
+
+  /** How many times the LISTEN connection was established (tests, metrics). */
+  get listenConnections(): number {
+    return this.listener.connections;
+  }
+
   async close(): Promise<void> {
+    await this.listener.close();
     if (this.closed) return;
     this.closed = true;
     await this.writes.drained();

@@ -1,3 +1,9 @@
+export type { ServerProbe } from '../postgres/postgres-test-server.js';
+export {
+  postgresRequired,
+  probePostgres,
+  ScratchSchemas,
+} from '../postgres/postgres-test-server.js';
 export type {
   ConformanceCase,
   ConformanceContext,

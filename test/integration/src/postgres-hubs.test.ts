@@ -1,0 +1,288 @@
+import { listenerName } from '@ctxbus/store';
+import type { HubProcess, SseConnection } from '@ctxbus/test-kit';
+import {
+  call,
+  openStream,
+  openWebSocketStream,
+  runCli,
+  runtimeToken,
+  startHubProcess,
+} from '@ctxbus/test-kit';
+import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// Several `ctxbus serve` processes on one PostgreSQL schema: each delivers the others' writes.
+
+interface Written {
+  id: string;
+  seq: number;
+  title: string;
+}
+
+async function write(hub: HubProcess, token: string, title: string): Promise<Written> {
+  const response = await call(hub.url, 'POST', '/api/context', {
+    token,
+    body: { type: 'status', title },
+  });
+  if (response.status !== 201) throw new Error(`write failed: ${JSON.stringify(response.body)}`);
+  return response.body.items[0] as Written;
+}
+
+/** Every item seen exactly once, in strictly increasing sequence order. */
+function expectOrderedOnce(stream: SseConnection, written: readonly Written[]): void {
+  const seqs = stream.items().map((event) => event.seq);
+  for (let i = 1; i < seqs.length; i += 1) expect(seqs[i]).toBeGreaterThan(seqs[i - 1] ?? 0);
+  const ids = stream.items().map((event) => event.item.id as string);
+  expect(new Set(ids).size).toBe(ids.length);
+  expect(new Set(ids)).toEqual(new Set(written.map((item) => item.id)));
+}
+
+const seesAll = (stream: SseConnection, count: number) => () => stream.items().length >= count;
+
+await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
+  describe('two hubs on one schema', () => {
+    const schema = schemas.next('hubs');
+    let a: HubProcess;
+    let b: HubProcess;
+    let onA: string;
+    let onB: string;
+
+    beforeAll(async () => {
+      // Sequential starts: the first mints the admin token, the second finds it.
+      a = await startHubProcess({ store: storeUrl(url, schema) });
+      b = await startHubProcess({ store: storeUrl(url, schema) });
+      expect(a.adminToken).toEqual(expect.stringMatching(/^cbx_/));
+      expect(b.adminToken).toBeNull();
+      // Tokens live in the shared store: minted through one hub, valid on both.
+      onA = await runtimeToken(a, 'acme', 'claude-code');
+      onB = await runtimeToken(a, 'acme', 'openclaw');
+    }, 30_000);
+
+    afterAll(async () => {
+      expect(await a.stop()).toBe(0);
+      expect(await b.stop()).toBe(0);
+    });
+
+    it("delivers each hub's writes to SSE and WebSocket subscribers on the other", async () => {
+      const sseOnB = openStream(b.url, onB);
+      const wsOnA = openWebSocketStream(a.url, onA);
+      await Promise.all([sseOnB.ready, wsOnA.ready]);
+      const written = [
+        await write(a, onA, 'written on a'),
+        await write(b, onB, 'written on b'),
+        await write(a, onA, 'a again'),
+      ];
+      await sseOnB.waitFor(seesAll(sseOnB, 3));
+      await wsOnA.waitFor(seesAll(wsOnA, 3));
+      for (const stream of [sseOnB, wsOnA]) {
+        expect(stream.items().map((event) => event.item.title)).toEqual([
+          'written on a',
+          'written on b',
+          'a again',
+        ]);
+        expectOrderedOnce(stream, written);
+        stream.close();
+      }
+    });
+
+    it('with writers on both hubs at once, every subscriber sees every item once, in order', async () => {
+      const streams = [openStream(a.url, onB), openStream(b.url, onA), openStream(b.url, onB)];
+      await Promise.all(streams.map((stream) => stream.ready));
+      const writers = Array.from({ length: 8 }, (_, writer) =>
+        (async () => {
+          const hub = writer % 2 === 0 ? a : b;
+          const token = writer % 2 === 0 ? onA : onB;
+          const mine: Written[] = [];
+          for (let n = 0; n < 25; n += 1) mine.push(await write(hub, token, `w${writer}-${n}`));
+          return mine;
+        })(),
+      );
+      const written = (await Promise.all(writers)).flat();
+      expect(written).toHaveLength(200);
+      // The store's sequence is gapless across both hubs.
+      const seqs = written.map((item) => item.seq).sort((x, y) => x - y);
+      expect(seqs.at(-1)! - seqs[0]!).toBe(199);
+      for (const stream of streams) {
+        await stream.waitFor(seesAll(stream, 200), 15_000);
+        expectOrderedOnce(stream, written);
+        stream.close();
+      }
+    });
+
+    it('loses nothing when the LISTEN connections are killed while writes continue', async () => {
+      // All writes go through b, so a learns of them only through PostgreSQL: notifications,
+      // and after the kill, the catch-up on reconnection.
+      const onHubA = openStream(a.url, onA);
+      const onHubB = openStream(b.url, onA);
+      await Promise.all([onHubA.ready, onHubB.ready]);
+      const written: Written[] = [];
+      let stop = false;
+      const writers = Array.from({ length: 4 }, (_, writer) =>
+        (async () => {
+          for (let n = 0; !stop; n += 1) written.push(await write(b, onB, `k${writer}-${n}`));
+        })(),
+      );
+      const until = async (done: () => boolean | Promise<boolean>) => {
+        const deadline = Date.now() + 10_000;
+        while (!(await done())) {
+          if (Date.now() > deadline) throw new Error('timed out');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      };
+      await until(() => written.length >= 40);
+      const killed = await sql(
+        url,
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+        [listenerName(schema)],
+      );
+      // One LISTEN connection per hub.
+      expect(killed).toHaveLength(2);
+      const atKill = written.length;
+      await until(() => written.length >= atKill + 80);
+      stop = true;
+      await Promise.all(writers);
+      for (const stream of [onHubA, onHubB]) {
+        await stream.waitFor(seesAll(stream, written.length), 15_000);
+        expectOrderedOnce(stream, written);
+      }
+      // Both hubs listen again, and a's stream still gets b's new writes.
+      await until(
+        async () =>
+          (
+            await sql(url, 'SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+              listenerName(schema),
+            ])
+          ).length === 2,
+      );
+      const last = await write(b, onB, 'after reconnecting');
+      await onHubA.waitFor(() => onHubA.items().some((event) => event.item.id === last.id));
+      onHubA.close();
+      onHubB.close();
+    }, 30_000);
+  });
+
+  describe('a hub killed mid-load', () => {
+    it('keeps every acknowledged write, and the surviving hub streams all of them', async () => {
+      const schema = schemas.next('crash');
+      const victim = await startHubProcess({ store: storeUrl(url, schema) });
+      const survivor = await startHubProcess({ store: storeUrl(url, schema) });
+      try {
+        const token = await runtimeToken(victim, 'acme', 'claude-code');
+        const watcher = await runtimeToken(victim, 'acme', 'web');
+        const stream = openStream(survivor.url, watcher);
+        await stream.ready;
+        const acknowledged: Written[] = [];
+        let failures = 0;
+        const writers = Array.from({ length: 8 }, (_, writer) =>
+          (async () => {
+            for (let n = 0; ; n += 1) {
+              try {
+                acknowledged.push(await write(victim, token, `c${writer}-${n}`));
+              } catch {
+                failures += 1;
+                return;
+              }
+            }
+          })(),
+        );
+        while (acknowledged.length < 100) await new Promise((resolve) => setTimeout(resolve, 5));
+        await victim.kill();
+        await Promise.all(writers);
+        expect(failures).toBe(8);
+        // Every acknowledged write is in the store, and streamed in order by the other hub
+        // (writes committed but not acknowledged before the kill may be there too).
+        const latest = Math.max(...acknowledged.map((item) => item.seq));
+        await stream.waitFor(() => stream.items().some((event) => event.seq >= latest), 10_000);
+        const streamed = new Set(stream.items().map((event) => event.item.id as string));
+        for (const item of acknowledged) expect(streamed.has(item.id)).toBe(true);
+        const seqs = stream.items().map((event) => event.seq);
+        expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => (seqs[0] ?? 0) + i));
+        for (const item of acknowledged.slice(0, 5)) {
+          const got = await call(survivor.url, 'GET', `/api/context/${item.id}`, { token });
+          expect(got.status).toBe(200);
+          expect(got.body.item.title).toBe(item.title);
+        }
+        // A restarted hub serves the same store, and its writes reach the survivor's stream.
+        const restarted = await startHubProcess({ store: storeUrl(url, schema) });
+        const after = await write(restarted, token, 'after the crash');
+        await stream.waitFor(() => stream.items().some((event) => event.item.id === after.id));
+        stream.close();
+        expect(await restarted.stop()).toBe(0);
+      } finally {
+        await victim.kill();
+        expect(await survivor.stop()).toBe(0);
+      }
+    }, 60_000);
+  });
+
+  describe('the CLI on PostgreSQL', () => {
+    it('migrates, mints tokens directly on the store, and refuses an old schema with --no-migrate', async () => {
+      const schema = schemas.next('cli');
+      const store = storeUrl(url, schema);
+      const fresh = await runCli(['serve', '--store', store, '--no-migrate', '--port', '0']);
+      expect(fresh.code).toBe(6);
+      expect(fresh.stderr).toMatch(/ctxbus migrate/);
+
+      const migrated = await runCli(['migrate', '--store', store, '--json']);
+      expect(migrated.code, migrated.stderr).toBe(0);
+      const result = JSON.parse(migrated.stdout);
+      expect(result).toMatchObject({ schema, from: 0 });
+      expect(result.to).toBeGreaterThan(0);
+      expect(result.applied).toHaveLength(result.to);
+      // The location never carries a password.
+      expect(result.location).not.toMatch(/:[^/@]*@/);
+      const again = await runCli(['migrate', '--store', store]);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/nothing to do/);
+
+      // Tokens straight on the store, as an operator would before any hub runs.
+      const admin = await runCli(['token', 'create', '--admin', '--store', store]);
+      expect(admin.code, admin.stderr).toBe(0);
+      const minted = await runCli([
+        'token',
+        'create',
+        '--store',
+        store,
+        '--team',
+        'acme',
+        '--runtime',
+        'claude-code',
+      ]);
+      expect(minted.code, minted.stderr).toBe(0);
+      const hub = await startHubProcess({ store, args: ['--no-migrate'] });
+      try {
+        // An admin token exists already: none is minted or printed.
+        expect(hub.adminToken).toBeNull();
+        const runtime = minted.stdout.trim();
+        const written = await write(hub, runtime, 'via a CLI-minted token');
+        expect(written.seq).toBe(1);
+        const listed = await runCli(['token', 'list', '--store', store, '--json']);
+        expect(JSON.parse(listed.stdout).tokens).toHaveLength(2);
+        // $CTXBUS_STORE works as --store does.
+        const viaEnv = await runCli(['token', 'list', '--json'], { env: { CTXBUS_STORE: store } });
+        expect(JSON.parse(viaEnv.stdout).tokens).toHaveLength(2);
+      } finally {
+        expect(await hub.stop()).toBe(0);
+      }
+    }, 30_000);
+
+    it('says what is wrong with a bad --store', async () => {
+      const notPostgres = await runCli(['serve', '--store', 'mysql://localhost/db']);
+      expect(notPostgres.code).toBe(2);
+      expect(notPostgres.stderr).toMatch(/--store must be a postgres:\/\/ URL/);
+      const both = await runCli(['migrate', '--store', url, '--data', '/tmp/x']);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toMatch(/not both/);
+      const badSchema = await runCli(['migrate', '--store', storeUrl(url, 'Bad-Name')]);
+      expect(badSchema.code).toBe(2);
+      expect(badSchema.stderr).toMatch(/not a plain PostgreSQL name/);
+      const unreachable = await runCli([
+        'migrate',
+        '--store',
+        'postgres://nobody@127.0.0.1:1/none',
+      ]);
+      expect(unreachable.code).not.toBe(0);
+      expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);
+    });
+  });
+});

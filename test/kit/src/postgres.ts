@@ -1,0 +1,53 @@
+import { postgresRequired, probePostgres, ScratchSchemas } from '@ctxbus/store/testing';
+import pg from 'pg';
+import { afterAll, it } from 'vitest';
+
+export { ScratchSchemas };
+
+/**
+ * Defines `define(url)`'s tests when a PostgreSQL server answers. Without one they are skipped
+ * with the reason printed, unless CI=true or CTXBUS_REQUIRE_POSTGRES=1: then a failing test
+ * says why (CI must never skip them silently).
+ */
+export async function withPostgres(
+  name: string,
+  define: (url: string, schemas: ScratchSchemas) => void,
+): Promise<void> {
+  const server = await probePostgres();
+  if (server.url === null) {
+    const why = `no PostgreSQL at ${server.tried} (${server.reason}); set CTXBUS_TEST_POSTGRES_URL`;
+    if (postgresRequired()) {
+      it(`${name}: a PostgreSQL server is required (CI=true or CTXBUS_REQUIRE_POSTGRES=1)`, () => {
+        throw new Error(`${name} cannot run: ${why}`);
+      });
+    } else {
+      it.skip(`${name} (skipped: ${why}, or CTXBUS_REQUIRE_POSTGRES=1 to fail instead)`, () => {});
+    }
+    return;
+  }
+  const schemas = new ScratchSchemas(server.url);
+  afterAll(() => schemas.dropAll());
+  define(server.url, schemas);
+}
+
+/** `url` with `?schema=` set, as `ctxbus serve --store` takes it. */
+export function storeUrl(url: string, schema: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('schema', schema);
+  return parsed.toString();
+}
+
+/** Runs one SQL statement on its own connection (for sabotage: pg_terminate_backend...). */
+export async function sql<T extends pg.QueryResultRow = pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
