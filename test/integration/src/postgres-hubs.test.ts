@@ -206,6 +206,15 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         const restarted = await startHubProcess({ store: storeUrl(url, schema) });
         const after = await write(restarted, token, 'after the crash');
         await stream.waitFor(() => stream.items().some((event) => event.item.id === after.id));
+        // Replaying everything: sequences 1..N exactly once, no item written twice.
+        const replay = openStream(restarted.url, token, { query: 'since=0' });
+        await replay.waitFor(() => replay.items().at(-1)?.seq === after.seq, 10_000);
+        replay.close();
+        expect(replay.items().map((event) => event.seq)).toEqual(
+          Array.from({ length: after.seq }, (_, index) => index + 1),
+        );
+        const titles = replay.items().map((event) => event.item.title as string);
+        expect(new Set(titles).size).toBe(titles.length);
         stream.close();
         expect(await restarted.stop()).toBe(0);
       } finally {
