@@ -19,6 +19,7 @@ export function exitCodeFor(error: unknown): number {
     case 'bad_json':
     case 'unknown_runtime':
     case 'invalid_reference':
+    case 'endpoint_not_allowed':
     case 'payload_too_large':
       return EXIT.usage;
     case 'unauthorized':

@@ -6,6 +6,7 @@ import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from './ctxbus-client.js';
+import { verifyWebhook } from './verify-webhook.js';
 
 let store: Store;
 let running: RunningHub;
@@ -20,6 +21,98 @@ beforeAll(async () => {
 afterAll(async () => {
   await running.close();
   await store.close();
+});
+
+describe('subscriptions', () => {
+  it('subscribe, pending, ack, list and unsubscribe', async () => {
+    const client = createClient({ url: running.url, token });
+    const { subscription, secret } = await client.subscribe({
+      delivery: 'pull',
+      filter: { tags: ['client'] },
+    });
+    expect(secret).toBeNull();
+    await client.write({ type: 'status', title: 'for the puller', relevanceTags: ['client'] });
+    const pending = await client.pending(subscription.id);
+    expect(pending.changes.map((change) => change.item.title)).toEqual(['for the puller']);
+    expect((await client.ack(subscription.id, pending.next)).cursor).toBe(pending.next);
+    expect((await client.pending(subscription.id)).changes).toEqual([]);
+    expect((await client.subscriptions()).map((s) => s.id)).toContain(subscription.id);
+    expect(await client.deadLetters(subscription.id)).toEqual([]);
+    await client.unsubscribe(subscription.id);
+    await expect(client.subscription(subscription.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('verifyWebhook', () => {
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const item = prepareItem(
+    { type: 'status', title: 'signed' },
+    { teamId: 'acme', runtime: 'web' },
+    { now: new Date() },
+  );
+  const body = JSON.stringify({
+    subscriptionId: 'sub_x',
+    seq: 1,
+    event: 'context-added',
+    item: { ...item, seq: 1, consumed: false, consumedBy: [], supersededBy: null },
+  });
+
+  async function sign(id: string, timestamp: number, text: string): Promise<string> {
+    const key = await crypto.subtle.importKey(
+      'raw',
+      Buffer.from(secret.slice(6), 'base64'),
+      { name: 'HMAC', hash: 'SHA-256' },
+      false,
+      ['sign'],
+    );
+    const mac = await crypto.subtle.sign(
+      'HMAC',
+      key,
+      new TextEncoder().encode(`${id}.${timestamp}.${text}`),
+    );
+    return `v1,${Buffer.from(mac).toString('base64')}`;
+  }
+
+  it('accepts a good signature (among several), and rejects tampering, replays and gaps', async () => {
+    const now = new Date();
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const good = await sign('msg_1', timestamp, body);
+    const headers = new Headers({
+      'webhook-id': 'msg_1',
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': `v1,bm9wZQ== ${good}`,
+    });
+    const payload = await verifyWebhook({ secret, headers, body, now });
+    expect(payload.item.title).toBe('signed');
+    // Plain objects with any header case work too.
+    await expect(
+      verifyWebhook({
+        secret,
+        headers: {
+          'Webhook-Id': 'msg_1',
+          'Webhook-Timestamp': String(timestamp),
+          'Webhook-Signature': good,
+        },
+        body,
+        now,
+      }),
+    ).resolves.toMatchObject({ seq: 1 });
+    const reject = (options: Partial<Parameters<typeof verifyWebhook>[0]>) =>
+      expect(verifyWebhook({ secret, headers, body, now, ...options })).rejects.toMatchObject({
+        code: 'unauthorized',
+      });
+    await reject({ body: body.replace('signed', 'forged') });
+    await reject({
+      headers: new Headers({
+        'webhook-id': 'msg_2',
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': good,
+      }),
+    });
+    await reject({ now: new Date(now.getTime() + 301_000) });
+    await reject({ headers: new Headers({ 'webhook-id': 'msg_1', 'webhook-signature': good }) });
+    await reject({ secret: 'not-a-secret' });
+  });
 });
 
 describe('createClient', () => {

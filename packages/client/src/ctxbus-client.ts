@@ -1,25 +1,34 @@
 import type {
   ContextItemInput,
+  CreateSubscriptionRequest,
+  DeadLetterInfo,
   ErrorCode,
   ListResponse,
+  PendingResponse,
   SearchRequest,
   SearchResponse,
   SharedContextResponse,
   StreamEvent,
+  Subscription,
   TokenInfo,
   WriteResponse,
 } from '@ctxbus/core/contract';
 import {
   CtxbusError,
+  createSubscriptionResponseSchema,
   createTokenResponseSchema,
+  deadLettersResponseSchema,
   ERROR_CODES,
   errorResponseSchema,
   healthResponseSchema,
   itemResponseSchema,
   listResponseSchema,
+  listSubscriptionsResponseSchema,
+  pendingResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
   streamEventSchema,
+  subscriptionResponseSchema,
   tokenInfoSchema,
   writeResponseSchema,
 } from '@ctxbus/core/contract';
@@ -255,6 +264,58 @@ export class CtxbusClient {
   }
 
   /**
+   * Subscribes this runtime: `push` (the hub POSTs signed webhooks to `endpoint`; keep the
+   * returned secret to verify them with `verifyWebhook`) or `pull` (read `pending`, `ack`).
+   */
+  subscribe(
+    request: CreateSubscriptionRequest,
+  ): Promise<{ subscription: Subscription; secret: string | null }> {
+    return this.request(createSubscriptionResponseSchema, 'post', 'api/subscriptions', {
+      json: request,
+    });
+  }
+
+  async subscriptions(): Promise<Subscription[]> {
+    return (await this.request(listSubscriptionsResponseSchema, 'get', 'api/subscriptions'))
+      .subscriptions;
+  }
+
+  async subscription(id: string): Promise<Subscription> {
+    return (await this.request(subscriptionResponseSchema, 'get', subscriptionPath(id)))
+      .subscription;
+  }
+
+  async unsubscribe(id: string): Promise<void> {
+    await this.request(z.object({ deleted: z.literal(true) }), 'delete', subscriptionPath(id));
+  }
+
+  /** Pull: the matching changes after the cursor; `ack(id, result.next)` once handled. */
+  pending(id: string, params: { limit?: number } = {}): Promise<PendingResponse> {
+    return this.request(pendingResponseSchema, 'get', `${subscriptionPath(id)}/pending`, {
+      searchParams: toSearchParams(params),
+    });
+  }
+
+  async ack(id: string, seq: number): Promise<Subscription> {
+    return (
+      await this.request(subscriptionResponseSchema, 'post', `${subscriptionPath(id)}/ack`, {
+        json: { seq },
+      })
+    ).subscription;
+  }
+
+  async deadLetters(
+    id: string,
+    params: { after?: number; limit?: number } = {},
+  ): Promise<DeadLetterInfo[]> {
+    return (
+      await this.request(deadLettersResponseSchema, 'get', `${subscriptionPath(id)}/dead-letters`, {
+        searchParams: toSearchParams(params),
+      })
+    ).deadLetters;
+  }
+
+  /**
    * Live changes as an async iterable. When the connection drops it reconnects with
    * `Last-Event-ID`, so no event is missed or repeated. Ends when `signal` aborts; throws on
    * errors that retrying cannot fix (bad token, bad filter).
@@ -324,6 +385,8 @@ export class CtxbusClient {
 }
 
 /** Creates a client; settings fall back to CTXBUS_URL and CTXBUS_TOKEN. */
+const subscriptionPath = (id: string) => `api/subscriptions/${encodeURIComponent(id)}`;
+
 export function createClient(settings: CtxbusClientSettings = {}): CtxbusClient {
   return new CtxbusClient(settings);
 }

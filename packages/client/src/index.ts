@@ -5,3 +5,5 @@ export type {
   StreamParams,
 } from './ctxbus-client.js';
 export { CtxbusClient, createClient } from './ctxbus-client.js';
+export type { VerifyWebhookOptions } from './verify-webhook.js';
+export { verifyWebhook } from './verify-webhook.js';

@@ -75,5 +75,33 @@ export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.j
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
+export type {
+  CreateSubscriptionRequest,
+  DeadLetterInfo,
+  DeliveryMode,
+  PendingResponse,
+  Subscription,
+  SubscriptionEvent,
+  SubscriptionFilter,
+  WebhookPayload,
+} from './subscription-schemas.js';
+export {
+  ackRequestSchema,
+  createSubscriptionRequestSchema,
+  createSubscriptionResponseSchema,
+  deadLetterSchema,
+  deadLettersResponseSchema,
+  deliveryModeSchema,
+  listSubscriptionsResponseSchema,
+  MAX_ENDPOINT_LENGTH,
+  pendingQuerySchema,
+  pendingResponseSchema,
+  subscriptionEventSchema,
+  subscriptionFilterSchema,
+  subscriptionIdParamsSchema,
+  subscriptionResponseSchema,
+  subscriptionSchema,
+  webhookPayloadSchema,
+} from './subscription-schemas.js';
 export type { ValidationIssue } from './validation.js';
 export { parseOrThrow, validationError } from './validation.js';

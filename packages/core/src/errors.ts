@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   invalid_reference: 422,
+  endpoint_not_allowed: 422,
   unknown_runtime: 422,
   unavailable: 503,
   schema_too_new: 500,

@@ -119,6 +119,34 @@ export {
   selectSharedContext,
   sharedCandidateQueries,
 } from './shared-context.js';
+export type {
+  CreateSubscriptionRequest,
+  DeadLetterInfo,
+  DeliveryMode,
+  PendingResponse,
+  Subscription,
+  SubscriptionEvent,
+  SubscriptionFilter,
+  WebhookPayload,
+} from './subscription-schemas.js';
+export {
+  ackRequestSchema,
+  createSubscriptionRequestSchema,
+  createSubscriptionResponseSchema,
+  deadLetterSchema,
+  deadLettersResponseSchema,
+  deliveryModeSchema,
+  listSubscriptionsResponseSchema,
+  MAX_ENDPOINT_LENGTH,
+  pendingQuerySchema,
+  pendingResponseSchema,
+  subscriptionEventSchema,
+  subscriptionFilterSchema,
+  subscriptionIdParamsSchema,
+  subscriptionResponseSchema,
+  subscriptionSchema,
+  webhookPayloadSchema,
+} from './subscription-schemas.js';
 export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';
 export type { ValidationIssue } from './validation.js';
 export { parseOrThrow, validationError } from './validation.js';

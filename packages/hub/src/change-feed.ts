@@ -25,6 +25,7 @@ export class ChangeFeed {
   private again = false;
   private closed = false;
   private watching: { close(): void } | null = null;
+  private readonly listeners = new Set<() => void>();
   readonly store: Store;
   readonly clock: () => Date;
   readonly maxPending: number;
@@ -53,6 +54,7 @@ export class ChangeFeed {
    */
   notify(seq?: number): void {
     if (this.closed) return;
+    for (const listener of this.listeners) listener();
     if (seq !== undefined && this.subscribers.size === 0) {
       this.cursor = Math.max(this.cursor, seq);
       return;
@@ -89,6 +91,12 @@ export class ChangeFeed {
     }
   }
 
+  /** Calls `listener` whenever something may have been written (a hint, like `notify`). */
+  onChange(listener: () => void): { close(): void } {
+    this.listeners.add(listener);
+    return { close: () => this.listeners.delete(listener) };
+  }
+
   /** Starts a subscription that delivers the viewer's changes after `afterSeq`. */
   subscribe(viewer: Viewer, filter: ItemFilter, afterSeq: number): FeedSubscriber {
     const subscriber = new FeedSubscriber(this, viewer, filter, afterSeq, () =>
@@ -101,6 +109,7 @@ export class ChangeFeed {
   close(): void {
     this.closed = true;
     this.watching?.close();
+    this.listeners.clear();
     for (const subscriber of [...this.subscribers]) subscriber.close();
   }
 }

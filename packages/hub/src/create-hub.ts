@@ -18,6 +18,9 @@ import { adminRoutes } from './routes/admin-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
+import { subscriptionRoutes } from './routes/subscription-routes.js';
+import type { WebhookOptions } from './webhooks/push-dispatcher.js';
+import { DEFAULT_WEBHOOK_OPTIONS, PushDispatcher } from './webhooks/push-dispatcher.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -42,6 +45,10 @@ export interface HubOptions {
   validateResponses?: boolean;
   keepAliveSeconds?: number;
   tokenCacheMs?: number;
+  /** Push subscriptions: endpoint policy, retries, timeouts. */
+  webhooks?: WebhookOptions;
+  /** Deliver push subscriptions from this hub (default true). */
+  deliverWebhooks?: boolean;
 }
 
 export interface Hub {
@@ -141,12 +148,25 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     validateResponses: options.validateResponses ?? false,
     keepAliveSeconds: options.keepAliveSeconds ?? 15,
+    webhooks: { ...DEFAULT_WEBHOOK_OPTIONS, ...options.webhooks },
+    dispatcher: null,
   };
+  if (options.deliverWebhooks ?? true) {
+    services.dispatcher = new PushDispatcher(
+      options.store,
+      feed,
+      clock,
+      logger,
+      `ctxbus/${services.version}`,
+      services.webhooks,
+    );
+  }
 
   const routes: RouteDefinition[] = [
     ...contextRoutes,
     streamRoute,
     streamWebSocketRoute,
+    ...subscriptionRoutes,
     ...adminRoutes,
   ];
   const systemRoutes = [
@@ -245,11 +265,13 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     return context.json(errorBody('internal', 'internal error; see the hub log').toJSON(), 500);
   });
 
+  services.dispatcher?.start();
   return {
     app,
     services,
     routes,
     async close() {
+      await services.dispatcher?.close();
       feed.close();
       for (const extension of options.extensions ?? []) await extension.close?.();
     },

@@ -2,6 +2,7 @@ import type { Store } from '@ctxbus/store';
 import type { TokenVerifier } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { Logger } from './logger.js';
+import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
 /** What route handlers work with. */
 export interface HubServices {
@@ -16,4 +17,7 @@ export interface HubServices {
   validateResponses: boolean;
   /** Seconds between SSE keep-alive comments. */
   keepAliveSeconds: number;
+  webhooks: Required<Omit<WebhookOptions, 'leaseHolder'>> & WebhookOptions;
+  /** Delivers push subscriptions (null when this hub does not deliver webhooks). */
+  dispatcher: PushDispatcher | null;
 }

@@ -9,5 +9,14 @@ export { silentLogger } from './logger.js';
 export { buildOpenApiDocument } from './openapi-document.js';
 export type { Caller, RouteAuth, RouteDefinition } from './route-definition.js';
 export { tokenInfo } from './routes/admin-routes.js';
+export { subscriptionView } from './routes/subscription-routes.js';
 export type { RunningHub, StartHubOptions } from './start-hub.js';
 export { DEFAULT_HOST, DEFAULT_PORT, startHub } from './start-hub.js';
+export { checkEndpoint, isNonPublicAddress } from './webhooks/endpoint-guard.js';
+export type { WebhookOptions } from './webhooks/push-dispatcher.js';
+export {
+  DEFAULT_WEBHOOK_OPTIONS,
+  PushDispatcher,
+  retryDelayMs,
+} from './webhooks/push-dispatcher.js';
+export { newWebhookSecret, signWebhook } from './webhooks/webhook-signature.js';

@@ -34,7 +34,7 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const host = options.host ?? DEFAULT_HOST;
   const port = options.port ?? DEFAULT_PORT;
   const sockets = new WebSocketServer({ noServer: true });
-  const server = await new Promise<ServerType>((resolve, reject) => {
+  const listening = new Promise<ServerType>((resolve, reject) => {
     const started = serve(
       { fetch: hub.app.fetch, hostname: host, port, websocket: { server: sockets } },
       () => resolve(started),
@@ -47,6 +47,15 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
       reject(new CtxbusError('unavailable', message, { cause: error }));
     });
   });
+  let server: ServerType;
+  try {
+    server = await listening;
+  } catch (error) {
+    // Nothing listens: stop what createHub started (the change feed, webhook delivery).
+    await hub.close();
+    sockets.close();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   return {
     url: urlFor(address),

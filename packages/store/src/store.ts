@@ -1,4 +1,13 @@
-import type { ContextItem, ItemFilter, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
+import type {
+  ContextItem,
+  DeliveryMode,
+  ItemFilter,
+  ListOptions,
+  NewContextItem,
+  SubscriptionEvent,
+  SubscriptionFilter,
+  Viewer,
+} from '@ctxbus/core';
 
 export type WriteStatus = 'created' | 'existing';
 
@@ -58,6 +67,58 @@ export interface ListTokensOptions {
   includeRevoked?: boolean;
 }
 
+/** A subscription as stored, with its delivery state. */
+export interface SubscriptionRecord {
+  /** `sub_` + UUIDv7. */
+  id: string;
+  teamId: string;
+  runtime: string;
+  delivery: DeliveryMode;
+  endpoint: string | null;
+  /** Push: the signing secret (the hub must sign with it, so it is stored as is). */
+  secret: string | null;
+  label: string | null;
+  filter: SubscriptionFilter;
+  createdAt: string;
+  /** Every change up to this sequence was delivered, acknowledged or dead-lettered. */
+  cursor: number;
+  /** Push: failed attempts at the change after the cursor (0 when none is failing). */
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastError: string | null;
+  delivered: number;
+  deadLettered: number;
+}
+
+/** A push delivery given up on after its last retry. */
+export interface DeadLetter {
+  subscriptionId: string;
+  seq: number;
+  event: SubscriptionEvent;
+  itemId: string;
+  attempts: number;
+  lastError: string;
+  failedAt: string;
+}
+
+/** What one round of delivery did; see `Store.saveSubscriptionProgress`. */
+export interface SubscriptionProgress {
+  /** The new cursor; a smaller one than stored is ignored (cursors never move back). */
+  cursor: number;
+  attempts?: number;
+  nextAttemptAt?: string | null;
+  lastError?: string | null;
+  /** Added to the delivered count. */
+  delivered?: number;
+  /** Recorded (and counted) in the same transaction. */
+  deadLetters?: readonly DeadLetter[];
+}
+
+export interface ListSubscriptionsOptions {
+  teamId?: string;
+  delivery?: DeliveryMode;
+}
+
 export interface StoreInfo {
   backend: string;
   schemaVersion: number;
@@ -107,6 +168,34 @@ export interface Store {
    * late or lost, so readers catch up by sequence from their own cursor.
    */
   watchChanges?(listener: (seq: number) => void): { close(): void };
+
+  createSubscription(record: SubscriptionRecord): Promise<void>;
+  getSubscription(id: string): Promise<SubscriptionRecord | null>;
+  /** Oldest first. */
+  listSubscriptions(options?: ListSubscriptionsOptions): Promise<SubscriptionRecord[]>;
+  /** Removes a subscription with its dead letters; false when there was none. */
+  deleteSubscription(id: string): Promise<boolean>;
+  /**
+   * Takes or renews the right to deliver a subscription until `until`, for `holder` (one hub
+   * process). False while another holder's lease runs, or when the subscription is gone.
+   */
+  leaseSubscription(id: string, holder: string, now: string, until: string): Promise<boolean>;
+  /**
+   * Saves delivery progress atomically: cursor (never moving back), retry state, counters and
+   * dead letters. With a `holder`, only while that holder's lease runs (false otherwise);
+   * null (pull acknowledgements) skips the lease check. False when the subscription is gone.
+   */
+  saveSubscriptionProgress(
+    id: string,
+    holder: string | null,
+    progress: SubscriptionProgress,
+    now: string,
+  ): Promise<boolean>;
+  /** Dead letters in sequence order, after `afterSeq`. */
+  listDeadLetters(
+    subscriptionId: string,
+    options: { afterSeq?: number; limit: number },
+  ): Promise<DeadLetter[]>;
 
   createToken(record: TokenRecord): Promise<void>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;

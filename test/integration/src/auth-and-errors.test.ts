@@ -282,8 +282,15 @@ describe('the OpenAPI document', () => {
     );
     expect(operations.map((entry) => entry.operation.operationId).sort()).toEqual(
       [
+        'acknowledgeChanges',
         'consumeContextItem',
+        'createSubscription',
         'createToken',
+        'deleteSubscription',
+        'getSubscription',
+        'listDeadLetters',
+        'listSubscriptions',
+        'pendingChanges',
         'getContextItem',
         'health',
         'listContext',
@@ -300,10 +307,12 @@ describe('the OpenAPI document', () => {
     // Route conformance, driven by the document: every secured route refuses a missing token,
     // every route with a body refuses bad JSON, every route with an {id} answers 404 for an unknown one.
     for (const { path, method, operation } of operations) {
-      const concrete = path.replace(
-        '{id}',
-        path.includes('tokens') ? 'tok_unknown' : '019a0000-0000-7000-8000-00000000beef',
-      );
+      const unknownId = path.includes('tokens')
+        ? 'tok_unknown'
+        : path.includes('subscriptions')
+          ? 'sub_019a0000-0000-7000-8000-00000000beef'
+          : '019a0000-0000-7000-8000-00000000beef';
+      const concrete = path.replace('{id}', unknownId);
       if (operation.security.length > 0) {
         const response = await call(hub.url, method.toUpperCase(), concrete);
         expect(response.status, `${method} ${path} without a token`).toBe(401);
@@ -318,7 +327,9 @@ describe('the OpenAPI document', () => {
         expect(response.body.error.code).toBe('bad_json');
       }
       if (path.includes('{id}')) {
-        const response = await call(hub.url, method.toUpperCase(), concrete, { token });
+        // A valid body where one is needed, so that the unknown id is what fails.
+        const body = operation.operationId === 'acknowledgeChanges' ? { seq: 0 } : undefined;
+        const response = await call(hub.url, method.toUpperCase(), concrete, { token, body });
         expect(response.status, `${method} ${path} with an unknown id`).toBe(404);
       }
       for (const status of Object.keys(operation.responses)) {

@@ -1,3 +1,4 @@
+import { verifyWebhook } from '@ctxbus/client';
 import { listenerName } from '@ctxbus/store';
 import type { HubProcess, SseConnection } from '@ctxbus/test-kit';
 import {
@@ -7,6 +8,7 @@ import {
   runCli,
   runtimeToken,
   startHubProcess,
+  startWebhookReceiver,
 } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -159,6 +161,60 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       onHubA.close();
       onHubB.close();
     }, 30_000);
+  });
+
+  describe('push subscriptions on two hubs', () => {
+    it('deliver every change once, in order, whichever hub it was written on', async () => {
+      const schema = schemas.next('push');
+      const args = ['--allow-private-webhooks', '--webhook-backoff-ms', '50'];
+      const a = await startHubProcess({ store: storeUrl(url, schema), args });
+      const b = await startHubProcess({ store: storeUrl(url, schema), args });
+      const receiver = await startWebhookReceiver();
+      try {
+        const onA = await runtimeToken(a, 'acme', 'claude-code');
+        const onB = await runtimeToken(a, 'acme', 'openclaw');
+        const web = await runtimeToken(a, 'acme', 'web');
+        const created = await call(b.url, 'POST', '/api/subscriptions', {
+          token: web,
+          body: { delivery: 'push', endpoint: receiver.url },
+        });
+        expect(created.status).toBe(201);
+        const secret = created.body.secret as string;
+        const writers = Array.from({ length: 6 }, (_, writer) =>
+          (async () => {
+            const mine: Written[] = [];
+            for (let n = 0; n < 10; n += 1) {
+              mine.push(await write(writer % 2 ? a : b, writer % 2 ? onA : onB, `p${writer}-${n}`));
+            }
+            return mine;
+          })(),
+        );
+        const written = (await Promise.all(writers)).flat();
+        await receiver.waitFor((received) => received.length >= written.length, 15_000);
+        const seqs = [];
+        for (const hook of receiver.received) {
+          const headers = hook.headers as Record<string, string>;
+          seqs.push((await verifyWebhook({ secret, headers, body: hook.body })).seq);
+        }
+        // One hub at a time holds the subscription: no repeats, sequence order.
+        expect(seqs).toEqual(written.map((item) => item.seq).sort((x, y) => x - y));
+        // A hub that stops hands the subscription over at once.
+        expect(await a.stop()).toBe(0);
+        const late = await write(b, onB, 'after a stopped');
+        await receiver.waitFor((received) => received.length > written.length, 5_000);
+        const last = receiver.received.at(-1);
+        const payload = await verifyWebhook({
+          secret,
+          headers: last?.headers as Record<string, string>,
+          body: last?.body ?? '',
+        });
+        expect(payload.seq).toBe(late.seq);
+      } finally {
+        await a.stop();
+        expect(await b.stop()).toBe(0);
+        await receiver.close();
+      }
+    }, 60_000);
   });
 
   describe('a hub killed mid-load', () => {

@@ -2,3 +2,5 @@ export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './htt
 export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
 export { CLI, removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.ts';
+export type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.ts';
+export { startWebhookReceiver } from './webhook-receiver.ts';

@@ -1,3 +1,4 @@
+import type { WebhookOptions } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
@@ -21,6 +22,7 @@ export interface HubRunOptions {
   durability: 'normal' | 'full';
   json: boolean;
   validateResponses: boolean;
+  webhooks: WebhookOptions;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -75,6 +77,12 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       version: VERSION,
       maxBodyBytes: options.maxBodyBytes,
       validateResponses: options.validateResponses,
+      // The embedded store has one hub at a time (the data-directory lock), so a fixed lease
+      // holder lets a restarted hub resume webhook delivery at once.
+      webhooks:
+        target.kind === 'sqlite'
+          ? { ...options.webhooks, leaseHolder: 'embedded-hub' }
+          : options.webhooks,
       extensions: [mcpExtension({ host: options.host, logger })],
     });
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });

@@ -42,6 +42,17 @@ export function registerServe(
       'embedded store: normal (survives crashes) or full (also power loss; slower)',
       'normal',
     )
+    .option(
+      '--allow-private-webhooks',
+      'let push subscriptions target private, loopback and link-local addresses (trusted networks only)',
+      process.env.CTXBUS_ALLOW_PRIVATE_WEBHOOKS === '1',
+    )
+    .option('--webhook-attempts <n>', 'attempts per change before it is dead-lettered', '8')
+    .option(
+      '--webhook-backoff-ms <ms>',
+      'first retry delay, doubled after each failure (capped at 5 minutes)',
+      '1000',
+    )
     .option('--json', 'print the URL and admin token as one JSON line')
     .action((options: ServeOptions) =>
       run(async () => {

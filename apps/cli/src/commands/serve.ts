@@ -14,6 +14,9 @@ export interface ServeOptions {
   maxBodyBytes: string;
   durability: string;
   json?: boolean;
+  allowPrivateWebhooks: boolean;
+  webhookAttempts: string;
+  webhookBackoffMs: string;
 }
 
 /**
@@ -40,6 +43,24 @@ function validate(options: ServeOptions): HubRunOptions {
       `--durability must be normal or full (got "${options.durability}")`,
     );
   }
+  const webhookAttempts = Number(options.webhookAttempts);
+  if (!Number.isInteger(webhookAttempts) || webhookAttempts < 1 || webhookAttempts > 50) {
+    throw new CtxbusError(
+      'validation_failed',
+      '--webhook-attempts must be an integer from 1 to 50',
+    );
+  }
+  const webhookBackoffMs = Number(options.webhookBackoffMs);
+  if (
+    !Number.isInteger(webhookBackoffMs) ||
+    webhookBackoffMs < 10 ||
+    webhookBackoffMs > 3_600_000
+  ) {
+    throw new CtxbusError(
+      'validation_failed',
+      '--webhook-backoff-ms must be an integer from 10 to 3600000',
+    );
+  }
   const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
   if (!levels.includes(options.logLevel)) {
     throw new CtxbusError('validation_failed', `--log-level must be one of ${levels.join(', ')}`);
@@ -53,6 +74,11 @@ function validate(options: ServeOptions): HubRunOptions {
     maxBodyBytes,
     durability: options.durability,
     json: options.json === true,
+    webhooks: {
+      allowPrivateEndpoints: options.allowPrivateWebhooks === true,
+      maxAttempts: webhookAttempts,
+      backoffBaseMs: webhookBackoffMs,
+    },
     validateResponses: process.env.CTXBUS_VALIDATE_RESPONSES === '1',
   };
 }

@@ -116,6 +116,46 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'subscriptions',
+    sql: (s) => `
+      -- lease_* name the hub process delivering a push subscription and until when: hubs
+      -- sharing the database take turns (see leaseSubscription).
+      CREATE TABLE ${s}.subscriptions (
+        id text COLLATE "C" PRIMARY KEY,
+        team_id text COLLATE "C" NOT NULL,
+        runtime text NOT NULL,
+        delivery text NOT NULL CHECK (delivery IN ('push', 'pull')),
+        endpoint text,
+        secret text,
+        label text,
+        filter jsonb NOT NULL,
+        created_at timestamptz NOT NULL,
+        cursor bigint NOT NULL,
+        attempts integer NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz,
+        last_error text,
+        delivered bigint NOT NULL DEFAULT 0,
+        dead_lettered bigint NOT NULL DEFAULT 0,
+        lease_holder text,
+        lease_until timestamptz
+      );
+      CREATE INDEX subscriptions_team ON ${s}.subscriptions (team_id, created_at);
+
+      CREATE TABLE ${s}.dead_letters (
+        subscription_id text COLLATE "C" NOT NULL
+          REFERENCES ${s}.subscriptions (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        event text NOT NULL,
+        item_id text NOT NULL,
+        attempts integer NOT NULL,
+        last_error text NOT NULL,
+        failed_at timestamptz NOT NULL,
+        PRIMARY KEY (subscription_id, seq)
+      );
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -91,6 +91,26 @@ function definePostgresTests(url: string): void {
       expect((await migratePostgres({ connectionString: url, schema })).applied).toEqual([]);
     });
 
+    it('upgrades a version-1 schema in place, keeping its items', async () => {
+      const schema = schemas.next('v1');
+      const first = await openPostgresStore({ connectionString: url, schema });
+      const [outcome] = await first.writeItems([prepared({ title: 'kept across upgrades' })]);
+      await first.close();
+      // Turn it back into a version-1 schema.
+      await withClient((client) =>
+        client.query(
+          `DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
+           DELETE FROM "${schema}".schema_migrations WHERE version > 1`,
+        ),
+      );
+      const result = await migratePostgres({ connectionString: url, schema });
+      expect(result).toMatchObject({ from: 1, to: POSTGRES_SCHEMA_VERSION });
+      const upgraded = await openPostgresStore({ connectionString: url, schema, migrate: false });
+      expect(await upgraded.getItem(acme, outcome?.item.id ?? '')).toEqual(outcome?.item);
+      expect(await upgraded.listSubscriptions()).toEqual([]);
+      await upgraded.close();
+    });
+
     it('refuses a schema newer than the code, with or without migrate', async () => {
       const schema = schemas.next('new');
       await migratePostgres({ connectionString: url, schema });

@@ -4,12 +4,16 @@ import type { ClientConfig, QueryResultRow } from 'pg';
 import type {
   Change,
   ChangeKind,
+  DeadLetter,
+  ListSubscriptionsOptions,
   ListTokensOptions,
   ReadChangesOptions,
   SearchHit,
   SearchOptions,
   Store,
   StoreInfo,
+  SubscriptionProgress,
+  SubscriptionRecord,
   TokenRecord,
   WriteOutcome,
 } from '../store.js';
@@ -37,6 +41,7 @@ import {
   TOKEN_COLUMNS,
   withoutTagsSql,
 } from './postgres-sql.js';
+import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { TermStatistics } from './postgres-term-stats.js';
 
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -79,6 +84,7 @@ export class PostgresStore implements Store {
   private readonly termStats: TermStatistics;
   private readonly writes: GroupCommit;
   private readonly listener: PostgresChangeListener;
+  private readonly subscriptions: PostgresSubscriptions;
   /** The sequence at which planner statistics and the visibility map are next refreshed. */
   private nextMaintenanceAt = Number.POSITIVE_INFINITY;
   private maintenance: Promise<void> | null = null;
@@ -89,6 +95,9 @@ export class PostgresStore implements Store {
     this.s = target.quotedSchema;
     this.schema = target.schema;
     this.clock = options.clock ?? (() => new Date());
+    this.subscriptions = new PostgresSubscriptions(target.quotedSchema, (action, text, values) =>
+      this.query(action, text, values),
+    );
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
     this.writes = new GroupCommit({
       target,
@@ -296,6 +305,56 @@ export class PostgresStore implements Store {
     return rows[0]?.seq ?? 0;
   }
 
+  // ---------------------------------------------------------------- subscriptions
+
+  async createSubscription(record: SubscriptionRecord): Promise<void> {
+    this.assertOpen();
+    await this.subscriptions.create(record);
+  }
+
+  async getSubscription(id: string): Promise<SubscriptionRecord | null> {
+    this.assertOpen();
+    return this.subscriptions.get(id);
+  }
+
+  async listSubscriptions(options: ListSubscriptionsOptions = {}): Promise<SubscriptionRecord[]> {
+    this.assertOpen();
+    return this.subscriptions.list(options);
+  }
+
+  async deleteSubscription(id: string): Promise<boolean> {
+    this.assertOpen();
+    return this.subscriptions.delete(id);
+  }
+
+  async leaseSubscription(
+    id: string,
+    holder: string,
+    now: string,
+    until: string,
+  ): Promise<boolean> {
+    this.assertOpen();
+    return this.subscriptions.lease(id, holder, now, until);
+  }
+
+  async saveSubscriptionProgress(
+    id: string,
+    holder: string | null,
+    progress: SubscriptionProgress,
+    now: string,
+  ): Promise<boolean> {
+    this.assertOpen();
+    return this.subscriptions.saveProgress(id, holder, progress, now);
+  }
+
+  async listDeadLetters(
+    subscriptionId: string,
+    options: { afterSeq?: number; limit: number },
+  ): Promise<DeadLetter[]> {
+    this.assertOpen();
+    return this.subscriptions.deadLetters(subscriptionId, options.afterSeq ?? 0, options.limit);
+  }
+
   // ---------------------------------------------------------------- tokens
 
   async createToken(record: TokenRecord): Promise<void> {
@@ -357,7 +416,6 @@ export class PostgresStore implements Store {
     return rows[0] ? rowToToken(rows[0]) : null;
   }
 
-  /** Waits for queued writes to commit, then ends the pool (when the store created it). */
   /**
    * One LISTEN connection per store (so per hub process), whatever the number of watchers: see
    * PostgresChangeListener for reconnection, keepalive and the catch-up hint.
@@ -371,6 +429,7 @@ export class PostgresStore implements Store {
     return this.listener.connections;
   }
 
+  /** Waits for queued writes to commit, then ends the pool (when the store created it). */
   async close(): Promise<void> {
     await this.listener.close();
     if (this.closed) return;

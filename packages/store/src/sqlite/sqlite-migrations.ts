@@ -111,6 +111,45 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         WHERE source_thread IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'subscriptions',
+    sql: `
+      -- Times are epoch milliseconds, like every other table here. lease_* name the hub
+      -- process delivering a push subscription and until when (see leaseSubscription).
+      CREATE TABLE subscriptions (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        delivery TEXT NOT NULL CHECK (delivery IN ('push', 'pull')),
+        endpoint TEXT,
+        secret TEXT,
+        label TEXT,
+        filter TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        cursor INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER,
+        last_error TEXT,
+        delivered INTEGER NOT NULL DEFAULT 0,
+        dead_lettered INTEGER NOT NULL DEFAULT 0,
+        lease_holder TEXT,
+        lease_until INTEGER
+      );
+      CREATE INDEX subscriptions_team ON subscriptions (team_id, created_at);
+
+      CREATE TABLE dead_letters (
+        subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        last_error TEXT NOT NULL,
+        failed_at INTEGER NOT NULL,
+        PRIMARY KEY (subscription_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

@@ -22,16 +22,21 @@ import { highlightPassage } from '../search/search-text.js';
 import type {
   Change,
   ChangeKind,
+  DeadLetter,
+  ListSubscriptionsOptions,
   ListTokensOptions,
   ReadChangesOptions,
   SearchHit,
   SearchOptions,
   Store,
   StoreInfo,
+  SubscriptionProgress,
+  SubscriptionRecord,
   TokenRecord,
   WriteOutcome,
 } from '../store.js';
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 
 export interface SqliteStoreOptions {
   /** Database file, or ':memory:'. Its directory is created when missing. */
@@ -274,10 +279,15 @@ export class SqliteStore implements Store {
   private nextAnalyzeAt = 0;
   private flushScheduled = false;
   private closed = false;
+  private readonly subscriptions: SqliteSubscriptions;
 
   private constructor(db: DatabaseSync, location: string, clock: () => Date) {
     this.db = db;
     this.clock = clock;
+    this.subscriptions = new SqliteSubscriptions(
+      (sql) => this.statement(sql),
+      (work) => this.transaction(work),
+    );
     this.info = { backend: 'sqlite', schemaVersion: SQLITE_SCHEMA_VERSION, location };
   }
 
@@ -782,6 +792,58 @@ export class SqliteStore implements Store {
     this.assertOpen();
     return this.maxSeq();
   }
+
+  // ---------------------------------------------------------------- subscriptions
+
+  async createSubscription(record: SubscriptionRecord): Promise<void> {
+    this.assertOpen();
+    this.subscriptions.create(record);
+  }
+
+  async getSubscription(id: string): Promise<SubscriptionRecord | null> {
+    this.assertOpen();
+    return this.subscriptions.get(id);
+  }
+
+  async listSubscriptions(options: ListSubscriptionsOptions = {}): Promise<SubscriptionRecord[]> {
+    this.assertOpen();
+    return this.subscriptions.list(options);
+  }
+
+  async deleteSubscription(id: string): Promise<boolean> {
+    this.assertOpen();
+    return this.subscriptions.delete(id);
+  }
+
+  async leaseSubscription(
+    id: string,
+    holder: string,
+    now: string,
+    until: string,
+  ): Promise<boolean> {
+    this.assertOpen();
+    return this.subscriptions.lease(id, holder, Date.parse(now), Date.parse(until));
+  }
+
+  async saveSubscriptionProgress(
+    id: string,
+    holder: string | null,
+    progress: SubscriptionProgress,
+    now: string,
+  ): Promise<boolean> {
+    this.assertOpen();
+    return this.subscriptions.saveProgress(id, holder, progress, Date.parse(now));
+  }
+
+  async listDeadLetters(
+    subscriptionId: string,
+    options: { afterSeq?: number; limit: number },
+  ): Promise<DeadLetter[]> {
+    this.assertOpen();
+    return this.subscriptions.deadLetters(subscriptionId, options.afterSeq ?? 0, options.limit);
+  }
+
+  // ---------------------------------------------------------------- tokens
 
   async createToken(record: TokenRecord): Promise<void> {
     this.assertOpen();

@@ -16,6 +16,7 @@ import {
 } from '@ctxbus/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../store.js';
+import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
 
 export interface ConformanceContext {
   clock: () => Date;
@@ -58,6 +59,7 @@ export const CONFORMANCE_CASES = [
   'concurrent-consume',
   'key-holder-visibility',
   'large-item',
+  ...SUBSCRIPTION_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -781,5 +783,14 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       expect(seqs).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
       expect(new Set(items.map((item) => item.id)).size).toBe(40);
     });
+
+    const subscriptions = subscriptionCases({
+      store: () => store,
+      now: clock,
+      advance: (ms) => {
+        nowMs += ms;
+      },
+    });
+    for (const name of SUBSCRIPTION_CASES) test(name, subscriptions[name]);
   });
 }

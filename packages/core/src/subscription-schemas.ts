@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import { streamEventNames } from './api-schemas.js';
+import {
+  contextItemSchema,
+  contextTypeSchema,
+  runtimeNameSchema,
+  scopeKeySchema,
+  scopeSchema,
+  tagSchema,
+  teamIdSchema,
+  urgencySchema,
+} from './context-item.js';
+
+// Subscriptions (seed 000's ContextSubscription): what a runtime wants to hear about, and how
+// it is told: pushed to a webhook, or pulled from a cursor the hub keeps for it.
+
+export const deliveryModeSchema = z.enum(['push', 'pull']);
+export type DeliveryMode = z.infer<typeof deliveryModeSchema>;
+
+/** Which changes a subscription carries: new items by default. */
+export const subscriptionEventSchema = z.enum(streamEventNames);
+export type SubscriptionEvent = z.infer<typeof subscriptionEventSchema>;
+
+/** What a subscription selects; every given condition must hold (tags: any of them). */
+export const subscriptionFilterSchema = z.strictObject({
+  scopes: z.array(scopeSchema).min(1).max(4).optional(),
+  scopeKey: scopeKeySchema.optional(),
+  tags: z.array(tagSchema).min(1).max(50).optional(),
+  types: z.array(contextTypeSchema).min(1).max(5).optional(),
+  minUrgency: urgencySchema.optional(),
+  events: z.array(subscriptionEventSchema).min(1).max(3).optional().meta({
+    description: 'Changes to carry (default: `context-added` only).',
+  }),
+});
+export type SubscriptionFilter = z.infer<typeof subscriptionFilterSchema>;
+
+export const MAX_ENDPOINT_LENGTH = 2_048;
+
+export const createSubscriptionRequestSchema = z
+  .strictObject({
+    runtime: runtimeNameSchema.optional().meta({
+      description: "The subscribing runtime; defaults to (and must equal) the token's runtime.",
+    }),
+    delivery: deliveryModeSchema,
+    endpoint: z
+      .url({ protocol: /^https?$/ })
+      .max(MAX_ENDPOINT_LENGTH)
+      .optional()
+      .meta({
+        description:
+          'Push only: the http(s) URL the hub POSTs each change to. Private and loopback addresses are refused unless the hub allows them.',
+      }),
+    label: z.string().trim().min(1).max(200).optional(),
+    filter: subscriptionFilterSchema.optional(),
+    since: z.int().nonnegative().optional().meta({
+      description: 'Start after this sequence (0: replay everything); default: the newest change.',
+    }),
+  })
+  .superRefine((value, context) => {
+    if (value.delivery === 'push' && value.endpoint === undefined) {
+      context.addIssue({ code: 'custom', path: ['endpoint'], message: 'push needs an endpoint' });
+    }
+    if (value.delivery === 'pull' && value.endpoint !== undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['endpoint'],
+        message: 'a pull subscription has no endpoint',
+      });
+    }
+  });
+export type CreateSubscriptionRequest = z.input<typeof createSubscriptionRequestSchema>;
+
+export const subscriptionSchema = z.object({
+  id: z.string(),
+  teamId: teamIdSchema,
+  runtime: runtimeNameSchema,
+  delivery: deliveryModeSchema,
+  endpoint: z.string().nullable(),
+  label: z.string().nullable(),
+  filter: subscriptionFilterSchema,
+  createdAt: z.iso.datetime({ offset: true }),
+  cursor: z.int().nonnegative().meta({
+    description: 'Every change up to this sequence was delivered, acknowledged or dead-lettered.',
+  }),
+  delivered: z.int().nonnegative(),
+  deadLettered: z.int().nonnegative(),
+  retry: z
+    .object({
+      attempts: z.int().positive(),
+      nextAttemptAt: z.iso.datetime({ offset: true }),
+      lastError: z.string(),
+    })
+    .nullable()
+    .meta({ description: 'Push: the failing delivery being retried, if any.' }),
+});
+export type Subscription = z.infer<typeof subscriptionSchema>;
+
+export const createSubscriptionResponseSchema = z.object({
+  subscription: subscriptionSchema,
+  secret: z.string().nullable().meta({
+    description:
+      'Push: the signing secret (`whsec_...`), shown only in this response; null for pull.',
+  }),
+});
+
+export const subscriptionResponseSchema = z.object({ subscription: subscriptionSchema });
+export const listSubscriptionsResponseSchema = z.object({
+  subscriptions: z.array(subscriptionSchema),
+});
+
+export const subscriptionIdParamsSchema = z.strictObject({
+  id: z.string().regex(/^sub_[0-9a-f-]{36}$/, 'a subscription id (sub_...)'),
+});
+
+export const pendingQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export const pendingResponseSchema = z.object({
+  changes: z.array(
+    z.object({ seq: z.int().positive(), event: subscriptionEventSchema, item: contextItemSchema }),
+  ),
+  next: z.int().nonnegative().meta({
+    description:
+      'Acknowledge this sequence (POST .../ack) once the changes are handled: everything up to it was read, matching or not.',
+  }),
+  more: z.boolean().meta({ description: 'More changes wait beyond `next`.' }),
+});
+export type PendingResponse = z.infer<typeof pendingResponseSchema>;
+
+export const ackRequestSchema = z.strictObject({ seq: z.int().nonnegative() });
+
+export const deadLetterSchema = z.object({
+  seq: z.int().positive(),
+  event: subscriptionEventSchema,
+  itemId: z.string(),
+  attempts: z.int().positive(),
+  lastError: z.string(),
+  failedAt: z.iso.datetime({ offset: true }),
+});
+export type DeadLetterInfo = z.infer<typeof deadLetterSchema>;
+
+export const deadLettersResponseSchema = z.object({ deadLetters: z.array(deadLetterSchema) });
+
+/** The JSON body of every webhook POST. */
+export const webhookPayloadSchema = z.object({
+  subscriptionId: z.string(),
+  seq: z.int().positive(),
+  event: subscriptionEventSchema,
+  item: contextItemSchema,
+});
+export type WebhookPayload = z.infer<typeof webhookPayloadSchema>;

@@ -1,0 +1,320 @@
+import type { PendingResponse, Subscription, SubscriptionEvent, Viewer } from '@ctxbus/core';
+import {
+  ackRequestSchema,
+  CtxbusError,
+  createSubscriptionRequestSchema,
+  createSubscriptionResponseSchema,
+  deadLettersResponseSchema,
+  listSubscriptionsResponseSchema,
+  newItemId,
+  pendingQuerySchema,
+  pendingResponseSchema,
+  subscriptionIdParamsSchema,
+  subscriptionResponseSchema,
+} from '@ctxbus/core';
+import type { SubscriptionRecord } from '@ctxbus/store';
+import { z } from 'zod';
+import { viewerOf } from '../caller.js';
+import type { HubServices } from '../hub-services.js';
+import { defineRoute } from '../route-definition.js';
+import { checkEndpoint } from '../webhooks/endpoint-guard.js';
+import { subscriptionMatcher } from '../webhooks/push-dispatcher.js';
+import { newWebhookSecret } from '../webhooks/webhook-signature.js';
+import { EVENT_NAMES } from './stream-route.js';
+
+/** Subscriptions one runtime may hold. */
+export const MAX_SUBSCRIPTIONS_PER_RUNTIME = 100;
+/** Changes one pending read looks through at most (matching or not). */
+const PENDING_SCAN_LIMIT = 5_000;
+
+/** What the API shows of a subscription: never its secret. */
+export function subscriptionView(record: SubscriptionRecord): Subscription {
+  return {
+    id: record.id,
+    teamId: record.teamId,
+    runtime: record.runtime,
+    delivery: record.delivery,
+    endpoint: record.endpoint,
+    label: record.label,
+    filter: record.filter,
+    createdAt: record.createdAt,
+    cursor: record.cursor,
+    delivered: record.delivered,
+    deadLettered: record.deadLettered,
+    retry:
+      record.attempts > 0 && record.nextAttemptAt !== null
+        ? {
+            attempts: record.attempts,
+            nextAttemptAt: record.nextAttemptAt,
+            lastError: record.lastError ?? '',
+          }
+        : null,
+  };
+}
+
+/**
+ * A subscription belongs to one runtime of one team; to anyone else it does not exist (it
+ * would show that runtime's private items).
+ */
+async function ownSubscription(
+  services: HubServices,
+  viewer: Viewer,
+  id: string,
+): Promise<SubscriptionRecord> {
+  const record = await services.store.getSubscription(id);
+  if (!record || record.teamId !== viewer.teamId || record.runtime !== viewer.runtime) {
+    throw new CtxbusError('not_found', `no subscription ${id} for this runtime`, {
+      details: { id },
+    });
+  }
+  return record;
+}
+
+function pullOnly(record: SubscriptionRecord): void {
+  if (record.delivery !== 'pull') {
+    throw new CtxbusError(
+      'conflict',
+      `subscription ${record.id} is delivered by push to its endpoint; pending and ack are for pull subscriptions`,
+    );
+  }
+}
+
+const idParams = { params: subscriptionIdParamsSchema };
+const notFound = { 404: { description: 'No such subscription for this runtime.' } };
+
+export const subscriptionRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/subscriptions',
+    operationId: 'createSubscription',
+    summary: 'Subscribe this runtime to changes (push to a webhook, or pull)',
+    description:
+      'Push: the hub POSTs each matching change, in sequence order, to `endpoint`, signed as Standard Webhooks do (`webhook-id` = idempotency key, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>` keyed by the secret returned here, once). Failures are retried with exponential backoff, then dead-lettered. Pull: the hub keeps a cursor; read with GET .../pending, move it with POST .../ack. Endpoints must be http(s) on public addresses unless the hub allows private ones.',
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    body: createSubscriptionRequestSchema,
+    responses: {
+      201: {
+        description: 'The subscription (and its secret, for push).',
+        schema: createSubscriptionResponseSchema,
+      },
+      403: { description: 'The body names another runtime than the token.' },
+      422: { description: 'The endpoint is not allowed (private address, bad scheme...).' },
+    },
+    async handler({ body, caller, services }) {
+      const viewer = viewerOf(caller);
+      if (body.runtime !== undefined && body.runtime !== viewer.runtime) {
+        throw new CtxbusError(
+          'forbidden',
+          `this token acts as runtime ${viewer.runtime}; it cannot subscribe for ${body.runtime}`,
+        );
+      }
+      if (body.endpoint !== undefined) {
+        await checkEndpoint(body.endpoint, services.webhooks.allowPrivateEndpoints);
+      }
+      const existing = await services.store.listSubscriptions({ teamId: viewer.teamId });
+      const mine = existing.filter((record) => record.runtime === viewer.runtime);
+      if (mine.length >= MAX_SUBSCRIPTIONS_PER_RUNTIME) {
+        throw new CtxbusError(
+          'validation_failed',
+          `a runtime may hold at most ${MAX_SUBSCRIPTIONS_PER_RUNTIME} subscriptions; delete some first`,
+        );
+      }
+      const latest = await services.store.latestSeq();
+      if (body.since !== undefined && body.since > latest) {
+        throw new CtxbusError(
+          'validation_failed',
+          `body.since: ${body.since} is beyond the newest change (${latest})`,
+        );
+      }
+      const secret = body.delivery === 'push' ? newWebhookSecret() : null;
+      const record: SubscriptionRecord = {
+        id: `sub_${newItemId()}`,
+        teamId: viewer.teamId,
+        runtime: viewer.runtime,
+        delivery: body.delivery,
+        endpoint: body.endpoint ?? null,
+        secret,
+        label: body.label ?? null,
+        filter: body.filter ?? {},
+        createdAt: services.clock().toISOString(),
+        cursor: body.since ?? latest,
+        attempts: 0,
+        nextAttemptAt: null,
+        lastError: null,
+        delivered: 0,
+        deadLettered: 0,
+      };
+      await services.store.createSubscription(record);
+      services.dispatcher?.kick();
+      return { status: 201, body: { subscription: subscriptionView(record), secret } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/subscriptions',
+    operationId: 'listSubscriptions',
+    summary: "This runtime's subscriptions",
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    responses: {
+      200: { description: 'Oldest first.', schema: listSubscriptionsResponseSchema },
+    },
+    async handler({ caller, services }) {
+      const viewer = viewerOf(caller);
+      const records = await services.store.listSubscriptions({ teamId: viewer.teamId });
+      return {
+        status: 200,
+        body: {
+          subscriptions: records
+            .filter((record) => record.runtime === viewer.runtime)
+            .map(subscriptionView),
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/subscriptions/:id',
+    operationId: 'getSubscription',
+    summary: 'One subscription with its delivery state',
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    ...idParams,
+    responses: {
+      200: { description: 'The subscription.', schema: subscriptionResponseSchema },
+      ...notFound,
+    },
+    async handler({ params, caller, services }) {
+      const record = await ownSubscription(services, viewerOf(caller), params.id);
+      return { status: 200, body: { subscription: subscriptionView(record) } };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/api/subscriptions/:id',
+    operationId: 'deleteSubscription',
+    summary: 'Unsubscribe (its dead letters go with it)',
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    ...idParams,
+    responses: {
+      200: { description: 'Deleted.', schema: z.object({ deleted: z.literal(true) }) },
+      ...notFound,
+    },
+    async handler({ params, caller, services }) {
+      await ownSubscription(services, viewerOf(caller), params.id);
+      await services.store.deleteSubscription(params.id);
+      return { status: 200, body: { deleted: true } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/subscriptions/:id/pending',
+    operationId: 'pendingChanges',
+    summary: 'Pull: the matching changes after the cursor (the cursor does not move)',
+    description:
+      'Reads changes after the subscription cursor, keeping those that match (as this runtime sees them), up to `limit`. Reading twice returns the same changes: acknowledge `next` with POST .../ack once they are handled.',
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    ...idParams,
+    query: pendingQuerySchema,
+    responses: {
+      200: { description: 'Pending changes.', schema: pendingResponseSchema },
+      409: { description: 'A push subscription.' },
+      ...notFound,
+    },
+    async handler({ params, query, caller, services }) {
+      const record = await ownSubscription(services, viewerOf(caller), params.id);
+      pullOnly(record);
+      const matches = subscriptionMatcher(record);
+      const result: PendingResponse = { changes: [], next: record.cursor, more: false };
+      let scanned = 0;
+      for (;;) {
+        const batch = await services.store.readChanges({
+          afterSeq: result.next,
+          teamId: record.teamId,
+          limit: 500,
+        });
+        for (const change of batch) {
+          scanned += 1;
+          if (matches(change, services.clock())) {
+            if (result.changes.length === query.limit) {
+              result.more = true;
+              return { status: 200, body: result };
+            }
+            result.changes.push({
+              seq: change.seq,
+              event: EVENT_NAMES[change.kind] as SubscriptionEvent,
+              item: change.item,
+            });
+          }
+          result.next = change.seq;
+        }
+        if (batch.length < 500) return { status: 200, body: result };
+        if (scanned >= PENDING_SCAN_LIMIT) {
+          result.more = true;
+          return { status: 200, body: result };
+        }
+      }
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/subscriptions/:id/ack',
+    operationId: 'acknowledgeChanges',
+    summary: 'Pull: move the cursor to `seq` (never backwards)',
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    ...idParams,
+    body: ackRequestSchema,
+    responses: {
+      200: { description: 'The subscription after the move.', schema: subscriptionResponseSchema },
+      409: { description: 'A push subscription.' },
+      ...notFound,
+    },
+    async handler({ params, body, caller, services }) {
+      const record = await ownSubscription(services, viewerOf(caller), params.id);
+      pullOnly(record);
+      const latest = await services.store.latestSeq();
+      if (body.seq > latest) {
+        throw new CtxbusError(
+          'validation_failed',
+          `body.seq: ${body.seq} is beyond the newest change (${latest})`,
+        );
+      }
+      const now = services.clock().toISOString();
+      await services.store.saveSubscriptionProgress(record.id, null, { cursor: body.seq }, now);
+      const after = await ownSubscription(services, viewerOf(caller), params.id);
+      return { status: 200, body: { subscription: subscriptionView(after) } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/subscriptions/:id/dead-letters',
+    operationId: 'listDeadLetters',
+    summary: 'Push: changes given up on after the last retry',
+    tags: ['subscriptions'],
+    auth: 'runtime',
+    ...idParams,
+    query: z.strictObject({
+      after: z.coerce.number().int().nonnegative().optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+    responses: {
+      200: { description: 'In sequence order.', schema: deadLettersResponseSchema },
+      ...notFound,
+    },
+    async handler({ params, query, caller, services }) {
+      const record = await ownSubscription(services, viewerOf(caller), params.id);
+      const letters = await services.store.listDeadLetters(record.id, {
+        limit: query.limit,
+        ...(query.after !== undefined && { afterSeq: query.after }),
+      });
+      return {
+        status: 200,
+        body: { deadLetters: letters.map(({ subscriptionId: _id, ...letter }) => letter) },
+      };
+    },
+  }),
+];

@@ -1,0 +1,227 @@
+import type { SubscriptionEvent, SubscriptionFilter } from '@ctxbus/core';
+import type { QueryResultRow } from 'pg';
+import type {
+  DeadLetter,
+  ListSubscriptionsOptions,
+  SubscriptionProgress,
+  SubscriptionRecord,
+} from '../store.js';
+
+// Subscriptions and dead letters in PostgreSQL. Every operation is one statement, so each is
+// atomic without an explicit transaction (progress and its dead letters included).
+
+type Query = <R extends QueryResultRow>(
+  action: string,
+  text: string,
+  values: unknown[],
+) => Promise<R[]>;
+
+interface SubscriptionRow {
+  id: string;
+  team_id: string;
+  runtime: string;
+  delivery: 'push' | 'pull';
+  endpoint: string | null;
+  secret: string | null;
+  label: string | null;
+  filter: SubscriptionFilter;
+  created_ms: number;
+  cursor: number;
+  attempts: number;
+  next_attempt_ms: number | null;
+  last_error: string | null;
+  delivered: number;
+  dead_lettered: number;
+}
+
+interface DeadLetterRow {
+  subscription_id: string;
+  seq: number;
+  event: SubscriptionEvent;
+  item_id: string;
+  attempts: number;
+  last_error: string;
+  failed_ms: number;
+}
+
+const COLUMNS = `id, team_id, runtime, delivery, endpoint, secret, label, filter,
+  (extract(epoch FROM created_at) * 1000)::int8 AS created_ms, cursor, attempts,
+  (extract(epoch FROM next_attempt_at) * 1000)::int8 AS next_attempt_ms, last_error,
+  delivered, dead_lettered`;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function rowToSubscription(row: SubscriptionRow): SubscriptionRecord {
+  return {
+    id: row.id,
+    teamId: row.team_id,
+    runtime: row.runtime,
+    delivery: row.delivery,
+    endpoint: row.endpoint,
+    secret: row.secret,
+    label: row.label,
+    filter: row.filter,
+    createdAt: iso(row.created_ms),
+    cursor: row.cursor,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_ms === null ? null : iso(row.next_attempt_ms),
+    lastError: row.last_error,
+    delivered: row.delivered,
+    deadLettered: row.dead_lettered,
+  };
+}
+
+/** The subscription half of PostgresStore; `s` is the quoted schema. */
+export class PostgresSubscriptions {
+  constructor(
+    private readonly s: string,
+    private readonly query: Query,
+  ) {}
+
+  async create(record: SubscriptionRecord): Promise<void> {
+    await this.query(
+      'create a subscription',
+      `INSERT INTO ${this.s}.subscriptions (id, team_id, runtime, delivery, endpoint, secret,
+         label, filter, created_at, cursor, attempts, next_attempt_at, last_error, delivered,
+         dead_lettered)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::timestamptz, $10, $11,
+         $12::timestamptz, $13, $14, $15)`,
+      [
+        record.id,
+        record.teamId,
+        record.runtime,
+        record.delivery,
+        record.endpoint,
+        record.secret,
+        record.label,
+        JSON.stringify(record.filter),
+        record.createdAt,
+        record.cursor,
+        record.attempts,
+        record.nextAttemptAt,
+        record.lastError,
+        record.delivered,
+        record.deadLettered,
+      ],
+    );
+  }
+
+  async get(id: string): Promise<SubscriptionRecord | null> {
+    const rows = await this.query<SubscriptionRow>(
+      'read a subscription',
+      `SELECT ${COLUMNS} FROM ${this.s}.subscriptions WHERE id = $1`,
+      [id],
+    );
+    return rows[0] ? rowToSubscription(rows[0]) : null;
+  }
+
+  async list(options: ListSubscriptionsOptions): Promise<SubscriptionRecord[]> {
+    const rows = await this.query<SubscriptionRow>(
+      'list subscriptions',
+      `SELECT ${COLUMNS} FROM ${this.s}.subscriptions
+        WHERE ($1::text IS NULL OR team_id = $1) AND ($2::text IS NULL OR delivery = $2)
+        ORDER BY created_at, id`,
+      [options.teamId ?? null, options.delivery ?? null],
+    );
+    return rows.map(rowToSubscription);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const rows = await this.query<{ id: string }>(
+      'delete a subscription',
+      `DELETE FROM ${this.s}.subscriptions WHERE id = $1 RETURNING id`,
+      [id],
+    );
+    return rows.length > 0;
+  }
+
+  async lease(id: string, holder: string, now: string, until: string): Promise<boolean> {
+    const rows = await this.query<{ id: string }>(
+      'lease a subscription',
+      `UPDATE ${this.s}.subscriptions SET lease_holder = $2, lease_until = $4::timestamptz
+        WHERE id = $1
+          AND (lease_holder IS NULL OR lease_holder = $2 OR lease_until <= $3::timestamptz)
+        RETURNING id`,
+      [id, holder, now, until],
+    );
+    return rows.length > 0;
+  }
+
+  async saveProgress(
+    id: string,
+    holder: string | null,
+    progress: SubscriptionProgress,
+    now: string,
+  ): Promise<boolean> {
+    const letters = (progress.deadLetters ?? []).map((letter) => ({
+      seq: letter.seq,
+      event: letter.event,
+      item_id: letter.itemId,
+      attempts: letter.attempts,
+      last_error: letter.lastError,
+      failed_at: letter.failedAt,
+    }));
+    const rows = await this.query<{ updated: number }>(
+      'save subscription progress',
+      `WITH updated AS (
+         UPDATE ${this.s}.subscriptions SET
+           cursor = greatest(cursor, $2),
+           attempts = coalesce($3, attempts),
+           next_attempt_at = CASE WHEN $4 THEN $5::timestamptz ELSE next_attempt_at END,
+           last_error = CASE WHEN $6 THEN $7 ELSE last_error END,
+           delivered = delivered + $8,
+           dead_lettered = dead_lettered + $9
+         WHERE id = $1
+           AND ($10::text IS NULL OR (lease_holder = $10 AND lease_until > $11::timestamptz))
+         RETURNING id
+       ), letters AS (
+         INSERT INTO ${this.s}.dead_letters
+           (subscription_id, seq, event, item_id, attempts, last_error, failed_at)
+         SELECT updated.id, l.seq, l.event, l.item_id, l.attempts, l.last_error, l.failed_at
+           FROM updated, jsonb_to_recordset($12::jsonb) AS l(seq bigint, event text,
+             item_id text, attempts integer, last_error text, failed_at timestamptz)
+         ON CONFLICT DO NOTHING
+       )
+       SELECT count(*)::int AS updated FROM updated`,
+      [
+        id,
+        progress.cursor,
+        progress.attempts ?? null,
+        progress.nextAttemptAt !== undefined,
+        progress.nextAttemptAt ?? null,
+        progress.lastError !== undefined,
+        progress.lastError ?? null,
+        progress.delivered ?? 0,
+        letters.length,
+        holder,
+        now,
+        JSON.stringify(letters),
+      ],
+    );
+    return (rows[0]?.updated ?? 0) > 0;
+  }
+
+  async deadLetters(
+    subscriptionId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<DeadLetter[]> {
+    const rows = await this.query<DeadLetterRow>(
+      'list dead letters',
+      `SELECT subscription_id, seq, event, item_id, attempts, last_error,
+              (extract(epoch FROM failed_at) * 1000)::int8 AS failed_ms
+         FROM ${this.s}.dead_letters
+        WHERE subscription_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [subscriptionId, afterSeq, limit],
+    );
+    return rows.map((row) => ({
+      subscriptionId: row.subscription_id,
+      seq: row.seq,
+      event: row.event,
+      itemId: row.item_id,
+      attempts: row.attempts,
+      lastError: row.last_error,
+      failedAt: iso(row.failed_ms),
+    }));
+  }
+}

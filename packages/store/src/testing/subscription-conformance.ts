@@ -1,0 +1,185 @@
+import { expect } from 'vitest';
+import type { Store, SubscriptionRecord } from '../store.js';
+
+// The subscription half of the store contract (see runStoreConformance, which runs these).
+
+export const SUBSCRIPTION_CASES = [
+  'subscriptions',
+  'subscription-lease',
+  'subscription-progress',
+] as const;
+
+export type SubscriptionCase = (typeof SUBSCRIPTION_CASES)[number];
+
+interface Harness {
+  store(): Store;
+  now(): Date;
+  advance(ms: number): void;
+}
+
+const ids = {
+  a: 'sub_0194f000-0000-7000-8000-000000000001',
+  b: 'sub_0194f000-0000-7000-8000-000000000002',
+  c: 'sub_0194f000-0000-7000-8000-000000000003',
+};
+
+function record(overrides: Partial<SubscriptionRecord>, now: Date): SubscriptionRecord {
+  return {
+    id: ids.a,
+    teamId: 'acme',
+    runtime: 'web',
+    delivery: 'push',
+    endpoint: 'https://hooks.example.com/ctxbus',
+    secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=',
+    label: null,
+    filter: { tags: ['ops'], minUrgency: 'attention', events: ['context-added'] },
+    createdAt: now.toISOString(),
+    cursor: 0,
+    attempts: 0,
+    nextAttemptAt: null,
+    lastError: null,
+    delivered: 0,
+    deadLettered: 0,
+    ...overrides,
+  };
+}
+
+export function subscriptionCases(h: Harness): Record<SubscriptionCase, () => Promise<void>> {
+  const iso = (offsetMs = 0) => new Date(h.now().getTime() + offsetMs).toISOString();
+  return {
+    async subscriptions() {
+      const store = h.store();
+      const first = record({ label: 'ops pager' }, h.now());
+      await store.createSubscription(first);
+      h.advance(1);
+      await store.createSubscription(
+        record(
+          { id: ids.b, delivery: 'pull', endpoint: null, secret: null, cursor: 7, filter: {} },
+          h.now(),
+        ),
+      );
+      h.advance(1);
+      await store.createSubscription(record({ id: ids.c, teamId: 'globex' }, h.now()));
+      // Round trip, filter and secret included.
+      expect(await store.getSubscription(ids.a)).toEqual(first);
+      expect((await store.listSubscriptions()).map((s) => s.id)).toEqual([ids.a, ids.b, ids.c]);
+      expect((await store.listSubscriptions({ teamId: 'acme' })).map((s) => s.id)).toEqual([
+        ids.a,
+        ids.b,
+      ]);
+      expect(
+        (await store.listSubscriptions({ teamId: 'acme', delivery: 'pull' })).map((s) => s.id),
+      ).toEqual([ids.b]);
+      expect(await store.getSubscription('sub_0194f000-0000-7000-8000-00000000ffff')).toBeNull();
+      expect(await store.deleteSubscription(ids.a)).toBe(true);
+      expect(await store.deleteSubscription(ids.a)).toBe(false);
+      expect(await store.getSubscription(ids.a)).toBeNull();
+    },
+
+    async 'subscription-lease'() {
+      const store = h.store();
+      await store.createSubscription(record({}, h.now()));
+      // One holder at a time; the holder renews; another takes over once the lease ran out.
+      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(30_000))).toBe(true);
+      expect(await store.leaseSubscription(ids.a, 'hub-2', iso(), iso(30_000))).toBe(false);
+      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(60_000))).toBe(true);
+      h.advance(45_000);
+      expect(await store.leaseSubscription(ids.a, 'hub-2', iso(), iso(30_000))).toBe(false);
+      h.advance(15_000);
+      expect(await store.leaseSubscription(ids.a, 'hub-2', iso(), iso(30_000))).toBe(true);
+      // Progress needs the running lease.
+      expect(await store.saveSubscriptionProgress(ids.a, 'hub-1', { cursor: 3 }, iso())).toBe(
+        false,
+      );
+      expect(await store.saveSubscriptionProgress(ids.a, 'hub-2', { cursor: 3 }, iso())).toBe(true);
+      h.advance(30_000);
+      expect(await store.saveSubscriptionProgress(ids.a, 'hub-2', { cursor: 4 }, iso())).toBe(
+        false,
+      );
+      expect((await store.getSubscription(ids.a))?.cursor).toBe(3);
+      expect(await store.leaseSubscription(ids.b, 'hub-1', iso(), iso(30_000))).toBe(false);
+    },
+
+    async 'subscription-progress'() {
+      const store = h.store();
+      await store.createSubscription(record({}, h.now()));
+      await store.createSubscription(
+        record({ id: ids.b, delivery: 'pull', endpoint: null, secret: null }, h.now()),
+      );
+      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(30_000))).toBe(true);
+      const retryAt = iso(2_000);
+      expect(
+        await store.saveSubscriptionProgress(
+          ids.a,
+          'hub-1',
+          { cursor: 5, delivered: 2, attempts: 1, nextAttemptAt: retryAt, lastError: 'HTTP 503' },
+          iso(),
+        ),
+      ).toBe(true);
+      expect(await store.getSubscription(ids.a)).toMatchObject({
+        cursor: 5,
+        delivered: 2,
+        attempts: 1,
+        nextAttemptAt: retryAt,
+        lastError: 'HTTP 503',
+        deadLettered: 0,
+      });
+      // Given up on: dead-lettered and counted in the same step; cursors never move back.
+      const failedAt = iso();
+      expect(
+        await store.saveSubscriptionProgress(
+          ids.a,
+          'hub-1',
+          {
+            cursor: 6,
+            attempts: 0,
+            nextAttemptAt: null,
+            lastError: null,
+            deadLetters: [
+              {
+                subscriptionId: ids.a,
+                seq: 6,
+                event: 'context-added',
+                itemId: 'i6',
+                attempts: 8,
+                lastError: 'HTTP 500',
+                failedAt,
+              },
+            ],
+          },
+          iso(),
+        ),
+      ).toBe(true);
+      expect(
+        await store.saveSubscriptionProgress(ids.a, 'hub-1', { cursor: 2, delivered: 1 }, iso()),
+      ).toBe(true);
+      expect(await store.getSubscription(ids.a)).toMatchObject({
+        cursor: 6,
+        delivered: 3,
+        attempts: 0,
+        nextAttemptAt: null,
+        lastError: null,
+        deadLettered: 1,
+      });
+      expect(await store.listDeadLetters(ids.a, { limit: 10 })).toEqual([
+        {
+          subscriptionId: ids.a,
+          seq: 6,
+          event: 'context-added',
+          itemId: 'i6',
+          attempts: 8,
+          lastError: 'HTTP 500',
+          failedAt,
+        },
+      ]);
+      expect(await store.listDeadLetters(ids.a, { afterSeq: 6, limit: 10 })).toEqual([]);
+      // Pull acknowledgements need no lease.
+      expect(await store.saveSubscriptionProgress(ids.b, null, { cursor: 9 }, iso())).toBe(true);
+      expect((await store.getSubscription(ids.b))?.cursor).toBe(9);
+      // Dead letters go with their subscription.
+      expect(await store.deleteSubscription(ids.a)).toBe(true);
+      expect(await store.listDeadLetters(ids.a, { limit: 10 })).toEqual([]);
+      expect(await store.saveSubscriptionProgress(ids.a, null, { cursor: 10 }, iso())).toBe(false);
+    },
+  };
+}
