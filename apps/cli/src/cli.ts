@@ -5,6 +5,7 @@ import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
 import { registerServe } from './commands/serve-command.js';
+import { registerSupabase } from './commands/supabase-command.js';
 import { registerToken } from './commands/token-command.js';
 import { EXIT, exitCodeFor } from './output.js';
 import { VERSION } from './version.js';
@@ -53,6 +54,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerServe(program, run);
   registerToken(program, run);
   registerMigrate(program, run);
+  registerSupabase(program, run);
   registerContextCommands(program, run);
   registerInstall(program, run);
   registerMcp(program, run);

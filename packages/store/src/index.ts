@@ -19,6 +19,18 @@ export {
   openPostgresStore,
   PostgresStore,
 } from './postgres/postgres-store.js';
+export type {
+  SupabaseSetupOptions,
+  SupabaseSetupResult,
+} from './postgres/supabase-setup.js';
+export {
+  SUPABASE_ITEMS_POLICY,
+  SUPABASE_REALTIME_PUBLICATION,
+  SUPABASE_SETUP_VERSION,
+  SUPABASE_TEAMS_CLAIM,
+  setupSupabase,
+  supabaseSetupSql,
+} from './postgres/supabase-setup.js';
 export type { QueryTerm, SearchQuery, SearchQueryOptions } from './search/search-query.js';
 export {
   buildSearchQuery,

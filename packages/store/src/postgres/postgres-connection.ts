@@ -32,6 +32,20 @@ export const DEFAULT_POSTGRES_SCHEMA = 'ctxbus';
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/**
+ * Refuses anything but a plain lowercase identifier, so that the name can be spliced into SQL
+ * (quoted) without escaping. `field` names the option in the message.
+ */
+export function assertPlainName(name: string, field: string): void {
+  if (!SCHEMA_RE.test(name)) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${field} ${JSON.stringify(name)} is not a plain PostgreSQL name (lowercase letters, digits and _, at most 63, not starting with a digit)`,
+      { details: { field } },
+    );
+  }
+}
+
 /** A live connection target: the pool, the quoted schema, and a password-free description. */
 export interface PostgresTarget {
   pool: Pool;
@@ -50,13 +64,7 @@ export interface PostgresTarget {
  */
 export async function connectPostgres(options: PostgresConnectionOptions): Promise<PostgresTarget> {
   const schema = options.schema ?? DEFAULT_POSTGRES_SCHEMA;
-  if (!SCHEMA_RE.test(schema)) {
-    throw new CtxbusError(
-      'validation_failed',
-      `schema ${JSON.stringify(schema)} is not a plain PostgreSQL name (lowercase letters, digits and _, at most 63, not starting with a digit)`,
-      { details: { field: 'schema' } },
-    );
-  }
+  assertPlainName(schema, 'schema');
   const given = [options.connectionString, options.pool].filter((value) => value !== undefined);
   if (given.length !== 1) {
     throw new CtxbusError(

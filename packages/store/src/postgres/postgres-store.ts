@@ -43,6 +43,7 @@ import {
 } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { TermStatistics } from './postgres-term-stats.js';
+import { transactionPoolerWarning } from './supabase-pooler.js';
 
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
   /** Source of "now" for expiry and consumption times. */
@@ -107,8 +108,12 @@ export class PostgresStore implements Store {
       onCommitted: (seq) => this.maintainIfGrown(seq),
       channel: changeChannel(target.schema),
     });
+    const config = (target.pool as unknown as { options: ClientConfig }).options;
+    const poolerWarning = transactionPoolerWarning(config);
+    if (poolerWarning)
+      target.logger.warn({ location: target.location }, `postgres: ${poolerWarning}`);
     this.listener = new PostgresChangeListener({
-      config: (target.pool as unknown as { options: ClientConfig }).options,
+      config,
       channel: changeChannel(target.schema),
       applicationName: listenerName(target.schema),
       logger: target.logger,

@@ -4,6 +4,12 @@ export {
   probePostgres,
   ScratchSchemas,
 } from '../postgres/postgres-test-server.js';
+export type { SupabaseRoleOutcome, SupabaseStandIn } from '../postgres/supabase-stand-in.js';
+export {
+  createSupabaseStandIn,
+  ensureSupabaseRoles,
+  queryAsSupabaseRole,
+} from '../postgres/supabase-stand-in.js';
 export type {
   ConformanceCase,
   ConformanceContext,
