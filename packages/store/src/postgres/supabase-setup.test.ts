@@ -189,9 +189,11 @@ function defineSupabaseTests(url: string, walLevel: string): void {
       expect(rows.map((row) => row.relname)).toEqual([
         'changes',
         'counter',
+        'dead_letters',
         'items',
         'schema_migrations',
         'search_terms',
+        'subscriptions',
         'supabase_setup',
         'tokens',
       ]);
@@ -259,6 +261,9 @@ function defineSupabaseTests(url: string, walLevel: string): void {
       }
       for (const table of [
         'tokens',
+        // Webhook secrets live here.
+        'subscriptions',
+        'dead_letters',
         'changes',
         'counter',
         'search_terms',
@@ -273,7 +278,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
 
     it('anon and service_role read nothing, whatever their claims', async () => {
       for (const role of ['anon', 'service_role'] as const) {
-        for (const table of ['items', 'tokens']) {
+        for (const table of ['items', 'tokens', 'subscriptions']) {
           expect(
             await as(role, teams(['acme']), `SELECT * FROM ctxbus.${table}`),
             `${role} ${table}`,
