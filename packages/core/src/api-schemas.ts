@@ -261,3 +261,22 @@ export function parseWriteRequest(body: unknown): z.output<typeof contextItemInp
   }
   return [parseOrThrow(contextItemInputSchema, body, 'body')];
 }
+
+/** Query of `GET /api/archive`. */
+export const archiveQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(50),
+  before: positiveIntQuery.optional().meta({ description: 'Page: archive ids below this.' }),
+});
+
+export const archivedItemSchema = z.object({
+  archiveId: z.int().positive(),
+  reason: z.enum(['expired', 'retention']),
+  archivedAt: z.iso.datetime({ offset: true }),
+  item: contextItemSchema,
+});
+
+export const archiveResponseSchema = z.object({
+  items: z.array(archivedItemSchema),
+  nextBefore: z.int().positive().nullable(),
+});
+export type ArchiveResponse = z.infer<typeof archiveResponseSchema>;

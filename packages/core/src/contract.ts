@@ -1,6 +1,7 @@
 // The wire contract without the tokenizer: schemas, errors, filters and validation. Clients
 // that only talk to a hub import this entry and skip loading the o200k vocabulary.
 export type {
+  ArchiveResponse,
   ListQuery,
   ListResponse,
   SearchRequest,
@@ -11,6 +12,9 @@ export type {
   WriteResponse,
 } from './api-schemas.js';
 export {
+  archivedItemSchema,
+  archiveQuerySchema,
+  archiveResponseSchema,
   createTokenRequestSchema,
   createTokenResponseSchema,
   errorResponseSchema,

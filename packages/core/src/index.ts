@@ -1,4 +1,5 @@
 export type {
+  ArchiveResponse,
   ListQuery,
   ListResponse,
   SearchRequest,
@@ -9,6 +10,9 @@ export type {
   WriteResponse,
 } from './api-schemas.js';
 export {
+  archivedItemSchema,
+  archiveQuerySchema,
+  archiveResponseSchema,
   createTokenRequestSchema,
   createTokenResponseSchema,
   errorResponseSchema,

@@ -9,12 +9,15 @@ import { TokenVerifier } from './auth.js';
 import { viewerOf } from './caller.js';
 import { ChangeFeed } from './change-feed.js';
 import type { HubServices } from './hub-services.js';
+import type { RetentionOptions } from './lifecycle-sweeper.js';
+import { LifecycleSweeper } from './lifecycle-sweeper.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { buildOpenApiDocument } from './openapi-document.js';
 import type { Caller, RouteDefinition } from './route-definition.js';
 import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
+import { archiveRoute } from './routes/archive-route.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
@@ -49,6 +52,10 @@ export interface HubOptions {
   webhooks?: WebhookOptions;
   /** Deliver push subscriptions from this hub (default true). */
   deliverWebhooks?: boolean;
+  /** Item lifecycle: expiry sweeps, age limits, archive or delete. */
+  retention?: RetentionOptions;
+  /** Run the lifecycle sweeper in this hub (default true). */
+  sweep?: boolean;
 }
 
 export interface Hub {
@@ -166,6 +173,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     ...contextRoutes,
     streamRoute,
     streamWebSocketRoute,
+    archiveRoute,
     ...subscriptionRoutes,
     ...adminRoutes,
   ];
@@ -266,11 +274,17 @@ export async function createHub(options: HubOptions): Promise<Hub> {
   });
 
   services.dispatcher?.start();
+  const sweeper =
+    (options.sweep ?? true)
+      ? new LifecycleSweeper(options.store, clock, logger, options.retention)
+      : null;
+  sweeper?.start();
   return {
     app,
     services,
     routes,
     async close() {
+      await sweeper?.close();
       await services.dispatcher?.close();
       feed.close();
       for (const extension of options.extensions ?? []) await extension.close?.();

@@ -4,6 +4,8 @@ export { ChangeFeed, FeedSubscriber } from './change-feed.js';
 export type { Hub, HubExtension, HubOptions } from './create-hub.js';
 export { createHub, DEFAULT_MAX_BODY_BYTES } from './create-hub.js';
 export type { HubServices } from './hub-services.js';
+export type { RetentionOptions } from './lifecycle-sweeper.js';
+export { DEFAULT_RETENTION, LifecycleSweeper } from './lifecycle-sweeper.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
 export { buildOpenApiDocument } from './openapi-document.js';

@@ -55,6 +55,7 @@ export { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrat
 export type { SqliteStoreOptions } from './sqlite/sqlite-store.js';
 export { openSqliteStore, SqliteStore } from './sqlite/sqlite-store.js';
 export type {
+  ArchivedItem,
   Change,
   ChangeKind,
   DeadLetter,
@@ -67,6 +68,8 @@ export type {
   StoreInfo,
   SubscriptionProgress,
   SubscriptionRecord,
+  SweepOptions,
+  SweepResult,
   TokenRecord,
   TokenRole,
   WriteOutcome,

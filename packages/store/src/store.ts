@@ -1,5 +1,6 @@
 import type {
   ContextItem,
+  ContextType,
   DeliveryMode,
   ItemFilter,
   ListOptions,
@@ -119,6 +120,40 @@ export interface ListSubscriptionsOptions {
   delivery?: DeliveryMode;
 }
 
+/** One sweep of the item lifecycle; see `Store.sweepItems`. */
+export interface SweepOptions {
+  /** Items whose `expiresAt` is at or before this are swept (every type). */
+  expiredBefore: string;
+  /**
+   * Age retention, per type: items created before the cutoff are swept, except the ones that
+   * are current knowledge, kept until superseded: decisions, and items holding a key.
+   */
+  createdBefore?: Partial<Record<ContextType, string>>;
+  /** `archive` keeps a copy (see `listArchivedItems`); `delete` removes the item for good. */
+  mode: 'archive' | 'delete';
+  /** Most items swept in this call. */
+  limit: number;
+  /** When the sweep happens (archive time). */
+  now: string;
+}
+
+export interface SweepResult {
+  expired: number;
+  aged: number;
+  archived: number;
+  /** The limit was reached: more items may be due. */
+  more: boolean;
+}
+
+/** An item moved out of the live store by a sweep. */
+export interface ArchivedItem {
+  /** Archive order (increasing). */
+  archiveId: number;
+  item: ContextItem;
+  reason: 'expired' | 'retention';
+  archivedAt: string;
+}
+
 export interface StoreInfo {
   backend: string;
   schemaVersion: number;
@@ -168,6 +203,18 @@ export interface Store {
    * late or lost, so readers catch up by sequence from their own cursor.
    */
   watchChanges?(listener: (seq: number) => void): { close(): void };
+
+  /**
+   * Removes expired items and, with `createdBefore`, items past their type's retention
+   * (never a current decision or key holder). Their changes leave the feed; the sequence
+   * stays monotonic. With `archive`, each swept item is kept in the archive first.
+   */
+  sweepItems(options: SweepOptions): Promise<SweepResult>;
+  /** Archived items the viewer may see (team, and private ones of its runtime), newest first. */
+  listArchivedItems(
+    viewer: Viewer,
+    options: { limit: number; beforeArchiveId?: number },
+  ): Promise<ArchivedItem[]>;
 
   createSubscription(record: SubscriptionRecord): Promise<void>;
   getSubscription(id: string): Promise<SubscriptionRecord | null>;

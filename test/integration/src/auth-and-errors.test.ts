@@ -288,6 +288,7 @@ describe('the OpenAPI document', () => {
         'createToken',
         'deleteSubscription',
         'getSubscription',
+        'listArchive',
         'listDeadLetters',
         'listSubscriptions',
         'pendingChanges',

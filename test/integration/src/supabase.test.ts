@@ -40,7 +40,9 @@ await withPostgres('Supabase deployment', (url, schemas) => {
       const first = await runCli(['migrate', '--store', standIn.ownerUrl, '--supabase']);
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
-      expect(first.stdout).toContain('schema version 0 -> 2 (1 initial, 2 subscriptions)');
+      expect(first.stdout).toContain(
+        'schema version 0 -> 2 (1 initial, 2 subscriptions-and-archive)',
+      );
       expect(first.stdout).toContain(
         'Supabase setup version 1 applied (first time): row-level security by team, items in the supabase_realtime publication',
       );

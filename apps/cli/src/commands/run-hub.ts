@@ -1,4 +1,4 @@
-import type { WebhookOptions } from '@ctxbus/hub';
+import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
@@ -23,6 +23,7 @@ export interface HubRunOptions {
   json: boolean;
   validateResponses: boolean;
   webhooks: WebhookOptions;
+  retention: RetentionOptions;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -79,6 +80,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       validateResponses: options.validateResponses,
       // The embedded store has one hub at a time (the data-directory lock), so a fixed lease
       // holder lets a restarted hub resume webhook delivery at once.
+      retention: options.retention,
       webhooks:
         target.kind === 'sqlite'
           ? { ...options.webhooks, leaseHolder: 'embedded-hub' }

@@ -53,6 +53,17 @@ export function registerServe(
       'first retry delay, doubled after each failure (capped at 5 minutes)',
       '1000',
     )
+    .option(
+      '--retention-mode <mode>',
+      'what the lifecycle sweep does with expired and aged items: delete, or archive (kept, readable at /api/archive)',
+      process.env.CTXBUS_RETENTION_MODE ?? 'delete',
+    )
+    .option(
+      '--retain <limits>',
+      'age limits by type, e.g. status=30d,alert=30d,discovery=90d (default off: only expired items are swept; current decisions and keyed items are kept until superseded)',
+      process.env.CTXBUS_RETAIN ?? 'off',
+    )
+    .option('--sweep-interval <duration>', 'time between lifecycle sweeps', '60s')
     .option('--json', 'print the URL and admin token as one JSON line')
     .action((options: ServeOptions) =>
       run(async () => {

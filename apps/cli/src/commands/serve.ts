@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
+import { parseDuration, parseRetention } from '../retention-options.js';
 import { storeTarget } from '../store-target.js';
 import type { HubRunOptions } from './run-hub.js';
 
@@ -17,6 +18,9 @@ export interface ServeOptions {
   allowPrivateWebhooks: boolean;
   webhookAttempts: string;
   webhookBackoffMs: string;
+  retentionMode: string;
+  retain: string;
+  sweepInterval: string;
 }
 
 /**
@@ -61,6 +65,21 @@ function validate(options: ServeOptions): HubRunOptions {
       '--webhook-backoff-ms must be an integer from 10 to 3600000',
     );
   }
+  if (options.retentionMode !== 'delete' && options.retentionMode !== 'archive') {
+    throw new CtxbusError(
+      'validation_failed',
+      `--retention-mode must be delete or archive (got "${options.retentionMode}")`,
+    );
+  }
+  const sweepIntervalMs = parseDuration(options.sweepInterval, '--sweep-interval');
+  if (sweepIntervalMs < 100) {
+    throw new CtxbusError('validation_failed', '--sweep-interval must be at least 100ms');
+  }
+  const retention = {
+    mode: options.retentionMode,
+    maxAgeMs: parseRetention(options.retain),
+    intervalMs: sweepIntervalMs,
+  } as const;
   const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
   if (!levels.includes(options.logLevel)) {
     throw new CtxbusError('validation_failed', `--log-level must be one of ${levels.join(', ')}`);
@@ -74,6 +93,7 @@ function validate(options: ServeOptions): HubRunOptions {
     maxBodyBytes,
     durability: options.durability,
     json: options.json === true,
+    retention,
     webhooks: {
       allowPrivateEndpoints: options.allowPrivateWebhooks === true,
       maxAttempts: webhookAttempts,

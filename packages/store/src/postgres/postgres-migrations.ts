@@ -118,7 +118,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   },
   {
     version: 2,
-    name: 'subscriptions',
+    name: 'subscriptions-and-archive',
     sql: (s) => `
       -- lease_* name the hub process delivering a push subscription and until when: hubs
       -- sharing the database take turns (see leaseSubscription).
@@ -154,6 +154,22 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         failed_at timestamptz NOT NULL,
         PRIMARY KEY (subscription_id, seq)
       );
+
+      -- Items a sweep moved out of the live tables (retention mode "archive"), as API JSON.
+      CREATE TABLE ${s}.archived_items (
+        archive_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL,
+        team_id text COLLATE "C" NOT NULL,
+        source_runtime text NOT NULL,
+        visibility text NOT NULL,
+        item jsonb NOT NULL,
+        reason text NOT NULL CHECK (reason IN ('expired', 'retention')),
+        archived_at timestamptz NOT NULL
+      );
+      CREATE INDEX archived_items_team ON ${s}.archived_items (team_id, archive_id);
+      -- The sweeper's scans: expiry, and type by age.
+      CREATE INDEX items_expires ON ${s}.items (expires_at) WHERE expires_at IS NOT NULL;
+      CREATE INDEX items_type_created ON ${s}.items (type, created_at);
     `,
   },
 ];

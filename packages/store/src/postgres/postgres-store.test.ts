@@ -100,6 +100,8 @@ function definePostgresTests(url: string): void {
       await withClient((client) =>
         client.query(
           `DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
+           DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
+           DROP INDEX "${schema}".items_type_created;
            DELETE FROM "${schema}".schema_migrations WHERE version > 1`,
         ),
       );

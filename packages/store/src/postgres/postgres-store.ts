@@ -2,6 +2,7 @@ import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/c
 import { CtxbusError } from '@ctxbus/core';
 import type { ClientConfig, QueryResultRow } from 'pg';
 import type {
+  ArchivedItem,
   Change,
   ChangeKind,
   DeadLetter,
@@ -14,6 +15,8 @@ import type {
   StoreInfo,
   SubscriptionProgress,
   SubscriptionRecord,
+  SweepOptions,
+  SweepResult,
   TokenRecord,
   WriteOutcome,
 } from '../store.js';
@@ -22,6 +25,7 @@ import type { PostgresConnectionOptions, PostgresTarget } from './postgres-conne
 import { connectPostgres } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
 import { GroupCommit } from './postgres-group-commit.js';
+import { listArchivedPostgres, sweepPostgres } from './postgres-lifecycle.js';
 import {
   applyPostgresMigrations,
   assertSchemaCurrent,
@@ -308,6 +312,21 @@ export class PostgresStore implements Store {
       `SELECT seq FROM ${this.s}.counter`,
     );
     return rows[0]?.seq ?? 0;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async sweepItems(options: SweepOptions): Promise<SweepResult> {
+    this.assertOpen();
+    return sweepPostgres(this.target, options);
+  }
+
+  async listArchivedItems(
+    viewer: Viewer,
+    options: { limit: number; beforeArchiveId?: number },
+  ): Promise<ArchivedItem[]> {
+    this.assertOpen();
+    return listArchivedPostgres(this.target, viewer, options);
   }
 
   // ---------------------------------------------------------------- subscriptions

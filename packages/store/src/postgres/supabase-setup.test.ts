@@ -187,6 +187,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         return tables.rows;
       });
       expect(rows.map((row) => row.relname)).toEqual([
+        'archived_items',
         'changes',
         'counter',
         'dead_letters',
@@ -261,8 +262,9 @@ function defineSupabaseTests(url: string, walLevel: string): void {
       }
       for (const table of [
         'tokens',
-        // Webhook secrets live here.
+        // Webhook secrets live here; archived items include private ones.
         'subscriptions',
+        'archived_items',
         'dead_letters',
         'changes',
         'counter',

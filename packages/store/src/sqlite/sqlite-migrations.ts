@@ -113,7 +113,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   },
   {
     version: 4,
-    name: 'subscriptions',
+    name: 'subscriptions-and-archive',
     sql: `
       -- Times are epoch milliseconds, like every other table here. lease_* name the hub
       -- process delivering a push subscription and until when (see leaseSubscription).
@@ -148,6 +148,21 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         failed_at INTEGER NOT NULL,
         PRIMARY KEY (subscription_id, seq)
       ) WITHOUT ROWID;
+
+      -- Items a sweep moved out of the live tables (retention mode "archive"), as API JSON.
+      CREATE TABLE archived_items (
+        archive_id INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        source_runtime TEXT NOT NULL,
+        visibility TEXT NOT NULL,
+        item TEXT NOT NULL,
+        reason TEXT NOT NULL CHECK (reason IN ('expired', 'retention')),
+        archived_at INTEGER NOT NULL
+      );
+      CREATE INDEX archived_items_team ON archived_items (team_id, archive_id);
+      -- The sweeper's scans: by type and age.
+      CREATE INDEX items_type_created ON items (type, created_at);
     `,
   },
 ];

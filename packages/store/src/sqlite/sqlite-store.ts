@@ -20,6 +20,7 @@ import type { RerankCandidate } from '../search/search-rerank.js';
 import { NEIGHBOUR_WINDOW, rerankCandidates } from '../search/search-rerank.js';
 import { highlightPassage } from '../search/search-text.js';
 import type {
+  ArchivedItem,
   Change,
   ChangeKind,
   DeadLetter,
@@ -32,10 +33,15 @@ import type {
   StoreInfo,
   SubscriptionProgress,
   SubscriptionRecord,
+  SweepOptions,
+  SweepResult,
   TokenRecord,
   WriteOutcome,
 } from '../store.js';
+import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import type { ItemRow } from './sqlite-rows.js';
+import { rowToItem } from './sqlite-rows.js';
 import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 
 export interface SqliteStoreOptions {
@@ -54,36 +60,6 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
-interface ItemRow {
-  rid: number;
-  id: string;
-  team_id: string;
-  type: string;
-  title: string;
-  content: string;
-  summary: string;
-  tags: string;
-  source_runtime: string;
-  source_agent: string | null;
-  source_task: string | null;
-  source_thread: string | null;
-  scope: string;
-  scope_key: string | null;
-  urgency: number;
-  visibility: string;
-  created_at: number;
-  expires_at: number | null;
-  supersedes: string | null;
-  superseded_by: string | null;
-  item_key: string | null;
-  runtime_options: string;
-  redactions: string;
-  tokens: number;
-  input_hash: string;
-  consumed: number;
-  consumed_by: string;
-}
-
 interface TokenRow {
   id: string;
   hash: string;
@@ -96,40 +72,6 @@ interface TokenRow {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-function rowToItem(row: ItemRow): ContextItem {
-  const consumedBy = JSON.parse(row.consumed_by) as ContextItem['consumedBy'];
-  return {
-    id: row.id,
-    teamId: row.team_id,
-    seq: row.rid,
-    type: row.type as ContextItem['type'],
-    title: row.title,
-    content: row.content,
-    summary: row.summary,
-    source: {
-      runtime: row.source_runtime,
-      agentId: row.source_agent,
-      taskId: row.source_task,
-      threadId: row.source_thread,
-    },
-    scope: row.scope as ContextItem['scope'],
-    scopeKey: row.scope_key,
-    relevanceTags: JSON.parse(row.tags) as string[],
-    urgency: URGENCIES[row.urgency] as Urgency,
-    visibility: row.visibility as ContextItem['visibility'],
-    createdAt: iso(row.created_at),
-    expiresAt: row.expires_at === null ? null : iso(row.expires_at),
-    supersedes: row.supersedes,
-    supersededBy: row.superseded_by,
-    key: row.item_key,
-    consumed: consumedBy.length > 0,
-    consumedBy,
-    runtimeOptions: JSON.parse(row.runtime_options) as ContextItem['runtimeOptions'],
-    redactions: JSON.parse(row.redactions) as ContextItem['redactions'],
-    tokens: row.tokens,
-  };
-}
 
 function rowToToken(row: TokenRow): TokenRecord {
   return {
@@ -280,6 +222,7 @@ export class SqliteStore implements Store {
   private flushScheduled = false;
   private closed = false;
   private readonly subscriptions: SqliteSubscriptions;
+  private readonly lifecycle: SqliteLifecycle;
 
   private constructor(db: DatabaseSync, location: string, clock: () => Date) {
     this.db = db;
@@ -287,6 +230,11 @@ export class SqliteStore implements Store {
     this.subscriptions = new SqliteSubscriptions(
       (sql) => this.statement(sql),
       (work) => this.transaction(work),
+    );
+    this.lifecycle = new SqliteLifecycle(
+      (sql) => this.statement(sql),
+      (work) => this.transaction(work),
+      () => this.maxSeq(),
     );
     this.info = { backend: 'sqlite', schemaVersion: SQLITE_SCHEMA_VERSION, location };
   }
@@ -791,6 +739,25 @@ export class SqliteStore implements Store {
   async latestSeq(): Promise<number> {
     this.assertOpen();
     return this.maxSeq();
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async sweepItems(options: SweepOptions): Promise<SweepResult> {
+    this.assertOpen();
+    // Queued writes first: a sweep never runs between a write's read and its commit.
+    if (this.pendingWrites.length > 0) this.flushWrites();
+    const { removed, ...result } = this.lifecycle.sweep(options);
+    if (this.cachedItemCount !== null) this.cachedItemCount -= removed;
+    return result;
+  }
+
+  async listArchivedItems(
+    viewer: Viewer,
+    options: { limit: number; beforeArchiveId?: number },
+  ): Promise<ArchivedItem[]> {
+    this.assertOpen();
+    return this.lifecycle.listArchived(viewer, options);
   }
 
   // ---------------------------------------------------------------- subscriptions

@@ -16,6 +16,7 @@ import {
 } from '@ctxbus/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../store.js';
+import { LIFECYCLE_CASES, lifecycleCases } from './lifecycle-conformance.js';
 import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
 
 export interface ConformanceContext {
@@ -60,6 +61,7 @@ export const CONFORMANCE_CASES = [
   'key-holder-visibility',
   'large-item',
   ...SUBSCRIPTION_CASES,
+  ...LIFECYCLE_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -792,5 +794,15 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       },
     });
     for (const name of SUBSCRIPTION_CASES) test(name, subscriptions[name]);
+
+    const lifecycle = lifecycleCases({
+      store: () => store,
+      now: clock,
+      advance: (ms) => {
+        nowMs += ms;
+      },
+      write,
+    });
+    for (const name of LIFECYCLE_CASES) test(name, lifecycle[name]);
   });
 }

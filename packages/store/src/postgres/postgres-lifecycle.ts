@@ -1,0 +1,132 @@
+import type { Viewer } from '@ctxbus/core';
+import type { Pool } from 'pg';
+import type { ArchivedItem, SweepOptions, SweepResult } from '../store.js';
+import type { PostgresTarget } from './postgres-connection.js';
+import { toStoreError } from './postgres-errors.js';
+import type { ItemRow } from './postgres-sql.js';
+import { ITEM_COLUMNS, ROW_TYPES, rowToItem } from './postgres-sql.js';
+
+// The item lifecycle in PostgreSQL: sweeping expired and aged items out of the live tables
+// (into the archive, or for good), and reading the archive.
+
+/** Current knowledge, kept until superseded whatever its age. */
+const KEPT = `(i.superseded_by IS NULL AND (i.type = 'decision' OR i.item_key IS NOT NULL))`;
+
+/**
+ * One sweep in one transaction. It takes the counter lock first, as every write does: sweeps
+ * and writes (of any hub) take turns, and a write never supersedes an item being swept.
+ */
+export async function sweepPostgres(
+  target: PostgresTarget,
+  options: SweepOptions,
+): Promise<SweepResult> {
+  const s = target.quotedSchema;
+  const pool: Pool = target.pool;
+  const client = await pool.connect().catch((error: unknown) => {
+    throw toStoreError(error, 'sweep items', target.location);
+  });
+  try {
+    await client.query('BEGIN');
+    await client.query(`SELECT seq FROM ${s}.counter FOR UPDATE`);
+    const values: unknown[] = [options.expiredBefore];
+    const clauses = ['(i.expires_at IS NOT NULL AND i.expires_at <= $1::timestamptz)'];
+    for (const [type, cutoff] of Object.entries(options.createdBefore ?? {})) {
+      values.push(type, cutoff);
+      clauses.push(
+        `(i.type = $${values.length - 1} AND i.created_at < $${values.length}::timestamptz AND NOT ${KEPT})`,
+      );
+    }
+    values.push(options.limit);
+    const { rows } = await client.query<ItemRow & { lexemes: string[]; expired: boolean }>({
+      text: `SELECT ${ITEM_COLUMNS}, tsvector_to_array(i.search) AS lexemes,
+                    (i.expires_at IS NOT NULL AND i.expires_at <= $1::timestamptz) AS expired
+               FROM ${s}.items i WHERE ${clauses.join(' OR ')}
+              ORDER BY i.rid LIMIT $${values.length}`,
+      values,
+      types: ROW_TYPES,
+    });
+    const result: SweepResult = {
+      expired: rows.filter((row) => row.expired).length,
+      aged: rows.filter((row) => !row.expired).length,
+      archived: 0,
+      more: rows.length === options.limit,
+    };
+    if (rows.length > 0) {
+      const rids = rows.map((row) => row.rid);
+      if (options.mode === 'archive') {
+        const archived = rows.map((row) => ({
+          id: row.id,
+          team_id: row.team_id,
+          source_runtime: row.source_runtime,
+          visibility: row.visibility,
+          item: rowToItem(row),
+          reason: row.expired ? 'expired' : 'retention',
+        }));
+        await client.query(
+          `INSERT INTO ${s}.archived_items
+             (id, team_id, source_runtime, visibility, item, reason, archived_at)
+           SELECT id, team_id, source_runtime, visibility, item, reason, $2::timestamptz
+             FROM jsonb_to_recordset($1::jsonb) AS x(id text, team_id text,
+               source_runtime text, visibility text, item jsonb, reason text)`,
+          [JSON.stringify(archived), options.now],
+        );
+        result.archived = rows.length;
+      }
+      await client.query(`DELETE FROM ${s}.changes WHERE item_rid = ANY($1::bigint[])`, [rids]);
+      await client.query(`DELETE FROM ${s}.items WHERE rid = ANY($1::bigint[])`, [rids]);
+      // The search statistics count each stem once per item: take the swept items out.
+      const counts = new Map<string, number>();
+      for (const row of rows) {
+        for (const lexeme of row.lexemes) counts.set(lexeme, (counts.get(lexeme) ?? 0) + 1);
+      }
+      const terms = [...counts].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      await client.query(
+        `UPDATE ${s}.search_terms AS t SET docs = greatest(t.docs - x.docs, 0)
+           FROM json_to_recordset($1::json) AS x(term text, docs bigint) WHERE t.term = x.term`,
+        [JSON.stringify(terms.map(([term, docs]) => ({ term, docs })))],
+      );
+      await client.query(`UPDATE ${s}.counter SET items = items - $1`, [rows.length]);
+    }
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw toStoreError(error, 'sweep items', target.location);
+  } finally {
+    client.release();
+  }
+}
+
+interface ArchiveRow {
+  archive_id: number;
+  item: ArchivedItem['item'];
+  reason: 'expired' | 'retention';
+  archived_ms: number;
+}
+
+export async function listArchivedPostgres(
+  target: PostgresTarget,
+  viewer: Viewer,
+  options: { limit: number; beforeArchiveId?: number },
+): Promise<ArchivedItem[]> {
+  try {
+    const { rows } = await target.pool.query<ArchiveRow>({
+      text: `SELECT archive_id, item, reason,
+                    (extract(epoch FROM archived_at) * 1000)::int8 AS archived_ms
+               FROM ${target.quotedSchema}.archived_items
+              WHERE team_id = $1 AND (visibility = 'team' OR source_runtime = $2)
+                AND ($3::bigint IS NULL OR archive_id < $3)
+              ORDER BY archive_id DESC LIMIT $4`,
+      values: [viewer.teamId, viewer.runtime, options.beforeArchiveId ?? null, options.limit],
+      types: ROW_TYPES,
+    });
+    return rows.map((row) => ({
+      archiveId: row.archive_id,
+      item: row.item,
+      reason: row.reason,
+      archivedAt: new Date(row.archived_ms).toISOString(),
+    }));
+  } catch (error) {
+    throw toStoreError(error, 'list archived items', target.location);
+  }
+}

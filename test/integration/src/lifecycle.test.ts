@@ -1,0 +1,126 @@
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { call, removeDir, runCli, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The lifecycle sweeper in a real hub: expiry, age limits, archive or delete.
+
+const hubs: HubProcess[] = [];
+afterAll(async () => {
+  for (const hub of hubs) {
+    expect(await hub.stop()).toBe(0);
+    removeDir(hub.dataDir);
+  }
+});
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function write(hub: HubProcess, token: string, body: unknown) {
+  const response = await call(hub.url, 'POST', '/api/context', { token, body });
+  expect(response.status).toBe(201);
+  return response.body.items[0] as { id: string; seq: number };
+}
+
+describe('lifecycle sweeps', () => {
+  it('archive: expired and aged items move to /api/archive; decisions stay until superseded', async () => {
+    const hub = await startHubProcess({
+      args: [
+        '--retention-mode',
+        'archive',
+        '--retain',
+        'status=2s,decision=2s',
+        '--sweep-interval',
+        '200ms',
+      ],
+    });
+    hubs.push(hub);
+    const token = await runtimeToken(hub, 'acme', 'web');
+    const brief = await write(hub, token, {
+      type: 'alert',
+      title: 'brief',
+      expiresAfterSeconds: 1,
+    });
+    const status = await write(hub, token, { type: 'status', title: 'old status' });
+    const decision = await write(hub, token, { type: 'decision', title: 'use SQLite' });
+    const note = await write(hub, token, { type: 'discovery', title: 'no limit for discoveries' });
+    await until(async () => {
+      const archive = await call(hub.url, 'GET', '/api/archive', { token });
+      return archive.body.items.length >= 2;
+    });
+    const archive = await call(hub.url, 'GET', '/api/archive', { token });
+    expect(archive.status).toBe(200);
+    expect(
+      archive.body.items.map((entry: { item: { id: string }; reason: string }) => [
+        entry.item.id,
+        entry.reason,
+      ]),
+    ).toEqual([
+      [status.id, 'retention'],
+      [brief.id, 'expired'],
+    ]);
+    for (const gone of [brief, status]) {
+      expect((await call(hub.url, 'GET', `/api/context/${gone.id}`, { token })).status).toBe(404);
+    }
+    // The current decision outlives its age limit; once superseded, it ages out too.
+    for (const kept of [decision, note]) {
+      expect((await call(hub.url, 'GET', `/api/context/${kept.id}`, { token })).status).toBe(200);
+    }
+    const newer = await write(hub, token, {
+      type: 'decision',
+      title: 'use PostgreSQL',
+      supersedes: decision.id,
+    });
+    await until(
+      async () =>
+        (await call(hub.url, 'GET', `/api/context/${decision.id}`, { token })).status === 404,
+    );
+    expect((await call(hub.url, 'GET', `/api/context/${newer.id}`, { token })).status).toBe(200);
+    // Sequences keep growing after sweeps.
+    const after = await write(hub, token, { type: 'discovery', title: 'after' });
+    expect(after.seq).toBeGreaterThan(newer.seq);
+    const other = await runtimeToken(hub, 'globex', 'web');
+    expect((await call(hub.url, 'GET', '/api/archive', { token: other })).body.items).toEqual([]);
+  }, 30_000);
+
+  it('delete (the default): expired items are gone for good', async () => {
+    const hub = await startHubProcess({ args: ['--sweep-interval', '200ms'] });
+    const token = await runtimeToken(hub, 'acme', 'web');
+    const brief = await write(hub, token, {
+      type: 'status',
+      title: 'brief',
+      expiresAfterSeconds: 1,
+    });
+    const kept = await write(hub, token, { type: 'status', title: 'kept' });
+    // Reads hide an expired item at once; the sweep removes it from the database.
+    const rows = (id: string) => {
+      const db = new DatabaseSync(join(hub.dataDir, 'ctxbus.db'), { readOnly: true });
+      try {
+        return (db.prepare('SELECT count(*) AS n FROM items WHERE id = ?').get(id) as { n: number })
+          .n;
+      } finally {
+        db.close();
+      }
+    };
+    await until(async () => rows(brief.id) === 0);
+    expect(rows(kept.id)).toBe(1);
+    expect((await call(hub.url, 'GET', '/api/archive', { token })).body.items).toEqual([]);
+    expect(await hub.stop()).toBe(0);
+    removeDir(hub.dataDir);
+  });
+
+  it('refuses bad retention settings with a reason', async () => {
+    const mode = await runCli(['serve', '--retention-mode', 'shred']);
+    expect(mode.code).toBe(2);
+    expect(mode.stderr).toMatch(/--retention-mode must be delete or archive/);
+    const retain = await runCli(['serve', '--retain', 'status=forever']);
+    expect(retain.code).toBe(2);
+    expect(retain.stderr).toMatch(/--retain status: "forever" is not a duration/);
+  });
+});
