@@ -57,8 +57,24 @@ export const itemIdSchema = z.uuid().meta({
   description: 'Item id: a UUID (v7 recommended). Supplying it makes the write idempotent.',
 });
 
+/** NUL can't be stored in PostgreSQL text, so no backend accepts it (same input, same answer). */
+const NO_NUL = [
+  (value: string) => !value.includes('\u0000'),
+  'must not contain NUL characters (\\u0000)',
+] as const;
+
+function hasNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(([key, entry]) => key.includes('\u0000') || hasNul(entry));
+  }
+  return false;
+}
+
 export const scopeKeySchema = z
   .string()
+  .refine(...NO_NUL)
   .max(LIMITS.refChars + 7)
   .regex(
     /^(user|team|task|thread):\S+$/,
@@ -70,6 +86,7 @@ export const tagSchema = z
   .string()
   .min(1)
   .max(LIMITS.tagChars)
+  .refine(...NO_NUL)
   .regex(/^[^\s,]+$/, 'a tag has no spaces or commas');
 
 export const memoryKeySchema = z
@@ -85,7 +102,11 @@ export const memoryKeySchema = z
     example: 'project/ctxbus/stack',
   });
 
-const refSchema = z.string().min(1).max(LIMITS.refChars);
+const refSchema = z
+  .string()
+  .min(1)
+  .max(LIMITS.refChars)
+  .refine(...NO_NUL);
 const isoDateTimeSchema = z.iso.datetime({ offset: true });
 
 export const sourceInputSchema = z.strictObject({
@@ -102,9 +123,23 @@ export const contextItemInputSchema = z
   .strictObject({
     id: itemIdSchema.optional(),
     type: contextTypeSchema,
-    title: z.string().trim().min(1).max(LIMITS.titleChars),
-    content: z.string().max(LIMITS.contentChars).optional(),
-    summary: z.string().trim().max(LIMITS.summaryChars).optional(),
+    title: z
+      .string()
+      .trim()
+      .min(1)
+      .max(LIMITS.titleChars)
+      .refine(...NO_NUL),
+    content: z
+      .string()
+      .max(LIMITS.contentChars)
+      .refine(...NO_NUL)
+      .optional(),
+    summary: z
+      .string()
+      .trim()
+      .max(LIMITS.summaryChars)
+      .refine(...NO_NUL)
+      .optional(),
     source: sourceInputSchema.optional(),
     scope: scopeSchema.optional(),
     scopeKey: scopeKeySchema.optional(),
@@ -118,6 +153,9 @@ export const contextItemInputSchema = z
     runtimeOptions: runtimeOptionsSchema.optional(),
   })
   .superRefine((input, ctx) => {
+    if (input.runtimeOptions && hasNul(input.runtimeOptions)) {
+      ctx.addIssue({ code: 'custom', path: ['runtimeOptions'], message: NO_NUL[1] });
+    }
     if (input.expiresAt !== undefined && input.expiresAfterSeconds !== undefined) {
       ctx.addIssue({
         code: 'custom',

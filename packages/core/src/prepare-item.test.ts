@@ -26,11 +26,24 @@ describe('contextItemInputSchema', () => {
     [{ type: 'status', title: 'x', id: 'not-a-uuid' }, 'id'],
     [{ type: 'status', title: 'x', sourceRuntime: 'web' }, ''],
     [{ type: 'status', title: 'x', key: '/leading/slash' }, 'key'],
+    [{ type: 'status', title: 'nul\u0000' }, 'title'],
+    [{ type: 'status', title: 'x', content: 'a\u0000b' }, 'content'],
+    [{ type: 'status', title: 'x', relevanceTags: ['t\u0000'] }, 'relevanceTags'],
+    [{ type: 'status', title: 'x', source: { taskId: 'T\u0000' } }, 'source'],
+    [{ type: 'status', title: 'x', runtimeOptions: { web: { a: ['\u0000'] } } }, 'runtimeOptions'],
   ])('rejects %j naming %s', (input, field) => {
     const result = contextItemInputSchema.safeParse(input);
     expect(result.success).toBe(false);
     if (!result.success && field) expect(result.error.issues[0]?.path[0]).toBe(field);
   });
+});
+
+it('names NUL characters as the problem, and accepts the text "\\u0000"', () => {
+  const result = contextItemInputSchema.safeParse({ type: 'status', title: 'a\u0000' });
+  expect(result.success).toBe(false);
+  if (!result.success) expect(result.error.issues[0]?.message).toMatch(/NUL characters/);
+  const escaped = { type: 'status', title: 'x', content: 'write \\u0000 in JSON' };
+  expect(contextItemInputSchema.safeParse(escaped).success).toBe(true);
 });
 
 describe('prepareItem', () => {
