@@ -2,15 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { DatabaseSync } from 'node:sqlite';
-import type {
-  ContextItem,
-  ItemFilter,
-  ListOptions,
-  NewContextItem,
-  Urgency,
-  Viewer,
-} from '@ctxbus/core';
-import { CtxbusError, URGENCIES, URGENCY_RANK } from '@ctxbus/core';
+import type { ContextItem, ItemFilter, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
+import { CtxbusError, URGENCY_RANK } from '@ctxbus/core';
 import {
   buildSearchQuery,
   CANDIDATE_LIMIT,
