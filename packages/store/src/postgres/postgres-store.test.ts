@@ -1,3 +1,5 @@
+import type { AddressInfo, Socket } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError, prepareItem } from '@ctxbus/core';
 import pg from 'pg';
@@ -327,7 +329,10 @@ function definePostgresTests(url: string): void {
         connectionString: url,
         schema: schemas.next('text'),
       });
-      const error = await rejection(store.writeItems([prepared({ title: 'nul \u0000 inside' })]));
+      // Core's schemas refuse NUL before a write gets here; the store still guards itself
+      // against items built without them.
+      const unchecked = { ...prepared({ title: 'placeholder' }), title: 'nul \u0000 inside' };
+      const error = await rejection(store.writeItems([unchecked]));
       expect(error.code).toBe('validation_failed');
       expect(error.message).toContain('title');
       const [outcome] = await store.writeItems([
@@ -376,6 +381,66 @@ function definePostgresTests(url: string): void {
       } finally {
         await writer.close();
         await reader.close();
+      }
+    });
+
+    it('finds a half-open LISTEN connection with its keepalive probe, and reconnects', async () => {
+      // A TCP proxy in front of the server that can silently stop forwarding (a network
+      // partition: no FIN, no RST), as a dead NAT or a failed-over server would.
+      const server = new URL(url);
+      const sockets: { client: Socket; upstream: Socket; silent: boolean }[] = [];
+      const proxy = createServer((client) => {
+        const upstream = connect(Number(server.port || 5432), server.hostname);
+        const pair = { client, upstream, silent: false };
+        sockets.push(pair);
+        client.on('data', (chunk) => {
+          if (!pair.silent) upstream.write(chunk);
+        });
+        upstream.on('data', (chunk) => {
+          if (!pair.silent) client.write(chunk);
+        });
+        const close = () => {
+          client.destroy();
+          upstream.destroy();
+        };
+        client.on('error', close);
+        upstream.on('error', close);
+        client.on('close', close);
+        upstream.on('close', close);
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const proxied = new URL(url);
+      proxied.hostname = '127.0.0.1';
+      proxied.port = String((proxy.address() as AddressInfo).port);
+      const schema = schemas.next('halfopen');
+      const writer = await openPostgresStore({ connectionString: url, schema });
+      const reader = await openPostgresStore({
+        connectionString: proxied.toString(),
+        schema,
+        listen: { keepaliveMs: 200, probeTimeoutMs: 300 },
+      });
+      try {
+        const seen: number[] = [];
+        const watching = reader.watchChanges((seq) => seen.push(seq));
+        await waitFor(() => reader.listenConnections === 1, 'the first LISTEN connection');
+        // The LISTEN connection (the newest one) goes silent for good; the pool's connections
+        // and new ones get through.
+        const listening = sockets.at(-1);
+        if (listening) listening.silent = true;
+        await writer.writeItems([prepared({ title: 'written into the silence' })]);
+        await waitFor(
+          () => reader.listenConnections >= 2,
+          'the reconnection after a probe timeout',
+        );
+        await waitFor(() => seen.includes(1), 'the catch-up hint covering seq 1');
+        await writer.writeItems([prepared({ title: 'after' })]);
+        await waitFor(() => seen.includes(2), 'the notification of seq 2');
+        watching.close();
+      } finally {
+        await writer.close();
+        await reader.close();
+        for (const pair of sockets) pair.client.destroy();
+        await new Promise((resolve) => proxy.close(resolve));
       }
     });
 

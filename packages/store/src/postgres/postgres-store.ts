@@ -57,6 +57,12 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
    * is refused (`unavailable`: run `ctxbus migrate`); a newer one is always refused.
    */
   migrate?: boolean;
+  /**
+   * The LISTEN connection's keepalive: a `SELECT 1` every `keepaliveMs` (default 10 s); one
+   * that takes over `probeTimeoutMs` (default 5 s) counts the connection as dead (half-open)
+   * and it is reopened.
+   */
+  listen?: { keepaliveMs?: number; probeTimeoutMs?: number };
   /** Most items one group commit takes (default 2,000); the rest wait for the next. */
   maxGroupItems?: number;
 }
@@ -120,6 +126,7 @@ export class PostgresStore implements Store {
       config,
       channel: changeChannel(target.schema),
       applicationName: listenerName(target.schema),
+      ...options.listen,
       logger: target.logger,
       latestSeq: () => this.latestSeq(),
     });
