@@ -4,6 +4,7 @@ export type {
 } from './postgres/postgres-connection.js';
 export { DEFAULT_POSTGRES_SCHEMA } from './postgres/postgres-connection.js';
 export type {
+  PgvectorStatus,
   PostgresMigration,
   PostgresMigrationResult,
 } from './postgres/postgres-migrations.js';
@@ -59,6 +60,8 @@ export type {
   Change,
   ChangeKind,
   DeadLetter,
+  EmbeddingSource,
+  ItemVector,
   ListSubscriptionsOptions,
   ListTokensOptions,
   ReadChangesOptions,
@@ -72,6 +75,15 @@ export type {
   SweepResult,
   TokenRecord,
   TokenRole,
+  VectorHit,
+  VectorIndex,
+  VectorSearchOptions,
   WriteOutcome,
   WriteStatus,
 } from './store.js';
+export {
+  bytesToVector,
+  dotProduct,
+  normalizeVector,
+  vectorToBytes,
+} from './vectors/vector-math.js';

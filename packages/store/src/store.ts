@@ -49,6 +49,42 @@ export interface SearchHit {
   highlight: string;
 }
 
+/** An item waiting for a vector: team-visible, unexpired, with no vector for the model yet. */
+export interface EmbeddingSource {
+  seq: number;
+  id: string;
+  title: string;
+  summary: string;
+  content: string;
+  tags: string[];
+}
+
+/**
+ * A vector to store for an item. Vectors are stored at unit length, so a dot product is the
+ * cosine. An empty vector marks an item the provider refused, so it is not offered again.
+ */
+export interface ItemVector {
+  seq: number;
+  vector: Float32Array;
+}
+
+export interface VectorSearchOptions extends ItemFilter {
+  /** Which model's vectors to compare with (an opaque label, e.g. `text-embedding-3-small`). */
+  model: string;
+  /** The query's vector, any length: it is normalised before comparing. */
+  vector: Float32Array;
+  limit: number;
+}
+
+export interface VectorHit {
+  item: ContextItem;
+  /** Cosine similarity, -1..1. */
+  score: number;
+}
+
+/** How a store compares vectors: pgvector's operator, or an exact scan in the store itself. */
+export type VectorIndex = 'pgvector' | 'exact';
+
 export type TokenRole = 'admin' | 'runtime';
 
 export interface TokenRecord {
@@ -158,6 +194,8 @@ export interface StoreInfo {
   backend: string;
   schemaVersion: number;
   location: string;
+  /** How vector search compares vectors. */
+  vectorIndex: VectorIndex;
 }
 
 /**
@@ -187,6 +225,24 @@ export interface Store {
 
   /** Ranked full-text search over title, content, summary and tags. */
   searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]>;
+
+  /**
+   * Items with no vector for `model`, in sequence order after `afterSeq`: team-visible and
+   * unexpired only (private items never leave their runtime, so they are never embedded).
+   */
+  itemsToEmbed(
+    model: string,
+    options: { afterSeq: number; limit: number },
+  ): Promise<EmbeddingSource[]>;
+
+  /** Stores vectors for `model` (normalised here); items gone meanwhile are skipped. */
+  saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void>;
+
+  /**
+   * The items nearest to `options.vector` by cosine among those with a vector for the model
+   * of the same length, with the same filters and visibility rules as `listItems`.
+   */
+  vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]>;
 
   /** Records that the viewer's runtime consumed the item; repeating it changes nothing. */
   consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null>;

@@ -306,6 +306,9 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       const again = await runCli(['migrate', '--store', store]);
       expect(again.code).toBe(0);
       expect(again.stdout).toMatch(/nothing to do/);
+      // How vector search will compare vectors, and why when it is not pgvector.
+      expect(again.stdout).toMatch(/^vector search: (pgvector|exact scan \(.+\))$/m);
+      expect(['pgvector', 'exact']).toContain(result.vectors.vectorIndex);
 
       // Tokens straight on the store, as an operator would before any hub runs.
       const admin = await runCli(['token', 'create', '--admin', '--store', store]);

@@ -64,6 +64,11 @@ export function registerMigrate(
               `${result.location}: schema version ${result.from} -> ${result.to} (${names})`,
             );
           }
+          printLine(
+            result.vectors.vectorIndex === 'pgvector'
+              ? `vector search: pgvector${result.vectors.created ? ' (extension created)' : ''}`
+              : `vector search: exact scan (${result.vectors.reason ?? 'no pgvector'})`,
+          );
           if (supabase) {
             const was = supabase.from === 0 ? 'first time' : `was ${supabase.from}`;
             printLine(

@@ -172,6 +172,28 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX items_type_created ON ${s}.items (type, created_at);
     `,
   },
+  {
+    version: 3,
+    name: 'item-vectors',
+    sql: (s) => `
+      -- One vector per item and embedding model, at unit length (so a dot product is the
+      -- cosine). real[] rather than pgvector's type, so the schema is the same with or without
+      -- the extension: with it, searches cast to vector and use its operator. An empty vector
+      -- marks an item the provider refused (not offered again).
+      CREATE TABLE ${s}.item_vectors (
+        model text COLLATE "C" NOT NULL,
+        rid bigint NOT NULL REFERENCES ${s}.items (rid) ON DELETE CASCADE,
+        dims integer NOT NULL,
+        vector real[] NOT NULL,
+        PRIMARY KEY (model, rid)
+      );
+      CREATE INDEX item_vectors_rid ON ${s}.item_vectors (rid);
+      -- The exact scan without pgvector.
+      CREATE FUNCTION ${s}.ctxbus_dot(a real[], b real[]) RETURNS double precision
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+        AS 'SELECT sum(x::float8 * y::float8) FROM unnest(a, b) AS t(x, y)';
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
@@ -185,6 +207,52 @@ export interface PostgresMigrationResult {
   /** Schema version now (= POSTGRES_SCHEMA_VERSION). */
   to: number;
   applied: { version: number; name: string }[];
+}
+
+/** What `ctxbus migrate` found (or did) about pgvector. */
+export interface PgvectorStatus {
+  /** How this store's vector search will compare vectors. */
+  vectorIndex: 'pgvector' | 'exact';
+  /** True when this run created the extension. */
+  created: boolean;
+  /** Why it is not pgvector, when it is not. */
+  reason?: string;
+}
+
+/**
+ * Installs pgvector when the server has it and the database does not (CREATE EXTENSION needs
+ * the right privileges; without them the store compares vectors exactly and says why).
+ */
+export async function ensurePgvector(target: PostgresTarget): Promise<PgvectorStatus> {
+  const { rows } = await target.pool.query<{ installed: string | null; available: string | null }>(
+    `SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS installed,
+            (SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available`,
+  );
+  const found = rows[0];
+  if (found?.installed) return { vectorIndex: 'pgvector', created: false };
+  if (!found?.available) {
+    return {
+      vectorIndex: 'exact',
+      created: false,
+      reason: 'the server has no pgvector extension; vector search scans exactly',
+    };
+  }
+  try {
+    await target.pool.query('CREATE EXTENSION IF NOT EXISTS vector');
+    target.logger.info({ location: target.location }, 'postgres: created the pgvector extension');
+    return { vectorIndex: 'pgvector', created: true };
+  } catch (error) {
+    // Another process may have created it at the same moment.
+    const again = await target.pool
+      .query(`SELECT 1 FROM pg_extension WHERE extname = 'vector'`)
+      .catch(() => null);
+    if (again && again.rowCount === 1) return { vectorIndex: 'pgvector', created: false };
+    return {
+      vectorIndex: 'exact',
+      created: false,
+      reason: `pgvector is on the server but CREATE EXTENSION vector failed (${(error as Error).message}); a superuser can run it, until then vector search scans exactly`,
+    };
+  }
 }
 
 const lockKey = (schema: string) => `ctxbus-migrate:${schema}`;
@@ -313,10 +381,17 @@ export async function applyPostgresMigrations(
  */
 export async function migratePostgres(
   options: PostgresConnectionOptions,
-): Promise<PostgresMigrationResult> {
+): Promise<PostgresMigrationResult & { vectors: PgvectorStatus }> {
   const target = await connectPostgres(options);
   try {
-    return await applyPostgresMigrations(target);
+    const result = await applyPostgresMigrations(target);
+    let vectors: PgvectorStatus;
+    try {
+      vectors = await ensurePgvector(target);
+    } catch (error) {
+      throw toStoreError(error, 'detect pgvector', target.location);
+    }
+    return { ...result, vectors };
   } finally {
     if (target.ownsPool) await target.pool.end();
   }

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Change } from '../store.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
+import { VECTOR_CASES } from '../testing/vector-conformance.js';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
 import { listenerName, openPostgresStore } from './postgres-store.js';
@@ -43,6 +44,87 @@ function definePostgresTests(url: string): void {
         clock,
       });
     },
+  });
+
+  // The vector cases again without pgvector (the main run uses it when the server has it).
+  runStoreConformance({
+    name: 'postgres, exact vector scan',
+    only: VECTOR_CASES,
+    async createStore({ clock }) {
+      return openPostgresStore({
+        connectionString: url,
+        schema: schemas.next(),
+        clock,
+        vectors: 'exact',
+      });
+    },
+  });
+
+  describe('pgvector', async () => {
+    const available = await withClient(async (client) => {
+      const result = await client.query(
+        `SELECT 1 FROM pg_available_extensions WHERE name = 'vector'`,
+      );
+      return result.rowCount === 1;
+    });
+    const reason =
+      'the server has no pgvector extension (Debian: postgresql-15-pgvector, or build it)';
+    it.skipIf(!available)(
+      `is used when the server has it${available ? '' : ` (skipped: ${reason})`}`,
+      async () => {
+        const schema = schemas.next('pgv');
+        const result = await migratePostgres({ connectionString: url, schema });
+        expect(result.vectors.vectorIndex).toBe('pgvector');
+        const store = await openPostgresStore({ connectionString: url, schema, migrate: false });
+        expect(store.info.vectorIndex).toBe('pgvector');
+        const exact = await openPostgresStore({
+          connectionString: url,
+          schema,
+          migrate: false,
+          vectors: 'exact',
+        });
+        expect(exact.info.vectorIndex).toBe('exact');
+        // Both comparisons rank the same vectors the same way, with the same scores.
+        const items = await store.writeItems(
+          Array.from({ length: 40 }, (_, index) => prepared({ title: `item ${index}` })),
+        );
+        let seed = 7;
+        const random = () => {
+          seed = (seed * 48271) % 2147483647;
+          return seed / 2147483647 - 0.5;
+        };
+        await store.saveVectors(
+          'm',
+          items.map(({ item }) => ({
+            seq: item.seq,
+            vector: Float32Array.from({ length: 64 }, random),
+          })),
+        );
+        const query = Float32Array.from({ length: 64 }, random);
+        const viaPgvector = await store.vectorSearch(acme, {
+          model: 'm',
+          vector: query,
+          limit: 10,
+        });
+        const viaScan = await exact.vectorSearch(acme, { model: 'm', vector: query, limit: 10 });
+        expect(viaPgvector.map((hit) => hit.item.id)).toEqual(viaScan.map((hit) => hit.item.id));
+        for (const [index, hit] of viaPgvector.entries())
+          expect(hit.score).toBeCloseTo(viaScan[index]?.score ?? Number.NaN, 5);
+        await store.close();
+        await exact.close();
+      },
+    );
+    it.skipIf(available)(
+      `says why it is not used${available ? ' (skipped: this server has pgvector)' : ''}`,
+      async () => {
+        const result = await migratePostgres({
+          connectionString: url,
+          schema: schemas.next('nopgv'),
+        });
+        expect(result.vectors).toMatchObject({ vectorIndex: 'exact', created: false });
+        expect(result.vectors.reason).toContain('no pgvector');
+      },
+    );
   });
 
   const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
@@ -103,7 +185,8 @@ function definePostgresTests(url: string): void {
         client.query(
           `DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
            DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
-           DROP INDEX "${schema}".items_type_created;
+           DROP INDEX "${schema}".items_type_created; DROP TABLE "${schema}".item_vectors;
+           DROP FUNCTION "${schema}".ctxbus_dot;
            DELETE FROM "${schema}".schema_migrations WHERE version > 1`,
         ),
       );

@@ -6,6 +6,8 @@ import type {
   Change,
   ChangeKind,
   DeadLetter,
+  EmbeddingSource,
+  ItemVector,
   ListSubscriptionsOptions,
   ListTokensOptions,
   ReadChangesOptions,
@@ -18,6 +20,8 @@ import type {
   SweepOptions,
   SweepResult,
   TokenRecord,
+  VectorHit,
+  VectorSearchOptions,
   WriteOutcome,
 } from '../store.js';
 import { PostgresChangeListener } from './postgres-change-listener.js';
@@ -29,6 +33,7 @@ import { listArchivedPostgres, sweepPostgres } from './postgres-lifecycle.js';
 import {
   applyPostgresMigrations,
   assertSchemaCurrent,
+  ensurePgvector,
   POSTGRES_SCHEMA_VERSION,
 } from './postgres-migrations.js';
 import type { PreparedItem } from './postgres-prepare.js';
@@ -47,6 +52,13 @@ import {
 } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { TermStatistics } from './postgres-term-stats.js';
+import type { VectorComparison } from './postgres-vectors.js';
+import {
+  detectVectorComparison,
+  itemsToEmbedPostgres,
+  saveVectorsPostgres,
+  vectorSearchPostgres,
+} from './postgres-vectors.js';
 import { transactionPoolerWarning } from './supabase-pooler.js';
 
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -65,6 +77,12 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
   listen?: { keepaliveMs?: number; probeTimeoutMs?: number };
   /** Most items one group commit takes (default 2,000); the rest wait for the next. */
   maxGroupItems?: number;
+  /**
+   * Vector comparison: `auto` (default) uses pgvector when the extension is installed in the
+   * database (migrating, on open or with `ctxbus migrate`, installs it when the server has
+   * it); `exact` never does.
+   */
+  vectors?: 'auto' | 'exact';
 }
 
 /** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
@@ -96,16 +114,22 @@ export class PostgresStore implements Store {
   private readonly writes: GroupCommit;
   private readonly listener: PostgresChangeListener;
   private readonly subscriptions: PostgresSubscriptions;
+  private readonly vectors: VectorComparison;
   /** The sequence at which planner statistics and the visibility map are next refreshed. */
   private nextMaintenanceAt = Number.POSITIVE_INFINITY;
   private maintenance: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(target: PostgresTarget, options: PostgresStoreOptions) {
+  private constructor(
+    target: PostgresTarget,
+    options: PostgresStoreOptions,
+    vectors: VectorComparison,
+  ) {
     this.target = target;
     this.s = target.quotedSchema;
     this.schema = target.schema;
     this.clock = options.clock ?? (() => new Date());
+    this.vectors = vectors;
     this.subscriptions = new PostgresSubscriptions(target.quotedSchema, (action, text, values) =>
       this.query(action, text, values),
     );
@@ -134,6 +158,7 @@ export class PostgresStore implements Store {
       backend: 'postgres',
       schemaVersion: POSTGRES_SCHEMA_VERSION,
       location: target.location,
+      vectorIndex: vectors.index,
     };
   }
 
@@ -141,7 +166,13 @@ export class PostgresStore implements Store {
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const target = await connectPostgres(options);
     try {
-      if (options.migrate ?? true) await applyPostgresMigrations(target);
+      const migrate = options.migrate ?? true;
+      if (migrate) await applyPostgresMigrations(target);
+      if (migrate && (options.vectors ?? 'auto') === 'auto') {
+        await ensurePgvector(target).catch((error: unknown) => {
+          throw toStoreError(error, 'detect pgvector', target.location);
+        });
+      }
       const client = await target.pool.connect().catch((error: unknown) => {
         throw toStoreError(error, 'connect', target.location);
       });
@@ -152,7 +183,14 @@ export class PostgresStore implements Store {
       } finally {
         client.release();
       }
-      const store = new PostgresStore(target, options);
+      const vectors = await detectVectorComparison(async (action, text, values) => {
+        try {
+          return (await target.pool.query({ text, values: values ?? [] })).rows;
+        } catch (error) {
+          throw toStoreError(error, action, target.location);
+        }
+      }, options.vectors ?? 'auto');
+      const store = new PostgresStore(target, options, vectors);
       await store.scheduleMaintenance();
       return store;
     } catch (error) {
@@ -290,6 +328,42 @@ export class PostgresStore implements Store {
         this.query<R>(action, text, values),
     };
     return searchPostgres(context, viewer, options, this.clock().getTime());
+  }
+
+  itemsToEmbed(
+    model: string,
+    options: { afterSeq: number; limit: number },
+  ): Promise<EmbeddingSource[]> {
+    this.assertOpen();
+    return itemsToEmbedPostgres(
+      (action, text, values) => this.query(action, text, values),
+      this.s,
+      model,
+      options,
+      this.clock().getTime(),
+    );
+  }
+
+  async saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void> {
+    this.assertOpen();
+    await saveVectorsPostgres(
+      (action, text, values) => this.query(action, text, values),
+      this.s,
+      model,
+      vectors,
+    );
+  }
+
+  vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
+    this.assertOpen();
+    return vectorSearchPostgres(
+      (action, text, values) => this.query(action, text, values),
+      this.s,
+      this.vectors,
+      viewer,
+      options,
+      this.clock().getTime(),
+    );
   }
 
   async readChanges(options: ReadChangesOptions): Promise<Change[]> {

@@ -4,7 +4,6 @@ import { buildSearchQuery as buildFtsQuery, quoteFtsTerm } from './search-query.
 import type { RerankCandidate } from './search-rerank.js';
 import { rerankCandidates } from './search-rerank.js';
 import {
-  STOPWORDS as FTS_STOPWORDS,
   highlightPassage,
   stem as porterStem,
   tokenize,

@@ -75,7 +75,7 @@ export function highlightPassage(text: string, stems: ReadonlySet<string>, words
   });
   const matches = (part: string) => tokenize(part).some((token) => stems.has(stem(token)));
   const first = wordIndexes.findIndex((index) => matches(parts[index] ?? ''));
-  const start = Math.max(0, (first < 0 ? 0 : first) - Math.floor(words / 3));
+  const start = Math.max(0, Math.max(first, 0) - Math.floor(words / 3));
   const chosen = wordIndexes.slice(start, start + words);
   const passage = chosen
     .map((index) => {

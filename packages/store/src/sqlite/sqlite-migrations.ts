@@ -165,6 +165,22 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX items_type_created ON items (type, created_at);
     `,
   },
+  {
+    version: 5,
+    name: 'item-vectors',
+    sql: `
+      -- One vector per item and embedding model: little-endian float32 at unit length. An
+      -- empty vector marks an item the provider refused (not offered again). Rows go with
+      -- their item (foreign keys are on).
+      CREATE TABLE item_vectors (
+        model TEXT NOT NULL,
+        rid INTEGER NOT NULL REFERENCES items (rid) ON DELETE CASCADE,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (model, rid)
+      ) WITHOUT ROWID;
+      CREATE INDEX item_vectors_rid ON item_vectors (rid);
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

@@ -17,6 +17,8 @@ import type {
   Change,
   ChangeKind,
   DeadLetter,
+  EmbeddingSource,
+  ItemVector,
   ListSubscriptionsOptions,
   ListTokensOptions,
   ReadChangesOptions,
@@ -29,8 +31,16 @@ import type {
   SweepOptions,
   SweepResult,
   TokenRecord,
+  VectorHit,
+  VectorSearchOptions,
   WriteOutcome,
 } from '../store.js';
+import {
+  bytesToVector,
+  dotProduct,
+  normalizeVector,
+  vectorToBytes,
+} from '../vectors/vector-math.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import type { ItemRow } from './sqlite-rows.js';
@@ -214,6 +224,8 @@ export class SqliteStore implements Store {
   private nextAnalyzeAt = 0;
   private flushScheduled = false;
   private closed = false;
+  /** The query vector `ctxbus_query_cosine` compares with, set around each vector search. */
+  private queryVector: Float32Array | null = null;
   private readonly subscriptions: SqliteSubscriptions;
   private readonly lifecycle: SqliteLifecycle;
 
@@ -229,7 +241,19 @@ export class SqliteStore implements Store {
       (work) => this.transaction(work),
       () => this.maxSeq(),
     );
-    this.info = { backend: 'sqlite', schemaVersion: SQLITE_SCHEMA_VERSION, location };
+    this.info = {
+      backend: 'sqlite',
+      schemaVersion: SQLITE_SCHEMA_VERSION,
+      location,
+      vectorIndex: 'exact',
+    };
+    // Exact cosine in the scan itself, so vector search reuses the SQL filters of every read.
+    db.function('ctxbus_query_cosine', { deterministic: false }, (stored) => {
+      const query = this.queryVector;
+      if (!query || !(stored instanceof Uint8Array) || stored.byteLength !== query.byteLength)
+        return null;
+      return dotProduct(bytesToVector(stored), query);
+    });
   }
 
   static open(options: SqliteStoreOptions): SqliteStore {
@@ -677,6 +701,69 @@ export class SqliteStore implements Store {
         const highlight = highlightPassage(row.content || row.title, stems);
         return [{ item: rowToItem(row), score: ranked.score, highlight }];
       });
+  }
+
+  async itemsToEmbed(
+    model: string,
+    options: { afterSeq: number; limit: number },
+  ): Promise<EmbeddingSource[]> {
+    this.assertOpen();
+    const rows = this.statement(
+      `SELECT i.* FROM items i
+        WHERE i.rid > ? AND i.visibility = 'team' AND (i.expires_at IS NULL OR i.expires_at > ?)
+          AND NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.model = ? AND v.rid = i.rid)
+        ORDER BY i.rid LIMIT ?`,
+    ).all(options.afterSeq, this.clock().getTime(), model, options.limit) as unknown as ItemRow[];
+    return rows.map((row) => ({
+      seq: row.rid,
+      id: row.id,
+      title: row.title,
+      summary: row.summary,
+      content: row.content,
+      tags: JSON.parse(row.tags) as string[],
+    }));
+  }
+
+  async saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void> {
+    this.assertOpen();
+    const insert = this.statement(
+      `INSERT INTO item_vectors (model, rid, vector)
+       SELECT ?, rid, ? FROM items WHERE rid = ?
+       ON CONFLICT (model, rid) DO UPDATE SET vector = excluded.vector`,
+    );
+    this.transaction(() => {
+      for (const { seq, vector } of vectors) {
+        const unit = vector.length === 0 ? new Float32Array(0) : normalizeVector(vector);
+        if (unit === null) continue;
+        insert.run(model, vectorToBytes(unit), seq);
+      }
+    });
+  }
+
+  async vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
+    this.assertOpen();
+    const query = normalizeVector(options.vector);
+    if (query === null) return [];
+    const { where, params } = filterSql(viewer, options, this.clock().getTime());
+    const search = this.statement(
+      `SELECT * FROM (
+         SELECT i.*, ctxbus_query_cosine(v.vector) AS score
+           FROM item_vectors v JOIN items i ON i.rid = v.rid
+          WHERE v.model = ? AND length(v.vector) = ? AND ${where})
+        ORDER BY score DESC, rid DESC LIMIT ?`,
+    );
+    this.queryVector = query;
+    try {
+      const rows = search.all(
+        options.model,
+        query.byteLength,
+        ...params,
+        options.limit,
+      ) as unknown as (ItemRow & { score: number })[];
+      return rows.map((row) => ({ item: rowToItem(row), score: row.score }));
+    } finally {
+      this.queryVector = null;
+    }
   }
 
   /** Items stored (all teams): the population of the full-text statistics. */

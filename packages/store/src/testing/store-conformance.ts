@@ -18,6 +18,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../store.js';
 import { LIFECYCLE_CASES, lifecycleCases } from './lifecycle-conformance.js';
 import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
+import { VECTOR_CASES, vectorCases } from './vector-conformance.js';
 
 export interface ConformanceContext {
   clock: () => Date;
@@ -31,6 +32,8 @@ export interface StoreConformanceOptions {
   reopenStore?(store: Store, context: ConformanceContext): Promise<Store>;
   /** Cases to skip, each with the reason (printed in the test name). */
   skip?: Partial<Record<ConformanceCase, string>>;
+  /** Only these cases (a second run of part of the suite, with other store options). */
+  only?: readonly ConformanceCase[];
 }
 
 export const CONFORMANCE_CASES = [
@@ -62,6 +65,7 @@ export const CONFORMANCE_CASES = [
   'large-item',
   ...SUBSCRIPTION_CASES,
   ...LIFECYCLE_CASES,
+  ...VECTOR_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -123,6 +127,7 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
     });
 
     const test = (name: ConformanceCase, body: () => Promise<void>) => {
+      if (options.only && !options.only.includes(name)) return;
       const reason = options.skip?.[name];
       if (reason !== undefined) it.skip(`${name} (skipped: ${reason})`, body);
       else it(name, body);
@@ -804,5 +809,15 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       write,
     });
     for (const name of LIFECYCLE_CASES) test(name, lifecycle[name]);
+
+    const vectors = vectorCases({
+      store: () => store,
+      now: clock,
+      advance: (ms) => {
+        nowMs += ms;
+      },
+      write,
+    });
+    for (const name of VECTOR_CASES) test(name, vectors[name]);
   });
 }

@@ -1,0 +1,143 @@
+import type { Viewer } from '@ctxbus/core';
+import type { QueryResultRow } from 'pg';
+import type {
+  EmbeddingSource,
+  ItemVector,
+  VectorHit,
+  VectorIndex,
+  VectorSearchOptions,
+} from '../store.js';
+import { normalizeVector } from '../vectors/vector-math.js';
+import type { ItemRow } from './postgres-sql.js';
+import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
+
+// Vectors in PostgreSQL: item_vectors (migration 3) holds real[] at unit length. With the
+// pgvector extension installed in the database, searches cast to its type and rank with its
+// inner-product operator (exact, in C); without it, with the schema's ctxbus_dot SQL function.
+
+type Query = <R extends QueryResultRow>(
+  action: string,
+  text: string,
+  values?: unknown[],
+) => Promise<R[]>;
+
+/** How vectors are compared, and the schema of pgvector's type and operators when used. */
+export interface VectorComparison {
+  index: VectorIndex;
+  /** Quoted schema of the installed `vector` extension (pgvector only). */
+  extensionSchema?: string;
+}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** pgvector when the database has the extension installed (and `prefer` allows), else exact. */
+export async function detectVectorComparison(
+  query: Query,
+  prefer: 'auto' | 'exact',
+): Promise<VectorComparison> {
+  if (prefer === 'exact') return { index: 'exact' };
+  const rows = await query<{ schema: string }>(
+    'detect pgvector',
+    `SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+      WHERE e.extname = 'vector'`,
+  );
+  const schema = rows[0]?.schema;
+  return schema === undefined
+    ? { index: 'exact' }
+    : { index: 'pgvector', extensionSchema: quoteIdent(schema) };
+}
+
+/** The float4 array literal for a vector (finite numbers only: see normalizeVector). */
+function arrayLiteral(vector: Float32Array): string {
+  return `{${Array.from(vector).join(',')}}`;
+}
+
+export async function itemsToEmbedPostgres(
+  query: Query,
+  s: string,
+  model: string,
+  options: { afterSeq: number; limit: number },
+  nowMs: number,
+): Promise<EmbeddingSource[]> {
+  const rows = await query<ItemRow>(
+    'list items to embed',
+    `SELECT ${ITEM_COLUMNS} FROM ${s}.items i
+      WHERE i.rid > $1 AND i.visibility = 'team'
+        AND (i.expires_at IS NULL OR i.expires_at > $2::timestamptz)
+        AND NOT EXISTS (SELECT 1 FROM ${s}.item_vectors v WHERE v.model = $3 AND v.rid = i.rid)
+      ORDER BY i.rid LIMIT $4`,
+    [options.afterSeq, new Date(nowMs).toISOString(), model, options.limit],
+  );
+  return rows.map((row) => {
+    const item = rowToItem(row);
+    return {
+      seq: item.seq,
+      id: item.id,
+      title: item.title,
+      summary: item.summary,
+      content: item.content,
+      tags: item.relevanceTags,
+    };
+  });
+}
+
+export async function saveVectorsPostgres(
+  query: Query,
+  s: string,
+  model: string,
+  vectors: readonly ItemVector[],
+): Promise<void> {
+  const seqs: number[] = [];
+  const literals: string[] = [];
+  for (const { seq, vector } of vectors) {
+    const unit = vector.length === 0 ? new Float32Array(0) : normalizeVector(vector);
+    if (unit === null) continue;
+    seqs.push(seq);
+    literals.push(arrayLiteral(unit));
+  }
+  if (seqs.length === 0) return;
+  // One statement for the batch; items deleted meanwhile drop out of the join.
+  await query(
+    'save vectors',
+    `INSERT INTO ${s}.item_vectors (model, rid, dims, vector)
+     SELECT $1, v.rid, cardinality(v.vector::real[]), v.vector::real[]
+       FROM unnest($2::bigint[], $3::text[]) AS v(rid, vector)
+       JOIN ${s}.items i ON i.rid = v.rid
+     ON CONFLICT (model, rid) DO UPDATE SET dims = excluded.dims, vector = excluded.vector`,
+    [model, seqs, literals],
+  );
+}
+
+export async function vectorSearchPostgres(
+  query: Query,
+  s: string,
+  comparison: VectorComparison,
+  viewer: Viewer,
+  options: VectorSearchOptions,
+  nowMs: number,
+): Promise<VectorHit[]> {
+  const unit = normalizeVector(options.vector);
+  if (unit === null) return [];
+  const p = new SqlParams();
+  const model = p.add(options.model);
+  const dims = p.add(unit.length);
+  const literal = p.add(arrayLiteral(unit));
+  let score: string;
+  if (comparison.index === 'pgvector' && comparison.extensionSchema) {
+    const x = comparison.extensionSchema;
+    // <#> is the negative inner product; the cosine of unit vectors.
+    score = `-(v.vector::${x}.vector OPERATOR(${x}.<#>) ${literal}::real[]::${x}.vector)`;
+  } else {
+    score = `${s}.ctxbus_dot(v.vector, ${literal}::real[])`;
+  }
+  const where = filterSql(viewer, options, nowMs, p);
+  const rows = await query<ItemRow & { score: number }>(
+    'search vectors',
+    `SELECT ${ITEM_COLUMNS}, ${score} AS score
+       FROM ${s}.item_vectors v JOIN ${s}.items i ON i.rid = v.rid
+      WHERE v.model = ${model} AND v.dims = ${dims} AND ${where}
+      ORDER BY score DESC, i.rid DESC LIMIT ${p.add(options.limit)}`,
+    p.values,
+  );
+  return rows.map((row) => ({ item: rowToItem(row), score: Number(row.score) }));
+}
