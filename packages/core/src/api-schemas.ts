@@ -107,7 +107,19 @@ export const searchResultSchema = z.object({
 
 export const searchResponseSchema = z.object({
   results: z.array(searchResultSchema),
-  mode: z.enum(['fulltext', 'hybrid']).meta({ description: 'How results were ranked.' }),
+  mode: z.enum(['fulltext', 'hybrid']).meta({
+    description:
+      '`hybrid`: full-text and vector rankings fused (reciprocal rank fusion); `fulltext`: full text alone (no embedding provider, no vectors yet for this team, or the provider failed: see `vector`).',
+  }),
+  vector: z
+    .object({
+      model: z.string(),
+      index: z.enum(['pgvector', 'exact']),
+      used: z.boolean(),
+      reason: z.string().optional().meta({ description: 'Why vectors were not used.' }),
+    })
+    .optional()
+    .meta({ description: 'Present when the hub has an embedding provider.' }),
 });
 
 export const sharedQuerySchema = z.strictObject({

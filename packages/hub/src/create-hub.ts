@@ -8,6 +8,8 @@ import { z } from 'zod';
 import { TokenVerifier } from './auth.js';
 import { viewerOf } from './caller.js';
 import { ChangeFeed } from './change-feed.js';
+import type { EmbeddingsOptions } from './embeddings/hub-embeddings.js';
+import { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { HubServices } from './hub-services.js';
 import type { RetentionOptions } from './lifecycle-sweeper.js';
 import { LifecycleSweeper } from './lifecycle-sweeper.js';
@@ -56,6 +58,8 @@ export interface HubOptions {
   retention?: RetentionOptions;
   /** Run the lifecycle sweeper in this hub (default true). */
   sweep?: boolean;
+  /** An embedding provider: hybrid search, and vectors for stored items in the background. */
+  embeddings?: EmbeddingsOptions;
 }
 
 export interface Hub {
@@ -157,6 +161,9 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     keepAliveSeconds: options.keepAliveSeconds ?? 15,
     webhooks: { ...DEFAULT_WEBHOOK_OPTIONS, ...options.webhooks },
     dispatcher: null,
+    embeddings: options.embeddings
+      ? new HubEmbeddings(options.store, logger, options.embeddings)
+      : null,
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -274,6 +281,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
   });
 
   services.dispatcher?.start();
+  services.embeddings?.start(feed);
   const sweeper =
     (options.sweep ?? true)
       ? new LifecycleSweeper(options.store, clock, logger, options.retention)
@@ -286,6 +294,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     async close() {
       await sweeper?.close();
       await services.dispatcher?.close();
+      await services.embeddings?.close();
       feed.close();
       for (const extension of options.extensions ?? []) await extension.close?.();
     },

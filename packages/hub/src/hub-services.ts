@@ -1,6 +1,7 @@
 import type { Store } from '@ctxbus/store';
 import type { TokenVerifier } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
+import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { Logger } from './logger.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
@@ -20,4 +21,6 @@ export interface HubServices {
   webhooks: Required<Omit<WebhookOptions, 'leaseHolder'>> & WebhookOptions;
   /** Delivers push subscriptions (null when this hub does not deliver webhooks). */
   dispatcher: PushDispatcher | null;
+  /** The embedding provider and background embedder (null: search is full text only). */
+  embeddings: HubEmbeddings | null;
 }

@@ -1,3 +1,9 @@
+export type {
+  EmbeddingsRequestRecord,
+  EmbeddingsServer,
+  EmbeddingsServerOptions,
+} from './embeddings-server.ts';
+export { DEFAULT_CONCEPTS, startEmbeddingsServer } from './embeddings-server.ts';
 export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './http.ts';
 export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';

@@ -1,5 +1,5 @@
 import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
-import { mintToken, startHub } from '@ctxbus/hub';
+import { mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
 import { pino } from 'pino';
@@ -24,6 +24,19 @@ export interface HubRunOptions {
   validateResponses: boolean;
   webhooks: WebhookOptions;
   retention: RetentionOptions;
+  /** An OpenAI-compatible embeddings API for hybrid search (null: full text only). */
+  embeddings: {
+    url: string;
+    model: string;
+    apiKey?: string;
+    dimensions?: number;
+    embedItems: boolean;
+  } | null;
+}
+
+function embeddingsOptions(settings: NonNullable<HubRunOptions['embeddings']>) {
+  const { embedItems, ...provider } = settings;
+  return { provider: openAiEmbeddings(provider), embedItems };
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -86,6 +99,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
           ? { ...options.webhooks, leaseHolder: 'embedded-hub' }
           : options.webhooks,
       extensions: [mcpExtension({ host: options.host, logger })],
+      ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });
     const where = describeTarget(target);
@@ -104,6 +118,11 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
       printLine(`store: ${where}`);
       printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
+      if (options.embeddings) {
+        printLine(
+          `search: hybrid, embeddings by ${options.embeddings.model} at ${new URL(options.embeddings.url).origin} (vectors: ${store.info.vectorIndex})`,
+        );
+      }
       if (adminToken) {
         printLine(`admin token (shown once, keep it safe): ${adminToken}`);
         printLine(

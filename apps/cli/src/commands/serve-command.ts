@@ -64,6 +64,24 @@ export function registerServe(
       process.env.CTXBUS_RETAIN ?? 'off',
     )
     .option('--sweep-interval <duration>', 'time between lifecycle sweeps', '60s')
+    .option(
+      '--embeddings-url <url>',
+      'hybrid search: an OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1 (default: $CTXBUS_EMBEDDINGS_URL; the key comes from $CTXBUS_EMBEDDINGS_KEY)',
+      process.env.CTXBUS_EMBEDDINGS_URL,
+    )
+    .option(
+      '--embeddings-model <name>',
+      'the embedding model, e.g. text-embedding-3-small (default: $CTXBUS_EMBEDDINGS_MODEL)',
+      process.env.CTXBUS_EMBEDDINGS_MODEL,
+    )
+    .option(
+      '--embeddings-dimensions <n>',
+      'ask the model for vectors of this length (models that support it)',
+    )
+    .option(
+      '--no-embed-items',
+      'embed search queries only; another hub on the same database embeds the items',
+    )
     .option('--json', 'print the URL and admin token as one JSON line')
     .action((options: ServeOptions) =>
       run(async () => {

@@ -21,6 +21,10 @@ export interface ServeOptions {
   retentionMode: string;
   retain: string;
   sweepInterval: string;
+  embeddingsUrl?: string;
+  embeddingsModel?: string;
+  embeddingsDimensions?: string;
+  embedItems: boolean;
 }
 
 /**
@@ -80,6 +84,7 @@ function validate(options: ServeOptions): HubRunOptions {
     maxAgeMs: parseRetention(options.retain),
     intervalMs: sweepIntervalMs,
   } as const;
+  const embeddings = embeddingsSettings(options);
   const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
   if (!levels.includes(options.logLevel)) {
     throw new CtxbusError('validation_failed', `--log-level must be one of ${levels.join(', ')}`);
@@ -100,6 +105,61 @@ function validate(options: ServeOptions): HubRunOptions {
       backoffBaseMs: webhookBackoffMs,
     },
     validateResponses: process.env.CTXBUS_VALIDATE_RESPONSES === '1',
+    embeddings,
+  };
+}
+
+/** The embedding provider's settings, or null without --embeddings-url. */
+function embeddingsSettings(options: ServeOptions): HubRunOptions['embeddings'] {
+  const url = options.embeddingsUrl?.trim();
+  const model = options.embeddingsModel?.trim();
+  if (!url) {
+    if (model || options.embeddingsDimensions !== undefined) {
+      throw new CtxbusError(
+        'validation_failed',
+        '--embeddings-model and --embeddings-dimensions need --embeddings-url (or $CTXBUS_EMBEDDINGS_URL)',
+      );
+    }
+    return null;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CtxbusError('validation_failed', `--embeddings-url is not a URL (got "${url}")`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new CtxbusError('validation_failed', '--embeddings-url must be an http or https URL');
+  }
+  if (parsed.username || parsed.password) {
+    throw new CtxbusError(
+      'validation_failed',
+      '--embeddings-url must not carry credentials; put the key in $CTXBUS_EMBEDDINGS_KEY',
+    );
+  }
+  if (!model) {
+    throw new CtxbusError(
+      'validation_failed',
+      '--embeddings-url needs --embeddings-model (or $CTXBUS_EMBEDDINGS_MODEL)',
+    );
+  }
+  let dimensions: number | undefined;
+  if (options.embeddingsDimensions !== undefined) {
+    dimensions = Number(options.embeddingsDimensions);
+    if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > 16_000) {
+      throw new CtxbusError(
+        'validation_failed',
+        '--embeddings-dimensions must be an integer from 1 to 16000',
+      );
+    }
+  }
+  const apiKey = process.env.CTXBUS_EMBEDDINGS_KEY?.trim();
+  return {
+    url,
+    model,
+    ...(apiKey && { apiKey }),
+    ...(dimensions !== undefined && { dimensions }),
+    embedItems: options.embedItems !== false,
   };
 }
 

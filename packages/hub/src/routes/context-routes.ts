@@ -20,6 +20,7 @@ import {
 } from '@ctxbus/core';
 import { viewerOf } from '../caller.js';
 import { defineRoute } from '../route-definition.js';
+import { searchContext } from '../search/hybrid-search.js';
 
 function notFound(id: string): CtxbusError {
   return new CtxbusError(
@@ -143,9 +144,9 @@ export const contextRoutes = [
     method: 'POST',
     path: '/api/context/search',
     operationId: 'searchContext',
-    summary: 'Ranked full-text search',
+    summary: 'Ranked search: full text, or hybrid with vectors',
     description:
-      'Natural-language questions work: stop words are dropped and any remaining term may match. Full-text candidates (BM25 over title, content, summary and tags) are re-ranked by how much of the question they cover and by their neighbours in the same thread (`source.threadId`). `highlight` is the best passage with matched words in **.',
+      'Natural-language questions work: stop words are dropped and any remaining term may match. Full-text candidates (BM25 over title, content, summary and tags) are re-ranked by how much of the question they cover and by their neighbours in the same thread (`source.threadId`). With an embedding provider configured (`ctxbus serve --embeddings-url`), the question is also embedded and the nearest items by cosine are fused with the full-text ranking by reciprocal rank (`mode: "hybrid"`); `mode` and `vector` say what was used. `highlight` is the best passage with matched words in **.',
     tags: ['context'],
     auth: 'runtime',
     body: searchRequestSchema,
@@ -153,7 +154,7 @@ export const contextRoutes = [
     async handler({ body, caller, services }) {
       const scopes = asArray(body.scope);
       const types = asArray(body.type);
-      const hits = await services.store.searchItems(viewerOf(caller), {
+      const response = await searchContext(services, viewerOf(caller), {
         query: body.query,
         limit: body.limit,
         ...(scopes && { scopes }),
@@ -162,7 +163,7 @@ export const contextRoutes = [
         ...(body.scopeKey !== undefined && { scopeKey: body.scopeKey }),
         ...(body.includeSuperseded !== undefined && { includeSuperseded: body.includeSuperseded }),
       });
-      return { status: 200, body: { results: hits, mode: 'fulltext' } };
+      return { status: 200, body: response };
     },
   }),
   defineRoute({

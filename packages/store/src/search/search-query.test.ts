@@ -3,11 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { buildSearchQuery as buildFtsQuery, quoteFtsTerm } from './search-query.js';
 import type { RerankCandidate } from './search-rerank.js';
 import { rerankCandidates } from './search-rerank.js';
-import {
-  highlightPassage,
-  stem as porterStem,
-  tokenize,
-} from './search-text.js';
+import { highlightPassage, stem as porterStem, tokenize } from './search-text.js';
 
 /** A MATCH made only of quoted strings joined by OR. */
 const SAFE_MATCH = /^"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*$/;

@@ -1,0 +1,106 @@
+import type { SearchResponse, Viewer } from '@ctxbus/core';
+import type { SearchHit, SearchOptions, VectorHit } from '@ctxbus/store';
+import type { HubServices } from '../hub-services.js';
+
+/** The k of reciprocal rank fusion: 60, as in Cormack et al. (2009) and most hybrid engines. */
+export const RRF_K = 60;
+
+/** Candidates each ranking contributes to the fusion. */
+const FUSION_DEPTH = 50;
+
+/** Words of an item shown when only its vector matched (no words to highlight). */
+const PLAIN_PASSAGE_WORDS = 24;
+
+interface Ranked {
+  id: string;
+}
+
+/**
+ * Reciprocal rank fusion: each list gives an item 1 / (k + rank), rank from 1; an item's score
+ * is the sum over the lists. Ties keep the order of first appearance (the first list first).
+ */
+export function fuseRankings<T extends Ranked>(
+  lists: readonly (readonly T[])[],
+  k = RRF_K,
+): { entry: T; score: number }[] {
+  const fused = new Map<string, { entry: T; score: number; order: number }>();
+  let order = 0;
+  for (const list of lists) {
+    for (const [index, entry] of list.entries()) {
+      const found = fused.get(entry.id);
+      const share = 1 / (k + index + 1);
+      if (found) found.score += share;
+      else fused.set(entry.id, { entry, score: share, order: order++ });
+    }
+  }
+  return [...fused.values()]
+    .sort((a, b) => b.score - a.score || a.order - b.order)
+    .map(({ entry, score }) => ({ entry, score }));
+}
+
+function plainPassage(text: string): string {
+  const words = text.split(/\s+/).filter(Boolean);
+  const passage = words.slice(0, PLAIN_PASSAGE_WORDS).join(' ');
+  return words.length > PLAIN_PASSAGE_WORDS ? `${passage} …` : passage;
+}
+
+type Found = { id: string; hit: SearchHit | null; vector: VectorHit | null };
+
+/**
+ * Search as the API serves it: full text alone, or, with an embedding provider and vectors for
+ * the team, full text and vector similarity fused by reciprocal rank. A provider failure
+ * never fails the search: it falls back to full text and says why in `vector.reason`.
+ */
+export async function searchContext(
+  services: HubServices,
+  viewer: Viewer,
+  options: SearchOptions,
+): Promise<SearchResponse> {
+  const embeddings = services.embeddings;
+  if (!embeddings) {
+    return { results: await services.store.searchItems(viewer, options), mode: 'fulltext' };
+  }
+  const depth = Math.max(options.limit, FUSION_DEPTH);
+  const [fulltext, query] = await Promise.all([
+    services.store.searchItems(viewer, { ...options, limit: depth }),
+    embeddings.embedQuery(options.query).then(
+      (vector) => ({ vector, reason: null }),
+      (error: unknown) => ({ vector: null, reason: (error as Error).message }),
+    ),
+  ]);
+  const vectorInfo = { model: embeddings.provider.label, index: services.store.info.vectorIndex };
+  const fullTextOnly = (reason: string) => ({
+    results: fulltext.slice(0, options.limit),
+    mode: 'fulltext' as const,
+    vector: { ...vectorInfo, used: false, reason },
+  });
+  if (query.vector === null) {
+    services.logger.warn({ reason: query.reason }, 'search: no query vector; full text only');
+    return fullTextOnly(`the embedding provider failed: ${query.reason}`);
+  }
+  const nearest = await services.store.vectorSearch(viewer, {
+    ...options,
+    model: embeddings.provider.label,
+    vector: query.vector,
+    limit: depth,
+  });
+  if (nearest.length === 0) return fullTextOnly('no item of this team has a vector yet');
+  const lexical: Found[] = fulltext.map((hit) => ({ id: hit.item.id, hit, vector: null }));
+  const semantic: Found[] = nearest.map((vector) => ({ id: vector.item.id, hit: null, vector }));
+  const byId = new Map<string, Found>();
+  for (const found of [...lexical, ...semantic]) {
+    const known = byId.get(found.id);
+    if (known) known.vector ??= found.vector;
+    else byId.set(found.id, { ...found });
+  }
+  const results = fuseRankings([lexical, semantic])
+    .slice(0, options.limit)
+    .flatMap(({ entry, score }) => {
+      const found = byId.get(entry.id);
+      if (!found) return [];
+      if (found.hit) return [{ item: found.hit.item, score, highlight: found.hit.highlight }];
+      const item = (found.vector as VectorHit).item;
+      return [{ item, score, highlight: plainPassage(item.content || item.summary || item.title) }];
+    });
+  return { results, mode: 'hybrid', vector: { ...vectorInfo, used: true } };
+}
