@@ -115,6 +115,8 @@ interface Delivery {
   /** Every latency (ms) from write start to event received, per hub. */
   sameHub: number[];
   crossHub: number[];
+  /** Write start -> the hub's 201 (the commit included). */
+  writes: number[];
   missing: number;
 }
 
@@ -131,7 +133,7 @@ async function benchDelivery(
 ): Promise<Delivery> {
   const tag = `pgbench-${randomBytes(3).toString('hex')}`;
   const sentAt = new Map<string, number>();
-  const result: Delivery = { sameHub: [], crossHub: [], missing: 0 };
+  const result: Delivery = { sameHub: [], crossHub: [], writes: [], missing: 0 };
   const received = Array.from({ length: size.subscribers }, () => 0);
   const streams = Array.from({ length: size.subscribers }, (_, index) => {
     const onA = index % 2 === 0;
@@ -154,8 +156,13 @@ async function benchDelivery(
     for (let index = 0; index < size.deliveryWrites; index++) {
       await sleepUntil(origin + index * size.paceMs);
       const title = `pg delivery ${index}`;
-      sentAt.set(title, performance.now());
-      writes.push(post(a, writer, { type: 'status', title, relevanceTags: [tag] }));
+      const start = performance.now();
+      sentAt.set(title, start);
+      writes.push(
+        post(a, writer, { type: 'status', title, relevanceTags: [tag] }).then(() => {
+          result.writes.push(performance.now() - start);
+        }),
+      );
     }
     await Promise.all(writes);
     const deadline = Date.now() + 10_000;
@@ -288,6 +295,14 @@ export async function benchPostgres(url: string, options: PostgresBenchOptions):
     row(`write -> SSE p99, ${half} on the writing hub`, ms(percentile(delivery.sameHub, 99)));
     row(`write -> SSE p50, ${half} on the other hub`, ms(percentile(delivery.crossHub, 50)));
     row(`write -> SSE p99, ${half} on the other hub`, ms(percentile(delivery.crossHub, 99)));
+    row(
+      'write p50 during delivery (POST -> 201, commit included)',
+      ms(percentile(delivery.writes, 50)),
+    );
+    row(
+      'write p99 during delivery (POST -> 201, commit included)',
+      ms(percentile(delivery.writes, 99)),
+    );
     if (delivery.missing > 0) {
       row(`events not delivered, ${label}`, String(delivery.missing), '0', false);
     }
