@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,locomo] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres] [--json]
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
