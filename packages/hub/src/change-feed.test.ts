@@ -107,6 +107,42 @@ describe('ChangeFeed', () => {
     expect(await collect(subscriber, 2)).toEqual([1, 2]);
   });
 
+  it('reads each commit once: a hint at or below what it already read is not a read', async () => {
+    let reads = 0;
+    const counting: Store = Object.create(store, {
+      readChanges: {
+        value: (options: Parameters<Store['readChanges']>[0]) => {
+          reads += 1;
+          return store.readChanges(options);
+        },
+      },
+    });
+    feed.close();
+    feed = new ChangeFeed({ store: counting, clock: () => new Date(), logger: silentLogger });
+    await feed.start();
+    const subscriber = feed.subscribe(acme, {}, 0);
+    const [outcome] = await store.writeItems([
+      prepareItem({ type: 'status', title: 'once' }, acme, { now: new Date() }),
+    ]);
+    const seq = outcome?.item.seq ?? 0;
+    // The writing hub's own hint, then the same commit again through NOTIFY.
+    feed.notify(seq);
+    expect(await collect(subscriber, 1)).toEqual([seq]);
+    const before = reads;
+    feed.notify(seq);
+    feed.notify(seq - 1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(reads).toBe(before);
+    // A newer sequence is read.
+    const [next] = await store.writeItems([
+      prepareItem({ type: 'status', title: 'next' }, acme, { now: new Date() }),
+    ]);
+    feed.notify(next?.item.seq);
+    expect(await collect(subscriber, 1)).toEqual([next?.item.seq]);
+    expect(reads).toBe(before + 1);
+    subscriber.close();
+  });
+
   it('falls back to reading the store when a subscriber lags, losing nothing', async () => {
     feed.close();
     await store.close();

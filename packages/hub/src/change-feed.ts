@@ -59,6 +59,8 @@ export class ChangeFeed {
       this.cursor = Math.max(this.cursor, seq);
       return;
     }
+    // Already read (a hub hears its own commits twice: from the write and from NOTIFY).
+    if (seq !== undefined && seq <= this.cursor) return;
     if (this.pumping) {
       this.again = true;
       return;

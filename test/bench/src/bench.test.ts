@@ -1,17 +1,21 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import { describe, expect, it } from 'vitest';
 import { LOCOMO_PATH, locomoAvailable } from './corpus.ts';
 import { measureLocomo } from './locomo-recall.ts';
+import { skipReason } from './postgres-bench.ts';
 
 function runBench(
   args: string[],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [
-      fileURLToPath(new URL('./run-bench.ts', import.meta.url)),
-      ...args,
-    ]);
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('./run-bench.ts', import.meta.url)), ...args],
+      { env: { ...process.env, ...env } },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -42,6 +46,55 @@ describe('./dev bench', () => {
     }
     expect(metrics.some((metric) => metric.startsWith('events not delivered'))).toBe(false);
     for (const row of rows) expect(row.value, row.metric).toMatch(/^\d[\d,.]* (ms|MB|items\/s)$/);
+  });
+});
+
+const server = await probePostgres();
+describe('./dev bench --only postgres (two hubs on one PostgreSQL schema)', () => {
+  if (server.url === null) {
+    const reason = skipReason(server);
+    if (postgresRequired()) {
+      it('needs a PostgreSQL server (CI=true or CTXBUS_REQUIRE_POSTGRES=1)', () => {
+        expect.fail(`the PostgreSQL benchmarks cannot run: ${reason}`);
+      });
+    } else {
+      it.skip(`skipped: ${reason}, or CTXBUS_REQUIRE_POSTGRES=1 to fail instead`, () => {});
+    }
+    return;
+  }
+  it('measures throughput, delivery across two hubs, the raw NOTIFY floor and their ratio', async () => {
+    const result = await runBench(['--quick', '--only', 'postgres', '--json'], {
+      CTXBUS_TEST_POSTGRES_URL: server.url,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { section: string; metric: string; value: string }[];
+    };
+    // Only that each row was measured: whether the targets are met is the benchmark's to say.
+    const value = (prefix: string) => {
+      const found = rows.find((row) => row.section === 'postgres' && row.metric.startsWith(prefix));
+      expect(found, `no row "${prefix}..." in ${JSON.stringify(rows)}`).toBeDefined();
+      return found?.value ?? '';
+    };
+    for (const prefix of [
+      'throughput, 1 client, single items',
+      'throughput, 16 clients, single items',
+      'throughput, 16 clients, batches of 50',
+    ]) {
+      expect(value(prefix)).toMatch(/^\d[\d,]* items\/s$/);
+    }
+    for (const prefix of [
+      'write -> SSE p50, 100 subscribers on 2 hubs',
+      'write -> SSE p99, 100 subscribers on 2 hubs',
+      'write -> SSE p99, 50 on the other hub',
+      'raw NOTIFY p50, ',
+      'raw NOTIFY p99, ',
+    ]) {
+      expect(value(prefix)).toMatch(/^\d[\d.]* ms$/);
+    }
+    expect(value('delivery p99 / raw NOTIFY p99 (100 subscribers')).toMatch(/^\d+\.\d+x$/);
+    const undelivered = rows.filter((row) => /not delivered|not received/.test(row.metric));
+    expect(undelivered).toEqual([]);
   });
 });
 

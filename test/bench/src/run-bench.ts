@@ -1,6 +1,7 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,locomo] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres] [--json]
 import { parseArgs } from 'node:util';
+import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
 import {
   call,
@@ -14,6 +15,7 @@ import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
+import { benchPostgres, skipReason } from './postgres-bench.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 
 export interface Row {
@@ -36,7 +38,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -44,13 +46,20 @@ if (flags.help) {
   hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
   locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
+  postgres  two hubs on one PostgreSQL schema (CTXBUS_TEST_POSTGRES_URL, else the local
+            server's test database): write throughput (1 and 16 clients, batches of 50),
+            write -> SSE p50/p99 with 100 subscribers on both hubs, the raw LISTEN/NOTIFY
+            round trip with 100 listeners in the same run, and their ratio. Skipped with the
+            reason when no server answers (an error when CI=true or CTXBUS_REQUIRE_POSTGRES=1)
   --quick   small sizes (a smoke run of every section, ~30 s)
 `);
   process.exit(0);
 }
 
 const quick = flags.quick;
-const sections = new Set((flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo').split(','));
+const sections = new Set(
+  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,postgres').split(','),
+);
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -361,6 +370,19 @@ async function main() {
     } else {
       log('locomo: search quality');
       rows.push(...(await runLocomo()));
+    }
+  }
+  if (sections.has('postgres')) {
+    const server = await probePostgres();
+    if (server.url === null) {
+      const reason = skipReason(server);
+      if (postgresRequired()) {
+        throw new Error(`postgres: cannot run (CI=true or CTXBUS_REQUIRE_POSTGRES=1): ${reason}`);
+      }
+      log(`postgres: skipped: ${reason}`);
+      row('postgres', 'PostgreSQL benchmarks', `skipped: ${reason}`);
+    } else {
+      rows.push(...(await benchPostgres(server.url, { quick, log })));
     }
   }
   printTable();

@@ -1,6 +1,6 @@
 import type { ItemFilter } from '@ctxbus/core';
 import { CtxbusError, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
-import type { ChangeKind } from '@ctxbus/store';
+import type { Change, ChangeKind } from '@ctxbus/store';
 import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
 import { viewerOf } from '../caller.js';
@@ -11,6 +11,37 @@ export const EVENT_NAMES: Record<ChangeKind, string> = {
   consumed: 'context-consumed',
   superseded: 'context-superseded',
 };
+
+const sseData = new WeakMap<Change, string>();
+const webSocketMessages = new WeakMap<Change, string>();
+
+/**
+ * The `data` of a change's SSE event. Serialized once per change and shared: the feed hands
+ * the same Change objects to every subscriber, so 100 subscribers cost one JSON.stringify.
+ */
+export function sseEventData(change: Change): string {
+  let data = sseData.get(change);
+  if (data === undefined) {
+    data = JSON.stringify({ seq: change.seq, event: EVENT_NAMES[change.kind], item: change.item });
+    sseData.set(change, data);
+  }
+  return data;
+}
+
+/** A change's WebSocket message, serialized once per change like `sseEventData`. */
+export function webSocketMessage(change: Change): string {
+  let message = webSocketMessages.get(change);
+  if (message === undefined) {
+    message = JSON.stringify({
+      type: 'event',
+      seq: change.seq,
+      event: EVENT_NAMES[change.kind],
+      item: change.item,
+    });
+    webSocketMessages.set(change, message);
+  }
+  return message;
+}
 
 /** Where a stream starts: Last-Event-ID, else `since`, else the newest change. */
 export function resumeSeq(
@@ -89,11 +120,10 @@ export const streamRoute = defineRoute({
             const changes = await subscriber.next();
             if (changes === null) break;
             for (const change of changes) {
-              const event = EVENT_NAMES[change.kind];
               await stream.writeSSE({
                 id: String(change.seq),
-                event,
-                data: JSON.stringify({ seq: change.seq, event, item: change.item }),
+                event: EVENT_NAMES[change.kind],
+                data: sseEventData(change),
               });
             }
           }

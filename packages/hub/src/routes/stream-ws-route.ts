@@ -2,7 +2,7 @@ import { streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import { upgradeWebSocket } from '@hono/node-server';
 import { viewerOf } from '../caller.js';
 import { defineRoute } from '../route-definition.js';
-import { EVENT_NAMES, resumeSeq, streamFilter } from './stream-route.js';
+import { resumeSeq, streamFilter, webSocketMessage } from './stream-route.js';
 
 export const streamWebSocketRoute = defineRoute({
   method: 'GET',
@@ -36,16 +36,7 @@ export const streamWebSocketRoute = defineRoute({
           for (;;) {
             const changes = await subscriber.next();
             if (changes === null) break;
-            for (const change of changes) {
-              socket.send(
-                JSON.stringify({
-                  type: 'event',
-                  seq: change.seq,
-                  event: EVENT_NAMES[change.kind],
-                  item: change.item,
-                }),
-              );
-            }
+            for (const change of changes) socket.send(webSocketMessage(change));
           }
           socket.close(1001, 'the hub is shutting down');
         })().catch((error: unknown) => {

@@ -89,6 +89,13 @@ export class PushDispatcher {
   private watching: { close(): void } | null = null;
   private ticking = false;
   private again = false;
+  /**
+   * Whether the last look found push subscriptions (null: not looked yet). When it found none,
+   * write hints are ignored: no store round trips per write on a hub without webhooks. A
+   * subscription created through this hub kicks at once; one created through another hub is
+   * found by the next poll (`pollMs`), while the hub that created it delivers at once.
+   */
+  private havePush: boolean | null = null;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
 
@@ -111,8 +118,13 @@ export class PushDispatcher {
   }
 
   start(): void {
-    this.watching = this.feed.onChange(() => this.kick());
+    this.watching = this.feed.onChange(() => this.hint());
     this.kick();
+  }
+
+  /** Something was written: look now, unless the last look found no push subscriptions. */
+  private hint(): void {
+    if (this.havePush !== false) this.kick();
   }
 
   /** Looks at every push subscription soon (coalesced). */
@@ -156,6 +168,7 @@ export class PushDispatcher {
       this.store.listSubscriptions({ delivery: 'push' }),
       this.store.latestSeq(),
     ]);
+    this.havePush = subscriptions.length > 0;
     for (const subscription of subscriptions) {
       if (this.closed || this.active.size >= this.options.concurrency) return;
       if (this.active.has(subscription.id) || subscription.cursor >= latest) continue;
