@@ -98,6 +98,24 @@ describe('./dev bench --only postgres (two hubs on one PostgreSQL schema)', () =
   });
 });
 
+describe('./dev bench --only vectors', () => {
+  it('measures vector search on SQLite and, when a server answers, PostgreSQL', async () => {
+    const result = await runBench(['--quick', '--only', 'vectors', '--json'], {
+      ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
+    const metrics = rows.map((row) => row.metric);
+    expect(metrics).toContain('vector search p50 (1,000 items x 256 dims, SQLite exact)');
+    if (server.url !== null || postgresRequired()) {
+      expect(metrics).toContain(
+        'vector search p99 (1,000 items x 256 dims, PostgreSQL exact scan)',
+      );
+    }
+    for (const row of rows) expect(row.value, row.metric).toMatch(/^\d[\d.]* ms$/);
+  });
+});
+
 describe('search quality on LoCoMo (development split)', () => {
   const reason = `the LoCoMo data is not at ${LOCOMO_PATH} (set CTXBUS_LOCOMO)`;
   const required = process.env.CI === 'true';

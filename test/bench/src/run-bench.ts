@@ -17,6 +17,7 @@ import { runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
 import { benchPostgres, skipReason } from './postgres-bench.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
+import { benchVectorSearch } from './vector-search.ts';
 
 export interface Row {
   section: string;
@@ -38,7 +39,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres,vectors] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -51,6 +52,8 @@ if (flags.help) {
             write -> SSE p50/p99 with 100 subscribers on both hubs, the raw LISTEN/NOTIFY
             round trip with 100 listeners in the same run, and their ratio. Skipped with the
             reason when no server answers (an error when CI=true or CTXBUS_REQUIRE_POSTGRES=1)
+  vectors   vector search at the store: exact scan (SQLite; PostgreSQL without pgvector) and
+            pgvector when the server has it, 10k items x 256 and 1536 dimensions
   --quick   small sizes (a smoke run of every section, ~30 s)
 `);
   process.exit(0);
@@ -58,7 +61,7 @@ if (flags.help) {
 
 const quick = flags.quick;
 const sections = new Set(
-  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,postgres').split(','),
+  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,postgres,vectors').split(','),
 );
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -385,6 +388,7 @@ async function main() {
       rows.push(...(await benchPostgres(server.url, { quick, log })));
     }
   }
+  if (sections.has('vectors')) rows.push(...(await benchVectorSearch(quick, log)));
   printTable();
 }
 
