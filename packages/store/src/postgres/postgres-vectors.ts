@@ -131,12 +131,16 @@ export async function vectorSearchPostgres(
     score = `${s}.ctxbus_dot(v.vector, ${literal}::real[])`;
   }
   const where = filterSql(viewer, options, nowMs, p);
+  // Only (rid, score) go through the sort; the winners' columns are built after it.
   const rows = await query<ItemRow & { score: number }>(
     'search vectors',
-    `SELECT ${ITEM_COLUMNS}, ${score} AS score
-       FROM ${s}.item_vectors v JOIN ${s}.items i ON i.rid = v.rid
-      WHERE v.model = ${model} AND v.dims = ${dims} AND ${where}
-      ORDER BY score DESC, i.rid DESC LIMIT ${p.add(options.limit)}`,
+    `SELECT ${ITEM_COLUMNS}, best.score
+       FROM (SELECT v.rid, ${score} AS score
+               FROM ${s}.item_vectors v JOIN ${s}.items i ON i.rid = v.rid
+              WHERE v.model = ${model} AND v.dims = ${dims} AND ${where}
+              ORDER BY score DESC, v.rid DESC LIMIT ${p.add(options.limit)}) best
+       JOIN ${s}.items i ON i.rid = best.rid
+      ORDER BY best.score DESC, best.rid DESC`,
     p.values,
   );
   return rows.map((row) => ({ item: rowToItem(row), score: Number(row.score) }));

@@ -746,11 +746,14 @@ export class SqliteStore implements Store {
     if (query === null) return [];
     const { where, params } = filterSql(viewer, options, this.clock().getTime());
     const search = this.statement(
-      `SELECT * FROM (
-         SELECT i.*, ctxbus_query_cosine(v.vector) AS score
+      // Only (rid, score) go through the sort; the rows of the winners are read after it.
+      `SELECT i.*, best.score FROM (
+         SELECT v.rid, ctxbus_query_cosine(v.vector) AS score
            FROM item_vectors v JOIN items i ON i.rid = v.rid
-          WHERE v.model = ? AND length(v.vector) = ? AND ${where})
-        ORDER BY score DESC, rid DESC LIMIT ?`,
+          WHERE v.model = ? AND length(v.vector) = ? AND ${where}
+          ORDER BY score DESC, v.rid DESC LIMIT ?) best
+       JOIN items i ON i.rid = best.rid
+       ORDER BY best.score DESC, best.rid DESC`,
     );
     this.queryVector = query;
     try {
