@@ -238,7 +238,13 @@ interface RawNotify {
  * Fewer listeners when the server refuses more connections (max_connections): the row says how
  * many.
  */
-async function benchRawNotify(url: string, wanted: number, size: Sizes): Promise<RawNotify> {
+async function benchRawNotify(
+  url: string,
+  wanted: number,
+  size: Sizes,
+  /** With a table: each notification is sent by a durable transaction inserting a row there. */
+  commitTable?: string,
+): Promise<RawNotify> {
   const channel = `ctxbus_bench_${randomBytes(4).toString('hex')}`;
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
@@ -278,7 +284,14 @@ async function benchRawNotify(url: string, wanted: number, size: Sizes): Promise
       await sleepUntil(origin + index * size.paceMs);
       const payload = String(index);
       sentAt.set(payload, performance.now());
-      sends.push(sender.query('SELECT pg_notify($1, $2)', [channel, payload]));
+      sends.push(
+        commitTable === undefined
+          ? sender.query('SELECT pg_notify($1, $2)', [channel, payload])
+          : sender.query(
+              `BEGIN; INSERT INTO ${commitTable} (payload) VALUES ('${payload}');
+               SELECT pg_notify('${channel}', '${payload}'); COMMIT`,
+            ),
+      );
     }
     await Promise.all(sends);
     const deadline = Date.now() + 10_000;
@@ -292,8 +305,21 @@ async function benchRawNotify(url: string, wanted: number, size: Sizes): Promise
   return { listeners: listeners.length, latencies, missing };
 }
 
-/** Runs the section against the server at `url` on a scratch schema, dropped at the end. */
+/** Runs the section against the server at `url` on scratch schemas, dropped at the end. */
 export async function benchPostgres(url: string, options: PostgresBenchOptions): Promise<Row[]> {
+  const schemas = new ScratchSchemas(url);
+  try {
+    return await runPostgresBench(url, options, schemas);
+  } finally {
+    await schemas.dropAll();
+  }
+}
+
+async function runPostgresBench(
+  url: string,
+  options: PostgresBenchOptions,
+  schemas: ScratchSchemas,
+): Promise<Row[]> {
   const size = sizes(options.quick);
   const rows: Row[] = [];
   const row = (metric: string, value: string, target?: string, ok?: boolean) =>
@@ -310,12 +336,21 @@ export async function benchPostgres(url: string, options: PostgresBenchOptions):
   // hubs start and half after they stop, so that load drifting on a shared machine weighs on
   // both sides of the ratio alike.
   const floorSize = { ...size, deliveryWrites: Math.ceil(size.deliveryWrites / 2) };
+  const schema = schemas.next('bench');
+  // A second floor: NOTIFY sent by a durable one-row insert (fsync on commit), as a write's is.
+  const floorSchema = schemas.next('floor');
+  const commitTable = `"${floorSchema}".floor_writes`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(
+    `CREATE SCHEMA "${floorSchema}"; CREATE TABLE ${commitTable} (id serial PRIMARY KEY, payload text NOT NULL)`,
+  );
+  await admin.end();
   options.log(`postgres: raw LISTEN/NOTIFY, ${size.subscribers} listeners (first half)`);
   const before = await benchRawNotify(url, size.subscribers, floorSize);
+  const commitBefore = await benchRawNotify(url, size.subscribers, floorSize, commitTable);
   let delivery: Delivery | null = null;
 
-  const schemas = new ScratchSchemas(url);
-  const schema = schemas.next('bench');
   const hubs: HubProcess[] = [];
   try {
     const store = storeUrl(url, schema);
@@ -342,10 +377,10 @@ export async function benchPostgres(url: string, options: PostgresBenchOptions):
     delivery = await benchDelivery(a, b, writer, reader, size);
   } finally {
     for (const hub of hubs) await hub.stop();
-    await schemas.dropAll();
   }
   options.log(`postgres: raw LISTEN/NOTIFY, ${size.subscribers} listeners (second half)`);
   const after = await benchRawNotify(url, size.subscribers, floorSize);
+  const commitAfter = await benchRawNotify(url, size.subscribers, floorSize, commitTable);
   const raw: RawNotify = {
     listeners: Math.min(before.listeners, after.listeners),
     latencies: [...before.latencies, ...after.latencies],
@@ -388,6 +423,14 @@ export async function benchPostgres(url: string, options: PostgresBenchOptions):
   row(
     `delivery p99 / raw NOTIFY p99 (${half} on the other hub / ${rawLabel})`,
     `${(percentile(delivery.crossHub, 99) / rawP99).toFixed(2)}x`,
+  );
+  const committed = [...commitBefore.latencies, ...commitAfter.latencies];
+  const committedP99 = percentile(committed, 99);
+  row(`raw insert + NOTIFY transaction p50, ${rawLabel}`, ms(percentile(committed, 50)));
+  row(`raw insert + NOTIFY transaction p99, ${rawLabel}`, ms(committedP99));
+  row(
+    `delivery p99 / raw insert + NOTIFY p99 (${label} / ${rawLabel})`,
+    `${(percentile(all, 99) / committedP99).toFixed(2)}x`,
   );
   return rows;
 }
