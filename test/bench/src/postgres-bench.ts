@@ -357,7 +357,12 @@ async function runPostgresBench(
     const hubOptions = {
       store,
       args: ['--log-level', 'error'],
-      env: { CTXBUS_VALIDATE_RESPONSES: '0' },
+      env: {
+        CTXBUS_VALIDATE_RESPONSES: '0',
+        ...(process.env.CTXBUS_BENCH_HUB_NODE_OPTIONS && {
+          NODE_OPTIONS: process.env.CTXBUS_BENCH_HUB_NODE_OPTIONS,
+        }),
+      },
     };
     // Sequential: the first migrates the fresh schema and mints the admin token.
     options.log(`postgres: two hubs on schema ${schema}`);

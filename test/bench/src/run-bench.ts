@@ -55,6 +55,9 @@ if (flags.help) {
   vectors   vector search at the store: exact scan (SQLite; PostgreSQL without pgvector) and
             pgvector when the server has it, 10k items x 256 and 1536 dimensions
   --quick   small sizes (a smoke run of every section, ~30 s)
+
+  CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
+            "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them under load
 `);
   process.exit(0);
 }

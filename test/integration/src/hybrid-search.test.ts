@@ -101,6 +101,23 @@ describe('hybrid search on the embedded store', () => {
     expect(titles(await search(hub, globex, 'car'))).toEqual([]);
   });
 
+  it('`ctxbus search` says how it ranked', async () => {
+    const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token };
+    const hybrid = await runCli(['search', 'car'], { env });
+    expect(hybrid.code, hybrid.stderr).toBe(0);
+    expect(hybrid.stdout).toContain('Bought a new automobile');
+    expect(hybrid.stdout.trim().split('\n').at(-1)).toBe(
+      '(hybrid: full text and test-embed vectors)',
+    );
+    server.down = true;
+    const fallback = await runCli(['search', 'parking', 'bay'], { env });
+    server.down = false;
+    expect(fallback.code, fallback.stderr).toBe(0);
+    expect(fallback.stdout.trim().split('\n').at(-1)).toMatch(
+      /^\(full text only: the embedding provider failed: .*503/,
+    );
+  });
+
   it('keeps writing and searching (full text) while the provider is down, then catches up', async () => {
     server.down = true;
     await write(hub, token, { title: 'Physician appointment', content: 'Tuesday at nine.' });

@@ -226,7 +226,9 @@ export function registerContextCommands(
   withConnection(
     program
       .command('search')
-      .description('ranked full-text search; plain questions work')
+      .description(
+        'ranked search: full text, or hybrid when the hub has embeddings; plain questions work',
+      )
       .argument('<query...>', 'words or a question')
       .option('-n, --limit <n>', 'at most this many (default 10, max 100)')
       .option('-t, --type <types>', 'comma-separated types')
@@ -247,10 +249,19 @@ export function registerContextCommands(
         if (options.json) printJson(response);
         else if (response.results.length === 0) printLine('no results');
         else {
+          // Fused scores are small (reciprocal ranks): more digits keep them apart.
+          const digits = response.mode === 'hybrid' ? 4 : 2;
           for (const result of response.results) {
-            printLine(`${result.score.toFixed(2)}  ${itemLine(result.item)}`);
+            printLine(`${result.score.toFixed(digits)}  ${itemLine(result.item)}`);
             printLine(`      ${result.highlight.replace(/\s+/g, ' ')}`);
           }
+        }
+        if (!options.json && response.vector) {
+          printLine(
+            response.vector.used
+              ? `(hybrid: full text and ${response.vector.model} vectors)`
+              : `(full text only: ${response.vector.reason ?? 'vectors not used'})`,
+          );
         }
       }),
   );
