@@ -1,6 +1,6 @@
-import type { ContextItem, ContextItemInput, Viewer } from '@ctxbus/core';
 import { expect } from 'vitest';
-import type { Store } from '../store.js';
+import type { ConformanceHarness } from './conformance-harness.js';
+import { acme, acmeChat, globex } from './conformance-harness.js';
 
 // The lifecycle half of the store contract (see runStoreConformance, which runs these).
 
@@ -8,20 +8,10 @@ export const LIFECYCLE_CASES = ['sweep-expiry', 'sweep-retention', 'sweep-archiv
 
 export type LifecycleCase = (typeof LIFECYCLE_CASES)[number];
 
-interface Harness {
-  store(): Store;
-  now(): Date;
-  advance(ms: number): void;
-  write(input: Partial<ContextItemInput>, viewer?: Viewer): Promise<ContextItem>;
-}
-
-const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
-const acmeChat: Viewer = { teamId: 'acme', runtime: 'openclaw' };
-const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-export function lifecycleCases(h: Harness): Record<LifecycleCase, () => Promise<void>> {
+export function lifecycleCases(h: ConformanceHarness): Record<LifecycleCase, () => Promise<void>> {
   const iso = (offsetMs = 0) => new Date(h.now().getTime() + offsetMs).toISOString();
   return {
     async 'sweep-expiry'() {

@@ -1,6 +1,7 @@
-import type { ContextItem, ContextItemInput, Viewer } from '@ctxbus/core';
+import type { ContextItem, Viewer } from '@ctxbus/core';
 import { expect } from 'vitest';
-import type { Store } from '../store.js';
+import type { ConformanceHarness } from './conformance-harness.js';
+import { acme, acmeChat, globex } from './conformance-harness.js';
 
 // The vector half of the store contract (see runStoreConformance, which runs these).
 
@@ -13,21 +14,11 @@ export const VECTOR_CASES = [
 
 export type VectorCase = (typeof VECTOR_CASES)[number];
 
-interface Harness {
-  store(): Store;
-  now(): Date;
-  advance(ms: number): void;
-  write(input: Partial<ContextItemInput>, viewer?: Viewer): Promise<ContextItem>;
-}
-
-const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
-const acmeChat: Viewer = { teamId: 'acme', runtime: 'openclaw' };
-const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
 const MODEL = 'test-model';
 
 const vec = (...values: number[]) => new Float32Array(values);
 
-export function vectorCases(h: Harness): Record<VectorCase, () => Promise<void>> {
+export function vectorCases(h: ConformanceHarness): Record<VectorCase, () => Promise<void>> {
   const ids = (hits: { item: ContextItem }[]) => hits.map((hit) => hit.item.title);
   return {
     async 'vectors-to-embed'() {
