@@ -143,6 +143,62 @@ describe('ChangeFeed', () => {
     subscriber.close();
   });
 
+  it("offers this process's own commits without reading them back, and reads when it must", async () => {
+    let reads = 0;
+    const counting: Store = Object.create(store, {
+      readChanges: {
+        value: (options: Parameters<Store['readChanges']>[0]) => {
+          reads += 1;
+          return store.readChanges(options);
+        },
+      },
+    });
+    feed.close();
+    feed = new ChangeFeed({ store: counting, clock: () => new Date(), logger: silentLogger });
+    await feed.start();
+    const subscriber = feed.subscribe(acme, {}, 0);
+    const readsAfterCatchUp = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return reads;
+    };
+    const commit = async (inputs: Record<string, unknown>[]) => {
+      const outcomes = await store.writeItems(
+        inputs.map((input) =>
+          prepareItem({ type: 'status', title: 'x', ...input }, acme, { now: new Date() }),
+        ),
+      );
+      feed.committed(outcomes);
+      return outcomes.map((outcome) => outcome.item);
+    };
+    // The subscriber's own catch-up read (an empty store) happens first.
+    const firstTwo = collect(subscriber, 2);
+    const before = await readsAfterCatchUp();
+    // Next in line: delivered as committed, no read.
+    const [a, b] = await commit([{ title: 'a' }, { title: 'b' }]);
+    expect(await firstTwo).toEqual([a?.seq, b?.seq]);
+    expect(reads).toBe(before);
+    // An idempotent retry creates nothing: nothing to offer, nothing read.
+    feed.committed(await store.writeItems([]));
+    expect(reads).toBe(before);
+    // A write that supersedes another also changes the old item: read back, both delivered.
+    const [first] = await commit([{ title: 'rule v1', key: 'rules/x', type: 'decision' }]);
+    expect(await collect(subscriber, 1)).toEqual([first?.seq]);
+    const [second] = await commit([{ title: 'rule v2', key: 'rules/x', type: 'decision' }]);
+    const superseding = await collect(subscriber, 2);
+    expect(superseding[0]).toBe(second?.seq);
+    expect(superseding).toHaveLength(2);
+    expect(reads).toBe(before + 1);
+    // A commit behind the feed's back (another process, no hint yet) leaves a gap: the next
+    // own commit is read back with it, in order.
+    const [hidden] = await store.writeItems([
+      prepareItem({ type: 'status', title: 'elsewhere' }, acme, { now: new Date() }),
+    ]);
+    const [mine] = await commit([{ title: 'mine' }]);
+    expect(await collect(subscriber, 2)).toEqual([hidden?.item.seq, mine?.seq]);
+    expect(reads).toBe(before + 2);
+    subscriber.close();
+  });
+
   it('falls back to reading the store when a subscriber lags, losing nothing', async () => {
     feed.close();
     await store.close();

@@ -1,6 +1,6 @@
 import type { ItemFilter, Viewer } from '@ctxbus/core';
 import { itemMatches } from '@ctxbus/core';
-import type { Change, Store } from '@ctxbus/store';
+import type { Change, Store, WriteOutcome } from '@ctxbus/store';
 import type { Logger } from './logger.js';
 
 const READ_BATCH = 500;
@@ -75,6 +75,42 @@ export class ChangeFeed {
           this.notify();
         }
       });
+  }
+
+  /**
+   * This process has just committed a write. When its new items are the very next changes
+   * after the feed's cursor (no gap, no read in flight, nothing superseded), they are offered
+   * as they are, without reading them back; otherwise this is `notify`. Subscribers still
+   * drop duplicates by sequence, so the hint for the same commit (NOTIFY) costs nothing.
+   */
+  committed(outcomes: readonly WriteOutcome[]): void {
+    if (this.closed) return;
+    const created = outcomes
+      .filter((outcome) => outcome.status === 'created')
+      .map((outcome) => outcome.item)
+      .sort((a, b) => a.seq - b.seq);
+    const last = created.at(-1);
+    if (!last) return;
+    const direct =
+      !this.pumping &&
+      created[0]?.seq === this.cursor + 1 &&
+      created.every(
+        (item, index) => item.seq === this.cursor + 1 + index && item.supersedes === null,
+      );
+    if (!direct) {
+      this.notify(last.seq);
+      return;
+    }
+    for (const listener of this.listeners) listener();
+    this.cursor = last.seq;
+    if (this.subscribers.size === 0) return;
+    const changes: Change[] = created.map((item) => ({
+      seq: item.seq,
+      kind: 'added',
+      teamId: item.teamId,
+      item,
+    }));
+    for (const subscriber of this.subscribers) subscriber.offer(changes);
   }
 
   private async pump(): Promise<void> {

@@ -105,7 +105,7 @@ export const contextRoutes = [
       });
       const outcomes = await services.store.writeItems(prepared);
       const created = outcomes.some((outcome) => outcome.status === 'created');
-      if (created) services.feed.notify(Math.max(...outcomes.map((outcome) => outcome.item.seq)));
+      if (created) services.feed.committed(outcomes);
       return {
         status: created ? 201 : 200,
         body: {
