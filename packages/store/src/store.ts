@@ -235,7 +235,10 @@ export interface Store {
     options: { afterSeq: number; limit: number },
   ): Promise<EmbeddingSource[]>;
 
-  /** Stores vectors for `model` (normalised here); items gone meanwhile are skipped. */
+  /**
+   * Stores vectors for `model` (normalised here). An item's first vector for a model stays:
+   * saving another is ignored, as are items gone meanwhile.
+   */
   saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void>;
 
   /**

@@ -180,14 +180,18 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       -- cosine). real[] rather than pgvector's type, so the schema is the same with or without
       -- the extension: with it, searches cast to vector and use its operator. An empty vector
       -- marks an item the provider refused (not offered again).
+      -- vid: the order vectors were saved in (by any hub), so a hub holding them in memory
+      -- loads only the new ones. A vector is saved once and never changed.
       CREATE TABLE ${s}.item_vectors (
         model text COLLATE "C" NOT NULL,
         rid bigint NOT NULL REFERENCES ${s}.items (rid) ON DELETE CASCADE,
+        vid bigint GENERATED ALWAYS AS IDENTITY,
         dims integer NOT NULL,
         vector real[] NOT NULL,
         PRIMARY KEY (model, rid)
       );
       CREATE INDEX item_vectors_rid ON ${s}.item_vectors (rid);
+      CREATE INDEX item_vectors_model_vid ON ${s}.item_vectors (model, vid);
       -- The exact scan without pgvector.
       CREATE FUNCTION ${s}.ctxbus_dot(a real[], b real[]) RETURNS double precision
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

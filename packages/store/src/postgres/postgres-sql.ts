@@ -64,6 +64,7 @@ export const TOKEN_COLUMNS = `id, hash, role, team_id, runtime, label,
 const OID = {
   bool: 16,
   int8: 20,
+  float4Array: 1021,
   int2: 21,
   int4: 23,
   json: 114,
@@ -80,6 +81,16 @@ const toJson = (value: string): unknown => JSON.parse(value);
  * Type parsers for every query of the store, fixed here rather than taken from `pg.types`
  * (which an application may change globally, e.g. int8 to BigInt).
  */
+/** A real[] in text form ("{0.25,-1.5}"; vectors have no NULLs) as a Float32Array. */
+function toFloat32Array(value: string): Float32Array {
+  const inner = value.slice(1, -1);
+  if (inner === '') return new Float32Array(0);
+  const parts = inner.split(',');
+  const vector = new Float32Array(parts.length);
+  for (let index = 0; index < parts.length; index++) vector[index] = Number(parts[index]);
+  return vector;
+}
+
 export const ROW_TYPES: CustomTypesConfig = {
   getTypeParser: ((oid: number) => {
     switch (oid) {
@@ -94,6 +105,8 @@ export const ROW_TYPES: CustomTypesConfig = {
       case OID.json:
       case OID.jsonb:
         return toJson;
+      case OID.float4Array:
+        return toFloat32Array;
       default:
         return identity;
     }

@@ -127,6 +127,110 @@ function definePostgresTests(url: string): void {
     );
   });
 
+  describe('exact vector scan in memory (no pgvector)', () => {
+    const randomVectors = (count: number, dims: number, seed: number) => {
+      let state = seed;
+      const next = () => {
+        state = (state * 48271) % 2147483647;
+        return state / 2147483647 - 0.5;
+      };
+      return Array.from({ length: count }, () => Float32Array.from({ length: dims }, next));
+    };
+
+    it('ranks as the SQL scan does, filters included, and sees other hubs’ vectors', async () => {
+      const schema = schemas.next('vmem');
+      const open = (vectorMemoryMb?: number) =>
+        openPostgresStore({
+          connectionString: url,
+          schema,
+          vectors: 'exact',
+          ...(vectorMemoryMb !== undefined && { vectorMemoryMb }),
+        });
+      const memory = await open();
+      const sql = await open(0);
+      const other = await open();
+      const types = ['status', 'discovery', 'decision'] as const;
+      const outcomes = await other.writeItems(
+        Array.from({ length: 300 }, (_, index) =>
+          // One decision in 100: a selective filter needs more than the first candidates.
+          prepared({ title: `v${index}`, type: types[index % 100 === 0 ? 2 : index % 2] }),
+        ),
+      );
+      const vectors = randomVectors(300, 32, 3);
+      await other.saveVectors(
+        'm',
+        outcomes.slice(0, 200).map(({ item }, index) => ({
+          seq: item.seq,
+          vector: vectors[index] as Float32Array,
+        })),
+      );
+      const query = randomVectors(1, 32, 99)[0] as Float32Array;
+      const compare = async (filter: Record<string, unknown>) => {
+        const options = { model: 'm', vector: query, limit: 10, ...filter };
+        const fromMemory = await memory.vectorSearch(acme, options);
+        const fromSql = await sql.vectorSearch(acme, options);
+        expect(fromMemory.map((hit) => hit.item)).toEqual(fromSql.map((hit) => hit.item));
+        for (const [index, hit] of fromMemory.entries())
+          expect(hit.score).toBeCloseTo(fromSql[index]?.score ?? Number.NaN, 5);
+        return fromMemory;
+      };
+      expect(await compare({})).toHaveLength(10);
+      expect(await compare({ types: ['decision'] })).toHaveLength(2);
+      expect(await compare({ types: ['discovery'], limit: 100 })).toHaveLength(100);
+      // Vectors another hub saves later are loaded on the next search.
+      await other.saveVectors(
+        'm',
+        outcomes.slice(200).map(({ item }, index) => ({
+          seq: item.seq,
+          vector: vectors[200 + index] as Float32Array,
+        })),
+      );
+      expect(await compare({ types: ['decision'] })).toHaveLength(3);
+      expect(await compare({ limit: 100 })).toHaveLength(100);
+      await Promise.all([memory.close(), sql.close(), other.close()]);
+    });
+
+    it('forgets swept items, and falls back to SQL over its memory budget', async () => {
+      const schema = schemas.next('vmem2');
+      let now = Date.now();
+      const clock = () => new Date(now);
+      const memory = await openPostgresStore({
+        connectionString: url,
+        schema,
+        vectors: 'exact',
+        clock,
+      });
+      const tiny = await openPostgresStore({
+        connectionString: url,
+        schema,
+        vectors: 'exact',
+        vectorMemoryMb: 0.0001,
+      });
+      const [brief, kept] = await memory.writeItems([
+        prepareItem({ type: 'status', title: 'brief', expiresAfterSeconds: 60 }, acme, {
+          now: clock(),
+        }),
+        prepareItem({ type: 'status', title: 'kept' }, acme, { now: clock() }),
+      ]);
+      await memory.saveVectors('m', [
+        { seq: brief?.item.seq ?? 0, vector: new Float32Array([1, 0]) },
+        { seq: kept?.item.seq ?? 0, vector: new Float32Array([0.9, 0.1]) },
+      ]);
+      const titles = async (store: PostgresStore) =>
+        (
+          await store.vectorSearch(acme, { model: 'm', vector: new Float32Array([1, 0]), limit: 5 })
+        ).map((hit) => hit.item.title);
+      expect(await titles(memory)).toEqual(['brief', 'kept']);
+      expect(await titles(tiny)).toEqual(['brief', 'kept']);
+      now += 120_000;
+      const at = new Date(now).toISOString();
+      await memory.sweepItems({ expiredBefore: at, mode: 'delete', limit: 10, now: at });
+      expect(await titles(memory)).toEqual(['kept']);
+      expect(await titles(tiny)).toEqual(['kept']);
+      await Promise.all([memory.close(), tiny.close()]);
+    });
+  });
+
   const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
   const prepared = (input: Partial<ContextItemInput>, viewer: Viewer = acme): NewContextItem =>
     prepareItem({ type: 'discovery', title: 'untitled', ...input }, viewer, { now: new Date() });

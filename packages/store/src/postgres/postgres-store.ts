@@ -52,6 +52,7 @@ import {
 } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { TermStatistics } from './postgres-term-stats.js';
+import { VectorMemory } from './postgres-vector-memory.js';
 import type { VectorComparison } from './postgres-vectors.js';
 import {
   detectVectorComparison,
@@ -83,6 +84,11 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
    * it); `exact` never does.
    */
   vectors?: 'auto' | 'exact';
+  /**
+   * Without pgvector: the most memory (MB) this process may hold each embedding model's
+   * vectors in, for an exact scan in JavaScript instead of SQL (default 256; 0: always SQL).
+   */
+  vectorMemoryMb?: number;
 }
 
 /** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
@@ -115,6 +121,7 @@ export class PostgresStore implements Store {
   private readonly listener: PostgresChangeListener;
   private readonly subscriptions: PostgresSubscriptions;
   private readonly vectors: VectorComparison;
+  private readonly vectorMemory: VectorMemory | null;
   /** The sequence at which planner statistics and the visibility map are next refreshed. */
   private nextMaintenanceAt = Number.POSITIVE_INFINITY;
   private maintenance: Promise<void> | null = null;
@@ -130,6 +137,15 @@ export class PostgresStore implements Store {
     this.schema = target.schema;
     this.clock = options.clock ?? (() => new Date());
     this.vectors = vectors;
+    const memoryMb = options.vectorMemoryMb ?? 256;
+    this.vectorMemory =
+      vectors.index === 'exact' && memoryMb > 0
+        ? new VectorMemory(
+            (action, text, values) => this.query(action, text, values),
+            target.quotedSchema,
+            memoryMb * 1024 * 1024,
+          )
+        : null;
     this.subscriptions = new PostgresSubscriptions(target.quotedSchema, (action, text, values) =>
       this.query(action, text, values),
     );
@@ -360,6 +376,7 @@ export class PostgresStore implements Store {
       (action, text, values) => this.query(action, text, values),
       this.s,
       this.vectors,
+      this.vectorMemory,
       viewer,
       options,
       this.clock().getTime(),

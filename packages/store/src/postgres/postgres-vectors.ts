@@ -10,6 +10,7 @@ import type {
 import { normalizeVector } from '../vectors/vector-math.js';
 import type { ItemRow } from './postgres-sql.js';
 import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
+import type { VectorMemory } from './postgres-vector-memory.js';
 
 // Vectors in PostgreSQL: item_vectors (migration 3) holds real[] at unit length. With the
 // pgvector extension installed in the database, searches cast to its type and rank with its
@@ -96,14 +97,15 @@ export async function saveVectorsPostgres(
     literals.push(arrayLiteral(unit));
   }
   if (seqs.length === 0) return;
-  // One statement for the batch; items deleted meanwhile drop out of the join.
+  // One statement for the batch; items deleted meanwhile drop out of the join. A vector is
+  // saved once: the first hub to embed an item wins (see VectorMemory).
   await query(
     'save vectors',
     `INSERT INTO ${s}.item_vectors (model, rid, dims, vector)
      SELECT $1, v.rid, cardinality(v.vector::real[]), v.vector::real[]
        FROM unnest($2::bigint[], $3::text[]) AS v(rid, vector)
        JOIN ${s}.items i ON i.rid = v.rid
-     ON CONFLICT (model, rid) DO UPDATE SET dims = excluded.dims, vector = excluded.vector`,
+     ON CONFLICT (model, rid) DO NOTHING`,
     [model, seqs, literals],
   );
 }
@@ -112,12 +114,17 @@ export async function vectorSearchPostgres(
   query: Query,
   s: string,
   comparison: VectorComparison,
+  memory: VectorMemory | null,
   viewer: Viewer,
   options: VectorSearchOptions,
   nowMs: number,
 ): Promise<VectorHit[]> {
   const unit = normalizeVector(options.vector);
   if (unit === null) return [];
+  if (comparison.index === 'exact' && memory) {
+    const hits = await memory.search(viewer, options, unit, nowMs);
+    if (hits) return hits;
+  }
   const p = new SqlParams();
   const model = p.add(options.model);
   const dims = p.add(unit.length);

@@ -729,7 +729,7 @@ export class SqliteStore implements Store {
     const insert = this.statement(
       `INSERT INTO item_vectors (model, rid, vector)
        SELECT ?, rid, ? FROM items WHERE rid = ?
-       ON CONFLICT (model, rid) DO UPDATE SET vector = excluded.vector`,
+       ON CONFLICT (model, rid) DO NOTHING`,
     );
     this.transaction(() => {
       for (const { seq, vector } of vectors) {
