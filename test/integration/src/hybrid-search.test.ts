@@ -167,6 +167,7 @@ describe('serve --embeddings-* options', () => {
       ],
       /--embeddings-dimensions must be/,
     ],
+    [['--vector-memory-mb', 'lots'], /--vector-memory-mb must be a number/],
   ])('refuses %j with a one-line reason', async (args, reason) => {
     const dataDir = tempDir();
     const result = await runCli(['serve', '--port', '0', '--data', dataDir, ...args], {

@@ -24,6 +24,8 @@ export interface HubRunOptions {
   validateResponses: boolean;
   webhooks: WebhookOptions;
   retention: RetentionOptions;
+  /** PostgreSQL without pgvector: memory per embedding model for the exact vector scan. */
+  vectorMemoryMb: number;
   /** An OpenAI-compatible embeddings API for hybrid search (null: full text only). */
   embeddings: {
     url: string;
@@ -62,6 +64,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         : await openPostgresStore({
             connectionString: target.connectionString,
             migrate: options.migrate,
+            vectorMemoryMb: options.vectorMemoryMb,
             logger: logger.child({ component: 'postgres' }),
             ...(target.schema && { schema: target.schema }),
           });
@@ -101,12 +104,6 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       extensions: [mcpExtension({ host: options.host, logger })],
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
-    if (options.embeddings && target.kind === 'postgres' && store.info.vectorIndex === 'exact') {
-      logger.warn(
-        { store: describeTarget(target) },
-        'vector search without pgvector scans every vector in SQL (about 0.4 s per 10,000 items at 256 dimensions); install the pgvector extension on the server for speed',
-      );
-    }
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });
     const where = describeTarget(target);
     logger.info({ url: running.url, store: where }, 'hub listening');

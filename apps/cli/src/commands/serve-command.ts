@@ -79,6 +79,11 @@ export function registerServe(
       'ask the model for vectors of this length (models that support it)',
     )
     .option(
+      '--vector-memory-mb <mb>',
+      'PostgreSQL without pgvector: memory per embedding model for exact vector search in the hub (past it, a slow scan in SQL)',
+      '256',
+    )
+    .option(
       '--no-embed-items',
       'embed search queries only; another hub on the same database embeds the items',
     )

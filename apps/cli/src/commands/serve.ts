@@ -25,6 +25,7 @@ export interface ServeOptions {
   embeddingsModel?: string;
   embeddingsDimensions?: string;
   embedItems: boolean;
+  vectorMemoryMb: string;
 }
 
 /**
@@ -85,6 +86,13 @@ function validate(options: ServeOptions): HubRunOptions {
     intervalMs: sweepIntervalMs,
   } as const;
   const embeddings = embeddingsSettings(options);
+  const vectorMemoryMb = Number(options.vectorMemoryMb);
+  if (!Number.isFinite(vectorMemoryMb) || vectorMemoryMb < 0 || vectorMemoryMb > 1_000_000) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--vector-memory-mb must be a number of megabytes, 0 or more (got "${options.vectorMemoryMb}")`,
+    );
+  }
   const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
   if (!levels.includes(options.logLevel)) {
     throw new CtxbusError('validation_failed', `--log-level must be one of ${levels.join(', ')}`);
@@ -106,6 +114,7 @@ function validate(options: ServeOptions): HubRunOptions {
     },
     validateResponses: process.env.CTXBUS_VALIDATE_RESPONSES === '1',
     embeddings,
+    vectorMemoryMb,
   };
 }
 

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Change } from '../store.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
-import { VECTOR_CASES } from '../testing/vector-conformance.js';
+import { expectVectorScansAgree, VECTOR_CASES } from '../testing/vector-conformance.js';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
 import { listenerName, openPostgresStore } from './postgres-store.js';
@@ -128,15 +128,6 @@ function definePostgresTests(url: string): void {
   });
 
   describe('exact vector scan in memory (no pgvector)', () => {
-    const randomVectors = (count: number, dims: number, seed: number) => {
-      let state = seed;
-      const next = () => {
-        state = (state * 48271) % 2147483647;
-        return state / 2147483647 - 0.5;
-      };
-      return Array.from({ length: count }, () => Float32Array.from({ length: dims }, next));
-    };
-
     it('ranks as the SQL scan does, filters included, and sees other hubs’ vectors', async () => {
       const schema = schemas.next('vmem');
       const open = (vectorMemoryMb?: number) =>
@@ -146,48 +137,9 @@ function definePostgresTests(url: string): void {
           vectors: 'exact',
           ...(vectorMemoryMb !== undefined && { vectorMemoryMb }),
         });
-      const memory = await open();
-      const sql = await open(0);
-      const other = await open();
-      const types = ['status', 'discovery', 'decision'] as const;
-      const outcomes = await other.writeItems(
-        Array.from({ length: 300 }, (_, index) =>
-          // One decision in 100: a selective filter needs more than the first candidates.
-          prepared({ title: `v${index}`, type: types[index % 100 === 0 ? 2 : index % 2] }),
-        ),
-      );
-      const vectors = randomVectors(300, 32, 3);
-      await other.saveVectors(
-        'm',
-        outcomes.slice(0, 200).map(({ item }, index) => ({
-          seq: item.seq,
-          vector: vectors[index] as Float32Array,
-        })),
-      );
-      const query = randomVectors(1, 32, 99)[0] as Float32Array;
-      const compare = async (filter: Record<string, unknown>) => {
-        const options = { model: 'm', vector: query, limit: 10, ...filter };
-        const fromMemory = await memory.vectorSearch(acme, options);
-        const fromSql = await sql.vectorSearch(acme, options);
-        expect(fromMemory.map((hit) => hit.item)).toEqual(fromSql.map((hit) => hit.item));
-        for (const [index, hit] of fromMemory.entries())
-          expect(hit.score).toBeCloseTo(fromSql[index]?.score ?? Number.NaN, 5);
-        return fromMemory;
-      };
-      expect(await compare({})).toHaveLength(10);
-      expect(await compare({ types: ['decision'] })).toHaveLength(2);
-      expect(await compare({ types: ['discovery'], limit: 100 })).toHaveLength(100);
-      // Vectors another hub saves later are loaded on the next search.
-      await other.saveVectors(
-        'm',
-        outcomes.slice(200).map(({ item }, index) => ({
-          seq: item.seq,
-          vector: vectors[200 + index] as Float32Array,
-        })),
-      );
-      expect(await compare({ types: ['decision'] })).toHaveLength(3);
-      expect(await compare({ limit: 100 })).toHaveLength(100);
-      await Promise.all([memory.close(), sql.close(), other.close()]);
+      const stores = { memory: await open(), scan: await open(0), writer: await open() };
+      await expectVectorScansAgree(stores);
+      await Promise.all(Object.values(stores).map((store) => store.close()));
     });
 
     it('forgets swept items, and falls back to SQL over its memory budget', async () => {

@@ -24,6 +24,7 @@ import type {
   VectorSearchOptions,
   WriteOutcome,
 } from '../store.js';
+import type { VectorMemory } from '../vectors/vector-memory.js';
 import { PostgresChangeListener } from './postgres-change-listener.js';
 import type { PostgresConnectionOptions, PostgresTarget } from './postgres-connection.js';
 import { connectPostgres } from './postgres-connection.js';
@@ -52,11 +53,11 @@ import {
 } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { TermStatistics } from './postgres-term-stats.js';
-import { VectorMemory } from './postgres-vector-memory.js';
 import type { VectorComparison } from './postgres-vectors.js';
 import {
   detectVectorComparison,
   itemsToEmbedPostgres,
+  postgresVectorMemory,
   saveVectorsPostgres,
   vectorSearchPostgres,
 } from './postgres-vectors.js';
@@ -140,10 +141,16 @@ export class PostgresStore implements Store {
     const memoryMb = options.vectorMemoryMb ?? 256;
     this.vectorMemory =
       vectors.index === 'exact' && memoryMb > 0
-        ? new VectorMemory(
+        ? postgresVectorMemory(
             (action, text, values) => this.query(action, text, values),
             target.quotedSchema,
+            this.clock,
             memoryMb * 1024 * 1024,
+            (model, bytes) =>
+              target.logger.warn(
+                { model, loadedMb: Math.round(bytes / 1048576), budgetMb: memoryMb },
+                'postgres: the vectors of this model exceed the memory budget: vector search scans them in SQL (slow); install pgvector, or raise the budget (ctxbus serve --vector-memory-mb)',
+              ),
           )
         : null;
     this.subscriptions = new PostgresSubscriptions(target.quotedSchema, (action, text, values) =>

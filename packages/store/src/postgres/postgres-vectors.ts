@@ -8,9 +8,10 @@ import type {
   VectorSearchOptions,
 } from '../store.js';
 import { normalizeVector } from '../vectors/vector-math.js';
+import type { VectorSource } from '../vectors/vector-memory.js';
+import { VectorMemory } from '../vectors/vector-memory.js';
 import type { ItemRow } from './postgres-sql.js';
 import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
-import type { VectorMemory } from './postgres-vector-memory.js';
 
 // Vectors in PostgreSQL: item_vectors (migration 3) holds real[] at unit length. With the
 // pgvector extension installed in the database, searches cast to its type and rank with its
@@ -122,7 +123,7 @@ export async function vectorSearchPostgres(
   const unit = normalizeVector(options.vector);
   if (unit === null) return [];
   if (comparison.index === 'exact' && memory) {
-    const hits = await memory.search(viewer, options, unit, nowMs);
+    const hits = await memory.search(viewer, options, unit);
     if (hits) return hits;
   }
   const p = new SqlParams();
@@ -151,4 +152,52 @@ export async function vectorSearchPostgres(
     p.values,
   );
   return rows.map((row) => ({ item: rowToItem(row), score: Number(row.score) }));
+}
+
+/** The in-memory exact scan over this schema's vectors (see VectorMemory). */
+export function postgresVectorMemory(
+  query: Query,
+  s: string,
+  clock: () => Date,
+  maxBytes: number,
+  onOverBudget: (model: string, bytes: number) => void,
+): VectorMemory {
+  const source: VectorSource = {
+    async loadSince(model, afterVid, limit) {
+      const rows = await query<{ vid: number; rid: number; team_id: string; vector: Float32Array }>(
+        'load vectors',
+        `SELECT v.vid, v.rid, i.team_id, v.vector
+           FROM ${s}.item_vectors v JOIN ${s}.items i ON i.rid = v.rid
+          WHERE v.model = $1 AND v.vid > $2 AND v.dims > 0
+          ORDER BY v.vid LIMIT ${Math.trunc(limit)}`,
+        [model, afterVid],
+      );
+      return rows.map((row) => ({
+        vid: row.vid,
+        rid: row.rid,
+        teamId: row.team_id,
+        vector: row.vector,
+      }));
+    },
+    async visible(viewer, options, rids) {
+      const p = new SqlParams();
+      const list = p.add(rids);
+      const where = filterSql(viewer, options, clock().getTime(), p);
+      const rows = await query<ItemRow>(
+        'search vectors',
+        `SELECT ${ITEM_COLUMNS} FROM ${s}.items i WHERE i.rid = ANY(${list}::bigint[]) AND ${where}`,
+        p.values,
+      );
+      return rows.map((row) => ({ rid: row.rid, item: rowToItem(row) }));
+    },
+    async stored(model, rids) {
+      const rows = await query<{ rid: number }>(
+        'search vectors',
+        `SELECT rid FROM ${s}.item_vectors WHERE model = $1 AND rid = ANY($2::bigint[])`,
+        [model, rids],
+      );
+      return rows.map((row) => row.rid);
+    },
+  };
+  return new VectorMemory(source, maxBytes, onOverBudget);
 }

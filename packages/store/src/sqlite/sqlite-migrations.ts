@@ -171,13 +171,15 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     sql: `
       -- One vector per item and embedding model: little-endian float32 at unit length. An
       -- empty vector marks an item the provider refused (not offered again). Rows go with
-      -- their item (foreign keys are on).
+      -- their item (foreign keys are on). vid: the order vectors were saved in (never
+      -- reused: AUTOINCREMENT), so the in-memory scan loads only new ones.
       CREATE TABLE item_vectors (
+        vid INTEGER PRIMARY KEY AUTOINCREMENT,
         model TEXT NOT NULL,
         rid INTEGER NOT NULL REFERENCES items (rid) ON DELETE CASCADE,
         vector BLOB NOT NULL,
-        PRIMARY KEY (model, rid)
-      ) WITHOUT ROWID;
+        UNIQUE (model, rid)
+      );
       CREATE INDEX item_vectors_rid ON item_vectors (rid);
     `,
   },

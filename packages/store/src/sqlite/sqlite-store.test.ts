@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { CtxbusError, prepareItem } from '@ctxbus/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runStoreConformance } from '../testing/store-conformance.js';
+import { expectVectorScansAgree } from '../testing/vector-conformance.js';
 import { SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import { openSqliteStore } from './sqlite-store.js';
 
@@ -30,6 +31,19 @@ runStoreConformance({
     return openSqliteStore({ path: ':memory:', clock });
   },
   skip: { persistence: 'an in-memory database does not outlive its connection' },
+});
+
+describe('sqlite vector search', () => {
+  it('ranks in memory as the SQL scan does, and sees vectors saved after it loaded', async () => {
+    const path = join(root, 'vectors', 'ctxbus.db');
+    const stores = {
+      memory: openSqliteStore({ path }),
+      scan: openSqliteStore({ path, vectorMemoryMb: 0 }),
+      writer: openSqliteStore({ path }),
+    };
+    await expectVectorScansAgree(stores);
+    await Promise.all(Object.values(stores).map((store) => store.close()));
+  });
 });
 
 describe('sqlite migrations', () => {

@@ -41,6 +41,7 @@ import {
   normalizeVector,
   vectorToBytes,
 } from '../vectors/vector-math.js';
+import { VectorMemory } from '../vectors/vector-memory.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import type { ItemRow } from './sqlite-rows.js';
@@ -61,6 +62,11 @@ export interface SqliteStoreOptions {
   migrate?: boolean;
   /** How long a writer waits for another process's lock, in ms (default 5000). */
   busyTimeoutMs?: number;
+  /**
+   * Memory (MB) for each embedding model's vectors, compared exactly in JavaScript (default
+   * 256); past it, or with 0, vector search scans in SQL (slower).
+   */
+  vectorMemoryMb?: number;
 }
 
 interface TokenRow {
@@ -226,10 +232,16 @@ export class SqliteStore implements Store {
   private closed = false;
   /** The query vector `ctxbus_query_cosine` compares with, set around each vector search. */
   private queryVector: Float32Array | null = null;
+  private readonly vectorMemory: VectorMemory | null;
   private readonly subscriptions: SqliteSubscriptions;
   private readonly lifecycle: SqliteLifecycle;
 
-  private constructor(db: DatabaseSync, location: string, clock: () => Date) {
+  private constructor(
+    db: DatabaseSync,
+    location: string,
+    clock: () => Date,
+    vectorMemoryMb: number,
+  ) {
     this.db = db;
     this.clock = clock;
     this.subscriptions = new SqliteSubscriptions(
@@ -247,7 +259,10 @@ export class SqliteStore implements Store {
       location,
       vectorIndex: 'exact',
     };
-    // Exact cosine in the scan itself, so vector search reuses the SQL filters of every read.
+    this.vectorMemory =
+      vectorMemoryMb > 0 ? this.createVectorMemory(vectorMemoryMb * 1024 * 1024) : null;
+    // Exact cosine in the scan itself (when the vectors are not held in memory), so vector
+    // search reuses the SQL filters of every read.
     db.function('ctxbus_query_cosine', { deterministic: false }, (stored) => {
       const query = this.queryVector;
       if (!query || !(stored instanceof Uint8Array) || stored.byteLength !== query.byteLength)
@@ -263,7 +278,12 @@ export class SqliteStore implements Store {
       db.exec('PRAGMA journal_mode = WAL');
       db.exec(`PRAGMA synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
       db.exec('PRAGMA foreign_keys = ON');
-      const store = new SqliteStore(db, options.path, options.clock ?? (() => new Date()));
+      const store = new SqliteStore(
+        db,
+        options.path,
+        options.clock ?? (() => new Date()),
+        options.vectorMemoryMb ?? 256,
+      );
       store.applyMigrations(options.migrate ?? true);
       // Planner statistics: sampled (cheap), refreshed as the database grows (see analyzeIfGrown).
       db.exec('PRAGMA analysis_limit = 400');
@@ -740,10 +760,56 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** The in-memory exact scan over this database's vectors (see VectorMemory). */
+  private createVectorMemory(maxBytes: number): VectorMemory {
+    return new VectorMemory(
+      {
+        loadSince: async (model, afterVid, limit) => {
+          const rows = this.statement(
+            `SELECT v.vid, v.rid, i.team_id, v.vector
+               FROM item_vectors v JOIN items i ON i.rid = v.rid
+              WHERE v.model = ? AND v.vid > ? AND length(v.vector) > 0
+              ORDER BY v.vid LIMIT ?`,
+          ).all(model, afterVid, limit) as {
+            vid: number;
+            rid: number;
+            team_id: string;
+            vector: Uint8Array;
+          }[];
+          return rows.map((row) => ({
+            vid: row.vid,
+            rid: row.rid,
+            teamId: row.team_id,
+            // A copy: the row's bytes may be a view of a reused buffer.
+            vector: bytesToVector(row.vector.slice()),
+          }));
+        },
+        visible: async (viewer, options, rids) => {
+          const { where, params } = filterSql(viewer, options, this.clock().getTime());
+          const rows = this.statement(
+            `SELECT i.* FROM items i WHERE i.rid IN (${rids.map(() => '?').join(', ')}) AND ${where}`,
+          ).all(...rids, ...params) as unknown as ItemRow[];
+          return rows.map((row) => ({ rid: row.rid, item: rowToItem(row) }));
+        },
+        stored: async (model, rids) =>
+          (
+            this.statement(
+              `SELECT rid FROM item_vectors WHERE model = ? AND rid IN (${rids.map(() => '?').join(', ')})`,
+            ).all(model, ...rids) as { rid: number }[]
+          ).map((row) => row.rid),
+      },
+      maxBytes,
+    );
+  }
+
   async vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
     this.assertOpen();
     const query = normalizeVector(options.vector);
     if (query === null) return [];
+    if (this.vectorMemory) {
+      const hits = await this.vectorMemory.search(viewer, options, query);
+      if (hits) return hits;
+    }
     const { where, params } = filterSql(viewer, options, this.clock().getTime());
     const search = this.statement(
       // Only (rid, score) go through the sort; the rows of the winners are read after it.

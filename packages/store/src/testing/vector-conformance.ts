@@ -1,5 +1,7 @@
 import type { ContextItem, Viewer } from '@ctxbus/core';
+import { prepareItem } from '@ctxbus/core';
 import { expect } from 'vitest';
+import type { Store, VectorSearchOptions } from '../store.js';
 import type { ConformanceHarness } from './conformance-harness.js';
 import { acme, acmeChat, globex } from './conformance-harness.js';
 
@@ -179,6 +181,10 @@ export function vectorCases(h: ConformanceHarness): Record<VectorCase, () => Pro
         { seq: brief.seq, vector: vec(1, 0) },
         { seq: kept.seq, vector: vec(1, 0) },
       ]);
+      // A search first, so that a store holding vectors in memory has loaded both.
+      expect(
+        ids(await store.vectorSearch(acme, { model: MODEL, vector: vec(1, 0), limit: 10 })).sort(),
+      ).toEqual(['brief', 'kept']);
       h.advance(120_000);
       const now = h.now().toISOString();
       await store.sweepItems({ expiredBefore: now, mode: 'delete', limit: 100, now });
@@ -196,4 +202,65 @@ export function vectorCases(h: ConformanceHarness): Record<VectorCase, () => Pro
       ).toEqual(['kept']);
     },
   };
+}
+
+function randomVectors(count: number, dims: number, seed: number): Float32Array[] {
+  let state = seed;
+  const next = () => {
+    state = (state * 48271) % 2147483647;
+    return state / 2147483647 - 0.5;
+  };
+  return Array.from({ length: count }, () => Float32Array.from({ length: dims }, next));
+}
+
+/**
+ * A store's in-memory exact scan (`memory`) must rank as its SQL scan (`scan`: the same
+ * database opened with `vectorMemoryMb: 0`) does, filters included, and see vectors another
+ * connection (`writer`) saves after it loaded. Needs an empty database.
+ */
+export async function expectVectorScansAgree(stores: {
+  memory: Store;
+  scan: Store;
+  writer: Store;
+}): Promise<void> {
+  const { memory, scan, writer } = stores;
+  const types = ['status', 'discovery', 'decision'] as const;
+  const outcomes = await writer.writeItems(
+    Array.from({ length: 300 }, (_, index) =>
+      // One decision in 100: a selective filter needs more than the first candidates.
+      prepareItem({ type: types[index % 100 === 0 ? 2 : index % 2], title: `v${index}` }, acme, {
+        now: new Date(),
+      }),
+    ),
+  );
+  const vectors = randomVectors(300, 32, 3);
+  const save = (from: number, to: number) =>
+    writer.saveVectors(
+      'm',
+      outcomes.slice(from, to).map(({ item }, index) => ({
+        seq: item.seq,
+        vector: vectors[from + index] as Float32Array,
+      })),
+    );
+  await save(0, 200);
+  const query = randomVectors(1, 32, 99)[0] as Float32Array;
+  const compare = async (filter: Partial<VectorSearchOptions>) => {
+    const options = { model: 'm', vector: query, limit: 10, ...filter };
+    const fromMemory = await memory.vectorSearch(acme, options);
+    const fromScan = await scan.vectorSearch(acme, options);
+    expect(fromMemory.map((hit) => hit.item)).toEqual(fromScan.map((hit) => hit.item));
+    for (const [index, hit] of fromMemory.entries())
+      expect(hit.score).toBeCloseTo(fromScan[index]?.score ?? Number.NaN, 5);
+    return fromMemory;
+  };
+  expect(await compare({})).toHaveLength(10);
+  expect(await compare({ types: ['decision'] })).toHaveLength(2);
+  expect(await compare({ types: ['discovery'], limit: 100 })).toHaveLength(100);
+  expect(await compare({ scopeKey: 'task:none' })).toEqual([]);
+  // Another team sees none of these vectors.
+  expect(await memory.vectorSearch(globex, { model: 'm', vector: query, limit: 10 })).toEqual([]);
+  // Vectors saved after the memory loaded are found on the next search.
+  await save(200, 300);
+  expect(await compare({ types: ['decision'] })).toHaveLength(3);
+  expect(await compare({ limit: 100 })).toHaveLength(100);
 }

@@ -1,22 +1,32 @@
-import type { Viewer } from '@ctxbus/core';
-import type { QueryResultRow } from 'pg';
+import type { ContextItem, Viewer } from '@ctxbus/core';
 import type { VectorHit, VectorSearchOptions } from '../store.js';
-import { dotProduct } from '../vectors/vector-math.js';
-import type { ItemRow } from './postgres-sql.js';
-import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
+import { dotProduct } from './vector-math.js';
 
-// The exact scan without pgvector, in this process's memory: plain SQL spends about 200 ns per
-// vector element (0.4 s for 10,000 items of 256 dimensions), JavaScript about 1 ns. Each
-// model's vectors are loaded once and then by `vid` (the order they were saved in, by any
-// hub); the best candidates are checked in SQL against the viewer and the filters, so the
-// memory never decides what a viewer may see. Over its byte budget a model is not held and
-// the SQL scan runs instead.
+// The exact vector scan, in this process's memory: SQLite calling a JavaScript function per
+// row, or PostgreSQL without pgvector doing arithmetic in SQL (about 200 ns per vector
+// element: 0.4 s for 10,000 items of 256 dimensions), cost far more than the dot products
+// themselves. Each model's vectors are loaded once, then by `vid` (the order they were saved
+// in, by any process); the best candidates are checked by the store against the viewer and
+// the filters, so the memory never decides what a viewer may see. Over its byte budget a
+// model is not held, and the store scans in SQL instead.
 
-type Query = <R extends QueryResultRow>(
-  action: string,
-  text: string,
-  values?: unknown[],
-) => Promise<R[]>;
+/** What the memory needs from a store. */
+export interface VectorSource {
+  /** Vectors saved after `afterVid`, in vid order (non-empty ones only), at most `limit`. */
+  loadSince(
+    model: string,
+    afterVid: number,
+    limit: number,
+  ): Promise<{ vid: number; rid: number; teamId: string; vector: Float32Array }[]>;
+  /** The items among `rids` that the viewer may see and the filter keeps. */
+  visible(
+    viewer: Viewer,
+    options: VectorSearchOptions,
+    rids: readonly number[],
+  ): Promise<{ rid: number; item: ContextItem }[]>;
+  /** Which of `rids` still have a vector for the model (the others' items were swept). */
+  stored(model: string, rids: readonly number[]): Promise<number[]>;
+}
 
 interface TeamVectors {
   rids: number[];
@@ -30,7 +40,7 @@ interface ModelVectors {
   overBudget: boolean;
 }
 
-/** Rows per load query. */
+/** Rows per load. */
 const LOAD_PAGE = 2_000;
 /** Candidates checked per round, as a multiple of the limit; then 4x that, twice. */
 const CANDIDATE_FACTOR = 4;
@@ -41,9 +51,10 @@ export class VectorMemory {
   private readonly loading = new Map<string, Promise<ModelVectors>>();
 
   constructor(
-    private readonly query: Query,
-    private readonly s: string,
+    private readonly source: VectorSource,
     private readonly maxBytes: number,
+    /** Told once per model that goes over the budget (the store logs it). */
+    private readonly onOverBudget: (model: string, bytes: number) => void = () => {},
   ) {}
 
   /** Bytes of vectors held (all models). */
@@ -53,12 +64,14 @@ export class VectorMemory {
     return total;
   }
 
-  /** The hits, or null when this model is over budget or the filter is too selective. */
+  /**
+   * The nearest items to `unit` (a unit vector), or null when the store must scan itself:
+   * the model is over budget, or the filter keeps too few of the nearest candidates.
+   */
   async search(
     viewer: Viewer,
     options: VectorSearchOptions,
     unit: Float32Array,
-    nowMs: number,
   ): Promise<VectorHit[] | null> {
     const model = await this.refresh(options.model);
     if (model.overBudget) return null;
@@ -77,60 +90,42 @@ export class VectorMemory {
     for (let round = 0; round < ROUNDS && from < scored.length; round++) {
       const candidates = scored.slice(from, from + size);
       from += candidates.length;
-      const rows = await this.visible(viewer, options, candidates, nowMs);
-      const byRid = new Map(rows.map((row) => [row.rid, row]));
-      const gone: number[] = [];
+      const rows = await this.source.visible(
+        viewer,
+        options,
+        candidates.map((candidate) => candidate.rid),
+      );
+      const byRid = new Map(rows.map((row) => [row.rid, row.item]));
+      const missing: number[] = [];
       for (const { rid, score } of candidates) {
-        const row = byRid.get(rid);
-        if (row) hits.push({ item: rowToItem(row), score });
-        else gone.push(rid);
+        const item = byRid.get(rid);
+        if (item) hits.push({ item, score });
+        else missing.push(rid);
       }
-      if (gone.length > 0) await this.forgetDeleted(options.model, model, viewer.teamId, gone);
+      if (missing.length > 0) await this.forgetSwept(options.model, model, viewer.teamId, missing);
       if (hits.length >= options.limit) return hits.slice(0, options.limit);
       size *= CANDIDATE_FACTOR;
     }
-    // Every vector was checked, or the filter keeps too few of the nearest: the SQL scan.
+    // Every vector was checked, or the filter keeps too few of the nearest: the store scans.
     return from >= scored.length ? hits : null;
   }
 
-  private async visible(
-    viewer: Viewer,
-    options: VectorSearchOptions,
-    candidates: readonly { rid: number }[],
-    nowMs: number,
-  ): Promise<ItemRow[]> {
-    const p = new SqlParams();
-    const rids = p.add(candidates.map((candidate) => candidate.rid));
-    const where = filterSql(viewer, options, nowMs, p);
-    return this.query<ItemRow>(
-      'search vectors',
-      `SELECT ${ITEM_COLUMNS} FROM ${this.s}.items i WHERE i.rid = ANY(${rids}::bigint[]) AND ${where}`,
-      p.values,
-    );
-  }
-
-  /** Drops from memory the candidates whose vectors are gone (their items were swept). */
-  private async forgetDeleted(
+  /** Drops the candidates whose vectors are gone (their items were swept, by any process). */
+  private async forgetSwept(
     name: string,
     model: ModelVectors,
     teamId: string,
     rids: readonly number[],
   ): Promise<void> {
-    const kept = await this.query<{ rid: number }>(
-      'search vectors',
-      `SELECT rid FROM ${this.s}.item_vectors WHERE model = $1 AND rid = ANY($2::bigint[])`,
-      [name, rids],
-    );
-    const alive = new Set(kept.map((row) => Number(row.rid)));
-    const deleted = new Set(rids.filter((rid) => !alive.has(rid)));
-    if (deleted.size === 0) return;
+    const alive = new Set(await this.source.stored(name, rids));
+    const swept = new Set(rids.filter((rid) => !alive.has(rid)));
     const team = model.teams.get(teamId);
-    if (!team) return;
+    if (swept.size === 0 || !team) return;
     const next: TeamVectors = { rids: [], vectors: [] };
     for (let index = 0; index < team.rids.length; index++) {
       const rid = team.rids[index] as number;
       const vector = team.vectors[index] as Float32Array;
-      if (deleted.has(rid)) {
+      if (swept.has(rid)) {
         model.bytes -= vector.byteLength;
         continue;
       }
@@ -157,33 +152,21 @@ export class VectorMemory {
     }
     if (model.overBudget) return model;
     for (;;) {
-      const rows = await this.query<{
-        vid: number;
-        rid: number;
-        team_id: string;
-        vector: Float32Array;
-      }>(
-        'load vectors',
-        `SELECT v.vid, v.rid, i.team_id, v.vector
-           FROM ${this.s}.item_vectors v JOIN ${this.s}.items i ON i.rid = v.rid
-          WHERE v.model = $1 AND v.vid > $2 AND v.dims > 0
-          ORDER BY v.vid LIMIT ${LOAD_PAGE}`,
-        [name, model.lastVid],
-      );
+      const rows = await this.source.loadSince(name, model.lastVid, LOAD_PAGE);
       for (const row of rows) {
-        const vector = row.vector;
-        let team = model.teams.get(row.team_id);
+        let team = model.teams.get(row.teamId);
         if (!team) {
           team = { rids: [], vectors: [] };
-          model.teams.set(row.team_id, team);
+          model.teams.set(row.teamId, team);
         }
-        team.rids.push(Number(row.rid));
-        team.vectors.push(vector);
-        model.bytes += vector.byteLength;
-        model.lastVid = Number(row.vid);
+        team.rids.push(row.rid);
+        team.vectors.push(row.vector);
+        model.bytes += row.vector.byteLength;
+        model.lastVid = row.vid;
       }
       if (model.bytes > this.maxBytes) {
-        // Not held: release what was loaded; the SQL scan serves this model from now on.
+        // Not held: release what was loaded; the store's own scan serves this model from now.
+        this.onOverBudget(name, model.bytes);
         model.overBudget = true;
         model.teams.clear();
         model.bytes = 0;
