@@ -106,11 +106,11 @@ describe('./dev bench --only vectors', () => {
     expect(result.code, result.stderr).toBe(0);
     const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
     const metrics = rows.map((row) => row.metric);
-    expect(metrics).toContain('vector search p50 (1,000 items x 256 dims, SQLite exact)');
+    expect(metrics).toContain('vector search p50 (1,000 items x 256 dims, SQLite, in memory)');
+    expect(metrics).toContain('vector search p50 (1,000 items x 256 dims, SQLite, scan in SQL)');
     if (server.url !== null || postgresRequired()) {
-      expect(metrics).toContain(
-        'vector search p99 (1,000 items x 256 dims, PostgreSQL exact scan)',
-      );
+      for (const how of ['PostgreSQL, in memory', 'PostgreSQL, scan in SQL'])
+        expect(metrics).toContain(`vector search p99 (1,000 items x 256 dims, ${how})`);
     }
     for (const row of rows) expect(row.value, row.metric).toMatch(/^\d[\d.]* ms$/);
   });

@@ -24,7 +24,7 @@ export interface HubRunOptions {
   validateResponses: boolean;
   webhooks: WebhookOptions;
   retention: RetentionOptions;
-  /** PostgreSQL without pgvector: memory per embedding model for the exact vector scan. */
+  /** Memory per embedding model for the exact vector scan in the hub (MB). */
   vectorMemoryMb: number;
   /** An OpenAI-compatible embeddings API for hybrid search (null: full text only). */
   embeddings: {
@@ -60,7 +60,11 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
   try {
     store =
       target.kind === 'sqlite'
-        ? openSqliteStore({ path: databasePath(target.dataDir), durability: options.durability })
+        ? openSqliteStore({
+            path: databasePath(target.dataDir),
+            durability: options.durability,
+            vectorMemoryMb: options.vectorMemoryMb,
+          })
         : await openPostgresStore({
             connectionString: target.connectionString,
             migrate: options.migrate,

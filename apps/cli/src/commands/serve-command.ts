@@ -80,7 +80,7 @@ export function registerServe(
     )
     .option(
       '--vector-memory-mb <mb>',
-      'PostgreSQL without pgvector: memory per embedding model for exact vector search in the hub (past it, a slow scan in SQL)',
+      'memory per embedding model for exact vector search in the hub (past it, the database compares: pgvector, or a slow scan in SQL)',
       '256',
     )
     .option(

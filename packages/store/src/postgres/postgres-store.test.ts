@@ -46,9 +46,9 @@ function definePostgresTests(url: string): void {
     },
   });
 
-  // The vector cases again without pgvector (the main run uses it when the server has it).
+  // The vector cases again, compared in SQL without pgvector (the main run compares in memory).
   runStoreConformance({
-    name: 'postgres, exact vector scan',
+    name: 'postgres, exact vector scan in SQL',
     only: VECTOR_CASES,
     async createStore({ clock }) {
       return openPostgresStore({
@@ -56,6 +56,7 @@ function definePostgresTests(url: string): void {
         schema: schemas.next(),
         clock,
         vectors: 'exact',
+        vectorMemoryMb: 0,
       });
     },
   });
@@ -75,13 +76,20 @@ function definePostgresTests(url: string): void {
         const schema = schemas.next('pgv');
         const result = await migratePostgres({ connectionString: url, schema });
         expect(result.vectors.vectorIndex).toBe('pgvector');
-        const store = await openPostgresStore({ connectionString: url, schema, migrate: false });
+        // Both compare in the database (no memory), with pgvector's operator and without.
+        const store = await openPostgresStore({
+          connectionString: url,
+          schema,
+          migrate: false,
+          vectorMemoryMb: 0,
+        });
         expect(store.info.vectorIndex).toBe('pgvector');
         const exact = await openPostgresStore({
           connectionString: url,
           schema,
           migrate: false,
           vectors: 'exact',
+          vectorMemoryMb: 0,
         });
         expect(exact.info.vectorIndex).toBe('exact');
         // Both comparisons rank the same vectors the same way, with the same scores.

@@ -86,8 +86,9 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
    */
   vectors?: 'auto' | 'exact';
   /**
-   * Without pgvector: the most memory (MB) this process may hold each embedding model's
-   * vectors in, for an exact scan in JavaScript instead of SQL (default 256; 0: always SQL).
+   * The most memory (MB) this process may hold each embedding model's vectors in, for an
+   * exact scan in JavaScript, the fastest (default 256). Past it, or with 0, the database
+   * compares: with pgvector's operator, or an exact scan in SQL (slow) without it.
    */
   vectorMemoryMb?: number;
 }
@@ -140,7 +141,7 @@ export class PostgresStore implements Store {
     this.vectors = vectors;
     const memoryMb = options.vectorMemoryMb ?? 256;
     this.vectorMemory =
-      vectors.index === 'exact' && memoryMb > 0
+      memoryMb > 0
         ? postgresVectorMemory(
             (action, text, values) => this.query(action, text, values),
             target.quotedSchema,
@@ -149,7 +150,9 @@ export class PostgresStore implements Store {
             (model, bytes) =>
               target.logger.warn(
                 { model, loadedMb: Math.round(bytes / 1048576), budgetMb: memoryMb },
-                'postgres: the vectors of this model exceed the memory budget: vector search scans them in SQL (slow); install pgvector, or raise the budget (ctxbus serve --vector-memory-mb)',
+                vectors.index === 'pgvector'
+                  ? 'postgres: the vectors of this model exceed the memory budget: pgvector compares them in the database'
+                  : 'postgres: the vectors of this model exceed the memory budget: vector search scans them in SQL (slow); install pgvector, or raise the budget (ctxbus serve --vector-memory-mb)',
               ),
           )
         : null;

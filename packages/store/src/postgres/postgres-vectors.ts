@@ -122,7 +122,8 @@ export async function vectorSearchPostgres(
 ): Promise<VectorHit[]> {
   const unit = normalizeVector(options.vector);
   if (unit === null) return [];
-  if (comparison.index === 'exact' && memory) {
+  // The in-memory scan first (the fastest); the database when it cannot answer.
+  if (memory) {
     const hits = await memory.search(viewer, options, unit);
     if (hits) return hits;
   }
