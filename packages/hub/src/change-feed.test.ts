@@ -42,6 +42,23 @@ function setup(maxPending?: number) {
   });
 }
 
+/** Replaces the feed with one whose store counts its change-log reads. */
+async function countReads(): Promise<{ count: number }> {
+  const reads = { count: 0 };
+  const counting: Store = Object.create(store, {
+    readChanges: {
+      value: (options: Parameters<Store['readChanges']>[0]) => {
+        reads.count += 1;
+        return store.readChanges(options);
+      },
+    },
+  });
+  feed.close();
+  feed = new ChangeFeed({ store: counting, clock: () => new Date(), logger: silentLogger });
+  await feed.start();
+  return reads;
+}
+
 describe('ChangeFeed', () => {
   beforeEach(async () => {
     setup();
@@ -108,18 +125,7 @@ describe('ChangeFeed', () => {
   });
 
   it('reads each commit once: a hint at or below what it already read is not a read', async () => {
-    let reads = 0;
-    const counting: Store = Object.create(store, {
-      readChanges: {
-        value: (options: Parameters<Store['readChanges']>[0]) => {
-          reads += 1;
-          return store.readChanges(options);
-        },
-      },
-    });
-    feed.close();
-    feed = new ChangeFeed({ store: counting, clock: () => new Date(), logger: silentLogger });
-    await feed.start();
+    const reads = await countReads();
     const subscriber = feed.subscribe(acme, {}, 0);
     const [outcome] = await store.writeItems([
       prepareItem({ type: 'status', title: 'once' }, acme, { now: new Date() }),
@@ -128,38 +134,27 @@ describe('ChangeFeed', () => {
     // The writing hub's own hint, then the same commit again through NOTIFY.
     feed.notify(seq);
     expect(await collect(subscriber, 1)).toEqual([seq]);
-    const before = reads;
+    const before = reads.count;
     feed.notify(seq);
     feed.notify(seq - 1);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(reads).toBe(before);
+    expect(reads.count).toBe(before);
     // A newer sequence is read.
     const [next] = await store.writeItems([
       prepareItem({ type: 'status', title: 'next' }, acme, { now: new Date() }),
     ]);
     feed.notify(next?.item.seq);
     expect(await collect(subscriber, 1)).toEqual([next?.item.seq]);
-    expect(reads).toBe(before + 1);
+    expect(reads.count).toBe(before + 1);
     subscriber.close();
   });
 
   it("offers this process's own commits without reading them back, and reads when it must", async () => {
-    let reads = 0;
-    const counting: Store = Object.create(store, {
-      readChanges: {
-        value: (options: Parameters<Store['readChanges']>[0]) => {
-          reads += 1;
-          return store.readChanges(options);
-        },
-      },
-    });
-    feed.close();
-    feed = new ChangeFeed({ store: counting, clock: () => new Date(), logger: silentLogger });
-    await feed.start();
+    const reads = await countReads();
     const subscriber = feed.subscribe(acme, {}, 0);
     const readsAfterCatchUp = async () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
-      return reads;
+      return reads.count;
     };
     const commit = async (inputs: Record<string, unknown>[]) => {
       const outcomes = await store.writeItems(
@@ -176,10 +171,10 @@ describe('ChangeFeed', () => {
     // Next in line: delivered as committed, no read.
     const [a, b] = await commit([{ title: 'a' }, { title: 'b' }]);
     expect(await firstTwo).toEqual([a?.seq, b?.seq]);
-    expect(reads).toBe(before);
+    expect(reads.count).toBe(before);
     // An idempotent retry creates nothing: nothing to offer, nothing read.
     feed.committed(await store.writeItems([]));
-    expect(reads).toBe(before);
+    expect(reads.count).toBe(before);
     // A write that supersedes another also changes the old item: read back, both delivered.
     const [first] = await commit([{ title: 'rule v1', key: 'rules/x', type: 'decision' }]);
     expect(await collect(subscriber, 1)).toEqual([first?.seq]);
@@ -187,7 +182,7 @@ describe('ChangeFeed', () => {
     const superseding = await collect(subscriber, 2);
     expect(superseding[0]).toBe(second?.seq);
     expect(superseding).toHaveLength(2);
-    expect(reads).toBe(before + 1);
+    expect(reads.count).toBe(before + 1);
     // A commit behind the feed's back (another process, no hint yet) leaves a gap: the next
     // own commit is read back with it, in order.
     const [hidden] = await store.writeItems([
@@ -195,7 +190,7 @@ describe('ChangeFeed', () => {
     ]);
     const [mine] = await commit([{ title: 'mine' }]);
     expect(await collect(subscriber, 2)).toEqual([hidden?.item.seq, mine?.seq]);
-    expect(reads).toBe(before + 2);
+    expect(reads.count).toBe(before + 2);
     subscriber.close();
   });
 

@@ -1,25 +1,16 @@
-// Vector search at the store: the exact scan (SQLite function, PostgreSQL SQL function) and
-// pgvector's operator when the server has it, over N items with random unit vectors.
+// Vector search at the store, over N items with random vectors: in memory (the default), and
+// in the database: pgvector's operator when the server has it, an exact scan in SQL otherwise.
 // Run through ./dev bench --only vectors.
 import type { Viewer } from '@ctxbus/core';
 import { prepareItem } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
-import { probePostgres, ScratchSchemas } from '@ctxbus/store/testing';
+import { probePostgres, randomVectors, ScratchSchemas } from '@ctxbus/store/testing';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
 import type { Row } from './run-bench.ts';
 import { ms, percentile } from './stats.ts';
 
 const viewer: Viewer = { teamId: 'bench', runtime: 'claude-code' };
-
-function randomVectors(count: number, dims: number, seed: number): Float32Array[] {
-  let state = seed;
-  const next = () => {
-    state = (state * 48271) % 2147483647;
-    return state / 2147483647 - 0.5;
-  };
-  return Array.from({ length: count }, () => Float32Array.from({ length: dims }, next));
-}
 
 async function fill(store: Store, items: number, dims: number): Promise<void> {
   const vectors = randomVectors(items, dims, 11);

@@ -16,4 +16,4 @@ export type {
   StoreConformanceOptions,
 } from './store-conformance.js';
 export { CONFORMANCE_CASES, runStoreConformance } from './store-conformance.js';
-export { expectVectorScansAgree, VECTOR_CASES } from './vector-conformance.js';
+export { expectVectorScansAgree, randomVectors, VECTOR_CASES } from './vector-conformance.js';

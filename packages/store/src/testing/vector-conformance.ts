@@ -204,7 +204,8 @@ export function vectorCases(h: ConformanceHarness): Record<VectorCase, () => Pro
   };
 }
 
-function randomVectors(count: number, dims: number, seed: number): Float32Array[] {
+/** `count` vectors of `dims` numbers in -0.5..0.5, the same for the same seed. */
+export function randomVectors(count: number, dims: number, seed: number): Float32Array[] {
   let state = seed;
   const next = () => {
     state = (state * 48271) % 2147483647;
