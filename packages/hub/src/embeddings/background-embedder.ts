@@ -109,12 +109,18 @@ export class BackgroundEmbedder {
   private async run(): Promise<void> {
     try {
       while (!this.closed) {
+        // Read first: when the scan finds nothing, everything up to here has its vector (or
+        // never will), and the next run starts after it instead of rescanning the store.
+        const latest = await this.store.latestSeq();
         const batch = await this.store.itemsToEmbed(this.provider.label, {
           afterSeq: this.cursor,
           limit: this.batchSize,
         });
         const last = batch.at(-1);
-        if (!last) return;
+        if (!last) {
+          this.cursor = Math.max(this.cursor, latest);
+          return;
+        }
         await this.embedBatch(batch);
         this.cursor = last.seq;
         this.failures = 0;

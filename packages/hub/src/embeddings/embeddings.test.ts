@@ -133,6 +133,28 @@ describe('BackgroundEmbedder', () => {
     await embedder.close();
   });
 
+  it('does not rescan what has its vectors on every wake', async () => {
+    for (let index = 0; index < 3; index++) await write({ title: `car ${index}` });
+    const scans: number[] = [];
+    const watched: Store = Object.create(store, {
+      itemsToEmbed: {
+        value: (model: string, options: { afterSeq: number; limit: number }) => {
+          scans.push(options.afterSeq);
+          return store.itemsToEmbed(model, options);
+        },
+      },
+    });
+    const embedder = new BackgroundEmbedder(watched, provider(), silentLogger);
+    embedder.wake();
+    await embedder.idle();
+    const latest = await store.latestSeq();
+    scans.length = 0;
+    embedder.wake();
+    await embedder.idle();
+    expect(scans).toEqual([latest]);
+    await embedder.close();
+  });
+
   it('embeds title, summary, content and tags', () => {
     expect(
       embeddingText({
