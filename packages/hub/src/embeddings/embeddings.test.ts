@@ -294,6 +294,33 @@ describe('hybrid search through the hub', () => {
     expect(result.results.map((hit) => hit.item.title)).toEqual(['Park the car in bay 4']);
   });
 
+  it('ranks by full text when the query vector is slow, and uses it once it came', async () => {
+    await hub.close();
+    hub = await createHub({
+      store,
+      validateResponses: true,
+      embeddings: {
+        provider: openAiEmbeddings({ url: server.url, model: 'm', apiKey: 'sk-test' }),
+        queryTimeoutMs: 100,
+      },
+    });
+    await write({ title: 'Park the car in bay 4' });
+    hub.services.feed.notify();
+    await hub.services.embeddings?.embedder?.idle();
+    server.delayMs = 400;
+    const slow = await search('vehicle');
+    expect(slow.mode).toBe('fulltext');
+    expect(slow.vector?.reason).toBe('the embedding provider failed: no answer within 100 ms');
+    server.delayMs = 0;
+    // The call went on, and its vector was kept.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const requests = server.requests.length;
+    const later = await search('vehicle');
+    expect(later.mode).toBe('hybrid');
+    expect(later.results.map((hit) => hit.item.title)).toEqual(['Park the car in bay 4']);
+    expect(server.requests.length).toBe(requests);
+  });
+
   it('caches query vectors', async () => {
     await write({ title: 'Park the car in bay 4' });
     hub.services.feed.notify();
