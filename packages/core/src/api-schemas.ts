@@ -235,6 +235,17 @@ export const healthResponseSchema = z.object({
   version: z.string(),
   store: z.string(),
   seq: z.int().nonnegative(),
+  embeddings: z
+    .object({
+      model: z.string(),
+      /** Vectors this hub stored since it started, and items the provider refused. */
+      embedded: z.int().nonnegative(),
+      refused: z.int().nonnegative(),
+      /** The last provider call failed (search ranks by full text until one succeeds). */
+      failing: z.boolean(),
+    })
+    .optional()
+    .meta({ description: 'Present when the hub has an embedding provider.' }),
 });
 
 export const streamEventNames = [

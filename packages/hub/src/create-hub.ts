@@ -140,6 +140,16 @@ function register(app: Hono, route: RouteDefinition, services: HubServices): voi
   });
 }
 
+function embeddingsHealth(embeddings: HubEmbeddings) {
+  const status = embeddings.embedder?.status();
+  return {
+    model: embeddings.provider.label,
+    embedded: status?.embedded ?? 0,
+    refused: status?.refused ?? 0,
+    failing: (status?.lastError ?? null) !== null,
+  };
+}
+
 /**
  * Builds the hub: the route table registered on a Hono app over a store, with auth, the
  * change feed that drives live streams, and the OpenAPI document.
@@ -201,6 +211,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
             version: services.version,
             store: options.store.info.backend,
             seq: await options.store.latestSeq(),
+            ...(services.embeddings && { embeddings: embeddingsHealth(services.embeddings) }),
           },
         };
       },

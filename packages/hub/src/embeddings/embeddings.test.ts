@@ -261,6 +261,21 @@ describe('hybrid search through the hub', () => {
     expect((await search('car', { type: 'decision' })).results).toEqual([]);
   });
 
+  it('reports the embedder in /health', async () => {
+    await write({ title: 'Park the car in bay 4' });
+    hub.services.feed.notify();
+    await hub.services.embeddings?.embedder?.idle();
+    const health = async () => (await (await hub.app.request('/health')).json()) as unknown;
+    expect(await health()).toMatchObject({
+      embeddings: { model: 'm', embedded: 1, refused: 0, failing: false },
+    });
+    server.down = true;
+    await write({ title: 'another' });
+    hub.services.feed.notify();
+    await expect.poll(health).toMatchObject({ embeddings: { failing: true } });
+    server.down = false;
+  });
+
   it('falls back to full text when the provider fails, and says why', async () => {
     await write({ title: 'Park the car in bay 4' });
     hub.services.feed.notify();
