@@ -78,13 +78,18 @@ export async function searchContext(
     services.logger.warn({ reason: query.reason }, 'search: no query vector; full text only');
     return fullTextOnly(`the embedding provider failed: ${query.reason}`);
   }
-  const nearest = await services.store.vectorSearch(viewer, {
-    ...options,
-    model: embeddings.provider.label,
-    vector: query.vector,
-    limit: depth,
-  });
-  if (nearest.length === 0) return fullTextOnly('no item of this team has a vector yet');
+  // Nearest, but not unrelated: a cosine of 0 or less shares nothing with the question.
+  const nearest = (
+    await services.store.vectorSearch(viewer, {
+      ...options,
+      model: embeddings.provider.label,
+      vector: query.vector,
+      limit: depth,
+    })
+  ).filter((hit) => hit.score > 0);
+  if (nearest.length === 0) {
+    return fullTextOnly('no item of this team with a vector is related to the question');
+  }
   const lexical: Found[] = fulltext.map((hit) => ({ id: hit.item.id, hit, vector: null }));
   const semantic: Found[] = nearest.map((vector) => ({ id: vector.item.id, hit: null, vector }));
   const byId = new Map<string, Found>();
