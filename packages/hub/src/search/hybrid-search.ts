@@ -44,7 +44,7 @@ function plainPassage(text: string): string {
   return words.length > PLAIN_PASSAGE_WORDS ? `${passage} …` : passage;
 }
 
-type Found = { id: string; hit: SearchHit | null; vector: VectorHit | null };
+type Found = { id: string; hit: SearchHit } | { id: string; near: VectorHit };
 
 /**
  * Search as the API serves it: full text alone, or, with an embedding provider and vectors for
@@ -90,22 +90,21 @@ export async function searchContext(
   if (nearest.length === 0) {
     return fullTextOnly('no item of this team with a vector is related to the question');
   }
-  const lexical: Found[] = fulltext.map((hit) => ({ id: hit.item.id, hit, vector: null }));
-  const semantic: Found[] = nearest.map((vector) => ({ id: vector.item.id, hit: null, vector }));
-  const byId = new Map<string, Found>();
-  for (const found of [...lexical, ...semantic]) {
-    const known = byId.get(found.id);
-    if (known) known.vector ??= found.vector;
-    else byId.set(found.id, { ...found });
-  }
+  // An item in both rankings is taken from the full-text one (first), with its highlight.
+  const lexical: Found[] = fulltext.map((hit) => ({ id: hit.item.id, hit }));
+  const semantic: Found[] = nearest.map((near) => ({ id: near.item.id, near }));
   const results = fuseRankings([lexical, semantic])
     .slice(0, options.limit)
-    .flatMap(({ entry, score }) => {
-      const found = byId.get(entry.id);
-      if (!found) return [];
-      if (found.hit) return [{ item: found.hit.item, score, highlight: found.hit.highlight }];
-      const item = (found.vector as VectorHit).item;
-      return [{ item, score, highlight: plainPassage(item.content || item.summary || item.title) }];
-    });
+    .map(({ entry, score }) =>
+      'hit' in entry
+        ? { item: entry.hit.item, score, highlight: entry.hit.highlight }
+        : {
+            item: entry.near.item,
+            score,
+            highlight: plainPassage(
+              entry.near.item.content || entry.near.item.summary || entry.near.item.title,
+            ),
+          },
+    );
   return { results, mode: 'hybrid', vector: { ...vectorInfo, used: true } };
 }
