@@ -145,27 +145,14 @@ export class BackgroundEmbedder {
 
   /** Embeds and saves a batch; on a refusal, item by item, marking the refused ones. */
   private async embedBatch(batch: readonly EmbeddingSource[]): Promise<void> {
-    const signal = this.abort.signal;
     try {
-      const vectors = await this.provider.embed(batch.map(embeddingText), signal);
+      const vectors = await this.provider.embed(batch.map(embeddingText), this.abort.signal);
       await this.save(batch.map((source, index) => ({ seq: source.seq, vector: vectors[index] })));
     } catch (error) {
-      if (!(error instanceof EmbeddingError && error.refused) || batch.length === 1) {
-        if (error instanceof EmbeddingError && error.refused) {
-          await this.refuse(batch[0] as EmbeddingSource, error);
-          return;
-        }
-        throw error;
-      }
-      for (const source of batch) {
-        try {
-          const [vector] = await this.provider.embed([embeddingText(source)], signal);
-          await this.save([{ seq: source.seq, vector }]);
-        } catch (single) {
-          if (single instanceof EmbeddingError && single.refused) await this.refuse(source, single);
-          else throw single;
-        }
-      }
+      if (!(error instanceof EmbeddingError && error.refused)) throw error;
+      const [only] = batch;
+      if (batch.length === 1 && only) await this.refuse(only, error);
+      else for (const source of batch) await this.embedBatch([source]);
     }
   }
 
