@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { ClientConfig, QueryResultRow } from 'pg';
@@ -124,6 +125,9 @@ export class PostgresStore implements Store {
   private readonly subscriptions: PostgresSubscriptions;
   private readonly vectors: VectorComparison;
   private readonly vectorMemory: VectorMemory | null;
+  private readonly statementNames = new Map<string, string>();
+  /** Named prepared statements: not through a transaction-mode pooler, which may not keep them. */
+  private readonly prepareStatements: boolean;
   /** The sequence at which planner statistics and the visibility map are next refreshed. */
   private nextMaintenanceAt = Number.POSITIVE_INFINITY;
   private maintenance: Promise<void> | null = null;
@@ -170,6 +174,7 @@ export class PostgresStore implements Store {
     });
     const config = (target.pool as unknown as { options: ClientConfig }).options;
     const poolerWarning = transactionPoolerWarning(config);
+    this.prepareStatements = poolerWarning === null;
     if (poolerWarning)
       target.logger.warn({ location: target.location }, `postgres: ${poolerWarning}`);
     this.listener = new PostgresChangeListener({
@@ -270,16 +275,31 @@ export class PostgresStore implements Store {
     if (this.closed) throw new CtxbusError('unavailable', 'the store is closed');
   }
 
+  /**
+   * A prepared statement's name: a hash of its text, so that stores on other schemas sharing
+   * a pool (and so a connection) never reuse one name for another text.
+   */
+  private statementName(text: string): string {
+    let name = this.statementNames.get(text);
+    if (name === undefined) {
+      name = `ctxbus_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      this.statementNames.set(text, name);
+    }
+    return name;
+  }
+
   private async query<R extends QueryResultRow>(
     action: string,
     text: string,
     values: unknown[] = [],
+    prepared = false,
   ): Promise<R[]> {
     try {
       const result = await this.target.pool.query<R>({
         text,
         values,
         types: ROW_TYPES,
+        ...(prepared && this.prepareStatements && { name: this.statementName(text) }),
       });
       return result.rows;
     } catch (error) {
@@ -404,6 +424,8 @@ export class PostgresStore implements Store {
         WHERE c.seq > ${p.add(options.afterSeq)} ${team}
         ORDER BY c.seq LIMIT ${p.add(options.limit)}`,
       p.values,
+      // The hottest read (every commit, on every hub): planned once per connection.
+      true,
     );
     return rows.map((row) => ({
       seq: row.change_seq,
