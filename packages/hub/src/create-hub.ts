@@ -238,23 +238,27 @@ export async function createHub(options: HubOptions): Promise<Hub> {
   });
 
   const app = new Hono();
-  app.use(
-    '/api/*',
-    bodyLimit({
-      maxSize: services.maxBodyBytes,
-      onError: (context) =>
-        context.json(
-          errorBody(
-            'payload_too_large',
-            `the request body is larger than ${services.maxBodyBytes} bytes`,
-            {
-              limit: services.maxBodyBytes,
-            },
-          ).toJSON(),
-          413,
-        ),
-    }),
-  );
+  const tooLarge = (context: Context) =>
+    context.json(
+      errorBody(
+        'payload_too_large',
+        `the request body is larger than ${services.maxBodyBytes} bytes`,
+        { limit: services.maxBodyBytes },
+      ).toJSON(),
+      413,
+    );
+  const limitStream = bodyLimit({ maxSize: services.maxBodyBytes, onError: tooLarge });
+  // A declared length is checked from the header alone; only a body of unknown length is
+  // counted as it streams (hono's bodyLimit). Checking the header first keeps the request
+  // body from being turned into a web stream before the route reads it.
+  app.use('/api/*', async (context, next) => {
+    const length = context.req.header('content-length');
+    if (length === undefined || context.req.header('transfer-encoding') !== undefined) {
+      return limitStream(context, next);
+    }
+    if (Number(length) > services.maxBodyBytes) return tooLarge(context);
+    await next();
+  });
   for (const route of routes) register(app, route, services);
   for (const extension of options.extensions ?? []) extension.mount(app, services);
 

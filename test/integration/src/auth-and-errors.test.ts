@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { call, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -242,6 +243,43 @@ describe('bad input', () => {
       expect(typeof response.body.error.message, name).toBe('string');
       if (message) expect(response.body.error.message, name).toMatch(message);
     }
+  });
+
+  it('limits bodies of unknown length (chunked) as it reads them', async () => {
+    const token = await runtimeToken(hub, 'limits', 'web');
+    const chunked = (parts: string[]) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const target = new URL(`${hub.url}/api/context`);
+        const request = httpRequest(
+          {
+            host: target.hostname,
+            port: target.port,
+            path: target.pathname,
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          },
+          (response) => {
+            let body = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => {
+              body += chunk;
+            });
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+          },
+        );
+        request.on('error', reject);
+        for (const part of parts) request.write(part);
+        request.end();
+      });
+    const big = await chunked([
+      '{"type":"discovery","title":"big","content":"',
+      ...Array.from({ length: 8 }, () => 'x'.repeat(10_000)),
+      '"}',
+    ]);
+    expect(big.status).toBe(413);
+    expect(JSON.parse(big.body).error.code).toBe('payload_too_large');
+    const small = await chunked(['{"type":"discovery",', '"title":"small, chunked"}']);
+    expect(small.status, small.body).toBe(201);
   });
 
   it('keeps serving and keeps every stored item intact after all that', async () => {
