@@ -50,7 +50,12 @@ export async function mintToken(
 interface CacheEntry {
   caller: Caller | null;
   until: number;
+  /** A background re-read in flight (refresh-ahead). */
+  refreshing?: boolean;
 }
+
+/** Verdicts this close to expiry are re-read in the background while still being served. */
+const REFRESH_AHEAD_MS = 1_000;
 
 /**
  * Checks bearer tokens against the store. Verdicts are cached briefly (default 5 s) so a busy
@@ -59,6 +64,8 @@ interface CacheEntry {
  */
 export class TokenVerifier {
   private readonly cache = new Map<string, CacheEntry>();
+  /** Bumped by `forget`: a read that started before it must not cache its verdict. */
+  private generation = 0;
 
   constructor(
     private readonly store: Store,
@@ -80,26 +87,41 @@ export class TokenVerifier {
     const now = Date.now();
     let entry = this.cache.get(hash);
     if (!entry || entry.until < now) {
-      const record = await this.store.findTokenByHash(hash);
-      const caller: Caller | null =
-        record && record.revokedAt === null
-          ? {
-              tokenId: record.id,
-              role: record.role,
-              teamId: record.teamId,
-              runtime: record.runtime,
-            }
-          : null;
-      entry = { caller, until: now + this.cacheMs };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, entry);
+      entry = await this.load(hash, now);
+    } else if (entry.until - now < REFRESH_AHEAD_MS && !entry.refreshing) {
+      // A token in steady use never waits for the store: its verdict is re-read shortly
+      // before it expires, so a revocation through another hub still applies within cacheMs.
+      entry.refreshing = true;
+      this.load(hash, now).catch(() => {
+        if (entry) entry.refreshing = false;
+      });
     }
     if (!entry.caller) throw new CtxbusError('unauthorized', 'the token is unknown or revoked');
     return entry.caller;
   }
 
+  private async load(hash: string, now: number): Promise<CacheEntry> {
+    const generation = this.generation;
+    const record = await this.store.findTokenByHash(hash);
+    const caller: Caller | null =
+      record && record.revokedAt === null
+        ? {
+            tokenId: record.id,
+            role: record.role,
+            teamId: record.teamId,
+            runtime: record.runtime,
+          }
+        : null;
+    const entry: CacheEntry = { caller, until: now + this.cacheMs };
+    if (generation !== this.generation) return entry;
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, entry);
+    return entry;
+  }
+
   /** Drops cached verdicts for a token (after its revocation). */
   forget(tokenId: string): void {
+    this.generation += 1;
     for (const [hash, entry] of this.cache) {
       if (entry.caller?.tokenId === tokenId) this.cache.delete(hash);
     }
