@@ -135,6 +135,42 @@ function definePostgresTests(url: string): void {
     );
   });
 
+  it('writes in one round trip when it can predict the sequence, in two when not, alike', async () => {
+    const schema = schemas.next('rt');
+    const a = await openPostgresStore({ connectionString: url, schema });
+    const b = await openPostgresStore({ connectionString: url, schema });
+    const write = async (store: PostgresStore, input: Partial<ContextItemInput>) => {
+      const [outcome] = await store.writeItems([prepared(input)]);
+      return outcome;
+    };
+    // Nothing known yet: the first write reads the sequence; the next ones predict it.
+    for (let index = 0; index < 4; index++) await write(a, { title: `a${index}` });
+    expect(a.groupCommits).toEqual({ oneRoundTrip: 3, twoRoundTrips: 1 });
+    // Another store wrote meanwhile (unheard: a does not watch): the prediction fails, nothing
+    // is written by it, and the write goes the two-round-trip way with the right number.
+    const elsewhere = await write(b, { title: 'b' });
+    const after = await write(a, { title: 'after' });
+    expect(after?.item.seq).toBe((elsewhere?.item.seq ?? 0) + 1);
+    expect(a.groupCommits).toEqual({ oneRoundTrip: 3, twoRoundTrips: 2 });
+    // A retry of a stored id, and a key with a live holder: the read finds rows, so two trips,
+    // with the same answers as always.
+    const fixed = prepared({ title: 'fixed id' });
+    await a.writeItems([fixed]);
+    const [again] = await a.writeItems([fixed]);
+    expect(again?.status).toBe('existing');
+    const first = await write(a, { type: 'decision', title: 'v1', key: 'rules/x' });
+    const second = await write(a, { type: 'decision', title: 'v2', key: 'rules/x' });
+    expect(second?.item.supersedes).toBe(first?.item.id);
+    expect((await a.getItem(acme, first?.item.id ?? ''))?.supersededBy).toBe(second?.item.id);
+    // Gapless and in order, whichever way each commit went.
+    const changes = await a.readChanges({ afterSeq: 0, limit: 100 });
+    expect(changes.map((change) => change.seq)).toEqual(
+      Array.from({ length: changes.length }, (_, index) => index + 1),
+    );
+    expect(a.groupCommits.oneRoundTrip).toBeGreaterThan(3);
+    await Promise.all([a.close(), b.close()]);
+  });
+
   describe('exact vector scan in memory (no pgvector)', () => {
     it('ranks as the SQL scan does, filters included, and sees other hubs’ vectors', async () => {
       const schema = schemas.next('vmem');

@@ -575,7 +575,16 @@ export class PostgresStore implements Store {
    * PostgresChangeListener for reconnection, keepalive and the catch-up hint.
    */
   watchChanges(listener: (seq: number) => void): { close(): void } {
-    return this.listener.watch(listener);
+    return this.listener.watch((seq) => {
+      // Other processes' commits: the next write here can predict its sequence numbers.
+      this.writes.observe(seq);
+      listener(seq);
+    });
+  }
+
+  /** How group commits went: in one round trip (predicted) or two (tests, benchmarks). */
+  get groupCommits(): { oneRoundTrip: number; twoRoundTrips: number } {
+    return { ...this.writes.stats };
   }
 
   /** How many times the LISTEN connection was established (tests, metrics). */
