@@ -13,6 +13,7 @@ import { fuseRankings } from '../search/hybrid-search.js';
 import { BackgroundEmbedder, embeddingText } from './background-embedder.js';
 import type { EmbeddingProvider } from './embedding-provider.js';
 import { EmbeddingError, openAiEmbeddings } from './embedding-provider.js';
+import type { EmbeddingsOptions } from './hub-embeddings.js';
 
 const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
 
@@ -222,6 +223,19 @@ describe('hybrid search through the hub', () => {
     };
   };
 
+  /** The hub again, with these embedding options. */
+  const restartHub = async (options: Omit<EmbeddingsOptions, 'provider'>) => {
+    await hub.close();
+    hub = await createHub({
+      store,
+      validateResponses: true,
+      embeddings: {
+        provider: openAiEmbeddings({ url: server.url, model: 'm', apiKey: 'sk-test' }),
+        ...options,
+      },
+    });
+  };
+
   beforeEach(async () => {
     hub = await createHub({
       store,
@@ -293,15 +307,7 @@ describe('hybrid search through the hub', () => {
 
   it('is full text while no item has a vector', async () => {
     // A hub that embeds queries only: nothing embeds the items.
-    await hub.close();
-    hub = await createHub({
-      store,
-      validateResponses: true,
-      embeddings: {
-        provider: openAiEmbeddings({ url: server.url, model: 'm', apiKey: 'sk-test' }),
-        embedItems: false,
-      },
-    });
+    await restartHub({ embedItems: false });
     expect(hub.services.embeddings?.embedder).toBeNull();
     await write({ title: 'Park the car in bay 4' });
     const result = await search('car');
@@ -313,15 +319,7 @@ describe('hybrid search through the hub', () => {
   });
 
   it('ranks by full text when the query vector is slow, and uses it once it came', async () => {
-    await hub.close();
-    hub = await createHub({
-      store,
-      validateResponses: true,
-      embeddings: {
-        provider: openAiEmbeddings({ url: server.url, model: 'm', apiKey: 'sk-test' }),
-        queryTimeoutMs: 100,
-      },
-    });
+    await restartHub({ queryTimeoutMs: 100 });
     await write({ title: 'Park the car in bay 4' });
     hub.services.feed.notify();
     await hub.services.embeddings?.embedder?.idle();
