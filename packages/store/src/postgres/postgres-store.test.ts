@@ -162,12 +162,16 @@ function definePostgresTests(url: string): void {
     const second = await write(a, { type: 'decision', title: 'v2', key: 'rules/x' });
     expect(second?.item.supersedes).toBe(first?.item.id);
     expect((await a.getItem(acme, first?.item.id ?? ''))?.supersededBy).toBe(second?.item.id);
+    // After a miss, the next 8 group commits do not predict (misses stay rare when other
+    // processes write at the same time); then predictions resume.
+    expect(a.groupCommits.oneRoundTrip).toBe(3);
+    for (let index = 0; index < 6; index++) await write(a, { title: `later${index}` });
+    expect(a.groupCommits.oneRoundTrip).toBeGreaterThan(3);
     // Gapless and in order, whichever way each commit went.
     const changes = await a.readChanges({ afterSeq: 0, limit: 100 });
     expect(changes.map((change) => change.seq)).toEqual(
       Array.from({ length: changes.length }, (_, index) => index + 1),
     );
-    expect(a.groupCommits.oneRoundTrip).toBeGreaterThan(3);
     await Promise.all([a.close(), b.close()]);
   });
 
