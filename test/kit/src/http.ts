@@ -74,6 +74,42 @@ export interface SseConnection {
   close(): void;
 }
 
+/** Events as they arrive, with the waiting and parsing both stream clients offer. */
+function eventLog(kind: string) {
+  const events: SseEvent[] = [];
+  const listeners = new Set<() => void>();
+  return {
+    events,
+    /** Records an event and wakes whoever waits. */
+    push(event: SseEvent) {
+      events.push(event);
+      for (const listener of listeners) listener();
+    },
+    items: () =>
+      events.filter((event) => event.event !== 'ready').map((event) => JSON.parse(event.data)),
+    waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs = 5_000): Promise<void> {
+      if (predicate(events)) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(
+            new Error(
+              `timed out waiting for ${kind} events; got ${JSON.stringify(events.map((e) => e.event))}`,
+            ),
+          );
+        }, timeoutMs);
+        const check = () => {
+          if (!predicate(events)) return;
+          clearTimeout(timer);
+          listeners.delete(check);
+          resolve();
+        };
+        listeners.add(check);
+      });
+    },
+  };
+}
+
 /** Opens /api/stream with fetch and collects its events. */
 export function openStream(
   url: string,
@@ -81,8 +117,7 @@ export function openStream(
   options: { query?: string; lastEventId?: string; onEvent?: (event: SseEvent) => void } = {},
 ): SseConnection {
   const controller = new AbortController();
-  const events: SseEvent[] = [];
-  const listeners = new Set<() => void>();
+  const log = eventLog('SSE');
   let resolveStatus: (status: number) => void = () => {};
   const status = new Promise<number>((resolve) => {
     resolveStatus = resolve;
@@ -93,10 +128,9 @@ export function openStream(
   });
   const parser = createParser({
     onEvent(event) {
-      events.push(event);
       options.onEvent?.(event);
       if (event.event === 'ready') resolveReady();
-      for (const listener of listeners) listener();
+      log.push(event);
     },
   });
   void (async () => {
@@ -117,32 +151,11 @@ export function openStream(
     }
   })();
   return {
-    events,
-    items: () =>
-      events.filter((event) => event.event !== 'ready').map((event) => JSON.parse(event.data)),
+    events: log.events,
+    items: log.items,
     ready,
     status,
-    waitFor(predicate, timeoutMs = 5_000) {
-      if (predicate(events)) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(
-            new Error(
-              `timed out waiting for events; got ${JSON.stringify(events.map((e) => e.event))}`,
-            ),
-          );
-        }, timeoutMs);
-        const check = () => {
-          if (predicate(events)) {
-            clearTimeout(timer);
-            listeners.delete(check);
-            resolve();
-          }
-        };
-        listeners.add(check);
-      });
-    },
+    waitFor: log.waitFor,
     close: () => controller.abort(),
   };
 }
@@ -153,8 +166,7 @@ export function openWebSocketStream(
   token: string | null,
   options: { query?: string; lastEventId?: string } = {},
 ): SseConnection & { closed: Promise<number> } {
-  const events: SseEvent[] = [];
-  const listeners = new Set<() => void>();
+  const log = eventLog('websocket');
   const target = `${url.replace(/^http/, 'ws')}/api/stream/ws${options.query ? `?${options.query}` : ''}`;
   const socket = new WebSocket(target, {
     headers: {
@@ -177,41 +189,19 @@ export function openWebSocketStream(
   socket.on('message', (data) => {
     const message = JSON.parse(String(data)) as { type: string; seq?: number; event?: string };
     if (message.type === 'ready') {
-      events.push({ event: 'ready', data: String(data) });
       resolveReady();
+      log.push({ event: 'ready', data: String(data) });
     } else {
-      events.push({
-        id: String(message.seq),
-        event: message.event ?? 'message',
-        data: String(data),
-      });
+      log.push({ id: String(message.seq), event: message.event ?? 'message', data: String(data) });
     }
-    for (const listener of listeners) listener();
   });
   return {
-    events,
-    items: () =>
-      events.filter((event) => event.event !== 'ready').map((event) => JSON.parse(event.data)),
+    events: log.events,
+    items: log.items,
     ready,
     status,
     closed,
-    waitFor(predicate, timeoutMs = 5_000) {
-      if (predicate(events)) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`timed out waiting for websocket events; got ${events.length}`));
-        }, timeoutMs);
-        const check = () => {
-          if (predicate(events)) {
-            clearTimeout(timer);
-            listeners.delete(check);
-            resolve();
-          }
-        };
-        listeners.add(check);
-      });
-    },
+    waitFor: log.waitFor,
     close: () => socket.close(),
   };
 }
