@@ -1,10 +1,13 @@
 import type { ItemFilter } from '@ctxbus/core';
 import { CtxbusError, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import type { Change, ChangeKind } from '@ctxbus/store';
-import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
 import { viewerOf } from '../caller.js';
+import type { FeedSubscriber } from '../change-feed.js';
+import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
+import type { EventSink } from './event-sink.js';
+import { openEventSink } from './event-sink.js';
 
 export const EVENT_NAMES: Record<ChangeKind, string> = {
   added: 'context-added',
@@ -12,23 +15,26 @@ export const EVENT_NAMES: Record<ChangeKind, string> = {
   superseded: 'context-superseded',
 };
 
-const sseData = new WeakMap<Change, string>();
+const sseFrames = new WeakMap<Change, Buffer>();
 const webSocketMessages = new WeakMap<Change, string>();
 
 /**
- * The `data` of a change's SSE event. Serialized once per change and shared: the feed hands
- * the same Change objects to every subscriber, so 100 subscribers cost one JSON.stringify.
+ * A change's whole SSE event (`id`, `event`, `data` = `{seq, event, item}`), encoded once per
+ * change and shared: the feed hands the same Change objects to every subscriber, so 100
+ * subscribers cost one JSON.stringify and one UTF-8 encoding.
  */
-export function sseEventData(change: Change): string {
-  let data = sseData.get(change);
-  if (data === undefined) {
-    data = JSON.stringify({ seq: change.seq, event: EVENT_NAMES[change.kind], item: change.item });
-    sseData.set(change, data);
+export function sseFrame(change: Change): Buffer {
+  let frame = sseFrames.get(change);
+  if (frame === undefined) {
+    const event = EVENT_NAMES[change.kind];
+    const data = JSON.stringify({ seq: change.seq, event, item: change.item });
+    frame = Buffer.from(`event: ${event}\ndata: ${data}\nid: ${change.seq}\n\n`);
+    sseFrames.set(change, frame);
   }
-  return data;
+  return frame;
 }
 
-/** A change's WebSocket message, serialized once per change like `sseEventData`. */
+/** A change's WebSocket message, serialized once per change like `sseFrame`. */
 export function webSocketMessage(change: Change): string {
   let message = webSocketMessages.get(change);
   if (message === undefined) {
@@ -103,39 +109,41 @@ export const streamRoute = defineRoute({
     );
     const filter = streamFilter(query);
     const subscriber = services.feed.subscribe(viewer, filter, afterSeq);
-    return streamSSE(
-      context,
-      async (stream) => {
-        stream.onAbort(() => subscriber.close());
-        const keepAlive = setInterval(() => {
-          void stream.write(': keep-alive\n\n').catch(() => subscriber.close());
-        }, services.keepAliveSeconds * 1000);
-        try {
-          await stream.writeSSE({
-            event: 'ready',
-            data: JSON.stringify({ afterSeq }),
-            retry: 1000,
-          });
-          for (;;) {
-            const changes = await subscriber.next();
-            if (changes === null) break;
-            for (const change of changes) {
-              await stream.writeSSE({
-                id: String(change.seq),
-                event: EVENT_NAMES[change.kind],
-                data: sseEventData(change),
-              });
-            }
-          }
-        } finally {
-          clearInterval(keepAlive);
-          subscriber.close();
-        }
-      },
-      async (error) => {
-        services.logger.warn({ err: error }, 'event stream ended with an error');
-        subscriber.close();
-      },
-    );
+    const sink = openEventSink(context, () => subscriber.close());
+    void pipeEvents(subscriber, sink, afterSeq, services).catch((error: unknown) => {
+      services.logger.warn({ err: error }, 'event stream ended with an error');
+      subscriber.close();
+      sink.end();
+    });
+    return sink.response;
   },
 });
+
+const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
+
+/**
+ * Writes `ready`, then each batch of the subscriber's changes as one write, until either side
+ * closes. A slow reader holds the loop (the feed buffers, then falls back to reading the store).
+ */
+async function pipeEvents(
+  subscriber: FeedSubscriber,
+  sink: EventSink,
+  afterSeq: number,
+  services: HubServices,
+): Promise<void> {
+  const keepAlive = setInterval(() => sink.write(KEEP_ALIVE), services.keepAliveSeconds * 1000);
+  try {
+    sink.write(Buffer.from(`event: ready\ndata: ${JSON.stringify({ afterSeq })}\nretry: 1000\n\n`));
+    for (;;) {
+      const changes = await subscriber.next();
+      if (changes === null || sink.closed) break;
+      const frames = changes.map(sseFrame);
+      const ready = sink.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
+      if (!ready) await sink.drained();
+    }
+  } finally {
+    clearInterval(keepAlive);
+    subscriber.close();
+    sink.end();
+  }
+}
