@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ContextItem, Viewer } from '@ctxbus/core';
 import type { PoolClient } from 'pg';
 import type { WriteOutcome } from '../store.js';
@@ -31,6 +32,11 @@ const DIVISION_BY_ZERO = '22012';
 /** Group commits that go the two-round-trip way after a wrong prediction. */
 const PAUSE_AFTER_MISS = 8;
 
+/** SQLSTATE of EXECUTE naming a statement this connection does not have (DISCARD ALL). */
+const NO_SUCH_STATEMENT = '26000';
+/** SQLSTATE of PREPARE naming a statement this connection already has. */
+const DUPLICATE_STATEMENT = '42P05';
+
 /** Most characters of row data one group commit sends (one write always goes). */
 const MAX_GROUP_BYTES = 16_000_000;
 
@@ -44,6 +50,20 @@ export interface GroupCommitOptions {
   onCommitted: (seq: number) => void;
   /** NOTIFY channel that carries each commit's newest sequence to other processes. */
   channel: string;
+  /**
+   * Prepare the one-round-trip write's statements once per connection (default true). Not
+   * through a transaction-mode pooler, which may run EXECUTE on another server connection.
+   */
+  prepareStatements?: boolean;
+}
+
+/** The one-round-trip write's statements, prepared once per connection. */
+interface PredictedStatements {
+  lock: string;
+  check: string;
+  persist: string;
+  /** PREPARE for each, in one message. */
+  prepare: string[];
 }
 
 /**
@@ -84,6 +104,9 @@ export class GroupCommit {
    * processes writing at the same time, a miss costs a round trip, so misses stay rare.
    */
   private predictionPause = 0;
+  private readonly statements: PredictedStatements | null;
+  /** Connections holding `statements` (a pool hands out the same clients again). */
+  private readonly preparedOn = new WeakSet<PoolClient>();
   /** How group commits went: in one round trip, or in two (tests, benchmarks). */
   readonly stats = { oneRoundTrip: 0, twoRoundTrips: 0 };
 
@@ -95,6 +118,7 @@ export class GroupCommit {
     this.termStats = options.termStats;
     this.onCommitted = options.onCommitted;
     this.channel = options.channel;
+    this.statements = (options.prepareStatements ?? true) ? predictedStatements(this.s) : null;
   }
 
   /** Resolves after the commit that stored the items. */
@@ -243,10 +267,12 @@ export class GroupCommit {
       }
       if (isolated && plan.hasPending) {
         try {
-          const persist = this.persistSql(plan);
-          await client.query(`${persist.sql}; RELEASE SAVEPOINT operation; SAVEPOINT operation`);
+          const rows = plan.pending();
+          await client.query(
+            `${this.persistSql(rows)}; RELEASE SAVEPOINT operation; SAVEPOINT operation`,
+          );
           plan.markPersisted();
-          terms.push(...persist.terms);
+          terms.push(...rows.terms);
         } catch (error) {
           if (!isStatementError(error)) throw error;
           await client.query('ROLLBACK TO SAVEPOINT operation');
@@ -267,15 +293,15 @@ export class GroupCommit {
     if (isolated || !plan.hasPending) {
       await client.query(`${notify}COMMIT`);
     } else {
-      const persist = this.persistSql(plan);
+      const rows = plan.pending();
       try {
-        await client.query(`${persist.sql};\n${notify}COMMIT`);
+        await client.query(`${this.persistSql(rows)};\n${notify}COMMIT`);
       } catch (error) {
         if (!isStatementError(error)) throw error;
         await client.query('ROLLBACK');
         return null;
       }
-      terms.push(...persist.terms);
+      terms.push(...rows.terms);
     }
     this.termStats.add(terms);
     this.observe(plan.currentSeq);
@@ -319,15 +345,14 @@ export class GroupCommit {
       }
     }
     if (!plan.hasPending) return null;
-    const s = this.s;
-    const persist = this.persistSql(plan);
-    const check = `SELECT 1 / (CASE WHEN (SELECT seq FROM ${s}.counter) = ${Math.trunc(predicted)}
-        AND NOT EXISTS (${this.loadSql(batch, nowMs)}) THEN 1 ELSE 0 END)`;
+    const rows = plan.pending();
+    const prepared = this.statements !== null && rows.updates.length === 0;
+    if (prepared) await this.prepare(client);
     const statements = [
       'BEGIN ISOLATION LEVEL READ COMMITTED',
-      `SELECT seq FROM ${s}.counter FOR UPDATE`,
-      check,
-      persist.sql,
+      ...(prepared
+        ? this.executePredicted(batch, rows, predicted, nowMs)
+        : this.predictedSql(batch, rows, predicted, nowMs)),
       `SELECT pg_notify(${sqlLiteral(this.channel)}, '${plan.currentSeq}')`,
       'COMMIT',
     ];
@@ -335,19 +360,87 @@ export class GroupCommit {
       await client.query(statements.join(';\n'));
     } catch (error) {
       if (!isStatementError(error)) throw error;
-      // 22012: the prediction was wrong. Any other refusal: the two-round-trip way sorts out
-      // which write it was (one savepoint per operation).
+      // 22012: the prediction was wrong. 26000: this connection lost its prepared statements
+      // (DISCARD ALL): prepared again next time. Any other refusal: the two-round-trip way
+      // sorts out which write it was (one savepoint per operation).
       await client.query('ROLLBACK');
       if (errorCode(error) === DIVISION_BY_ZERO) {
         this.knownSeq = null;
         this.predictionPause = PAUSE_AFTER_MISS;
       }
+      if (errorCode(error) === NO_SUCH_STATEMENT) this.preparedOn.delete(client);
       return null;
     }
-    this.termStats.add(persist.terms);
+    this.termStats.add(rows.terms);
     this.observe(plan.currentSeq);
     this.onCommitted(plan.currentSeq);
     return settle;
+  }
+
+  /** Prepares the one-round-trip write's statements on this connection, once. */
+  private async prepare(client: PoolClient): Promise<void> {
+    const statements = this.statements;
+    if (statements === null || this.preparedOn.has(client)) return;
+    try {
+      await client.query(statements.prepare.join(';\n'));
+    } catch (error) {
+      if (errorCode(error) !== DUPLICATE_STATEMENT) throw error;
+      // Another store on this schema and pool prepared some of them: the rest one by one.
+      for (const text of statements.prepare) {
+        await client.query(text).catch((again: unknown) => {
+          if (errorCode(again) !== DUPLICATE_STATEMENT) throw again;
+        });
+      }
+    }
+    this.preparedOn.add(client);
+  }
+
+  /**
+   * The one-round-trip write's lock, check and insert with their values inlined: planned by
+   * PostgreSQL on every write (through a transaction-mode pooler).
+   */
+  private predictedSql(
+    batch: readonly Operation[],
+    rows: PendingRows,
+    predicted: number,
+    nowMs: number,
+  ): string[] {
+    const s = this.s;
+    return [
+      `SELECT seq FROM ${s}.counter FOR UPDATE`,
+      `SELECT 1 / (CASE WHEN (SELECT seq FROM ${s}.counter) = ${Math.trunc(predicted)}
+        AND NOT EXISTS (${this.loadSql(batch, nowMs)}) THEN 1 ELSE 0 END)`,
+      this.persistSql(rows),
+    ];
+  }
+
+  /** The same three as EXECUTEs of this connection's prepared statements (planned once). */
+  private executePredicted(
+    batch: readonly Operation[],
+    rows: PendingRows,
+    predicted: number,
+    nowMs: number,
+  ): string[] {
+    const statements = this.statements as PredictedStatements;
+    const ids: string[] = [];
+    const teams: string[] = [];
+    const keys: string[] = [];
+    for (const operation of batch) {
+      if (operation.kind !== 'write') continue;
+      for (const { item } of operation.items) {
+        ids.push(item.id);
+        if (item.key === null) continue;
+        teams.push(item.teamId);
+        keys.push(item.key);
+      }
+    }
+    const array = (values: string[]) => `ARRAY[${values.map(sqlLiteral).join(', ')}]::text[]`;
+    const now = sqlLiteral(new Date(nowMs).toISOString());
+    return [
+      `EXECUTE ${statements.lock}`,
+      `EXECUTE ${statements.check}(${Math.trunc(predicted)}, ${array(ids)}, ${array(teams)}, ${array(keys)}, ${now})`,
+      `EXECUTE ${statements.persist}(E'[${rows.items.join(',')}]', ${sqlLiteral(JSON.stringify(rows.changes))}, ${Math.trunc(rows.seq)}, ${Math.trunc(rows.createdItems)})`,
+    ];
   }
 
   /**
@@ -380,19 +473,15 @@ export class GroupCommit {
          AND (i.expires_at IS NULL OR i.expires_at > ${sqlLiteral(new Date(nowMs).toISOString())}::timestamptz)`;
   }
 
-  /**
-   * The statement writing what the plan changed since its last statement, and the counter;
-   * with the term counts of the new items, for the statistics once committed.
-   */
-  private persistSql(plan: WritePlan): { sql: string; terms: PendingRows['terms'] } {
+  /** The statement writing pending rows (new items and changes, updated items) and the counter. */
+  private persistSql(rows: PendingRows): string {
     const s = this.s;
-    const rows = plan.pending();
     const json = (value: unknown) => `${sqlLiteral(JSON.stringify(value))}::json`;
     // Columns named: a column added by a later migration gets its default.
     const items = ITEM_INSERT_COLUMNS.join(', ');
     const changes = CHANGE_INSERT_COLUMNS.join(', ');
     const itemsJson = `E'[${rows.items.join(',')}]'::json`;
-    const sql = `WITH new_items AS (
+    return `WITH new_items AS (
         INSERT INTO ${s}.items (${items})
         SELECT ${items} FROM json_populate_recordset(NULL::${s}.items, ${itemsJson})
       ), new_changes AS (
@@ -405,6 +494,52 @@ export class GroupCommit {
          WHERE i.rid = u.rid
       )
       UPDATE ${s}.counter SET seq = ${Math.trunc(rows.seq)}, items = items + ${Math.trunc(rows.createdItems)}`;
-    return { sql, terms: rows.terms };
   }
+}
+
+/**
+ * The one-round-trip write's statements on schema `s`: the counter lock; the check that the
+ * predicted sequence holds and that no stored item has one of the ids, nor a live item one of
+ * the keys (it divides by zero otherwise); and the insert of items and changes with the new
+ * counter. Named by a hash of their text, so that stores on other schemas sharing a connection
+ * never reuse a name for another text.
+ */
+function predictedStatements(s: string): PredictedStatements {
+  const items = ITEM_INSERT_COLUMNS.join(', ');
+  const changes = CHANGE_INSERT_COLUMNS.join(', ');
+  const texts = {
+    lock: `SELECT seq FROM ${s}.counter FOR UPDATE`,
+    check: `(bigint, text[], text[], text[], timestamptz) AS
+      SELECT 1 / (CASE WHEN (SELECT seq FROM ${s}.counter) = $1
+        AND NOT EXISTS (SELECT 1 FROM ${s}.items i WHERE i.id = ANY ($2))
+        AND NOT EXISTS (
+          SELECT 1 FROM ${s}.items i
+           WHERE i.item_key IS NOT NULL AND i.superseded_by IS NULL
+             AND (i.team_id, i.item_key) IN (SELECT * FROM unnest($3, $4))
+             AND (i.expires_at IS NULL OR i.expires_at > $5))
+        THEN 1 ELSE 0 END)`,
+    persist: `(json, json, bigint, bigint) AS
+      WITH new_items AS (
+        INSERT INTO ${s}.items (${items})
+        SELECT ${items} FROM json_populate_recordset(NULL::${s}.items, $1)
+      ), new_changes AS (
+        INSERT INTO ${s}.changes (${changes})
+        SELECT ${changes} FROM json_populate_recordset(NULL::${s}.changes, $2)
+      )
+      UPDATE ${s}.counter SET seq = $3, items = items + $4`,
+  };
+  const named = Object.fromEntries(
+    Object.entries(texts).map(([key, text]) => [
+      key,
+      `ctxbus_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`,
+    ]),
+  ) as Record<keyof typeof texts, string>;
+  return {
+    ...named,
+    prepare: [
+      `PREPARE ${named.lock} AS ${texts.lock}`,
+      `PREPARE ${named.check}${texts.check}`,
+      `PREPARE ${named.persist}${texts.persist}`,
+    ],
+  };
 }

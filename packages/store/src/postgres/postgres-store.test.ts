@@ -167,12 +167,60 @@ function definePostgresTests(url: string): void {
     expect(a.groupCommits.oneRoundTrip).toBe(3);
     for (let index = 0; index < 6; index++) await write(a, { title: `later${index}` });
     expect(a.groupCommits.oneRoundTrip).toBeGreaterThan(3);
+    // Predicting again, the check catches a live holder of the key, and a stored id, itself.
+    const missesBefore = a.groupCommits.twoRoundTrips;
+    const third = await write(a, { type: 'decision', title: 'v3', key: 'rules/x' });
+    expect(third?.item.supersedes).toBe(second?.item.id);
+    expect(a.groupCommits.twoRoundTrips).toBe(missesBefore + 1);
+    // (8 paused group commits, then one predicted)
+    for (let index = 0; index < 9; index++) await write(a, { title: `paused${index}` });
+    expect(a.groupCommits.twoRoundTrips).toBe(missesBefore + 9);
+    const [retried] = await a.writeItems([fixed]);
+    expect(retried).toMatchObject({ status: 'existing', item: { seq: again?.item.seq } });
+    expect(a.groupCommits.twoRoundTrips).toBe(missesBefore + 10);
     // Gapless and in order, whichever way each commit went.
     const changes = await a.readChanges({ afterSeq: 0, limit: 100 });
     expect(changes.map((change) => change.seq)).toEqual(
       Array.from({ length: changes.length }, (_, index) => index + 1),
     );
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('prepares the one-round-trip statements once per connection, and recovers if they go', async () => {
+    const schema = schemas.next('prep');
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    const store = await openPostgresStore({ pool, schema });
+    const write = async (title: string) => (await store.writeItems([prepared({ title })]))[0];
+    const statements = async () =>
+      (
+        await pool.query<{ count: number }>(
+          `SELECT count(*)::int AS count FROM pg_prepared_statements WHERE statement LIKE '%${schema}%'`,
+        )
+      ).rows[0]?.count;
+    await write('reads the sequence');
+    await write('prepares, then predicts');
+    await write('predicts');
+    expect(store.groupCommits).toEqual({ oneRoundTrip: 2, twoRoundTrips: 1 });
+    expect(await statements()).toBe(3);
+    // A pooler or an administrator dropped them (DISCARD ALL): the write still lands, the
+    // two-round-trip way, and the next one prepares them again.
+    await pool.query('DEALLOCATE ALL');
+    const lost = await write('statements gone');
+    expect(store.groupCommits).toEqual({ oneRoundTrip: 2, twoRoundTrips: 2 });
+    await write('prepared again');
+    expect(store.groupCommits).toEqual({ oneRoundTrip: 3, twoRoundTrips: 2 });
+    expect(await statements()).toBe(3);
+    const changes = await store.readChanges({ afterSeq: 0, limit: 10 });
+    expect(changes.map((change) => change.item.title)).toEqual([
+      'reads the sequence',
+      'prepares, then predicts',
+      'predicts',
+      'statements gone',
+      'prepared again',
+    ]);
+    expect(lost?.item.seq).toBe(4);
+    await store.close();
+    await pool.end();
   });
 
   describe('exact vector scan in memory (no pgvector)', () => {

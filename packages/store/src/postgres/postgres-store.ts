@@ -164,6 +164,11 @@ export class PostgresStore implements Store {
       this.query(action, text, values),
     );
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
+    const config = (target.pool as unknown as { options: ClientConfig }).options;
+    const poolerWarning = transactionPoolerWarning(config);
+    this.prepareStatements = poolerWarning === null;
+    if (poolerWarning)
+      target.logger.warn({ location: target.location }, `postgres: ${poolerWarning}`);
     this.writes = new GroupCommit({
       target,
       clock: this.clock,
@@ -171,12 +176,8 @@ export class PostgresStore implements Store {
       termStats: this.termStats,
       onCommitted: (seq) => this.maintainIfGrown(seq),
       channel: changeChannel(target.schema),
+      prepareStatements: this.prepareStatements,
     });
-    const config = (target.pool as unknown as { options: ClientConfig }).options;
-    const poolerWarning = transactionPoolerWarning(config);
-    this.prepareStatements = poolerWarning === null;
-    if (poolerWarning)
-      target.logger.warn({ location: target.location }, `postgres: ${poolerWarning}`);
     this.listener = new PostgresChangeListener({
       config,
       channel: changeChannel(target.schema),
