@@ -4,14 +4,13 @@
 // are subscribers: the physical floor the delivery latency is compared with.
 
 import { randomBytes } from 'node:crypto';
-import type { ClientRequest } from 'node:http';
-import { Agent, get as httpGet, request as httpRequest } from 'node:http';
 import type { ServerProbe } from '@ctxbus/store/testing';
 import { ScratchSchemas } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { call, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
 import { storeUrl } from '@ctxbus/test-kit/postgres';
 import pg from 'pg';
+import { openRawEventStream, RawHttpClient } from './raw-http.ts';
 import type { Row } from './run-bench.ts';
 import { ms, percentile, perSecond } from './stats.ts';
 
@@ -125,6 +124,8 @@ interface Delivery {
 /**
  * `subscribers` SSE streams, half on hub A and half on hub B; paced writes on hub A. Hub B's
  * subscribers learn of each write only through PostgreSQL (NOTIFY, then a read of the change log).
+ * The writer and the subscribers speak HTTP/1.1 straight on sockets (raw-http.ts), as lean as the
+ * floor's pg clients; a subscriber's time is taken when the bytes arrive, before any parsing.
  */
 async function benchDelivery(
   a: HubProcess,
@@ -139,13 +140,16 @@ async function benchDelivery(
   const received = Array.from({ length: size.subscribers }, () => 0);
   const streams = Array.from({ length: size.subscribers }, (_, index) => {
     const onA = index % 2 === 0;
-    return openLeanStream((onA ? a : b).url, reader, `tags=${tag}`, (title, at) => {
-      const start = sentAt.get(title);
+    return openRawEventStream((onA ? a : b).url, `/api/stream?tags=${tag}`, reader, (event, at) => {
+      if (!event.startsWith('event: context-added')) return;
+      const title = TITLE.exec(event)?.[1];
+      const start = title === undefined ? undefined : sentAt.get(title);
       if (start === undefined) return;
       (onA ? result.sameHub : result.crossHub).push(at - start);
       received[index] = (received[index] ?? 0) + 1;
     });
   });
+  const client = new RawHttpClient(a.url, writer);
   try {
     await Promise.all(streams.map((stream) => stream.ready));
     const writes: Promise<void>[] = [];
@@ -156,9 +160,13 @@ async function benchDelivery(
       const start = performance.now();
       sentAt.set(title, start);
       writes.push(
-        leanPost(a.url, writer, { type: 'status', title, relevanceTags: [tag] }).then(() => {
-          result.writes.push(performance.now() - start);
-        }),
+        client
+          .post('/api/context', { type: 'status', title, relevanceTags: [tag] })
+          .then((response) => {
+            if (response.status !== 201)
+              throw new Error(`write failed: ${response.status} ${response.body}`);
+            result.writes.push(performance.now() - start);
+          }),
       );
     }
     await Promise.all(writes);
@@ -167,101 +175,14 @@ async function benchDelivery(
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   } finally {
+    client.close();
     for (const stream of streams) stream.close();
   }
   result.missing = size.deliveryWrites * size.subscribers - received.reduce((x, y) => x + y, 0);
   return result;
 }
 
-const keepAlive = new Agent({ keepAlive: true });
-
-/**
- * The delivery run's write: node:http on a keep-alive agent, as lean as the raw floor's
- * pg_notify through a pg client (fetch costs ~0.6 ms more per request here).
- */
-function leanPost(url: string, token: string, body: unknown): Promise<void> {
-  const text = JSON.stringify(body);
-  const target = new URL(`${url}/api/context`);
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        agent: keepAlive,
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(text),
-        },
-      },
-      (response) => {
-        response.resume();
-        response.on('end', () =>
-          response.statusCode === 201
-            ? resolve()
-            : reject(new Error(`write failed: ${response.statusCode}`)),
-        );
-      },
-    );
-    request.on('error', reject);
-    request.end(text);
-  });
-}
-
 const TITLE = /"title":"(pg delivery \d+)"/;
-
-/**
- * A lean SSE subscriber for the measurement: the time is taken when the bytes arrive (as the
- * raw floor's is when pg hands over a notification), before any parsing, and the event is only
- * scanned for its title. A full client (fetch, an SSE parser, JSON.parse of every item) costs
- * tens of microseconds per event in the one benchmark process that holds all 100 subscribers,
- * which would be counted as delivery latency of the later subscribers.
- */
-function openLeanStream(
-  url: string,
-  token: string,
-  query: string,
-  onTitle: (title: string, at: number) => void,
-): { ready: Promise<void>; close(): void } {
-  let request: ClientRequest | null = null;
-  const ready = new Promise<void>((resolve, reject) => {
-    request = httpGet(
-      `${url}/api/stream?${query}`,
-      { headers: { authorization: `Bearer ${token}` }, agent: false },
-      (response) => {
-        if (response.statusCode !== 200) {
-          reject(new Error(`stream answered ${response.statusCode}`));
-          return;
-        }
-        response.setEncoding('utf8');
-        let buffer = '';
-        response.on('data', (chunk: string) => {
-          const at = performance.now();
-          buffer += chunk;
-          let end = buffer.indexOf('\n\n');
-          while (end >= 0) {
-            const event = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            if (event.includes('event: ready')) resolve();
-            else if (event.includes('event: context-added')) {
-              const title = TITLE.exec(event)?.[1];
-              if (title !== undefined) onTitle(title, at);
-            }
-            end = buffer.indexOf('\n\n');
-          }
-        });
-        response.on('error', () => {});
-      },
-    );
-    request.on('error', reject);
-  });
-  return {
-    ready,
-    close: () => (request as ClientRequest | null)?.destroy(),
-  };
-}
 
 interface RawNotify {
   listeners: number;
