@@ -40,7 +40,7 @@ function sizes(quick: boolean): Sizes {
     batchSize: 50,
     batchesPerClient: quick ? 3 : 40,
     subscribers: 100,
-    deliveryWrites: quick ? 50 : 1_000,
+    deliveryWrites: quick ? 50 : 2_000,
     paceMs: 20,
   };
 }
