@@ -104,7 +104,7 @@ export class GroupCommit {
    * processes writing at the same time, a miss costs a round trip, so misses stay rare.
    */
   private predictionPause = 0;
-  private readonly statements: PredictedStatements | null;
+  private statements: PredictedStatements | null;
   /** Connections holding `statements` (a pool hands out the same clients again). */
   private readonly preparedOn = new WeakSet<PoolClient>();
   /** How group commits went: in one round trip, or in two (tests, benchmarks). */
@@ -346,8 +346,7 @@ export class GroupCommit {
     }
     if (!plan.hasPending) return null;
     const rows = plan.pending();
-    const prepared = this.statements !== null && rows.updates.length === 0;
-    if (prepared) await this.prepare(client);
+    const prepared = rows.updates.length === 0 && (await this.prepare(client));
     const statements = [
       'BEGIN ISOLATION LEVEL READ COMMITTED',
       ...(prepared
@@ -377,22 +376,38 @@ export class GroupCommit {
     return settle;
   }
 
-  /** Prepares the one-round-trip write's statements on this connection, once. */
-  private async prepare(client: PoolClient): Promise<void> {
+  /**
+   * Prepares the one-round-trip write's statements on this connection, once. False when they
+   * are not to be used: not configured, or PostgreSQL refused them (the write then goes with
+   * its values inlined, and preparing is not tried again).
+   */
+  private async prepare(client: PoolClient): Promise<boolean> {
     const statements = this.statements;
-    if (statements === null || this.preparedOn.has(client)) return;
+    if (statements === null) return false;
+    if (this.preparedOn.has(client)) return true;
     try {
       await client.query(statements.prepare.join(';\n'));
     } catch (error) {
-      if (errorCode(error) !== DUPLICATE_STATEMENT) throw error;
-      // Another store on this schema and pool prepared some of them: the rest one by one.
-      for (const text of statements.prepare) {
-        await client.query(text).catch((again: unknown) => {
-          if (errorCode(again) !== DUPLICATE_STATEMENT) throw again;
-        });
+      if (!isStatementError(error)) throw error;
+      try {
+        // Another store on this schema and pool prepared some of them: the rest one by one.
+        for (const text of statements.prepare) {
+          await client.query(text).catch((again: unknown) => {
+            if (errorCode(again) !== DUPLICATE_STATEMENT) throw again;
+          });
+        }
+      } catch (again) {
+        if (!isStatementError(again)) throw again;
+        this.target.logger.warn(
+          { err: again },
+          'postgres: cannot prepare the write statements; writes plan each statement instead',
+        );
+        this.statements = null;
+        return false;
       }
     }
     this.preparedOn.add(client);
+    return true;
   }
 
   /**
