@@ -1,46 +1,6 @@
-export type {
-  ArchiveResponse,
-  ListQuery,
-  ListResponse,
-  SearchRequest,
-  SearchResponse,
-  SharedContextResponse,
-  StreamEvent,
-  TokenInfo,
-  WriteResponse,
-} from './api-schemas.js';
-export {
-  archivedItemSchema,
-  archiveQuerySchema,
-  archiveResponseSchema,
-  createTokenRequestSchema,
-  createTokenResponseSchema,
-  errorResponseSchema,
-  healthResponseSchema,
-  itemIdParamsSchema,
-  itemResponseSchema,
-  listQuerySchema,
-  listResponseSchema,
-  listTokensQuerySchema,
-  MAX_BATCH_ITEMS,
-  MAX_LIST_LIMIT,
-  MAX_TOKEN_BUDGET,
-  parseWriteRequest,
-  searchRequestSchema,
-  searchResponseSchema,
-  searchResultSchema,
-  sharedQuerySchema,
-  sharedResponseSchema,
-  streamEventNames,
-  streamEventSchema,
-  streamQuerySchema,
-  tokenIdParamsSchema,
-  tokenInfoSchema,
-  tokenRoleSchema,
-  writeRequestSchema,
-  writeResponseSchema,
-  writeResultSchema,
-} from './api-schemas.js';
+// The whole package: the wire contract (./contract.js, also its own entry) and what needs the
+// tokenizer or Node-free builders on top of it: context building, formatters, resolvers.
+
 export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
 export type {
   BuildConfig,
@@ -61,45 +21,10 @@ export type {
   TrimStep,
 } from './context-builder.js';
 export { BUILDER_VERSION, buildContext } from './context-builder.js';
-export type {
-  ContextItem,
-  ContextItemInput,
-  ContextType,
-  Redaction,
-  Scope,
-  Urgency,
-  Visibility,
-} from './context-item.js';
-export {
-  CONTEXT_TYPES,
-  contextItemInputSchema,
-  contextItemSchema,
-  contextTypeSchema,
-  itemIdSchema,
-  LIMITS,
-  memoryKeySchema,
-  runtimeNameSchema,
-  SCOPES,
-  scopeKeySchema,
-  scopeSchema,
-  tagSchema,
-  teamIdSchema,
-  URGENCIES,
-  URGENCY_RANK,
-  urgencyAtLeast,
-  urgencySchema,
-  VISIBILITIES,
-  visibilitySchema,
-} from './context-item.js';
-export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
-export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
+export * from './contract.js';
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
-export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
-export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
 export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
-export type { RedactionResult } from './redact-secrets.js';
-export { redactJson, redactSecrets } from './redact-secrets.js';
 export type {
   Resolver,
   ResolverWarning,
@@ -123,34 +48,4 @@ export {
   selectSharedContext,
   sharedCandidateQueries,
 } from './shared-context.js';
-export type {
-  CreateSubscriptionRequest,
-  DeadLetterInfo,
-  DeliveryMode,
-  PendingResponse,
-  Subscription,
-  SubscriptionEvent,
-  SubscriptionFilter,
-  WebhookPayload,
-} from './subscription-schemas.js';
-export {
-  ackRequestSchema,
-  createSubscriptionRequestSchema,
-  createSubscriptionResponseSchema,
-  deadLetterSchema,
-  deadLettersResponseSchema,
-  deliveryModeSchema,
-  listSubscriptionsResponseSchema,
-  MAX_ENDPOINT_LENGTH,
-  pendingQuerySchema,
-  pendingResponseSchema,
-  subscriptionEventSchema,
-  subscriptionFilterSchema,
-  subscriptionIdParamsSchema,
-  subscriptionResponseSchema,
-  subscriptionSchema,
-  webhookPayloadSchema,
-} from './subscription-schemas.js';
 export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';
-export type { ValidationIssue } from './validation.js';
-export { parseOrThrow, validationError } from './validation.js';
