@@ -1,6 +1,6 @@
-import { postgresRequired, probePostgres, ScratchSchemas } from '@ctxbus/store/testing';
+import { ScratchSchemas, withPostgresServer } from '@ctxbus/store/testing';
 import pg from 'pg';
-import { afterAll, it } from 'vitest';
+import { afterAll } from 'vitest';
 
 export { ScratchSchemas };
 
@@ -13,21 +13,11 @@ export async function withPostgres(
   name: string,
   define: (url: string, schemas: ScratchSchemas) => void,
 ): Promise<void> {
-  const server = await probePostgres();
-  if (server.url === null) {
-    const why = `no PostgreSQL at ${server.tried} (${server.reason}); set CTXBUS_TEST_POSTGRES_URL`;
-    if (postgresRequired()) {
-      it(`${name}: a PostgreSQL server is required (CI=true or CTXBUS_REQUIRE_POSTGRES=1)`, () => {
-        throw new Error(`${name} cannot run: ${why}`);
-      });
-    } else {
-      it.skip(`${name} (skipped: ${why}, or CTXBUS_REQUIRE_POSTGRES=1 to fail instead)`, () => {});
-    }
-    return;
-  }
-  const schemas = new ScratchSchemas(server.url);
-  afterAll(() => schemas.dropAll());
-  define(server.url, schemas);
+  await withPostgresServer(name, (url) => {
+    const schemas = new ScratchSchemas(url);
+    afterAll(() => schemas.dropAll());
+    define(url, schemas);
+  });
 }
 
 /** `url` with `?schema=` set, as `ctxbus serve --store` takes it. */

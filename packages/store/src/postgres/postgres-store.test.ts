@@ -7,25 +7,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Change } from '../store.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
 import { expectVectorScansAgree, VECTOR_CASES } from '../testing/vector-conformance.js';
+import { withPostgresServer } from '../testing/with-postgres-server.js';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
 import { listenerName, openPostgresStore } from './postgres-store.js';
-import { postgresRequired, probePostgres, ScratchSchemas } from './postgres-test-server.js';
+import { ScratchSchemas } from './postgres-test-server.js';
 
-const server = await probePostgres();
-
-if (server.url === null) {
-  const why = `no PostgreSQL at ${server.tried} (${server.reason}); set CTXBUS_TEST_POSTGRES_URL`;
-  if (postgresRequired()) {
-    it('postgres store: a PostgreSQL server is required (CI=true or CTXBUS_REQUIRE_POSTGRES=1)', () => {
-      throw new Error(`PostgreSQL store tests cannot run: ${why}`);
-    });
-  } else {
-    it.skip(`postgres store (skipped: ${why}, or CTXBUS_REQUIRE_POSTGRES=1 to fail instead)`, () => {});
-  }
-} else {
-  definePostgresTests(server.url);
-}
+await withPostgresServer('postgres store', definePostgresTests);
 
 function definePostgresTests(url: string): void {
   const schemas = new ScratchSchemas(url);

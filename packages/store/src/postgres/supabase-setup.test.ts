@@ -2,10 +2,11 @@ import type { ContextItemInput, Viewer } from '@ctxbus/core';
 import { CtxbusError, prepareItem } from '@ctxbus/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withPostgresServer } from '../testing/with-postgres-server.js';
 import { migratePostgres } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
 import { openPostgresStore } from './postgres-store.js';
-import { postgresRequired, probePostgres, ScratchSchemas } from './postgres-test-server.js';
+import { ScratchSchemas } from './postgres-test-server.js';
 import { SUPABASE_SETUP_VERSION, setupSupabase, supabaseSetupSql } from './supabase-setup.js';
 import type { SupabaseRoleOutcome, SupabaseStandIn } from './supabase-stand-in.js';
 import { createSupabaseStandIn, queryAsSupabaseRole } from './supabase-stand-in.js';
@@ -55,24 +56,13 @@ describe('supabaseSetupSql', () => {
   });
 });
 
-const server = await probePostgres();
-
-if (server.url === null) {
-  const why = `no PostgreSQL at ${server.tried} (${server.reason}); set CTXBUS_TEST_POSTGRES_URL`;
-  if (postgresRequired()) {
-    it('supabase setup: a PostgreSQL server is required (CI=true or CTXBUS_REQUIRE_POSTGRES=1)', () => {
-      throw new Error(`Supabase setup tests cannot run: ${why}`);
-    });
-  } else {
-    it.skip(`supabase setup (skipped: ${why}, or CTXBUS_REQUIRE_POSTGRES=1 to fail instead)`, () => {});
-  }
-} else {
-  const walLevel = new pg.Client({ connectionString: server.url });
+await withPostgresServer('supabase setup', async (url) => {
+  const walLevel = new pg.Client({ connectionString: url });
   await walLevel.connect();
   const level = (await walLevel.query<{ wal_level: string }>('SHOW wal_level')).rows[0]?.wal_level;
   await walLevel.end();
-  defineSupabaseTests(server.url, level ?? 'unknown');
-}
+  defineSupabaseTests(url, level ?? 'unknown');
+});
 
 interface Claims {
   [claim: string]: unknown;

@@ -17,3 +17,4 @@ export type {
 } from './store-conformance.js';
 export { CONFORMANCE_CASES, runStoreConformance } from './store-conformance.js';
 export { expectVectorScansAgree, randomVectors, VECTOR_CASES } from './vector-conformance.js';
+export { withPostgresServer } from './with-postgres-server.js';
