@@ -356,6 +356,11 @@ describe('bad subscriptions', () => {
         'http://169.254.169.254/latest/meta-data/',
         'http://10.0.0.1/hook',
         'http://[::ffff:127.0.0.1]/hook',
+        // IPv6 forms that embed a private IPv4 address (IPv4-compatible, SIIT, NAT64, 6to4).
+        'http://[::127.0.0.1]/hook',
+        'http://[::ffff:0:127.0.0.1]/hook',
+        'http://[64:ff9b:1::7f00:1]/hook',
+        'http://[2002:7f00:1::]/hook',
       ]) {
         const response = await call(strict.url, 'POST', '/api/subscriptions', {
           token,

@@ -1,6 +1,7 @@
 import { CtxbusError } from '@ctxbus/core';
 import { describe, expect, it } from 'vitest';
 import { checkEndpoint, isNonPublicAddress } from './endpoint-guard.js';
+import { sendWebhook } from './webhook-sender.js';
 
 async function refusal(endpoint: string, allowPrivate = false): Promise<string> {
   try {
@@ -36,17 +37,44 @@ describe('isNonPublicAddress', () => {
     '::ffff:7f00:1',
     '::ffff:a9fe:a9fe',
     '64:ff9b::10.0.0.1',
+    // IPv6 forms that embed an IPv4 address are refused whatever they embed.
+    '::127.0.0.1', // IPv4-compatible (deprecated)
+    '::8.8.8.8',
+    '::ffff:0:127.0.0.1', // SIIT
+    '::ffff:0:8.8.8.8',
+    '64:ff9b:1::7f00:1', // local-use NAT64
+    '64:ff9b::808:808', // NAT64
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2002:808:808::1', // 6to4 of 8.8.8.8
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    // Other non-global ranges.
+    '2001:db8::1',
+    '3fff::1', // documentation (RFC 9637)
+    '2001:2::1', // benchmarking
+    'fec0::1', // site-local
+    '100::1', // discard
+    '4000::1', // outside global unicast 2000::/3
+    '192.0.2.1',
+    '198.18.0.1',
+    '192.88.99.1', // 6to4 relay anycast
+    '240.0.0.1',
+    'fe80::1%eth0',
     'not an address',
+    '',
   ])('%s is not public', (address) => {
     expect(isNonPublicAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])(
-    '%s is public',
-    (address) => {
-      expect(isNonPublicAddress(address)).toBe(false);
-    },
-  );
+  it.each([
+    '93.184.215.14',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700::1111',
+    '2a00:1450:4001:80b::200e',
+    '::ffff:8.8.8.8',
+  ])('%s is public', (address) => {
+    expect(isNonPublicAddress(address)).toBe(false);
+  });
 });
 
 describe('checkEndpoint', () => {
@@ -54,6 +82,14 @@ describe('checkEndpoint', () => {
     expect(await refusal('http://127.0.0.1:8080/hook')).toMatch(/--allow-private-webhooks/);
     expect(await refusal('http://[::1]/hook')).toMatch(/::1/);
     expect(await refusal('http://[::ffff:127.0.0.1]/hook')).toMatch(/private/);
+    for (const embedded of [
+      '::127.0.0.1',
+      '::ffff:0:127.0.0.1',
+      '64:ff9b:1::7f00:1',
+      '2002:7f00:1::',
+    ]) {
+      expect(await refusal(`http://[${embedded}]/hook`)).toMatch(/not global|private/);
+    }
     expect(await refusal('http://169.254.169.254/latest/meta-data')).toMatch(/169\.254/);
     expect(await refusal('https://10.0.0.5/hook')).toMatch(/10\.0\.0\.5/);
     // localhost resolves (from /etc/hosts) to loopback.
@@ -71,5 +107,16 @@ describe('checkEndpoint', () => {
     await expect(checkEndpoint('http://127.0.0.1:8080/hook', true)).resolves.toBeUndefined();
     // Still only http(s), even when private targets are allowed.
     expect(await refusal('file:///etc/passwd', true)).toMatch(/only http and https/);
+  });
+});
+
+describe('sendWebhook', () => {
+  it('refuses a literal non-public address at delivery time, embedded IPv4 forms included', async () => {
+    const options = { timeoutMs: 1_000, allowPrivate: false, userAgent: 'ctxbus-test' };
+    for (const host of ['127.0.0.1', '[::127.0.0.1]', '[::ffff:0:127.0.0.1]', '[2002:7f00:1::]']) {
+      const result = await sendWebhook(`http://${host}:9/hook`, {}, '{}', options);
+      expect(result.ok, host).toBe(false);
+      expect(result.ok ? '' : result.error).toMatch(/not a public address/);
+    }
   });
 });

@@ -1,67 +1,36 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { lookup } from 'node:dns';
 import { lookup as lookupAsync } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { CtxbusError } from '@ctxbus/core';
+import ipaddr from 'ipaddr.js';
 
 // Webhook endpoints must not turn the hub into a network probe: only http(s), and no private,
 // loopback, link-local or otherwise non-public address unless the hub's operator allows them.
 // Checked when a subscription is created (with a clear error), and again on every connection
 // (the resolved address, so DNS rebinding cannot slip a private address in later).
 
-const blocked = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this" network
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata services
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24], // documentation
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-  ['2001:db8::', 32], // documentation
-  ['100::', 64], // discard
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv6');
-}
-
-/** IPv4 carried in an IPv6 address (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`). */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted?.[1]) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex?.[1] && hex[2]) {
-    const high = Number.parseInt(hex[1], 16);
-    const low = Number.parseInt(hex[2], 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  }
-  return null;
-}
-
-/** Whether an IP address is private, loopback, link-local or otherwise not public. */
+/**
+ * Whether an IP address is anything but globally routable unicast. An allow-list, classified
+ * by ipaddr.js (IANA's special-purpose registries): IPv4 passes only as `unicast`; IPv6 only
+ * as `unicast` inside global unicast 2000::/3, so every form that embeds an IPv4 address
+ * (IPv4-compatible ::/96, SIIT ::ffff:0:0:0/96, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4
+ * 2002::/16, Teredo) is refused whatever it embeds. The one exception is an IPv4-mapped
+ * address (::ffff:a.b.c.d), which is the IPv4 address itself and is judged as such.
+ */
 export function isNonPublicAddress(address: string): boolean {
-  const v4 = embeddedIpv4(address);
-  if (v4) return blocked.check(v4, 'ipv4');
   const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) return blocked.check(address, 'ipv6');
-  return true;
+  if (family === 4) return ipaddr.IPv4.parse(address).range() !== 'unicast';
+  if (family !== 6) return true;
+  // The WHATWG URL parser writes a trailing dotted quad as hex first: ipaddr.js would read
+  // `::a.b.c.d` (IPv4-compatible) as `::ffff:a.b.c.d` (mapped).
+  // (A scoped address such as fe80::1%eth0 is no URL host: refused.)
+  if (!URL.canParse(`http://[${address}]/`)) return true;
+  const v6 = ipaddr.IPv6.parse(new URL(`http://[${address}]/`).hostname.slice(1, -1));
+  const mapped = v6.parts.slice(0, 5).every((part) => part === 0) && v6.parts[5] === 0xffff;
+  if (mapped) return v6.toIPv4Address().range() !== 'unicast';
+  const first = v6.parts[0] ?? 0;
+  return v6.range() !== 'unicast' || first < 0x2000 || first > 0x3fff;
 }
 
 function refuse(url: string, reason: string): CtxbusError {
@@ -109,7 +78,7 @@ export async function checkEndpoint(endpoint: string, allowPrivate: boolean): Pr
 }
 
 function privateReason(address: string): string {
-  return `${address} is a private, loopback or reserved address (start the hub with --allow-private-webhooks to allow it)`;
+  return `${address} is not a global unicast address: private, loopback, reserved, or an IPv6 form that embeds an IPv4 address (start the hub with --allow-private-webhooks to allow it)`;
 }
 
 type LookupCallback = (
