@@ -202,4 +202,71 @@ describe('createClient', () => {
     expect(titles).toEqual(['s1', 's2', 's3', 's4']);
     expect(reconnects).toBeGreaterThanOrEqual(1);
   });
+
+  it('resumes without loss when the hub ends it as a slow reader', async () => {
+    const strict = await startHub({ store, port: 0, maxStreamPendingBytes: 64 * 1024 });
+    try {
+      const client = createClient({ url: strict.url, token });
+      const reconnects: unknown[] = [];
+      let readyResolve: () => void = () => {};
+      const ready = new Promise<void>((resolve) => {
+        readyResolve = resolve;
+      });
+      const events = client.stream({
+        type: 'discovery',
+        onReady: () => readyResolve(),
+        onReconnect: (error) => reconnects.push(error),
+      });
+      const write = async (title: string) => {
+        const [outcome] = await store.writeItems([
+          prepareItem(
+            { type: 'discovery', title, content: 'x'.repeat(90_000) },
+            { teamId: 'acme', runtime: 'web' },
+            { now: new Date() },
+          ),
+        ]);
+        strict.hub.services.feed.notify();
+        return outcome?.item.title ?? '';
+      };
+      const first = events.next();
+      await ready;
+      const titles = [await write('big 0')];
+      expect((await first).value?.item.title).toBe('big 0');
+      // The consumer takes nothing more while the writes pile up past the bound.
+      while (strict.hub.services.feed.ended.slow_reader === 0) {
+        if (titles.length > 400) throw new Error('the hub never ended the stalled reader');
+        titles.push(await write(`big ${titles.length}`));
+      }
+      const received = ['big 0'];
+      while (received.length < titles.length) {
+        const next = await events.next();
+        received.push(next.value?.item.title ?? '');
+      }
+      await events.return(undefined);
+      expect(received).toEqual(titles);
+      expect(reconnects).toHaveLength(1);
+      expect((reconnects[0] as Error).message).toMatch(/the hub ended the stream/);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('stops with unauthorized when its token is revoked', async () => {
+    const minted = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'doomed' });
+    const client = createClient({ url: running.url, token: minted.token });
+    let readyResolve: () => void = () => {};
+    const ready = new Promise<void>((resolve) => {
+      readyResolve = resolve;
+    });
+    const consumer = (async () => {
+      for await (const _event of client.stream({ onReady: () => readyResolve() })) {
+        // nothing is written
+      }
+    })();
+    await ready;
+    await store.revokeToken(minted.record.id);
+    running.hub.services.verifier.forget(minted.record.id);
+    running.hub.services.feed.endToken(minted.record.id);
+    await expect(consumer).rejects.toMatchObject({ code: 'unauthorized' });
+  });
 });

@@ -27,6 +27,7 @@ import {
   pendingResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
+  streamDisconnectSchema,
   streamEventSchema,
   subscriptionResponseSchema,
   tokenInfoSchema,
@@ -336,6 +337,7 @@ export class CtxbusClient {
         });
         if (!response.ok || !response.body) throw await errorFromResponse(response);
         const events: { id?: string; event?: string; data: string }[] = [];
+        let ended: CtxbusError | null = null;
         const parser = createParser({ onEvent: (event) => events.push(event) });
         const decoder = new TextDecoder();
         const reader = response.body.getReader();
@@ -352,6 +354,14 @@ export class CtxbusClient {
                 onReady?.();
                 continue;
               }
+              if (event.event === 'disconnect') {
+                const end = streamDisconnectSchema.parse(JSON.parse(event.data));
+                // A revoked token cannot resume; a slow reader resumes from its last id.
+                if (end.reason === 'token_revoked')
+                  throw new CtxbusError('unauthorized', end.message);
+                ended = new CtxbusError('unavailable', `the hub ended the stream: ${end.message}`);
+                continue;
+              }
               const parsed = streamEventSchema.parse(JSON.parse(event.data));
               lastId = parsed.seq;
               yield parsed;
@@ -362,7 +372,7 @@ export class CtxbusClient {
           await response.body.cancel().catch(() => {});
         }
         if (!reconnect) return;
-        onReconnect?.(new CtxbusError('unavailable', 'the hub closed the stream'));
+        onReconnect?.(ended ?? new CtxbusError('unavailable', 'the hub closed the stream'));
       } catch (error) {
         if (signal?.aborted) return;
         const retryable = CtxbusError.isInstance(error) ? error.retryable : true;

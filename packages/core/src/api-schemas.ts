@@ -262,6 +262,19 @@ export const streamEventSchema = z.object({
 });
 
 export type StreamEvent = z.infer<typeof streamEventSchema>;
+
+/**
+ * Why the hub ended a stream (SSE event `disconnect`; WebSocket message `{"type":"disconnect"}`
+ * then close code 4008 or 4001): resume after `resumeAfter` (a slow reader), or stop (a
+ * revoked token).
+ */
+export const streamDisconnectSchema = z.object({
+  reason: z.enum(['slow_reader', 'token_revoked']),
+  message: z.string(),
+  resumeAfter: z.int().nonnegative(),
+});
+
+export type StreamDisconnect = z.infer<typeof streamDisconnectSchema>;
 export type ListQuery = z.output<typeof listQuerySchema>;
 export type SearchRequest = z.input<typeof searchRequestSchema>;
 export type SharedContextResponse = z.infer<typeof sharedResponseSchema>;

@@ -47,6 +47,12 @@ export async function mintToken(
   return { token, record };
 }
 
+/** The hash of the token in a `Bearer <token>` header, or null when it is not one. */
+export function bearerHash(authorization: string): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  return match?.[1] ? hashToken(match[1]) : null;
+}
+
 interface CacheEntry {
   caller: Caller | null;
   until: number;
@@ -69,7 +75,7 @@ export class TokenVerifier {
 
   constructor(
     private readonly store: Store,
-    private readonly cacheMs = 5_000,
+    readonly cacheMs = 5_000,
   ) {}
 
   async verify(authorization: string | undefined): Promise<Caller> {
@@ -79,11 +85,10 @@ export class TokenVerifier {
         'missing Authorization header; send "Authorization: Bearer <token>"',
       );
     }
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match?.[1]) {
+    const hash = bearerHash(authorization);
+    if (hash === null) {
       throw new CtxbusError('unauthorized', 'the Authorization header must be "Bearer <token>"');
     }
-    const hash = hashToken(match[1]);
     const now = Date.now();
     let entry = this.cache.get(hash);
     if (!entry || entry.until < now) {
@@ -117,6 +122,15 @@ export class TokenVerifier {
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, entry);
     return entry;
+  }
+
+  /**
+   * Whether the token with this hash is still valid, read from the store now (not from the
+   * cache), which refreshes its cached verdict too. Open streams are re-checked this way.
+   */
+  async stillValid(hash: string): Promise<boolean> {
+    const entry = await this.load(hash, Date.now());
+    return entry.caller !== null;
   }
 
   /** Drops cached verdicts for a token (after its revocation). */

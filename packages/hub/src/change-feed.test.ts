@@ -32,13 +32,13 @@ async function collect(subscriber: FeedSubscriber, count: number): Promise<numbe
   return seqs;
 }
 
-function setup(maxPending?: number) {
+function setup(maxPendingBytes?: number) {
   store = openSqliteStore({ path: ':memory:' });
   feed = new ChangeFeed({
     store,
     clock: () => new Date(),
     logger: silentLogger,
-    ...(maxPending !== undefined && { maxPending }),
+    ...(maxPendingBytes !== undefined && { maxPendingBytes }),
   });
 }
 
@@ -194,14 +194,80 @@ describe('ChangeFeed', () => {
     subscriber.close();
   });
 
-  it('falls back to reading the store when a subscriber lags, losing nothing', async () => {
+  it('keeps reading the store when a subscriber that is catching up lags, losing nothing', async () => {
     feed.close();
     await store.close();
-    setup(5);
+    setup(2_000);
     await feed.start();
     const subscriber = feed.subscribe(acme, {}, 0);
     for (let index = 0; index < 60; index++) await write(`burst ${index}`);
+    expect(subscriber.endedBy).toBeNull();
     expect(await collect(subscriber, 60)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+  });
+
+  it('ends a live subscriber that holds more than its byte bound; it resumes without loss', async () => {
+    feed.close();
+    await store.close();
+    setup(20_000);
+    await feed.start();
+    const subscriber = feed.subscribe(acme, {}, 0, { tokenId: 'tok_a', tokenHash: 'h' });
+    const first = collect(subscriber, 1);
+    await write('first');
+    expect(await first).toEqual([1]);
+    // Caught up and live; now it stops taking changes while 2 KB items keep coming.
+    const content = 'x'.repeat(2_000);
+    let written = 1;
+    while (subscriber.endedBy === null && written < 100) {
+      await write(`item ${written}`, acme, { content });
+      written += 1;
+    }
+    expect(subscriber.endedBy).toMatchObject({ reason: 'slow_reader', resumeAfter: 1 });
+    expect(written).toBeGreaterThan(5);
+    expect(written).toBeLessThan(20);
+    expect(await subscriber.next()).toBeNull();
+    expect(feed.subscriberCount).toBe(0);
+    expect(feed.ended).toEqual({ slow_reader: 1, token_revoked: 0 });
+    const resumed = feed.subscribe(acme, {}, subscriber.endedBy?.resumeAfter ?? 0);
+    expect(await collect(resumed, written - 1)).toEqual(
+      Array.from({ length: written - 1 }, (_, i) => i + 2),
+    );
+    resumed.close();
+  });
+
+  it('delivers one commit larger than the bound to a reader that keeps up', async () => {
+    feed.close();
+    await store.close();
+    setup(5_000);
+    await feed.start();
+    const subscriber = feed.subscribe(acme, {}, 0);
+    const first = collect(subscriber, 1);
+    await write('small');
+    expect(await first).toEqual([1]);
+    const big = collect(subscriber, 1);
+    await write('big', acme, { content: 'x'.repeat(20_000) });
+    expect(await big).toEqual([2]);
+    expect(subscriber.endedBy).toBeNull();
+    subscriber.close();
+  });
+
+  it("ends a token's subscribers when the token is revoked, and only those", async () => {
+    const owner = { tokenId: 'tok_a', tokenHash: 'ha' };
+    const mine = feed.subscribe(acme, {}, 0, owner);
+    const other = feed.subscribe(acme, {}, 0, { tokenId: 'tok_b', tokenHash: 'hb' });
+    expect(feed.owners()).toEqual(
+      new Map([
+        ['ha', 'tok_a'],
+        ['hb', 'tok_b'],
+      ]),
+    );
+    expect(feed.endToken('tok_a')).toBe(1);
+    expect(await mine.next()).toBeNull();
+    expect(mine.endedBy?.reason).toBe('token_revoked');
+    expect(feed.owners()).toEqual(new Map([['hb', 'tok_b']]));
+    const next = collect(other, 1);
+    await write('still here');
+    expect(await next).toEqual([1]);
+    other.close();
   });
 
   it("delivers only the viewer's team, visible items, and what the filter wants", async () => {

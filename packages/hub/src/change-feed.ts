@@ -5,12 +5,57 @@ import type { Logger } from './logger.js';
 
 const READ_BATCH = 500;
 
+/** What one live subscriber may hold undelivered before it is disconnected (1 MiB). */
+export const DEFAULT_MAX_PENDING_BYTES = 1024 * 1024;
+
 export interface ChangeFeedOptions {
   store: Store;
   clock: () => Date;
   logger: Logger;
-  /** Live changes a subscriber may hold before it falls back to reading the store. */
-  maxPending?: number;
+  /**
+   * Bytes of changes (approximately their JSON size) a subscriber may hold undelivered. Past
+   * it, a live subscriber is ended as a slow reader (it resumes from its cursor); one still
+   * catching up from the store drops what it holds and keeps reading the store.
+   */
+  maxPendingBytes?: number;
+}
+
+/** The token a stream was opened with, so that revoking the token ends the stream. */
+export interface StreamOwner {
+  tokenId: string;
+  tokenHash: string;
+}
+
+/** Why the hub ended a stream. */
+export interface StreamEnd {
+  reason: 'slow_reader' | 'token_revoked';
+  message: string;
+  /** The last sequence the stream delivered: resume after it (Last-Event-ID or `since`). */
+  resumeAfter: number;
+}
+
+/** How many streams the hub ended, by reason, since it started. */
+export type StreamEndCounts = Record<StreamEnd['reason'], number>;
+
+const changeSizes = new WeakMap<Change, number>();
+
+/**
+ * About how many bytes a change takes as JSON: its strings' lengths plus a fixed overhead,
+ * counted once per change (the feed hands the same Change objects to every subscriber).
+ */
+export function approximateChangeBytes(change: Change): number {
+  let size = changeSizes.get(change);
+  if (size === undefined) {
+    size = 256;
+    for (const value of Object.values(change.item)) {
+      if (typeof value === 'string') size += value.length + 16;
+      else if (Array.isArray(value)) for (const entry of value) size += String(entry).length + 4;
+      else if (value !== null && typeof value === 'object') size += JSON.stringify(value).length;
+      else size += 16;
+    }
+    changeSizes.set(change, size);
+  }
+  return size;
 }
 
 /**
@@ -28,14 +73,15 @@ export class ChangeFeed {
   private readonly listeners = new Set<() => void>();
   readonly store: Store;
   readonly clock: () => Date;
-  readonly maxPending: number;
+  readonly maxPendingBytes: number;
+  readonly ended: StreamEndCounts = { slow_reader: 0, token_revoked: 0 };
   private readonly logger: Logger;
 
   constructor(options: ChangeFeedOptions) {
     this.store = options.store;
     this.clock = options.clock;
     this.logger = options.logger;
-    this.maxPending = options.maxPending ?? 10_000;
+    this.maxPendingBytes = options.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES;
   }
 
   async start(): Promise<void> {
@@ -136,12 +182,42 @@ export class ChangeFeed {
   }
 
   /** Starts a subscription that delivers the viewer's changes after `afterSeq`. */
-  subscribe(viewer: Viewer, filter: ItemFilter, afterSeq: number): FeedSubscriber {
-    const subscriber = new FeedSubscriber(this, viewer, filter, afterSeq, () =>
+  subscribe(
+    viewer: Viewer,
+    filter: ItemFilter,
+    afterSeq: number,
+    owner?: StreamOwner,
+  ): FeedSubscriber {
+    const subscriber = new FeedSubscriber(this, viewer, filter, afterSeq, owner, () =>
       this.subscribers.delete(subscriber),
     );
     this.subscribers.add(subscriber);
     return subscriber;
+  }
+
+  /** The tokens (hash to id) that open subscriptions were made with. */
+  owners(): Map<string, string> {
+    const owners = new Map<string, string>();
+    for (const subscriber of this.subscribers) {
+      if (subscriber.owner) owners.set(subscriber.owner.tokenHash, subscriber.owner.tokenId);
+    }
+    return owners;
+  }
+
+  /** Ends every subscription made with the token (it was revoked); returns how many. */
+  endToken(tokenId: string): number {
+    let count = 0;
+    for (const subscriber of [...this.subscribers]) {
+      if (subscriber.owner?.tokenId !== tokenId) continue;
+      subscriber.end('token_revoked', 'the token this stream was opened with was revoked');
+      count += 1;
+    }
+    return count;
+  }
+
+  /** Counts a stream the hub ended. */
+  countEnd(reason: StreamEnd['reason']): void {
+    this.ended[reason] += 1;
   }
 
   close(): void {
@@ -161,15 +237,19 @@ export class FeedSubscriber {
   private catchingUp = true;
   private resets = 0;
   private pending: Change[] = [];
+  private pendingBytes = 0;
   private wake: (() => void) | null = null;
   private closed = false;
   private readonly filter: ItemFilter;
+  /** Set when the hub ended the subscription (not when the peer went away). */
+  endedBy: StreamEnd | null = null;
 
   constructor(
     private readonly feed: ChangeFeed,
     private readonly viewer: Viewer,
     filter: ItemFilter,
     afterSeq: number,
+    readonly owner: StreamOwner | undefined,
     private readonly onClose: () => void,
   ) {
     // Stream events describe an item after a change, so superseded items are part of it.
@@ -184,15 +264,28 @@ export class FeedSubscriber {
    */
   offer(changes: readonly Change[]): void {
     if (this.closed) return;
+    // Only what the reader left untaken counts against it: one commit larger than the bound,
+    // offered to a reader that is keeping up, is delivered.
+    const behind = this.pending.length > 0;
     for (const change of changes) {
-      if (change.teamId === this.viewer.teamId && change.seq > this.lastSeq)
+      if (change.teamId === this.viewer.teamId && change.seq > this.lastSeq) {
         this.pending.push(change);
+        this.pendingBytes += approximateChangeBytes(change);
+      }
     }
-    if (this.pending.length > this.feed.maxPending) {
-      // Too slow a reader: drop the buffer and read the store instead. Nothing is lost.
-      this.pending = [];
-      this.catchingUp = true;
-      this.resets += 1;
+    if (this.pendingBytes > this.feed.maxPendingBytes) {
+      if (this.catchingUp) {
+        // Still reading the store, which has these changes too: drop them. Nothing is lost.
+        this.pending = [];
+        this.pendingBytes = 0;
+        this.resets += 1;
+      } else if (behind) {
+        this.end(
+          'slow_reader',
+          `the stream held more than ${this.feed.maxPendingBytes} bytes of changes its reader had not taken`,
+        );
+        return;
+      }
     }
     this.wake?.();
   }
@@ -223,6 +316,7 @@ export class FeedSubscriber {
       if (this.pending.length > 0) {
         const fresh = this.pending.filter((change) => change.seq > this.lastSeq);
         this.pending = [];
+        this.pendingBytes = 0;
         const last = fresh.at(-1);
         if (last) this.lastSeq = last.seq;
         const matching = fresh.filter((change) => this.matches(change));
@@ -236,10 +330,19 @@ export class FeedSubscriber {
     }
   }
 
+  /** The hub ends the subscription: `next()` resolves null and `endedBy` says why. */
+  end(reason: StreamEnd['reason'], message: string): void {
+    if (this.closed) return;
+    this.endedBy = { reason, message, resumeAfter: this.lastSeq };
+    this.feed.countEnd(reason);
+    this.close();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.pending = [];
+    this.pendingBytes = 0;
     this.onClose();
     this.wake?.();
   }

@@ -50,6 +50,11 @@ export interface HubOptions {
   validateResponses?: boolean;
   keepAliveSeconds?: number;
   tokenCacheMs?: number;
+  /**
+   * Bytes of undelivered changes one live stream (SSE or WebSocket) may hold before the hub
+   * ends it as a slow reader (default 1 MiB); it resumes by Last-Event-ID without loss.
+   */
+  maxStreamPendingBytes?: number;
   /** Push subscriptions: endpoint policy, retries, timeouts. */
   webhooks?: WebhookOptions;
   /** Deliver push subscriptions from this hub (default true). */
@@ -157,7 +162,14 @@ function embeddingsHealth(embeddings: HubEmbeddings) {
 export async function createHub(options: HubOptions): Promise<Hub> {
   const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? (() => new Date());
-  const feed = new ChangeFeed({ store: options.store, clock, logger });
+  const feed = new ChangeFeed({
+    store: options.store,
+    clock,
+    logger,
+    ...(options.maxStreamPendingBytes !== undefined && {
+      maxPendingBytes: options.maxStreamPendingBytes,
+    }),
+  });
   await feed.start();
   const services: HubServices = {
     store: options.store,
@@ -302,11 +314,13 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       ? new LifecycleSweeper(options.store, clock, logger, options.retention)
       : null;
   sweeper?.start();
+  const streamGuard = guardStreamTokens(services);
   return {
     app,
     services,
     routes,
     async close() {
+      clearInterval(streamGuard);
       await sweeper?.close();
       await services.dispatcher?.close();
       await services.embeddings?.close();
@@ -314,4 +328,28 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       for (const extension of options.extensions ?? []) await extension.close?.();
     },
   };
+}
+
+/**
+ * Open streams outlive the request that checked their token: every token-verdict interval,
+ * each token that has open streams is read from the store again, and the streams of a token
+ * revoked on another hub end (a revocation through this hub ends them at once).
+ */
+function guardStreamTokens(services: HubServices): NodeJS.Timeout {
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void (async () => {
+      for (const [hash, tokenId] of services.feed.owners()) {
+        if (!(await services.verifier.stillValid(hash))) services.feed.endToken(tokenId);
+      }
+    })()
+      .catch((error: unknown) => services.logger.warn({ err: error }, 'stream token check failed'))
+      .finally(() => {
+        checking = false;
+      });
+  }, services.verifier.cacheMs);
+  timer.unref();
+  return timer;
 }

@@ -8,6 +8,8 @@ import { createHub } from './create-hub.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 7420;
+/** The largest WebSocket frame a client may send (the streams read none). */
+export const MAX_INBOUND_FRAME_BYTES = 4 * 1024;
 
 export interface StartHubOptions extends HubOptions {
   host?: string;
@@ -33,7 +35,8 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const hub = await createHub(options);
   const host = options.host ?? DEFAULT_HOST;
   const port = options.port ?? DEFAULT_PORT;
-  const sockets = new WebSocketServer({ noServer: true });
+  // The stream routes ignore what clients send: a frame larger than this closes the socket (1009).
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_INBOUND_FRAME_BYTES });
   const listening = new Promise<ServerType>((resolve, reject) => {
     const started = serve(
       { fetch: hub.app.fetch, hostname: host, port, websocket: { server: sockets } },

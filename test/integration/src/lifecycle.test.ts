@@ -1,7 +1,14 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runCli, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
+import {
+  call,
+  removeDir,
+  runCli,
+  runtimeToken,
+  startHubProcess,
+  waitUntil,
+} from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The lifecycle sweeper in a real hub: expiry, age limits, archive or delete.
@@ -14,13 +21,7 @@ afterAll(async () => {
   }
 });
 
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const until = (check: () => Promise<boolean>) => waitUntil(check, 'the sweep');
 
 async function write(hub: HubProcess, token: string, body: unknown) {
   const response = await call(hub.url, 'POST', '/api/context', { token, body });

@@ -66,11 +66,16 @@ export interface SseEvent {
 
 export interface SseConnection {
   events: SseEvent[];
-  /** Data events only (no `ready`), parsed. */
+  /** Data events only (no `ready` or `disconnect`), parsed. */
   items(): { seq: number; event: string; item: any }[];
   waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs?: number): Promise<void>;
   ready: Promise<void>;
   status: Promise<number>;
+  /** Resolves when the stream has ended (either side). */
+  ended: Promise<void>;
+  /** Stops reading the connection (the hub sees TCP backpressure), until `resume`. */
+  pause(): void;
+  resume(): void;
   close(): void;
 }
 
@@ -86,7 +91,9 @@ function eventLog(kind: string) {
       for (const listener of listeners) listener();
     },
     items: () =>
-      events.filter((event) => event.event !== 'ready').map((event) => JSON.parse(event.data)),
+      events
+        .filter((event) => event.event !== 'ready' && event.event !== 'disconnect')
+        .map((event) => JSON.parse(event.data)),
     waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs = 5_000): Promise<void> {
       if (predicate(events)) return Promise.resolve();
       return new Promise((resolve, reject) => {
@@ -107,6 +114,21 @@ function eventLog(kind: string) {
         listeners.add(check);
       });
     },
+  };
+}
+
+/** A gate the reading loop waits at while paused. */
+function pauseGate() {
+  let open: Promise<void> = Promise.resolve();
+  let release: () => void = () => {};
+  return {
+    wait: () => open,
+    pause() {
+      open = new Promise((resolve) => {
+        release = resolve;
+      });
+    },
+    resume: () => release(),
   };
 }
 
@@ -133,7 +155,8 @@ export function openStream(
       log.push(event);
     },
   });
-  void (async () => {
+  const gate = pauseGate();
+  const ended = (async () => {
     try {
       const response = await fetch(`${url}/api/stream${options.query ? `?${options.query}` : ''}`, {
         headers: {
@@ -145,7 +168,10 @@ export function openStream(
       resolveStatus(response.status);
       if (!response.body) return;
       const decoder = new TextDecoder();
-      for await (const chunk of response.body) parser.feed(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of response.body) {
+        parser.feed(decoder.decode(chunk, { stream: true }));
+        await gate.wait();
+      }
     } catch {
       // aborted
     }
@@ -155,7 +181,10 @@ export function openStream(
     items: log.items,
     ready,
     status,
+    ended,
     waitFor: log.waitFor,
+    pause: gate.pause,
+    resume: gate.resume,
     close: () => controller.abort(),
   };
 }
@@ -191,6 +220,8 @@ export function openWebSocketStream(
     if (message.type === 'ready') {
       resolveReady();
       log.push({ event: 'ready', data: String(data) });
+    } else if (message.type === 'disconnect') {
+      log.push({ event: 'disconnect', data: String(data) });
     } else {
       log.push({ id: String(message.seq), event: message.event ?? 'message', data: String(data) });
     }
@@ -201,7 +232,10 @@ export function openWebSocketStream(
     ready,
     status,
     closed,
+    ended: closed.then(() => {}),
     waitFor: log.waitFor,
+    pause: () => socket.pause(),
+    resume: () => socket.resume(),
     close: () => socket.close(),
   };
 }

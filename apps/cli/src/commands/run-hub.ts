@@ -19,6 +19,7 @@ export interface HubRunOptions {
   migrate: boolean;
   logLevel: string;
   maxBodyBytes: number;
+  maxStreamPendingBytes: number;
   durability: 'normal' | 'full';
   json: boolean;
   validateResponses: boolean;
@@ -97,6 +98,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       port: options.port,
       version: VERSION,
       maxBodyBytes: options.maxBodyBytes,
+      maxStreamPendingBytes: options.maxStreamPendingBytes,
       validateResponses: options.validateResponses,
       // The embedded store has one hub at a time (the data-directory lock), so a fixed lease
       // holder lets a restarted hub resume webhook delivery at once.

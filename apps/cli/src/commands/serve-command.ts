@@ -5,6 +5,7 @@ import type { ServeOptions } from './serve.js';
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 7420;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_STREAM_PENDING_BYTES = 1024 * 1024;
 
 export function registerServe(
   program: Command,
@@ -37,6 +38,11 @@ export function registerServe(
       'info',
     )
     .option('--max-body-bytes <n>', 'largest accepted request body', String(DEFAULT_MAX_BODY_BYTES))
+    .option(
+      '--max-stream-pending-bytes <n>',
+      'undelivered changes one live stream (SSE or WebSocket) may hold before the hub ends it as a slow reader; it resumes by Last-Event-ID without loss',
+      String(DEFAULT_MAX_STREAM_PENDING_BYTES),
+    )
     .option(
       '--durability <mode>',
       'embedded store: normal (survives crashes) or full (also power loss; slower)',

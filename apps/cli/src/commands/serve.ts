@@ -13,6 +13,7 @@ export interface ServeOptions {
   migrate: boolean;
   logLevel: string;
   maxBodyBytes: string;
+  maxStreamPendingBytes: string;
   durability: string;
   json?: boolean;
   allowPrivateWebhooks: boolean;
@@ -44,6 +45,13 @@ function validate(options: ServeOptions): HubRunOptions {
     throw new CtxbusError(
       'validation_failed',
       '--max-body-bytes must be an integer of at least 1024',
+    );
+  }
+  const maxStreamPendingBytes = Number(options.maxStreamPendingBytes);
+  if (!Number.isInteger(maxStreamPendingBytes) || maxStreamPendingBytes < 4096) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--max-stream-pending-bytes must be an integer of at least 4096 (got "${options.maxStreamPendingBytes}")`,
     );
   }
   if (options.durability !== 'normal' && options.durability !== 'full') {
@@ -104,6 +112,7 @@ function validate(options: ServeOptions): HubRunOptions {
     migrate: options.migrate,
     logLevel: options.logLevel,
     maxBodyBytes,
+    maxStreamPendingBytes,
     durability: options.durability,
     json: options.json === true,
     retention,

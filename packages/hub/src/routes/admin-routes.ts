@@ -12,6 +12,12 @@ import { z } from 'zod';
 import { mintToken } from '../auth.js';
 import { defineRoute } from '../route-definition.js';
 
+const streamStatsSchema = z.object({
+  open: z.int().nonnegative(),
+  maxPendingBytes: z.int().positive(),
+  ended: z.object({ slow_reader: z.int().nonnegative(), token_revoked: z.int().nonnegative() }),
+});
+
 /** A token record without its hash: what the API shows. */
 export function tokenInfo(record: TokenRecord): TokenInfo {
   const { hash: _hash, ...info } = record;
@@ -65,7 +71,8 @@ export const adminRoutes = [
     path: '/api/admin/tokens/:id',
     operationId: 'revokeToken',
     summary: 'Revoke a token (admin)',
-    description: 'Takes effect at once on this hub. Revoking twice is not an error.',
+    description:
+      "Takes effect at once on this hub, where the token's open streams end with a `token_revoked` disconnect; other hubs sharing the store refuse it, and end its streams, within their token-verdict interval (5 s). Revoking twice is not an error.",
     tags: ['admin'],
     auth: 'admin',
     params: tokenIdParamsSchema,
@@ -78,7 +85,31 @@ export const adminRoutes = [
         throw new CtxbusError('not_found', `no token ${params.id}`, { details: { id: params.id } });
       }
       services.verifier.forget(record.id);
+      services.feed.endToken(record.id);
       return { status: 200, body: { token: tokenInfo(record) } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/admin/streams',
+    operationId: 'streamStats',
+    summary: "This hub's live streams (admin)",
+    description:
+      'Open SSE and WebSocket subscriptions on this hub, and how many streams it ended since it started, by reason: `slow_reader` (held more than the per-stream byte bound of undelivered changes) and `token_revoked`.',
+    tags: ['admin'],
+    auth: 'admin',
+    responses: {
+      200: { description: 'The counts.', schema: streamStatsSchema },
+    },
+    handler({ services }) {
+      return {
+        status: 200,
+        body: {
+          open: services.feed.subscriberCount,
+          maxPendingBytes: services.feed.maxPendingBytes,
+          ended: { ...services.feed.ended },
+        },
+      };
     },
   }),
 ];

@@ -8,6 +8,9 @@ const SSE_HEADERS = {
   Connection: 'keep-alive',
 } as const;
 
+/** How long an ended stream's reader has to take what is queued before the hub drops it. */
+const END_GRACE_MS = 10_000;
+
 /** Bytes queued for a slow reader of the in-process stream before writes wait. */
 const WEB_HIGH_WATER_BYTES = 64 * 1024;
 
@@ -63,7 +66,13 @@ function nodeSink(outgoing: ServerResponse, onClose: () => void): EventSink {
       return closed();
     },
     end: () => {
-      if (!closed()) outgoing.end();
+      if (closed()) return;
+      outgoing.end();
+      // A reader that never reads would keep the connection (and what is queued for it)
+      // forever: give it a grace period to take the rest, then drop the connection.
+      const timer = setTimeout(() => outgoing.destroy(), END_GRACE_MS);
+      timer.unref();
+      outgoing.once('close', () => clearTimeout(timer));
     },
     response: alreadySent(),
   };

@@ -103,7 +103,9 @@ describe('GET /api/stream in process (app.request, as the MCP endpoint calls it)
 describe('GET /api/stream over Node HTTP', () => {
   let running: RunningHub;
   beforeEach(async () => {
-    running = await startHub({ store, port: 0 });
+    // A byte bound above the ~12 MB the slow reader below falls behind by: this test is about
+    // drain (the stalled-reader cut-off is tested in test/integration/src/stream-abuse.test.ts).
+    running = await startHub({ store, port: 0, maxStreamPendingBytes: 32 * 1024 * 1024 });
   });
   afterEach(async () => {
     await running.close();

@@ -1,10 +1,13 @@
 import type { ItemFilter } from '@ctxbus/core';
 import { CtxbusError, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import type { Change, ChangeKind } from '@ctxbus/store';
+import type { Context } from 'hono';
 import type { z } from 'zod';
+import { bearerHash } from '../auth.js';
 import { viewerOf } from '../caller.js';
-import type { FeedSubscriber } from '../change-feed.js';
+import type { FeedSubscriber, StreamEnd, StreamOwner } from '../change-feed.js';
 import type { HubServices } from '../hub-services.js';
+import type { Caller } from '../route-definition.js';
 import { defineRoute } from '../route-definition.js';
 import type { EventSink } from './event-sink.js';
 import { openEventSink } from './event-sink.js';
@@ -64,6 +67,22 @@ export function resumeSeq(
   return since ?? latest;
 }
 
+/** The token a stream is opened with (so that its revocation ends the stream). */
+export function streamOwner(caller: Caller, context: Context): StreamOwner | undefined {
+  const tokenHash = bearerHash(context.req.header('authorization') ?? '');
+  return tokenHash === null ? undefined : { tokenId: caller.tokenId, tokenHash };
+}
+
+/**
+ * When the hub ends a stream, its reader is told why: an SSE `disconnect` event or a
+ * WebSocket `{"type":"disconnect"}` message (then the close code below), with the reason
+ * (`slow_reader`, `token_revoked`), a message and the sequence to resume after.
+ */
+export const WEBSOCKET_CLOSE_CODES: Record<StreamEnd['reason'], number> = {
+  slow_reader: 4008,
+  token_revoked: 4001,
+};
+
 /** The store filter a stream query asks for. */
 export function streamFilter(query: StreamQuery): ItemFilter {
   return {
@@ -108,7 +127,12 @@ export const streamRoute = defineRoute({
       await services.store.latestSeq(),
     );
     const filter = streamFilter(query);
-    const subscriber = services.feed.subscribe(viewer, filter, afterSeq);
+    const subscriber = services.feed.subscribe(
+      viewer,
+      filter,
+      afterSeq,
+      streamOwner(caller, context),
+    );
     const sink = openEventSink(context, () => subscriber.close());
     void pipeEvents(subscriber, sink, afterSeq, services).catch((error: unknown) => {
       services.logger.warn({ err: error }, 'event stream ended with an error');
@@ -123,7 +147,8 @@ const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
 
 /**
  * Writes `ready`, then each batch of the subscriber's changes as one write, until either side
- * closes. A slow reader holds the loop (the feed buffers, then falls back to reading the store).
+ * closes. A slow reader holds the loop while the feed buffers, up to its byte bound; past it
+ * the hub ends the stream with a `disconnect` event (the reader resumes by Last-Event-ID).
  */
 async function pipeEvents(
   subscriber: FeedSubscriber,
@@ -140,6 +165,9 @@ async function pipeEvents(
       const frames = changes.map(sseFrame);
       const ready = sink.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
       if (!ready) await sink.drained();
+    }
+    if (subscriber.endedBy) {
+      sink.write(Buffer.from(`event: disconnect\ndata: ${JSON.stringify(subscriber.endedBy)}\n\n`));
     }
   } finally {
     clearInterval(keepAlive);

@@ -1,8 +1,47 @@
 import { streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import { upgradeWebSocket } from '@hono/node-server';
+import type { WebSocket } from 'ws';
 import { viewerOf } from '../caller.js';
+import type { FeedSubscriber } from '../change-feed.js';
 import { defineRoute } from '../route-definition.js';
-import { resumeSeq, streamFilter, webSocketMessage } from './stream-route.js';
+import {
+  resumeSeq,
+  streamFilter,
+  streamOwner,
+  WEBSOCKET_CLOSE_CODES,
+  webSocketMessage,
+} from './stream-route.js';
+
+/** Bytes queued on a socket before the stream waits for its reader (as SSE waits for drain). */
+const HIGH_WATER_BYTES = 64 * 1024;
+
+/**
+ * Sends each change as a message until either side closes. A reader that does not keep up
+ * holds the loop once HIGH_WATER_BYTES are queued; the feed buffers up to its byte bound, and
+ * past it the hub ends the stream with a `disconnect` message and close code 4008.
+ */
+async function pipeMessages(subscriber: FeedSubscriber, socket: WebSocket): Promise<void> {
+  for (;;) {
+    const changes = await subscriber.next();
+    if (changes === null || socket.readyState !== socket.OPEN) break;
+    let lastSent: Promise<void> = Promise.resolve();
+    for (const [index, change] of changes.entries()) {
+      if (index < changes.length - 1) socket.send(webSocketMessage(change));
+      // The last message's callback runs once it has left the process (or the socket broke).
+      else
+        lastSent = new Promise((resolve) => socket.send(webSocketMessage(change), () => resolve()));
+    }
+    if (socket.bufferedAmount > HIGH_WATER_BYTES) await lastSent;
+  }
+  const end = subscriber.endedBy;
+  if (socket.readyState !== socket.OPEN) return;
+  if (end) {
+    socket.send(JSON.stringify({ type: 'disconnect', ...end }));
+    socket.close(WEBSOCKET_CLOSE_CODES[end.reason], end.reason);
+  } else {
+    socket.close(1001, 'the hub is shutting down');
+  }
+}
 
 export const streamWebSocketRoute = defineRoute({
   method: 'GET',
@@ -28,32 +67,31 @@ export const streamWebSocketRoute = defineRoute({
       query.since,
       await services.store.latestSeq(),
     );
-    const subscriber = services.feed.subscribe(viewer, streamFilter(query), afterSeq);
+    const owner = streamOwner(caller, context);
+    // The feed subscription starts only once the socket is open: a refused or aborted
+    // upgrade never opens it, so it leaves nothing behind.
+    let subscriber: FeedSubscriber | null = null;
     const upgrade = upgradeWebSocket(() => ({
       onOpen(_event, socket) {
+        const raw = socket.raw as WebSocket;
+        const opened = services.feed.subscribe(viewer, streamFilter(query), afterSeq, owner);
+        subscriber = opened;
         socket.send(JSON.stringify({ type: 'ready', afterSeq }));
-        void (async () => {
-          for (;;) {
-            const changes = await subscriber.next();
-            if (changes === null) break;
-            for (const change of changes) socket.send(webSocketMessage(change));
-          }
-          socket.close(1001, 'the hub is shutting down');
-        })().catch((error: unknown) => {
+        void pipeMessages(opened, raw).catch((error: unknown) => {
           services.logger.warn({ err: error }, 'websocket stream ended with an error');
-          socket.close(1011, 'stream error');
+          opened.close();
+          raw.close(1011, 'stream error');
         });
       },
       onClose() {
-        subscriber.close();
+        subscriber?.close();
       },
       onError() {
-        subscriber.close();
+        subscriber?.close();
       },
     }));
     const response = await upgrade(context, async () => {});
     if (!response) {
-      subscriber.close();
       return {
         status: 426,
         body: {

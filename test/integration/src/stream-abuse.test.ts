@@ -1,0 +1,265 @@
+import { connect } from 'node:net';
+import type { HubProcess, SseConnection } from '@ctxbus/test-kit';
+import {
+  call,
+  openStream,
+  openWebSocketStream,
+  removeDir,
+  runtimeToken,
+  startHubProcess,
+  waitUntil,
+} from '@ctxbus/test-kit';
+import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+
+// Live streams under abuse, on both stores: refused upgrades, readers that stop reading,
+// oversized inbound frames, revoked tokens. Each case is an attack from the hardening review.
+
+/** A small byte bound, so that a stalled reader passes it after a few large items. */
+const BOUND = 256 * 1024;
+const BIG = 'x'.repeat(90_000);
+
+interface StreamStats {
+  open: number;
+  maxPendingBytes: number;
+  ended: { slow_reader: number; token_revoked: number };
+}
+
+async function stats(hub: HubProcess, admin = hub.adminToken): Promise<StreamStats> {
+  const response = await call(hub.url, 'GET', '/api/admin/streams', { token: admin });
+  expect(response.status).toBe(200);
+  return response.body as StreamStats;
+}
+
+async function write(hub: HubProcess, token: string, body: unknown): Promise<number> {
+  const response = await call(hub.url, 'POST', '/api/context', { token, body });
+  expect(response.status, JSON.stringify(response.body)).toBe(201);
+  return response.body.items[0].seq as number;
+}
+
+/** Sends a raw HTTP upgrade request and resolves with the response's status line. */
+function rawUpgrade(url: string, headers: Record<string, string>): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
+      socket.write(
+        `GET /api/stream/ws HTTP/1.1\r\nHost: ${hostname}:${port}\r\n${lines.join('\r\n')}\r\n\r\n`,
+      );
+    });
+    let received = '';
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      if (received.includes('\r\n')) {
+        socket.destroy();
+        resolve(received.slice(0, received.indexOf('\r\n')));
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+  });
+}
+
+/** Writes big items until the hub has ended `count` slow readers in all. */
+async function writeUntilSlowReadersEnded(
+  hub: HubProcess,
+  token: string,
+  count: number,
+): Promise<number[]> {
+  const seqs: number[] = [];
+  while ((await stats(hub)).ended.slow_reader < count) {
+    if (seqs.length > 400) throw new Error('the hub never ended the stalled reader');
+    seqs.push(
+      await write(hub, token, { type: 'discovery', title: `big ${seqs.length}`, content: BIG }),
+    );
+  }
+  return seqs;
+}
+
+/** The sequences a stream delivered, in order. */
+const seqsOf = (stream: SseConnection) => stream.items().map((event) => event.seq as number);
+
+function defineStreamAbuse(name: string, start: () => Promise<HubProcess>) {
+  describe(`streams under abuse (${name})`, () => {
+    let hub: HubProcess;
+    let writer: string;
+    let reader: string;
+
+    beforeAll(async () => {
+      hub = await start();
+      writer = await runtimeToken(hub, 'acme', 'claude-code');
+      reader = await runtimeToken(hub, 'acme', 'openclaw');
+    });
+
+    afterAll(async () => {
+      expect(await hub.stop()).toBe(0);
+      if (hub.dataDir) removeDir(hub.dataDir);
+    });
+
+    it('leaves no subscriber behind for refused or aborted WebSocket upgrades', async () => {
+      const before = (await stats(hub)).open;
+      for (let index = 0; index < 50; index++) {
+        const status = await rawUpgrade(hub.url, {
+          Upgrade: 'websocket',
+          Connection: 'Upgrade',
+          'Sec-WebSocket-Version': '13',
+          'Sec-WebSocket-Key': 'not a key',
+          Authorization: `Bearer ${reader}`,
+        });
+        expect(status).toMatch(/^HTTP\/1\.1 400/);
+      }
+      expect((await stats(hub)).open).toBe(before);
+      // Aborted: a valid upgrade whose client goes away at once.
+      for (let index = 0; index < 20; index++) {
+        const socket = new WebSocket(`${hub.url.replace(/^http/, 'ws')}/api/stream/ws`, {
+          headers: { authorization: `Bearer ${reader}` },
+        });
+        socket.on('error', () => {});
+        socket.once('upgrade', () => socket.terminate());
+      }
+      await write(hub, writer, { type: 'status', title: 'after the aborted upgrades' });
+      await waitUntil(async () => (await stats(hub)).open === before, 'no stream left open');
+    });
+
+    it('ends a stalled SSE reader past the byte bound; it resumes by Last-Event-ID without loss', async () => {
+      const first = await write(hub, writer, { type: 'status', title: 'before the stall' });
+      const stream = openStream(hub.url, reader, { lastEventId: String(first - 1) });
+      await stream.waitFor(() => seqsOf(stream).includes(first));
+      const endedBefore = (await stats(hub)).ended.slow_reader;
+      stream.pause();
+      const written = await writeUntilSlowReadersEnded(hub, writer, endedBefore + 1);
+      stream.resume();
+      await stream.ended;
+      const disconnect = stream.events.find((event) => event.event === 'disconnect');
+      expect(disconnect, 'the reader is told why').toBeDefined();
+      const reason = JSON.parse(disconnect?.data ?? '{}');
+      expect(reason).toMatchObject({ reason: 'slow_reader', message: expect.any(String) });
+      const delivered = seqsOf(stream);
+      expect(delivered.at(-1)).toBe(reason.resumeAfter);
+      // Everything up to the cut, in order, then the rest after resuming: nothing lost.
+      const resumed = openStream(hub.url, reader, { lastEventId: String(reason.resumeAfter) });
+      const last = written.at(-1) ?? 0;
+      await resumed.waitFor(() => seqsOf(resumed).includes(last), 15_000);
+      expect([...delivered, ...seqsOf(resumed)]).toEqual([first, ...written]);
+      resumed.close();
+    });
+
+    it('holds a WebSocket reader that does not read, then ends it past the byte bound', async () => {
+      const socket = openWebSocketStream(hub.url, reader);
+      await socket.ready;
+      const first = await write(hub, writer, { type: 'status', title: 'ws before the stall' });
+      await socket.waitFor(() => seqsOf(socket).includes(first));
+      const endedBefore = (await stats(hub)).ended.slow_reader;
+      socket.pause();
+      const written = await writeUntilSlowReadersEnded(hub, writer, endedBefore + 1);
+      socket.resume();
+      expect(await socket.closed).toBe(4008);
+      const disconnect = socket.events.find((event) => event.event === 'disconnect');
+      const reason = JSON.parse(disconnect?.data ?? '{}');
+      expect(reason).toMatchObject({ type: 'disconnect', reason: 'slow_reader' });
+      expect(seqsOf(socket).at(-1)).toBe(reason.resumeAfter);
+      const resumed = openWebSocketStream(hub.url, reader, {
+        query: `since=${reason.resumeAfter}`,
+      });
+      const last = written.at(-1) ?? 0;
+      await resumed.waitFor(() => seqsOf(resumed).includes(last), 15_000);
+      expect([...seqsOf(socket), ...seqsOf(resumed)]).toEqual([first, ...written]);
+      resumed.close();
+    });
+
+    it('closes a WebSocket that sends a frame larger than 4 KiB (1009)', async () => {
+      const socket = new WebSocket(`${hub.url.replace(/^http/, 'ws')}/api/stream/ws`, {
+        headers: { authorization: `Bearer ${reader}` },
+      });
+      socket.on('error', () => {});
+      await new Promise((resolve) => socket.once('open', resolve));
+      const closed = new Promise<number>((resolve) => socket.once('close', resolve));
+      socket.send(Buffer.alloc(64 * 1024));
+      expect(await closed).toBe(1009);
+    });
+
+    it('ends the SSE and WebSocket streams of a revoked token at once', async () => {
+      const doomed = await runtimeToken(hub, 'acme', 'web');
+      const sse = openStream(hub.url, doomed);
+      const ws = openWebSocketStream(hub.url, doomed);
+      await Promise.all([sse.ready, ws.ready]);
+      const tokens = await call(hub.url, 'GET', '/api/admin/tokens?team=acme', {
+        token: hub.adminToken,
+      });
+      const id = tokens.body.tokens.find(
+        (token: { runtime: string }) => token.runtime === 'web',
+      ).id;
+      const revoked = await call(hub.url, 'DELETE', `/api/admin/tokens/${id}`, {
+        token: hub.adminToken,
+      });
+      expect(revoked.status).toBe(200);
+      await sse.ended;
+      expect(await ws.closed).toBe(4001);
+      for (const stream of [sse, ws]) {
+        const disconnect = stream.events.find((event) => event.event === 'disconnect');
+        expect(JSON.parse(disconnect?.data ?? '{}').reason).toBe('token_revoked');
+      }
+      await write(hub, writer, { type: 'decision', title: 'after the revocation' });
+      expect(seqsOf(sse)).toEqual([]);
+      expect(seqsOf(ws)).toEqual([]);
+      expect(await openStream(hub.url, doomed).status).toBe(401);
+    });
+  });
+}
+
+const args = ['--max-stream-pending-bytes', String(BOUND)];
+
+defineStreamAbuse('embedded store', () => startHubProcess({ args }));
+
+await withPostgres('streams under abuse on PostgreSQL', (url, schemas) => {
+  defineStreamAbuse('PostgreSQL', () =>
+    startHubProcess({ store: storeUrl(url, schemas.next('abuse')), args }),
+  );
+
+  describe('revocation across hubs sharing PostgreSQL', () => {
+    const schema = schemas.next('revoke');
+    let a: HubProcess;
+    let b: HubProcess;
+
+    beforeAll(async () => {
+      a = await startHubProcess({ store: storeUrl(url, schema) });
+      b = await startHubProcess({ store: storeUrl(url, schema) });
+    });
+
+    afterAll(async () => {
+      expect(await a.stop()).toBe(0);
+      expect(await b.stop()).toBe(0);
+    });
+
+    it("ends the token's streams on the other hub within the token-verdict interval", async () => {
+      const doomed = await runtimeToken(a, 'acme', 'web');
+      const writer = await runtimeToken(a, 'acme', 'claude-code');
+      const sse = openStream(b.url, doomed);
+      const ws = openWebSocketStream(b.url, doomed);
+      await Promise.all([sse.ready, ws.ready]);
+      const before = await write(b, writer, { type: 'status', title: 'seen before' });
+      await sse.waitFor(() => seqsOf(sse).includes(before));
+      const tokens = await call(a.url, 'GET', '/api/admin/tokens?team=acme', {
+        token: a.adminToken,
+      });
+      const id = tokens.body.tokens.find(
+        (token: { runtime: string }) => token.runtime === 'web',
+      ).id;
+      expect(
+        (await call(a.url, 'DELETE', `/api/admin/tokens/${id}`, { token: a.adminToken })).status,
+      ).toBe(200);
+      // Hub b reads the token again at its next check (every 5 s, the verdict cache time):
+      // both streams must end within that, plus a margin for the check itself.
+      const ended = Promise.all([sse.ended, ws.closed]).then(() => 'ended');
+      const late = new Promise((resolve) => setTimeout(resolve, 7_000, 'still open')).then(String);
+      expect(await Promise.race([ended, late])).toBe('ended');
+      expect(await ws.closed).toBe(4001);
+      const disconnect = sse.events.find((event) => event.event === 'disconnect');
+      expect(JSON.parse(disconnect?.data ?? '{}').reason).toBe('token_revoked');
+      expect((await stats(b, a.adminToken)).ended.token_revoked).toBe(2);
+      await write(b, writer, { type: 'decision', title: 'after the revocation' });
+      expect(seqsOf(sse)).toEqual([before]);
+    }, 20_000);
+  });
+});
