@@ -13,6 +13,9 @@ import {
 } from './context-item.js';
 import { parseOrThrow } from './validation.js';
 
+/** The most values one list filter (tags, types, scopes) may name. */
+export const MAX_FILTER_VALUES = 64;
+
 /** Comma-separated query parameter -> validated list. */
 function csv<T extends z.ZodType<unknown, string>>(item: T, name: string) {
   return z
@@ -23,8 +26,18 @@ function csv<T extends z.ZodType<unknown, string>>(item: T, name: string) {
         .map((part) => part.trim())
         .filter((part) => part.length > 0),
     )
-    .pipe(z.array(item).min(1, `${name} needs at least one value`))
-    .meta({ description: `Comma-separated ${name}.` });
+    .pipe(
+      z
+        .array(item)
+        .min(1, `${name} needs at least one value`)
+        .max(MAX_FILTER_VALUES, `at most ${MAX_FILTER_VALUES} ${name}`),
+    )
+    .meta({ description: `Comma-separated ${name} (at most ${MAX_FILTER_VALUES}).` });
+}
+
+/** A list filter in a JSON body: one value or 1 to MAX_FILTER_VALUES of them. */
+function oneOrList<T extends z.ZodType>(item: T) {
+  return z.union([item, z.array(item).min(1).max(MAX_FILTER_VALUES)]);
 }
 
 const booleanQuery = z
@@ -51,6 +64,10 @@ export const listQuerySchema = z.strictObject({
   since: z
     .string()
     .regex(/^\d+$|^\d{4}-\d\d-\d\dT/, 'since is a sequence number or an ISO date-time')
+    .refine(
+      (value) => !/^\d+$/.test(value) || Number.isSafeInteger(Number(value)),
+      `a sequence number is at most ${Number.MAX_SAFE_INTEGER}`,
+    )
     .optional()
     .meta({ description: 'A sequence number (items written after it) or an ISO date-time.' }),
   before: positiveIntQuery.optional().meta({ description: 'Paging: items with seq below this.' }),
@@ -91,9 +108,9 @@ export const writeResponseSchema = z.object({
 
 export const searchRequestSchema = z.strictObject({
   query: z.string().trim().min(1).max(2_000),
-  scope: z.union([scopeSchema, z.array(scopeSchema).min(1)]).optional(),
-  type: z.union([contextTypeSchema, z.array(contextTypeSchema).min(1)]).optional(),
-  tags: z.array(tagSchema).min(1).optional(),
+  scope: oneOrList(scopeSchema).optional(),
+  type: oneOrList(contextTypeSchema).optional(),
+  tags: z.array(tagSchema).min(1).max(MAX_FILTER_VALUES).optional(),
   scopeKey: scopeKeySchema.optional(),
   limit: z.int().min(1).max(100).default(10),
   includeSuperseded: z.boolean().optional(),

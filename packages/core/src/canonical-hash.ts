@@ -9,12 +9,14 @@ export function canonicalJson(value: unknown): string {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const child = (value as Record<string, unknown>)[key];
-      if (child !== undefined) sorted[key] = sortKeys(child);
-    }
-    return sorted;
+    // fromEntries defines own properties, so a key named __proto__ is kept as a key.
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, (value as Record<string, unknown>)[key]] as const)
+        .filter(([, child]) => child !== undefined)
+        .map(([key, child]) => [key, sortKeys(child)]),
+    );
   }
   return value;
 }

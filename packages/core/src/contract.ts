@@ -26,6 +26,7 @@ export {
   listResponseSchema,
   listTokensQuerySchema,
   MAX_BATCH_ITEMS,
+  MAX_FILTER_VALUES,
   MAX_LIST_LIMIT,
   MAX_TOKEN_BUDGET,
   parseWriteRequest,
@@ -110,4 +111,11 @@ export {
   webhookPayloadSchema,
 } from './subscription-schemas.js';
 export type { ValidationIssue } from './validation.js';
-export { parseOrThrow, validationError } from './validation.js';
+export {
+  assertJsonDepth,
+  MAX_JSON_DEPTH,
+  parseOrThrow,
+  tooDeep,
+  validationError,
+  wellFormed,
+} from './validation.js';

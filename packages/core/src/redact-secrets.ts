@@ -99,14 +99,15 @@ export function redactJson(
     }
     if (Array.isArray(node)) return node.map((child, index) => walk(child, `${path}/${index}`));
     if (node !== null && typeof node === 'object') {
-      const copy: Record<string, unknown> = {};
-      for (const [name, child] of Object.entries(node)) {
-        copy[name] =
+      // fromEntries defines own properties, so a key named __proto__ is kept as a key.
+      return Object.fromEntries(
+        Object.entries(node).map(([name, child]) => [
+          name,
           /passw|secret|token|api[_-]?key/i.test(name) && typeof child === 'string'
             ? countAndReplace(child, `${path}/${name}`)
-            : walk(child, `${path}/${name}`);
-      }
-      return copy;
+            : walk(child, `${path}/${name}`),
+        ]),
+      );
     }
     return node;
   };

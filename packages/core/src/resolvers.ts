@@ -80,7 +80,8 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
 export const KNOWN_RUNTIMES: readonly string[] = Object.keys(RESOLVERS).sort();
 
 export function getResolver(runtime: string): Resolver {
-  const resolver = RESOLVERS[runtime];
+  // Own properties only: `constructor` or `__proto__` must not find Object's.
+  const resolver = Object.hasOwn(RESOLVERS, runtime) ? RESOLVERS[runtime] : undefined;
   if (!resolver) {
     throw new CtxbusError(
       'unknown_runtime',

@@ -26,13 +26,71 @@ export function validationError(error: z.ZodError, where: string): CtxbusError {
   return new CtxbusError('validation_failed', message, { details: { issues } });
 }
 
-/** Parses with a schema, throwing a `validation_failed` CtxbusError that names the field. */
+/**
+ * How deep a request's JSON may nest (objects and arrays). Checked before any schema walks it,
+ * so a value nested thousands of levels deep is a clear 400, never a stack overflow.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** The first place in `value` nested deeper than `limit`, or null (iterative: no recursion). */
+export function tooDeep(value: unknown, limit = MAX_JSON_DEPTH): string | null {
+  const stack: { value: unknown; depth: number; path: string }[] = [{ value, depth: 0, path: '' }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    if (next.value === null || typeof next.value !== 'object') continue;
+    if (next.depth >= limit) return next.path || '(root)';
+    for (const [key, child] of Object.entries(next.value)) {
+      const path = Array.isArray(next.value) ? `${next.path}[${key}]` : `${next.path}.${key}`;
+      stack.push({ value: child, depth: next.depth + 1, path });
+    }
+  }
+  return null;
+}
+
+/** Throws `validation_failed` when `value` nests deeper than MAX_JSON_DEPTH. */
+export function assertJsonDepth(value: unknown, where: string): void {
+  const path = tooDeep(value);
+  if (path === null) return;
+  throw new CtxbusError(
+    'validation_failed',
+    `${where}${path === '(root)' ? '' : path}: nested deeper than ${MAX_JSON_DEPTH} levels`,
+    { details: { limit: MAX_JSON_DEPTH } },
+  );
+}
+
+/**
+ * The value with every lone surrogate (text that is not valid UTF-16, which no store can keep)
+ * replaced by U+FFFD, in strings and object keys; the same object when there is none. Every
+ * store then keeps, streams and returns exactly what the write returned.
+ */
+export function wellFormed<T>(value: T): T {
+  if (typeof value === 'string') return (value.isWellFormed() ? value : value.toWellFormed()) as T;
+  if (Array.isArray(value)) {
+    const mapped = value.map(wellFormed);
+    return (mapped.some((entry, index) => entry !== value[index]) ? mapped : value) as T;
+  }
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value);
+    const mapped = entries.map(([key, entry]) => [wellFormed(key), wellFormed(entry)] as const);
+    const changed = mapped.some(([key, entry], index) => {
+      const [oldKey, oldEntry] = entries[index] as [string, unknown];
+      return key !== oldKey || entry !== oldEntry;
+    });
+    return (changed ? Object.fromEntries(mapped) : value) as T;
+  }
+  return value;
+}
+
+/**
+ * Parses with a schema, throwing a `validation_failed` CtxbusError that names the field. The
+ * value is checked for depth first, and lone surrogates become U+FFFD (`wellFormed`).
+ */
 export function parseOrThrow<T extends z.ZodType>(
   schema: T,
   value: unknown,
   where: string,
 ): z.output<T> {
-  const result = schema.safeParse(value);
+  assertJsonDepth(value, where);
+  const result = schema.safeParse(wellFormed(value));
   if (!result.success) throw validationError(result.error, where);
   return result.data;
 }

@@ -81,10 +81,10 @@ function errorBody(code: CtxbusError['code'], message: string, details?: unknown
 
 /** Query parameters as one string each (repeated ones joined with commas). */
 function queryObject(context: Context): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (const [name, values] of Object.entries(context.req.queries()))
-    result[name] = values.join(',');
-  return result;
+  // fromEntries defines own properties: a parameter named __proto__ stays a parameter.
+  return Object.fromEntries(
+    Object.entries(context.req.queries()).map(([name, values]) => [name, values.join(',')]),
+  );
 }
 
 async function readJsonBody(context: Context): Promise<unknown> {

@@ -339,6 +339,7 @@ describe('the OpenAPI document', () => {
         'searchContext',
         'sharedContext',
         'streamContext',
+        'streamStats',
         'streamContextWebSocket',
         'writeContext',
       ].sort(),

@@ -59,10 +59,15 @@ export function resumeSeq(
   latest: number,
 ): number {
   if (header !== undefined && header.trim() !== '') {
-    if (!/^\d+$/.test(header.trim())) {
-      throw new CtxbusError('validation_failed', 'Last-Event-ID must be a sequence number');
+    const seq = Number(header.trim());
+    // The same range as `since`: a sequence beyond 2^53 - 1 is refused on every store.
+    if (!/^\d+$/.test(header.trim()) || !Number.isSafeInteger(seq)) {
+      throw new CtxbusError(
+        'validation_failed',
+        `Last-Event-ID must be a sequence number from 0 to ${Number.MAX_SAFE_INTEGER}`,
+      );
     }
-    return Number(header.trim());
+    return seq;
   }
   return since ?? latest;
 }

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, tooDeep, wellFormed } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -91,7 +92,11 @@ export function registerTools(
         `unknown tool ${name}; this server has ${[...byName.keys()].join(', ')}`,
       );
     }
-    const parsed = tool.input.safeParse(request.params.arguments ?? {});
+    const deep = tooDeep(request.params.arguments ?? {});
+    if (deep !== null) {
+      return failure(name, `invalid input: ${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    const parsed = tool.input.safeParse(wellFormed(request.params.arguments ?? {}));
     if (!parsed.success) return failure(name, `invalid input: ${describeIssues(parsed.error)}`);
     try {
       const { structured, text } = await tool.run(parsed.data);
