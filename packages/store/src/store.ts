@@ -9,6 +9,7 @@ import type {
   SubscriptionFilter,
   Viewer,
 } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core';
 
 export type WriteStatus = 'created' | 'existing';
 
@@ -275,7 +276,12 @@ export interface Store {
     options: { limit: number; beforeArchiveId?: number },
   ): Promise<ArchivedItem[]>;
 
-  createSubscription(record: SubscriptionRecord): Promise<void>;
+  /**
+   * Stores a subscription unless its runtime already holds `maxPerRuntime` of them in its team
+   * (then a `validation_failed` error): counted and inserted atomically, so concurrent
+   * creates, on any number of hubs, never pass the limit.
+   */
+  createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void>;
   getSubscription(id: string): Promise<SubscriptionRecord | null>;
   /** Oldest first. */
   listSubscriptions(options?: ListSubscriptionsOptions): Promise<SubscriptionRecord[]>;
@@ -310,4 +316,13 @@ export interface Store {
   revokeToken(id: string): Promise<TokenRecord | null>;
 
   close(): Promise<void>;
+}
+
+/** The error of a create past the per-runtime limit (the same on every store). */
+export function subscriptionLimitError(limit: number): CtxbusError {
+  return new CtxbusError(
+    'validation_failed',
+    `a runtime may hold at most ${limit} subscriptions; delete some first`,
+    { details: { limit } },
+  );
 }

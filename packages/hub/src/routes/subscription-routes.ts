@@ -112,14 +112,6 @@ export const subscriptionRoutes = [
       if (body.endpoint !== undefined) {
         await checkEndpoint(body.endpoint, services.webhooks.allowPrivateEndpoints);
       }
-      const existing = await services.store.listSubscriptions({ teamId: viewer.teamId });
-      const mine = existing.filter((record) => record.runtime === viewer.runtime);
-      if (mine.length >= MAX_SUBSCRIPTIONS_PER_RUNTIME) {
-        throw new CtxbusError(
-          'validation_failed',
-          `a runtime may hold at most ${MAX_SUBSCRIPTIONS_PER_RUNTIME} subscriptions; delete some first`,
-        );
-      }
       const latest = await services.store.latestSeq();
       if (body.since !== undefined && body.since > latest) {
         throw new CtxbusError(
@@ -145,7 +137,8 @@ export const subscriptionRoutes = [
         delivered: 0,
         deadLettered: 0,
       };
-      await services.store.createSubscription(record);
+      // Counted and stored atomically by the store (concurrent creates never pass the limit).
+      await services.store.createSubscription(record, MAX_SUBSCRIPTIONS_PER_RUNTIME);
       services.dispatcher?.kick();
       return { status: 201, body: { subscription: subscriptionView(record), secret } };
     },

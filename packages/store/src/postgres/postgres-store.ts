@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
-import type { ClientConfig, QueryResultRow } from 'pg';
+import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
 import type {
   ArchivedItem,
   Change,
@@ -160,8 +160,10 @@ export class PostgresStore implements Store {
               ),
           )
         : null;
-    this.subscriptions = new PostgresSubscriptions(target.quotedSchema, (action, text, values) =>
-      this.query(action, text, values),
+    this.subscriptions = new PostgresSubscriptions(
+      target.quotedSchema,
+      (action, text, values) => this.query(action, text, values),
+      (action, work) => this.transaction(action, work),
     );
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
     const config = (target.pool as unknown as { options: ClientConfig }).options;
@@ -305,6 +307,29 @@ export class PostgresStore implements Store {
       return result.rows;
     } catch (error) {
       throw toStoreError(error, action, this.target.location);
+    }
+  }
+
+  /** Runs `work` in one READ COMMITTED transaction on one pooled connection. */
+  private async transaction<T>(
+    action: string,
+    work: (client: PoolClient) => Promise<T>,
+  ): Promise<T> {
+    const client = await this.target.pool.connect().catch((error: unknown) => {
+      throw toStoreError(error, action, this.target.location);
+    });
+    try {
+      await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw CtxbusError.isInstance(error)
+        ? error
+        : toStoreError(error, action, this.target.location);
+    } finally {
+      client.release();
     }
   }
 
@@ -462,9 +487,9 @@ export class PostgresStore implements Store {
 
   // ---------------------------------------------------------------- subscriptions
 
-  async createSubscription(record: SubscriptionRecord): Promise<void> {
+  async createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
     this.assertOpen();
-    await this.subscriptions.create(record);
+    await this.subscriptions.create(record, maxPerRuntime);
   }
 
   async getSubscription(id: string): Promise<SubscriptionRecord | null> {

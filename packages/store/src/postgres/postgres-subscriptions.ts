@@ -1,20 +1,28 @@
 import type { SubscriptionEvent, SubscriptionFilter } from '@ctxbus/core';
-import type { QueryResultRow } from 'pg';
+import type { PoolClient, QueryResultRow } from 'pg';
 import type {
   DeadLetter,
   ListSubscriptionsOptions,
   SubscriptionProgress,
   SubscriptionRecord,
 } from '../store.js';
+import { subscriptionLimitError } from '../store.js';
 
 // Subscriptions and dead letters in PostgreSQL. Every operation is one statement, so each is
-// atomic without an explicit transaction (progress and its dead letters included).
+// atomic without an explicit transaction (progress and its dead letters included), except a
+// create under the per-runtime limit, which counts under a lock.
 
 type Query = <R extends QueryResultRow>(
   action: string,
   text: string,
   values: unknown[],
 ) => Promise<R[]>;
+
+/** Runs `work` in one transaction on one pooled connection. */
+export type Transaction = <T>(
+  action: string,
+  work: (client: PoolClient) => Promise<T>,
+) => Promise<T>;
 
 interface SubscriptionRow {
   id: string;
@@ -76,34 +84,60 @@ export class PostgresSubscriptions {
   constructor(
     private readonly s: string,
     private readonly query: Query,
+    private readonly transaction: Transaction,
   ) {}
 
-  async create(record: SubscriptionRecord): Promise<void> {
-    await this.query(
-      'create a subscription',
-      `INSERT INTO ${this.s}.subscriptions (id, team_id, runtime, delivery, endpoint, secret,
+  /**
+   * Stores a subscription; with `maxPerRuntime`, in a transaction that first takes an
+   * advisory lock on (schema, team, runtime), so that concurrent creates on any hub count one
+   * after another (each statement of a READ COMMITTED transaction sees what committed before it).
+   */
+  async create(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
+    if (maxPerRuntime === undefined) {
+      await this.query('create a subscription', this.insertSql(''), this.insertValues(record));
+      return;
+    }
+    const inserted = await this.transaction('create a subscription', async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `${this.s}.subscriptions/${record.teamId}/${record.runtime}`,
+      ]);
+      const result = await client.query(
+        this.insertSql(
+          `WHERE (SELECT count(*) FROM ${this.s}.subscriptions WHERE team_id = $2 AND runtime = $3) < $16::int8`,
+        ),
+        [...this.insertValues(record), maxPerRuntime],
+      );
+      return result.rowCount ?? 0;
+    });
+    if (inserted === 0) throw subscriptionLimitError(maxPerRuntime);
+  }
+
+  private insertSql(where: string): string {
+    return `INSERT INTO ${this.s}.subscriptions (id, team_id, runtime, delivery, endpoint, secret,
          label, filter, created_at, cursor, attempts, next_attempt_at, last_error, delivered,
          dead_lettered)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::timestamptz, $10, $11,
-         $12::timestamptz, $13, $14, $15)`,
-      [
-        record.id,
-        record.teamId,
-        record.runtime,
-        record.delivery,
-        record.endpoint,
-        record.secret,
-        record.label,
-        JSON.stringify(record.filter),
-        record.createdAt,
-        record.cursor,
-        record.attempts,
-        record.nextAttemptAt,
-        record.lastError,
-        record.delivered,
-        record.deadLettered,
-      ],
-    );
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::timestamptz, $10::int8, $11::int4,
+         $12::timestamptz, $13, $14::int8, $15::int8 ${where}`;
+  }
+
+  private insertValues(record: SubscriptionRecord): unknown[] {
+    return [
+      record.id,
+      record.teamId,
+      record.runtime,
+      record.delivery,
+      record.endpoint,
+      record.secret,
+      record.label,
+      JSON.stringify(record.filter),
+      record.createdAt,
+      record.cursor,
+      record.attempts,
+      record.nextAttemptAt,
+      record.lastError,
+      record.delivered,
+      record.deadLettered,
+    ];
   }
 
   async get(id: string): Promise<SubscriptionRecord | null> {

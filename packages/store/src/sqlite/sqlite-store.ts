@@ -911,9 +911,9 @@ export class SqliteStore implements Store {
 
   // ---------------------------------------------------------------- subscriptions
 
-  async createSubscription(record: SubscriptionRecord): Promise<void> {
+  async createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
     this.assertOpen();
-    this.subscriptions.create(record);
+    this.subscriptions.create(record, maxPerRuntime);
   }
 
   async getSubscription(id: string): Promise<SubscriptionRecord | null> {

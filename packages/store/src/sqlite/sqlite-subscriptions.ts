@@ -6,6 +6,7 @@ import type {
   SubscriptionProgress,
   SubscriptionRecord,
 } from '../store.js';
+import { subscriptionLimitError } from '../store.js';
 
 // Subscriptions and dead letters in the embedded store (times as epoch milliseconds).
 
@@ -81,7 +82,20 @@ export class SqliteSubscriptions {
     private readonly transaction: <T>(work: () => T) => T,
   ) {}
 
-  create(record: SubscriptionRecord): void {
+  create(record: SubscriptionRecord, maxPerRuntime?: number): void {
+    // One synchronous transaction: no other create can run between the count and the insert.
+    this.transaction(() => {
+      if (maxPerRuntime !== undefined) {
+        const { held } = this.statement(
+          'SELECT count(*) AS held FROM subscriptions WHERE team_id = ? AND runtime = ?',
+        ).get(record.teamId, record.runtime) as { held: number };
+        if (held >= maxPerRuntime) throw subscriptionLimitError(maxPerRuntime);
+      }
+      this.insert(record);
+    });
+  }
+
+  private insert(record: SubscriptionRecord): void {
     this.statement(
       `INSERT INTO subscriptions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(

@@ -1,3 +1,4 @@
+import { CtxbusError } from '@ctxbus/core';
 import { expect } from 'vitest';
 import type { Store, SubscriptionRecord } from '../store.js';
 
@@ -7,6 +8,7 @@ export const SUBSCRIPTION_CASES = [
   'subscriptions',
   'subscription-lease',
   'subscription-progress',
+  'subscription-limit',
 ] as const;
 
 export type SubscriptionCase = (typeof SUBSCRIPTION_CASES)[number];
@@ -74,6 +76,39 @@ export function subscriptionCases(h: Harness): Record<SubscriptionCase, () => Pr
       expect(await store.deleteSubscription(ids.a)).toBe(true);
       expect(await store.deleteSubscription(ids.a)).toBe(false);
       expect(await store.getSubscription(ids.a)).toBeNull();
+    },
+
+    async 'subscription-limit'() {
+      const store = h.store();
+      const limit = 10;
+      const attempt = (index: number, runtime = 'web') =>
+        store
+          .createSubscription(
+            record(
+              { id: `sub_0194f000-0000-7000-8000-${String(index).padStart(12, '0')}`, runtime },
+              h.now(),
+            ),
+            limit,
+          )
+          .then(
+            () => 'created',
+            (error: unknown) => {
+              expect(CtxbusError.isInstance(error) && error.code).toBe('validation_failed');
+              expect((error as Error).message).toMatch(/at most 10 subscriptions/);
+              return 'refused';
+            },
+          );
+      // 60 concurrent creates (on PostgreSQL, on as many pooled connections): exactly 10 pass.
+      const outcomes = await Promise.all(Array.from({ length: 60 }, (_, index) => attempt(index)));
+      expect(outcomes.filter((outcome) => outcome === 'created')).toHaveLength(limit);
+      const held = await store.listSubscriptions({ teamId: 'acme' });
+      expect(held.filter((subscription) => subscription.runtime === 'web')).toHaveLength(limit);
+      // The limit is per runtime: another runtime of the team still has all of its own.
+      expect(await attempt(100, 'openclaw')).toBe('created');
+      // Deleting one makes room for exactly one more.
+      expect(await store.deleteSubscription(held[0]?.id ?? '')).toBe(true);
+      const again = await Promise.all([attempt(200), attempt(201), attempt(202)]);
+      expect(again.filter((outcome) => outcome === 'created')).toHaveLength(1);
     },
 
     async 'subscription-lease'() {
