@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   invalid_reference: 422,
   endpoint_not_allowed: 422,
   unknown_runtime: 422,
+  limit_reached: 429,
   unavailable: 503,
   schema_too_new: 500,
   internal: 500,

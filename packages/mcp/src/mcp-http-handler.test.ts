@@ -232,6 +232,70 @@ describe('Streamable HTTP endpoint', () => {
     );
   });
 
+  it("limits sessions per token, closing that token's least recently used idle one; other tokens are unaffected", async () => {
+    const flooder = await hub.mint('flooder', 'globex');
+    const neighbour = await hub.mint('web');
+    await withEndpoint(
+      handlerOptions({ maxSessionsPerToken: 3, maxSessions: 10 }),
+      async (endpoint, handler) => {
+        const { client: kept } = await connect(endpoint, neighbour);
+        const opened: string[] = [];
+        for (let index = 0; index < 20; index++) {
+          const response = await post(endpoint, { authorization: `Bearer ${flooder}` });
+          expect(response.status, `flood ${index}`).toBe(200);
+          opened.push(response.headers.get('mcp-session-id') ?? '');
+          await response.text();
+        }
+        // The flooder holds its 3 newest sessions; the endpoint's cap (10) was never reached.
+        expect(handler.sessionCount).toBe(4);
+        const ping = (sessionId: string) =>
+          post(
+            endpoint,
+            {
+              authorization: `Bearer ${flooder}`,
+              'mcp-session-id': sessionId,
+              'mcp-protocol-version': '2025-06-18',
+            },
+            JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
+          ).then(async (response) => {
+            await response.text();
+            return response.status;
+          });
+        expect(await ping(opened[0] ?? '')).toBe(404);
+        expect(await ping(opened[16] ?? '')).toBe(404);
+        for (const sessionId of opened.slice(17)) expect(await ping(sessionId)).toBe(200);
+        // The neighbour's session is untouched, and it can open more.
+        expect((await kept.listTools()).tools.length).toBeGreaterThan(0);
+        const { client: another } = await connect(endpoint, neighbour);
+        expect((await another.listTools()).tools.length).toBeGreaterThan(0);
+        await kept.close();
+        await another.close();
+      },
+    );
+  });
+
+  it('refuses a token whose sessions all have open event streams with 429', async () => {
+    const busy = await hub.mint('busy');
+    await withEndpoint(handlerOptions({ maxSessionsPerToken: 2 }), async (endpoint) => {
+      const streams = [];
+      for (let index = 0; index < 2; index++) {
+        const { client } = await connect(endpoint, busy);
+        // A resource subscription keeps the session's GET event stream open.
+        await client.subscribeResource({ uri: 'decisions://recent' });
+        streams.push(client);
+      }
+      const refused = await post(endpoint, { authorization: `Bearer ${busy}` });
+      expect(refused.status).toBe(429);
+      expect(await refused.json()).toMatchObject({
+        error: {
+          message: expect.stringMatching(/holds 2 MCP sessions/),
+          data: { code: 'limit_reached' },
+        },
+      });
+      for (const client of streams) await client.close();
+    });
+  });
+
   it('a session with an open event stream is not idle; close() ends it and its hub stream', async () => {
     await withEndpoint(handlerOptions({ idleTimeoutMs: 150 }), async (endpoint, handler) => {
       const { client } = await connect(endpoint, hub.token);

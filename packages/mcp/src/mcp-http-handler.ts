@@ -39,8 +39,14 @@ export interface McpHttpHandlerOptions {
   logger?: Logger;
   /** A session with no request and no open event stream for this long is closed (30 min). */
   idleTimeoutMs?: number;
-  /** Sessions open at once; further `initialize` requests get 503 (default 1,000). */
+  /** Sessions open at once on the endpoint; further `initialize` requests get 503 (default 1,000). */
   maxSessions?: number;
+  /**
+   * Sessions one token may hold (default 32). A token at its limit that opens another closes
+   * its own least recently used idle session (no open event stream); when all of them have
+   * open streams, the new one is refused with 429 `limit_reached`. Other tokens are unaffected.
+   */
+  maxSessionsPerToken?: number;
   /** Largest POST body (default 1 MiB, the hub's own limit). */
   maxRequestBodyBytes?: number;
   /** SSE keep-alive comment interval (default 15 s). */
@@ -64,12 +70,15 @@ export interface McpHttpHandler {
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
   digest: Buffer;
+  /** The digest as hex: sessions of one token share it. */
+  owner: string;
   lastSeen: number;
   openStreams: number;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_MAX_SESSIONS = 1_000;
+const DEFAULT_MAX_SESSIONS_PER_TOKEN = 32;
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /**
@@ -88,7 +97,31 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const maxPerToken = options.maxSessionsPerToken ?? DEFAULT_MAX_SESSIONS_PER_TOKEN;
   const sessions = new Map<string, Session>();
+
+  /** The sessions of one token, least recently used first. */
+  const sessionsOf = (owner: string) =>
+    [...sessions.values()]
+      .filter((session) => session.owner === owner)
+      .sort((a, b) => a.lastSeen - b.lastSeen);
+
+  /**
+   * A token past its limit (a new session just initialized) closes its least recently used
+   * idle session. Done once the new session exists, so a request that starts none evicts none.
+   */
+  function trimSessionsOf(owner: string, keep: Session): void {
+    const mine = sessionsOf(owner);
+    if (mine.length <= maxPerToken) return;
+    const idle = mine.find((session) => session !== keep && session.openStreams === 0);
+    if (!idle) return;
+    logger.info(
+      { sessionId: idle.transport.sessionId },
+      'closing the least recently used MCP session of a token at its session limit',
+    );
+    void idle.transport.close();
+  }
+
   let closed = false;
 
   const sweep = setInterval(
@@ -107,16 +140,28 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   sweep.unref();
 
   async function startSession(request: Request, token: string): Promise<Response> {
-    if (sessions.size >= maxSessions) {
-      return jsonRpcErrorResponse(503, `too many open MCP sessions (${maxSessions}); retry later`, {
-        ctxbusCode: 'unavailable',
-      });
-    }
     let backend: ContextBackend;
     try {
       backend = await options.createBackend(token);
     } catch (error) {
       return refusal(error, logger);
+    }
+    // Per token first (only a token's own sessions make room for it), then the endpoint's cap:
+    // a token whose sessions all have open streams cannot open more.
+    const digest = tokenDigest(token);
+    const owner = digest.toString('hex');
+    const mine = sessionsOf(owner);
+    if (mine.length >= maxPerToken && mine.every((session) => session.openStreams > 0)) {
+      return jsonRpcErrorResponse(
+        429,
+        `this token already holds ${maxPerToken} MCP sessions, each with an open event stream; end one (DELETE /mcp) first`,
+        { ctxbusCode: 'limit_reached' },
+      );
+    }
+    if (sessions.size >= maxSessions) {
+      return jsonRpcErrorResponse(503, `too many open MCP sessions (${maxSessions}); retry later`, {
+        ctxbusCode: 'unavailable',
+      });
     }
     const server = createCtxbusMcpServer({
       backend,
@@ -128,12 +173,14 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
           sessions.set(id, session);
+          trimSessionsOf(owner, session);
           logger.debug({ sessionId: id }, 'MCP session opened');
         },
         maxRequestBodySize: options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
         ...(options.keepAliveMs !== undefined && { keepAliveMs: options.keepAliveMs }),
       }),
-      digest: tokenDigest(token),
+      digest,
+      owner,
       lastSeen: Date.now(),
       openStreams: 0,
     };
