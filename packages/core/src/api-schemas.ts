@@ -148,25 +148,44 @@ export const sharedQuerySchema = z.strictObject({
 
 const itemRefSchema = z.object({ id: z.string(), seq: z.int().nonnegative() });
 
+const sharedEntrySchema = z.object({
+  id: z.string(),
+  refs: z.array(itemRefSchema),
+  mode: z.enum(['full', 'compact']),
+  text: z.string(),
+});
+
+const seedSection = (description: string) => z.array(sharedEntrySchema).meta({ description });
+
 export const sharedResponseSchema = z.object({
   runtime: runtimeNameSchema,
   format: z.enum(['markdown', 'text']),
   formatted: z.string(),
-  formattedMarkdown: z.string().optional(),
+  formattedMarkdown: z.string().meta({
+    description:
+      'Markdown for every runtime (seed 000): `formatted` itself for Markdown runtimes, else the same sections rendered as Markdown within the same budget.',
+  }),
   sections: z.array(
     z.object({
       id: z.string(),
       title: z.string(),
-      entries: z.array(
-        z.object({
-          id: z.string(),
-          refs: z.array(itemRefSchema),
-          mode: z.enum(['full', 'compact']),
-          text: z.string(),
-        }),
-      ),
+      entries: z.array(sharedEntrySchema),
     }),
   ),
+  identity: z
+    .object({
+      teamId: teamIdSchema,
+      runtime: runtimeNameSchema,
+      entries: z.array(sharedEntrySchema),
+    })
+    .meta({ description: 'Seed 000: who (team, runtime, and items keyed identity/...).' }),
+  activeTasks: seedSection('Seed 000: the `activeTasks` section.'),
+  blockedItems: seedSection('Seed 000: the `blockedItems` section.'),
+  recentDecisions: seedSection('Seed 000: the `recentDecisions` section.'),
+  currentFocus: z.string().meta({ description: "Seed 000: the current focus entries' text." }),
+  recentInteractionSummaries: seedSection('Seed 000: the `recentInteractions` section.'),
+  threadSummaries: seedSection('Seed 000: the `threadSummaries` section.'),
+  projectContext: seedSection('Seed 000: the `projectContext` section.'),
   totalTokens: z.int().nonnegative(),
   tokenBudget: z.int().positive(),
   effectiveBudget: z.int().nonnegative(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CtxbusError } from './errors.js';
 
 export const CONTEXT_TYPES = ['discovery', 'decision', 'status', 'request', 'alert'] as const;
 export const SCOPES = ['task', 'thread', 'space', 'global'] as const;
@@ -151,8 +152,26 @@ export const contextItemInputSchema = z
     supersedes: itemIdSchema.optional(),
     key: memoryKeySchema.optional(),
     runtimeOptions: runtimeOptionsSchema.optional(),
+    // Seed 000's flat form of `source` (see `sourceOf`): the same fields, side by side.
+    sourceRuntime: runtimeNameSchema.optional().meta({
+      description: "Seed 000: must be the token's runtime (the hub never writes as another).",
+    }),
+    sourceAgentId: refSchema.optional(),
+    sourceTaskId: refSchema.optional(),
+    sourceThreadId: refSchema.optional(),
   })
   .superRefine((input, ctx) => {
+    for (const [flat, nested] of FLAT_SOURCE_FIELDS) {
+      const a = input[flat];
+      const b = input.source?.[nested];
+      if (a !== undefined && b !== undefined && a !== b) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [flat],
+          message: `${flat} "${a}" disagrees with source.${nested} "${b}"; give one of them`,
+        });
+      }
+    }
     if (input.runtimeOptions && hasNul(input.runtimeOptions)) {
       ctx.addIssue({ code: 'custom', path: ['runtimeOptions'], message: NO_NUL[1] });
     }
@@ -176,6 +195,39 @@ export const contextItemInputSchema = z
   });
 
 export type ContextItemInput = z.input<typeof contextItemInputSchema>;
+
+/** Seed 000's flat source fields and their names in the nested `source` object. */
+const FLAT_SOURCE_FIELDS = [
+  ['sourceAgentId', 'agentId'],
+  ['sourceTaskId', 'taskId'],
+  ['sourceThreadId', 'threadId'],
+] as const;
+
+/**
+ * The source an item is written with, from either form (nested `source` or seed 000's flat
+ * fields; the schema already refused the two disagreeing). `sourceRuntime` must name the
+ * writer's own runtime: the hub never writes as another runtime (403 `forbidden`).
+ */
+export function sourceOf(
+  input: z.output<typeof contextItemInputSchema>,
+  writerRuntime: string,
+): { agentId?: string; taskId?: string; threadId?: string } {
+  if (input.sourceRuntime !== undefined && input.sourceRuntime !== writerRuntime) {
+    throw new CtxbusError(
+      'forbidden',
+      `sourceRuntime "${input.sourceRuntime}" is not this token's runtime (${writerRuntime}); a token writes as its own runtime only`,
+      { details: { field: 'sourceRuntime', runtime: writerRuntime } },
+    );
+  }
+  const agentId = input.source?.agentId ?? input.sourceAgentId;
+  const taskId = input.source?.taskId ?? input.sourceTaskId;
+  const threadId = input.source?.threadId ?? input.sourceThreadId;
+  return {
+    ...(agentId !== undefined && { agentId }),
+    ...(taskId !== undefined && { taskId }),
+    ...(threadId !== undefined && { threadId }),
+  };
+}
 
 export const consumptionSchema = z.object({
   runtime: runtimeNameSchema,

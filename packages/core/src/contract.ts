@@ -67,6 +67,7 @@ export {
   SCOPES,
   scopeKeySchema,
   scopeSchema,
+  sourceOf,
   tagSchema,
   teamIdSchema,
   URGENCIES,

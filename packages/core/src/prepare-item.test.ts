@@ -24,7 +24,11 @@ describe('contextItemInputSchema', () => {
       'expiresAfterSeconds',
     ],
     [{ type: 'status', title: 'x', id: 'not-a-uuid' }, 'id'],
-    [{ type: 'status', title: 'x', sourceRuntime: 'web' }, ''],
+    [{ type: 'status', title: 'x', sourceRuntime: 'Not A Runtime' }, 'sourceRuntime'],
+    [
+      { type: 'status', title: 'x', sourceTaskId: 'T-1', source: { taskId: 'T-2' } },
+      'sourceTaskId',
+    ],
     [{ type: 'status', title: 'x', key: '/leading/slash' }, 'key'],
     [{ type: 'status', title: 'nul\u0000' }, 'title'],
     [{ type: 'status', title: 'x', content: 'a\u0000b' }, 'content'],

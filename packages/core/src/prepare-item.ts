@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { hashValue } from './canonical-hash.js';
 import type { ContextItem, ContextItemInput, Redaction, Scope } from './context-item.js';
-import { contextItemInputSchema } from './context-item.js';
+import { contextItemInputSchema, sourceOf } from './context-item.js';
 import { redactJson, redactSecrets } from './redact-secrets.js';
 import { countTokens } from './tokens.js';
 
@@ -94,11 +94,12 @@ export function prepareParsedItem(
   const scope: Scope =
     input.scope ??
     (scopeKeyPrefix === 'task' || scopeKeyPrefix === 'thread' ? scopeKeyPrefix : 'global');
+  const given = sourceOf(input, writer.runtime);
   const source = {
     runtime: writer.runtime,
-    agentId: input.source?.agentId ?? null,
-    taskId: input.source?.taskId ?? null,
-    threadId: input.source?.threadId ?? null,
+    agentId: given.agentId ?? null,
+    taskId: given.taskId ?? null,
+    threadId: given.threadId ?? null,
   };
   const scopeKey =
     input.scopeKey ??

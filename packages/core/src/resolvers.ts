@@ -1,4 +1,9 @@
-import type { BuiltContext, ContextFormatter, ContextSection } from './context-builder.js';
+import type {
+  BuiltContext,
+  BuiltSection,
+  ContextFormatter,
+  ContextSection,
+} from './context-builder.js';
 import { buildContext } from './context-builder.js';
 import type { ContextItem } from './context-item.js';
 import { CtxbusError } from './errors.js';
@@ -7,6 +12,7 @@ import type {
   SharedCandidates,
   SharedContextLimits,
   SharedContextViewer,
+  SharedSectionId,
 } from './shared-context.js';
 import { SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
 
@@ -100,14 +106,61 @@ export interface SharedContextRequest {
   limits?: Partial<SharedContextLimits>;
 }
 
-export interface SharedContextBundle extends Omit<BuiltContext, 'text'> {
+/** One entry of a section under seed 000's names: its text and the items behind it. */
+export type SeedEntry = BuiltSection['entries'][number];
+
+/**
+ * Seed 000's named fields of the minimum shared context, taken from the built (and trimmed)
+ * sections: the same entries as `sections`, under the seed's names.
+ */
+export interface SeedSharedFields {
+  identity: { teamId: string; runtime: string; entries: SeedEntry[] };
+  activeTasks: SeedEntry[];
+  blockedItems: SeedEntry[];
+  recentDecisions: SeedEntry[];
+  /** The current-focus entries' text, one per line ('' when none). */
+  currentFocus: string;
+  recentInteractionSummaries: SeedEntry[];
+  threadSummaries: SeedEntry[];
+  projectContext: SeedEntry[];
+}
+
+export interface SharedContextBundle extends Omit<BuiltContext, 'text'>, SeedSharedFields {
   runtime: string;
   formatted: string;
-  /** Present when the runtime's format is Markdown (seed 000's field name). */
-  formattedMarkdown?: string;
+  /**
+   * Markdown for every runtime (seed 000's field): `formatted` itself for Markdown runtimes;
+   * for the others the same sections rendered as Markdown within the same budget.
+   */
+  formattedMarkdown: string;
   warnings: ResolverWarning[];
   /** The items behind the sections, for structured clients (web). */
   items?: ContextItem[];
+}
+
+/** Seed 000's named fields from the built sections (the entries, not copies of the items). */
+function seedFields(
+  built: readonly BuiltSection[],
+  request: SharedContextRequest,
+): SeedSharedFields {
+  const entries = (id: SharedSectionId) =>
+    built.find((section) => section.id === id)?.entries ?? [];
+  return {
+    identity: {
+      teamId: request.viewer.teamId,
+      runtime: request.runtime,
+      entries: entries('identity'),
+    },
+    activeTasks: entries('activeTasks'),
+    blockedItems: entries('blockedItems'),
+    recentDecisions: entries('recentDecisions'),
+    currentFocus: entries('currentFocus')
+      .map((entry) => entry.text)
+      .join('\n'),
+    recentInteractionSummaries: entries('recentInteractions'),
+    threadSummaries: entries('threadSummaries'),
+    projectContext: entries('projectContext'),
+  };
 }
 
 /**
@@ -125,7 +178,7 @@ export function resolveSharedContext(
     now: request.now,
     ...(request.limits ? { limits: request.limits } : {}),
   });
-  const built = buildContext(sections, resolver.formatter, {
+  const options = {
     tokenBudget: request.tokenBudget ?? resolver.defaultTokenBudget,
     safetyMargin: resolver.safetyMargin,
     trimOrder: SHARED_TRIM_ORDER,
@@ -133,15 +186,18 @@ export function resolveSharedContext(
       title: 'Shared context (ctxbus)',
       lines: [`Team ${request.viewer.teamId}, for ${request.runtime}.`],
     },
-  });
+  };
+  const built = buildContext(sections, resolver.formatter, options);
   const { text, ...rest } = built;
   const bundle: SharedContextBundle = {
     ...rest,
+    ...seedFields(built.sections, request),
     runtime: resolver.runtime,
     formatted: text,
+    formattedMarkdown:
+      built.format === 'markdown' ? text : buildContext(sections, markdownFormatter, options).text,
     warnings: resolver.warnings(sections),
   };
-  if (built.format === 'markdown') bundle.formattedMarkdown = text;
   if (resolver.includeItems) {
     const byId = new Map<string, ContextItem>();
     for (const list of Object.values(candidates)) for (const item of list) byId.set(item.id, item);

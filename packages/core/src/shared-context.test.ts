@@ -94,7 +94,25 @@ describe('resolveSharedContext', () => {
     expect(text.format).toBe('text');
     expect(text.formatted).toContain('RECENT DECISIONS:');
     expect(text.formatted).not.toContain('**');
-    expect(text.formattedMarkdown).toBeUndefined();
+    // Seed 000's formattedMarkdown is Markdown for every runtime: the same sections.
+    expect(text.formattedMarkdown).toContain('## Recent decisions');
+    expect(text.formattedMarkdown).toContain('  - embedded');
+    // Seed 000's named fields are the built sections' entries under the seed's names.
+    for (const bundle of [md, text]) {
+      const section = (id: string) => bundle.sections.find((s) => s.id === id)?.entries ?? [];
+      expect(bundle.recentDecisions).toEqual(section('recentDecisions'));
+      expect(bundle.activeTasks).toEqual(section('activeTasks'));
+      expect(bundle.recentInteractionSummaries).toEqual(section('recentInteractions'));
+      expect(bundle.identity).toMatchObject({
+        teamId: viewer.teamId,
+        entries: section('identity'),
+      });
+      expect(bundle.currentFocus).toBe(
+        section('currentFocus')
+          .map((e) => e.text)
+          .join('\n'),
+      );
+    }
     expect(text.tokenBudget).toBe(2000);
     expect(text.warnings).toEqual([expect.objectContaining({ type: 'flattened' })]);
 

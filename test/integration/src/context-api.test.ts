@@ -307,3 +307,88 @@ describe('shared context', () => {
     expect(after.body.formatted).toContain('Adopt Biome for lint and format');
   });
 });
+
+describe("seed 000's API, verbatim", () => {
+  it('accepts the seed write body with its flat source fields', async () => {
+    const response = await post({
+      type: 'decision',
+      title: 'Adopt the seed API',
+      content: 'Clients written against the proposal work unchanged.',
+      summary: 'Seed clients work unchanged',
+      scope: 'task',
+      relevanceTags: ['api', 'seed'],
+      urgency: 'attention',
+      sourceRuntime: 'claude-code',
+      sourceTaskId: 'T-000',
+      sourceThreadId: 'thread-9',
+      expiresAfterSeconds: 3600,
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+    const [item] = response.body.items;
+    expect(item.source).toEqual({
+      runtime: 'claude-code',
+      agentId: null,
+      taskId: 'T-000',
+      threadId: 'thread-9',
+    });
+    expect(item.expiresAt).not.toBeNull();
+    const read = await get(`/api/context/${item.id}`, chat);
+    expect(read.body.item.source).toEqual(item.source);
+    // The seed's search body and response shape.
+    const search = await call(hub.url, 'POST', '/api/context/search', {
+      token: chat,
+      body: { query: 'seed API', scope: 'task', type: 'decision', limit: 5 },
+    });
+    expect(search.status).toBe(200);
+    expect(search.body.results[0]).toMatchObject({
+      item: { id: item.id },
+      score: expect.any(Number),
+      highlight: expect.any(String),
+    });
+  });
+
+  it('refuses a sourceRuntime other than the token runtime, and flat fields that disagree', async () => {
+    const other = await post({ type: 'status', title: 'posing as web', sourceRuntime: 'web' });
+    expect(other.status).toBe(403);
+    expect(other.body.error.code).toBe('forbidden');
+    expect(other.body.error.message).toMatch(/sourceRuntime "web" is not this token's runtime/);
+    const both = await post({
+      type: 'status',
+      title: 'two task ids',
+      sourceTaskId: 'T-1',
+      source: { taskId: 'T-2' },
+    });
+    expect(both.status).toBe(400);
+    expect(both.body.error.message).toMatch(/sourceTaskId "T-1" disagrees with source.taskId/);
+  });
+
+  it("returns the seed's named fields and Markdown for every runtime", async () => {
+    await post({ type: 'decision', title: 'Ship on Tuesdays', content: 'Freeze Monday 18:00.' });
+    await post({ type: 'status', title: 'T-5: halfway', scopeKey: 'task:T-5' });
+    for (const runtime of ['claude-code', 'openclaw', 'web']) {
+      const response = await get(`/api/context/shared?runtime=${runtime}`);
+      expect(response.status, runtime).toBe(200);
+      const bundle = response.body;
+      const section = (id: string) =>
+        bundle.sections.find((entry: { id: string }) => entry.id === id)?.entries ?? [];
+      expect(bundle.identity).toEqual({
+        teamId: 'acme',
+        runtime,
+        entries: section('identity'),
+      });
+      expect(bundle.activeTasks).toEqual(section('activeTasks'));
+      expect(bundle.recentDecisions).toEqual(section('recentDecisions'));
+      expect(bundle.recentDecisions.map((entry: { text: string }) => entry.text).join()).toMatch(
+        /Ship on Tuesdays/,
+      );
+      expect(bundle.blockedItems).toEqual(section('blockedItems'));
+      expect(bundle.recentInteractionSummaries).toEqual(section('recentInteractions'));
+      expect(bundle.threadSummaries).toEqual(section('threadSummaries'));
+      expect(bundle.projectContext).toEqual(section('projectContext'));
+      expect(typeof bundle.currentFocus).toBe('string');
+      expect(bundle.totalTokens).toBeGreaterThan(0);
+      expect(bundle.formattedMarkdown).toMatch(/^# Shared context \(ctxbus\)/);
+      expect(bundle.formattedMarkdown).toContain('## Recent decisions');
+    }
+  });
+});

@@ -107,6 +107,37 @@ describe('context tools against a real hub', () => {
     expect((read.structuredContent as { items: unknown[] }).items).toHaveLength(1);
   });
 
+  it("context_write accepts seed 000's flat fields, and refuses another runtime", async () => {
+    const written = await call('context_write', {
+      type: 'decision',
+      title: 'Seed-style write through MCP',
+      relevanceTags: ['seed'],
+      sourceRuntime: 'claude-code',
+      sourceAgentId: 'planner',
+      sourceTaskId: 'T-9',
+      sourceThreadId: 'th-1',
+      expiresAfterSeconds: 600,
+    });
+    expect(written.isError).toBeFalsy();
+    const { id } = (written.structuredContent as { item: { id: string } }).item;
+    const stored = await hub.client.get(id);
+    expect(stored.source).toEqual({
+      runtime: 'claude-code',
+      agentId: 'planner',
+      taskId: 'T-9',
+      threadId: 'th-1',
+    });
+    expect(stored.relevanceTags).toEqual(['seed']);
+    expect(stored.expiresAt).not.toBeNull();
+    const refused = await call('context_write', {
+      type: 'status',
+      title: 'pretending to be the web UI',
+      sourceRuntime: 'web',
+    });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/sourceRuntime "web" is not this token's runtime/);
+  });
+
   it('since returns only what was written after a seq', async () => {
     const first = await call('context_write', { type: 'discovery', title: 'Before the mark' });
     const seq = (first.structuredContent as { item: { seq: number } }).item.seq;

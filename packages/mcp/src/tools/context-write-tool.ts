@@ -4,6 +4,7 @@ import {
   contextTypeSchema,
   LIMITS,
   memoryKeySchema,
+  runtimeNameSchema,
   scopeSchema,
   urgencySchema,
   visibilitySchema,
@@ -88,6 +89,21 @@ export const contextWriteInput = z.object({
   taskId: refInput.optional().describe('Your task id, if you work on one (source.taskId).'),
   threadId: refInput.optional().describe('The conversation thread id (source.threadId).'),
   agentId: refInput.optional().describe('Which agent of your runtime wrote it (source.agentId).'),
+  // Seed 000's field names, accepted as they are (the hub applies one rule to both forms).
+  sourceRuntime: runtimeNameSchema
+    .optional()
+    .describe("Seed 000's field: if given, must be your own runtime."),
+  sourceAgentId: refInput.optional().describe("Seed 000's name for agentId."),
+  sourceTaskId: refInput.optional().describe("Seed 000's name for taskId."),
+  sourceThreadId: refInput.optional().describe("Seed 000's name for threadId."),
+  expiresAfterSeconds: z
+    .number()
+    .int()
+    .positive()
+    .max(LIMITS.maxTtlSeconds)
+    .optional()
+    .describe("Seed 000's name for ttlSeconds."),
+  relevanceTags: tagsInput.optional().describe("Seed 000's name for tags."),
 });
 
 export const contextWriteOutput = z.object({
@@ -115,19 +131,25 @@ export function toItemInput(input: z.output<typeof contextWriteInput>): ContextI
     ...(input.threadId !== undefined && { threadId: input.threadId }),
     ...(input.agentId !== undefined && { agentId: input.agentId }),
   };
+  const ttl = input.ttlSeconds ?? input.expiresAfterSeconds;
+  const tags = input.tags ?? input.relevanceTags;
   return {
     type: input.type,
     title: input.title,
+    ...(input.sourceRuntime !== undefined && { sourceRuntime: input.sourceRuntime }),
+    ...(input.sourceAgentId !== undefined && { sourceAgentId: input.sourceAgentId }),
+    ...(input.sourceTaskId !== undefined && { sourceTaskId: input.sourceTaskId }),
+    ...(input.sourceThreadId !== undefined && { sourceThreadId: input.sourceThreadId }),
     ...(input.id !== undefined && { id: input.id }),
     ...(input.content !== undefined && { content: input.content }),
     ...(input.summary !== undefined && { summary: input.summary }),
     ...(Object.keys(source).length > 0 && { source }),
     ...(input.scope !== undefined && { scope: input.scope }),
     ...(input.scopeKey !== undefined && { scopeKey: input.scopeKey }),
-    ...(input.tags !== undefined && { relevanceTags: input.tags }),
+    ...(tags !== undefined && { relevanceTags: tags }),
     ...(input.urgency !== undefined && { urgency: input.urgency }),
     ...(input.visibility !== undefined && { visibility: input.visibility }),
-    ...(input.ttlSeconds !== undefined && { expiresAfterSeconds: input.ttlSeconds }),
+    ...(ttl !== undefined && { expiresAfterSeconds: ttl }),
     ...(input.supersedes !== undefined && { supersedes: input.supersedes }),
     ...(input.key !== undefined && { key: input.key }),
   };
