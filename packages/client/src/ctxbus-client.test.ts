@@ -217,25 +217,30 @@ describe('createClient', () => {
         onReady: () => readyResolve(),
         onReconnect: (error) => reconnects.push(error),
       });
-      const write = async (title: string) => {
-        const [outcome] = await store.writeItems([
-          prepareItem(
-            { type: 'discovery', title, content: 'x'.repeat(90_000) },
-            { teamId: 'acme', runtime: 'web' },
-            { now: new Date() },
+      const content = 'x'.repeat(90_000);
+      const write = async (...titles: string[]) => {
+        const outcomes = await store.writeItems(
+          titles.map((title) =>
+            prepareItem(
+              { type: 'discovery', title, content },
+              { teamId: 'acme', runtime: 'web' },
+              { now: new Date() },
+            ),
           ),
-        ]);
+        );
         strict.hub.services.feed.notify();
-        return outcome?.item.title ?? '';
+        return outcomes.map((outcome) => outcome.item.title);
       };
       const first = events.next();
       await ready;
-      const titles = [await write('big 0')];
+      const titles = await write('big 0');
       expect((await first).value?.item.title).toBe('big 0');
-      // The consumer takes nothing more while the writes pile up past the bound.
+      // The consumer takes nothing more while the writes pile up past the bound (ten items of
+      // 90 KB a commit, until the socket buffers are full and the hub holds the rest).
       while (strict.hub.services.feed.ended.slow_reader === 0) {
-        if (titles.length > 400) throw new Error('the hub never ended the stalled reader');
-        titles.push(await write(`big ${titles.length}`));
+        if (titles.length > 1_000) throw new Error('the hub never ended the stalled reader');
+        const next = titles.length;
+        titles.push(...(await write(...Array.from({ length: 10 }, (_, i) => `big ${next + i}`))));
       }
       const received = ['big 0'];
       while (received.length < titles.length) {
@@ -249,7 +254,7 @@ describe('createClient', () => {
     } finally {
       await strict.close();
     }
-  });
+  }, 30_000);
 
   it('stops with unauthorized when its token is revoked', async () => {
     const minted = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'doomed' });

@@ -49,6 +49,20 @@ describe('./dev bench', () => {
   });
 });
 
+describe('./dev bench --only stalled', () => {
+  it('delivers every item, in order, to every reader while stalled subscribers never read', async () => {
+    const result = await runBench(['--quick', '--only', 'stalled', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { metric: string; value: string; ok?: boolean }[];
+    };
+    const complete = rows.find((row) => row.metric.startsWith('timed readers that got every'));
+    expect(complete?.value).toBe('90 and 90 of 90');
+    expect(complete?.ok).toBe(true);
+    expect(rows.map((row) => row.metric)).toContain('hub RSS peak / end, 90 readers, 10 stalled');
+  });
+});
+
 const server = await probePostgres();
 describe('./dev bench --only postgres (two hubs on one PostgreSQL schema)', () => {
   if (server.url === null) {

@@ -1,7 +1,16 @@
 // Search quality on the LoCoMo development split, through a real hub's search API: each
 // conversation turn is one item (in a team of its own), each question one query; a question
 // is answered when an evidence turn is among the top k results.
-import { call, removeDir, runtimeToken, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import type { EmbeddingsServer } from '@ctxbus/test-kit';
+import {
+  call,
+  removeDir,
+  runtimeToken,
+  startEmbeddingsServer,
+  startHubProcess,
+  tempDir,
+  waitUntil,
+} from '@ctxbus/test-kit';
 import { loadLocomo, normaliseEvidence } from './corpus.ts';
 import type { Row } from './run-bench.ts';
 import { ms, percentile } from './stats.ts';
@@ -21,6 +30,8 @@ export interface LocomoResult {
   byCategory: Map<number, { questions: number; at10: number }>;
   byConversation: Map<string, { questions: number; at10: number }>;
   latencies: number[];
+  /** Searches the hub answered with mode `hybrid` (with an embeddings provider). */
+  hybrid: number;
 }
 
 /** Turns one LoCoMo turn into the item a runtime would write for it. */
@@ -38,12 +49,23 @@ export function turnItem(
   };
 }
 
-export async function measureLocomo(): Promise<LocomoResult> {
+/**
+ * Recall through a real hub. With `embeddings`, the hub gets the test kit's embeddings
+ * stand-in (words hashed into 256 dimensions: a weak model) and each conversation's questions
+ * wait until its turns have vectors, so the searches are hybrid.
+ */
+export async function measureLocomo(options: { embeddings?: boolean } = {}): Promise<LocomoResult> {
   const conversations = loadLocomo();
   const dataDir = tempDir('ctxbus-locomo-');
+  let embedder: EmbeddingsServer | null = null;
+  if (options.embeddings) embedder = await startEmbeddingsServer({ dimensions: 256 });
   const hub = await startHubProcess({
     dataDir,
-    args: ['--log-level', 'error'],
+    args: [
+      '--log-level',
+      'error',
+      ...(embedder ? ['--embeddings-url', embedder.url, '--embeddings-model', 'hashed-256'] : []),
+    ],
     env: { CTXBUS_VALIDATE_RESPONSES: '0' },
   });
   const result: LocomoResult = {
@@ -53,7 +75,9 @@ export async function measureLocomo(): Promise<LocomoResult> {
     byCategory: new Map(),
     byConversation: new Map(),
     latencies: [],
+    hybrid: 0,
   };
+  let written = 0;
   try {
     for (const [index, conversation] of conversations.entries()) {
       const token = await runtimeToken(hub, `locomo-${index}`, 'claude-code');
@@ -71,7 +95,18 @@ export async function measureLocomo(): Promise<LocomoResult> {
           response.body.items.forEach((item: { id: string }, offset: number) => {
             diaById.set(item.id, turns[offset]?.dia_id ?? '');
           });
+          written += turns.length;
         }
+      }
+      if (embedder) {
+        await waitUntil(
+          async () => {
+            const health = await call(hub.url, 'GET', '/health');
+            return (health.body.embeddings?.embedded ?? 0) >= written;
+          },
+          'the turns to have vectors',
+          { timeoutMs: 120_000, intervalMs: 50 },
+        );
       }
       const perConversation = { questions: 0, at10: 0 };
       for (const question of conversation.questions) {
@@ -83,6 +118,7 @@ export async function measureLocomo(): Promise<LocomoResult> {
           body: { query: question.question, limit: 10 },
         });
         result.latencies.push(performance.now() - started);
+        if (response.body.mode === 'hybrid') result.hybrid += 1;
         const ranked = (response.body.results as { item: { id: string } }[]).map((hit) =>
           (diaById.get(hit.item.id) ?? '').replace(/D:?(\d+):0*(\d+)/, 'D$1:$2'),
         );
@@ -103,9 +139,41 @@ export async function measureLocomo(): Promise<LocomoResult> {
     }
   } finally {
     await hub.stop();
+    await embedder?.close();
     removeDir(dataDir);
   }
   return result;
+}
+
+/**
+ * Full-text against hybrid recall@10 on the same data, the hybrid one with a weak embedding
+ * model (the test kit's stand-in): fusion must never rank below full text alone.
+ */
+export async function runHybridLocomo(): Promise<Row[]> {
+  const fulltext = await measureLocomo();
+  const hybrid = await measureLocomo({ embeddings: true });
+  const at10 = (r: LocomoResult) => r.at10 / Math.max(r.questions, 1);
+  return [
+    {
+      section: 'hybrid',
+      metric: `full text, evidence in top 10 (${fulltext.questions} questions)`,
+      value: pct(fulltext.at10, fulltext.questions),
+    },
+    {
+      section: 'hybrid',
+      metric: `hybrid (hashed-256 stand-in model), evidence in top 10 (${hybrid.hybrid} of ${hybrid.questions} searches hybrid)`,
+      value: pct(hybrid.at10, hybrid.questions),
+      target: '>= full text',
+      ok: at10(hybrid) >= at10(fulltext),
+    },
+    { section: 'hybrid', metric: 'full text, top 5', value: pct(fulltext.at5, fulltext.questions) },
+    { section: 'hybrid', metric: 'hybrid, top 5', value: pct(hybrid.at5, hybrid.questions) },
+    {
+      section: 'hybrid',
+      metric: 'hybrid search latency p50',
+      value: ms(percentile(hybrid.latencies, 50)),
+    },
+  ];
 }
 
 const pct = (part: number, whole: number) => `${((100 * part) / Math.max(whole, 1)).toFixed(1)}%`;

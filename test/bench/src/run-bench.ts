@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled] [--json]
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -13,9 +13,10 @@ import {
 } from '@ctxbus/test-kit';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchHooks } from './hook-latency.ts';
-import { runLocomo } from './locomo-recall.ts';
+import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
 import { benchPostgres, skipReason } from './postgres-bench.ts';
+import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 import { benchVectorSearch } from './vector-search.ts';
 
@@ -39,7 +40,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,postgres,vectors] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -54,6 +55,12 @@ if (flags.help) {
             reason when no server answers (an error when CI=true or CTXBUS_REQUIRE_POSTGRES=1)
   vectors   vector search at the store: exact scan (SQLite; PostgreSQL without pgvector) and
             pgvector when the server has it, 10k items x 256 and 1536 dimensions
+  hybrid    LoCoMo recall@10, full text against hybrid with the test kit's embeddings stand-in
+            (words hashed into 256 dimensions, a weak model): hybrid must not rank below
+            full text
+  stalled   hub RSS with 900 reading and 100 stalled SSE subscribers while 10,000 items of
+            2 KB are written at 250/s (target <= 400 MB), and the readers' delivery p50/p99
+            against the same run without stalled subscribers (100 readers timed)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -64,7 +71,9 @@ if (flags.help) {
 
 const quick = flags.quick;
 const sections = new Set(
-  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,postgres,vectors').split(','),
+  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled').split(
+    ',',
+  ),
 );
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -378,6 +387,18 @@ async function main() {
       rows.push(...(await runLocomo()));
     }
   }
+  if (sections.has('hybrid')) {
+    if (!locomoAvailable()) {
+      row(
+        'hybrid',
+        'hybrid recall',
+        'skipped: ../shared/data/locomo-dev not found (set CTXBUS_LOCOMO)',
+      );
+    } else {
+      log('hybrid: LoCoMo recall, full text against hybrid with a weak embedding model');
+      rows.push(...(await runHybridLocomo()));
+    }
+  }
   if (sections.has('postgres')) {
     const server = await probePostgres();
     if (server.url === null) {
@@ -392,6 +413,9 @@ async function main() {
     }
   }
   if (sections.has('vectors')) rows.push(...(await benchVectorSearch(quick, log)));
+  if (sections.has('stalled')) {
+    rows.push(...(await benchStalled(quick ? STALLED_QUICK : STALLED_FULL, log)).rows);
+  }
   printTable();
 }
 
