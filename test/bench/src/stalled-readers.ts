@@ -132,22 +132,19 @@ async function phase(
     const writer = new RawHttpClient(hub.url, token);
     const start = performance.now();
     const interval = 1000 / size.pace;
-    const writes: Promise<unknown>[] = [];
+    // One writer, one request at a time, each at its slot (or at once when running late).
     for (let index = 0; index < size.items; index++) {
-      const due = start + index * interval;
-      const wait = due - performance.now();
+      const wait = start + index * interval - performance.now();
       if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
       sentAt[index] = performance.now();
-      writes.push(
-        writer.post('/api/context', {
-          type: 'status',
-          title: `stalled ${index}`,
-          content: CONTENT,
-          relevanceTags: ['stalled'],
-        }),
-      );
+      const response = await writer.post('/api/context', {
+        type: 'status',
+        title: `stalled ${index}`,
+        content: CONTENT,
+        relevanceTags: ['stalled'],
+      });
+      if (response.status !== 201) throw new Error(`write ${index}: ${response.status}`);
     }
-    await Promise.all(writes);
     await Promise.all(done);
     writer.close();
     const stats = await call(hub.url, 'GET', '/api/admin/streams', { token: admin });
