@@ -101,6 +101,41 @@ describe('hybrid search on the embedded store', () => {
     expect(titles(await search(hub, globex, 'car'))).toEqual([]);
   });
 
+  it('keeps full text ahead of a vector ranking that disagrees with it (a weak model)', async () => {
+    // The stand-in model hashes every word, stop words included: for this question it prefers
+    // chatter that shares "what", "did", "for" and "the" with it. Full text (stop words
+    // dropped) ranks the painting first; plain reciprocal rank fusion put the chatter above it.
+    const team = await runtimeToken(hub, 'lexicon', 'claude-code');
+    const embedded = async () =>
+      ((await call(hub.url, 'GET', '/health')).body.embeddings?.embedded as number) ?? 0;
+    const before = await embedded();
+    await write(hub, team, {
+      title: 'Melanie painted a sunrise',
+      content:
+        'A sunrise over the lake in soft orange and pink, a gift to the animal shelter downtown, signed and framed in oak.',
+    });
+    await write(hub, team, {
+      title: 'Shelter chatter',
+      content: 'What did we do for the shelter? What did they say? What did the others do?',
+    });
+    for (const content of [
+      'What did you do for the weekend? What did the kids do?',
+      'What did the team say for the launch? What did they do?',
+      'What did I eat for lunch? What did the cafe have?',
+      'What did the weather do for the trip? What did it do?',
+    ]) {
+      await write(hub, team, { title: 'Small talk', content });
+    }
+    const question = 'what did Melanie paint for the shelter';
+    // Every one of the six items has its vector before the question is asked.
+    await expect.poll(embedded, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 6);
+    const result = await search(hub, team, question);
+    expect(result.mode).toBe('hybrid');
+    const ranked = titles(result);
+    expect(ranked[0]).toBe('Melanie painted a sunrise');
+    expect(ranked[1]).toBe('Shelter chatter');
+  });
+
   it('`ctxbus search` says how it ranked', async () => {
     const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token };
     const hybrid = await runCli(['search', 'car'], { env });

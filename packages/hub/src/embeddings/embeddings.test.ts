@@ -9,7 +9,7 @@ import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
 import { silentLogger } from '../logger.js';
-import { fuseRankings } from '../search/hybrid-search.js';
+import { fuseRankings, vectorWeight } from '../search/hybrid-search.js';
 import { BackgroundEmbedder, embeddingText } from './background-embedder.js';
 import type { EmbeddingProvider } from './embedding-provider.js';
 import { EmbeddingError, openAiEmbeddings } from './embedding-provider.js';
@@ -361,5 +361,28 @@ describe('fuseRankings', () => {
     expect(fused[0]?.score).toBeCloseTo(1 / 61 + 1 / 63, 12);
     expect(fused[2]?.score).toBeCloseTo(1 / 62, 12);
     expect(fuseRankings([[], []])).toEqual([]);
+  });
+
+  it('weighs each list by its weight', () => {
+    const fused = fuseRankings([[{ id: 'a' }, { id: 'b' }], [{ id: 'b' }]], 60, [1, 0.25]);
+    expect(fused.map((entry) => entry.entry.id)).toEqual(['a', 'b']);
+    expect(fused[1]?.score).toBeCloseTo(1 / 62 + 0.25 / 61, 12);
+  });
+});
+
+describe('vectorWeight', () => {
+  const ids = (...names: string[]) => names.map((id) => ({ id }));
+  const ten = ids('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j');
+  it("is the square of the share of full text's first 10 that the vector ranking's first 10 has", () => {
+    expect(vectorWeight(ten, ten)).toBe(1);
+    expect(vectorWeight(ten, ids('a', 'b', 'c', 'd', 'e', 'x', 'y'))).toBeCloseTo(0.25, 12);
+    expect(vectorWeight(ten, ids('x', 'y', 'z'))).toBe(0);
+    // Agreement beyond the first 10 does not count.
+    expect(
+      vectorWeight(ten, [...ids('p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y'), ...ten]),
+    ).toBe(0);
+  });
+  it('is 1 when full text found nothing: the vector ranking is all there is', () => {
+    expect(vectorWeight([], ids('x'))).toBe(1);
   });
 });
