@@ -365,8 +365,9 @@ describe('fuseRankings', () => {
 
   it('weighs each list by its weight', () => {
     const fused = fuseRankings([[{ id: 'a' }, { id: 'b' }], [{ id: 'b' }]], 60, [1, 0.25]);
-    expect(fused.map((entry) => entry.entry.id)).toEqual(['a', 'b']);
-    expect(fused[1]?.score).toBeCloseTo(1 / 62 + 0.25 / 61, 12);
+    expect(fused.map((entry) => entry.entry.id)).toEqual(['b', 'a']);
+    expect(fused[0]?.score).toBeCloseTo(1 / 62 + 0.25 / 61, 12);
+    expect(fused[1]?.score).toBeCloseTo(1 / 61, 12);
   });
 });
 
