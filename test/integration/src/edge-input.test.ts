@@ -102,6 +102,22 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       expect(read.body.item).toEqual(item);
     });
 
+    it('never passes the 100-subscriptions-per-runtime limit, however many creates race', async () => {
+      const racer = await runtimeToken(hub, 'racing', 'web');
+      const responses = await Promise.all(
+        Array.from({ length: 150 }, () =>
+          call(hub.url, 'POST', '/api/subscriptions', { token: racer, body: { delivery: 'pull' } }),
+        ),
+      );
+      const statuses = responses.map((response) => response.status);
+      expect(statuses.filter((status) => status === 201)).toHaveLength(100);
+      expect(statuses.filter((status) => status === 400)).toHaveLength(50);
+      const refused = responses.find((response) => response.status === 400);
+      expect(refused?.body.error.message).toMatch(/at most 100 subscriptions/);
+      const listed = await call(hub.url, 'GET', '/api/subscriptions', { token: racer });
+      expect(listed.body.subscriptions).toHaveLength(100);
+    });
+
     it('refuses sequence numbers beyond 2^53 - 1 with a 400, in since and Last-Event-ID', async () => {
       for (const value of ['9223372036854775807', '9223372036854775808', '9007199254740992']) {
         const list = await call(hub.url, 'GET', `/api/context?since=${value}`, { token });
