@@ -107,7 +107,7 @@ export const streamRoute = defineRoute({
   operationId: 'streamContext',
   summary: 'Live changes as Server-Sent Events',
   description:
-    "Events `context-added`, `context-consumed` and `context-superseded`, each with `id` = the change's sequence and `data` = `{seq, event, item}`, for the caller's team (private items only to their runtime), filtered by scope, scopeKey, type, tags (any) and minUrgency. Without `since` or `Last-Event-ID` the stream starts at the newest change; with either it first replays every later change, with no gap. A `ready` event (no id) says the subscription is live; `: keep-alive` comments keep proxies from closing an idle stream.",
+    "Events `context-added`, `context-consumed` and `context-superseded`, each with `id` = the change's sequence and `data` = `{seq, event, item}`, for the caller's team (private items only to their runtime), filtered by scope, scopeKey, type, tags (any) and minUrgency. Without `since` or `Last-Event-ID` the stream starts at the newest change; with either it first replays every later change, with no gap. A `ready` event (no id) says the subscription is live; `: keep-alive` comments keep proxies from closing an idle stream. When the hub ends the stream it says why first, in a `disconnect` event (no id) with `{reason, message, resumeAfter}`: `slow_reader` (the reader held more than the per-stream byte bound of undelivered changes; reconnect with Last-Event-ID, as EventSource does) or `token_revoked`.",
   tags: ['stream'],
   auth: 'runtime',
   query: streamQuerySchema,

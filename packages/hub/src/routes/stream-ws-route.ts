@@ -49,7 +49,7 @@ export const streamWebSocketRoute = defineRoute({
   operationId: 'streamContextWebSocket',
   summary: 'Live changes over a WebSocket',
   description:
-    'The same changes, filters and resume rules as `/api/stream`, as JSON text messages: first `{"type":"ready","afterSeq"}`, then `{"type":"event","seq","event","item"}` per change. Resume with `since` or a `Last-Event-ID` header on the upgrade request. The token goes in the upgrade request\'s Authorization header.',
+    'The same changes, filters and resume rules as `/api/stream`, as JSON text messages: first `{"type":"ready","afterSeq"}`, then `{"type":"event","seq","event","item"}` per change. Resume with `since` or a `Last-Event-ID` header on the upgrade request. The token goes in the upgrade request\'s Authorization header. When the hub ends the stream (a reader holding more than the per-stream byte bound of undelivered changes; a revoked token) it sends `{"type":"disconnect","reason","message","resumeAfter"}` and closes with 4008 (`slow_reader`: resume with `since=resumeAfter`) or 4001 (`token_revoked`). Frames from the client are capped at 4 KiB.',
   tags: ['stream'],
   auth: 'runtime',
   query: streamQuerySchema,
