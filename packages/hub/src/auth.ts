@@ -76,6 +76,8 @@ export class TokenVerifier {
   constructor(
     private readonly store: Store,
     readonly cacheMs = 5_000,
+    /** The clock verdicts expire by (injected in tests). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   async verify(authorization: string | undefined): Promise<Caller> {
@@ -89,7 +91,7 @@ export class TokenVerifier {
     if (hash === null) {
       throw new CtxbusError('unauthorized', 'the Authorization header must be "Bearer <token>"');
     }
-    const now = Date.now();
+    const now = this.now();
     let entry = this.cache.get(hash);
     if (!entry || entry.until < now) {
       entry = await this.load(hash, now);
@@ -129,7 +131,7 @@ export class TokenVerifier {
    * cache), which refreshes its cached verdict too. Open streams are re-checked this way.
    */
   async stillValid(hash: string): Promise<boolean> {
-    const entry = await this.load(hash, Date.now());
+    const entry = await this.load(hash, this.now());
     return entry.caller !== null;
   }
 
