@@ -100,11 +100,16 @@ describe('isolation', () => {
     expect(shared.body.formatted).not.toContain('acme-only plan');
     const supersede = await write({ type: 'decision', title: 'hijack', supersedes: id }, rival);
     expect(supersede.status).toBe(422);
+    // Reusing acme's id is the rival's own new item: ids say nothing across teams.
     const reuse = await write(
       { id, type: 'decision', title: 'acme-only plan', relevanceTags: ['plan'] },
       rival,
     );
-    expect(reuse.status).toBe(409);
+    expect(reuse.status).toBe(201);
+    expect(reuse.body.items[0]).toMatchObject({ id, teamId: 'globex' });
+    const ours = await call(hub.url, 'GET', `/api/context/${id}`, { token: code });
+    expect(ours.body.item).toMatchObject({ teamId: 'acme', title: 'acme-only plan' });
+    expect(ours.body.item.seq).not.toBe(reuse.body.items[0].seq);
   });
 
   it('returns private items only to their source runtime', async () => {

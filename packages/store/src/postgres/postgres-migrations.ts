@@ -198,6 +198,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         AS 'SELECT sum(x::float8 * y::float8) FROM unnest(a, b) AS t(x, y)';
     `,
   },
+  {
+    version: 4,
+    name: 'item-ids-per-team',
+    sql: (s) => `
+      -- Item ids are unique within a team, not across teams: another team writing an id that
+      -- exists elsewhere must learn nothing (it used to get a 409).
+      ALTER TABLE ${s}.items DROP CONSTRAINT items_id_key;
+      CREATE UNIQUE INDEX items_team_id ON ${s}.items (team_id, id);
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -73,6 +73,7 @@ function visibleTo(item: ContextItem, viewer: Viewer, nowMs: number): boolean {
  */
 export class WritePlan {
   private seq: number;
+  /** Items by team and id (ids are unique within a team, not across teams). */
   private readonly byId = new Map<string, Entry>();
   private readonly byKey = new Map<string, Set<Entry>>();
   private readonly journal: (() => void)[] = [];
@@ -83,7 +84,7 @@ export class WritePlan {
   constructor(seq: number, rows: readonly LoadedRow[]) {
     this.seq = seq;
     for (const row of rows) {
-      if (this.byId.has(row.item.id)) continue;
+      if (this.byId.has(keyOf(row.item.teamId, row.item.id))) continue;
       this.index({ item: row.item, inputHash: row.inputHash, persisted: true });
     }
   }
@@ -117,7 +118,7 @@ export class WritePlan {
 
   /** Records a consumption; null when the viewer cannot see the item. */
   consume(viewer: Viewer, id: string, nowMs: number): ContextItem | null {
-    const entry = this.byId.get(id);
+    const entry = this.byId.get(keyOf(viewer.teamId, id));
     if (!entry || !visibleTo(entry.item, viewer, nowMs)) return null;
     if (entry.item.consumedBy.some((consumption) => consumption.runtime === viewer.runtime)) {
       return clone(entry.item);
@@ -186,11 +187,9 @@ export class WritePlan {
         outcomes.push({ item: earlier.item, status: 'existing' });
         continue;
       }
-      const existing = this.byId.get(input.id);
+      const existing = this.byId.get(keyOf(input.teamId, input.id));
       if (existing) {
-        if (existing.item.teamId !== input.teamId || existing.inputHash !== input.inputHash) {
-          throw conflict(input.id);
-        }
+        if (existing.inputHash !== input.inputHash) throw conflict(input.id);
         outcomes.push({ item: clone(existing.item), status: 'existing' });
         continue;
       }
@@ -239,7 +238,7 @@ export class WritePlan {
   ): Entry | null {
     let target: Entry | undefined;
     if (item.supersedes !== null) {
-      const named = this.byId.get(item.supersedes);
+      const named = this.byId.get(keyOf(writer.teamId, item.supersedes));
       target = named && visibleTo(named.item, writer, nowMs) ? named : undefined;
       if (!target) {
         throw new CtxbusError(
@@ -307,7 +306,7 @@ export class WritePlan {
   }
 
   private index(entry: Entry): void {
-    this.byId.set(entry.item.id, entry);
+    this.byId.set(keyOf(entry.item.teamId, entry.item.id), entry);
     if (entry.item.key === null) return;
     const key = keyOf(entry.item.teamId, entry.item.key);
     let set = this.byKey.get(key);
@@ -319,7 +318,7 @@ export class WritePlan {
   }
 
   private unindex(entry: Entry): void {
-    this.byId.delete(entry.item.id);
+    this.byId.delete(keyOf(entry.item.teamId, entry.item.id));
     if (entry.item.key !== null)
       this.byKey.get(keyOf(entry.item.teamId, entry.item.key))?.delete(entry);
   }

@@ -3,6 +3,12 @@ export interface SqliteMigration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * A table rebuild: run with foreign keys off (else dropping the old table would delete the
+   * rows that reference it), then checked with `PRAGMA foreign_key_check`. Indexes of the
+   * rebuilt table listed here are created again after it.
+   */
+  rebuilds?: string;
 }
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
@@ -181,6 +187,50 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         UNIQUE (model, rid)
       );
       CREATE INDEX item_vectors_rid ON item_vectors (rid);
+    `,
+  },
+  {
+    version: 6,
+    name: 'item-ids-per-team',
+    rebuilds: 'items',
+    sql: `
+      -- Item ids are unique within a team, not across teams: another team writing an id that
+      -- exists elsewhere must learn nothing (it used to get a 409). SQLite cannot drop the
+      -- column's UNIQUE, so the table is rebuilt, rows and rids as they are.
+      CREATE TABLE items_rebuilt (
+        rid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        title TEXT NOT NULL,
+        content TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        source_runtime TEXT NOT NULL,
+        source_agent TEXT,
+        source_task TEXT,
+        source_thread TEXT,
+        scope TEXT NOT NULL,
+        scope_key TEXT,
+        scope_kind TEXT,
+        urgency INTEGER NOT NULL,
+        visibility TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        supersedes TEXT,
+        superseded_by TEXT,
+        item_key TEXT,
+        runtime_options TEXT NOT NULL,
+        redactions TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        input_hash TEXT NOT NULL,
+        consumed INTEGER NOT NULL DEFAULT 0,
+        consumed_by TEXT NOT NULL DEFAULT '[]'
+      );
+      INSERT INTO items_rebuilt SELECT * FROM items;
+      DROP TABLE items;
+      ALTER TABLE items_rebuilt RENAME TO items;
+      CREATE UNIQUE INDEX items_team_id ON items (team_id, id);
     `,
   },
 ];

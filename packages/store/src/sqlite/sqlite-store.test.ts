@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -6,7 +6,7 @@ import { CtxbusError, prepareItem } from '@ctxbus/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runStoreConformance } from '../testing/store-conformance.js';
 import { expectVectorScansAgree } from '../testing/vector-conformance.js';
-import { SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import { openSqliteStore } from './sqlite-store.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-'));
@@ -80,7 +80,7 @@ describe('sqlite migrations', () => {
     // Turn it back into a version-1 database.
     const db = new DatabaseSync(path);
     db.exec(
-      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DROP TABLE items_fts_vocab; DROP INDEX items_team_thread_rid; DROP TABLE dead_letters; DROP TABLE subscriptions; DROP TABLE archived_items; DROP INDEX items_type_created; DROP TABLE item_vectors; DELETE FROM schema_migrations WHERE version > 1;',
+      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DROP TABLE items_fts_vocab; DROP INDEX items_team_thread_rid; DROP TABLE dead_letters; DROP TABLE subscriptions; DROP TABLE archived_items; DROP INDEX items_type_created; DROP TABLE item_vectors; DROP INDEX items_team_id; DELETE FROM schema_migrations WHERE version > 1;',
     );
     db.close();
     const upgraded = openSqliteStore({ path });
@@ -98,6 +98,71 @@ describe('sqlite migrations', () => {
     expect(versions.map((row) => row.version)).toEqual(
       Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, index) => index + 1),
     );
+  });
+
+  it('rebuilds the items table of a version-5 database for per-team ids, keeping rows and vectors', async () => {
+    const path = join(root, 'v5', 'ctxbus.db');
+    mkdirSync(join(root, 'v5'), { recursive: true });
+    const id = '0192f000-0000-7000-8000-0000000000a5';
+    const db = new DatabaseSync(path);
+    db.exec('PRAGMA foreign_keys = ON');
+    db.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    );
+    for (const migration of SQLITE_MIGRATIONS.slice(0, 5)) {
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(
+        migration.version,
+        migration.name,
+        Date.now(),
+      );
+    }
+    db.prepare(
+      `INSERT INTO changes (seq, kind, item_rid, team_id, at) VALUES (1, 'added', 1, 'acme', ?)`,
+    ).run(Date.now());
+    db.prepare(
+      `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
+         scope, urgency, visibility, created_at, runtime_options, redactions, tokens, input_hash)
+       VALUES (1, ?, 'acme', 'decision', 'from version 5', '', 'from version 5', '[]', 'web',
+         'global', 0, 'team', ?, '{}', '[]', 3, 'h')`,
+    ).run(id, Date.now());
+    db.prepare(`INSERT INTO item_vectors (model, rid, vector) VALUES ('m', 1, ?)`).run(
+      new Uint8Array(8),
+    );
+    // The old schema: ids unique across every team.
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
+             scope, urgency, visibility, created_at, runtime_options, redactions, tokens, input_hash)
+           VALUES (2, ?, 'globex', 'status', 'x', '', 'x', '[]', 'web', 'global', 0, 'team', 0, '{}', '[]', 1, 'h')`,
+        )
+        .run(id),
+    ).toThrow(/UNIQUE/);
+    db.close();
+
+    const upgraded = openSqliteStore({ path });
+    expect(upgraded.info.schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    expect((await upgraded.getItem({ teamId: 'acme', runtime: 'web' }, id))?.title).toBe(
+      'from version 5',
+    );
+    const [theirs] = await upgraded.writeItems([
+      prepareItem(
+        { id, type: 'status', title: 'same id, other team' },
+        { teamId: 'globex', runtime: 'web' },
+        { now: new Date() },
+      ),
+    ]);
+    expect(theirs?.status).toBe('created');
+    await upgraded.close();
+    const check = new DatabaseSync(path);
+    // The vector row survived the rebuild (foreign keys were off while the table was swapped).
+    expect(check.prepare('SELECT count(*) AS n FROM item_vectors').get()).toEqual({ n: 1 });
+    expect(check.prepare('PRAGMA foreign_key_check').all()).toEqual([]);
+    expect(
+      check.prepare("SELECT name FROM sqlite_master WHERE name = 'items_team_scope_key_rid'").get(),
+    ).toBeDefined();
+    check.close();
   });
 
   it('opens an existing database without re-applying migrations', async () => {

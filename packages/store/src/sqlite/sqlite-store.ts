@@ -311,12 +311,37 @@ export class SqliteStore implements Store {
     if (!apply) return;
     for (const migration of SQLITE_MIGRATIONS) {
       if (migration.version <= current) continue;
-      this.transaction(() => {
-        this.db.exec(migration.sql);
-        this.db
-          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
-          .run(migration.version, migration.name, Date.now());
-      });
+      // A rebuilt table loses its indexes: keep their definitions to create them again.
+      const indexes = migration.rebuilds
+        ? (
+            this.db
+              .prepare(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+              )
+              .all(migration.rebuilds) as { sql: string }[]
+          ).map((row) => row.sql)
+        : [];
+      if (migration.rebuilds) this.db.exec('PRAGMA foreign_keys = OFF');
+      try {
+        this.transaction(() => {
+          this.db.exec(migration.sql);
+          for (const index of indexes) this.db.exec(index);
+          if (migration.rebuilds) {
+            const broken = this.db.prepare('PRAGMA foreign_key_check').all();
+            if (broken.length > 0) {
+              throw new CtxbusError(
+                'internal',
+                `migration ${migration.version} (${migration.name}) would break ${broken.length} foreign key(s); nothing was changed`,
+              );
+            }
+          }
+          this.db
+            .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+            .run(migration.version, migration.name, Date.now());
+        });
+      } finally {
+        if (migration.rebuilds) this.db.exec('PRAGMA foreign_keys = ON');
+      }
     }
   }
 
@@ -354,8 +379,11 @@ export class SqliteStore implements Store {
     if (this.closed) throw new CtxbusError('unavailable', 'the store is closed');
   }
 
-  private itemRowById(id: string): ItemRow | undefined {
-    return this.statement('SELECT * FROM items WHERE id = ?').get(id) as ItemRow | undefined;
+  /** An item of a team by id (ids are unique within a team, not across teams). */
+  private itemRow(teamId: string, id: string): ItemRow | undefined {
+    return this.statement('SELECT * FROM items WHERE team_id = ? AND id = ?').get(teamId, id) as
+      | ItemRow
+      | undefined;
   }
 
   private visibleRow(viewer: Viewer, id: string, nowMs: number): ItemRow | undefined {
@@ -458,11 +486,9 @@ export class SqliteStore implements Store {
         outcomes.push({ item: earlier.item, status: 'existing' });
         continue;
       }
-      const existing = this.itemRowById(item.id);
+      const existing = this.itemRow(item.teamId, item.id);
       if (existing) {
-        if (existing.team_id !== item.teamId || existing.input_hash !== item.inputHash) {
-          throw conflict(item.id);
-        }
+        if (existing.input_hash !== item.inputHash) throw conflict(item.id);
         outcomes.push({ item: rowToItem(existing), status: 'existing' });
         continue;
       }
@@ -861,7 +887,7 @@ export class SqliteStore implements Store {
       return true;
     });
     if (!found) return null;
-    const row = this.itemRowById(id);
+    const row = this.itemRow(viewer.teamId, id);
     return row ? rowToItem(row) : null;
   }
 

@@ -192,8 +192,26 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       expect(again?.item).toEqual(first?.item);
       expect(await store.latestSeq()).toBe(1);
       await rejectsWith(store.writeItems([prepared({ ...input, title: 'different' })]), 'conflict');
-      // Another team reusing the id is a conflict too, and learns nothing about the item.
-      await rejectsWith(store.writeItems([prepared(input, globex)]), 'conflict');
+      // Another team's use of the id is its own item: it learns nothing about acme's (a 409
+      // would say the id exists), and each team reads, supersedes and consumes only its own.
+      const [theirs] = await store.writeItems([prepared({ ...input, title: 'theirs' }, globex)]);
+      expect(theirs?.status).toBe('created');
+      expect((await store.getItem(acme, input.id))?.title).toBe('once');
+      expect((await store.getItem(globex, input.id))?.title).toBe('theirs');
+      const [again2] = await store.writeItems([prepared({ ...input, title: 'theirs' }, globex)]);
+      expect(again2?.status).toBe('existing');
+      await rejectsWith(
+        store.writeItems([prepared({ ...input, title: 'theirs, changed' }, globex)]),
+        'conflict',
+      );
+      const [successor] = await store.writeItems([
+        prepared({ title: 'their successor', supersedes: input.id }, globex),
+      ]);
+      expect(successor?.item.supersedes).toBe(input.id);
+      expect((await store.getItem(acme, input.id))?.supersededBy).toBeNull();
+      expect((await store.getItem(globex, input.id))?.supersededBy).toBe(successor?.item.id);
+      expect((await store.consumeItem(acme, input.id))?.title).toBe('once');
+      expect((await store.getItem(globex, input.id))?.consumed).toBe(false);
     });
 
     test('atomic-batch', async () => {
