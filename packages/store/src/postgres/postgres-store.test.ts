@@ -327,7 +327,7 @@ function definePostgresTests(url: string): void {
            DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
            DROP INDEX "${schema}".items_type_created; DROP TABLE "${schema}".item_vectors;
            DROP FUNCTION "${schema}".ctxbus_dot;
-           DROP INDEX "${schema}".items_team_id;
+           DROP INDEX "${schema}".items_id_team;
            ALTER TABLE "${schema}".items ADD CONSTRAINT items_id_key UNIQUE (id);
            DELETE FROM "${schema}".schema_migrations WHERE version > 1`,
         ),

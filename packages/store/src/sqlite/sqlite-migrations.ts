@@ -230,7 +230,8 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       INSERT INTO items_rebuilt SELECT * FROM items;
       DROP TABLE items;
       ALTER TABLE items_rebuilt RENAME TO items;
-      CREATE UNIQUE INDEX items_team_id ON items (team_id, id);
+      -- id first: writes and reads look items up by id (and team).
+      CREATE UNIQUE INDEX items_id_team ON items (id, team_id);
     `,
   },
 ];

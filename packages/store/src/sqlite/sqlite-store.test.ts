@@ -80,7 +80,7 @@ describe('sqlite migrations', () => {
     // Turn it back into a version-1 database.
     const db = new DatabaseSync(path);
     db.exec(
-      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DROP TABLE items_fts_vocab; DROP INDEX items_team_thread_rid; DROP TABLE dead_letters; DROP TABLE subscriptions; DROP TABLE archived_items; DROP INDEX items_type_created; DROP TABLE item_vectors; DROP INDEX items_team_id; DELETE FROM schema_migrations WHERE version > 1;',
+      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DROP TABLE items_fts_vocab; DROP INDEX items_team_thread_rid; DROP TABLE dead_letters; DROP TABLE subscriptions; DROP TABLE archived_items; DROP INDEX items_type_created; DROP TABLE item_vectors; DROP INDEX items_id_team; DELETE FROM schema_migrations WHERE version > 1;',
     );
     db.close();
     const upgraded = openSqliteStore({ path });
