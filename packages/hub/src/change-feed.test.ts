@@ -4,7 +4,7 @@ import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FeedSubscriber } from './change-feed.js';
-import { ChangeFeed } from './change-feed.js';
+import { approximateChangeBytes, ChangeFeed } from './change-feed.js';
 import { silentLogger } from './logger.js';
 
 const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
@@ -43,7 +43,7 @@ function setup(maxPendingBytes?: number) {
 }
 
 /** Replaces the feed with one whose store counts its change-log reads. */
-async function countReads(): Promise<{ count: number }> {
+async function countReads(maxPendingBytes?: number): Promise<{ count: number }> {
   const reads = { count: 0 };
   const counting: Store = Object.create(store, {
     readChanges: {
@@ -54,7 +54,12 @@ async function countReads(): Promise<{ count: number }> {
     },
   });
   feed.close();
-  feed = new ChangeFeed({ store: counting, clock: () => new Date(), logger: silentLogger });
+  feed = new ChangeFeed({
+    store: counting,
+    clock: () => new Date(),
+    logger: silentLogger,
+    ...(maxPendingBytes !== undefined && { maxPendingBytes }),
+  });
   await feed.start();
   return reads;
 }
@@ -203,6 +208,36 @@ describe('ChangeFeed', () => {
     for (let index = 0; index < 60; index++) await write(`burst ${index}`);
     expect(subscriber.endedBy).toBeNull();
     expect(await collect(subscriber, 60)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+  });
+
+  it('hands a reader catching up over large items at most its byte bound at a time', async () => {
+    // 300 small items, then 12 of 40 KB: a read sized for the small ones reaches the large.
+    const content = 'x'.repeat(40_000);
+    const inputs = [
+      ...Array.from({ length: 300 }, (_, index) => ({ title: `small ${index}` })),
+      ...Array.from({ length: 12 }, (_, index) => ({ title: `large ${index}`, content })),
+    ];
+    await store.writeItems(
+      inputs.map((input) => prepareItem({ type: 'status', ...input }, acme, { now: new Date() })),
+    );
+    const reads = await countReads(100_000);
+    const subscriber = feed.subscribe(acme, {}, 0);
+    const seqs: number[] = [];
+    let largest = 0;
+    while (seqs.length < 312) {
+      const changes = await subscriber.next();
+      if (changes === null) break;
+      let bytes = 0;
+      for (const change of changes) bytes += approximateChangeBytes(change);
+      largest = Math.max(largest, bytes);
+      seqs.push(...changes.map((change) => change.seq));
+    }
+    expect(seqs).toEqual(Array.from({ length: 312 }, (_, i) => i + 1));
+    // Each hand-over stays within the bound (the 12 large items together are 480 KB).
+    expect(largest).toBeLessThanOrEqual(100_000);
+    // Reads grow while the items are small: not one read per item.
+    expect(reads.count).toBeLessThan(40);
+    subscriber.close();
   });
 
   it('ends a live subscriber that holds more than its byte bound; it resumes without loss', async () => {

@@ -4,6 +4,8 @@ import type { Change, Store, WriteOutcome } from '@ctxbus/store';
 import type { Logger } from './logger.js';
 
 const READ_BATCH = 500;
+/** A subscriber's first catch-up read (later ones grow up to READ_BATCH as sizes allow). */
+const FIRST_READ = 16;
 
 /** What one live subscriber may hold undelivered before it is disconnected (1 MiB). */
 export const DEFAULT_MAX_PENDING_BYTES = 1024 * 1024;
@@ -56,6 +58,27 @@ export function approximateChangeBytes(change: Change): number {
     changeSizes.set(change, size);
   }
   return size;
+}
+
+/** The longest prefix of `changes` within `maxBytes` (at least one change, when there is one). */
+function withinBytes(changes: Change[], maxBytes: number): Change[] {
+  let bytes = 0;
+  for (const [index, change] of changes.entries()) {
+    bytes += approximateChangeBytes(change);
+    if (bytes > maxBytes && index > 0) return changes.slice(0, index);
+  }
+  return changes;
+}
+
+/**
+ * The size of a subscriber's next catch-up read: double the last, capped at READ_BATCH and at
+ * as many changes as the byte bound holds if each were as large as the last read's largest.
+ */
+function nextReadLimit(limit: number, batch: readonly Change[], maxPendingBytes: number): number {
+  let largest = 0;
+  for (const change of batch) largest = Math.max(largest, approximateChangeBytes(change));
+  const fits = largest === 0 ? READ_BATCH : Math.floor(maxPendingBytes / largest);
+  return Math.max(1, Math.min(READ_BATCH, limit * 2, fits));
 }
 
 /**
@@ -236,6 +259,12 @@ export class FeedSubscriber {
   private lastSeq: number;
   private catchingUp = true;
   private resets = 0;
+  /**
+   * How many changes the next catch-up read asks for: it starts at 16 and at most doubles,
+   * but never past what the largest change of the last read says fits the byte bound, so a
+   * reader resuming over large items reads about the bound at a time, not READ_BATCH of them.
+   */
+  private readLimit = FIRST_READ;
   private pending: Change[] = [];
   private pendingBytes = 0;
   private wake: (() => void) | null = null;
@@ -299,17 +328,24 @@ export class FeedSubscriber {
       if (this.closed) return null;
       if (this.catchingUp) {
         const resets = this.resets;
+        const limit = this.readLimit;
         const batch = await this.feed.store.readChanges({
           afterSeq: this.lastSeq,
           teamId: this.viewer.teamId,
-          limit: READ_BATCH,
+          limit,
         });
         if (this.closed) return null;
-        const last = batch.at(-1);
+        // What is handed on stays within the byte bound (at least one change); the rest of
+        // the read is dropped and read again next time.
+        const kept = withinBytes(batch, this.feed.maxPendingBytes);
+        const last = kept.at(-1);
         if (last) this.lastSeq = last.seq;
         // Caught up, unless the buffer overflowed (and was dropped) while we were reading.
-        if (batch.length < READ_BATCH && this.resets === resets) this.catchingUp = false;
-        const matching = batch.filter((change) => this.matches(change));
+        if (kept.length === batch.length && batch.length < limit && this.resets === resets) {
+          this.catchingUp = false;
+        }
+        this.readLimit = nextReadLimit(limit, batch, this.feed.maxPendingBytes);
+        const matching = kept.filter((change) => this.matches(change));
         if (matching.length > 0) return matching;
         continue;
       }
