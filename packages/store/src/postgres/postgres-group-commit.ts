@@ -438,12 +438,14 @@ export class GroupCommit {
   ): string[] {
     const statements = this.statements as PredictedStatements;
     const ids: string[] = [];
+    const idTeams: string[] = [];
     const teams: string[] = [];
     const keys: string[] = [];
     for (const operation of batch) {
       if (operation.kind !== 'write') continue;
       for (const { item } of operation.items) {
         ids.push(item.id);
+        idTeams.push(item.teamId);
         if (item.key === null) continue;
         teams.push(item.teamId);
         keys.push(item.key);
@@ -453,33 +455,35 @@ export class GroupCommit {
     const now = sqlLiteral(new Date(nowMs).toISOString());
     return [
       `EXECUTE ${statements.lock}`,
-      `EXECUTE ${statements.check}(${Math.trunc(predicted)}, ${array(ids)}, ${array(teams)}, ${array(keys)}, ${now})`,
+      `EXECUTE ${statements.check}(${Math.trunc(predicted)}, ${array(ids)}, ${array(idTeams)}, ${array(teams)}, ${array(keys)}, ${now})`,
       `EXECUTE ${statements.persist}(E'[${rows.items.join(',')}]', ${sqlLiteral(JSON.stringify(rows.changes))}, ${Math.trunc(rows.seq)}, ${Math.trunc(rows.createdItems)})`,
     ];
   }
 
   /**
    * The read of a batch, run under the counter lock: rows with the ids it writes, supersedes
-   * or consumes (any team: a reused id is a conflict), and the live rows holding the keys it
-   * writes.
+   * or consumes, each in the team that names it (ids are unique within a team; another team's
+   * item with the same id is never read, so it changes nothing, not even the timing), and the
+   * live rows holding the keys it writes.
    */
   private loadSql(batch: readonly Operation[], nowMs: number): string {
     const ids = new Set<string>();
     const keys: string[] = [];
+    const pair = (id: string, teamId: string) => `(${sqlLiteral(id)}, ${sqlLiteral(teamId)})`;
     for (const operation of batch) {
       if (operation.kind === 'consume') {
-        ids.add(operation.id);
+        ids.add(pair(operation.id, operation.viewer.teamId));
         continue;
       }
       for (const { item } of operation.items) {
-        ids.add(item.id);
-        if (item.supersedes !== null) ids.add(item.supersedes);
+        ids.add(pair(item.id, item.teamId));
+        if (item.supersedes !== null) ids.add(pair(item.supersedes, item.teamId));
         if (item.key !== null) keys.push(`(${sqlLiteral(item.teamId)}, ${sqlLiteral(item.key)})`);
       }
     }
     const s = this.s;
     const byId = `SELECT ${ITEM_COLUMNS} FROM ${s}.items i
-                   WHERE i.id IN (${[...ids].map(sqlLiteral).join(', ')})`;
+                   WHERE (i.id, i.team_id) IN (VALUES ${[...ids].join(', ')})`;
     if (keys.length === 0) return byId;
     return `${byId}
       UNION ALL SELECT ${ITEM_COLUMNS} FROM ${s}.items i
@@ -524,14 +528,15 @@ function predictedStatements(s: string): PredictedStatements {
   const changes = CHANGE_INSERT_COLUMNS.join(', ');
   const texts = {
     lock: `SELECT seq FROM ${s}.counter FOR UPDATE`,
-    check: `(bigint, text[], text[], text[], timestamptz) AS
+    check: `(bigint, text[], text[], text[], text[], timestamptz) AS
       SELECT 1 / (CASE WHEN (SELECT seq FROM ${s}.counter) = $1
-        AND NOT EXISTS (SELECT 1 FROM ${s}.items i WHERE i.id = ANY ($2))
+        AND NOT EXISTS (
+          SELECT 1 FROM ${s}.items i WHERE (i.id, i.team_id) IN (SELECT * FROM unnest($2, $3)))
         AND NOT EXISTS (
           SELECT 1 FROM ${s}.items i
            WHERE i.item_key IS NOT NULL AND i.superseded_by IS NULL
-             AND (i.team_id, i.item_key) IN (SELECT * FROM unnest($3, $4))
-             AND (i.expires_at IS NULL OR i.expires_at > $5))
+             AND (i.team_id, i.item_key) IN (SELECT * FROM unnest($4, $5))
+             AND (i.expires_at IS NULL OR i.expires_at > $6))
         THEN 1 ELSE 0 END)`,
     persist: `(json, json, bigint, bigint) AS
       WITH new_items AS (

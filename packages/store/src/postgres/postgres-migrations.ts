@@ -205,7 +205,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       -- Item ids are unique within a team, not across teams: another team writing an id that
       -- exists elsewhere must learn nothing (it used to get a 409).
       ALTER TABLE ${s}.items DROP CONSTRAINT items_id_key;
-      -- id first: the write path looks items up by id (any team) before it keys them by team.
+      -- Writes and reads look items up by id and team.
       CREATE UNIQUE INDEX items_id_team ON ${s}.items (id, team_id);
     `,
   },

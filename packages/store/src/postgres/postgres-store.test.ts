@@ -174,6 +174,29 @@ function definePostgresTests(url: string): void {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('never lets another team’s item with the same id change a write, nor its round trips', async () => {
+    const store = await openPostgresStore({ connectionString: url, schema: schemas.next('ids') });
+    const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
+    await store.writeItems([prepared({ title: 'reads the sequence' })]);
+    const ours = prepared({ title: 'ours' });
+    await store.writeItems([ours]);
+    expect(store.groupCommits).toEqual({ oneRoundTrip: 1, twoRoundTrips: 1 });
+    // The one-round-trip check looks for the id within the writing team only: a miss (and the
+    // 8 unpredicted commits after it) would tell the other team, by its timing, that it exists.
+    const [theirs] = await store.writeItems([prepared({ id: ours.id, title: 'theirs' }, globex)]);
+    expect(theirs?.status).toBe('created');
+    expect(store.groupCommits).toEqual({ oneRoundTrip: 2, twoRoundTrips: 1 });
+    // Within a team the id is found as before: a retry is the stored item, a change a conflict.
+    const [retried] = await store.writeItems([prepared({ id: ours.id, title: 'theirs' }, globex)]);
+    expect(retried).toMatchObject({ status: 'existing', item: { seq: theirs?.item.seq } });
+    expect((await rejection(store.writeItems([{ ...ours, inputHash: 'other' }]))).code).toBe(
+      'conflict',
+    );
+    expect((await store.getItem(acme, ours.id))?.title).toBe('ours');
+    expect((await store.getItem(globex, ours.id))?.title).toBe('theirs');
+    await store.close();
+  });
+
   it('prepares the one-round-trip statements once per connection, and recovers if they go', async () => {
     const schema = schemas.next('prep');
     const pool = new pg.Pool({ connectionString: url, max: 1 });
