@@ -46,6 +46,19 @@ const booleanQuery = z
 
 const positiveIntQuery = z.coerce.number().int().positive();
 
+/**
+ * A sequence number written as text (`since`, `Last-Event-ID`): digits only, from 0 to
+ * 2^53 - 1 (`Number.MAX_SAFE_INTEGER`), on every store. `isSequenceText` is the same rule.
+ */
+export const sequenceTextSchema = z
+  .string()
+  .regex(/^\d+$/, 'a sequence number is digits only')
+  .refine(isSequenceText, `a sequence number is at most ${Number.MAX_SAFE_INTEGER}`);
+
+export function isSequenceText(value: string): boolean {
+  return /^\d+$/.test(value) && Number.isSafeInteger(Number(value));
+}
+
 export const MAX_BATCH_ITEMS = 500;
 export const MAX_LIST_LIMIT = 500;
 export const MAX_TOKEN_BUDGET = 200_000;
@@ -65,7 +78,7 @@ export const listQuerySchema = z.strictObject({
     .string()
     .regex(/^\d+$|^\d{4}-\d\d-\d\dT/, 'since is a sequence number or an ISO date-time')
     .refine(
-      (value) => !/^\d+$/.test(value) || Number.isSafeInteger(Number(value)),
+      (value) => !/^\d+$/.test(value) || isSequenceText(value),
       `a sequence number is at most ${Number.MAX_SAFE_INTEGER}`,
     )
     .optional()
@@ -217,7 +230,7 @@ export const streamQuerySchema = z.strictObject({
   tags: csv(tagSchema, 'tags').optional(),
   type: csv(contextTypeSchema, 'types').optional(),
   minUrgency: urgencySchema.optional(),
-  since: z.coerce.number().int().nonnegative().optional().meta({
+  since: sequenceTextSchema.transform(Number).optional().meta({
     description: 'Resume after this sequence (the Last-Event-ID header takes precedence).',
   }),
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CtxbusError } from './errors.js';
+import { MAX_JSON_DEPTH, tooDeep } from './validation.js';
 
 export const CONTEXT_TYPES = ['discovery', 'decision', 'status', 'request', 'alert'] as const;
 export const SCOPES = ['task', 'thread', 'space', 'global'] as const;
@@ -116,8 +117,31 @@ export const sourceInputSchema = z.strictObject({
   threadId: refSchema.optional(),
 });
 
-/** JSON values kept under one runtime's name, never interpreted by other runtimes. */
-export const runtimeOptionsSchema = z.record(runtimeNameSchema, z.json());
+/**
+ * JSON values kept under one runtime's name, never interpreted by other runtimes. At most
+ * MAX_JSON_DEPTH levels deep, checked without recursion before z.json() walks the value, so a
+ * value nested thousands of levels deep is a validation issue wherever this schema is used
+ * (prepareItem included), never a stack overflow.
+ */
+export const runtimeOptionsSchema = z.preprocess<
+  unknown,
+  z.ZodRecord<typeof runtimeNameSchema, z.ZodJSONSchema>,
+  Record<string, z.core.util.JSONType>
+>(
+  (value, ctx) => {
+    const deep = tooDeep(value);
+    if (deep !== null) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${deep === '(root)' ? '' : `${deep.slice(1)}: `}nested deeper than ${MAX_JSON_DEPTH} levels`,
+        input: value,
+        continue: false,
+      });
+    }
+    return value;
+  },
+  z.record(runtimeNameSchema, z.json()),
+);
 
 /** What a client sends to write one item. The source runtime comes from the caller's token. */
 export const contextItemInputSchema = z

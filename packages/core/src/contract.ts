@@ -20,6 +20,7 @@ export {
   createTokenResponseSchema,
   errorResponseSchema,
   healthResponseSchema,
+  isSequenceText,
   itemIdParamsSchema,
   itemResponseSchema,
   listQuerySchema,
@@ -33,6 +34,7 @@ export {
   searchRequestSchema,
   searchResponseSchema,
   searchResultSchema,
+  sequenceTextSchema,
   sharedQuerySchema,
   sharedResponseSchema,
   streamDisconnectSchema,
@@ -114,6 +116,7 @@ export {
 export type { ValidationIssue } from './validation.js';
 export {
   assertJsonDepth,
+  firstNul,
   MAX_JSON_DEPTH,
   parseOrThrow,
   tooDeep,

@@ -50,6 +50,34 @@ it('names NUL characters as the problem, and accepts the text "\\u0000"', () => 
   expect(contextItemInputSchema.safeParse(escaped).success).toBe(true);
 });
 
+it('refuses runtimeOptions nested deeper than 32 levels as an issue, never a stack overflow', () => {
+  const nested = (depth: number): unknown => {
+    let value: unknown = 1;
+    for (let level = 0; level < depth; level++) value = { a: value };
+    return value;
+  };
+  const deep = contextItemInputSchema.safeParse({
+    type: 'status',
+    title: 'x',
+    runtimeOptions: { web: nested(10_000) },
+  });
+  expect(deep.success).toBe(false);
+  expect(deep.error?.issues[0]).toMatchObject({
+    path: ['runtimeOptions'],
+    message: expect.stringMatching(/^web(\.a){31}: nested deeper than 32 levels$/),
+  });
+  expect(() =>
+    prepareItem({ type: 'status', title: 'x', runtimeOptions: { web: nested(10_000) } }, writer, {
+      now,
+    }),
+  ).toThrow(/nested deeper than 32 levels/);
+  // runtimeOptions itself is the first level: 31 below its runtime's name are fine.
+  const edge = { type: 'status', title: 'x', runtimeOptions: { web: nested(31) } };
+  expect(contextItemInputSchema.safeParse(edge).success).toBe(true);
+  const over = { type: 'status', title: 'x', runtimeOptions: { web: nested(32) } };
+  expect(contextItemInputSchema.safeParse(over).success).toBe(false);
+});
+
 describe('prepareItem', () => {
   it('applies defaults and takes the runtime from the writer', () => {
     const item = prepareItem({ type: 'discovery', title: 'Tests are flaky' }, writer, { now });

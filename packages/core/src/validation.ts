@@ -81,8 +81,31 @@ export function wellFormed<T>(value: T): T {
 }
 
 /**
+ * Where `value` first holds a NUL character (in a string or an object key), or null. Iterative;
+ * `value` is expected to be depth-checked already.
+ */
+export function firstNul(value: unknown): string | null {
+  const stack: { value: unknown; path: string }[] = [{ value, path: '' }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    if (typeof next.value === 'string') {
+      if (next.value.includes('\u0000')) return next.path || '(root)';
+      continue;
+    }
+    if (next.value === null || typeof next.value !== 'object') continue;
+    for (const [key, child] of Object.entries(next.value)) {
+      const path = Array.isArray(next.value) ? `${next.path}[${key}]` : `${next.path}.${key}`;
+      if (key.includes('\u0000')) return path;
+      stack.push({ value: child, path });
+    }
+  }
+  return null;
+}
+
+/**
  * Parses with a schema, throwing a `validation_failed` CtxbusError that names the field. The
- * value is checked for depth first, and lone surrogates become U+FFFD (`wellFormed`).
+ * value is checked for depth first, lone surrogates become U+FFFD (`wellFormed`), and text
+ * holding a NUL character is refused wherever it is (PostgreSQL cannot store it, and a filter
+ * with it would be a 400 there but run on SQLite: refused alike on every store).
  */
 export function parseOrThrow<T extends z.ZodType>(
   schema: T,
@@ -90,6 +113,13 @@ export function parseOrThrow<T extends z.ZodType>(
   where: string,
 ): z.output<T> {
   assertJsonDepth(value, where);
+  const nul = firstNul(value);
+  if (nul !== null) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${where}${nul === '(root)' ? '' : nul}: must not contain NUL characters (\\u0000)`,
+    );
+  }
   const result = schema.safeParse(wellFormed(value));
   if (!result.success) throw validationError(result.error, where);
   return result.data;

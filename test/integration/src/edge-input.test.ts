@@ -136,6 +136,119 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       const stream = openStream(hub.url, token, { lastEventId: edge });
       await stream.ready;
       stream.close();
+      const fromQuery = openStream(hub.url, token, { query: `since=${edge}` });
+      await fromQuery.ready;
+      fromQuery.close();
+    });
+
+    it('reads a sequence only as digits, in since and Last-Event-ID alike', async () => {
+      // Number() would take these (1000, 16, 0, 0); a sequence is digits, as in the list's since.
+      for (const value of ['1e3', '0x10', '', '-0', '+1', '1.0']) {
+        const since = openStream(hub.url, token, { query: `since=${encodeURIComponent(value)}` });
+        expect(await since.status, `stream since=${value}`).toBe(400);
+        if (value === '') continue; // an empty Last-Event-ID is no Last-Event-ID
+        const header = openStream(hub.url, token, { lastEventId: value });
+        expect(await header.status, `Last-Event-ID ${value}`).toBe(400);
+      }
+    });
+
+    it('refuses a since date-time before year 1 (no store can compare it) with a 400', async () => {
+      for (const value of ['0000-01-01T00:00:00Z', '0001-01-01T00:30:00+01:00']) {
+        const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
+          token,
+        });
+        expect(list.status, value).toBe(400);
+        expect(list.body.error.message).toMatch(/before 0001-01-01/);
+      }
+      const first = await call(hub.url, 'GET', '/api/context?since=0001-01-01T00:00:00Z', {
+        token,
+      });
+      expect(first.status).toBe(200);
+    });
+
+    it('refuses NUL characters anywhere in a request, filters included, with a 400', async () => {
+      const cases = [
+        call(hub.url, 'GET', '/api/context?scopeKeyPrefix=a%00', { token }),
+        call(hub.url, 'POST', '/api/context/search', { token, body: { query: 'x\u0000y' } }),
+        call(hub.url, 'POST', '/api/subscriptions', {
+          token,
+          body: { delivery: 'pull', label: 'a\u0000', filter: { scopeKey: 'task:\u0000' } },
+        }),
+        call(hub.url, 'POST', '/api/admin/tokens', {
+          token: hub.adminToken,
+          body: { teamId: 'acme', runtime: 'web', label: 'nul \u0000' },
+        }),
+        call(hub.url, 'POST', '/api/context', {
+          token,
+          body: { type: 'status', title: 'x', runtimeOptions: { web: { 'k\u0000': 1 } } },
+        }),
+      ];
+      for (const response of await Promise.all(cases)) {
+        expect(response.status, JSON.stringify(response.body)).toBe(400);
+        expect(response.body.error.code).toBe('validation_failed');
+        expect(response.body.error.message).toMatch(/must not contain NUL characters/);
+      }
+    });
+
+    it('lets another team use an id this team holds: its own item, and nothing of ours', async () => {
+      const rival = await runtimeToken(hub, 'rival', 'claude-code');
+      const ours = await call(hub.url, 'POST', '/api/context', {
+        token,
+        body: { type: 'decision', title: 'ours', visibility: 'team' },
+      });
+      expect(ours.status).toBe(201);
+      const id = ours.body.items[0].id as string;
+      const ourStream = openStream(hub.url, token, { lastEventId: String(ours.body.items[0].seq) });
+      await ourStream.ready;
+      // 201, exactly as for an id nobody has: the write says nothing of acme's item.
+      const theirs = await call(hub.url, 'POST', '/api/context', {
+        token: rival,
+        body: { id, type: 'decision', title: 'theirs' },
+      });
+      expect(theirs.status).toBe(201);
+      expect(theirs.body.items[0]).toMatchObject({ id, teamId: 'rival', title: 'theirs' });
+      expect(theirs.body.results[0].status).toBe('created');
+      // Within a team, the id is still the team's own: a retry is the same item, a change a 409.
+      const retried = await call(hub.url, 'POST', '/api/context', {
+        token: rival,
+        body: { id, type: 'decision', title: 'theirs' },
+      });
+      expect(retried.body.results[0]).toMatchObject({ status: 'existing' });
+      const changed = await call(hub.url, 'POST', '/api/context', {
+        token: rival,
+        body: { id, type: 'decision', title: 'theirs, changed' },
+      });
+      expect(changed.status).toBe(409);
+      const mine = await call(hub.url, 'POST', '/api/context', {
+        token,
+        body: { id, type: 'decision', title: 'ours, changed' },
+      });
+      expect(mine.status).toBe(409);
+      // Each team reads, supersedes and consumes its own item under the id.
+      const successor = await call(hub.url, 'POST', '/api/context', {
+        token: rival,
+        body: { type: 'decision', title: 'their successor', supersedes: id },
+      });
+      expect(successor.status).toBe(201);
+      const consumed = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: rival });
+      expect(consumed.body.item).toMatchObject({ teamId: 'rival', consumed: true });
+      const ourRead = await call(hub.url, 'GET', `/api/context/${id}`, { token });
+      expect(ourRead.body.item).toEqual(ours.body.items[0]);
+      const theirRead = await call(hub.url, 'GET', `/api/context/${id}`, { token: rival });
+      expect(theirRead.body.item).toMatchObject({
+        teamId: 'rival',
+        title: 'theirs',
+        supersededBy: successor.body.items[0].id,
+        consumed: true,
+      });
+      // Our stream carried nothing of theirs (a later write of ours is the next event).
+      const later = await call(hub.url, 'POST', '/api/context', {
+        token,
+        body: { type: 'status', title: 'ours, later' },
+      });
+      await ourStream.waitFor(() => ourStream.items().length >= 1);
+      expect(ourStream.items().map((event) => event.item.id)).toEqual([later.body.items[0].id]);
+      ourStream.close();
     });
   });
 }

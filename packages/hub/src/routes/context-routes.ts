@@ -32,6 +32,9 @@ function notFound(id: string): CtxbusError {
   );
 }
 
+/** The earliest date-time `since` may name (0001-01-01T00:00:00Z). */
+const EARLIEST_SINCE_MS = Date.parse('0001-01-01T00:00:00Z');
+
 /** Maps the list query (wire names) onto the store filter. */
 export function listOptionsFromQuery(query: ListQuery): ListOptions {
   let sinceSeq: number | undefined;
@@ -44,6 +47,13 @@ export function listOptionsFromQuery(query: ListQuery): ListOptions {
         throw new CtxbusError(
           'validation_failed',
           `query.since: "${query.since}" is not a valid date-time`,
+        );
+      }
+      // Year 0 (and before) has no ISO form PostgreSQL reads: refused on every store alike.
+      if (ms < EARLIEST_SINCE_MS) {
+        throw new CtxbusError(
+          'validation_failed',
+          `query.since: "${query.since}" is before 0001-01-01T00:00:00Z`,
         );
       }
       createdAfter = new Date(ms).toISOString();

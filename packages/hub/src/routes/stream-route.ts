@@ -1,5 +1,5 @@
 import type { ItemFilter } from '@ctxbus/core';
-import { CtxbusError, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
+import { CtxbusError, isSequenceText, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import type { Change, ChangeKind } from '@ctxbus/store';
 import type { Context } from 'hono';
 import type { z } from 'zod';
@@ -59,15 +59,14 @@ export function resumeSeq(
   latest: number,
 ): number {
   if (header !== undefined && header.trim() !== '') {
-    const seq = Number(header.trim());
-    // The same range as `since`: a sequence beyond 2^53 - 1 is refused on every store.
-    if (!/^\d+$/.test(header.trim()) || !Number.isSafeInteger(seq)) {
+    // The same rule as `since`: digits, at most 2^53 - 1, refused alike on every store.
+    if (!isSequenceText(header.trim())) {
       throw new CtxbusError(
         'validation_failed',
         `Last-Event-ID must be a sequence number from 0 to ${Number.MAX_SAFE_INTEGER}`,
       );
     }
-    return seq;
+    return Number(header.trim());
   }
   return since ?? latest;
 }
