@@ -360,6 +360,22 @@ function definePostgresTests(url: string): void {
       const upgraded = await openPostgresStore({ connectionString: url, schema, migrate: false });
       expect(await upgraded.getItem(acme, outcome?.item.id ?? '')).toEqual(outcome?.item);
       expect(await upgraded.listSubscriptions()).toEqual([]);
+      // Version 4: the id is unique per team, no longer across teams.
+      const id = outcome?.item.id ?? '';
+      const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
+      const [theirs] = await upgraded.writeItems([prepared({ id, title: 'theirs' }, globex)]);
+      expect(theirs?.status).toBe('created');
+      expect((await upgraded.getItem(globex, id))?.title).toBe('theirs');
+      expect(await upgraded.getItem(acme, id)).toEqual(outcome?.item);
+      const indexes = await withClient(async (client) => {
+        const { rows } = await client.query<{ indexdef: string }>(
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'items'
+            AND indexdef LIKE 'CREATE UNIQUE%'`,
+          [schema],
+        );
+        return rows.map((row) => row.indexdef.replace(/^.* USING btree /, ''));
+      });
+      expect(indexes.sort()).toEqual(['(id, team_id)', '(rid)']);
       await upgraded.close();
     });
 
