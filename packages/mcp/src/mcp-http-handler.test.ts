@@ -3,6 +3,7 @@ import { createClient } from '@ctxbus/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ContextBackend } from './context-backend.js';
 import type { McpHttpHandler, McpHttpHandlerOptions } from './mcp-http-handler.js';
 import { createMcpHttpHandler } from './mcp-http-handler.js';
 import type { TestHub } from './test-kit.js';
@@ -99,6 +100,105 @@ function postWithHost(endpoint: string, host: string, token: string) {
     request.on('error', reject);
     request.end(INITIALIZE);
   });
+}
+
+const PING = { jsonrpc: '2.0', id: 2, method: 'ping' };
+
+/** A request in a session, over plain HTTP; the body read to its end. */
+async function rawRequest(endpoint: string, token: string, sessionId: string, message: object) {
+  const response = await post(
+    endpoint,
+    {
+      authorization: `Bearer ${token}`,
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-06-18',
+    },
+    JSON.stringify(message),
+  );
+  return { status: response.status, body: await response.text() };
+}
+
+/** A session opened over plain HTTP (initialize, then the initialized notification). */
+async function openRawSession(endpoint: string, token: string): Promise<string> {
+  const response = await post(endpoint, { authorization: `Bearer ${token}` });
+  await response.text();
+  expect(response.status).toBe(200);
+  const sessionId = response.headers.get('mcp-session-id') ?? '';
+  const initialized = await rawRequest(endpoint, token, sessionId, {
+    jsonrpc: '2.0',
+    method: 'notifications/initialized',
+  });
+  expect(initialized.status).toBe(202);
+  return sessionId;
+}
+
+/** How many times each status occurs. */
+function count(statuses: number[]): Record<number, number> {
+  const counted: Record<number, number> = {};
+  for (const status of statuses) counted[status] = (counted[status] ?? 0) + 1;
+  return counted;
+}
+
+/**
+ * `total` initializes sent at once whose bodies are held back until `release()`: the handler
+ * checks its limits on the headers, so all of them are checked (`arrived`, counted in
+ * `backend`, called just before the checks) before any becomes a session.
+ */
+function heldInitializes(total: number) {
+  let seen = 0;
+  let arrive = () => {};
+  const arrived = new Promise<void>((resolve) => {
+    arrive = resolve;
+  });
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let heldToken = '';
+  return {
+    arrived,
+    release,
+    backend(token: string) {
+      if (token === heldToken) {
+        seen += 1;
+        if (seen === total) arrive();
+      }
+      return createClient({ url: hub.url, token });
+    },
+    send(endpoint: string, token: string): Promise<number[]> {
+      heldToken = token;
+      return Promise.all(
+        Array.from({ length: total }, async () => {
+          // The first byte goes at once (fetch sends the headers with it), the rest on release.
+          let sent = 0;
+          const body = new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              if (sent === 0) {
+                sent = 1;
+                controller.enqueue(new TextEncoder().encode(INITIALIZE.slice(0, 1)));
+                return;
+              }
+              await released;
+              controller.enqueue(new TextEncoder().encode(INITIALIZE.slice(1)));
+              controller.close();
+            },
+          });
+          const response = await fetch(endpoint, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+            },
+            body,
+            duplex: 'half',
+          } as RequestInit);
+          await response.text();
+          return response.status;
+        }),
+      );
+    },
+  };
 }
 
 describe('Streamable HTTP endpoint', () => {
@@ -274,6 +374,100 @@ describe('Streamable HTTP endpoint', () => {
     );
   });
 
+  it('lets a second token open sessions while the first floods /mcp with concurrent initializes', async () => {
+    const flooder = await hub.mint('flooder', 'initech');
+    const neighbour = await hub.mint('web', 'initech');
+    const flood = heldInitializes(60);
+    await withEndpoint(
+      handlerOptions({ maxSessionsPerToken: 3, maxSessions: 10, createBackend: flood.backend }),
+      async (endpoint, handler) => {
+        const { client: before } = await connect(endpoint, neighbour);
+        const statuses = flood.send(endpoint, flooder);
+        // All 60 are past their checks, 3 of them still initializing: the neighbour opens
+        // another session and uses both.
+        await flood.arrived;
+        const { client: during } = await connect(endpoint, neighbour);
+        expect((await during.listTools()).tools.length).toBeGreaterThan(0);
+        expect((await before.listTools()).tools.length).toBeGreaterThan(0);
+        flood.release();
+        // The flooder only ever met its own limit (429), never the endpoint's (503).
+        const counted = count(await statuses);
+        expect(counted).toEqual({ 200: 3, 429: 57 });
+        expect(handler.sessionCount).toBe(5);
+        await before.close();
+        await during.close();
+      },
+    );
+  });
+
+  it('holds the endpoint cap under concurrent initializes', async () => {
+    const burst = heldInitializes(20);
+    await withEndpoint(
+      handlerOptions({ maxSessions: 5, createBackend: burst.backend }),
+      async (endpoint, handler) => {
+        const statuses = burst.send(endpoint, hub.token);
+        await burst.arrived;
+        burst.release();
+        expect(count(await statuses)).toEqual({ 200: 5, 503: 15 });
+        expect(handler.sessionCount).toBe(5);
+      },
+    );
+  });
+
+  it('never closes a session with a request in progress to make room', async () => {
+    const slow = await hub.mint('slow');
+    let entered = () => {};
+    const inProgress = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The real client, with its first `list` held until the test lets it go.
+    const createBackend = (token: string): ContextBackend => {
+      const client = createClient({ url: hub.url, token });
+      return {
+        write: (items) => client.write(items),
+        async list(params) {
+          entered();
+          await released;
+          return client.list(params);
+        },
+        get: (id) => client.get(id),
+        search: (request) => client.search(request),
+        shared: (params) => client.shared(params),
+        stream: (options) => client.stream(options),
+      };
+    };
+    await withEndpoint(
+      handlerOptions({ maxSessionsPerToken: 2, createBackend }),
+      async (endpoint) => {
+        const first = await openRawSession(endpoint, slow);
+        const reading = rawRequest(endpoint, slow, first, {
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'context_read', arguments: {} },
+        });
+        await inProgress;
+        // The second session is used after the first's read began: the first is the least
+        // recently used, but busy.
+        const second = await openRawSession(endpoint, slow);
+        expect((await rawRequest(endpoint, slow, second, PING)).status).toBe(200);
+        const third = await openRawSession(endpoint, slow);
+        expect((await rawRequest(endpoint, slow, second, PING)).status).toBe(404);
+        release();
+        const read = await reading;
+        expect(read.status).toBe(200);
+        expect(read.body).toContain('"id":7');
+        expect(read.body).toContain('"result"');
+        expect((await rawRequest(endpoint, slow, first, PING)).status).toBe(200);
+        expect((await rawRequest(endpoint, slow, third, PING)).status).toBe(200);
+      },
+    );
+  });
+
   it('refuses a token whose sessions all have open event streams with 429', async () => {
     const busy = await hub.mint('busy');
     await withEndpoint(handlerOptions({ maxSessionsPerToken: 2 }), async (endpoint) => {
@@ -288,7 +482,7 @@ describe('Streamable HTTP endpoint', () => {
       expect(refused.status).toBe(429);
       expect(await refused.json()).toMatchObject({
         error: {
-          message: expect.stringMatching(/holds 2 MCP sessions/),
+          message: expect.stringMatching(/holds or is opening 2 MCP sessions, none of them idle/),
           data: { code: 'limit_reached' },
         },
       });

@@ -39,12 +39,17 @@ export interface McpHttpHandlerOptions {
   logger?: Logger;
   /** A session with no request and no open event stream for this long is closed (30 min). */
   idleTimeoutMs?: number;
-  /** Sessions open at once on the endpoint; further `initialize` requests get 503 (default 1,000). */
+  /**
+   * Sessions open at once on the endpoint, a memory bound (default 1,000): an `initialize` that
+   * would add one past it gets 503 `unavailable`. One that replaces a session of its own token
+   * (see `maxSessionsPerToken`) is not refused by it.
+   */
   maxSessions?: number;
   /**
    * Sessions one token may hold (default 32). A token at its limit that opens another closes
-   * its own least recently used idle session (no open event stream); when all of them have
-   * open streams, the new one is refused with 429 `limit_reached`. Other tokens are unaffected.
+   * its own least recently used idle session (no request in progress, no open event stream);
+   * when none of them is idle, the new one is refused with 429 `limit_reached`. Sessions of
+   * other tokens are never closed or counted for it.
    */
   maxSessionsPerToken?: number;
   /** Largest POST body (default 1 MiB, the hub's own limit). */
@@ -73,7 +78,8 @@ interface Session {
   /** The digest as hex: sessions of one token share it. */
   owner: string;
   lastSeen: number;
-  openStreams: number;
+  /** Requests whose responses are still being sent (an open GET event stream included). */
+  busy: number;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
@@ -86,6 +92,8 @@ const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  * per `initialize` (a map of session id to transport), server-to-client notifications on the GET
  * stream, DELETE to end a session. Requests must carry `Authorization: Bearer <token>` (401
  * otherwise) and a Host header naming an allowed host (403 otherwise). Idle sessions are closed.
+ * Sessions are limited per token (a token makes room only by closing its own least recently
+ * used idle session) and on the endpoint as a whole.
  *
  * Mount it on one path, e.g. in Hono: `app.all('/mcp', (c) => mcp.handle(c.req.raw))`.
  */
@@ -99,6 +107,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const maxPerToken = options.maxSessionsPerToken ?? DEFAULT_MAX_SESSIONS_PER_TOKEN;
   const sessions = new Map<string, Session>();
+  /**
+   * `initialize` requests under way, per token and in all: each becomes a session (or fails)
+   * once the transport has answered it, so the limits count them beforehand. Without this,
+   * concurrent initializes all pass the checks before any of them is a session.
+   */
+  const starting = new Map<string, number>();
+  let startingTotal = 0;
 
   /** The sessions of one token, least recently used first. */
   const sessionsOf = (owner: string) =>
@@ -113,7 +128,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   function trimSessionsOf(owner: string, keep: Session): void {
     const mine = sessionsOf(owner);
     if (mine.length <= maxPerToken) return;
-    const idle = mine.find((session) => session !== keep && session.openStreams === 0);
+    const idle = mine.find((session) => session !== keep && session.busy === 0);
     if (!idle) return;
     logger.info(
       { sessionId: idle.transport.sessionId },
@@ -128,7 +143,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     () => {
       const now = Date.now();
       for (const [id, session] of sessions) {
-        if (session.openStreams === 0 && now - session.lastSeen > idleTimeoutMs) {
+        if (session.busy === 0 && now - session.lastSeen > idleTimeoutMs) {
           logger.info({ sessionId: id }, 'closing idle MCP session');
           void session.transport.close();
         }
@@ -146,23 +161,55 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     } catch (error) {
       return refusal(error, logger);
     }
-    // Per token first (only a token's own sessions make room for it), then the endpoint's cap:
-    // a token whose sessions all have open streams cannot open more.
+    // Per token first (only a token's own sessions make room for it), then the endpoint's cap.
+    // From here to the reservation below nothing awaits, so concurrent initializes count in turn.
     const digest = tokenDigest(token);
     const owner = digest.toString('hex');
     const mine = sessionsOf(owner);
-    if (mine.length >= maxPerToken && mine.every((session) => session.openStreams > 0)) {
+    const pending = starting.get(owner) ?? 0;
+    const idle = mine.filter((session) => session.busy === 0).length;
+    // Room: free places under the limit, and idle sessions a new one may replace, less what
+    // the initializes under way will take.
+    if (Math.max(0, maxPerToken - mine.length) + idle - pending <= 0) {
       return jsonRpcErrorResponse(
         429,
-        `this token already holds ${maxPerToken} MCP sessions, each with an open event stream; end one (DELETE /mcp) first`,
+        `this token already holds or is opening ${maxPerToken} MCP sessions, none of them idle (each has a request in progress or an open event stream); end one (DELETE /mcp) or retry when one is idle`,
         { ctxbusCode: 'limit_reached' },
       );
     }
-    if (sessions.size >= maxSessions) {
+    // A session that will replace one of the token's own adds none to the endpoint.
+    const grows = mine.length + pending < maxPerToken;
+    if (grows && sessions.size + startingTotal >= maxSessions) {
       return jsonRpcErrorResponse(503, `too many open MCP sessions (${maxSessions}); retry later`, {
         ctxbusCode: 'unavailable',
       });
     }
+    starting.set(owner, pending + 1);
+    startingTotal += 1;
+    let reserved = true;
+    // Once the session exists (or the request failed), it no longer counts as under way.
+    const release = () => {
+      if (!reserved) return;
+      reserved = false;
+      startingTotal -= 1;
+      const left = (starting.get(owner) ?? 1) - 1;
+      if (left > 0) starting.set(owner, left);
+      else starting.delete(owner);
+    };
+    try {
+      return await initialize(request, backend, digest, owner, release);
+    } finally {
+      release();
+    }
+  }
+
+  async function initialize(
+    request: Request,
+    backend: ContextBackend,
+    digest: Buffer,
+    owner: string,
+    release: () => void,
+  ): Promise<Response> {
     const server = createCtxbusMcpServer({
       backend,
       logger,
@@ -173,6 +220,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
           sessions.set(id, session);
+          release();
           trimSessionsOf(owner, session);
           logger.debug({ sessionId: id }, 'MCP session opened');
         },
@@ -182,7 +230,8 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       digest,
       owner,
       lastSeen: Date.now(),
-      openStreams: 0,
+      // The initialize request itself, until its response is sent.
+      busy: 1,
     };
     const { transport } = session;
     // Whatever closes the transport (DELETE, idle sweep, close()) forgets the session; the
@@ -192,10 +241,24 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       logger.debug({ sessionId: transport.sessionId }, 'MCP session closed');
     };
     await server.connect(transport);
-    const response = await transport.handleRequest(request);
+    let response: Response;
+    try {
+      response = await transport.handleRequest(request);
+    } catch (error) {
+      await transport.close();
+      throw error;
+    }
     // Anything but a valid initialize leaves the transport without a session: drop it.
     if (transport.sessionId === undefined) await transport.close();
-    return response;
+    return untilSent(session, response);
+  }
+
+  /** The session counts as busy until the response has been sent (or the reader left). */
+  function untilSent(session: Session, response: Response): Response {
+    return watchBody(response, () => {
+      session.busy -= 1;
+      session.lastSeen = Date.now();
+    });
   }
 
   async function handleRequest(request: Request): Promise<Response> {
@@ -265,15 +328,15 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       });
     }
     session.lastSeen = Date.now();
-    const response = await session.transport.handleRequest(request);
-    if (request.method === 'GET' && response.ok && response.body) {
-      session.openStreams += 1;
-      return watchBody(response, () => {
-        session.openStreams -= 1;
-        session.lastSeen = Date.now();
-      });
+    session.busy += 1;
+    let response: Response;
+    try {
+      response = await session.transport.handleRequest(request);
+    } catch (error) {
+      session.busy -= 1;
+      throw error;
     }
-    return response;
+    return untilSent(session, response);
   }
 
   return {
