@@ -12,7 +12,17 @@ export const MCP_PATH = '/mcp';
  * typed client with `fetch` bound to the hub's own router, so MCP tools get exactly the REST
  * API's validation, auth and isolation, with no network hop.
  */
-export function mcpExtension(options: { host: string; logger: Logger }): HubExtension {
+/** Sessions at `/mcp`: per token, and on the endpoint as a memory bound. */
+export interface McpLimits {
+  maxSessionsPerToken: number;
+  maxSessions: number;
+}
+
+export function mcpExtension(options: {
+  host: string;
+  logger: Logger;
+  limits: McpLimits;
+}): HubExtension {
   let handler: McpHttpHandler | null = null;
   const hosts =
     LOCALHOST_NAMES.includes(options.host) || options.host === '::1' ? [] : [options.host];
@@ -41,6 +51,8 @@ export function mcpExtension(options: { host: string; logger: Logger }): HubExte
         allowedHosts: [...LOCALHOST_NAMES, ...hosts],
         logger: options.logger,
         maxRequestBodyBytes: services.maxBodyBytes,
+        maxSessionsPerToken: options.limits.maxSessionsPerToken,
+        maxSessions: options.limits.maxSessions,
       });
       const mounted = handler;
       app.all(MCP_PATH, (context) => mounted.handle(context.req.raw));

@@ -8,6 +8,7 @@ import { printLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
 import { describeTarget } from '../store-target.js';
 import { VERSION } from '../version.js';
+import type { McpLimits } from './mcp-extension.js';
 import { mcpExtension } from './mcp-extension.js';
 
 /** Serve options after validation, as the hub worker receives them. */
@@ -24,6 +25,7 @@ export interface HubRunOptions {
   json: boolean;
   validateResponses: boolean;
   webhooks: WebhookOptions;
+  mcp: McpLimits;
   retention: RetentionOptions;
   /** Memory per embedding model for the exact vector scan in the hub (MB). */
   vectorMemoryMb: number;
@@ -107,7 +109,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         target.kind === 'sqlite'
           ? { ...options.webhooks, leaseHolder: 'embedded-hub' }
           : options.webhooks,
-      extensions: [mcpExtension({ host: options.host, logger })],
+      extensions: [mcpExtension({ host: options.host, logger, limits: options.mcp })],
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });

@@ -60,6 +60,16 @@ export function registerServe(
       '1000',
     )
     .option(
+      '--mcp-max-sessions-per-token <n>',
+      "MCP sessions one token may hold at /mcp: at its limit a new one closes that token's least recently used idle session, or is refused with 429 when none is idle",
+      '32',
+    )
+    .option(
+      '--mcp-max-sessions <n>',
+      'MCP sessions open at once at /mcp, a memory bound: a new session past it is refused with 503',
+      '1000',
+    )
+    .option(
       '--retention-mode <mode>',
       'what the lifecycle sweep does with expired and aged items: delete, or archive (kept, readable at /api/archive)',
       process.env.CTXBUS_RETENTION_MODE ?? 'delete',

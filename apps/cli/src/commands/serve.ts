@@ -19,6 +19,8 @@ export interface ServeOptions {
   allowPrivateWebhooks: boolean;
   webhookAttempts: string;
   webhookBackoffMs: string;
+  mcpMaxSessionsPerToken: string;
+  mcpMaxSessions: string;
   retentionMode: string;
   retain: string;
   sweepInterval: string;
@@ -78,6 +80,14 @@ function validate(options: ServeOptions): HubRunOptions {
       '--webhook-backoff-ms must be an integer from 10 to 3600000',
     );
   }
+  const mcp = {
+    maxSessionsPerToken: positiveInteger(
+      options.mcpMaxSessionsPerToken,
+      '--mcp-max-sessions-per-token',
+      10_000,
+    ),
+    maxSessions: positiveInteger(options.mcpMaxSessions, '--mcp-max-sessions', 1_000_000),
+  };
   if (options.retentionMode !== 'delete' && options.retentionMode !== 'archive') {
     throw new CtxbusError(
       'validation_failed',
@@ -121,10 +131,23 @@ function validate(options: ServeOptions): HubRunOptions {
       maxAttempts: webhookAttempts,
       backoffBaseMs: webhookBackoffMs,
     },
+    mcp,
     validateResponses: process.env.CTXBUS_VALIDATE_RESPONSES === '1',
     embeddings,
     vectorMemoryMb,
   };
+}
+
+/** An integer from 1 to `max`, or a validation error naming the option. */
+function positiveInteger(value: string, option: string, max: number): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1 || parsed > max) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${option} must be an integer from 1 to ${max} (got "${value}")`,
+    );
+  }
+  return parsed;
 }
 
 /** The embedding provider's settings, or null without --embeddings-url. */
