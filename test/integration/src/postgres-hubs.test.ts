@@ -118,6 +118,23 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       }
     });
 
+    it('counts subscriptions per runtime across both hubs: 150 concurrent creates make 100', async () => {
+      const racer = await runtimeToken(a, 'racing', 'web');
+      const responses = await Promise.all(
+        Array.from({ length: 150 }, (_, index) =>
+          call((index % 2 === 0 ? a : b).url, 'POST', '/api/subscriptions', {
+            token: racer,
+            body: { delivery: 'pull' },
+          }),
+        ),
+      );
+      const statuses = responses.map((response) => response.status);
+      expect(statuses.filter((status) => status === 201)).toHaveLength(100);
+      expect(statuses.filter((status) => status === 400)).toHaveLength(50);
+      const listed = await call(b.url, 'GET', '/api/subscriptions', { token: racer });
+      expect(listed.body.subscriptions).toHaveLength(100);
+    });
+
     it('loses nothing when the LISTEN connections are killed while writes continue', async () => {
       // All writes go through b, so a learns of them only through PostgreSQL: notifications,
       // and after the kill, the catch-up on reconnection.
