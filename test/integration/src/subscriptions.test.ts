@@ -372,6 +372,15 @@ describe('bad subscriptions', () => {
       expect(
         (await call(strict.url, 'GET', '/api/subscriptions', { token })).body.subscriptions,
       ).toEqual([]);
+      // Globally routable addresses still pass, IPv4 and IPv6 (the hub has nothing to deliver).
+      for (const endpoint of ['https://93.184.215.14/hook', 'https://[2606:4700::1111]/hook']) {
+        const response = await call(strict.url, 'POST', '/api/subscriptions', {
+          token,
+          body: { delivery: 'push', endpoint },
+        });
+        expect(response.status, endpoint).toBe(201);
+        expect(response.body.subscription.endpoint).toBe(endpoint);
+      }
     } finally {
       expect(await strict.stop()).toBe(0);
       removeDir(strict.dataDir);

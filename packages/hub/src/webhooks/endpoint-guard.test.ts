@@ -1,7 +1,16 @@
 import { CtxbusError } from '@ctxbus/core';
 import { describe, expect, it } from 'vitest';
-import { checkEndpoint, isNonPublicAddress } from './endpoint-guard.js';
+import { checkEndpoint, isNonPublicAddress, publicOnlyLookup } from './endpoint-guard.js';
 import { sendWebhook } from './webhook-sender.js';
+
+/** The four IPv6 forms from the hardening report, each embedding 127.0.0.1. */
+const EMBEDDED_LOOPBACK = [
+  '::127.0.0.1',
+  '::ffff:0:127.0.0.1',
+  '64:ff9b:1::7f00:1',
+  '2002:7f00:1::',
+];
+const PUBLIC = ['8.8.8.8', '93.184.215.14', '2606:4700::1111', '2001:4860:4860::8888'];
 
 async function refusal(endpoint: string, allowPrivate = false): Promise<string> {
   try {
@@ -103,7 +112,10 @@ describe('checkEndpoint', () => {
   });
 
   it('accepts public addresses, and private ones when the hub allows them', async () => {
-    await expect(checkEndpoint('https://93.184.215.14/hook', false)).resolves.toBeUndefined();
+    for (const address of PUBLIC) {
+      const host = address.includes(':') ? `[${address}]` : address;
+      await expect(checkEndpoint(`https://${host}/hook`, false)).resolves.toBeUndefined();
+    }
     await expect(checkEndpoint('http://127.0.0.1:8080/hook', true)).resolves.toBeUndefined();
     // Still only http(s), even when private targets are allowed.
     expect(await refusal('file:///etc/passwd', true)).toMatch(/only http and https/);
@@ -111,12 +123,42 @@ describe('checkEndpoint', () => {
 });
 
 describe('sendWebhook', () => {
+  const options = { timeoutMs: 1_000, allowPrivate: false, userAgent: 'ctxbus-test' };
+
   it('refuses a literal non-public address at delivery time, embedded IPv4 forms included', async () => {
-    const options = { timeoutMs: 1_000, allowPrivate: false, userAgent: 'ctxbus-test' };
-    for (const host of ['127.0.0.1', '[::127.0.0.1]', '[::ffff:0:127.0.0.1]', '[2002:7f00:1::]']) {
+    for (const host of ['127.0.0.1', ...EMBEDDED_LOOPBACK.map((address) => `[${address}]`)]) {
       const result = await sendWebhook(`http://${host}:9/hook`, {}, '{}', options);
       expect(result.ok, host).toBe(false);
       expect(result.ok ? '' : result.error).toMatch(/not a public address/);
     }
+  });
+
+  it('lets a public address through the guard at delivery time (the POST itself may fail)', async () => {
+    for (const host of ['8.8.8.8', '[2606:4700::1111]']) {
+      const result = await sendWebhook(`http://${host}:9/hook`, {}, '{}', {
+        ...options,
+        timeoutMs: 200,
+      });
+      expect(result.ok ? '' : result.error, host).not.toMatch(/not a public address/);
+    }
+  });
+});
+
+describe('publicOnlyLookup (the connection-time check of a host name)', () => {
+  const lookup = (host: string) =>
+    new Promise<{ code?: string; addresses?: unknown }>((resolve) => {
+      publicOnlyLookup(host, { all: true }, (error, addresses) =>
+        resolve(error ? { code: error.code ?? 'none' } : { addresses }),
+      );
+    });
+
+  it.each(['localhost', '127.0.0.1', ...EMBEDDED_LOOPBACK])('refuses %s', async (host) => {
+    expect(await lookup(host)).toEqual({ code: 'ENDPOINT_NOT_ALLOWED' });
+  });
+
+  it.each(PUBLIC)('passes %s', async (host) => {
+    const result = await lookup(host);
+    expect(result.code).toBeUndefined();
+    expect(result.addresses).toEqual([expect.objectContaining({ address: host })]);
   });
 });
