@@ -2,7 +2,7 @@
 // store's on the same items (run by hand, never in the test suite; the data stays outside the
 // repository):
 //
-//   node packages/store/src/postgres/measure-locomo.ts [--only postgres|sqlite]
+//   node --experimental-transform-types packages/store/src/postgres/measure-locomo.ts [--only postgres|sqlite]
 //
 // Each conversation turn is one item in a team of the conversation's own (title = speaker,
 // content = text plus " [image: caption]", tag = speaker, scope key and thread =

@@ -1,7 +1,7 @@
 // Store-level speed of the PostgreSQL store beside the SQLite store's (run by hand, never in
 // the test suite):
 //
-//   node packages/store/src/postgres/measure-scale.ts [--only postgres|sqlite] [--quick]
+//   node --experimental-transform-types packages/store/src/postgres/measure-scale.ts [--only postgres|sqlite] [--quick]
 //
 // Write throughput with 1 and 16 concurrent writers (single-item writes, as hub clients send
 // them) and with batches of 500; then list (the shared bundle's section queries) and search

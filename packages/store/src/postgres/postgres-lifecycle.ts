@@ -1,10 +1,13 @@
 import type { Viewer } from '@ctxbus/core';
 import type { Pool } from 'pg';
+import { partitionRuntime } from '../search/search-partition.js';
 import type { ArchivedItem, SweepOptions, SweepResult } from '../store.js';
 import type { PostgresTarget } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
 import type { ItemRow } from './postgres-sql.js';
 import { ITEM_COLUMNS, ROW_TYPES, rowToItem } from './postgres-sql.js';
+import type { TermStatistics } from './postgres-term-stats.js';
+import { countTerms } from './postgres-term-stats.js';
 
 // The item lifecycle in PostgreSQL: sweeping expired and aged items out of the live tables
 // (into the archive, or for good), and reading the archive.
@@ -18,6 +21,7 @@ const KEPT = `(i.superseded_by IS NULL AND (i.type = 'decision' OR i.item_key IS
  */
 export async function sweepPostgres(
   target: PostgresTarget,
+  termStats: TermStatistics,
   options: SweepOptions,
 ): Promise<SweepResult> {
   const s = target.quotedSchema;
@@ -38,7 +42,7 @@ export async function sweepPostgres(
     }
     values.push(options.limit);
     const { rows } = await client.query<ItemRow & { lexemes: string[]; expired: boolean }>({
-      text: `SELECT ${ITEM_COLUMNS}, tsvector_to_array(i.search) AS lexemes,
+      text: `SELECT ${ITEM_COLUMNS}, to_json(tsvector_to_array(i.search)) AS lexemes,
                     (i.expires_at IS NOT NULL AND i.expires_at <= $1::timestamptz) AS expired
                FROM ${s}.items i WHERE ${clauses.join(' OR ')}
               ORDER BY i.rid LIMIT $${values.length}`,
@@ -74,20 +78,20 @@ export async function sweepPostgres(
       }
       await client.query(`DELETE FROM ${s}.changes WHERE item_rid = ANY($1::bigint[])`, [rids]);
       await client.query(`DELETE FROM ${s}.items WHERE rid = ANY($1::bigint[])`, [rids]);
-      // The search statistics count each stem once per item: take the swept items out.
-      const counts = new Map<string, number>();
-      for (const row of rows) {
-        for (const lexeme of row.lexemes) counts.set(lexeme, (counts.get(lexeme) ?? 0) + 1);
-      }
-      const terms = [...counts].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-      await client.query(
-        `UPDATE ${s}.search_terms AS t SET docs = greatest(t.docs - x.docs, 0)
-           FROM json_to_recordset($1::json) AS x(term text, docs bigint) WHERE t.term = x.term`,
-        [JSON.stringify(terms.map(([term, docs]) => ({ term, docs })))],
-      );
       await client.query(`UPDATE ${s}.counter SET items = items - $1`, [rows.length]);
     }
     await client.query('COMMIT');
+    // The search statistics count each stem once per item: take the swept items out, as the
+    // writes put them in (after the commit, through the same batches).
+    termStats.add(
+      countTerms(
+        rows.map((row) => ({
+          teamId: row.team_id,
+          runtime: partitionRuntime(row.visibility, row.source_runtime),
+          stems: row.lexemes,
+        })),
+      ).map((count) => ({ ...count, docs: -count.docs })),
+    );
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

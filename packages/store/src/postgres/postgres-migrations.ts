@@ -209,6 +209,33 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE UNIQUE INDEX items_id_team ON ${s}.items (id, team_id);
     `,
   },
+  {
+    version: 5,
+    name: 'search-statistics-per-partition',
+    sql: (s) => `
+      -- Search statistics per visibility partition: a team's shared items (runtime ''), and
+      -- each runtime's private items in a team. Counted over the whole hub, a team could read
+      -- from its own scores which words other teams' items, and other runtimes' private
+      -- items, contain; a search now adds up only the partitions its caller sees. The empty
+      -- term counts the partition's items. Altered in place, so that row-level security and
+      -- grants set on the table (Supabase) stay.
+      LOCK TABLE ${s}.search_terms IN ACCESS EXCLUSIVE MODE;
+      DELETE FROM ${s}.search_terms;
+      ALTER TABLE ${s}.search_terms DROP CONSTRAINT search_terms_pkey,
+        ADD COLUMN team_id text COLLATE "C" NOT NULL,
+        ADD COLUMN runtime text COLLATE "C" NOT NULL,
+        ADD PRIMARY KEY (team_id, runtime, term);
+      INSERT INTO ${s}.search_terms (team_id, runtime, term, docs)
+      SELECT p.team_id, p.runtime, p.term, count(*)
+        FROM (SELECT i.team_id,
+                     CASE i.visibility WHEN 'private' THEN i.source_runtime ELSE '' END AS runtime,
+                     t.term
+                FROM ${s}.items i,
+                     LATERAL (SELECT '' AS term UNION ALL
+                              SELECT unnest(tsvector_to_array(i.search))) t) p
+       GROUP BY p.team_id, p.runtime, p.term;
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

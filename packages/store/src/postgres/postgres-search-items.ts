@@ -45,7 +45,7 @@ export async function searchPostgres(
   if (terms.length === 0) return [];
   let statistics: DocumentFrequencies;
   try {
-    statistics = await context.termStats.read(terms);
+    statistics = await context.termStats.read(viewer, terms);
   } catch (error) {
     throw toStoreError(error, 'search', context.location);
   }

@@ -342,6 +342,10 @@ function definePostgresTests(url: string): void {
       const schema = schemas.next('v1');
       const first = await openPostgresStore({ connectionString: url, schema });
       const [outcome] = await first.writeItems([prepared({ title: 'kept across upgrades' })]);
+      await first.writeItems([
+        prepared({ title: 'private upgrades note', visibility: 'private' }),
+        prepared({ title: 'upgrades elsewhere' }, { teamId: 'globex', runtime: 'web' }),
+      ]);
       await first.close();
       // Turn it back into a version-1 schema.
       await withClient((client) =>
@@ -352,11 +356,33 @@ function definePostgresTests(url: string): void {
            DROP FUNCTION "${schema}".ctxbus_dot;
            DROP INDEX "${schema}".items_id_team;
            ALTER TABLE "${schema}".items ADD CONSTRAINT items_id_key UNIQUE (id);
+           DROP TABLE "${schema}".search_terms;
+           CREATE TABLE "${schema}".search_terms (term text COLLATE "C" PRIMARY KEY, docs bigint NOT NULL);
+           INSERT INTO "${schema}".search_terms
+             SELECT lexeme, count(*) FROM "${schema}".items, unnest(tsvector_to_array(search)) lexeme
+              GROUP BY 1;
            DELETE FROM "${schema}".schema_migrations WHERE version > 1`,
         ),
       );
       const result = await migratePostgres({ connectionString: url, schema });
       expect(result).toMatchObject({ from: 1, to: POSTGRES_SCHEMA_VERSION });
+      // Version 5: search statistics by partition (team; runtime for private items), counted
+      // from the items (read before this test writes again); the empty term counts a partition's items.
+      const counts = await withClient(async (client) => {
+        const { rows } = await client.query(
+          `SELECT team_id, runtime, term, docs::int FROM "${schema}".search_terms
+            WHERE term IN ('', 'upgrad') ORDER BY 1, 2, 3`,
+        );
+        return rows;
+      });
+      expect(counts).toEqual([
+        { team_id: 'acme', runtime: '', term: '', docs: 1 },
+        { team_id: 'acme', runtime: '', term: 'upgrad', docs: 1 },
+        { team_id: 'acme', runtime: 'claude-code', term: '', docs: 1 },
+        { team_id: 'acme', runtime: 'claude-code', term: 'upgrad', docs: 1 },
+        { team_id: 'globex', runtime: '', term: '', docs: 1 },
+        { team_id: 'globex', runtime: '', term: 'upgrad', docs: 1 },
+      ]);
       const upgraded = await openPostgresStore({ connectionString: url, schema, migrate: false });
       expect(await upgraded.getItem(acme, outcome?.item.id ?? '')).toEqual(outcome?.item);
       expect(await upgraded.listSubscriptions()).toEqual([]);
@@ -376,6 +402,8 @@ function definePostgresTests(url: string): void {
         return rows.map((row) => row.indexdef.replace(/^.* USING btree /, ''));
       });
       expect(indexes.sort()).toEqual(['(id, team_id)', '(rid)']);
+      const hits = await upgraded.searchItems(acme, { query: 'upgrades', limit: 5 });
+      expect(hits).toHaveLength(2);
       await upgraded.close();
     });
 

@@ -474,7 +474,7 @@ export class PostgresStore implements Store {
 
   async sweepItems(options: SweepOptions): Promise<SweepResult> {
     this.assertOpen();
-    return sweepPostgres(this.target, options);
+    return sweepPostgres(this.target, this.termStats, options);
   }
 
   async listArchivedItems(

@@ -1,8 +1,11 @@
 import type { ContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
+import { partitionRuntime } from '../search/search-partition.js';
 import type { ChangeKind, WriteOutcome } from '../store.js';
 import type { PreparedItem } from './postgres-prepare.js';
 import { itemRowJson } from './postgres-prepare.js';
+import type { TermCount } from './postgres-term-stats.js';
+import { countTerms } from './postgres-term-stats.js';
 
 // The decisions of a group commit, made in memory while the transaction holds the counter
 // row lock (so nothing else can change the rows involved): idempotency, conflicts,
@@ -39,7 +42,8 @@ export interface PendingRows {
   items: string[];
   updates: Record<string, unknown>[];
   changes: ChangeRow[];
-  terms: { term: string; docs: number }[];
+  /** Search statistics of the new items, by partition (see TermStatistics). */
+  terms: TermCount[];
   seq: number;
   createdItems: number;
 }
@@ -139,11 +143,15 @@ export class WritePlan {
   /** What changed since the last `markPersisted`, as rows for the persisting statement. */
   pending(): PendingRows {
     const items: string[] = [];
-    const docs = new Map<string, number>();
+    const indexed: { teamId: string; runtime: string; stems: readonly string[] }[] = [];
     for (const { prepared, item } of this.pendingCreated) {
       if (!prepared) continue;
       items.push(itemRowJson(prepared, item));
-      for (const term of prepared.stems) docs.set(term, (docs.get(term) ?? 0) + 1);
+      indexed.push({
+        teamId: item.teamId,
+        runtime: partitionRuntime(item.visibility, item.source.runtime),
+        stems: prepared.stems,
+      });
     }
     const updates = [...this.pendingTouched]
       .filter((entry) => entry.persisted)
@@ -153,9 +161,7 @@ export class WritePlan {
         consumed: item.consumed,
         consumed_by: item.consumedBy,
       }));
-    const terms = [...docs]
-      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-      .map(([term, count]) => ({ term, docs: count }));
+    const terms = countTerms(indexed);
     return {
       items,
       updates,

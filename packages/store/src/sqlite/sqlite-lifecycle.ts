@@ -22,10 +22,12 @@ export class SqliteLifecycle {
     private readonly statement: (sql: string) => StatementSync,
     private readonly transaction: <T>(work: () => T) => T,
     private readonly maxSeq: () => number,
+    /** Takes a swept item out of the full-text index. */
+    private readonly unindex: (row: ItemRow) => void,
   ) {}
 
-  /** One sweep, in one transaction; returns how many items left the live tables. */
-  sweep(options: SweepOptions): SweepResult & { removed: number } {
+  /** One sweep, in one transaction. */
+  sweep(options: SweepOptions): SweepResult {
     const expiredBefore = Date.parse(options.expiredBefore);
     const aged = Object.entries(options.createdBefore ?? {});
     const clauses = ['(expires_at IS NOT NULL AND expires_at <= ?)'];
@@ -61,15 +63,12 @@ export class SqliteLifecycle {
           );
           result.archived += 1;
         }
-        this.statement(
-          `INSERT INTO items_fts (items_fts, rowid, title, content, summary, tags)
-           VALUES ('delete', ?, ?, ?, ?, ?)`,
-        ).run(row.rid, row.title, row.content, row.summary, row.tags);
+        this.unindex(row);
         this.statement('DELETE FROM item_tags WHERE rid = ?').run(row.rid);
         this.statement('DELETE FROM changes WHERE item_rid = ? AND seq < ?').run(row.rid, top);
         this.statement('DELETE FROM items WHERE rid = ?').run(row.rid);
       }
-      return { ...result, removed: rows.length };
+      return result;
     });
   }
 

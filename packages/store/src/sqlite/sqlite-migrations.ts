@@ -1,3 +1,6 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { splitSearchIndex } from './sqlite-search.js';
+
 /** One schema step of the SQLite backend. Applied in order, each in its own transaction. */
 export interface SqliteMigration {
   version: number;
@@ -9,6 +12,8 @@ export interface SqliteMigration {
    * rebuilt table listed here are created again after it.
    */
   rebuilds?: string;
+  /** Work that SQL alone cannot express, run after `sql` in the same transaction. */
+  run?: (db: DatabaseSync) => void;
 }
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
@@ -233,6 +238,25 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       -- id first: writes and reads look items up by id (and team).
       CREATE UNIQUE INDEX items_id_team ON items (id, team_id);
     `,
+  },
+  {
+    version: 7,
+    name: 'search-index-per-partition',
+    sql: `
+      -- One full-text index per visibility partition: a team's shared items (runtime ''), and
+      -- each runtime's private items in a team. FTS5 ranks with the statistics of the index
+      -- it searches, so a search must read only indexes whose items its caller may see (see
+      -- sqlite-search.ts). Each partition's index is search_fts_<pid>, its document
+      -- frequencies search_fts_<pid>_vocab; items counts its rows.
+      CREATE TABLE search_partitions (
+        pid INTEGER PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        items INTEGER NOT NULL,
+        UNIQUE (team_id, runtime)
+      );
+    `,
+    run: splitSearchIndex,
   },
 ];
 

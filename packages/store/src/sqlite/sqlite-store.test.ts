@@ -13,6 +13,60 @@ const root = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-'));
 let counter = 0;
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+/** A database as a ctxbus at schema `version` made it. */
+function databaseAt(path: string, version: number): DatabaseSync {
+  mkdirSync(join(path, '..'), { recursive: true });
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec(
+    'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
+  for (const migration of SQLITE_MIGRATIONS.slice(0, version)) {
+    db.exec(migration.sql);
+    migration.run?.(db);
+    db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(
+      migration.version,
+      migration.name,
+      Date.now(),
+    );
+  }
+  return db;
+}
+
+/** An item row as versions 1 to 6 wrote it, with its row in the hub-wide search index. */
+function insertOldItem(
+  db: DatabaseSync,
+  row: {
+    rid: number;
+    id: string;
+    team: string;
+    runtime: string;
+    title: string;
+    visibility?: string;
+  },
+): void {
+  db.prepare(
+    `INSERT INTO changes (seq, kind, item_rid, team_id, at) VALUES (?, 'added', ?, ?, ?)`,
+  ).run(row.rid, row.rid, row.team, Date.now());
+  db.prepare(
+    `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
+       scope, urgency, visibility, created_at, runtime_options, redactions, tokens, input_hash)
+     VALUES (?, ?, ?, 'decision', ?, '', ?, '[]', ?, 'global', 0, ?, ?, '{}', '[]', 3, 'h')`,
+  ).run(
+    row.rid,
+    row.id,
+    row.team,
+    row.title,
+    row.title,
+    row.runtime,
+    row.visibility ?? 'team',
+    Date.now(),
+  );
+  db.prepare(
+    'INSERT INTO items_fts (rowid, title, content, summary, tags) VALUES (?, ?, ?, ?, ?)',
+  ).run(row.rid, row.title, '', row.title, '[]');
+}
+
 runStoreConformance({
   name: 'sqlite (file)',
   async createStore({ clock }) {
@@ -68,25 +122,15 @@ describe('sqlite migrations', () => {
 
   it('upgrades a version-1 database in place, keeping its items', async () => {
     const path = join(root, 'upgrade', 'ctxbus.db');
-    const first = openSqliteStore({ path });
-    const [outcome] = await first.writeItems([
-      prepareItem(
-        { type: 'decision', title: 'kept across upgrades' },
-        { teamId: 't', runtime: 'web' },
-        { now: new Date() },
-      ),
-    ]);
-    await first.close();
-    // Turn it back into a version-1 database.
-    const db = new DatabaseSync(path);
-    db.exec(
-      'DROP INDEX items_scope_heads; DROP INDEX items_open_urgency; DROP INDEX items_open_type; DROP TABLE items_fts_vocab; DROP INDEX items_team_thread_rid; DROP TABLE dead_letters; DROP TABLE subscriptions; DROP TABLE archived_items; DROP INDEX items_type_created; DROP TABLE item_vectors; DROP INDEX items_id_team; DELETE FROM schema_migrations WHERE version > 1;',
-    );
+    const db = databaseAt(path, 1);
+    const id = '0192f000-0000-7000-8000-0000000000a1';
+    insertOldItem(db, { rid: 1, id, team: 't', runtime: 'web', title: 'kept across upgrades' });
     db.close();
     const upgraded = openSqliteStore({ path });
-    expect(await upgraded.getItem({ teamId: 't', runtime: 'web' }, outcome?.item.id ?? '')).toEqual(
-      outcome?.item,
-    );
+    const viewer = { teamId: 't', runtime: 'web' };
+    expect((await upgraded.getItem(viewer, id))?.title).toBe('kept across upgrades');
+    const hits = await upgraded.searchItems(viewer, { query: 'upgrades', limit: 5 });
+    expect(hits.map((hit) => hit.item.id)).toEqual([id]);
     await upgraded.close();
     const check = new DatabaseSync(path);
     const index = check
@@ -98,6 +142,47 @@ describe('sqlite migrations', () => {
     expect(versions.map((row) => row.version)).toEqual(
       Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, index) => index + 1),
     );
+  });
+
+  it('splits the hub-wide search index of a version-6 database into partitions', async () => {
+    const path = join(root, 'v6', 'ctxbus.db');
+    const db = databaseAt(path, 6);
+    const rows = [
+      { team: 'acme', runtime: 'web', title: 'deploy on tuesday' },
+      { team: 'acme', runtime: 'cli', title: 'deploy notes of the cli', visibility: 'private' },
+      { team: 'acme', runtime: 'web', title: 'deploy rollback', visibility: 'private' },
+      { team: 'globex', runtime: 'web', title: 'deploy deploy deploy' },
+    ];
+    rows.forEach((row, index) => {
+      insertOldItem(db, {
+        rid: index + 1,
+        id: `0192f000-0000-7000-8000-00000000000${index}`,
+        ...row,
+      });
+    });
+    db.close();
+    const upgraded = openSqliteStore({ path });
+    const titles = async (teamId: string, runtime: string) =>
+      (await upgraded.searchItems({ teamId, runtime }, { query: 'deploy', limit: 10 }))
+        .map((hit) => hit.item.title)
+        .sort();
+    expect(await titles('acme', 'web')).toEqual(['deploy on tuesday', 'deploy rollback']);
+    expect(await titles('acme', 'cli')).toEqual(['deploy notes of the cli', 'deploy on tuesday']);
+    expect(await titles('globex', 'web')).toEqual(['deploy deploy deploy']);
+    await upgraded.close();
+    const check = new DatabaseSync(path);
+    const partitions = check
+      .prepare('SELECT team_id, runtime, items FROM search_partitions ORDER BY pid')
+      .all();
+    const old = check.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'items_fts%'").all();
+    check.close();
+    expect(partitions.map((row) => ({ ...row }))).toEqual([
+      { team_id: 'acme', runtime: '', items: 1 },
+      { team_id: 'acme', runtime: 'cli', items: 1 },
+      { team_id: 'acme', runtime: 'web', items: 1 },
+      { team_id: 'globex', runtime: '', items: 1 },
+    ]);
+    expect(old).toEqual([]);
   });
 
   it('rebuilds the items table of a version-5 database for per-team ids, keeping rows and vectors', async () => {

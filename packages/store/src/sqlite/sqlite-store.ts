@@ -4,14 +4,6 @@ import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { DatabaseSync } from 'node:sqlite';
 import type { ContextItem, ItemFilter, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError, URGENCY_RANK } from '@ctxbus/core';
-import {
-  buildSearchQuery,
-  CANDIDATE_LIMIT,
-  THREAD_CONTEXT_CANDIDATES,
-} from '../search/search-query.js';
-import type { RerankCandidate } from '../search/search-rerank.js';
-import { NEIGHBOUR_WINDOW, rerankCandidates } from '../search/search-rerank.js';
-import { highlightPassage } from '../search/search-text.js';
 import type {
   ArchivedItem,
   Change,
@@ -46,6 +38,7 @@ import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
+import { SqliteSearch } from './sqlite-search.js';
 import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 
 export interface SqliteStoreOptions {
@@ -224,8 +217,6 @@ export class SqliteStore implements Store {
   private readonly clock: () => Date;
   private readonly statements = new Map<string, StatementSync>();
   private pendingWrites: PendingWrite[] = [];
-  /** Items stored, once counted (kept up to date by writes). */
-  private cachedItemCount: number | null = null;
   /** The sequence at which planner statistics are next refreshed. */
   private nextAnalyzeAt = 0;
   private flushScheduled = false;
@@ -235,6 +226,7 @@ export class SqliteStore implements Store {
   private readonly vectorMemory: VectorMemory | null;
   private readonly subscriptions: SqliteSubscriptions;
   private readonly lifecycle: SqliteLifecycle;
+  private readonly search: SqliteSearch;
 
   private constructor(
     db: DatabaseSync,
@@ -248,10 +240,15 @@ export class SqliteStore implements Store {
       (sql) => this.statement(sql),
       (work) => this.transaction(work),
     );
+    this.search = new SqliteSearch({
+      statement: (sql) => this.statement(sql),
+      exec: (sql) => this.db.exec(sql),
+    });
     this.lifecycle = new SqliteLifecycle(
       (sql) => this.statement(sql),
       (work) => this.transaction(work),
       () => this.maxSeq(),
+      (row) => this.search.remove(row),
     );
     this.info = {
       backend: 'sqlite',
@@ -325,6 +322,7 @@ export class SqliteStore implements Store {
       try {
         this.transaction(() => {
           this.db.exec(migration.sql);
+          migration.run?.(this.db);
           for (const index of indexes) this.db.exec(index);
           if (migration.rebuilds) {
             const broken = this.db.prepare('PRAGMA foreign_key_check').all();
@@ -422,7 +420,6 @@ export class SqliteStore implements Store {
     }
     const nowMs = this.clock().getTime();
     const settle: (() => void)[] = [];
-    let created = 0;
     try {
       this.transaction(() => {
         let seq = this.maxSeq();
@@ -432,7 +429,6 @@ export class SqliteStore implements Store {
             const written = this.writeGroup(write.items, seq, nowMs);
             this.db.exec('RELEASE write_group');
             seq = written.seq;
-            created += written.outcomes.filter((outcome) => outcome.status === 'created').length;
             settle.push(() => write.resolve(written.outcomes));
           } catch (error) {
             this.db.exec('ROLLBACK TO write_group');
@@ -445,7 +441,6 @@ export class SqliteStore implements Store {
       for (const write of batch) write.reject(error);
       return;
     }
-    if (this.cachedItemCount !== null) this.cachedItemCount += created;
     for (const done of settle) done();
     this.analyzeIfGrown(this.maxSeq());
   }
@@ -600,9 +595,16 @@ export class SqliteStore implements Store {
     for (const tag of item.relevanceTags) {
       this.statement('INSERT OR IGNORE INTO item_tags (tag, rid) VALUES (?, ?)').run(tag, seq);
     }
-    this.statement(
-      'INSERT INTO items_fts (rowid, title, content, summary, tags) VALUES (?, ?, ?, ?, ?)',
-    ).run(seq, item.title, item.content, item.summary, tags);
+    this.search.add({
+      rid: seq,
+      team_id: item.teamId,
+      visibility: item.visibility,
+      source_runtime: item.source.runtime,
+      title: item.title,
+      content: item.content,
+      summary: item.summary,
+      tags,
+    });
   }
 
   private insertChange(seq: number, kind: ChangeKind, rid: number, teamId: string, at: number) {
@@ -644,109 +646,9 @@ export class SqliteStore implements Store {
     return rows.map(rowToItem);
   }
 
-  /**
-   * Two passes: FTS5 finds the CANDIDATE_LIMIT best items by bm25 for an OR query of the
-   * question's terms (very common terms left out, see buildSearchQuery); each candidate brings
-   * its NEIGHBOUR_WINDOW neighbours on either side in its thread; the re-ranker orders them
-   * all (BM25F with coordination, plus thread context). Every row passes the same filters.
-   */
   async searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]> {
     this.assertOpen();
-    const totalDocuments = this.itemCount();
-    const vocabulary = this.statement('SELECT doc FROM items_fts_vocab WHERE term = ?');
-    const query = buildSearchQuery(options.query, {
-      documentFrequency: (term) => (vocabulary.get(term) as { doc: number } | undefined)?.doc ?? 0,
-      totalDocuments,
-    });
-    if (query === null) return [];
-    const { where, params } = filterSql(viewer, options, this.clock().getTime());
-    type CandidateRow = ItemRow & { rank: number };
-    // Fast path: rank in FTS5 alone (over-fetching), then keep the rows this viewer and filter
-    // may see. When that leaves too few and the FTS result was cut short (a small team in a
-    // big hub, a narrow filter), the exact path ranks only matching rows, joined in SQL.
-    const ftsOnly = this.statement(
-      `SELECT rowid AS rid, bm25(items_fts, 2, 1, 1, 1) AS rank FROM items_fts
-        WHERE items_fts MATCH ? ORDER BY rank LIMIT ?`,
-    );
-    const joined = this.statement(
-      `SELECT i.*, bm25(items_fts, 2, 1, 1, 1) AS rank
-         FROM items_fts JOIN items i ON i.rid = items_fts.rowid
-        WHERE items_fts MATCH ? AND ${where}
-        ORDER BY rank LIMIT ?`,
-    );
-    const overfetch = CANDIDATE_LIMIT * 4;
-    const findCandidates = (match: string): CandidateRow[] => {
-      const ranked = ftsOnly.all(match, overfetch) as { rid: number; rank: number }[];
-      if (ranked.length === 0) return [];
-      const visible = new Map(
-        (
-          this.statement(
-            `SELECT * FROM items i WHERE ${where} AND i.rid IN (${ranked.map(() => '?').join(', ')})`,
-          ).all(...params, ...ranked.map((entry) => entry.rid)) as unknown as ItemRow[]
-        ).map((row) => [row.rid, row]),
-      );
-      const kept = ranked.flatMap((entry) => {
-        const row = visible.get(entry.rid);
-        return row ? [{ ...row, rank: entry.rank }] : [];
-      });
-      if (kept.length >= CANDIDATE_LIMIT || ranked.length < overfetch)
-        return kept.slice(0, CANDIDATE_LIMIT);
-      return joined.all(match, ...params, CANDIDATE_LIMIT) as unknown as CandidateRow[];
-    };
-    let candidates = findCandidates(query.match);
-    // Pruning common terms is for big corpora; when it leaves too few, use every term.
-    if (candidates.length < CANDIDATE_LIMIT && query.fullMatch !== query.match) {
-      candidates = findCandidates(query.fullMatch);
-    }
-
-    // Thread context for the lexically best candidates: rid-only look-ups through the thread
-    // index, then one read of the rows not seen yet.
-    const rows = new Map<number, ItemRow>(candidates.map((row) => [row.rid, row]));
-    const inputs: RerankCandidate[] = candidates.map((row) => ({ ...row, ftsScore: row.rank }));
-    const stats = { totalDocuments };
-    const lexical = rerankCandidates(query, inputs, stats, { neighbourKernel: [] });
-    const earlier = this.statement(
-      `SELECT i.rid FROM items i WHERE ${where} AND i.source_thread = ? AND i.rid < ? ORDER BY i.rid DESC LIMIT ?`,
-    );
-    const later = this.statement(
-      `SELECT i.rid FROM items i WHERE ${where} AND i.source_thread = ? AND i.rid > ? ORDER BY i.rid ASC LIMIT ?`,
-    );
-    const byRid = new Map(inputs.map((input) => [input.rid, input]));
-    const missing = new Set<number>();
-    for (const { rid } of lexical.slice(0, THREAD_CONTEXT_CANDIDATES)) {
-      const thread = rows.get(rid)?.source_thread ?? null;
-      const input = byRid.get(rid);
-      if (thread === null || !input) continue;
-      const ridsOf = (statement: StatementSync) =>
-        (statement.all(...params, thread, rid, NEIGHBOUR_WINDOW) as { rid: number }[]).map(
-          (row) => row.rid,
-        );
-      input.before = ridsOf(earlier);
-      input.after = ridsOf(later);
-      for (const neighbour of [...input.before, ...input.after])
-        if (!rows.has(neighbour)) missing.add(neighbour);
-    }
-    if (missing.size > 0) {
-      const list = [...missing];
-      const fetched = this.statement(
-        `SELECT * FROM items WHERE rid IN (${list.map(() => '?').join(', ')})`,
-      ).all(...list) as unknown as ItemRow[];
-      for (const row of fetched) {
-        rows.set(row.rid, row);
-        inputs.push({ ...row, ftsScore: null });
-      }
-    }
-
-    const stems = new Set(query.queryTerms.map((term) => term.stem));
-    return rerankCandidates(query, inputs, stats)
-      .filter((ranked) => ranked.score > 0)
-      .slice(0, options.limit)
-      .flatMap((ranked) => {
-        const row = rows.get(ranked.rid);
-        if (!row) return [];
-        const highlight = highlightPassage(row.content || row.title, stems);
-        return [{ item: rowToItem(row), score: ranked.score, highlight }];
-      });
+    return this.search.search(viewer, options, filterSql(viewer, options, this.clock().getTime()));
   }
 
   async itemsToEmbed(
@@ -861,16 +763,6 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Items stored (all teams): the population of the full-text statistics. */
-  private itemCount(): number {
-    if (this.cachedItemCount === null) {
-      this.cachedItemCount = (
-        this.statement('SELECT count(*) AS n FROM items').get() as { n: number }
-      ).n;
-    }
-    return this.cachedItemCount;
-  }
-
   async consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
     const nowMs = this.clock().getTime();
     const found = this.transaction(() => {
@@ -922,9 +814,7 @@ export class SqliteStore implements Store {
     this.assertOpen();
     // Queued writes first: a sweep never runs between a write's read and its commit.
     if (this.pendingWrites.length > 0) this.flushWrites();
-    const { removed, ...result } = this.lifecycle.sweep(options);
-    if (this.cachedItemCount !== null) this.cachedItemCount -= removed;
-    return result;
+    return this.lifecycle.sweep(options);
   }
 
   async listArchivedItems(

@@ -17,6 +17,7 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../store.js';
 import { LIFECYCLE_CASES, lifecycleCases } from './lifecycle-conformance.js';
+import { SEARCH_CASES, searchCases } from './search-conformance.js';
 import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
 import { VECTOR_CASES, vectorCases } from './vector-conformance.js';
 
@@ -66,6 +67,7 @@ export const CONFORMANCE_CASES = [
   ...SUBSCRIPTION_CASES,
   ...LIFECYCLE_CASES,
   ...VECTOR_CASES,
+  ...SEARCH_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -837,5 +839,16 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       write,
     });
     for (const name of VECTOR_CASES) test(name, vectors[name]);
+
+    const search = searchCases({
+      store: () => store,
+      now: clock,
+      advance: (ms) => {
+        nowMs += ms;
+      },
+      write,
+      freshStore: () => options.createStore({ clock }),
+    });
+    for (const name of SEARCH_CASES) test(name, search[name]);
   });
 }
