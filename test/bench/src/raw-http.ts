@@ -43,10 +43,11 @@ class RawConnection {
     return this.pending !== null;
   }
 
+  /** Taken at once (busy from this call on), sent once the connection is up. */
   send(head: string, body: string): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       this.pending = { resolve, reject };
-      this.socket.write(`${head}\r\n\r\n${body}`);
+      this.ready.then(() => this.socket.write(`${head}\r\n\r\n${body}`), reject);
     });
   }
 
@@ -93,14 +94,15 @@ export class RawHttpClient {
     this.port = Number(target.port);
   }
 
-  async post(path: string, body: unknown): Promise<RawResponse> {
+  post(path: string, body: unknown): Promise<RawResponse> {
     const text = JSON.stringify(body);
     let connection = this.connections.find((candidate) => !candidate.busy);
     if (!connection) {
       connection = new RawConnection(this.host, this.port);
       this.connections.push(connection);
     }
-    await connection.ready;
+    // No await before send: a post issued while this one waited for a new connection's
+    // handshake would find it idle and take it too, and one of the two would never settle.
     const head = [
       `POST ${path} HTTP/1.1`,
       `Host: ${this.host}:${this.port}`,

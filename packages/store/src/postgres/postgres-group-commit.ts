@@ -323,6 +323,7 @@ export class GroupCommit {
     batch: readonly Operation[],
   ): Promise<(() => void)[] | null> {
     const predicted = this.knownSeq;
+    if (process.env.CTXBUS_AB_TWO_ROUND_TRIPS === '1') return null;
     if (this.predictionPause > 0) {
       this.predictionPause -= 1;
       return null;
