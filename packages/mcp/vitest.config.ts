@@ -1,10 +1,8 @@
-import { defineConfig } from 'vitest/config';
+import { testConfig } from '../../vitest.base.ts';
 
-export default defineConfig({
-  test: {
-    // The stdio tests spawn the built executable: build it first when the sources are newer.
-    globalSetup: ['./vitest.global-setup.ts'],
-    testTimeout: 20_000,
-    hookTimeout: 60_000,
-  },
+export default testConfig({
+  // The stdio tests spawn the built executable: build it first when the sources are newer.
+  globalSetup: ['./vitest.global-setup.ts'],
+  testTimeout: 20_000,
+  hookTimeout: 60_000,
 });

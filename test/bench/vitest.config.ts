@@ -1,5 +1,3 @@
-import { defineConfig } from 'vitest/config';
+import { testConfig } from '../../vitest.base.ts';
 
-export default defineConfig({
-  test: { testTimeout: 180_000, hookTimeout: 60_000 },
-});
+export default testConfig({ testTimeout: 180_000, hookTimeout: 60_000 });

@@ -1,10 +1,8 @@
-import { defineConfig } from 'vitest/config';
+import { testConfig } from '../../vitest.base.ts';
 
-export default defineConfig({
-  test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
-    // Each file starts its own hub process; a few at a time keeps the machine responsive.
-    maxWorkers: 4,
-  },
+export default testConfig({
+  testTimeout: 30_000,
+  hookTimeout: 30_000,
+  // Each file starts its own hub process; a few at a time keeps the machine responsive.
+  maxWorkers: 4,
 });
