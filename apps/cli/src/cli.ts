@@ -11,9 +11,13 @@ import { EXIT, exitCodeFor } from './output.js';
 import { VERSION } from './version.js';
 
 const HELP_FOOTER = `
+Hub and tokens (the first that is set wins):
+  hub URL        --url, $CTXBUS_URL, else the hub \`ctxbus serve\` saved on this machine
+  runtime token  --token, $CTXBUS_TOKEN, else the one \`token create --save\` saved
+  admin token    --admin-token, $CTXBUS_ADMIN_TOKEN, else the one \`ctxbus serve\` saved
+  Saved in $CTXBUS_CONFIG_DIR/credentials.json (default ~/.config/ctxbus), readable by you alone.
+
 Environment:
-  CTXBUS_URL, CTXBUS_TOKEN     hub URL and runtime token for write/read/search/shared/watch
-  CTXBUS_ADMIN_TOKEN           admin token for "token" commands against a hub
   CTXBUS_DATA                  data directory (serve, and offline token commands)
   CTXBUS_PORT, CTXBUS_HOST     defaults for serve
 
@@ -21,11 +25,10 @@ Exit codes:
   0 ok, 1 failure, 2 bad input, 3 not authorised, 4 not found, 5 conflict, 6 hub unreachable
 
 Quick start:
-  ctxbus serve                                   # prints the URL and, once, an admin token
-  ctxbus token create --team acme --runtime claude-code --url URL --admin-token ADMIN
-  export CTXBUS_URL=URL CTXBUS_TOKEN=<runtime token>
+  ctxbus serve                                   # prints the URL and, once, an admin token (saved)
+  ctxbus token create --team acme --runtime cli --save
   ctxbus write --type decision --title "Use SQLite" --content "Embedded, fast, trusted."
-  ctxbus shared --runtime claude-code
+  ctxbus install claude-code --project .         # mints Claude Code's own token
 `;
 
 export interface RunResult {

@@ -43,11 +43,18 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
       () => resolve(started),
     );
     started.once('error', (error: NodeJS.ErrnoException) => {
-      const message =
+      // A port held by another process is a conflict (CLI exit 5), not an unreachable hub.
+      reject(
         error.code === 'EADDRINUSE'
-          ? `port ${port} on ${host} is already in use; pick another with --port`
-          : `cannot listen on ${host}:${port}: ${error.message}`;
-      reject(new CtxbusError('unavailable', message, { cause: error }));
+          ? new CtxbusError(
+              'conflict',
+              `port ${port} on ${host} is already in use; pick another with --port`,
+              { cause: error },
+            )
+          : new CtxbusError('unavailable', `cannot listen on ${host}:${port}: ${error.message}`, {
+              cause: error,
+            }),
+      );
     });
   });
   let server: ServerType;

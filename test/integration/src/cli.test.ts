@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { removeDir, runCli, spawnCli, startHubProcess, tempDir } from '@ctxbus/test-kit';
@@ -73,7 +73,7 @@ describe('ctxbus CLI', () => {
     expect(busyDir.code).toBe(5);
     expect(busyDir.stderr).toMatch(/is serving/);
     const busyPort = await runCli(['serve', '--port', new URL(hub.url).port, '--data', tempDir()]);
-    expect(busyPort.code).toBe(6);
+    expect(busyPort.code).toBe(5);
     expect(busyPort.stderr).toMatch(/already in use; pick another with --port/);
 
     const refused = await runCli(['token', 'list', '--data', dataDir]);
@@ -164,10 +164,78 @@ describe('ctxbus CLI', () => {
     expect(lines.some((line) => line.event === 'context-consumed')).toBe(true);
   });
 
+  it("keeps a new local hub's admin token for this user's CLI: no token is copied by hand", async () => {
+    const configDir = tempDir('ctxbus-config-');
+    const project = tempDir('ctxbus-project-');
+    dirs.push(configDir, project);
+    const env = { CTXBUS_CONFIG_DIR: configDir };
+    const local = await startHubProcess({ env });
+    try {
+      const path = join(configDir, 'credentials.json');
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(statSync(configDir).mode & 0o777).toBe(0o700);
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({
+        version: 1,
+        defaultHub: local.url,
+        hubs: { [local.url]: { adminToken: local.adminToken } },
+      });
+
+      // Admin commands find the hub and its admin token; --save keeps a runtime token.
+      const saved = await runCli(
+        ['token', 'create', '--team', 'acme', '--runtime', 'cli', '--save'],
+        { env },
+      );
+      expect(saved.code).toBe(0);
+      expect(saved.stderr).toContain(`saved for ${local.url} in ${path}`);
+      const written = await runCli(
+        ['write', '--type', 'decision', '--title', 'Keep tokens out of shell history'],
+        { env },
+      );
+      expect(written.code).toBe(0);
+      const read = await runCli(['read', '--json'], { env });
+      expect(JSON.parse(read.stdout).items[0]).toMatchObject({
+        title: 'Keep tokens out of shell history',
+        teamId: 'acme',
+        source: { runtime: 'cli' },
+      });
+
+      // The installer mints Claude Code's own token, in the team of the CLI's token.
+      const installed = await runCli(['install', 'claude-code', '--project', project], { env });
+      expect(installed.code).toBe(0);
+      expect(installed.stdout).toContain('with a new token for acme/claude-code');
+      const settings = JSON.parse(
+        readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8'),
+      );
+      expect(settings.env.CTXBUS_URL).toBe(local.url);
+      const shared = await runCli(['shared', '--json'], {
+        env: { ...env, CTXBUS_TOKEN: settings.env.CTXBUS_TOKEN },
+      });
+      expect(JSON.parse(shared.stdout)).toMatchObject({ runtime: 'claude-code' });
+      expect(shared.stdout).toContain('Keep tokens out of shell history');
+
+      // Without an admin token the installer says what it needs, in one line.
+      const elsewhere = await runCli(['install', 'claude-code', '--project', project], {
+        env: { CTXBUS_CONFIG_DIR: tempDir('ctxbus-config-'), CTXBUS_URL: local.url },
+      });
+      expect(elsewhere.code).toBe(2);
+      expect(elsewhere.stderr.trim().split('\n')).toHaveLength(1);
+      expect(elsewhere.stderr).toMatch(/no token for claude-code: pass --token, or an admin token/);
+    } finally {
+      expect(await local.stop()).toBe(0);
+    }
+  });
+
   it('fails with one clear line and the documented exit codes', async () => {
     const noUrl = await runCli(['read']);
     expect(noUrl.code).toBe(2);
-    expect(noUrl.stderr.trim()).toBe('ctxbus: error: no hub URL: pass --url or set CTXBUS_URL');
+    expect(noUrl.stderr.trim()).toBe(
+      'ctxbus: error: no hub URL: pass --url, set CTXBUS_URL, or start a hub here with `ctxbus serve` (it saves its URL)',
+    );
+    const noScheme = await runCli(['read', '--url', '127.0.0.1:7420', '--token', 'cbx_x']);
+    expect(noScheme.code).toBe(2);
+    expect(noScheme.stderr.trim()).toBe(
+      'ctxbus: error: --url must be an http(s) URL such as http://127.0.0.1:7420 (got "127.0.0.1:7420")',
+    );
     const unreachable = await runCli(['read', '--url', 'http://127.0.0.1:9', '--token', 'cbx_x']);
     expect(unreachable.code).toBe(6);
     expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);

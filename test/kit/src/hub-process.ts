@@ -9,6 +9,17 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The built CLI: tests run the real `ctxbus` command. */
 export const CLI = resolve(here, '../../../apps/cli/dist/bin.js');
 
+/**
+ * The CLI's credentials directories of the hubs and commands a test starts, unless the test
+ * passes its own CTXBUS_CONFIG_DIR: this process's own, so that tests neither read nor write
+ * the credentials of the user running them. Each hub saves its admin token in a directory of
+ * its own; commands read an empty one (a hub another test started is never their default).
+ */
+const TEST_CONFIG_ROOT = mkdtempSync(join(tmpdir(), 'ctxbus-config-'));
+process.once('exit', () => rmSync(TEST_CONFIG_ROOT, { recursive: true, force: true }));
+const CLI_CONFIG_DIR = join(TEST_CONFIG_ROOT, 'cli');
+let hubConfigDirs = 0;
+
 export interface HubProcess {
   url: string;
   adminToken: string | null;
@@ -52,7 +63,12 @@ export async function startHubProcess(options: StartOptions = {}): Promise<HubPr
       ...(options.args ?? []),
     ],
     {
-      env: { ...process.env, CTXBUS_VALIDATE_RESPONSES: '1', ...options.env },
+      env: {
+        ...process.env,
+        CTXBUS_CONFIG_DIR: join(TEST_CONFIG_ROOT, `hub-${++hubConfigDirs}`),
+        CTXBUS_VALIDATE_RESPONSES: '1',
+        ...options.env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -125,6 +141,7 @@ export function spawnCli(
       CTXBUS_TOKEN: '',
       CTXBUS_ADMIN_TOKEN: '',
       CTXBUS_DATA: '',
+      CTXBUS_CONFIG_DIR: CLI_CONFIG_DIR,
       ...options.env,
     },
     stdio: ['pipe', 'pipe', 'pipe'],

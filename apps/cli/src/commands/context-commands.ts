@@ -4,6 +4,7 @@ import { createClient } from '@ctxbus/client';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import { CtxbusError, parseWriteRequest } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
+import { hubUrl, runtimeToken } from '../hub-target.js';
 import { itemLine, printJson, printLine } from '../output.js';
 
 interface ConnectionOptions {
@@ -13,16 +14,17 @@ interface ConnectionOptions {
 }
 
 function connect(options: ConnectionOptions): CtxbusClient {
-  return createClient({
-    ...(options.url !== undefined && { url: options.url }),
-    ...(options.token !== undefined && { token: options.token }),
-  });
+  const url = hubUrl(options.url);
+  return createClient({ url, token: runtimeToken(url, options.token) });
 }
 
 function withConnection(command: Command): Command {
   return command
-    .option('--url <url>', 'hub URL (default: $CTXBUS_URL)')
-    .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN)')
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
+    .option(
+      '--token <token>',
+      'runtime token (default: $CTXBUS_TOKEN, else the one saved by token create --save)',
+    )
     .option('--json', 'print JSON');
 }
 

@@ -1,5 +1,8 @@
-import { CtxbusError } from '@ctxbus/core/contract';
+import { createClient } from '@ctxbus/client';
+import { CtxbusError, parseOrThrow, teamIdSchema } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
+import { hubCredentials } from '../credentials.js';
+import { findAdminToken, hubUrl } from '../hub-target.js';
 import { printLine } from '../output.js';
 
 interface InstallFlags {
@@ -7,7 +10,44 @@ interface InstallFlags {
   user?: boolean;
   url?: string;
   token?: string;
+  team?: string;
+  adminToken?: string;
   uninstall?: boolean;
+}
+
+/**
+ * The token a runtime is installed with: --token; else one minted for it on the hub with an
+ * admin token (--admin-token, $CTXBUS_ADMIN_TOKEN, or the one `ctxbus serve` saved), in --team
+ * or the team of the CLI's saved token; else $CTXBUS_TOKEN.
+ */
+async function installToken(
+  url: string,
+  runtime: string,
+  flags: InstallFlags,
+): Promise<{ token: string; minted: string | null }> {
+  if (flags.token) return { token: flags.token, minted: null };
+  const admin = findAdminToken(url, flags.adminToken);
+  if (admin) {
+    const team = flags.team ?? hubCredentials(url).teamId;
+    if (!team) {
+      throw new CtxbusError(
+        'validation_failed',
+        `which team? pass --team (a new ${runtime} token is minted for it), or --token`,
+      );
+    }
+    const teamId = parseOrThrow(teamIdSchema, team, '--team');
+    const created = await createClient({ url, token: admin }).createToken({
+      teamId,
+      runtime,
+      label: `ctxbus install ${runtime}`,
+    });
+    return { token: created.token, minted: `${teamId}/${runtime}` };
+  }
+  if (process.env.CTXBUS_TOKEN) return { token: process.env.CTXBUS_TOKEN, minted: null };
+  throw new CtxbusError(
+    'validation_failed',
+    `no token for ${runtime}: pass --token, or an admin token (--admin-token, CTXBUS_ADMIN_TOKEN, or a hub started here with ctxbus serve) to mint one`,
+  );
 }
 
 export function registerInstall(
@@ -25,8 +65,16 @@ export function registerInstall(
       'this project only: <dir>/.claude/settings.local.json and <dir>/.mcp.json (default: the current directory)',
     )
     .option('--user', 'every project: ~/.claude/settings.json and ~/.claude.json')
-    .option('--url <url>', 'hub URL (default: $CTXBUS_URL)')
-    .option('--token <token>', 'a runtime token for claude-code (default: $CTXBUS_TOKEN)')
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
+    .option(
+      '--token <token>',
+      'a runtime token for claude-code (default: a new one minted with the admin token, else $CTXBUS_TOKEN)',
+    )
+    .option('--team <team>', "the new token's team (default: the team of the CLI's saved token)")
+    .option(
+      '--admin-token <token>',
+      'admin token to mint with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
+    )
     .option('--uninstall', 'remove exactly what install added')
     .addHelpText(
       'after',
@@ -55,14 +103,12 @@ export function registerInstall(
           );
           return;
         }
-        const url = flags.url ?? process.env.CTXBUS_URL;
-        const token = flags.token ?? process.env.CTXBUS_TOKEN;
-        if (!url)
-          throw new CtxbusError('validation_failed', 'no hub URL: pass --url or set CTXBUS_URL');
-        if (!token)
-          throw new CtxbusError('validation_failed', 'no token: pass --token or set CTXBUS_TOKEN');
+        const url = hubUrl(flags.url);
+        const { token, minted } = await installToken(url, 'claude-code', flags);
         const result = installClaudeCode({ target, url, token });
-        printLine(`configured Claude Code for ${url}: ${result.files.join(', ')}`);
+        printLine(
+          `configured Claude Code for ${url}${minted ? ` with a new token for ${minted}` : ''}: ${result.files.join(', ')}`,
+        );
       }),
     );
 }

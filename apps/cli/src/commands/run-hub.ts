@@ -3,6 +3,7 @@ import { mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
 import { pino } from 'pino';
+import { saveHubCredentials } from '../credentials.js';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
@@ -113,6 +114,16 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });
+    // A new hub on this machine: keep its admin token where this user's CLI finds it, so no
+    // token is copied by hand (a hub reached from elsewhere gets its tokens passed explicitly).
+    let savedIn: string | null = null;
+    if (adminToken && LOOPBACK.has(options.host)) {
+      try {
+        savedIn = saveHubCredentials(running.url, { adminToken });
+      } catch (error) {
+        logger.warn({ err: error }, 'could not save the admin token in the credentials file');
+      }
+    }
     const where = describeTarget(target);
     logger.info({ url: running.url, store: where }, 'hub listening');
     if (options.json) {
@@ -120,6 +131,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         JSON.stringify({
           url: running.url,
           adminToken,
+          ...(savedIn && { credentials: savedIn }),
           store: where,
           ...(target.kind === 'sqlite' && { dataDir: target.dataDir }),
           version: VERSION,
@@ -136,8 +148,16 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       }
       if (adminToken) {
         printLine(`admin token (shown once, keep it safe): ${adminToken}`);
+        if (savedIn) {
+          printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
+          printLine('next: ctxbus token create --team <team> --runtime <runtime> [--save]');
+        } else {
+          printLine(
+            `next: ctxbus token create --url ${running.url} --admin-token <admin token> --team <team> --runtime claude-code`,
+          );
+        }
         printLine(
-          `next: ctxbus token create --url ${running.url} --admin-token <admin token> --team <team> --runtime claude-code`,
+          `lost it? mint another offline: ctxbus token create --admin ${target.kind === 'sqlite' ? `--data ${target.dataDir} (with the hub stopped)` : '--store <the same store URL>'}`,
         );
       }
     }

@@ -2,6 +2,8 @@ import { createClient } from '@ctxbus/client';
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { CtxbusError, parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
+import { saveHubCredentials } from '../credentials.js';
+import { adminToken, findHubUrl, hubUrl } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
 import { storeTarget } from '../store-target.js';
@@ -15,21 +17,22 @@ interface TargetOptions {
 }
 
 type Target =
-  | { kind: 'online'; client: ReturnType<typeof createClient> }
+  | { kind: 'online'; url: string; client: ReturnType<typeof createClient> }
   | { kind: 'offline'; store: StoreTarget };
 
-/** --url (or CTXBUS_URL) talks to a running hub; otherwise the store is opened directly. */
+/**
+ * A running hub (--url, $CTXBUS_URL, or the hub saved by `ctxbus serve` when no --data or
+ * --store is given) with an admin token; otherwise the store is opened directly.
+ */
 function target(options: TargetOptions): Target {
-  const url = options.url ?? (options.data || options.store ? undefined : process.env.CTXBUS_URL);
+  const url =
+    options.data || options.store ? options.url && hubUrl(options.url) : findHubUrl(options.url);
   if (url) {
-    const token = options.adminToken ?? process.env.CTXBUS_ADMIN_TOKEN;
-    if (!token) {
-      throw new CtxbusError(
-        'validation_failed',
-        'no admin token: pass --admin-token or set CTXBUS_ADMIN_TOKEN',
-      );
-    }
-    return { kind: 'online', client: createClient({ url, token }) };
+    return {
+      kind: 'online',
+      url,
+      client: createClient({ url, token: adminToken(url, options.adminToken) }),
+    };
   }
   return { kind: 'offline', store: storeTarget(options) };
 }
@@ -46,9 +49,12 @@ function addTargetOptions(command: Command): Command {
   return command
     .option(
       '--url <url>',
-      'a running hub (default: $CTXBUS_URL); without it the data directory is used',
+      'a running hub (default: $CTXBUS_URL, else the hub saved by ctxbus serve); without one, the data directory is used',
     )
-    .option('--admin-token <token>', 'admin token for --url (default: $CTXBUS_ADMIN_TOKEN)')
+    .option(
+      '--admin-token <token>',
+      'admin token for the hub (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
+    )
     .option(
       '-d, --data <dir>',
       'data directory to open when no hub runs (default: $CTXBUS_DATA or the per-user one)',
@@ -74,10 +80,20 @@ export function registerToken(
       .option('--team <team>', 'team the token belongs to')
       .option('--runtime <runtime>', 'runtime the token acts as (claude-code, openclaw, web, ...)')
       .option('--label <label>', 'a note to recognise it by')
-      .option('--admin', 'mint an admin token instead (offline only; for recovery)'),
+      .option('--admin', 'mint an admin token instead (offline only; for recovery)')
+      .option(
+        '--save',
+        "keep the token in this machine's credentials: the CLI's own commands then use it for this hub",
+      ),
   ).action(
     (
-      options: TargetOptions & { team?: string; runtime?: string; label?: string; admin?: boolean },
+      options: TargetOptions & {
+        team?: string;
+        runtime?: string;
+        label?: string;
+        admin?: boolean;
+        save?: boolean;
+      },
     ) =>
       run(async () => {
         const where = target(options);
@@ -119,6 +135,18 @@ export function registerToken(
                 runtime,
                 label: options.label ?? null,
               });
+        if (options.save) {
+          if (where.kind !== 'online') {
+            throw new CtxbusError(
+              'validation_failed',
+              '--save needs a running hub (--url, $CTXBUS_URL or the one ctxbus serve saved): the token is saved for its URL',
+            );
+          }
+          const path = saveHubCredentials(where.url, { token: created.token, teamId, runtime });
+          process.stderr.write(
+            `saved for ${where.url} in ${path}: write, read, search, shared and watch use it\n`,
+          );
+        }
         if (options.json) printJson(created);
         else printLine(created.token);
       }),

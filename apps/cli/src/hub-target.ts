@@ -1,0 +1,68 @@
+import { CtxbusError } from '@ctxbus/core/contract';
+import { credentialsPath, hubCredentials, readCredentials } from './credentials.js';
+
+// Which hub a command talks to, and with which token: a flag, else the environment, else what
+// this machine saved (see credentials.ts). One rule for every command.
+
+/** A hub URL from a flag or the environment: http(s) with a host, or a clear error (exit 2). */
+export function parseHubUrl(value: string, label: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {
+    url = null;
+  }
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || !url.host) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${label} must be an http(s) URL such as http://127.0.0.1:7420 (got "${value}")`,
+    );
+  }
+  return value.replace(/\/+$/, '');
+}
+
+/** --url, else $CTXBUS_URL, else the saved default hub; null when none is known. */
+export function findHubUrl(flag: string | undefined): string | null {
+  if (flag) return parseHubUrl(flag, '--url');
+  if (process.env.CTXBUS_URL) return parseHubUrl(process.env.CTXBUS_URL, 'CTXBUS_URL');
+  return readCredentials().defaultHub;
+}
+
+export function hubUrl(flag: string | undefined): string {
+  const url = findHubUrl(flag);
+  if (url === null) {
+    throw new CtxbusError(
+      'validation_failed',
+      'no hub URL: pass --url, set CTXBUS_URL, or start a hub here with `ctxbus serve` (it saves its URL)',
+    );
+  }
+  return url;
+}
+
+/** --token, else $CTXBUS_TOKEN, else the runtime token saved for `url`. */
+export function runtimeToken(url: string, flag: string | undefined): string {
+  const token = flag || process.env.CTXBUS_TOKEN || hubCredentials(url).token;
+  if (!token) {
+    throw new CtxbusError(
+      'validation_failed',
+      `no token for ${url}: pass --token, set CTXBUS_TOKEN, or save one with \`ctxbus token create --team TEAM --runtime RUNTIME --save\``,
+    );
+  }
+  return token;
+}
+
+/** --admin-token, else $CTXBUS_ADMIN_TOKEN, else the admin token saved for `url`. */
+export function findAdminToken(url: string, flag: string | undefined): string | null {
+  return flag || process.env.CTXBUS_ADMIN_TOKEN || hubCredentials(url).adminToken || null;
+}
+
+export function adminToken(url: string, flag: string | undefined): string {
+  const token = findAdminToken(url, flag);
+  if (!token) {
+    throw new CtxbusError(
+      'validation_failed',
+      `no admin token for ${url}: pass --admin-token or set CTXBUS_ADMIN_TOKEN (\`ctxbus serve\` saves a new hub's in ${credentialsPath()})`,
+    );
+  }
+  return token;
+}
