@@ -22,6 +22,8 @@ class RawConnection {
   private readonly socket: Socket;
   private buffer: Buffer = Buffer.alloc(0);
   private pending: Pending | null = null;
+  /** The socket closed (the hub ends keep-alive connections idle for 5 s): never reused. */
+  closed = false;
   readonly ready: Promise<void>;
 
   constructor(host: string, port: number) {
@@ -36,7 +38,10 @@ class RawConnection {
       this.parse();
     });
     this.socket.on('error', (error) => this.fail(error));
-    this.socket.on('close', () => this.fail(new Error('connection closed')));
+    this.socket.on('close', () => {
+      this.closed = true;
+      this.fail(new Error('connection closed'));
+    });
   }
 
   get busy(): boolean {
@@ -96,6 +101,11 @@ export class RawHttpClient {
 
   post(path: string, body: unknown): Promise<RawResponse> {
     const text = JSON.stringify(body);
+    // A closed connection is dropped: a write to its destroyed socket would be lost silently,
+    // and the post would wait for an answer forever.
+    for (let index = this.connections.length - 1; index >= 0; index--) {
+      if (this.connections[index]?.closed) this.connections.splice(index, 1);
+    }
     let connection = this.connections.find((candidate) => !candidate.busy);
     if (!connection) {
       connection = new RawConnection(this.host, this.port);
