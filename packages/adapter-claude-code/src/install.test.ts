@@ -3,6 +3,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -46,7 +47,8 @@ describe('installClaudeCode --project', () => {
       JSON.stringify({ mcpServers: { github: { type: 'http', url: 'https://x' } } }),
     );
 
-    installClaudeCode({ ...options, target: { kind: 'project', dir: project } });
+    const home = fresh();
+    installClaudeCode({ ...options, target: { kind: 'project', dir: project, home } });
     const settings = read(join(project, '.claude', 'settings.local.json'));
     expect(settings.model).toBe('opus');
     expect(settings.env).toEqual({
@@ -55,7 +57,8 @@ describe('installClaudeCode --project', () => {
       CTXBUS_TOKEN: 'cbx_test_token',
     });
     expect(settings.permissions.allow).toEqual(['Bash(npm test)', 'mcp__ctxbus']);
-    expect(settings.enabledMcpjsonServers).toEqual(['ctxbus']);
+    // The server is in local scope (no approval needed), not in .mcp.json.
+    expect(settings.enabledMcpjsonServers).toBeUndefined();
     expect(settings.hooks.Stop).toHaveLength(2);
     expect(settings.hooks.Stop[0]).toEqual(theirs.hooks.Stop[0]);
     for (const event of ['SessionStart', 'UserPromptSubmit', 'PostToolUse', 'Stop', 'SessionEnd']) {
@@ -66,15 +69,20 @@ describe('installClaudeCode --project', () => {
     expect(settings.hooks.SessionStart[0].matcher).toBe('startup|resume|clear|compact');
     expect(statSync(join(project, '.claude', 'settings.local.json')).mode & 0o777).toBe(0o600);
 
-    const mcp = read(join(project, '.mcp.json'));
-    expect(mcp.mcpServers.github).toEqual({ type: 'http', url: 'https://x' });
-    expect(mcp.mcpServers.ctxbus).toEqual({
+    // Nothing of this machine goes into .mcp.json, which projects commit: the server (with its
+    // paths) is in Claude Code's local scope, under the project's real path.
+    expect(read(join(project, '.mcp.json'))).toEqual({
+      mcpServers: { github: { type: 'http', url: 'https://x' } },
+    });
+    const state = read(join(home, '.claude.json'));
+    expect(state.projects[realpathSync(project)].mcpServers.ctxbus).toEqual({
       type: 'stdio',
       command: '/usr/bin/node',
       args: [`/opt/ctxbus/${MCP_SCRIPT}`],
+      env: { CTXBUS_URL: 'http://127.0.0.1:7420', CTXBUS_TOKEN: 'cbx_test_token' },
     });
-    // The token never goes into .mcp.json, which projects commit.
-    expect(readFileSync(join(project, '.mcp.json'), 'utf8')).not.toContain('cbx_test_token');
+    // Claude Code's state file is the user's own: private, like the settings file.
+    expect(statSync(join(home, '.claude.json')).mode & 0o777).toBe(0o600);
   });
 
   it('is idempotent, and --uninstall restores what was there', () => {
@@ -85,7 +93,9 @@ describe('installClaudeCode --project', () => {
       hooks: { Stop: [{ hooks: [{ type: 'command', command: 'say done' }] }] },
     });
     writeFileSync(join(project, '.claude', 'settings.local.json'), before);
-    const target = { kind: 'project' as const, dir: project };
+    const home = fresh();
+    writeFileSync(join(home, '.claude.json'), JSON.stringify({ numStartups: 1 }));
+    const target = { kind: 'project' as const, dir: project, home };
     installClaudeCode({ ...options, target });
     const once = readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8');
     installClaudeCode({ ...options, target });
@@ -94,9 +104,61 @@ describe('installClaudeCode --project', () => {
     const removed = uninstallClaudeCode(target);
     expect(removed.files).toHaveLength(2);
     expect(read(join(project, '.claude', 'settings.local.json'))).toEqual(JSON.parse(before));
-    // .mcp.json did not exist before: it is gone again.
+    expect(read(join(home, '.claude.json'))).toEqual({
+      numStartups: 1,
+      projects: { [realpathSync(project)]: {} },
+    });
     expect(existsSync(join(project, '.mcp.json'))).toBe(false);
     expect(uninstallClaudeCode(target).files).toEqual([]);
+  });
+
+  it('keeps its token out of git and, uninstalled, leaves no empty .claude behind', () => {
+    const repo = fresh();
+    mkdirSync(join(repo, '.git', 'info'), { recursive: true });
+    writeFileSync(join(repo, '.git', 'info', 'exclude'), '# git ls-files --exclude-from\n*.swp');
+    const project = join(repo, 'app');
+    mkdirSync(project);
+    const target = { kind: 'project' as const, dir: project, home: fresh() };
+    const installed = installClaudeCode({ ...options, target });
+    expect(installed.files).toContain(join(repo, '.git', 'info', 'exclude'));
+    expect(readFileSync(join(repo, '.git', 'info', 'exclude'), 'utf8')).toBe(
+      '# git ls-files --exclude-from\n*.swp\n/app/.claude/settings.local.json\n',
+    );
+    installClaudeCode({ ...options, target });
+    expect(
+      readFileSync(join(repo, '.git', 'info', 'exclude'), 'utf8').match(/settings\.local/g),
+    ).toHaveLength(1);
+    uninstallClaudeCode(target);
+    expect(readFileSync(join(repo, '.git', 'info', 'exclude'), 'utf8')).toBe(
+      '# git ls-files --exclude-from\n*.swp\n',
+    );
+    expect(existsSync(join(project, '.claude'))).toBe(false);
+  });
+
+  it('moves the MCP server an earlier version put in .mcp.json to local scope', () => {
+    const project = fresh();
+    const home = fresh();
+    writeFileSync(
+      join(project, '.mcp.json'),
+      JSON.stringify({
+        mcpServers: {
+          ctxbus: { type: 'stdio', command: '/usr/bin/node', args: [`/old/${MCP_SCRIPT}`] },
+          github: { type: 'http', url: 'https://x' },
+        },
+      }),
+    );
+    mkdirSync(join(project, '.claude'));
+    writeFileSync(
+      join(project, '.claude', 'settings.local.json'),
+      JSON.stringify({ enabledMcpjsonServers: ['ctxbus', 'github'] }),
+    );
+    installClaudeCode({ ...options, target: { kind: 'project', dir: project, home } });
+    expect(read(join(project, '.mcp.json'))).toEqual({
+      mcpServers: { github: { type: 'http', url: 'https://x' } },
+    });
+    expect(read(join(project, '.claude', 'settings.local.json')).enabledMcpjsonServers).toEqual([
+      'github',
+    ]);
   });
 
   it('refuses to touch a settings file that is not valid JSON', () => {
@@ -104,7 +166,7 @@ describe('installClaudeCode --project', () => {
     mkdirSync(join(project, '.claude'));
     writeFileSync(join(project, '.claude', 'settings.local.json'), '{ "hooks": ');
     expect(() =>
-      installClaudeCode({ ...options, target: { kind: 'project', dir: project } }),
+      installClaudeCode({ ...options, target: { kind: 'project', dir: project, home: fresh() } }),
     ).toThrow(/settings\.local\.json is not valid JSON .*nothing was changed/);
     expect(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8')).toBe(
       '{ "hooks": ',
@@ -114,7 +176,11 @@ describe('installClaudeCode --project', () => {
 
   it('rejects a URL that is not http(s)', () => {
     expect(() =>
-      installClaudeCode({ ...options, url: 'ftp://x', target: { kind: 'project', dir: fresh() } }),
+      installClaudeCode({
+        ...options,
+        url: 'ftp://x',
+        target: { kind: 'project', dir: fresh(), home: fresh() },
+      }),
     ).toThrow(/--url must be an http\(s\) URL/);
   });
 });

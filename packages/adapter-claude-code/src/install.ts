@@ -1,8 +1,9 @@
-import { rmSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
+import { excludeFromGit, unexcludeFromGit } from './git-exclude.js';
 import type { HookEvent } from './hook-input.js';
 import type { JsonObject } from './settings-file.js';
 import { arrayAt, objectAt, readJsonFile, writeJsonFile } from './settings-file.js';
@@ -12,7 +13,10 @@ export const HOOK_SCRIPT = 'ctxbus-claude-hook.js';
 export const MCP_SCRIPT = 'ctxbus-mcp.js';
 export const MCP_SERVER_NAME = 'ctxbus';
 
-export type InstallTarget = { kind: 'project'; dir: string } | { kind: 'user'; home?: string };
+/** `home` is where Claude Code keeps its state (`~/.claude.json`); the user's by default. */
+export type InstallTarget =
+  | { kind: 'project'; dir: string; home?: string }
+  | { kind: 'user'; home?: string };
 
 export interface InstallOptions {
   target: InstallTarget;
@@ -42,14 +46,69 @@ export function pluginDir(): string {
   return fileURLToPath(new URL('../plugin', import.meta.url));
 }
 
-function files(target: InstallTarget): { settings: string; mcp: string } {
+interface Paths {
+  /** Hooks, env (the token), permission. */
+  settings: string;
+  /** Claude Code's own state file, where local- and user-scope MCP servers live. */
+  state: string;
+  /** The project's key in the state file (local scope); null for the user scope. */
+  project: string | null;
+  /** The project's committed `.mcp.json`, where earlier versions put the MCP server. */
+  legacyMcp: string | null;
+}
+
+/**
+ * Where each piece goes, as `claude mcp add --scope` would put it. Project: the hooks, env and
+ * token in `.claude/settings.local.json` (personal, kept out of git), the MCP server in local
+ * scope (`~/.claude.json`, under the project): both hold paths of this machine, and nothing
+ * goes in files a project commits. User: `~/.claude/settings.json` and `~/.claude.json`.
+ */
+function paths(target: InstallTarget): Paths {
+  const home = target.home ?? homedir();
+  const state = join(home, '.claude.json');
   if (target.kind === 'project') {
     const dir = resolve(target.dir);
-    // settings.local.json is the per-user, uncommitted file: the token stays out of the repo.
-    return { settings: join(dir, '.claude', 'settings.local.json'), mcp: join(dir, '.mcp.json') };
+    // Claude Code keys projects by their real path (a symlinked /tmp is /private/tmp).
+    const project = existsSync(dir) ? realpathSync(dir) : dir;
+    return {
+      settings: join(dir, '.claude', 'settings.local.json'),
+      state,
+      project,
+      legacyMcp: join(dir, '.mcp.json'),
+    };
   }
-  const home = target.home ?? homedir();
-  return { settings: join(home, '.claude', 'settings.json'), mcp: join(home, '.claude.json') };
+  return {
+    settings: join(home, '.claude', 'settings.json'),
+    state,
+    project: null,
+    legacyMcp: null,
+  };
+}
+
+/** The `mcpServers` object of the target's scope in Claude Code's state. */
+function mcpServersIn(state: JsonObject, project: string | null): JsonObject {
+  const scope = project === null ? state : objectAt(objectAt(state, 'projects'), project);
+  return objectAt(scope, 'mcpServers');
+}
+
+function isOurServer(server: unknown): boolean {
+  return JSON.stringify(server ?? null).includes(MCP_SCRIPT);
+}
+
+/**
+ * Takes our server out of a project's `.mcp.json` (where earlier versions wrote it, with
+ * this machine's paths, in a file projects commit), deleting the file when nothing is left.
+ */
+function removeLegacyMcp(path: string | null): boolean {
+  if (path === null || !existsSync(path)) return false;
+  const config = readJsonFile(path);
+  const servers = config.mcpServers;
+  if (servers === null || typeof servers !== 'object' || Array.isArray(servers)) return false;
+  if (!isOurServer((servers as JsonObject)[MCP_SERVER_NAME])) return false;
+  delete (servers as JsonObject)[MCP_SERVER_NAME];
+  if (Object.keys(servers as JsonObject).length === 0) delete config.mcpServers;
+  writeOrRemove(path, config, false, true);
+  return true;
 }
 
 function quote(value: string): string {
@@ -100,12 +159,12 @@ export function installClaudeCode(options: InstallOptions): InstallResult {
   }
   if (!options.token)
     throw new CtxbusError('validation_failed', 'a token is needed (--token or CTXBUS_TOKEN)');
-  const paths = files(options.target);
+  const where = paths(options.target);
   const node = options.nodePath ?? process.execPath;
   const scripts = options.scriptsDir ?? join(pluginDir(), 'dist');
 
-  const settings = readJsonFile(paths.settings);
-  const mcpConfig = readJsonFile(paths.mcp);
+  const settings = readJsonFile(where.settings);
+  const state = readJsonFile(where.state);
 
   const env = objectAt(settings, 'env');
   env.CTXBUS_URL = options.url;
@@ -127,20 +186,27 @@ export function installClaudeCode(options: InstallOptions): InstallResult {
   }
   const allow = arrayAt(objectAt(settings, 'permissions'), 'allow');
   if (!allow.includes(`mcp__${MCP_SERVER_NAME}`)) allow.push(`mcp__${MCP_SERVER_NAME}`);
-  if (options.target.kind === 'project') {
-    const enabled = arrayAt(settings, 'enabledMcpjsonServers');
-    if (!enabled.includes(MCP_SERVER_NAME)) enabled.push(MCP_SERVER_NAME);
-  }
+  // Only servers from .mcp.json wait for approval; ours is in local scope now.
+  removeFromList(settings, 'enabledMcpjsonServers', MCP_SERVER_NAME);
 
-  objectAt(mcpConfig, 'mcpServers')[MCP_SERVER_NAME] = {
+  // Its own env too, as `claude mcp add -e` stores it: `claude mcp list` starts servers
+  // without the settings' env. The state file is the user's own (0600), never committed.
+  mcpServersIn(state, where.project)[MCP_SERVER_NAME] = {
     type: 'stdio',
     command: node,
     args: [join(scripts, MCP_SCRIPT)],
+    env: { CTXBUS_URL: options.url, CTXBUS_TOKEN: options.token },
   };
 
-  writeJsonFile(paths.settings, settings, true);
-  writeJsonFile(paths.mcp, mcpConfig, options.target.kind === 'user');
-  return { files: [paths.settings, paths.mcp] };
+  const written = [where.settings, where.state];
+  writeJsonFile(where.settings, settings, true);
+  writeJsonFile(where.state, state, true);
+  if (removeLegacyMcp(where.legacyMcp) && where.legacyMcp) written.push(where.legacyMcp);
+  if (options.target.kind === 'project') {
+    const exclude = excludeFromGit(where.settings);
+    if (exclude) written.push(exclude);
+  }
+  return { files: written };
 }
 
 /** Writes the file, or deletes it when nothing is left and it is ours to delete. */
@@ -151,9 +217,9 @@ function writeOrRemove(path: string, value: JsonObject, secret: boolean, removab
 
 /** Removes exactly what installClaudeCode added (hooks, env, permission, MCP server). */
 export function uninstallClaudeCode(target: InstallTarget): InstallResult {
-  const paths = files(target);
+  const where = paths(target);
   const changed: string[] = [];
-  const settings = readJsonFile(paths.settings);
+  const settings = readJsonFile(where.settings);
   let settingsChanged = removeHooks(settings);
   const env = settings.env;
   if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
@@ -175,21 +241,36 @@ export function uninstallClaudeCode(target: InstallTarget): InstallResult {
   settingsChanged =
     removeFromList(settings, 'enabledMcpjsonServers', MCP_SERVER_NAME) || settingsChanged;
   if (settingsChanged) {
-    writeOrRemove(paths.settings, settings, true, target.kind === 'project');
-    changed.push(paths.settings);
+    writeOrRemove(where.settings, settings, true, target.kind === 'project');
+    changed.push(where.settings);
   }
-  const mcpConfig = readJsonFile(paths.mcp);
-  const servers = mcpConfig.mcpServers;
-  if (
-    servers !== null &&
-    typeof servers === 'object' &&
-    !Array.isArray(servers) &&
-    MCP_SERVER_NAME in servers
-  ) {
-    delete (servers as JsonObject)[MCP_SERVER_NAME];
-    if (Object.keys(servers as JsonObject).length === 0) delete mcpConfig.mcpServers;
-    writeOrRemove(paths.mcp, mcpConfig, target.kind === 'user', target.kind === 'project');
-    changed.push(paths.mcp);
+  if (existsSync(where.state)) {
+    const state = readJsonFile(where.state);
+    const scope =
+      where.project === null
+        ? state
+        : ((state.projects as JsonObject | undefined)?.[where.project] as JsonObject | undefined);
+    const servers = scope?.mcpServers;
+    if (
+      scope &&
+      servers !== null &&
+      typeof servers === 'object' &&
+      !Array.isArray(servers) &&
+      MCP_SERVER_NAME in servers
+    ) {
+      delete (servers as JsonObject)[MCP_SERVER_NAME];
+      if (Object.keys(servers as JsonObject).length === 0) delete scope.mcpServers;
+      writeJsonFile(where.state, state, true);
+      changed.push(where.state);
+    }
+  }
+  if (removeLegacyMcp(where.legacyMcp) && where.legacyMcp) changed.push(where.legacyMcp);
+  if (target.kind === 'project') {
+    const exclude = unexcludeFromGit(where.settings);
+    if (exclude) changed.push(exclude);
+    // A .claude directory left empty was ours (install made it, or emptied it now).
+    const dir = dirname(where.settings);
+    if (existsSync(dir) && readdirSync(dir).length === 0) rmdirSync(dir);
   }
   return { files: changed };
 }

@@ -89,16 +89,10 @@ beforeAll(async () => {
   chatToken = await runtimeToken(hub, 'acme', 'openclaw');
   home = mkdtempSync(join(tmpdir(), 'ctxbus-e2e-home-'));
   project = tempDir('ctxbus-e2e-project-');
-  const installed = await runCli([
-    'install',
-    'claude-code',
-    '--project',
-    project,
-    '--url',
-    hub.url,
-    '--token',
-    codeToken,
-  ]);
+  const installed = await runCli(
+    ['install', 'claude-code', '--project', project, '--url', hub.url, '--token', codeToken],
+    { env: { HOME: home } },
+  );
   expect(installed.code, installed.stderr).toBe(0);
 });
 
@@ -111,6 +105,27 @@ afterAll(async () => {
 });
 
 describe('Claude Code with ctxbus installed', () => {
+  it('lists the ctxbus MCP server as connected, with no approval pending and nothing in .mcp.json', async () => {
+    const listed = await new Promise<{ code: number | null; out: string }>((resolvePromise) => {
+      const child = spawn(CLAUDE, ['mcp', 'list'], {
+        cwd: project,
+        env: { PATH: process.env.PATH, HOME: home, DISABLE_TELEMETRY: '1' },
+      });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      child.once('exit', (code) => resolvePromise({ code, out }));
+    });
+    expect(listed.code, listed.out).toBe(0);
+    expect(listed.out).toMatch(/^ctxbus: .*Connected/m);
+    expect(listed.out).not.toMatch(/pending/i);
+    expect(existsSync(join(project, '.mcp.json'))).toBe(false);
+  });
+
   it('puts what another runtime wrote into the request Claude Code sends the model', async () => {
     const written = await call(hub.url, 'POST', '/api/context', {
       token: chatToken,

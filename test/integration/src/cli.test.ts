@@ -168,7 +168,9 @@ describe('ctxbus CLI', () => {
     const configDir = tempDir('ctxbus-config-');
     const project = tempDir('ctxbus-project-');
     dirs.push(configDir, project);
-    const env = { CTXBUS_CONFIG_DIR: configDir };
+    // HOME too: the installer writes Claude Code's state file (~/.claude.json).
+    const env = { CTXBUS_CONFIG_DIR: configDir, HOME: tempDir('ctxbus-home-') };
+    dirs.push(env.HOME);
     const local = await startHubProcess({ env });
     try {
       const path = join(configDir, 'credentials.json');
@@ -215,7 +217,7 @@ describe('ctxbus CLI', () => {
 
       // Without an admin token the installer says what it needs, in one line.
       const elsewhere = await runCli(['install', 'claude-code', '--project', project], {
-        env: { CTXBUS_CONFIG_DIR: tempDir('ctxbus-config-'), CTXBUS_URL: local.url },
+        env: { ...env, CTXBUS_CONFIG_DIR: tempDir('ctxbus-config-'), CTXBUS_URL: local.url },
       });
       expect(elsewhere.code).toBe(2);
       expect(elsewhere.stderr.trim().split('\n')).toHaveLength(1);
