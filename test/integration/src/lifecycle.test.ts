@@ -21,8 +21,6 @@ afterAll(async () => {
   }
 });
 
-const until = (check: () => Promise<boolean>) => waitUntil(check, 'the sweep');
-
 async function write(hub: HubProcess, token: string, body: unknown) {
   const response = await call(hub.url, 'POST', '/api/context', { token, body });
   expect(response.status).toBe(201);
@@ -51,10 +49,10 @@ describe('lifecycle sweeps', () => {
     const status = await write(hub, token, { type: 'status', title: 'old status' });
     const decision = await write(hub, token, { type: 'decision', title: 'use SQLite' });
     const note = await write(hub, token, { type: 'discovery', title: 'no limit for discoveries' });
-    await until(async () => {
+    await waitUntil(async () => {
       const archive = await call(hub.url, 'GET', '/api/archive', { token });
       return archive.body.items.length >= 2;
-    });
+    }, 'the sweep to archive the expired alert and the aged status');
     const archive = await call(hub.url, 'GET', '/api/archive', { token });
     expect(archive.status).toBe(200);
     expect(
@@ -78,9 +76,10 @@ describe('lifecycle sweeps', () => {
       title: 'use PostgreSQL',
       supersedes: decision.id,
     });
-    await until(
+    await waitUntil(
       async () =>
         (await call(hub.url, 'GET', `/api/context/${decision.id}`, { token })).status === 404,
+      'the sweep to archive the superseded decision past its age limit',
     );
     expect((await call(hub.url, 'GET', `/api/context/${newer.id}`, { token })).status).toBe(200);
     // Sequences keep growing after sweeps.
@@ -109,7 +108,10 @@ describe('lifecycle sweeps', () => {
         db.close();
       }
     };
-    await until(async () => rows(brief.id) === 0);
+    await waitUntil(
+      async () => rows(brief.id) === 0,
+      'the sweep to delete the expired status from the database',
+    );
     expect(rows(kept.id)).toBe(1);
     expect((await call(hub.url, 'GET', '/api/archive', { token })).body.items).toEqual([]);
     expect(await hub.stop()).toBe(0);

@@ -9,6 +9,7 @@ import {
   runtimeToken,
   startHubProcess,
   startWebhookReceiver,
+  waitUntil,
 } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,14 +149,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
           for (let n = 0; !stop; n += 1) written.push(await write(b, onB, `k${writer}-${n}`));
         })(),
       );
-      const until = async (done: () => boolean | Promise<boolean>) => {
-        const deadline = Date.now() + 10_000;
-        while (!(await done())) {
-          if (Date.now() > deadline) throw new Error('timed out');
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      };
-      await until(() => written.length >= 40);
+      await waitUntil(() => written.length >= 40, '40 writes before the kill');
       const killed = await sql(
         url,
         'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
@@ -164,7 +158,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       // One LISTEN connection per hub.
       expect(killed).toHaveLength(2);
       const atKill = written.length;
-      await until(() => written.length >= atKill + 80);
+      await waitUntil(() => written.length >= atKill + 80, '80 writes after the kill');
       stop = true;
       await Promise.all(writers);
       for (const stream of [onHubA, onHubB]) {
@@ -172,13 +166,14 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         expectOrderedOnce(stream, written);
       }
       // Both hubs listen again, and a's stream still gets b's new writes.
-      await until(
+      await waitUntil(
         async () =>
           (
             await sql(url, 'SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
               listenerName(schema),
             ])
           ).length === 2,
+        'both hubs to LISTEN again',
       );
       const last = await write(b, onB, 'after reconnecting');
       await onHubA.waitFor(() => onHubA.items().some((event) => event.item.id === last.id));
@@ -265,7 +260,13 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
             }
           })(),
         );
-        while (acknowledged.length < 100) await new Promise((resolve) => setTimeout(resolve, 5));
+        await waitUntil(
+          () => acknowledged.length >= 100,
+          '100 acknowledged writes before the kill',
+          {
+            intervalMs: 5,
+          },
+        );
         await victim.kill();
         await Promise.all(writers);
         expect(failures).toBe(8);
