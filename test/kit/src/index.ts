@@ -6,6 +6,8 @@ export type {
 export { DEFAULT_CONCEPTS, startEmbeddingsServer } from './embeddings-server.ts';
 export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './http.ts';
 export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
+export type { HubFixture, HubFixtureOptions } from './hub-fixture.ts';
+export { useHubProcess } from './hub-fixture.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
 export { CLI, removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.ts';
 export type { WaitOptions } from './wait-until.ts';
