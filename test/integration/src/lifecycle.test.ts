@@ -67,10 +67,32 @@ describe('lifecycle sweeps', () => {
     for (const gone of [brief, status]) {
       expect((await call(hub.url, 'GET', `/api/context/${gone.id}`, { token })).status).toBe(404);
     }
-    // The current decision outlives its age limit; once superseded, it ages out too.
+    // The current decision outlives its age limit. The barrier: an alert that expires a second
+    // from now, past the decision's limit (2 s after it was written, just after the status,
+    // which the sweep has archived by now).
+    // The sweep that archives it would have aged out the decision too, were it not kept.
+    const barrier = await write(hub, token, {
+      type: 'alert',
+      title: 'barrier',
+      expiresAfterSeconds: 1,
+    });
+    const archived = async () =>
+      (await call(hub.url, 'GET', '/api/archive', { token })).body.items.map(
+        (entry: { item: { id: string }; reason: string }) => [entry.item.id, entry.reason],
+      );
+    await waitUntil(
+      async () => (await archived()).some(([id]: string[]) => id === barrier.id),
+      'the sweep to archive the barrier alert',
+    );
+    expect(await archived()).toEqual([
+      [barrier.id, 'expired'],
+      [status.id, 'retention'],
+      [brief.id, 'expired'],
+    ]);
     for (const kept of [decision, note]) {
       expect((await call(hub.url, 'GET', `/api/context/${kept.id}`, { token })).status).toBe(200);
     }
+    // Once superseded, the decision ages out too.
     const newer = await write(hub, token, {
       type: 'decision',
       title: 'use PostgreSQL',
