@@ -49,3 +49,11 @@ export async function waitFor<T>(
     clearTimeout(timer);
   }
 }
+
+/**
+ * What a predicate waits for, for a wait's failure message when the caller gave no words: its
+ * source, as in `() => stream.items().length >= 3`.
+ */
+export function describeCheck(predicate: (...args: never[]) => unknown): string {
+  return `\`${predicate.toString().replace(/\s+/g, ' ').slice(0, 200)}\``;
+}
