@@ -42,14 +42,25 @@ function setup(maxPendingBytes?: number) {
   });
 }
 
-/** Replaces the feed with one whose store counts its change-log reads. */
-async function countReads(maxPendingBytes?: number): Promise<{ count: number }> {
-  const reads = { count: 0 };
+/**
+ * Replaces the feed with one whose store counts its change-log reads; `settled()` resolves once
+ * every read started so far has answered.
+ */
+async function countReads(
+  maxPendingBytes?: number,
+): Promise<{ count: number; settled(): Promise<unknown> }> {
+  const started: Promise<unknown>[] = [];
+  const reads = {
+    count: 0,
+    settled: () => Promise.allSettled(started),
+  };
   const counting: Store = Object.create(store, {
     readChanges: {
       value: (options: Parameters<Store['readChanges']>[0]) => {
         reads.count += 1;
-        return store.readChanges(options);
+        const read = store.readChanges(options);
+        started.push(read);
+        return read;
       },
     },
   });
@@ -107,16 +118,22 @@ describe('ChangeFeed', () => {
   it('delivers a change committed while its catch-up read is in flight', async () => {
     await write('before');
     let injected = false;
+    // Resolves once the feed has offered the subscriber the change written during its read.
+    let offeredDuring: () => void = () => {};
+    const duringOffered = new Promise<void>((resolve) => {
+      offeredDuring = resolve;
+    });
     const slowStore = new Proxy(store, {
       get(target, property, receiver) {
         if (property !== 'readChanges') return Reflect.get(target, property, receiver);
         return async (options: Parameters<Store['readChanges']>[0]) => {
           const result = await target.readChanges(options);
           if (options.teamId !== undefined && !injected) {
-            // The read has happened; now a write lands and the feed dispatches it.
+            // The read has happened; now a write lands and the feed dispatches it, before the
+            // read answers.
             injected = true;
             await write('during');
-            await new Promise((resolve) => setTimeout(resolve, 10));
+            await duringOffered;
           }
           return result;
         };
@@ -126,6 +143,11 @@ describe('ChangeFeed', () => {
     feed = new ChangeFeed({ store: slowStore, clock: () => new Date(), logger: silentLogger });
     await feed.start();
     const subscriber = feed.subscribe(acme, {}, 0);
+    const offer = subscriber.offer.bind(subscriber);
+    subscriber.offer = (changes) => {
+      offer(changes);
+      if (changes.some((change) => change.item.title === 'during')) offeredDuring();
+    };
     expect(await collect(subscriber, 2)).toEqual([1, 2]);
   });
 
@@ -142,9 +164,9 @@ describe('ChangeFeed', () => {
     const before = reads.count;
     feed.notify(seq);
     feed.notify(seq - 1);
-    await new Promise((resolve) => setTimeout(resolve, 20));
     expect(reads.count).toBe(before);
-    // A newer sequence is read.
+    // A newer sequence is read. Its delivery is the barrier: a read the stale hints had started
+    // would be counted by then, as a second read.
     const [next] = await store.writeItems([
       prepareItem({ type: 'status', title: 'next' }, acme, { now: new Date() }),
     ]);
@@ -157,8 +179,9 @@ describe('ChangeFeed', () => {
   it("offers this process's own commits without reading them back, and reads when it must", async () => {
     const reads = await countReads();
     const subscriber = feed.subscribe(acme, {}, 0);
+    /** The reads so far, once each has answered (the subscriber's catch-up read included). */
     const readsAfterCatchUp = async () => {
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await reads.settled();
       return reads.count;
     };
     const commit = async (inputs: Record<string, unknown>[]) => {

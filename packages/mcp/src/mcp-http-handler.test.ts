@@ -1,13 +1,15 @@
 import { request as httpRequest } from 'node:http';
 import { createClient } from '@ctxbus/client';
+import { waitUntil } from '@ctxbus/test-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContextBackend } from './context-backend.js';
+import { silentLogger } from './logger.js';
 import type { McpHttpHandler, McpHttpHandlerOptions } from './mcp-http-handler.js';
 import { createMcpHttpHandler } from './mcp-http-handler.js';
 import type { TestHub } from './test-kit.js';
-import { serveOnNode, sleep, startTestHub, textOf, watchUpdates } from './test-kit.js';
+import { serveOnNode, startTestHub, textOf, watchUpdates } from './test-kit.js';
 
 let hub: TestHub;
 
@@ -326,7 +328,7 @@ describe('Streamable HTTP endpoint', () => {
         const second = await post(endpoint, { authorization: `Bearer ${hub.token}` });
         expect(second.status).toBe(503);
         await second.text();
-        await sleep(500);
+        await waitUntil(() => handler.sessionCount === 0, 'the idle sweep to close the session');
         expect(handler.sessionCount).toBe(0);
       },
     );
@@ -491,20 +493,43 @@ describe('Streamable HTTP endpoint', () => {
   });
 
   it('a session with an open event stream is not idle; close() ends it and its hub stream', async () => {
-    await withEndpoint(handlerOptions({ idleTimeoutMs: 150 }), async (endpoint, handler) => {
-      const { client } = await connect(endpoint, hub.token);
-      await client.subscribeResource({ uri: 'decisions://recent' });
-      await sleep(500);
-      expect(handler.sessionCount).toBe(1);
-      expect(hub.running.hub.services.feed.subscriberCount).toBeGreaterThan(0);
-      await handler.close();
-      expect(handler.sessionCount).toBe(0);
-      const until = Date.now() + 2_000;
-      while (hub.running.hub.services.feed.subscriberCount > 0 && Date.now() < until) {
-        await sleep(10);
-      }
-      expect(hub.running.hub.services.feed.subscriberCount).toBe(0);
-      await client.close();
-    });
+    const closedAsIdle: string[] = [];
+    const logger = {
+      ...silentLogger,
+      info(fields: object, message?: string) {
+        if (message === 'closing idle MCP session') {
+          closedAsIdle.push((fields as { sessionId: string }).sessionId);
+        }
+      },
+    };
+    await withEndpoint(
+      handlerOptions({ idleTimeoutMs: 150, logger }),
+      async (endpoint, handler) => {
+        const { client } = await connect(endpoint, hub.token);
+        await client.subscribeResource({ uri: 'decisions://recent' });
+        // The barrier: sessions opened after this one and left idle. A sweep closes each once
+        // it has been idle past the timeout, and that sweep looks at the subscribed session,
+        // quiet for longer still. Two in turn, so that the second is surely newer than any
+        // request the subscribed session's client sent.
+        for (const which of ['first', 'second']) {
+          const idle = await openRawSession(endpoint, hub.token);
+          await waitUntil(
+            () => closedAsIdle.includes(idle),
+            `the idle sweep to close the ${which} session opened after the subscribed one`,
+          );
+        }
+        expect(closedAsIdle).toHaveLength(2);
+        expect(handler.sessionCount).toBe(1);
+        expect(hub.running.hub.services.feed.subscriberCount).toBeGreaterThan(0);
+        await handler.close();
+        expect(handler.sessionCount).toBe(0);
+        await waitUntil(
+          () => hub.running.hub.services.feed.subscriberCount === 0,
+          "the hub to see the closed session's stream go",
+        );
+        expect(hub.running.hub.services.feed.subscriberCount).toBe(0);
+        await client.close();
+      },
+    );
   });
 });

@@ -122,8 +122,6 @@ export function textOf(result: unknown): string {
   return content?.type === 'text' ? content.text : '';
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * Hosts a web-standard handler on a plain node:http server, the way @hono/node-server does for
  * the hub: requests become `Request`s (body streamed), responses are streamed back, and a client

@@ -1,26 +1,17 @@
 import { request as httpRequest } from 'node:http';
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, runtimeToken, useHubProcess } from '@ctxbus/test-kit';
+import { describe, expect, it } from 'vitest';
 
-let hub: HubProcess;
-let code: string;
-let chat: string;
-let rival: string;
-
-beforeAll(async () => {
-  hub = await startHubProcess({ args: ['--max-body-bytes', '65536'] });
-  code = await runtimeToken(hub, 'acme', 'claude-code');
-  chat = await runtimeToken(hub, 'acme', 'openclaw');
-  rival = await runtimeToken(hub, 'globex', 'claude-code');
+const hub = useHubProcess({
+  args: ['--max-body-bytes', '65536'],
+  tokens: {
+    code: ['acme', 'claude-code'],
+    chat: ['acme', 'openclaw'],
+    rival: ['globex', 'claude-code'],
+  },
 });
 
-afterAll(async () => {
-  expect(await hub.stop()).toBe(0);
-  removeDir(hub.dataDir);
-});
-
-const write = (body: unknown, token = code) =>
+const write = (body: unknown, token = hub.tokens.code) =>
   call(hub.url, 'POST', '/api/context', { token, body });
 
 describe('authentication', () => {
@@ -29,7 +20,7 @@ describe('authentication', () => {
     expect(missing.status).toBe(401);
     expect(missing.body.error.code).toBe('unauthorized');
     const wrongScheme = await call(hub.url, 'GET', '/api/context', {
-      headers: { authorization: `Basic ${code}` },
+      headers: { authorization: `Basic ${hub.tokens.code}` },
     });
     expect(wrongScheme.status).toBe(401);
     const unknown = await call(hub.url, 'GET', '/api/context', { token: 'cbx_notarealtoken' });
@@ -44,7 +35,7 @@ describe('authentication', () => {
     expect(adminReads.status).toBe(403);
     expect(adminReads.body.error.message).toMatch(/runtime token/);
     const runtimeMints = await call(hub.url, 'POST', '/api/admin/tokens', {
-      token: code,
+      token: hub.tokens.code,
       body: { teamId: 'acme', runtime: 'web' },
     });
     expect(runtimeMints.status).toBe(403);
@@ -86,28 +77,35 @@ describe('isolation', () => {
       relevanceTags: ['plan'],
     });
     const id = mine.body.items[0].id;
-    expect((await call(hub.url, 'GET', `/api/context/${id}`, { token: rival })).status).toBe(404);
-    const list = await call(hub.url, 'GET', '/api/context?limit=500', { token: rival });
+    expect(
+      (await call(hub.url, 'GET', `/api/context/${id}`, { token: hub.tokens.rival })).status,
+    ).toBe(404);
+    const list = await call(hub.url, 'GET', '/api/context?limit=500', { token: hub.tokens.rival });
     expect(list.body.items.some((item: { id: string }) => item.id === id)).toBe(false);
     const search = await call(hub.url, 'POST', '/api/context/search', {
-      token: rival,
+      token: hub.tokens.rival,
       body: { query: 'acme-only plan' },
     });
     expect(search.body.results).toEqual([]);
-    const consume = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: rival });
+    const consume = await call(hub.url, 'POST', `/api/context/${id}/consume`, {
+      token: hub.tokens.rival,
+    });
     expect(consume.status).toBe(404);
-    const shared = await call(hub.url, 'GET', '/api/context/shared', { token: rival });
+    const shared = await call(hub.url, 'GET', '/api/context/shared', { token: hub.tokens.rival });
     expect(shared.body.formatted).not.toContain('acme-only plan');
-    const supersede = await write({ type: 'decision', title: 'hijack', supersedes: id }, rival);
+    const supersede = await write(
+      { type: 'decision', title: 'hijack', supersedes: id },
+      hub.tokens.rival,
+    );
     expect(supersede.status).toBe(422);
     // Reusing acme's id is the rival's own new item: ids say nothing across teams.
     const reuse = await write(
       { id, type: 'decision', title: 'acme-only plan', relevanceTags: ['plan'] },
-      rival,
+      hub.tokens.rival,
     );
     expect(reuse.status).toBe(201);
     expect(reuse.body.items[0]).toMatchObject({ id, teamId: 'globex' });
-    const ours = await call(hub.url, 'GET', `/api/context/${id}`, { token: code });
+    const ours = await call(hub.url, 'GET', `/api/context/${id}`, { token: hub.tokens.code });
     expect(ours.body.item).toMatchObject({ teamId: 'acme', title: 'acme-only plan' });
     expect(ours.body.item.seq).not.toBe(reuse.body.items[0].seq);
   });
@@ -119,14 +117,18 @@ describe('isolation', () => {
       visibility: 'private',
     });
     const id = secret.body.items[0].id;
-    expect((await call(hub.url, 'GET', `/api/context/${id}`, { token: code })).status).toBe(200);
-    expect((await call(hub.url, 'GET', `/api/context/${id}`, { token: chat })).status).toBe(404);
+    expect(
+      (await call(hub.url, 'GET', `/api/context/${id}`, { token: hub.tokens.code })).status,
+    ).toBe(200);
+    expect(
+      (await call(hub.url, 'GET', `/api/context/${id}`, { token: hub.tokens.chat })).status,
+    ).toBe(404);
     const chatShared = await call(hub.url, 'GET', '/api/context/shared?runtime=openclaw', {
-      token: chat,
+      token: hub.tokens.chat,
     });
     expect(chatShared.body.formatted).not.toContain('private musing');
     const chatSearch = await call(hub.url, 'POST', '/api/context/search', {
-      token: chat,
+      token: hub.tokens.chat,
       body: { query: 'private musing' },
     });
     expect(chatSearch.body.results).toEqual([]);
@@ -138,20 +140,20 @@ describe('bad input', () => {
     const cases: [string, Promise<{ status: number; body: any }>, number, string, RegExp?][] = [
       [
         'bad JSON',
-        call(hub.url, 'POST', '/api/context', { token: code, rawBody: '{"type":' }),
+        call(hub.url, 'POST', '/api/context', { token: hub.tokens.code, rawBody: '{"type":' }),
         400,
         'bad_json',
       ],
       [
         'empty body',
-        call(hub.url, 'POST', '/api/context', { token: code, rawBody: '' }),
+        call(hub.url, 'POST', '/api/context', { token: hub.tokens.code, rawBody: '' }),
         400,
         'bad_json',
       ],
       [
         'wrong content type',
         call(hub.url, 'POST', '/api/context', {
-          token: code,
+          token: hub.tokens.code,
           rawBody: 'type=decision',
           contentType: 'text/plain',
         }),
@@ -196,7 +198,7 @@ describe('bad input', () => {
       ['a JSON string', write('hello'), 400, 'validation_failed'],
       [
         'null',
-        call(hub.url, 'POST', '/api/context', { token: code, rawBody: 'null' }),
+        call(hub.url, 'POST', '/api/context', { token: hub.tokens.code, rawBody: 'null' }),
         400,
         'validation_failed',
       ],
@@ -214,29 +216,34 @@ describe('bad input', () => {
       ],
       [
         'unknown query parameter',
-        call(hub.url, 'GET', '/api/context?colour=red', { token: code }),
+        call(hub.url, 'GET', '/api/context?colour=red', { token: hub.tokens.code }),
         400,
         'validation_failed',
         /colour/,
       ],
       [
         'limit out of range',
-        call(hub.url, 'GET', '/api/context?limit=100000', { token: code }),
+        call(hub.url, 'GET', '/api/context?limit=100000', { token: hub.tokens.code }),
         400,
         'validation_failed',
         /query\.limit/,
       ],
       [
         'bad budget',
-        call(hub.url, 'GET', '/api/context/shared?tokenBudget=-1', { token: code }),
+        call(hub.url, 'GET', '/api/context/shared?tokenBudget=-1', { token: hub.tokens.code }),
         400,
         'validation_failed',
         /tokenBudget/,
       ],
-      ['unknown route', call(hub.url, 'GET', '/api/nothing', { token: code }), 404, 'not_found'],
+      [
+        'unknown route',
+        call(hub.url, 'GET', '/api/nothing', { token: hub.tokens.code }),
+        404,
+        'not_found',
+      ],
       [
         'wrong method',
-        call(hub.url, 'PATCH', '/api/context', { token: code }),
+        call(hub.url, 'PATCH', '/api/context', { token: hub.tokens.code }),
         405,
         'method_not_allowed',
       ],
@@ -289,11 +296,11 @@ describe('bad input', () => {
 
   it('keeps serving and keeps every stored item intact after all that', async () => {
     const before = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
-      token: code,
+      token: hub.tokens.code,
     });
     for (let index = 0; index < 20; index++) {
       await call(hub.url, 'POST', '/api/context', {
-        token: code,
+        token: hub.tokens.code,
         rawBody: `{"type":"decision","title":${'['.repeat(index * 50)}`,
       });
       await write({
@@ -303,7 +310,7 @@ describe('bad input', () => {
       });
     }
     const after = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
-      token: code,
+      token: hub.tokens.code,
     });
     const kept = after.body.items.filter((item: { id: string }) =>
       before.body.items.some((old: { id: string }) => old.id === item.id),
@@ -315,7 +322,7 @@ describe('bad input', () => {
 
 describe('the OpenAPI document', () => {
   it('describes every route, and every route behaves as it says', async () => {
-    const document = await call(hub.url, 'GET', '/api/openapi.json', { token: code });
+    const document = await call(hub.url, 'GET', '/api/openapi.json', { token: hub.tokens.code });
     expect(document.status).toBe(200);
     expect(document.body.openapi).toBe('3.1.0');
     const operations = Object.entries(
@@ -362,7 +369,7 @@ describe('the OpenAPI document', () => {
         const response = await call(hub.url, method.toUpperCase(), concrete);
         expect(response.status, `${method} ${path} without a token`).toBe(401);
       }
-      const token = path.includes('/admin/') ? hub.adminToken : code;
+      const token = path.includes('/admin/') ? hub.adminToken : hub.tokens.code;
       if (operation.requestBody && !path.includes('{id}')) {
         const response = await call(hub.url, method.toUpperCase(), concrete, {
           token,

@@ -1,25 +1,13 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { describe, expect, it } from 'vitest';
 
-let hub: HubProcess;
-let code: string;
-let chat: string;
-
-beforeAll(async () => {
-  hub = await startHubProcess();
-  code = await runtimeToken(hub, 'acme', 'claude-code');
-  chat = await runtimeToken(hub, 'acme', 'openclaw');
+const hub = useHubProcess({
+  tokens: { code: ['acme', 'claude-code'], chat: ['acme', 'openclaw'] },
 });
 
-afterAll(async () => {
-  expect(await hub.stop()).toBe(0);
-  removeDir(hub.dataDir);
-});
-
-const post = (body: unknown, token = code) =>
+const post = (body: unknown, token = hub.tokens.code) =>
   call(hub.url, 'POST', '/api/context', { token, body });
-const get = (path: string, token = code) => call(hub.url, 'GET', path, { token });
+const get = (path: string, token = hub.tokens.code) => call(hub.url, 'GET', path, { token });
 
 describe('writing', () => {
   it('stores one item and returns it with id and seq', async () => {
@@ -112,7 +100,7 @@ describe('reading', () => {
     });
     await post(
       { type: 'discovery', title: 'Flaky test found', relevanceTags: ['ci', 'ops'] },
-      chat,
+      hub.tokens.chat,
     );
     await post({ type: 'status', title: 'Task T-7 underway', scopeKey: 'task:T-7' });
     const all = await get('/api/context?limit=3');
@@ -183,9 +171,10 @@ describe('reading', () => {
 
   it('never returns expired items', async () => {
     const shortLived = await post({ type: 'status', title: 'blink', expiresAfterSeconds: 1 });
-    const id = shortLived.body.items[0].id;
+    const { id, expiresAt } = shortLived.body.items[0];
     expect((await get(`/api/context/${id}`)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // The hub reads expiry by its clock, and this process shares it: wait until it is past.
+    await waitUntil(() => Date.now() > Date.parse(expiresAt), `the clock to pass ${expiresAt}`);
     expect((await get(`/api/context/${id}`)).status).toBe(404);
     const listed = await get('/api/context?limit=500');
     expect(listed.body.items.some((item: { id: string }) => item.id === id)).toBe(false);
@@ -196,8 +185,12 @@ describe('consuming', () => {
   it('records consumption per runtime, idempotently', async () => {
     const request = await post({ type: 'request', title: 'Approve the release?' });
     const id = request.body.items[0].id;
-    const once = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: chat });
-    const twice = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: chat });
+    const once = await call(hub.url, 'POST', `/api/context/${id}/consume`, {
+      token: hub.tokens.chat,
+    });
+    const twice = await call(hub.url, 'POST', `/api/context/${id}/consume`, {
+      token: hub.tokens.chat,
+    });
     expect(once.status).toBe(200);
     expect(once.body.item.consumed).toBe(true);
     expect(twice.body.item.consumedBy).toEqual(once.body.item.consumedBy);
@@ -207,7 +200,7 @@ describe('consuming', () => {
       hub.url,
       'POST',
       '/api/context/019a0000-0000-7000-8000-00000000ffff/consume',
-      { token: chat },
+      { token: hub.tokens.chat },
     );
     expect(missing.status).toBe(404);
   });
@@ -226,7 +219,7 @@ describe('search', () => {
       content: 'We picked NATS JetStream over Kafka for events.',
     });
     const response = await call(hub.url, 'POST', '/api/context/search', {
-      token: code,
+      token: hub.tokens.code,
       body: { query: 'Which message queue did we pick for events?', limit: 5 },
     });
     expect(response.status).toBe(200);
@@ -236,7 +229,7 @@ describe('search', () => {
     const scores = response.body.results.map((result: { score: number }) => result.score);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
     const filtered = await call(hub.url, 'POST', '/api/context/search', {
-      token: code,
+      token: hub.tokens.code,
       body: { query: 'lunch queue', type: 'discovery' },
     });
     expect(
@@ -247,13 +240,13 @@ describe('search', () => {
   it('survives hostile queries and rejects an empty one', async () => {
     for (const query of ['"', 'NEAR(a b', 'title:* OR', '-- ; DROP TABLE items', '(((((']) {
       const response = await call(hub.url, 'POST', '/api/context/search', {
-        token: code,
+        token: hub.tokens.code,
         body: { query },
       });
       expect(response.status).toBe(200);
     }
     const empty = await call(hub.url, 'POST', '/api/context/search', {
-      token: code,
+      token: hub.tokens.code,
       body: { query: '  ' },
     });
     expect(empty.status).toBe(400);
@@ -275,7 +268,7 @@ describe('shared context', () => {
   });
 
   it('gives openclaw terse text and web structured items', async () => {
-    const text = await get('/api/context/shared?runtime=openclaw', chat);
+    const text = await get('/api/context/shared?runtime=openclaw', hub.tokens.chat);
     expect(text.body.format).toBe('text');
     expect(text.body.formatted).not.toContain('##');
     expect(text.body.tokenBudget).toBe(2000);
@@ -332,11 +325,11 @@ describe("seed 000's API, verbatim", () => {
       threadId: 'thread-9',
     });
     expect(item.expiresAt).not.toBeNull();
-    const read = await get(`/api/context/${item.id}`, chat);
+    const read = await get(`/api/context/${item.id}`, hub.tokens.chat);
     expect(read.body.item.source).toEqual(item.source);
     // The seed's search body and response shape.
     const search = await call(hub.url, 'POST', '/api/context/search', {
-      token: chat,
+      token: hub.tokens.chat,
       body: { query: 'seed API', scope: 'task', type: 'decision', limit: 5 },
     });
     expect(search.status).toBe(200);

@@ -1,7 +1,7 @@
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, openStream, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
+import { call, openStream, runtimeToken, startHubProcess, useHubProcess } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 // Edge input from the hardening review, on both stores: each was a 500, or a different answer
 // on each backend. Every case must be the same clear 4xx (or the same 2xx) on both.
@@ -13,23 +13,12 @@ function nested(depth: number): string {
 
 function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
   describe(`edge input (${name})`, () => {
-    let hub: HubProcess;
-    let token: string;
-
-    beforeAll(async () => {
-      hub = await start();
-      token = await runtimeToken(hub, 'acme', 'claude-code');
-    });
-
-    afterAll(async () => {
-      expect(await hub.stop()).toBe(0);
-      if (hub.dataDir) removeDir(hub.dataDir);
-    });
+    const hub = useHubProcess({ start, tokens: { token: ['acme', 'claude-code'] } });
 
     it('refuses runtimes named after Object.prototype members with unknown_runtime', async () => {
       for (const runtime of ['constructor', 'tostring', 'hasownproperty', 'valueof']) {
         const response = await call(hub.url, 'GET', `/api/context/shared?runtime=${runtime}`, {
-          token,
+          token: hub.tokens.token,
         });
         expect(response.status, runtime).toBe(422);
         expect(response.body.error.code).toBe('unknown_runtime');
@@ -40,7 +29,10 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       const body = `{"type":"status","title":"deep","runtimeOptions":{"web":${nested(10_000)}}}`;
       const response = await fetch(`${hub.url}/api/context`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${hub.tokens.token}`,
+          'content-type': 'application/json',
+        },
         body,
       });
       expect(response.status).toBe(400);
@@ -51,7 +43,10 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       const shallow = `{"type":"status","title":"ok","runtimeOptions":{"web":${nested(30)}}}`;
       const accepted = await fetch(`${hub.url}/api/context`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${hub.tokens.token}`,
+          'content-type': 'application/json',
+        },
         body: shallow,
       });
       expect(accepted.status).toBe(201);
@@ -60,29 +55,29 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
     it('refuses a search or a read with too many tags (at most 64)', async () => {
       const tags = Array.from({ length: 33_000 }, (_, index) => `t${index}`);
       const search = await call(hub.url, 'POST', '/api/context/search', {
-        token,
+        token: hub.tokens.token,
         body: { query: 'anything', tags },
       });
       expect(search.status).toBe(400);
       expect(search.body.error.code).toBe('validation_failed');
       expect(search.body.error.message).toMatch(/tags/);
       const read = await call(hub.url, 'GET', `/api/context?tags=${tags.slice(0, 65).join(',')}`, {
-        token,
+        token: hub.tokens.token,
       });
       expect(read.status).toBe(400);
       expect(read.body.error.message).toMatch(/at most 64 tags/);
       const fine = await call(hub.url, 'POST', '/api/context/search', {
-        token,
+        token: hub.tokens.token,
         body: { query: 'anything', tags: tags.slice(0, 64) },
       });
       expect(fine.status).toBe(200);
     });
 
     it('stores lone surrogates as U+FFFD, the same in the write, the stream and the read', async () => {
-      const stream = openStream(hub.url, token);
+      const stream = openStream(hub.url, hub.tokens.token);
       await stream.ready;
       const written = await call(hub.url, 'POST', '/api/context', {
-        token,
+        token: hub.tokens.token,
         body: {
           type: 'status',
           title: 'half \ud83d pair',
@@ -98,7 +93,9 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       await stream.waitFor(() => stream.items().length >= 1);
       expect(stream.items()[0]?.item).toEqual(item);
       stream.close();
-      const read = await call(hub.url, 'GET', `/api/context/${item.id}`, { token });
+      const read = await call(hub.url, 'GET', `/api/context/${item.id}`, {
+        token: hub.tokens.token,
+      });
       expect(read.body.item).toEqual(item);
     });
 
@@ -120,23 +117,27 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
 
     it('refuses sequence numbers beyond 2^53 - 1 with a 400, in since and Last-Event-ID', async () => {
       for (const value of ['9223372036854775807', '9223372036854775808', '9007199254740992']) {
-        const list = await call(hub.url, 'GET', `/api/context?since=${value}`, { token });
+        const list = await call(hub.url, 'GET', `/api/context?since=${value}`, {
+          token: hub.tokens.token,
+        });
         expect(list.status, `list since=${value}`).toBe(400);
         expect(list.body.error.code).toBe('validation_failed');
-        const since = openStream(hub.url, token, { query: `since=${value}` });
+        const since = openStream(hub.url, hub.tokens.token, { query: `since=${value}` });
         expect(await since.status, `stream since=${value}`).toBe(400);
-        const header = openStream(hub.url, token, { lastEventId: value });
+        const header = openStream(hub.url, hub.tokens.token, { lastEventId: value });
         expect(await header.status, `Last-Event-ID ${value}`).toBe(400);
       }
       // The largest safe sequence is accepted (and simply has nothing after it yet).
       const edge = String(Number.MAX_SAFE_INTEGER);
-      const list = await call(hub.url, 'GET', `/api/context?since=${edge}`, { token });
+      const list = await call(hub.url, 'GET', `/api/context?since=${edge}`, {
+        token: hub.tokens.token,
+      });
       expect(list.status).toBe(200);
       expect(list.body.items).toEqual([]);
-      const stream = openStream(hub.url, token, { lastEventId: edge });
+      const stream = openStream(hub.url, hub.tokens.token, { lastEventId: edge });
       await stream.ready;
       stream.close();
-      const fromQuery = openStream(hub.url, token, { query: `since=${edge}` });
+      const fromQuery = openStream(hub.url, hub.tokens.token, { query: `since=${edge}` });
       await fromQuery.ready;
       fromQuery.close();
     });
@@ -144,10 +145,12 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
     it('reads a sequence only as digits, in since and Last-Event-ID alike', async () => {
       // Number() would take these (1000, 16, 0, 0); a sequence is digits, as in the list's since.
       for (const value of ['1e3', '0x10', '', '-0', '+1', '1.0']) {
-        const since = openStream(hub.url, token, { query: `since=${encodeURIComponent(value)}` });
+        const since = openStream(hub.url, hub.tokens.token, {
+          query: `since=${encodeURIComponent(value)}`,
+        });
         expect(await since.status, `stream since=${value}`).toBe(400);
         if (value === '') continue; // an empty Last-Event-ID is no Last-Event-ID
-        const header = openStream(hub.url, token, { lastEventId: value });
+        const header = openStream(hub.url, hub.tokens.token, { lastEventId: value });
         expect(await header.status, `Last-Event-ID ${value}`).toBe(400);
       }
     });
@@ -155,23 +158,26 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
     it('refuses a since date-time before year 1 (no store can compare it) with a 400', async () => {
       for (const value of ['0000-01-01T00:00:00Z', '0001-01-01T00:30:00+01:00']) {
         const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
-          token,
+          token: hub.tokens.token,
         });
         expect(list.status, value).toBe(400);
         expect(list.body.error.message).toMatch(/before 0001-01-01/);
       }
       const first = await call(hub.url, 'GET', '/api/context?since=0001-01-01T00:00:00Z', {
-        token,
+        token: hub.tokens.token,
       });
       expect(first.status).toBe(200);
     });
 
     it('refuses NUL characters anywhere in a request, filters included, with a 400', async () => {
       const cases = [
-        call(hub.url, 'GET', '/api/context?scopeKeyPrefix=a%00', { token }),
-        call(hub.url, 'POST', '/api/context/search', { token, body: { query: 'x\u0000y' } }),
+        call(hub.url, 'GET', '/api/context?scopeKeyPrefix=a%00', { token: hub.tokens.token }),
+        call(hub.url, 'POST', '/api/context/search', {
+          token: hub.tokens.token,
+          body: { query: 'x\u0000y' },
+        }),
         call(hub.url, 'POST', '/api/subscriptions', {
-          token,
+          token: hub.tokens.token,
           body: { delivery: 'pull', label: 'a\u0000', filter: { scopeKey: 'task:\u0000' } },
         }),
         call(hub.url, 'POST', '/api/admin/tokens', {
@@ -179,7 +185,7 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
           body: { teamId: 'acme', runtime: 'web', label: 'nul \u0000' },
         }),
         call(hub.url, 'POST', '/api/context', {
-          token,
+          token: hub.tokens.token,
           body: { type: 'status', title: 'x', runtimeOptions: { web: { 'k\u0000': 1 } } },
         }),
       ];
@@ -193,12 +199,14 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
     it('lets another team use an id this team holds: its own item, and nothing of ours', async () => {
       const rival = await runtimeToken(hub, 'rival', 'claude-code');
       const ours = await call(hub.url, 'POST', '/api/context', {
-        token,
+        token: hub.tokens.token,
         body: { type: 'decision', title: 'ours', visibility: 'team' },
       });
       expect(ours.status).toBe(201);
       const id = ours.body.items[0].id as string;
-      const ourStream = openStream(hub.url, token, { lastEventId: String(ours.body.items[0].seq) });
+      const ourStream = openStream(hub.url, hub.tokens.token, {
+        lastEventId: String(ours.body.items[0].seq),
+      });
       await ourStream.ready;
       // 201, exactly as for an id nobody has: the write says nothing of acme's item.
       const theirs = await call(hub.url, 'POST', '/api/context', {
@@ -220,7 +228,7 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       });
       expect(changed.status).toBe(409);
       const mine = await call(hub.url, 'POST', '/api/context', {
-        token,
+        token: hub.tokens.token,
         body: { id, type: 'decision', title: 'ours, changed' },
       });
       expect(mine.status).toBe(409);
@@ -232,7 +240,7 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       expect(successor.status).toBe(201);
       const consumed = await call(hub.url, 'POST', `/api/context/${id}/consume`, { token: rival });
       expect(consumed.body.item).toMatchObject({ teamId: 'rival', consumed: true });
-      const ourRead = await call(hub.url, 'GET', `/api/context/${id}`, { token });
+      const ourRead = await call(hub.url, 'GET', `/api/context/${id}`, { token: hub.tokens.token });
       expect(ourRead.body.item).toEqual(ours.body.items[0]);
       const theirRead = await call(hub.url, 'GET', `/api/context/${id}`, { token: rival });
       expect(theirRead.body.item).toMatchObject({
@@ -243,7 +251,7 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
       });
       // Our stream carried nothing of theirs (a later write of ours is the next event).
       const later = await call(hub.url, 'POST', '/api/context', {
-        token,
+        token: hub.tokens.token,
         body: { type: 'status', title: 'ours, later' },
       });
       await ourStream.waitFor(() => ourStream.items().length >= 1);

@@ -1,20 +1,10 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
+import { call, useHubProcess } from '@ctxbus/test-kit';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-let hub: HubProcess;
-let token: string;
-
-beforeAll(async () => {
-  hub = await startHubProcess();
-  token = await runtimeToken(hub, 'acme', 'claude-code');
-});
-
-afterAll(async () => {
-  expect(await hub.stop()).toBe(0);
-  expect(hub.stderr()).not.toMatch(/unhandled error/);
-  removeDir(hub.dataDir);
+const hub = useHubProcess({
+  tokens: { token: ['acme', 'claude-code'] },
+  afterStop: (stopped) => expect(stopped.stderr()).not.toMatch(/unhandled error/),
 });
 
 // Values that look like items but are wrong in every way a client can be wrong.
@@ -75,7 +65,7 @@ const queryString = fc
 describe('fuzzing the real hub', () => {
   it('answers every malformed request with a 4xx JSON error and keeps its data', async () => {
     const seed = await call(hub.url, 'POST', '/api/context', {
-      token,
+      token: hub.tokens.token,
       body: { type: 'decision', title: 'must survive' },
     });
     const stored = seed.body.items[0];
@@ -97,7 +87,7 @@ describe('fuzzing the real hub', () => {
             // A valid filter opens a stream: look at the status only, then hang up.
             const controller = new AbortController();
             const streamed = await fetch(`${hub.url}${path}?${query}`, {
-              headers: { authorization: `Bearer ${token}` },
+              headers: { authorization: `Bearer ${hub.tokens.token}` },
               signal: controller.signal,
             });
             controller.abort();
@@ -107,7 +97,7 @@ describe('fuzzing the real hub', () => {
             return;
           }
           const response = await call(hub.url, method, `${path}?${query}`, {
-            token: path.includes('admin') ? hub.adminToken : token,
+            token: path.includes('admin') ? hub.adminToken : hub.tokens.token,
             ...(method === 'POST' ? { body: json } : {}),
           });
           expect(response.status, `${route}?${query} ${JSON.stringify(json)}`).toBeLessThan(500);
@@ -119,7 +109,9 @@ describe('fuzzing the real hub', () => {
       ),
       { numRuns: 300 },
     );
-    const after = await call(hub.url, 'GET', `/api/context/${stored.id}`, { token });
+    const after = await call(hub.url, 'GET', `/api/context/${stored.id}`, {
+      token: hub.tokens.token,
+    });
     expect(after.body.item).toEqual(stored);
     expect((await call(hub.url, 'GET', '/health')).status).toBe(200);
   });

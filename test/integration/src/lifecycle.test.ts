@@ -21,8 +21,6 @@ afterAll(async () => {
   }
 });
 
-const until = (check: () => Promise<boolean>) => waitUntil(check, 'the sweep');
-
 async function write(hub: HubProcess, token: string, body: unknown) {
   const response = await call(hub.url, 'POST', '/api/context', { token, body });
   expect(response.status).toBe(201);
@@ -51,10 +49,10 @@ describe('lifecycle sweeps', () => {
     const status = await write(hub, token, { type: 'status', title: 'old status' });
     const decision = await write(hub, token, { type: 'decision', title: 'use SQLite' });
     const note = await write(hub, token, { type: 'discovery', title: 'no limit for discoveries' });
-    await until(async () => {
+    await waitUntil(async () => {
       const archive = await call(hub.url, 'GET', '/api/archive', { token });
       return archive.body.items.length >= 2;
-    });
+    }, 'the sweep to archive the expired alert and the aged status');
     const archive = await call(hub.url, 'GET', '/api/archive', { token });
     expect(archive.status).toBe(200);
     expect(
@@ -69,18 +67,41 @@ describe('lifecycle sweeps', () => {
     for (const gone of [brief, status]) {
       expect((await call(hub.url, 'GET', `/api/context/${gone.id}`, { token })).status).toBe(404);
     }
-    // The current decision outlives its age limit; once superseded, it ages out too.
+    // The current decision outlives its age limit. The barrier: an alert that expires a second
+    // from now, past the decision's limit (2 s after it was written, just after the status,
+    // which the sweep has archived by now).
+    // The sweep that archives it would have aged out the decision too, were it not kept.
+    const barrier = await write(hub, token, {
+      type: 'alert',
+      title: 'barrier',
+      expiresAfterSeconds: 1,
+    });
+    const archived = async () =>
+      (await call(hub.url, 'GET', '/api/archive', { token })).body.items.map(
+        (entry: { item: { id: string }; reason: string }) => [entry.item.id, entry.reason],
+      );
+    await waitUntil(
+      async () => (await archived()).some(([id]: string[]) => id === barrier.id),
+      'the sweep to archive the barrier alert',
+    );
+    expect(await archived()).toEqual([
+      [barrier.id, 'expired'],
+      [status.id, 'retention'],
+      [brief.id, 'expired'],
+    ]);
     for (const kept of [decision, note]) {
       expect((await call(hub.url, 'GET', `/api/context/${kept.id}`, { token })).status).toBe(200);
     }
+    // Once superseded, the decision ages out too.
     const newer = await write(hub, token, {
       type: 'decision',
       title: 'use PostgreSQL',
       supersedes: decision.id,
     });
-    await until(
+    await waitUntil(
       async () =>
         (await call(hub.url, 'GET', `/api/context/${decision.id}`, { token })).status === 404,
+      'the sweep to archive the superseded decision past its age limit',
     );
     expect((await call(hub.url, 'GET', `/api/context/${newer.id}`, { token })).status).toBe(200);
     // Sequences keep growing after sweeps.
@@ -109,7 +130,10 @@ describe('lifecycle sweeps', () => {
         db.close();
       }
     };
-    await until(async () => rows(brief.id) === 0);
+    await waitUntil(
+      async () => rows(brief.id) === 0,
+      'the sweep to delete the expired status from the database',
+    );
     expect(rows(kept.id)).toBe(1);
     expect((await call(hub.url, 'GET', '/api/archive', { token })).body.items).toEqual([]);
     expect(await hub.stop()).toBe(0);

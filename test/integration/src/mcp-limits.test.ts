@@ -1,6 +1,6 @@
 import type { HubProcess } from '@ctxbus/test-kit';
-import { removeDir, runCli, runtimeToken, startHubProcess, tempDir } from '@ctxbus/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removeDir, runCli, runtimeToken, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { describe, expect, it } from 'vitest';
 
 // The MCP session limits of `ctxbus serve` (--mcp-max-sessions-per-token, --mcp-max-sessions),
 // over plain HTTP against /mcp of a real hub.
@@ -49,17 +49,8 @@ async function ping(hub: HubProcess, token: string, sessionId: string): Promise<
 }
 
 describe('MCP session limits of ctxbus serve', () => {
-  let hub: HubProcess;
-
-  beforeAll(async () => {
-    hub = await startHubProcess({
-      args: ['--mcp-max-sessions-per-token', '2', '--mcp-max-sessions', '3'],
-    });
-  });
-
-  afterAll(async () => {
-    expect(await hub.stop()).toBe(0);
-    removeDir(hub.dataDir);
+  const hub = useHubProcess({
+    args: ['--mcp-max-sessions-per-token', '2', '--mcp-max-sessions', '3'],
   });
 
   it("closes a token's own oldest idle session at its limit; the endpoint's cap bounds the rest", async () => {

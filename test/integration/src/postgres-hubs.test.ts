@@ -9,9 +9,11 @@ import {
   runtimeToken,
   startHubProcess,
   startWebhookReceiver,
+  useHubProcess,
+  waitUntil,
 } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 // Several `ctxbus serve` processes on one PostgreSQL schema: each delivers the others' writes.
 
@@ -44,41 +46,33 @@ const seesAll = (stream: SseConnection, count: number) => () => stream.items().l
 await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
   describe('two hubs on one schema', () => {
     const schema = schemas.next('hubs');
-    let a: HubProcess;
-    let b: HubProcess;
-    let onA: string;
-    let onB: string;
+    // Sequential starts: the first mints the admin token, the second finds it. Tokens live in
+    // the shared store: minted through one hub, valid on both.
+    const a = useHubProcess({
+      store: storeUrl(url, schema),
+      tokens: { onA: ['acme', 'claude-code'], onB: ['acme', 'openclaw'] },
+    });
+    const b = useHubProcess({ store: storeUrl(url, schema) });
 
-    beforeAll(async () => {
-      // Sequential starts: the first mints the admin token, the second finds it.
-      a = await startHubProcess({ store: storeUrl(url, schema) });
-      b = await startHubProcess({ store: storeUrl(url, schema) });
+    beforeAll(() => {
       expect(a.adminToken).toEqual(expect.stringMatching(/^cbx_/));
       expect(b.adminToken).toBeNull();
-      // Tokens live in the shared store: minted through one hub, valid on both.
-      onA = await runtimeToken(a, 'acme', 'claude-code');
-      onB = await runtimeToken(a, 'acme', 'openclaw');
-    }, 30_000);
-
-    afterAll(async () => {
-      expect(await a.stop()).toBe(0);
-      expect(await b.stop()).toBe(0);
     });
 
     it("delivers each hub's writes to SSE and WebSocket subscribers on the other", async () => {
-      const sseOnB = openStream(b.url, onB);
-      const wsOnA = openWebSocketStream(a.url, onA);
+      const sseOnB = openStream(b.url, a.tokens.onB);
+      const wsOnA = openWebSocketStream(a.url, a.tokens.onA);
       await Promise.all([sseOnB.ready, wsOnA.ready]);
       const written = [
-        await write(a, onA, 'written on a'),
-        await write(b, onB, 'written on b'),
-        await write(a, onA, 'a again'),
+        await write(a, a.tokens.onA, 'written on a'),
+        await write(b, a.tokens.onB, 'written on b'),
+        await write(a, a.tokens.onA, 'a again'),
       ];
       await sseOnB.waitFor(seesAll(sseOnB, 3));
       await wsOnA.waitFor(seesAll(wsOnA, 3));
       // NUL cannot be stored in PostgreSQL text: refused up front, as on the embedded store.
       const nul = await call(a.url, 'POST', '/api/context', {
-        token: onA,
+        token: a.tokens.onA,
         body: { type: 'status', title: 'bad \u0000 byte' },
       });
       expect(nul.status).toBe(400);
@@ -95,12 +89,16 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
     });
 
     it('with writers on both hubs at once, every subscriber sees every item once, in order', async () => {
-      const streams = [openStream(a.url, onB), openStream(b.url, onA), openStream(b.url, onB)];
+      const streams = [
+        openStream(a.url, a.tokens.onB),
+        openStream(b.url, a.tokens.onA),
+        openStream(b.url, a.tokens.onB),
+      ];
       await Promise.all(streams.map((stream) => stream.ready));
       const writers = Array.from({ length: 8 }, (_, writer) =>
         (async () => {
           const hub = writer % 2 === 0 ? a : b;
-          const token = writer % 2 === 0 ? onA : onB;
+          const token = writer % 2 === 0 ? a.tokens.onA : a.tokens.onB;
           const mine: Written[] = [];
           for (let n = 0; n < 25; n += 1) mine.push(await write(hub, token, `w${writer}-${n}`));
           return mine;
@@ -138,24 +136,18 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
     it('loses nothing when the LISTEN connections are killed while writes continue', async () => {
       // All writes go through b, so a learns of them only through PostgreSQL: notifications,
       // and after the kill, the catch-up on reconnection.
-      const onHubA = openStream(a.url, onA);
-      const onHubB = openStream(b.url, onA);
+      const onHubA = openStream(a.url, a.tokens.onA);
+      const onHubB = openStream(b.url, a.tokens.onA);
       await Promise.all([onHubA.ready, onHubB.ready]);
       const written: Written[] = [];
       let stop = false;
       const writers = Array.from({ length: 4 }, (_, writer) =>
         (async () => {
-          for (let n = 0; !stop; n += 1) written.push(await write(b, onB, `k${writer}-${n}`));
+          for (let n = 0; !stop; n += 1)
+            written.push(await write(b, a.tokens.onB, `k${writer}-${n}`));
         })(),
       );
-      const until = async (done: () => boolean | Promise<boolean>) => {
-        const deadline = Date.now() + 10_000;
-        while (!(await done())) {
-          if (Date.now() > deadline) throw new Error('timed out');
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      };
-      await until(() => written.length >= 40);
+      await waitUntil(() => written.length >= 40, '40 writes before the kill');
       const killed = await sql(
         url,
         'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
@@ -164,7 +156,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       // One LISTEN connection per hub.
       expect(killed).toHaveLength(2);
       const atKill = written.length;
-      await until(() => written.length >= atKill + 80);
+      await waitUntil(() => written.length >= atKill + 80, '80 writes after the kill');
       stop = true;
       await Promise.all(writers);
       for (const stream of [onHubA, onHubB]) {
@@ -172,15 +164,16 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         expectOrderedOnce(stream, written);
       }
       // Both hubs listen again, and a's stream still gets b's new writes.
-      await until(
+      await waitUntil(
         async () =>
           (
             await sql(url, 'SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
               listenerName(schema),
             ])
           ).length === 2,
+        'both hubs to LISTEN again',
       );
-      const last = await write(b, onB, 'after reconnecting');
+      const last = await write(b, a.tokens.onB, 'after reconnecting');
       await onHubA.waitFor(() => onHubA.items().some((event) => event.item.id === last.id));
       onHubA.close();
       onHubB.close();
@@ -265,7 +258,13 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
             }
           })(),
         );
-        while (acknowledged.length < 100) await new Promise((resolve) => setTimeout(resolve, 5));
+        await waitUntil(
+          () => acknowledged.length >= 100,
+          '100 acknowledged writes before the kill',
+          {
+            intervalMs: 5,
+          },
+        );
         await victim.kill();
         await Promise.all(writers);
         expect(failures).toBe(8);

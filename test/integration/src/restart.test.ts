@@ -5,6 +5,7 @@ import {
   runtimeToken,
   startHubProcess,
   tempDir,
+  waitUntil,
 } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -56,7 +57,8 @@ describe('restarts', () => {
         }
       }
     });
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // Mid-load: the writers keep going while the hub is killed.
+    await waitUntil(() => acknowledged.length >= 50, '50 acknowledged writes before the kill');
     await hub.kill();
     stop = true;
     await Promise.all(writers);

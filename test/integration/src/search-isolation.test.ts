@@ -1,7 +1,7 @@
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
+import { call, startHubProcess, useHubProcess } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 // Search leaks nothing across teams or runtimes, through the API on both stores: a team's
 // searches on a hub that also holds other teams' items and another runtime's private items
@@ -45,40 +45,37 @@ const QUESTIONS = [
 
 function defineSearchIsolation(name: string, start: (label: string) => Promise<HubProcess>) {
   describe(`search isolation (${name})`, () => {
-    let clean: HubProcess;
-    let noisy: HubProcess;
-    const tokens = { clean: '', noisy: '', noisyChat: '', noisyGlobex: '' };
+    const clean = useHubProcess({
+      start: () => start('clean'),
+      tokens: { clean: ['acme', 'claude-code'] },
+    });
+    const noisy = useHubProcess({
+      start: () => start('noisy'),
+      tokens: {
+        noisy: ['acme', 'claude-code'],
+        noisyChat: ['acme', 'openclaw'],
+        noisyGlobex: ['globex', 'web'],
+      },
+    });
 
     beforeAll(async () => {
-      [clean, noisy] = await Promise.all([start('clean'), start('noisy')]);
-      tokens.clean = await runtimeToken(clean, 'acme', 'claude-code');
-      tokens.noisy = await runtimeToken(noisy, 'acme', 'claude-code');
-      tokens.noisyChat = await runtimeToken(noisy, 'acme', 'openclaw');
-      tokens.noisyGlobex = await runtimeToken(noisy, 'globex', 'web');
       const write = async (hub: HubProcess, token: string, items: readonly object[]) => {
         const response = await call(hub.url, 'POST', '/api/context', { token, body: { items } });
         expect(response.status, JSON.stringify(response.body)).toBe(201);
       };
-      await write(clean, tokens.clean, ours);
+      await write(clean, clean.tokens.clean, ours);
       // Interleaved, so that even the sequence numbers differ.
       for (let part = 0; part < 3; part++) {
-        await write(noisy, tokens.noisyGlobex, noise.slice(part * 30, part * 30 + 15));
-        await write(noisy, tokens.noisy, ours.slice(part * 20, part * 20 + 20));
+        await write(noisy, noisy.tokens.noisyGlobex, noise.slice(part * 30, part * 30 + 15));
+        await write(noisy, noisy.tokens.noisy, ours.slice(part * 20, part * 20 + 20));
         await write(
           noisy,
-          tokens.noisyChat,
+          noisy.tokens.noisyChat,
           noise.slice(part * 30 + 15, part * 30 + 30).map((item) => ({
             ...item,
             visibility: 'private',
           })),
         );
-      }
-    });
-
-    afterAll(async () => {
-      for (const hub of [clean, noisy]) {
-        expect(await hub.stop()).toBe(0);
-        if (hub.dataDir) removeDir(hub.dataDir);
       }
     });
 
@@ -94,14 +91,16 @@ function defineSearchIsolation(name: string, start: (label: string) => Promise<H
         ).map(({ item, score, highlight }) => ({ id: item.id, score, highlight }));
       };
       for (const query of QUESTIONS) {
-        const want = await search(clean, tokens.clean, query);
-        expect(await search(noisy, tokens.noisy, query), query).toEqual(want);
+        const want = await search(clean, clean.tokens.clean, query);
+        expect(await search(noisy, noisy.tokens.noisy, query), query).toEqual(want);
       }
       // The comparison means something: acme finds its items; the others find theirs.
-      expect((await search(clean, tokens.clean, QUESTIONS[0] ?? '')).length).toBe(20);
-      expect(await search(noisy, tokens.noisy, 'secretword')).toEqual([]);
-      expect((await search(noisy, tokens.noisyGlobex, 'secretword')).length).toBeGreaterThan(0);
-      expect((await search(noisy, tokens.noisyChat, 'secretword')).length).toBeGreaterThan(0);
+      expect((await search(clean, clean.tokens.clean, QUESTIONS[0] ?? '')).length).toBe(20);
+      expect(await search(noisy, noisy.tokens.noisy, 'secretword')).toEqual([]);
+      expect((await search(noisy, noisy.tokens.noisyGlobex, 'secretword')).length).toBeGreaterThan(
+        0,
+      );
+      expect((await search(noisy, noisy.tokens.noisyChat, 'secretword')).length).toBeGreaterThan(0);
     });
   });
 }

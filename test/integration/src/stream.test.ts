@@ -1,26 +1,16 @@
 import { createClient } from '@ctxbus/client';
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, openStream, removeDir, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, openStream, useHubProcess } from '@ctxbus/test-kit';
+import { describe, expect, it } from 'vitest';
 
-let hub: HubProcess;
-let code: string;
-let chat: string;
-let rival: string;
-
-beforeAll(async () => {
-  hub = await startHubProcess();
-  code = await runtimeToken(hub, 'acme', 'claude-code');
-  chat = await runtimeToken(hub, 'acme', 'openclaw');
-  rival = await runtimeToken(hub, 'globex', 'openclaw');
+const hub = useHubProcess({
+  tokens: {
+    code: ['acme', 'claude-code'],
+    chat: ['acme', 'openclaw'],
+    rival: ['globex', 'openclaw'],
+  },
 });
 
-afterAll(async () => {
-  expect(await hub.stop()).toBe(0);
-  removeDir(hub.dataDir);
-});
-
-const write = async (body: unknown, token = code) => {
+const write = async (body: unknown, token = hub.tokens.code) => {
   const response = await call(hub.url, 'POST', '/api/context', { token, body });
   expect(response.status).toBe(201);
   return response.body.items as { id: string; seq: number; title: string }[];
@@ -28,9 +18,9 @@ const write = async (body: unknown, token = code) => {
 
 describe('GET /api/stream', () => {
   it('pushes new items to every subscriber, filtered by tags and urgency', async () => {
-    const everything = openStream(hub.url, chat);
-    const opsOnly = openStream(hub.url, chat, { query: 'tags=ops' });
-    const urgent = openStream(hub.url, chat, { query: 'minUrgency=attention' });
+    const everything = openStream(hub.url, hub.tokens.chat);
+    const opsOnly = openStream(hub.url, hub.tokens.chat, { query: 'tags=ops' });
+    const urgent = openStream(hub.url, hub.tokens.chat, { query: 'minUrgency=attention' });
     await Promise.all([everything.ready, opsOnly.ready, urgent.ready]);
     expect(await everything.status).toBe(200);
     await write({ type: 'discovery', title: 'plain' });
@@ -47,7 +37,7 @@ describe('GET /api/stream', () => {
   });
 
   it('resumes after a disconnect with Last-Event-ID, with no gap and no repeat', async () => {
-    const stream = openStream(hub.url, chat);
+    const stream = openStream(hub.url, hub.tokens.chat);
     await stream.ready;
     await write({ type: 'status', title: 'r1' });
     await stream.waitFor(() => stream.items().length >= 1);
@@ -59,7 +49,7 @@ describe('GET /api/stream', () => {
       { type: 'status', title: 'r3' },
     ]);
     await write({ type: 'status', title: 'r4' });
-    const resumed = openStream(hub.url, chat, { lastEventId: lastId });
+    const resumed = openStream(hub.url, hub.tokens.chat, { lastEventId: lastId });
     await resumed.waitFor(() => resumed.items().length >= 3);
     await write({ type: 'status', title: 'r5' });
     await resumed.waitFor(() => resumed.items().length >= 4);
@@ -72,10 +62,10 @@ describe('GET /api/stream', () => {
 
   it('replays from ?since= too, and sends consumption and supersession events', async () => {
     const [old] = await write({ type: 'decision', title: 'old decision' });
-    const stream = openStream(hub.url, chat, { query: `since=${(old?.seq ?? 1) - 1}` });
+    const stream = openStream(hub.url, hub.tokens.chat, { query: `since=${(old?.seq ?? 1) - 1}` });
     await stream.waitFor(() => stream.items().length >= 1);
     await write({ type: 'decision', title: 'new decision', supersedes: old?.id });
-    await call(hub.url, 'POST', `/api/context/${old?.id}/consume`, { token: chat });
+    await call(hub.url, 'POST', `/api/context/${old?.id}/consume`, { token: hub.tokens.chat });
     await stream.waitFor(() => stream.items().length >= 4);
     expect(stream.items().map((event) => `${event.event}:${event.item.title}`)).toEqual([
       'context-added:old decision',
@@ -87,37 +77,42 @@ describe('GET /api/stream', () => {
   });
 
   it("never sends another team's items or another runtime's private items", async () => {
-    const theirs = openStream(hub.url, rival);
-    const chatStream = openStream(hub.url, chat);
+    const theirs = openStream(hub.url, hub.tokens.rival);
+    const chatStream = openStream(hub.url, hub.tokens.chat);
     await Promise.all([theirs.ready, chatStream.ready]);
     await write({ type: 'discovery', title: 'secret plan', visibility: 'private' });
     await write({ type: 'discovery', title: 'team news' });
-    await write({ type: 'discovery', title: 'globex news' }, rival);
-    await chatStream.waitFor(() => chatStream.items().length >= 1);
-    await theirs.waitFor(() => theirs.items().length >= 1);
-    // give a wrongly routed event time to arrive
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(chatStream.items().map((event) => event.item.title)).toEqual(['team news']);
-    expect(theirs.items().map((event) => event.item.title)).toEqual(['globex news']);
+    await write({ type: 'discovery', title: 'globex news' }, hub.tokens.rival);
+    // Barriers: a later item each stream must get. A stream delivers in sequence order, so a
+    // wrongly routed event (an earlier sequence) would have come before its barrier.
+    await write({ type: 'discovery', title: 'acme barrier' });
+    await write({ type: 'discovery', title: 'globex barrier' }, hub.tokens.rival);
+    const titles = (stream: typeof theirs) => stream.items().map((event) => event.item.title);
+    await chatStream.waitFor(() => titles(chatStream).includes('acme barrier'));
+    await theirs.waitFor(() => titles(theirs).includes('globex barrier'));
+    expect(titles(chatStream)).toEqual(['team news', 'acme barrier']);
+    expect(titles(theirs)).toEqual(['globex news', 'globex barrier']);
     theirs.close();
     chatStream.close();
   });
 
   it('rejects bad filters and missing tokens before streaming', async () => {
-    const badFilter = await call(hub.url, 'GET', '/api/stream?minUrgency=urgent', { token: chat });
+    const badFilter = await call(hub.url, 'GET', '/api/stream?minUrgency=urgent', {
+      token: hub.tokens.chat,
+    });
     expect(badFilter.status).toBe(400);
     expect(badFilter.body.error.message).toMatch(/^query\.minUrgency/);
     const noToken = await call(hub.url, 'GET', '/api/stream');
     expect(noToken.status).toBe(401);
     const badResume = await call(hub.url, 'GET', '/api/stream', {
-      token: chat,
+      token: hub.tokens.chat,
       headers: { 'last-event-id': 'abc' },
     });
     expect(badResume.status).toBe(400);
   });
 
   it('works through @ctxbus/client, which resumes by itself', async () => {
-    const client = createClient({ url: hub.url, token: chat });
+    const client = createClient({ url: hub.url, token: hub.tokens.chat });
     const controller = new AbortController();
     const received: string[] = [];
     let readyCount = 0;

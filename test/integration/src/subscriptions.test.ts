@@ -7,6 +7,7 @@ import {
   startHubProcess,
   startWebhookReceiver,
   tempDir,
+  useHubProcess,
 } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -15,30 +16,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const FAST = ['--allow-private-webhooks', '--webhook-attempts', '3', '--webhook-backoff-ms', '40'];
 
-let hub: HubProcess;
-let web: string;
-let code: string;
-let rival: string;
-
-beforeAll(async () => {
-  hub = await startHubProcess({ args: FAST });
-  web = await runtimeToken(hub, 'acme', 'web');
-  code = await runtimeToken(hub, 'acme', 'claude-code');
-  rival = await runtimeToken(hub, 'globex', 'web');
+const hub = useHubProcess({
+  args: FAST,
+  tokens: { web: ['acme', 'web'], code: ['acme', 'claude-code'], rival: ['globex', 'web'] },
 });
 
-afterAll(async () => {
-  expect(await hub.stop()).toBe(0);
-  removeDir(hub.dataDir);
-});
-
-async function write(body: unknown, token = code, target = hub) {
+async function write(body: unknown, token = hub.tokens.code, target: HubProcess = hub) {
   const response = await call(target.url, 'POST', '/api/context', { token, body });
   expect(response.status, JSON.stringify(response.body)).toBe(201);
   return response.body.items[0] as { id: string; seq: number; title: string };
 }
 
-async function subscribe(body: unknown, token = web, target = hub) {
+async function subscribe(body: unknown, token = hub.tokens.web, target: HubProcess = hub) {
   const response = await call(target.url, 'POST', '/api/subscriptions', { token, body });
   expect(response.status, JSON.stringify(response.body)).toBe(201);
   return response.body as { subscription: { id: string; cursor: number }; secret: string | null };
@@ -124,7 +113,7 @@ describe('push subscriptions', () => {
     ).rejects.toThrow(/more than 300 s/);
     // The API shows progress, never the secret.
     const shown = await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}`, {
-      token: web,
+      token: hub.tokens.web,
     });
     expect(shown.body.subscription).toMatchObject({
       delivered: 2,
@@ -132,7 +121,9 @@ describe('push subscriptions', () => {
       retry: null,
     });
     expect(JSON.stringify(shown.body)).not.toContain(secret ?? 'never');
-    await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, { token: web });
+    await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, {
+      token: hub.tokens.web,
+    });
     receiver.received.length = 0;
   });
 
@@ -163,10 +154,12 @@ describe('push subscriptions', () => {
       'r2',
     ]);
     const shown = await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}`, {
-      token: web,
+      token: hub.tokens.web,
     });
     expect(shown.body.subscription).toMatchObject({ delivered: 2, deadLettered: 0, retry: null });
-    await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, { token: web });
+    await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, {
+      token: hub.tokens.web,
+    });
     receiver.respond = () => 204;
     receiver.received.length = 0;
   });
@@ -186,7 +179,7 @@ describe('push subscriptions', () => {
       hub.url,
       'GET',
       `/api/subscriptions/${subscription.id}/dead-letters`,
-      { token: web },
+      { token: hub.tokens.web },
     );
     expect(letters.status).toBe(200);
     expect(letters.body.deadLetters).toEqual([
@@ -199,21 +192,23 @@ describe('push subscriptions', () => {
       }),
     ]);
     const shown = await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}`, {
-      token: web,
+      token: hub.tokens.web,
     });
     expect(shown.body.subscription).toMatchObject({
       delivered: 1,
       deadLettered: 1,
       cursor: fine.seq,
     });
-    await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, { token: web });
+    await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, {
+      token: hub.tokens.web,
+    });
     receiver.respond = () => 204;
     receiver.received.length = 0;
   });
 
   it('belongs to its runtime: other runtimes and teams cannot see or touch it', async () => {
     const { subscription } = await subscribe({ delivery: 'push', endpoint: receiver.url });
-    for (const token of [code, rival]) {
+    for (const token of [hub.tokens.code, hub.tokens.rival]) {
       expect(
         (await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}`, { token })).status,
       ).toBe(404);
@@ -225,19 +220,23 @@ describe('push subscriptions', () => {
         subscription.id,
       );
     }
-    const mine = await call(hub.url, 'GET', '/api/subscriptions', { token: web });
+    const mine = await call(hub.url, 'GET', '/api/subscriptions', { token: hub.tokens.web });
     expect(mine.body.subscriptions.map((s: { id: string }) => s.id)).toContain(subscription.id);
     const forOther = await call(hub.url, 'POST', '/api/subscriptions', {
-      token: web,
+      token: hub.tokens.web,
       body: { delivery: 'pull', runtime: 'claude-code' },
     });
     expect(forOther.status).toBe(403);
     const deleted = await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, {
-      token: web,
+      token: hub.tokens.web,
     });
     expect(deleted.body).toEqual({ deleted: true });
     expect(
-      (await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}`, { token: web })).status,
+      (
+        await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}`, {
+          token: hub.tokens.web,
+        })
+      ).status,
     ).toBe(404);
   });
 });
@@ -250,51 +249,59 @@ describe('pull subscriptions', () => {
     });
     expect(secret).toBeNull();
     const base = `/api/subscriptions/${subscription.id}`;
-    expect((await call(hub.url, 'GET', `${base}/pending`, { token: web })).body).toEqual({
-      changes: [],
-      next: subscription.cursor,
-      more: false,
-    });
+    expect((await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web })).body).toEqual(
+      {
+        changes: [],
+        next: subscription.cursor,
+        more: false,
+      },
+    );
     const one = await write({ type: 'decision', title: 'd1' });
     await write({ type: 'status', title: 'not a decision' });
     // Private to claude-code: never shown to web's subscription.
     await write({ type: 'decision', title: 'private', visibility: 'private' });
-    const two = await write({ type: 'decision', title: 'd2' }, web);
-    const pending = await call(hub.url, 'GET', `${base}/pending`, { token: web });
+    const two = await write({ type: 'decision', title: 'd2' }, hub.tokens.web);
+    const pending = await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web });
     expect(
       pending.body.changes.map((change: { item: { title: string } }) => change.item.title),
     ).toEqual(['d1', 'd2']);
     expect(pending.body.next).toBe(two.seq);
     // Reading again returns the same; a limit pages.
-    expect((await call(hub.url, 'GET', `${base}/pending`, { token: web })).body).toEqual(
+    expect((await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web })).body).toEqual(
       pending.body,
     );
-    const page = await call(hub.url, 'GET', `${base}/pending?limit=1`, { token: web });
+    const page = await call(hub.url, 'GET', `${base}/pending?limit=1`, { token: hub.tokens.web });
     expect(page.body.changes.map((change: { seq: number }) => change.seq)).toEqual([one.seq]);
     expect(page.body.more).toBe(true);
     // `next` covers what was read: d1 and the non-matching changes after it, not d2.
     expect(page.body.next).toBeGreaterThanOrEqual(one.seq);
     expect(page.body.next).toBeLessThan(two.seq);
     const acked = await call(hub.url, 'POST', `${base}/ack`, {
-      token: web,
+      token: hub.tokens.web,
       body: { seq: page.body.next },
     });
     expect(acked.body.subscription.cursor).toBe(page.body.next);
-    const rest = await call(hub.url, 'GET', `${base}/pending`, { token: web });
+    const rest = await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web });
     expect(rest.body.changes.map((change: { seq: number }) => change.seq)).toEqual([two.seq]);
-    await call(hub.url, 'POST', `${base}/ack`, { token: web, body: { seq: rest.body.next } });
+    await call(hub.url, 'POST', `${base}/ack`, {
+      token: hub.tokens.web,
+      body: { seq: rest.body.next },
+    });
     // Never backwards, never beyond the newest change.
-    const back = await call(hub.url, 'POST', `${base}/ack`, { token: web, body: { seq: 1 } });
+    const back = await call(hub.url, 'POST', `${base}/ack`, {
+      token: hub.tokens.web,
+      body: { seq: 1 },
+    });
     expect(back.body.subscription.cursor).toBe(two.seq);
     const beyond = await call(hub.url, 'POST', `${base}/ack`, {
-      token: web,
+      token: hub.tokens.web,
       body: { seq: two.seq + 1000 },
     });
     expect(beyond.status).toBe(400);
     expect(beyond.body.error.message).toMatch(/beyond the newest change/);
-    expect((await call(hub.url, 'GET', `${base}/pending`, { token: web })).body.changes).toEqual(
-      [],
-    );
+    expect(
+      (await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web })).body.changes,
+    ).toEqual([]);
   });
 
   it('replays from `since`, and pending/ack refuse push subscriptions', async () => {
@@ -304,7 +311,7 @@ describe('pull subscriptions', () => {
       filter: { types: ['decision'] },
     });
     const pending = await call(hub.url, 'GET', `/api/subscriptions/${subscription.id}/pending`, {
-      token: web,
+      token: hub.tokens.web,
     });
     expect(pending.body.changes.length).toBeGreaterThanOrEqual(2);
     expect(pending.body.changes[0].seq).toBeLessThan(pending.body.changes[1].seq);
@@ -314,10 +321,12 @@ describe('pull subscriptions', () => {
       hub.url,
       'GET',
       `/api/subscriptions/${push.subscription.id}/pending`,
-      { token: web },
+      { token: hub.tokens.web },
     );
     expect(refused.status).toBe(409);
-    await call(hub.url, 'DELETE', `/api/subscriptions/${push.subscription.id}`, { token: web });
+    await call(hub.url, 'DELETE', `/api/subscriptions/${push.subscription.id}`, {
+      token: hub.tokens.web,
+    });
     await receiver.close();
   });
 });
@@ -335,11 +344,14 @@ describe('bad subscriptions', () => {
       [{ delivery: 'pull', colour: 'red' }, 400, /colour/],
     ];
     for (const [body, status, message] of cases) {
-      const response = await call(hub.url, 'POST', '/api/subscriptions', { token: web, body });
+      const response = await call(hub.url, 'POST', '/api/subscriptions', {
+        token: hub.tokens.web,
+        body,
+      });
       expect(response.status, JSON.stringify(body)).toBe(status);
       expect(response.body.error.message, JSON.stringify(body)).toMatch(message);
     }
-    const badId = await call(hub.url, 'GET', '/api/subscriptions/nope', { token: web });
+    const badId = await call(hub.url, 'GET', '/api/subscriptions/nope', { token: hub.tokens.web });
     expect(badId.status).toBe(400);
     const admin = await call(hub.url, 'GET', '/api/subscriptions', { token: hub.adminToken });
     expect(admin.status).toBe(403);

@@ -1,37 +1,19 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import {
-  call,
-  openWebSocketStream,
-  removeDir,
-  runtimeToken,
-  startHubProcess,
-} from '@ctxbus/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, openWebSocketStream, useHubProcess } from '@ctxbus/test-kit';
+import { describe, expect, it } from 'vitest';
 
-let hub: HubProcess;
-let code: string;
-let chat: string;
-
-beforeAll(async () => {
-  hub = await startHubProcess();
-  code = await runtimeToken(hub, 'acme', 'claude-code');
-  chat = await runtimeToken(hub, 'acme', 'openclaw');
-});
-
-afterAll(async () => {
-  expect(await hub.stop()).toBe(0);
-  removeDir(hub.dataDir);
+const hub = useHubProcess({
+  tokens: { code: ['acme', 'claude-code'], chat: ['acme', 'openclaw'] },
 });
 
 const write = async (body: unknown) => {
-  const response = await call(hub.url, 'POST', '/api/context', { token: code, body });
+  const response = await call(hub.url, 'POST', '/api/context', { token: hub.tokens.code, body });
   expect(response.status).toBe(201);
   return response.body.items as { id: string; seq: number }[];
 };
 
 describe('GET /api/stream/ws', () => {
   it('pushes filtered changes as JSON messages', async () => {
-    const socket = openWebSocketStream(hub.url, chat, { query: 'tags=ops' });
+    const socket = openWebSocketStream(hub.url, hub.tokens.chat, { query: 'tags=ops' });
     await socket.ready;
     expect(await socket.status).toBe(101);
     await write({ type: 'discovery', title: 'unrelated' });
@@ -53,13 +35,13 @@ describe('GET /api/stream/ws', () => {
       { type: 'status', title: 'w2' },
       { type: 'status', title: 'w3' },
     ]);
-    const bySince = openWebSocketStream(hub.url, chat, {
+    const bySince = openWebSocketStream(hub.url, hub.tokens.chat, {
       query: `type=status&since=${first?.seq}`,
     });
     await bySince.waitFor(() => bySince.items().length >= 2);
     expect(bySince.items().map((event) => event.item.title)).toEqual(['w2', 'w3']);
     bySince.close();
-    const byHeader = openWebSocketStream(hub.url, chat, {
+    const byHeader = openWebSocketStream(hub.url, hub.tokens.chat, {
       query: 'type=status',
       lastEventId: String(first?.seq),
     });

@@ -1,6 +1,7 @@
 import { createParser } from 'eventsource-parser';
 import { WebSocket } from 'ws';
 import type { HubProcess } from './hub-process.ts';
+import { describeCheck } from './wait-until.ts';
 
 export interface ApiResponse {
   status: number;
@@ -101,7 +102,7 @@ function eventLog(kind: string) {
           listeners.delete(check);
           reject(
             new Error(
-              `timed out waiting for ${kind} events; got ${JSON.stringify(events.map((e) => e.event))}`,
+              `timed out after ${timeoutMs} ms waiting for ${kind} events to satisfy ${describeCheck(predicate)}; got ${JSON.stringify(events.map((e) => e.event))}`,
             ),
           );
         }, timeoutMs);

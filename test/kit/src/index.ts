@@ -6,8 +6,11 @@ export type {
 export { DEFAULT_CONCEPTS, startEmbeddingsServer } from './embeddings-server.ts';
 export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './http.ts';
 export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
+export type { HubFixture, HubFixtureOptions } from './hub-fixture.ts';
+export { useHubProcess } from './hub-fixture.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
 export { CLI, removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.ts';
-export { waitUntil } from './wait-until.ts';
+export type { WaitOptions } from './wait-until.ts';
+export { waitFor, waitUntil } from './wait-until.ts';
 export type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.ts';
 export { startWebhookReceiver } from './webhook-receiver.ts';

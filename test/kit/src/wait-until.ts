@@ -1,12 +1,23 @@
+// The two ways a test waits: for a condition it can only ask about (`waitUntil`), and for an
+// event a promise announces (`waitFor`). Both fail naming what they waited for; their timeouts
+// can be generous, since they cost nothing when the awaited thing happens. A test never sleeps
+// in their place, and a test that checks that something did *not* happen waits for a later
+// event that is ordered after it (a later item on the same stream, say) instead of a pause.
+
+export interface WaitOptions {
+  /** How long to wait before failing (default 10 s). */
+  timeoutMs?: number;
+}
+
 /**
  * Waits until `check` holds, asking again every `intervalMs`, or fails naming `what` after
  * `timeoutMs`. For conditions that nothing announces (a hub's counters, a file); where an
- * event announces the change, wait for the event instead.
+ * event announces the change, wait for the event instead (`waitFor`, a stream's `waitFor`).
  */
 export async function waitUntil(
   check: () => boolean | Promise<boolean>,
   what: string,
-  { timeoutMs = 10_000, intervalMs = 25 }: { timeoutMs?: number; intervalMs?: number } = {},
+  { timeoutMs = 10_000, intervalMs = 25 }: WaitOptions & { intervalMs?: number } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -14,4 +25,35 @@ export async function waitUntil(
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/**
+ * Waits for `promise` (an event: a process exit, a stream's end), or fails naming `what` after
+ * `timeoutMs`. Resolves with its value; a rejection passes through.
+ */
+export async function waitFor<T>(
+  promise: Promise<T>,
+  what: string,
+  { timeoutMs = 10_000 }: WaitOptions = {},
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * What a predicate waits for, for a wait's failure message when the caller gave no words: its
+ * source, as in `() => stream.items().length >= 3`.
+ */
+export function describeCheck(predicate: (...args: never[]) => unknown): string {
+  return `\`${predicate.toString().replace(/\s+/g, ' ').slice(0, 200)}\``;
 }

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { describeCheck } from './wait-until.ts';
 
 export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
@@ -30,7 +31,11 @@ export async function startWebhookReceiver(port = 0): Promise<WebhookReceiver> {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`timed out; received ${receiver.received.length} webhooks`));
+          reject(
+            new Error(
+              `timed out after ${timeoutMs} ms waiting for webhooks to satisfy ${describeCheck(predicate)}; received ${receiver.received.length}`,
+            ),
+          );
         }, timeoutMs);
         const check = () => {
           if (!predicate(receiver.received)) return;

@@ -3,7 +3,7 @@ import { prepareItem } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import type { EmbeddingsServer } from '@ctxbus/test-kit';
-import { startEmbeddingsServer } from '@ctxbus/test-kit';
+import { startEmbeddingsServer, waitFor } from '@ctxbus/test-kit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
@@ -223,16 +223,28 @@ describe('hybrid search through the hub', () => {
     };
   };
 
+  /** The provider's calls under way or done, so a test can wait for one it did not await. */
+  let calls: Promise<unknown>[] = [];
+  const trackedProvider = (): EmbeddingProvider => {
+    const provider = openAiEmbeddings({ url: server.url, model: 'm', apiKey: 'sk-test' });
+    return {
+      label: provider.label,
+      embed: (texts, signal) => {
+        const call = provider.embed(texts, signal);
+        calls.push(call);
+        return call;
+      },
+    };
+  };
+
   /** The hub again, with these embedding options. */
   const restartHub = async (options: Omit<EmbeddingsOptions, 'provider'>) => {
     await hub.close();
+    calls = [];
     hub = await createHub({
       store,
       validateResponses: true,
-      embeddings: {
-        provider: openAiEmbeddings({ url: server.url, model: 'm', apiKey: 'sk-test' }),
-        ...options,
-      },
+      embeddings: { provider: trackedProvider(), ...options },
     });
   };
 
@@ -328,8 +340,8 @@ describe('hybrid search through the hub', () => {
     expect(slow.mode).toBe('fulltext');
     expect(slow.vector?.reason).toBe('the embedding provider failed: no answer within 100 ms');
     server.delayMs = 0;
-    // The call went on, and its vector was kept.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The call went on, and its vector was kept: once it has answered, the search uses it.
+    await waitFor(Promise.allSettled(calls), 'the slow query embedding call to answer');
     const requests = server.requests.length;
     const later = await search('vehicle');
     expect(later.mode).toBe('hybrid');

@@ -1,6 +1,7 @@
 import { get } from 'node:http';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
+import { waitUntil } from '@ctxbus/test-kit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
@@ -49,14 +50,6 @@ function parseEvents(text: string): { event: string; id?: string; data: string }
     });
 }
 
-const until = async (check: () => boolean, what: string) => {
-  const deadline = Date.now() + 20_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-};
-
 describe('GET /api/stream in process (app.request, as the MCP endpoint calls it)', () => {
   let hub: Hub;
   beforeEach(async () => {
@@ -96,7 +89,7 @@ describe('GET /api/stream in process (app.request, as the MCP endpoint calls it)
       item: { title: 'in process' },
     });
     await reader.cancel();
-    await until(() => hub.services.feed.subscriberCount === 0, 'the subscriber to close');
+    await waitUntil(() => hub.services.feed.subscriberCount === 0, 'the subscriber to close');
   });
 });
 
@@ -128,7 +121,7 @@ describe('GET /api/stream over Node HTTP', () => {
       // After the ready event, read nothing more until every write is done.
       if (paused && text.includes('event: ready')) response.pause();
     });
-    await until(() => text.includes('event: ready'), 'the ready event');
+    await waitUntil(() => text.includes('event: ready'), 'the ready event');
     // ~12 MB of events: far more than the socket buffers, so the hub must wait for drain.
     const content = 'x'.repeat(60_000);
     const seqs: number[] = [];
@@ -137,7 +130,9 @@ describe('GET /api/stream over Node HTTP', () => {
     }
     paused = false;
     response.resume();
-    await until(() => text.includes(`id: ${seqs.at(-1)}\n\n`), 'the last event');
+    await waitUntil(() => text.includes(`id: ${seqs.at(-1)}\n\n`), 'the last event', {
+      timeoutMs: 20_000,
+    });
     const added = parseEvents(text).filter((event) => event.event === 'context-added');
     expect(added.map((event) => Number(event.id))).toEqual(seqs);
     expect(added.map((event) => JSON.parse(event.data).item.title)).toEqual(
@@ -145,7 +140,10 @@ describe('GET /api/stream over Node HTTP', () => {
     );
     expect(running.hub.services.feed.subscriberCount).toBe(1);
     request.destroy();
-    await until(() => running.hub.services.feed.subscriberCount === 0, 'the subscriber to close');
+    await waitUntil(
+      () => running.hub.services.feed.subscriberCount === 0,
+      'the subscriber to close',
+    );
     // 200 writes of 60 KB and their drain take ~4 s on an idle 2-core machine: room for a busy one.
   }, 30_000);
 });

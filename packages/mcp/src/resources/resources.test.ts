@@ -1,10 +1,16 @@
+import type { StreamOptions } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
 import { DONE_TAGS } from '@ctxbus/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StreamEvent } from '@ctxbus/core/contract';
+import { waitUntil } from '@ctxbus/test-kit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ContextBackend } from '../context-backend.js';
 import { createCtxbusMcpServer } from '../create-ctxbus-mcp-server.js';
+import { silentLogger } from '../logger.js';
 import type { ConnectedClient, TestHub } from '../test-kit.js';
-import { closedPortUrl, connectInMemory, sleep, startTestHub } from '../test-kit.js';
+import { closedPortUrl, connectInMemory, startTestHub } from '../test-kit.js';
 import { TASK_DONE_TAGS } from './active-tasks.js';
+import { ResourceSubscriptions } from './resource-subscriptions.js';
 
 let hub: TestHub;
 let mcp: ConnectedClient;
@@ -28,13 +34,8 @@ async function readText(uri: string): Promise<{ text: string; mimeType: string |
 /** Live streams the hub is serving right now. */
 const hubStreams = () => hub.running.hub.services.feed.subscriberCount;
 
-async function waitFor(check: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
+/** Waits until the hub serves no live stream (it sees a disconnect a moment after it happens). */
+const noHubStreams = () => waitUntil(() => hubStreams() === 0, 'the hub to serve no live stream');
 
 describe('reading resources', () => {
   it('lists the three context resources and the item template', async () => {
@@ -129,18 +130,24 @@ describe('subscriptions', () => {
   });
 
   it('notifies a subscriber of team-context://current when an item is written over REST', async () => {
-    await waitFor(() => hubStreams() === 0);
+    await noHubStreams();
     await mcp.client.subscribeResource({ uri: 'team-context://current' });
     expect(hubStreams()).toBe(1);
     await hub.client.write({ type: 'alert', title: 'CI is red on main', urgency: 'blocking' });
     await mcp.nextUpdate('team-context://current');
 
     await mcp.client.unsubscribeResource({ uri: 'team-context://current' });
-    await waitFor(() => hubStreams() === 0);
+    await noHubStreams();
     const count = mcp.updates.length;
+    // The barrier: a subscription to decisions://recent, whose stream carries the next write
+    // and then a decision. The decision's notification comes after any the write could cause.
+    await mcp.client.subscribeResource({ uri: 'decisions://recent' });
     await hub.client.write({ type: 'alert', title: 'CI is green again' });
-    await sleep(300);
-    expect(mcp.updates.length).toBe(count);
+    await hub.client.write({ type: 'decision', title: 'Barrier: after the green build' });
+    await mcp.nextUpdate('decisions://recent');
+    // Nothing for team-context://current came before it.
+    expect(mcp.updates.slice(count)).toEqual(['decisions://recent']);
+    await mcp.client.unsubscribeResource({ uri: 'decisions://recent' });
   });
 
   it('notifies only the resources a change can affect', async () => {
@@ -149,12 +156,15 @@ describe('subscriptions', () => {
     const start = mcp.updates.length;
     await hub.client.write({ type: 'discovery', title: 'Neither a decision nor a task' });
     await hub.client.write({ type: 'status', title: 'T-9: begun', scopeKey: 'task:T-9' });
+    // One stream carries both writes in order: a notification the discovery wrongly caused
+    // would come before (or with) the status's.
     await mcp.nextUpdate('task://active');
-    await sleep(200);
     expect(mcp.updates.slice(start)).toEqual(['task://active']);
 
     await hub.client.write({ type: 'decision', title: 'Adopt the MCP server' });
     await mcp.nextUpdate('decisions://recent');
+    // And none came late, before the decision's.
+    expect(mcp.updates.slice(start)).toEqual(['task://active', 'decisions://recent']);
     await mcp.client.unsubscribeResource({ uri: 'decisions://recent' });
     await mcp.client.unsubscribeResource({ uri: 'task://active' });
   });
@@ -172,6 +182,9 @@ describe('subscriptions', () => {
   });
 
   it('coalesces a burst of writes into few notifications', async () => {
+    // task://active first: a change marks the subscribed URIs pending in this order, and
+    // pending URIs are notified in the order they were marked (see the barrier below).
+    await mcp.client.subscribeResource({ uri: 'task://active' });
     await mcp.client.subscribeResource({ uri: 'team-context://current' });
     const start = mcp.updates.length;
     await Promise.all(
@@ -180,11 +193,20 @@ describe('subscriptions', () => {
       ),
     );
     await mcp.nextUpdate('team-context://current');
-    await sleep(300);
-    const burst = mcp.updates.slice(start);
+    // The barrier: a task status after the burst, on the same stream. It marks task://active
+    // and team-context://current. If the burst's last notification was still pending, it goes
+    // out first, then task://active; if it had gone out, task://active goes first, then the
+    // barrier's own team-context://current. Either way the burst's notifications are the ones
+    // before task://active.
+    await hub.client.write({ type: 'status', title: 'T-7: after the burst', scopeKey: 'task:T-7' });
+    await mcp.nextUpdate('task://active');
+    const updates = mcp.updates.slice(start);
+    const burst = updates.slice(0, updates.indexOf('task://active'));
+    expect(new Set(burst)).toEqual(new Set(['team-context://current']));
     expect(burst.length).toBeGreaterThanOrEqual(1);
     expect(burst.length).toBeLessThanOrEqual(3);
     await mcp.client.unsubscribeResource({ uri: 'team-context://current' });
+    await mcp.client.unsubscribeResource({ uri: 'task://active' });
   });
 
   it('refuses to subscribe to a resource that does not exist', async () => {
@@ -195,12 +217,12 @@ describe('subscriptions', () => {
 
   it('stops the live stream when the server closes', async () => {
     // Unsubscribing aborts a stream at once; the hub sees the disconnect a moment later.
-    await waitFor(() => hubStreams() === 0);
+    await noHubStreams();
     const other = await connectInMemory(createCtxbusMcpServer({ backend: hub.client }));
     await other.client.subscribeResource({ uri: 'decisions://recent' });
     expect(hubStreams()).toBe(1);
     await other.close();
-    await waitFor(() => hubStreams() === 0);
+    await noHubStreams();
   });
 
   it('a subscribe the hub refuses outright is an error', async () => {
@@ -215,15 +237,55 @@ describe('subscriptions', () => {
     }
   });
 
+  it('a subscribe waits readyTimeoutMs for a live stream that never comes up, then stands', async () => {
+    // Fake timers: the ready wait is the clock this test turns, not the wall clock.
+    vi.useFakeTimers();
+    try {
+      const warnings: string[] = [];
+      const neverReady = async function* (options?: StreamOptions): AsyncGenerator<StreamEvent> {
+        const signal = options?.signal;
+        await new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve()));
+      };
+      const subscriptions = new ResourceSubscriptions({
+        backend: { stream: neverReady } as Pick<ContextBackend, 'stream'> as ContextBackend,
+        logger: { ...silentLogger, warn: (_, message) => warnings.push(message ?? '') },
+        notify: async () => {},
+        readyTimeoutMs: 200,
+      });
+      let answered = false;
+      const subscribed = subscriptions.subscribe('team-context://current').then(() => {
+        answered = true;
+      });
+      await vi.advanceTimersByTimeAsync(199);
+      expect(answered).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await subscribed;
+      expect(warnings).toEqual([
+        'live updates are not connected yet; the subscription stands and the stream keeps retrying',
+      ]);
+      subscriptions.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('a subscribe while the hub is down stands and does not hang', async () => {
     const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
+    const warnings: string[] = [];
+    const logger = {
+      ...silentLogger,
+      warn: (_: object, message?: string) => warnings.push(message ?? ''),
+    };
     const offline = await connectInMemory(
-      createCtxbusMcpServer({ backend: down, updates: { readyTimeoutMs: 200 } }),
+      createCtxbusMcpServer({ backend: down, logger, updates: { readyTimeoutMs: 200 } }),
     );
     try {
-      const started = Date.now();
+      // It stands: the subscribe answers once the ready wait (200 ms) is over, saying so; the
+      // stream keeps retrying behind it. Without that wait it would never answer.
       await offline.client.subscribeResource({ uri: 'team-context://current' });
-      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(warnings).toContain(
+        'live updates are not connected yet; the subscription stands and the stream keeps retrying',
+      );
     } finally {
       await offline.close();
     }
