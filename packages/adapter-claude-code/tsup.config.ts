@@ -4,13 +4,14 @@ import { library } from '../../tsup.base.ts';
 export default defineConfig([
   library(['src/index.ts'], 'node'),
   // The hook and the MCP server ship inside the plugin folder, self-contained: Claude Code runs
-  // them with plain
-  // `node`, from a plugin cache where no node_modules exist.
+  // them with plain `node`, from a plugin cache where no node_modules exist. Each entry checks
+  // the Node version before it loads its main file, so an old Node fails open.
   {
     entry: {
       'ctxbus-claude-hook': 'src/hook-entry.ts',
       'ctxbus-claude-hook-main': 'src/hook-main.ts',
       'ctxbus-mcp': 'src/mcp-entry.ts',
+      'ctxbus-mcp-main': 'src/mcp-main.ts',
     },
     outDir: 'plugin/dist',
     format: ['esm'],

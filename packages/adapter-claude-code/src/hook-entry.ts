@@ -1,12 +1,36 @@
-// The file Claude Code runs. It turns on Node's compile cache before loading the hook, so that
-// after the first run the hook's code is not compiled again (tens of ms per hook call).
-import { enableCompileCache } from 'node:module';
+// The file Claude Code runs, on whatever `node` it finds. It checks the Node version first
+// (every import here exists on old Nodes too), so that an old Node fails open with one notice
+// instead of crashing at import; then it turns on Node's compile cache, so that after the
+// first run the hook's code is not compiled again (tens of ms per hook call), and loads it.
+import * as nodeModule from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-try {
-  enableCompileCache(process.env.CTXBUS_COMPILE_CACHE ?? join(tmpdir(), 'ctxbus-compile-cache'));
-} catch {
-  // an unwritable cache only costs speed
+const MIN_NODE_MAJOR = 22;
+const major = Number(process.versions.node.split('.')[0]);
+
+if (major < MIN_NODE_MAJOR) {
+  // One notice per session (at its start), nothing on the other events; exit 0 either way.
+  let input = '';
+  for await (const chunk of process.stdin) input += chunk;
+  let event = '';
+  try {
+    event = (JSON.parse(input) as { hook_event_name?: string }).hook_event_name ?? '';
+  } catch {}
+  if (event === 'SessionStart') {
+    process.stdout.write(
+      `${JSON.stringify({
+        systemMessage: `ctxbus: no shared context: its hooks need Node.js ${MIN_NODE_MAJOR} or later, and \`node\` here is ${process.version}. Install a newer Node, or run \`ctxbus install claude-code\` again: it pins the Node it runs on.`,
+      })}\n`,
+    );
+  }
+} else {
+  try {
+    nodeModule.enableCompileCache?.(
+      process.env.CTXBUS_COMPILE_CACHE ?? join(tmpdir(), 'ctxbus-compile-cache'),
+    );
+  } catch {
+    // an unwritable cache only costs speed
+  }
+  await import(new URL('./ctxbus-claude-hook-main.js', import.meta.url).href);
 }
-await import(new URL('./ctxbus-claude-hook-main.js', import.meta.url).href);

@@ -1,0 +1,82 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The plugin's entry files run on whatever `node` Claude Code finds. On a Node older than 22
+// they must fail open with one notice, not crash at import (Node 20 lacks exports the hook
+// and server use). The built files are tested, run by a real older Node when there is one.
+
+const DIST = fileURLToPath(new URL('../plugin/dist/', import.meta.url));
+
+function olderNode(): { path: string; version: string } | { path: null; why: string } {
+  const path = process.env.CTXBUS_TEST_OLD_NODE ?? '/usr/bin/node';
+  if (!existsSync(path)) return { path: null, why: `no ${path} (set CTXBUS_TEST_OLD_NODE)` };
+  const version = spawnSync(path, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  if (Number(version.slice(1).split('.')[0]) >= 22) {
+    return { path: null, why: `${path} is ${version}, not older than 22` };
+  }
+  return { path, version };
+}
+
+const old = olderNode();
+
+const stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-plugin-entry-'));
+afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
+
+function run(node: string, file: string, input: string) {
+  return spawnSync(node, [`${DIST}${file}`], {
+    input,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', CTXBUS_STATE_DIR: stateDir },
+    timeout: 20_000,
+  });
+}
+
+describe('plugin entries on an older Node', () => {
+  if (old.path === null) {
+    it.skip(`fail open with one notice (skipped: ${old.why})`, () => {});
+    return;
+  }
+  const node = old.path;
+
+  it(`hook: one notice at session start, nothing on other events, exit 0 (${old.version})`, () => {
+    const start = run(node, 'ctxbus-claude-hook.js', '{"hook_event_name":"SessionStart"}');
+    expect(start.status, start.stderr).toBe(0);
+    expect(start.stderr).toBe('');
+    expect(JSON.parse(start.stdout)).toEqual({
+      systemMessage: `ctxbus: no shared context: its hooks need Node.js 22 or later, and \`node\` here is ${old.version}. Install a newer Node, or run \`ctxbus install claude-code\` again: it pins the Node it runs on.`,
+    });
+    for (const event of ['UserPromptSubmit', 'Stop', 'SessionEnd']) {
+      const other = run(node, 'ctxbus-claude-hook.js', `{"hook_event_name":"${event}"}`);
+      expect({ event, status: other.status, out: other.stdout }).toEqual({
+        event,
+        status: 0,
+        out: '',
+      });
+    }
+    expect(run(node, 'ctxbus-claude-hook.js', 'not json').status).toBe(0);
+  });
+
+  it('MCP server: says which Node it needs, exit 1', () => {
+    const server = run(node, 'ctxbus-mcp.js', '');
+    expect(server.status).toBe(1);
+    expect(server.stderr).toBe(`ctxbus-mcp: needs Node.js 22 or later (this is ${old.version})\n`);
+  });
+});
+
+describe('plugin entries on this Node', () => {
+  it('load the hook itself (it answers, failing open, with no hub configured)', () => {
+    const start = run(
+      process.execPath,
+      'ctxbus-claude-hook.js',
+      '{"hook_event_name":"SessionStart","session_id":"s","cwd":"/tmp"}',
+    );
+    expect(start.status, start.stderr).toBe(0);
+    expect(JSON.parse(start.stdout).systemMessage).toMatch(
+      /^ctxbus: hub unreachable \(no hub configured/,
+    );
+  });
+});
