@@ -303,6 +303,19 @@ export const streamEventNames = [
   'context-superseded',
 ] as const;
 
+/** A change event's name, noun then action. */
+export type ChangeEventName = (typeof streamEventNames)[number];
+
+/** What a change did to its item (the store's change log records one of these). */
+export type ChangeKind = 'added' | 'consumed' | 'superseded';
+
+/** The name each kind of change goes out under: SSE, WebSocket and webhook events alike. */
+export const CHANGE_EVENT_NAMES: Readonly<Record<ChangeKind, ChangeEventName>> = {
+  added: 'context-added',
+  consumed: 'context-consumed',
+  superseded: 'context-superseded',
+};
+
 /** The data of each SSE event: the change and the item as it is after it. */
 export const streamEventSchema = z.object({
   seq: z.int().positive(),

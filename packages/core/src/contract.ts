@@ -2,6 +2,8 @@
 // that only talk to a hub import this entry and skip loading the o200k vocabulary.
 export type {
   ArchiveResponse,
+  ChangeEventName,
+  ChangeKind,
   ListQuery,
   ListResponse,
   SearchRequest,
@@ -16,6 +18,7 @@ export {
   archivedItemSchema,
   archiveQuerySchema,
   archiveResponseSchema,
+  CHANGE_EVENT_NAMES,
   createTokenRequestSchema,
   createTokenResponseSchema,
   errorResponseSchema,

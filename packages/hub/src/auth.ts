@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CtxbusError } from '@ctxbus/core';
 import type { Store, TokenRecord, TokenRole } from '@ctxbus/store';
-import type { Caller } from './route-definition.js';
+import type { Caller } from './caller.js';
 
 /** Every ctxbus token starts with this, so secret scanners (and our redactor) can spot it. */
 export const TOKEN_PREFIX = 'cbx_';

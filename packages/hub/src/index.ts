@@ -1,5 +1,6 @@
 export type { MintedToken, MintTokenRequest } from './auth.js';
 export { hashToken, mintToken, TOKEN_PREFIX, TokenVerifier } from './auth.js';
+export type { Caller } from './caller.js';
 export { ChangeFeed, FeedSubscriber } from './change-feed.js';
 export type { Hub, HubExtension, HubOptions } from './create-hub.js';
 export { createHub, DEFAULT_MAX_BODY_BYTES } from './create-hub.js';
@@ -23,7 +24,7 @@ export { DEFAULT_RETENTION, LifecycleSweeper } from './lifecycle-sweeper.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
 export { buildOpenApiDocument } from './openapi-document.js';
-export type { Caller, RouteAuth, RouteDefinition } from './route-definition.js';
+export type { RouteAuth, RouteDefinition } from './route-definition.js';
 export { tokenInfo } from './routes/admin-routes.js';
 export { subscriptionView } from './routes/subscription-routes.js';
 export { fuseRankings, RRF_K, searchContext } from './search/hybrid-search.js';
