@@ -11,6 +11,7 @@ import {
   teamIdSchema,
   urgencySchema,
 } from './context-item.js';
+import { MAX_BATCH_ITEMS } from './hub-limits.js';
 import { parseOrThrow } from './validation.js';
 
 /** The most values one list filter (tags, types, scopes) may name. */
@@ -59,7 +60,6 @@ export function isSequenceText(value: string): boolean {
   return /^\d+$/.test(value) && Number.isSafeInteger(Number(value));
 }
 
-export const MAX_BATCH_ITEMS = 500;
 export const MAX_LIST_LIMIT = 500;
 export const MAX_TOKEN_BUDGET = 200_000;
 

@@ -1,4 +1,11 @@
-import { CtxbusError, healthResponseSchema, parseOrThrow } from '@ctxbus/core';
+import type { Logger } from '@ctxbus/core';
+import {
+  CtxbusError,
+  DEFAULT_MAX_BODY_BYTES,
+  healthResponseSchema,
+  parseOrThrow,
+  silentLogger,
+} from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
@@ -13,8 +20,6 @@ import { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { HubServices } from './hub-services.js';
 import type { RetentionOptions } from './lifecycle-sweeper.js';
 import { LifecycleSweeper } from './lifecycle-sweeper.js';
-import type { Logger } from './logger.js';
-import { silentLogger } from './logger.js';
 import { buildOpenApiDocument } from './openapi-document.js';
 import type {
   AnyRouteDefinition,
@@ -31,8 +36,6 @@ import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
 import { DEFAULT_WEBHOOK_OPTIONS, PushDispatcher } from './webhooks/push-dispatcher.js';
-
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * Routes mounted beside the API (the MCP endpoint, for one), without the hub depending on the

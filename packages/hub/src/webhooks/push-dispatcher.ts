@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { ItemFilter, SubscriptionEvent, WebhookPayload } from '@ctxbus/core';
+import type { ItemFilter, Logger, SubscriptionEvent, WebhookPayload } from '@ctxbus/core';
 import { CHANGE_EVENT_NAMES, itemMatches } from '@ctxbus/core';
 import type { Change, DeadLetter, Store, SubscriptionRecord } from '@ctxbus/store';
 import type { ChangeFeed } from '../change-feed.js';
-import type { Logger } from '../logger.js';
 import type { SendOptions, SendResult } from './webhook-sender.js';
 import { sendWebhook } from './webhook-sender.js';
 import { signWebhook } from './webhook-signature.js';
