@@ -2,6 +2,8 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
+import { createHubLite } from '@ctxbus/client/light';
+import { pendingCount } from '@ctxbus/client/outbox';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
@@ -11,8 +13,6 @@ import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
 import type { HookContext } from './hooks.js';
 import { MAX_INJECTED_CHARS, runHookEvent } from './hooks.js';
-import { createHubLite } from './hub-lite.js';
-import { pendingCount } from './outbox.js';
 import { readSessionState } from './session-state.js';
 
 let store: Store;
@@ -42,7 +42,7 @@ beforeEach(() => {
 afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 const context = (url = hub.url): HookContext => ({
-  client: createHubLite({ url, token, timeoutMs: 1_000 }),
+  client: createHubLite({ url, token, timeoutMs: 1_000, runtime: 'claude-code' }),
   stateDir,
   now: () => new Date(),
 });
