@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { TokenInfo } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { Store, TokenRecord, TokenRole } from '@ctxbus/store';
 import type { Caller } from './caller.js';
@@ -45,6 +46,12 @@ export async function mintToken(
   };
   await store.createToken(record);
   return { token, record };
+}
+
+/** A token record without its hash: what the API and the CLI show. */
+export function tokenInfo(record: TokenRecord): TokenInfo {
+  const { hash: _hash, ...info } = record;
+  return info;
 }
 
 /** The hash of the token in a `Bearer <token>` header, or null when it is not one. */
