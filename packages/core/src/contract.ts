@@ -85,18 +85,6 @@ export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
-export type { Logger } from './light.js';
-export {
-  DEFAULT_HUB_HOST,
-  DEFAULT_HUB_PORT,
-  DEFAULT_HUB_URL,
-  DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_MAX_STREAM_PENDING_BYTES,
-  extractDecisions,
-  MAX_BATCH_ITEMS,
-  silentLogger,
-  stableId,
-} from './light.js';
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
 export type {
@@ -137,3 +125,5 @@ export {
   validationError,
   wellFormed,
 } from './validation.js';
+// The light entry's own list is the reviewed one; the contract carries all of it.
+export * from './light.js';
