@@ -85,6 +85,8 @@ export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
+// The light entry's own list is the reviewed one; the contract carries all of it.
+export * from './light.js';
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
 export type {
@@ -125,5 +127,3 @@ export {
   validationError,
   wellFormed,
 } from './validation.js';
-// The light entry's own list is the reviewed one; the contract carries all of it.
-export * from './light.js';
