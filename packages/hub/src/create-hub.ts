@@ -130,10 +130,11 @@ const identify: {
 };
 
 function register(app: Hono, route: AnyRouteDefinition, services: HubServices): void {
-  app.on(route.method, route.path, (context) => serve(route, services, context));
+  app.on(route.method, route.path, (context) => handleRoute(route, services, context));
 }
 
-async function serve<A extends RouteAuth>(
+/** Authenticates, parses and runs one request of a route, its handler typed by its auth. */
+async function handleRoute<A extends RouteAuth>(
   route: RouteDefinition<z.ZodType, z.ZodType, z.ZodType, A>,
   services: HubServices,
   context: Context,
