@@ -1,4 +1,6 @@
 import { defineConfig } from 'tsup';
 import { library } from '../../tsup.base.ts';
 
-export default defineConfig(library(['src/index.ts', 'src/contract.ts'], 'neutral'));
+export default defineConfig(
+  library(['src/index.ts', 'src/contract.ts', 'src/light.ts'], 'neutral'),
+);

@@ -1,8 +1,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { createHubLite } from '@ctxbus/client/light';
 import { parseHookInput } from './hook-input.js';
 import { runHookEvent } from './hooks.js';
-import { createHubLite } from './hub-lite.js';
 
 // The command Claude Code runs for each hook: `node hook.js`, the event's JSON on stdin.
 // It always exits 0 (a hook that fails must not block Claude Code) and prints only what
@@ -27,7 +27,8 @@ async function main(): Promise<void> {
   const { CTXBUS_URL: url, CTXBUS_TOKEN: token } = process.env;
   // SessionEnd gets 1.5 s from Claude Code; the others may take a little longer.
   const timeoutMs = input.hook_event_name === 'SessionEnd' ? 1_000 : 2_500;
-  const client = url && token ? createHubLite({ url, token, timeoutMs }) : null;
+  const client =
+    url && token ? createHubLite({ url, token, timeoutMs, runtime: 'claude-code' }) : null;
   const output = await runHookEvent(input, {
     client,
     stateDir: stateDir(process.env),

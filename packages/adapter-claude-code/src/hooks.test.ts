@@ -2,18 +2,17 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
+import { createHubLite } from '@ctxbus/client/light';
+import { pendingCount } from '@ctxbus/client/outbox';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { extractDecisions, stableId } from './decisions.js';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
 import type { HookContext } from './hooks.js';
 import { MAX_INJECTED_CHARS, runHookEvent } from './hooks.js';
-import { createHubLite } from './hub-lite.js';
-import { pendingCount } from './outbox.js';
 import { readSessionState } from './session-state.js';
 
 let store: Store;
@@ -43,7 +42,7 @@ beforeEach(() => {
 afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 const context = (url = hub.url): HookContext => ({
-  client: createHubLite({ url, token, timeoutMs: 1_000 }),
+  client: createHubLite({ url, token, timeoutMs: 1_000, runtime: 'claude-code' }),
   stateDir,
   now: () => new Date(),
 });
@@ -219,22 +218,6 @@ describe('Stop, PostToolUse and SessionEnd', () => {
 });
 
 describe('helpers', () => {
-  it('extracts only explicitly stated decisions', () => {
-    expect(
-      extractDecisions(
-        'We talked.\nDecision: use pnpm\n* Decision: Biome for lint\n**Decision**: no ORMs\nA decision was hinted.',
-      ),
-    ).toEqual(['use pnpm', 'Biome for lint', 'no ORMs']);
-    expect(extractDecisions('no decisions here')).toEqual([]);
-  });
-
-  it('derives stable UUIDs the hub accepts', () => {
-    const id = stableId('a', 'b');
-    expect(id).toBe(stableId('a', 'b'));
-    expect(id).not.toBe(stableId('a', 'c'));
-    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-  });
-
   it('ignores events and inputs it does not handle', () => {
     expect(parseHookInput({ session_id: 's', hook_event_name: 'PreCompact' })).toBeNull();
     expect(parseHookInput({ hook_event_name: 'Stop' })).toBeNull();

@@ -1,9 +1,9 @@
 import { basename } from 'node:path';
+import type { HubApi, HubItem } from '@ctxbus/client/light';
+import { flushOutbox, queueItems } from '@ctxbus/client/outbox';
 import type { ContextItemInput } from '@ctxbus/core/contract';
-import { extractDecisions, stableId } from './decisions.js';
+import { extractDecisions, stableId } from '@ctxbus/core/light';
 import type { HookInput } from './hook-input.js';
-import type { HubApi, HubItem } from './hub-lite.js';
-import { flushOutbox, queueItems } from './outbox.js';
 import type { SessionState } from './session-state.js';
 import { readSessionState, writeSessionState } from './session-state.js';
 

@@ -1,10 +1,7 @@
-export { extractDecisions, stableId } from './decisions.js';
 export type { HookEvent, HookInput } from './hook-input.js';
 export { HOOK_EVENTS, parseHookInput } from './hook-input.js';
 export type { HookContext, HookOutput } from './hooks.js';
 export { MAX_INJECTED_CHARS, runHookEvent, SESSION_START_TOKEN_BUDGET } from './hooks.js';
-export type { HubApi, HubItem } from './hub-lite.js';
-export { createHubLite, HubRequestError } from './hub-lite.js';
 export type { InstallOptions, InstallResult, InstallTarget } from './install.js';
 export {
   HOOK_SCRIPT,
@@ -14,4 +11,3 @@ export {
   pluginDir,
   uninstallClaudeCode,
 } from './install.js';
-export { flushOutbox, pendingCount, queueItems } from './outbox.js';

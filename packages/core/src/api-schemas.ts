@@ -11,6 +11,7 @@ import {
   teamIdSchema,
   urgencySchema,
 } from './context-item.js';
+import { MAX_BATCH_ITEMS } from './hub-limits.js';
 import { parseOrThrow } from './validation.js';
 
 /** The most values one list filter (tags, types, scopes) may name. */
@@ -59,7 +60,6 @@ export function isSequenceText(value: string): boolean {
   return /^\d+$/.test(value) && Number.isSafeInteger(Number(value));
 }
 
-export const MAX_BATCH_ITEMS = 500;
 export const MAX_LIST_LIMIT = 500;
 export const MAX_TOKEN_BUDGET = 200_000;
 
@@ -302,6 +302,19 @@ export const streamEventNames = [
   'context-consumed',
   'context-superseded',
 ] as const;
+
+/** A change event's name, noun then action. */
+export type ChangeEventName = (typeof streamEventNames)[number];
+
+/** What a change did to its item (the store's change log records one of these). */
+export type ChangeKind = 'added' | 'consumed' | 'superseded';
+
+/** The name each kind of change goes out under: SSE, WebSocket and webhook events alike. */
+export const CHANGE_EVENT_NAMES: Readonly<Record<ChangeKind, ChangeEventName>> = {
+  added: 'context-added',
+  consumed: 'context-consumed',
+  superseded: 'context-superseded',
+};
 
 /** The data of each SSE event: the change and the item as it is after it. */
 export const streamEventSchema = z.object({

@@ -2,6 +2,8 @@
 // that only talk to a hub import this entry and skip loading the o200k vocabulary.
 export type {
   ArchiveResponse,
+  ChangeEventName,
+  ChangeKind,
   ListQuery,
   ListResponse,
   SearchRequest,
@@ -16,6 +18,7 @@ export {
   archivedItemSchema,
   archiveQuerySchema,
   archiveResponseSchema,
+  CHANGE_EVENT_NAMES,
   createTokenRequestSchema,
   createTokenResponseSchema,
   errorResponseSchema,
@@ -26,7 +29,6 @@ export {
   listQuerySchema,
   listResponseSchema,
   listTokensQuerySchema,
-  MAX_BATCH_ITEMS,
   MAX_FILTER_VALUES,
   MAX_LIST_LIMIT,
   MAX_TOKEN_BUDGET,
@@ -83,6 +85,8 @@ export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
+// The light entry's own list is the reviewed one; the contract carries all of it.
+export * from './light.js';
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
 export type {

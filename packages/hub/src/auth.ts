@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { TokenInfo } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { Store, TokenRecord, TokenRole } from '@ctxbus/store';
-import type { Caller } from './route-definition.js';
+import type { Caller } from './caller.js';
 
 /** Every ctxbus token starts with this, so secret scanners (and our redactor) can spot it. */
 export const TOKEN_PREFIX = 'cbx_';
@@ -45,6 +46,12 @@ export async function mintToken(
   };
   await store.createToken(record);
   return { token, record };
+}
+
+/** A token record without its hash: what the API and the CLI show. */
+export function tokenInfo(record: TokenRecord): TokenInfo {
+  const { hash: _hash, ...info } = record;
+  return info;
 }
 
 /** The hash of the token in a `Bearer <token>` header, or null when it is not one. */

@@ -1,11 +1,10 @@
 import type { Viewer } from '@ctxbus/core';
-import { prepareItem } from '@ctxbus/core';
+import { prepareItem, silentLogger } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FeedSubscriber } from './change-feed.js';
 import { approximateChangeBytes, ChangeFeed } from './change-feed.js';
-import { silentLogger } from './logger.js';
 
 const acme: Viewer = { teamId: 'acme', runtime: 'claude-code' };
 const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };

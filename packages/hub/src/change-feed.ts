@@ -1,14 +1,10 @@
-import type { ItemFilter, Viewer } from '@ctxbus/core';
-import { itemMatches } from '@ctxbus/core';
+import type { ItemFilter, Logger, Viewer } from '@ctxbus/core';
+import { DEFAULT_MAX_STREAM_PENDING_BYTES, itemMatches } from '@ctxbus/core';
 import type { Change, Store, WriteOutcome } from '@ctxbus/store';
-import type { Logger } from './logger.js';
 
 const READ_BATCH = 500;
 /** A subscriber's first catch-up read (later ones grow up to READ_BATCH as sizes allow). */
 const FIRST_READ = 16;
-
-/** What one live subscriber may hold undelivered before it is disconnected (1 MiB). */
-export const DEFAULT_MAX_PENDING_BYTES = 1024 * 1024;
 
 export interface ChangeFeedOptions {
   store: Store;
@@ -104,7 +100,7 @@ export class ChangeFeed {
     this.store = options.store;
     this.clock = options.clock;
     this.logger = options.logger;
-    this.maxPendingBytes = options.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES;
+    this.maxPendingBytes = options.maxPendingBytes ?? DEFAULT_MAX_STREAM_PENDING_BYTES;
   }
 
   async start(): Promise<void> {

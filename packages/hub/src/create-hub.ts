@@ -1,4 +1,11 @@
-import { CtxbusError, healthResponseSchema, parseOrThrow } from '@ctxbus/core';
+import type { Logger } from '@ctxbus/core';
+import {
+  CtxbusError,
+  DEFAULT_MAX_BODY_BYTES,
+  healthResponseSchema,
+  parseOrThrow,
+  silentLogger,
+} from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
@@ -6,17 +13,20 @@ import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { TokenVerifier } from './auth.js';
-import { viewerOf } from './caller.js';
+import { adminCallerOf, runtimeCallerOf, viewerOf } from './caller.js';
 import { ChangeFeed } from './change-feed.js';
 import type { EmbeddingsOptions } from './embeddings/hub-embeddings.js';
 import { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { HubServices } from './hub-services.js';
 import type { RetentionOptions } from './lifecycle-sweeper.js';
 import { LifecycleSweeper } from './lifecycle-sweeper.js';
-import type { Logger } from './logger.js';
-import { silentLogger } from './logger.js';
 import { buildOpenApiDocument } from './openapi-document.js';
-import type { Caller, RouteDefinition } from './route-definition.js';
+import type {
+  AnyRouteDefinition,
+  RouteAuth,
+  RouteDefinition,
+  RouteIdentity,
+} from './route-definition.js';
 import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
@@ -26,8 +36,6 @@ import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
 import { DEFAULT_WEBHOOK_OPTIONS, PushDispatcher } from './webhooks/push-dispatcher.js';
-
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * Routes mounted beside the API (the MCP endpoint, for one), without the hub depending on the
@@ -70,7 +78,7 @@ export interface HubOptions {
 export interface Hub {
   app: Hono;
   services: HubServices;
-  routes: readonly RouteDefinition[];
+  routes: readonly AnyRouteDefinition[];
   /** Ends every live stream. The store stays open: its owner closes it. */
   close(): Promise<void>;
 }
@@ -104,45 +112,60 @@ async function readJsonBody(context: Context): Promise<unknown> {
   }
 }
 
-function register(app: Hono, route: RouteDefinition, services: HubServices): void {
-  app.on(route.method, route.path, async (context) => {
-    let caller: Caller = { tokenId: '', role: 'admin', teamId: null, runtime: null };
-    if (route.auth !== 'none') {
-      caller = await services.verifier.verify(context.req.header('authorization'));
-      if (route.auth === 'admin' && caller.role !== 'admin') {
-        throw errorBody('forbidden', 'this route needs an admin token');
-      }
-      if (route.auth === 'runtime') viewerOf(caller);
+/** Checks the bearer token for each kind of route and says who the handler serves. */
+const identify: {
+  [A in RouteAuth]: (services: HubServices, authorization?: string) => Promise<RouteIdentity[A]>;
+} = {
+  public: async () => ({}),
+  'any-token': async (services, authorization) => ({
+    caller: await services.verifier.verify(authorization),
+  }),
+  admin: async (services, authorization) => ({
+    caller: adminCallerOf(await services.verifier.verify(authorization)),
+  }),
+  runtime: async (services, authorization) => {
+    const caller = runtimeCallerOf(await services.verifier.verify(authorization));
+    return { caller, viewer: viewerOf(caller) };
+  },
+};
+
+function register(app: Hono, route: AnyRouteDefinition, services: HubServices): void {
+  app.on(route.method, route.path, (context) => handleRoute(route, services, context));
+}
+
+/** Authenticates, parses and runs one request of a route, its handler typed by its auth. */
+async function handleRoute<A extends RouteAuth>(
+  route: RouteDefinition<z.ZodType, z.ZodType, z.ZodType, A>,
+  services: HubServices,
+  context: Context,
+): Promise<Response> {
+  const identity = await identify[route.auth](services, context.req.header('authorization'));
+  const params = route.params
+    ? parseOrThrow(route.params, context.req.param(), 'params')
+    : undefined;
+  const query = route.query ? parseOrThrow(route.query, queryObject(context), 'query') : undefined;
+  let body: unknown;
+  if (route.body) {
+    const json = await readJsonBody(context);
+    body = route.parseBody ? route.parseBody(json) : parseOrThrow(route.body, json, 'body');
+  }
+  const result = await route.handler({ params, query, body, services, context, ...identity });
+  if (result instanceof Response) return result;
+  if (services.validateResponses) {
+    const schema = route.responses[result.status]?.schema;
+    const check = schema?.safeParse(result.body);
+    if (!schema || !check?.success) {
+      services.logger.error(
+        { route: route.operationId, status: result.status, issues: check?.error?.issues },
+        'response does not match its declared schema',
+      );
+      throw errorBody(
+        'internal',
+        `response of ${route.operationId} (${result.status}) does not match its schema`,
+      );
     }
-    const params = route.params
-      ? parseOrThrow(route.params, context.req.param(), 'params')
-      : undefined;
-    const query = route.query
-      ? parseOrThrow(route.query, queryObject(context), 'query')
-      : undefined;
-    let body: unknown;
-    if (route.body) {
-      const json = await readJsonBody(context);
-      body = route.parseBody ? route.parseBody(json) : parseOrThrow(route.body, json, 'body');
-    }
-    const result = await route.handler({ params, query, body, caller, services, context });
-    if (result instanceof Response) return result;
-    if (services.validateResponses) {
-      const schema = route.responses[result.status]?.schema;
-      const check = schema?.safeParse(result.body);
-      if (!schema || !check?.success) {
-        services.logger.error(
-          { route: route.operationId, status: result.status, issues: check?.error?.issues },
-          'response does not match its declared schema',
-        );
-        throw errorBody(
-          'internal',
-          `response of ${route.operationId} (${result.status}) does not match its schema`,
-        );
-      }
-    }
-    return context.json(result.body as object, result.status as 200);
-  });
+  }
+  return context.json(result.body as object, result.status as 200);
 }
 
 function embeddingsHealth(embeddings: HubEmbeddings) {
@@ -198,7 +221,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     );
   }
 
-  const routes: RouteDefinition[] = [
+  const routes: AnyRouteDefinition[] = [
     ...contextRoutes,
     streamRoute,
     streamWebSocketRoute,
@@ -213,7 +236,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       operationId: 'health',
       summary: 'Liveness, version, store and newest sequence (no auth)',
       tags: ['system'],
-      auth: 'none',
+      auth: 'public',
       responses: { 200: { description: 'The hub is up.', schema: healthResponseSchema } },
       async handler() {
         return {

@@ -1,8 +1,8 @@
+import type { Logger } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import type { TokenVerifier } from './auth.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
-import type { Logger } from './logger.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
 /** What route handlers work with. */

@@ -1,6 +1,5 @@
-import type { ContextType } from '@ctxbus/core';
+import type { ContextType, Logger } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
-import type { Logger } from './logger.js';
 
 export interface RetentionOptions {
   /** `delete` (default) removes swept items; `archive` keeps them, readable via /api/archive. */

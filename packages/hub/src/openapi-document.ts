@@ -25,7 +25,7 @@ const ERROR_RESPONSES: Record<number, string> = {
 
 function errorCodesFor(route: RouteDefinition): number[] {
   const codes = [400];
-  if (route.auth !== 'none') codes.push(401, 403);
+  if (route.auth !== 'public') codes.push(401, 403);
   if (route.params) codes.push(404);
   if (route.body) codes.push(409, 413, 415, 422);
   if (route.operationId === 'sharedContext') codes.push(422);
@@ -98,7 +98,7 @@ export function buildOpenApiDocument(
       summary: route.summary,
       ...(route.description && { description: route.description }),
       tags: route.tags,
-      security: route.auth === 'none' ? [] : [{ bearer: [] }],
+      security: route.auth === 'public' ? [] : [{ bearer: [] }],
       parameters: parameters(route),
       ...(route.body && {
         requestBody: {

@@ -1,24 +1,23 @@
+import type { Viewer } from '@ctxbus/core';
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import type { AdminCaller, Caller, RuntimeCaller } from './caller.js';
 import type { HubServices } from './hub-services.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
-/** Who may call a route: a runtime token, an admin token, or anyone (health). */
-export type RouteAuth = 'runtime' | 'admin' | 'any-token' | 'none';
+/** Who may call a route: a runtime token, an admin token, any token, or anyone (health). */
+export type RouteAuth = 'runtime' | 'admin' | 'any-token' | 'public';
 
-export interface Caller {
-  tokenId: string;
-  role: 'admin' | 'runtime';
-  teamId: string | null;
-  runtime: string | null;
-}
-
-/** The caller of a runtime route, which always has a team and a runtime. */
-export interface RuntimeCaller extends Caller {
-  role: 'runtime';
-  teamId: string;
-  runtime: string;
+/**
+ * What a handler learns about its caller, by the route's auth: a public route nothing, an
+ * admin route its admin caller, a runtime route its caller and the viewer it reads as.
+ */
+export interface RouteIdentity {
+  public: Record<never, never>;
+  'any-token': { caller: Caller };
+  admin: { caller: AdminCaller };
+  runtime: { caller: RuntimeCaller; viewer: Viewer };
 }
 
 export interface RouteResponse {
@@ -28,14 +27,15 @@ export interface RouteResponse {
   contentType?: string;
 }
 
-export interface RouteInput<P, Q, B, A> {
+export interface RouteRequest<P, Q, B> {
   params: P;
   query: Q;
   body: B;
-  caller: A;
   services: HubServices;
   context: Context;
 }
+
+export type RouteInput<P, Q, B, A extends RouteAuth> = RouteRequest<P, Q, B> & RouteIdentity[A];
 
 export type RouteResult = { status: number; body: unknown } | Response;
 
@@ -47,6 +47,7 @@ export interface RouteDefinition<
   P extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
+  A extends RouteAuth = RouteAuth,
 > {
   method: HttpMethod;
   /** Hono path syntax (`/api/context/:id`). */
@@ -55,7 +56,7 @@ export interface RouteDefinition<
   summary: string;
   description?: string;
   tags: string[];
-  auth: RouteAuth;
+  auth: A;
   params?: P;
   query?: Q;
   body?: B;
@@ -65,15 +66,21 @@ export interface RouteDefinition<
   headers?: { name: string; description: string }[];
   responses: Record<number, RouteResponse>;
   handler(
-    input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, Caller>,
+    input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, A>,
   ): Promise<RouteResult> | RouteResult;
 }
 
-/** Declares a route with its handler typed from its schemas. */
+/** A route in the table, its handler's input still paired with its auth. */
+export type AnyRouteDefinition = {
+  [A in RouteAuth]: RouteDefinition<z.ZodType, z.ZodType, z.ZodType, A>;
+}[RouteAuth];
+
+/** Declares a route with its handler typed from its schemas and its auth. */
 export function defineRoute<
+  A extends RouteAuth,
   P extends z.ZodType = z.ZodUndefined,
   Q extends z.ZodType = z.ZodUndefined,
   B extends z.ZodType = z.ZodUndefined,
->(route: RouteDefinition<P, Q, B>): RouteDefinition {
-  return route as unknown as RouteDefinition;
+>(route: RouteDefinition<P, Q, B, A>): AnyRouteDefinition {
+  return route as unknown as AnyRouteDefinition;
 }

@@ -1,13 +1,11 @@
 import type { AddressInfo } from 'node:net';
-import { CtxbusError } from '@ctxbus/core';
+import { CtxbusError, DEFAULT_HUB_HOST, DEFAULT_HUB_PORT } from '@ctxbus/core';
 import type { ServerType } from '@hono/node-server';
 import { serve } from '@hono/node-server';
 import { WebSocketServer } from 'ws';
 import type { Hub, HubOptions } from './create-hub.js';
 import { createHub } from './create-hub.js';
 
-export const DEFAULT_HOST = '127.0.0.1';
-export const DEFAULT_PORT = 7420;
 /** The largest WebSocket frame a client may send (the streams read none). */
 export const MAX_INBOUND_FRAME_BYTES = 4 * 1024;
 
@@ -33,8 +31,8 @@ function urlFor(address: AddressInfo): string {
 /** Creates a hub and serves it over HTTP on Node. */
 export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const hub = await createHub(options);
-  const host = options.host ?? DEFAULT_HOST;
-  const port = options.port ?? DEFAULT_PORT;
+  const host = options.host ?? DEFAULT_HUB_HOST;
+  const port = options.port ?? DEFAULT_HUB_PORT;
   // The stream routes ignore what clients send: a frame larger than this closes the socket (1009).
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_INBOUND_FRAME_BYTES });
   const listening = new Promise<ServerType>((resolve, reject) => {

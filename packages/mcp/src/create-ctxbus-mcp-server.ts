@@ -1,8 +1,8 @@
+import type { Logger } from '@ctxbus/core/contract';
+import { silentLogger } from '@ctxbus/core/contract';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import packageJson from '../package.json' with { type: 'json' };
 import type { ContextBackend } from './context-backend.js';
-import type { Logger } from './logger.js';
-import { silentLogger } from './logger.js';
 import { registerResumeWorkPrompt } from './prompts/resume-work-prompt.js';
 import { registerResources } from './resources/register-resources.js';
 import type { UpdateOptions } from './resources/register-subscriptions.js';

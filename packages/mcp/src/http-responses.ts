@@ -1,6 +1,6 @@
+import type { Logger } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { errorMessage } from './error-message.js';
-import type { Logger } from './logger.js';
 
 export const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer realm="ctxbus"' };
 

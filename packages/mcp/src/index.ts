@@ -6,8 +6,8 @@ export {
   MCP_SERVER_VERSION,
 } from './create-ctxbus-mcp-server.js';
 export { LOCALHOST_NAMES } from './http-guards.js';
-export type { Logger, LogLevel } from './logger.js';
-export { silentLogger, stderrLogger } from './logger.js';
+export type { LogLevel } from './logger.js';
+export { stderrLogger } from './logger.js';
 export type { McpHttpHandler, McpHttpHandlerOptions } from './mcp-http-handler.js';
 export { createMcpHttpHandler } from './mcp-http-handler.js';
 export { RESUME_WORK_PROMPT } from './prompts/resume-work-prompt.js';

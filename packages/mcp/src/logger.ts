@@ -1,18 +1,4 @@
-/**
- * The logging surface of ctxbus libraries, a subset of pino's: a pino logger fits as is.
- * (The same shape as `@ctxbus/hub`'s; this package must not depend on the hub.)
- */
-export interface Logger {
-  debug(object: object, message?: string): void;
-  info(object: object, message?: string): void;
-  warn(object: object, message?: string): void;
-  error(object: object, message?: string): void;
-}
-
-const noop = () => {};
-
-/** Drops everything: the default when no logger is injected. */
-export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };
+import type { Logger } from '@ctxbus/core/contract';
 
 const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
 

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from '@ctxbus/core/contract';
+import { DEFAULT_MAX_BODY_BYTES, silentLogger } from '@ctxbus/core/contract';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { ContextBackend } from './context-backend.js';
 import type { CtxbusMcpServerOptions } from './create-ctxbus-mcp-server.js';
@@ -11,8 +13,6 @@ import {
   tokenDigest,
 } from './http-guards.js';
 import { jsonRpcErrorResponse, refusal, WWW_AUTHENTICATE, watchBody } from './http-responses.js';
-import type { Logger } from './logger.js';
-import { silentLogger } from './logger.js';
 
 export interface McpHttpHandlerOptions {
   /**
@@ -85,7 +85,6 @@ interface Session {
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_MAX_SESSIONS = 1_000;
 const DEFAULT_MAX_SESSIONS_PER_TOKEN = 32;
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * The MCP endpoint for a hub, over the SDK's web-standard Streamable HTTP transport: a session

@@ -1,10 +1,10 @@
 import type { Readable, Writable } from 'node:stream';
 import { createClient } from '@ctxbus/client';
+import type { Logger } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { ContextBackend } from './context-backend.js';
 import { createCtxbusMcpServer } from './create-ctxbus-mcp-server.js';
-import type { Logger } from './logger.js';
 import { stderrLogger } from './logger.js';
 
 export interface StdioServerOptions {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { countTokens } from '@ctxbus/core';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { call, runtimeToken, tempDir } from '@ctxbus/test-kit';
-import type { Row } from './run-bench.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));

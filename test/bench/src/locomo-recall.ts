@@ -12,7 +12,7 @@ import {
   waitUntil,
 } from '@ctxbus/test-kit';
 import { loadLocomo, normaliseEvidence } from './corpus.ts';
-import type { Row } from './run-bench.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
 const CATEGORIES: Record<number, string> = {

@@ -6,7 +6,7 @@ import { CLI, runtimeToken } from '@ctxbus/test-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Row } from './run-bench.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
 async function timeCalls(client: Client, calls: number): Promise<Record<string, number[]>> {

@@ -11,7 +11,7 @@ import { call, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
 import { storeUrl } from '@ctxbus/test-kit/postgres';
 import pg from 'pg';
 import { openRawEventStream, RawHttpClient } from './raw-http.ts';
-import type { Row } from './run-bench.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile, perSecond } from './stats.ts';
 
 const SECTION = 'postgres';

@@ -17,16 +17,9 @@ import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
 import { benchPostgres, skipReason } from './postgres-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 import { benchVectorSearch } from './vector-search.ts';
-
-export interface Row {
-  section: string;
-  metric: string;
-  value: string;
-  target?: string;
-  ok?: boolean;
-}
 
 const { values: flags } = parseArgs({
   options: {

@@ -14,7 +14,7 @@ import {
   waitUntil,
 } from '@ctxbus/test-kit';
 import { openRawEventStream, RawHttpClient } from './raw-http.ts';
-import type { Row } from './run-bench.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile, rssMb } from './stats.ts';
 
 export interface StalledSize {

@@ -1,5 +1,14 @@
 import { readFileSync } from 'node:fs';
 
+/** One line of the benchmark report (each section's file returns its rows). */
+export interface Row {
+  section: string;
+  metric: string;
+  value: string;
+  target?: string;
+  ok?: boolean;
+}
+
 /** Percentile (0-100) of a list of numbers, by nearest rank. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;

@@ -7,7 +7,7 @@ import type { Store } from '@ctxbus/store';
 import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
 import { probePostgres, randomVectors, ScratchSchemas } from '@ctxbus/store/testing';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
-import type { Row } from './run-bench.ts';
+import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
 const viewer: Viewer = { teamId: 'bench', runtime: 'claude-code' };

@@ -1,3 +1,4 @@
+import { DEFAULT_HUB_URL } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
 
 export function registerMcp(program: Command, run: (action: () => Promise<void>) => Promise<void>) {
@@ -10,7 +11,7 @@ export function registerMcp(program: Command, run: (action: () => Promise<void>)
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN)')
     .addHelpText(
       'after',
-      '\nExample: claude mcp add ctxbus -e CTXBUS_URL=http://127.0.0.1:7420 -e CTXBUS_TOKEN=cbx_... -- ctxbus mcp',
+      `\nExample: claude mcp add ctxbus -e CTXBUS_URL=${DEFAULT_HUB_URL} -e CTXBUS_TOKEN=cbx_... -- ctxbus mcp`,
     )
     .action((options: { url?: string; token?: string }) =>
       run(async () => {

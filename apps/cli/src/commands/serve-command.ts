@@ -1,11 +1,12 @@
+import {
+  DEFAULT_HUB_HOST,
+  DEFAULT_HUB_PORT,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_STREAM_PENDING_BYTES,
+} from '@ctxbus/core/contract';
 import type { Command } from 'commander';
 import { defaultDataDir } from '../data-dir.js';
 import type { ServeOptions } from './serve.js';
-
-export const DEFAULT_HOST = '127.0.0.1';
-export const DEFAULT_PORT = 7420;
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-export const DEFAULT_MAX_STREAM_PENDING_BYTES = 1024 * 1024;
 
 export function registerServe(
   program: Command,
@@ -19,12 +20,12 @@ export function registerServe(
     .option(
       '-p, --port <port>',
       'port to listen on (0 = any free port)',
-      process.env.CTXBUS_PORT ?? String(DEFAULT_PORT),
+      process.env.CTXBUS_PORT ?? String(DEFAULT_HUB_PORT),
     )
     .option(
       '--host <host>',
       'address to bind (loopback by default)',
-      process.env.CTXBUS_HOST ?? DEFAULT_HOST,
+      process.env.CTXBUS_HOST ?? DEFAULT_HUB_HOST,
     )
     .option('-d, --data <dir>', `data directory (default: $CTXBUS_DATA or ${defaultDataDir()})`)
     .option(

@@ -1,5 +1,5 @@
+import type { Logger } from '@ctxbus/core';
 import type { EmbeddingSource, ItemVector, Store } from '@ctxbus/store';
-import type { Logger } from '../logger.js';
 import type { EmbeddingProvider } from './embedding-provider.js';
 import { EmbeddingError } from './embedding-provider.js';
 

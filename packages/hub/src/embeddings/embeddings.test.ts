@@ -1,5 +1,5 @@
 import type { Viewer } from '@ctxbus/core';
-import { prepareItem } from '@ctxbus/core';
+import { prepareItem, silentLogger } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import type { EmbeddingsServer } from '@ctxbus/test-kit';
@@ -8,7 +8,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
-import { silentLogger } from '../logger.js';
 import { fuseRankings, vectorWeight } from '../search/hybrid-search.js';
 import { BackgroundEmbedder, embeddingText } from './background-embedder.js';
 import type { EmbeddingProvider } from './embedding-provider.js';

@@ -1,6 +1,6 @@
+import type { Logger } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import type { ChangeFeed } from '../change-feed.js';
-import type { Logger } from '../logger.js';
 import type { BackgroundEmbedderOptions } from './background-embedder.js';
 import { BackgroundEmbedder } from './background-embedder.js';
 import type { EmbeddingProvider } from './embedding-provider.js';

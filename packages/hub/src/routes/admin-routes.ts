@@ -1,4 +1,3 @@
-import type { TokenInfo } from '@ctxbus/core';
 import {
   CtxbusError,
   createTokenRequestSchema,
@@ -7,9 +6,8 @@ import {
   tokenIdParamsSchema,
   tokenInfoSchema,
 } from '@ctxbus/core';
-import type { TokenRecord } from '@ctxbus/store';
 import { z } from 'zod';
-import { mintToken } from '../auth.js';
+import { mintToken, tokenInfo } from '../auth.js';
 import { defineRoute } from '../route-definition.js';
 
 const streamStatsSchema = z.object({
@@ -17,12 +15,6 @@ const streamStatsSchema = z.object({
   maxPendingBytes: z.int().positive(),
   ended: z.object({ slow_reader: z.int().nonnegative(), token_revoked: z.int().nonnegative() }),
 });
-
-/** A token record without its hash: what the API shows. */
-export function tokenInfo(record: TokenRecord): TokenInfo {
-  const { hash: _hash, ...info } = record;
-  return info;
-}
 
 export const adminRoutes = [
   defineRoute({

@@ -1,5 +1,4 @@
 import { archiveQuerySchema, archiveResponseSchema } from '@ctxbus/core';
-import { viewerOf } from '../caller.js';
 import { defineRoute } from '../route-definition.js';
 
 export const archiveRoute = defineRoute({
@@ -13,8 +12,8 @@ export const archiveRoute = defineRoute({
   auth: 'runtime',
   query: archiveQuerySchema,
   responses: { 200: { description: 'Archived items.', schema: archiveResponseSchema } },
-  async handler({ query, caller, services }) {
-    const items = await services.store.listArchivedItems(viewerOf(caller), {
+  async handler({ query, viewer, services }) {
+    const items = await services.store.listArchivedItems(viewer, {
       limit: query.limit,
       ...(query.before !== undefined && { beforeArchiveId: query.before }),
     });

@@ -18,7 +18,6 @@ import {
   writeRequestSchema,
   writeResponseSchema,
 } from '@ctxbus/core';
-import { viewerOf } from '../caller.js';
 import { defineRoute } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
 
@@ -101,8 +100,7 @@ export const contextRoutes = [
       },
       201: { description: 'At least one item was created.', schema: writeResponseSchema },
     },
-    async handler({ body, caller, services }) {
-      const writer = viewerOf(caller);
+    async handler({ body, viewer: writer, services }) {
       const now = services.clock();
       const inputs = body as unknown as ReturnType<typeof parseWriteRequest>;
       const prepared = inputs.map((input, index) => {
@@ -136,9 +134,9 @@ export const contextRoutes = [
     auth: 'runtime',
     query: listQuerySchema,
     responses: { 200: { description: 'The items.', schema: listResponseSchema } },
-    async handler({ query, caller, services }) {
+    async handler({ query, viewer, services }) {
       const options = listOptionsFromQuery(query);
-      const items = await services.store.listItems(viewerOf(caller), options);
+      const items = await services.store.listItems(viewer, options);
       const last = items.at(-1);
       return {
         status: 200,
@@ -161,10 +159,10 @@ export const contextRoutes = [
     auth: 'runtime',
     body: searchRequestSchema,
     responses: { 200: { description: 'Results, best first.', schema: searchResponseSchema } },
-    async handler({ body, caller, services }) {
+    async handler({ body, viewer, services }) {
       const scopes = asArray(body.scope);
       const types = asArray(body.type);
-      const response = await searchContext(services, viewerOf(caller), {
+      const response = await searchContext(services, viewer, {
         query: body.query,
         limit: body.limit,
         ...(scopes && { scopes }),
@@ -187,8 +185,7 @@ export const contextRoutes = [
     auth: 'runtime',
     query: sharedQuerySchema,
     responses: { 200: { description: 'The bundle.', schema: sharedResponseSchema } },
-    async handler({ query, caller, services }) {
-      const viewer = viewerOf(caller);
+    async handler({ query, viewer, services }) {
       const runtime = query.runtime ?? viewer.runtime;
       getResolver(runtime);
       const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
@@ -219,8 +216,8 @@ export const contextRoutes = [
     auth: 'runtime',
     params: itemIdParamsSchema,
     responses: { 200: { description: 'The item.', schema: itemResponseSchema } },
-    async handler({ params, caller, services }) {
-      const item = await services.store.getItem(viewerOf(caller), params.id);
+    async handler({ params, viewer, services }) {
+      const item = await services.store.getItem(viewer, params.id);
       if (!item) throw notFound(params.id);
       return { status: 200, body: { item } };
     },
@@ -235,8 +232,8 @@ export const contextRoutes = [
     auth: 'runtime',
     params: itemIdParamsSchema,
     responses: { 200: { description: 'The item after consumption.', schema: itemResponseSchema } },
-    async handler({ params, caller, services }) {
-      const item = await services.store.consumeItem(viewerOf(caller), params.id);
+    async handler({ params, viewer, services }) {
+      const item = await services.store.consumeItem(viewer, params.id);
       if (!item) throw notFound(params.id);
       services.feed.notify();
       return { status: 200, body: { item } };

@@ -1,22 +1,21 @@
 import type { ItemFilter } from '@ctxbus/core';
-import { CtxbusError, isSequenceText, streamEventSchema, streamQuerySchema } from '@ctxbus/core';
-import type { Change, ChangeKind } from '@ctxbus/store';
+import {
+  CHANGE_EVENT_NAMES,
+  CtxbusError,
+  isSequenceText,
+  streamEventSchema,
+  streamQuerySchema,
+} from '@ctxbus/core';
+import type { Change } from '@ctxbus/store';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { bearerHash } from '../auth.js';
-import { viewerOf } from '../caller.js';
+import type { Caller } from '../caller.js';
 import type { FeedSubscriber, StreamEnd, StreamOwner } from '../change-feed.js';
 import type { HubServices } from '../hub-services.js';
-import type { Caller } from '../route-definition.js';
 import { defineRoute } from '../route-definition.js';
 import type { EventSink } from './event-sink.js';
 import { openEventSink } from './event-sink.js';
-
-export const EVENT_NAMES: Record<ChangeKind, string> = {
-  added: 'context-added',
-  consumed: 'context-consumed',
-  superseded: 'context-superseded',
-};
 
 const sseFrames = new WeakMap<Change, Buffer>();
 const webSocketMessages = new WeakMap<Change, string>();
@@ -29,7 +28,7 @@ const webSocketMessages = new WeakMap<Change, string>();
 export function sseFrame(change: Change): Buffer {
   let frame = sseFrames.get(change);
   if (frame === undefined) {
-    const event = EVENT_NAMES[change.kind];
+    const event = CHANGE_EVENT_NAMES[change.kind];
     const data = JSON.stringify({ seq: change.seq, event, item: change.item });
     frame = Buffer.from(`event: ${event}\ndata: ${data}\nid: ${change.seq}\n\n`);
     sseFrames.set(change, frame);
@@ -44,7 +43,7 @@ export function webSocketMessage(change: Change): string {
     message = JSON.stringify({
       type: 'event',
       seq: change.seq,
-      event: EVENT_NAMES[change.kind],
+      event: CHANGE_EVENT_NAMES[change.kind],
       item: change.item,
     });
     webSocketMessages.set(change, message);
@@ -123,8 +122,7 @@ export const streamRoute = defineRoute({
       contentType: 'text/event-stream',
     },
   },
-  async handler({ query, caller, services, context }) {
-    const viewer = viewerOf(caller);
+  async handler({ query, caller, viewer, services, context }) {
     const afterSeq = resumeSeq(
       context.req.header('last-event-id'),
       query.since,

@@ -1,7 +1,6 @@
 import { streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import { upgradeWebSocket } from '@hono/node-server';
 import type { WebSocket } from 'ws';
-import { viewerOf } from '../caller.js';
 import type { FeedSubscriber } from '../change-feed.js';
 import { defineRoute } from '../route-definition.js';
 import {
@@ -60,8 +59,7 @@ export const streamWebSocketRoute = defineRoute({
       schema: streamEventSchema,
     },
   },
-  async handler({ query, caller, services, context }) {
-    const viewer = viewerOf(caller);
+  async handler({ query, caller, viewer, services, context }) {
     const afterSeq = resumeSeq(
       context.req.header('last-event-id'),
       query.since,

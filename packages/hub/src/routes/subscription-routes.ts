@@ -1,6 +1,7 @@
-import type { PendingResponse, Subscription, SubscriptionEvent, Viewer } from '@ctxbus/core';
+import type { PendingResponse, Subscription, Viewer } from '@ctxbus/core';
 import {
   ackRequestSchema,
+  CHANGE_EVENT_NAMES,
   CtxbusError,
   createSubscriptionRequestSchema,
   createSubscriptionResponseSchema,
@@ -14,13 +15,11 @@ import {
 } from '@ctxbus/core';
 import type { SubscriptionRecord } from '@ctxbus/store';
 import { z } from 'zod';
-import { viewerOf } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
 import { checkEndpoint } from '../webhooks/endpoint-guard.js';
 import { subscriptionMatcher } from '../webhooks/push-dispatcher.js';
 import { newWebhookSecret } from '../webhooks/webhook-signature.js';
-import { EVENT_NAMES } from './stream-route.js';
 
 /** Subscriptions one runtime may hold. */
 export const MAX_SUBSCRIPTIONS_PER_RUNTIME = 100;
@@ -101,8 +100,7 @@ export const subscriptionRoutes = [
       403: { description: 'The body names another runtime than the token.' },
       422: { description: 'The endpoint is not allowed (private address, bad scheme...).' },
     },
-    async handler({ body, caller, services }) {
-      const viewer = viewerOf(caller);
+    async handler({ body, viewer, services }) {
       if (body.runtime !== undefined && body.runtime !== viewer.runtime) {
         throw new CtxbusError(
           'forbidden',
@@ -153,8 +151,7 @@ export const subscriptionRoutes = [
     responses: {
       200: { description: 'Oldest first.', schema: listSubscriptionsResponseSchema },
     },
-    async handler({ caller, services }) {
-      const viewer = viewerOf(caller);
+    async handler({ viewer, services }) {
       const records = await services.store.listSubscriptions({ teamId: viewer.teamId });
       return {
         status: 200,
@@ -178,8 +175,8 @@ export const subscriptionRoutes = [
       200: { description: 'The subscription.', schema: subscriptionResponseSchema },
       ...notFound,
     },
-    async handler({ params, caller, services }) {
-      const record = await ownSubscription(services, viewerOf(caller), params.id);
+    async handler({ params, viewer, services }) {
+      const record = await ownSubscription(services, viewer, params.id);
       return { status: 200, body: { subscription: subscriptionView(record) } };
     },
   }),
@@ -195,8 +192,8 @@ export const subscriptionRoutes = [
       200: { description: 'Deleted.', schema: z.object({ deleted: z.literal(true) }) },
       ...notFound,
     },
-    async handler({ params, caller, services }) {
-      await ownSubscription(services, viewerOf(caller), params.id);
+    async handler({ params, viewer, services }) {
+      await ownSubscription(services, viewer, params.id);
       await services.store.deleteSubscription(params.id);
       return { status: 200, body: { deleted: true } };
     },
@@ -217,8 +214,8 @@ export const subscriptionRoutes = [
       409: { description: 'A push subscription.' },
       ...notFound,
     },
-    async handler({ params, query, caller, services }) {
-      const record = await ownSubscription(services, viewerOf(caller), params.id);
+    async handler({ params, query, viewer, services }) {
+      const record = await ownSubscription(services, viewer, params.id);
       pullOnly(record);
       const matches = subscriptionMatcher(record);
       const result: PendingResponse = { changes: [], next: record.cursor, more: false };
@@ -238,7 +235,7 @@ export const subscriptionRoutes = [
             }
             result.changes.push({
               seq: change.seq,
-              event: EVENT_NAMES[change.kind] as SubscriptionEvent,
+              event: CHANGE_EVENT_NAMES[change.kind],
               item: change.item,
             });
           }
@@ -266,8 +263,8 @@ export const subscriptionRoutes = [
       409: { description: 'A push subscription.' },
       ...notFound,
     },
-    async handler({ params, body, caller, services }) {
-      const record = await ownSubscription(services, viewerOf(caller), params.id);
+    async handler({ params, body, viewer, services }) {
+      const record = await ownSubscription(services, viewer, params.id);
       pullOnly(record);
       const latest = await services.store.latestSeq();
       if (body.seq > latest) {
@@ -278,7 +275,7 @@ export const subscriptionRoutes = [
       }
       const now = services.clock().toISOString();
       await services.store.saveSubscriptionProgress(record.id, null, { cursor: body.seq }, now);
-      const after = await ownSubscription(services, viewerOf(caller), params.id);
+      const after = await ownSubscription(services, viewer, params.id);
       return { status: 200, body: { subscription: subscriptionView(after) } };
     },
   }),
@@ -298,8 +295,8 @@ export const subscriptionRoutes = [
       200: { description: 'In sequence order.', schema: deadLettersResponseSchema },
       ...notFound,
     },
-    async handler({ params, query, caller, services }) {
-      const record = await ownSubscription(services, viewerOf(caller), params.id);
+    async handler({ params, query, viewer, services }) {
+      const record = await ownSubscription(services, viewer, params.id);
       const letters = await services.store.listDeadLetters(record.id, {
         limit: query.limit,
         ...(query.after !== undefined && { afterSeq: query.after }),

@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { ItemFilter, SubscriptionEvent, WebhookPayload } from '@ctxbus/core';
-import { itemMatches } from '@ctxbus/core';
+import type { ItemFilter, Logger, SubscriptionEvent, WebhookPayload } from '@ctxbus/core';
+import { CHANGE_EVENT_NAMES, itemMatches } from '@ctxbus/core';
 import type { Change, DeadLetter, Store, SubscriptionRecord } from '@ctxbus/store';
 import type { ChangeFeed } from '../change-feed.js';
-import type { Logger } from '../logger.js';
-import { EVENT_NAMES } from '../routes/stream-route.js';
 import type { SendOptions, SendResult } from './webhook-sender.js';
 import { sendWebhook } from './webhook-sender.js';
 import { signWebhook } from './webhook-signature.js';
@@ -56,7 +54,7 @@ export function subscriptionMatcher(subscription: SubscriptionRecord) {
   const viewer = { teamId: subscription.teamId, runtime: subscription.runtime };
   return (change: Change, now: Date): boolean =>
     change.teamId === subscription.teamId &&
-    wanted.has(EVENT_NAMES[change.kind] as SubscriptionEvent) &&
+    wanted.has(CHANGE_EVENT_NAMES[change.kind]) &&
     itemMatches(change.item, viewer, filter, now);
 }
 
@@ -241,7 +239,7 @@ export class PushDispatcher {
           const letter: DeadLetter = {
             subscriptionId: start.id,
             seq: change.seq,
-            event: EVENT_NAMES[change.kind] as SubscriptionEvent,
+            event: CHANGE_EVENT_NAMES[change.kind],
             itemId: change.item.id,
             attempts,
             lastError: result.error,
@@ -301,7 +299,7 @@ export class PushDispatcher {
     const payload: WebhookPayload = {
       subscriptionId: subscription.id,
       seq: change.seq,
-      event: EVENT_NAMES[change.kind] as SubscriptionEvent,
+      event: CHANGE_EVENT_NAMES[change.kind],
       item: change.item,
     };
     const body = JSON.stringify(payload);

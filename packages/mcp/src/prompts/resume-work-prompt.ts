@@ -1,3 +1,4 @@
+import type { Logger } from '@ctxbus/core/contract';
 import { scopeKeySchema } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
@@ -6,7 +7,6 @@ import { z } from 'zod';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
 import { renderItems, toItemView } from '../item-view.js';
-import type { Logger } from '../logger.js';
 import { bundleText } from '../tools/context-shared-tool.js';
 
 export const RESUME_WORK_PROMPT = 'resume-work';

@@ -1,3 +1,4 @@
+import type { Logger } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -5,7 +6,6 @@ import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
-import type { Logger } from '../logger.js';
 import { bundleText } from '../tools/context-shared-tool.js';
 import { activeTasks } from './active-tasks.js';
 import { activeTasksMarkdown, recentDecisionsMarkdown } from './resource-markdown.js';

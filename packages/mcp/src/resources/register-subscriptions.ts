@@ -1,3 +1,4 @@
+import type { Logger } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   ErrorCode,
@@ -7,7 +8,6 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
-import type { Logger } from '../logger.js';
 import type { ResourceSubscriptionsOptions } from './resource-subscriptions.js';
 import { ResourceSubscriptions } from './resource-subscriptions.js';
 import { isKnownResourceUri } from './resource-uris.js';

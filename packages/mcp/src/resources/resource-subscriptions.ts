@@ -1,7 +1,6 @@
-import type { StreamEvent } from '@ctxbus/core/contract';
+import type { Logger, StreamEvent } from '@ctxbus/core/contract';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
-import type { Logger } from '../logger.js';
 import { changeAffects } from './resource-uris.js';
 
 export interface ResourceSubscriptionsOptions {

@@ -1,5 +1,5 @@
+import type { Logger } from '@ctxbus/core/contract';
 import type { ContextBackend } from '../context-backend.js';
-import type { Logger } from '../logger.js';
 
 /** What every tool handler gets. */
 export interface ToolContext {

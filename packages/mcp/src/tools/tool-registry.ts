@@ -1,3 +1,4 @@
+import type { Logger } from '@ctxbus/core/contract';
 import { MAX_JSON_DEPTH, tooDeep, wellFormed } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
@@ -9,7 +10,6 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { errorMessage } from '../error-message.js';
-import type { Logger } from '../logger.js';
 import { portableSchema } from './portable-schema.js';
 
 /** One tool: zod schemas for what it takes and returns, and what it does. */

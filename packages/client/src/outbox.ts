@@ -1,10 +1,12 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ContextItemInput } from '@ctxbus/core/contract';
+import { MAX_BATCH_ITEMS } from '@ctxbus/core/light';
 
-// Writes that could not reach the hub wait here, one JSON item per line, and go out with the
-// next successful contact. Every queued item has a deterministic id, so sending one twice (two
-// hooks flushing at once, a crash after the hub stored it) stores it once.
+// A hook's outbox (`@ctxbus/client/outbox`): writes that could not reach the hub wait here, one
+// JSON item per line, and go out with the next successful contact. Every queued item has a
+// deterministic id, so sending one twice (two hooks flushing at once, a crash after the hub
+// stored it) stores it once.
 
 const PENDING = 'outbox.jsonl';
 
@@ -61,8 +63,8 @@ export async function flushOutbox(
     } catch {
       continue; // another flush took it
     }
-    for (let start = 0; start < items.length; start += 500)
-      await send(items.slice(start, start + 500));
+    for (let start = 0; start < items.length; start += MAX_BATCH_ITEMS)
+      await send(items.slice(start, start + MAX_BATCH_ITEMS));
     rmSync(path, { force: true });
     sent += items.length;
   }

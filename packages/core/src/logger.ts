@@ -1,4 +1,7 @@
-/** The logging surface ctxbus libraries use: a subset of pino's, so a pino logger fits. */
+/**
+ * The logging surface ctxbus libraries take: a subset of pino's, so a pino logger fits as is.
+ * Packages never log to the console; they are given one of these.
+ */
 export interface Logger {
   debug(object: object, message?: string): void;
   info(object: object, message?: string): void;
@@ -8,5 +11,5 @@ export interface Logger {
 
 const noop = () => {};
 
-/** A logger that drops everything (the default when none is injected). */
+/** Drops everything: the default when no logger is injected. */
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };

@@ -2,8 +2,9 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 
-// The hook's own minimal hub client, on node:http. @ctxbus/client (ky, fetch, zod) costs ~100 ms
-// of startup per hook run (measured); this costs ~10. Responses are checked structurally.
+// A minimal hub client on node:http, for hooks a runtime starts once per call
+// (`@ctxbus/client/light`). The full client (ky, fetch, zod) costs ~100 ms of startup per hook
+// run (measured); this costs ~10. Responses are checked structurally, not with zod.
 
 /** The item fields the hooks show. */
 export interface HubItem {
@@ -50,7 +51,15 @@ function isItem(value: unknown): value is HubItem {
   );
 }
 
-export function createHubLite(settings: { url: string; token: string; timeoutMs: number }): HubApi {
+export interface HubLiteSettings {
+  url: string;
+  token: string;
+  timeoutMs: number;
+  /** The runtime whose format the shared context comes in (claude-code, openclaw, ...). */
+  runtime: string;
+}
+
+export function createHubLite(settings: HubLiteSettings): HubApi {
   const base = settings.url.replace(/\/+$/, '');
   const call = (method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> =>
     new Promise((resolve, reject) => {
@@ -109,7 +118,7 @@ export function createHubLite(settings: { url: string; token: string; timeoutMs:
     async shared(tokenBudget) {
       const bundle = (await call(
         'GET',
-        `/api/context/shared?runtime=claude-code&tokenBudget=${tokenBudget}`,
+        `/api/context/shared?runtime=${encodeURIComponent(settings.runtime)}&tokenBudget=${tokenBudget}`,
       )) as {
         formatted?: unknown;
       };

@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stableId } from '@ctxbus/core/light';
+import type { RunningHub } from '@ctxbus/hub';
+import { mintToken, startHub } from '@ctxbus/hub';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHubLite, HubRequestError } from './hub-lite.js';
+import { flushOutbox, pendingCount, queueItems } from './outbox.js';
+
+let store: Store;
+let running: RunningHub;
+let token: string;
+let stateDir: string;
+
+beforeAll(async () => {
+  store = openSqliteStore({ path: ':memory:' });
+  running = await startHub({ store, port: 0, validateResponses: true });
+  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'openclaw' })).token;
+  stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-outbox-'));
+});
+
+afterAll(async () => {
+  await running.close();
+  await store.close();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe('@ctxbus/client/light', () => {
+  it('writes, lists and reads the shared context in the runtime it names', async () => {
+    const hub = createHubLite({ url: `${running.url}/`, token, timeoutMs: 2_000, runtime: 'web' });
+    expect(hub.url).toBe(running.url);
+    await hub.write([{ type: 'decision', title: 'Light client decision' }]);
+    const items = await hub.list(0, 10);
+    expect(items.map((item) => [item.title, item.source.runtime])).toEqual([
+      ['Light client decision', 'openclaw'],
+    ]);
+    const { formatted } = await hub.shared(500);
+    expect(formatted).toContain('Light client decision');
+  });
+
+  it('says why a call failed: the hub refused it, or could not be reached', async () => {
+    const refused = createHubLite({
+      url: running.url,
+      token: 'cbx_not-a-token',
+      timeoutMs: 2_000,
+      runtime: 'web',
+    });
+    await expect(refused.list(0, 1)).rejects.toMatchObject({
+      name: 'HubRequestError',
+      status: 401,
+    });
+    const unreachable = createHubLite({
+      url: 'http://127.0.0.1:1',
+      token,
+      timeoutMs: 2_000,
+      runtime: 'web',
+    });
+    const error = await unreachable.shared(100).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(HubRequestError);
+    expect((error as HubRequestError).status).toBeNull();
+  });
+});
+
+describe('@ctxbus/client/outbox', () => {
+  it('keeps what could not be sent and sends it once, in batches the hub accepts', async () => {
+    const hub = createHubLite({ url: running.url, token, timeoutMs: 2_000, runtime: 'openclaw' });
+    const items = Array.from({ length: 501 }, (_, index) => ({
+      id: stableId('outbox-test', String(index)),
+      type: 'status' as const,
+      title: `Queued ${index}`,
+    }));
+    queueItems(stateDir, items);
+    expect(pendingCount(stateDir)).toBe(501);
+    const batches: number[] = [];
+    const sent = await flushOutbox(stateDir, async (batch) => {
+      batches.push(batch.length);
+      await hub.write(batch);
+    });
+    expect(sent).toBe(501);
+    expect(batches).toEqual([500, 1]);
+    expect(pendingCount(stateDir)).toBe(0);
+    // Sending the same ids again stores nothing new.
+    queueItems(stateDir, items.slice(-2));
+    await flushOutbox(stateDir, (batch) => hub.write(batch));
+    const newest = await hub.list(0, 3);
+    expect(newest.map((item) => item.title)).toEqual(['Queued 500', 'Queued 499', 'Queued 498']);
+  });
+
+  it('keeps a batch the hub did not take for the next flush', async () => {
+    queueItems(stateDir, [{ type: 'status', title: 'Waits for the hub' }]);
+    await expect(
+      flushOutbox(stateDir, async () => {
+        throw new HubRequestError('the hub is down', null);
+      }),
+    ).rejects.toThrow('the hub is down');
+    expect(pendingCount(stateDir)).toBe(1);
+    const received: string[] = [];
+    expect(
+      await flushOutbox(stateDir, async (batch) => {
+        received.push(...batch.map((item) => item.title));
+      }),
+    ).toBe(1);
+    expect(received).toEqual(['Waits for the hub']);
+  });
+});

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { extractDecisions, stableId } from './decision-capture.js';
+
+describe('decision capture', () => {
+  it('extracts only explicitly stated decisions', () => {
+    expect(
+      extractDecisions(
+        'We talked.\nDecision: use pnpm\n* Decision: Biome for lint\n**Decision**: no ORMs\nA decision was hinted.',
+      ),
+    ).toEqual(['use pnpm', 'Biome for lint', 'no ORMs']);
+    expect(extractDecisions('no decisions here')).toEqual([]);
+  });
+
+  it('derives stable UUIDs the hub accepts', () => {
+    const id = stableId('a', 'b');
+    expect(id).toBe(stableId('a', 'b'));
+    expect(id).not.toBe(stableId('a', 'c'));
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it('keeps the ids it gave before it moved to core (queued outbox items keep theirs)', () => {
+    // Values from the adapter's earlier node:crypto implementation.
+    expect(stableId('a', 'b')).toBe('59b271ae-1bbc-81d3-9d41-929817f4b16f');
+    expect(stableId('sessión', '✓')).toBe('0d739f43-9a42-8385-890d-438f88fcff06');
+  });
+});
