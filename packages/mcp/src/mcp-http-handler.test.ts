@@ -1,11 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { createClient } from '@ctxbus/client';
+import { silentLogger } from '@ctxbus/core/contract';
 import { waitUntil } from '@ctxbus/test-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContextBackend } from './context-backend.js';
-import { silentLogger } from './logger.js';
 import type { McpHttpHandler, McpHttpHandlerOptions } from './mcp-http-handler.js';
 import { createMcpHttpHandler } from './mcp-http-handler.js';
 import type { TestHub } from './test-kit.js';
