@@ -184,7 +184,12 @@ export function resolveSharedContext(
     trimOrder: SHARED_TRIM_ORDER,
     header: {
       title: 'Shared context (ctxbus)',
-      lines: [`Team ${request.viewer.teamId}, for ${request.runtime}.`],
+      // The format may be another runtime's (a preview); what is visible is always the viewer's.
+      lines: [
+        request.runtime === request.viewer.runtime
+          ? `Team ${request.viewer.teamId}, for ${request.runtime}.`
+          : `Team ${request.viewer.teamId}, as ${request.viewer.runtime} sees it, formatted for ${request.runtime}.`,
+      ],
     },
   };
   const built = buildContext(sections, resolver.formatter, options);

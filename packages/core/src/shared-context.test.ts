@@ -94,6 +94,9 @@ describe('resolveSharedContext', () => {
     expect(text.format).toBe('text');
     expect(text.formatted).toContain('RECENT DECISIONS:');
     expect(text.formatted).not.toContain('**');
+    // Another runtime's format is a preview: the header says whose view it is.
+    expect(md.formatted).toContain('Team acme, for claude-code.');
+    expect(text.formatted).toContain('Team acme, as claude-code sees it, formatted for openclaw.');
     // Seed 000's formattedMarkdown is Markdown for every runtime: the same sections.
     expect(text.formattedMarkdown).toContain('## Recent decisions');
     expect(text.formattedMarkdown).toContain('  - embedded');
