@@ -1,6 +1,7 @@
 import { CtxbusError } from '@ctxbus/core/contract';
 import { Command, CommanderError } from 'commander';
 import { registerContextCommands } from './commands/context-commands.js';
+import { registerDoctor } from './commands/doctor-command.js';
 import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
@@ -61,6 +62,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerContextCommands(program, run);
   registerInstall(program, run);
   registerMcp(program, run);
+  registerDoctor(program, run);
   return program;
 }
 

@@ -11,7 +11,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOOK_SCRIPT, installClaudeCode, MCP_SCRIPT, uninstallClaudeCode } from './install.js';
+import {
+  HOOK_SCRIPT,
+  inspectClaudeCode,
+  installClaudeCode,
+  MCP_SCRIPT,
+  uninstallClaudeCode,
+} from './install.js';
 
 const dirs: string[] = [];
 const fresh = () => {
@@ -201,5 +207,31 @@ describe('installClaudeCode --user', () => {
     uninstallClaudeCode({ kind: 'user', home });
     expect(read(join(home, '.claude.json'))).toEqual({ numStartups: 3, projects: { '/x': {} } });
     expect(existsSync(join(home, '.claude', 'settings.json'))).toBe(true);
+  });
+});
+
+describe('inspectClaudeCode', () => {
+  it('reads back what install wrote, and nothing once uninstalled', () => {
+    const target = { kind: 'project' as const, dir: fresh(), home: fresh() };
+    expect(inspectClaudeCode(target)).toEqual({
+      settings: null,
+      url: null,
+      token: null,
+      nodePath: null,
+      hookScript: null,
+      mcpServer: false,
+    });
+    installClaudeCode({ ...options, nodePath: '/opt/my "node"/bin/node', target });
+    expect(inspectClaudeCode(target)).toEqual({
+      settings: join(target.dir, '.claude', 'settings.local.json'),
+      url: 'http://127.0.0.1:7420',
+      token: 'cbx_test_token',
+      nodePath: '/opt/my "node"/bin/node',
+      hookScript: `/opt/ctxbus/${HOOK_SCRIPT}`,
+      mcpServer: true,
+    });
+    uninstallClaudeCode(target);
+    expect(inspectClaudeCode(target).settings).toBeNull();
+    expect(inspectClaudeCode(target).mcpServer).toBe(false);
   });
 });

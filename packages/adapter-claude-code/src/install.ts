@@ -274,3 +274,54 @@ export function uninstallClaudeCode(target: InstallTarget): InstallResult {
   }
   return { files: changed };
 }
+
+/** What `ctxbus doctor` needs to know of an install, read from Claude Code's files. */
+export interface ClaudeCodeInstall {
+  /** The settings file that holds our hooks (null: not installed in this scope). */
+  settings: string | null;
+  url: string | null;
+  token: string | null;
+  /** The Node executable and hook script our hook commands name. */
+  nodePath: string | null;
+  hookScript: string | null;
+  /** Our MCP server is registered in Claude Code's state for this scope. */
+  mcpServer: boolean;
+}
+
+/** Our hook command, as installClaudeCode writes it: `"<node>" "<scripts>/<HOOK_SCRIPT>"`. */
+function ourHookCommand(settings: JsonObject): string | null {
+  const groups = Object.values((settings.hooks ?? {}) as JsonObject).flat();
+  for (const group of groups) {
+    const entries = ((group ?? {}) as JsonObject).hooks;
+    if (!Array.isArray(entries)) continue;
+    for (const entry of entries) {
+      const command = ((entry ?? {}) as JsonObject).command;
+      if (typeof command === 'string' && command.includes(HOOK_SCRIPT)) return command;
+    }
+  }
+  return null;
+}
+
+/** Reads what installClaudeCode wrote for `target`, without changing anything. */
+export function inspectClaudeCode(target: InstallTarget): ClaudeCodeInstall {
+  const where = paths(target);
+  const settings = readJsonFile(where.settings);
+  const command = ourHookCommand(settings);
+  const parts = command ? /^"((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/.exec(command) : null;
+  const unquote = (value: string | undefined) => value?.replace(/\\(["\\$`])/g, '$1') ?? null;
+  const env = (settings.env ?? {}) as JsonObject;
+  const state = existsSync(where.state) ? readJsonFile(where.state) : {};
+  const scope =
+    where.project === null
+      ? state
+      : ((state.projects as JsonObject | undefined)?.[where.project] as JsonObject | undefined);
+  const servers = (scope?.mcpServers ?? {}) as JsonObject;
+  return {
+    settings: command ? where.settings : null,
+    url: typeof env.CTXBUS_URL === 'string' ? env.CTXBUS_URL : null,
+    token: typeof env.CTXBUS_TOKEN === 'string' ? env.CTXBUS_TOKEN : null,
+    nodePath: unquote(parts?.[1]),
+    hookScript: unquote(parts?.[2]),
+    mcpServer: isOurServer(servers[MCP_SERVER_NAME]),
+  };
+}

@@ -215,6 +215,32 @@ describe('ctxbus CLI', () => {
       expect(JSON.parse(shared.stdout)).toMatchObject({ runtime: 'claude-code' });
       expect(shared.stdout).toContain('Keep tokens out of shell history');
 
+      // doctor checks it all, changing nothing.
+      const healthy = await runCli(['doctor', '--project', project], { env });
+      expect(healthy.code, healthy.stdout).toBe(0);
+      expect(healthy.stdout).toContain(`ok    hub: ${local.url} answers`);
+      expect(healthy.stdout).toContain('ok    CLI token: valid, acts as acme/cli');
+      expect(healthy.stdout).toMatch(
+        /ok {4}Claude Code \(project .*\): hooks and MCP server installed, token acts as acme\/claude-code/,
+      );
+      const broken = tempDir('ctxbus-project-');
+      dirs.push(broken);
+      expect(
+        (
+          await runCli(
+            ['install', 'claude-code', '--project', broken, '--token', 'cbx_not_a_real_token'],
+            { env },
+          )
+        ).code,
+      ).toBe(0);
+      const sick = await runCli(['doctor', '--project', broken], { env });
+      expect(sick.code).toBe(1);
+      expect(sick.stdout).toMatch(/FAIL {2}Claude Code \(project .*\): .*token/i);
+      expect(sick.stdout).toContain(
+        `fix: run \`ctxbus install claude-code --project ${broken}\` again`,
+      );
+      expect(sick.stderr.trim()).toBe('ctxbus: error: 1 check failed');
+
       // Without an admin token the installer says what it needs, in one line.
       const elsewhere = await runCli(['install', 'claude-code', '--project', project], {
         env: { ...env, CTXBUS_CONFIG_DIR: tempDir('ctxbus-config-'), CTXBUS_URL: local.url },
