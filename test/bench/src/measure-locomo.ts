@@ -2,82 +2,32 @@
 // store's on the same items (run by hand, never in the test suite; the data stays outside the
 // repository):
 //
-//   node --experimental-transform-types packages/store/src/postgres/measure-locomo.ts [--only postgres|sqlite]
+//   node test/bench/src/measure-locomo.ts [--only postgres|sqlite]
 //
 // Each conversation turn is one item in a team of the conversation's own (title = speaker,
 // content = text plus " [image: caption]", tag = speaker, scope key and thread =
 // `<sample>-s<session>`), each question one search (limit 10); a question counts when an
 // evidence turn is in the top 10 (top 5). As test/bench/src/locomo-recall.ts does through the
 // hub. CTXBUS_LOCOMO overrides the data path, CTXBUS_TEST_POSTGRES_URL the server.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { percentile, report, resolveSourceImports } from './measure-support.ts';
+import { join } from 'node:path';
+import { prepareItem } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { openPostgresStore } from '@ctxbus/store/postgres';
+import { probePostgres, ScratchSchemas } from '@ctxbus/store/testing';
+import type { LocomoConversation } from './corpus.ts';
+import { LOCOMO_PATH, loadLocomo, locomoAvailable, normaliseEvidence } from './corpus.ts';
+import { report } from './measure-support.ts';
+import { percentile } from './stats.ts';
 
-resolveSourceImports();
-const { prepareItem } = await import('@ctxbus/core');
-const { openPostgresStore } = await import('./postgres-store.ts');
-const { openSqliteStore } = await import('../sqlite/sqlite-store.ts');
-const { probePostgres, ScratchSchemas } = await import('./postgres-test-server.ts');
-type Store = import('../store.ts').Store;
-
-const here = dirname(fileURLToPath(import.meta.url));
-const dataPath =
-  process.env.CTXBUS_LOCOMO ??
-  resolve(here, '../../../../../shared/data/locomo-dev/locomo-dev.json');
-
-interface Turn {
-  speaker: string;
-  dia_id: string;
-  text: string;
-  blip_caption?: string;
-}
-interface Question {
-  question: string;
-  evidence: string[];
-  category: number;
-}
-interface Conversation {
-  sampleId: string;
-  sessions: { index: number; turns: Turn[] }[];
-  questions: Question[];
+/** As the data's README says: `D:?(\d+):0*(\d+)`. */
+function normaliseDia(value: string): string {
+  return normaliseEvidence([value])[0] ?? '';
 }
 
-function loadConversations(): Conversation[] {
-  const raw = JSON.parse(readFileSync(dataPath, 'utf8')) as {
-    sample_id?: string;
-    conversation: Record<string, unknown>;
-    qa: Question[];
-  }[];
-  return raw.map((sample, index) => {
-    const sessions: Conversation['sessions'] = [];
-    for (const [name, value] of Object.entries(sample.conversation)) {
-      const match = /^session_(\d+)$/.exec(name);
-      if (match && Array.isArray(value))
-        sessions.push({ index: Number(match[1]), turns: value as Turn[] });
-    }
-    sessions.sort((a, b) => a.index - b.index);
-    return { sampleId: sample.sample_id ?? `conv-${index}`, sessions, questions: sample.qa };
-  });
-}
-
-/** As the data's README says: `D:?(\d+):0*(\d+)`, split on `;` or spaces. */
-function normaliseDia(value: string): string | null {
-  const match = /D:?(\d+):0*(\d+)/.exec(value);
-  return match ? `D${match[1]}:${match[2]}` : null;
-}
-function normaliseEvidence(evidence: readonly string[]): Set<string> {
-  const ids = new Set<string>();
-  for (const entry of evidence)
-    for (const part of entry.split(/[;\s]+/)) {
-      const id = normaliseDia(part);
-      if (id) ids.add(id);
-    }
-  return ids;
-}
-
-async function measure(name: string, store: Store, conversations: Conversation[]) {
+async function measure(name: string, store: Store, conversations: LocomoConversation[]) {
   let questions = 0;
   let at5 = 0;
   let at10 = 0;
@@ -106,14 +56,14 @@ async function measure(name: string, store: Store, conversations: Conversation[]
         );
         const outcomes = await store.writeItems(items);
         outcomes.forEach((outcome, offset) => {
-          diaById.set(outcome.item.id, normaliseDia(turns[offset]?.dia_id ?? '') ?? '');
+          diaById.set(outcome.item.id, normaliseDia(turns[offset]?.dia_id ?? ''));
         });
       }
     }
     let conversationQuestions = 0;
     let conversationAt10 = 0;
     for (const question of conversation.questions) {
-      const evidence = normaliseEvidence(question.evidence);
+      const evidence = new Set(normaliseEvidence(question.evidence));
       if (evidence.size === 0) continue;
       const started = performance.now();
       const hits = await store.searchItems(writer, { query: question.question, limit: 10 });
@@ -140,14 +90,14 @@ async function measure(name: string, store: Store, conversations: Conversation[]
   report(`  top 10 by conversation: ${perConversation.join(', ')}`);
 }
 
-if (!existsSync(dataPath)) {
-  report(`no LoCoMo data at ${dataPath} (set CTXBUS_LOCOMO)`);
+if (!locomoAvailable()) {
+  report(`no LoCoMo data at ${LOCOMO_PATH} (set CTXBUS_LOCOMO)`);
   process.exit(1);
 }
 const only = process.argv.includes('--only')
   ? process.argv[process.argv.indexOf('--only') + 1]
   : null;
-const conversations = loadConversations();
+const conversations = loadLocomo();
 
 if (only !== 'postgres') {
   const dir = mkdtempSync(join(tmpdir(), 'ctxbus-locomo-'));
