@@ -1,7 +1,6 @@
 import type { ContextItem, ItemFilter, Urgency, Viewer } from '@ctxbus/core';
 import { URGENCIES, URGENCY_RANK } from '@ctxbus/core';
 import type { CustomTypesConfig } from 'pg';
-import type { TokenRecord } from '../store.js';
 
 /** One item row as the queries below select it (`ITEM_COLUMNS`), parsed by `ROW_TYPES`. */
 export interface ItemRow {
@@ -45,21 +44,6 @@ export const ITEM_COLUMNS = `i.rid, i.id, i.team_id, i.type, i.title, i.content,
   (extract(epoch FROM i.expires_at) * 1000)::int8 AS expires_ms,
   i.supersedes, i.superseded_by, i.item_key, i.runtime_options, i.redactions, i.tokens,
   i.input_hash, i.consumed_by`;
-
-export interface TokenRow {
-  id: string;
-  hash: string;
-  role: 'admin' | 'runtime';
-  team_id: string | null;
-  runtime: string | null;
-  label: string | null;
-  created_ms: number;
-  revoked_ms: number | null;
-}
-
-export const TOKEN_COLUMNS = `id, hash, role, team_id, runtime, label,
-  (extract(epoch FROM created_at) * 1000)::int8 AS created_ms,
-  (extract(epoch FROM revoked_at) * 1000)::int8 AS revoked_ms`;
 
 const OID = {
   bool: 16,
@@ -146,19 +130,6 @@ export function rowToItem(row: ItemRow): ContextItem {
     runtimeOptions: row.runtime_options,
     redactions: row.redactions,
     tokens: row.tokens,
-  };
-}
-
-export function rowToToken(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    hash: row.hash,
-    role: row.role,
-    teamId: row.team_id,
-    runtime: row.runtime,
-    label: row.label,
-    createdAt: iso(row.created_ms),
-    revokedAt: row.revoked_ms === null ? null : iso(row.revoked_ms),
   };
 }
 

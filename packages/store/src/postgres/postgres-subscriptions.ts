@@ -1,5 +1,5 @@
 import type { SubscriptionEvent, SubscriptionFilter } from '@ctxbus/core';
-import type { PoolClient, QueryResultRow } from 'pg';
+import type { PoolClient } from 'pg';
 import type {
   DeadLetter,
   ListSubscriptionsOptions,
@@ -7,16 +7,11 @@ import type {
   SubscriptionRecord,
 } from '../store.js';
 import { subscriptionLimitError } from '../store.js';
+import type { PostgresQuery } from './postgres-connection.js';
 
 // Subscriptions and dead letters in PostgreSQL. Every operation is one statement, so each is
 // atomic without an explicit transaction (progress and its dead letters included), except a
 // create under the per-runtime limit, which counts under a lock.
-
-type Query = <R extends QueryResultRow>(
-  action: string,
-  text: string,
-  values: unknown[],
-) => Promise<R[]>;
 
 /** Runs `work` in one transaction on one pooled connection. */
 export type Transaction = <T>(
@@ -83,7 +78,7 @@ function rowToSubscription(row: SubscriptionRow): SubscriptionRecord {
 export class PostgresSubscriptions {
   constructor(
     private readonly s: string,
-    private readonly query: Query,
+    private readonly query: PostgresQuery,
     private readonly transaction: Transaction,
   ) {}
 
