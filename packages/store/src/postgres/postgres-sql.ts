@@ -1,34 +1,16 @@
-import type { ContextItem, ItemFilter, Urgency, Viewer } from '@ctxbus/core';
-import { URGENCIES, URGENCY_RANK } from '@ctxbus/core';
+import type { ContextItem, ItemFilter, Viewer } from '@ctxbus/core';
+import { URGENCY_RANK } from '@ctxbus/core';
 import type { CustomTypesConfig } from 'pg';
+import type { ItemColumns } from '../rows/item-row.js';
+import { itemFromRow } from '../rows/item-row.js';
 
 /** One item row as the queries below select it (`ITEM_COLUMNS`), parsed by `ROW_TYPES`. */
-export interface ItemRow {
-  rid: number;
-  id: string;
-  team_id: string;
-  type: string;
-  title: string;
-  content: string;
-  summary: string;
+export interface ItemRow extends ItemColumns {
   tags: string[];
-  source_runtime: string;
-  source_agent: string | null;
-  source_task: string | null;
-  source_thread: string | null;
-  scope: string;
-  scope_key: string | null;
-  urgency: number;
-  visibility: string;
   created_ms: number;
   expires_ms: number | null;
-  supersedes: string | null;
-  superseded_by: string | null;
-  item_key: string | null;
   runtime_options: ContextItem['runtimeOptions'];
   redactions: ContextItem['redactions'];
-  tokens: number;
-  input_hash: string;
   consumed_by: { runtime: string; at: string }[];
 }
 
@@ -99,38 +81,16 @@ export const ROW_TYPES: CustomTypesConfig = {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** The item a row stores (times selected as epoch milliseconds, JSON parsed by ROW_TYPES). */
 export function rowToItem(row: ItemRow): ContextItem {
-  const consumedBy = row.consumed_by.map((entry) => ({ runtime: entry.runtime, at: entry.at }));
-  return {
-    id: row.id,
-    teamId: row.team_id,
-    seq: row.rid,
-    type: row.type as ContextItem['type'],
-    title: row.title,
-    content: row.content,
-    summary: row.summary,
-    source: {
-      runtime: row.source_runtime,
-      agentId: row.source_agent,
-      taskId: row.source_task,
-      threadId: row.source_thread,
-    },
-    scope: row.scope as ContextItem['scope'],
-    scopeKey: row.scope_key,
-    relevanceTags: row.tags,
-    urgency: URGENCIES[row.urgency] as Urgency,
-    visibility: row.visibility as ContextItem['visibility'],
-    createdAt: iso(row.created_ms),
-    expiresAt: row.expires_ms === null ? null : iso(row.expires_ms),
-    supersedes: row.supersedes,
-    supersededBy: row.superseded_by,
-    key: row.item_key,
-    consumed: consumedBy.length > 0,
-    consumedBy,
+  return itemFromRow(row, {
+    tags: row.tags,
+    createdMs: row.created_ms,
+    expiresMs: row.expires_ms,
+    consumedBy: row.consumed_by.map((entry) => ({ runtime: entry.runtime, at: entry.at })),
     runtimeOptions: row.runtime_options,
     redactions: row.redactions,
-    tokens: row.tokens,
-  };
+  });
 }
 
 /** Positional parameters for one statement: `add` returns the placeholder (`$3`). */

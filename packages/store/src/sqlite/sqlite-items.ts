@@ -1,6 +1,8 @@
 import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
-import { CtxbusError, URGENCY_RANK } from '@ctxbus/core';
+import { URGENCY_RANK } from '@ctxbus/core';
 import type { ItemStore, SearchHit, SearchOptions, WriteOutcome } from '../store.js';
+import type { LoadedRow, PlannedInput, PlannedRows } from '../write/write-plan.js';
+import { rowsToLoad, WritePlan } from '../write/write-plan.js';
 import type { SqliteChangeLog } from './sqlite-changes.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 import { SqliteGroupCommit } from './sqlite-group-commit.js';
@@ -9,10 +11,8 @@ import { rowToItem } from './sqlite-rows.js';
 import type { SqliteSearch } from './sqlite-search.js';
 import { filterSql, withoutTagsSql } from './sqlite-sql.js';
 
-// Items in the embedded store: writes (through the group commit), reads, search and
-// consumption.
-
-const iso = (ms: number): string => new Date(ms).toISOString();
+// Items in the embedded store: writes (through the group commit) and consumptions, decided by
+// the shared WritePlan and persisted here; reads and search.
 
 export class SqliteItems implements ItemStore {
   /** Writes queued in one event-loop turn commit together (see SqliteGroupCommit). */
@@ -49,117 +49,85 @@ export class SqliteItems implements ItemStore {
       .get(id, viewer.teamId, viewer.runtime, nowMs) as ItemRow | undefined;
   }
 
-  /** Writes one caller's items after sequence `seq`; returns the outcomes and the new seq. */
+  /**
+   * Writes one caller's items after sequence `seq`, in the current transaction: reads the rows
+   * the rules need, lets the shared WritePlan decide, and persists its decisions. Returns the
+   * outcomes and the new seq.
+   */
   private writeGroup(
     items: readonly NewContextItem[],
-    startSeq: number,
+    seq: number,
     nowMs: number,
   ): { outcomes: WriteOutcome[]; seq: number } {
-    let seq = startSeq;
-    const outcomes: WriteOutcome[] = [];
-    // Items created earlier in this group, with the input hash they were written with.
-    const created = new Map<string, { item: ContextItem; inputHash: string }>();
-    const conflict = (id: string) =>
-      new CtxbusError(
-        'conflict',
-        `item ${id} already exists with different content; use a new id`,
-        {
-          details: { id },
-        },
-      );
-    for (const item of items) {
-      const earlier = created.get(item.id);
-      if (earlier) {
-        if (earlier.inputHash !== item.inputHash) throw conflict(item.id);
-        outcomes.push({ item: earlier.item, status: 'existing' });
-        continue;
-      }
-      const existing = this.itemRow(item.teamId, item.id);
-      if (existing) {
-        if (existing.input_hash !== item.inputHash) throw conflict(item.id);
-        outcomes.push({ item: rowToItem(existing), status: 'existing' });
-        continue;
-      }
-      const writer = { teamId: item.teamId, runtime: item.source.runtime };
-      const supersedes = this.resolveSupersedes(item, writer, nowMs);
-      seq += 1;
-      this.insertItem(item, seq, supersedes);
-      const { inputHash, ...fields } = item;
-      const stored: ContextItem = {
-        ...fields,
-        seq,
-        supersedes: supersedes?.id ?? null,
-        supersededBy: null,
-        consumed: false,
-        consumedBy: [],
-      };
-      created.set(item.id, { item: stored, inputHash });
-      outcomes.push({ item: stored, status: 'created' });
-      if (supersedes !== null) {
-        seq += 1;
-        this.connection
-          .statement('UPDATE items SET superseded_by = ? WHERE rid = ?')
-          .run(item.id, supersedes.rid);
-        this.changes.insert(seq, 'superseded', supersedes.rid, item.teamId, nowMs);
-        const replaced = created.get(supersedes.id);
-        if (replaced) replaced.item.supersededBy = item.id;
-      }
-    }
-    return { outcomes, seq };
+    const plan = new WritePlan<PlannedInput>(seq, this.loadRows(items, nowMs));
+    const outcomes = plan.write(
+      items.map((item) => ({ item })),
+      nowMs,
+    );
+    this.persist(plan.planned(), 'supersession');
+    return { outcomes, seq: plan.currentSeq };
   }
 
-  /** The item a new item replaces: named by `supersedes`, or the live holder of its key. */
-  private resolveSupersedes(item: NewContextItem, writer: Viewer, nowMs: number): ItemRow | null {
-    let target: ItemRow | undefined;
-    if (item.supersedes !== null) {
-      target = this.visibleRow(writer, item.supersedes, nowMs);
-      if (!target) {
-        throw new CtxbusError(
-          'invalid_reference',
-          `supersedes names item ${item.supersedes}, which does not exist (or is not visible to ${writer.runtime} in team ${writer.teamId})`,
-          { details: { field: 'supersedes', id: item.supersedes } },
-        );
-      }
+  /** The rows WritePlan needs for `items` (see rowsToLoad). */
+  private loadRows(items: readonly NewContextItem[], nowMs: number): LoadedRow[] {
+    const { ids, keys } = rowsToLoad(items);
+    const rows: ItemRow[] = [];
+    for (const { teamId, id } of ids) {
+      const row = this.itemRow(teamId, id);
+      if (row) rows.push(row);
     }
-    if (item.key !== null) {
+    for (const { teamId, key, runtime } of keys) {
+      // The newest live holder the writer sees: the key index, walked from its newest entry.
       const holder = this.connection
         .statement(
           `SELECT * FROM items i WHERE i.team_id = ? AND i.item_key = ? AND i.superseded_by IS NULL
-           AND (i.visibility = 'team' OR i.source_runtime = ?)
-           AND (i.expires_at IS NULL OR i.expires_at > ?)
-         ORDER BY i.rid DESC LIMIT 1`,
+             AND (i.visibility = 'team' OR i.source_runtime = ?)
+             AND (i.expires_at IS NULL OR i.expires_at > ?)
+           ORDER BY i.rid DESC LIMIT 1`,
         )
-        .get(writer.teamId, item.key, writer.runtime, nowMs) as ItemRow | undefined;
-      if (holder && target && holder.rid !== target.rid) {
-        throw new CtxbusError(
-          'conflict',
-          `key ${item.key} is held by item ${holder.id}, but supersedes names ${target.id}`,
-          { details: { key: item.key, holder: holder.id, supersedes: target.id } },
-        );
-      }
-      target ??= holder;
+        .get(teamId, key, runtime, nowMs) as ItemRow | undefined;
+      if (holder) rows.push(holder);
     }
-    if (!target) return null;
-    if (target.superseded_by !== null) {
-      throw new CtxbusError(
-        'conflict',
-        `item ${target.id} was already superseded by ${target.superseded_by}; supersede that one instead`,
-        { details: { id: target.id, supersededBy: target.superseded_by } },
-      );
-    }
-    return target;
+    return rows.map((row) => ({ item: rowToItem(row), inputHash: row.input_hash }));
   }
 
-  private insertItem(item: NewContextItem, seq: number, supersedes: ItemRow | null): void {
+  /**
+   * Stores what a plan decided: new items, changed items, then the change rows. Writes change
+   * only supersession and consumptions only consumption: the update sets just those columns
+   * (the open-item indexes cover `consumed`).
+   */
+  private persist(
+    planned: PlannedRows<PlannedInput>,
+    changed: 'supersession' | 'consumption',
+  ): void {
+    for (const { input, item } of planned.created) this.insertItem(input.item, item);
+    for (const item of planned.updated) {
+      if (changed === 'supersession') {
+        this.connection
+          .statement('UPDATE items SET superseded_by = ? WHERE rid = ?')
+          .run(item.supersededBy, item.seq);
+      } else {
+        this.connection
+          .statement('UPDATE items SET consumed = ?, consumed_by = ? WHERE rid = ?')
+          .run(item.consumed ? 1 : 0, JSON.stringify(item.consumedBy), item.seq);
+      }
+    }
+    for (const change of planned.changes)
+      this.changes.insert(change.seq, change.kind, change.itemSeq, change.teamId, change.atMs);
+  }
+
+  /** Inserts a new item as `stored` (its seq, supersedes and supersededBy as planned). */
+  private insertItem(item: NewContextItem, stored: ContextItem): void {
+    const seq = stored.seq;
     const nowMs = Date.parse(item.createdAt);
-    this.changes.insert(seq, 'added', seq, item.teamId, nowMs);
     const tags = JSON.stringify(item.relevanceTags);
     this.connection
       .statement(
         `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
          source_agent, source_task, source_thread, scope, scope_key, scope_kind, urgency, visibility,
-         created_at, expires_at, supersedes, item_key, runtime_options, redactions, tokens, input_hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         created_at, expires_at, supersedes, superseded_by, item_key, runtime_options, redactions, tokens,
+         input_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         seq,
@@ -181,7 +149,8 @@ export class SqliteItems implements ItemStore {
         item.visibility,
         nowMs,
         item.expiresAt === null ? null : Date.parse(item.expiresAt),
-        supersedes?.id ?? null,
+        stored.supersedes,
+        stored.supersededBy,
         item.key,
         JSON.stringify(item.runtimeOptions),
         JSON.stringify(item.redactions),
@@ -244,20 +213,13 @@ export class SqliteItems implements ItemStore {
 
   async consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
     const nowMs = this.connection.clock().getTime();
-    const found = this.connection.transaction(() => {
-      const row = this.visibleRow(viewer, id, nowMs);
-      if (!row) return false;
-      const consumedBy = JSON.parse(row.consumed_by) as ContextItem['consumedBy'];
-      if (consumedBy.some((entry) => entry.runtime === viewer.runtime)) return true;
-      consumedBy.push({ runtime: viewer.runtime, at: iso(nowMs) });
-      this.connection
-        .statement('UPDATE items SET consumed = 1, consumed_by = ? WHERE rid = ?')
-        .run(JSON.stringify(consumedBy), row.rid);
-      this.changes.insert(this.connection.maxSeq() + 1, 'consumed', row.rid, row.team_id, nowMs);
-      return true;
+    return this.connection.transaction(() => {
+      const row = this.itemRow(viewer.teamId, id);
+      const loaded = row ? [{ item: rowToItem(row), inputHash: row.input_hash }] : [];
+      const plan = new WritePlan<PlannedInput>(this.connection.maxSeq(), loaded);
+      const consumed = plan.consume(viewer, id, nowMs);
+      this.persist(plan.planned(), 'consumption');
+      return consumed;
     });
-    if (!found) return null;
-    const row = this.itemRow(viewer.teamId, id);
-    return row ? rowToItem(row) : null;
   }
 }
