@@ -9,17 +9,12 @@
 // `<sample>-s<session>`), each question one search (limit 10); a question counts when an
 // evidence turn is in the top 10 (top 5). As test/bench/src/locomo-recall.ts does through the
 // hub. CTXBUS_LOCOMO overrides the data path, CTXBUS_TEST_POSTGRES_URL the server.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { prepareItem } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
-import { openPostgresStore } from '@ctxbus/store/postgres';
-import { probePostgres, ScratchSchemas } from '@ctxbus/store/testing';
 import type { LocomoConversation } from './corpus.ts';
 import { LOCOMO_PATH, loadLocomo, locomoAvailable, normaliseEvidence } from './corpus.ts';
-import { report } from './measure-support.ts';
+import { turnItem } from './locomo-recall.ts';
+import { onPostgres, onSqlite, report } from './measure-support.ts';
 import { percentile } from './stats.ts';
 
 /** As the data's README says: `D:?(\d+):0*(\d+)`. */
@@ -41,18 +36,7 @@ async function measure(name: string, store: Store, conversations: LocomoConversa
       for (let start = 0; start < session.turns.length; start += 500) {
         const turns = session.turns.slice(start, start + 500);
         const items = turns.map((turn) =>
-          prepareItem(
-            {
-              type: 'discovery',
-              title: turn.speaker,
-              content: turn.blip_caption ? `${turn.text} [image: ${turn.blip_caption}]` : turn.text,
-              relevanceTags: [turn.speaker.toLowerCase().replace(/[\s,]+/g, '-')],
-              scopeKey: `thread:${thread}`,
-              source: { threadId: thread },
-            },
-            writer,
-            { now: new Date() },
-          ),
+          prepareItem(turnItem(turn, thread), writer, { now: new Date() }),
         );
         const outcomes = await store.writeItems(items);
         outcomes.forEach((outcome, offset) => {
@@ -99,31 +83,6 @@ const only = process.argv.includes('--only')
   : null;
 const conversations = loadLocomo();
 
-if (only !== 'postgres') {
-  const dir = mkdtempSync(join(tmpdir(), 'ctxbus-locomo-'));
-  const store = openSqliteStore({ path: join(dir, 'ctxbus.db') });
-  try {
-    await measure('sqlite', store, conversations);
-  } finally {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-if (only !== 'sqlite') {
-  const server = await probePostgres();
-  if (server.url === null) {
-    report(`no PostgreSQL at ${server.tried}: ${server.reason}`);
-    process.exit(1);
-  }
-  const schemas = new ScratchSchemas(server.url);
-  const store = await openPostgresStore({
-    connectionString: server.url,
-    schema: schemas.next('locomo'),
-  });
-  try {
-    await measure('postgres', store, conversations);
-  } finally {
-    await store.close();
-    await schemas.dropAll();
-  }
-}
+if (only !== 'postgres') await onSqlite((store) => measure('sqlite', store, conversations));
+if (only !== 'sqlite')
+  await onPostgres('locomo', (store) => measure('postgres', store, conversations));

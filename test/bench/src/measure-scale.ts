@@ -8,17 +8,11 @@
 // latency at 10k and 100k items. Items are prepared before the clock starts: this measures
 // the store, not validation and token counting. Texts are LoCoMo turns when the data is
 // there (CTXBUS_LOCOMO), generated sentences otherwise.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { NewContextItem } from '@ctxbus/core';
 import { prepareItem, sharedCandidateQueries } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
-import { openPostgresStore } from '@ctxbus/store/postgres';
-import { probePostgres, ScratchSchemas } from '@ctxbus/store/testing';
 import { corpusQueries, corpusTexts } from './corpus.ts';
-import { report } from './measure-support.ts';
+import { onPostgres, onSqlite, report } from './measure-support.ts';
 import { percentile } from './stats.ts';
 
 const quick = process.argv.includes('--quick');
@@ -146,33 +140,9 @@ async function measureReads(
 const texts = corpusTexts();
 const queries = corpusQueries();
 
-if (only !== 'sqlite') {
-  const server = await probePostgres();
-  if (server.url === null) {
-    report(`no PostgreSQL at ${server.tried}: ${server.reason}`);
-    process.exit(1);
-  }
-  const schemas = new ScratchSchemas(server.url);
-  const store = await openPostgresStore({
-    connectionString: server.url,
-    schema: schemas.next('scale'),
-  });
-  try {
-    const written = await measureWrites('postgres', store, texts);
-    await measureReads('postgres', store, texts, queries, written);
-  } finally {
-    await store.close();
-    await schemas.dropAll();
-  }
-}
-if (only !== 'postgres') {
-  const dir = mkdtempSync(join(tmpdir(), 'ctxbus-scale-'));
-  const store = openSqliteStore({ path: join(dir, 'ctxbus.db') });
-  try {
-    const written = await measureWrites('sqlite', store, texts);
-    await measureReads('sqlite', store, texts, queries, written);
-  } finally {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const measureStore = (name: string) => async (store: Store) => {
+  const written = await measureWrites(name, store, texts);
+  await measureReads(name, store, texts, queries, written);
+};
+if (only !== 'sqlite') await onPostgres('scale', measureStore('postgres'));
+if (only !== 'postgres') await onSqlite(measureStore('sqlite'));

@@ -1,4 +1,6 @@
-import type { Change, ChangeKind, ChangeLog, ReadChangesOptions } from '../store.js';
+import type { ChangeColumns } from '../rows/change-row.js';
+import { changeFromRow } from '../rows/change-row.js';
+import type { Change, ChangeLog, ReadChangesOptions } from '../store.js';
 import type { PostgresChangeListener } from './postgres-change-listener.js';
 import type { PostgresContext } from './postgres-connection.js';
 import type { ItemRow } from './postgres-sql.js';
@@ -19,9 +21,7 @@ export class PostgresChangeLog implements ChangeLog {
     this.context.assertOpen();
     const p = new SqlParams();
     const team = options.teamId === undefined ? '' : `AND c.team_id = ${p.add(options.teamId)}`;
-    const rows = await this.context.query<
-      ItemRow & { change_seq: number; change_kind: ChangeKind }
-    >(
+    const rows = await this.context.query<ItemRow & ChangeColumns>(
       'read changes',
       `SELECT c.seq AS change_seq, c.kind AS change_kind, ${ITEM_COLUMNS}
          FROM ${this.context.s}.changes c JOIN ${this.context.s}.items i ON i.rid = c.item_rid
@@ -31,12 +31,7 @@ export class PostgresChangeLog implements ChangeLog {
       // The hottest read (every commit, on every hub): planned once per connection.
       true,
     );
-    return rows.map((row) => ({
-      seq: row.change_seq,
-      kind: row.change_kind,
-      teamId: row.team_id,
-      item: rowToItem(row),
-    }));
+    return rows.map((row) => changeFromRow(row, rowToItem(row)));
   }
 
   async latestSeq(): Promise<number> {

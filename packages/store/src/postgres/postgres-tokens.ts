@@ -1,16 +1,12 @@
+import type { TokenColumns } from '../rows/token-row.js';
+import { tokenFromRow } from '../rows/token-row.js';
 import type { ListTokensOptions, TokenRecord, TokenStore } from '../store.js';
 import type { PostgresContext } from './postgres-connection.js';
 import { SqlParams } from './postgres-sql.js';
 
 // API tokens in PostgreSQL (only hashes are stored).
 
-interface TokenRow {
-  id: string;
-  hash: string;
-  role: 'admin' | 'runtime';
-  team_id: string | null;
-  runtime: string | null;
-  label: string | null;
+interface TokenRow extends TokenColumns {
   created_ms: number;
   revoked_ms: number | null;
 }
@@ -19,20 +15,8 @@ const TOKEN_COLUMNS = `id, hash, role, team_id, runtime, label,
   (extract(epoch FROM created_at) * 1000)::int8 AS created_ms,
   (extract(epoch FROM revoked_at) * 1000)::int8 AS revoked_ms`;
 
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-function rowToToken(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    hash: row.hash,
-    role: row.role,
-    teamId: row.team_id,
-    runtime: row.runtime,
-    label: row.label,
-    createdAt: iso(row.created_ms),
-    revokedAt: row.revoked_ms === null ? null : iso(row.revoked_ms),
-  };
-}
+const rowToToken = (row: TokenRow): TokenRecord =>
+  tokenFromRow(row, row.created_ms, row.revoked_ms);
 
 export class PostgresTokens implements TokenStore {
   constructor(private readonly context: PostgresContext) {}

@@ -1,4 +1,6 @@
 import type { SQLInputValue } from 'node:sqlite';
+import type { ChangeColumns } from '../rows/change-row.js';
+import { changeFromRow } from '../rows/change-row.js';
 import type { Change, ChangeKind, ChangeLog, ReadChangesOptions } from '../store.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 import type { ItemRow } from './sqlite-rows.js';
@@ -30,13 +32,8 @@ export class SqliteChangeLog implements ChangeLog {
           WHERE c.seq > ? ${teamClause}
           ORDER BY c.seq LIMIT ?`,
       )
-      .all(...params) as unknown as (ItemRow & { change_seq: number; change_kind: ChangeKind })[];
-    return rows.map((row) => ({
-      seq: row.change_seq,
-      kind: row.change_kind,
-      teamId: row.team_id,
-      item: rowToItem(row),
-    }));
+      .all(...params) as unknown as (ItemRow & ChangeColumns)[];
+    return rows.map((row) => changeFromRow(row, rowToItem(row)));
   }
 
   async latestSeq(): Promise<number> {

@@ -1,34 +1,18 @@
 import type { SQLInputValue } from 'node:sqlite';
+import type { TokenColumns } from '../rows/token-row.js';
+import { tokenFromRow } from '../rows/token-row.js';
 import type { ListTokensOptions, TokenRecord, TokenStore } from '../store.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 
 // API tokens in the embedded store (times as epoch milliseconds; only hashes are stored).
 
-interface TokenRow {
-  id: string;
-  hash: string;
-  role: 'admin' | 'runtime';
-  team_id: string | null;
-  runtime: string | null;
-  label: string | null;
+interface TokenRow extends TokenColumns {
   created_at: number;
   revoked_at: number | null;
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-function rowToToken(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    hash: row.hash,
-    role: row.role,
-    teamId: row.team_id,
-    runtime: row.runtime,
-    label: row.label,
-    createdAt: iso(row.created_at),
-    revokedAt: row.revoked_at === null ? null : iso(row.revoked_at),
-  };
-}
+const rowToToken = (row: TokenRow): TokenRecord =>
+  tokenFromRow(row, row.created_at, row.revoked_at);
 
 export class SqliteTokens implements TokenStore {
   constructor(private readonly connection: SqliteConnection) {}
