@@ -1,29 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
-import type {
-  ArchivedItem,
-  Change,
-  DeadLetter,
-  EmbeddingSource,
-  ItemVector,
-  ListSubscriptionsOptions,
-  ListTokensOptions,
-  ReadChangesOptions,
-  SearchHit,
-  SearchOptions,
-  Store,
-  StoreInfo,
-  SubscriptionProgress,
-  SubscriptionRecord,
-  SweepOptions,
-  SweepResult,
-  TokenRecord,
-  VectorHit,
-  VectorSearchOptions,
-  WriteOutcome,
-} from '../store.js';
+import type { StoreDomains } from '../composed-store.js';
+import { ComposedStore } from '../composed-store.js';
+import type { StoreInfo } from '../store.js';
 import { PostgresChangeListener } from './postgres-change-listener.js';
 import { PostgresChangeLog } from './postgres-changes.js';
 import type {
@@ -35,7 +15,7 @@ import { connectPostgres } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
 import { GroupCommit } from './postgres-group-commit.js';
 import { PostgresItems } from './postgres-items.js';
-import { listArchivedPostgres, sweepPostgres } from './postgres-lifecycle.js';
+import { PostgresLifecycle } from './postgres-lifecycle.js';
 import {
   applyPostgresMigrations,
   assertSchemaCurrent,
@@ -101,20 +81,17 @@ export function listenerName(schema: string): string {
  * across processes); reads are single queries, each bounded by team, visibility and expiry
  * (postgres-sql.ts).
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends ComposedStore {
   readonly info: StoreInfo;
   /** The schema holding this store's tables. */
   readonly schema: string;
+  protected readonly domains: StoreDomains;
   private readonly target: PostgresTarget;
   private readonly s: string;
   private readonly termStats: TermStatistics;
   private readonly writes: GroupCommit;
   private readonly listener: PostgresChangeListener;
-  private readonly items: PostgresItems;
   private readonly changes: PostgresChangeLog;
-  private readonly vectors: PostgresVectors;
-  private readonly subscriptions: PostgresSubscriptions;
-  private readonly tokens: PostgresTokens;
   private readonly statementNames = new Map<string, string>();
   /** Named prepared statements: not through a transaction-mode pooler, which may not keep them. */
   private readonly prepareStatements: boolean;
@@ -128,6 +105,7 @@ export class PostgresStore implements Store {
     options: PostgresStoreOptions,
     vectors: VectorComparison,
   ) {
+    super();
     this.target = target;
     this.s = target.quotedSchema;
     this.schema = target.schema;
@@ -139,18 +117,6 @@ export class PostgresStore implements Store {
       query: (action, text, values, prepared) => this.query(action, text, values, prepared),
       assertOpen: () => this.assertOpen(),
     };
-    this.vectors = new PostgresVectors(
-      context,
-      vectors,
-      options.vectorMemoryMb ?? 256,
-      target.logger,
-    );
-    this.subscriptions = new PostgresSubscriptions(
-      target.quotedSchema,
-      context.query,
-      (action, work) => this.transaction(action, work),
-    );
-    this.tokens = new PostgresTokens(context);
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
     const config = (target.pool as unknown as { options: ClientConfig }).options;
     const poolerWarning = transactionPoolerWarning(config);
@@ -166,7 +132,6 @@ export class PostgresStore implements Store {
       channel: changeChannel(target.schema),
       prepareStatements: this.prepareStatements,
     });
-    this.items = new PostgresItems(context, this.writes, this.termStats);
     this.listener = new PostgresChangeListener({
       config,
       channel: changeChannel(target.schema),
@@ -176,6 +141,16 @@ export class PostgresStore implements Store {
       latestSeq: () => this.latestSeq(),
     });
     this.changes = new PostgresChangeLog(context, this.listener, (seq) => this.writes.observe(seq));
+    this.domains = {
+      items: new PostgresItems(context, this.writes, this.termStats),
+      changes: this.changes,
+      vectors: new PostgresVectors(context, vectors, options.vectorMemoryMb ?? 256, target.logger),
+      lifecycle: new PostgresLifecycle(target, this.termStats, () => this.assertOpen()),
+      subscriptions: new PostgresSubscriptions(context, (action, work) =>
+        this.transaction(action, work),
+      ),
+      tokens: new PostgresTokens(context),
+    };
     this.info = {
       backend: 'postgres',
       schemaVersion: POSTGRES_SCHEMA_VERSION,
@@ -321,140 +296,8 @@ export class PostgresStore implements Store {
     }
   }
 
-  // ---------------------------------------------------------------- items
-
-  writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
-    return this.items.writeItems(items);
-  }
-
-  consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
-    return this.items.consumeItem(viewer, id);
-  }
-
-  getItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
-    return this.items.getItem(viewer, id);
-  }
-
-  listItems(viewer: Viewer, options: ListOptions): Promise<ContextItem[]> {
-    return this.items.listItems(viewer, options);
-  }
-
-  searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]> {
-    return this.items.searchItems(viewer, options);
-  }
-
-  // ---------------------------------------------------------------- vectors
-
-  itemsToEmbed(
-    model: string,
-    options: { afterSeq: number; limit: number },
-  ): Promise<EmbeddingSource[]> {
-    return this.vectors.itemsToEmbed(model, options);
-  }
-
-  saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void> {
-    return this.vectors.saveVectors(model, vectors);
-  }
-
-  vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
-    return this.vectors.vectorSearch(viewer, options);
-  }
-
-  // ---------------------------------------------------------------- changes
-
-  readChanges(options: ReadChangesOptions): Promise<Change[]> {
-    return this.changes.readChanges(options);
-  }
-
-  latestSeq(): Promise<number> {
-    return this.changes.latestSeq();
-  }
-
   watchChanges(listener: (seq: number) => void): { close(): void } {
     return this.changes.watchChanges(listener);
-  }
-
-  // ---------------------------------------------------------------- lifecycle
-
-  async sweepItems(options: SweepOptions): Promise<SweepResult> {
-    this.assertOpen();
-    return sweepPostgres(this.target, this.termStats, options);
-  }
-
-  async listArchivedItems(
-    viewer: Viewer,
-    options: { limit: number; beforeArchiveId?: number },
-  ): Promise<ArchivedItem[]> {
-    this.assertOpen();
-    return listArchivedPostgres(this.target, viewer, options);
-  }
-
-  // ---------------------------------------------------------------- subscriptions
-
-  async createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
-    this.assertOpen();
-    await this.subscriptions.create(record, maxPerRuntime);
-  }
-
-  async getSubscription(id: string): Promise<SubscriptionRecord | null> {
-    this.assertOpen();
-    return this.subscriptions.get(id);
-  }
-
-  async listSubscriptions(options: ListSubscriptionsOptions = {}): Promise<SubscriptionRecord[]> {
-    this.assertOpen();
-    return this.subscriptions.list(options);
-  }
-
-  async deleteSubscription(id: string): Promise<boolean> {
-    this.assertOpen();
-    return this.subscriptions.delete(id);
-  }
-
-  async leaseSubscription(
-    id: string,
-    holder: string,
-    now: string,
-    until: string,
-  ): Promise<boolean> {
-    this.assertOpen();
-    return this.subscriptions.lease(id, holder, now, until);
-  }
-
-  async saveSubscriptionProgress(
-    id: string,
-    holder: string | null,
-    progress: SubscriptionProgress,
-    now: string,
-  ): Promise<boolean> {
-    this.assertOpen();
-    return this.subscriptions.saveProgress(id, holder, progress, now);
-  }
-
-  async listDeadLetters(
-    subscriptionId: string,
-    options: { afterSeq?: number; limit: number },
-  ): Promise<DeadLetter[]> {
-    this.assertOpen();
-    return this.subscriptions.deadLetters(subscriptionId, options.afterSeq ?? 0, options.limit);
-  }
-
-  // ---------------------------------------------------------------- tokens
-
-  createToken(record: TokenRecord): Promise<void> {
-    return this.tokens.createToken(record);
-  }
-
-  findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    return this.tokens.findTokenByHash(hash);
-  }
-
-  listTokens(options?: ListTokensOptions): Promise<TokenRecord[]> {
-    return this.tokens.listTokens(options);
-  }
-
-  revokeToken(id: string): Promise<TokenRecord | null> {
-    return this.tokens.revokeToken(id);
   }
 
   /** How group commits went: in one round trip (predicted) or two (tests, benchmarks). */

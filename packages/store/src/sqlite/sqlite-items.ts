@@ -28,6 +28,11 @@ export class SqliteItems implements ItemStore {
     );
   }
 
+  /**
+   * Queues the write; every write queued in the same event-loop turn commits in one
+   * transaction (group commit), each inside its own savepoint so that one write's conflict
+   * fails only that write. Resolves after the commit.
+   */
   writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
     return this.writes.write(items);
   }
