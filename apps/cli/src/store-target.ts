@@ -49,10 +49,12 @@ export async function openStore(
   target: StoreTarget,
   options: { migrate: boolean },
 ): Promise<Store> {
-  const stores = await import('@ctxbus/store');
-  if (target.kind === 'sqlite')
-    return stores.openSqliteStore({ path: databasePath(target.dataDir) });
-  return stores.openPostgresStore({
+  if (target.kind === 'sqlite') {
+    const { openSqliteStore } = await import('@ctxbus/store');
+    return openSqliteStore({ path: databasePath(target.dataDir) });
+  }
+  const { openPostgresStore } = await import('@ctxbus/store/postgres');
+  return openPostgresStore({
     connectionString: target.connectionString,
     migrate: options.migrate,
     ...(target.schema && { schema: target.schema }),

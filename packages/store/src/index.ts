@@ -1,66 +1,18 @@
-export type {
-  PostgresConnectionOptions,
-  PostgresLogger,
-} from './postgres/postgres-connection.js';
-export { DEFAULT_POSTGRES_SCHEMA } from './postgres/postgres-connection.js';
-export type {
-  PgvectorStatus,
-  PostgresMigration,
-  PostgresMigrationResult,
-} from './postgres/postgres-migrations.js';
-export {
-  migratePostgres,
-  POSTGRES_MIGRATIONS,
-  POSTGRES_SCHEMA_VERSION,
-} from './postgres/postgres-migrations.js';
-export type { PostgresStoreOptions } from './postgres/postgres-store.js';
-export {
-  changeChannel,
-  listenerName,
-  openPostgresStore,
-  PostgresStore,
-} from './postgres/postgres-store.js';
-export type {
-  SupabaseSetupOptions,
-  SupabaseSetupResult,
-} from './postgres/supabase-setup.js';
-export {
-  SUPABASE_ITEMS_POLICY,
-  SUPABASE_REALTIME_PUBLICATION,
-  SUPABASE_SETUP_VERSION,
-  SUPABASE_TEAMS_CLAIM,
-  setupSupabase,
-  supabaseSetupSql,
-} from './postgres/supabase-setup.js';
-export type { QueryTerm, SearchQuery, SearchQueryOptions } from './search/search-query.js';
-export {
-  buildSearchQuery,
-  CANDIDATE_LIMIT,
-  extractQueryTerms,
-  quoteFtsTerm,
-} from './search/search-query.js';
-export type {
-  RankedItem,
-  RerankCandidate,
-  RerankOptions,
-  RerankStats,
-} from './search/search-rerank.js';
-export {
-  DEFAULT_RERANK_OPTIONS,
-  NEIGHBOUR_WINDOW,
-  rerankCandidates,
-} from './search/search-rerank.js';
-export { highlightPassage, STOPWORDS, stem, tokenize } from './search/search-text.js';
-export type { SqliteMigration } from './sqlite/sqlite-migrations.js';
-export { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
+// `@ctxbus/store`: the Store contract and the embedded SQLite backend. PostgreSQL is on
+// `@ctxbus/store/postgres` (so `pg` loads only there), the conformance suite and test servers
+// on `@ctxbus/store/testing`.
+export { SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
 export type { SqliteStoreOptions } from './sqlite/sqlite-store.js';
 export { openSqliteStore, SqliteStore } from './sqlite/sqlite-store.js';
 export type {
   ArchivedItem,
   Change,
   ChangeKind,
+  ChangeLog,
   DeadLetter,
   EmbeddingSource,
+  ItemLifecycle,
+  ItemStore,
   ItemVector,
   ListSubscriptionsOptions,
   ListTokensOptions,
@@ -71,19 +23,17 @@ export type {
   StoreInfo,
   SubscriptionProgress,
   SubscriptionRecord,
+  SubscriptionStore,
   SweepOptions,
   SweepResult,
   TokenRecord,
   TokenRole,
+  TokenStore,
   VectorHit,
   VectorIndex,
   VectorSearchOptions,
+  VectorStore,
   WriteOutcome,
   WriteStatus,
 } from './store.js';
-export {
-  bytesToVector,
-  dotProduct,
-  normalizeVector,
-  vectorToBytes,
-} from './vectors/vector-math.js';
+export { subscriptionLimitError } from './store.js';

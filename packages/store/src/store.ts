@@ -139,7 +139,7 @@ export interface DeadLetter {
   failedAt: string;
 }
 
-/** What one round of delivery did; see `Store.saveSubscriptionProgress`. */
+/** What one round of delivery did; see `SubscriptionStore.saveSubscriptionProgress`. */
 export interface SubscriptionProgress {
   /** The new cursor; a smaller one than stored is ignored (cursors never move back). */
   cursor: number;
@@ -157,7 +157,7 @@ export interface ListSubscriptionsOptions {
   delivery?: DeliveryMode;
 }
 
-/** One sweep of the item lifecycle; see `Store.sweepItems`. */
+/** One sweep of the item lifecycle; see `ItemLifecycle.sweepItems`. */
 export interface SweepOptions {
   /** Items whose `expiresAt` is at or before this are swept (every type). */
   expiredBefore: string;
@@ -200,7 +200,7 @@ export interface StoreInfo {
 }
 
 /**
- * The storage contract every backend implements and the conformance suite checks.
+ * Items: writes, reads, search and consumption.
  *
  * - Every change (an item added, consumed, or superseded) gets the next sequence number:
  *   gapless and monotonic, so a reader that has seen N has seen everything up to N.
@@ -208,9 +208,7 @@ export interface StoreInfo {
  *   viewer is their source runtime. Expired items are never returned.
  * - Writes are atomic per call: a batch is stored whole or not at all.
  */
-export interface Store {
-  readonly info: StoreInfo;
-
+export interface ItemStore {
   /**
    * Stores items. An id already stored with the same input is returned with status
    * `existing` (idempotent retry); with different input it is a `conflict`. `supersedes` must
@@ -227,6 +225,28 @@ export interface Store {
   /** Ranked full-text search over title, content, summary and tags. */
   searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]>;
 
+  /** Records that the viewer's runtime consumed the item; repeating it changes nothing. */
+  consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null>;
+}
+
+/** The change feed: every change to items, by sequence. */
+export interface ChangeLog {
+  /** The change feed in sequence order. */
+  readChanges(options: ReadChangesOptions): Promise<Change[]>;
+
+  /** The sequence of the newest change (0 when empty). */
+  latestSeq(): Promise<number>;
+
+  /**
+   * Optional: calls `listener` with the newest committed sequence when changes are committed by
+   * any process (for backends several processes write to). A hint only: it may be coalesced,
+   * late or lost, so readers catch up by sequence from their own cursor.
+   */
+  watchChanges?(listener: (seq: number) => void): { close(): void };
+}
+
+/** Embedding vectors of items, per model, and search by them. */
+export interface VectorStore {
   /**
    * Items with no vector for `model`, in sequence order after `afterSeq`: team-visible and
    * unexpired only (private items never leave their runtime, so they are never embedded).
@@ -247,23 +267,10 @@ export interface Store {
    * of the same length, with the same filters and visibility rules as `listItems`.
    */
   vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]>;
+}
 
-  /** Records that the viewer's runtime consumed the item; repeating it changes nothing. */
-  consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null>;
-
-  /** The change feed in sequence order. */
-  readChanges(options: ReadChangesOptions): Promise<Change[]>;
-
-  /** The sequence of the newest change (0 when empty). */
-  latestSeq(): Promise<number>;
-
-  /**
-   * Optional: calls `listener` with the newest committed sequence when changes are committed by
-   * any process (for backends several processes write to). A hint only: it may be coalesced,
-   * late or lost, so readers catch up by sequence from their own cursor.
-   */
-  watchChanges?(listener: (seq: number) => void): { close(): void };
-
+/** The item lifecycle: sweeping expired and aged items, and the archive they go to. */
+export interface ItemLifecycle {
   /**
    * Removes expired items and, with `createdBefore`, items past their type's retention
    * (never a current decision or key holder). Their changes leave the feed; the sequence
@@ -275,7 +282,10 @@ export interface Store {
     viewer: Viewer,
     options: { limit: number; beforeArchiveId?: number },
   ): Promise<ArchivedItem[]>;
+}
 
+/** Subscriptions with their delivery state, and the dead letters of push deliveries. */
+export interface SubscriptionStore {
   /**
    * Stores a subscription unless its runtime already holds `maxPerRuntime` of them in its team
    * (then a `validation_failed` error): counted and inserted atomically, so concurrent
@@ -308,13 +318,29 @@ export interface Store {
     subscriptionId: string,
     options: { afterSeq?: number; limit: number },
   ): Promise<DeadLetter[]>;
+}
 
+/** API tokens, stored as hashes. */
+export interface TokenStore {
   createToken(record: TokenRecord): Promise<void>;
   findTokenByHash(hash: string): Promise<TokenRecord | null>;
   listTokens(options?: ListTokensOptions): Promise<TokenRecord[]>;
   /** Marks a token revoked; returns it, or null when there is no such token. */
   revokeToken(id: string): Promise<TokenRecord | null>;
+}
 
+/**
+ * The storage contract every backend implements and the conformance suite checks: one
+ * interface per domain (each with its own conformance cases in `src/testing/`), composed.
+ */
+export interface Store
+  extends ItemStore,
+    ChangeLog,
+    VectorStore,
+    ItemLifecycle,
+    SubscriptionStore,
+    TokenStore {
+  readonly info: StoreInfo;
   close(): Promise<void>;
 }
 

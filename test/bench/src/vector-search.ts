@@ -4,7 +4,8 @@
 import type { Viewer } from '@ctxbus/core';
 import { prepareItem } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
-import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { openPostgresStore } from '@ctxbus/store/postgres';
 import { probePostgres, randomVectors, ScratchSchemas } from '@ctxbus/store/testing';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
 import type { Row } from './stats.ts';

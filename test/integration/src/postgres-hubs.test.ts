@@ -1,5 +1,5 @@
 import { verifyWebhook } from '@ctxbus/client';
-import { listenerName } from '@ctxbus/store';
+import { listenerName } from '@ctxbus/store/postgres';
 import type { HubProcess, SseConnection } from '@ctxbus/test-kit';
 import {
   call,

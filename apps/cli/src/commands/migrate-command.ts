@@ -44,8 +44,8 @@ export function registerMigrate(
             '--supabase needs a PostgreSQL store: give --store postgres://... (or $CTXBUS_STORE)',
           );
         }
-        const stores = await import('@ctxbus/store');
         if (target.kind === 'postgres') {
+          const stores = await import('@ctxbus/store/postgres');
           const connection = {
             connectionString: target.connectionString,
             ...(target.schema && { schema: target.schema }),
@@ -79,6 +79,7 @@ export function registerMigrate(
         }
         const { assertNoHub, databasePath } = await import('../data-dir.js');
         assertNoHub(target.dataDir);
+        const stores = await import('@ctxbus/store');
         const store = stores.openSqliteStore({ path: databasePath(target.dataDir) });
         await store.close();
         const path = databasePath(target.dataDir);

@@ -1,7 +1,7 @@
 import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
 import { mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
-import { openPostgresStore, openSqliteStore } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
 import { pino } from 'pino';
 import { saveHubCredentials } from '../credentials.js';
 import { databasePath, lockDataDir } from '../data-dir.js';
@@ -69,7 +69,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
             durability: options.durability,
             vectorMemoryMb: options.vectorMemoryMb,
           })
-        : await openPostgresStore({
+        : await (await import('@ctxbus/store/postgres')).openPostgresStore({
             connectionString: target.connectionString,
             migrate: options.migrate,
             vectorMemoryMb: options.vectorMemoryMb,

@@ -32,7 +32,7 @@ export function registerSupabase(
     .addHelpText('after', SQL_HELP)
     .action((options: { schema?: string; publication?: string }) =>
       run(async () => {
-        const { supabaseSetupSql } = await import('@ctxbus/store');
+        const { supabaseSetupSql } = await import('@ctxbus/store/postgres');
         printLine(
           supabaseSetupSql(options.schema, {
             ...(options.publication !== undefined && { publication: options.publication }),

@@ -1,5 +1,5 @@
 import { CtxbusError } from '@ctxbus/core';
-import type { Pool, PoolConfig } from 'pg';
+import type { Pool, PoolConfig, QueryResultRow } from 'pg';
 
 /** The logging surface the store uses: a subset of pino's, so a pino logger fits. */
 export interface PostgresLogger {
@@ -44,6 +44,28 @@ export function assertPlainName(name: string, field: string): void {
       { details: { field } },
     );
   }
+}
+
+/**
+ * One statement through the store's pool, its failure a CtxbusError saying what was being done
+ * (`action`); `prepared`: planned once per connection (named statement).
+ */
+export type PostgresQuery = <R extends QueryResultRow>(
+  action: string,
+  text: string,
+  values?: unknown[],
+  prepared?: boolean,
+) => Promise<R[]>;
+
+/** What every domain of the PostgreSQL store shares. */
+export interface PostgresContext {
+  /** The quoted schema, safe to splice into SQL. */
+  s: string;
+  location: string;
+  clock: () => Date;
+  query: PostgresQuery;
+  /** Throws `unavailable` once the store is closed. */
+  assertOpen(): void;
 }
 
 /** A live connection target: the pool, the quoted schema, and a password-free description. */

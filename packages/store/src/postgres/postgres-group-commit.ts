@@ -10,7 +10,7 @@ import type { ItemRow } from './postgres-sql.js';
 import { ITEM_COLUMNS, ROW_TYPES, rowToItem } from './postgres-sql.js';
 import type { TermStatistics } from './postgres-term-stats.js';
 import type { PendingRows } from './postgres-write-plan.js';
-import { WritePlan } from './postgres-write-plan.js';
+import { PostgresWritePlan } from './postgres-write-plan.js';
 
 type Operation =
   | {
@@ -250,7 +250,7 @@ export class GroupCommit {
       item: rowToItem(row),
       inputHash: row.input_hash,
     }));
-    const plan = new WritePlan(seq, loaded);
+    const plan = new PostgresWritePlan(seq, loaded);
     const settle: (() => void)[] = [];
     const terms: PendingRows['terms'] = [];
     for (const operation of batch) {
@@ -334,7 +334,7 @@ export class GroupCommit {
       if (operation.items.some(({ item }) => item.supersedes !== null)) return null;
     }
     const nowMs = this.clock().getTime();
-    const plan = new WritePlan(predicted, []);
+    const plan = new PostgresWritePlan(predicted, []);
     const settle: (() => void)[] = [];
     for (const operation of batch) {
       if (operation.kind !== 'write') return null;

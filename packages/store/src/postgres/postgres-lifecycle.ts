@@ -1,7 +1,7 @@
 import type { Viewer } from '@ctxbus/core';
 import type { Pool } from 'pg';
 import { partitionRuntime } from '../search/search-partition.js';
-import type { ArchivedItem, SweepOptions, SweepResult } from '../store.js';
+import type { ArchivedItem, ItemLifecycle, SweepOptions, SweepResult } from '../store.js';
 import type { PostgresTarget } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
 import type { ItemRow } from './postgres-sql.js';
@@ -132,5 +132,27 @@ export async function listArchivedPostgres(
     }));
   } catch (error) {
     throw toStoreError(error, 'list archived items', target.location);
+  }
+}
+
+/** The item lifecycle over one schema: the functions above, once the store is checked open. */
+export class PostgresLifecycle implements ItemLifecycle {
+  constructor(
+    private readonly target: PostgresTarget,
+    private readonly termStats: TermStatistics,
+    private readonly assertOpen: () => void,
+  ) {}
+
+  async sweepItems(options: SweepOptions): Promise<SweepResult> {
+    this.assertOpen();
+    return sweepPostgres(this.target, this.termStats, options);
+  }
+
+  async listArchivedItems(
+    viewer: Viewer,
+    options: { limit: number; beforeArchiveId?: number },
+  ): Promise<ArchivedItem[]> {
+    this.assertOpen();
+    return listArchivedPostgres(this.target, viewer, options);
   }
 }

@@ -1,35 +1,16 @@
-import type { ContextItem, ItemFilter, Urgency, Viewer } from '@ctxbus/core';
-import { URGENCIES, URGENCY_RANK } from '@ctxbus/core';
+import type { ContextItem, ItemFilter, Viewer } from '@ctxbus/core';
+import { URGENCY_RANK } from '@ctxbus/core';
 import type { CustomTypesConfig } from 'pg';
-import type { TokenRecord } from '../store.js';
+import type { ItemColumns } from '../rows/item-row.js';
+import { itemFromRow } from '../rows/item-row.js';
 
 /** One item row as the queries below select it (`ITEM_COLUMNS`), parsed by `ROW_TYPES`. */
-export interface ItemRow {
-  rid: number;
-  id: string;
-  team_id: string;
-  type: string;
-  title: string;
-  content: string;
-  summary: string;
+export interface ItemRow extends ItemColumns {
   tags: string[];
-  source_runtime: string;
-  source_agent: string | null;
-  source_task: string | null;
-  source_thread: string | null;
-  scope: string;
-  scope_key: string | null;
-  urgency: number;
-  visibility: string;
   created_ms: number;
   expires_ms: number | null;
-  supersedes: string | null;
-  superseded_by: string | null;
-  item_key: string | null;
   runtime_options: ContextItem['runtimeOptions'];
   redactions: ContextItem['redactions'];
-  tokens: number;
-  input_hash: string;
   consumed_by: { runtime: string; at: string }[];
 }
 
@@ -45,21 +26,6 @@ export const ITEM_COLUMNS = `i.rid, i.id, i.team_id, i.type, i.title, i.content,
   (extract(epoch FROM i.expires_at) * 1000)::int8 AS expires_ms,
   i.supersedes, i.superseded_by, i.item_key, i.runtime_options, i.redactions, i.tokens,
   i.input_hash, i.consumed_by`;
-
-export interface TokenRow {
-  id: string;
-  hash: string;
-  role: 'admin' | 'runtime';
-  team_id: string | null;
-  runtime: string | null;
-  label: string | null;
-  created_ms: number;
-  revoked_ms: number | null;
-}
-
-export const TOKEN_COLUMNS = `id, hash, role, team_id, runtime, label,
-  (extract(epoch FROM created_at) * 1000)::int8 AS created_ms,
-  (extract(epoch FROM revoked_at) * 1000)::int8 AS revoked_ms`;
 
 const OID = {
   bool: 16,
@@ -115,51 +81,16 @@ export const ROW_TYPES: CustomTypesConfig = {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** The item a row stores (times selected as epoch milliseconds, JSON parsed by ROW_TYPES). */
 export function rowToItem(row: ItemRow): ContextItem {
-  const consumedBy = row.consumed_by.map((entry) => ({ runtime: entry.runtime, at: entry.at }));
-  return {
-    id: row.id,
-    teamId: row.team_id,
-    seq: row.rid,
-    type: row.type as ContextItem['type'],
-    title: row.title,
-    content: row.content,
-    summary: row.summary,
-    source: {
-      runtime: row.source_runtime,
-      agentId: row.source_agent,
-      taskId: row.source_task,
-      threadId: row.source_thread,
-    },
-    scope: row.scope as ContextItem['scope'],
-    scopeKey: row.scope_key,
-    relevanceTags: row.tags,
-    urgency: URGENCIES[row.urgency] as Urgency,
-    visibility: row.visibility as ContextItem['visibility'],
-    createdAt: iso(row.created_ms),
-    expiresAt: row.expires_ms === null ? null : iso(row.expires_ms),
-    supersedes: row.supersedes,
-    supersededBy: row.superseded_by,
-    key: row.item_key,
-    consumed: consumedBy.length > 0,
-    consumedBy,
+  return itemFromRow(row, {
+    tags: row.tags,
+    createdMs: row.created_ms,
+    expiresMs: row.expires_ms,
+    consumedBy: row.consumed_by.map((entry) => ({ runtime: entry.runtime, at: entry.at })),
     runtimeOptions: row.runtime_options,
     redactions: row.redactions,
-    tokens: row.tokens,
-  };
-}
-
-export function rowToToken(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    hash: row.hash,
-    role: row.role,
-    teamId: row.team_id,
-    runtime: row.runtime,
-    label: row.label,
-    createdAt: iso(row.created_ms),
-    revokedAt: row.revoked_ms === null ? null : iso(row.revoked_ms),
-  };
+  });
 }
 
 /** Positional parameters for one statement: `add` returns the placeholder (`$3`). */

@@ -5,13 +5,13 @@ import { CtxbusError, prepareItem } from '@ctxbus/core';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Change } from '../store.js';
+import { ScratchSchemas } from '../testing/postgres-test-server.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
 import { expectVectorScansAgree, VECTOR_CASES } from '../testing/vector-conformance.js';
 import { withPostgresServer } from '../testing/with-postgres-server.js';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
 import { listenerName, openPostgresStore } from './postgres-store.js';
-import { ScratchSchemas } from './postgres-test-server.js';
 
 await withPostgresServer('postgres store', definePostgresTests);
 

@@ -1,67 +1,34 @@
 import { createHash } from 'node:crypto';
-import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
-import type {
-  ArchivedItem,
-  Change,
-  ChangeKind,
-  DeadLetter,
-  EmbeddingSource,
-  ItemVector,
-  ListSubscriptionsOptions,
-  ListTokensOptions,
-  ReadChangesOptions,
-  SearchHit,
-  SearchOptions,
-  Store,
-  StoreInfo,
-  SubscriptionProgress,
-  SubscriptionRecord,
-  SweepOptions,
-  SweepResult,
-  TokenRecord,
-  VectorHit,
-  VectorSearchOptions,
-  WriteOutcome,
-} from '../store.js';
-import type { VectorMemory } from '../vectors/vector-memory.js';
+import type { StoreDomains } from '../composed-store.js';
+import { ComposedStore } from '../composed-store.js';
+import type { StoreInfo } from '../store.js';
 import { PostgresChangeListener } from './postgres-change-listener.js';
-import type { PostgresConnectionOptions, PostgresTarget } from './postgres-connection.js';
+import { PostgresChangeLog } from './postgres-changes.js';
+import type {
+  PostgresConnectionOptions,
+  PostgresContext,
+  PostgresTarget,
+} from './postgres-connection.js';
 import { connectPostgres } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
 import { GroupCommit } from './postgres-group-commit.js';
-import { listArchivedPostgres, sweepPostgres } from './postgres-lifecycle.js';
+import { PostgresItems } from './postgres-items.js';
+import { PostgresLifecycle } from './postgres-lifecycle.js';
 import {
   applyPostgresMigrations,
   assertSchemaCurrent,
   ensurePgvector,
   POSTGRES_SCHEMA_VERSION,
 } from './postgres-migrations.js';
-import type { PreparedItem } from './postgres-prepare.js';
-import { prepareItemRow, sqlLiteral } from './postgres-prepare.js';
-import { searchPostgres } from './postgres-search-items.js';
-import type { ItemRow, TokenRow } from './postgres-sql.js';
-import {
-  filterSql,
-  ITEM_COLUMNS,
-  ROW_TYPES,
-  rowToItem,
-  rowToToken,
-  SqlParams,
-  TOKEN_COLUMNS,
-  withoutTagsSql,
-} from './postgres-sql.js';
+import { sqlLiteral } from './postgres-prepare.js';
+import { ROW_TYPES } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { TermStatistics } from './postgres-term-stats.js';
+import { PostgresTokens } from './postgres-tokens.js';
 import type { VectorComparison } from './postgres-vectors.js';
-import {
-  detectVectorComparison,
-  itemsToEmbedPostgres,
-  postgresVectorMemory,
-  saveVectorsPostgres,
-  vectorSearchPostgres,
-} from './postgres-vectors.js';
+import { detectVectorComparison, PostgresVectors } from './postgres-vectors.js';
 import { transactionPoolerWarning } from './supabase-pooler.js';
 
 export interface PostgresStoreOptions extends PostgresConnectionOptions {
@@ -108,23 +75,23 @@ export function listenerName(schema: string): string {
 }
 
 /**
- * PostgreSQL store: for several hubs sharing one database. Writes go through a group commit
- * (postgres-group-commit.ts: how the sequence stays gapless and ordered across processes);
- * reads are single queries, each bounded by team, visibility and expiry (postgres-sql.ts).
+ * PostgreSQL store: for several hubs sharing one database. A composition of one object per
+ * domain of the contract (postgres-items.ts, postgres-changes.ts, ...) over one pool. Writes go
+ * through a group commit (postgres-group-commit.ts: how the sequence stays gapless and ordered
+ * across processes); reads are single queries, each bounded by team, visibility and expiry
+ * (postgres-sql.ts).
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends ComposedStore {
   readonly info: StoreInfo;
   /** The schema holding this store's tables. */
   readonly schema: string;
+  protected readonly domains: StoreDomains;
   private readonly target: PostgresTarget;
   private readonly s: string;
-  private readonly clock: () => Date;
   private readonly termStats: TermStatistics;
   private readonly writes: GroupCommit;
   private readonly listener: PostgresChangeListener;
-  private readonly subscriptions: PostgresSubscriptions;
-  private readonly vectors: VectorComparison;
-  private readonly vectorMemory: VectorMemory | null;
+  private readonly changes: PostgresChangeLog;
   private readonly statementNames = new Map<string, string>();
   /** Named prepared statements: not through a transaction-mode pooler, which may not keep them. */
   private readonly prepareStatements: boolean;
@@ -138,33 +105,18 @@ export class PostgresStore implements Store {
     options: PostgresStoreOptions,
     vectors: VectorComparison,
   ) {
+    super();
     this.target = target;
     this.s = target.quotedSchema;
     this.schema = target.schema;
-    this.clock = options.clock ?? (() => new Date());
-    this.vectors = vectors;
-    const memoryMb = options.vectorMemoryMb ?? 256;
-    this.vectorMemory =
-      memoryMb > 0
-        ? postgresVectorMemory(
-            (action, text, values) => this.query(action, text, values),
-            target.quotedSchema,
-            this.clock,
-            memoryMb * 1024 * 1024,
-            (model, bytes) =>
-              target.logger.warn(
-                { model, loadedMb: Math.round(bytes / 1048576), budgetMb: memoryMb },
-                vectors.index === 'pgvector'
-                  ? 'postgres: the vectors of this model exceed the memory budget: pgvector compares them in the database'
-                  : 'postgres: the vectors of this model exceed the memory budget: vector search scans them in SQL (slow); install pgvector, or raise the budget (ctxbus serve --vector-memory-mb)',
-              ),
-          )
-        : null;
-    this.subscriptions = new PostgresSubscriptions(
-      target.quotedSchema,
-      (action, text, values) => this.query(action, text, values),
-      (action, work) => this.transaction(action, work),
-    );
+    const clock = options.clock ?? (() => new Date());
+    const context: PostgresContext = {
+      s: target.quotedSchema,
+      location: target.location,
+      clock,
+      query: (action, text, values, prepared) => this.query(action, text, values, prepared),
+      assertOpen: () => this.assertOpen(),
+    };
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
     const config = (target.pool as unknown as { options: ClientConfig }).options;
     const poolerWarning = transactionPoolerWarning(config);
@@ -173,7 +125,7 @@ export class PostgresStore implements Store {
       target.logger.warn({ location: target.location }, `postgres: ${poolerWarning}`);
     this.writes = new GroupCommit({
       target,
-      clock: this.clock,
+      clock,
       maxGroupItems: options.maxGroupItems ?? 2_000,
       termStats: this.termStats,
       onCommitted: (seq) => this.maintainIfGrown(seq),
@@ -188,6 +140,17 @@ export class PostgresStore implements Store {
       logger: target.logger,
       latestSeq: () => this.latestSeq(),
     });
+    this.changes = new PostgresChangeLog(context, this.listener, (seq) => this.writes.observe(seq));
+    this.domains = {
+      items: new PostgresItems(context, this.writes, this.termStats),
+      changes: this.changes,
+      vectors: new PostgresVectors(context, vectors, options.vectorMemoryMb ?? 256, target.logger),
+      lifecycle: new PostgresLifecycle(target, this.termStats, () => this.assertOpen()),
+      subscriptions: new PostgresSubscriptions(context, (action, work) =>
+        this.transaction(action, work),
+      ),
+      tokens: new PostgresTokens(context),
+    };
     this.info = {
       backend: 'postgres',
       schemaVersion: POSTGRES_SCHEMA_VERSION,
@@ -333,279 +296,8 @@ export class PostgresStore implements Store {
     }
   }
 
-  // ---------------------------------------------------------------- writes
-
-  writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
-    this.assertOpen();
-    let prepared: PreparedItem[];
-    try {
-      // Before the group commit takes its lock: see postgres-prepare.ts.
-      prepared = items.map(prepareItemRow);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.writes.write(prepared);
-  }
-
-  consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
-    this.assertOpen();
-    return this.writes.consume(viewer, id);
-  }
-
-  // ---------------------------------------------------------------- reads
-
-  async getItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
-    this.assertOpen();
-    const p = new SqlParams();
-    const where = filterSql(viewer, { includeSuperseded: true }, this.clock().getTime(), p);
-    const rows = await this.query<ItemRow>(
-      'read an item',
-      `SELECT ${ITEM_COLUMNS} FROM ${this.s}.items i WHERE i.id = ${p.add(id)} AND ${where}`,
-      p.values,
-    );
-    return rows[0] ? rowToItem(rows[0]) : null;
-  }
-
-  async listItems(viewer: Viewer, options: ListOptions): Promise<ContextItem[]> {
-    this.assertOpen();
-    const p = new SqlParams();
-    const where = filterSql(viewer, options, this.clock().getTime(), p);
-    const s = this.s;
-    let text: string;
-    if (options.latestPerScopeKey) {
-      // The newest matching item of each scope key (an index-only scan of items_scope_heads);
-      // withoutTags then drops whole keys.
-      const without = options.withoutTags?.length
-        ? `AND ${withoutTagsSql('i', options.withoutTags, p)}`
-        : '';
-      text = `SELECT ${ITEM_COLUMNS} FROM ${s}.items i
-               WHERE i.rid IN (SELECT max(i.rid) FROM ${s}.items i WHERE ${where} GROUP BY i.scope_key)
-                 ${without}
-               ORDER BY i.rid DESC LIMIT ${p.add(options.limit)}`;
-    } else {
-      text = `SELECT ${ITEM_COLUMNS} FROM ${s}.items i WHERE ${where}
-               ORDER BY i.rid DESC LIMIT ${p.add(options.limit)}`;
-    }
-    const rows = await this.query<ItemRow>('list items', text, p.values);
-    return rows.map(rowToItem);
-  }
-
-  searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]> {
-    this.assertOpen();
-    const context = {
-      s: this.s,
-      location: this.target.location,
-      termStats: this.termStats,
-      query: <R extends QueryResultRow>(action: string, text: string, values: unknown[]) =>
-        this.query<R>(action, text, values),
-    };
-    return searchPostgres(context, viewer, options, this.clock().getTime());
-  }
-
-  itemsToEmbed(
-    model: string,
-    options: { afterSeq: number; limit: number },
-  ): Promise<EmbeddingSource[]> {
-    this.assertOpen();
-    return itemsToEmbedPostgres(
-      (action, text, values) => this.query(action, text, values),
-      this.s,
-      model,
-      options,
-      this.clock().getTime(),
-    );
-  }
-
-  async saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void> {
-    this.assertOpen();
-    await saveVectorsPostgres(
-      (action, text, values) => this.query(action, text, values),
-      this.s,
-      model,
-      vectors,
-    );
-  }
-
-  vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
-    this.assertOpen();
-    return vectorSearchPostgres(
-      (action, text, values) => this.query(action, text, values),
-      this.s,
-      this.vectors,
-      this.vectorMemory,
-      viewer,
-      options,
-      this.clock().getTime(),
-    );
-  }
-
-  async readChanges(options: ReadChangesOptions): Promise<Change[]> {
-    this.assertOpen();
-    const p = new SqlParams();
-    const team = options.teamId === undefined ? '' : `AND c.team_id = ${p.add(options.teamId)}`;
-    const rows = await this.query<ItemRow & { change_seq: number; change_kind: ChangeKind }>(
-      'read changes',
-      `SELECT c.seq AS change_seq, c.kind AS change_kind, ${ITEM_COLUMNS}
-         FROM ${this.s}.changes c JOIN ${this.s}.items i ON i.rid = c.item_rid
-        WHERE c.seq > ${p.add(options.afterSeq)} ${team}
-        ORDER BY c.seq LIMIT ${p.add(options.limit)}`,
-      p.values,
-      // The hottest read (every commit, on every hub): planned once per connection.
-      true,
-    );
-    return rows.map((row) => ({
-      seq: row.change_seq,
-      kind: row.change_kind,
-      teamId: row.team_id,
-      item: rowToItem(row),
-    }));
-  }
-
-  async latestSeq(): Promise<number> {
-    this.assertOpen();
-    const rows = await this.query<{ seq: number }>(
-      'read the sequence',
-      `SELECT seq FROM ${this.s}.counter`,
-    );
-    return rows[0]?.seq ?? 0;
-  }
-
-  // ---------------------------------------------------------------- lifecycle
-
-  async sweepItems(options: SweepOptions): Promise<SweepResult> {
-    this.assertOpen();
-    return sweepPostgres(this.target, this.termStats, options);
-  }
-
-  async listArchivedItems(
-    viewer: Viewer,
-    options: { limit: number; beforeArchiveId?: number },
-  ): Promise<ArchivedItem[]> {
-    this.assertOpen();
-    return listArchivedPostgres(this.target, viewer, options);
-  }
-
-  // ---------------------------------------------------------------- subscriptions
-
-  async createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
-    this.assertOpen();
-    await this.subscriptions.create(record, maxPerRuntime);
-  }
-
-  async getSubscription(id: string): Promise<SubscriptionRecord | null> {
-    this.assertOpen();
-    return this.subscriptions.get(id);
-  }
-
-  async listSubscriptions(options: ListSubscriptionsOptions = {}): Promise<SubscriptionRecord[]> {
-    this.assertOpen();
-    return this.subscriptions.list(options);
-  }
-
-  async deleteSubscription(id: string): Promise<boolean> {
-    this.assertOpen();
-    return this.subscriptions.delete(id);
-  }
-
-  async leaseSubscription(
-    id: string,
-    holder: string,
-    now: string,
-    until: string,
-  ): Promise<boolean> {
-    this.assertOpen();
-    return this.subscriptions.lease(id, holder, now, until);
-  }
-
-  async saveSubscriptionProgress(
-    id: string,
-    holder: string | null,
-    progress: SubscriptionProgress,
-    now: string,
-  ): Promise<boolean> {
-    this.assertOpen();
-    return this.subscriptions.saveProgress(id, holder, progress, now);
-  }
-
-  async listDeadLetters(
-    subscriptionId: string,
-    options: { afterSeq?: number; limit: number },
-  ): Promise<DeadLetter[]> {
-    this.assertOpen();
-    return this.subscriptions.deadLetters(subscriptionId, options.afterSeq ?? 0, options.limit);
-  }
-
-  // ---------------------------------------------------------------- tokens
-
-  async createToken(record: TokenRecord): Promise<void> {
-    this.assertOpen();
-    await this.query(
-      'create a token',
-      `INSERT INTO ${this.s}.tokens (id, hash, role, team_id, runtime, label, created_at, revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $8::timestamptz)`,
-      [
-        record.id,
-        record.hash,
-        record.role,
-        record.teamId,
-        record.runtime,
-        record.label,
-        new Date(record.createdAt).toISOString(),
-        record.revokedAt === null ? null : new Date(record.revokedAt).toISOString(),
-      ],
-    );
-  }
-
-  async findTokenByHash(hash: string): Promise<TokenRecord | null> {
-    this.assertOpen();
-    const rows = await this.query<TokenRow>(
-      'find a token',
-      `SELECT ${TOKEN_COLUMNS} FROM ${this.s}.tokens WHERE hash = $1`,
-      [hash],
-    );
-    return rows[0] ? rowToToken(rows[0]) : null;
-  }
-
-  async listTokens(options: ListTokensOptions = {}): Promise<TokenRecord[]> {
-    this.assertOpen();
-    const p = new SqlParams();
-    const clauses: string[] = [];
-    if (options.teamId !== undefined) clauses.push(`team_id = ${p.add(options.teamId)}`);
-    if (!options.includeRevoked) clauses.push('revoked_at IS NULL');
-    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
-    const rows = await this.query<TokenRow>(
-      'list tokens',
-      `SELECT ${TOKEN_COLUMNS} FROM ${this.s}.tokens ${where} ORDER BY created_at, id`,
-      p.values,
-    );
-    return rows.map(rowToToken);
-  }
-
-  async revokeToken(id: string): Promise<TokenRecord | null> {
-    this.assertOpen();
-    await this.query(
-      'revoke a token',
-      `UPDATE ${this.s}.tokens SET revoked_at = $2::timestamptz WHERE id = $1 AND revoked_at IS NULL`,
-      [id, this.clock().toISOString()],
-    );
-    const rows = await this.query<TokenRow>(
-      'revoke a token',
-      `SELECT ${TOKEN_COLUMNS} FROM ${this.s}.tokens WHERE id = $1`,
-      [id],
-    );
-    return rows[0] ? rowToToken(rows[0]) : null;
-  }
-
-  /**
-   * One LISTEN connection per store (so per hub process), whatever the number of watchers: see
-   * PostgresChangeListener for reconnection, keepalive and the catch-up hint.
-   */
   watchChanges(listener: (seq: number) => void): { close(): void } {
-    return this.listener.watch((seq) => {
-      // Other processes' commits: the next write here can predict its sequence numbers.
-      this.writes.observe(seq);
-      listener(seq);
-    });
+    return this.changes.watchChanges(listener);
   }
 
   /** How group commits went: in one round trip (predicted) or two (tests, benchmarks). */

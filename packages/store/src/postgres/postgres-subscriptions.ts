@@ -1,22 +1,18 @@
 import type { SubscriptionEvent, SubscriptionFilter } from '@ctxbus/core';
-import type { PoolClient, QueryResultRow } from 'pg';
+import type { PoolClient } from 'pg';
 import type {
   DeadLetter,
   ListSubscriptionsOptions,
   SubscriptionProgress,
   SubscriptionRecord,
+  SubscriptionStore,
 } from '../store.js';
 import { subscriptionLimitError } from '../store.js';
+import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
 
 // Subscriptions and dead letters in PostgreSQL. Every operation is one statement, so each is
 // atomic without an explicit transaction (progress and its dead letters included), except a
 // create under the per-runtime limit, which counts under a lock.
-
-type Query = <R extends QueryResultRow>(
-  action: string,
-  text: string,
-  values: unknown[],
-) => Promise<R[]>;
 
 /** Runs `work` in one transaction on one pooled connection. */
 export type Transaction = <T>(
@@ -79,20 +75,28 @@ function rowToSubscription(row: SubscriptionRow): SubscriptionRecord {
   };
 }
 
-/** The subscription half of PostgresStore; `s` is the quoted schema. */
-export class PostgresSubscriptions {
+/** Subscriptions in PostgreSQL. */
+export class PostgresSubscriptions implements SubscriptionStore {
+  private readonly s: string;
+  private readonly query: PostgresQuery;
+  private readonly assertOpen: () => void;
+
   constructor(
-    private readonly s: string,
-    private readonly query: Query,
+    context: PostgresContext,
     private readonly transaction: Transaction,
-  ) {}
+  ) {
+    this.s = context.s;
+    this.query = context.query;
+    this.assertOpen = context.assertOpen;
+  }
 
   /**
    * Stores a subscription; with `maxPerRuntime`, in a transaction that first takes an
    * advisory lock on (schema, team, runtime), so that concurrent creates on any hub count one
    * after another (each statement of a READ COMMITTED transaction sees what committed before it).
    */
-  async create(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
+  async createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
+    this.assertOpen();
     if (maxPerRuntime === undefined) {
       await this.query('create a subscription', this.insertSql(''), this.insertValues(record));
       return;
@@ -140,7 +144,8 @@ export class PostgresSubscriptions {
     ];
   }
 
-  async get(id: string): Promise<SubscriptionRecord | null> {
+  async getSubscription(id: string): Promise<SubscriptionRecord | null> {
+    this.assertOpen();
     const rows = await this.query<SubscriptionRow>(
       'read a subscription',
       `SELECT ${COLUMNS} FROM ${this.s}.subscriptions WHERE id = $1`,
@@ -149,7 +154,8 @@ export class PostgresSubscriptions {
     return rows[0] ? rowToSubscription(rows[0]) : null;
   }
 
-  async list(options: ListSubscriptionsOptions): Promise<SubscriptionRecord[]> {
+  async listSubscriptions(options: ListSubscriptionsOptions = {}): Promise<SubscriptionRecord[]> {
+    this.assertOpen();
     const rows = await this.query<SubscriptionRow>(
       'list subscriptions',
       `SELECT ${COLUMNS} FROM ${this.s}.subscriptions
@@ -160,7 +166,8 @@ export class PostgresSubscriptions {
     return rows.map(rowToSubscription);
   }
 
-  async delete(id: string): Promise<boolean> {
+  async deleteSubscription(id: string): Promise<boolean> {
+    this.assertOpen();
     const rows = await this.query<{ id: string }>(
       'delete a subscription',
       `DELETE FROM ${this.s}.subscriptions WHERE id = $1 RETURNING id`,
@@ -169,7 +176,13 @@ export class PostgresSubscriptions {
     return rows.length > 0;
   }
 
-  async lease(id: string, holder: string, now: string, until: string): Promise<boolean> {
+  async leaseSubscription(
+    id: string,
+    holder: string,
+    now: string,
+    until: string,
+  ): Promise<boolean> {
+    this.assertOpen();
     const rows = await this.query<{ id: string }>(
       'lease a subscription',
       `UPDATE ${this.s}.subscriptions SET lease_holder = $2, lease_until = $4::timestamptz
@@ -181,12 +194,13 @@ export class PostgresSubscriptions {
     return rows.length > 0;
   }
 
-  async saveProgress(
+  async saveSubscriptionProgress(
     id: string,
     holder: string | null,
     progress: SubscriptionProgress,
     now: string,
   ): Promise<boolean> {
+    this.assertOpen();
     const letters = (progress.deadLetters ?? []).map((letter) => ({
       seq: letter.seq,
       event: letter.event,
@@ -235,11 +249,13 @@ export class PostgresSubscriptions {
     return (rows[0]?.updated ?? 0) > 0;
   }
 
-  async deadLetters(
+  async listDeadLetters(
     subscriptionId: string,
-    afterSeq: number,
-    limit: number,
+    options: { afterSeq?: number; limit: number },
   ): Promise<DeadLetter[]> {
+    this.assertOpen();
+    const afterSeq = options.afterSeq ?? 0;
+    const limit = options.limit;
     const rows = await this.query<DeadLetterRow>(
       'list dead letters',
       `SELECT subscription_id, seq, event, item_id, attempts, last_error,

@@ -1,27 +1,22 @@
 import type { Viewer } from '@ctxbus/core';
-import type { QueryResultRow } from 'pg';
 import type {
   EmbeddingSource,
   ItemVector,
   VectorHit,
   VectorIndex,
   VectorSearchOptions,
+  VectorStore,
 } from '../store.js';
 import { normalizeVector } from '../vectors/vector-math.js';
 import type { VectorSource } from '../vectors/vector-memory.js';
 import { VectorMemory } from '../vectors/vector-memory.js';
+import type { PostgresContext, PostgresLogger, PostgresQuery } from './postgres-connection.js';
 import type { ItemRow } from './postgres-sql.js';
 import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
 
 // Vectors in PostgreSQL: item_vectors (migration 3) holds real[] at unit length. With the
 // pgvector extension installed in the database, searches cast to its type and rank with its
 // inner-product operator (exact, in C); without it, with the schema's ctxbus_dot SQL function.
-
-type Query = <R extends QueryResultRow>(
-  action: string,
-  text: string,
-  values?: unknown[],
-) => Promise<R[]>;
 
 /** How vectors are compared, and the schema of pgvector's type and operators when used. */
 export interface VectorComparison {
@@ -34,7 +29,7 @@ const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** pgvector when the database has the extension installed (and `prefer` allows), else exact. */
 export async function detectVectorComparison(
-  query: Query,
+  query: PostgresQuery,
   prefer: 'auto' | 'exact',
 ): Promise<VectorComparison> {
   if (prefer === 'exact') return { index: 'exact' };
@@ -55,7 +50,7 @@ function arrayLiteral(vector: Float32Array): string {
 }
 
 export async function itemsToEmbedPostgres(
-  query: Query,
+  query: PostgresQuery,
   s: string,
   model: string,
   options: { afterSeq: number; limit: number },
@@ -84,7 +79,7 @@ export async function itemsToEmbedPostgres(
 }
 
 export async function saveVectorsPostgres(
-  query: Query,
+  query: PostgresQuery,
   s: string,
   model: string,
   vectors: readonly ItemVector[],
@@ -112,7 +107,7 @@ export async function saveVectorsPostgres(
 }
 
 export async function vectorSearchPostgres(
-  query: Query,
+  query: PostgresQuery,
   s: string,
   comparison: VectorComparison,
   memory: VectorMemory | null,
@@ -157,7 +152,7 @@ export async function vectorSearchPostgres(
 
 /** The in-memory exact scan over this schema's vectors (see VectorMemory). */
 export function postgresVectorMemory(
-  query: Query,
+  query: PostgresQuery,
   s: string,
   clock: () => Date,
   maxBytes: number,
@@ -201,4 +196,61 @@ export function postgresVectorMemory(
     },
   };
   return new VectorMemory(source, maxBytes, onOverBudget);
+}
+
+/** Vector storage and search over one schema: in memory while the vectors fit, else in SQL. */
+export class PostgresVectors implements VectorStore {
+  private readonly memory: VectorMemory | null;
+
+  constructor(
+    private readonly context: PostgresContext,
+    private readonly comparison: VectorComparison,
+    memoryMb: number,
+    logger: PostgresLogger,
+  ) {
+    this.memory =
+      memoryMb > 0
+        ? postgresVectorMemory(
+            context.query,
+            context.s,
+            context.clock,
+            memoryMb * 1024 * 1024,
+            (model, bytes) =>
+              logger.warn(
+                { model, loadedMb: Math.round(bytes / 1048576), budgetMb: memoryMb },
+                comparison.index === 'pgvector'
+                  ? 'postgres: the vectors of this model exceed the memory budget: pgvector compares them in the database'
+                  : 'postgres: the vectors of this model exceed the memory budget: vector search scans them in SQL (slow); install pgvector, or raise the budget (ctxbus serve --vector-memory-mb)',
+              ),
+          )
+        : null;
+  }
+
+  itemsToEmbed(
+    model: string,
+    options: { afterSeq: number; limit: number },
+  ): Promise<EmbeddingSource[]> {
+    this.context.assertOpen();
+    const { query, s, clock } = this.context;
+    return itemsToEmbedPostgres(query, s, model, options, clock().getTime());
+  }
+
+  async saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void> {
+    this.context.assertOpen();
+    await saveVectorsPostgres(this.context.query, this.context.s, model, vectors);
+  }
+
+  vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
+    this.context.assertOpen();
+    const { query, s, clock } = this.context;
+    return vectorSearchPostgres(
+      query,
+      s,
+      this.comparison,
+      this.memory,
+      viewer,
+      options,
+      clock().getTime(),
+    );
+  }
 }

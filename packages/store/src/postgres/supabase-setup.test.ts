@@ -2,14 +2,14 @@ import type { ContextItemInput, Viewer } from '@ctxbus/core';
 import { CtxbusError, prepareItem } from '@ctxbus/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScratchSchemas } from '../testing/postgres-test-server.js';
+import type { SupabaseRoleOutcome, SupabaseStandIn } from '../testing/supabase-stand-in.js';
+import { createSupabaseStandIn, queryAsSupabaseRole } from '../testing/supabase-stand-in.js';
 import { withPostgresServer } from '../testing/with-postgres-server.js';
 import { migratePostgres } from './postgres-migrations.js';
 import type { PostgresStore } from './postgres-store.js';
 import { openPostgresStore } from './postgres-store.js';
-import { ScratchSchemas } from './postgres-test-server.js';
 import { SUPABASE_SETUP_VERSION, setupSupabase, supabaseSetupSql } from './supabase-setup.js';
-import type { SupabaseRoleOutcome, SupabaseStandIn } from './supabase-stand-in.js';
-import { createSupabaseStandIn, queryAsSupabaseRole } from './supabase-stand-in.js';
 
 // The Supabase setup on a plain PostgreSQL server, in a throw-away database with stand-ins for
 // Supabase's roles and auth.jwt() (supabase-stand-in.ts). Users are played as PostgREST and

@@ -1,6 +1,7 @@
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import type { Viewer } from '@ctxbus/core';
-import type { ArchivedItem, SweepOptions, SweepResult } from '../store.js';
+import type { ArchivedItem, ItemLifecycle, SweepOptions, SweepResult } from '../store.js';
+import type { SqliteConnection } from './sqlite-connection.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
 
@@ -17,17 +18,35 @@ interface ArchiveRow {
   archived_at: number;
 }
 
-export class SqliteLifecycle {
+export class SqliteLifecycle implements ItemLifecycle {
   constructor(
-    private readonly statement: (sql: string) => StatementSync,
-    private readonly transaction: <T>(work: () => T) => T,
-    private readonly maxSeq: () => number,
+    private readonly connection: SqliteConnection,
     /** Takes a swept item out of the full-text index. */
     private readonly unindex: (row: ItemRow) => void,
+    /** Commits queued writes: a sweep never runs between a write's read and its commit. */
+    private readonly flushWrites: () => void,
   ) {}
 
+  private statement(sql: string): StatementSync {
+    return this.connection.statement(sql);
+  }
+
+  async sweepItems(options: SweepOptions): Promise<SweepResult> {
+    this.connection.assertOpen();
+    this.flushWrites();
+    return this.sweep(options);
+  }
+
+  async listArchivedItems(
+    viewer: Viewer,
+    options: { limit: number; beforeArchiveId?: number },
+  ): Promise<ArchivedItem[]> {
+    this.connection.assertOpen();
+    return this.listArchived(viewer, options);
+  }
+
   /** One sweep, in one transaction. */
-  sweep(options: SweepOptions): SweepResult {
+  private sweep(options: SweepOptions): SweepResult {
     const expiredBefore = Date.parse(options.expiredBefore);
     const aged = Object.entries(options.createdBefore ?? {});
     const clauses = ['(expires_at IS NOT NULL AND expires_at <= ?)'];
@@ -36,13 +55,13 @@ export class SqliteLifecycle {
       clauses.push(`(type = ? AND created_at < ? AND NOT ${KEPT})`);
       params.push(type, Date.parse(cutoff));
     }
-    return this.transaction(() => {
+    return this.connection.transaction(() => {
       const rows = this.statement(
         `SELECT * FROM items WHERE ${clauses.join(' OR ')} ORDER BY rid LIMIT ?`,
       ).all(...params, options.limit) as unknown as ItemRow[];
       const result = { expired: 0, aged: 0, archived: 0, more: rows.length === options.limit };
       // The newest change keeps the sequence's high-water mark: it is never deleted.
-      const top = this.maxSeq();
+      const top = this.connection.maxSeq();
       const archivedAt = Date.parse(options.now);
       for (const row of rows) {
         const expired = row.expires_at !== null && row.expires_at <= expiredBefore;
@@ -72,7 +91,7 @@ export class SqliteLifecycle {
     });
   }
 
-  listArchived(
+  private listArchived(
     viewer: Viewer,
     options: { limit: number; beforeArchiveId?: number },
   ): ArchivedItem[] {

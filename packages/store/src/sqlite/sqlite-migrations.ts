@@ -1,4 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
+import { CtxbusError } from '@ctxbus/core';
+import type { SqliteConnection } from './sqlite-connection.js';
 import { splitSearchIndex } from './sqlite-search.js';
 
 /** One schema step of the SQLite backend. Applied in order, each in its own transaction. */
@@ -261,3 +263,62 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;
+
+/** Applies pending migrations; refuses a database written by a newer ctxbus. */
+export function applySqliteMigrations(connection: SqliteConnection, apply: boolean): void {
+  const db = connection.db;
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
+  const current = schemaVersion(db);
+  if (current > SQLITE_SCHEMA_VERSION) {
+    throw new CtxbusError(
+      'schema_too_new',
+      `the database at ${connection.location} has schema version ${current}, newer than this ctxbus knows (${SQLITE_SCHEMA_VERSION}); upgrade ctxbus`,
+      { details: { current, known: SQLITE_SCHEMA_VERSION } },
+    );
+  }
+  if (!apply) return;
+  for (const migration of SQLITE_MIGRATIONS) {
+    if (migration.version <= current) continue;
+    // A rebuilt table loses its indexes: keep their definitions to create them again.
+    const indexes = migration.rebuilds
+      ? (
+          db
+            .prepare(
+              "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+            )
+            .all(migration.rebuilds) as { sql: string }[]
+        ).map((row) => row.sql)
+      : [];
+    if (migration.rebuilds) db.exec('PRAGMA foreign_keys = OFF');
+    try {
+      connection.transaction(() => {
+        db.exec(migration.sql);
+        migration.run?.(db);
+        for (const index of indexes) db.exec(index);
+        if (migration.rebuilds) {
+          const broken = db.prepare('PRAGMA foreign_key_check').all();
+          if (broken.length > 0) {
+            throw new CtxbusError(
+              'internal',
+              `migration ${migration.version} (${migration.name}) would break ${broken.length} foreign key(s); nothing was changed`,
+            );
+          }
+        }
+        db.prepare(
+          'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+        ).run(migration.version, migration.name, Date.now());
+      });
+    } finally {
+      if (migration.rebuilds) db.exec('PRAGMA foreign_keys = ON');
+    }
+  }
+}
+
+function schemaVersion(db: DatabaseSync): number {
+  const row = db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as
+    | { version: number | null }
+    | undefined;
+  return row?.version ?? 0;
+}

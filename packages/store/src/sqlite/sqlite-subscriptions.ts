@@ -5,8 +5,10 @@ import type {
   ListSubscriptionsOptions,
   SubscriptionProgress,
   SubscriptionRecord,
+  SubscriptionStore,
 } from '../store.js';
 import { subscriptionLimitError } from '../store.js';
+import type { SqliteConnection } from './sqlite-connection.js';
 
 // Subscriptions and dead letters in the embedded store (times as epoch milliseconds).
 
@@ -75,14 +77,20 @@ function rowToDeadLetter(row: DeadLetterRow): DeadLetter {
 const COLUMNS =
   'id, team_id, runtime, delivery, endpoint, secret, label, filter, created_at, cursor, attempts, next_attempt_at, last_error, delivered, dead_lettered';
 
-/** The subscription half of SqliteStore, over its statement cache and transactions. */
-export class SqliteSubscriptions {
-  constructor(
-    private readonly statement: (sql: string) => StatementSync,
-    private readonly transaction: <T>(work: () => T) => T,
-  ) {}
+/** Subscriptions of the embedded store, over its connection. */
+export class SqliteSubscriptions implements SubscriptionStore {
+  constructor(private readonly connection: SqliteConnection) {}
 
-  create(record: SubscriptionRecord, maxPerRuntime?: number): void {
+  private statement(sql: string): StatementSync {
+    return this.connection.statement(sql);
+  }
+
+  private transaction<T>(work: () => T): T {
+    return this.connection.transaction(work);
+  }
+
+  async createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
+    this.connection.assertOpen();
     // One synchronous transaction: no other create can run between the count and the insert.
     this.transaction(() => {
       if (maxPerRuntime !== undefined) {
@@ -117,14 +125,16 @@ export class SqliteSubscriptions {
     );
   }
 
-  get(id: string): SubscriptionRecord | null {
+  async getSubscription(id: string): Promise<SubscriptionRecord | null> {
+    this.connection.assertOpen();
     const row = this.statement(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ?`).get(id) as
       | SubscriptionRow
       | undefined;
     return row ? rowToSubscription(row) : null;
   }
 
-  list(options: ListSubscriptionsOptions): SubscriptionRecord[] {
+  async listSubscriptions(options: ListSubscriptionsOptions = {}): Promise<SubscriptionRecord[]> {
+    this.connection.assertOpen();
     const rows = this.statement(
       `SELECT ${COLUMNS} FROM subscriptions
         WHERE (?1 IS NULL OR team_id = ?1) AND (?2 IS NULL OR delivery = ?2)
@@ -133,11 +143,20 @@ export class SqliteSubscriptions {
     return rows.map(rowToSubscription);
   }
 
-  delete(id: string): boolean {
+  async deleteSubscription(id: string): Promise<boolean> {
+    this.connection.assertOpen();
     return Number(this.statement('DELETE FROM subscriptions WHERE id = ?').run(id).changes) > 0;
   }
 
-  lease(id: string, holder: string, nowMs: number, untilMs: number): boolean {
+  async leaseSubscription(
+    id: string,
+    holder: string,
+    now: string,
+    until: string,
+  ): Promise<boolean> {
+    this.connection.assertOpen();
+    const nowMs = Date.parse(now);
+    const untilMs = Date.parse(until);
     const result = this.statement(
       `UPDATE subscriptions SET lease_holder = ?, lease_until = ?
         WHERE id = ? AND (lease_holder IS NULL OR lease_holder = ? OR lease_until <= ?)`,
@@ -145,12 +164,14 @@ export class SqliteSubscriptions {
     return Number(result.changes) > 0;
   }
 
-  saveProgress(
+  async saveSubscriptionProgress(
     id: string,
     holder: string | null,
     progress: SubscriptionProgress,
-    nowMs: number,
-  ): boolean {
+    now: string,
+  ): Promise<boolean> {
+    this.connection.assertOpen();
+    const nowMs = Date.parse(now);
     return this.transaction(() => {
       const deadLetters = progress.deadLetters ?? [];
       const result = this.statement(
@@ -197,7 +218,13 @@ export class SqliteSubscriptions {
     });
   }
 
-  deadLetters(subscriptionId: string, afterSeq: number, limit: number): DeadLetter[] {
+  async listDeadLetters(
+    subscriptionId: string,
+    options: { afterSeq?: number; limit: number },
+  ): Promise<DeadLetter[]> {
+    this.connection.assertOpen();
+    const afterSeq = options.afterSeq ?? 0;
+    const limit = options.limit;
     const rows = this.statement(
       `SELECT * FROM dead_letters WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ).all(subscriptionId, afterSeq, limit) as unknown as DeadLetterRow[];

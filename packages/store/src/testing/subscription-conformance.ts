@@ -1,6 +1,7 @@
 import { CtxbusError } from '@ctxbus/core';
 import { expect } from 'vitest';
-import type { Store, SubscriptionRecord } from '../store.js';
+import type { SubscriptionRecord } from '../store.js';
+import type { ConformanceHarness } from './conformance-harness.js';
 
 // The subscription half of the store contract (see runStoreConformance, which runs these).
 
@@ -12,12 +13,6 @@ export const SUBSCRIPTION_CASES = [
 ] as const;
 
 export type SubscriptionCase = (typeof SUBSCRIPTION_CASES)[number];
-
-interface Harness {
-  store(): Store;
-  now(): Date;
-  advance(ms: number): void;
-}
 
 const ids = {
   a: 'sub_0194f000-0000-7000-8000-000000000001',
@@ -46,7 +41,9 @@ function record(overrides: Partial<SubscriptionRecord>, now: Date): Subscription
   };
 }
 
-export function subscriptionCases(h: Harness): Record<SubscriptionCase, () => Promise<void>> {
+export function subscriptionCases(
+  h: ConformanceHarness,
+): Record<SubscriptionCase, () => Promise<void>> {
   const iso = (offsetMs = 0) => new Date(h.now().getTime() + offsetMs).toISOString();
   return {
     async subscriptions() {

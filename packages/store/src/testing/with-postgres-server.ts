@@ -1,5 +1,5 @@
 import { it } from 'vitest';
-import { postgresRequired, probePostgres } from '../postgres/postgres-test-server.js';
+import { postgresRequired, probePostgres } from './postgres-test-server.js';
 
 /**
  * Defines `define(url)`'s tests when a PostgreSQL server answers. Without one they are skipped

@@ -1,66 +1,24 @@
 // Store-level speed of the PostgreSQL store beside the SQLite store's (run by hand, never in
 // the test suite):
 //
-//   node --experimental-transform-types packages/store/src/postgres/measure-scale.ts [--only postgres|sqlite] [--quick]
+//   node test/bench/src/measure-scale.ts [--only postgres|sqlite] [--quick]
 //
 // Write throughput with 1 and 16 concurrent writers (single-item writes, as hub clients send
 // them) and with batches of 500; then list (the shared bundle's section queries) and search
 // latency at 10k and 100k items. Items are prepared before the clock starts: this measures
 // the store, not validation and token counting. Texts are LoCoMo turns when the data is
 // there (CTXBUS_LOCOMO), generated sentences otherwise.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { percentile, report, resolveSourceImports } from './measure-support.ts';
-
-resolveSourceImports();
-const { prepareItem, sharedCandidateQueries } = await import('@ctxbus/core');
-const { openPostgresStore } = await import('./postgres-store.ts');
-const { openSqliteStore } = await import('../sqlite/sqlite-store.ts');
-const { probePostgres, ScratchSchemas } = await import('./postgres-test-server.ts');
-type Store = import('../store.ts').Store;
-type NewContextItem = import('@ctxbus/core').NewContextItem;
+import type { NewContextItem } from '@ctxbus/core';
+import { prepareItem, sharedCandidateQueries } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
+import { corpusQueries, corpusTexts } from './corpus.ts';
+import { onPostgres, onSqlite, report } from './measure-support.ts';
+import { percentile } from './stats.ts';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.includes('--only')
   ? process.argv[process.argv.indexOf('--only') + 1]
   : null;
-const here = dirname(fileURLToPath(import.meta.url));
-const dataPath =
-  process.env.CTXBUS_LOCOMO ??
-  resolve(here, '../../../../../shared/data/locomo-dev/locomo-dev.json');
-
-function corpus(): { texts: string[]; queries: string[] } {
-  if (existsSync(dataPath)) {
-    const raw = JSON.parse(readFileSync(dataPath, 'utf8')) as {
-      conversation: Record<string, unknown>;
-      qa: { question: string }[];
-    }[];
-    const texts = raw.flatMap((sample) =>
-      Object.entries(sample.conversation).flatMap(([name, value]) =>
-        /^session_\d+$/.test(name) && Array.isArray(value)
-          ? (value as { text: string }[]).map((turn) => turn.text)
-          : [],
-      ),
-    );
-    return { texts, queries: raw.flatMap((sample) => sample.qa.map((qa) => qa.question)) };
-  }
-  const words =
-    'build cache deploy design review token budget schema migration index query latency stream subscriber hub store search ranking decision alert release branch test failure fix feature customer meeting plan incident database queue worker retry timeout memory context runtime agent model prompt'.split(
-      ' ',
-    );
-  let seed = 42;
-  const next = () => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed;
-  };
-  const texts = Array.from({ length: 3000 }, () =>
-    Array.from({ length: 8 + (next() % 20) }, () => words[next() % words.length]).join(' '),
-  );
-  return { texts, queries: texts.slice(0, 500).map((text) => `what about ${text}?`) };
-}
-
 const writer = { teamId: 'bench', runtime: 'claude-code' };
 
 /** The benchmark's mix of item kinds (test/bench/src/run-bench.ts), so listings have work. */
@@ -179,35 +137,12 @@ async function measureReads(
   }
 }
 
-const { texts, queries } = corpus();
+const texts = corpusTexts();
+const queries = corpusQueries();
 
-if (only !== 'sqlite') {
-  const server = await probePostgres();
-  if (server.url === null) {
-    report(`no PostgreSQL at ${server.tried}: ${server.reason}`);
-    process.exit(1);
-  }
-  const schemas = new ScratchSchemas(server.url);
-  const store = await openPostgresStore({
-    connectionString: server.url,
-    schema: schemas.next('scale'),
-  });
-  try {
-    const written = await measureWrites('postgres', store, texts);
-    await measureReads('postgres', store, texts, queries, written);
-  } finally {
-    await store.close();
-    await schemas.dropAll();
-  }
-}
-if (only !== 'postgres') {
-  const dir = mkdtempSync(join(tmpdir(), 'ctxbus-scale-'));
-  const store = openSqliteStore({ path: join(dir, 'ctxbus.db') });
-  try {
-    const written = await measureWrites('sqlite', store, texts);
-    await measureReads('sqlite', store, texts, queries, written);
-  } finally {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const measureStore = (name: string) => async (store: Store) => {
+  const written = await measureWrites(name, store, texts);
+  await measureReads(name, store, texts, queries, written);
+};
+if (only !== 'sqlite') await onPostgres('scale', measureStore('postgres'));
+if (only !== 'postgres') await onSqlite(measureStore('sqlite'));

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { DEFAULT_POSTGRES_SCHEMA, describeLocation } from './postgres-connection.js';
+import { DEFAULT_POSTGRES_SCHEMA, describeLocation } from '../postgres/postgres-connection.js';
 
 // The PostgreSQL server the tests and measurement scripts use, and throw-away schemas on it.
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { errorCode } from './postgres-errors.js';
+import { errorCode } from '../postgres/postgres-errors.js';
 
 // For tests only: the parts of a Supabase database that the Supabase setup relies on, on a
 // plain PostgreSQL server. Never part of the setup itself (a real Supabase project has them).

@@ -1,0 +1,156 @@
+import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
+import type {
+  ArchivedItem,
+  Change,
+  ChangeLog,
+  DeadLetter,
+  EmbeddingSource,
+  ItemLifecycle,
+  ItemStore,
+  ItemVector,
+  ListSubscriptionsOptions,
+  ListTokensOptions,
+  ReadChangesOptions,
+  SearchHit,
+  SearchOptions,
+  Store,
+  StoreInfo,
+  SubscriptionProgress,
+  SubscriptionRecord,
+  SubscriptionStore,
+  SweepOptions,
+  SweepResult,
+  TokenRecord,
+  TokenStore,
+  VectorHit,
+  VectorSearchOptions,
+  VectorStore,
+  WriteOutcome,
+} from './store.js';
+
+/** The objects a backend is made of: one per domain of the contract. */
+export interface StoreDomains {
+  items: ItemStore;
+  changes: ChangeLog;
+  vectors: VectorStore;
+  lifecycle: ItemLifecycle;
+  subscriptions: SubscriptionStore;
+  tokens: TokenStore;
+}
+
+/**
+ * A Store as a composition: each method goes to its domain's object, so a backend writes
+ * only its domains, `info` and `close` (and `watchChanges` when it has one).
+ */
+export abstract class ComposedStore implements Store {
+  abstract readonly info: StoreInfo;
+  protected abstract readonly domains: StoreDomains;
+
+  abstract close(): Promise<void>;
+
+  writeItems(items: readonly NewContextItem[]): Promise<WriteOutcome[]> {
+    return this.domains.items.writeItems(items);
+  }
+
+  getItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
+    return this.domains.items.getItem(viewer, id);
+  }
+
+  listItems(viewer: Viewer, options: ListOptions): Promise<ContextItem[]> {
+    return this.domains.items.listItems(viewer, options);
+  }
+
+  searchItems(viewer: Viewer, options: SearchOptions): Promise<SearchHit[]> {
+    return this.domains.items.searchItems(viewer, options);
+  }
+
+  consumeItem(viewer: Viewer, id: string): Promise<ContextItem | null> {
+    return this.domains.items.consumeItem(viewer, id);
+  }
+
+  readChanges(options: ReadChangesOptions): Promise<Change[]> {
+    return this.domains.changes.readChanges(options);
+  }
+
+  latestSeq(): Promise<number> {
+    return this.domains.changes.latestSeq();
+  }
+
+  itemsToEmbed(
+    model: string,
+    options: { afterSeq: number; limit: number },
+  ): Promise<EmbeddingSource[]> {
+    return this.domains.vectors.itemsToEmbed(model, options);
+  }
+
+  saveVectors(model: string, vectors: readonly ItemVector[]): Promise<void> {
+    return this.domains.vectors.saveVectors(model, vectors);
+  }
+
+  vectorSearch(viewer: Viewer, options: VectorSearchOptions): Promise<VectorHit[]> {
+    return this.domains.vectors.vectorSearch(viewer, options);
+  }
+
+  sweepItems(options: SweepOptions): Promise<SweepResult> {
+    return this.domains.lifecycle.sweepItems(options);
+  }
+
+  listArchivedItems(
+    viewer: Viewer,
+    options: { limit: number; beforeArchiveId?: number },
+  ): Promise<ArchivedItem[]> {
+    return this.domains.lifecycle.listArchivedItems(viewer, options);
+  }
+
+  createSubscription(record: SubscriptionRecord, maxPerRuntime?: number): Promise<void> {
+    return this.domains.subscriptions.createSubscription(record, maxPerRuntime);
+  }
+
+  getSubscription(id: string): Promise<SubscriptionRecord | null> {
+    return this.domains.subscriptions.getSubscription(id);
+  }
+
+  listSubscriptions(options?: ListSubscriptionsOptions): Promise<SubscriptionRecord[]> {
+    return this.domains.subscriptions.listSubscriptions(options);
+  }
+
+  deleteSubscription(id: string): Promise<boolean> {
+    return this.domains.subscriptions.deleteSubscription(id);
+  }
+
+  leaseSubscription(id: string, holder: string, now: string, until: string): Promise<boolean> {
+    return this.domains.subscriptions.leaseSubscription(id, holder, now, until);
+  }
+
+  saveSubscriptionProgress(
+    id: string,
+    holder: string | null,
+    progress: SubscriptionProgress,
+    now: string,
+  ): Promise<boolean> {
+    return this.domains.subscriptions.saveSubscriptionProgress(id, holder, progress, now);
+  }
+
+  listDeadLetters(
+    subscriptionId: string,
+    options: { afterSeq?: number; limit: number },
+  ): Promise<DeadLetter[]> {
+    return this.domains.subscriptions.listDeadLetters(subscriptionId, options);
+  }
+
+  createToken(record: TokenRecord): Promise<void> {
+    return this.domains.tokens.createToken(record);
+  }
+
+  findTokenByHash(hash: string): Promise<TokenRecord | null> {
+    return this.domains.tokens.findTokenByHash(hash);
+  }
+
+  listTokens(options?: ListTokensOptions): Promise<TokenRecord[]> {
+    return this.domains.tokens.listTokens(options);
+  }
+
+  revokeToken(id: string): Promise<TokenRecord | null> {
+    return this.domains.tokens.revokeToken(id);
+  }
+}
