@@ -1,3 +1,4 @@
 import { testConfig } from '../../vitest.base.ts';
 
-export default testConfig();
+// Conformance cases write thousands of items to a real PostgreSQL: room for a busy machine.
+export default testConfig({ testTimeout: 30_000 });

@@ -41,7 +41,7 @@ await withPostgres('Supabase deployment', (url, schemas) => {
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       expect(first.stdout).toContain(
-        'schema version 0 -> 4 (1 initial, 2 subscriptions-and-archive, 3 item-vectors, 4 item-ids-per-team)',
+        'schema version 0 -> 5 (1 initial, 2 subscriptions-and-archive, 3 item-vectors, 4 item-ids-per-team, 5 search-statistics-per-partition)',
       );
       expect(first.stdout).toContain(
         'Supabase setup version 1 applied (first time): row-level security by team, items in the supabase_realtime publication',
