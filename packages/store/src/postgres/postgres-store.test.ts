@@ -57,7 +57,7 @@ function definePostgresTests(url: string): void {
       return result.rowCount === 1;
     });
     const reason =
-      'the server has no pgvector extension (Debian: postgresql-15-pgvector, or build it)';
+      'the server has no pgvector extension (PGDG's postgresql-NN-pgvector, or build it; Debian 12's own archive has no pgvector package)';
     it.skipIf(!available)(
       `is used when the server has it${available ? '' : ` (skipped: ${reason})`}`,
       async () => {

@@ -395,8 +395,15 @@ function defineSupabaseTests(url: string, walLevel: string): void {
           expect(insert?.kind === 'insert' && insert.values).toContain('globex through the slot');
         });
       });
+    } else if (process.env.CTXBUS_REQUIRE_LOGICAL_REPLICATION === '1') {
+      // CI sets wal_level to logical (.ci/run): there, this case must run, never skip.
+      it('logical replication through supabase_realtime', () => {
+        throw new Error(
+          `wal_level is ${walLevel}, not logical, though CTXBUS_REQUIRE_LOGICAL_REPLICATION=1`,
+        );
+      });
     } else {
-      it.skip(`logical replication through supabase_realtime (skipped: wal_level is ${walLevel}, not logical; it needs a server restart)`, () => {});
+      it.skip(`logical replication through supabase_realtime (skipped: wal_level is ${walLevel}, not logical; it needs a server restart, or CTXBUS_REQUIRE_LOGICAL_REPLICATION=1 to fail instead)`, () => {});
     }
   });
 
