@@ -70,6 +70,26 @@ function runClaude(
   });
 }
 
+/** Runs a `claude` subcommand (no model involved) with the private HOME; stdout and stderr. */
+function runClaudeCommand(
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolvePromise) => {
+    const child = spawn(CLAUDE, args, {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: home, DISABLE_TELEMETRY: '1' },
+    });
+    let out = '';
+    const collect = (chunk: Buffer) => {
+      out += chunk.toString();
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.once('exit', (code) => resolvePromise({ code, out }));
+  });
+}
+
 let reply: (request: Parameters<Parameters<typeof startScriptedModel>[0]>[0]) => ScriptedReply =
   () => ({ text: 'ok' });
 let model: ScriptedModel;
@@ -106,20 +126,7 @@ afterAll(async () => {
 
 describe('Claude Code with ctxbus installed', () => {
   it('lists the ctxbus MCP server as connected, with no approval pending and nothing in .mcp.json', async () => {
-    const listed = await new Promise<{ code: number | null; out: string }>((resolvePromise) => {
-      const child = spawn(CLAUDE, ['mcp', 'list'], {
-        cwd: project,
-        env: { PATH: process.env.PATH, HOME: home, DISABLE_TELEMETRY: '1' },
-      });
-      let out = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-      child.once('exit', (code) => resolvePromise({ code, out }));
-    });
+    const listed = await runClaudeCommand(['mcp', 'list'], project);
     expect(listed.code, listed.out).toBe(0);
     expect(listed.out).toMatch(/^ctxbus: .*Connected/m);
     expect(listed.out).not.toMatch(/pending/i);
@@ -219,19 +226,7 @@ describe('Claude Code with ctxbus installed', () => {
 
 describe('the Claude Code plugin', () => {
   it('passes claude plugin validate', async () => {
-    const validation = await new Promise<{ code: number | null; out: string }>((resolvePromise) => {
-      const child = spawn(CLAUDE, ['plugin', 'validate', PLUGIN_DIR], {
-        env: { PATH: process.env.PATH, HOME: home, DISABLE_TELEMETRY: '1' },
-      });
-      let out = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-      child.once('exit', (code) => resolvePromise({ code, out }));
-    });
+    const validation = await runClaudeCommand(['plugin', 'validate', PLUGIN_DIR], project);
     expect(validation.code, validation.out).toBe(0);
     expect(validation.out).toContain('Validation passed');
     expect(
