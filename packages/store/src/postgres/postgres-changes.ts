@@ -13,8 +13,6 @@ export class PostgresChangeLog implements ChangeLog {
   constructor(
     private readonly context: PostgresContext,
     private readonly listener: PostgresChangeListener,
-    /** Told of every sequence seen in a notification (the group commit's predictions). */
-    private readonly observe: (seq: number) => void,
   ) {}
 
   async readChanges(options: ReadChangesOptions): Promise<Change[]> {
@@ -48,10 +46,6 @@ export class PostgresChangeLog implements ChangeLog {
    * PostgresChangeListener for reconnection, keepalive and the catch-up hint.
    */
   watchChanges(listener: (seq: number) => void): { close(): void } {
-    return this.listener.watch((seq) => {
-      // Other processes' commits: the next write here can predict its sequence numbers.
-      this.observe(seq);
-      listener(seq);
-    });
+    return this.listener.watch(listener);
   }
 }

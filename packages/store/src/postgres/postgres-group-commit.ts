@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { ContextItem, Viewer } from '@ctxbus/core';
 import type { PoolClient } from 'pg';
 import type { WriteOutcome } from '../store.js';
 import type { PostgresTarget } from './postgres-connection.js';
-import { errorCode, isStatementError, toStoreError } from './postgres-errors.js';
+import { isStatementError, toStoreError } from './postgres-errors.js';
 import type { PreparedItem } from './postgres-prepare.js';
 import { CHANGE_INSERT_COLUMNS, ITEM_INSERT_COLUMNS, sqlLiteral } from './postgres-prepare.js';
 import type { ItemRow } from './postgres-sql.js';
@@ -27,16 +26,6 @@ type Operation =
       reject: (error: unknown) => void;
     };
 
-/** SQLSTATE of the predicted write's check failing (see runPredicted). */
-const DIVISION_BY_ZERO = '22012';
-/** Group commits that go the two-round-trip way after a wrong prediction. */
-const PAUSE_AFTER_MISS = 8;
-
-/** SQLSTATE of EXECUTE naming a statement this connection does not have (DISCARD ALL). */
-const NO_SUCH_STATEMENT = '26000';
-/** SQLSTATE of PREPARE naming a statement this connection already has. */
-const DUPLICATE_STATEMENT = '42P05';
-
 /** Most characters of row data one group commit sends (one write always goes). */
 const MAX_GROUP_BYTES = 16_000_000;
 
@@ -50,20 +39,6 @@ export interface GroupCommitOptions {
   onCommitted: (seq: number) => void;
   /** NOTIFY channel that carries each commit's newest sequence to other processes. */
   channel: string;
-  /**
-   * Prepare the one-round-trip write's statements once per connection (default true). Not
-   * through a transaction-mode pooler, which may run EXECUTE on another server connection.
-   */
-  prepareStatements?: boolean;
-}
-
-/** The one-round-trip write's statements, prepared once per connection. */
-interface PredictedStatements {
-  lock: string;
-  check: string;
-  persist: string;
-  /** PREPARE for each, in one message. */
-  prepare: string[];
 }
 
 /**
@@ -97,19 +72,6 @@ export class GroupCommit {
   private readonly channel: string;
   private queue: Operation[] = [];
   private draining: Promise<void> | null = null;
-  /** The newest sequence this process knows was committed (its own, or heard of). */
-  private knownSeq: number | null = null;
-  /**
-   * Group commits left before predicting again, after a wrong prediction: with other
-   * processes writing at the same time, a miss costs a round trip, so misses stay rare.
-   */
-  private predictionPause = 0;
-  private statements: PredictedStatements | null;
-  /** Connections holding `statements` (a pool hands out the same clients again). */
-  private readonly preparedOn = new WeakSet<PoolClient>();
-  /** How group commits went: in one round trip, or in two (tests, benchmarks). */
-  readonly stats = { oneRoundTrip: 0, twoRoundTrips: 0 };
-
   constructor(options: GroupCommitOptions) {
     this.target = options.target;
     this.s = options.target.quotedSchema;
@@ -118,7 +80,6 @@ export class GroupCommit {
     this.termStats = options.termStats;
     this.onCommitted = options.onCommitted;
     this.channel = options.channel;
-    this.statements = (options.prepareStatements ?? true) ? predictedStatements(this.s) : null;
   }
 
   /** Resolves after the commit that stored the items. */
@@ -133,11 +94,6 @@ export class GroupCommit {
     return new Promise((resolve, reject) => {
       this.enqueue({ kind: 'consume', viewer, id, resolve, reject });
     });
-  }
-
-  /** Another process committed up to `seq` (a NOTIFY): the next write can predict its numbers. */
-  observe(seq: number): void {
-    if (this.knownSeq === null || seq > this.knownSeq) this.knownSeq = seq;
   }
 
   /** Waits until everything queued so far has been committed (or has failed). */
@@ -191,13 +147,7 @@ export class GroupCommit {
     }
     let broken: Error | undefined;
     try {
-      let settle = await this.runPredicted(client, batch);
-      if (settle === null) {
-        settle = await this.runGroup(client, batch, false);
-        this.stats.twoRoundTrips += 1;
-      } else {
-        this.stats.oneRoundTrip += 1;
-      }
+      let settle = await this.runGroup(client, batch, false);
       // PostgreSQL refused the combined statement: replay with one savepoint per operation.
       if (settle === null) {
         this.target.logger.warn(
@@ -304,161 +254,8 @@ export class GroupCommit {
       terms.push(...rows.terms);
     }
     this.termStats.add(terms);
-    this.observe(plan.currentSeq);
     this.onCommitted(plan.currentSeq);
     return settle;
-  }
-
-  /**
-   * The common write in one round trip instead of two: when every operation writes new items
-   * that supersede nothing by name, and this process knows the newest sequence, the plan is
-   * made up front on the prediction that the sequence is still that and that the read would
-   * find nothing (no stored item with one of these ids, no live holder of one of these keys).
-   * The transaction checks both under the counter lock before writing, and divides by zero
-   * when either is wrong: then it rolls back, having written nothing, and the batch goes the
-   * two-round-trip way (null). Null too when the prediction cannot be made.
-   */
-  private async runPredicted(
-    client: PoolClient,
-    batch: readonly Operation[],
-  ): Promise<(() => void)[] | null> {
-    const predicted = this.knownSeq;
-    if (process.env.CTXBUS_AB_TWO_ROUND_TRIPS === '1') return null;
-    if (this.predictionPause > 0) {
-      this.predictionPause -= 1;
-      return null;
-    }
-    if (predicted === null) return null;
-    for (const operation of batch) {
-      if (operation.kind !== 'write') return null;
-      if (operation.items.some(({ item }) => item.supersedes !== null)) return null;
-    }
-    const nowMs = this.clock().getTime();
-    const plan = new PostgresWritePlan(predicted, []);
-    const settle: (() => void)[] = [];
-    for (const operation of batch) {
-      if (operation.kind !== 'write') return null;
-      try {
-        const outcomes = plan.write(operation.items, nowMs);
-        settle.push(() => operation.resolve(outcomes));
-      } catch (error) {
-        settle.push(() => operation.reject(error));
-      }
-    }
-    if (!plan.hasPending) return null;
-    const rows = plan.pending();
-    const prepared = rows.updates.length === 0 && (await this.prepare(client));
-    const statements = [
-      'BEGIN ISOLATION LEVEL READ COMMITTED',
-      ...(prepared
-        ? this.executePredicted(batch, rows, predicted, nowMs)
-        : this.predictedSql(batch, rows, predicted, nowMs)),
-      `SELECT pg_notify(${sqlLiteral(this.channel)}, '${plan.currentSeq}')`,
-      'COMMIT',
-    ];
-    try {
-      await client.query(statements.join(';\n'));
-    } catch (error) {
-      if (!isStatementError(error)) throw error;
-      // 22012: the prediction was wrong. 26000: this connection lost its prepared statements
-      // (DISCARD ALL): prepared again next time. Any other refusal: the two-round-trip way
-      // sorts out which write it was (one savepoint per operation).
-      await client.query('ROLLBACK');
-      if (errorCode(error) === DIVISION_BY_ZERO) {
-        this.knownSeq = null;
-        this.predictionPause = PAUSE_AFTER_MISS;
-      }
-      if (errorCode(error) === NO_SUCH_STATEMENT) this.preparedOn.delete(client);
-      return null;
-    }
-    this.termStats.add(rows.terms);
-    this.observe(plan.currentSeq);
-    this.onCommitted(plan.currentSeq);
-    return settle;
-  }
-
-  /**
-   * Prepares the one-round-trip write's statements on this connection, once. False when they
-   * are not to be used: not configured, or PostgreSQL refused them (the write then goes with
-   * its values inlined, and preparing is not tried again).
-   */
-  private async prepare(client: PoolClient): Promise<boolean> {
-    const statements = this.statements;
-    if (statements === null) return false;
-    if (this.preparedOn.has(client)) return true;
-    try {
-      await client.query(statements.prepare.join(';\n'));
-    } catch (error) {
-      if (!isStatementError(error)) throw error;
-      try {
-        // Another store on this schema and pool prepared some of them: the rest one by one.
-        for (const text of statements.prepare) {
-          await client.query(text).catch((again: unknown) => {
-            if (errorCode(again) !== DUPLICATE_STATEMENT) throw again;
-          });
-        }
-      } catch (again) {
-        if (!isStatementError(again)) throw again;
-        this.target.logger.warn(
-          { err: again },
-          'postgres: cannot prepare the write statements; writes plan each statement instead',
-        );
-        this.statements = null;
-        return false;
-      }
-    }
-    this.preparedOn.add(client);
-    return true;
-  }
-
-  /**
-   * The one-round-trip write's lock, check and insert with their values inlined: planned by
-   * PostgreSQL on every write (through a transaction-mode pooler).
-   */
-  private predictedSql(
-    batch: readonly Operation[],
-    rows: PendingRows,
-    predicted: number,
-    nowMs: number,
-  ): string[] {
-    const s = this.s;
-    return [
-      `SELECT seq FROM ${s}.counter FOR UPDATE`,
-      `SELECT 1 / (CASE WHEN (SELECT seq FROM ${s}.counter) = ${Math.trunc(predicted)}
-        AND NOT EXISTS (${this.loadSql(batch, nowMs)}) THEN 1 ELSE 0 END)`,
-      this.persistSql(rows),
-    ];
-  }
-
-  /** The same three as EXECUTEs of this connection's prepared statements (planned once). */
-  private executePredicted(
-    batch: readonly Operation[],
-    rows: PendingRows,
-    predicted: number,
-    nowMs: number,
-  ): string[] {
-    const statements = this.statements as PredictedStatements;
-    const ids: string[] = [];
-    const idTeams: string[] = [];
-    const teams: string[] = [];
-    const keys: string[] = [];
-    for (const operation of batch) {
-      if (operation.kind !== 'write') continue;
-      for (const { item } of operation.items) {
-        ids.push(item.id);
-        idTeams.push(item.teamId);
-        if (item.key === null) continue;
-        teams.push(item.teamId);
-        keys.push(item.key);
-      }
-    }
-    const array = (values: string[]) => `ARRAY[${values.map(sqlLiteral).join(', ')}]::text[]`;
-    const now = sqlLiteral(new Date(nowMs).toISOString());
-    return [
-      `EXECUTE ${statements.lock}`,
-      `EXECUTE ${statements.check}(${Math.trunc(predicted)}, ${array(ids)}, ${array(idTeams)}, ${array(teams)}, ${array(keys)}, ${now})`,
-      `EXECUTE ${statements.persist}(E'[${rows.items.join(',')}]', ${sqlLiteral(JSON.stringify(rows.changes))}, ${Math.trunc(rows.seq)}, ${Math.trunc(rows.createdItems)})`,
-    ];
   }
 
   /**
@@ -515,52 +312,4 @@ export class GroupCommit {
       )
       UPDATE ${s}.counter SET seq = ${Math.trunc(rows.seq)}, items = items + ${Math.trunc(rows.createdItems)}`;
   }
-}
-
-/**
- * The one-round-trip write's statements on schema `s`: the counter lock; the check that the
- * predicted sequence holds and that no stored item has one of the ids, nor a live item one of
- * the keys (it divides by zero otherwise); and the insert of items and changes with the new
- * counter. Named by a hash of their text, so that stores on other schemas sharing a connection
- * never reuse a name for another text.
- */
-function predictedStatements(s: string): PredictedStatements {
-  const items = ITEM_INSERT_COLUMNS.join(', ');
-  const changes = CHANGE_INSERT_COLUMNS.join(', ');
-  const texts = {
-    lock: `SELECT seq FROM ${s}.counter FOR UPDATE`,
-    check: `(bigint, text[], text[], text[], text[], timestamptz) AS
-      SELECT 1 / (CASE WHEN (SELECT seq FROM ${s}.counter) = $1
-        AND NOT EXISTS (
-          SELECT 1 FROM ${s}.items i WHERE (i.id, i.team_id) IN (SELECT * FROM unnest($2, $3)))
-        AND NOT EXISTS (
-          SELECT 1 FROM ${s}.items i
-           WHERE i.item_key IS NOT NULL AND i.superseded_by IS NULL
-             AND (i.team_id, i.item_key) IN (SELECT * FROM unnest($4, $5))
-             AND (i.expires_at IS NULL OR i.expires_at > $6))
-        THEN 1 ELSE 0 END)`,
-    persist: `(json, json, bigint, bigint) AS
-      WITH new_items AS (
-        INSERT INTO ${s}.items (${items})
-        SELECT ${items} FROM json_populate_recordset(NULL::${s}.items, $1)
-      ), new_changes AS (
-        INSERT INTO ${s}.changes (${changes})
-        SELECT ${changes} FROM json_populate_recordset(NULL::${s}.changes, $2)
-      )
-      UPDATE ${s}.counter SET seq = $3, items = items + $4`,
-  };
-  const named = Object.fromEntries(
-    Object.entries(texts).map(([key, text]) => [
-      key,
-      `ctxbus_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`,
-    ]),
-  ) as Record<keyof typeof texts, string>;
-  return {
-    ...named,
-    prepare: [
-      `PREPARE ${named.lock} AS ${texts.lock}`,
-      `PREPARE ${named.check}${texts.check}`,
-      `PREPARE ${named.persist}${texts.persist}`,
-    ],
-  };
 }

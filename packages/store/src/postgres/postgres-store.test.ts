@@ -57,7 +57,7 @@ function definePostgresTests(url: string): void {
       return result.rowCount === 1;
     });
     const reason =
-      'the server has no pgvector extension (PGDG's postgresql-NN-pgvector, or build it; Debian 12's own archive has no pgvector package)';
+      "the server has no pgvector extension (PGDG's postgresql-NN-pgvector, or build it; Debian 12's own archive has no pgvector package)";
     it.skipIf(!available)(
       `is used when the server has it${available ? '' : ` (skipped: ${reason})`}`,
       async () => {
@@ -123,7 +123,7 @@ function definePostgresTests(url: string): void {
     );
   });
 
-  it('writes in one round trip when it can predict the sequence, in two when not, alike', async () => {
+  it('numbers writes from two stores on one schema in one gapless order, retries and keys alike', async () => {
     const schema = schemas.next('rt');
     const a = await openPostgresStore({ connectionString: url, schema });
     const b = await openPostgresStore({ connectionString: url, schema });
@@ -131,42 +131,25 @@ function definePostgresTests(url: string): void {
       const [outcome] = await store.writeItems([prepared(input)]);
       return outcome;
     };
-    // Nothing known yet: the first write reads the sequence; the next ones predict it.
     for (let index = 0; index < 4; index++) await write(a, { title: `a${index}` });
-    expect(a.groupCommits).toEqual({ oneRoundTrip: 3, twoRoundTrips: 1 });
-    // Another store wrote meanwhile (unheard: a does not watch): the prediction fails, nothing
-    // is written by it, and the write goes the two-round-trip way with the right number.
+    // Another store wrote meanwhile (unheard: a does not watch): a's next write follows it.
     const elsewhere = await write(b, { title: 'b' });
     const after = await write(a, { title: 'after' });
     expect(after?.item.seq).toBe((elsewhere?.item.seq ?? 0) + 1);
-    expect(a.groupCommits).toEqual({ oneRoundTrip: 3, twoRoundTrips: 2 });
-    // A retry of a stored id, and a key with a live holder: the read finds rows, so two trips,
-    // with the same answers as always.
+    // A retry of a stored id is the stored item; a key with a live holder supersedes it.
     const fixed = prepared({ title: 'fixed id' });
     await a.writeItems([fixed]);
     const [again] = await a.writeItems([fixed]);
     expect(again?.status).toBe('existing');
     const first = await write(a, { type: 'decision', title: 'v1', key: 'rules/x' });
-    const second = await write(a, { type: 'decision', title: 'v2', key: 'rules/x' });
+    const second = await write(b, { type: 'decision', title: 'v2', key: 'rules/x' });
     expect(second?.item.supersedes).toBe(first?.item.id);
     expect((await a.getItem(acme, first?.item.id ?? ''))?.supersededBy).toBe(second?.item.id);
-    // After a miss, the next 8 group commits do not predict (misses stay rare when other
-    // processes write at the same time); then predictions resume.
-    expect(a.groupCommits.oneRoundTrip).toBe(3);
-    for (let index = 0; index < 6; index++) await write(a, { title: `later${index}` });
-    expect(a.groupCommits.oneRoundTrip).toBeGreaterThan(3);
-    // Predicting again, the check catches a live holder of the key, and a stored id, itself.
-    const missesBefore = a.groupCommits.twoRoundTrips;
     const third = await write(a, { type: 'decision', title: 'v3', key: 'rules/x' });
     expect(third?.item.supersedes).toBe(second?.item.id);
-    expect(a.groupCommits.twoRoundTrips).toBe(missesBefore + 1);
-    // (8 paused group commits, then one predicted)
-    for (let index = 0; index < 9; index++) await write(a, { title: `paused${index}` });
-    expect(a.groupCommits.twoRoundTrips).toBe(missesBefore + 9);
-    const [retried] = await a.writeItems([fixed]);
+    const [retried] = await b.writeItems([fixed]);
     expect(retried).toMatchObject({ status: 'existing', item: { seq: again?.item.seq } });
-    expect(a.groupCommits.twoRoundTrips).toBe(missesBefore + 10);
-    // Gapless and in order, whichever way each commit went.
+    // Gapless and in order, whichever store wrote each.
     const changes = await a.readChanges({ afterSeq: 0, limit: 100 });
     expect(changes.map((change) => change.seq)).toEqual(
       Array.from({ length: changes.length }, (_, index) => index + 1),
@@ -174,18 +157,14 @@ function definePostgresTests(url: string): void {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it('never lets another team’s item with the same id change a write, nor its round trips', async () => {
+  it('never lets another team’s item with the same id change a write', async () => {
     const store = await openPostgresStore({ connectionString: url, schema: schemas.next('ids') });
     const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
     await store.writeItems([prepared({ title: 'reads the sequence' })]);
     const ours = prepared({ title: 'ours' });
     await store.writeItems([ours]);
-    expect(store.groupCommits).toEqual({ oneRoundTrip: 1, twoRoundTrips: 1 });
-    // The one-round-trip check looks for the id within the writing team only: a miss (and the
-    // 8 unpredicted commits after it) would tell the other team, by its timing, that it exists.
     const [theirs] = await store.writeItems([prepared({ id: ours.id, title: 'theirs' }, globex)]);
     expect(theirs?.status).toBe('created');
-    expect(store.groupCommits).toEqual({ oneRoundTrip: 2, twoRoundTrips: 1 });
     // Within a team the id is found as before: a retry is the stored item, a change a conflict.
     const [retried] = await store.writeItems([prepared({ id: ours.id, title: 'theirs' }, globex)]);
     expect(retried).toMatchObject({ status: 'existing', item: { seq: theirs?.item.seq } });
@@ -195,43 +174,6 @@ function definePostgresTests(url: string): void {
     expect((await store.getItem(acme, ours.id))?.title).toBe('ours');
     expect((await store.getItem(globex, ours.id))?.title).toBe('theirs');
     await store.close();
-  });
-
-  it('prepares the one-round-trip statements once per connection, and recovers if they go', async () => {
-    const schema = schemas.next('prep');
-    const pool = new pg.Pool({ connectionString: url, max: 1 });
-    const store = await openPostgresStore({ pool, schema });
-    const write = async (title: string) => (await store.writeItems([prepared({ title })]))[0];
-    const statements = async () =>
-      (
-        await pool.query<{ count: number }>(
-          `SELECT count(*)::int AS count FROM pg_prepared_statements WHERE statement LIKE '%${schema}%'`,
-        )
-      ).rows[0]?.count;
-    await write('reads the sequence');
-    await write('prepares, then predicts');
-    await write('predicts');
-    expect(store.groupCommits).toEqual({ oneRoundTrip: 2, twoRoundTrips: 1 });
-    expect(await statements()).toBe(3);
-    // A pooler or an administrator dropped them (DISCARD ALL): the write still lands, the
-    // two-round-trip way, and the next one prepares them again.
-    await pool.query('DEALLOCATE ALL');
-    const lost = await write('statements gone');
-    expect(store.groupCommits).toEqual({ oneRoundTrip: 2, twoRoundTrips: 2 });
-    await write('prepared again');
-    expect(store.groupCommits).toEqual({ oneRoundTrip: 3, twoRoundTrips: 2 });
-    expect(await statements()).toBe(3);
-    const changes = await store.readChanges({ afterSeq: 0, limit: 10 });
-    expect(changes.map((change) => change.item.title)).toEqual([
-      'reads the sequence',
-      'prepares, then predicts',
-      'predicts',
-      'statements gone',
-      'prepared again',
-    ]);
-    expect(lost?.item.seq).toBe(4);
-    await store.close();
-    await pool.end();
   });
 
   describe('exact vector scan in memory (no pgvector)', () => {

@@ -130,7 +130,6 @@ export class PostgresStore extends ComposedStore {
       termStats: this.termStats,
       onCommitted: (seq) => this.maintainIfGrown(seq),
       channel: changeChannel(target.schema),
-      prepareStatements: this.prepareStatements,
     });
     this.listener = new PostgresChangeListener({
       config,
@@ -140,7 +139,7 @@ export class PostgresStore extends ComposedStore {
       logger: target.logger,
       latestSeq: () => this.latestSeq(),
     });
-    this.changes = new PostgresChangeLog(context, this.listener, (seq) => this.writes.observe(seq));
+    this.changes = new PostgresChangeLog(context, this.listener);
     this.domains = {
       items: new PostgresItems(context, this.writes, this.termStats),
       changes: this.changes,
@@ -298,11 +297,6 @@ export class PostgresStore extends ComposedStore {
 
   watchChanges(listener: (seq: number) => void): { close(): void } {
     return this.changes.watchChanges(listener);
-  }
-
-  /** How group commits went: in one round trip (predicted) or two (tests, benchmarks). */
-  get groupCommits(): { oneRoundTrip: number; twoRoundTrips: number } {
-    return { ...this.writes.stats };
   }
 
   /** How many times the LISTEN connection was established (tests, metrics). */
