@@ -1,4 +1,5 @@
 import type {
+  ChangeKind,
   ContextItem,
   ContextType,
   DeliveryMode,
@@ -18,8 +19,8 @@ export interface WriteOutcome {
   status: WriteStatus;
 }
 
-/** What a change did. Every change has its own store sequence number. */
-export type ChangeKind = 'added' | 'consumed' | 'superseded';
+/** What a change did (core's contract names them). Every change has its own sequence number. */
+export type { ChangeKind };
 
 /** One entry of the change feed, with the item as it is now. */
 export interface Change {

@@ -1,21 +1,9 @@
-import { CtxbusError } from '@ctxbus/core';
+import type { Logger } from '@ctxbus/core';
+import { CtxbusError, silentLogger } from '@ctxbus/core';
 import type { Pool, PoolConfig, QueryResultRow } from 'pg';
 
-/** The logging surface the store uses: a subset of pino's, so a pino logger fits. */
-export interface PostgresLogger {
-  debug(object: object, message?: string): void;
-  info(object: object, message?: string): void;
-  warn(object: object, message?: string): void;
-  error(object: object, message?: string): void;
-}
-
-const noop = () => {};
-export const silentPostgresLogger: PostgresLogger = {
-  debug: noop,
-  info: noop,
-  warn: noop,
-  error: noop,
-};
+/** The store logs through core's Logger (a subset of pino's); the name stays for callers. */
+export type PostgresLogger = Logger;
 
 /** Where the store lives: a connection string (the store owns the pool) or a pool of yours. */
 export interface PostgresConnectionOptions {
@@ -95,7 +83,7 @@ export async function connectPostgres(options: PostgresConnectionOptions): Promi
       { details: { field: 'connectionString' } },
     );
   }
-  const logger = options.logger ?? silentPostgresLogger;
+  const logger = options.logger ?? silentLogger;
   let pool: Pool;
   let ownsPool: boolean;
   let config: PoolConfig;
