@@ -35,7 +35,12 @@ let model: ScriptedModel | undefined;
 let hub: ReturnType<typeof spawn> | undefined;
 
 afterAll(async () => {
-  hub?.kill('SIGTERM');
+  if (hub && hub.exitCode === null) {
+    // Its data directory is under root: wait for it to close before removing root.
+    const exited = new Promise((resolvePromise) => hub?.once('exit', resolvePromise));
+    hub.kill('SIGTERM');
+    await exited;
+  }
   await model?.close();
   removeDir(root);
 });
@@ -59,13 +64,34 @@ function shellEnv(): NodeJS.ProcessEnv {
   };
 }
 
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): string {
-  try {
-    return execFileSync(command, args, { cwd, env, encoding: 'utf8', timeout: 600_000 });
-  } catch (error) {
-    const failed = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${command} ${args.join(' ')} failed: ${failed.stderr || failed.message}`);
-  }
+/**
+ * Runs a command to its end, asynchronously: the scripted model answers from this process,
+ * so a synchronous wait would leave Claude Code talking to a server that cannot reply.
+ */
+function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolvePromise(stdout);
+      else
+        reject(new Error(`${command} ${args.join(' ')} ended with ${code ?? signal}: ${stderr}`));
+    });
+  });
 }
 
 describe('the first hour, from a fresh clone', () => {
@@ -78,9 +104,9 @@ describe('the first hour, from a fresh clone', () => {
     const lap = (what: string) =>
       times.push(`${what}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
-    run('git', ['clone', '--quiet', '--depth', '1', `file://${REPO}`, clone], root, env);
+    await run('git', ['clone', '--quiet', '--depth', '1', `file://${REPO}`, clone], root, env);
     lap('cloned');
-    run('./dev', ['link', bin], clone, env);
+    await run('./dev', ['link', bin], clone, env);
     lap('./dev link (Node, install, build)');
 
     // `ctxbus serve` in another terminal: it prints its URL once listening.
@@ -98,26 +124,31 @@ describe('the first hour, from a fresh clone', () => {
     lap('ctxbus serve listening');
 
     const ctxbus = (args: string[], cwd = home) => run(join(bin, 'ctxbus'), args, cwd, env);
-    ctxbus(['token', 'create', '--team', 'acme', '--runtime', 'cli', '--save']);
-    ctxbus([
+    await ctxbus(['token', 'create', '--team', 'acme', '--runtime', 'cli', '--save']);
+    await ctxbus([
       'write',
       '--type',
       'decision',
       '--title',
       'Deploys freeze on Friday (first-hour marker 41c9)',
     ]);
-    const installed = ctxbus(['install', 'claude-code', '--project', '.'], project);
+    const installed = await ctxbus(['install', 'claude-code', '--project', '.'], project);
     expect(installed).toContain('with a new token for acme/claude-code');
     lap('token saved, decision written, Claude Code installed');
 
     model = await startScriptedModel(() => ({ text: 'The freeze is on Friday.' }));
-    const answer = run(CLAUDE, ['-p', 'When is the freeze?', '--output-format', 'json'], project, {
-      ...env,
-      ANTHROPIC_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: 'sk-ant-test-scripted-model',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_TELEMETRY: '1',
-    });
+    const answer = await run(
+      CLAUDE,
+      ['-p', 'When is the freeze?', '--output-format', 'json'],
+      project,
+      {
+        ...env,
+        ANTHROPIC_BASE_URL: model.url,
+        ANTHROPIC_API_KEY: 'sk-ant-test-scripted-model',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_TELEMETRY: '1',
+      },
+    );
     lap('claude -p answered');
     expect(JSON.parse(answer).result).toContain('The freeze is on Friday.');
     const sent = model.requests.at(-1);
@@ -125,7 +156,7 @@ describe('the first hour, from a fresh clone', () => {
       'Deploys freeze on Friday (first-hour marker 41c9)',
     );
     expect(sent && requestText(sent)).toContain('# Shared context (ctxbus)');
-    const doctor = ctxbus(['doctor', '--project', '.'], project);
+    const doctor = await ctxbus(['doctor', '--project', '.'], project);
     expect(doctor).toContain(`ok    hub: ${url} answers`);
     process.stdout.write(`first hour, from a fresh clone:\n  ${times.join('\n  ')}\n`);
   }, 900_000);
