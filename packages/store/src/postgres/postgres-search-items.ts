@@ -1,5 +1,6 @@
 import type { Viewer } from '@ctxbus/core';
 import type { QueryResultRow } from 'pg';
+import { searchHits } from '../search/search-hits.js';
 import {
   buildSearchQuery,
   CANDIDATE_LIMIT,
@@ -8,7 +9,6 @@ import {
 } from '../search/search-query.js';
 import type { RerankCandidate } from '../search/search-rerank.js';
 import { bm25Idf, NEIGHBOUR_WINDOW, rerankCandidates } from '../search/search-rerank.js';
-import { highlightPassage } from '../search/search-text.js';
 import type { SearchHit, SearchOptions } from '../store.js';
 import { toStoreError } from './postgres-errors.js';
 import { anyOfQuery, TS_RANK_WEIGHTS } from './postgres-search.js';
@@ -153,14 +153,5 @@ export async function searchPostgres(
     }
   }
 
-  const stems = new Set(query.queryTerms.map((term) => term.stem));
-  return rerankCandidates(query, inputs, stats)
-    .filter((ranked) => ranked.score > 0)
-    .slice(0, options.limit)
-    .flatMap((ranked) => {
-      const row = rows.get(ranked.rid);
-      if (!row) return [];
-      const highlight = highlightPassage(row.content || row.title, stems);
-      return [{ item: rowToItem(row), score: ranked.score, highlight }];
-    });
+  return searchHits(query, inputs, stats, rows, options.limit, rowToItem);
 }

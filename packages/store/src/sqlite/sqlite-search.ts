@@ -1,5 +1,6 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { Viewer } from '@ctxbus/core';
+import { searchHits } from '../search/search-hits.js';
 import { partitionRuntime, visiblePartitionRuntimes } from '../search/search-partition.js';
 import {
   buildSearchQuery,
@@ -8,7 +9,6 @@ import {
 } from '../search/search-query.js';
 import type { RerankCandidate } from '../search/search-rerank.js';
 import { NEIGHBOUR_WINDOW, rerankCandidates } from '../search/search-rerank.js';
-import { highlightPassage } from '../search/search-text.js';
 import type { SearchHit, SearchOptions } from '../store.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
@@ -244,16 +244,7 @@ export class SqliteSearch {
       }
     }
 
-    const stems = new Set(query.queryTerms.map((term) => term.stem));
-    return rerankCandidates(query, inputs, stats)
-      .filter((ranked) => ranked.score > 0)
-      .slice(0, options.limit)
-      .flatMap((ranked) => {
-        const row = rows.get(ranked.rid);
-        if (!row) return [];
-        const highlight = highlightPassage(row.content || row.title, stems);
-        return [{ item: rowToItem(row), score: ranked.score, highlight }];
-      });
+    return searchHits(query, inputs, stats, rows, options.limit, rowToItem);
   }
 
   private partition(teamId: string, runtime: string): Partition | undefined {
