@@ -1,5 +1,6 @@
 import { CtxbusError } from '@ctxbus/core/contract';
 import { Command, CommanderError } from 'commander';
+import { registerCapabilities } from './commands/capabilities-command.js';
 import { registerContextCommands } from './commands/context-commands.js';
 import { registerDoctor } from './commands/doctor-command.js';
 import { registerInstall } from './commands/install-command.js';
@@ -63,6 +64,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerInstall(program, run);
   registerMcp(program, run);
   registerDoctor(program, run);
+  registerCapabilities(program, run);
   return program;
 }
 

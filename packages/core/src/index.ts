@@ -2,6 +2,16 @@
 // tokenizer or Node-free builders on top of it: context building, formatters, resolvers.
 
 export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
+export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
+export {
+  CAPABILITY_MODES,
+  capabilitiesFileSchema,
+  capabilityMode,
+  capabilityNames,
+  parseCapabilities,
+  TRUST_LEVELS,
+  WELL_KNOWN_CAPABILITIES,
+} from './capabilities.js';
 export type {
   BuildConfig,
   BuiltContext,

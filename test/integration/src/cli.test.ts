@@ -1,5 +1,6 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { removeDir, runCli, spawnCli, startHubProcess, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -251,6 +252,34 @@ describe('ctxbus CLI', () => {
     } finally {
       expect(await local.stop()).toBe(0);
     }
+  });
+
+  it('checks and shows capabilities.yaml, naming the line and column of a mistake', async () => {
+    const file = fileURLToPath(new URL('../../../capabilities.yaml', import.meta.url));
+    const checked = await runCli(['capabilities', 'check', file]);
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toBe(`${file}: ok, 3 runtimes, 5 capabilities\n`);
+    const shown = await runCli(['capabilities', 'show', file]);
+    expect(shown.stdout.split('\n')[0]).toMatch(/^capability +claude-code +openclaw +web$/);
+    expect(shown.stdout).toMatch(
+      /^code_execution +native \(Bash\) +via-api \(remote-exec\) +sandboxed/m,
+    );
+    const json = JSON.parse((await runCli(['capabilities', 'show', file, '--json'])).stdout);
+    expect(json.runtimes.openclaw.capabilities.code_execution).toMatchObject({
+      mode: 'via-api',
+      target: 'claude-code',
+    });
+    const dir = tempDir();
+    dirs.push(dir);
+    const bad = join(dir, 'capabilities.yaml');
+    writeFileSync(bad, 'version: 1\nruntimes:\n  bot:\n    description: x\n    trust: total\n');
+    const refused = await runCli(['capabilities', 'check', bad]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^ctxbus: error: ${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:5:12: runtimes\\.bot\\.trust: `,
+      ),
+    );
   });
 
   it('fails with one clear line and the documented exit codes', async () => {

@@ -1,0 +1,145 @@
+import { isMap, isNode, isScalar, LineCounter, parseDocument } from 'yaml';
+import { z } from 'zod';
+import { CtxbusError } from './errors.js';
+
+// capabilities.yaml (seed 000, question 3): what each runtime can do, and how. Parsed here,
+// pure, with errors that name the file, line and column and what was expected.
+
+/** How a runtime does something; absent means `unavailable`. */
+export const CAPABILITY_MODES = [
+  'native',
+  'via-api',
+  'via-mcp',
+  'sandboxed',
+  'unavailable',
+] as const;
+export type CapabilityMode = (typeof CAPABILITY_MODES)[number];
+
+/** The capabilities every runtime is described by; files may name others too. */
+export const WELL_KNOWN_CAPABILITIES = [
+  'code_execution',
+  'file_operations',
+  'search',
+  'communication',
+  'memory',
+] as const;
+
+export const TRUST_LEVELS = ['trusted', 'standard', 'restricted'] as const;
+
+const nameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'a lower-case name (letters, digits, - and _)');
+
+const limitsSchema = z.strictObject({
+  /** Whether the work may reach the network. */
+  network: z.boolean().optional(),
+  /** Longest it may run. */
+  seconds: z.number().int().positive().max(86_400).optional(),
+  /** The only commands it may run (argv strings). */
+  commands: z.array(z.string().min(1)).max(256).optional(),
+});
+
+export const capabilitySchema = z.strictObject({
+  mode: z.enum(CAPABILITY_MODES),
+  /** The tool, API or MCP server it goes through. */
+  via: z.string().min(1).max(200).optional(),
+  /** For via-api/via-mcp on another runtime's behalf: that runtime. */
+  target: nameSchema.optional(),
+  limits: limitsSchema.optional(),
+  notes: z.string().max(2_000).optional(),
+});
+
+export const runtimeEntrySchema = z.strictObject({
+  description: z.string().min(1).max(500),
+  type: z.string().min(1).max(100).optional(),
+  adapter: z.string().min(1).max(200).optional(),
+  trust: z.enum(TRUST_LEVELS).default('standard'),
+  endpoint: z.string().min(1).max(2_000).optional(),
+  capabilities: z.record(nameSchema, capabilitySchema).default({}),
+});
+
+export const capabilitiesFileSchema = z.strictObject({
+  version: z.literal(1),
+  runtimes: z.record(nameSchema, runtimeEntrySchema),
+  remote_execution: z
+    .strictObject({
+      /** Commands a remote-execution worker may run, exactly as written (argv, no shell). */
+      allow: z.array(z.string().min(1)).max(1_000).default([]),
+      /** The directory commands run in (confined to it). */
+      workdir: z.string().min(1).optional(),
+    })
+    .optional(),
+});
+
+export type CapabilitiesFile = z.output<typeof capabilitiesFileSchema>;
+export type Capability = z.output<typeof capabilitySchema>;
+
+/** A runtime's mode for a capability (absent: unavailable). */
+export function capabilityMode(
+  matrix: CapabilitiesFile,
+  runtime: string,
+  capability: string,
+): CapabilityMode {
+  const entry = Object.hasOwn(matrix.runtimes, runtime) ? matrix.runtimes[runtime] : undefined;
+  const found =
+    entry && Object.hasOwn(entry.capabilities, capability)
+      ? entry.capabilities[capability]
+      : undefined;
+  return found?.mode ?? 'unavailable';
+}
+
+/** The capability names a matrix speaks of: the well-known ones first, then the file's own. */
+export function capabilityNames(matrix: CapabilitiesFile): string[] {
+  const named = new Set<string>(WELL_KNOWN_CAPABILITIES);
+  for (const entry of Object.values(matrix.runtimes)) {
+    for (const name of Object.keys(entry.capabilities)) named.add(name);
+  }
+  return [...named];
+}
+
+function position(counter: LineCounter, offset: number): string {
+  const { line, col } = counter.linePos(offset);
+  return `${line}:${col}`;
+}
+
+/**
+ * Parses capabilities.yaml text. Errors are `validation_failed`, one line each:
+ * `FILE:LINE:COL: what was expected` (the first problem; fix it and run again).
+ */
+export function parseCapabilities(text: string, file = 'capabilities.yaml'): CapabilitiesFile {
+  const counter = new LineCounter();
+  const document = parseDocument(text, { lineCounter: counter, prettyErrors: false });
+  const syntax = document.errors[0];
+  if (syntax) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${file}:${position(counter, syntax.pos[0])}: ${syntax.message.split('\n')[0]}`,
+    );
+  }
+  const parsed = capabilitiesFileSchema.safeParse(document.toJS());
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const path = (issue?.path ?? []).map((key) => (typeof key === 'symbol' ? String(key) : key));
+  // The nearest node the file has for the issue's path (a missing key: its parent); a bad
+  // key: the key itself.
+  let at = 0;
+  const parent = document.getIn(path.slice(0, -1), true);
+  const badKey =
+    issue?.code === 'invalid_key' && isMap(parent)
+      ? parent.items.find((pair) => isScalar(pair.key) && pair.key.value === path.at(-1))?.key
+      : undefined;
+  if (isScalar(badKey) && badKey.range) at = badKey.range[0];
+  else
+    for (let depth = path.length; depth >= 0; depth--) {
+      const node = document.getIn(path.slice(0, depth), true);
+      if (isNode(node) && node.range) {
+        at = node.range[0];
+        break;
+      }
+    }
+  const where = path.length > 0 ? `${path.join('.')}: ` : '';
+  throw new CtxbusError(
+    'validation_failed',
+    `${file}:${position(counter, at)}: ${where}${issue?.message ?? 'invalid'}`,
+  );
+}
