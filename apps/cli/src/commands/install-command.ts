@@ -58,11 +58,11 @@ export function registerInstall(
   install
     .command('claude-code')
     .description(
-      'configure Claude Code: hooks that inject the shared context and record decisions, the ctxbus MCP server, and the hub URL and token (in settings env; never in .mcp.json)',
+      'configure Claude Code: hooks that inject the shared context and record decisions, the ctxbus MCP server, and the hub URL and token (nothing in files a project commits)',
     )
     .option(
       '--project [dir]',
-      'this project only: <dir>/.claude/settings.local.json and <dir>/.mcp.json (default: the current directory)',
+      'this project only: <dir>/.claude/settings.local.json (kept out of git) and the MCP server in local scope, ~/.claude.json (default: the current directory)',
     )
     .option('--user', 'every project: ~/.claude/settings.json and ~/.claude.json')
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
