@@ -1,6 +1,23 @@
 // The whole package: the wire contract (./contract.js, also its own entry) and what needs the
 // tokenizer or Node-free builders on top of it: context building, formatters, resolvers.
 
+export type { AgentCardJson, AgentCardOptions, AgentSkillJson } from './agent-card.js';
+export { A2A_PROTOCOL_VERSION, agentCardFor, ROUTING_EXTENSION_URI } from './agent-card.js';
+export type {
+  AuditContent,
+  AuditEvent,
+  AuditKind,
+  AuditRecord,
+  AuditVerification,
+} from './audit-chain.js';
+export {
+  AUDIT_GENESIS,
+  AUDIT_KINDS,
+  auditEventSchema,
+  auditHash,
+  chainAuditRecord,
+  verifyAuditChain,
+} from './audit-chain.js';
 export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
 export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
 export {
