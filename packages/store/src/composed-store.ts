@@ -1,14 +1,27 @@
-import type { ContextItem, ListOptions, NewContextItem, Viewer } from '@ctxbus/core';
+import type {
+  ContextItem,
+  ListOptions,
+  NewContextItem,
+  NewTask,
+  Task,
+  TaskError,
+  Viewer,
+} from '@ctxbus/core';
 import type {
   ArchivedItem,
   Change,
   ChangeLog,
+  ClaimTaskOptions,
+  CreateTaskOutcome,
   DeadLetter,
   EmbeddingSource,
+  ExpireTasksOptions,
+  FailTaskOptions,
   ItemLifecycle,
   ItemStore,
   ItemVector,
   ListSubscriptionsOptions,
+  ListTasksOptions,
   ListTokensOptions,
   ReadChangesOptions,
   SearchHit,
@@ -20,8 +33,12 @@ import type {
   SubscriptionStore,
   SweepOptions,
   SweepResult,
+  TaskStore,
+  TaskTransition,
+  TaskWithHistory,
   TokenRecord,
   TokenStore,
+  UpdateTaskPatch,
   VectorHit,
   VectorSearchOptions,
   VectorStore,
@@ -36,6 +53,7 @@ export interface StoreDomains {
   lifecycle: ItemLifecycle;
   subscriptions: SubscriptionStore;
   tokens: TokenStore;
+  tasks: TaskStore;
 }
 
 /**
@@ -152,5 +170,55 @@ export abstract class ComposedStore implements Store {
 
   revokeToken(id: string): Promise<TokenRecord | null> {
     return this.domains.tokens.revokeToken(id);
+  }
+
+  createTask(teamId: string, task: NewTask): Promise<CreateTaskOutcome> {
+    return this.domains.tasks.createTask(teamId, task);
+  }
+
+  getTask(teamId: string, id: string): Promise<TaskWithHistory | null> {
+    return this.domains.tasks.getTask(teamId, id);
+  }
+
+  listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]> {
+    return this.domains.tasks.listTasks(teamId, options);
+  }
+
+  claimTask(options: ClaimTaskOptions): Promise<Task | null> {
+    return this.domains.tasks.claimTask(options);
+  }
+
+  renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
+    return this.domains.tasks.renewLease(teamId, id, token, leaseMs);
+  }
+
+  completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
+    return this.domains.tasks.completeTask(teamId, id, token, result);
+  }
+
+  failTask(
+    teamId: string,
+    id: string,
+    token: number,
+    error: TaskError,
+    options?: FailTaskOptions,
+  ): Promise<Task> {
+    return this.domains.tasks.failTask(teamId, id, token, error, options);
+  }
+
+  updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
+    return this.domains.tasks.updateTask(teamId, id, patch);
+  }
+
+  cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task> {
+    return this.domains.tasks.cancelTask(teamId, id, by, note);
+  }
+
+  expireLeases(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]> {
+    return this.domains.tasks.expireLeases(now, options);
+  }
+
+  expireWaiting(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]> {
+    return this.domains.tasks.expireWaiting(now, options);
   }
 }

@@ -6,8 +6,13 @@ import type {
   ItemFilter,
   ListOptions,
   NewContextItem,
+  NewTask,
   SubscriptionEvent,
   SubscriptionFilter,
+  Task,
+  TaskError,
+  TaskEvent,
+  TaskState,
   Viewer,
 } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
@@ -330,6 +335,128 @@ export interface TokenStore {
   revokeToken(id: string): Promise<TokenRecord | null>;
 }
 
+/** A task with its history (oldest event first). */
+export interface TaskWithHistory {
+  task: Task;
+  history: TaskEvent[];
+}
+
+export interface CreateTaskOutcome {
+  task: Task;
+  /** `existing`: a task with the same idempotency key was already stored (and is returned). */
+  status: WriteStatus;
+}
+
+export interface ListTasksOptions {
+  states?: readonly TaskState[];
+  targetRuntime?: string;
+  origin?: string;
+  limit: number;
+  /** The id of the last task of the previous page: the page holds tasks created after it. */
+  after?: string;
+}
+
+export interface ClaimTaskOptions {
+  /** Only this team's tasks; every team's when absent (a hub-wide worker). */
+  teamId?: string;
+  /** The worker's runtime: tasks routed to it are claimable. */
+  runtime: string;
+  /**
+   * What the worker can do: tasks routed to no runtime (`targetRuntime` null) are claimable
+   * when every required capability is in this list. Absent: only tasks routed to `runtime`.
+   */
+  capabilities?: readonly string[];
+  workerId: string;
+  leaseMs: number;
+}
+
+export interface FailTaskOptions {
+  /** Put it back in the queue while attempts remain (else, or without it, FAILED). */
+  retry?: boolean;
+}
+
+export interface UpdateTaskPatch {
+  /** Any legal move except into WORKING (a claim) or COMPLETED (completeTask, with a result). */
+  state: TaskState;
+  note?: string;
+  by: string;
+  /** Required while the task is WORKING: the holder's fencing token. */
+  token?: number;
+  /** Kept on the task when moving to FAILED (default: code `failed`, the note as message). */
+  error?: TaskError;
+}
+
+/** A state change a sweep made: the task as it is now, and the event that recorded it. */
+export interface TaskTransition {
+  task: Task;
+  event: TaskEvent;
+}
+
+export interface ExpireTasksOptions {
+  /** Most tasks changed in this call (default 1,000); call again while it returns that many. */
+  limit?: number;
+}
+
+/**
+ * Tasks: work handed between runtimes, claimed by workers under leases with fencing tokens.
+ *
+ * - Every read and write is bounded by team (a claim by the team given, when given).
+ * - Times come from the store's clock (the `clock` option), except the sweeps, which take
+ *   `now` as the item lifecycle's sweep does.
+ * - Every state change appends a TaskEvent in the same transaction; states move only as
+ *   core's `TASK_TRANSITIONS` allow (`conflict` otherwise), terminal states never change.
+ * - A claim moves the oldest claimable task to WORKING with a lease and a fencing token one
+ *   above the task's previous one; renew, complete and fail must carry the current token
+ *   while the lease runs, else `conflict` (reason `stale_lease`): a worker that lost its
+ *   lease never overwrites a newer result.
+ */
+export interface TaskStore {
+  /**
+   * Stores a task (`task_` + UUIDv7). With an idempotency key already used in the team, the
+   * stored task is returned with status `existing` (nothing else is compared). Refused with
+   * `limit_reached` (429) when its target runtime (per team; no target counts as one) already
+   * has the store's cap of waiting tasks (SUBMITTED or AUTH_REQUIRED).
+   */
+  createTask(teamId: string, task: NewTask): Promise<CreateTaskOutcome>;
+  getTask(teamId: string, id: string): Promise<TaskWithHistory | null>;
+  /** Oldest first. */
+  listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]>;
+  /**
+   * Atomically takes the oldest claimable task: SUBMITTED, not past its wait, routed to
+   * `runtime` (or to no runtime, when `capabilities` cover it). It becomes WORKING with a
+   * lease of `leaseMs`, the next fencing token and one more attempt. Null when none is free.
+   * Concurrent claimers, on any number of stores over the same database, never get the same
+   * task.
+   */
+  claimTask(options: ClaimTaskOptions): Promise<Task | null>;
+  /** Extends the lease to now + `leaseMs`. */
+  renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task>;
+  /** WORKING -> COMPLETED with the result; the lease ends. */
+  completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task>;
+  /**
+   * WORKING -> FAILED with the error; with `retry` while attempts remain, back to SUBMITTED
+   * (a new wait) instead. Retries exhausted: FAILED with code `dead_letter`.
+   */
+  failTask(
+    teamId: string,
+    id: string,
+    token: number,
+    error: TaskError,
+    options?: FailTaskOptions,
+  ): Promise<Task>;
+  /** Any other legal move (INPUT_REQUIRED, AUTH_REQUIRED -> SUBMITTED after approval, ...). */
+  updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task>;
+  /** Any non-terminal state -> CANCELED (the lease ends); a canceled task is returned as is. */
+  cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task>;
+  /**
+   * WORKING tasks whose lease ran out at `now`: back to SUBMITTED (the attempt stays
+   * counted), or FAILED with code `dead_letter` once attempts reached maxAttempts.
+   */
+  expireLeases(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
+  /** SUBMITTED tasks past their wait at `now`: FAILED with code `expired`. */
+  expireWaiting(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
+}
+
 /**
  * The storage contract every backend implements and the conformance suite checks: one
  * interface per domain (each with its own conformance cases in `src/testing/`), composed.
@@ -340,7 +467,8 @@ export interface Store
     VectorStore,
     ItemLifecycle,
     SubscriptionStore,
-    TokenStore {
+    TokenStore,
+    TaskStore {
   readonly info: StoreInfo;
   close(): Promise<void>;
 }
@@ -351,5 +479,18 @@ export function subscriptionLimitError(limit: number): CtxbusError {
     'validation_failed',
     `a runtime may hold at most ${limit} subscriptions; delete some first`,
     { details: { limit } },
+  );
+}
+
+/** Waiting tasks one runtime may have per team, unless the store is given another cap. */
+export const DEFAULT_MAX_WAITING_TASKS = 10_000;
+
+/** The error of a task create past the per-runtime cap (the same on every store). */
+export function taskLimitError(limit: number, targetRuntime: string | null): CtxbusError {
+  const who = targetRuntime === null ? 'unrouted tasks' : `runtime ${targetRuntime}`;
+  return new CtxbusError(
+    'limit_reached',
+    `${who} already has ${limit} tasks waiting; try again once some are claimed`,
+    { details: { limit, targetRuntime }, retryable: true },
   );
 }

@@ -236,6 +236,63 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
        GROUP BY p.team_id, p.runtime, p.term;
     `,
   },
+  {
+    version: 6,
+    name: 'tasks',
+    sql: (s) => `
+      -- Tasks handed between runtimes (see postgres-tasks.ts). rid is the claim order; token is
+      -- the fencing token of the latest claim, kept when the lease ends so the next is higher.
+      -- input, routing and result are json (kept as written); required_capabilities is jsonb
+      -- for the containment test of a claim.
+      CREATE TABLE ${s}.tasks (
+        rid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL UNIQUE,
+        team_id text COLLATE "C" NOT NULL,
+        title text NOT NULL,
+        description text,
+        required_capabilities jsonb NOT NULL,
+        origin text COLLATE "C" NOT NULL,
+        scope text,
+        input json,
+        idempotency_key text COLLATE "C",
+        state text NOT NULL CHECK (state IN ('SUBMITTED', 'WORKING', 'INPUT_REQUIRED',
+          'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED')),
+        target_runtime text COLLATE "C",
+        routing json,
+        attempts integer NOT NULL,
+        max_attempts integer NOT NULL,
+        ttl_seconds integer,
+        token bigint NOT NULL,
+        lease_worker text,
+        lease_expires_at timestamptz,
+        result json,
+        error json,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        expires_at timestamptz
+      );
+      CREATE UNIQUE INDEX tasks_idempotency ON ${s}.tasks (team_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX tasks_team ON ${s}.tasks (team_id, rid);
+      CREATE INDEX tasks_queue ON ${s}.tasks (target_runtime, rid) WHERE state = 'SUBMITTED';
+      CREATE INDEX tasks_leases ON ${s}.tasks (lease_expires_at) WHERE state = 'WORKING';
+      CREATE INDEX tasks_waits ON ${s}.tasks (expires_at) WHERE state = 'SUBMITTED';
+
+      -- Every state change of a task, in order (from_state is NULL for the creation).
+      CREATE TABLE ${s}.task_events (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_rid bigint NOT NULL REFERENCES ${s}.tasks (rid) ON DELETE CASCADE,
+        task_id text COLLATE "C" NOT NULL,
+        team_id text COLLATE "C" NOT NULL,
+        at timestamptz NOT NULL,
+        from_state text,
+        to_state text NOT NULL,
+        by text NOT NULL,
+        note text
+      );
+      CREATE INDEX task_events_task ON ${s}.task_events (task_rid, seq);
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

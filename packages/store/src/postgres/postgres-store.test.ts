@@ -21,8 +21,13 @@ function definePostgresTests(url: string): void {
 
   runStoreConformance({
     name: 'postgres',
-    async createStore({ clock }) {
-      return openPostgresStore({ connectionString: url, schema: schemas.next(), clock });
+    async createStore({ clock, maxWaitingTasksPerRuntime }) {
+      return openPostgresStore({
+        connectionString: url,
+        schema: schemas.next(),
+        clock,
+        maxWaitingTasksPerRuntime,
+      });
     },
     async reopenStore(store, { clock }) {
       await store.close();

@@ -25,6 +25,7 @@ import {
 import { sqlLiteral } from './postgres-prepare.js';
 import { ROW_TYPES } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
+import { PostgresTasks } from './postgres-tasks.js';
 import { TermStatistics } from './postgres-term-stats.js';
 import { PostgresTokens } from './postgres-tokens.js';
 import type { VectorComparison } from './postgres-vectors.js';
@@ -59,6 +60,11 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
    * compares: with pgvector's operator, or an exact scan in SQL (slow) without it.
    */
   vectorMemoryMb?: number;
+  /**
+   * Tasks one runtime may have waiting (SUBMITTED or AUTH_REQUIRED) per team; past it a create
+   * is refused with `limit_reached` (default DEFAULT_MAX_WAITING_TASKS, 10,000).
+   */
+  maxWaitingTasksPerRuntime?: number;
 }
 
 /** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
@@ -149,6 +155,9 @@ export class PostgresStore extends ComposedStore {
         this.transaction(action, work),
       ),
       tokens: new PostgresTokens(context),
+      tasks: new PostgresTasks(context, (action, work) => this.transaction(action, work), {
+        maxWaitingPerRuntime: options.maxWaitingTasksPerRuntime,
+      }),
     };
     this.info = {
       backend: 'postgres',

@@ -260,6 +260,62 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
     run: splitSearchIndex,
   },
+  {
+    version: 8,
+    name: 'tasks',
+    sql: `
+      -- Tasks handed between runtimes (see sqlite-tasks.ts). rid is the claim order; token is
+      -- the fencing token of the latest claim, kept when the lease ends so the next is higher.
+      -- Times are epoch milliseconds; JSON columns are text.
+      CREATE TABLE tasks (
+        rid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        team_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        description TEXT,
+        required_capabilities TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        scope TEXT,
+        input TEXT,
+        idempotency_key TEXT,
+        state TEXT NOT NULL CHECK (state IN ('SUBMITTED', 'WORKING', 'INPUT_REQUIRED',
+          'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED')),
+        target_runtime TEXT,
+        routing TEXT,
+        attempts INTEGER NOT NULL,
+        max_attempts INTEGER NOT NULL,
+        ttl_seconds INTEGER,
+        token INTEGER NOT NULL,
+        lease_worker TEXT,
+        lease_expires_at INTEGER,
+        result TEXT,
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expires_at INTEGER
+      );
+      CREATE UNIQUE INDEX tasks_idempotency ON tasks (team_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX tasks_team ON tasks (team_id, rid);
+      CREATE INDEX tasks_queue ON tasks (state, target_runtime, rid);
+      CREATE INDEX tasks_leases ON tasks (lease_expires_at) WHERE state = 'WORKING';
+      CREATE INDEX tasks_waits ON tasks (expires_at) WHERE state = 'SUBMITTED';
+
+      -- Every state change of a task, in order (from_state is NULL for the creation).
+      CREATE TABLE task_events (
+        seq INTEGER PRIMARY KEY,
+        task_rid INTEGER NOT NULL REFERENCES tasks (rid) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        from_state TEXT,
+        to_state TEXT NOT NULL,
+        by TEXT NOT NULL,
+        note TEXT
+      );
+      CREATE INDEX task_events_task ON task_events (task_rid, seq);
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

@@ -69,9 +69,13 @@ function insertOldItem(
 
 runStoreConformance({
   name: 'sqlite (file)',
-  async createStore({ clock }) {
+  async createStore({ clock, maxWaitingTasksPerRuntime }) {
     counter += 1;
-    return openSqliteStore({ path: join(root, `db-${counter}`, 'ctxbus.db'), clock });
+    return openSqliteStore({
+      path: join(root, `db-${counter}`, 'ctxbus.db'),
+      clock,
+      maxWaitingTasksPerRuntime,
+    });
   },
   async reopenStore(store, { clock }) {
     await store.close();
@@ -81,10 +85,13 @@ runStoreConformance({
 
 runStoreConformance({
   name: 'sqlite (memory)',
-  async createStore({ clock }) {
-    return openSqliteStore({ path: ':memory:', clock });
+  async createStore({ clock, maxWaitingTasksPerRuntime }) {
+    return openSqliteStore({ path: ':memory:', clock, maxWaitingTasksPerRuntime });
   },
-  skip: { persistence: 'an in-memory database does not outlive its connection' },
+  skip: {
+    persistence: 'an in-memory database does not outlive its connection',
+    'task-reopen': 'an in-memory database does not outlive its connection',
+  },
 });
 
 describe('sqlite vector search', () => {

@@ -11,6 +11,7 @@ import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { applySqliteMigrations, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
 import { SqliteSearch } from './sqlite-search.js';
 import { SqliteSubscriptions } from './sqlite-subscriptions.js';
+import { SqliteTasks } from './sqlite-tasks.js';
 import { SqliteTokens } from './sqlite-tokens.js';
 import { SqliteVectors } from './sqlite-vectors.js';
 
@@ -33,6 +34,11 @@ export interface SqliteStoreOptions {
    * 256); past it, or with 0, vector search scans in SQL (slower).
    */
   vectorMemoryMb?: number;
+  /**
+   * Tasks one runtime may have waiting (SUBMITTED or AUTH_REQUIRED) per team; past it a create
+   * is refused with `limit_reached` (default DEFAULT_MAX_WAITING_TASKS, 10,000).
+   */
+  maxWaitingTasksPerRuntime?: number;
 }
 
 /**
@@ -45,7 +51,11 @@ export class SqliteStore extends ComposedStore {
   private readonly connection: SqliteConnection;
   private readonly items: SqliteItems;
 
-  private constructor(connection: SqliteConnection, vectorMemoryMb: number) {
+  private constructor(
+    connection: SqliteConnection,
+    vectorMemoryMb: number,
+    maxWaitingTasksPerRuntime: number | undefined,
+  ) {
     super();
     this.connection = connection;
     const search = new SqliteSearch({
@@ -68,6 +78,7 @@ export class SqliteStore extends ComposedStore {
       ),
       subscriptions: new SqliteSubscriptions(connection),
       tokens: new SqliteTokens(connection),
+      tasks: new SqliteTasks(connection, { maxWaitingPerRuntime: maxWaitingTasksPerRuntime }),
     };
     this.info = {
       backend: 'sqlite',
@@ -89,7 +100,11 @@ export class SqliteStore extends ComposedStore {
         options.path,
         options.clock ?? (() => new Date()),
       );
-      const store = new SqliteStore(connection, options.vectorMemoryMb ?? 256);
+      const store = new SqliteStore(
+        connection,
+        options.vectorMemoryMb ?? 256,
+        options.maxWaitingTasksPerRuntime,
+      );
       applySqliteMigrations(connection, options.migrate ?? true);
       // Planner statistics: sampled (cheap), refreshed as the database grows (see analyzeIfGrown).
       db.exec('PRAGMA analysis_limit = 400');

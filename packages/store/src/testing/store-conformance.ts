@@ -9,15 +9,18 @@ import { ITEM_CASES, itemCases } from './item-conformance.js';
 import { LIFECYCLE_CASES, lifecycleCases } from './lifecycle-conformance.js';
 import { SEARCH_CASES, searchCases } from './search-conformance.js';
 import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
+import { TASK_CASES, taskCases } from './task-conformance.js';
 import { TOKEN_CASES, tokenCases } from './token-conformance.js';
 import { VECTOR_CASES, vectorCases } from './vector-conformance.js';
 
 // The runner of the store contract's cases: one file of cases per domain of the contract
-// (item-, change-log-, token-, subscription-, lifecycle-, vector-, search-conformance.ts),
+// (item-, change-log-, token-, subscription-, lifecycle-, vector-, search-, task-conformance.ts),
 // each given the same harness.
 
 export interface ConformanceContext {
   clock: () => Date;
+  /** Pass on as the store's cap of waiting tasks per runtime, when given (the task cases). */
+  maxWaitingTasksPerRuntime?: number;
 }
 
 export interface StoreConformanceOptions {
@@ -40,6 +43,7 @@ export const CONFORMANCE_CASES = [
   ...LIFECYCLE_CASES,
   ...VECTOR_CASES,
   ...SEARCH_CASES,
+  ...TASK_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -115,6 +119,13 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
     run(
       SEARCH_CASES,
       searchCases({ ...harness, freshStore: () => options.createStore({ clock }) }),
+    );
+    run(
+      TASK_CASES,
+      taskCases({
+        ...harness,
+        cappedStore: (cap) => options.createStore({ clock, maxWaitingTasksPerRuntime: cap }),
+      }),
     );
   });
 }

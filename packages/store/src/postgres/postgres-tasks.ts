@@ -1,0 +1,413 @@
+import type { NewTask, Task, TaskError, TaskEvent } from '@ctxbus/core';
+import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
+import type { PoolClient, QueryResultRow } from 'pg';
+import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
+import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
+import type {
+  ClaimTaskOptions,
+  CreateTaskOutcome,
+  ExpireTasksOptions,
+  FailTaskOptions,
+  ListTasksOptions,
+  TaskStore,
+  TaskTransition,
+  TaskWithHistory,
+  UpdateTaskPatch,
+} from '../store.js';
+import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
+import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
+import {
+  checkLeaseMs,
+  plannedCancel,
+  plannedComplete,
+  plannedFail,
+  plannedLeaseExpiry,
+  plannedNewTask,
+  plannedRenew,
+  plannedUpdate,
+  plannedWaitExpiry,
+} from '../write/task-rules.js';
+import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
+import { ROW_TYPES, SqlParams } from './postgres-sql.js';
+import type { Transaction } from './postgres-subscriptions.js';
+
+// Tasks in PostgreSQL. A change reads its row FOR UPDATE, decides in memory (task-rules.ts)
+// and writes the task and its event in the same READ COMMITTED transaction. A claim is one
+// statement: the oldest claimable row is picked FOR UPDATE SKIP LOCKED, so concurrent
+// claimers, on any number of hubs, each take a different task without waiting on each other.
+
+const ms = (column: string, alias = column.replace(/_at$/, '_ms')) =>
+  `(extract(epoch FROM ${column}) * 1000)::int8 AS ${alias}`;
+
+const COLUMNS = (t: string) => `${t}.rid, ${t}.id, ${t}.team_id, ${t}.title, ${t}.description,
+  ${t}.required_capabilities, ${t}.origin, ${t}.scope, ${t}.input, ${t}.idempotency_key,
+  ${t}.state, ${t}.target_runtime, ${t}.routing, ${t}.attempts, ${t}.max_attempts,
+  ${t}.ttl_seconds, ${t}.token, ${t}.lease_worker,
+  ${ms(`${t}.lease_expires_at`, 'lease_expires_ms')}, ${t}.result, ${t}.error,
+  ${ms(`${t}.created_at`, 'created_ms')}, ${ms(`${t}.updated_at`, 'updated_ms')},
+  ${ms(`${t}.expires_at`, 'expires_ms')}`;
+
+const EVENT_COLUMNS = `seq, task_id, ${ms('at', 'at_ms')}, from_state, to_state, by, note`;
+
+const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
+
+function notFound(id: string): CtxbusError {
+  return new CtxbusError('not_found', `no task ${id}`, { details: { taskId: id } });
+}
+
+export interface PostgresTasksOptions {
+  /** Waiting tasks per team and target runtime (default DEFAULT_MAX_WAITING_TASKS). */
+  maxWaitingPerRuntime?: number;
+}
+
+/** Tasks in PostgreSQL. */
+export class PostgresTasks implements TaskStore {
+  private readonly s: string;
+  private readonly query: PostgresQuery;
+  private readonly assertOpen: () => void;
+  private readonly clock: () => Date;
+  private readonly maxWaiting: number;
+
+  constructor(
+    context: PostgresContext,
+    private readonly transaction: Transaction,
+    options: PostgresTasksOptions = {},
+  ) {
+    this.s = context.s;
+    this.query = context.query;
+    this.assertOpen = context.assertOpen;
+    this.clock = context.clock;
+    this.maxWaiting = options.maxWaitingPerRuntime ?? DEFAULT_MAX_WAITING_TASKS;
+  }
+
+  private async rows<R extends QueryResultRow>(
+    client: PoolClient,
+    text: string,
+    values: unknown[],
+  ): Promise<R[]> {
+    return (await client.query<R>({ text, values, types: ROW_TYPES })).rows;
+  }
+
+  private async appendEvent(
+    client: PoolClient,
+    task: Task,
+    rid: number,
+    event: PlannedTaskEvent,
+  ): Promise<TaskEvent> {
+    const [row] = await this.rows<TaskEventColumns>(
+      client,
+      `INSERT INTO ${this.s}.task_events
+         (task_rid, task_id, team_id, at, from_state, to_state, by, note)
+       VALUES ($1, $2, $3, $4::timestamptz, $5, $6, $7, $8)
+       RETURNING ${EVENT_COLUMNS}`,
+      [
+        rid,
+        task.id,
+        task.teamId,
+        new Date(event.atMs).toISOString(),
+        event.from,
+        event.to,
+        event.by,
+        event.note,
+      ],
+    );
+    if (!row) throw new CtxbusError('internal', `task ${task.id}: the event was not stored`);
+    return taskEventFromRow(row);
+  }
+
+  private async write(
+    client: PoolClient,
+    rid: number,
+    mutation: TaskMutation,
+  ): Promise<TaskEvent | null> {
+    const { task } = mutation;
+    await client.query(
+      `UPDATE ${this.s}.tasks SET state = $2, attempts = $3, token = $4, lease_worker = $5,
+         lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
+         updated_at = $9::timestamptz, expires_at = $10::timestamptz
+       WHERE rid = $1`,
+      [
+        rid,
+        task.state,
+        task.attempts,
+        mutation.token,
+        task.lease?.workerId ?? null,
+        task.lease?.expiresAt ?? null,
+        json(task.result),
+        json(task.error),
+        task.updatedAt,
+        task.expiresAt,
+      ],
+    );
+    return mutation.event === null ? null : this.appendEvent(client, task, rid, mutation.event);
+  }
+
+  private async mutate(
+    action: string,
+    teamId: string,
+    id: string,
+    plan: (stored: StoredTask, nowMs: number) => TaskMutation | null,
+  ): Promise<Task> {
+    this.assertOpen();
+    return this.transaction(action, async (client) => {
+      const [row] = await this.rows<TaskColumns>(
+        client,
+        `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
+          WHERE t.team_id = $1 AND t.id = $2 FOR UPDATE`,
+        [teamId, id],
+      );
+      if (!row) throw notFound(id);
+      const stored = taskFromRow(row);
+      const mutation = plan(stored, this.clock().getTime());
+      if (mutation === null) return stored.task;
+      await this.write(client, stored.rid, mutation);
+      return mutation.task;
+    });
+  }
+
+  /**
+   * In a transaction holding an advisory lock on (schema, team, target runtime), so that
+   * concurrent creates on any hub count the waiting tasks one after another; the unique index
+   * on (team, idempotency key) settles concurrent creates with one key.
+   */
+  async createTask(teamId: string, input: NewTask): Promise<CreateTaskOutcome> {
+    this.assertOpen();
+    const { task, event } = plannedNewTask(teamId, input, this.clock().getTime());
+    const existing = async (client: PoolClient): Promise<Task | null> => {
+      if (task.idempotencyKey === null) return null;
+      const [row] = await this.rows<TaskColumns>(
+        client,
+        `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
+          WHERE t.team_id = $1 AND t.idempotency_key = $2`,
+        [teamId, task.idempotencyKey],
+      );
+      return row ? taskFromRow(row).task : null;
+    };
+    return this.transaction('create a task', async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `${this.s}.tasks/${teamId}/${task.targetRuntime ?? ''}`,
+      ]);
+      const found = await existing(client);
+      if (found) return { task: found, status: 'existing' as const };
+      if ((WAITING_TASK_STATES as readonly string[]).includes(task.state)) {
+        const [count] = await this.rows<{ waiting: number }>(
+          client,
+          `SELECT count(*)::int8 AS waiting FROM ${this.s}.tasks
+            WHERE team_id = $1 AND target_runtime IS NOT DISTINCT FROM $2
+              AND state IN ('SUBMITTED', 'AUTH_REQUIRED')`,
+          [teamId, task.targetRuntime],
+        );
+        if ((count?.waiting ?? 0) >= this.maxWaiting) {
+          throw taskLimitError(this.maxWaiting, task.targetRuntime);
+        }
+      }
+      const [inserted] = await this.rows<{ rid: number }>(
+        client,
+        `INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
+           origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
+           max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
+           $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
+         ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING rid`,
+        [
+          task.id,
+          teamId,
+          task.title,
+          task.description,
+          JSON.stringify(task.requiredCapabilities),
+          task.origin,
+          task.scope,
+          json(task.input),
+          task.idempotencyKey,
+          task.state,
+          task.targetRuntime,
+          json(task.routing),
+          task.maxAttempts,
+          task.ttlSeconds,
+          task.createdAt,
+          task.expiresAt,
+        ],
+      );
+      if (!inserted) {
+        // Another create with the key committed meanwhile (under another target's lock).
+        const winner = await existing(client);
+        if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
+        return { task: winner, status: 'existing' as const };
+      }
+      await this.appendEvent(client, task, inserted.rid, event);
+      return { task, status: 'created' as const };
+    });
+  }
+
+  async getTask(teamId: string, id: string): Promise<TaskWithHistory | null> {
+    this.assertOpen();
+    const [row] = await this.query<TaskColumns>(
+      'read a task',
+      `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t WHERE t.team_id = $1 AND t.id = $2`,
+      [teamId, id],
+      true,
+    );
+    if (!row) return null;
+    const events = await this.query<TaskEventColumns>(
+      'read a task history',
+      `SELECT ${EVENT_COLUMNS} FROM ${this.s}.task_events WHERE task_rid = $1 ORDER BY seq`,
+      [row.rid],
+      true,
+    );
+    return { task: taskFromRow(row).task, history: events.map(taskEventFromRow) };
+  }
+
+  async listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]> {
+    this.assertOpen();
+    const p = new SqlParams();
+    const team = p.add(teamId);
+    const clauses = [`t.team_id = ${team}`];
+    if (options.states?.length) clauses.push(`t.state = ANY(${p.add(options.states)}::text[])`);
+    if (options.targetRuntime !== undefined) {
+      clauses.push(`t.target_runtime = ${p.add(options.targetRuntime)}`);
+    }
+    if (options.origin !== undefined) clauses.push(`t.origin = ${p.add(options.origin)}`);
+    if (options.after !== undefined) {
+      clauses.push(
+        `t.rid > coalesce((SELECT a.rid FROM ${this.s}.tasks a
+                            WHERE a.team_id = ${team} AND a.id = ${p.add(options.after)}), 0)`,
+      );
+    }
+    const rows = await this.query<TaskColumns>(
+      'list tasks',
+      `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t WHERE ${clauses.join(' AND ')}
+        ORDER BY t.rid LIMIT ${p.add(options.limit)}`,
+      p.values,
+    );
+    return rows.map((row) => taskFromRow(row).task);
+  }
+
+  async claimTask(options: ClaimTaskOptions): Promise<Task | null> {
+    this.assertOpen();
+    const leaseMs = checkLeaseMs(options.leaseMs);
+    const now = this.clock().toISOString();
+    const [row] = await this.query<TaskColumns>(
+      'claim a task',
+      `WITH next AS (
+         SELECT rid FROM ${this.s}.tasks
+          WHERE state = 'SUBMITTED'
+            AND ($1::text IS NULL OR team_id = $1)
+            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+            AND (target_runtime = $3
+              OR (target_runtime IS NULL AND $4::jsonb IS NOT NULL
+                  AND required_capabilities <@ $4::jsonb))
+          ORDER BY rid LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       ), claimed AS (
+         UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
+           token = t.token + 1, lease_worker = $5,
+           lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
+           updated_at = $2::timestamptz, expires_at = NULL
+          FROM next WHERE t.rid = next.rid
+         RETURNING t.*
+       ), event AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note)
+         SELECT rid, id, team_id, $2::timestamptz, 'SUBMITTED', 'WORKING', $5,
+                'claimed (attempt ' || attempts || ', token ' || token || ')'
+           FROM claimed
+       )
+       SELECT ${COLUMNS('c')} FROM claimed c`,
+      [
+        options.teamId ?? null,
+        now,
+        options.runtime,
+        options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
+        options.workerId,
+        leaseMs,
+      ],
+      true,
+    );
+    return row ? taskFromRow(row).task : null;
+  }
+
+  async renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
+    return this.mutate('renew a task lease', teamId, id, (stored, now) =>
+      plannedRenew(stored, token, leaseMs, now),
+    );
+  }
+
+  async completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
+    return this.mutate('complete a task', teamId, id, (stored, now) =>
+      plannedComplete(stored, token, result, now),
+    );
+  }
+
+  async failTask(
+    teamId: string,
+    id: string,
+    token: number,
+    error: TaskError,
+    options: FailTaskOptions = {},
+  ): Promise<Task> {
+    return this.mutate('fail a task', teamId, id, (stored, now) =>
+      plannedFail(stored, token, error, options.retry ?? false, now),
+    );
+  }
+
+  async updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
+    return this.mutate('update a task', teamId, id, (stored, now) =>
+      plannedUpdate(stored, patch, now),
+    );
+  }
+
+  async cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task> {
+    return this.mutate('cancel a task', teamId, id, (stored, now) =>
+      plannedCancel(stored, by, note, now),
+    );
+  }
+
+  /** Rows due at `now`, locked (skipping those another hub's sweep holds), changed by `plan`. */
+  private async sweep(
+    action: string,
+    where: string,
+    now: string,
+    limit: number,
+    plan: (stored: StoredTask, nowMs: number) => TaskMutation,
+  ): Promise<TaskTransition[]> {
+    this.assertOpen();
+    const nowMs = Date.parse(now);
+    return this.transaction(action, async (client) => {
+      const rows = await this.rows<TaskColumns>(
+        client,
+        `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t WHERE ${where}
+          ORDER BY t.rid LIMIT $2 FOR UPDATE SKIP LOCKED`,
+        [new Date(nowMs).toISOString(), limit],
+      );
+      const transitions: TaskTransition[] = [];
+      for (const row of rows) {
+        const stored = taskFromRow(row);
+        const mutation = plan(stored, nowMs);
+        const event = await this.write(client, stored.rid, mutation);
+        if (event) transitions.push({ task: mutation.task, event });
+      }
+      return transitions;
+    });
+  }
+
+  async expireLeases(now: string, options: ExpireTasksOptions = {}): Promise<TaskTransition[]> {
+    return this.sweep(
+      'expire task leases',
+      `t.state = 'WORKING' AND t.lease_expires_at <= $1::timestamptz`,
+      now,
+      options.limit ?? 1_000,
+      plannedLeaseExpiry,
+    );
+  }
+
+  async expireWaiting(now: string, options: ExpireTasksOptions = {}): Promise<TaskTransition[]> {
+    return this.sweep(
+      'expire waiting tasks',
+      `t.state = 'SUBMITTED' AND t.expires_at <= $1::timestamptz`,
+      now,
+      options.limit ?? 1_000,
+      plannedWaitExpiry,
+    );
+  }
+}

@@ -1,0 +1,357 @@
+import type { SQLInputValue } from 'node:sqlite';
+import type { NewTask, Task, TaskError, TaskEvent } from '@ctxbus/core';
+import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
+import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
+import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
+import type {
+  ClaimTaskOptions,
+  CreateTaskOutcome,
+  ExpireTasksOptions,
+  FailTaskOptions,
+  ListTasksOptions,
+  TaskStore,
+  TaskTransition,
+  TaskWithHistory,
+  UpdateTaskPatch,
+} from '../store.js';
+import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
+import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
+import {
+  checkLeaseMs,
+  plannedCancel,
+  plannedComplete,
+  plannedFail,
+  plannedLeaseExpiry,
+  plannedNewTask,
+  plannedRenew,
+  plannedUpdate,
+  plannedWaitExpiry,
+} from '../write/task-rules.js';
+import type { SqliteConnection } from './sqlite-connection.js';
+
+// Tasks in the embedded store (times as epoch milliseconds, JSON as text). Every change runs
+// in one IMMEDIATE transaction: SQLite has one writer at a time, across processes too, so a
+// row read in it cannot change before the write (the claim is a single UPDATE ... RETURNING).
+
+interface TaskRow
+  extends Omit<TaskColumns, 'required_capabilities' | 'input' | 'routing' | 'result' | 'error'> {
+  required_capabilities: string;
+  input: string | null;
+  routing: string | null;
+  result: string | null;
+  error: string | null;
+}
+
+const COLUMNS = `rid, id, team_id, title, description, required_capabilities, origin, scope,
+  input, idempotency_key, state, target_runtime, routing, attempts, max_attempts, ttl_seconds,
+  token, lease_worker, lease_expires_at AS lease_expires_ms, result, error,
+  created_at AS created_ms, updated_at AS updated_ms, expires_at AS expires_ms`;
+
+const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+const text = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
+const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
+
+function rowToStored(row: TaskRow): StoredTask {
+  return taskFromRow({
+    ...row,
+    required_capabilities: JSON.parse(row.required_capabilities) as string[],
+    input: json<Task['input']>(row.input),
+    routing: json<Task['routing']>(row.routing),
+    result: json<Task['result']>(row.result),
+    error: json<TaskError>(row.error),
+  });
+}
+
+function notFound(id: string): CtxbusError {
+  return new CtxbusError('not_found', `no task ${id}`, { details: { taskId: id } });
+}
+
+export interface SqliteTasksOptions {
+  /** Waiting tasks per team and target runtime (default DEFAULT_MAX_WAITING_TASKS). */
+  maxWaitingPerRuntime?: number;
+}
+
+/** Tasks of the embedded store, over its connection. */
+export class SqliteTasks implements TaskStore {
+  private readonly maxWaiting: number;
+
+  constructor(
+    private readonly connection: SqliteConnection,
+    options: SqliteTasksOptions = {},
+  ) {
+    this.maxWaiting = options.maxWaitingPerRuntime ?? DEFAULT_MAX_WAITING_TASKS;
+  }
+
+  private get nowMs(): number {
+    return this.connection.clock().getTime();
+  }
+
+  private one(sql: string, ...params: SQLInputValue[]): TaskRow | undefined {
+    return this.connection.statement(sql).get(...params) as TaskRow | undefined;
+  }
+
+  private appendEvent(task: Task, rid: number, event: PlannedTaskEvent): TaskEvent {
+    const row = this.connection
+      .statement(
+        `INSERT INTO task_events (task_rid, task_id, team_id, at, from_state, to_state, by, note)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+      )
+      .get(rid, task.id, task.teamId, event.atMs, event.from, event.to, event.by, event.note) as {
+      seq: number;
+    };
+    return {
+      seq: row.seq,
+      taskId: task.id,
+      at: new Date(event.atMs).toISOString(),
+      from: event.from,
+      to: event.to,
+      by: event.by,
+      note: event.note,
+    };
+  }
+
+  /** Writes a mutation's task and event (inside the caller's transaction). */
+  private write(rid: number, mutation: TaskMutation): TaskEvent | null {
+    const { task } = mutation;
+    this.connection
+      .statement(
+        `UPDATE tasks SET state = ?, attempts = ?, token = ?, lease_worker = ?,
+           lease_expires_at = ?, result = ?, error = ?, updated_at = ?, expires_at = ?
+         WHERE rid = ?`,
+      )
+      .run(
+        task.state,
+        task.attempts,
+        mutation.token,
+        task.lease?.workerId ?? null,
+        ms(task.lease?.expiresAt ?? null),
+        text(task.result),
+        text(task.error),
+        Date.parse(task.updatedAt),
+        ms(task.expiresAt),
+        rid,
+      );
+    return mutation.event === null ? null : this.appendEvent(task, rid, mutation.event);
+  }
+
+  /** Reads the task in a transaction, applies `plan`, writes what it returns. */
+  private mutate(
+    teamId: string,
+    id: string,
+    plan: (stored: StoredTask, nowMs: number) => TaskMutation | null,
+  ): Task {
+    this.connection.assertOpen();
+    return this.connection.transaction(() => {
+      const row = this.one(`SELECT ${COLUMNS} FROM tasks WHERE team_id = ? AND id = ?`, teamId, id);
+      if (!row) throw notFound(id);
+      const stored = rowToStored(row);
+      const mutation = plan(stored, this.nowMs);
+      if (mutation === null) return stored.task;
+      this.write(stored.rid, mutation);
+      return mutation.task;
+    });
+  }
+
+  async createTask(teamId: string, input: NewTask): Promise<CreateTaskOutcome> {
+    this.connection.assertOpen();
+    const { task, event } = plannedNewTask(teamId, input, this.nowMs);
+    return this.connection.transaction(() => {
+      if (task.idempotencyKey !== null) {
+        const existing = this.one(
+          `SELECT ${COLUMNS} FROM tasks WHERE team_id = ? AND idempotency_key = ?`,
+          teamId,
+          task.idempotencyKey,
+        );
+        if (existing) return { task: rowToStored(existing).task, status: 'existing' as const };
+      }
+      if ((WAITING_TASK_STATES as readonly string[]).includes(task.state)) {
+        const { waiting } = this.connection
+          .statement(
+            `SELECT count(*) AS waiting FROM tasks
+              WHERE team_id = ? AND target_runtime IS ? AND state IN ('SUBMITTED', 'AUTH_REQUIRED')`,
+          )
+          .get(teamId, task.targetRuntime) as { waiting: number };
+        if (waiting >= this.maxWaiting) throw taskLimitError(this.maxWaiting, task.targetRuntime);
+      }
+      const { rid } = this.connection
+        .statement(
+          `INSERT INTO tasks (id, team_id, title, description, required_capabilities, origin,
+             scope, input, idempotency_key, state, target_runtime, routing, attempts,
+             max_attempts, ttl_seconds, token, lease_worker, lease_expires_at, result, error,
+             created_at, updated_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, NULL, NULL, NULL, NULL, ?, ?, ?)
+           RETURNING rid`,
+        )
+        .get(
+          task.id,
+          teamId,
+          task.title,
+          task.description,
+          JSON.stringify(task.requiredCapabilities),
+          task.origin,
+          task.scope,
+          text(task.input),
+          task.idempotencyKey,
+          task.state,
+          task.targetRuntime,
+          text(task.routing),
+          task.maxAttempts,
+          task.ttlSeconds,
+          Date.parse(task.createdAt),
+          Date.parse(task.updatedAt),
+          ms(task.expiresAt),
+        ) as { rid: number };
+      this.appendEvent(task, rid, event);
+      return { task, status: 'created' as const };
+    });
+  }
+
+  async getTask(teamId: string, id: string): Promise<TaskWithHistory | null> {
+    this.connection.assertOpen();
+    const row = this.one(`SELECT ${COLUMNS} FROM tasks WHERE team_id = ? AND id = ?`, teamId, id);
+    if (!row) return null;
+    const events = this.connection
+      .statement(
+        `SELECT seq, task_id, at AS at_ms, from_state, to_state, by, note
+           FROM task_events WHERE task_rid = ? ORDER BY seq`,
+      )
+      .all(row.rid) as unknown as TaskEventColumns[];
+    return { task: rowToStored(row).task, history: events.map(taskEventFromRow) };
+  }
+
+  async listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]> {
+    this.connection.assertOpen();
+    const clauses = ['team_id = ?'];
+    const params: SQLInputValue[] = [teamId];
+    if (options.states?.length) {
+      clauses.push(`state IN (${options.states.map(() => '?').join(', ')})`);
+      params.push(...options.states);
+    }
+    if (options.targetRuntime !== undefined) {
+      clauses.push('target_runtime = ?');
+      params.push(options.targetRuntime);
+    }
+    if (options.origin !== undefined) {
+      clauses.push('origin = ?');
+      params.push(options.origin);
+    }
+    if (options.after !== undefined) {
+      clauses.push('rid > coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 0)');
+      params.push(teamId, options.after);
+    }
+    const rows = this.connection
+      .statement(`SELECT ${COLUMNS} FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY rid LIMIT ?`)
+      .all(...params, options.limit) as unknown as TaskRow[];
+    return rows.map((row) => rowToStored(row).task);
+  }
+
+  async claimTask(options: ClaimTaskOptions): Promise<Task | null> {
+    this.connection.assertOpen();
+    const leaseMs = checkLeaseMs(options.leaseMs);
+    const nowMs = this.nowMs;
+    const capabilities =
+      options.capabilities === undefined ? null : JSON.stringify(options.capabilities);
+    return this.connection.transaction(() => {
+      const row = this.one(
+        `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = token + 1,
+           lease_worker = ?1, lease_expires_at = ?2 + ?3, updated_at = ?2, expires_at = NULL
+         WHERE rid = (
+           SELECT rid FROM tasks
+            WHERE state = 'SUBMITTED'
+              AND (?4 IS NULL OR team_id = ?4)
+              AND (expires_at IS NULL OR expires_at > ?2)
+              AND (target_runtime = ?5
+                OR (target_runtime IS NULL AND ?6 IS NOT NULL AND NOT EXISTS (
+                  SELECT 1 FROM json_each(tasks.required_capabilities) AS needed
+                   WHERE needed.value NOT IN (SELECT value FROM json_each(?6)))))
+            ORDER BY rid LIMIT 1)
+         RETURNING ${COLUMNS}`,
+        options.workerId,
+        nowMs,
+        leaseMs,
+        options.teamId ?? null,
+        options.runtime,
+        capabilities,
+      );
+      if (!row) return null;
+      const stored = rowToStored(row);
+      this.appendEvent(stored.task, stored.rid, {
+        from: 'SUBMITTED',
+        to: 'WORKING',
+        by: options.workerId,
+        note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
+        atMs: nowMs,
+      });
+      return stored.task;
+    });
+  }
+
+  async renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) => plannedRenew(stored, token, leaseMs, now));
+  }
+
+  async completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) => plannedComplete(stored, token, result, now));
+  }
+
+  async failTask(
+    teamId: string,
+    id: string,
+    token: number,
+    error: TaskError,
+    options: FailTaskOptions = {},
+  ): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) =>
+      plannedFail(stored, token, error, options.retry ?? false, now),
+    );
+  }
+
+  async updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) => plannedUpdate(stored, patch, now));
+  }
+
+  async cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) => plannedCancel(stored, by, note, now));
+  }
+
+  private sweep(
+    where: string,
+    now: string,
+    limit: number,
+    plan: (stored: StoredTask, nowMs: number) => TaskMutation,
+  ): TaskTransition[] {
+    this.connection.assertOpen();
+    const nowMs = Date.parse(now);
+    return this.connection.transaction(() => {
+      const rows = this.connection
+        .statement(`SELECT ${COLUMNS} FROM tasks WHERE ${where} ORDER BY rid LIMIT ?`)
+        .all(nowMs, limit) as unknown as TaskRow[];
+      const transitions: TaskTransition[] = [];
+      for (const row of rows) {
+        const stored = rowToStored(row);
+        const mutation = plan(stored, nowMs);
+        const event = this.write(stored.rid, mutation);
+        if (event) transitions.push({ task: mutation.task, event });
+      }
+      return transitions;
+    });
+  }
+
+  async expireLeases(now: string, options: ExpireTasksOptions = {}): Promise<TaskTransition[]> {
+    return this.sweep(
+      "state = 'WORKING' AND lease_expires_at <= ?",
+      now,
+      options.limit ?? 1_000,
+      plannedLeaseExpiry,
+    );
+  }
+
+  async expireWaiting(now: string, options: ExpireTasksOptions = {}): Promise<TaskTransition[]> {
+    return this.sweep(
+      "state = 'SUBMITTED' AND expires_at <= ?",
+      now,
+      options.limit ?? 1_000,
+      plannedWaitExpiry,
+    );
+  }
+}

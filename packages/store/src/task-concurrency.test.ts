@@ -1,0 +1,147 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Task } from '@ctxbus/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PostgresStore } from './postgres/postgres-store.js';
+import { openPostgresStore } from './postgres/postgres-store.js';
+import { openSqliteStore } from './sqlite/sqlite-store.js';
+import type { Store } from './store.js';
+import { ScratchSchemas } from './testing/postgres-test-server.js';
+import { withPostgresServer } from './testing/with-postgres-server.js';
+
+// Workers racing for tasks (issue 12): 16 claimers, each claiming and completing until nothing
+// is left, over 1,000 tasks, through two store instances over one database. Every task must
+// run exactly once to completion: none lost, none claimed twice.
+
+const TASKS = 1_000;
+const CLAIMERS = 16;
+const TEAM = 'acme';
+
+interface Claimed {
+  taskId: string;
+  workerId: string;
+  store: number;
+}
+
+async function race(stores: readonly Store[]): Promise<Claimed[]> {
+  const claimed: Claimed[] = [];
+  const claimer = async (index: number) => {
+    const storeIndex = index % stores.length;
+    const store = stores[storeIndex] as Store;
+    const workerId = `worker-${index}`;
+    for (;;) {
+      const task = await store.claimTask({
+        teamId: TEAM,
+        runtime: 'claude-code',
+        workerId,
+        leaseMs: 60_000,
+      });
+      if (task === null) return;
+      claimed.push({ taskId: task.id, workerId, store: storeIndex });
+      await store.completeTask(TEAM, task.id, task.lease?.token ?? 0, { workerId });
+    }
+  };
+  await Promise.all(Array.from({ length: CLAIMERS }, (_, index) => claimer(index)));
+  return claimed;
+}
+
+async function createTasks(store: Store): Promise<Task[]> {
+  const created: Task[] = [];
+  for (let start = 0; start < TASKS; start += 50) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, TASKS - start) }, (_, offset) =>
+        store.createTask(TEAM, {
+          title: `task ${start + offset}`,
+          requiredCapabilities: ['code_execution'],
+          origin: 'openclaw',
+          targetRuntime: 'claude-code',
+        }),
+      ),
+    );
+    created.push(...batch.map((outcome) => outcome.task));
+  }
+  return created;
+}
+
+async function expectEachRanOnce(
+  store: Store,
+  created: readonly Task[],
+  claimed: readonly Claimed[],
+  storeCount: number,
+): Promise<void> {
+  // No task claimed twice, none missed, and both stores took part.
+  expect(claimed).toHaveLength(TASKS);
+  expect(new Set(claimed.map((entry) => entry.taskId)).size).toBe(TASKS);
+  expect(new Set(claimed.map((entry) => entry.taskId))).toEqual(
+    new Set(created.map((task) => task.id)),
+  );
+  for (let index = 0; index < storeCount; index++) {
+    expect(claimed.some((entry) => entry.store === index)).toBe(true);
+  }
+  const claimer = new Map(claimed.map((entry) => [entry.taskId, entry.workerId]));
+  let after: string | undefined;
+  let seen = 0;
+  for (;;) {
+    const page = await store.listTasks(TEAM, { limit: 200, ...(after && { after }) });
+    if (page.length === 0) break;
+    for (const task of page) {
+      seen += 1;
+      expect(task.state).toBe('COMPLETED');
+      expect(task.attempts).toBe(1);
+      expect(task.lease).toBeNull();
+      // The result is the claimer's: no other worker wrote over it.
+      expect(task.result).toEqual({ workerId: claimer.get(task.id) });
+      const history = (await store.getTask(TEAM, task.id))?.history ?? [];
+      expect(history.map((event) => `${event.from}>${event.to}`)).toEqual([
+        'null>SUBMITTED',
+        'SUBMITTED>WORKING',
+        'WORKING>COMPLETED',
+      ]);
+      expect(history[1]?.by).toBe(claimer.get(task.id));
+    }
+    after = page.at(-1)?.id;
+  }
+  expect(seen).toBe(TASKS);
+}
+
+await withPostgresServer('task claims racing on postgres', (url) => {
+  const schemas = new ScratchSchemas(url);
+  afterAll(() => schemas.dropAll());
+
+  describe('task claims racing on postgres', () => {
+    it(`${CLAIMERS} claimers over ${TASKS} tasks through two stores (two pools, as two hubs): each task completes exactly once`, async () => {
+      const schema = schemas.next('race');
+      const first = await openPostgresStore({ connectionString: url, schema });
+      const second: PostgresStore = await openPostgresStore({ connectionString: url, schema });
+      try {
+        const created = await createTasks(first);
+        const claimed = await race([first, second]);
+        await expectEachRanOnce(second, created, claimed, 2);
+        expect(
+          await first.claimTask({ runtime: 'claude-code', workerId: 'late', leaseMs: 1_000 }),
+        ).toBeNull();
+      } finally {
+        await Promise.all([first.close(), second.close()]);
+      }
+    }, 120_000);
+  });
+});
+
+describe('task claims racing on sqlite', () => {
+  const root = mkdtempSync(join(tmpdir(), 'ctxbus-task-race-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it(`${CLAIMERS} async claimers over ${TASKS} tasks through two stores on one file (one process: node:sqlite is synchronous, so claims interleave between transactions): each task completes exactly once`, async () => {
+    const path = join(root, 'ctxbus.db');
+    const first = openSqliteStore({ path });
+    const second = openSqliteStore({ path });
+    try {
+      const created = await createTasks(first);
+      const claimed = await race([first, second]);
+      await expectEachRanOnce(second, created, claimed, 2);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  }, 120_000);
+});

@@ -1,0 +1,273 @@
+import type { NewTask, Task, TaskError, TaskState } from '@ctxbus/core';
+import {
+  assertTransition,
+  CtxbusError,
+  DEFAULT_TASK_MAX_ATTEMPTS,
+  newTaskId,
+  newTaskSchema,
+  parseOrThrow,
+  staleLeaseError,
+  TASK_LIMITS,
+  taskErrorSchema,
+  taskNoteSchema,
+  taskResultSchema,
+} from '@ctxbus/core';
+import type { StoredTask } from '../rows/task-row.js';
+import type { UpdateTaskPatch } from '../store.js';
+
+// The rules of task changes, decided in memory, once for every backend: what each operation
+// does to a task read under a lock, and the event it records. No I/O: the backend reads the
+// row (locked), runs one of these, and writes the task and event it returns in the same
+// transaction. Claims are the exception: each backend does them in SQL (one statement).
+
+/** An event to append (the backend assigns its seq). */
+export interface PlannedTaskEvent {
+  from: TaskState | null;
+  to: TaskState;
+  by: string;
+  note: string | null;
+  atMs: number;
+}
+
+/** What to write: the task as it becomes, its token, and the event (none for a renew). */
+export interface TaskMutation {
+  task: Task;
+  token: number;
+  event: PlannedTaskEvent | null;
+}
+
+/** Who a sweep acts as in the history. */
+export const HUB_ACTOR = 'hub';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Checks a lease length asked for by a worker. */
+export function checkLeaseMs(leaseMs: number): number {
+  if (!Number.isInteger(leaseMs) || leaseMs < 1 || leaseMs > TASK_LIMITS.maxLeaseMs) {
+    throw new CtxbusError(
+      'validation_failed',
+      `leaseMs: a whole number of milliseconds from 1 to ${TASK_LIMITS.maxLeaseMs}`,
+      { details: { field: 'leaseMs' } },
+    );
+  }
+  return leaseMs;
+}
+
+/** When a task entering SUBMITTED at `nowMs` stops waiting. */
+function waitEnd(ttlSeconds: number | null, nowMs: number): string | null {
+  return ttlSeconds === null ? null : iso(nowMs + ttlSeconds * 1000);
+}
+
+/** A new task, validated, and its creation event. */
+export function plannedNewTask(
+  teamId: string,
+  input: NewTask,
+  nowMs: number,
+): { task: Task; event: PlannedTaskEvent } {
+  const parsed = parseOrThrow(newTaskSchema, input, 'task');
+  const state = parsed.initialState ?? 'SUBMITTED';
+  const ttlSeconds = parsed.ttlSeconds ?? null;
+  const task: Task = {
+    id: newTaskId(),
+    teamId,
+    title: parsed.title,
+    description: parsed.description ?? null,
+    requiredCapabilities: [...new Set(parsed.requiredCapabilities)],
+    origin: parsed.origin,
+    scope: parsed.scope ?? null,
+    input: parsed.input ?? null,
+    idempotencyKey: parsed.idempotencyKey ?? null,
+    state,
+    targetRuntime: parsed.targetRuntime ?? null,
+    routing: parsed.routing ?? null,
+    attempts: 0,
+    maxAttempts: parsed.maxAttempts ?? DEFAULT_TASK_MAX_ATTEMPTS,
+    ttlSeconds,
+    lease: null,
+    result: null,
+    error: null,
+    createdAt: iso(nowMs),
+    updatedAt: iso(nowMs),
+    expiresAt: state === 'SUBMITTED' ? waitEnd(ttlSeconds, nowMs) : null,
+  };
+  return { task, event: { from: null, to: state, by: task.origin, note: null, atMs: nowMs } };
+}
+
+/** Throws `conflict` (stale_lease) unless `token` holds the running lease of a WORKING task. */
+export function assertLease(stored: StoredTask, token: number, nowMs: number): void {
+  const { task } = stored;
+  if (task.state !== 'WORKING' || task.lease === null) {
+    throw staleLeaseError(task.id, `the task is ${task.state}, not held by anyone`);
+  }
+  if (token !== stored.token) {
+    throw staleLeaseError(task.id, `token ${token} is not the current token ${stored.token}`);
+  }
+  if (Date.parse(task.lease.expiresAt) <= nowMs) {
+    throw staleLeaseError(task.id, `the lease ended at ${task.lease.expiresAt}`);
+  }
+}
+
+function moved(
+  stored: StoredTask,
+  to: TaskState,
+  changes: Partial<Task>,
+  by: string,
+  note: string | null,
+  nowMs: number,
+): TaskMutation {
+  assertTransition(stored.task.state, to, stored.task.id);
+  const leaves = stored.task.state === 'WORKING';
+  const task: Task = {
+    ...stored.task,
+    ...(leaves && { lease: null }),
+    expiresAt: to === 'SUBMITTED' ? waitEnd(stored.task.ttlSeconds, nowMs) : null,
+    ...changes,
+    state: to,
+    updatedAt: iso(nowMs),
+  };
+  return {
+    task,
+    token: stored.token,
+    event: { from: stored.task.state, to, by, note, atMs: nowMs },
+  };
+}
+
+export function plannedRenew(
+  stored: StoredTask,
+  token: number,
+  leaseMs: number,
+  nowMs: number,
+): TaskMutation {
+  checkLeaseMs(leaseMs);
+  assertLease(stored, token, nowMs);
+  const lease = stored.task.lease;
+  if (lease === null) throw new Error('unreachable: assertLease checked the lease');
+  return {
+    task: {
+      ...stored.task,
+      lease: { ...lease, expiresAt: iso(nowMs + leaseMs) },
+      updatedAt: iso(nowMs),
+    },
+    token: stored.token,
+    event: null,
+  };
+}
+
+export function plannedComplete(
+  stored: StoredTask,
+  token: number,
+  result: unknown,
+  nowMs: number,
+): TaskMutation {
+  const value = parseOrThrow(taskResultSchema, result, 'result');
+  assertLease(stored, token, nowMs);
+  const by = stored.task.lease?.workerId ?? HUB_ACTOR;
+  return moved(stored, 'COMPLETED', { result: value, error: null }, by, null, nowMs);
+}
+
+/** The error of a task that ran out of attempts. */
+function deadLetter(task: Task, last: TaskError | null): TaskError {
+  const why = last === null ? '' : `; last error: ${last.code}: ${last.message}`;
+  return {
+    code: 'dead_letter',
+    message: `gave up after ${task.attempts} of ${task.maxAttempts} attempts${why}`.slice(
+      0,
+      TASK_LIMITS.errorMessageChars,
+    ),
+  };
+}
+
+export function plannedFail(
+  stored: StoredTask,
+  token: number,
+  error: TaskError,
+  retry: boolean,
+  nowMs: number,
+): TaskMutation {
+  const parsed = parseOrThrow(taskErrorSchema, error, 'error');
+  assertLease(stored, token, nowMs);
+  const by = stored.task.lease?.workerId ?? HUB_ACTOR;
+  const note = `${parsed.code}: ${parsed.message}`.slice(0, TASK_LIMITS.noteChars);
+  if (retry && stored.task.attempts < stored.task.maxAttempts) {
+    return moved(stored, 'SUBMITTED', { error: null }, by, `retry: ${note}`, nowMs);
+  }
+  const final = retry ? deadLetter(stored.task, parsed) : parsed;
+  return moved(stored, 'FAILED', { error: final }, by, note, nowMs);
+}
+
+export function plannedUpdate(
+  stored: StoredTask,
+  patch: UpdateTaskPatch,
+  nowMs: number,
+): TaskMutation {
+  const note = patch.note === undefined ? null : parseOrThrow(taskNoteSchema, patch.note, 'note');
+  const { task } = stored;
+  if (patch.state === 'WORKING' || patch.state === 'COMPLETED') {
+    const how = patch.state === 'WORKING' ? 'claim it' : 'complete it with its result';
+    throw new CtxbusError(
+      'conflict',
+      `task ${task.id}: ${patch.state} is not set by an update (${how} instead)`,
+      { details: { reason: 'illegal_transition', from: task.state, to: patch.state } },
+    );
+  }
+  assertTransition(task.state, patch.state, task.id);
+  if (task.state === 'WORKING') {
+    if (patch.token === undefined) {
+      throw staleLeaseError(task.id, 'the task is WORKING: an update must carry its token');
+    }
+    assertLease(stored, patch.token, nowMs);
+  }
+  const changes: Partial<Task> = {};
+  if (patch.state === 'FAILED') {
+    changes.error =
+      patch.error === undefined
+        ? { code: 'failed', message: note ?? '' }
+        : parseOrThrow(taskErrorSchema, patch.error, 'error');
+  }
+  return moved(stored, patch.state, changes, patch.by, note, nowMs);
+}
+
+/** Null when the task is already canceled (nothing to write). */
+export function plannedCancel(
+  stored: StoredTask,
+  by: string,
+  note: string | undefined,
+  nowMs: number,
+): TaskMutation | null {
+  if (stored.task.state === 'CANCELED') return null;
+  const text = note === undefined ? null : parseOrThrow(taskNoteSchema, note, 'note');
+  return moved(stored, 'CANCELED', {}, by, text, nowMs);
+}
+
+/** A WORKING task whose lease ran out: requeued, or a dead letter after its last attempt. */
+export function plannedLeaseExpiry(stored: StoredTask, nowMs: number): TaskMutation {
+  const { task } = stored;
+  const worker = task.lease?.workerId ?? 'unknown';
+  const note = `lease of ${worker} (token ${stored.token}) expired`;
+  if (task.attempts < task.maxAttempts) {
+    return moved(stored, 'SUBMITTED', {}, HUB_ACTOR, `${note}; requeued`, nowMs);
+  }
+  return moved(
+    stored,
+    'FAILED',
+    { error: deadLetter(task, { code: 'lease_expired', message: note }) },
+    HUB_ACTOR,
+    `${note}; dead letter`,
+    nowMs,
+  );
+}
+
+/** A SUBMITTED task nobody claimed in time. */
+export function plannedWaitExpiry(stored: StoredTask, nowMs: number): TaskMutation {
+  const waited = stored.task.ttlSeconds ?? 0;
+  return moved(
+    stored,
+    'FAILED',
+    {
+      error: { code: 'expired', message: `no worker claimed it within ${waited} s` },
+    },
+    HUB_ACTOR,
+    'expired unclaimed',
+    nowMs,
+  );
+}
