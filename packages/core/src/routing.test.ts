@@ -116,7 +116,7 @@ describe('routeTask on the repository capabilities.yaml', () => {
         runtime: 'openclaw',
         role: 'origin',
         kept: false,
-        reason: 'cannot do it itself: code_execution goes via-api to claude-code (a proxy)',
+        reason: 'cannot do it itself: code_execution goes via-api to claude-code, a proxy',
         online: true,
         workers: 1,
       },

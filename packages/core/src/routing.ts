@@ -227,7 +227,7 @@ export function routeTask(
       continue;
     }
     if ((mode === 'via-api' || mode === 'via-mcp') && entry.target && entry.target !== origin) {
-      originProblems.push(`${name} goes ${mode} to ${entry.target} (a proxy)`);
+      originProblems.push(`${name} goes ${mode} to ${entry.target}, a proxy`);
       if (!targets.includes(entry.target)) targets.push(entry.target);
       continue;
     }
