@@ -6,6 +6,7 @@ import { registerDoctor } from './commands/doctor-command.js';
 import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
+import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerToken } from './commands/token-command.js';
@@ -65,6 +66,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerMcp(program, run);
   registerDoctor(program, run);
   registerCapabilities(program, run);
+  registerRoute(program, run);
   return program;
 }
 

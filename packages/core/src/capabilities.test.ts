@@ -1,8 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { capabilityMode, capabilityNames, parseCapabilities } from './capabilities.js';
+import {
+  capabilitiesJsonSchema,
+  capabilityMode,
+  capabilityNames,
+  parseCapabilities,
+} from './capabilities.js';
 
 const ROOT_FILE = new URL('../../../capabilities.yaml', import.meta.url);
+const SCHEMA_FILE = new URL('../../../schemas/capabilities.schema.json', import.meta.url);
 
 const errorOf = (text: string) => {
   try {
@@ -63,5 +69,28 @@ describe('parseCapabilities', () => {
       /^caps\.yaml:4:5: runtimes\.bot/,
     );
     expect(errorOf('version: 1\nruntimes: [unclosed\n')).toMatch(/^caps\.yaml:\d+:\d+: /);
+  });
+});
+
+describe('capabilitiesJsonSchema', () => {
+  it('equals the committed schemas/capabilities.schema.json', () => {
+    const committed = JSON.parse(readFileSync(SCHEMA_FILE, 'utf8'));
+    expect(
+      committed,
+      'schemas/capabilities.schema.json is stale; regenerate it at the repository root: ./dev ctxbus capabilities schema > schemas/capabilities.schema.json && pnpm format',
+    ).toEqual(capabilitiesJsonSchema());
+  });
+
+  it('is the input side (defaults optional) and names the editor hook in capabilities.yaml', () => {
+    const schema = capabilitiesJsonSchema() as {
+      required: string[];
+      properties: { runtimes: { additionalProperties: { required: string[] } } };
+    };
+    expect(schema.required).toEqual(['version', 'runtimes']);
+    // trust and capabilities have defaults, so a runtime needs only its description.
+    expect(schema.properties.runtimes.additionalProperties.required).toEqual(['description']);
+    expect(readFileSync(ROOT_FILE, 'utf8').split('\n')[0]).toBe(
+      '# yaml-language-server: $schema=./schemas/capabilities.schema.json',
+    );
   });
 });

@@ -26,53 +26,100 @@ export const WELL_KNOWN_CAPABILITIES = [
 
 export const TRUST_LEVELS = ['trusted', 'standard', 'restricted'] as const;
 
-const nameSchema = z
+/** A runtime or capability name in the file: lower case, letters, digits, - and _. */
+export const matrixNameSchema = z
   .string()
   .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'a lower-case name (letters, digits, - and _)');
 
-const limitsSchema = z.strictObject({
-  /** Whether the work may reach the network. */
-  network: z.boolean().optional(),
-  /** Longest it may run. */
-  seconds: z.number().int().positive().max(86_400).optional(),
-  /** The only commands it may run (argv strings). */
-  commands: z.array(z.string().min(1)).max(256).optional(),
-});
+// The descriptions below are what editors show on hover (capabilitiesJsonSchema).
+const limitsSchema = z
+  .strictObject({
+    network: z.boolean().optional().meta({
+      description:
+        'Whether the work may reach the network; false: a task that needs the network is routed elsewhere.',
+    }),
+    seconds: z.number().int().positive().max(86_400).optional().meta({
+      description: 'Longest it may run; a task that needs longer is routed elsewhere.',
+    }),
+    commands: z
+      .array(z.string().min(1))
+      .max(256)
+      .optional()
+      .meta({ description: 'The only commands it may run (argv strings, no shell).' }),
+  })
+  .meta({ description: 'What the capability is limited to.' });
 
-export const capabilitySchema = z.strictObject({
-  mode: z.enum(CAPABILITY_MODES),
-  /** The tool, API or MCP server it goes through. */
-  via: z.string().min(1).max(200).optional(),
-  /** For via-api/via-mcp on another runtime's behalf: that runtime. */
-  target: nameSchema.optional(),
-  limits: limitsSchema.optional(),
-  notes: z.string().max(2_000).optional(),
-});
+export const capabilitySchema = z
+  .strictObject({
+    mode: z.enum(CAPABILITY_MODES).meta({
+      description:
+        'native: the runtime does it itself; via-api / via-mcp: it calls a service or MCP server that can; sandboxed: it can, inside a sandbox with the limits given; unavailable: it cannot.',
+    }),
+    via: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .meta({ description: 'The tool, API or MCP server it goes through.' }),
+    target: matrixNameSchema.optional().meta({
+      description:
+        'For via-api / via-mcp on another runtime: that runtime (the router proxies the task to it first).',
+    }),
+    limits: limitsSchema.optional(),
+    notes: z.string().max(2_000).optional(),
+  })
+  .meta({ description: 'How a runtime does one capability.' });
 
-export const runtimeEntrySchema = z.strictObject({
-  description: z.string().min(1).max(500),
-  type: z.string().min(1).max(100).optional(),
-  adapter: z.string().min(1).max(200).optional(),
-  trust: z.enum(TRUST_LEVELS).default('standard'),
-  endpoint: z.string().min(1).max(2_000).optional(),
-  capabilities: z.record(nameSchema, capabilitySchema).default({}),
-});
+export const runtimeEntrySchema = z
+  .strictObject({
+    description: z.string().min(1).max(500).meta({ description: 'What this runtime is.' }),
+    type: z.string().min(1).max(100).optional(),
+    adapter: z.string().min(1).max(200).optional(),
+    trust: z.enum(TRUST_LEVELS).default('standard').meta({
+      description:
+        'restricted: never receives a proxied command, and a proxy it asks for needs a human approval.',
+    }),
+    endpoint: z.string().min(1).max(2_000).optional(),
+    capabilities: z.record(matrixNameSchema, capabilitySchema).default({}).meta({
+      description:
+        'code_execution, file_operations, search, communication, memory, or your own names; absent means unavailable.',
+    }),
+  })
+  .meta({ description: 'One runtime and what it can do.' });
 
-export const capabilitiesFileSchema = z.strictObject({
-  version: z.literal(1),
-  runtimes: z.record(nameSchema, runtimeEntrySchema),
-  remote_execution: z
-    .strictObject({
-      /** Commands a remote-execution worker may run, exactly as written (argv, no shell). */
-      allow: z.array(z.string().min(1)).max(1_000).default([]),
-      /** The directory commands run in (confined to it). */
-      workdir: z.string().min(1).optional(),
-    })
-    .optional(),
-});
+export const capabilitiesFileSchema = z
+  .strictObject({
+    version: z.literal(1),
+    runtimes: z.record(matrixNameSchema, runtimeEntrySchema),
+    remote_execution: z
+      .strictObject({
+        allow: z.array(z.string().min(1)).max(1_000).default([]).meta({
+          description:
+            'Commands a remote-execution worker may run, exactly as written (argv, no shell).',
+        }),
+        workdir: z
+          .string()
+          .min(1)
+          .optional()
+          .meta({ description: 'The directory commands run in (confined to it).' }),
+      })
+      .optional(),
+  })
+  .meta({
+    title: 'ctxbus capabilities.yaml',
+    description: 'What each runtime can do, and how; ctxbus routes tasks by it (routeTask).',
+  });
 
 export type CapabilitiesFile = z.output<typeof capabilitiesFileSchema>;
 export type Capability = z.output<typeof capabilitySchema>;
+
+/**
+ * The JSON Schema of capabilities.yaml for editors (the input side: defaults are optional).
+ * Committed as `schemas/capabilities.schema.json`; `ctxbus capabilities schema` prints it.
+ */
+export function capabilitiesJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(capabilitiesFileSchema, { io: 'input' }) as Record<string, unknown>;
+}
 
 /** A runtime's mode for a capability (absent: unavailable). */
 export function capabilityMode(

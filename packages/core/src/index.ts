@@ -23,8 +23,10 @@ export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilitie
 export {
   CAPABILITY_MODES,
   capabilitiesFileSchema,
+  capabilitiesJsonSchema,
   capabilityMode,
   capabilityNames,
+  matrixNameSchema,
   parseCapabilities,
   TRUST_LEVELS,
   WELL_KNOWN_CAPABILITIES,
@@ -58,7 +60,28 @@ export type {
   SharedContextBundle,
   SharedContextRequest,
 } from './resolvers.js';
-export { getResolver, KNOWN_RUNTIMES, RESOLVERS, resolveSharedContext } from './resolvers.js';
+export {
+  DEFAULT_RESOLVER,
+  getResolver,
+  KNOWN_RUNTIMES,
+  RESOLVERS,
+  resolveSharedContext,
+} from './resolvers.js';
+export type {
+  RouteRequest,
+  RoutingCandidate,
+  RoutingDecision,
+  RoutingKind,
+  RuntimePresence,
+} from './routing.js';
+export {
+  ROUTING_KINDS,
+  routeRequestSchema,
+  routeTask,
+  routingCandidateSchema,
+  routingDecisionSchema,
+  runtimePresenceSchema,
+} from './routing.js';
 export type {
   SelectOptions,
   SharedCandidates,

@@ -6,7 +6,6 @@ import type {
 } from './context-builder.js';
 import { buildContext } from './context-builder.js';
 import type { ContextItem } from './context-item.js';
-import { CtxbusError } from './errors.js';
 import { hasMarkdownOrLines, markdownFormatter, plainTextFormatter } from './formatters.js';
 import type {
   SharedCandidates,
@@ -83,19 +82,29 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
   },
 };
 
+/** Runtimes with a resolver of their own (the others get `DEFAULT_RESOLVER`). */
 export const KNOWN_RUNTIMES: readonly string[] = Object.keys(RESOLVERS).sort();
 
+/**
+ * The format of every runtime without a resolver of its own (runtime names are open: any
+ * runtime declared in capabilities.yaml gets context): plain Markdown, the default budget of
+ * 4,000 tokens with a 5% safety margin, no items. Its `runtime` is `default`; the bundle still
+ * names the runtime that asked.
+ */
+export const DEFAULT_RESOLVER: Resolver = {
+  runtime: 'default',
+  description: 'plain Markdown, for runtimes without a resolver of their own',
+  formatter: markdownFormatter,
+  defaultTokenBudget: 4_000,
+  safetyMargin: 0.05,
+  includeItems: false,
+  warnings: noWarnings,
+};
+
+/** The runtime's own resolver, else `DEFAULT_RESOLVER`. Never throws. */
 export function getResolver(runtime: string): Resolver {
   // Own properties only: `constructor` or `__proto__` must not find Object's.
-  const resolver = Object.hasOwn(RESOLVERS, runtime) ? RESOLVERS[runtime] : undefined;
-  if (!resolver) {
-    throw new CtxbusError(
-      'unknown_runtime',
-      `no resolver for runtime "${runtime}"; known runtimes: ${KNOWN_RUNTIMES.join(', ')}`,
-      { details: { runtime, known: KNOWN_RUNTIMES } },
-    );
-  }
-  return resolver;
+  return (Object.hasOwn(RESOLVERS, runtime) ? RESOLVERS[runtime] : undefined) ?? DEFAULT_RESOLVER;
 }
 
 export interface SharedContextRequest {
@@ -197,7 +206,7 @@ export function resolveSharedContext(
   const bundle: SharedContextBundle = {
     ...rest,
     ...seedFields(built.sections, request),
-    runtime: resolver.runtime,
+    runtime: request.runtime,
     formatted: text,
     formattedMarkdown:
       built.format === 'markdown' ? text : buildContext(sections, markdownFormatter, options).text,

@@ -1,8 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CONTEXT_TYPES, URGENCIES } from './context-item.js';
-import { CtxbusError } from './errors.js';
-import { KNOWN_RUNTIMES, resolveSharedContext } from './resolvers.js';
+import {
+  DEFAULT_RESOLVER,
+  getResolver,
+  KNOWN_RUNTIMES,
+  resolveSharedContext,
+} from './resolvers.js';
 import type { SharedCandidates } from './shared-context.js';
 import { candidatesFromItems, SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
 import { storedItem } from './test-items.js';
@@ -123,15 +127,25 @@ describe('resolveSharedContext', () => {
     expect(web.items?.map((item) => item.id)).toEqual([items[0]?.id]);
   });
 
-  it('names the known runtimes when asked for an unknown one', () => {
-    try {
-      resolveSharedContext(of([]), { runtime: 'cursor', viewer, now });
-      expect.unreachable();
-    } catch (error) {
-      expect(CtxbusError.isInstance(error)).toBe(true);
-      expect((error as CtxbusError).code).toBe('unknown_runtime');
-      expect((error as Error).message).toContain(KNOWN_RUNTIMES.join(', '));
+  it('gives a runtime without a resolver of its own the default format: plain Markdown', () => {
+    const items = [storedItem({ type: 'decision', title: 'Use **SQLite**' })];
+    for (const runtime of ['my-agent', 'constructor', 'tostring']) {
+      expect(KNOWN_RUNTIMES).not.toContain(runtime);
+      expect(getResolver(runtime)).toBe(DEFAULT_RESOLVER);
+      const bundle = resolveSharedContext(of(items), { runtime, viewer, now });
+      expect(bundle.runtime).toBe(runtime);
+      expect(bundle.format).toBe('markdown');
+      expect(bundle.tokenBudget).toBe(DEFAULT_RESOLVER.defaultTokenBudget);
+      expect(bundle.formatted).toBe(bundle.formattedMarkdown);
+      expect(bundle.formatted).toContain('## ');
+      expect(bundle.formatted).toContain('Use **SQLite**');
+      expect(bundle.formatted).toContain(`as claude-code sees it, formatted for ${runtime}`);
+      expect(bundle.items).toBeUndefined();
+      expect(bundle.warnings).toEqual([]);
     }
+    // The runtimes with a resolver of their own keep it.
+    expect(getResolver('openclaw')).not.toBe(DEFAULT_RESOLVER);
+    expect(KNOWN_RUNTIMES).toEqual(['claude-code', 'openclaw', 'web']);
   });
 
   it('trims in the fixed order and records what it trimmed', () => {

@@ -49,6 +49,25 @@ describe('./dev bench', () => {
   });
 });
 
+describe('./dev bench --only tasks', () => {
+  it('measures the routing decision on 50 runtimes x 20 capabilities, every kind made', async () => {
+    const result = await runBench(['--quick', '--only', 'tasks', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
+    for (const metric of [
+      'routing decision p50 (50 runtimes x 20 capabilities)',
+      'routing decision p99 (50 runtimes x 20 capabilities)',
+    ]) {
+      expect(rows.find((row) => row.metric === metric)?.value, metric).toMatch(/^\d[\d.]* ms$/);
+    }
+    // The seeded cases reach every kind of decision, so each path is what is timed.
+    const mix = rows.find((row) => row.metric.startsWith('routing decisions made'));
+    for (const kind of ['native', 'via-api', 'via-mcp', 'proxy', 'queue', 'escalate']) {
+      expect(mix?.metric).toMatch(new RegExp(`[(, ]${kind} \\d+`));
+    }
+  });
+});
+
 describe('./dev bench --only stalled', () => {
   it('delivers every item, in order, to every reader while stalled subscribers never read', async () => {
     const result = await runBench(['--quick', '--only', 'stalled', '--json']);

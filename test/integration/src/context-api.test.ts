@@ -285,11 +285,16 @@ describe('shared context', () => {
     expect(small.body.trim.actions.length).toBeGreaterThan(0);
   });
 
-  it('names the known runtimes for an unknown one', async () => {
-    const response = await get('/api/context/shared?runtime=cursor');
-    expect(response.status).toBe(422);
-    expect(response.body.error).toMatchObject({ code: 'unknown_runtime' });
-    expect(response.body.error.message).toContain('claude-code, openclaw, web');
+  it('gives a runtime without a resolver of its own the default format (Markdown)', async () => {
+    const response = await get('/api/context/shared?runtime=my-agent');
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({
+      runtime: 'my-agent',
+      format: 'markdown',
+      tokenBudget: 4000,
+    });
+    expect(response.body.formatted).toContain('formatted for my-agent');
+    expect(response.body.items).toBeUndefined();
   });
 
   it('changes when a new decision arrives', async () => {

@@ -15,13 +15,13 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
   describe(`edge input (${name})`, () => {
     const hub = useHubProcess({ start, tokens: { token: ['acme', 'claude-code'] } });
 
-    it('refuses runtimes named after Object.prototype members with unknown_runtime', async () => {
+    it('formats for runtimes named after Object.prototype members with the default resolver', async () => {
       for (const runtime of ['constructor', 'tostring', 'hasownproperty', 'valueof']) {
         const response = await call(hub.url, 'GET', `/api/context/shared?runtime=${runtime}`, {
           token: hub.tokens.token,
         });
-        expect(response.status, runtime).toBe(422);
-        expect(response.body.error.code).toBe('unknown_runtime');
+        expect(response.status, runtime).toBe(200);
+        expect(response.body).toMatchObject({ runtime, format: 'markdown' });
       }
     });
 

@@ -1,12 +1,20 @@
 import { readFileSync } from 'node:fs';
 import type { CapabilitiesFile } from '@ctxbus/core';
-import { CtxbusError, capabilityMode, capabilityNames, parseCapabilities } from '@ctxbus/core';
+import {
+  CtxbusError,
+  capabilitiesJsonSchema,
+  capabilityMode,
+  capabilityNames,
+  parseCapabilities,
+} from '@ctxbus/core';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
 
-// `ctxbus capabilities check|show [FILE]`: validate capabilities.yaml and print its matrix.
+// `ctxbus capabilities check|show [FILE]`: validate capabilities.yaml and print its matrix;
+// `ctxbus capabilities schema`: its JSON Schema, for editors.
 
-function load(file: string): CapabilitiesFile {
+/** Reads and parses a capabilities file; errors are one line naming FILE:LINE:COL (exit 2). */
+export function loadCapabilities(file: string): CapabilitiesFile {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -53,7 +61,7 @@ export function registerCapabilities(
     .argument('[file]', 'the file', 'capabilities.yaml')
     .action((file: string) =>
       run(async () => {
-        const matrix = load(file);
+        const matrix = loadCapabilities(file);
         const runtimes = Object.keys(matrix.runtimes).length;
         printLine(
           `${file}: ok, ${runtimes} runtime${runtimes === 1 ? '' : 's'}, ${capabilityNames(matrix).length} capabilities`,
@@ -67,9 +75,28 @@ export function registerCapabilities(
     .option('--json', 'print the parsed file as JSON')
     .action((file: string, options: { json?: boolean }) =>
       run(async () => {
-        const matrix = load(file);
+        const matrix = loadCapabilities(file);
         if (options.json) printJson(matrix);
         else for (const line of matrixTable(matrix)) printLine(line);
+      }),
+    );
+  capabilities
+    .command('schema')
+    .description('print the JSON Schema of capabilities.yaml (for editors)')
+    .addHelpText(
+      'after',
+      `
+The repository commits it as schemas/capabilities.schema.json; a capabilities.yaml whose first
+line is
+  # yaml-language-server: $schema=./schemas/capabilities.schema.json
+is checked and completed as you type (VS Code's YAML extension, any yaml-language-server).
+
+Example:
+  ctxbus capabilities schema > schemas/capabilities.schema.json`,
+    )
+    .action(() =>
+      run(async () => {
+        printJson(capabilitiesJsonSchema());
       }),
     );
 }

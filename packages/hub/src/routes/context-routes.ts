@@ -2,7 +2,6 @@ import type { ContextItem, ListOptions, ListQuery, SharedSectionId } from '@ctxb
 import {
   CtxbusError,
   DEFAULT_SHARED_LIMITS,
-  getResolver,
   itemIdParamsSchema,
   itemResponseSchema,
   listQuerySchema,
@@ -180,14 +179,13 @@ export const contextRoutes = [
     operationId: 'sharedContext',
     summary: 'The shared context bundle for a runtime',
     description:
-      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web. The same items and budget always give the same `contextHash`.",
+      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`.",
     tags: ['context'],
     auth: 'runtime',
     query: sharedQuerySchema,
     responses: { 200: { description: 'The bundle.', schema: sharedResponseSchema } },
     async handler({ query, viewer, services }) {
       const runtime = query.runtime ?? viewer.runtime;
-      getResolver(runtime);
       const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
       const candidates = {} as Record<SharedSectionId, ContextItem[]>;
       await Promise.all(
