@@ -279,11 +279,38 @@ export const listTokensQuerySchema = z.strictObject({
 
 export const tokenIdParamsSchema = z.strictObject({ id: z.string().min(1).max(64) });
 
+/**
+ * Where the hub's capability matrix comes from and how its last load went (`/health`,
+ * `GET /api/capabilities`).
+ */
+export const capabilitiesStatusSchema = z.object({
+  file: z.string().nullable().meta({
+    description: 'The capabilities file the hub watches; null when it has none (empty matrix).',
+  }),
+  status: z.enum(['loaded', 'empty']).meta({
+    description:
+      "`loaded`: the matrix is the file's (as of `loadedAt`); `empty`: no matrix was loaded yet (no file, or it never parsed).",
+  }),
+  loadedAt: z.iso.datetime({ offset: true }).nullable(),
+  digest: z.string().nullable().meta({ description: 'SHA-256 of the loaded text, hex.' }),
+  runtimes: z.int().nonnegative(),
+  error: z
+    .object({ message: z.string(), at: z.iso.datetime({ offset: true }) })
+    .nullable()
+    .meta({
+      description:
+        'Why the file as it is now was not loaded (FILE:LINE:COL: what was expected, or that it is missing); the hub keeps the last good matrix. Null once a good version is read.',
+    }),
+});
+
+export type CapabilitiesStatus = z.infer<typeof capabilitiesStatusSchema>;
+
 export const healthResponseSchema = z.object({
   status: z.literal('ok'),
   version: z.string(),
   store: z.string(),
   seq: z.int().nonnegative(),
+  capabilities: capabilitiesStatusSchema,
   embeddings: z
     .object({
       model: z.string(),

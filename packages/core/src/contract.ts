@@ -2,6 +2,7 @@
 // that only talk to a hub import this entry and skip loading the o200k vocabulary.
 export type {
   ArchiveResponse,
+  CapabilitiesStatus,
   ChangeEventName,
   ChangeKind,
   ListQuery,
@@ -19,6 +20,7 @@ export {
   archiveQuerySchema,
   archiveResponseSchema,
   CHANGE_EVENT_NAMES,
+  capabilitiesStatusSchema,
   createTokenRequestSchema,
   createTokenResponseSchema,
   errorResponseSchema,
@@ -87,6 +89,27 @@ export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.j
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 // The light entry's own list is the reviewed one; the contract carries all of it.
 export * from './light.js';
+export type {
+  PresenceAnnounceRequest,
+  PresenceInstance,
+  PresenceKind,
+  RuntimePresence,
+} from './presence.js';
+export {
+  DEFAULT_PRESENCE_TTL_SECONDS,
+  defaultCapacity,
+  MAX_PRESENCE_CAPABILITIES,
+  MAX_PRESENCE_CAPACITY,
+  MAX_PRESENCE_TTL_SECONDS,
+  MIN_PRESENCE_TTL_SECONDS,
+  PRESENCE_KINDS,
+  presenceAnnounceRequestSchema,
+  presenceAnnounceResponseSchema,
+  presenceInstanceIdSchema,
+  presenceInstanceParamsSchema,
+  presenceInstanceSchema,
+  summarizePresence,
+} from './presence.js';
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
 export type {

@@ -31,6 +31,13 @@ export {
   TRUST_LEVELS,
   WELL_KNOWN_CAPABILITIES,
 } from './capabilities.js';
+export type { CapabilitiesResponse, CapabilitiesRuntime } from './capabilities-api-schemas.js';
+export {
+  capabilitiesQuerySchema,
+  capabilitiesResponseSchema,
+  capabilitiesRuntimeSchema,
+  runtimePresenceViewSchema,
+} from './capabilities-api-schemas.js';
 export type {
   BuildConfig,
   BuiltContext,

@@ -14,6 +14,10 @@ import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { TokenVerifier } from './auth.js';
 import { adminCallerOf, runtimeCallerOf, viewerOf } from './caller.js';
+import type { CapabilitiesOptions } from './capabilities/capabilities-source.js';
+import { CapabilitiesSource } from './capabilities/capabilities-source.js';
+import type { PresenceOptions } from './capabilities/presence-registry.js';
+import { PresenceRegistry } from './capabilities/presence-registry.js';
 import { ChangeFeed } from './change-feed.js';
 import type { EmbeddingsOptions } from './embeddings/hub-embeddings.js';
 import { HubEmbeddings } from './embeddings/hub-embeddings.js';
@@ -30,7 +34,9 @@ import type {
 import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
+import { capabilitiesRoute } from './routes/capabilities-route.js';
 import { contextRoutes } from './routes/context-routes.js';
+import { presenceRoutes } from './routes/presence-routes.js';
 import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
@@ -73,6 +79,13 @@ export interface HubOptions {
   sweep?: boolean;
   /** An embedding provider: hybrid search, and vectors for stored items in the background. */
   embeddings?: EmbeddingsOptions;
+  /**
+   * The capabilities file (capabilities.yaml): loaded at start, reloaded when it changes.
+   * Without it the matrix is empty (and /health says so).
+   */
+  capabilities?: CapabilitiesOptions;
+  /** Presence: the instances a team may announce, the expiry sweep. */
+  presence?: PresenceOptions;
 }
 
 export interface Hub {
@@ -193,7 +206,15 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       maxPendingBytes: options.maxStreamPendingBytes,
     }),
   });
-  await feed.start();
+  const capabilities = options.capabilities
+    ? await CapabilitiesSource.open(options.capabilities, clock, logger)
+    : CapabilitiesSource.none(clock, logger);
+  try {
+    await feed.start();
+  } catch (error) {
+    capabilities.close();
+    throw error;
+  }
   const services: HubServices = {
     store: options.store,
     feed,
@@ -209,6 +230,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     embeddings: options.embeddings
       ? new HubEmbeddings(options.store, logger, options.embeddings)
       : null,
+    capabilities,
+    presence: new PresenceRegistry(clock, options.presence),
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -227,6 +250,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     streamWebSocketRoute,
     archiveRoute,
     ...subscriptionRoutes,
+    capabilitiesRoute,
+    ...presenceRoutes,
     ...adminRoutes,
   ];
   const systemRoutes = [
@@ -234,7 +259,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       method: 'GET',
       path: '/health',
       operationId: 'health',
-      summary: 'Liveness, version, store and newest sequence (no auth)',
+      summary:
+        "Liveness, version, store, newest sequence and the capabilities file's state (no auth)",
       tags: ['system'],
       auth: 'public',
       responses: { 200: { description: 'The hub is up.', schema: healthResponseSchema } },
@@ -246,6 +272,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
             version: services.version,
             store: options.store.info.backend,
             seq: await options.store.latestSeq(),
+            capabilities: services.capabilities.status(),
             ...(services.embeddings && { embeddings: embeddingsHealth(services.embeddings) }),
           },
         };
@@ -348,6 +375,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       await services.dispatcher?.close();
       await services.embeddings?.close();
       feed.close();
+      services.capabilities.close();
+      services.presence.close();
       for (const extension of options.extensions ?? []) await extension.close?.();
     },
   };

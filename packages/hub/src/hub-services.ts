@@ -1,6 +1,8 @@
 import type { Logger } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import type { TokenVerifier } from './auth.js';
+import type { CapabilitiesSource } from './capabilities/capabilities-source.js';
+import type { PresenceRegistry } from './capabilities/presence-registry.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
@@ -23,4 +25,8 @@ export interface HubServices {
   dispatcher: PushDispatcher | null;
   /** The embedding provider and background embedder (null: search is full text only). */
   embeddings: HubEmbeddings | null;
+  /** The capability matrix, reloaded when its file changes. */
+  capabilities: CapabilitiesSource;
+  /** Workers and adapters announced to this hub, per team. */
+  presence: PresenceRegistry;
 }

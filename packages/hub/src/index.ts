@@ -2,6 +2,10 @@
 // first admin token before any hub runs). The hub's own tests import the rest by path.
 export type { MintedToken, MintTokenRequest } from './auth.js';
 export { mintToken, tokenInfo } from './auth.js';
+export type { CapabilitiesOptions } from './capabilities/capabilities-source.js';
+export { CapabilitiesSource } from './capabilities/capabilities-source.js';
+export type { PresenceOptions } from './capabilities/presence-registry.js';
+export { PresenceRegistry } from './capabilities/presence-registry.js';
 export type { Hub, HubExtension, HubOptions } from './create-hub.js';
 export { createHub } from './create-hub.js';
 export type { EmbeddingProvider } from './embeddings/embedding-provider.js';

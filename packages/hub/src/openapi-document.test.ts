@@ -34,6 +34,11 @@ describe('the OpenAPI document', () => {
       expect.arrayContaining(['scope', 'type', 'tags', 'since', 'limit', 'before']),
     );
     expect(document.info.description).toContain('1000 bytes');
+    expect(document.paths['/api/capabilities']?.get?.operationId).toBe('getCapabilities');
+    expect(document.paths['/api/presence']?.post?.operationId).toBe('announcePresence');
+    expect(document.paths['/api/presence/{instanceId}']?.delete?.parameters).toContainEqual(
+      expect.objectContaining({ name: 'instanceId', in: 'path' }),
+    );
     await hub.close();
     await store.close();
   });

@@ -1,3 +1,4 @@
+import type { CapabilitiesStatus } from '@ctxbus/core/contract';
 import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
 import { mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
@@ -17,6 +18,8 @@ export interface HubRunOptions {
   port: number;
   host: string;
   store: StoreTarget;
+  /** The capabilities file to load and watch (null: an empty matrix). */
+  capabilities: { file: string; optional: boolean } | null;
   /** PostgreSQL: apply pending migrations on start (SQLite always does). */
   migrate: boolean;
   logLevel: string;
@@ -43,6 +46,15 @@ export interface HubRunOptions {
 function embeddingsOptions(settings: NonNullable<HubRunOptions['embeddings']>) {
   const { embedItems, ...provider } = settings;
   return { provider: openAiEmbeddings(provider), embedItems };
+}
+
+/** One line on where the capability matrix comes from, for the start banner. */
+function capabilitiesLine(status: CapabilitiesStatus): string {
+  if (status.file === null) return 'none (empty matrix; give --capabilities FILE)';
+  if (status.error) return `${status.error.message} (empty matrix until it parses)`;
+  if (status.status === 'empty')
+    return `none yet (empty matrix; ${status.file} is loaded when it appears)`;
+  return `${status.file}, ${status.runtimes} runtime${status.runtimes === 1 ? '' : 's'} (reloaded on change)`;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -110,6 +122,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         target.kind === 'sqlite'
           ? { ...options.webhooks, leaseHolder: 'embedded-hub' }
           : options.webhooks,
+      ...(options.capabilities && { capabilities: options.capabilities }),
       extensions: [mcpExtension({ host: options.host, logger, limits: options.mcp })],
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
@@ -134,6 +147,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
           ...(savedIn && { credentials: savedIn }),
           store: where,
           ...(target.kind === 'sqlite' && { dataDir: target.dataDir }),
+          capabilities: running.hub.services.capabilities.status(),
           version: VERSION,
         }),
       );
@@ -141,6 +155,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
       printLine(`store: ${where}`);
       printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
+      printLine(`capabilities: ${capabilitiesLine(running.hub.services.capabilities.status())}`);
       if (options.embeddings) {
         printLine(
           `search: hybrid, embeddings by ${options.embeddings.model} at ${new URL(options.embeddings.url).origin} (vectors: ${store.info.vectorIndex})`,

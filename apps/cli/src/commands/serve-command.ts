@@ -32,6 +32,10 @@ export function registerServe(
       '--store <url>',
       'PostgreSQL instead of the data directory: postgres://user@host:5432/db[?schema=name] (default: $CTXBUS_STORE); several hubs may share it',
     )
+    .option(
+      '--capabilities <file>',
+      'capabilities.yaml to load, and reload whenever it changes (default: $CTXBUS_CAPABILITIES, else capabilities.yaml in the data directory if it exists or appears; with --store, none); a bad edit keeps the last good matrix and shows why in /health',
+    )
     .option('--no-migrate', 'PostgreSQL: refuse to start on an old schema instead of migrating it')
     .option(
       '--log-level <level>',

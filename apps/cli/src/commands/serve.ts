@@ -1,3 +1,4 @@
+import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
@@ -10,6 +11,7 @@ export interface ServeOptions {
   host: string;
   data?: string;
   store?: string;
+  capabilities?: string;
   migrate: boolean;
   logLevel: string;
   maxBodyBytes: string;
@@ -115,10 +117,12 @@ function validate(options: ServeOptions): HubRunOptions {
   if (!levels.includes(options.logLevel)) {
     throw new CtxbusError('validation_failed', `--log-level must be one of ${levels.join(', ')}`);
   }
+  const store = storeTarget(options);
   return {
     port,
     host: options.host,
-    store: storeTarget(options),
+    store,
+    capabilities: capabilitiesFile(options.capabilities, store),
     migrate: options.migrate,
     logLevel: options.logLevel,
     maxBodyBytes,
@@ -136,6 +140,23 @@ function validate(options: ServeOptions): HubRunOptions {
     embeddings,
     vectorMemoryMb,
   };
+}
+
+/**
+ * The capabilities file: --capabilities, else $CTXBUS_CAPABILITIES (both must exist), else
+ * capabilities.yaml in the data directory, loaded if it exists or once it appears. A hub on
+ * PostgreSQL has no data directory: without the option its matrix is empty.
+ */
+export function capabilitiesFile(
+  flag: string | undefined,
+  store: HubRunOptions['store'],
+  env: NodeJS.ProcessEnv = process.env,
+): HubRunOptions['capabilities'] {
+  const named = flag || env.CTXBUS_CAPABILITIES;
+  if (named) return { file: resolve(named), optional: false };
+  if (store.kind === 'sqlite')
+    return { file: join(store.dataDir, 'capabilities.yaml'), optional: true };
+  return null;
 }
 
 /** An integer from 1 to `max`, or a validation error naming the option. */

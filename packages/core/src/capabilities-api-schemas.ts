@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { capabilitiesStatusSchema } from './api-schemas.js';
+import { capabilitySchema, TRUST_LEVELS } from './capabilities.js';
+import { teamIdSchema } from './context-item.js';
+import { presenceInstanceSchema } from './presence.js';
+
+// The wire shape of `GET /api/capabilities`: the hub's matrix with each runtime's live
+// presence. Exported from the package root only (it loads the YAML parser through
+// capabilities.ts); light clients keep to the contract entry.
+
+export const capabilitiesQuerySchema = z.strictObject({
+  team: teamIdSchema.optional().meta({
+    description:
+      "Admin tokens: whose presence to show (runtime tokens always see their own team's; another team is refused).",
+  }),
+});
+
+export const runtimePresenceViewSchema = z.object({
+  online: z.boolean(),
+  workers: z.int().nonnegative(),
+  capacity: z.int().nonnegative(),
+  instances: z.array(presenceInstanceSchema.omit({ runtime: true })),
+});
+
+export const capabilitiesRuntimeSchema = z.object({
+  id: z.string(),
+  declared: z.boolean().meta({
+    description: 'False for a runtime with live instances that the file does not declare.',
+  }),
+  description: z.string().nullable(),
+  type: z.string().nullable(),
+  adapter: z.string().nullable(),
+  trust: z.enum(TRUST_LEVELS).nullable(),
+  endpoint: z.string().nullable(),
+  capabilities: z.record(z.string(), capabilitySchema),
+  presence: runtimePresenceViewSchema,
+});
+
+export const capabilitiesResponseSchema = z.object({
+  team: teamIdSchema.nullable().meta({
+    description: 'The team whose presence is shown (null: an admin token without ?team=).',
+  }),
+  source: capabilitiesStatusSchema,
+  capabilityNames: z.array(z.string()).meta({
+    description: 'Every capability the matrix names: the five well-known ones, then its own.',
+  }),
+  runtimes: z.array(capabilitiesRuntimeSchema).meta({
+    description: 'Declared runtimes in file order, then undeclared ones with live instances by id.',
+  }),
+  remoteExecution: z
+    .object({ allow: z.array(z.string()), workdir: z.string().nullable() })
+    .nullable(),
+});
+
+export type CapabilitiesResponse = z.infer<typeof capabilitiesResponseSchema>;
+export type CapabilitiesRuntime = z.infer<typeof capabilitiesRuntimeSchema>;
