@@ -93,7 +93,7 @@ export type {
   PresenceAnnounceRequest,
   PresenceInstance,
   PresenceKind,
-  RuntimePresence,
+  RuntimePresenceEntry,
 } from './presence.js';
 export {
   DEFAULT_PRESENCE_TTL_SECONDS,

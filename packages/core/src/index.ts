@@ -105,6 +105,22 @@ export {
   selectSharedContext,
   sharedCandidateQueries,
 } from './shared-context.js';
+export type { CreateTaskRequest } from './task-api-schemas.js';
+export {
+  cancelTaskRequestSchema,
+  claimTaskRequestSchema,
+  claimTaskResponseSchema,
+  completeTaskRequestSchema,
+  createTaskRequestSchema,
+  createTaskResponseSchema,
+  failTaskRequestSchema,
+  listTasksQuerySchema,
+  listTasksResponseSchema,
+  renewTaskRequestSchema,
+  taskIdParamsSchema,
+  taskResponseSchema,
+  taskWithHistoryResponseSchema,
+} from './task-api-schemas.js';
 export type {
   JsonObject,
   NewTask,

@@ -77,7 +77,7 @@ export const presenceInstanceSchema = z.object({
 export type PresenceInstance = z.infer<typeof presenceInstanceSchema>;
 
 /** A runtime's presence as the router reads it. */
-export interface RuntimePresence {
+export interface RuntimePresenceEntry {
   /** Some instance of it (worker or adapter) is connected. */
   online: boolean;
   /** Worker instances connected. */
@@ -98,11 +98,11 @@ export function defaultCapacity(kind: PresenceKind): number {
  */
 export function summarizePresence(
   instances: readonly Pick<PresenceInstance, 'runtime' | 'kind' | 'capacity'>[],
-): Record<string, RuntimePresence> {
-  const summary: Record<string, RuntimePresence> = {};
+): Record<string, RuntimePresenceEntry> {
+  const summary: Record<string, RuntimePresenceEntry> = {};
   for (const instance of instances) {
     const entry = Object.hasOwn(summary, instance.runtime)
-      ? (summary[instance.runtime] as RuntimePresence)
+      ? (summary[instance.runtime] as RuntimePresenceEntry)
       : { online: true, workers: 0, capacity: 0 };
     if (instance.kind === 'worker') entry.workers += 1;
     entry.capacity += instance.capacity;

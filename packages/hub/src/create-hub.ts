@@ -40,6 +40,9 @@ import { presenceRoutes } from './routes/presence-routes.js';
 import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
+import { taskRoutes } from './routes/task-routes.js';
+import { HUB_RUNTIME, TaskService } from './tasks/task-service.js';
+import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
 import { DEFAULT_WEBHOOK_OPTIONS, PushDispatcher } from './webhooks/push-dispatcher.js';
 
@@ -86,6 +89,8 @@ export interface HubOptions {
   capabilities?: CapabilitiesOptions;
   /** Presence: the instances a team may announce, the expiry sweep. */
   presence?: PresenceOptions;
+  /** Between sweeps for lost leases and tasks past their wait (default 1 s). */
+  taskSweepMs?: number;
 }
 
 export interface Hub {
@@ -252,6 +257,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     ...subscriptionRoutes,
     capabilitiesRoute,
     ...presenceRoutes,
+    ...taskRoutes,
     ...adminRoutes,
   ];
   const systemRoutes = [
@@ -364,6 +370,20 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       ? new LifecycleSweeper(options.store, clock, logger, options.retention)
       : null;
   sweeper?.start();
+  const taskService = new TaskService(services);
+  const taskSweeper =
+    (options.sweep ?? true)
+      ? new TaskSweeper(
+          {
+            store: options.store,
+            clock,
+            logger,
+            publish: ({ task, event }) => taskService.publish(task, HUB_RUNTIME, event.note),
+          },
+          options.taskSweepMs ?? DEFAULT_TASK_SWEEP_MS,
+        )
+      : null;
+  taskSweeper?.start();
   const streamGuard = guardStreamTokens(services);
   return {
     app,
@@ -372,6 +392,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     async close() {
       clearInterval(streamGuard);
       await sweeper?.close();
+      await taskSweeper?.close();
       await services.dispatcher?.close();
       await services.embeddings?.close();
       feed.close();

@@ -1,4 +1,4 @@
-import type { PresenceInstance, PresenceKind, RuntimePresence } from '@ctxbus/core';
+import type { PresenceInstance, PresenceKind, RuntimePresenceEntry } from '@ctxbus/core';
 import { CtxbusError, defaultCapacity, summarizePresence } from '@ctxbus/core';
 
 /** Instances one team may have announced at once, by default. */
@@ -112,7 +112,7 @@ export class PresenceRegistry {
   }
 
   /** A team's presence by runtime, as the router reads it. */
-  summary(teamId: string): Record<string, RuntimePresence> {
+  summary(teamId: string): Record<string, RuntimePresenceEntry> {
     return summarizePresence(this.instances(teamId));
   }
 

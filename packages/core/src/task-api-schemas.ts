@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { scopeSchema } from './context-item.js';
+import { routeRequestSchema, routingDecisionSchema } from './routing.js';
+import {
+  boundedJsonObject,
+  capabilityNameSchema,
+  DEFAULT_TASK_LEASE_MS,
+  TASK_LIMITS,
+  TASK_STATES,
+  taskErrorSchema,
+  taskEventSchema,
+  taskIdSchema,
+  taskNoteSchema,
+  taskResultSchema,
+  taskSchema,
+} from './tasks.js';
+
+// The wire shapes of /api/tasks: a runtime creates a task (the hub routes it), workers claim,
+// renew, complete and fail it under a lease whose fencing token every call carries.
+
+const MAX_TASK_PAGE = 200;
+
+/** POST /api/tasks: the origin is the caller's runtime (never the body's). */
+export const createTaskRequestSchema = z.strictObject({
+  title: z.string().trim().min(1).max(TASK_LIMITS.titleChars),
+  description: z.string().max(TASK_LIMITS.descriptionChars).optional(),
+  requiredCapabilities: z
+    .array(capabilityNameSchema)
+    .min(1)
+    .max(TASK_LIMITS.capabilities)
+    .meta({ description: 'Every capability the task needs, e.g. ["code_execution"].' }),
+  scope: scopeSchema.optional(),
+  input: boundedJsonObject(TASK_LIMITS.inputBytes).optional().meta({
+    description:
+      'What the doer needs. For code_execution: { "argv": ["npm", "test"], "cwd": "/path", "sandboxed"?: bool, "network"?: bool }.',
+  }),
+  idempotencyKey: z.string().min(1).max(TASK_LIMITS.idempotencyKeyChars).optional().meta({
+    description: 'The same key (per team) returns the task already created instead of a second.',
+  }),
+  ttlSeconds: z.int().positive().max(TASK_LIMITS.maxTtlSeconds).optional().meta({
+    description: 'How long it may wait unclaimed; then it FAILS with code `expired`.',
+  }),
+  maxAttempts: z.int().min(1).max(TASK_LIMITS.maxAttempts).optional(),
+  preferences: routeRequestSchema.shape.preferences,
+  constraints: routeRequestSchema.shape.constraints,
+});
+export type CreateTaskRequest = z.input<typeof createTaskRequestSchema>;
+
+export const taskResponseSchema = z.object({ task: taskSchema });
+export const taskWithHistoryResponseSchema = z.object({
+  task: taskSchema,
+  history: z.array(taskEventSchema),
+});
+export const createTaskResponseSchema = z.object({
+  task: taskSchema,
+  status: z.enum(['created', 'existing']),
+  routing: routingDecisionSchema,
+});
+
+const commaList = <T extends z.ZodType>(item: T) =>
+  z.preprocess(
+    (value) => (typeof value === 'string' ? value.split(',').filter(Boolean) : value),
+    z.array(item).min(1),
+  );
+
+export const listTasksQuerySchema = z.strictObject({
+  state: commaList(z.enum(TASK_STATES)).optional(),
+  target: z.string().min(1).max(64).optional(),
+  origin: z.string().min(1).max(64).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_TASK_PAGE).default(50),
+  after: taskIdSchema.optional().meta({ description: 'The last id of the previous page.' }),
+});
+export const listTasksResponseSchema = z.object({
+  tasks: z.array(taskSchema),
+  nextAfter: z.string().nullable(),
+});
+
+export const taskIdParamsSchema = z.strictObject({ id: taskIdSchema });
+
+const leaseMsSchema = z.int().min(1_000).max(TASK_LIMITS.maxLeaseMs);
+const fencingTokenSchema = z.int().positive().meta({
+  description: "The claim's fencing token; a stale one is refused with 409 (reason stale_lease).",
+});
+const workerIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'a worker id (letters, digits, . _ : -)');
+
+export const claimTaskRequestSchema = z.strictObject({
+  workerId: workerIdSchema,
+  capabilities: z.array(capabilityNameSchema).max(TASK_LIMITS.capabilities).optional(),
+  leaseMs: leaseMsSchema.default(DEFAULT_TASK_LEASE_MS),
+});
+export const claimTaskResponseSchema = z.object({ task: taskSchema.nullable() });
+
+export const renewTaskRequestSchema = z.strictObject({
+  token: fencingTokenSchema,
+  leaseMs: leaseMsSchema.default(DEFAULT_TASK_LEASE_MS),
+});
+export const completeTaskRequestSchema = z.strictObject({
+  token: fencingTokenSchema,
+  result: taskResultSchema,
+});
+export const failTaskRequestSchema = z.strictObject({
+  token: fencingTokenSchema,
+  error: taskErrorSchema,
+  retry: z.boolean().optional(),
+});
+export const cancelTaskRequestSchema = z.strictObject({ note: taskNoteSchema.optional() });

@@ -1,0 +1,218 @@
+import {
+  CtxbusError,
+  cancelTaskRequestSchema,
+  claimTaskRequestSchema,
+  claimTaskResponseSchema,
+  completeTaskRequestSchema,
+  createTaskRequestSchema,
+  createTaskResponseSchema,
+  failTaskRequestSchema,
+  listTasksQuerySchema,
+  listTasksResponseSchema,
+  renewTaskRequestSchema,
+  taskIdParamsSchema,
+  taskResponseSchema,
+  taskWithHistoryResponseSchema,
+} from '@ctxbus/core';
+import { defineRoute } from '../route-definition.js';
+import { TaskService } from '../tasks/task-service.js';
+
+function notFound(id: string): CtxbusError {
+  return new CtxbusError('not_found', `no task ${id} in your team`, { details: { id } });
+}
+
+const STALE =
+  'A stale fencing token or an expired lease (reason `stale_lease`), or an illegal move.';
+
+export const taskRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks',
+    operationId: 'createTask',
+    summary: 'Create a task; the hub routes it to a runtime that can do it',
+    description:
+      "The origin is the caller's runtime. The hub routes the task with the capability matrix and live presence (`routing` in the response says why) and stores it SUBMITTED for the chosen runtime, AUTH_REQUIRED when a human must approve first, or REJECTED when no runtime can. The same `idempotencyKey` returns the task already created (200). Every change is also a status item (tag `task`, scope key `task:<id>`).",
+    tags: ['tasks'],
+    auth: 'runtime',
+    body: createTaskRequestSchema,
+    responses: {
+      200: {
+        description: 'A task with this idempotency key exists.',
+        schema: createTaskResponseSchema,
+      },
+      201: { description: 'The task, routed.', schema: createTaskResponseSchema },
+    },
+    async handler({ body, viewer, services }) {
+      const outcome = await new TaskService(services).create(viewer, body);
+      return {
+        status: outcome.status === 'created' ? 201 : 200,
+        body: { task: outcome.task, status: outcome.status, routing: outcome.routing },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/tasks',
+    operationId: 'listTasks',
+    summary: "The team's tasks, oldest first",
+    tags: ['tasks'],
+    auth: 'runtime',
+    query: listTasksQuerySchema,
+    responses: { 200: { description: 'Tasks.', schema: listTasksResponseSchema } },
+    async handler({ query, viewer, services }) {
+      const tasks = await services.store.listTasks(viewer.teamId, {
+        limit: query.limit,
+        ...(query.state && { states: query.state }),
+        ...(query.target !== undefined && { targetRuntime: query.target }),
+        ...(query.origin !== undefined && { origin: query.origin }),
+        ...(query.after !== undefined && { after: query.after }),
+      });
+      const last = tasks.at(-1);
+      return {
+        status: 200,
+        body: { tasks, nextAfter: tasks.length === query.limit && last ? last.id : null },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/tasks/:id',
+    operationId: 'getTask',
+    summary: 'One task with its history',
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    responses: { 200: { description: 'The task.', schema: taskWithHistoryResponseSchema } },
+    async handler({ params, viewer, services }) {
+      const found = await services.store.getTask(viewer.teamId, params.id);
+      if (!found) throw notFound(params.id);
+      return { status: 200, body: found };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/cancel',
+    operationId: 'cancelTask',
+    summary: 'Cancel a task that has not ended',
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: cancelTaskRequestSchema,
+    responses: {
+      200: { description: 'The canceled task.', schema: taskResponseSchema },
+      409: { description: 'The task already ended otherwise.' },
+    },
+    async handler({ params, body, viewer, services }) {
+      const before = await services.store.getTask(viewer.teamId, params.id);
+      if (!before) throw notFound(params.id);
+      const task = await services.store.cancelTask(
+        viewer.teamId,
+        params.id,
+        viewer.runtime,
+        body.note,
+      );
+      if (before.task.state !== 'CANCELED') {
+        await new TaskService(services).publish(task, viewer.runtime, body.note ?? null);
+      }
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/claim',
+    operationId: 'claimTask',
+    summary: "Worker: take the oldest task routed to the caller's runtime",
+    description:
+      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, complete and fail must carry. Renew at a third of the lease. `task` is null when none is waiting; workers wait on their stream for the next `task` status item instead of polling.',
+    tags: ['tasks'],
+    auth: 'runtime',
+    body: claimTaskRequestSchema,
+    responses: {
+      200: { description: 'The claimed task, or null.', schema: claimTaskResponseSchema },
+    },
+    async handler({ body, viewer, services }) {
+      const task = await services.store.claimTask({
+        teamId: viewer.teamId,
+        runtime: viewer.runtime,
+        workerId: body.workerId,
+        leaseMs: body.leaseMs,
+        ...(body.capabilities && { capabilities: body.capabilities }),
+      });
+      if (task)
+        await new TaskService(services).publish(
+          task,
+          viewer.runtime,
+          `claimed by ${body.workerId}`,
+        );
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/renew',
+    operationId: 'renewTask',
+    summary: "Worker: extend a claim's lease",
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: renewTaskRequestSchema,
+    responses: {
+      200: { description: 'The task with its new lease.', schema: taskResponseSchema },
+      409: { description: STALE },
+    },
+    async handler({ params, body, viewer, services }) {
+      const task = await services.store.renewLease(
+        viewer.teamId,
+        params.id,
+        body.token,
+        body.leaseMs,
+      );
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/complete',
+    operationId: 'completeTask',
+    summary: 'Worker: finish a claimed task with its result',
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: completeTaskRequestSchema,
+    responses: {
+      200: { description: 'The completed task.', schema: taskResponseSchema },
+      409: { description: STALE },
+    },
+    async handler({ params, body, viewer, services }) {
+      const task = await services.store.completeTask(
+        viewer.teamId,
+        params.id,
+        body.token,
+        body.result,
+      );
+      await new TaskService(services).publish(task, viewer.runtime, null);
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/fail',
+    operationId: 'failTask',
+    summary: 'Worker: give up on a claimed task (or put it back with retry)',
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: failTaskRequestSchema,
+    responses: {
+      200: { description: 'The failed (or requeued) task.', schema: taskResponseSchema },
+      409: { description: STALE },
+    },
+    async handler({ params, body, viewer, services }) {
+      const task = await services.store.failTask(viewer.teamId, params.id, body.token, body.error, {
+        ...(body.retry !== undefined && { retry: body.retry }),
+      });
+      await new TaskService(services).publish(task, viewer.runtime, body.error.message);
+      return { status: 200, body: { task } };
+    },
+  }),
+];

@@ -1,0 +1,155 @@
+import type {
+  ContextItemInput,
+  CreateTaskRequest,
+  RoutingDecision,
+  Task,
+  TaskState,
+  Urgency,
+  Viewer,
+} from '@ctxbus/core';
+import { createTaskRequestSchema, prepareParsedItem, routeTask } from '@ctxbus/core';
+import type { CreateTaskOutcome } from '@ctxbus/store';
+import type { HubServices } from '../hub-services.js';
+
+// The hub's side of tasks: route a new task with the capability matrix and live presence,
+// store it in the state the decision implies, and publish every change as a status item so
+// that each runtime's shared context and live stream sees it.
+
+/** The runtime name the hub writes its own status items as (sweeps: lost leases, expiries). */
+export const HUB_RUNTIME = 'ctxbus';
+
+/** The tag every task status item carries; a worker's stream filters on it. */
+export const TASK_TAG = 'task';
+
+/** Where a decision leaves a new task: its first state and the runtime that does it. */
+export function placement(decision: RoutingDecision, origin: string) {
+  if (decision.kind === 'escalate') {
+    return { state: 'REJECTED' as const, targetRuntime: null };
+  }
+  const targetRuntime =
+    decision.kind === 'proxy' || decision.kind === 'queue' ? decision.runtime : origin;
+  return {
+    state: decision.requiresApproval ? ('AUTH_REQUIRED' as const) : ('SUBMITTED' as const),
+    targetRuntime,
+  };
+}
+
+const URGENCY: Record<TaskState, Urgency> = {
+  SUBMITTED: 'background',
+  WORKING: 'background',
+  COMPLETED: 'background',
+  CANCELED: 'background',
+  INPUT_REQUIRED: 'attention',
+  FAILED: 'attention',
+  AUTH_REQUIRED: 'blocking',
+  REJECTED: 'blocking',
+};
+
+/** Tags the shared context reads as "finished" (DONE_TAGS) for terminal states. */
+const DONE_TAG: Partial<Record<TaskState, string>> = {
+  COMPLETED: 'completed',
+  CANCELED: 'cancelled',
+  FAILED: 'closed',
+  REJECTED: 'closed',
+};
+
+function statusText(task: Task, note: string | null): string {
+  const lines = [
+    `State: ${task.state}${task.targetRuntime ? ` (runtime: ${task.targetRuntime})` : ''}`,
+    `Needs: ${task.requiredCapabilities.join(', ')}; from ${task.origin}`,
+  ];
+  const reason = typeof task.routing?.reason === 'string' ? task.routing.reason : null;
+  if (reason) lines.push(`Routing: ${reason}`);
+  if (note) lines.push(`Note: ${note}`);
+  if (task.error) lines.push(`Error (${task.error.code}): ${task.error.message}`);
+  if (task.description) lines.push('', task.description);
+  return lines.join('\n');
+}
+
+/** The status item a task change is published as (one live per task: its scope key). */
+export function taskStatusItem(task: Task, note: string | null): ContextItemInput {
+  const done = DONE_TAG[task.state];
+  return {
+    type: 'status',
+    title: `Task ${task.state}: ${task.title}`.slice(0, 300),
+    content: statusText(task, note),
+    scope: 'task',
+    scopeKey: `task:${task.id}`,
+    relevanceTags: [
+      TASK_TAG,
+      `task-${task.state.toLowerCase().replaceAll('_', '-')}`,
+      ...(done ? [done] : []),
+    ],
+    urgency: URGENCY[task.state],
+    sourceTaskId: task.id,
+    runtimeOptions: {
+      task: {
+        id: task.id,
+        state: task.state,
+        targetRuntime: task.targetRuntime,
+        origin: task.origin,
+      },
+    },
+  };
+}
+
+export class TaskService {
+  constructor(private readonly services: HubServices) {}
+
+  /** Routes and stores a new task from `viewer`'s runtime, and publishes it. */
+  async create(
+    viewer: Viewer,
+    raw: CreateTaskRequest,
+  ): Promise<CreateTaskOutcome & { routing: RoutingDecision }> {
+    const request = createTaskRequestSchema.parse(raw);
+    const { store, capabilities, presence } = this.services;
+    const routing = routeTask(
+      {
+        requiredCapabilities: request.requiredCapabilities,
+        origin: viewer.runtime,
+        ...(request.preferences && { preferences: request.preferences }),
+        ...(request.constraints && { constraints: request.constraints }),
+      },
+      capabilities.matrix(),
+      presence.summary(viewer.teamId),
+    );
+    const { state, targetRuntime } = placement(routing, viewer.runtime);
+    const outcome = await store.createTask(viewer.teamId, {
+      title: request.title,
+      ...(request.description !== undefined && { description: request.description }),
+      requiredCapabilities: request.requiredCapabilities,
+      origin: viewer.runtime,
+      ...(request.scope !== undefined && { scope: request.scope }),
+      ...(request.input !== undefined && { input: request.input }),
+      ...(request.idempotencyKey !== undefined && { idempotencyKey: request.idempotencyKey }),
+      ...(request.ttlSeconds !== undefined && { ttlSeconds: request.ttlSeconds }),
+      ...(request.maxAttempts !== undefined && { maxAttempts: request.maxAttempts }),
+      targetRuntime,
+      routing: routing as unknown as Record<string, never>,
+      initialState: state,
+    });
+    if (outcome.status === 'created') {
+      await this.publish(outcome.task, viewer.runtime, routing.approvalReason ?? routing.reason);
+    }
+    const stored = (outcome.task.routing as RoutingDecision | null) ?? routing;
+    return { ...outcome, routing: stored };
+  }
+
+  /**
+   * Writes the task's status item as `by` (a runtime of the task's team) and hands it to the
+   * live streams. A failure to publish is logged, never undoes the task change.
+   */
+  async publish(task: Task, by: string, note: string | null): Promise<void> {
+    try {
+      const item = prepareParsedItem(
+        taskStatusItem(task, note),
+        { teamId: task.teamId, runtime: by },
+        { now: this.services.clock() },
+      );
+      const outcomes = await this.services.store.writeItems([item]);
+      this.services.feed.committed(outcomes);
+    } catch (error) {
+      this.services.logger.warn({ err: error, taskId: task.id }, 'task status item not written');
+    }
+  }
+}
