@@ -148,7 +148,7 @@ export const INLINE_EVAL_RULES: Readonly<Record<string, InterpreterRule>> = {
   fish: { short: 'c', long: ['--command', '--init-command'] },
   csh: { short: 'c' },
   tcsh: { short: 'c' },
-  perl: { short: 'eE', shortWithValue: 'MmIdDx0il' },
+  perl: { short: 'eE', shortWithValue: 'MmIdD' },
   ruby: { short: 'e', shortWithValue: 'rIECx' },
   php: { short: 'rBRE', shortWithValue: 'cdfzt' },
   lua: { short: 'e', shortWithValue: 'l' },
