@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -12,6 +12,7 @@ import {
   tempDir,
 } from '@ctxbus/test-kit';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
+import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
@@ -33,7 +34,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -54,6 +55,8 @@ if (flags.help) {
   stalled   hub RSS with 900 reading and 100 stalled SSE subscribers while 10,000 items of
             2 KB are written at 250/s (target <= 400 MB), and the readers' delivery p50/p99
             against the same run without stalled subscribers (100 readers timed)
+  tasks     remote execution: runCommand spawn latency p50/p99 (call -> spawn event) and whole
+            run for /bin/true, plain and inside bubblewrap (target: spawn p50 <= 15 ms)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -64,9 +67,9 @@ if (flags.help) {
 
 const quick = flags.quick;
 const sections = new Set(
-  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled').split(
-    ',',
-  ),
+  (
+    flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks'
+  ).split(','),
 );
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -409,6 +412,7 @@ async function main() {
   if (sections.has('stalled')) {
     rows.push(...(await benchStalled(quick ? STALLED_QUICK : STALLED_FULL, log)).rows);
   }
+  if (sections.has('tasks')) rows.push(...(await benchExecSpawn(quick, log)));
   printTable();
 }
 
