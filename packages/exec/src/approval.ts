@@ -83,8 +83,8 @@ function fileHash(path: string): string {
  * SHA-256 of the script file a command runs, or null when it runs none: argv[0] when it is a
  * path to a file; for an interpreter (node, python, bash, sh, ... see INTERPRETERS), every
  * argument that names an existing file (the script, and modules such as `node -r ./x.js`);
- * for npm, pnpm, yarn and bun, the working directory's package.json (where their scripts
- * are). One file: its hash; several: the hash of the canonical list of [argument, hash].
+ * for npm, pnpm, yarn, bun and `node --run`, the working directory's package.json (where
+ * their scripts are). One file: its hash; several: the hash of the canonical list of [argument, hash].
  */
 export function scriptHashFor(argv: readonly string[], cwd: string): string | null {
   const program = argv[0];
@@ -102,7 +102,8 @@ export function scriptHashFor(argv: readonly string[], cwd: string): string | nu
       if (value && regularFile(at(value))) files.push([word, fileHash(at(value))]);
     }
   }
-  if (PACKAGE_MANAGERS.has(name) && regularFile(join(cwd, 'package.json'))) {
+  const runsScript = PACKAGE_MANAGERS.has(name) || (name === 'node' && argv.includes('--run'));
+  if (runsScript && regularFile(join(cwd, 'package.json'))) {
     files.push(['package.json', fileHash(join(cwd, 'package.json'))]);
   }
   if (files.length === 0) return null;

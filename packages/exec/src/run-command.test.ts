@@ -178,5 +178,8 @@ describe('runCommand', () => {
     expect(result.exitCode).toBeNull();
     expect(result.spawnMs).toBeNull();
     expect(result.error).toMatch(/ENOENT/);
+    const refused = await runCommand(options(['/bin/echo', 'a\0b']));
+    expect(refused).toMatchObject({ exitCode: null, spawnMs: null });
+    expect(refused.error).toMatch(/null bytes|\\0/);
   });
 });

@@ -131,8 +131,9 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
     return Promise.resolve(finish({ exitCode: null, signal: null, canceled: true }));
   }
 
-  return new Promise((resolve) => {
-    const child = spawn(program, args, {
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(program, args, {
       cwd: options.cwd,
       env: { ...options.env },
       shell: false,
@@ -140,6 +141,13 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
       stdio: ['ignore', 'pipe', 'pipe'],
       windowsHide: true,
     });
+  } catch (cause) {
+    // Arguments Node refuses before trying (a NUL byte, say).
+    const error = cause instanceof Error ? cause.message : String(cause);
+    return Promise.resolve(finish({ exitCode: null, signal: null, error }));
+  }
+
+  return new Promise((resolve) => {
     let spawnMs: number | null = null;
     let timedOut: RunCommandResult['timedOut'] = null;
     let canceled = false;
