@@ -301,6 +301,18 @@ describe('prepareExecution and executePlan', () => {
     },
   );
 
+  it("the policy's maxSeconds caps the hard timeout", async () => {
+    const { project, policy } = setup({ allow: ['node slow.js'], maxSeconds: 1 });
+    writeFileSync(join(project, 'slow.js'), "setInterval(() => process.stdout.write('.'), 50);\n");
+    const ready = plan(
+      await prepareExecution({ request: request(project, { argv: ['node', 'slow.js'] }), policy }),
+    );
+    expect(ready.maxTimeoutMs).toBe(1_000);
+    const run = await executePlan(ready, { ...limits, killGraceMs: 200 });
+    expect(run.ok && run.result.timedOut).toBe('hard');
+    expect(run.ok && run.result.durationMs).toBeLessThan(limits.timeoutMs);
+  });
+
   it('a malformed request or allow-list is refused, not thrown', async () => {
     const { project, policy } = setup();
     expect(

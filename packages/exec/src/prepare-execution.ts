@@ -60,6 +60,8 @@ export interface ExecutionPolicy {
   approvalPublicKey?: KeyObject | string;
   /** The home directory `~` expands to (default: os.homedir()). */
   home?: string;
+  /** The longest a command may run (the capability's limits.seconds): caps timeoutMs. */
+  maxSeconds?: number;
 }
 
 /** What a human must approve for a refused command: the exact command and its digest. */
@@ -89,6 +91,8 @@ export interface ExecutionPlan {
   sandbox: { bwrapPath: string; network: boolean; hidePaths?: readonly string[] } | null;
   /** Who approved it, when it ran on an approval. */
   approvedBy: string | null;
+  /** The policy's cap on the hard timeout (null: none). */
+  maxTimeoutMs: number | null;
 }
 
 export type Refusal = {
@@ -226,6 +230,7 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
       droppedEnv: dropped,
       sandbox,
       approvedBy,
+      maxTimeoutMs: policy.maxSeconds === undefined ? null : policy.maxSeconds * 1000,
     },
   };
 }
@@ -247,7 +252,7 @@ export type Execution =
 /**
  * Runs a plan: the working directory is checked again immediately before spawn (it must still
  * resolve inside the roots, to the same real path as when validated), then the command runs,
- * inside bwrap when the plan is sandboxed.
+ * inside bwrap when the plan is sandboxed, its hard timeout capped by the policy's maxSeconds.
  */
 export async function executePlan(
   plan: ExecutionPlan,
@@ -275,6 +280,14 @@ export async function executePlan(
         plan.argv,
       )
     : plan.argv;
-  const result = await runCommand({ ...options, argv, cwd: again.realPath, env: plan.env });
+  const timeoutMs =
+    plan.maxTimeoutMs === null ? options.timeoutMs : Math.min(options.timeoutMs, plan.maxTimeoutMs);
+  const result = await runCommand({
+    ...options,
+    timeoutMs,
+    argv,
+    cwd: again.realPath,
+    env: plan.env,
+  });
   return { ok: true, result };
 }
