@@ -45,8 +45,8 @@ async function plain(argv: string[], workdir: string) {
   });
 }
 
-const connectScript = (port: number) =>
-  `require('net').connect(${port}, '127.0.0.1')` +
+const connectScript = (target: number | string) =>
+  `require('net').connect(${typeof target === 'number' ? `${target}, '127.0.0.1'` : JSON.stringify(target)})` +
   `.on('connect', () => { console.log('connected'); process.exit(0); })` +
   `.on('error', (e) => { console.log('error ' + e.code); process.exit(2); })`;
 
@@ -133,6 +133,19 @@ describe(`sandbox (bubblewrap)${because}`, () => {
         expect(inside.exitCode, `inside, port ${target}`).toBe(2);
         expect(inside.stdout).toMatch(/^error E[A-Z]+/);
       }
+    },
+  );
+
+  const pgSocket = '/run/postgresql/.s.PGSQL.5432';
+  (existsSync(pgSocket) ? sandboxIt : it.skip)(
+    `network is off: the Unix sockets under /run (PostgreSQL's) are hidden${existsSync(pgSocket) ? '' : ` (skipped: no ${pgSocket} here)`}`,
+    async () => {
+      const workdir = tempDir();
+      const dial = [NODE, '-e', connectScript(pgSocket)];
+      expect((await plain(dial, workdir)).stdout.trim()).toBe('connected');
+      const inside = await sandboxed(dial, workdir);
+      expect(inside.exitCode).toBe(2);
+      expect(inside.stdout).toMatch(/^error ENOENT/);
     },
   );
 
