@@ -12,6 +12,7 @@ import {
   tempDir,
 } from '@ctxbus/test-kit';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
+import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
@@ -56,7 +57,9 @@ if (flags.help) {
             2 KB are written at 250/s (target <= 400 MB), and the readers' delivery p50/p99
             against the same run without stalled subscribers (100 readers timed)
   tasks     routing decision (routeTask, in process) p50/p99 for 50 runtimes x 20
-            capabilities on seeded random matrices, mixed presence (target p99 <= 1 ms)
+            capabilities on seeded random matrices, mixed presence (target p99 <= 1 ms);
+            remote execution: runCommand spawn latency p50/p99 (call -> spawn event) and whole
+            run for /bin/true, plain and inside bubblewrap (target: spawn p50 <= 15 ms)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -412,7 +415,10 @@ async function main() {
   if (sections.has('stalled')) {
     rows.push(...(await benchStalled(quick ? STALLED_QUICK : STALLED_FULL, log)).rows);
   }
-  if (sections.has('tasks')) rows.push(...benchRouting(quick ? 2_000 : 20_000, log));
+  if (sections.has('tasks')) {
+    rows.push(...benchRouting(quick ? 2_000 : 20_000, log));
+    rows.push(...(await benchExecSpawn(quick, log)));
+  }
   printTable();
 }
 

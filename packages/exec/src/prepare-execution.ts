@@ -1,0 +1,293 @@
+import type { KeyObject } from 'node:crypto';
+import { CtxbusError } from '@ctxbus/core';
+import { z } from 'zod';
+import { commandDigest, scriptHashFor, verifyApproval } from './approval.js';
+import { checkCommand, parseAllowList } from './command-policy.js';
+import type { OutputStream, RunCommandResult } from './run-command.js';
+import { runCommand } from './run-command.js';
+import type { SandboxDetectOptions } from './sandbox.js';
+import { detectSandbox, sandboxArgv } from './sandbox.js';
+import { scrubEnv } from './scrub-env.js';
+import { checkProgramInside, checkWorkdir } from './workdir.js';
+
+// The worker's one entry point: a request goes through the command policy (1), the working
+// directory (2), the environment (3), the sandbox (5) and the approval (6), in that order, and
+// comes out as a plan ready to run or a refusal with a code for the task.
+
+/** Codes a refusal carries (the integrator puts them on the task). */
+export type RefusalCode =
+  | 'invalid_request'
+  | 'not_allowed'
+  | 'inline_eval'
+  | 'workdir_escape'
+  | 'sandbox_unavailable'
+  | 'approval_required'
+  | 'approval_invalid';
+
+export const executionRequestSchema = z.strictObject({
+  /** The task this command belongs to (approvals are bound to it). */
+  taskId: z.string().min(1).max(200).optional(),
+  argv: z.array(z.string().max(100_000)).min(1).max(10_000),
+  cwd: z.string().min(1).max(4_096),
+  sandboxed: z.boolean().default(false),
+  network: z.boolean().default(false),
+  /** Variables the request asks for: allowed names only (see scrubEnv). */
+  env: z.record(z.string(), z.string().max(100_000)).optional(),
+});
+
+export type ExecutionRequest = z.input<typeof executionRequestSchema>;
+
+export interface ExecutionPolicy {
+  /** remote_execution.allow from capabilities.yaml. */
+  allow: readonly string[];
+  /** Directories commands may run in (remote_execution.workdir and the like; `~` expands). */
+  roots: readonly string[];
+  /** Whether the origin's trust level permits execution without a human's approval. */
+  trustedOrigin: boolean;
+  /** Environment names allowed beyond the base list. */
+  envAllow?: readonly string[];
+  /** Where allowed variables' values come from (default: process.env). */
+  sourceEnv?: Readonly<Record<string, string | undefined>>;
+  /** The PATH children get (default DEFAULT_CHILD_PATH). */
+  childPath?: string;
+  /** Whether sandboxed commands may reach the network (the capability's limits.network). */
+  network?: boolean;
+  /** Run every command sandboxed, whatever the request says (a `sandboxed` capability). */
+  requireSandbox?: boolean;
+  /** How to find bwrap, and what to hide inside the sandbox (default: the home directory). */
+  sandbox?: SandboxDetectOptions & { hidePaths?: readonly string[] };
+  /** The hub's Ed25519 public key for approvals (none: every approval is invalid). */
+  approvalPublicKey?: KeyObject | string;
+  /** The home directory `~` expands to (default: os.homedir()). */
+  home?: string;
+  /** The longest a command may run (the capability's limits.seconds): caps timeoutMs. */
+  maxSeconds?: number;
+}
+
+/** What a human must approve for a refused command: the exact command and its digest. */
+export interface ApprovalRequest {
+  taskId: string | null;
+  argv: string[];
+  /** The working directory's real path (what the digest binds). */
+  cwd: string;
+  scriptHash: string | null;
+  digest: string;
+  /** Why approval is needed: the policy's refusal, or the origin's trust. */
+  because: 'not_allowed' | 'untrusted_origin';
+}
+
+export interface ExecutionPlan {
+  taskId: string | null;
+  argv: string[];
+  /** As requested (re-checked at spawn). */
+  cwd: string;
+  /** Its real path when validated: spawn refuses if it changed. */
+  realCwd: string;
+  roots: string[];
+  home: string | undefined;
+  env: Record<string, string>;
+  /** Variables the request asked for that were not passed, with why. */
+  droppedEnv: { name: string; reason: string }[];
+  sandbox: { bwrapPath: string; network: boolean; hidePaths?: readonly string[] } | null;
+  /** Who approved it, when it ran on an approval. */
+  approvedBy: string | null;
+  /** The policy's cap on the hard timeout (null: none). */
+  maxTimeoutMs: number | null;
+}
+
+export type Refusal = {
+  ok: false;
+  code: RefusalCode;
+  reason: string;
+  approvalRequest?: ApprovalRequest;
+};
+
+export type Preparation = { ok: true; plan: ExecutionPlan } | Refusal;
+
+export interface PrepareExecutionInput {
+  request: ExecutionRequest;
+  policy: ExecutionPolicy;
+  /** A hub-signed approval token for this task's exact command. */
+  approval?: string;
+  /** Epoch milliseconds, for approval expiry (default Date.now()). */
+  now?: number;
+}
+
+function refuse(code: RefusalCode, reason: string): Refusal {
+  return { ok: false, code, reason };
+}
+
+/** Applies the checks in order (see the module comment) and returns a plan or a refusal. */
+export async function prepareExecution(input: PrepareExecutionInput): Promise<Preparation> {
+  const parsed = executionRequestSchema.safeParse(input.request);
+  if (!parsed.success) {
+    return refuse('invalid_request', `invalid request: ${parsed.error.issues[0]?.message}`);
+  }
+  const request = parsed.data;
+  const { policy } = input;
+
+  // 1. The command: allow-list, inline evaluation, a program path that leaves the directory.
+  let allow: ReturnType<typeof parseAllowList>;
+  try {
+    allow = parseAllowList(policy.allow);
+  } catch (cause) {
+    if (CtxbusError.isInstance(cause)) return refuse('not_allowed', cause.message);
+    throw cause;
+  }
+  const command = checkCommand(request.argv, allow, { cwd: request.cwd });
+  let needsApproval: ApprovalRequest['because'] | null = null;
+  if (!command.allowed) {
+    if (command.code === 'not_allowed') needsApproval = 'not_allowed';
+    else
+      return refuse(
+        command.code === 'invalid_argv' ? 'invalid_request' : command.code,
+        command.reason,
+      );
+  }
+  if (!policy.trustedOrigin) needsApproval ??= 'untrusted_origin';
+
+  // 2. The working directory, by real path, and the program inside it.
+  const workdir = checkWorkdir(request.cwd, policy.roots, { home: policy.home });
+  if (!workdir.ok) return refuse(workdir.code, workdir.reason);
+  const program = checkProgramInside(request.argv[0] as string, workdir.realPath);
+  if (!program.ok) return refuse(program.code, program.reason);
+
+  // 3. The environment.
+  const { env, dropped } = scrubEnv({
+    source: policy.sourceEnv ?? process.env,
+    extraNames: policy.envAllow,
+    requested: request.env,
+    path: policy.childPath,
+  });
+
+  // 5. The sandbox: fail closed.
+  let sandbox: ExecutionPlan['sandbox'] = null;
+  if (request.sandboxed || policy.requireSandbox) {
+    if (request.network && !policy.network) {
+      return refuse('not_allowed', "network access is not allowed by the capability's limits");
+    }
+    const status = await detectSandbox(policy.sandbox);
+    if (!status.available) return refuse('sandbox_unavailable', status.reason);
+    sandbox = {
+      bwrapPath: status.bwrapPath,
+      network: request.network && policy.network === true,
+      ...(policy.sandbox?.hidePaths && { hidePaths: policy.sandbox.hidePaths }),
+    };
+  }
+
+  // 6. The approval, when the allow-list or the origin's trust asks for one.
+  let approvedBy: string | null = null;
+  if (needsApproval) {
+    const identity = {
+      argv: request.argv,
+      cwd: workdir.realPath,
+      scriptHash: scriptHashFor(request.argv, workdir.realPath),
+    };
+    const approvalRequest: ApprovalRequest = {
+      taskId: request.taskId ?? null,
+      ...identity,
+      digest: commandDigest(identity),
+      because: needsApproval,
+    };
+    const why =
+      needsApproval === 'not_allowed'
+        ? command.allowed
+          ? ''
+          : command.reason
+        : "the origin's trust level does not permit execution";
+    if (input.approval === undefined) {
+      return {
+        ...refuse('approval_required', `${why}: a human must approve this exact command`),
+        approvalRequest,
+      };
+    }
+    if (policy.approvalPublicKey === undefined) {
+      return refuse('approval_invalid', 'this worker has no hub key to verify approvals with');
+    }
+    if (request.taskId === undefined) {
+      return refuse('approval_invalid', 'an approval needs the task id it was given for');
+    }
+    const check = verifyApproval(
+      policy.approvalPublicKey,
+      input.approval,
+      { taskId: request.taskId, argv: request.argv, cwd: workdir.realPath },
+      input.now,
+    );
+    if (!check.valid) return { ...refuse(check.code, check.reason), approvalRequest };
+    approvedBy = check.approval.approvedBy;
+  }
+
+  return {
+    ok: true,
+    plan: {
+      taskId: request.taskId ?? null,
+      argv: request.argv,
+      cwd: request.cwd,
+      realCwd: workdir.realPath,
+      roots: [...policy.roots],
+      home: policy.home,
+      env,
+      droppedEnv: dropped,
+      sandbox,
+      approvedBy,
+      maxTimeoutMs: policy.maxSeconds === undefined ? null : policy.maxSeconds * 1000,
+    },
+  };
+}
+
+export interface ExecuteOptions {
+  timeoutMs: number;
+  inactivityMs: number;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+  onOutput?: (stream: OutputStream, chunk: string) => void;
+  maxProgressBytes?: number;
+  killGraceMs?: number;
+}
+
+export type Execution =
+  | { ok: true; result: RunCommandResult }
+  | { ok: false; code: 'workdir_escape'; reason: string };
+
+/**
+ * Runs a plan: the working directory is checked again immediately before spawn (it must still
+ * resolve inside the roots, to the same real path as when validated), then the command runs,
+ * inside bwrap when the plan is sandboxed, its hard timeout capped by the policy's maxSeconds.
+ */
+export async function executePlan(
+  plan: ExecutionPlan,
+  options: ExecuteOptions,
+): Promise<Execution> {
+  const again = checkWorkdir(plan.cwd, plan.roots, { home: plan.home });
+  if (!again.ok) return { ok: false, code: again.code, reason: `at spawn: ${again.reason}` };
+  if (again.realPath !== plan.realCwd) {
+    return {
+      ok: false,
+      code: 'workdir_escape',
+      reason: `at spawn: the working directory now resolves to ${again.realPath}, not ${plan.realCwd}`,
+    };
+  }
+  const program = checkProgramInside(plan.argv[0] as string, again.realPath);
+  if (!program.ok) return { ok: false, code: program.code, reason: `at spawn: ${program.reason}` };
+  const argv = plan.sandbox
+    ? sandboxArgv(
+        {
+          bwrapPath: plan.sandbox.bwrapPath,
+          workdir: again.realPath,
+          network: plan.sandbox.network,
+          ...(plan.sandbox.hidePaths && { hidePaths: plan.sandbox.hidePaths }),
+        },
+        plan.argv,
+      )
+    : plan.argv;
+  const timeoutMs =
+    plan.maxTimeoutMs === null ? options.timeoutMs : Math.min(options.timeoutMs, plan.maxTimeoutMs);
+  const result = await runCommand({
+    ...options,
+    timeoutMs,
+    argv,
+    cwd: again.realPath,
+    env: plan.env,
+  });
+  return { ok: true, result };
+}

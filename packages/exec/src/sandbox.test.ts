@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand } from './run-command.js';
+import { detectSandbox, sandboxArgv } from './sandbox.js';
+import { NODE, tempDir, waitUntil } from './test-support.js';
+
+// Real bubblewrap runs. Where bwrap does not work the tests skip, saying why, unless
+// CTXBUS_REQUIRE_BWRAP=1 (CI), where they fail instead.
+
+const required = process.env.CTXBUS_REQUIRE_BWRAP === '1';
+const status = await detectSandbox();
+const skip = !status.available && !required;
+const because = status.available ? '' : ` (skipped: ${status.reason})`;
+const sandboxIt = skip ? it.skip : it;
+const bwrapPath = status.available ? status.bwrapPath : 'bwrap';
+
+async function sandboxed(
+  argv: string[],
+  workdir: string,
+  layout: { network?: boolean; hidePaths?: string[] } = {},
+  timeoutMs = 20_000,
+) {
+  return runCommand({
+    argv: sandboxArgv({ bwrapPath, workdir, ...layout }, argv),
+    cwd: workdir,
+    env: { PATH: '/usr/bin:/bin' },
+    timeoutMs,
+    inactivityMs: 20_000,
+    maxOutputBytes: 64 * 1024,
+    killGraceMs: 300,
+  });
+}
+
+async function plain(argv: string[], workdir: string) {
+  return runCommand({
+    argv,
+    cwd: workdir,
+    env: { PATH: '/usr/bin:/bin' },
+    timeoutMs: 20_000,
+    inactivityMs: 20_000,
+    maxOutputBytes: 64 * 1024,
+  });
+}
+
+const connectScript = (target: number | string) =>
+  `require('net').connect(${typeof target === 'number' ? `${target}, '127.0.0.1'` : JSON.stringify(target)})` +
+  `.on('connect', () => { console.log('connected'); process.exit(0); })` +
+  `.on('error', (e) => { console.log('error ' + e.code); process.exit(2); })`;
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe(`sandbox (bubblewrap)${because}`, () => {
+  let server: Server;
+  let port = 0;
+  let hostOnly = '';
+  beforeAll(async () => {
+    server = createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as { port: number }).port;
+    // Outside /tmp (which the sandbox replaces), so that the sandbox sees it read-only.
+    hostOnly = mkdtempSync('/var/tmp/ctxbus-exec-');
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    rmSync(hostOnly, { recursive: true, force: true });
+  });
+
+  sandboxIt(
+    `bwrap works on this machine${required ? ' (required: CTXBUS_REQUIRE_BWRAP=1)' : ''}`,
+    () => {
+      expect(status).toMatchObject({ available: true });
+    },
+  );
+
+  sandboxIt(
+    'writing inside the workdir works; outside it fails and nothing appears on the host',
+    async () => {
+      const workdir = tempDir();
+      const inside = await sandboxed(
+        [NODE, '-e', "require('fs').writeFileSync('inside.txt', 'ok')"],
+        workdir,
+      );
+      expect(inside.exitCode).toBe(0);
+      expect(readFileSync(join(workdir, 'inside.txt'), 'utf8')).toBe('ok');
+
+      const target = join(hostOnly, `probe-${randomUUID()}`);
+      const write = (path: string) => [
+        NODE,
+        '-e',
+        `require('fs').writeFileSync(${JSON.stringify(path)}, 'x')`,
+      ];
+      const outside = await sandboxed(write(target), workdir);
+      expect(outside.exitCode).not.toBe(0);
+      expect(outside.stderr).toMatch(/EROFS|read-only/);
+      expect(existsSync(target)).toBe(false);
+      // The same write without the sandbox works: the refusal is the sandbox's.
+      expect((await plain(write(target), workdir)).exitCode).toBe(0);
+      expect(existsSync(target)).toBe(true);
+
+      const system = `/etc/ctxbus-sandbox-probe-${randomUUID()}`;
+      expect((await sandboxed(write(system), workdir)).exitCode).not.toBe(0);
+      expect(existsSync(system)).toBe(false);
+
+      // /tmp is private: what a command writes there is gone, never on the host's /tmp.
+      const tmpFile = `/tmp/ctxbus-sandbox-probe-${randomUUID()}`;
+      expect((await sandboxed(write(tmpFile), workdir)).exitCode).toBe(0);
+      expect(existsSync(tmpFile)).toBe(false);
+    },
+  );
+
+  sandboxIt(
+    'network is off: 127.0.0.1 (a local server, and PostgreSQL on 5432 when it runs) is unreachable inside, reachable outside',
+    async () => {
+      const workdir = tempDir();
+      const ports = [port];
+      if (await canConnect(5432)) ports.push(5432);
+      for (const target of ports) {
+        const outside = await plain([NODE, '-e', connectScript(target)], workdir);
+        expect(outside.stdout.trim(), `outside, port ${target}`).toBe('connected');
+        const inside = await sandboxed([NODE, '-e', connectScript(target)], workdir);
+        expect(inside.exitCode, `inside, port ${target}`).toBe(2);
+        expect(inside.stdout).toMatch(/^error E[A-Z]+/);
+      }
+    },
+  );
+
+  const pgSocket = '/run/postgresql/.s.PGSQL.5432';
+  (existsSync(pgSocket) ? sandboxIt : it.skip)(
+    `network is off: the Unix sockets under /run (PostgreSQL's) are hidden${existsSync(pgSocket) ? '' : ` (skipped: no ${pgSocket} here)`}`,
+    async () => {
+      const workdir = tempDir();
+      const dial = [NODE, '-e', connectScript(pgSocket)];
+      expect((await plain(dial, workdir)).stdout.trim()).toBe('connected');
+      const inside = await sandboxed(dial, workdir);
+      expect(inside.exitCode).toBe(2);
+      expect(inside.stdout).toMatch(/^error ENOENT/);
+    },
+  );
+
+  sandboxIt("network is on when the layout allows it (the capability's limits)", async () => {
+    const inside = await sandboxed([NODE, '-e', connectScript(port)], tempDir(), { network: true });
+    expect(inside.stdout.trim()).toBe('connected');
+  });
+
+  sandboxIt('hidden directories (the home directory by default) read as empty', async () => {
+    const secretDir = tempDir();
+    writeFileSync(join(secretDir, 'secret'), 'key');
+    const read = [
+      NODE,
+      '-e',
+      `console.log(require('fs').readdirSync(${JSON.stringify(secretDir)}).length)`,
+    ];
+    expect((await plain(read, tempDir())).stdout.trim()).toBe('1');
+    expect((await sandboxed(read, tempDir(), { hidePaths: [secretDir] })).stdout.trim()).toBe('0');
+  });
+
+  sandboxIt('a timeout ends everything in the sandbox, grandchildren included', async () => {
+    const marker = `ctxbus-sandbox-marker-${randomUUID()}`;
+    const grandchild = `/* ${marker} */ process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)`;
+    const script = [
+      "const { spawn } = require('node:child_process');",
+      `spawn(process.execPath, ['-e', ${JSON.stringify(grandchild)}], { stdio: 'ignore' });`,
+      "process.on('SIGTERM', () => {});",
+      "console.log('started');",
+      'setInterval(() => {}, 1000);',
+    ].join('\n');
+    const running = () =>
+      readdirSync('/proc')
+        .filter((name) => /^\d+$/.test(name))
+        .some((pid) => {
+          try {
+            const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+            if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+          } catch {
+            return false;
+          }
+        });
+    const result = await sandboxed([NODE, '-e', script], tempDir(), {}, 1_500);
+    expect(result.stdout).toContain('started');
+    expect(result.timedOut).toBe('hard');
+    await waitUntil(() => !running(), `the sandboxed grandchild ${marker} to be gone`);
+  });
+});
+
+describe('detectSandbox fails closed', () => {
+  it('a bwrap that is not there is unavailable, with the reason', async () => {
+    expect(await detectSandbox({ bwrapPath: '/nonexistent/bwrap' })).toEqual({
+      available: false,
+      reason: expect.stringContaining('/nonexistent/bwrap is missing'),
+    });
+    expect(await detectSandbox({ searchPath: '/nonexistent:/also-not-there' })).toEqual({
+      available: false,
+      reason: expect.stringContaining('not installed'),
+    });
+  });
+
+  it('a bwrap whose trial run fails is unavailable, with the reason', async () => {
+    const fake = join(tempDir(), 'bwrap');
+    writeFileSync(
+      fake,
+      '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n',
+      {
+        mode: 0o755,
+      },
+    );
+    expect(await detectSandbox({ bwrapPath: fake })).toEqual({
+      available: false,
+      reason: expect.stringContaining('No permissions to create new namespace'),
+    });
+  });
+});

@@ -1,0 +1,145 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { DEFAULT_CHILD_PATH } from './scrub-env.js';
+
+// `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
+// only the working directory writable, a private /tmp, its own /dev, /proc and PID namespace,
+// no network unless the capability's limits allow it, the home directory hidden, and all
+// capabilities dropped. Where bwrap is missing or does not work, sandboxed runs are refused
+// (fail closed): never run unsandboxed in their place.
+
+export type SandboxStatus =
+  | { available: true; bwrapPath: string }
+  | { available: false; reason: string };
+
+export interface SandboxDetectOptions {
+  /** A bwrap binary to use instead of looking it up (tests name a missing one). */
+  bwrapPath?: string;
+  /** Where to look it up (default: this process's PATH). */
+  searchPath?: string;
+}
+
+export interface SandboxLayout {
+  bwrapPath: string;
+  /** The working directory's real path: the one writable place. */
+  workdir: string;
+  /** Whether the command may reach the network (default false). */
+  network?: boolean;
+  /** Directories replaced by an empty tmpfs (default: the home directory). */
+  hidePaths?: readonly string[];
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The first executable `name` on `searchPath`, or null. */
+export function findExecutable(name: string, searchPath = process.env.PATH ?? ''): string | null {
+  for (const directory of searchPath.split(delimiter)) {
+    if (!directory || !isAbsolute(directory)) continue;
+    const candidate = join(directory, name);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const NAMESPACES = [
+  '--unshare-pid',
+  '--unshare-ipc',
+  '--unshare-uts',
+  '--die-with-parent',
+  '--new-session',
+  '--cap-drop',
+  'ALL',
+];
+
+function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  if (!layout.network) {
+    // A new network namespace has only its own loopback; Unix sockets under /run (a database's,
+    // a container engine's) are hidden too, since a read-only bind still lets them be dialled.
+    args.push('--unshare-net');
+    if (isDirectory('/run')) args.push('--tmpfs', '/run');
+  }
+  for (const hidden of layout.hidePaths ?? [homedir()]) {
+    if (hidden !== '/' && isAbsolute(hidden) && isDirectory(hidden)) args.push('--tmpfs', hidden);
+  }
+  return args;
+}
+
+/** bwrap and its arguments for a layout, then `--` and the command's argv. */
+export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): string[] {
+  return [
+    layout.bwrapPath,
+    ...isolation(layout),
+    '--bind',
+    layout.workdir,
+    layout.workdir,
+    '--chdir',
+    layout.workdir,
+    ...NAMESPACES,
+    '--',
+    ...argv,
+  ];
+}
+
+const cache = new Map<string, Promise<SandboxStatus>>();
+
+/** A run of `true` with the isolation a command gets (all but the writable bind). */
+function trial(bwrapPath: string): Promise<SandboxStatus> {
+  const args = [...isolation({ bwrapPath }), ...NAMESPACES, '--', 'true'];
+  return new Promise((resolve) => {
+    execFile(
+      bwrapPath,
+      args,
+      { env: { PATH: DEFAULT_CHILD_PATH }, timeout: 10_000 },
+      (error, _stdout, stderr) => {
+        if (error) {
+          const detail = (stderr || error.message).trim().split('\n')[0];
+          resolve({ available: false, reason: `bwrap at ${bwrapPath} does not work: ${detail}` });
+        } else resolve({ available: true, bwrapPath });
+      },
+    );
+  });
+}
+
+/**
+ * Whether sandboxed runs are possible here: bwrap exists AND a trial run with the sandbox's
+ * isolation works. Cached per binary and search path (the first answer stands).
+ */
+export function detectSandbox(options: SandboxDetectOptions = {}): Promise<SandboxStatus> {
+  const key = `${options.bwrapPath ?? ''}\0${options.searchPath ?? process.env.PATH ?? ''}`;
+  const known = cache.get(key);
+  if (known) return known;
+  const bwrapPath = options.bwrapPath ?? findExecutable('bwrap', options.searchPath);
+  const status: Promise<SandboxStatus> =
+    bwrapPath === null
+      ? Promise.resolve({
+          available: false,
+          reason:
+            'bubblewrap (bwrap) is not installed, so sandboxed commands are refused (install the bubblewrap package)',
+        })
+      : !isExecutableFile(bwrapPath)
+        ? Promise.resolve({
+            available: false,
+            reason: `bwrap at ${bwrapPath} is missing or not executable, so sandboxed commands are refused`,
+          })
+        : trial(bwrapPath);
+  cache.set(key, status);
+  return status;
+}

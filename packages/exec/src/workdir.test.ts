@@ -1,0 +1,86 @@
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './test-support.js';
+import { checkProgramInside, checkWorkdir, expandHome } from './workdir.js';
+
+describe('checkWorkdir', () => {
+  it('accepts a root and a directory inside it, by real path', () => {
+    const root = tempDir();
+    mkdirSync(join(root, 'project', 'sub'), { recursive: true });
+    expect(checkWorkdir(root, [root])).toMatchObject({ ok: true, realPath: root, root });
+    expect(checkWorkdir(join(root, 'project', 'sub'), [root])).toMatchObject({
+      ok: true,
+      realPath: join(root, 'project', 'sub'),
+    });
+  });
+
+  it('resolves roots by real path too (a root given through a symlink)', () => {
+    const real = tempDir();
+    const links = tempDir();
+    symlinkSync(real, join(links, 'root-link'));
+    mkdirSync(join(real, 'project'));
+    expect(checkWorkdir(join(real, 'project'), [join(links, 'root-link')])).toMatchObject({
+      ok: true,
+      root: real,
+    });
+  });
+
+  it('expands ~ in roots and requests to the home directory', () => {
+    const home = tempDir();
+    mkdirSync(join(home, 'projects', 'app'), { recursive: true });
+    expect(expandHome('~/projects', home)).toBe(join(home, 'projects'));
+    expect(checkWorkdir('~/projects/app', ['~/projects'], { home })).toMatchObject({
+      ok: true,
+      realPath: join(home, 'projects', 'app'),
+    });
+  });
+
+  it('refuses .., a symlink that escapes, a sibling with the root as prefix, files, missing and relative paths', () => {
+    const base = tempDir();
+    const root = join(base, 'root');
+    mkdirSync(join(root, 'inside'), { recursive: true });
+    mkdirSync(join(base, 'root-sibling'));
+    mkdirSync(join(base, 'outside'));
+    symlinkSync(join(base, 'outside'), join(root, 'escape'));
+    writeFileSync(join(root, 'file'), 'x');
+    const refused = (cwd: string) => checkWorkdir(cwd, [root]);
+    expect(refused(`${root}/inside/../inside`)).toMatchObject({
+      ok: false,
+      code: 'workdir_escape',
+      reason: expect.stringContaining("'..'"),
+    });
+    expect(refused(`${root}/../outside`)).toMatchObject({ ok: false, code: 'workdir_escape' });
+    expect(refused(join(root, 'escape'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('outside the configured roots'),
+    });
+    expect(refused(join(base, 'root-sibling'))).toMatchObject({ ok: false });
+    expect(refused(join(base, 'outside'))).toMatchObject({ ok: false });
+    expect(refused(join(root, 'file'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('not a directory'),
+    });
+    expect(refused(join(root, 'missing'))).toMatchObject({ ok: false });
+    expect(refused('relative/dir')).toMatchObject({ ok: false });
+    expect(checkWorkdir(join(root, 'inside'), [join(base, 'no-such-root')])).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('no configured root exists'),
+    });
+  });
+
+  it('refuses a program path that resolves outside the working directory', () => {
+    const base = tempDir();
+    mkdirSync(join(base, 'work', 'bin'), { recursive: true });
+    writeFileSync(join(base, 'evil.sh'), '#!/bin/sh\n');
+    writeFileSync(join(base, 'work', 'bin', 'ok.sh'), '#!/bin/sh\n');
+    symlinkSync(join(base, 'evil.sh'), join(base, 'work', 'bin', 'link.sh'));
+    const work = join(base, 'work');
+    expect(checkProgramInside('./bin/ok.sh', work)).toMatchObject({ ok: true });
+    expect(checkProgramInside('./bin/link.sh', work)).toMatchObject({
+      ok: false,
+      code: 'workdir_escape',
+    });
+    expect(checkProgramInside('npm', work)).toMatchObject({ ok: true });
+  });
+});
