@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { agentCardFor, ROUTING_EXTENSION_URI } from './agent-card.js';
-import { parseCapabilities } from './capabilities.js';
+import { parseCapabilities } from './parse-capabilities.js';
 
 const matrix = parseCapabilities(
   readFileSync(new URL('../../../capabilities.yaml', import.meta.url), 'utf8'),

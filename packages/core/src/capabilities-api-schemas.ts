@@ -5,8 +5,7 @@ import { teamIdSchema } from './context-item.js';
 import { presenceInstanceSchema } from './presence.js';
 
 // The wire shape of `GET /api/capabilities`: the hub's matrix with each runtime's live
-// presence. Exported from the package root only (it loads the YAML parser through
-// capabilities.ts); light clients keep to the contract entry.
+// presence. In the contract entry: it loads no YAML (parse-capabilities.ts does).
 
 export const capabilitiesQuerySchema = z.strictObject({
   team: teamIdSchema.optional().meta({

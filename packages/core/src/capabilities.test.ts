@@ -1,11 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  capabilitiesJsonSchema,
-  capabilityMode,
-  capabilityNames,
-  parseCapabilities,
-} from './capabilities.js';
+import { capabilitiesJsonSchema, capabilityMode, capabilityNames } from './capabilities.js';
+import { parseCapabilities } from './parse-capabilities.js';
 
 const ROOT_FILE = new URL('../../../capabilities.yaml', import.meta.url);
 const SCHEMA_FILE = new URL('../../../schemas/capabilities.schema.json', import.meta.url);

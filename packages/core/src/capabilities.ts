@@ -1,9 +1,7 @@
-import { isMap, isNode, isScalar, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { CtxbusError } from './errors.js';
 
-// capabilities.yaml (seed 000, question 3): what each runtime can do, and how. Parsed here,
-// pure, with errors that name the file, line and column and what was expected.
+// capabilities.yaml (seed 000, question 3): what each runtime can do, and how: the schema and
+// pure helpers. parse-capabilities.ts reads the YAML (errors name FILE:LINE:COL).
 
 /** How a runtime does something; absent means `unavailable`. */
 export const CAPABILITY_MODES = [
@@ -142,51 +140,4 @@ export function capabilityNames(matrix: CapabilitiesFile): string[] {
     for (const name of Object.keys(entry.capabilities)) named.add(name);
   }
   return [...named];
-}
-
-function position(counter: LineCounter, offset: number): string {
-  const { line, col } = counter.linePos(offset);
-  return `${line}:${col}`;
-}
-
-/**
- * Parses capabilities.yaml text. Errors are `validation_failed`, one line each:
- * `FILE:LINE:COL: what was expected` (the first problem; fix it and run again).
- */
-export function parseCapabilities(text: string, file = 'capabilities.yaml'): CapabilitiesFile {
-  const counter = new LineCounter();
-  const document = parseDocument(text, { lineCounter: counter, prettyErrors: false });
-  const syntax = document.errors[0];
-  if (syntax) {
-    throw new CtxbusError(
-      'validation_failed',
-      `${file}:${position(counter, syntax.pos[0])}: ${syntax.message.split('\n')[0]}`,
-    );
-  }
-  const parsed = capabilitiesFileSchema.safeParse(document.toJS());
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const path = (issue?.path ?? []).map((key) => (typeof key === 'symbol' ? String(key) : key));
-  // The nearest node the file has for the issue's path (a missing key: its parent); a bad
-  // key: the key itself.
-  let at = 0;
-  const parent = document.getIn(path.slice(0, -1), true);
-  const badKey =
-    issue?.code === 'invalid_key' && isMap(parent)
-      ? parent.items.find((pair) => isScalar(pair.key) && pair.key.value === path.at(-1))?.key
-      : undefined;
-  if (isScalar(badKey) && badKey.range) at = badKey.range[0];
-  else
-    for (let depth = path.length; depth >= 0; depth--) {
-      const node = document.getIn(path.slice(0, depth), true);
-      if (isNode(node) && node.range) {
-        at = node.range[0];
-        break;
-      }
-    }
-  const where = path.length > 0 ? `${path.join('.')}: ` : '';
-  throw new CtxbusError(
-    'validation_failed',
-    `${file}:${position(counter, at)}: ${where}${issue?.message ?? 'invalid'}`,
-  );
 }

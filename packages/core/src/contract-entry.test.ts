@@ -18,9 +18,9 @@ function visitBundle(entry: string, check: (code: string, file: string) => void)
 
 // Clients import @ctxbus/core/contract to start fast: it must not pull in the tokenizer.
 describe('@ctxbus/core/contract', () => {
-  it('does not load gpt-tokenizer, directly or through a shared chunk', () => {
+  it('does not load gpt-tokenizer or the YAML parser, directly or through a shared chunk', () => {
     const seen = visitBundle('contract.js', (code, file) => {
-      expect(code, file).not.toMatch(/gpt-tokenizer/);
+      expect(code, file).not.toMatch(/gpt-tokenizer|from\s*["']yaml/);
     });
     expect(seen.size).toBeGreaterThan(1);
   });

@@ -52,6 +52,24 @@ export {
   writeResponseSchema,
   writeResultSchema,
 } from './api-schemas.js';
+export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
+export {
+  CAPABILITY_MODES,
+  capabilitiesFileSchema,
+  capabilitiesJsonSchema,
+  capabilityMode,
+  capabilityNames,
+  matrixNameSchema,
+  TRUST_LEVELS,
+  WELL_KNOWN_CAPABILITIES,
+} from './capabilities.js';
+export type { CapabilitiesResponse, CapabilitiesRuntime } from './capabilities-api-schemas.js';
+export {
+  capabilitiesQuerySchema,
+  capabilitiesResponseSchema,
+  capabilitiesRuntimeSchema,
+  runtimePresenceViewSchema,
+} from './capabilities-api-schemas.js';
 export type {
   ContextItem,
   ContextItemInput,
@@ -113,6 +131,21 @@ export {
 export type { RedactionResult } from './redact-secrets.js';
 export { redactJson, redactSecrets } from './redact-secrets.js';
 export type {
+  RouteRequest,
+  RoutingCandidate,
+  RoutingDecision,
+  RoutingKind,
+  RuntimePresence,
+} from './routing.js';
+export {
+  ROUTING_KINDS,
+  routeRequestSchema,
+  routeTask,
+  routingCandidateSchema,
+  routingDecisionSchema,
+  runtimePresenceSchema,
+} from './routing.js';
+export type {
   CreateSubscriptionRequest,
   DeadLetterInfo,
   DeliveryMode,
@@ -140,6 +173,58 @@ export {
   subscriptionSchema,
   webhookPayloadSchema,
 } from './subscription-schemas.js';
+export type { CreateTaskRequest } from './task-api-schemas.js';
+export {
+  cancelTaskRequestSchema,
+  claimTaskRequestSchema,
+  claimTaskResponseSchema,
+  completeTaskRequestSchema,
+  createTaskRequestSchema,
+  createTaskResponseSchema,
+  failTaskRequestSchema,
+  listTasksQuerySchema,
+  listTasksResponseSchema,
+  renewTaskRequestSchema,
+  taskIdParamsSchema,
+  taskResponseSchema,
+  taskWithHistoryResponseSchema,
+} from './task-api-schemas.js';
+export type {
+  JsonObject,
+  NewTask,
+  ParsedNewTask,
+  Task,
+  TaskError,
+  TaskEvent,
+  TaskLease,
+  TaskState,
+} from './tasks.js';
+export {
+  assertTransition,
+  boundedJsonObject,
+  canTransition,
+  capabilityNameSchema,
+  DEFAULT_TASK_LEASE_MS,
+  DEFAULT_TASK_MAX_ATTEMPTS,
+  INITIAL_TASK_STATES,
+  isTerminalTaskState,
+  newTaskId,
+  newTaskSchema,
+  staleLeaseError,
+  TASK_LIMITS,
+  TASK_STATES,
+  TASK_TRANSITIONS,
+  TERMINAL_TASK_STATES,
+  taskErrorSchema,
+  taskEventSchema,
+  taskIdSchema,
+  taskLeaseSchema,
+  taskNoteSchema,
+  taskResultSchema,
+  taskSchema,
+  taskStateSchema,
+  WAITING_TASK_STATES,
+} from './tasks.js';
 export type { ValidationIssue } from './validation.js';
 export {
   assertJsonDepth,

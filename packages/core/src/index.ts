@@ -19,25 +19,6 @@ export {
   verifyAuditChain,
 } from './audit-chain.js';
 export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
-export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
-export {
-  CAPABILITY_MODES,
-  capabilitiesFileSchema,
-  capabilitiesJsonSchema,
-  capabilityMode,
-  capabilityNames,
-  matrixNameSchema,
-  parseCapabilities,
-  TRUST_LEVELS,
-  WELL_KNOWN_CAPABILITIES,
-} from './capabilities.js';
-export type { CapabilitiesResponse, CapabilitiesRuntime } from './capabilities-api-schemas.js';
-export {
-  capabilitiesQuerySchema,
-  capabilitiesResponseSchema,
-  capabilitiesRuntimeSchema,
-  runtimePresenceViewSchema,
-} from './capabilities-api-schemas.js';
 export type {
   BuildConfig,
   BuiltContext,
@@ -59,6 +40,7 @@ export type {
 export { BUILDER_VERSION, buildContext } from './context-builder.js';
 export * from './contract.js';
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
+export { parseCapabilities } from './parse-capabilities.js';
 export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
 export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
 export type {
@@ -75,21 +57,6 @@ export {
   resolveSharedContext,
 } from './resolvers.js';
 export type {
-  RouteRequest,
-  RoutingCandidate,
-  RoutingDecision,
-  RoutingKind,
-  RuntimePresence,
-} from './routing.js';
-export {
-  ROUTING_KINDS,
-  routeRequestSchema,
-  routeTask,
-  routingCandidateSchema,
-  routingDecisionSchema,
-  runtimePresenceSchema,
-} from './routing.js';
-export type {
   SelectOptions,
   SharedCandidates,
   SharedContextLimits,
@@ -105,56 +72,4 @@ export {
   selectSharedContext,
   sharedCandidateQueries,
 } from './shared-context.js';
-export type { CreateTaskRequest } from './task-api-schemas.js';
-export {
-  cancelTaskRequestSchema,
-  claimTaskRequestSchema,
-  claimTaskResponseSchema,
-  completeTaskRequestSchema,
-  createTaskRequestSchema,
-  createTaskResponseSchema,
-  failTaskRequestSchema,
-  listTasksQuerySchema,
-  listTasksResponseSchema,
-  renewTaskRequestSchema,
-  taskIdParamsSchema,
-  taskResponseSchema,
-  taskWithHistoryResponseSchema,
-} from './task-api-schemas.js';
-export type {
-  JsonObject,
-  NewTask,
-  ParsedNewTask,
-  Task,
-  TaskError,
-  TaskEvent,
-  TaskLease,
-  TaskState,
-} from './tasks.js';
-export {
-  assertTransition,
-  boundedJsonObject,
-  canTransition,
-  capabilityNameSchema,
-  DEFAULT_TASK_LEASE_MS,
-  DEFAULT_TASK_MAX_ATTEMPTS,
-  INITIAL_TASK_STATES,
-  isTerminalTaskState,
-  newTaskId,
-  newTaskSchema,
-  staleLeaseError,
-  TASK_LIMITS,
-  TASK_STATES,
-  TASK_TRANSITIONS,
-  TERMINAL_TASK_STATES,
-  taskErrorSchema,
-  taskEventSchema,
-  taskIdSchema,
-  taskLeaseSchema,
-  taskNoteSchema,
-  taskResultSchema,
-  taskSchema,
-  taskStateSchema,
-  WAITING_TASK_STATES,
-} from './tasks.js';
 export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CapabilitiesFile, CapabilityMode } from './capabilities.js';
-import { CAPABILITY_MODES, capabilitiesFileSchema, parseCapabilities } from './capabilities.js';
+import { CAPABILITY_MODES, capabilitiesFileSchema } from './capabilities.js';
+import { parseCapabilities } from './parse-capabilities.js';
 import type { RouteRequest, RoutingDecision, RuntimePresence } from './routing.js';
 import { routeRequestSchema, routeTask, routingDecisionSchema } from './routing.js';
 

@@ -1,0 +1,281 @@
+import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
+import { CtxbusError, DEFAULT_TASK_LEASE_MS } from '@ctxbus/core';
+import type { ExecutionPolicy, RunCommandResult } from '@ctxbus/exec';
+import { executePlan, prepareExecution } from '@ctxbus/exec';
+
+// `ctxbus worker`: runs code_execution tasks routed to this runtime. It announces itself
+// (presence feeds the router), waits on its stream for task status items instead of polling,
+// claims under a lease that it renews at a third, runs the command through @ctxbus/exec's
+// checks (deny by default, policy from the worker's own capabilities.yaml: a hub cannot widen
+// it), and posts the result with its fencing token.
+
+/** What the worker needs from a hub (CtxbusClient implements it). */
+export interface WorkerHubApi {
+  announce(body: {
+    instanceId: string;
+    kind: 'worker';
+    capabilities: string[];
+    capacity: number;
+    ttlSeconds: number;
+  }): Promise<unknown>;
+  leave(instanceId: string): Promise<void>;
+  claimTask(body: { workerId: string; capabilities: string[]; leaseMs: number }): Promise<Task | null>;
+  renewTask(id: string, body: { token: number; leaseMs: number }): Promise<Task>;
+  completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
+  failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
+  /** Resolves when a task may be waiting (a task status item arrived, or the stream reconnected). */
+  taskSignals(signal: AbortSignal, onSignal: () => void): Promise<void>;
+}
+
+export interface WorkerLimits {
+  /** Hard limit per command (default 10 min; capped by the capability's limits.seconds). */
+  timeoutMs: number;
+  /** Kill a command that prints nothing for this long (default 2 min). */
+  inactivityMs: number;
+  /** Output kept per stream, head and tail (default 256 KiB). */
+  maxOutputBytes: number;
+}
+
+export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
+  timeoutMs: 10 * 60_000,
+  inactivityMs: 2 * 60_000,
+  maxOutputBytes: 256 * 1024,
+};
+
+export interface TaskWorkerOptions {
+  hub: WorkerHubApi;
+  workerId: string;
+  /** The worker's own capabilities.yaml: its allow-list, roots and each origin's trust. */
+  matrix: CapabilitiesFile;
+  /** Directories commands may run in (remote_execution.workdir and --root). */
+  roots: string[];
+  /** Commands run at once (default 1). */
+  concurrency?: number;
+  leaseMs?: number;
+  limits?: Partial<WorkerLimits>;
+  logger: Logger;
+  /** Overrides for the execution policy (sandbox options, env allow-list, PATH). */
+  policy?: Partial<ExecutionPolicy>;
+  /** Called after each task ends (tests and --once). */
+  onTaskDone?: (task: Task, outcome: 'completed' | 'failed' | 'lost') => void;
+}
+
+/** The result a command leaves on its task. */
+export interface CommandResult {
+  argv: string[];
+  cwd: string;
+  exitCode: number | null;
+  signal: string | null;
+  durationMs: number;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  timedOut: 'hard' | 'inactivity' | null;
+  sandboxed: boolean;
+}
+
+const CAPABILITY = 'code_execution';
+
+/** The origin may request execution without a human when the worker's file trusts it. */
+export function originTrusted(matrix: CapabilitiesFile, origin: string): boolean {
+  const entry = Object.hasOwn(matrix.runtimes, origin) ? matrix.runtimes[origin] : undefined;
+  return entry !== undefined && entry.trust !== 'restricted';
+}
+
+function tail(text: string, chars: number): string {
+  return text.length <= chars ? text : `…${text.slice(-chars)}`;
+}
+
+export class TaskWorker {
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly limits: WorkerLimits;
+  private running = 0;
+  private wake: (() => void) | null = null;
+  private pendingSignal = true;
+
+  constructor(private readonly options: TaskWorkerOptions) {
+    this.concurrency = options.concurrency ?? 1;
+    this.leaseMs = options.leaseMs ?? DEFAULT_TASK_LEASE_MS;
+    this.limits = { ...DEFAULT_WORKER_LIMITS, ...options.limits };
+  }
+
+  /** Works until `signal` aborts; then leaves the hub's presence. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { hub, workerId, logger } = this.options;
+    const ttlSeconds = Math.max(3, Math.round((this.leaseMs / 1000) * 1));
+    const announce = () =>
+      hub
+        .announce({
+          instanceId: workerId,
+          kind: 'worker',
+          capabilities: [CAPABILITY],
+          capacity: this.concurrency,
+          ttlSeconds,
+        })
+        .catch((error: unknown) => logger.warn({ err: error }, 'presence heartbeat failed'));
+    await announce();
+    const heartbeat = setInterval(() => void announce(), (ttlSeconds * 1000) / 3);
+    const signals = hub
+      .taskSignals(signal, () => this.poke())
+      .catch((error: unknown) => {
+        if (!signal.aborted) logger.error({ err: error }, 'task stream ended');
+      });
+    const inFlight = new Set<Promise<void>>();
+    try {
+      while (!signal.aborted) {
+        if (this.running >= this.concurrency || !this.pendingSignal) {
+          await this.nextWake(signal);
+          continue;
+        }
+        const task = await hub
+          .claimTask({ workerId, capabilities: [CAPABILITY], leaseMs: this.leaseMs })
+          .catch((error: unknown) => {
+            logger.warn({ err: error }, 'claim failed');
+            return null;
+          });
+        if (!task) {
+          // Nothing waits: sleep until the stream says something changed.
+          this.pendingSignal = false;
+          continue;
+        }
+        this.running += 1;
+        const work = this.process(task)
+          .catch((error: unknown) => logger.error({ err: error, taskId: task.id }, 'task failed'))
+          .finally(() => {
+            this.running -= 1;
+            inFlight.delete(work);
+            this.poke();
+          });
+        inFlight.add(work);
+      }
+    } finally {
+      clearInterval(heartbeat);
+      await Promise.allSettled(inFlight);
+      await hub.leave(workerId).catch(() => {});
+      await signals;
+    }
+  }
+
+  private poke(): void {
+    this.pendingSignal = true;
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  private nextWake(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  }
+
+  /** Runs one claimed task to its end: completed, failed (with a reason), or lost (stale lease). */
+  async process(task: Task): Promise<void> {
+    const { hub, matrix, logger } = this.options;
+    const token = task.lease?.token;
+    if (token === undefined) throw new CtxbusError('internal', `task ${task.id} has no lease`);
+    const fail = async (error: TaskError) => {
+      try {
+        await hub.failTask(task.id, { token, error });
+        this.options.onTaskDone?.(task, 'failed');
+      } catch (failure) {
+        logger.warn({ err: failure, taskId: task.id }, 'could not fail the task');
+        this.options.onTaskDone?.(task, 'lost');
+      }
+    };
+    const input = (task.input ?? {}) as Record<string, unknown>;
+    const capability = matrix.runtimes[task.targetRuntime ?? '']?.capabilities[CAPABILITY];
+    const sandboxed = input.sandboxed === true || capability?.mode === 'sandboxed';
+    const preparation = await prepareExecution({
+      request: {
+        taskId: task.id,
+        argv: input.argv as string[],
+        cwd: input.cwd as string,
+        sandboxed,
+        network: input.network === true,
+      },
+      policy: {
+        allow: matrix.remote_execution?.allow ?? [],
+        roots: this.options.roots,
+        trustedOrigin: originTrusted(matrix, task.origin),
+        ...(capability?.limits?.network !== undefined && { network: capability.limits.network }),
+        ...(capability?.limits?.seconds !== undefined && { maxSeconds: capability.limits.seconds }),
+        ...(capability?.mode === 'sandboxed' && { requireSandbox: true }),
+        ...this.options.policy,
+      },
+      ...(typeof input.approval === 'string' && { approval: input.approval }),
+    });
+    if (!preparation.ok) {
+      logger.info({ taskId: task.id, code: preparation.code }, preparation.reason);
+      await fail({ code: preparation.code, message: preparation.reason });
+      return;
+    }
+
+    // Renew at a third of the lease; a refused renew means another worker has the task now.
+    const lost = new AbortController();
+    const renew = setInterval(() => {
+      hub.renewTask(task.id, { token, leaseMs: this.leaseMs }).catch((error: unknown) => {
+        if (CtxbusError.isInstance(error) && error.code === 'conflict') {
+          logger.warn({ taskId: task.id }, 'lease lost: stopping the command');
+          lost.abort();
+        }
+      });
+    }, this.leaseMs / 3);
+    let execution: Awaited<ReturnType<typeof executePlan>>;
+    try {
+      execution = await executePlan(preparation.plan, { ...this.limits, signal: lost.signal });
+    } finally {
+      clearInterval(renew);
+    }
+    if (lost.signal.aborted) {
+      this.options.onTaskDone?.(task, 'lost');
+      return;
+    }
+    if (!execution.ok) {
+      await fail({ code: execution.code, message: execution.reason });
+      return;
+    }
+    const result = commandResult(preparation.plan.argv, preparation.plan.realCwd, execution.result, sandboxed);
+    if (result.exitCode === 0) {
+      try {
+        await hub.completeTask(task.id, { token, result: { ...result } });
+        this.options.onTaskDone?.(task, 'completed');
+      } catch (error) {
+        logger.warn({ err: error, taskId: task.id }, 'result refused');
+        this.options.onTaskDone?.(task, 'lost');
+      }
+      return;
+    }
+    const why = result.timedOut
+      ? `timed out (${result.timedOut})`
+      : result.exitCode === null
+        ? `ended by signal ${result.signal}`
+        : `exited with ${result.exitCode}`;
+    await fail({
+      code: result.timedOut ? 'timeout' : 'exit_status',
+      message: `${result.argv.join(' ')} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
+    });
+  }
+}
+
+function commandResult(
+  argv: string[],
+  cwd: string,
+  run: RunCommandResult,
+  sandboxed: boolean,
+): CommandResult {
+  return {
+    argv,
+    cwd,
+    exitCode: run.exitCode,
+    signal: run.signal,
+    durationMs: Math.round(run.durationMs),
+    stdout: run.stdout,
+    stderr: run.stderr,
+    truncated: run.truncated,
+    timedOut: run.timedOut,
+    sandboxed,
+  };
+}
