@@ -10,6 +10,7 @@ import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerToken } from './commands/token-command.js';
+import { registerWorker } from './commands/worker-command.js';
 import { EXIT, exitCodeFor } from './output.js';
 import { VERSION } from './version.js';
 
@@ -67,6 +68,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerDoctor(program, run);
   registerCapabilities(program, run);
   registerRoute(program, run);
+  registerWorker(program, run);
   return program;
 }
 

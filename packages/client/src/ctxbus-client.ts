@@ -1,6 +1,7 @@
 import type {
   ContextItemInput,
   CreateSubscriptionRequest,
+  CreateTaskRequest,
   DeadLetterInfo,
   ErrorCode,
   ListResponse,
@@ -10,12 +11,18 @@ import type {
   SharedContextResponse,
   StreamEvent,
   Subscription,
+  Task,
+  TaskError,
+  TaskEvent,
+  TaskState,
   TokenInfo,
   WriteResponse,
 } from '@ctxbus/core/contract';
 import {
   CtxbusError,
+  claimTaskResponseSchema,
   createSubscriptionResponseSchema,
+  createTaskResponseSchema,
   createTokenResponseSchema,
   deadLettersResponseSchema,
   ERROR_CODES,
@@ -24,12 +31,16 @@ import {
   itemResponseSchema,
   listResponseSchema,
   listSubscriptionsResponseSchema,
+  listTasksResponseSchema,
   pendingResponseSchema,
+  presenceAnnounceResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
   streamDisconnectSchema,
   streamEventSchema,
   subscriptionResponseSchema,
+  taskResponseSchema,
+  taskWithHistoryResponseSchema,
   tokenInfoSchema,
   writeResponseSchema,
 } from '@ctxbus/core/contract';
@@ -316,6 +327,79 @@ export class CtxbusClient {
     ).deadLetters;
   }
 
+  /** Hands work to the hub: it routes the task (see `routing`) and stores it. */
+  createTask(request: CreateTaskRequest) {
+    return this.request(createTaskResponseSchema, 'post', 'api/tasks', { json: request });
+  }
+
+  /** A task of this team with its history. */
+  task(id: string): Promise<{ task: Task; history: TaskEvent[] }> {
+    return this.request(taskWithHistoryResponseSchema, 'get', taskPath(id));
+  }
+
+  tasks(
+    params: {
+      state?: TaskState[];
+      target?: string;
+      origin?: string;
+      limit?: number;
+      after?: string;
+    } = {},
+  ) {
+    return this.request(listTasksResponseSchema, 'get', 'api/tasks', {
+      searchParams: toSearchParams(params),
+    });
+  }
+
+  async cancelTask(id: string, note?: string): Promise<Task> {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/cancel`, {
+        json: note === undefined ? {} : { note },
+      })
+    ).task;
+  }
+
+  /** Worker: the oldest task routed to this runtime, now WORKING under a lease; null if none. */
+  async claimTask(body: { workerId: string; capabilities?: string[]; leaseMs?: number }) {
+    return (await this.request(claimTaskResponseSchema, 'post', 'api/tasks/claim', { json: body }))
+      .task;
+  }
+
+  /** Worker: extends the lease; a `conflict` means the task is someone else's now. */
+  async renewTask(id: string, body: { token: number; leaseMs?: number }): Promise<Task> {
+    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/renew`, { json: body }))
+      .task;
+  }
+
+  async completeTask(id: string, body: { token: number; result: unknown }): Promise<Task> {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/complete`, { json: body })
+    ).task;
+  }
+
+  async failTask(
+    id: string,
+    body: { token: number; error: TaskError; retry?: boolean },
+  ): Promise<Task> {
+    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/fail`, { json: body }))
+      .task;
+  }
+
+  /** Presence: announces this instance (again, as a heartbeat) so the router counts it. */
+  announce(body: {
+    instanceId: string;
+    kind: 'worker' | 'adapter';
+    capabilities?: string[];
+    capacity?: number;
+    ttlSeconds?: number;
+  }) {
+    return this.request(presenceAnnounceResponseSchema, 'post', 'api/presence', { json: body });
+  }
+
+  async leave(instanceId: string): Promise<void> {
+    await this.request(z.unknown(), 'delete', `api/presence/${encodeURIComponent(instanceId)}`);
+  }
+
   /**
    * Live changes as an async iterable. When the connection drops it reconnects with
    * `Last-Event-ID`, so no event is missed or repeated. Ends when `signal` aborts; throws on
@@ -396,6 +480,7 @@ export class CtxbusClient {
 
 /** Creates a client; settings fall back to CTXBUS_URL and CTXBUS_TOKEN. */
 const subscriptionPath = (id: string) => `api/subscriptions/${encodeURIComponent(id)}`;
+const taskPath = (id: string) => `api/tasks/${encodeURIComponent(id)}`;
 
 export function createClient(settings: CtxbusClientSettings = {}): CtxbusClient {
   return new CtxbusClient(settings);

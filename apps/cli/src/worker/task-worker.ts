@@ -19,7 +19,11 @@ export interface WorkerHubApi {
     ttlSeconds: number;
   }): Promise<unknown>;
   leave(instanceId: string): Promise<void>;
-  claimTask(body: { workerId: string; capabilities: string[]; leaseMs: number }): Promise<Task | null>;
+  claimTask(body: {
+    workerId: string;
+    capabilities: string[];
+    leaseMs: number;
+  }): Promise<Task | null>;
   renewTask(id: string, body: { token: number; leaseMs: number }): Promise<Task>;
   completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
   failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
@@ -237,7 +241,12 @@ export class TaskWorker {
       await fail({ code: execution.code, message: execution.reason });
       return;
     }
-    const result = commandResult(preparation.plan.argv, preparation.plan.realCwd, execution.result, sandboxed);
+    const result = commandResult(
+      preparation.plan.argv,
+      preparation.plan.realCwd,
+      execution.result,
+      sandboxed,
+    );
     if (result.exitCode === 0) {
       try {
         await hub.completeTask(task.id, { token, result: { ...result } });

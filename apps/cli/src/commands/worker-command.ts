@@ -1,0 +1,135 @@
+import { hostname } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import type { CtxbusClient } from '@ctxbus/client';
+import { createClient } from '@ctxbus/client';
+import { CtxbusError } from '@ctxbus/core/contract';
+import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { hubUrl, runtimeToken } from '../hub-target.js';
+import { printLine } from '../output.js';
+import type { WorkerHubApi } from '../worker/task-worker.js';
+import { TaskWorker } from '../worker/task-worker.js';
+import { loadCapabilities } from './capabilities-command.js';
+
+interface WorkerOptions {
+  url?: string;
+  token?: string;
+  capabilities: string;
+  root?: string[];
+  id?: string;
+  concurrency: string;
+  lease: string;
+  timeout: string;
+  inactivity: string;
+}
+
+function positive(value: string, flag: string, max: number): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${flag} must be a whole number from 1 to ${max} (got "${value}")`,
+    );
+  }
+  return Number(value);
+}
+
+/** The hub side of the worker: the client, and its stream as wake-up calls. */
+export function hubApi(client: CtxbusClient): WorkerHubApi {
+  return {
+    announce: (body) => client.announce(body),
+    leave: (instanceId) => client.leave(instanceId),
+    claimTask: (body) => client.claimTask(body),
+    renewTask: (id, body) => client.renewTask(id, body),
+    completeTask: (id, body) => client.completeTask(id, body),
+    failTask: (id, body) => client.failTask(id, body),
+    async taskSignals(signal, onSignal) {
+      const events = client.stream({ tags: 'task', signal, onReady: onSignal });
+      for await (const event of events) {
+        const task = (event.item.runtimeOptions as { task?: { state?: string } }).task;
+        if (task?.state === 'SUBMITTED') onSignal();
+      }
+    },
+  };
+}
+
+export function registerWorker(
+  program: Command,
+  run: (action: () => Promise<void>) => Promise<void>,
+) {
+  program
+    .command('worker')
+    .description("run code_execution tasks routed to this token's runtime (remote execution)")
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
+    .option('--token <token>', "the runtime's token (default: $CTXBUS_TOKEN, else the saved one)")
+    .option(
+      '--capabilities <file>',
+      "this machine's policy: remote_execution.allow and workdir, and each origin's trust",
+      'capabilities.yaml',
+    )
+    .option(
+      '--root <dir...>',
+      'directories commands may run in (default: remote_execution.workdir)',
+    )
+    .option('--id <id>', 'this worker instance (default: HOST-PID)')
+    .option('--concurrency <n>', 'commands run at once', '1')
+    .option('--lease <seconds>', 'claim lease, renewed at a third', '30')
+    .option('--timeout <seconds>', 'hard limit per command (capped by limits.seconds)', '600')
+    .option('--inactivity <seconds>', 'kill a command silent for this long', '120')
+    .addHelpText(
+      'after',
+      `
+Deny by default: a command runs only if its argv is in remote_execution.allow of --capabilities
+(this machine's file: the hub cannot widen it), in a directory under --root, with a scrubbed
+environment, in its own process group under both timeouts. Sandboxed capabilities run in
+bubblewrap or not at all. A refused task fails with the reason (not_allowed, inline_eval,
+workdir_escape, sandbox_unavailable, approval_required, ...).
+
+Example:
+  ctxbus token create --team acme --runtime claude-code --save
+  ctxbus worker --capabilities ./capabilities.yaml --root ~/projects`,
+    )
+    .action((options: WorkerOptions) =>
+      run(async () => {
+        const matrix = loadCapabilities(options.capabilities);
+        const roots =
+          options.root ??
+          (matrix.remote_execution?.workdir ? [matrix.remote_execution.workdir] : []);
+        if (roots.length === 0) {
+          throw new CtxbusError(
+            'validation_failed',
+            `no directory to run commands in: set remote_execution.workdir in ${options.capabilities} or pass --root`,
+          );
+        }
+        const url = hubUrl(options.url);
+        const client = createClient({ url, token: runtimeToken(url, options.token) });
+        const workerId = options.id ?? `${hostname()}-${process.pid}`;
+        const logger = pino(
+          { base: { workerId }, level: process.env.CTXBUS_LOG_LEVEL ?? 'info' },
+          pino.destination(2),
+        );
+        const worker = new TaskWorker({
+          hub: hubApi(client),
+          workerId,
+          matrix,
+          roots: roots.map((root) => (root.startsWith('~') ? root : resolve(root))),
+          concurrency: positive(options.concurrency, '--concurrency', 64),
+          leaseMs: positive(options.lease, '--lease', 3_600) * 1000,
+          limits: {
+            timeoutMs: positive(options.timeout, '--timeout', 86_400) * 1000,
+            inactivityMs: positive(options.inactivity, '--inactivity', 86_400) * 1000,
+          },
+          logger,
+          // Children find the Node that runs the worker first (npm, node scripts).
+          policy: { childPath: `${dirname(process.execPath)}:${DEFAULT_CHILD_PATH}` },
+          onTaskDone: (task, outcome) => printLine(`${task.id} ${outcome}: ${task.title}`),
+        });
+        const stop = new AbortController();
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+          process.once(signal, () => stop.abort());
+        }
+        printLine(`worker ${workerId} ready: ${url}, roots ${roots.join(', ')}`);
+        await worker.run(stop.signal);
+      }),
+    );
+}
