@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,task-store] [--json]
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -19,6 +19,7 @@ import { benchPostgres, skipReason } from './postgres-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
 import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
+import { benchTaskStore } from './task-store.ts';
 import { benchVectorSearch } from './vector-search.ts';
 
 const { values: flags } = parseArgs({
@@ -33,7 +34,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,task-store] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -54,6 +55,9 @@ if (flags.help) {
   stalled   hub RSS with 900 reading and 100 stalled SSE subscribers while 10,000 items of
             2 KB are written at 250/s (target <= 400 MB), and the readers' delivery p50/p99
             against the same run without stalled subscribers (100 readers timed)
+  task-store  tasks at the store: create p50/p99, and 16 claimers racing over 1,000 tasks
+            through two stores on one database (SQLite file; PostgreSQL, two pools): claim
+            p50/p99 and claim + complete throughput
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -64,9 +68,10 @@ if (flags.help) {
 
 const quick = flags.quick;
 const sections = new Set(
-  (flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled').split(
-    ',',
-  ),
+  (
+    flags.only ??
+    'writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,task-store'
+  ).split(','),
 );
 const rows: Row[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -406,6 +411,7 @@ async function main() {
     }
   }
   if (sections.has('vectors')) rows.push(...(await benchVectorSearch(quick, log)));
+  if (sections.has('task-store')) rows.push(...(await benchTaskStore(quick, log)));
   if (sections.has('stalled')) {
     rows.push(...(await benchStalled(quick ? STALLED_QUICK : STALLED_FULL, log)).rows);
   }
