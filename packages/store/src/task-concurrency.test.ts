@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Task } from '@ctxbus/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from './postgres/postgres-store.js';
@@ -200,6 +202,45 @@ function turnedClock(): { clock: () => Date; advance: (ms: number) => string } {
   };
 }
 
+/** Runs task-claimer-process.ts in its own Node process; resolves with what it claimed. */
+function claimerProcess(path: string, claimers: number, name: string): Promise<Claimed[]> {
+  const script = fileURLToPath(new URL('./task-claimer-process.ts', import.meta.url));
+  const hooks = fileURLToPath(new URL('./testing/source-imports.mjs', import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--experimental-transform-types',
+        '--no-warnings',
+        '--import',
+        hooks,
+        script,
+        path,
+        String(claimers),
+        name,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) {
+        reject(new Error(`claimer ${name} exited with ${code}: ${stderr}`));
+        return;
+      }
+      const entries = JSON.parse(stdout) as { taskId: string; workerId: string }[];
+      resolve(entries.map((entry) => ({ ...entry, store: Number(name.slice(1)) })));
+    });
+  });
+}
+
 await withPostgresServer('tasks through two stores at once on postgres', (url) => {
   const schemas = new ScratchSchemas(url);
   afterAll(() => schemas.dropAll());
@@ -262,6 +303,20 @@ describe('tasks through two stores at once on sqlite', () => {
       await expectEachRanOnce(second, created, claimed, 2);
     } finally {
       await Promise.all([first.close(), second.close()]);
+    }
+  }, 120_000);
+
+  it(`${CLAIMERS} claimers in 4 processes over ${TASKS} tasks on one file: each task completes exactly once`, async () => {
+    const path = join(root, 'processes.db');
+    const store = openSqliteStore({ path });
+    try {
+      const created = await createTasks(store);
+      const processes = await Promise.all(
+        [0, 1, 2, 3].map((index) => claimerProcess(path, CLAIMERS / 4, `p${index}`)),
+      );
+      await expectEachRanOnce(store, created, processes.flat(), 4);
+    } finally {
+      await store.close();
     }
   }, 120_000);
 
