@@ -194,8 +194,8 @@ export class PostgresTasks implements TaskStore {
         const [count] = await this.rows<{ waiting: number }>(
           client,
           `SELECT count(*)::int8 AS waiting FROM ${this.s}.tasks
-            WHERE team_id = $1 AND target_runtime IS NOT DISTINCT FROM $2
-              AND state IN ('SUBMITTED', 'AUTH_REQUIRED')`,
+            WHERE team_id = $1 AND state IN ('SUBMITTED', 'AUTH_REQUIRED')
+              AND ${task.targetRuntime === null ? 'target_runtime IS NULL AND $2::text IS NULL' : 'target_runtime = $2'}`,
           [teamId, task.targetRuntime],
         );
         if ((count?.waiting ?? 0) >= this.maxWaiting) {
@@ -288,12 +288,14 @@ export class PostgresTasks implements TaskStore {
     this.assertOpen();
     const leaseMs = checkLeaseMs(options.leaseMs);
     const now = this.clock().toISOString();
+    // With a team (the usual case) the scans walk its queue index in claim order.
+    const team = options.teamId === undefined ? '$1::text IS NULL' : 'team_id = $1';
     const [row] = await this.query<TaskColumns>(
       'claim a task',
       `WITH routed AS (
          SELECT rid FROM ${this.s}.tasks
           WHERE state = 'SUBMITTED' AND target_runtime = $3
-            AND ($1::text IS NULL OR team_id = $1)
+            AND ${team}
             AND (expires_at IS NULL OR expires_at > $2::timestamptz)
           ORDER BY rid LIMIT 1
           FOR UPDATE SKIP LOCKED
@@ -301,7 +303,7 @@ export class PostgresTasks implements TaskStore {
          SELECT rid FROM ${this.s}.tasks
           WHERE state = 'SUBMITTED' AND target_runtime IS NULL
             AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
-            AND ($1::text IS NULL OR team_id = $1)
+            AND ${team}
             AND (expires_at IS NULL OR expires_at > $2::timestamptz)
             AND NOT EXISTS (SELECT 1 FROM routed)
           ORDER BY rid LIMIT 1
