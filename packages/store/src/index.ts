@@ -45,4 +45,8 @@ export type {
   WriteOutcome,
   WriteStatus,
 } from './store.js';
-export { subscriptionLimitError } from './store.js';
+export {
+  DEFAULT_MAX_WAITING_TASKS,
+  subscriptionLimitError,
+  taskLimitError,
+} from './store.js';

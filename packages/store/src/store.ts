@@ -422,8 +422,10 @@ export interface TaskStore {
   /** Oldest first. */
   listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]>;
   /**
-   * Atomically takes the oldest claimable task: SUBMITTED, not past its wait, routed to
-   * `runtime` (or to no runtime, when `capabilities` cover it). It becomes WORKING with a
+   * Atomically takes a claimable task: SUBMITTED, not past its wait, and routed to `runtime`
+   * (the oldest of those first), else routed to no runtime with every required capability in
+   * `capabilities` (the oldest of those): work the router sent here goes before work anyone
+   * capable may take. It becomes WORKING with a
    * lease of `leaseMs`, the next fencing token and one more attempt. Null when none is free.
    * Concurrent claimers, on any number of stores over the same database, never get the same
    * task.

@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Task } from '@ctxbus/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from './postgres/postgres-store.js';
@@ -12,7 +14,8 @@ import { withPostgresServer } from './testing/with-postgres-server.js';
 
 // Workers racing for tasks (issue 12): 16 claimers, each claiming and completing until nothing
 // is left, over 1,000 tasks, through two store instances over one database. Every task must
-// run exactly once to completion: none lost, none claimed twice.
+// run exactly once to completion: none lost, none claimed twice. Also through two stores at
+// once: creates against the per-runtime cap and one idempotency key, and lease sweeps.
 
 const TASKS = 1_000;
 const CLAIMERS = 16;
@@ -105,11 +108,144 @@ async function expectEachRanOnce(
   expect(seen).toBe(TASKS);
 }
 
-await withPostgresServer('task claims racing on postgres', (url) => {
+/** Concurrent creates through both stores: the cap and idempotency keys hold across them. */
+async function expectCreatesRespectCapAndKeys(
+  stores: readonly Store[],
+  cap: number,
+): Promise<void> {
+  const attempts = 4 * cap;
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: attempts }, (_, index) =>
+      (stores[index % stores.length] as Store).createTask(TEAM, {
+        title: `capped ${index}`,
+        requiredCapabilities: [],
+        origin: 'openclaw',
+        targetRuntime: 'web',
+      }),
+    ),
+  );
+  const created = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+  const refused = outcomes.filter(
+    (outcome) =>
+      outcome.status === 'rejected' &&
+      (outcome.reason as { code?: string }).code === 'limit_reached',
+  );
+  expect(created).toHaveLength(cap);
+  expect(refused).toHaveLength(attempts - cap);
+  const keyed = await Promise.all(
+    Array.from({ length: 24 }, (_, index) =>
+      (stores[index % stores.length] as Store).createTask(TEAM, {
+        title: `keyed ${index}`,
+        requiredCapabilities: [],
+        origin: 'openclaw',
+        targetRuntime: index % 3 === 0 ? null : 'claude-code',
+        idempotencyKey: 'one-key',
+      }),
+    ),
+  );
+  expect(new Set(keyed.map((outcome) => outcome.task.id)).size).toBe(1);
+  expect(keyed.filter((outcome) => outcome.status === 'created')).toHaveLength(1);
+}
+
+/** Both stores sweep expired leases at once: each task is requeued exactly once. */
+async function expectOneRequeuePerTask(
+  stores: readonly Store[],
+  advance: (ms: number) => string,
+): Promise<void> {
+  const [first] = stores as [Store];
+  const tasks = 200;
+  for (let index = 0; index < tasks; index++) {
+    await first.createTask(TEAM, {
+      title: `leased ${index}`,
+      requiredCapabilities: [],
+      origin: 'openclaw',
+      targetRuntime: 'claude-code',
+    });
+  }
+  for (let index = 0; index < tasks; index++) {
+    const claimed = await first.claimTask({
+      teamId: TEAM,
+      runtime: 'claude-code',
+      workerId: 'doomed',
+      leaseMs: 1_000,
+    });
+    expect(claimed).not.toBeNull();
+  }
+  const now = advance(1_000);
+  const sweeps = await Promise.all(
+    stores.flatMap((store) => [
+      store.expireLeases(now, { limit: 50 }),
+      store.expireLeases(now, { limit: 50 }),
+      store.expireLeases(now, { limit: 50 }),
+    ]),
+  );
+  const rest = await first.expireLeases(now);
+  const requeued = [...sweeps.flat(), ...rest].map((transition) => transition.task.id);
+  expect(requeued).toHaveLength(tasks);
+  expect(new Set(requeued).size).toBe(tasks);
+  const listed = await first.listTasks(TEAM, { limit: tasks, states: ['SUBMITTED'] });
+  expect(listed).toHaveLength(tasks);
+  for (const task of listed.slice(0, 20)) {
+    const history = (await first.getTask(TEAM, task.id))?.history ?? [];
+    expect(history.filter((event) => event.from === 'WORKING')).toHaveLength(1);
+  }
+}
+
+function turnedClock(): { clock: () => Date; advance: (ms: number) => string } {
+  let nowMs = Date.parse('2026-11-21T12:00:00.000Z');
+  return {
+    clock: () => new Date(nowMs),
+    advance: (ms) => {
+      nowMs += ms;
+      return new Date(nowMs).toISOString();
+    },
+  };
+}
+
+/** Runs task-claimer-process.ts in its own Node process; resolves with what it claimed. */
+function claimerProcess(path: string, claimers: number, name: string): Promise<Claimed[]> {
+  const script = fileURLToPath(new URL('./task-claimer-process.ts', import.meta.url));
+  const hooks = fileURLToPath(new URL('./testing/source-imports.mjs', import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--experimental-transform-types',
+        '--no-warnings',
+        '--import',
+        hooks,
+        script,
+        path,
+        String(claimers),
+        name,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) {
+        reject(new Error(`claimer ${name} exited with ${code}: ${stderr}`));
+        return;
+      }
+      const entries = JSON.parse(stdout) as { taskId: string; workerId: string }[];
+      resolve(entries.map((entry) => ({ ...entry, store: Number(name.slice(1)) })));
+    });
+  });
+}
+
+await withPostgresServer('tasks through two stores at once on postgres', (url) => {
   const schemas = new ScratchSchemas(url);
   afterAll(() => schemas.dropAll());
 
-  describe('task claims racing on postgres', () => {
+  describe('tasks through two stores at once on postgres', () => {
     it(`${CLAIMERS} claimers over ${TASKS} tasks through two stores (two pools, as two hubs): each task completes exactly once`, async () => {
       const schema = schemas.next('race');
       const first = await openPostgresStore({ connectionString: url, schema });
@@ -125,10 +261,35 @@ await withPostgresServer('task claims racing on postgres', (url) => {
         await Promise.all([first.close(), second.close()]);
       }
     }, 120_000);
+
+    it('concurrent creates through two stores never pass the per-runtime cap, and one idempotency key makes one task', async () => {
+      const schema = schemas.next('cap');
+      const open = () =>
+        openPostgresStore({ connectionString: url, schema, maxWaitingTasksPerRuntime: 25 });
+      const first = await open();
+      const second = await open();
+      try {
+        await expectCreatesRespectCapAndKeys([first, second], 25);
+      } finally {
+        await Promise.all([first.close(), second.close()]);
+      }
+    }, 60_000);
+
+    it('two stores sweeping expired leases at once requeue each task exactly once', async () => {
+      const schema = schemas.next('sweep');
+      const { clock, advance } = turnedClock();
+      const first = await openPostgresStore({ connectionString: url, schema, clock });
+      const second = await openPostgresStore({ connectionString: url, schema, clock });
+      try {
+        await expectOneRequeuePerTask([first, second], advance);
+      } finally {
+        await Promise.all([first.close(), second.close()]);
+      }
+    }, 60_000);
   });
 });
 
-describe('task claims racing on sqlite', () => {
+describe('tasks through two stores at once on sqlite', () => {
   const root = mkdtempSync(join(tmpdir(), 'ctxbus-task-race-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -144,4 +305,41 @@ describe('task claims racing on sqlite', () => {
       await Promise.all([first.close(), second.close()]);
     }
   }, 120_000);
+
+  it(`${CLAIMERS} claimers in 4 processes over ${TASKS} tasks on one file: each task completes exactly once`, async () => {
+    const path = join(root, 'processes.db');
+    const store = openSqliteStore({ path });
+    try {
+      const created = await createTasks(store);
+      const processes = await Promise.all(
+        [0, 1, 2, 3].map((index) => claimerProcess(path, CLAIMERS / 4, `p${index}`)),
+      );
+      await expectEachRanOnce(store, created, processes.flat(), 4);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+
+  it('concurrent creates through two stores on one file never pass the per-runtime cap, and one idempotency key makes one task', async () => {
+    const path = join(root, 'cap.db');
+    const first = openSqliteStore({ path, maxWaitingTasksPerRuntime: 25 });
+    const second = openSqliteStore({ path, maxWaitingTasksPerRuntime: 25 });
+    try {
+      await expectCreatesRespectCapAndKeys([first, second], 25);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
+  it('two stores on one file sweeping expired leases at once requeue each task exactly once', async () => {
+    const path = join(root, 'sweep.db');
+    const { clock, advance } = turnedClock();
+    const first = openSqliteStore({ path, clock });
+    const second = openSqliteStore({ path, clock });
+    try {
+      await expectOneRequeuePerTask([first, second], advance);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
 });

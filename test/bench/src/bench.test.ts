@@ -173,3 +173,24 @@ describe('search quality on LoCoMo (development split)', () => {
     expect(at10).toBeGreaterThanOrEqual(0.8);
   });
 });
+
+describe('./dev bench --only task-store', () => {
+  it('measures task creates and 16 racing claimers on SQLite and, when a server answers, PostgreSQL', async () => {
+    const result = await runBench(['--quick', '--only', 'task-store', '--json'], {
+      ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
+    const metrics = rows.map((row) => row.metric);
+    const backends = ['SQLite, two stores on one file'];
+    if (server.url !== null || postgresRequired()) backends.push('PostgreSQL, two pools');
+    for (const backend of backends) {
+      expect(metrics).toContain(`task create p99 (${backend})`);
+      expect(metrics).toContain(`claim p99 (16 claimers over 200 tasks, ${backend})`);
+      expect(metrics).toContain(
+        `claim + complete throughput (16 claimers over 200 tasks, ${backend})`,
+      );
+    }
+    for (const row of rows) expect(row.value, row.metric).toMatch(/^\d[\d,.]* (ms|tasks\/s)$/);
+  });
+});

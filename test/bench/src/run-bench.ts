@@ -21,6 +21,7 @@ import { benchRouting } from './routing-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
 import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
+import { benchTaskStore } from './task-store.ts';
 import { benchVectorSearch } from './vector-search.ts';
 
 const { values: flags } = parseArgs({
@@ -59,7 +60,10 @@ if (flags.help) {
   tasks     routing decision (routeTask, in process) p50/p99 for 50 runtimes x 20
             capabilities on seeded random matrices, mixed presence (target p99 <= 1 ms);
             remote execution: runCommand spawn latency p50/p99 (call -> spawn event) and whole
-            run for /bin/true, plain and inside bubblewrap (target: spawn p50 <= 15 ms)
+            run for /bin/true, plain and inside bubblewrap (target: spawn p50 <= 15 ms);
+            the task store: create p50/p99, and 16 claimers racing over 1,000 tasks
+            through two stores on one database (SQLite file; PostgreSQL, two pools): claim
+            p50/p99 and claim + complete throughput
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -418,6 +422,7 @@ async function main() {
   if (sections.has('tasks')) {
     rows.push(...benchRouting(quick ? 2_000 : 20_000, log));
     rows.push(...(await benchExecSpawn(quick, log)));
+    rows.push(...(await benchTaskStore(quick, log)));
   }
   printTable();
 }

@@ -274,7 +274,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE UNIQUE INDEX tasks_idempotency ON ${s}.tasks (team_id, idempotency_key)
         WHERE idempotency_key IS NOT NULL;
       CREATE INDEX tasks_team ON ${s}.tasks (team_id, rid);
-      CREATE INDEX tasks_queue ON ${s}.tasks (target_runtime, rid) WHERE state = 'SUBMITTED';
+      -- A team's queue per target runtime, in claim order; and its waiting tasks, counted.
+      CREATE INDEX tasks_queue ON ${s}.tasks (team_id, target_runtime, rid)
+        WHERE state = 'SUBMITTED';
+      CREATE INDEX tasks_waiting ON ${s}.tasks (team_id, target_runtime)
+        WHERE state IN ('SUBMITTED', 'AUTH_REQUIRED');
       CREATE INDEX tasks_leases ON ${s}.tasks (lease_expires_at) WHERE state = 'WORKING';
       CREATE INDEX tasks_waits ON ${s}.tasks (expires_at) WHERE state = 'SUBMITTED';
 

@@ -297,7 +297,8 @@ function definePostgresTests(url: string): void {
       // Turn it back into a version-1 schema.
       await withClient((client) =>
         client.query(
-          `DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
+          `DROP TABLE "${schema}".task_events; DROP TABLE "${schema}".tasks;
+           DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
            DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
            DROP INDEX "${schema}".items_type_created; DROP TABLE "${schema}".item_vectors;
            DROP FUNCTION "${schema}".ctxbus_dot;

@@ -33,8 +33,9 @@ import type { Transaction } from './postgres-subscriptions.js';
 
 // Tasks in PostgreSQL. A change reads its row FOR UPDATE, decides in memory (task-rules.ts)
 // and writes the task and its event in the same READ COMMITTED transaction. A claim is one
-// statement: the oldest claimable row is picked FOR UPDATE SKIP LOCKED, so concurrent
-// claimers, on any number of hubs, each take a different task without waiting on each other.
+// statement: the oldest claimable row (routed to the runtime, else unrouted and covered) is
+// picked FOR UPDATE SKIP LOCKED, so concurrent claimers, on any number of hubs, each take a
+// different task without waiting on each other, each scan walking the queue index in order.
 
 const ms = (column: string, alias = column.replace(/_at$/, '_ms')) =>
   `(extract(epoch FROM ${column}) * 1000)::int8 AS ${alias}`;
@@ -193,8 +194,8 @@ export class PostgresTasks implements TaskStore {
         const [count] = await this.rows<{ waiting: number }>(
           client,
           `SELECT count(*)::int8 AS waiting FROM ${this.s}.tasks
-            WHERE team_id = $1 AND target_runtime IS NOT DISTINCT FROM $2
-              AND state IN ('SUBMITTED', 'AUTH_REQUIRED')`,
+            WHERE team_id = $1 AND state IN ('SUBMITTED', 'AUTH_REQUIRED')
+              AND ${task.targetRuntime === null ? 'target_runtime IS NULL AND $2::text IS NULL' : 'target_runtime = $2'}`,
           [teamId, task.targetRuntime],
         );
         if ((count?.waiting ?? 0) >= this.maxWaiting) {
@@ -287,18 +288,28 @@ export class PostgresTasks implements TaskStore {
     this.assertOpen();
     const leaseMs = checkLeaseMs(options.leaseMs);
     const now = this.clock().toISOString();
+    // With a team (the usual case) the scans walk its queue index in claim order.
+    const team = options.teamId === undefined ? '$1::text IS NULL' : 'team_id = $1';
     const [row] = await this.query<TaskColumns>(
       'claim a task',
-      `WITH next AS (
+      `WITH routed AS (
          SELECT rid FROM ${this.s}.tasks
-          WHERE state = 'SUBMITTED'
-            AND ($1::text IS NULL OR team_id = $1)
+          WHERE state = 'SUBMITTED' AND target_runtime = $3
+            AND ${team}
             AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-            AND (target_runtime = $3
-              OR (target_runtime IS NULL AND $4::jsonb IS NOT NULL
-                  AND required_capabilities <@ $4::jsonb))
           ORDER BY rid LIMIT 1
           FOR UPDATE SKIP LOCKED
+       ), unrouted AS (
+         SELECT rid FROM ${this.s}.tasks
+          WHERE state = 'SUBMITTED' AND target_runtime IS NULL
+            AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
+            AND ${team}
+            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+            AND NOT EXISTS (SELECT 1 FROM routed)
+          ORDER BY rid LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       ), next AS (
+         SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
        ), claimed AS (
          UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
            token = t.token + 1, lease_worker = $5,

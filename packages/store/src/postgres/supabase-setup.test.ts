@@ -187,6 +187,8 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'search_terms',
         'subscriptions',
         'supabase_setup',
+        'task_events',
+        'tasks',
         'tokens',
       ]);
       for (const row of rows) {

@@ -297,7 +297,8 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE UNIQUE INDEX tasks_idempotency ON tasks (team_id, idempotency_key)
         WHERE idempotency_key IS NOT NULL;
       CREATE INDEX tasks_team ON tasks (team_id, rid);
-      CREATE INDEX tasks_queue ON tasks (state, target_runtime, rid);
+      -- A team's queue per target runtime, in claim order; also counts its waiting tasks.
+      CREATE INDEX tasks_queue ON tasks (team_id, state, target_runtime, rid);
       CREATE INDEX tasks_leases ON tasks (lease_expires_at) WHERE state = 'WORKING';
       CREATE INDEX tasks_waits ON tasks (expires_at) WHERE state = 'SUBMITTED';
 

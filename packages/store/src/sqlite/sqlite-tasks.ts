@@ -251,20 +251,26 @@ export class SqliteTasks implements TaskStore {
     const nowMs = this.nowMs;
     const capabilities =
       options.capabilities === undefined ? null : JSON.stringify(options.capabilities);
+    // With a team (the usual case) the scans walk its queue index in claim order.
+    const team = options.teamId === undefined ? '' : 'AND team_id = ?4';
     return this.connection.transaction(() => {
       const row = this.one(
         `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = token + 1,
            lease_worker = ?1, lease_expires_at = ?2 + ?3, updated_at = ?2, expires_at = NULL
-         WHERE rid = (
-           SELECT rid FROM tasks
-            WHERE state = 'SUBMITTED'
-              AND (?4 IS NULL OR team_id = ?4)
-              AND (expires_at IS NULL OR expires_at > ?2)
-              AND (target_runtime = ?5
-                OR (target_runtime IS NULL AND ?6 IS NOT NULL AND NOT EXISTS (
-                  SELECT 1 FROM json_each(tasks.required_capabilities) AS needed
-                   WHERE needed.value NOT IN (SELECT value FROM json_each(?6)))))
-            ORDER BY rid LIMIT 1)
+         WHERE rid = coalesce(
+           (SELECT rid FROM tasks
+             WHERE state = 'SUBMITTED' AND target_runtime = ?5
+               ${team}
+               AND (expires_at IS NULL OR expires_at > ?2)
+             ORDER BY rid LIMIT 1),
+           (SELECT rid FROM tasks
+             WHERE state = 'SUBMITTED' AND target_runtime IS NULL AND ?6 IS NOT NULL
+               ${team}
+               AND (expires_at IS NULL OR expires_at > ?2)
+               AND NOT EXISTS (
+                 SELECT 1 FROM json_each(tasks.required_capabilities) AS needed
+                  WHERE needed.value NOT IN (SELECT value FROM json_each(?6)))
+             ORDER BY rid LIMIT 1))
          RETURNING ${COLUMNS}`,
         options.workerId,
         nowMs,

@@ -278,6 +278,12 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         by: 'w1',
         at: iso(),
       });
+      // Work routed to the runtime goes before older unrouted work the worker could take.
+      const older = await create({ title: 'older, unrouted', targetRuntime: null });
+      const routed = await create({ title: 'newer, routed' });
+      const caps = { capabilities: ['code_execution', 'search'] };
+      expect((await claim('w7', caps))?.id).toBe(routed.id);
+      expect((await claim('w7', caps))?.id).toBe(older.id);
       // A lease length out of range is refused.
       await create();
       await rejectsWith(
