@@ -7,6 +7,7 @@ import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
 import { registerServe } from './commands/serve-command.js';
+import { registerService } from './commands/service-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerToken } from './commands/token-command.js';
 import { EXIT, exitCodeFor } from './output.js';
@@ -28,6 +29,7 @@ Exit codes:
 
 Quick start:
   ctxbus serve                                   # prints the URL and, once, an admin token (saved)
+  ctxbus service install                         # or: the hub in the background (systemd)
   ctxbus token create --team acme --runtime cli --save
   ctxbus write --type decision --title "Use SQLite" --content "Embedded, fast, trusted."
   ctxbus install claude-code --project .         # mints Claude Code's own token
@@ -57,6 +59,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     .addHelpText('after', HELP_FOOTER)
     .exitOverride();
   registerServe(program, run);
+  registerService(program, run);
   registerToken(program, run);
   registerMigrate(program, run);
   registerSupabase(program, run);
