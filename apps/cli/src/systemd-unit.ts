@@ -77,6 +77,10 @@ function unescapeAt(text: string, at: number): [string, number] {
  * (a `$VAR` is refused likewise).
  */
 export function splitSystemdCommandLine(line: string): string[] {
+  return splitSystemdWords(line, 'command');
+}
+
+function splitSystemdWords(line: string, context: 'command' | 'environment'): string[] {
   const text = line.replace(/%(.?)/g, (_, next: string) => {
     if (next === '%') return '%';
     throw new CtxbusError('validation_failed', `unsupported specifier %${next}`);
@@ -112,10 +116,12 @@ export function splitSystemdCommandLine(line: string): string[] {
       }
     }
     words.push(
-      word.replace(/\$(.?)/g, (_, next: string) => {
-        if (next === '$') return '$';
-        throw new CtxbusError('validation_failed', `unsupported variable $${next}`);
-      }),
+      context === 'environment'
+        ? word
+        : word.replace(/\$(.?)/g, (_, next: string) => {
+            if (next === '$') return '$';
+            throw new CtxbusError('validation_failed', `unsupported variable $${next}`);
+          }),
     );
   }
   return words;
@@ -162,6 +168,19 @@ export function renderServiceUnit(unit: ServiceUnit): string {
 export function unitExecStart(text: string): string[] | null {
   const line = text.split('\n').find((candidate) => candidate.startsWith('ExecStart='));
   return line === undefined ? null : splitSystemdCommandLine(line.slice('ExecStart='.length));
+}
+
+/** The variables a unit file's Environment= lines set, in order. */
+export function unitEnvironment(text: string): Array<[string, string]> {
+  const entries: Array<[string, string]> = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('Environment=')) continue;
+    for (const word of splitSystemdWords(line.slice('Environment='.length), 'environment')) {
+      const equals = word.indexOf('=');
+      if (equals > 0) entries.push([word.slice(0, equals), word.slice(equals + 1)]);
+    }
+  }
+  return entries;
 }
 
 /** The hub URL the unit's command line serves on; null when its port is 0 (any) or unknown. */
