@@ -82,6 +82,9 @@ describe('the service unit', () => {
     expect(unitExecStart(text)).toEqual(unit.execStart);
     expect(unitEnvironment(text)).toEqual(unit.environment);
     expect(() => renderServiceUnit({ ...unit, execStart: ['node', 'bin.js'] })).toThrow(/absolute/);
+    expect(() => renderServiceUnit({ ...unit, execStart: ['/a "b"/node', 'bin.js'] })).toThrow(
+      /systemd cannot run a program whose path holds quotes/,
+    );
   });
 
   it('tells the URL its hub serves on', () => {

@@ -140,6 +140,13 @@ export function renderServiceUnit(unit: ServiceUnit): string {
   if (!first?.startsWith('/')) {
     throw new CtxbusError('validation_failed', 'the command must start with an absolute path');
   }
+  // systemd refuses such executables ("Executable name contains special characters").
+  if ([...first].some((char) => char < ' ' || char === '\u007f' || `"'\\`.includes(char))) {
+    throw new CtxbusError(
+      'validation_failed',
+      `systemd cannot run a program whose path holds quotes, backslashes or control characters: ${first}`,
+    );
+  }
   const lines = [
     '# Written by `ctxbus service install` (run it again to change this unit;',
     '# `ctxbus service uninstall` removes it).',
