@@ -147,6 +147,41 @@ describe('ctxbus service', { timeout: 60_000 }, () => {
     expect(existsSync(box.unitPath)).toBe(false);
     expect(box.calls()).toEqual([]);
 
+    // The serve defaults set in the environment go into the unit, the embeddings key does not.
+    const store = 'postgres://ctxbus:hunter2@db.internal:5432/ctxbus';
+    const team = await runCli(['service', 'install', '--dry-run', '--store', store], {
+      env: {
+        ...box.env,
+        CTXBUS_RETAIN: 'status=30d',
+        CTXBUS_EMBEDDINGS_URL: 'https://embeddings.example/v1',
+        CTXBUS_EMBEDDINGS_MODEL: 'small',
+        CTXBUS_EMBEDDINGS_KEY: 'sk-not-in-the-unit',
+      },
+    });
+    expect(team.code, team.stderr).toBe(0);
+    expect(unitExecStart(team.stdout)).toEqual([
+      process.execPath,
+      CLI,
+      'serve',
+      '--port',
+      '7420',
+      '--host',
+      '127.0.0.1',
+      '--store',
+      store,
+    ]);
+    expect(unitEnvironment(team.stdout)).toEqual([
+      ['CTXBUS_CONFIG_DIR', box.configDir],
+      ['CTXBUS_RETAIN', 'status=30d'],
+      ['CTXBUS_EMBEDDINGS_URL', 'https://embeddings.example/v1'],
+      ['CTXBUS_EMBEDDINGS_MODEL', 'small'],
+    ]);
+    expect(team.stdout).not.toContain('sk-not-in-the-unit');
+    expect(team.stderr).toContain(
+      'CTXBUS_EMBEDDINGS_KEY is set here but not written into the unit',
+    );
+    expect(team.stderr).toContain('the unit holds the --store URL with its password');
+
     const bad = await runCli(['service', 'install', '--port', '99999'], { env: box.env });
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim()).toBe('ctxbus: error: --port must be 0-65535 (got "99999")');

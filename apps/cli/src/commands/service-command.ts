@@ -108,7 +108,7 @@ export async function buildServiceUnit(
     if (value) environment.push([name, value]);
   }
   const warnings: string[] = [];
-  if (env.CTXBUS_EMBEDDINGS_KEY) {
+  if (env.CTXBUS_EMBEDDINGS_KEY && options.embeddingsUrl) {
     warnings.push(
       `CTXBUS_EMBEDDINGS_KEY is set here but not written into the unit (a secret): give it to the service with \`systemctl --user edit ${SERVICE_UNIT_NAME}\` ([Service] Environment=CTXBUS_EMBEDDINGS_KEY=...)`,
     );
