@@ -7,6 +7,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -115,14 +116,15 @@ const canVerify = analyzer.status === 0;
 // Each test runs several CLI processes (each a Node start): room for a loaded machine.
 describe('ctxbus service', { timeout: 60_000 }, () => {
   it('has --help with an example for each command', async () => {
+    const helps = new Map<string, string>();
     for (const command of ['install', 'status', 'logs', 'uninstall']) {
       const help = await runCli(['service', command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/Examples?:\n {2}ctxbus service /);
+      helps.set(command, help.stdout);
     }
-    const install = await runCli(['service', 'install', '--help']);
-    expect(install.stdout).toContain('Restart=on-failure');
-    expect(install.stdout).toMatch(/6 written, but systemd is not running/);
+    expect(helps.get('install')).toContain('Restart=on-failure');
+    expect(helps.get('install')).toMatch(/6 written, but systemd is not running/);
   });
 
   it('--dry-run prints the unit, writes nothing, and refuses options serve would refuse', async () => {
@@ -181,6 +183,11 @@ describe('ctxbus service', { timeout: 60_000 }, () => {
       'CTXBUS_EMBEDDINGS_KEY is set here but not written into the unit',
     );
     expect(team.stderr).toContain('the unit holds the --store URL with its password');
+
+    const written = await runCli(['service', 'install', '--store', store], { env: box.env });
+    expect(written.code).toBe(6);
+    expect(statSync(box.unitPath).mode & 0o777).toBe(0o600);
+    rmSync(box.unitPath);
 
     const bad = await runCli(['service', 'install', '--port', '99999'], { env: box.env });
     expect(bad.code).toBe(2);

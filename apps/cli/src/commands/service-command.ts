@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { createClient } from '@ctxbus/client';
@@ -50,6 +58,8 @@ export interface BuiltUnit {
   unit: ServiceUnit;
   /** Things to know about it (a secret left out, a password written in). */
   warnings: string[];
+  /** It holds a password: written readable by its owner alone. */
+  secret: boolean;
 }
 
 /**
@@ -113,7 +123,8 @@ export async function buildServiceUnit(
       `CTXBUS_EMBEDDINGS_KEY is set here but not written into the unit (a secret): give it to the service with \`systemctl --user edit ${SERVICE_UNIT_NAME}\` ([Service] Environment=CTXBUS_EMBEDDINGS_KEY=...)`,
     );
   }
-  if (target.kind === 'postgres' && new URL(target.connectionString).password) {
+  const secret = target.kind === 'postgres' && new URL(target.connectionString).password !== '';
+  if (secret) {
     warnings.push(
       'the unit holds the --store URL with its password: it is written readable by you alone (0600)',
     );
@@ -124,6 +135,7 @@ export async function buildServiceUnit(
       environment,
     },
     warnings,
+    secret,
   };
 }
 
@@ -141,7 +153,7 @@ function mustRun(tool: SystemdTool, args: string[], did: string): void {
 }
 
 async function install(serveArgs: string[], options: { dryRun?: boolean }): Promise<void> {
-  const { unit, warnings } = await buildServiceUnit(serveArgs);
+  const { unit, warnings, secret } = await buildServiceUnit(serveArgs);
   const text = renderServiceUnit(unit);
   for (const warning of warnings) process.stderr.write(`ctxbus: warning: ${warning}\n`);
   if (options.dryRun) {
@@ -152,8 +164,8 @@ async function install(serveArgs: string[], options: { dryRun?: boolean }): Prom
   const existed = existsSync(path);
   mkdirSync(dirname(path), { recursive: true });
   const temporary = `${path}.${process.pid}.tmp`;
-  const secret = warnings.some((warning) => warning.includes('password'));
   writeFileSync(temporary, text, { mode: secret ? 0o600 : 0o644 });
+  chmodSync(temporary, secret ? 0o600 : 0o644); // whatever the umask
   renameSync(temporary, path);
   printLine(`${existed ? 'updated' : 'wrote'} ${path}`);
   const manager = userManager();
