@@ -236,6 +236,11 @@ describe('ctxbus service', { timeout: 60_000 }, () => {
     );
     expect(existsSync(box.unitPath)).toBe(false);
     expect(box.calls().filter((call) => !call.endsWith('show-environment'))).toEqual([]);
+
+    const nothing = await runCli(['service', 'status'], { env: box.env });
+    expect(nothing.code).toBe(6);
+    expect(nothing.stdout).toContain('(not installed: `ctxbus service install` writes it)');
+    expect(nothing.stderr).toMatch(/^ctxbus: error: hub: not running \(no hub URL known/);
   });
 
   const machineHasUserManager =
@@ -403,6 +408,9 @@ describe('ctxbus service', { timeout: 60_000 }, () => {
     expect(logs.code, logs.stderr).toBe(0);
     expect(logs.stdout).toContain('fake journal: hub listening');
     expect(box.calls()).toContain('journalctl --user -u ctxbus.service -n 5 --no-pager -f');
+
+    const doctor = await runCli(['doctor', '--project', box.home], { env: box.env });
+    expect(doctor.stdout).toContain('ok    background service: enabled, active (running)');
 
     const before = box.calls().length;
     const removed = await runCli(['service', 'uninstall'], { env: box.env });
