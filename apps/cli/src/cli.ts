@@ -8,6 +8,7 @@ import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
 import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
+import { registerService } from './commands/service-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWorker } from './commands/worker-command.js';
@@ -30,6 +31,7 @@ Exit codes:
 
 Quick start:
   ctxbus serve                                   # prints the URL and, once, an admin token (saved)
+  ctxbus service install                         # or: the hub in the background (systemd)
   ctxbus token create --team acme --runtime cli --save
   ctxbus write --type decision --title "Use SQLite" --content "Embedded, fast, trusted."
   ctxbus install claude-code --project .         # mints Claude Code's own token
@@ -59,6 +61,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     .addHelpText('after', HELP_FOOTER)
     .exitOverride();
   registerServe(program, run);
+  registerService(program, run);
   registerToken(program, run);
   registerMigrate(program, run);
   registerSupabase(program, run);

@@ -6,6 +6,8 @@ import type { Command } from 'commander';
 import { credentialsPath, hubCredentials } from '../credentials.js';
 import { findAdminToken, findHubUrl } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
+import { SERVICE_UNIT_NAME, serviceUnitPath } from '../systemd-unit.js';
+import { unitProperties, userManager } from '../systemd-user.js';
 
 // `ctxbus doctor`: checks what the first hour depends on (Node, the hub, the tokens, the
 // installed adapters) and says what to fix. Read-only: it changes nothing.
@@ -200,6 +202,39 @@ async function checkClaudeCode(projectDir: string): Promise<Check[]> {
   return checks;
 }
 
+/** Whether `ctxbus service install` put the hub in the background, and systemd runs it. */
+function checkService(): Check {
+  const name = 'background service';
+  const path = serviceUnitPath();
+  if (!existsSync(path)) {
+    return {
+      name,
+      status: 'info',
+      detail: 'not installed',
+      fix: '`ctxbus service install` keeps the hub running (systemd user unit)',
+    };
+  }
+  const manager = userManager();
+  if (!manager.reachable) {
+    return {
+      name,
+      status: 'warn',
+      detail: `${path} is installed, but systemd is not running for this user`,
+      fix: 'start the hub another way (`ctxbus serve` in tmux or with nohup)',
+    };
+  }
+  const unit = unitProperties(SERVICE_UNIT_NAME);
+  const state = `${unit.UnitFileState || 'not loaded'}, ${unit.ActiveState ?? '?'} (${unit.SubState ?? '?'})`;
+  return unit.ActiveState === 'active'
+    ? { name, status: 'ok', detail: state }
+    : {
+        name,
+        status: 'warn',
+        detail: state,
+        fix: '`ctxbus service status`, `ctxbus service logs`',
+      };
+}
+
 /** Runs every check; the CLI prints them. */
 export async function runDoctor(options: { url?: string; project: string }): Promise<Check[]> {
   const checks: Check[] = [
@@ -213,6 +248,7 @@ export async function runDoctor(options: { url?: string; project: string }): Pro
         },
   ];
   checks.push(...(await checkHub(options.url)).checks);
+  checks.push(checkService());
   checks.push(...(await checkClaudeCode(options.project)));
   return checks;
 }

@@ -1,3 +1,4 @@
+import { fstatSync } from 'node:fs';
 import type { CapabilitiesStatus } from '@ctxbus/core/contract';
 import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
 import { mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
@@ -162,7 +163,10 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         );
       }
       if (adminToken) {
-        printLine(`admin token (shown once, keep it safe): ${adminToken}`);
+        // Under systemd a saved token stays out of the journal, which keeps what it is given.
+        if (savedIn && stdoutIsJournal()) {
+          printLine(`admin token: not printed here (this output goes to the journal)`);
+        } else printLine(`admin token (shown once, keep it safe): ${adminToken}`);
         if (savedIn) {
           printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
           printLine('next: ctxbus token create --team <team> --runtime <runtime> [--save]');
@@ -182,5 +186,20 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
   } finally {
     await store.close();
     lock?.release();
+  }
+}
+
+/**
+ * Whether stdout is the journal: systemd sets JOURNAL_STREAM to its device:inode when it
+ * connects a service's output to the journal (systemd.exec(5)).
+ */
+function stdoutIsJournal(): boolean {
+  const stream = process.env.JOURNAL_STREAM;
+  if (!stream) return false;
+  try {
+    const { dev, ino } = fstatSync(1);
+    return stream === `${dev}:${ino}`;
+  } catch {
+    return false;
   }
 }

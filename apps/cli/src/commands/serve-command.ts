@@ -8,15 +8,47 @@ import type { Command } from 'commander';
 import { defaultDataDir } from '../data-dir.js';
 import type { ServeOptions } from './serve.js';
 
+/**
+ * `serve` options whose value is a path: `ctxbus service install` makes them absolute, since
+ * systemd starts the hub in another directory. Add a new path option here.
+ */
+export const SERVE_PATH_OPTIONS: readonly string[] = ['data', 'capabilities'];
+
+/**
+ * Environment variables `serve` reads for its defaults (besides CTXBUS_PORT, CTXBUS_HOST,
+ * CTXBUS_DATA and CTXBUS_STORE, which `service install` turns into options): the service unit
+ * keeps those set when it is written. Secrets (CTXBUS_EMBEDDINGS_KEY) are not written there.
+ */
+export const SERVE_ENVIRONMENT: readonly string[] = [
+  'CTXBUS_CAPABILITIES',
+  'CTXBUS_RETENTION_MODE',
+  'CTXBUS_RETAIN',
+  'CTXBUS_EMBEDDINGS_URL',
+  'CTXBUS_EMBEDDINGS_MODEL',
+  'CTXBUS_ALLOW_PRIVATE_WEBHOOKS',
+];
+
 export function registerServe(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,
 ) {
-  program
-    .command('serve')
-    .description(
-      'start a hub on the embedded store or PostgreSQL (prints its URL, and an admin token on first start)',
-    )
+  addServeOptions(
+    program
+      .command('serve')
+      .description(
+        'start a hub on the embedded store or PostgreSQL (prints its URL, and an admin token on first start)',
+      ),
+  ).action((options: ServeOptions) =>
+    run(async () => {
+      const { serve } = await import('./serve.js');
+      await serve(options);
+    }),
+  );
+}
+
+/** Every `serve` option, on `command` (also how `service install` reads the same options). */
+export function addServeOptions(command: Command): Command {
+  return command
     .option(
       '-p, --port <port>',
       'port to listen on (0 = any free port)',
@@ -108,11 +140,5 @@ export function registerServe(
       '--no-embed-items',
       'embed search queries only; another hub on the same database embeds the items',
     )
-    .option('--json', 'print the URL and admin token as one JSON line')
-    .action((options: ServeOptions) =>
-      run(async () => {
-        const { serve } = await import('./serve.js');
-        await serve(options);
-      }),
-    );
+    .option('--json', 'print the URL and admin token as one JSON line');
 }

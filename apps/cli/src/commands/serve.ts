@@ -39,7 +39,8 @@ export interface ServeOptions {
  */
 export const HUB_YOUNG_GENERATION_MB = 12;
 
-function validate(options: ServeOptions): HubRunOptions {
+/** The options as the hub runs with them, or the error `serve` would exit with. */
+export function validateServeOptions(options: ServeOptions): HubRunOptions {
   const port = Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new CtxbusError('validation_failed', `--port must be 0-65535 (got "${options.port}")`);
@@ -233,7 +234,7 @@ export type WorkerMessage = { type: 'failed'; code: ErrorCode; message: string }
  * signals: SIGINT or SIGTERM asks the hub to close cleanly.
  */
 export async function serve(options: ServeOptions): Promise<void> {
-  const runOptions = validate(options);
+  const runOptions = validateServeOptions(options);
   const worker = new Worker(new URL('./serve-worker.js', import.meta.url), {
     workerData: runOptions,
     resourceLimits: { maxYoungGenerationSizeMb: HUB_YOUNG_GENERATION_MB },
