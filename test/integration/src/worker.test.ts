@@ -150,7 +150,11 @@ describe('ctxbus worker', () => {
 
   it('refuses a command outside the allow-list, an escaping path, inline eval and an untrusted origin, each with its reason', async () => {
     const cases = [
-      { token: hub.tokens.claw, input: { argv: ['ls', '-la'], cwd: project }, code: 'approval_required' },
+      {
+        token: hub.tokens.claw,
+        input: { argv: ['ls', '-la'], cwd: project },
+        code: 'approval_required',
+      },
       {
         token: hub.tokens.claw,
         input: { argv: ['node', 'check.js'], cwd: join(root, 'escape') },
