@@ -203,7 +203,7 @@ export function hubTable(answer: CapabilitiesResponse): string[] {
       ? 'matrix: none (the hub has no capabilities file)'
       : source.status === 'loaded'
         ? `matrix: ${source.file}, loaded ${source.loadedAt}`
-        : `matrix: empty (${source.file} not loaded yet)`,
+        : `matrix: empty (${source.error ? `${source.file} did not load` : `no ${source.file} yet`})`,
   );
   if (source.error) lines.push(`last edit not loaded: ${source.error.message}`);
   return lines;
