@@ -310,7 +310,9 @@ export const healthResponseSchema = z.object({
   version: z.string(),
   store: z.string(),
   seq: z.int().nonnegative(),
-  capabilities: capabilitiesStatusSchema,
+  capabilities: capabilitiesStatusSchema.optional().meta({
+    description: "The capability matrix's file and its last load (absent from older hubs).",
+  }),
   embeddings: z
     .object({
       model: z.string(),

@@ -333,6 +333,7 @@ describe('the OpenAPI document', () => {
     expect(operations.map((entry) => entry.operation.operationId).sort()).toEqual(
       [
         'acknowledgeChanges',
+        'announcePresence',
         'consumeContextItem',
         'createSubscription',
         'createToken',
@@ -342,8 +343,10 @@ describe('the OpenAPI document', () => {
         'listDeadLetters',
         'listSubscriptions',
         'pendingChanges',
+        'getCapabilities',
         'getContextItem',
         'health',
+        'leavePresence',
         'listContext',
         'listTokens',
         'openapi',

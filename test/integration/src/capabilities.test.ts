@@ -134,6 +134,41 @@ describe('presence in a running hub', () => {
       instances: [{ instanceId: 'box-1', kind: 'worker', capabilities: ['code_execution'] }],
     });
 
+    // The CLI shows the hub's matrix with an ONLINE row.
+    const shown = await runCli([
+      'capabilities',
+      'show',
+      '--hub',
+      '--url',
+      hub.url,
+      '--token',
+      hub.tokens.claw,
+    ]);
+    expect(shown.code, shown.stderr).toBe(0);
+    const lines = shown.stdout.split('\n');
+    const columns = (line: string | undefined) => (line ?? '').split(/\s{2,}/);
+    const header = columns(lines[0]);
+    const onlineRow = columns(lines.find((line) => line.startsWith('ONLINE')));
+    expect(header[0]).toBe('capability');
+    expect(onlineRow[header.indexOf('claude-code')]).toBe('yes (1 worker)');
+    expect(onlineRow[header.indexOf('openclaw')]).toBe('no');
+    expect(shown.stdout).toContain(`matrix: ${file}, loaded `);
+    const shownJson = JSON.parse(
+      (
+        await runCli([
+          'capabilities',
+          'show',
+          '--hub',
+          '--json',
+          '--url',
+          hub.url,
+          '--token',
+          hub.tokens.claw,
+        ])
+      ).stdout,
+    );
+    expect(runtimeOf(shownJson, 'claude-code').presence.workers).toBe(1);
+
     // A heartbeat is the same call: expiresAt moves on.
     const renewed = await call(hub.url, 'POST', '/api/presence', {
       token: hub.tokens.code,

@@ -1,16 +1,21 @@
 import { readFileSync } from 'node:fs';
-import type { CapabilitiesFile } from '@ctxbus/core';
+import type { CapabilitiesFile, CapabilitiesResponse, ErrorCode } from '@ctxbus/core';
 import {
   CtxbusError,
   capabilitiesJsonSchema,
+  capabilitiesResponseSchema,
   capabilityMode,
   capabilityNames,
+  ERROR_CODES,
+  errorResponseSchema,
   parseCapabilities,
 } from '@ctxbus/core';
 import type { Command } from 'commander';
+import { hubUrl, runtimeToken } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
 
 // `ctxbus capabilities check|show [FILE]`: validate capabilities.yaml and print its matrix;
+// `show --hub`: the matrix a running hub loaded, with each runtime's live presence;
 // `ctxbus capabilities schema`: its JSON Schema, for editors.
 
 /** Reads and parses a capabilities file; errors are one line naming FILE:LINE:COL (exit 2). */
@@ -24,9 +29,16 @@ export function loadCapabilities(file: string): CapabilitiesFile {
   return parseCapabilities(text, file);
 }
 
-/** The matrix as a table: a row per capability, a column per runtime, each cell its mode. */
-export function matrixTable(matrix: CapabilitiesFile): string[] {
-  const runtimes = Object.keys(matrix.runtimes);
+/**
+ * The matrix as a table: a row per capability, a column per runtime, each cell its mode.
+ * With `online` (a hub's presence), a last ONLINE row: yes (workers), or no.
+ */
+export function matrixTable(
+  matrix: CapabilitiesFile,
+  online?: Record<string, { online: boolean; workers: number }>,
+  extraRuntimes: readonly string[] = [],
+): string[] {
+  const runtimes = [...Object.keys(matrix.runtimes), ...extraRuntimes];
   const rows = [
     ['capability', ...runtimes],
     ...capabilityNames(matrix).map((name) => [
@@ -38,6 +50,16 @@ export function matrixTable(matrix: CapabilitiesFile): string[] {
       }),
     ]),
   ];
+  if (online) {
+    rows.push([
+      'ONLINE',
+      ...runtimes.map((runtime) => {
+        const presence = online[runtime];
+        if (!presence?.online) return 'no';
+        return `yes (${presence.workers} worker${presence.workers === 1 ? '' : 's'})`;
+      }),
+    ]);
+  }
   const widths =
     rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
   return rows.map((row) =>
@@ -70,14 +92,40 @@ export function registerCapabilities(
     );
   capabilities
     .command('show')
-    .description('print the capability matrix (a row per capability, a column per runtime)')
+    .description(
+      'print the capability matrix (a row per capability, a column per runtime); --hub: the matrix a running hub loaded, with an ONLINE row from its presence',
+    )
     .argument('[file]', 'the file', 'capabilities.yaml')
-    .option('--json', 'print the parsed file as JSON')
-    .action((file: string, options: { json?: boolean }) =>
+    .option('--hub', 'ask the hub (GET /api/capabilities) instead of reading a file')
+    .option(
+      '--url <url>',
+      'with --hub: hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)',
+    )
+    .option(
+      '--token <token>',
+      'with --hub: runtime token (default: $CTXBUS_TOKEN, else the one saved by token create --save)',
+    )
+    .option('--json', "print the parsed file (with --hub: the hub's answer) as JSON")
+    .action((file: string, options: ShowOptions, command: Command) =>
       run(async () => {
-        const matrix = loadCapabilities(file);
-        if (options.json) printJson(matrix);
-        else for (const line of matrixTable(matrix)) printLine(line);
+        if (!options.hub) {
+          if (options.url !== undefined || options.token !== undefined) {
+            throw new CtxbusError('validation_failed', '--url and --token go with --hub');
+          }
+          const matrix = loadCapabilities(file);
+          if (options.json) printJson(matrix);
+          else for (const line of matrixTable(matrix)) printLine(line);
+          return;
+        }
+        if (command.args.length > 0) {
+          throw new CtxbusError('validation_failed', 'give a FILE or --hub, not both');
+        }
+        const answer = await fetchCapabilities(options);
+        if (options.json) {
+          printJson(answer);
+          return;
+        }
+        for (const line of hubTable(answer)) printLine(line);
       }),
     );
   capabilities
@@ -99,4 +147,86 @@ Example:
         printJson(capabilitiesJsonSchema());
       }),
     );
+}
+
+interface ShowOptions {
+  hub?: boolean;
+  url?: string;
+  token?: string;
+  json?: boolean;
+}
+
+/** GET /api/capabilities from the hub a command finds by the usual rule (hub-target.ts). */
+async function fetchCapabilities(options: ShowOptions): Promise<CapabilitiesResponse> {
+  const url = hubUrl(options.url);
+  const token = runtimeToken(url, options.token);
+  let response: Response;
+  try {
+    response = await fetch(`${url}/api/capabilities`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch (error) {
+    throw new CtxbusError(
+      'unavailable',
+      `cannot reach the ctxbus hub at ${url}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const body: unknown = await response.json().catch(() => null);
+  if (!response.ok) {
+    const parsed = errorResponseSchema.safeParse(body);
+    const code =
+      parsed.success && parsed.data.error.code in ERROR_CODES
+        ? (parsed.data.error.code as ErrorCode)
+        : response.status >= 500
+          ? 'unavailable'
+          : 'internal';
+    throw new CtxbusError(
+      code,
+      parsed.success ? parsed.data.error.message : `the hub answered ${response.status}`,
+    );
+  }
+  const parsed = capabilitiesResponseSchema.safeParse(body);
+  if (!parsed.success) {
+    throw new CtxbusError(
+      'internal',
+      `unexpected answer from ${url}/api/capabilities (an older hub?): ${parsed.error.issues[0]?.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** The hub's matrix with an ONLINE row, then where it came from. */
+export function hubTable(answer: CapabilitiesResponse): string[] {
+  const runtimes: CapabilitiesFile['runtimes'] = {};
+  const online: Record<string, { online: boolean; workers: number }> = {};
+  const undeclared: string[] = [];
+  for (const runtime of answer.runtimes) {
+    online[runtime.id] = runtime.presence;
+    if (runtime.declared) {
+      runtimes[runtime.id] = {
+        description: runtime.description ?? '',
+        trust: runtime.trust ?? 'standard',
+        capabilities: runtime.capabilities,
+      };
+    } else undeclared.push(runtime.id);
+  }
+  const lines =
+    answer.runtimes.length === 0
+      ? ['no runtimes declared and none online']
+      : matrixTable({ version: 1, runtimes }, online, undeclared);
+  const source = answer.source;
+  if (undeclared.length > 0) {
+    lines.push(`not in the file (online only): ${undeclared.join(', ')}`);
+  }
+  lines.push(
+    source.file === null
+      ? 'matrix: none (the hub has no capabilities file)'
+      : source.status === 'loaded'
+        ? `matrix: ${source.file}, loaded ${source.loadedAt}`
+        : `matrix: empty (${source.error ? `${source.file} did not load` : `no ${source.file} yet`})`,
+  );
+  if (source.error) lines.push(`last edit not loaded: ${source.error.message}`);
+  return lines;
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '@ctxbus/core';
@@ -120,6 +120,17 @@ describe('CapabilitiesSource', () => {
     expect(source.status()).toMatchObject({ status: 'empty', runtimes: 0, error: null });
     save(GOOD);
     await waitUntil(() => source.status().status === 'loaded', 'the new file to load');
+  });
+
+  it('an optional file in a directory that does not exist yet: loaded by the timer check once both appear, one warning', async () => {
+    const later = join(dir, 'later');
+    file = join(later, 'capabilities.yaml');
+    const source = await open({ optional: true, pollMs: 30 });
+    expect(source.status()).toMatchObject({ status: 'empty', error: null });
+    mkdirSync(later);
+    save(GOOD);
+    await waitUntil(() => source.status().status === 'loaded', 'the file to load');
+    expect(warnings.filter((warning) => warning.includes('cannot watch'))).toHaveLength(1);
   });
 
   it('refuses to start on a missing file that is not optional', async () => {

@@ -57,6 +57,7 @@ export class CapabilitiesSource {
   private reading: Promise<void> | null = null;
   private readAgain = false;
   private closed = false;
+  private watchFailed = false;
   private readonly file: string | null;
 
   private constructor(
@@ -146,12 +147,17 @@ export class CapabilitiesSource {
         if (changed === null || changed.toString() === name) this.schedule();
       });
     } catch (error) {
-      this.logger.warn(
-        { err: error, file: this.file },
-        'cannot watch the capabilities file; checking it on a timer only',
-      );
+      // Said once: the poll tries again at every tick (the directory may appear later).
+      if (!this.watchFailed) {
+        this.logger.warn(
+          { err: error, file: this.file },
+          'cannot watch the capabilities file; checking it on a timer only',
+        );
+      }
+      this.watchFailed = true;
       return;
     }
+    this.watchFailed = false;
     this.watcher.on('error', (error) => {
       // The directory went away or the watch broke: the poll re-reads, and watches again.
       this.logger.warn({ err: error, file: this.file }, 'capabilities file watch failed');
