@@ -175,6 +175,9 @@ export {
 } from './subscription-schemas.js';
 export type { CreateTaskRequest } from './task-api-schemas.js';
 export {
+  approvalDecisionBodySchema,
+  approvalKeyResponseSchema,
+  approvalRequestBodySchema,
   cancelTaskRequestSchema,
   claimTaskRequestSchema,
   claimTaskResponseSchema,
@@ -212,9 +215,9 @@ export {
   newTaskId,
   newTaskSchema,
   staleLeaseError,
+  TASK_APPROVAL_STATUSES,
   TASK_LIMITS,
   TASK_STATES,
-  TASK_APPROVAL_STATUSES,
   TASK_TRANSITIONS,
   TERMINAL_TASK_STATES,
   taskApprovalSchema,

@@ -27,6 +27,20 @@ export interface WorkerHubApi {
   renewTask(id: string, body: { token: number; leaseMs: number }): Promise<Task>;
   completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
   failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
+  requestApproval(
+    id: string,
+    body: {
+      token: number;
+      request: {
+        argv: string[];
+        cwd: string;
+        scriptHash: string | null;
+        because: 'not_allowed' | 'untrusted_origin';
+      };
+    },
+  ): Promise<Task>;
+  /** The hub's public key (PEM) that signs approvals. */
+  approvalKey(): Promise<string>;
   /** Resolves when a task may be waiting (a task status item arrived, or the stream reconnected). */
   taskSignals(signal: AbortSignal, onSignal: () => void): Promise<void>;
 }
@@ -61,7 +75,7 @@ export interface TaskWorkerOptions {
   /** Overrides for the execution policy (sandbox options, env allow-list, PATH). */
   policy?: Partial<ExecutionPolicy>;
   /** Called after each task ends (tests and --once). */
-  onTaskDone?: (task: Task, outcome: 'completed' | 'failed' | 'lost') => void;
+  onTaskDone?: (task: Task, outcome: 'completed' | 'failed' | 'lost' | 'awaiting approval') => void;
 }
 
 /** The result a command leaves on its task. */
@@ -97,6 +111,9 @@ export class TaskWorker {
   private running = 0;
   private wake: (() => void) | null = null;
   private pendingSignal = true;
+  /** Counts wake-up calls, so one that arrives while a claim is in flight is not lost. */
+  private signals = 0;
+  private approvalKey: string | null = null;
 
   constructor(private readonly options: TaskWorkerOptions) {
     this.concurrency = options.concurrency ?? 1;
@@ -107,6 +124,7 @@ export class TaskWorker {
   /** Works until `signal` aborts; then leaves the hub's presence. */
   async run(signal: AbortSignal): Promise<void> {
     const { hub, workerId, logger } = this.options;
+    this.approvalKey = await hub.approvalKey();
     const ttlSeconds = Math.max(3, Math.round((this.leaseMs / 1000) * 1));
     const announce = () =>
       hub
@@ -132,6 +150,7 @@ export class TaskWorker {
           await this.nextWake(signal);
           continue;
         }
+        const asked = this.signals;
         const task = await hub
           .claimTask({ workerId, capabilities: [CAPABILITY], leaseMs: this.leaseMs })
           .catch((error: unknown) => {
@@ -139,8 +158,9 @@ export class TaskWorker {
             return null;
           });
         if (!task) {
-          // Nothing waits: sleep until the stream says something changed.
-          this.pendingSignal = false;
+          // Nothing waits: sleep until the stream says something changed (unless it already
+          // did while this claim was on its way).
+          if (this.signals === asked) this.pendingSignal = false;
           continue;
         }
         this.running += 1;
@@ -162,6 +182,7 @@ export class TaskWorker {
   }
 
   private poke(): void {
+    this.signals += 1;
     this.pendingSignal = true;
     const wake = this.wake;
     this.wake = null;
@@ -203,14 +224,35 @@ export class TaskWorker {
       policy: {
         allow: matrix.remote_execution?.allow ?? [],
         roots: this.options.roots,
-        trustedOrigin: originTrusted(matrix, task.origin),
+        // The worker's own file decides whom it trusts; the hub's router may ask for more.
+        trustedOrigin:
+          originTrusted(matrix, task.origin) && task.routing?.requiresApproval !== true,
+        ...(this.approvalKey !== null && { approvalPublicKey: this.approvalKey }),
         ...(capability?.limits?.network !== undefined && { network: capability.limits.network }),
         ...(capability?.limits?.seconds !== undefined && { maxSeconds: capability.limits.seconds }),
         ...(capability?.mode === 'sandboxed' && { requireSandbox: true }),
         ...this.options.policy,
       },
-      ...(typeof input.approval === 'string' && { approval: input.approval }),
+      ...(task.approval?.status === 'approved' &&
+        task.approval.token !== null && { approval: task.approval.token }),
     });
+    if (
+      !preparation.ok &&
+      preparation.code === 'approval_required' &&
+      preparation.approvalRequest
+    ) {
+      // A human decides: the task waits in AUTH_REQUIRED showing exactly this command.
+      const { argv, cwd, scriptHash, because } = preparation.approvalRequest;
+      try {
+        await hub.requestApproval(task.id, { token, request: { argv, cwd, scriptHash, because } });
+        logger.info({ taskId: task.id }, preparation.reason);
+        this.options.onTaskDone?.(task, 'awaiting approval');
+      } catch (error) {
+        logger.warn({ err: error, taskId: task.id }, 'could not ask for approval');
+        await fail({ code: preparation.code, message: preparation.reason });
+      }
+      return;
+    }
     if (!preparation.ok) {
       logger.info({ taskId: task.id, code: preparation.code }, preparation.reason);
       await fail({ code: preparation.code, message: preparation.reason });

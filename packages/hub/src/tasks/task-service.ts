@@ -21,17 +21,19 @@ export const HUB_RUNTIME = 'ctxbus';
 /** The tag every task status item carries; a worker's stream filters on it. */
 export const TASK_TAG = 'task';
 
-/** Where a decision leaves a new task: its first state and the runtime that does it. */
+/**
+ * Where a decision leaves a new task: its first state and the runtime that does it. A decision
+ * that needs a human's approval still queues the task: the worker that takes it turns the
+ * request into one exact command (argv, real directory, script hash) and asks for approval of
+ * that (AUTH_REQUIRED), since only it can see the files the command would run.
+ */
 export function placement(decision: RoutingDecision, origin: string) {
   if (decision.kind === 'escalate') {
     return { state: 'REJECTED' as const, targetRuntime: null };
   }
   const targetRuntime =
     decision.kind === 'proxy' || decision.kind === 'queue' ? decision.runtime : origin;
-  return {
-    state: decision.requiresApproval ? ('AUTH_REQUIRED' as const) : ('SUBMITTED' as const),
-    targetRuntime,
-  };
+  return { state: 'SUBMITTED' as const, targetRuntime };
 }
 
 const URGENCY: Record<TaskState, Urgency> = {
@@ -61,6 +63,19 @@ function statusText(task: Task, note: string | null): string {
   const reason = typeof task.routing?.reason === 'string' ? task.routing.reason : null;
   if (reason) lines.push(`Routing: ${reason}`);
   if (note) lines.push(`Note: ${note}`);
+  const request = task.approval?.request as
+    | { argv?: string[]; cwd?: string; scriptHash?: string | null }
+    | undefined;
+  if (task.approval && request?.argv) {
+    lines.push(
+      `Approval ${task.approval.status}: \`${request.argv.join(' ')}\` in ${request.cwd ?? '?'}${request.scriptHash ? ` (script sha256 ${request.scriptHash.slice(0, 12)}…)` : ''}`,
+    );
+    if (task.approval.status === 'pending') {
+      lines.push(
+        `Answer by ${task.approval.expiresAt}: ctxbus approve ${task.id}  |  ctxbus deny ${task.id}`,
+      );
+    }
+  }
   if (task.error) lines.push(`Error (${task.error.code}): ${task.error.message}`);
   if (task.description) lines.push('', task.description);
   return lines.join('\n');
