@@ -90,6 +90,8 @@ export interface CommandResult {
   truncated: boolean;
   timedOut: 'hard' | 'inactivity' | null;
   sandboxed: boolean;
+  /** From the claim's answer to the process spawned (checks, directory, sandbox setup). */
+  claimToSpawnMs: number | null;
 }
 
 const CAPABILITY = 'code_execution';
@@ -198,6 +200,7 @@ export class TaskWorker {
 
   /** Runs one claimed task to its end: completed, failed (with a reason), or lost (stale lease). */
   async process(task: Task): Promise<void> {
+    const claimedAt = performance.now();
     const { hub, matrix, logger } = this.options;
     const token = task.lease?.token;
     if (token === undefined) throw new CtxbusError('internal', `task ${task.id} has no lease`);
@@ -270,6 +273,7 @@ export class TaskWorker {
       });
     }, this.leaseMs / 3);
     let execution: Awaited<ReturnType<typeof executePlan>>;
+    const spawning = performance.now();
     try {
       execution = await executePlan(preparation.plan, { ...this.limits, signal: lost.signal });
     } finally {
@@ -288,6 +292,7 @@ export class TaskWorker {
       preparation.plan.realCwd,
       execution.result,
       sandboxed,
+      execution.result.spawnMs === null ? null : spawning - claimedAt + execution.result.spawnMs,
     );
     if (result.exitCode === 0) {
       try {
@@ -316,6 +321,7 @@ function commandResult(
   cwd: string,
   run: RunCommandResult,
   sandboxed: boolean,
+  claimToSpawnMs: number | null,
 ): CommandResult {
   return {
     argv,
@@ -328,5 +334,6 @@ function commandResult(
     truncated: run.truncated,
     timedOut: run.timedOut,
     sandboxed,
+    claimToSpawnMs: claimToSpawnMs === null ? null : Math.round(claimToSpawnMs * 100) / 100,
   };
 }
