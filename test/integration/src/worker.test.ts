@@ -339,3 +339,59 @@ describe('approval requests nobody answers', () => {
     }
   });
 });
+
+describe('a task waiting for an offline worker', () => {
+  it('survives a hub restart and runs when a worker comes up', async () => {
+    const dataDir = tempDir('ctxbus-worker-restart-');
+    writeFileSync(
+      join(dataDir, 'capabilities.yaml'),
+      readFileSync(join(hubDir, 'capabilities.yaml')),
+    );
+    const first = await startHubProcess({ dataDir });
+    const admin = { token: first.adminToken ?? '' };
+    const token = async (runtime: string) =>
+      (
+        await call(first.url, 'POST', '/api/admin/tokens', {
+          ...admin,
+          body: { teamId: 'acme', runtime },
+        })
+      ).body.token as string;
+    const claw = await token('openclaw');
+    const code = await token('claude-code');
+    const created = await call(first.url, 'POST', '/api/tasks', {
+      token: claw,
+      body: {
+        title: 'after the restart',
+        requiredCapabilities: ['code_execution'],
+        input: { argv: ['node', 'check.js'], cwd: project },
+      },
+    });
+    expect(created.body.routing.kind).toBe('queue');
+    expect(await first.stop()).toBe(0);
+
+    const second = await startHubProcess({ dataDir });
+    try {
+      const worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'w-after'], {
+        env: { CTXBUS_URL: second.url, CTXBUS_TOKEN: code },
+        timeoutMs: 120_000,
+      });
+      workers.push(worker);
+      let task: any;
+      await waitUntil(
+        async () => {
+          task = (
+            await call(second.url, 'GET', `/api/tasks/${created.body.task.id}`, { token: claw })
+          ).body.task;
+          return task.state === 'COMPLETED';
+        },
+        'the task queued before the restart to run',
+        { timeoutMs: 30_000 },
+      );
+      expect(task.result.stdout).toContain('checked');
+      worker.child.kill('SIGTERM');
+      await worker.done;
+    } finally {
+      await second.stop();
+    }
+  }, 120_000);
+});
