@@ -372,6 +372,13 @@ export class CtxbusClient {
       .task;
   }
 
+  /** Worker: the latest output of a running command (the origin watches it on its stream). */
+  async taskProgress(id: string, body: { token: number; output: string }): Promise<Task> {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/progress`, { json: body })
+    ).task;
+  }
+
   async completeTask(id: string, body: { token: number; result: unknown }): Promise<Task> {
     return (
       await this.request(taskResponseSchema, 'post', `${taskPath(id)}/complete`, { json: body })

@@ -189,6 +189,7 @@ export {
   listTasksResponseSchema,
   renewTaskRequestSchema,
   taskIdParamsSchema,
+  taskProgressRequestSchema,
   taskResponseSchema,
   taskWithHistoryResponseSchema,
 } from './task-api-schemas.js';

@@ -105,6 +105,15 @@ export const failTaskRequestSchema = z.strictObject({
   error: taskErrorSchema,
   retry: z.boolean().optional(),
 });
+/** Worker: the tail of a running command's output, for the origin to watch. */
+export const taskProgressRequestSchema = z.strictObject({
+  token: fencingTokenSchema,
+  output: z
+    .string()
+    .max(8_000)
+    .meta({ description: 'The latest output (the worker sends a tail).' }),
+});
+
 export const cancelTaskRequestSchema = z.strictObject({ note: taskNoteSchema.optional() });
 
 /** A worker's request that a human approve the exact command it was refused. */

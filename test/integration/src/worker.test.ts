@@ -50,6 +50,15 @@ writeFileSync(
     "else console.log('second run');",
   ].join('\n'),
 );
+// Prints, then waits for a file before it ends: its output shows while it runs.
+writeFileSync(
+  join(project, 'progress.js'),
+  [
+    "const fs = require('node:fs');",
+    "console.log('step 1 of 2');",
+    "const timer = setInterval(() => { if (fs.existsSync('go')) { console.log('step 2 of 2'); clearInterval(timer); } }, 20);",
+  ].join('\n'),
+);
 symlinkSync(machine, join(root, 'escape'));
 const policyFile = join(machine, 'capabilities.yaml');
 writeFileSync(
@@ -68,7 +77,7 @@ writeFileSync(
     '    description: the dashboard',
     '    trust: restricted',
     'remote_execution:',
-    '  allow: ["node check.js", "node once.js"]',
+    '  allow: ["node check.js", "node once.js", "node progress.js"]',
     `  workdir: ${root}`,
   ].join('\n'),
 );
@@ -159,6 +168,28 @@ describe('ctxbus worker', () => {
     expect(task.result.stdout).toContain(`checked ${project}`);
     stream.close();
     expect(first.child.exitCode).toBeNull();
+  });
+
+  it("streams a running command's output to the origin, then its result", async () => {
+    const stream = openStream(hub.url, hub.tokens.claw, { query: 'tags=task' });
+    await stream.ready;
+    const created = await createTask(hub.tokens.claw, 'show progress', {
+      argv: ['node', 'progress.js'],
+      cwd: project,
+    });
+    const id = created.task.id;
+    const about = () => stream.items().filter((event) => event.item.scopeKey === `task:${id}`);
+    await stream.waitFor(
+      () => about().some((event) => String(event.item.content).includes('step 1 of 2')),
+      30_000,
+    );
+    const running = about().find((event) => String(event.item.content).includes('step 1 of 2'));
+    expect(running?.item.runtimeOptions.task.state).toBe('WORKING');
+    writeFileSync(join(project, 'go'), '');
+    const task = await settled(id);
+    expect(task.state).toBe('COMPLETED');
+    expect(task.result.stdout).toBe('step 1 of 2\nstep 2 of 2\n');
+    stream.close();
   });
 
   it('refuses an escaping path and inline eval, each with its reason', async () => {

@@ -39,6 +39,8 @@ export interface WorkerHubApi {
       };
     },
   ): Promise<Task>;
+  /** The latest output of a running command. */
+  taskProgress(id: string, body: { token: number; output: string }): Promise<unknown>;
   /** The hub's public key (PEM) that signs approvals. */
   approvalKey(): Promise<string>;
   /** Resolves when a task may be waiting (a task status item arrived, or the stream reconnected). */
@@ -52,13 +54,19 @@ export interface WorkerLimits {
   inactivityMs: number;
   /** Output kept per stream, head and tail (default 256 KiB). */
   maxOutputBytes: number;
+  /** Least time between two progress posts of a running command's output (default 2 s). */
+  progressMs: number;
 }
 
 export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
   timeoutMs: 10 * 60_000,
   inactivityMs: 2 * 60_000,
   maxOutputBytes: 256 * 1024,
+  progressMs: 2_000,
 };
+
+/** The output tail a progress post carries. */
+const PROGRESS_TAIL_CHARS = 4_000;
 
 export interface TaskWorkerOptions {
   hub: WorkerHubApi;
@@ -272,12 +280,33 @@ export class TaskWorker {
         }
       });
     }, this.leaseMs / 3);
+    // Progress: the output's tail, at most every progressMs, while there is new output.
+    let tailText = '';
+    let fresh = false;
+    const progress = setInterval(() => {
+      if (!fresh) return;
+      fresh = false;
+      hub.taskProgress(task.id, { token, output: tailText }).catch((error: unknown) => {
+        logger.debug({ err: error, taskId: task.id }, 'progress not posted');
+      });
+    }, this.limits.progressMs);
     let execution: Awaited<ReturnType<typeof executePlan>>;
     const spawning = performance.now();
+    const { progressMs: _, ...runLimits } = this.limits;
     try {
-      execution = await executePlan(preparation.plan, { ...this.limits, signal: lost.signal });
+      execution = await executePlan(preparation.plan, {
+        ...runLimits,
+        signal: lost.signal,
+        // Only a bounded tail is kept here, so every chunk may pass.
+        maxProgressBytes: Number.MAX_SAFE_INTEGER,
+        onOutput: (_stream, chunk) => {
+          tailText = (tailText + chunk).slice(-PROGRESS_TAIL_CHARS);
+          fresh = true;
+        },
+      });
     } finally {
       clearInterval(renew);
+      clearInterval(progress);
     }
     if (lost.signal.aborted) {
       this.options.onTaskDone?.(task, 'lost');

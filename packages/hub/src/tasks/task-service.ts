@@ -55,7 +55,7 @@ const DONE_TAG: Partial<Record<TaskState, string>> = {
   REJECTED: 'closed',
 };
 
-function statusText(task: Task, note: string | null): string {
+function statusText(task: Task, note: string | null, output?: string): string {
   const lines = [
     `State: ${task.state}${task.targetRuntime ? ` (runtime: ${task.targetRuntime})` : ''}`,
     `Needs: ${task.requiredCapabilities.join(', ')}; from ${task.origin}`,
@@ -77,17 +77,18 @@ function statusText(task: Task, note: string | null): string {
     }
   }
   if (task.error) lines.push(`Error (${task.error.code}): ${task.error.message}`);
+  if (output) lines.push('', 'Output so far:', '```', output.replaceAll('```', "'''"), '```');
   if (task.description) lines.push('', task.description);
   return lines.join('\n');
 }
 
 /** The status item a task change is published as (one live per task: its scope key). */
-export function taskStatusItem(task: Task, note: string | null): ContextItemInput {
+export function taskStatusItem(task: Task, note: string | null, output?: string): ContextItemInput {
   const done = DONE_TAG[task.state];
   return {
     type: 'status',
     title: `Task ${task.state}: ${task.title}`.slice(0, 300),
-    content: statusText(task, note),
+    content: statusText(task, note, output),
     scope: 'task',
     scopeKey: `task:${task.id}`,
     relevanceTags: [
@@ -154,10 +155,10 @@ export class TaskService {
    * Writes the task's status item as `by` (a runtime of the task's team) and hands it to the
    * live streams. A failure to publish is logged, never undoes the task change.
    */
-  async publish(task: Task, by: string, note: string | null): Promise<void> {
+  async publish(task: Task, by: string, note: string | null, output?: string): Promise<void> {
     try {
       const item = prepareParsedItem(
-        taskStatusItem(task, note),
+        taskStatusItem(task, note, output),
         { teamId: task.teamId, runtime: by },
         { now: this.services.clock() },
       );
