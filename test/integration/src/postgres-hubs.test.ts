@@ -374,6 +374,6 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       ]);
       expect(unreachable.code).not.toBe(0);
       expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);
-    });
+    }, 120_000);
   });
 });

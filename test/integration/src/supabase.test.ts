@@ -1,3 +1,4 @@
+import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '@ctxbus/store/postgres';
 import type { SupabaseStandIn } from '@ctxbus/store/testing';
 import { createSupabaseStandIn, queryAsSupabaseRole } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -40,9 +41,13 @@ await withPostgres('Supabase deployment', (url, schemas) => {
       const first = await runCli(['migrate', '--store', standIn.ownerUrl, '--supabase']);
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
+      // Every migration, by number and name, in order (the list grows with the schema).
       expect(first.stdout).toContain(
-        'schema version 0 -> 5 (1 initial, 2 subscriptions-and-archive, 3 item-vectors, 4 item-ids-per-team, 5 search-statistics-per-partition)',
+        `schema version 0 -> ${POSTGRES_SCHEMA_VERSION} (${POSTGRES_MIGRATIONS.map(
+          (migration) => `${migration.version} ${migration.name}`,
+        ).join(', ')})`,
       );
+      expect(first.stdout).toContain('1 initial, 2 subscriptions-and-archive');
       expect(first.stdout).toContain(
         'Supabase setup version 1 applied (first time): row-level security by team, items in the supabase_realtime publication',
       );

@@ -299,7 +299,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   },
   {
     version: 7,
-    name: 'task approvals',
+    name: 'task-approvals',
     sql: (s) => `
       -- A human's approval of a task's exact command; while AUTH_REQUIRED, expires_at is when
       -- the unanswered request becomes a deny.

@@ -319,7 +319,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   },
   {
     version: 9,
-    name: 'task approvals',
+    name: 'task-approvals',
     sql: `
       -- A human's approval of a task's exact command (JSON text); while AUTH_REQUIRED,
       -- expires_at is when the unanswered request becomes a deny.
