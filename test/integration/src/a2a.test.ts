@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
@@ -309,5 +311,34 @@ describe('A2A over the hub', () => {
       body: '{"jsonrpc":',
     });
     expect(await garbled.json()).toMatchObject({ id: null, error: { code: -32700 } });
+  });
+
+  it("runs the README's A2A example as written", async () => {
+    const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## A2A\n'));
+    const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    if (!block) throw new Error('README has no sh block under "## A2A"');
+    const { stdout } = await promisify(execFile)('bash', ['-euc', block], {
+      env: { ...process.env, CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.claw },
+    });
+    const [card, sent] = stdout.split(/(?<=})(?=\{)/).map((text) => JSON.parse(text));
+    expect(card).toMatchObject({
+      name: 'ctxbus hub',
+      supportedInterfaces: [{ url: `${hub.url}/a2a`, protocolBinding: 'JSONRPC' }],
+      capabilities: { streaming: true },
+    });
+    expect(sent).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: {
+        task: {
+          status: { state: 'TASK_STATE_SUBMITTED' },
+          metadata: {
+            [ROUTING]: { kind: 'queue', runtime: 'claude-code' },
+            ctxbus: { origin: 'openclaw' },
+          },
+        },
+      },
+    });
   });
 });
