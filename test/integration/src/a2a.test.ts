@@ -11,7 +11,7 @@ import {
   TaskNotCancelableError,
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
-import { call, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { call, runCli, tempDir, useHubProcess } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 
 // A2A 1.0 against a real `ctxbus serve`, spoken by the real @a2a-js/sdk client: the Agent
@@ -103,8 +103,8 @@ async function claimThis(id: string, workerId: string) {
 }
 
 /** GET with a Host header of our choosing (fetch would not let us set it). */
-function getWithHost(path: string, host: string) {
-  const url = new URL(hub.url);
+function getWithHost(path: string, host: string, base = hub.url) {
+  const url = new URL(base);
   return new Promise<{ status: number; body: unknown }>((resolve, reject) => {
     const req = httpRequest(
       { host: url.hostname, port: url.port, path, headers: { host } },
@@ -340,5 +340,30 @@ describe('A2A over the hub', () => {
         },
       },
     });
+  });
+});
+
+describe('A2A cards behind --public-url', () => {
+  const behind = useHubProcess({ args: ['--public-url', 'https://hub.example.com/ctxbus/'] });
+
+  it('name the public URL whatever Host the request came with', async () => {
+    for (const host of ['evil.example', `127.0.0.1:${new URL(behind.url).port}`]) {
+      const card = await getWithHost('/.well-known/agent-card.json', host, behind.url);
+      expect(card.status).toBe(200);
+      expect(card.body).toMatchObject({
+        supportedInterfaces: [{ url: 'https://hub.example.com/ctxbus/a2a' }],
+      });
+    }
+  });
+
+  it('refuse a public URL that is not http(s)', async () => {
+    const result = await runCli(
+      ['serve', '--port', '0', '--data', tempDir(), '--public-url', 'ftp://x'],
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--public-url must be an http(s) URL');
   });
 });
