@@ -1,6 +1,7 @@
 import type { Task } from '@ctxbus/core';
 import { ROUTING_EXTENSION_URI, TASK_STATES } from '@ctxbus/core';
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { cardBaseUrl, isLoopbackHostname, normalizePublicUrl } from './a2a-base-url.js';
 import type { SendMessageParams } from './a2a-task.js';
 import { A2A_TASK_STATES, endsA2aStream, taskRequestFromMessage, toA2aTask } from './a2a-task.js';
@@ -31,7 +32,7 @@ const task: Task = {
 
 function params(
   parts: SendMessageParams['message']['parts'],
-  metadata?: Record<string, never>,
+  metadata?: Record<string, z.core.util.JSONType>,
 ): SendMessageParams {
   return {
     message: {
@@ -92,7 +93,7 @@ describe('an A2A message as a task request', () => {
     const request = taskRequestFromMessage(
       params([{ text: 'run the tests\nin api/' }, { data: { argv: ['npm', 'test'] } }], {
         [ROUTING_EXTENSION_URI]: { requiredCapabilities: ['code_execution'] },
-      } as Record<string, never>),
+      }),
     );
     expect(request).toEqual({
       title: 'run the tests',
