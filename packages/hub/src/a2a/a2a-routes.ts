@@ -1,9 +1,10 @@
-import type { Task, Viewer } from '@ctxbus/core';
+import type { ContextItem, Task, TaskState, Viewer } from '@ctxbus/core';
 import {
   agentCardFor,
   CtxbusError,
   isTerminalTaskState,
   runtimeNameSchema,
+  TASK_STATES,
   taskIdSchema,
 } from '@ctxbus/core';
 import type { Context } from 'hono';
@@ -26,6 +27,7 @@ import {
   rpcResult,
 } from './a2a-json-rpc.js';
 import {
+  A2A_TASK_STATES,
   a2aArtifact,
   a2aStatus,
   endsA2aStream,
@@ -212,6 +214,15 @@ function rejectContinuation(taskId: string | undefined): void {
 
 const encoder = new TextEncoder();
 
+const statusItemSchema = z.object({ task: z.object({ state: z.enum(TASK_STATES) }) });
+
+/** The task state a change's item was written for, when it is that task's status item. */
+function itemTaskState(item: ContextItem, scopeKey: string): TaskState | null {
+  if (item.scopeKey !== scopeKey) return null;
+  const parsed = statusItemSchema.safeParse(item.runtimeOptions);
+  return parsed.success ? parsed.data.task.state : null;
+}
+
 /**
  * An SSE stream of one task: the Task first, then a status update (and the result artifact)
  * for each change of its state, until a terminal or interrupted state. Changes come from the
@@ -244,21 +255,35 @@ async function streamTask(call: RpcCall, start: () => Promise<Task>): Promise<Re
     );
     try {
       send({ task: toA2aTask(task) });
-      let last = task;
-      while (!endsA2aStream(last.state) && !sink.closed) {
+      let last: TaskState = task.state;
+      while (!endsA2aStream(last) && !sink.closed) {
         const changes = await subscriber.next();
         if (changes === null) break;
-        if (!changes.some((change) => change.item.scopeKey === scopeKey)) continue;
-        const found = await services.store.getTask(viewer.teamId, task.id);
-        if (!found || found.task.state === last.state) continue;
-        last = found.task;
-        const artifact = a2aArtifact(last);
-        if (artifact && last.state === 'COMPLETED') {
-          send({
-            artifactUpdate: { taskId: last.id, contextId: last.id, artifact, lastChunk: true },
-          });
+        for (const change of changes) {
+          const state = itemTaskState(change.item, scopeKey);
+          if (state === null || state === last) continue;
+          last = state;
+          if (!endsA2aStream(state)) {
+            // Each status item says the state it was written for: a quick WORKING then
+            // COMPLETED arrive as two updates even when read in one batch.
+            const status = { state: A2A_TASK_STATES[state], timestamp: change.item.createdAt };
+            send({ statusUpdate: { taskId: task.id, contextId: task.id, status } });
+            continue;
+          }
+          const found = await services.store.getTask(viewer.teamId, task.id);
+          const now = found && found.task.state === state ? found.task : null;
+          const artifact = now ? a2aArtifact(now) : null;
+          if (artifact && state === 'COMPLETED') {
+            send({
+              artifactUpdate: { taskId: task.id, contextId: task.id, artifact, lastChunk: true },
+            });
+          }
+          const status = now
+            ? a2aStatus(now)
+            : { state: A2A_TASK_STATES[state], timestamp: change.item.createdAt };
+          send({ statusUpdate: { taskId: task.id, contextId: task.id, status } });
+          break;
         }
-        send({ statusUpdate: { taskId: last.id, contextId: last.id, status: a2aStatus(last) } });
       }
     } catch (error) {
       services.logger.warn({ err: error, taskId: task.id }, 'A2A task stream ended with an error');
