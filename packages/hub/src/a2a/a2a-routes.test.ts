@@ -144,10 +144,9 @@ describe('A2A routes', () => {
     expect(task.metadata.ctxbus.targetRuntime).toBe('web');
     expect(task.metadata[ROUTING]).toMatchObject({ runtime: 'web' });
 
-    const nobody = await (
-      await rpc(tokens.claw as string, 'GetTask', { id: task.id }, '/a2a/nobody')
-    ).json();
-    expect(nobody).toMatchObject({ error: { code: -32001 } });
+    const nobody = await rpc(tokens.claw as string, 'GetTask', { id: task.id }, '/a2a/nobody');
+    expect(nobody.status).toBe(404);
+    expect(await nobody.json()).toMatchObject({ error: { code: 'not_found' } });
   });
 
   it('answers bad envelopes, bad params and 0.3 method names with JSON-RPC errors', async () => {
@@ -181,6 +180,17 @@ describe('A2A routes', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x' } }),
     });
     expect(await version.json()).toMatchObject({ id: 2, error: { code: -32009 } });
+    const large = await hub.app.request('/a2a', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'GetTask',
+        params: { id: 'x'.repeat(2 ** 20) },
+      }),
+    });
+    expect(large.status).toBe(413);
   });
 
   it('lists the A2A routes in the OpenAPI document', () => {

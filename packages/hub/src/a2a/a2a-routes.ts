@@ -302,6 +302,13 @@ async function handleRpc(
   preferRuntime?: string,
 ): Promise<Response> {
   const { services, context } = input;
+  // An undeclared runtime's endpoint does not exist: 404, as its card does.
+  if (
+    preferRuntime !== undefined &&
+    !Object.hasOwn(services.capabilities.matrix().runtimes, preferRuntime)
+  ) {
+    throw new CtxbusError('not_found', `no runtime ${preferRuntime} in the capability matrix`);
+  }
   let id: JsonRpcId = null;
   try {
     const version = context.req.header('a2a-version');
@@ -312,12 +319,6 @@ async function handleRpc(
         'versionNotSupported',
         `A2A-Version ${version} is not supported; this hub speaks ${A2A_VERSION}`,
       );
-    }
-    if (
-      preferRuntime !== undefined &&
-      !Object.hasOwn(services.capabilities.matrix().runtimes, preferRuntime)
-    ) {
-      throw new CtxbusError('not_found', `no runtime ${preferRuntime} in the capability matrix`);
     }
     const result = await serveCall({
       ...input,
