@@ -181,7 +181,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
           { id, state: task.state },
         );
       }
-      return streamTask(call, () => findTask(services, viewer, id));
+      return streamTask(call, () => findTask(services, viewer, id), id);
     }
     case 'CreateTaskPushNotificationConfig':
     case 'GetTaskPushNotificationConfig':
@@ -229,11 +229,16 @@ function itemTaskState(item: ContextItem, scopeKey: string): TaskState | null {
  * change feed (the task's status items), subscribed to before the task is read or created so
  * that none falls between.
  */
-async function streamTask(call: RpcCall, start: () => Promise<Task>): Promise<Response> {
+async function streamTask(
+  call: RpcCall,
+  start: () => Promise<Task>,
+  taskId?: string,
+): Promise<Response> {
   const { services, viewer, caller, context, id } = call;
   const subscriber = services.feed.subscribe(
     viewer,
-    { tags: [TASK_TAG] },
+    // A known task: only its status items; a task about to be created: every task's.
+    taskId === undefined ? { tags: [TASK_TAG] } : { tags: [TASK_TAG], scopeKey: `task:${taskId}` },
     await services.store.latestSeq(),
     streamOwner(caller, context),
   );
