@@ -12,6 +12,7 @@ import {
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
 import { call, runCli, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // A2A 1.0 against a real `ctxbus serve`, spoken by the real @a2a-js/sdk client: the Agent
@@ -85,18 +86,18 @@ function asTask(result: Task | Message): Task {
   return result;
 }
 
-async function claimThis(id: string, workerId: string) {
+async function claimThis(id: string, workerId: string, base = hub.url, token = hub.tokens.code) {
   for (;;) {
-    const response = await call(hub.url, 'POST', '/api/tasks/claim', {
-      token: hub.tokens.code,
+    const response = await call(base, 'POST', '/api/tasks/claim', {
+      token,
       body: { workerId, leaseMs: 30_000 },
     });
     expect(response.status).toBe(200);
     const task = response.body.task;
     if (!task) throw new Error(`task ${id} was not claimable`);
     if (task.id === id) return task as { id: string; lease: { token: number } };
-    await call(hub.url, 'POST', `/api/tasks/${task.id}/cancel`, {
-      token: hub.tokens.code,
+    await call(base, 'POST', `/api/tasks/${task.id}/cancel`, {
+      token,
       body: {},
     });
   }
@@ -365,5 +366,47 @@ describe('A2A cards behind --public-url', () => {
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--public-url must be an http(s) URL');
+  });
+});
+
+await withPostgres('A2A on PostgreSQL', (url, schemas) => {
+  describe('A2A across two hubs on one PostgreSQL schema', () => {
+    const schema = schemas.next('a2a');
+    const file = join(tempDir('ctxbus-a2a-pg-'), 'capabilities.yaml');
+    writeFileSync(
+      file,
+      readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
+    );
+    const a = useHubProcess({
+      store: storeUrl(url, schema),
+      args: ['--capabilities', file],
+      tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
+    });
+    const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+
+    it('streams from one hub what a worker does through the other', async () => {
+      const client = await clientFor(a.tokens.claw, b.url);
+      const stream = client.sendMessageStream(send(codeMessage('across hubs')));
+      const first = await stream.next();
+      if (first.done || first.value.payload?.$case !== 'task') throw new Error('no task first');
+      const id = first.value.payload.value.id;
+      const claimed = await claimThis(id, 'pg-worker', a.url, a.tokens.code);
+      const done = await call(a.url, 'POST', `/api/tasks/${id}/complete`, {
+        token: a.tokens.code,
+        body: { token: claimed.lease.token, result: { exitCode: 0 } },
+      });
+      expect(done.status).toBe(200);
+      const rest: StreamResponse[] = [];
+      for await (const event of stream) rest.push(event);
+      expect(states([first.value, ...rest])).toEqual([
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_COMPLETED,
+      ]);
+      const listed = await call(a.url, 'GET', '/api/tasks?state=COMPLETED', {
+        token: a.tokens.claw,
+      });
+      expect(listed.body.tasks.map((task: { id: string }) => task.id)).toContain(id);
+    });
   });
 });
