@@ -11,7 +11,7 @@ import {
   TaskNotCancelableError,
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
-import { call, runCli, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { call, runCli, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
@@ -71,8 +71,19 @@ function message(parts: Part[], metadata?: Record<string, unknown>): Message {
     referenceTaskIds: [],
   };
 }
-function send(msg: Message) {
-  return { tenant: '', message: msg, configuration: undefined, metadata: undefined };
+/** SendMessage's request; `returnImmediately` unless `blocking` (A2A's default: wait). */
+function send(msg: Message, blocking = false) {
+  return {
+    tenant: '',
+    message: msg,
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: undefined,
+      historyLength: undefined,
+      returnImmediately: !blocking,
+    },
+    metadata: undefined,
+  };
 }
 /** "run the tests" for code_execution, its argv in a data part. */
 function codeMessage(title: string): Message {
@@ -255,6 +266,28 @@ describe('A2A over the hub', () => {
       $case: 'data',
       value: { exitCode: 0, stdout: 'all green' },
     });
+  });
+
+  it('a blocking SendMessage (the default) answers once a worker has completed the task', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const answer = client.sendMessage(send(codeMessage('block until done'), true));
+    let id = '';
+    await waitUntil(async () => {
+      const listed = await call(hub.url, 'GET', '/api/tasks?state=SUBMITTED&limit=200', {
+        token: hub.tokens.claw,
+      });
+      id = listed.body.tasks.find((task: any) => task.title === 'block until done')?.id ?? '';
+      return id !== '';
+    }, 'the blocking message to become a task');
+    const claimed = await claimThis(id, 'blocking-worker');
+    await call(hub.url, 'POST', `/api/tasks/${id}/complete`, {
+      token: hub.tokens.code,
+      body: { token: claimed.lease.token, result: { exitCode: 0 } },
+    });
+    const task = asTask(await answer);
+    expect(task.id).toBe(id);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'data', value: { exitCode: 0 } });
   });
 
   it('SubscribeToTask follows a task until it is canceled', async () => {

@@ -42,6 +42,7 @@ function codeMessage(messageId: string) {
       parts: [{ text: 'run the tests' }, { data: { argv: ['npm', 'test'] } }],
       metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
     },
+    configuration: { returnImmediately: true },
   };
 }
 

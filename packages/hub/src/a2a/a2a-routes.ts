@@ -148,11 +148,11 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
     case 'SendMessage': {
       const request = parseParams(sendMessageParamsSchema, params, method);
       rejectContinuation(request.message.taskId);
-      const outcome = await new TaskService(services).create(
-        viewer,
-        taskRequestFromMessage(request, call.preferRuntime),
-      );
-      return { task: toA2aTask(outcome.task) };
+      const create = taskRequestFromMessage(request, call.preferRuntime);
+      const start = async () => (await new TaskService(services).create(viewer, create)).task;
+      if (request.configuration?.returnImmediately === true)
+        return { task: toA2aTask(await start()) };
+      return { task: toA2aTask(await awaitSettled(call, start)) };
     }
     case 'GetTask': {
       const { id } = parseParams(taskIdRequestSchema, params, method);
@@ -213,6 +213,41 @@ function rejectContinuation(taskId: string | undefined): void {
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * How long a blocking SendMessage (A2A's default, `returnImmediately` false) waits for the task
+ * to end or be interrupted; past it, the task is answered as it stands (a queued task may wait
+ * for hours, longer than any HTTP request should).
+ */
+export const A2A_BLOCKING_WAIT_MS = 25_000;
+
+/**
+ * Creates the task and waits, on the change feed, until its status items say it ended or is
+ * interrupted, or for A2A_BLOCKING_WAIT_MS; then answers the task as the store has it.
+ */
+async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<Task> {
+  const { services, viewer } = call;
+  const subscriber = services.feed.subscribe(
+    viewer,
+    { tags: [TASK_TAG] },
+    await services.store.latestSeq(),
+  );
+  const timer = setTimeout(() => subscriber.close(), A2A_BLOCKING_WAIT_MS);
+  try {
+    const task = await start();
+    const scopeKey = `task:${task.id}`;
+    let state: TaskState = task.state;
+    while (!endsA2aStream(state)) {
+      const changes = await subscriber.next();
+      if (changes === null) break;
+      for (const change of changes) state = itemTaskState(change.item, scopeKey) ?? state;
+    }
+    return (await services.store.getTask(viewer.teamId, task.id))?.task ?? task;
+  } finally {
+    clearTimeout(timer);
+    subscriber.close();
+  }
+}
 
 const statusItemSchema = z.object({ task: z.object({ state: z.enum(TASK_STATES) }) });
 
@@ -345,7 +380,7 @@ async function handleRpc(
 }
 
 const RPC_DESCRIPTION =
-  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
+  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
 
 /** The A2A routes: the hub's card, each runtime's card, and the JSON-RPC endpoints. */
 export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
