@@ -2,11 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
 import { TaskService } from '../tasks/task-service.js';
+import { A2A_BLOCKING_WAIT_MS } from './a2a-routes.js';
 
 // The A2A routes in process, on the repository's capabilities.yaml: the stream of a task says
 // every state it went through, however quickly a worker moves it, and what is not a JSON-RPC
@@ -135,6 +136,29 @@ describe('A2A routes', () => {
       'artifact',
       'TASK_STATE_COMPLETED',
     ]);
+  });
+
+  it('a blocking SendMessage answers the task as it stands once its wait is over', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { configuration: _, ...blocking } = codeMessage('m-4');
+      let settled = false;
+      const answer = rpc(tokens.claw as string, 'SendMessage', blocking).finally(() => {
+        settled = true;
+      });
+      // The hub's wait is armed once its one timer exists (vi.waitFor would move the clock).
+      for (let turns = 0; vi.getTimerCount() === 0; turns += 1) {
+        if (turns > 10_000) throw new Error('the blocking wait never started');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await vi.advanceTimersByTimeAsync(A2A_BLOCKING_WAIT_MS - 1);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      const body = (await (await answer).json()) as any;
+      expect(body.result.task.status.state).toBe('TASK_STATE_SUBMITTED');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("prefers a runtime's card's runtime, and 404s a runtime the matrix does not declare", async () => {
