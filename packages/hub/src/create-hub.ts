@@ -35,6 +35,7 @@ import type {
 } from './route-definition.js';
 import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
+import { approvalRoutes } from './routes/approval-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
 import { capabilitiesRoute } from './routes/capabilities-route.js';
 import { contextRoutes } from './routes/context-routes.js';
@@ -43,6 +44,8 @@ import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
 import { taskRoutes } from './routes/task-routes.js';
+import type { ApprovalKey } from './tasks/approval-key.js';
+import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
 import { HUB_RUNTIME, TaskService } from './tasks/task-service.js';
 import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
@@ -98,6 +101,10 @@ export interface HubOptions {
    * the request's origin when that is a loopback name, and is refused (503) otherwise.
    */
   publicUrl?: string;
+  /** The key approvals are signed with (default: one made for this process). */
+  approvalKey?: ApprovalKey;
+  /** How long an approval request waits for a human, and a signed approval lasts (default 30 min). */
+  approvalTtlMs?: number;
 }
 
 export interface Hub {
@@ -244,6 +251,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       : null,
     capabilities,
     presence: new PresenceRegistry(clock, options.presence),
+    approvalKey: options.approvalKey ?? ephemeralApprovalKey(),
+    approvalTtlMs: options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -268,6 +277,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     ...a2aRoutes({
       publicUrl: options.publicUrl === undefined ? null : normalizePublicUrl(options.publicUrl),
     }),
+    ...approvalRoutes,
     ...adminRoutes,
   ];
   const systemRoutes = [

@@ -221,4 +221,8 @@ export abstract class ComposedStore implements Store {
   expireWaiting(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]> {
     return this.domains.tasks.expireWaiting(now, options);
   }
+
+  expireApprovals(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]> {
+    return this.domains.tasks.expireApprovals(now, options);
+  }
 }

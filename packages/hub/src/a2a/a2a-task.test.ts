@@ -28,6 +28,7 @@ const task: Task = {
   createdAt: '2026-03-01T10:00:00.000Z',
   updatedAt: '2026-03-01T10:00:01.000Z',
   expiresAt: null,
+  approval: null,
 };
 
 function params(

@@ -297,6 +297,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX task_events_task ON ${s}.task_events (task_rid, seq);
     `,
   },
+  {
+    version: 7,
+    name: 'task approvals',
+    sql: (s) => `
+      -- A human's approval of a task's exact command; while AUTH_REQUIRED, expires_at is when
+      -- the unanswered request becomes a deny.
+      ALTER TABLE ${s}.tasks ADD COLUMN approval json;
+      CREATE INDEX tasks_approvals ON ${s}.tasks (expires_at) WHERE state = 'AUTH_REQUIRED';
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -317,6 +317,16 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX task_events_task ON task_events (task_rid, seq);
     `,
   },
+  {
+    version: 9,
+    name: 'task approvals',
+    sql: `
+      -- A human's approval of a task's exact command (JSON text); while AUTH_REQUIRED,
+      -- expires_at is when the unanswered request becomes a deny.
+      ALTER TABLE tasks ADD COLUMN approval TEXT;
+      CREATE INDEX tasks_approvals ON tasks (expires_at) WHERE state = 'AUTH_REQUIRED';
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;
