@@ -49,6 +49,7 @@ describe('agentCardFor', () => {
     const card = agentCardFor(narrow, { ...options, runtime: 'phone' });
     expect(card.name).toBe('ctxbus: phone');
     expect(card.description).toBe('an assistant on a phone');
+    expect(card.supportedInterfaces[0]?.url).toBe('http://127.0.0.1:7300/a2a/phone');
     expect(card.skills.map((skill) => [skill.id, skill.name])).toEqual([
       ['communication', 'Communication'],
       ['translate', 'Translate'],

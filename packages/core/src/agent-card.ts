@@ -85,7 +85,8 @@ function skillFor(
 
 /**
  * The hub's Agent Card, or a declared runtime's. Skills are the capabilities that are not
- * `unavailable`, in `capabilityNames` order; the JSON-RPC interface is the hub's `/a2a`.
+ * `unavailable`, in `capabilityNames` order; the JSON-RPC interface is the hub's `/a2a`, or
+ * `/a2a/<runtime>` for a runtime's card (the same endpoint, preferring that runtime).
  * Throws a plain Error for an undeclared runtime (the route answers 404 first).
  */
 export function agentCardFor(matrix: CapabilitiesFile, options: AgentCardOptions): AgentCardJson {
@@ -106,7 +107,14 @@ export function agentCardFor(matrix: CapabilitiesFile, options: AgentCardOptions
       `Routes each task to a runtime that can do it (${declared.join(', ') || 'none declared'}), or to a human; every decision explained.`,
     version,
     supportedInterfaces: [
-      { url: `${baseUrl}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
+      {
+        url:
+          runtime === undefined
+            ? `${baseUrl}/a2a`
+            : `${baseUrl}/a2a/${encodeURIComponent(runtime)}`,
+        protocolBinding: 'JSONRPC',
+        protocolVersion: A2A_PROTOCOL_VERSION,
+      },
     ],
     capabilities: {
       streaming: true,

@@ -12,6 +12,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
+import { normalizePublicUrl } from './a2a/a2a-base-url.js';
+import { a2aRoutes } from './a2a/a2a-routes.js';
 import { TokenVerifier } from './auth.js';
 import { adminCallerOf, runtimeCallerOf, viewerOf } from './caller.js';
 import type { CapabilitiesOptions } from './capabilities/capabilities-source.js';
@@ -94,6 +96,11 @@ export interface HubOptions {
   presence?: PresenceOptions;
   /** Between sweeps for lost leases and tasks past their wait (default 1 s). */
   taskSweepMs?: number;
+  /**
+   * The hub's public base URL, for the URLs in its A2A Agent Cards. Without it a card names
+   * the request's origin when that is a loopback name, and is refused (503) otherwise.
+   */
+  publicUrl?: string;
   /** The key approvals are signed with (default: one made for this process). */
   approvalKey?: ApprovalKey;
   /** How long an approval request waits for a human, and a signed approval lasts (default 30 min). */
@@ -267,6 +274,9 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     capabilitiesRoute,
     ...presenceRoutes,
     ...taskRoutes,
+    ...a2aRoutes({
+      publicUrl: options.publicUrl === undefined ? null : normalizePublicUrl(options.publicUrl),
+    }),
     ...approvalRoutes,
     ...adminRoutes,
   ];
@@ -329,14 +339,17 @@ export async function createHub(options: HubOptions): Promise<Hub> {
   // A declared length is checked from the header alone; only a body of unknown length is
   // counted as it streams (hono's bodyLimit). Checking the header first keeps the request
   // body from being turned into a web stream before the route reads it.
-  app.use('/api/*', async (context, next) => {
+  const limitBody: Parameters<typeof app.use>[1] = async (context, next) => {
     const length = context.req.header('content-length');
     if (length === undefined || context.req.header('transfer-encoding') !== undefined) {
       return limitStream(context, next);
     }
     if (Number(length) > services.maxBodyBytes) return tooLarge(context);
     await next();
-  });
+  };
+  app.use('/api/*', limitBody);
+  app.use('/a2a', limitBody);
+  app.use('/a2a/*', limitBody);
   for (const route of routes) register(app, route, services);
   for (const extension of options.extensions ?? []) extension.mount(app, services);
 

@@ -1,5 +1,6 @@
 // What other packages use: building or starting a hub, and minting tokens (the CLI mints the
 // first admin token before any hub runs). The hub's own tests import the rest by path.
+export { normalizePublicUrl } from './a2a/a2a-base-url.js';
 export type { MintedToken, MintTokenRequest } from './auth.js';
 export { mintToken, tokenInfo } from './auth.js';
 export type { CapabilitiesOptions } from './capabilities/capabilities-source.js';

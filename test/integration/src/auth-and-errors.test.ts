@@ -332,6 +332,8 @@ describe('the OpenAPI document', () => {
     );
     expect(operations.map((entry) => entry.operation.operationId).sort()).toEqual(
       [
+        'a2aJsonRpc',
+        'a2aRuntimeJsonRpc',
         'acknowledgeChanges',
         'announcePresence',
         'consumeContextItem',
@@ -343,8 +345,10 @@ describe('the OpenAPI document', () => {
         'listDeadLetters',
         'listSubscriptions',
         'pendingChanges',
+        'getAgentCard',
         'getCapabilities',
         'getContextItem',
+        'getRuntimeAgentCard',
         'health',
         'leavePresence',
         'listContext',

@@ -19,6 +19,8 @@ import { mcpExtension } from './mcp-extension.js';
 export interface HubRunOptions {
   port: number;
   host: string;
+  /** The hub's public base URL (its A2A Agent Cards name it); null: loopback requests only. */
+  publicUrl: string | null;
   store: StoreTarget;
   /** The capabilities file to load and watch (null: an empty matrix). */
   capabilities: { file: string; optional: boolean } | null;
@@ -127,6 +129,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
           ? { ...options.webhooks, leaseHolder: 'embedded-hub' }
           : options.webhooks,
       ...(options.capabilities && { capabilities: options.capabilities }),
+      ...(options.publicUrl !== null && { publicUrl: options.publicUrl }),
       // Approvals are signed with a key kept beside the data (PostgreSQL: in the config
       // directory); hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
       approvalTtlMs: options.approvalTtlMs,

@@ -59,6 +59,11 @@ export function addServeOptions(command: Command): Command {
       'address to bind (loopback by default)',
       process.env.CTXBUS_HOST ?? DEFAULT_HUB_HOST,
     )
+    .option(
+      '--public-url <url>',
+      "the hub's URL as others reach it, named in its A2A Agent Cards (default: $CTXBUS_PUBLIC_URL; without it cards are served only to requests to a loopback name)",
+      process.env.CTXBUS_PUBLIC_URL,
+    )
     .option('-d, --data <dir>', `data directory (default: $CTXBUS_DATA or ${defaultDataDir()})`)
     .option(
       '--store <url>',

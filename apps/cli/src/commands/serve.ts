@@ -9,6 +9,7 @@ import type { HubRunOptions } from './run-hub.js';
 export interface ServeOptions {
   port: string;
   host: string;
+  publicUrl?: string;
   data?: string;
   store?: string;
   capabilities?: string;
@@ -127,6 +128,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
   return {
     port,
     host: options.host,
+    publicUrl: options.publicUrl ? publicUrlOption(options.publicUrl) : null,
     store,
     capabilities: capabilitiesFile(options.capabilities, store),
     migrate: options.migrate,
@@ -179,6 +181,21 @@ function positiveInteger(value: string, option: string, max: number): number {
 }
 
 /** The embedding provider's settings, or null without --embeddings-url. */
+/** --public-url: an http(s) URL without query or fragment, kept without trailing slashes. */
+function publicUrlOption(value: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {}
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--public-url must be an http(s) URL without query or fragment (got "${value}")`,
+    );
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
 function embeddingsSettings(options: ServeOptions): HubRunOptions['embeddings'] {
   const url = options.embeddingsUrl?.trim();
   const model = options.embeddingsModel?.trim();

@@ -1,0 +1,235 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { mintToken } from '../auth.js';
+import type { Hub } from '../create-hub.js';
+import { createHub } from '../create-hub.js';
+import { TaskService } from '../tasks/task-service.js';
+import { A2A_BLOCKING_WAIT_MS } from './a2a-routes.js';
+
+// The A2A routes in process, on the repository's capabilities.yaml: the stream of a task says
+// every state it went through, however quickly a worker moves it, and what is not a JSON-RPC
+// call is answered as JSON-RPC says.
+
+const ROUTING = 'urn:ctxbus:a2a:routing:v1';
+let store: Store;
+let hub: Hub;
+const tokens: Record<string, string> = {};
+
+async function rpc(token: string, method: string, params: unknown, path = '/a2a') {
+  return hub.app.request(path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: `call-${method}`, method, params }),
+  });
+}
+
+async function post(token: string, path: string, body: unknown) {
+  const response = await hub.app.request(path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+function codeMessage(messageId: string) {
+  return {
+    message: {
+      messageId,
+      role: 'ROLE_USER',
+      parts: [{ text: 'run the tests' }, { data: { argv: ['npm', 'test'] } }],
+      metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
+    },
+    configuration: { returnImmediately: true },
+  };
+}
+
+/** The `result` of each SSE event of a finished stream. */
+async function events(response: Response): Promise<any[]> {
+  const text = await response.text();
+  return text
+    .split('\n\n')
+    .filter((frame) => frame.startsWith('data: '))
+    .map((frame) => JSON.parse(frame.slice('data: '.length)));
+}
+
+beforeEach(async () => {
+  store = openSqliteStore({ path: ':memory:' });
+  hub = await createHub({
+    store,
+    validateResponses: true,
+    capabilities: {
+      file: join(import.meta.dirname, '../../../../capabilities.yaml'),
+      pollMs: 0,
+    },
+    sweep: false,
+  });
+  for (const [name, runtime] of [
+    ['code', 'claude-code'],
+    ['claw', 'openclaw'],
+  ] as const) {
+    tokens[name] = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
+  }
+});
+
+afterEach(async () => {
+  await hub.close();
+  await store.close();
+});
+
+describe('A2A routes', () => {
+  it('streams every state a task passes while a worker claims and completes it', async () => {
+    const sent = (await (
+      await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-1'))
+    ).json()) as any;
+    const id = sent.result.task.id as string;
+    const stream = await rpc(tokens.claw as string, 'SubscribeToTask', { id });
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+
+    const claimed = await post(tokens.code as string, '/api/tasks/claim', { workerId: 'w' });
+    expect(claimed.body.task.id).toBe(id);
+    const done = await post(tokens.code as string, `/api/tasks/${id}/complete`, {
+      token: claimed.body.task.lease.token,
+      result: { exitCode: 0 },
+    });
+    expect(done.status).toBe(200);
+
+    const results = (await events(stream)).map((event) => {
+      expect(event).toMatchObject({ jsonrpc: '2.0', id: 'call-SubscribeToTask' });
+      return event.result;
+    });
+    expect(
+      results.map(
+        (result) => result.task?.status.state ?? result.statusUpdate?.status.state ?? 'artifact',
+      ),
+    ).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'artifact', 'TASK_STATE_COMPLETED']);
+    expect(results[2].artifactUpdate.artifact.parts).toEqual([{ data: { exitCode: 0 } }]);
+  });
+
+  it('says each state its status item was written for, even when the store has moved on', async () => {
+    const sent = (await (
+      await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-3'))
+    ).json()) as any;
+    const id = sent.result.task.id as string;
+    const stream = await rpc(tokens.claw as string, 'SubscribeToTask', { id });
+    // The worker's claim and completion both land in the store before either is published.
+    const working = await store.claimTask({
+      teamId: 'acme',
+      runtime: 'claude-code',
+      workerId: 'w',
+      leaseMs: 30_000,
+    });
+    if (working?.id !== id || !working.lease) throw new Error('the task was not claimed');
+    const completed = await store.completeTask('acme', id, working.lease.token, { exitCode: 0 });
+    const service = new TaskService(hub.services);
+    await service.publish(working, 'claude-code', null);
+    await service.publish(completed, 'claude-code', null);
+    const states = (await events(stream)).map(
+      ({ result }) => result.task?.status.state ?? result.statusUpdate?.status.state ?? 'artifact',
+    );
+    expect(states).toEqual([
+      'TASK_STATE_SUBMITTED',
+      'TASK_STATE_WORKING',
+      'artifact',
+      'TASK_STATE_COMPLETED',
+    ]);
+  });
+
+  it('a blocking SendMessage answers the task as it stands once its wait is over', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { configuration: _, ...blocking } = codeMessage('m-4');
+      let settled = false;
+      const answer = rpc(tokens.claw as string, 'SendMessage', blocking).finally(() => {
+        settled = true;
+      });
+      // The hub's wait is armed once its one timer exists (vi.waitFor would move the clock).
+      for (let turns = 0; vi.getTimerCount() === 0; turns += 1) {
+        if (turns > 10_000) throw new Error('the blocking wait never started');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await vi.advanceTimersByTimeAsync(A2A_BLOCKING_WAIT_MS - 1);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      const body = (await (await answer).json()) as any;
+      expect(body.result.task.status.state).toBe('TASK_STATE_SUBMITTED');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("prefers a runtime's card's runtime, and 404s a runtime the matrix does not declare", async () => {
+    const viaWeb = (await (
+      await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-2'), '/a2a/web')
+    ).json()) as any;
+    const task = viaWeb.result.task;
+    expect(task.metadata.ctxbus.targetRuntime).toBe('web');
+    expect(task.metadata[ROUTING]).toMatchObject({ runtime: 'web' });
+
+    const nobody = await rpc(tokens.claw as string, 'GetTask', { id: task.id }, '/a2a/nobody');
+    expect(nobody.status).toBe(404);
+    expect(await nobody.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+
+  it('answers bad envelopes, bad params and 0.3 method names with JSON-RPC errors', async () => {
+    const envelope = await hub.app.request('/a2a', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+      body: JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'GetTask' }]),
+    });
+    expect(await envelope.json()).toMatchObject({ id: null, error: { code: -32600 } });
+    const params = await (await rpc(tokens.claw as string, 'GetTask', { id: 5 })).json();
+    expect(params).toMatchObject({ id: 'call-GetTask', error: { code: -32602 } });
+    const legacy = await (await rpc(tokens.claw as string, 'tasks/get', { id: 'x' })).json();
+    expect(legacy).toMatchObject({ error: { code: -32601 } });
+    const push = await (
+      await rpc(tokens.claw as string, 'CreateTaskPushNotificationConfig', {})
+    ).json();
+    expect(push).toMatchObject({ error: { code: -32003 } });
+    const text = await hub.app.request('/a2a', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'text/plain' },
+      body: '{}',
+    });
+    expect(text.status).toBe(415);
+    const version = await hub.app.request('/a2a', {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${tokens.claw}`,
+        'content-type': 'application/json',
+        'a2a-version': '0.3',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x' } }),
+    });
+    expect(await version.json()).toMatchObject({ id: 2, error: { code: -32009 } });
+    const large = await hub.app.request('/a2a', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'GetTask',
+        params: { id: 'x'.repeat(2 ** 20) },
+      }),
+    });
+    expect(large.status).toBe(413);
+  });
+
+  it('lists the A2A routes in the OpenAPI document', () => {
+    const paths = hub.routes.map((route) => `${route.method} ${route.path}`);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'GET /.well-known/agent-card.json',
+        'GET /a2a/:runtime/.well-known/agent-card.json',
+        'POST /a2a',
+        'POST /a2a/:runtime',
+      ]),
+    );
+    expect(readFileSync(join(import.meta.dirname, 'a2a-routes.ts'), 'utf8')).toContain(
+      "tags: ['a2a']",
+    );
+  });
+});

@@ -1,0 +1,478 @@
+import type { ContextItem, Task, TaskState, Viewer } from '@ctxbus/core';
+import {
+  agentCardFor,
+  CtxbusError,
+  isTerminalTaskState,
+  runtimeNameSchema,
+  TASK_STATES,
+  taskIdSchema,
+} from '@ctxbus/core';
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { RuntimeCaller } from '../caller.js';
+import type { HubServices } from '../hub-services.js';
+import type { AnyRouteDefinition } from '../route-definition.js';
+import { defineRoute } from '../route-definition.js';
+import { openEventSink } from '../routes/event-sink.js';
+import { streamOwner } from '../routes/stream-route.js';
+import { TASK_TAG, TaskService } from '../tasks/task-service.js';
+import { cardBaseUrl } from './a2a-base-url.js';
+import type { JsonRpcId } from './a2a-json-rpc.js';
+import {
+  A2aRpcError,
+  jsonRpcRequestSchema,
+  jsonRpcResponseSchema,
+  parseParams,
+  rpcError,
+  rpcResult,
+} from './a2a-json-rpc.js';
+import {
+  A2A_TASK_STATES,
+  a2aArtifact,
+  a2aStatus,
+  endsA2aStream,
+  sendMessageParamsSchema,
+  taskIdRequestSchema,
+  taskRequestFromMessage,
+  toA2aTask,
+} from './a2a-task.js';
+
+// A2A 1.0 over the hub's own task store: Agent Cards derived from the capability matrix, and
+// a JSON-RPC endpoint (SendMessage, SendStreamingMessage, GetTask, CancelTask,
+// SubscribeToTask) whose tasks are ctxbus tasks, routed by TaskService like POST /api/tasks
+// and streamed from the change feed (each task change is a status item).
+//
+// Written by hand with zod rather than with @a2a-js/sdk's server: its DefaultRequestHandler
+// runs an in-process AgentExecutor that drives each task through an event bus, while ctxbus
+// tasks are moved by workers elsewhere (claims, leases) and their changes already arrive on
+// the change feed; its transports are Express (or gRPC) handlers. Five methods over our store
+// are less code than adapting both, and keep the hub free of the SDK.
+
+export interface A2aRouteOptions {
+  /** The hub's public base URL for its cards (null: the request's origin, loopback only). */
+  publicUrl: string | null;
+}
+
+const A2A_VERSION = '1.0';
+
+const agentCardSchema = z
+  .looseObject({
+    name: z.string(),
+    description: z.string(),
+    version: z.string(),
+    supportedInterfaces: z.array(
+      z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string() }),
+    ),
+    skills: z.array(z.looseObject({ id: z.string(), name: z.string() })),
+  })
+  .meta({ description: 'An A2A 1.0 Agent Card (proto3 JSON).' });
+
+const runtimeParamsSchema = z.strictObject({ runtime: runtimeNameSchema });
+
+const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
+
+/** Reads the JSON-RPC request: a parse error or a bad envelope is a JSON-RPC error. */
+async function readRpcRequest(context: Context) {
+  const type = context.req.header('content-type') ?? '';
+  if (!JSON_TYPE.test(type.trim())) {
+    throw new CtxbusError(
+      'unsupported_media_type',
+      `send the JSON-RPC request as application/json (got "${type || 'no content type'}")`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(await context.req.text());
+  } catch (error) {
+    throw new A2aRpcError('parseError', `not JSON: ${(error as Error).message}`);
+  }
+  const envelope = jsonRpcRequestSchema.safeParse(json);
+  if (!envelope.success) {
+    const id = (json as { id?: unknown } | null)?.id;
+    throw Object.assign(
+      new A2aRpcError(
+        'invalidRequest',
+        'a JSON-RPC 2.0 request object is {"jsonrpc":"2.0","id":...,"method":...,"params":{...}} (no batches)',
+      ),
+      { id: typeof id === 'string' || typeof id === 'number' ? id : null },
+    );
+  }
+  return envelope.data;
+}
+
+async function findTask(services: HubServices, viewer: Viewer, id: string): Promise<Task> {
+  const found = taskIdSchema.safeParse(id).success
+    ? await services.store.getTask(viewer.teamId, id)
+    : null;
+  if (!found) throw new A2aRpcError('taskNotFound', `no task ${id} in your team`, { id });
+  return found.task;
+}
+
+async function cancel(services: HubServices, viewer: Viewer, id: string): Promise<Task> {
+  const before = await findTask(services, viewer, id);
+  const refuse = (state: string) =>
+    new A2aRpcError('taskNotCancelable', `task ${id} has already ended (${state})`, {
+      id,
+      state,
+    });
+  if (isTerminalTaskState(before.state)) throw refuse(before.state);
+  let task: Task;
+  try {
+    task = await services.store.cancelTask(viewer.teamId, id, viewer.runtime, 'canceled over A2A');
+  } catch (error) {
+    if (CtxbusError.isInstance(error) && error.code === 'conflict') {
+      throw refuse((await findTask(services, viewer, id)).state);
+    }
+    throw error;
+  }
+  await new TaskService(services).publish(task, viewer.runtime, 'canceled over A2A');
+  return task;
+}
+
+interface RpcCall {
+  id: JsonRpcId;
+  method: string;
+  params: unknown;
+  viewer: Viewer;
+  caller: RuntimeCaller;
+  services: HubServices;
+  context: Context;
+  /** The runtime whose card the call came through (its tasks prefer it). */
+  preferRuntime?: string;
+}
+
+/** Serves one JSON-RPC call: a JSON response, or an SSE stream for the streaming methods. */
+async function serveCall(call: RpcCall): Promise<Response | unknown> {
+  const { method, params, viewer, services } = call;
+  switch (method) {
+    case 'SendMessage': {
+      const request = parseParams(sendMessageParamsSchema, params, method);
+      rejectContinuation(request.message.taskId);
+      const create = taskRequestFromMessage(request, call.preferRuntime);
+      const start = async () => (await new TaskService(services).create(viewer, create)).task;
+      if (request.configuration?.returnImmediately === true)
+        return { task: toA2aTask(await start()) };
+      return { task: toA2aTask(await awaitSettled(call, start)) };
+    }
+    case 'GetTask': {
+      const { id } = parseParams(taskIdRequestSchema, params, method);
+      return toA2aTask(await findTask(services, viewer, id));
+    }
+    case 'CancelTask': {
+      const { id } = parseParams(taskIdRequestSchema, params, method);
+      return toA2aTask(await cancel(services, viewer, id));
+    }
+    case 'SendStreamingMessage': {
+      const request = parseParams(sendMessageParamsSchema, params, method);
+      rejectContinuation(request.message.taskId);
+      const create = taskRequestFromMessage(request, call.preferRuntime);
+      return streamTask(
+        call,
+        async () => (await new TaskService(services).create(viewer, create)).task,
+      );
+    }
+    case 'SubscribeToTask': {
+      const { id } = parseParams(taskIdRequestSchema, params, method);
+      const task = await findTask(services, viewer, id);
+      if (endsA2aStream(task.state)) {
+        throw new A2aRpcError(
+          'unsupportedOperation',
+          `task ${id} is ${task.state}: there are no updates to subscribe to`,
+          { id, state: task.state },
+        );
+      }
+      return streamTask(call, () => findTask(services, viewer, id), id);
+    }
+    case 'CreateTaskPushNotificationConfig':
+    case 'GetTaskPushNotificationConfig':
+    case 'ListTaskPushNotificationConfigs':
+    case 'DeleteTaskPushNotificationConfig':
+      throw new A2aRpcError(
+        'pushNotificationNotSupported',
+        'this hub does not send A2A push notifications; stream with SendStreamingMessage or SubscribeToTask (or use a ctxbus push subscription)',
+      );
+    case 'ListTasks':
+    case 'GetExtendedAgentCard':
+      throw new A2aRpcError('unsupportedOperation', `${method} is not supported by this hub`);
+    default:
+      throw new A2aRpcError(
+        'methodNotFound',
+        `no method ${method} (A2A 1.0 names, e.g. SendMessage)`,
+      );
+  }
+}
+
+function rejectContinuation(taskId: string | undefined): void {
+  if (taskId !== undefined && taskId !== '') {
+    throw new A2aRpcError(
+      'unsupportedOperation',
+      'a message to an existing task is not supported: each message creates a task',
+      { taskId },
+    );
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * How long a blocking SendMessage (A2A's default, `returnImmediately` false) waits for the task
+ * to end or be interrupted; past it, the task is answered as it stands (a queued task may wait
+ * for hours, longer than any HTTP request should).
+ */
+export const A2A_BLOCKING_WAIT_MS = 25_000;
+
+/**
+ * Creates the task and waits, on the change feed, until its status items say it ended or is
+ * interrupted, or for A2A_BLOCKING_WAIT_MS; then answers the task as the store has it.
+ */
+async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<Task> {
+  const { services, viewer } = call;
+  const subscriber = services.feed.subscribe(
+    viewer,
+    { tags: [TASK_TAG] },
+    await services.store.latestSeq(),
+  );
+  const timer = setTimeout(() => subscriber.close(), A2A_BLOCKING_WAIT_MS);
+  try {
+    const task = await start();
+    const scopeKey = `task:${task.id}`;
+    let state: TaskState = task.state;
+    while (!endsA2aStream(state)) {
+      const changes = await subscriber.next();
+      if (changes === null) break;
+      for (const change of changes) state = itemTaskState(change.item, scopeKey) ?? state;
+    }
+    return (await services.store.getTask(viewer.teamId, task.id))?.task ?? task;
+  } finally {
+    clearTimeout(timer);
+    subscriber.close();
+  }
+}
+
+const statusItemSchema = z.object({ task: z.object({ state: z.enum(TASK_STATES) }) });
+
+/** The task state a change's item was written for, when it is that task's status item. */
+function itemTaskState(item: ContextItem, scopeKey: string): TaskState | null {
+  if (item.scopeKey !== scopeKey) return null;
+  const parsed = statusItemSchema.safeParse(item.runtimeOptions);
+  return parsed.success ? parsed.data.task.state : null;
+}
+
+/**
+ * An SSE stream of one task: the Task first, then a status update (and the result artifact)
+ * for each change of its state, until a terminal or interrupted state. Changes come from the
+ * change feed (the task's status items), subscribed to before the task is read or created so
+ * that none falls between.
+ */
+async function streamTask(
+  call: RpcCall,
+  start: () => Promise<Task>,
+  taskId?: string,
+): Promise<Response> {
+  const { services, viewer, caller, context, id } = call;
+  const subscriber = services.feed.subscribe(
+    viewer,
+    // A known task: only its status items; a task about to be created: every task's.
+    taskId === undefined ? { tags: [TASK_TAG] } : { tags: [TASK_TAG], scopeKey: `task:${taskId}` },
+    await services.store.latestSeq(),
+    streamOwner(caller, context),
+  );
+  let task: Task;
+  try {
+    task = await start();
+  } catch (error) {
+    subscriber.close();
+    throw error;
+  }
+  const sink = openEventSink(context, () => subscriber.close());
+  const send = (result: unknown) =>
+    sink.write(encoder.encode(`data: ${JSON.stringify(rpcResult(id, result))}\n\n`));
+  const scopeKey = `task:${task.id}`;
+  void (async () => {
+    const keepAlive = setInterval(
+      () => sink.write(encoder.encode(': keep-alive\n\n')),
+      services.keepAliveSeconds * 1000,
+    );
+    try {
+      send({ task: toA2aTask(task) });
+      let last: TaskState = task.state;
+      while (!endsA2aStream(last) && !sink.closed) {
+        const changes = await subscriber.next();
+        if (changes === null) break;
+        for (const change of changes) {
+          const state = itemTaskState(change.item, scopeKey);
+          if (state === null || state === last) continue;
+          last = state;
+          if (!endsA2aStream(state)) {
+            // Each status item says the state it was written for: a quick WORKING then
+            // COMPLETED arrive as two updates even when read in one batch.
+            const status = { state: A2A_TASK_STATES[state], timestamp: change.item.createdAt };
+            send({ statusUpdate: { taskId: task.id, contextId: task.id, status } });
+            continue;
+          }
+          const found = await services.store.getTask(viewer.teamId, task.id);
+          const now = found && found.task.state === state ? found.task : null;
+          const artifact = now ? a2aArtifact(now) : null;
+          if (artifact && state === 'COMPLETED') {
+            send({
+              artifactUpdate: { taskId: task.id, contextId: task.id, artifact, lastChunk: true },
+            });
+          }
+          const status = now
+            ? a2aStatus(now)
+            : { state: A2A_TASK_STATES[state], timestamp: change.item.createdAt };
+          send({ statusUpdate: { taskId: task.id, contextId: task.id, status } });
+          break;
+        }
+      }
+    } catch (error) {
+      services.logger.warn({ err: error, taskId: task.id }, 'A2A task stream ended with an error');
+      sink.write(encoder.encode(`data: ${JSON.stringify(rpcError(id, error))}\n\n`));
+    } finally {
+      clearInterval(keepAlive);
+      subscriber.close();
+      sink.end();
+    }
+  })();
+  return sink.response;
+}
+
+async function handleRpc(
+  input: { services: HubServices; viewer: Viewer; caller: RuntimeCaller; context: Context },
+  preferRuntime?: string,
+): Promise<Response> {
+  const { services, context } = input;
+  // An undeclared runtime's endpoint does not exist: 404, as its card does.
+  if (
+    preferRuntime !== undefined &&
+    !Object.hasOwn(services.capabilities.matrix().runtimes, preferRuntime)
+  ) {
+    throw new CtxbusError('not_found', `no runtime ${preferRuntime} in the capability matrix`);
+  }
+  let id: JsonRpcId = null;
+  try {
+    const version = context.req.header('a2a-version');
+    const request = await readRpcRequest(context);
+    id = request.id ?? null;
+    if (version !== undefined && version.trim() !== '' && !['1', '1.0'].includes(version.trim())) {
+      throw new A2aRpcError(
+        'versionNotSupported',
+        `A2A-Version ${version} is not supported; this hub speaks ${A2A_VERSION}`,
+      );
+    }
+    const result = await serveCall({
+      ...input,
+      id,
+      method: request.method,
+      params: request.params,
+      ...(preferRuntime !== undefined && { preferRuntime }),
+    });
+    if (result instanceof Response) return result;
+    return context.json(rpcResult(id, result));
+  } catch (error) {
+    if (CtxbusError.isInstance(error) && error.code === 'unsupported_media_type') throw error;
+    if (!(error instanceof A2aRpcError) && !CtxbusError.isInstance(error)) {
+      services.logger.error({ err: error }, 'A2A call failed');
+    }
+    const envelopeId = (error as { id?: JsonRpcId }).id;
+    return context.json(rpcError(envelopeId ?? id, error));
+  }
+}
+
+const RPC_DESCRIPTION =
+  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
+
+/** The A2A routes: the hub's card, each runtime's card, and the JSON-RPC endpoints. */
+export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/.well-known/agent-card.json',
+      operationId: 'getAgentCard',
+      summary: "The hub's A2A Agent Card (no auth)",
+      description:
+        "Skills are the capabilities some declared runtime can do; the JSON-RPC interface is `/a2a`. URLs in it are the hub's `--public-url`, else the request's origin when that is a loopback name (any other name: 503).",
+      tags: ['a2a'],
+      auth: 'public',
+      responses: {
+        200: { description: 'The card.', schema: agentCardSchema },
+        503: {
+          description: 'No public URL configured, and the request is not to a loopback name.',
+        },
+      },
+      handler({ services, context }) {
+        const card = agentCardFor(services.capabilities.matrix(), {
+          baseUrl: cardBaseUrl(context.req.url, options.publicUrl),
+          version: services.version,
+        });
+        return { status: 200, body: card };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/a2a/:runtime/.well-known/agent-card.json',
+      operationId: 'getRuntimeAgentCard',
+      summary: "A declared runtime's A2A Agent Card (no auth)",
+      description:
+        "Discover it with the runtime's base URL, `<hub>/a2a/<runtime>/`. Its skills are what that runtime can do; its interface `/a2a/<runtime>` is the hub's endpoint, with tasks preferring that runtime.",
+      tags: ['a2a'],
+      auth: 'public',
+      params: runtimeParamsSchema,
+      responses: {
+        200: { description: 'The card.', schema: agentCardSchema },
+        404: { description: 'The runtime is not declared in the capability matrix (`not_found`).' },
+      },
+      handler({ params, services, context }) {
+        const matrix = services.capabilities.matrix();
+        if (!Object.hasOwn(matrix.runtimes, params.runtime)) {
+          throw new CtxbusError(
+            'not_found',
+            `no runtime ${params.runtime} in the capability matrix`,
+            { details: { runtime: params.runtime } },
+          );
+        }
+        const card = agentCardFor(matrix, {
+          baseUrl: cardBaseUrl(context.req.url, options.publicUrl),
+          version: services.version,
+          runtime: params.runtime,
+        });
+        return { status: 200, body: card };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/a2a',
+      operationId: 'a2aJsonRpc',
+      summary: 'A2A 1.0 JSON-RPC: send a message that creates a task, get, cancel, stream',
+      description: RPC_DESCRIPTION,
+      tags: ['a2a'],
+      auth: 'runtime',
+      headers: [{ name: 'A2A-Version', description: 'The A2A version the client speaks (1.0).' }],
+      responses: {
+        200: {
+          description:
+            'A JSON-RPC response (or, for the streaming methods, an SSE stream of them).',
+          schema: jsonRpcResponseSchema,
+        },
+      },
+      handler: (input) => handleRpc(input),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/a2a/:runtime',
+      operationId: 'a2aRuntimeJsonRpc',
+      summary: "A2A 1.0 JSON-RPC through a runtime's card: its tasks prefer that runtime",
+      description: `${RPC_DESCRIPTION} Tasks sent here put the runtime first in \`preferences.prefer\`.`,
+      tags: ['a2a'],
+      auth: 'runtime',
+      params: runtimeParamsSchema,
+      responses: {
+        200: {
+          description: 'A JSON-RPC response (or an SSE stream of them).',
+          schema: jsonRpcResponseSchema,
+        },
+      },
+      handler: (input) => handleRpc(input, input.params.runtime),
+    }),
+  ];
+}

@@ -1,0 +1,445 @@
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
+import { Role, TaskState } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import {
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+} from '@a2a-js/sdk/errors';
+import { call, runCli, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { describe, expect, it } from 'vitest';
+
+// A2A 1.0 against a real `ctxbus serve`, spoken by the real @a2a-js/sdk client: the Agent
+// Cards, a message that becomes a routed ctxbus task (the same task /api/tasks shows), get,
+// cancel, and a stream of its states while a worker claims and completes it over /api/tasks.
+
+const ROUTING = 'urn:ctxbus:a2a:routing:v1';
+
+const dataDir = tempDir('ctxbus-a2a-');
+writeFileSync(
+  join(dataDir, 'capabilities.yaml'),
+  readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
+);
+
+const hub = useHubProcess({
+  dataDir,
+  tokens: {
+    claw: ['acme', 'openclaw'],
+    code: ['acme', 'claude-code'],
+    globex: ['globex', 'openclaw'],
+  },
+});
+
+/** A client that discovers the hub's card and sends `token` (or none) with every call. */
+async function clientFor(token: string | null, base = hub.url) {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token !== null) headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    }),
+  );
+  return factory.createFromUrl(base);
+}
+
+let messages = 0;
+function textPart(value: string): Part {
+  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' };
+}
+function dataPart(value: unknown): Part {
+  return { content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: '' };
+}
+function message(parts: Part[], metadata?: Record<string, unknown>): Message {
+  messages += 1;
+  return {
+    messageId: `msg-${process.pid}-${messages}-${Date.now()}`,
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts,
+    metadata,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+/** SendMessage's request; `returnImmediately` unless `blocking` (A2A's default: wait). */
+function send(msg: Message, blocking = false) {
+  return {
+    tenant: '',
+    message: msg,
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: undefined,
+      historyLength: undefined,
+      returnImmediately: !blocking,
+    },
+    metadata: undefined,
+  };
+}
+/** "run the tests" for code_execution, its argv in a data part. */
+function codeMessage(title: string): Message {
+  return message([textPart(title), dataPart({ argv: ['npm', 'test'] })], {
+    [ROUTING]: { requiredCapabilities: ['code_execution'] },
+  });
+}
+
+function asTask(result: Task | Message): Task {
+  if (!('status' in result)) throw new Error(`expected a task, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+async function claimThis(id: string, workerId: string, base = hub.url, token = hub.tokens.code) {
+  for (;;) {
+    const response = await call(base, 'POST', '/api/tasks/claim', {
+      token,
+      body: { workerId, leaseMs: 30_000 },
+    });
+    expect(response.status).toBe(200);
+    const task = response.body.task;
+    if (!task) throw new Error(`task ${id} was not claimable`);
+    if (task.id === id) return task as { id: string; lease: { token: number } };
+    await call(base, 'POST', `/api/tasks/${task.id}/cancel`, {
+      token,
+      body: {},
+    });
+  }
+}
+
+/** GET with a Host header of our choosing (fetch would not let us set it). */
+function getWithHost(path: string, host: string, base = hub.url) {
+  const url = new URL(base);
+  return new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, path, headers: { host } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function states(events: StreamResponse[]): TaskState[] {
+  return events.flatMap((event) => {
+    if (event.payload?.$case === 'task') return [event.payload.value.status?.state ?? -1];
+    if (event.payload?.$case === 'statusUpdate') {
+      return [event.payload.value.status?.state ?? -1];
+    }
+    return [];
+  });
+}
+
+describe('A2A over the hub', () => {
+  it("serves the hub's Agent Card and one per declared runtime, discoverable by the SDK", async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const card = await client.getAgentCard();
+    expect(card.name).toBe('ctxbus hub');
+    expect(card.supportedInterfaces).toEqual([
+      expect.objectContaining({ url: `${hub.url}/a2a`, protocolBinding: 'JSONRPC' }),
+    ]);
+    expect(card.capabilities?.streaming).toBe(true);
+    expect(card.capabilities?.extensions.map((extension) => extension.uri)).toEqual([ROUTING]);
+    expect(card.skills.map((skill) => skill.id)).toContain('code_execution');
+
+    const runtime = await clientFor(hub.tokens.claw, `${hub.url}/a2a/openclaw/`);
+    const runtimeCard = await runtime.getAgentCard();
+    expect(runtimeCard.name).toBe('ctxbus: openclaw');
+    expect(runtimeCard.supportedInterfaces[0]?.url).toBe(`${hub.url}/a2a/openclaw`);
+
+    const undeclared = await call(hub.url, 'GET', '/a2a/nobody/.well-known/agent-card.json', {});
+    expect(undeclared.status).toBe(404);
+    expect(undeclared.body.error.code).toBe('not_found');
+  });
+
+  it('names no Host header it was not configured for: a non-loopback name gets 503', async () => {
+    const port = new URL(hub.url).port;
+    const foreign = await getWithHost('/.well-known/agent-card.json', `evil.example:${port}`);
+    expect(foreign.status).toBe(503);
+    expect(JSON.stringify(foreign.body)).toContain('--public-url');
+    const local = await getWithHost('/.well-known/agent-card.json', `localhost:${port}`);
+    expect(local.status).toBe(200);
+    expect(local.body).toMatchObject({
+      supportedInterfaces: [{ url: `http://localhost:${port}/a2a` }],
+    });
+  });
+
+  it('SendMessage creates a routed ctxbus task; GetTask and /api/tasks show the same task', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const msg = codeMessage('run the tests\nin the api package');
+    const task = asTask(await client.sendMessage(send(msg)));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(task.metadata?.[ROUTING]).toMatchObject({ kind: 'queue', runtime: 'claude-code' });
+    expect(task.metadata?.ctxbus).toMatchObject({
+      origin: 'openclaw',
+      targetRuntime: 'claude-code',
+    });
+
+    const rest = await call(hub.url, 'GET', `/api/tasks/${task.id}`, { token: hub.tokens.claw });
+    expect(rest.status).toBe(200);
+    expect(rest.body.task).toMatchObject({
+      title: 'run the tests',
+      description: 'run the tests\nin the api package',
+      requiredCapabilities: ['code_execution'],
+      origin: 'openclaw',
+      state: 'SUBMITTED',
+      input: { argv: ['npm', 'test'] },
+      idempotencyKey: `a2a:${msg.messageId}`,
+      routing: { kind: 'queue', runtime: 'claude-code' },
+    });
+
+    const got = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
+    expect(got).toMatchObject({ id: task.id, status: { state: TaskState.TASK_STATE_SUBMITTED } });
+    const again = asTask(await client.sendMessage(send(msg)));
+    expect(again.id).toBe(task.id);
+
+    const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const after = await call(hub.url, 'GET', `/api/tasks/${task.id}`, { token: hub.tokens.claw });
+    expect(after.body.task.state).toBe('CANCELED');
+    await expect(
+      client.cancelTask({ tenant: '', id: task.id, metadata: undefined }),
+    ).rejects.toBeInstanceOf(TaskNotCancelableError);
+  });
+
+  it('takes requiredCapabilities from a data part, and says when a message names none', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const task = asTask(
+      await client.sendMessage(
+        send(message([textPart('look it up'), dataPart({ requiredCapabilities: ['search'] })])),
+      ),
+    );
+    const rest = await call(hub.url, 'GET', `/api/tasks/${task.id}`, { token: hub.tokens.claw });
+    expect(rest.body.task.requiredCapabilities).toEqual(['search']);
+    expect(rest.body.task.input).toBeNull();
+
+    const refused = client.sendMessage(send(message([textPart('do something')])));
+    await expect(refused).rejects.toBeInstanceOf(RequestMalformedError);
+    await expect(refused).rejects.toThrow(/requiredCapabilities/);
+  });
+
+  it('streams a task from SUBMITTED to COMPLETED while a worker claims and completes it', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const stream = client.sendMessageStream(send(codeMessage('stream me')));
+    const first = await stream.next();
+    if (first.done || first.value.payload?.$case !== 'task') throw new Error('no task first');
+    const id = first.value.payload.value.id;
+    expect(first.value.payload.value.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+
+    const claimed = await claimThis(id, 'a2a-worker');
+    const done = await call(hub.url, 'POST', `/api/tasks/${id}/complete`, {
+      token: hub.tokens.code,
+      body: { token: claimed.lease.token, result: { exitCode: 0, stdout: 'all green' } },
+    });
+    expect(done.status).toBe(200);
+
+    const rest: StreamResponse[] = [];
+    for await (const event of stream) rest.push(event);
+    expect(states([first.value, ...rest])).toEqual([
+      TaskState.TASK_STATE_SUBMITTED,
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_COMPLETED,
+    ]);
+    const artifact = rest.find((event) => event.payload?.$case === 'artifactUpdate');
+    expect(
+      artifact?.payload?.$case === 'artifactUpdate' && artifact.payload.value.artifact,
+    ).toMatchObject({
+      parts: [{ content: { $case: 'data', value: { exitCode: 0, stdout: 'all green' } } }],
+    });
+    const got = await client.getTask({ tenant: '', id, historyLength: undefined });
+    expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(got.artifacts[0]?.parts[0]?.content).toEqual({
+      $case: 'data',
+      value: { exitCode: 0, stdout: 'all green' },
+    });
+  });
+
+  it('a blocking SendMessage (the default) answers once a worker has completed the task', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const answer = client.sendMessage(send(codeMessage('block until done'), true));
+    let id = '';
+    await waitUntil(async () => {
+      const listed = await call(hub.url, 'GET', '/api/tasks?state=SUBMITTED&limit=200', {
+        token: hub.tokens.claw,
+      });
+      id = listed.body.tasks.find((task: any) => task.title === 'block until done')?.id ?? '';
+      return id !== '';
+    }, 'the blocking message to become a task');
+    const claimed = await claimThis(id, 'blocking-worker');
+    await call(hub.url, 'POST', `/api/tasks/${id}/complete`, {
+      token: hub.tokens.code,
+      body: { token: claimed.lease.token, result: { exitCode: 0 } },
+    });
+    const task = asTask(await answer);
+    expect(task.id).toBe(id);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'data', value: { exitCode: 0 } });
+  });
+
+  it('SubscribeToTask follows a task until it is canceled', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const task = asTask(await client.sendMessage(send(codeMessage('follow me'))));
+    const stream = client.resubscribeTask({ tenant: '', id: task.id });
+    const first = await stream.next();
+    expect(first.done).toBe(false);
+    await claimThis(task.id, 'a2a-follower');
+    const canceled = await call(hub.url, 'POST', `/api/tasks/${task.id}/cancel`, {
+      token: hub.tokens.claw,
+      body: { note: 'never mind' },
+    });
+    expect(canceled.status).toBe(200);
+    const rest: StreamResponse[] = [];
+    for await (const event of stream) rest.push(event);
+    expect(states([first.value as StreamResponse, ...rest])).toEqual([
+      TaskState.TASK_STATE_SUBMITTED,
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_CANCELED,
+    ]);
+  });
+
+  it('answers A2A errors: an unknown task, another team, no token, an unknown method', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    await expect(
+      client.getTask({
+        tenant: '',
+        id: 'task_00000000-0000-4000-8000-000000000000',
+        historyLength: undefined,
+      }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(
+      client.getTask({ tenant: '', id: 'not-a-task-id', historyLength: undefined }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+
+    const mine = asTask(await client.sendMessage(send(codeMessage('acme only'))));
+    const other = await clientFor(hub.tokens.globex);
+    await expect(
+      other.getTask({ tenant: '', id: mine.id, historyLength: undefined }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+
+    const anonymous = await clientFor(null);
+    await expect(anonymous.sendMessage(send(codeMessage('who am I')))).rejects.toThrow(/401/);
+
+    const unknown = await fetch(`${hub.url}/a2a`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hub.tokens.claw}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'message/send', params: {} }),
+    });
+    expect(await unknown.json()).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32601 } });
+    const garbled = await fetch(`${hub.url}/a2a`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hub.tokens.claw}`, 'content-type': 'application/json' },
+      body: '{"jsonrpc":',
+    });
+    expect(await garbled.json()).toMatchObject({ id: null, error: { code: -32700 } });
+  });
+
+  it("runs the README's A2A example as written", async () => {
+    const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## A2A\n'));
+    const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    if (!block) throw new Error('README has no sh block under "## A2A"');
+    const { stdout } = await promisify(execFile)('bash', ['-euc', block], {
+      env: { ...process.env, CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.claw },
+    });
+    const [card, sent] = stdout.split(/(?<=})(?=\{)/).map((text) => JSON.parse(text));
+    expect(card).toMatchObject({
+      name: 'ctxbus hub',
+      supportedInterfaces: [{ url: `${hub.url}/a2a`, protocolBinding: 'JSONRPC' }],
+      capabilities: { streaming: true },
+    });
+    expect(sent).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: {
+        task: {
+          status: { state: 'TASK_STATE_SUBMITTED' },
+          metadata: {
+            [ROUTING]: { kind: 'queue', runtime: 'claude-code' },
+            ctxbus: { origin: 'openclaw' },
+          },
+        },
+      },
+    });
+  });
+});
+
+describe('A2A cards behind --public-url', () => {
+  const behind = useHubProcess({ args: ['--public-url', 'https://hub.example.com/ctxbus/'] });
+
+  it('name the public URL whatever Host the request came with', async () => {
+    for (const host of ['evil.example', `127.0.0.1:${new URL(behind.url).port}`]) {
+      const card = await getWithHost('/.well-known/agent-card.json', host, behind.url);
+      expect(card.status).toBe(200);
+      expect(card.body).toMatchObject({
+        supportedInterfaces: [{ url: 'https://hub.example.com/ctxbus/a2a' }],
+      });
+    }
+  });
+
+  it('refuse a public URL that is not http(s)', async () => {
+    const result = await runCli(
+      ['serve', '--port', '0', '--data', tempDir(), '--public-url', 'ftp://x'],
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--public-url must be an http(s) URL');
+  });
+});
+
+await withPostgres('A2A on PostgreSQL', (url, schemas) => {
+  describe('A2A across two hubs on one PostgreSQL schema', () => {
+    const schema = schemas.next('a2a');
+    const file = join(tempDir('ctxbus-a2a-pg-'), 'capabilities.yaml');
+    writeFileSync(
+      file,
+      readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
+    );
+    const a = useHubProcess({
+      store: storeUrl(url, schema),
+      args: ['--capabilities', file],
+      tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
+    });
+    const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+
+    it('streams from one hub what a worker does through the other', async () => {
+      const client = await clientFor(a.tokens.claw, b.url);
+      const stream = client.sendMessageStream(send(codeMessage('across hubs')));
+      const first = await stream.next();
+      if (first.done || first.value.payload?.$case !== 'task') throw new Error('no task first');
+      const id = first.value.payload.value.id;
+      const claimed = await claimThis(id, 'pg-worker', a.url, a.tokens.code);
+      const done = await call(a.url, 'POST', `/api/tasks/${id}/complete`, {
+        token: a.tokens.code,
+        body: { token: claimed.lease.token, result: { exitCode: 0 } },
+      });
+      expect(done.status).toBe(200);
+      const rest: StreamResponse[] = [];
+      for await (const event of stream) rest.push(event);
+      expect(states([first.value, ...rest])).toEqual([
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_COMPLETED,
+      ]);
+      const listed = await call(a.url, 'GET', '/api/tasks?state=COMPLETED', {
+        token: a.tokens.claw,
+      });
+      expect(listed.body.tasks.map((task: { id: string }) => task.id)).toContain(id);
+    });
+  });
+});
