@@ -15,6 +15,7 @@ import type {
   TaskError,
   TaskEvent,
   TaskState,
+  UpdateTaskRequest,
   TokenInfo,
   WriteResponse,
 } from '@ctxbus/core/contract';
@@ -344,6 +345,8 @@ export class CtxbusClient {
       target?: string;
       origin?: string;
       limit?: number;
+      /** `newest`: newest created first (default: oldest first). */
+      order?: 'oldest' | 'newest';
       after?: string;
     } = {},
   ) {
@@ -358,6 +361,15 @@ export class CtxbusClient {
         json: note === undefined ? {} : { note },
       })
     ).task;
+  }
+
+  /**
+   * Records progress (the task's current state: the note only) or moves the task to SUBMITTED,
+   * INPUT_REQUIRED, FAILED or CANCELED. A WORKING task moves only with its fencing token.
+   */
+  async updateTask(id: string, body: UpdateTaskRequest): Promise<Task> {
+    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/update`, { json: body }))
+      .task;
   }
 
   /** Worker: the oldest task routed to this runtime, now WORKING under a lease; null if none. */

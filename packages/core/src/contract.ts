@@ -173,11 +173,12 @@ export {
   subscriptionSchema,
   webhookPayloadSchema,
 } from './subscription-schemas.js';
-export type { CreateTaskRequest } from './task-api-schemas.js';
+export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
 export {
   approvalDecisionBodySchema,
   approvalKeyResponseSchema,
   approvalRequestBodySchema,
+  ACTIVE_TASK_STATES,
   cancelTaskRequestSchema,
   claimTaskRequestSchema,
   claimTaskResponseSchema,
@@ -191,6 +192,8 @@ export {
   taskIdParamsSchema,
   taskResponseSchema,
   taskWithHistoryResponseSchema,
+  UPDATE_TASK_STATES,
+  updateTaskRequestSchema,
 } from './task-api-schemas.js';
 export type {
   JsonObject,

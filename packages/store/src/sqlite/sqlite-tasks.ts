@@ -243,12 +243,20 @@ export class SqliteTasks implements TaskStore {
       clauses.push('origin = ?');
       params.push(options.origin);
     }
+    const newest = options.order === 'newest';
     if (options.after !== undefined) {
-      clauses.push('rid > coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 0)');
+      clauses.push(
+        newest
+          ? 'rid < coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 9223372036854775807)'
+          : 'rid > coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 0)',
+      );
       params.push(teamId, options.after);
     }
+    const order = newest ? 'rid DESC' : 'rid';
     const rows = this.connection
-      .statement(`SELECT ${COLUMNS} FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY rid LIMIT ?`)
+      .statement(
+        `SELECT ${COLUMNS} FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ?`,
+      )
       .all(...params, options.limit) as unknown as TaskRow[];
     return rows.map((row) => rowToStored(row).task);
   }
