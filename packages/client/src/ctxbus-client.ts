@@ -15,8 +15,8 @@ import type {
   TaskError,
   TaskEvent,
   TaskState,
-  UpdateTaskRequest,
   TokenInfo,
+  UpdateTaskRequest,
   WriteResponse,
 } from '@ctxbus/core/contract';
 import {
@@ -368,8 +368,9 @@ export class CtxbusClient {
    * INPUT_REQUIRED, FAILED or CANCELED. A WORKING task moves only with its fencing token.
    */
   async updateTask(id: string, body: UpdateTaskRequest): Promise<Task> {
-    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/update`, { json: body }))
-      .task;
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/update`, { json: body })
+    ).task;
   }
 
   /** Worker: the oldest task routed to this runtime, now WORKING under a lease; null if none. */

@@ -142,7 +142,12 @@ export const approvalKeyResponseSchema = z.object({
 });
 
 /** The non-terminal states: the team's active tasks. */
-export const ACTIVE_TASK_STATES = ['SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED'] as const;
+export const ACTIVE_TASK_STATES = [
+  'SUBMITTED',
+  'WORKING',
+  'INPUT_REQUIRED',
+  'AUTH_REQUIRED',
+] as const;
 
 /**
  * States `POST /api/tasks/:id/update` may move a task to. WORKING is entered by a claim,

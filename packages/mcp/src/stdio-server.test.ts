@@ -58,7 +58,7 @@ describe('the stdio executable', () => {
     try {
       expect(client.getServerVersion()?.name).toBe('ctxbus');
       const { tools } = await client.listTools();
-      expect(tools).toHaveLength(6);
+      expect(tools).toHaveLength(9);
 
       await client.subscribeResource({ uri: 'decisions://recent' });
       const written = await client.callTool({

@@ -12,9 +12,9 @@ import {
   searchRequestSchema,
   searchResponseSchema,
   sharedCandidateQueries,
-  sharedTaskQueries,
   sharedQuerySchema,
   sharedResponseSchema,
+  sharedTaskQueries,
   writeRequestSchema,
   writeResponseSchema,
 } from '@ctxbus/core';

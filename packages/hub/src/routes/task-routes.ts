@@ -221,7 +221,8 @@ export const taskRoutes = [
     method: 'POST',
     path: '/api/tasks/:id/update',
     operationId: 'updateTask',
-    summary: 'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
+    summary:
+      'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
     description:
       "For the origin or the doer (any runtime of the team). `state` equal to the task's current state (not terminal) records the note only, as the task's status item. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
     tags: ['tasks'],

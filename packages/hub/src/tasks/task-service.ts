@@ -1,10 +1,10 @@
 import type {
   ContextItemInput,
   CreateTaskRequest,
-  UpdateTaskRequest,
   RoutingDecision,
   Task,
   TaskState,
+  UpdateTaskRequest,
   Urgency,
   Viewer,
 } from '@ctxbus/core';
@@ -121,7 +121,8 @@ export function taskStatusItem(task: Task, note: string | null): ContextItemInpu
 function updateRefusal(task: Task, state: TaskState): string {
   const how: Partial<Record<TaskState, string>> = {
     WORKING: 'a worker claims it (POST /api/tasks/claim)',
-    COMPLETED: 'its holder completes it with the result and fencing token (POST /api/tasks/:id/complete)',
+    COMPLETED:
+      'its holder completes it with the result and fencing token (POST /api/tasks/:id/complete)',
     AUTH_REQUIRED: 'the hub sets it when a human must approve',
     REJECTED: 'the router sets it when no runtime can do the task',
   };
