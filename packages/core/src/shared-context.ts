@@ -117,13 +117,17 @@ export function sharedTaskQueries(limits: SharedContextLimits = DEFAULT_SHARED_L
 
 const TASK_SCOPE_KEY = /^task:(task_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
+/** The id of the task-store task an item's scope key names (`task:task_<uuid>`). */
+function hubTaskIdOf(item: ContextItem): string | undefined {
+  return TASK_SCOPE_KEY.exec(item.scopeKey ?? '')?.[1];
+}
+
 /** The hub task a status item reports (`runtimeOptions.task`), with the state it reports. */
 function reportedTask(item: ContextItem): { id: string; state: string } | null {
   if (item.type !== 'status') return null;
-  const match = TASK_SCOPE_KEY.exec(item.scopeKey ?? '');
+  const id = hubTaskIdOf(item);
   const reported = (item.runtimeOptions as { task?: { id?: unknown; state?: unknown } } | null)
     ?.task;
-  const id = match?.[1];
   if (id === undefined || reported?.id !== id || typeof reported.state !== 'string') return null;
   return { id, state: reported.state };
 }
@@ -319,8 +323,10 @@ export function selectSharedContext(
     const unique = new Map<string, ContextItem>();
     for (const item of candidates[section] ?? []) {
       if (!visible(item)) continue;
-      // The store's tasks are the active-tasks section; their status items are left to others.
-      if (section === 'activeTasks' && reportOf(item) !== null) continue;
+      // The store's tasks are the active-tasks section: no status item about one of them is.
+      if (section === 'activeTasks' && tasks !== undefined && hubTaskIdOf(item) !== undefined) {
+        continue;
+      }
       unique.set(item.id, item);
     }
     const ordered = [...unique.values()].sort(SECTION_ORDER[section] ?? newestFirst);
