@@ -334,7 +334,16 @@ describe('the OpenAPI document', () => {
       [
         'acknowledgeChanges',
         'announcePresence',
+        'cancelTask',
+        'claimTask',
+        'completeTask',
         'consumeContextItem',
+        'createTask',
+        'failTask',
+        'getTask',
+        'listTasks',
+        'renewTask',
+        'updateTask',
         'createSubscription',
         'createToken',
         'deleteSubscription',
@@ -366,7 +375,9 @@ describe('the OpenAPI document', () => {
         ? 'tok_unknown'
         : path.includes('subscriptions')
           ? 'sub_019a0000-0000-7000-8000-00000000beef'
-          : '019a0000-0000-7000-8000-00000000beef';
+          : path.includes('tasks')
+            ? 'task_019a0000-0000-7000-8000-00000000beef'
+            : '019a0000-0000-7000-8000-00000000beef';
       const concrete = path.replace('{id}', unknownId);
       if (operation.security.length > 0) {
         const response = await call(hub.url, method.toUpperCase(), concrete);
@@ -383,7 +394,15 @@ describe('the OpenAPI document', () => {
       }
       if (path.includes('{id}')) {
         // A valid body where one is needed, so that the unknown id is what fails.
-        const body = operation.operationId === 'acknowledgeChanges' ? { seq: 0 } : undefined;
+        const bodies: Record<string, unknown> = {
+          acknowledgeChanges: { seq: 0 },
+          cancelTask: {},
+          renewTask: { token: 1 },
+          completeTask: { token: 1, result: {} },
+          failTask: { token: 1, error: { code: 'failed', message: 'no' } },
+          updateTask: { state: 'CANCELED' },
+        };
+        const body = bodies[operation.operationId];
         const response = await call(hub.url, method.toUpperCase(), concrete, { token, body });
         expect(response.status, `${method} ${path} with an unknown id`).toBe(404);
       }
