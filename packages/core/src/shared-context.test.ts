@@ -103,6 +103,7 @@ describe('selectSharedContext with the task store', () => {
     createdAt: `2026-11-20T00:00:0${n}.000Z`,
     updatedAt: `2026-11-20T00:00:0${n}.000Z`,
     expiresAt: null,
+    approval: null,
   });
   /** A task status item as the hub writes it. */
   const report = (n: number, state: string, title: string, urgency = 'background') =>

@@ -30,6 +30,18 @@ export const taskViewSchema = z.object({
     .describe('While WORKING: who holds it, and the fencing token task_update needs.'),
   result: z.unknown().describe('The result once COMPLETED.'),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  approval: z
+    .object({
+      status: z.string().describe('pending, approved, denied or expired.'),
+      argv: z.array(z.string()),
+      cwd: z.string().nullable(),
+      expiresAt: z.string(),
+      decidedBy: z.string().nullable(),
+    })
+    .nullable()
+    .describe(
+      'The exact command a human must approve (ctxbus approve|deny TASK), once a worker asked.',
+    ),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -71,6 +83,17 @@ export function toTaskView(task: Task): TaskView {
     lease: task.lease,
     result: task.result,
     error: task.error,
+    approval: task.approval
+      ? {
+          status: task.approval.status,
+          argv: Array.isArray(task.approval.request.argv)
+            ? task.approval.request.argv.map(String)
+            : [],
+          cwd: typeof task.approval.request.cwd === 'string' ? task.approval.request.cwd : null,
+          expiresAt: task.approval.expiresAt,
+          decidedBy: task.approval.decidedBy,
+        }
+      : null,
     createdAt: task.createdAt,
     updatedAt: task.updatedAt,
   };
@@ -134,6 +157,14 @@ export function taskText(task: TaskView, history: readonly TaskEvent[] = []): st
   if (task.state === 'COMPLETED')
     lines.push(`Result: ${cut(JSON.stringify(task.result) ?? 'null')}`);
   if (task.error) lines.push(`Error (${task.error.code}): ${cut(task.error.message, 600)}`);
+  if (task.approval) {
+    const command = `${cut(task.approval.argv.join(' '), 400)}${task.approval.cwd ? ` in ${task.approval.cwd}` : ''}`;
+    lines.push(
+      task.approval.status === 'pending'
+        ? `Approval pending until ${task.approval.expiresAt}: ${command} (a human answers: ctxbus approve|deny ${task.id})`
+        : `Approval ${task.approval.status}${task.approval.decidedBy ? ` by ${task.approval.decidedBy}` : ''}: ${command}`,
+    );
+  }
   const recent = history.slice(-TASK_HISTORY_ENTRIES);
   if (recent.length > 0) {
     lines.push(

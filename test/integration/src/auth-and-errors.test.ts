@@ -334,6 +334,8 @@ describe('the OpenAPI document', () => {
       [
         'acknowledgeChanges',
         'announcePresence',
+        'approvalKey',
+        'approveTask',
         'cancelTask',
         'claimTask',
         'completeTask',
@@ -347,11 +349,13 @@ describe('the OpenAPI document', () => {
         'createSubscription',
         'createToken',
         'deleteSubscription',
+        'denyTask',
         'getSubscription',
         'listArchive',
         'listDeadLetters',
         'listSubscriptions',
         'pendingChanges',
+        'requestApproval',
         'getCapabilities',
         'getContextItem',
         'health',
@@ -401,6 +405,12 @@ describe('the OpenAPI document', () => {
           completeTask: { token: 1, result: {} },
           failTask: { token: 1, error: { code: 'failed', message: 'no' } },
           updateTask: { state: 'CANCELED' },
+          requestApproval: {
+            token: 1,
+            request: { argv: ['true'], cwd: '/tmp', scriptHash: null, because: 'not_allowed' },
+          },
+          approveTask: {},
+          denyTask: {},
         };
         const body = bodies[operation.operationId];
         const response = await call(hub.url, method.toUpperCase(), concrete, { token, body });

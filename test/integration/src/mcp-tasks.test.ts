@@ -186,11 +186,33 @@ describe("the shared bundle's active tasks come from the task store", () => {
   });
 
   it('AUTH_REQUIRED and REJECTED show as blocking; an approval wait that ended stops blocking', async () => {
+    // An origin the file does not declare: the worker binds the command and asks a human.
     const held = (await call(hub.url, 'POST', '/api/tasks', {
       token: hub.tokens.intern,
       body: codeTask('Shared: needs approval'),
     })) as { body: { task: { id: string; state: string } } };
-    expect(held.body.task.state).toBe('AUTH_REQUIRED');
+    let claimed: { id: string; lease: { token: number } } | null = null;
+    while (claimed?.id !== held.body.task.id) {
+      const response = await call(hub.url, 'POST', '/api/tasks/claim', {
+        token: hub.tokens.code,
+        body: { workerId: 'w-approval' },
+      });
+      claimed = response.body.task;
+      if (!claimed) throw new Error('the held task was not claimable');
+    }
+    const asked = await call(hub.url, 'POST', `/api/tasks/${held.body.task.id}/approval-request`, {
+      token: hub.tokens.code,
+      body: {
+        token: claimed.lease.token,
+        request: {
+          argv: ['pnpm', 'deploy'],
+          cwd: '/tmp',
+          scriptHash: null,
+          because: 'untrusted_origin',
+        },
+      },
+    });
+    expect(asked.body.task?.state).toBe('AUTH_REQUIRED');
     const rejected = (await call(hub.url, 'POST', '/api/tasks', {
       token: hub.tokens.claw,
       body: { title: 'Shared: fly a drone', requiredCapabilities: ['drone_flight'] },
@@ -199,7 +221,7 @@ describe("the shared bundle's active tasks come from the task store", () => {
 
     let bundle = await shared();
     const blocked = bundle.blockedItems.map((entry) => entry.text).join('\n');
-    expect(blocked).toContain('Task AUTH_REQUIRED: Shared: needs approval');
+    expect(blocked).toContain('Shared: needs approval');
     expect(blocked).toContain('Task REJECTED: Shared: fly a drone');
     // Shown once: as blocking, not again among the active tasks.
     expect(ids(bundle.activeTasks)).not.toContain(`task:${held.body.task.id}`);

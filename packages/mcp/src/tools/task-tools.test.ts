@@ -106,7 +106,7 @@ describe('task_create', () => {
     expect(textOf(result)).toMatch(/no runtime can do it: the task is REJECTED/);
   });
 
-  it('a runtime the file does not declare needs a human’s approval: AUTH_REQUIRED', async () => {
+  it('a runtime the file does not declare needs a human’s approval; task_update never gives it', async () => {
     const intern = await connectInMemory(
       createCtxbusMcpServer({
         backend: createClient({ url: hub.url, token: await hub.mint('intern') }),
@@ -114,12 +114,29 @@ describe('task_create', () => {
     );
     try {
       const { result, structured } = await ok(intern, 'task_create', codeTask('Deploy'));
-      expect(structured.task.state).toBe('AUTH_REQUIRED');
+      // Queued, flagged: the worker binds the exact command and asks for the approval.
       expect(structured.routing?.requiresApproval).toBe(true);
       expect(textOf(result)).toMatch(/A human must approve it first: intern is not declared/);
-      // task_update never approves: leaving AUTH_REQUIRED for SUBMITTED is an approval.
+      const id = structured.task.id;
+      const claimed = await claimThis(id, 'worker-approval');
+      await worker.requestApproval(id, {
+        token: claimed.lease?.token ?? 0,
+        request: {
+          argv: ['pnpm', 'deploy'],
+          cwd: '/tmp',
+          scriptHash: null,
+          because: 'untrusted_origin',
+        },
+      });
+      const status = await ok(intern, 'task_status', { taskId: id });
+      expect(status.structured.task.state).toBe('AUTH_REQUIRED');
+      expect(textOf(status.result)).toContain(`Approval pending until`);
+      expect(textOf(status.result)).toContain(
+        `pnpm deploy in /tmp (a human answers: ctxbus approve|deny ${id})`,
+      );
+      // Leaving AUTH_REQUIRED for SUBMITTED is an approval, never an update.
       const sneak = await call(intern, 'task_update', {
-        taskId: structured.task.id,
+        taskId: id,
         status: 'SUBMITTED',
         note: 'approve myself',
       });
@@ -127,7 +144,7 @@ describe('task_create', () => {
       expect(textOf(sneak.result)).toMatch(/waits for a human's approval/);
       // Canceling it does work.
       const canceled = await ok(intern, 'task_update', {
-        taskId: structured.task.id,
+        taskId: id,
         status: 'CANCELED',
         note: 'not needed',
       });
