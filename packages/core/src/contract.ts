@@ -175,10 +175,10 @@ export {
 } from './subscription-schemas.js';
 export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
 export {
+  ACTIVE_TASK_STATES,
   approvalDecisionBodySchema,
   approvalKeyResponseSchema,
   approvalRequestBodySchema,
-  ACTIVE_TASK_STATES,
   cancelTaskRequestSchema,
   claimTaskRequestSchema,
   claimTaskResponseSchema,
