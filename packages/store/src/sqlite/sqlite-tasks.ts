@@ -1,6 +1,6 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from '@ctxbus/core';
-import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
+import { CtxbusError, isTerminalTaskState, WAITING_TASK_STATES } from '@ctxbus/core';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
@@ -252,7 +252,12 @@ export class SqliteTasks implements TaskStore {
       );
       params.push(teamId, options.after);
     }
-    const order = newest ? 'rid DESC' : 'rid';
+    // Open states only (the shared bundle, task://active): few rows, so seek them through the
+    // queue index and sort, rather than walk the team's whole history in rid order.
+    const openOnly =
+      options.states?.length && options.states.every((state) => !isTerminalTaskState(state));
+    const key = openOnly ? '+rid' : 'rid';
+    const order = newest ? `${key} DESC` : key;
     const rows = this.connection
       .statement(
         `SELECT ${COLUMNS} FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ?`,
