@@ -16,6 +16,7 @@ import type {
   TaskEvent,
   TaskState,
   TokenInfo,
+  UpdateTaskRequest,
   WriteResponse,
 } from '@ctxbus/core/contract';
 import {
@@ -344,6 +345,8 @@ export class CtxbusClient {
       target?: string;
       origin?: string;
       limit?: number;
+      /** `newest`: newest created first (default: oldest first). */
+      order?: 'oldest' | 'newest';
       after?: string;
     } = {},
   ) {
@@ -357,6 +360,16 @@ export class CtxbusClient {
       await this.request(taskResponseSchema, 'post', `${taskPath(id)}/cancel`, {
         json: note === undefined ? {} : { note },
       })
+    ).task;
+  }
+
+  /**
+   * Records progress (the task's current state: the note only) or moves the task to SUBMITTED,
+   * INPUT_REQUIRED, FAILED or CANCELED. A WORKING task moves only with its fencing token.
+   */
+  async updateTask(id: string, body: UpdateTaskRequest): Promise<Task> {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/update`, { json: body })
     ).task;
   }
 

@@ -173,8 +173,9 @@ export {
   subscriptionSchema,
   webhookPayloadSchema,
 } from './subscription-schemas.js';
-export type { CreateTaskRequest } from './task-api-schemas.js';
+export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
 export {
+  ACTIVE_TASK_STATES,
   approvalDecisionBodySchema,
   approvalKeyResponseSchema,
   approvalRequestBodySchema,
@@ -192,6 +193,8 @@ export {
   taskProgressRequestSchema,
   taskResponseSchema,
   taskWithHistoryResponseSchema,
+  UPDATE_TASK_STATES,
+  updateTaskRequestSchema,
 } from './task-api-schemas.js';
 export type {
   JsonObject,

@@ -71,5 +71,6 @@ export {
   SHARED_TRIM_ORDER,
   selectSharedContext,
   sharedCandidateQueries,
+  sharedTaskQueries,
 } from './shared-context.js';
 export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';

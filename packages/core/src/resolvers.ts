@@ -14,6 +14,7 @@ import type {
   SharedSectionId,
 } from './shared-context.js';
 import { SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
+import type { Task } from './tasks.js';
 
 /** A problem a resolver worked around instead of failing, e.g. Markdown it had to flatten. */
 export interface ResolverWarning {
@@ -113,6 +114,8 @@ export interface SharedContextRequest {
   now: Date;
   tokenBudget?: number;
   limits?: Partial<SharedContextLimits>;
+  /** The team's non-terminal tasks from the task store (see `SelectOptions.tasks`). */
+  tasks?: readonly Task[];
 }
 
 /** One entry of a section under seed 000's names: its text and the items behind it. */
@@ -186,6 +189,7 @@ export function resolveSharedContext(
     viewer: request.viewer,
     now: request.now,
     ...(request.limits ? { limits: request.limits } : {}),
+    ...(request.tasks ? { tasks: request.tasks } : {}),
   });
   const options = {
     tokenBudget: request.tokenBudget ?? resolver.defaultTokenBudget,

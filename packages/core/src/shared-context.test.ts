@@ -9,6 +9,7 @@ import {
 } from './resolvers.js';
 import type { SharedCandidates } from './shared-context.js';
 import { candidatesFromItems, SHARED_TRIM_ORDER, selectSharedContext } from './shared-context.js';
+import type { Task } from './tasks.js';
 import { storedItem } from './test-items.js';
 import { countTokens } from './tokens.js';
 
@@ -75,6 +76,78 @@ describe('selectSharedContext', () => {
       threadSummaries: ['Thread news'],
       projectContext: ['Stack'],
     });
+  });
+});
+
+describe('selectSharedContext with the task store', () => {
+  const taskId = (n: number) => `task_019a0000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+  const task = (n: number, state: Task['state'], title: string): Task => ({
+    id: taskId(n),
+    teamId: 'acme',
+    title,
+    description: null,
+    requiredCapabilities: ['code_execution'],
+    origin: 'openclaw',
+    scope: null,
+    input: null,
+    idempotencyKey: null,
+    state,
+    targetRuntime: 'claude-code',
+    routing: { reason: 'proxied to claude-code' },
+    attempts: 0,
+    maxAttempts: 3,
+    ttlSeconds: null,
+    lease: null,
+    result: null,
+    error: null,
+    createdAt: `2026-11-20T00:00:0${n}.000Z`,
+    updatedAt: `2026-11-20T00:00:0${n}.000Z`,
+    expiresAt: null,
+    approval: null,
+  });
+  /** A task status item as the hub writes it. */
+  const report = (n: number, state: string, title: string, urgency = 'background') =>
+    storedItem({
+      type: 'status',
+      title,
+      scopeKey: `task:${taskId(n)}`,
+      urgency,
+      runtimeOptions: { task: { id: taskId(n), state } },
+    });
+
+  it('shows the store’s open tasks first, newest first, then agents’ own threads; stale reports are dropped', () => {
+    const items = [
+      report(1, 'SUBMITTED', 'Task SUBMITTED: one'),
+      report(2, 'AUTH_REQUIRED', 'Task AUTH_REQUIRED: two', 'blocking'),
+      report(2, 'SUBMITTED', 'Task SUBMITTED: two'),
+      report(3, 'AUTH_REQUIRED', 'Task AUTH_REQUIRED: three', 'blocking'),
+      report(4, 'REJECTED', 'Task REJECTED: four', 'blocking'),
+      // No longer open in the store: its newest report is not tagged done, yet it is over.
+      report(5, 'WORKING', 'Task WORKING: five'),
+      storedItem({ type: 'status', title: 'T9 in progress', scopeKey: 'task:T9' }),
+    ];
+    const tasks = [
+      task(1, 'SUBMITTED', 'one'),
+      task(2, 'SUBMITTED', 'two'),
+      task(3, 'AUTH_REQUIRED', 'three'),
+    ];
+    const sections = Object.fromEntries(
+      selectSharedContext(of(items), { viewer, now, tasks }).map((section) => [
+        section.id,
+        section.entries.map((entry) => entry.title),
+      ]),
+    );
+    // Three waits for approval (blocking, shown once); four was rejected (blocking until
+    // consumed); two's approval wait is over, so its old blocking report is not.
+    expect(sections.blockedItems).toEqual(['Task REJECTED: four', 'Task AUTH_REQUIRED: three']);
+    expect(sections.activeTasks).toEqual(['SUBMITTED: two', 'SUBMITTED: one', 'T9 in progress']);
+    expect(JSON.stringify(sections)).not.toContain('five');
+  });
+
+  it('without tasks, the section is the status items’ as before', () => {
+    const items = [report(5, 'WORKING', 'Task WORKING: five')];
+    const [, active] = selectSharedContext(of(items), { viewer, now });
+    expect(active?.entries.map((entry) => entry.title)).toEqual(['Task WORKING: five']);
   });
 });
 

@@ -3,6 +3,7 @@ import type { ContextItem, ContextType } from './context-item.js';
 import { URGENCY_RANK } from './context-item.js';
 import type { ListOptions } from './item-filter.js';
 import { applyListOptions, itemMatches } from './item-filter.js';
+import type { Task } from './tasks.js';
 import { truncateToTokens } from './tokens.js';
 
 /**
@@ -89,6 +90,77 @@ export interface SelectOptions {
   /** Items that expired at or before this instant are left out. */
   now: Date;
   limits?: Partial<SharedContextLimits>;
+  /**
+   * The team's non-terminal tasks from the task store (`sharedTaskQueries`), newest first.
+   * Given, they are the active-tasks section (before status items of tasks the store does not
+   * know), and a task's status item shows only while it tells the task's current state.
+   */
+  tasks?: readonly Task[];
+}
+
+/**
+ * The task-store queries behind the shared context (states, newest created first): the active
+ * tasks a section can show, and every task waiting for approval a blocking item can name.
+ */
+export function sharedTaskQueries(limits: SharedContextLimits = DEFAULT_SHARED_LIMITS) {
+  return [
+    {
+      states: ['SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED'] as Task['state'][],
+      limit: limits.activeTasks + limits.blockedItems,
+    },
+    {
+      states: ['AUTH_REQUIRED'] as Task['state'][],
+      limit: limits.blockedItems + limits.identity + limits.currentFocus,
+    },
+  ];
+}
+
+const TASK_SCOPE_KEY = /^task:(task_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/** The id of the task-store task an item's scope key names (`task:task_<uuid>`). */
+function hubTaskIdOf(item: ContextItem): string | undefined {
+  return TASK_SCOPE_KEY.exec(item.scopeKey ?? '')?.[1];
+}
+
+/** The hub task a status item reports (`runtimeOptions.task`), with the state it reports. */
+function reportedTask(item: ContextItem): { id: string; state: string } | null {
+  if (item.type !== 'status') return null;
+  const id = hubTaskIdOf(item);
+  const reported = (item.runtimeOptions as { task?: { id?: unknown; state?: unknown } } | null)
+    ?.task;
+  if (id === undefined || reported?.id !== id || typeof reported.state !== 'string') return null;
+  return { id, state: reported.state };
+}
+
+const TASK_URGENCY: Partial<Record<Task['state'], string>> = {
+  AUTH_REQUIRED: 'blocking',
+  INPUT_REQUIRED: 'attention',
+};
+
+function taskEntry(task: Task, limits: SharedContextLimits): ContextEntry {
+  const lines = [
+    `${task.state}${task.targetRuntime ? ` on ${task.targetRuntime}` : ''}${task.lease ? ` (held by ${task.lease.workerId})` : ''}; needs ${task.requiredCapabilities.join(', ')}; from ${task.origin}`,
+  ];
+  const reason = typeof task.routing?.reason === 'string' ? task.routing.reason : null;
+  if (reason) lines.push(`Routing: ${reason}`);
+  if (task.description) lines.push(task.description);
+  const body = lines.join('\n');
+  const cut = truncateToTokens(body, limits.maxEntryTokens);
+  return {
+    id: `task:${task.id}`,
+    refs: [],
+    title: `${task.state}: ${task.title}`,
+    body: cut.length < body.length ? `${cut.trimEnd()}…` : cut,
+    summary: `${task.state}${task.targetRuntime ? ` on ${task.targetRuntime}` : ''}`,
+    meta: {
+      type: 'task',
+      urgency: TASK_URGENCY[task.state] ?? 'background',
+      runtime: task.origin,
+      createdAt: task.createdAt,
+      tags: ['task', `task-${task.state.toLowerCase().replaceAll('_', '-')}`],
+      label: task.id,
+    },
+  };
 }
 
 const ACTIVITY_TYPES: ContextType[] = ['discovery', 'alert', 'request'];
@@ -228,14 +300,60 @@ export function selectSharedContext(
 ): ContextSection[] {
   const limits = { ...DEFAULT_SHARED_LIMITS, ...options.limits };
   const { viewer, now } = options;
-  const visible = (item: ContextItem) => itemMatches(item, viewer, {}, now);
+  const tasks = options.tasks;
+  const taskById = new Map((tasks ?? []).map((task) => [task.id, task]));
+  /**
+   * With the task store given, a hub task's status item is current only while the task is in
+   * the state it reports (REJECTED, terminal, stays until consumed: no runtime can do it).
+   */
+  const current = (item: ContextItem) => {
+    if (tasks === undefined) return true;
+    const reported = reportedTask(item);
+    if (reported === null) return true;
+    return reported.state === 'REJECTED' || taskById.get(reported.id)?.state === reported.state;
+  };
+  const visible = (item: ContextItem) => itemMatches(item, viewer, {}, now) && current(item);
   const placed = new Set<string>();
+  /** Hub tasks whose current status item a section already shows. */
+  const shownTasks = new Set<string>();
+  const reportOf = (item: ContextItem) => (tasks === undefined ? null : reportedTask(item));
   const chosen = {} as Record<SharedSectionId, ContextItem[]>;
+  let taskEntries: ContextEntry[] = [];
   for (const section of ASSIGNMENT_ORDER) {
     const unique = new Map<string, ContextItem>();
-    for (const item of candidates[section] ?? []) if (visible(item)) unique.set(item.id, item);
+    for (const item of candidates[section] ?? []) {
+      if (!visible(item)) continue;
+      // The store's tasks are the active-tasks section: no status item about one of them is.
+      if (section === 'activeTasks' && tasks !== undefined && hubTaskIdOf(item) !== undefined) {
+        continue;
+      }
+      unique.set(item.id, item);
+    }
     const ordered = [...unique.values()].sort(SECTION_ORDER[section] ?? newestFirst);
-    const taken = ordered.filter((item) => !placed.has(item.id)).slice(0, limits[section]);
+    const free = ordered.filter((item) => {
+      if (placed.has(item.id)) return false;
+      const reported = reportOf(item);
+      return reported === null || !shownTasks.has(reported.id);
+    });
+    let room = limits[section];
+    if (section === 'activeTasks' && tasks !== undefined) {
+      const open = [...tasks]
+        .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id))
+        .filter((task) => !shownTasks.has(task.id))
+        .slice(0, room);
+      taskEntries = open.map((task) => taskEntry(task, limits));
+      room -= open.length;
+    }
+    const taken: ContextItem[] = [];
+    for (const item of free) {
+      if (taken.length >= room) break;
+      const reported = reportOf(item);
+      if (reported !== null) {
+        if (shownTasks.has(reported.id)) continue;
+        shownTasks.add(reported.id);
+      }
+      taken.push(item);
+    }
     for (const item of taken) placed.add(item.id);
     chosen[section] = taken;
   }
@@ -255,9 +373,12 @@ export function selectSharedContext(
       identityEntry,
       ...chosen.identity.map((item) => toEntry(item, limits, item.key ?? undefined)),
     ],
-    activeTasks: chosen.activeTasks.map((item) =>
-      toEntry(item, limits, item.scopeKey?.slice('task:'.length)),
-    ),
+    activeTasks: [
+      ...taskEntries,
+      ...chosen.activeTasks.map((item) =>
+        toEntry(item, limits, item.scopeKey?.slice('task:'.length)),
+      ),
+    ],
     blockedItems: chosen.blockedItems.map((item) => toEntry(item, limits)),
     recentDecisions: chosen.recentDecisions.map((item) => toEntry(item, limits)),
     currentFocus: chosen.currentFocus.map((item) => toEntry(item, limits)),

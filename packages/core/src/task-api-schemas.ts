@@ -68,7 +68,12 @@ export const listTasksQuerySchema = z.strictObject({
   target: z.string().min(1).max(64).optional(),
   origin: z.string().min(1).max(64).optional(),
   limit: z.coerce.number().int().min(1).max(MAX_TASK_PAGE).default(50),
-  after: taskIdSchema.optional().meta({ description: 'The last id of the previous page.' }),
+  order: z.enum(['oldest', 'newest']).default('oldest').meta({
+    description: 'oldest (default): oldest created first; newest: newest created first.',
+  }),
+  after: taskIdSchema.optional().meta({
+    description: 'The last id of the previous page: the page continues after it in `order`.',
+  }),
 });
 export const listTasksResponseSchema = z.object({
   tasks: z.array(taskSchema),
@@ -144,3 +149,34 @@ export const approvalKeyResponseSchema = z.object({
   /** SPKI PEM: workers verify approvals with it. */
   publicKey: z.string(),
 });
+
+/** The non-terminal states: the team's active tasks. */
+export const ACTIVE_TASK_STATES = [
+  'SUBMITTED',
+  'WORKING',
+  'INPUT_REQUIRED',
+  'AUTH_REQUIRED',
+] as const;
+
+/**
+ * States `POST /api/tasks/:id/update` may move a task to. WORKING is entered by a claim,
+ * COMPLETED by complete (with the result), AUTH_REQUIRED and REJECTED by the hub (routing and
+ * approvals), and leaving AUTH_REQUIRED for SUBMITTED is an approval, never an update.
+ */
+export const UPDATE_TASK_STATES = ['SUBMITTED', 'INPUT_REQUIRED', 'FAILED', 'CANCELED'] as const;
+
+/**
+ * POST /api/tasks/:id/update: the origin or the doer records progress or moves the task. The
+ * same state as the task's (not terminal) records the note only, as a status item.
+ */
+export const updateTaskRequestSchema = z.strictObject({
+  state: z.enum(TASK_STATES).meta({
+    description: `The state to move to: ${UPDATE_TASK_STATES.join(', ')}; or the task's current state to record the note only.`,
+  }),
+  note: taskNoteSchema.optional(),
+  token: fencingTokenSchema.optional().meta({
+    description:
+      "Required to move a WORKING task (except to CANCELED): the holder's fencing token (`task.lease.token`); a stale one is refused with 409.",
+  }),
+});
+export type UpdateTaskRequest = z.input<typeof updateTaskRequestSchema>;

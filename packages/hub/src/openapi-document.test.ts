@@ -39,6 +39,10 @@ describe('the OpenAPI document', () => {
     expect(document.paths['/api/presence/{instanceId}']?.delete?.parameters).toContainEqual(
       expect.objectContaining({ name: 'instanceId', in: 'path' }),
     );
+    expect(document.paths['/api/tasks/{id}/update']?.post?.operationId).toBe('updateTask');
+    expect(
+      document.paths['/api/tasks']?.get?.parameters.map((parameter) => parameter.name),
+    ).toEqual(expect.arrayContaining(['state', 'order', 'after']));
     await hub.close();
     await store.close();
   });

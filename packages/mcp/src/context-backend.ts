@@ -2,11 +2,17 @@ import type { ListParams, StreamOptions } from '@ctxbus/client';
 import type {
   ContextItem,
   ContextItemInput,
+  CreateTaskRequest,
   ListResponse,
+  RoutingDecision,
   SearchRequest,
   SearchResponse,
   SharedContextResponse,
   StreamEvent,
+  Task,
+  TaskEvent,
+  TaskState,
+  UpdateTaskRequest,
   WriteResponse,
 } from '@ctxbus/core/contract';
 
@@ -34,4 +40,24 @@ export interface ContextBackend {
    * `signal` aborts, and throw only on errors retrying cannot fix (a revoked token).
    */
   stream(options?: StreamOptions): AsyncIterable<StreamEvent>;
+  /** Hands work to the hub, which routes it; `existing` for a reused idempotency key. */
+  createTask(request: CreateTaskRequest): Promise<{
+    task: Task;
+    status: 'created' | 'existing';
+    routing: RoutingDecision;
+  }>;
+  /** A task of the caller's team with its history; `not_found` otherwise. */
+  task(id: string): Promise<{ task: Task; history: TaskEvent[] }>;
+  /** The team's tasks, filtered as `GET /api/tasks` filters them. */
+  tasks(params?: {
+    state?: TaskState[];
+    order?: 'oldest' | 'newest';
+    limit?: number;
+  }): Promise<{ tasks: Task[]; nextAfter: string | null }>;
+  /** Any state that is not terminal -> CANCELED. */
+  cancelTask(id: string, note?: string): Promise<Task>;
+  /** A progress note, or a move to SUBMITTED, INPUT_REQUIRED, FAILED or CANCELED. */
+  updateTask(id: string, body: UpdateTaskRequest): Promise<Task>;
+  /** The holder of a WORKING task finishes it with its result and fencing token. */
+  completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
 }

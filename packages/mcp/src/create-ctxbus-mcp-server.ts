@@ -28,7 +28,8 @@ const INSTRUCTIONS = `ctxbus is the shared context of a team of agents (Claude C
 - At the start of a session call context_shared (or read team-context://current) to get oriented.
 - Before deciding something, context_search whether it was already decided.
 - Write what others need with context_write: decisions, discoveries, status of your task (scopeKey "task:<id>"), requests, alerts. Specific titles, 1-5 topic tags.
-- Long-lived knowledge lives under path-like keys: memory_query to recall, memory_write to store or update.`;
+- Long-lived knowledge lives under path-like keys: memory_query to recall, memory_write to store or update.
+- Work you cannot do yourself (run code elsewhere, another runtime's channel): task_create routes it to a runtime that can; follow it with task_status or task://active, record progress or cancel with task_update.`;
 
 /**
  * An MCP server over one backend (one token: one team and runtime): tools to read, write and

@@ -27,3 +27,4 @@ export { CONTEXT_SHARED_TOOL } from './tools/context-shared-tool.js';
 export { CONTEXT_WRITE_TOOL } from './tools/context-write-tool.js';
 export { MEMORY_QUERY_TOOL } from './tools/memory-query-tool.js';
 export { MEMORY_WRITE_TOOL } from './tools/memory-write-tool.js';
+export { TASK_CREATE_TOOL, TASK_STATUS_TOOL, TASK_UPDATE_TOOL } from './tools/task-tools.js';

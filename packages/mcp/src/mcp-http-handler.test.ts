@@ -440,6 +440,12 @@ describe('Streamable HTTP endpoint', () => {
         search: (request) => client.search(request),
         shared: (params) => client.shared(params),
         stream: (options) => client.stream(options),
+        createTask: (request) => client.createTask(request),
+        task: (id) => client.task(id),
+        tasks: (params) => client.tasks(params),
+        cancelTask: (id, note) => client.cancelTask(id, note),
+        updateTask: (id, body) => client.updateTask(id, body),
+        completeTask: (id, body) => client.completeTask(id, body),
       };
     };
     await withEndpoint(

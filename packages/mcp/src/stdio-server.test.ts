@@ -58,7 +58,7 @@ describe('the stdio executable', () => {
     try {
       expect(client.getServerVersion()?.name).toBe('ctxbus');
       const { tools } = await client.listTools();
-      expect(tools).toHaveLength(6);
+      expect(tools).toHaveLength(9);
 
       await client.subscribeResource({ uri: 'decisions://recent' });
       const written = await client.callTool({
@@ -70,6 +70,21 @@ describe('the stdio executable', () => {
 
       const read = await client.callTool({ name: 'context_read', arguments: { type: 'decision' } });
       expect(textOf(read)).toContain('Ship the MCP server over stdio');
+
+      // Tasks through the client-based backend: with no capabilities file nobody can, so the
+      // router escalates; the task is still stored, and task_status finds it.
+      await client.subscribeResource({ uri: 'task://active' });
+      const created = await client.callTool({
+        name: 'task_create',
+        arguments: { title: 'Run the tests over stdio', requiredCapabilities: ['code_execution'] },
+      });
+      expect(textOf(created)).toMatch(
+        /REJECTED: Run the tests over stdio.*\n.*Routing: no runtime can/s,
+      );
+      const id = (created.structuredContent as { task: { id: string } }).task.id;
+      await updates.nextUpdate('task://active');
+      const status = await client.callTool({ name: 'task_status', arguments: { taskId: id } });
+      expect(textOf(status)).toContain(`REJECTED: Run the tests over stdio [${id}]`);
     } finally {
       await client.close();
     }

@@ -3,6 +3,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
 import type { RunningHub } from '@ctxbus/hub';
@@ -26,9 +27,24 @@ export interface TestHub {
   close(): Promise<void>;
 }
 
-export async function startTestHub(runtime = 'claude-code'): Promise<TestHub> {
+/** The repository's capabilities.yaml: claude-code runs code, openclaw hands it over. */
+export const REPO_CAPABILITIES = fileURLToPath(
+  new URL('../../../capabilities.yaml', import.meta.url),
+);
+
+export async function startTestHub(
+  runtime = 'claude-code',
+  options: { capabilitiesFile?: string } = {},
+): Promise<TestHub> {
   const store = openSqliteStore({ path: ':memory:' });
-  const running = await startHub({ store, port: 0, validateResponses: true });
+  const running = await startHub({
+    store,
+    port: 0,
+    validateResponses: true,
+    ...(options.capabilitiesFile !== undefined && {
+      capabilities: { file: options.capabilitiesFile, pollMs: 0 },
+    }),
+  });
   const mint = async (name: string, teamId = 'acme') =>
     (await mintToken(store, { role: 'runtime', teamId, runtime: name })).token;
   const token = await mint(runtime);

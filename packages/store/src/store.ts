@@ -353,7 +353,9 @@ export interface ListTasksOptions {
   targetRuntime?: string;
   origin?: string;
   limit: number;
-  /** The id of the last task of the previous page: the page holds tasks created after it. */
+  /** `oldest` (default): oldest created first; `newest`: newest created first. */
+  order?: 'oldest' | 'newest';
+  /** The id of the last task of the previous page: the page continues after it in `order`. */
   after?: string;
 }
 

@@ -374,6 +374,7 @@ describe('the OpenAPI document', () => {
         'requestApproval',
         'approveTask',
         'denyTask',
+        'updateTask',
       ].sort(),
     );
     // Route conformance, driven by the document: every secured route refuses a missing token,
@@ -409,6 +410,7 @@ describe('the OpenAPI document', () => {
           completeTask: { token: 1, result: {} },
           failTask: { token: 1, error: { code: 'x', message: 'x' } },
           taskProgress: { token: 1, output: '' },
+          updateTask: { state: 'CANCELED' },
           requestApproval: {
             token: 1,
             request: { argv: ['ls'], cwd: '/tmp', scriptHash: null, because: 'not_allowed' },

@@ -14,6 +14,7 @@ import {
   sharedCandidateQueries,
   sharedQuerySchema,
   sharedResponseSchema,
+  sharedTaskQueries,
   writeRequestSchema,
   writeResponseSchema,
 } from '@ctxbus/core';
@@ -196,9 +197,17 @@ export const contextRoutes = [
           candidates[section] = lists.flat();
         }),
       );
+      // Active tasks come from the task store (see sharedTaskQueries), newest first.
+      const taskLists = await Promise.all(
+        sharedTaskQueries(DEFAULT_SHARED_LIMITS).map((options) =>
+          services.store.listTasks(viewer.teamId, { ...options, order: 'newest' }),
+        ),
+      );
+      const tasks = [...new Map(taskLists.flat().map((task) => [task.id, task])).values()];
       const bundle = resolveSharedContext(candidates, {
         runtime,
         viewer,
+        tasks,
         now: services.clock(),
         ...(query.tokenBudget !== undefined && { tokenBudget: query.tokenBudget }),
       });

@@ -15,6 +15,7 @@ import {
   taskProgressRequestSchema,
   taskResponseSchema,
   taskWithHistoryResponseSchema,
+  updateTaskRequestSchema,
 } from '@ctxbus/core';
 import { defineRoute } from '../route-definition.js';
 import { TaskService } from '../tasks/task-service.js';
@@ -56,7 +57,7 @@ export const taskRoutes = [
     method: 'GET',
     path: '/api/tasks',
     operationId: 'listTasks',
-    summary: "The team's tasks, oldest first",
+    summary: "The team's tasks, oldest first (or newest first with order=newest)",
     tags: ['tasks'],
     auth: 'runtime',
     query: listTasksQuerySchema,
@@ -68,6 +69,7 @@ export const taskRoutes = [
         ...(query.target !== undefined && { targetRuntime: query.target }),
         ...(query.origin !== undefined && { origin: query.origin }),
         ...(query.after !== undefined && { after: query.after }),
+        order: query.order,
       });
       const last = tasks.at(-1);
       return {
@@ -244,6 +246,27 @@ export const taskRoutes = [
         ...(body.retry !== undefined && { retry: body.retry }),
       });
       await new TaskService(services).publish(task, viewer.runtime, body.error.message);
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/update',
+    operationId: 'updateTask',
+    summary:
+      'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
+    description:
+      "For the origin or the doer (any runtime of the team). `state` equal to the task's current state (not terminal) records the note only, as the task's status item. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: updateTaskRequestSchema,
+    responses: {
+      200: { description: 'The task after the update.', schema: taskResponseSchema },
+      409: { description: `${STALE} Or a state an update never sets.` },
+    },
+    async handler({ params, body, viewer, services }) {
+      const task = await new TaskService(services).update(viewer, params.id, body);
       return { status: 200, body: { task } };
     },
   }),

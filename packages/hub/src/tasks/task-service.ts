@@ -4,10 +4,19 @@ import type {
   RoutingDecision,
   Task,
   TaskState,
+  UpdateTaskRequest,
   Urgency,
   Viewer,
 } from '@ctxbus/core';
-import { createTaskRequestSchema, prepareParsedItem, routeTask } from '@ctxbus/core';
+import {
+  CtxbusError,
+  createTaskRequestSchema,
+  isTerminalTaskState,
+  prepareParsedItem,
+  routeTask,
+  UPDATE_TASK_STATES,
+  updateTaskRequestSchema,
+} from '@ctxbus/core';
 import type { CreateTaskOutcome } from '@ctxbus/store';
 import type { HubServices } from '../hub-services.js';
 
@@ -109,6 +118,21 @@ export function taskStatusItem(task: Task, note: string | null, output?: string)
   };
 }
 
+/** Why an update cannot set `state`, and what does. */
+function updateRefusal(task: Task, state: TaskState): string {
+  const how: Partial<Record<TaskState, string>> = {
+    WORKING: 'a worker claims it (POST /api/tasks/claim)',
+    COMPLETED:
+      'its holder completes it with the result and fencing token (POST /api/tasks/:id/complete)',
+    AUTH_REQUIRED: 'the hub sets it when a human must approve',
+    REJECTED: 'the router sets it when no runtime can do the task',
+  };
+  const why = isTerminalTaskState(task.state)
+    ? `it is ${task.state}, which is terminal`
+    : (how[state] ?? `an update sets only ${UPDATE_TASK_STATES.join(', ')}`);
+  return `task ${task.id} cannot be updated to ${state}: ${why}`;
+}
+
 export class TaskService {
   constructor(private readonly services: HubServices) {}
 
@@ -149,6 +173,50 @@ export class TaskService {
     }
     const stored = (outcome.task.routing as RoutingDecision | null) ?? routing;
     return { ...outcome, routing: stored };
+  }
+
+  /**
+   * An update from a runtime of the team (the origin or the doer): its note alone when `state`
+   * is the task's current one (not terminal), else a move to one of UPDATE_TASK_STATES as the
+   * store allows it (a WORKING task only with its fencing token, except to CANCELED). Each
+   * accepted update is published as the task's status item, with the note.
+   */
+  async update(viewer: Viewer, id: string, raw: UpdateTaskRequest): Promise<Task> {
+    const request = updateTaskRequestSchema.parse(raw);
+    const { store } = this.services;
+    const found = await store.getTask(viewer.teamId, id);
+    if (!found) {
+      throw new CtxbusError('not_found', `no task ${id} in your team`, { details: { id } });
+    }
+    const current = found.task;
+    const note = request.note ?? null;
+    if (request.state === current.state && !isTerminalTaskState(current.state)) {
+      await this.publish(current, viewer.runtime, note);
+      return current;
+    }
+    if (!(UPDATE_TASK_STATES as readonly string[]).includes(request.state)) {
+      throw new CtxbusError('conflict', updateRefusal(current, request.state), {
+        details: { reason: 'illegal_transition', from: current.state, to: request.state },
+      });
+    }
+    if (current.state === 'AUTH_REQUIRED' && request.state === 'SUBMITTED') {
+      throw new CtxbusError(
+        'conflict',
+        `task ${id} waits for a human's approval: only an approval moves it on (or cancel it)`,
+        { details: { reason: 'illegal_transition', from: current.state, to: request.state } },
+      );
+    }
+    const task =
+      request.state === 'CANCELED'
+        ? await store.cancelTask(viewer.teamId, id, viewer.runtime, request.note)
+        : await store.updateTask(viewer.teamId, id, {
+            state: request.state,
+            by: viewer.runtime,
+            ...(request.note !== undefined && { note: request.note }),
+            ...(request.token !== undefined && { token: request.token }),
+          });
+    if (task.state !== current.state) await this.publish(task, viewer.runtime, note);
+    return task;
   }
 
   /**

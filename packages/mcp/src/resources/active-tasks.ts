@@ -1,4 +1,5 @@
-import type { ContextItem } from '@ctxbus/core/contract';
+import type { ContextItem, Task } from '@ctxbus/core/contract';
+import { ACTIVE_TASK_STATES } from '@ctxbus/core/contract';
 import type { ContextBackend } from '../context-backend.js';
 
 /**
@@ -12,26 +13,46 @@ export const TASK_DONE_TAGS: ReadonlySet<string> = new Set([
   'completed',
 ]);
 
-/** How many recent task status items are scanned for the newest one per task. */
+/** Most tasks task://active lists (the newest created). */
+export const ACTIVE_TASK_LIMIT = 50;
+
+/** How many recent task status items are scanned for agents' own task threads. */
 export const ACTIVE_TASK_SCAN = 500;
 
+/** A scope key naming a task of the hub's task store (`task:task_<uuid>`). */
+const HUB_TASK_SCOPE_KEY =
+  /^task:task_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export interface ActiveTasks {
+  /** The team's non-terminal tasks from the task store, newest first. */
+  tasks: Task[];
+  /**
+   * Status threads agents keep about tasks the store does not hold (scope key `task:T-42`):
+   * the newest status item per scope key, unless tagged done.
+   */
+  otherStatus: ContextItem[];
+}
+
 /**
- * Active tasks as the shared bundle defines them: the newest status item per `task:` scope key
- * (knowledge items aside), unless that status is tagged done. Scans the newest
- * `ACTIVE_TASK_SCAN` status items, so a task silent for longer than that is left out.
+ * What task://active shows: the task store's open tasks (SUBMITTED, WORKING, INPUT_REQUIRED,
+ * AUTH_REQUIRED; finished ones never linger), then agents' own task status threads. The
+ * threads come from the newest `ACTIVE_TASK_SCAN` status items, so a thread silent for longer
+ * than that is left out.
  */
-export async function activeTasks(backend: ContextBackend): Promise<ContextItem[]> {
-  const { items } = await backend.list({
-    type: 'status',
-    scopeKeyPrefix: 'task:',
-    limit: ACTIVE_TASK_SCAN,
-  });
+export async function activeTasks(backend: ContextBackend): Promise<ActiveTasks> {
+  const [{ tasks }, { items }] = await Promise.all([
+    backend.tasks({ state: [...ACTIVE_TASK_STATES], order: 'newest', limit: ACTIVE_TASK_LIMIT }),
+    backend.list({ type: 'status', scopeKeyPrefix: 'task:', limit: ACTIVE_TASK_SCAN }),
+  ]);
   const newest = new Map<string, ContextItem>();
   for (const item of items) {
     if (item.key !== null || item.scopeKey === null || newest.has(item.scopeKey)) continue;
     newest.set(item.scopeKey, item);
   }
-  return [...newest.values()].filter(
-    (item) => !item.relevanceTags.some((tag) => TASK_DONE_TAGS.has(tag.toLowerCase())),
+  const otherStatus = [...newest.values()].filter(
+    (item) =>
+      !HUB_TASK_SCOPE_KEY.test(item.scopeKey ?? '') &&
+      !item.relevanceTags.some((tag) => TASK_DONE_TAGS.has(tag.toLowerCase())),
   );
+  return { tasks, otherStatus };
 }

@@ -87,7 +87,7 @@ export function registerResources(server: McpServer, context: ResourceContext): 
     {
       title: 'Active tasks',
       description:
-        'The newest status of every open task (status items with a task:<id> scope key, not tagged done).',
+        "The team's open tasks from the task store (SUBMITTED, WORKING, INPUT_REQUIRED, AUTH_REQUIRED), newest first, then the newest status agents wrote about their own tasks (task:<id> status items not tagged done).",
       mimeType: 'text/markdown',
     },
     (uri) =>

@@ -23,7 +23,7 @@ async function call(name: string, args: Record<string, unknown>) {
 }
 
 describe('tools/list', () => {
-  it('lists the six tools, each with input and output schemas and a teaching description', async () => {
+  it('lists the nine tools, each with input and output schemas and a teaching description', async () => {
     const { tools } = await mcp.client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'context_read',
@@ -32,6 +32,9 @@ describe('tools/list', () => {
       'context_write',
       'memory_query',
       'memory_write',
+      'task_create',
+      'task_status',
+      'task_update',
     ]);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
@@ -216,8 +219,8 @@ describe('tool errors', () => {
   });
 
   it('an unknown tool is a protocol error listing the tools', async () => {
-    await expect(call('task_status', {})).rejects.toThrow(
-      /unknown tool task_status; this server has/,
+    await expect(call('task_delete', {})).rejects.toThrow(
+      /unknown tool task_delete; this server has/,
     );
   });
 

@@ -4,6 +4,7 @@ import { contextSharedTool } from './context-shared-tool.js';
 import { contextWriteTool } from './context-write-tool.js';
 import { memoryQueryTool } from './memory-query-tool.js';
 import { memoryWriteTool } from './memory-write-tool.js';
+import { taskCreateTool, taskStatusTool, taskUpdateTool } from './task-tools.js';
 import type { ToolContext } from './tool-context.js';
 import type { AnyToolDefinition } from './tool-registry.js';
 
@@ -16,5 +17,8 @@ export function contextTools(context: ToolContext): AnyToolDefinition[] {
     contextWriteTool(context),
     memoryQueryTool(context),
     memoryWriteTool(context),
+    taskCreateTool(context),
+    taskStatusTool(context),
+    taskUpdateTool(context),
   ];
 }

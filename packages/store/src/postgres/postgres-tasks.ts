@@ -271,16 +271,20 @@ export class PostgresTasks implements TaskStore {
       clauses.push(`t.target_runtime = ${p.add(options.targetRuntime)}`);
     }
     if (options.origin !== undefined) clauses.push(`t.origin = ${p.add(options.origin)}`);
+    const newest = options.order === 'newest';
     if (options.after !== undefined) {
+      const after = `(SELECT a.rid FROM ${this.s}.tasks a
+                       WHERE a.team_id = ${team} AND a.id = ${p.add(options.after)})`;
       clauses.push(
-        `t.rid > coalesce((SELECT a.rid FROM ${this.s}.tasks a
-                            WHERE a.team_id = ${team} AND a.id = ${p.add(options.after)}), 0)`,
+        newest
+          ? `t.rid < coalesce(${after}, 9223372036854775807)`
+          : `t.rid > coalesce(${after}, 0)`,
       );
     }
     const rows = await this.query<TaskColumns>(
       'list tasks',
       `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t WHERE ${clauses.join(' AND ')}
-        ORDER BY t.rid LIMIT ${p.add(options.limit)}`,
+        ORDER BY t.rid${newest ? ' DESC' : ''} LIMIT ${p.add(options.limit)}`,
       p.values,
     );
     return rows.map((row) => taskFromRow(row).task);

@@ -1,6 +1,6 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from '@ctxbus/core';
-import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
+import { CtxbusError, isTerminalTaskState, WAITING_TASK_STATES } from '@ctxbus/core';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
@@ -243,12 +243,25 @@ export class SqliteTasks implements TaskStore {
       clauses.push('origin = ?');
       params.push(options.origin);
     }
+    const newest = options.order === 'newest';
     if (options.after !== undefined) {
-      clauses.push('rid > coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 0)');
+      clauses.push(
+        newest
+          ? 'rid < coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 9223372036854775807)'
+          : 'rid > coalesce((SELECT rid FROM tasks WHERE team_id = ? AND id = ?), 0)',
+      );
       params.push(teamId, options.after);
     }
+    // Open states only (the shared bundle, task://active): few rows, so seek them through the
+    // queue index and sort, rather than walk the team's whole history in rid order.
+    const openOnly =
+      options.states?.length && options.states.every((state) => !isTerminalTaskState(state));
+    const key = openOnly ? '+rid' : 'rid';
+    const order = newest ? `${key} DESC` : key;
     const rows = this.connection
-      .statement(`SELECT ${COLUMNS} FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY rid LIMIT ?`)
+      .statement(
+        `SELECT ${COLUMNS} FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ?`,
+      )
       .all(...params, options.limit) as unknown as TaskRow[];
     return rows.map((row) => rowToStored(row).task);
   }

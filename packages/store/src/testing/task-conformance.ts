@@ -161,6 +161,25 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       ).toEqual([task.id, rejected.id]);
       const page = await store.listTasks('acme', { limit: 1, after: task.id });
       expect(page.map((t) => t.id)).toEqual([held.id]);
+      // Newest first, filtered and paged the same way (after: continues in that order).
+      expect(
+        (await store.listTasks('acme', { limit: 10, order: 'newest' })).map((t) => t.id),
+      ).toEqual([rejected.id, held.id, task.id]);
+      expect(
+        (
+          await store.listTasks('acme', {
+            limit: 10,
+            order: 'newest',
+            states: ['SUBMITTED', 'AUTH_REQUIRED'],
+          })
+        ).map((t) => t.id),
+      ).toEqual([held.id, task.id]);
+      const newerPage = await store.listTasks('acme', {
+        limit: 1,
+        order: 'newest',
+        after: rejected.id,
+      });
+      expect(newerPage.map((t) => t.id)).toEqual([held.id]);
       expect(await store.getTask('acme', 'task_missing')).toBeNull();
     },
 
