@@ -37,6 +37,19 @@ function definePostgresTests(url: string): void {
         clock,
       });
     },
+    async openSibling(store, { clock }) {
+      return openPostgresStore({
+        connectionString: url,
+        schema: (store as PostgresStore).schema,
+        clock,
+      });
+    },
+    async execSql(store, sql) {
+      await withClient(async (client) => {
+        await client.query(`SET search_path TO "${(store as PostgresStore).schema}"`);
+        await client.query(sql);
+      });
+    },
   });
 
   // The vector cases again, compared in SQL without pgvector (the main run compares in memory).
@@ -297,7 +310,8 @@ function definePostgresTests(url: string): void {
       // Turn it back into a version-1 schema.
       await withClient((client) =>
         client.query(
-          `DROP TABLE "${schema}".task_events; DROP TABLE "${schema}".tasks;
+          `DROP TABLE "${schema}".audit_log; DROP TABLE "${schema}".audit_heads;
+           DROP TABLE "${schema}".task_events; DROP TABLE "${schema}".tasks;
            DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
            DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
            DROP INDEX "${schema}".items_type_created; DROP TABLE "${schema}".item_vectors;
