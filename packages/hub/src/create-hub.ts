@@ -34,6 +34,7 @@ import type {
 import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
+import { auditRoutes } from './routes/audit-routes.js';
 import { capabilitiesRoute } from './routes/capabilities-route.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { presenceRoutes } from './routes/presence-routes.js';
@@ -41,6 +42,7 @@ import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
 import { taskRoutes } from './routes/task-routes.js';
+import { AuditRecorder } from './tasks/audit-recorder.js';
 import { HUB_RUNTIME, TaskService } from './tasks/task-service.js';
 import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
@@ -237,6 +239,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       : null,
     capabilities,
     presence: new PresenceRegistry(clock, options.presence),
+    audit: new AuditRecorder({ store: options.store, clock, logger }),
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -258,6 +261,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     capabilitiesRoute,
     ...presenceRoutes,
     ...taskRoutes,
+    ...auditRoutes,
     ...adminRoutes,
   ];
   const systemRoutes = [
@@ -378,7 +382,10 @@ export async function createHub(options: HubOptions): Promise<Hub> {
             store: options.store,
             clock,
             logger,
-            publish: ({ task, event }) => taskService.publish(task, HUB_RUNTIME, event.note),
+            publish: async ({ task, event }) => {
+              await taskService.publish(task, HUB_RUNTIME, event.note);
+              await services.audit.taskState(task, event);
+            },
           },
           options.taskSweepMs ?? DEFAULT_TASK_SWEEP_MS,
         )

@@ -5,6 +5,7 @@ import type { CapabilitiesSource } from './capabilities/capabilities-source.js';
 import type { PresenceRegistry } from './capabilities/presence-registry.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
+import type { AuditRecorder } from './tasks/audit-recorder.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
 /** What route handlers work with. */
@@ -29,4 +30,6 @@ export interface HubServices {
   capabilities: CapabilitiesSource;
   /** Workers and adapters announced to this hub, per team. */
   presence: PresenceRegistry;
+  /** The audit log's writer: routing decisions, task changes, executions, approvals. */
+  audit: AuditRecorder;
 }

@@ -113,6 +113,12 @@ export const taskRoutes = [
       );
       if (before.task.state !== 'CANCELED') {
         await new TaskService(services).publish(task, viewer.runtime, body.note ?? null);
+        // Audit (issue 12)
+        await services.audit.taskState(task, {
+          from: before.task.state,
+          by: viewer.runtime,
+          note: body.note ?? null,
+        });
       }
       return { status: 200, body: { task } };
     },
@@ -138,12 +144,19 @@ export const taskRoutes = [
         leaseMs: body.leaseMs,
         ...(body.capabilities && { capabilities: body.capabilities }),
       });
-      if (task)
+      if (task) {
         await new TaskService(services).publish(
           task,
           viewer.runtime,
           `claimed by ${body.workerId}`,
         );
+        // Audit (issue 12)
+        await services.audit.taskState(task, {
+          from: 'SUBMITTED',
+          by: viewer.runtime,
+          note: `claimed by ${body.workerId}`,
+        });
+      }
       return { status: 200, body: { task } };
     },
   }),
@@ -191,6 +204,12 @@ export const taskRoutes = [
         body.result,
       );
       await new TaskService(services).publish(task, viewer.runtime, null);
+      // Audit (issue 12)
+      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime });
+      await services.audit.executionFinished(task, viewer.runtime, {
+        outcome: 'completed',
+        result: body.result,
+      });
       return { status: 200, body: { task } };
     },
   }),
@@ -212,6 +231,16 @@ export const taskRoutes = [
         ...(body.retry !== undefined && { retry: body.retry }),
       });
       await new TaskService(services).publish(task, viewer.runtime, body.error.message);
+      // Audit (issue 12)
+      await services.audit.taskState(task, {
+        from: 'WORKING',
+        by: viewer.runtime,
+        note: body.error.message,
+      });
+      await services.audit.executionFinished(task, viewer.runtime, {
+        outcome: task.state === 'SUBMITTED' ? 'requeued' : 'failed',
+        error: body.error,
+      });
       return { status: 200, body: { task } };
     },
   }),

@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditRecord, AuditVerification } from '@ctxbus/core';
-import { AUDIT_GENESIS, chainAuditRecord, CtxbusError } from '@ctxbus/core';
+import { AUDIT_GENESIS, CtxbusError, chainAuditRecord } from '@ctxbus/core';
 import type { AuditRow } from '../rows/audit-row.js';
 import {
   AUDIT_COLUMNS,
@@ -56,10 +56,12 @@ export class PostgresAudit implements AuditLog {
       ).rows[0];
       if (!head) throw new CtxbusError('internal', `no audit head for team ${teamId}`);
       const headSeq = Number(head.seq);
-      const record = chainAuditRecord(
-        headSeq === 0 ? null : ({ hash: head.hash } as AuditRecord),
-        { seq: headSeq + 1, teamId, at, ...content },
-      );
+      const record = chainAuditRecord(headSeq === 0 ? null : ({ hash: head.hash } as AuditRecord), {
+        seq: headSeq + 1,
+        teamId,
+        at,
+        ...content,
+      });
       await client.query(
         `INSERT INTO ${this.s}.audit_log (${AUDIT_COLUMNS})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,

@@ -178,6 +178,8 @@ function defineSupabaseTests(url: string, walLevel: string): void {
       });
       expect(rows.map((row) => row.relname)).toEqual([
         'archived_items',
+        'audit_heads',
+        'audit_log',
         'changes',
         'counter',
         'dead_letters',

@@ -35,9 +35,7 @@ export class SqliteAudit implements AuditLog {
         { seq: head.seq + 1, teamId, at, ...content },
       );
       this.connection
-        .statement(
-          `INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
+        .statement(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
         .run(
           teamId,
           record.seq,

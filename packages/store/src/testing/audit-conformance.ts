@@ -66,7 +66,11 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       });
       expect(first.hash).toMatch(/^[0-9a-f]{64}$/);
       h.advance(1_000);
-      const second = await store.appendAudit('acme', { ...event('task_1'), data: undefined }, now());
+      const second = await store.appendAudit(
+        'acme',
+        { ...event('task_1'), data: undefined },
+        now(),
+      );
       expect(second).toMatchObject({ seq: 2, prevHash: first.hash, data: {} });
       await appendMany('acme', 3);
 
@@ -83,7 +87,10 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
         store.appendAudit('acme', { ...event('x'), kind: 'task.renamed' as 'task.state' }, now()),
         'validation_failed',
       );
-      await rejectsWith(store.appendAudit('acme', { ...event('x'), actor: '' }, now()), 'validation_failed');
+      await rejectsWith(
+        store.appendAudit('acme', { ...event('x'), actor: '' }, now()),
+        'validation_failed',
+      );
       expect(await store.listAudit('acme', { limit: 100 })).toHaveLength(5);
     },
 
@@ -114,7 +121,9 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       for (const team of teams) await appendMany(team, 8);
       for (const team of teams) expect((await store.verifyAudit(team)).ok).toBe(true);
 
-      await exec(`UPDATE audit_log SET data = '{"index":99}' WHERE team_id = 't-update' AND seq = 5`);
+      await exec(
+        `UPDATE audit_log SET data = '{"index":99}' WHERE team_id = 't-update' AND seq = 5`,
+      );
       expect(await store.verifyAudit('t-update', { pageSize: 3 })).toMatchObject({
         ok: false,
         seq: 5,
