@@ -31,6 +31,7 @@ import {
   itemResponseSchema,
   listResponseSchema,
   listSubscriptionsResponseSchema,
+  listAuditResponseSchema,
   listTasksResponseSchema,
   pendingResponseSchema,
   presenceAnnounceResponseSchema,
@@ -42,6 +43,7 @@ import {
   taskResponseSchema,
   taskWithHistoryResponseSchema,
   tokenInfoSchema,
+  verifyAuditResponseSchema,
   writeResponseSchema,
 } from '@ctxbus/core/contract';
 import { createParser } from 'eventsource-parser';
@@ -383,6 +385,23 @@ export class CtxbusClient {
   ): Promise<Task> {
     return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/fail`, { json: body }))
       .task;
+  }
+
+  /**
+   * One page of a team's audit log, oldest first (`team`: admin tokens name it; a runtime token
+   * reads its own). Next page: `after` = the answer's `nextAfter`.
+   */
+  listAudit(params: { team?: string; after?: number; limit?: number } = {}) {
+    return this.request(listAuditResponseSchema, 'get', 'api/audit', {
+      searchParams: toSearchParams(params),
+    });
+  }
+
+  /** Checks a team's audit chain end to end: `{ok, records, head}` or `{ok: false, seq, reason}`. */
+  verifyAudit(params: { team?: string } = {}) {
+    return this.request(verifyAuditResponseSchema, 'get', 'api/audit/verify', {
+      searchParams: toSearchParams(params),
+    });
   }
 
   /** Presence: announces this instance (again, as a heartbeat) so the router counts it. */
