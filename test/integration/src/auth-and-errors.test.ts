@@ -340,6 +340,7 @@ describe('the OpenAPI document', () => {
         'deleteSubscription',
         'getSubscription',
         'listArchive',
+        'listAudit',
         'listDeadLetters',
         'listSubscriptions',
         'pendingChanges',
@@ -356,6 +357,7 @@ describe('the OpenAPI document', () => {
         'streamContext',
         'streamStats',
         'streamContextWebSocket',
+        'verifyAudit',
         'writeContext',
       ].sort(),
     );
