@@ -88,4 +88,17 @@ describe('the audit writer', () => {
     expect((await create('third')).status).toBe(201);
     expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 4 });
   });
+
+  it('records approval steps for the approval flow, in the same chain', async () => {
+    const task = { id: 'task_019a0000-0000-7000-8000-000000000001', teamId: 'acme' };
+    await hub.services.audit.approval(task, 'requested', 'hub', { argv: ['make', 'deploy'] });
+    const granted = await hub.services.audit.approval(task, 'granted', 'admin:alice');
+    expect(granted).toMatchObject({ seq: 2, kind: 'approval.granted', actor: 'admin:alice' });
+    expect((await store.listAudit('acme', { limit: 10 }))[0]).toMatchObject({
+      kind: 'approval.requested',
+      subject: task.id,
+      data: { argv: ['make', 'deploy'] },
+    });
+    expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 2 });
+  });
 });

@@ -103,6 +103,25 @@ export class AuditRecorder {
     });
   }
 
+  /**
+   * An approval step of a task (for the approval flow): `requested` when a command waits for a
+   * human, `granted` / `denied` by whom, `expired` when nobody answered. `data` says what was
+   * approved (argv, cwd, script hash, expiry); it is recorded as given.
+   */
+  async approval(
+    task: Pick<Task, 'id' | 'teamId'>,
+    step: 'requested' | 'granted' | 'denied' | 'expired',
+    actor: string,
+    data: Record<string, unknown> = {},
+  ): Promise<AuditRecord | null> {
+    return this.record(task.teamId, {
+      kind: `approval.${step}`,
+      actor,
+      subject: task.id,
+      data,
+    });
+  }
+
   /** What a worker reported for a claimed task: its command's exit and duration, or why not. */
   async executionFinished(task: Task, by: string, execution: ExecutionOutcome): Promise<void> {
     const data: Record<string, unknown> = { outcome: execution.outcome, state: task.state };
