@@ -1,5 +1,6 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
 // over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
+
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -11,6 +12,7 @@ import {
   startHubProcess,
   tempDir,
 } from '@ctxbus/test-kit';
+import { benchAuditLog } from './audit-log.ts';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
@@ -63,7 +65,8 @@ if (flags.help) {
             run for /bin/true, plain and inside bubblewrap (target: spawn p50 <= 15 ms);
             the task store: create p50/p99, and 16 claimers racing over 1,000 tasks
             through two stores on one database (SQLite file; PostgreSQL, two pools): claim
-            p50/p99 and claim + complete throughput
+            p50/p99 and claim + complete throughput; the audit log: append p50/p99, 16
+            appenders on one team's chain through two stores, a whole-chain verification
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -423,6 +426,7 @@ async function main() {
     rows.push(...benchRouting(quick ? 2_000 : 20_000, log));
     rows.push(...(await benchExecSpawn(quick, log)));
     rows.push(...(await benchTaskStore(quick, log)));
+    rows.push(...(await benchAuditLog(quick, log)));
   }
   printTable();
 }

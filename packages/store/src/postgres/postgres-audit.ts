@@ -13,8 +13,8 @@ import type { AuditLog, ListAuditOptions, VerifyAuditOptions } from '../store.js
 import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
 import type { Transaction } from './postgres-subscriptions.js';
 
-// The audit log in PostgreSQL. An append makes sure the team has a head row, locks it FOR
-// UPDATE, links the new record to it and moves it, all in one READ COMMITTED transaction: the
+// The audit log in PostgreSQL. An append makes sure the team has a head row and locks it (an
+// upsert), links the new record to it and moves it, all in one READ COMMITTED transaction: the
 // appends of one team take turns on that row lock (other teams' go on in parallel), on any
 // number of hubs, so the chain never forks. The primary key (team_id, seq) refuses a
 // duplicate sequence even so.
@@ -43,15 +43,15 @@ export class PostgresAudit implements AuditLog {
     const { dataText, ...content } = normalizedAuditEvent(event);
     const at = checkAuditNow(now);
     return this.transaction('append to the audit log', async (client) => {
-      await client.query(
-        `INSERT INTO ${this.s}.audit_heads (team_id, seq, hash) VALUES ($1, 0, $2)
-         ON CONFLICT (team_id) DO NOTHING`,
-        [teamId, AUDIT_GENESIS],
-      );
+      // One statement makes sure the head row exists, locks it and reads it (ON CONFLICT DO
+      // UPDATE locks the row it meets); one more writes the record and moves the head. The
+      // lock is held for that statement and the commit only.
       const head = (
         await client.query<HeadRow>(
-          `SELECT seq, hash FROM ${this.s}.audit_heads WHERE team_id = $1 FOR UPDATE`,
-          [teamId],
+          `INSERT INTO ${this.s}.audit_heads AS h (team_id, seq, hash) VALUES ($1, 0, $2)
+           ON CONFLICT (team_id) DO UPDATE SET seq = h.seq
+           RETURNING seq, hash`,
+          [teamId, AUDIT_GENESIS],
         )
       ).rows[0];
       if (!head) throw new CtxbusError('internal', `no audit head for team ${teamId}`);
@@ -63,8 +63,11 @@ export class PostgresAudit implements AuditLog {
         ...content,
       });
       await client.query(
-        `INSERT INTO ${this.s}.audit_log (${AUDIT_COLUMNS})
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        `WITH appended AS (
+           INSERT INTO ${this.s}.audit_log (${AUDIT_COLUMNS})
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         )
+         UPDATE ${this.s}.audit_heads SET seq = $2, hash = $9 WHERE team_id = $1`,
         [
           teamId,
           record.seq,
@@ -76,10 +79,6 @@ export class PostgresAudit implements AuditLog {
           record.prevHash,
           record.hash,
         ],
-      );
-      await client.query(
-        `UPDATE ${this.s}.audit_heads SET seq = $2, hash = $3 WHERE team_id = $1`,
-        [teamId, record.seq, record.hash],
       );
       return record;
     });
