@@ -157,6 +157,17 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       const broken = await runCli(['audit', 'verify', '--url', a.url, '--token', audited]);
       expect(broken.code).toBe(1);
       expect(broken.stderr).toContain('audit log of team audited is broken at record 77');
+      // The same answer straight from the database, no hub involved.
+      const direct = await runCli([
+        'audit',
+        'verify',
+        '--store',
+        storeUrl(url, schema),
+        '--team',
+        'audited',
+      ]);
+      expect(direct.code).toBe(1);
+      expect(direct.stderr).toContain('audit log of team audited is broken at record 77');
     });
 
     it('loses nothing when the LISTEN connections are killed while writes continue', async () => {

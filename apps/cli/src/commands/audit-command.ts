@@ -4,6 +4,7 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
 import { findAdminToken, hubUrl, runtimeToken } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
+import { storeTarget, withOfflineStore } from '../store-target.js';
 
 // `ctxbus audit verify|list`: a team's hash-chained audit log (routing decisions, task changes,
 // executions, approvals) as a running hub keeps it. verify exits 1, naming the first bad
@@ -11,6 +12,8 @@ import { printJson, printLine } from '../output.js';
 
 interface AuditOptions {
   team?: string;
+  data?: string;
+  store?: string;
   url?: string;
   token?: string;
   json?: boolean;
@@ -33,6 +36,25 @@ function auditClient(options: AuditOptions): CtxbusClient {
     (options.team !== undefined ? findAdminToken(url, undefined) : null) ??
     runtimeToken(url, undefined);
   return createClient({ url, token });
+}
+
+/** Verification straight on the store, not through a hub (whose answer you may not trust). */
+async function verifyOffline(options: AuditOptions) {
+  const team = options.team;
+  if (team === undefined) {
+    throw new CtxbusError('validation_failed', '--data and --store need --team');
+  }
+  if (options.url !== undefined || options.token !== undefined) {
+    throw new CtxbusError(
+      'validation_failed',
+      '--url and --token go to a hub; --data and --store do not',
+    );
+  }
+  const target = storeTarget({
+    ...(options.data !== undefined && { data: options.data }),
+    ...(options.store !== undefined && { store: options.store }),
+  });
+  return withOfflineStore(target, async (store) => ({ team, ...(await store.verifyAudit(team)) }));
 }
 
 function count(text: string | undefined, name: string, min: number): number | undefined {
@@ -68,12 +90,23 @@ export function registerAudit(
       .command('verify')
       .description(
         "check a team's hash chain end to end; exit 1 naming the first record changed, removed or moved",
+      )
+      .option(
+        '-d, --data <dir>',
+        'check the embedded store in this data directory itself, no hub involved (with --team; the hub stopped)',
+      )
+      .option(
+        '--store <url>',
+        'check a PostgreSQL store itself, no hub involved (with --team; hubs may run)',
       ),
   ).action((options: AuditOptions) =>
     run(async () => {
-      const outcome = await auditClient(options).verifyAudit({
-        ...(options.team !== undefined && { team: options.team }),
-      });
+      const outcome =
+        options.data !== undefined || options.store !== undefined
+          ? await verifyOffline(options)
+          : await auditClient(options).verifyAudit({
+              ...(options.team !== undefined && { team: options.team }),
+            });
       if (options.json) printJson(outcome);
       if (outcome.ok) {
         if (!options.json) {
