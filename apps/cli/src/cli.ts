@@ -11,6 +11,7 @@ import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerService } from './commands/service-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
+import { registerTaskCommands } from './commands/task-commands.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWorker } from './commands/worker-command.js';
 import { EXIT, exitCodeFor } from './output.js';
@@ -73,6 +74,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerCapabilities(program, run);
   registerRoute(program, run);
   registerWorker(program, run);
+  registerTaskCommands(program, run);
   registerAudit(program, run);
   return program;
 }

@@ -19,6 +19,7 @@ import type {
   WriteResponse,
 } from '@ctxbus/core/contract';
 import {
+  approvalKeyResponseSchema,
   CtxbusError,
   claimTaskResponseSchema,
   createSubscriptionResponseSchema,
@@ -373,6 +374,13 @@ export class CtxbusClient {
       .task;
   }
 
+  /** Worker: the latest output of a running command (the origin watches it on its stream). */
+  async taskProgress(id: string, body: { token: number; output: string }): Promise<Task> {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/progress`, { json: body })
+    ).task;
+  }
+
   async completeTask(id: string, body: { token: number; result: unknown }): Promise<Task> {
     return (
       await this.request(taskResponseSchema, 'post', `${taskPath(id)}/complete`, { json: body })
@@ -385,6 +393,43 @@ export class CtxbusClient {
   ): Promise<Task> {
     return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/fail`, { json: body }))
       .task;
+  }
+
+  /** Worker: asks a human to approve the exact command it was refused (the task waits). */
+  async requestApproval(
+    id: string,
+    body: {
+      token: number;
+      request: {
+        argv: string[];
+        cwd: string;
+        scriptHash: string | null;
+        because: 'not_allowed' | 'untrusted_origin';
+      };
+      note?: string;
+    },
+  ): Promise<Task> {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/approval-request`, {
+        json: body,
+      })
+    ).task;
+  }
+
+  /** A human's answer to a task waiting for approval (admin tokens name the team). */
+  async decideTask(
+    id: string,
+    decision: 'approve' | 'deny',
+    body: { note?: string; team?: string } = {},
+  ) {
+    return (
+      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/${decision}`, { json: body })
+    ).task;
+  }
+
+  /** The hub's public key for verifying approvals. */
+  approvalKey() {
+    return this.request(approvalKeyResponseSchema, 'get', 'api/approvals/key');
   }
 
   /**

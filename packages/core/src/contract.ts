@@ -184,6 +184,9 @@ export {
 } from './subscription-schemas.js';
 export type { CreateTaskRequest } from './task-api-schemas.js';
 export {
+  approvalDecisionBodySchema,
+  approvalKeyResponseSchema,
+  approvalRequestBodySchema,
   cancelTaskRequestSchema,
   claimTaskRequestSchema,
   claimTaskResponseSchema,
@@ -195,6 +198,7 @@ export {
   listTasksResponseSchema,
   renewTaskRequestSchema,
   taskIdParamsSchema,
+  taskProgressRequestSchema,
   taskResponseSchema,
   taskWithHistoryResponseSchema,
 } from './task-api-schemas.js';
@@ -203,6 +207,7 @@ export type {
   NewTask,
   ParsedNewTask,
   Task,
+  TaskApproval,
   TaskError,
   TaskEvent,
   TaskLease,
@@ -220,10 +225,12 @@ export {
   newTaskId,
   newTaskSchema,
   staleLeaseError,
+  TASK_APPROVAL_STATUSES,
   TASK_LIMITS,
   TASK_STATES,
   TASK_TRANSITIONS,
   TERMINAL_TASK_STATES,
+  taskApprovalSchema,
   taskErrorSchema,
   taskEventSchema,
   taskIdSchema,

@@ -105,4 +105,42 @@ export const failTaskRequestSchema = z.strictObject({
   error: taskErrorSchema,
   retry: z.boolean().optional(),
 });
+/** Worker: the tail of a running command's output, for the origin to watch. */
+export const taskProgressRequestSchema = z.strictObject({
+  token: fencingTokenSchema,
+  output: z
+    .string()
+    .max(8_000)
+    .meta({ description: 'The latest output (the worker sends a tail).' }),
+});
+
 export const cancelTaskRequestSchema = z.strictObject({ note: taskNoteSchema.optional() });
+
+/** A worker's request that a human approve the exact command it was refused. */
+export const approvalRequestBodySchema = z.strictObject({
+  token: fencingTokenSchema,
+  request: z.strictObject({
+    argv: z.array(z.string().max(100_000)).min(1).max(10_000),
+    /** The working directory's real path. */
+    cwd: z.string().min(1).max(4_096),
+    /** SHA-256 of the script the command runs, when it runs one. */
+    scriptHash: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    because: z.enum(['not_allowed', 'untrusted_origin']),
+  }),
+  note: taskNoteSchema.optional(),
+});
+
+/** A human's answer. Admin tokens name the task's team; runtime tokens act for their own. */
+export const approvalDecisionBodySchema = z.strictObject({
+  note: taskNoteSchema.optional(),
+  team: z.string().min(1).max(64).optional(),
+});
+
+export const approvalKeyResponseSchema = z.object({
+  algorithm: z.literal('ed25519'),
+  /** SPKI PEM: workers verify approvals with it. */
+  publicKey: z.string(),
+});

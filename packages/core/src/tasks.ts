@@ -208,6 +208,25 @@ export const taskLeaseSchema = z.strictObject({
 });
 export type TaskLease = z.infer<typeof taskLeaseSchema>;
 
+/** What a human approves for a task: one exact command, until a deadline (unanswered: denied). */
+export const TASK_APPROVAL_STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
+
+export const taskApprovalSchema = z.strictObject({
+  status: z.enum(TASK_APPROVAL_STATUSES),
+  /** The exact command as the worker will run it: argv, cwd, scriptHash, digest, because. */
+  request: z.record(z.string(), z.json()),
+  requestedBy: z.string().max(200),
+  requestedAt: z.iso.datetime(),
+  /** An unanswered request is a deny after this. */
+  expiresAt: z.iso.datetime(),
+  decidedBy: z.string().max(200).nullable(),
+  decidedAt: z.iso.datetime().nullable(),
+  note: z.string().max(TASK_LIMITS.noteChars).nullable(),
+  /** The hub's signed approval of exactly this command (approved only). */
+  token: z.string().max(4_000).nullable(),
+});
+export type TaskApproval = z.infer<typeof taskApprovalSchema>;
+
 export const taskSchema = z.strictObject({
   id: z.string(),
   teamId: z.string(),
@@ -227,9 +246,14 @@ export const taskSchema = z.strictObject({
   lease: taskLeaseSchema.nullable(),
   result: z.json().nullable(),
   error: taskErrorSchema.nullable(),
+  /** A human's approval of the exact command, once a worker asked for one. */
+  approval: taskApprovalSchema.nullable(),
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
-  /** When a SUBMITTED task stops waiting (null: it waits until claimed or canceled). */
+  /**
+   * When a SUBMITTED task stops waiting, or an AUTH_REQUIRED one's approval request lapses
+   * (null: it waits until claimed, answered or canceled).
+   */
   expiresAt: z.iso.datetime().nullable(),
 });
 export type Task = z.infer<typeof taskSchema>;

@@ -33,6 +33,7 @@ import type {
 } from './route-definition.js';
 import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
+import { approvalRoutes } from './routes/approval-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { capabilitiesRoute } from './routes/capabilities-route.js';
@@ -42,6 +43,8 @@ import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
 import { subscriptionRoutes } from './routes/subscription-routes.js';
 import { taskRoutes } from './routes/task-routes.js';
+import type { ApprovalKey } from './tasks/approval-key.js';
+import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
 import { AuditRecorder } from './tasks/audit-recorder.js';
 import { HUB_RUNTIME, TaskService } from './tasks/task-service.js';
 import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
@@ -93,6 +96,10 @@ export interface HubOptions {
   presence?: PresenceOptions;
   /** Between sweeps for lost leases and tasks past their wait (default 1 s). */
   taskSweepMs?: number;
+  /** The key approvals are signed with (default: one made for this process). */
+  approvalKey?: ApprovalKey;
+  /** How long an approval request waits for a human, and a signed approval lasts (default 30 min). */
+  approvalTtlMs?: number;
 }
 
 export interface Hub {
@@ -239,6 +246,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       : null,
     capabilities,
     presence: new PresenceRegistry(clock, options.presence),
+    approvalKey: options.approvalKey ?? ephemeralApprovalKey(),
+    approvalTtlMs: options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
     audit: new AuditRecorder({ store: options.store, clock, logger }),
   };
   if (options.deliverWebhooks ?? true) {
@@ -261,6 +270,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     capabilitiesRoute,
     ...presenceRoutes,
     ...taskRoutes,
+    ...approvalRoutes,
     ...auditRoutes,
     ...adminRoutes,
   ];
@@ -385,6 +395,9 @@ export async function createHub(options: HubOptions): Promise<Hub> {
             publish: async ({ task, event }) => {
               await taskService.publish(task, HUB_RUNTIME, event.note);
               await services.audit.taskState(task, event);
+              if (task.error?.code === 'approval_expired') {
+                await services.audit.approval(task, 'expired', event.by);
+              }
             },
           },
           options.taskSweepMs ?? DEFAULT_TASK_SWEEP_MS,

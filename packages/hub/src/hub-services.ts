@@ -5,6 +5,7 @@ import type { CapabilitiesSource } from './capabilities/capabilities-source.js';
 import type { PresenceRegistry } from './capabilities/presence-registry.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
+import type { ApprovalKey } from './tasks/approval-key.js';
 import type { AuditRecorder } from './tasks/audit-recorder.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
@@ -30,6 +31,10 @@ export interface HubServices {
   capabilities: CapabilitiesSource;
   /** Workers and adapters announced to this hub, per team. */
   presence: PresenceRegistry;
+  /** Signs humans' approvals of exact commands. */
+  approvalKey: ApprovalKey;
+  /** How long an approval request waits for an answer, and how long a signed approval lasts. */
+  approvalTtlMs: number;
   /** The audit log's writer: routing decisions, task changes, executions, approvals. */
   audit: AuditRecorder;
 }

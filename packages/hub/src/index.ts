@@ -15,4 +15,6 @@ export type { HubServices } from './hub-services.js';
 export type { RetentionOptions } from './lifecycle-sweeper.js';
 export type { RunningHub, StartHubOptions } from './start-hub.js';
 export { startHub } from './start-hub.js';
+export type { ApprovalKey } from './tasks/approval-key.js';
+export { DEFAULT_APPROVAL_TTL_MS, loadApprovalKey } from './tasks/approval-key.js';
 export type { WebhookOptions } from './webhooks/push-dispatcher.js';

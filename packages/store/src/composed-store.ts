@@ -229,6 +229,10 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.expireWaiting(now, options);
   }
 
+  expireApprovals(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]> {
+    return this.domains.tasks.expireApprovals(now, options);
+  }
+
   appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord> {
     return this.domains.audit.appendAudit(teamId, event, now);
   }

@@ -13,6 +13,7 @@ import type {
   SubscriptionEvent,
   SubscriptionFilter,
   Task,
+  TaskApproval,
   TaskError,
   TaskEvent,
   TaskState,
@@ -387,6 +388,11 @@ export interface UpdateTaskPatch {
   token?: number;
   /** Kept on the task when moving to FAILED (default: code `failed`, the note as message). */
   error?: TaskError;
+  /**
+   * The approval to keep on the task (a request when moving to AUTH_REQUIRED, its answer when
+   * leaving it). Entering AUTH_REQUIRED with one: the task waits until its `expiresAt`.
+   */
+  approval?: TaskApproval;
 }
 
 /** A state change a sweep made: the task as it is now, and the event that recorded it. */
@@ -460,6 +466,11 @@ export interface TaskStore {
   expireLeases(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
   /** SUBMITTED tasks past their wait at `now`: FAILED with code `expired`. */
   expireWaiting(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
+  /**
+   * AUTH_REQUIRED tasks whose approval request lapsed at `now` (an unanswered approval is a
+   * deny): REJECTED with code `approval_expired`, the approval marked `expired`.
+   */
+  expireApprovals(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
 }
 
 export interface ListAuditOptions {

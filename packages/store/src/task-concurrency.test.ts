@@ -203,32 +203,45 @@ function turnedClock(): { clock: () => Date; advance: (ms: number) => string } {
 }
 
 /** Runs task-claimer-process.ts in its own Node process; resolves with what it claimed. */
-function claimerProcess(path: string, claimers: number, name: string): Promise<Claimed[]> {
+interface ClaimerProcess {
+  /** Resolves when the process has opened the store and waits for the start. */
+  ready: Promise<void>;
+  /** Lets it start claiming. */
+  go(): void;
+  done: Promise<Claimed[]>;
+}
+
+function claimerProcess(path: string, claimers: number, name: string): ClaimerProcess {
   const script = fileURLToPath(new URL('./task-claimer-process.ts', import.meta.url));
   const hooks = fileURLToPath(new URL('./testing/source-imports.mjs', import.meta.url));
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--experimental-transform-types',
-        '--no-warnings',
-        '--import',
-        hooks,
-        script,
-        path,
-        String(claimers),
-        name,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
+  const child = spawn(
+    process.execPath,
+    [
+      '--experimental-transform-types',
+      '--no-warnings',
+      '--import',
+      hooks,
+      script,
+      path,
+      String(claimers),
+      name,
+    ],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  let markReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (stderr.includes('ready\n')) markReady();
+  });
+  const done = new Promise<Claimed[]>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => {
       if (code !== 0) {
@@ -239,6 +252,11 @@ function claimerProcess(path: string, claimers: number, name: string): Promise<C
       resolve(entries.map((entry) => ({ ...entry, store: Number(name.slice(1)) })));
     });
   });
+  return {
+    ready: Promise.race([ready, done.then(() => undefined)]),
+    go: () => child.stdin.end('go\n'),
+    done,
+  };
 }
 
 await withPostgresServer('tasks through two stores at once on postgres', (url) => {
@@ -311,9 +329,10 @@ describe('tasks through two stores at once on sqlite', () => {
     const store = openSqliteStore({ path });
     try {
       const created = await createTasks(store);
-      const processes = await Promise.all(
-        [0, 1, 2, 3].map((index) => claimerProcess(path, CLAIMERS / 4, `p${index}`)),
-      );
+      const claimers = [0, 1, 2, 3].map((index) => claimerProcess(path, CLAIMERS / 4, `p${index}`));
+      await Promise.all(claimers.map((claimer) => claimer.ready));
+      for (const claimer of claimers) claimer.go();
+      const processes = await Promise.all(claimers.map((claimer) => claimer.done));
       await expectEachRanOnce(store, created, processes.flat(), 4);
     } finally {
       await store.close();

@@ -77,6 +77,14 @@ describe('./dev bench --only tasks', () => {
         `claim + complete throughput (16 claimers over 200 tasks, ${backend})`,
       );
     }
+    for (const metric of [
+      'task create -> claimed by an idle connected worker p99',
+      'claim -> process spawned p50',
+      "result -> origin's SSE p99",
+      "200 tasks through 16 workers: create -> completed on the origin's stream p99",
+    ]) {
+      expect(rows.find((row) => row.metric === metric)?.value, metric).toMatch(/^\d[\d.]* ms$/);
+    }
   });
 });
 

@@ -23,6 +23,7 @@ import { benchRouting } from './routing-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
 import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
+import { benchTaskLatency } from './task-latency.ts';
 import { benchTaskStore } from './task-store.ts';
 import { benchVectorSearch } from './vector-search.ts';
 
@@ -65,8 +66,11 @@ if (flags.help) {
             run for /bin/true, plain and inside bubblewrap (target: spawn p50 <= 15 ms);
             the task store: create p50/p99, and 16 claimers racing over 1,000 tasks
             through two stores on one database (SQLite file; PostgreSQL, two pools): claim
-            p50/p99 and claim + complete throughput; the audit log: append p50/p99, 16
-            appenders on one team's chain through two stores, a whole-chain verification
+            p50/p99 and claim + complete throughput; through a real hub and \`ctxbus worker\`:
+            create -> claimed by an idle worker p50/p99 (targets 20/60 ms), claim -> spawn
+            p50 (15 ms), result -> origin's SSE p99 (25 ms), 1,000 tasks through 16 workers;
+            the audit log: append p50/p99, 16 appenders on one team's chain through two
+            stores, a whole-chain verification
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -426,6 +430,7 @@ async function main() {
     rows.push(...benchRouting(quick ? 2_000 : 20_000, log));
     rows.push(...(await benchExecSpawn(quick, log)));
     rows.push(...(await benchTaskStore(quick, log)));
+    rows.push(...(await benchTaskLatency(quick, log)));
     rows.push(...(await benchAuditLog(quick, log)));
   }
   printTable();

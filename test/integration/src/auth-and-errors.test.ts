@@ -359,6 +359,19 @@ describe('the OpenAPI document', () => {
         'streamContextWebSocket',
         'verifyAudit',
         'writeContext',
+        'createTask',
+        'listTasks',
+        'getTask',
+        'cancelTask',
+        'claimTask',
+        'renewTask',
+        'completeTask',
+        'failTask',
+        'taskProgress',
+        'approvalKey',
+        'requestApproval',
+        'approveTask',
+        'denyTask',
       ].sort(),
     );
     // Route conformance, driven by the document: every secured route refuses a missing token,
@@ -366,9 +379,11 @@ describe('the OpenAPI document', () => {
     for (const { path, method, operation } of operations) {
       const unknownId = path.includes('tokens')
         ? 'tok_unknown'
-        : path.includes('subscriptions')
-          ? 'sub_019a0000-0000-7000-8000-00000000beef'
-          : '019a0000-0000-7000-8000-00000000beef';
+        : path.includes('/tasks/')
+          ? 'task_019a0000-0000-7000-8000-00000000beef'
+          : path.includes('subscriptions')
+            ? 'sub_019a0000-0000-7000-8000-00000000beef'
+            : '019a0000-0000-7000-8000-00000000beef';
       const concrete = path.replace('{id}', unknownId);
       if (operation.security.length > 0) {
         const response = await call(hub.url, method.toUpperCase(), concrete);
@@ -385,7 +400,21 @@ describe('the OpenAPI document', () => {
       }
       if (path.includes('{id}')) {
         // A valid body where one is needed, so that the unknown id is what fails.
-        const body = operation.operationId === 'acknowledgeChanges' ? { seq: 0 } : undefined;
+        const bodies: Record<string, unknown> = {
+          acknowledgeChanges: { seq: 0 },
+          cancelTask: {},
+          renewTask: { token: 1 },
+          completeTask: { token: 1, result: {} },
+          failTask: { token: 1, error: { code: 'x', message: 'x' } },
+          taskProgress: { token: 1, output: '' },
+          requestApproval: {
+            token: 1,
+            request: { argv: ['ls'], cwd: '/tmp', scriptHash: null, because: 'not_allowed' },
+          },
+          approveTask: {},
+          denyTask: {},
+        };
+        const body = bodies[operation.operationId];
         const response = await call(hub.url, method.toUpperCase(), concrete, { token, body });
         expect(response.status, `${method} ${path} with an unknown id`).toBe(404);
       }

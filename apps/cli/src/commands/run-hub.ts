@@ -1,11 +1,12 @@
 import { fstatSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CapabilitiesStatus } from '@ctxbus/core/contract';
 import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
-import { mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
+import { loadApprovalKey, mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { pino } from 'pino';
-import { saveHubCredentials } from '../credentials.js';
+import { configDir, saveHubCredentials } from '../credentials.js';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
@@ -32,6 +33,8 @@ export interface HubRunOptions {
   webhooks: WebhookOptions;
   mcp: McpLimits;
   retention: RetentionOptions;
+  /** How long an approval request waits for a human, and a signed approval lasts. */
+  approvalTtlMs: number;
   /** Memory per embedding model for the exact vector scan in the hub (MB). */
   vectorMemoryMb: number;
   /** An OpenAI-compatible embeddings API for hybrid search (null: full text only). */
@@ -124,6 +127,15 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
           ? { ...options.webhooks, leaseHolder: 'embedded-hub' }
           : options.webhooks,
       ...(options.capabilities && { capabilities: options.capabilities }),
+      // Approvals are signed with a key kept beside the data (PostgreSQL: in the config
+      // directory); hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
+      approvalTtlMs: options.approvalTtlMs,
+      approvalKey: loadApprovalKey(
+        process.env.CTXBUS_APPROVAL_KEY ||
+          (target.kind === 'sqlite'
+            ? join(target.dataDir, 'approval-key.pem')
+            : join(configDir(), 'approval-key.pem')),
+      ),
       extensions: [mcpExtension({ host: options.host, logger, limits: options.mcp })],
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });

@@ -118,6 +118,11 @@ export function addServeOptions(command: Command): Command {
     )
     .option('--sweep-interval <duration>', 'time between lifecycle sweeps', '60s')
     .option(
+      '--approval-ttl <duration>',
+      'how long a command waits for a human to approve it (unanswered: denied), and how long an approval lasts',
+      '30m',
+    )
+    .option(
       '--embeddings-url <url>',
       'hybrid search: an OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1 (default: $CTXBUS_EMBEDDINGS_URL; the key comes from $CTXBUS_EMBEDDINGS_KEY)',
       process.env.CTXBUS_EMBEDDINGS_URL,

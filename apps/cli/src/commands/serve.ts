@@ -26,6 +26,7 @@ export interface ServeOptions {
   retentionMode: string;
   retain: string;
   sweepInterval: string;
+  approvalTtl: string;
   embeddingsUrl?: string;
   embeddingsModel?: string;
   embeddingsDimensions?: string;
@@ -101,6 +102,10 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
   if (sweepIntervalMs < 100) {
     throw new CtxbusError('validation_failed', '--sweep-interval must be at least 100ms');
   }
+  const approvalTtlMs = parseDuration(options.approvalTtl, '--approval-ttl');
+  if (approvalTtlMs < 1_000 || approvalTtlMs > 7 * 86_400_000) {
+    throw new CtxbusError('validation_failed', '--approval-ttl must be from 1s to 7d');
+  }
   const retention = {
     mode: options.retentionMode,
     maxAgeMs: parseRetention(options.retain),
@@ -131,6 +136,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
     durability: options.durability,
     json: options.json === true,
     retention,
+    approvalTtlMs,
     webhooks: {
       allowPrivateEndpoints: options.allowPrivateWebhooks === true,
       maxAttempts: webhookAttempts,

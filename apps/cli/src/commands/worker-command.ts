@@ -43,6 +43,9 @@ export function hubApi(client: CtxbusClient): WorkerHubApi {
     renewTask: (id, body) => client.renewTask(id, body),
     completeTask: (id, body) => client.completeTask(id, body),
     failTask: (id, body) => client.failTask(id, body),
+    requestApproval: (id, body) => client.requestApproval(id, body),
+    taskProgress: (id, body) => client.taskProgress(id, body),
+    approvalKey: async () => (await client.approvalKey()).publicKey,
     async taskSignals(signal, onSignal) {
       const events = client.stream({ tags: 'task', signal, onReady: onSignal });
       for await (const event of events) {

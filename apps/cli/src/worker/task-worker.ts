@@ -27,6 +27,22 @@ export interface WorkerHubApi {
   renewTask(id: string, body: { token: number; leaseMs: number }): Promise<Task>;
   completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
   failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
+  requestApproval(
+    id: string,
+    body: {
+      token: number;
+      request: {
+        argv: string[];
+        cwd: string;
+        scriptHash: string | null;
+        because: 'not_allowed' | 'untrusted_origin';
+      };
+    },
+  ): Promise<Task>;
+  /** The latest output of a running command. */
+  taskProgress(id: string, body: { token: number; output: string }): Promise<unknown>;
+  /** The hub's public key (PEM) that signs approvals. */
+  approvalKey(): Promise<string>;
   /** Resolves when a task may be waiting (a task status item arrived, or the stream reconnected). */
   taskSignals(signal: AbortSignal, onSignal: () => void): Promise<void>;
 }
@@ -38,13 +54,19 @@ export interface WorkerLimits {
   inactivityMs: number;
   /** Output kept per stream, head and tail (default 256 KiB). */
   maxOutputBytes: number;
+  /** Least time between two progress posts of a running command's output (default 2 s). */
+  progressMs: number;
 }
 
 export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
   timeoutMs: 10 * 60_000,
   inactivityMs: 2 * 60_000,
   maxOutputBytes: 256 * 1024,
+  progressMs: 2_000,
 };
+
+/** The output tail a progress post carries. */
+const PROGRESS_TAIL_CHARS = 4_000;
 
 export interface TaskWorkerOptions {
   hub: WorkerHubApi;
@@ -61,7 +83,7 @@ export interface TaskWorkerOptions {
   /** Overrides for the execution policy (sandbox options, env allow-list, PATH). */
   policy?: Partial<ExecutionPolicy>;
   /** Called after each task ends (tests and --once). */
-  onTaskDone?: (task: Task, outcome: 'completed' | 'failed' | 'lost') => void;
+  onTaskDone?: (task: Task, outcome: 'completed' | 'failed' | 'lost' | 'awaiting approval') => void;
 }
 
 /** The result a command leaves on its task. */
@@ -76,6 +98,8 @@ export interface CommandResult {
   truncated: boolean;
   timedOut: 'hard' | 'inactivity' | null;
   sandboxed: boolean;
+  /** From the claim's answer to the process spawned (checks, directory, sandbox setup). */
+  claimToSpawnMs: number | null;
 }
 
 const CAPABILITY = 'code_execution';
@@ -97,6 +121,9 @@ export class TaskWorker {
   private running = 0;
   private wake: (() => void) | null = null;
   private pendingSignal = true;
+  /** Counts wake-up calls, so one that arrives while a claim is in flight is not lost. */
+  private signals = 0;
+  private approvalKey: string | null = null;
 
   constructor(private readonly options: TaskWorkerOptions) {
     this.concurrency = options.concurrency ?? 1;
@@ -107,6 +134,7 @@ export class TaskWorker {
   /** Works until `signal` aborts; then leaves the hub's presence. */
   async run(signal: AbortSignal): Promise<void> {
     const { hub, workerId, logger } = this.options;
+    this.approvalKey = await hub.approvalKey();
     const ttlSeconds = Math.max(3, Math.round((this.leaseMs / 1000) * 1));
     const announce = () =>
       hub
@@ -132,6 +160,7 @@ export class TaskWorker {
           await this.nextWake(signal);
           continue;
         }
+        const asked = this.signals;
         const task = await hub
           .claimTask({ workerId, capabilities: [CAPABILITY], leaseMs: this.leaseMs })
           .catch((error: unknown) => {
@@ -139,8 +168,9 @@ export class TaskWorker {
             return null;
           });
         if (!task) {
-          // Nothing waits: sleep until the stream says something changed.
-          this.pendingSignal = false;
+          // Nothing waits: sleep until the stream says something changed (unless it already
+          // did while this claim was on its way).
+          if (this.signals === asked) this.pendingSignal = false;
           continue;
         }
         this.running += 1;
@@ -162,6 +192,7 @@ export class TaskWorker {
   }
 
   private poke(): void {
+    this.signals += 1;
     this.pendingSignal = true;
     const wake = this.wake;
     this.wake = null;
@@ -177,6 +208,7 @@ export class TaskWorker {
 
   /** Runs one claimed task to its end: completed, failed (with a reason), or lost (stale lease). */
   async process(task: Task): Promise<void> {
+    const claimedAt = performance.now();
     const { hub, matrix, logger } = this.options;
     const token = task.lease?.token;
     if (token === undefined) throw new CtxbusError('internal', `task ${task.id} has no lease`);
@@ -203,14 +235,35 @@ export class TaskWorker {
       policy: {
         allow: matrix.remote_execution?.allow ?? [],
         roots: this.options.roots,
-        trustedOrigin: originTrusted(matrix, task.origin),
+        // The worker's own file decides whom it trusts; the hub's router may ask for more.
+        trustedOrigin:
+          originTrusted(matrix, task.origin) && task.routing?.requiresApproval !== true,
+        ...(this.approvalKey !== null && { approvalPublicKey: this.approvalKey }),
         ...(capability?.limits?.network !== undefined && { network: capability.limits.network }),
         ...(capability?.limits?.seconds !== undefined && { maxSeconds: capability.limits.seconds }),
         ...(capability?.mode === 'sandboxed' && { requireSandbox: true }),
         ...this.options.policy,
       },
-      ...(typeof input.approval === 'string' && { approval: input.approval }),
+      ...(task.approval?.status === 'approved' &&
+        task.approval.token !== null && { approval: task.approval.token }),
     });
+    if (
+      !preparation.ok &&
+      preparation.code === 'approval_required' &&
+      preparation.approvalRequest
+    ) {
+      // A human decides: the task waits in AUTH_REQUIRED showing exactly this command.
+      const { argv, cwd, scriptHash, because } = preparation.approvalRequest;
+      try {
+        await hub.requestApproval(task.id, { token, request: { argv, cwd, scriptHash, because } });
+        logger.info({ taskId: task.id }, preparation.reason);
+        this.options.onTaskDone?.(task, 'awaiting approval');
+      } catch (error) {
+        logger.warn({ err: error, taskId: task.id }, 'could not ask for approval');
+        await fail({ code: preparation.code, message: preparation.reason });
+      }
+      return;
+    }
     if (!preparation.ok) {
       logger.info({ taskId: task.id, code: preparation.code }, preparation.reason);
       await fail({ code: preparation.code, message: preparation.reason });
@@ -227,11 +280,33 @@ export class TaskWorker {
         }
       });
     }, this.leaseMs / 3);
+    // Progress: the output's tail, at most every progressMs, while there is new output.
+    let tailText = '';
+    let fresh = false;
+    const progress = setInterval(() => {
+      if (!fresh) return;
+      fresh = false;
+      hub.taskProgress(task.id, { token, output: tailText }).catch((error: unknown) => {
+        logger.debug({ err: error, taskId: task.id }, 'progress not posted');
+      });
+    }, this.limits.progressMs);
     let execution: Awaited<ReturnType<typeof executePlan>>;
+    const spawning = performance.now();
+    const { progressMs: _, ...runLimits } = this.limits;
     try {
-      execution = await executePlan(preparation.plan, { ...this.limits, signal: lost.signal });
+      execution = await executePlan(preparation.plan, {
+        ...runLimits,
+        signal: lost.signal,
+        // Only a bounded tail is kept here, so every chunk may pass.
+        maxProgressBytes: Number.MAX_SAFE_INTEGER,
+        onOutput: (_stream, chunk) => {
+          tailText = (tailText + chunk).slice(-PROGRESS_TAIL_CHARS);
+          fresh = true;
+        },
+      });
     } finally {
       clearInterval(renew);
+      clearInterval(progress);
     }
     if (lost.signal.aborted) {
       this.options.onTaskDone?.(task, 'lost');
@@ -246,6 +321,7 @@ export class TaskWorker {
       preparation.plan.realCwd,
       execution.result,
       sandboxed,
+      execution.result.spawnMs === null ? null : spawning - claimedAt + execution.result.spawnMs,
     );
     if (result.exitCode === 0) {
       try {
@@ -274,6 +350,7 @@ function commandResult(
   cwd: string,
   run: RunCommandResult,
   sandboxed: boolean,
+  claimToSpawnMs: number | null,
 ): CommandResult {
   return {
     argv,
@@ -286,5 +363,6 @@ function commandResult(
     truncated: run.truncated,
     timedOut: run.timedOut,
     sandboxed,
+    claimToSpawnMs: claimToSpawnMs === null ? null : Math.round(claimToSpawnMs * 100) / 100,
   };
 }

@@ -10,7 +10,9 @@ import {
   listTasksQuerySchema,
   listTasksResponseSchema,
   renewTaskRequestSchema,
+  staleLeaseError,
   taskIdParamsSchema,
+  taskProgressRequestSchema,
   taskResponseSchema,
   taskWithHistoryResponseSchema,
 } from '@ctxbus/core';
@@ -180,6 +182,36 @@ export const taskRoutes = [
         body.token,
         body.leaseMs,
       );
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/progress',
+    operationId: 'taskProgress',
+    summary: "Worker: the latest output of a claimed task's command, for the origin to watch",
+    description:
+      "Published as the task's status item (same scope key), so the origin and every stream see it live. Needs the current fencing token; does not renew the lease.",
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: taskProgressRequestSchema,
+    responses: {
+      200: { description: 'The task.', schema: taskResponseSchema },
+      409: { description: STALE },
+    },
+    async handler({ params, body, viewer, services }) {
+      const found = await services.store.getTask(viewer.teamId, params.id);
+      if (!found) throw notFound(params.id);
+      const { task } = found;
+      const lease = task.lease;
+      if (task.state !== 'WORKING' || lease === null || lease.token !== body.token) {
+        throw staleLeaseError(task.id, `token ${body.token} does not hold the task`);
+      }
+      if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
+        throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
+      }
+      await new TaskService(services).publish(task, viewer.runtime, null, body.output);
       return { status: 200, body: { task } };
     },
   }),

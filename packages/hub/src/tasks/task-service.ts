@@ -21,17 +21,19 @@ export const HUB_RUNTIME = 'ctxbus';
 /** The tag every task status item carries; a worker's stream filters on it. */
 export const TASK_TAG = 'task';
 
-/** Where a decision leaves a new task: its first state and the runtime that does it. */
+/**
+ * Where a decision leaves a new task: its first state and the runtime that does it. A decision
+ * that needs a human's approval still queues the task: the worker that takes it turns the
+ * request into one exact command (argv, real directory, script hash) and asks for approval of
+ * that (AUTH_REQUIRED), since only it can see the files the command would run.
+ */
 export function placement(decision: RoutingDecision, origin: string) {
   if (decision.kind === 'escalate') {
     return { state: 'REJECTED' as const, targetRuntime: null };
   }
   const targetRuntime =
     decision.kind === 'proxy' || decision.kind === 'queue' ? decision.runtime : origin;
-  return {
-    state: decision.requiresApproval ? ('AUTH_REQUIRED' as const) : ('SUBMITTED' as const),
-    targetRuntime,
-  };
+  return { state: 'SUBMITTED' as const, targetRuntime };
 }
 
 const URGENCY: Record<TaskState, Urgency> = {
@@ -53,7 +55,7 @@ const DONE_TAG: Partial<Record<TaskState, string>> = {
   REJECTED: 'closed',
 };
 
-function statusText(task: Task, note: string | null): string {
+function statusText(task: Task, note: string | null, output?: string): string {
   const lines = [
     `State: ${task.state}${task.targetRuntime ? ` (runtime: ${task.targetRuntime})` : ''}`,
     `Needs: ${task.requiredCapabilities.join(', ')}; from ${task.origin}`,
@@ -61,18 +63,32 @@ function statusText(task: Task, note: string | null): string {
   const reason = typeof task.routing?.reason === 'string' ? task.routing.reason : null;
   if (reason) lines.push(`Routing: ${reason}`);
   if (note) lines.push(`Note: ${note}`);
+  const request = task.approval?.request as
+    | { argv?: string[]; cwd?: string; scriptHash?: string | null }
+    | undefined;
+  if (task.approval && request?.argv) {
+    lines.push(
+      `Approval ${task.approval.status}: \`${request.argv.join(' ')}\` in ${request.cwd ?? '?'}${request.scriptHash ? ` (script sha256 ${request.scriptHash.slice(0, 12)}…)` : ''}`,
+    );
+    if (task.approval.status === 'pending') {
+      lines.push(
+        `Answer by ${task.approval.expiresAt}: ctxbus approve ${task.id}  |  ctxbus deny ${task.id}`,
+      );
+    }
+  }
   if (task.error) lines.push(`Error (${task.error.code}): ${task.error.message}`);
+  if (output) lines.push('', 'Output so far:', '```', output.replaceAll('```', "'''"), '```');
   if (task.description) lines.push('', task.description);
   return lines.join('\n');
 }
 
 /** The status item a task change is published as (one live per task: its scope key). */
-export function taskStatusItem(task: Task, note: string | null): ContextItemInput {
+export function taskStatusItem(task: Task, note: string | null, output?: string): ContextItemInput {
   const done = DONE_TAG[task.state];
   return {
     type: 'status',
     title: `Task ${task.state}: ${task.title}`.slice(0, 300),
-    content: statusText(task, note),
+    content: statusText(task, note, output),
     scope: 'task',
     scopeKey: `task:${task.id}`,
     relevanceTags: [
@@ -142,10 +158,10 @@ export class TaskService {
    * Writes the task's status item as `by` (a runtime of the task's team) and hands it to the
    * live streams. A failure to publish is logged, never undoes the task change.
    */
-  async publish(task: Task, by: string, note: string | null): Promise<void> {
+  async publish(task: Task, by: string, note: string | null, output?: string): Promise<void> {
     try {
       const item = prepareParsedItem(
-        taskStatusItem(task, note),
+        taskStatusItem(task, note, output),
         { teamId: task.teamId, runtime: by },
         { now: this.services.clock() },
       );

@@ -8,6 +8,7 @@ export interface TaskSweeperDeps {
   store: {
     expireLeases(now: string): Promise<TaskTransition[]>;
     expireWaiting(now: string): Promise<TaskTransition[]>;
+    expireApprovals(now: string): Promise<TaskTransition[]>;
   };
   clock: () => Date;
   logger: Logger;
@@ -17,7 +18,8 @@ export interface TaskSweeperDeps {
 
 /**
  * Returns tasks whose worker lost its lease to the queue (or to a dead letter after their
- * last attempt) and fails tasks that waited past their TTL, on a timer. Several hubs on one
+ * last attempt), fails tasks that waited past their TTL and rejects approval requests nobody
+ * answered in time, on a timer. Several hubs on one
  * database may all sweep: the store moves each task once.
  */
 export class TaskSweeper {
@@ -44,6 +46,7 @@ export class TaskSweeper {
       const changed = [
         ...(await this.deps.store.expireLeases(now)),
         ...(await this.deps.store.expireWaiting(now)),
+        ...(await this.deps.store.expireApprovals(now)),
       ];
       moved = changed.length;
       for (const transition of changed) await this.deps.publish(transition);

@@ -298,11 +298,14 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     `,
   },
   {
-    // Reserved for the approvals migration being written alongside the audit log: the runner
-    // needs contiguous versions. Replace this entry with it (same version).
     version: 7,
-    name: 'reserved-approvals',
-    sql: () => 'SELECT 1',
+    name: 'task approvals',
+    sql: (s) => `
+      -- A human's approval of a task's exact command; while AUTH_REQUIRED, expires_at is when
+      -- the unanswered request becomes a deny.
+      ALTER TABLE ${s}.tasks ADD COLUMN approval json;
+      CREATE INDEX tasks_approvals ON ${s}.tasks (expires_at) WHERE state = 'AUTH_REQUIRED';
+    `,
   },
   {
     version: 8,

@@ -18,6 +18,7 @@ import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
 import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
 import {
   checkLeaseMs,
+  plannedApprovalExpiry,
   plannedCancel,
   plannedComplete,
   plannedFail,
@@ -44,7 +45,7 @@ const COLUMNS = (t: string) => `${t}.rid, ${t}.id, ${t}.team_id, ${t}.title, ${t
   ${t}.required_capabilities, ${t}.origin, ${t}.scope, ${t}.input, ${t}.idempotency_key,
   ${t}.state, ${t}.target_runtime, ${t}.routing, ${t}.attempts, ${t}.max_attempts,
   ${t}.ttl_seconds, ${t}.token, ${t}.lease_worker,
-  ${ms(`${t}.lease_expires_at`, 'lease_expires_ms')}, ${t}.result, ${t}.error,
+  ${ms(`${t}.lease_expires_at`, 'lease_expires_ms')}, ${t}.result, ${t}.error, ${t}.approval,
   ${ms(`${t}.created_at`, 'created_ms')}, ${ms(`${t}.updated_at`, 'updated_ms')},
   ${ms(`${t}.expires_at`, 'expires_ms')}`;
 
@@ -125,7 +126,7 @@ export class PostgresTasks implements TaskStore {
     await client.query(
       `UPDATE ${this.s}.tasks SET state = $2, attempts = $3, token = $4, lease_worker = $5,
          lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
-         updated_at = $9::timestamptz, expires_at = $10::timestamptz
+         updated_at = $9::timestamptz, expires_at = $10::timestamptz, approval = $11::json
        WHERE rid = $1`,
       [
         rid,
@@ -138,6 +139,7 @@ export class PostgresTasks implements TaskStore {
         json(task.error),
         task.updatedAt,
         task.expiresAt,
+        json(task.approval),
       ],
     );
     return mutation.event === null ? null : this.appendEvent(client, task, rid, mutation.event);
@@ -419,6 +421,16 @@ export class PostgresTasks implements TaskStore {
       now,
       options.limit ?? 1_000,
       plannedWaitExpiry,
+    );
+  }
+
+  async expireApprovals(now: string, options: ExpireTasksOptions = {}): Promise<TaskTransition[]> {
+    return this.sweep(
+      'expire approval requests',
+      `t.state = 'AUTH_REQUIRED' AND t.expires_at <= $1::timestamptz`,
+      now,
+      options.limit ?? 1_000,
+      plannedApprovalExpiry,
     );
   }
 }

@@ -1,4 +1,4 @@
-import type { Scope, Task, TaskError, TaskEvent, TaskState } from '@ctxbus/core';
+import type { Scope, Task, TaskApproval, TaskError, TaskEvent, TaskState } from '@ctxbus/core';
 
 // One mapping between a tasks row and the Task, for every backend (which decode times to epoch
 // milliseconds and JSON columns to values before calling it).
@@ -26,6 +26,7 @@ export interface TaskColumns {
   lease_expires_ms: number | null;
   result: Task['result'];
   error: TaskError | null;
+  approval: TaskApproval | null;
   created_ms: number;
   updated_ms: number;
   expires_ms: number | null;
@@ -77,6 +78,7 @@ export function taskFromRow(row: TaskColumns): StoredTask {
           : { workerId: row.lease_worker, token: row.token, expiresAt: iso(row.lease_expires_ms) },
       result: row.result,
       error: row.error,
+      approval: row.approval,
       createdAt: iso(row.created_ms),
       updatedAt: iso(row.updated_ms),
       expiresAt: isoOrNull(row.expires_ms),

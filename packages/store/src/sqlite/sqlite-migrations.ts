@@ -318,11 +318,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
   },
   {
-    // Reserved for the approvals migration being written alongside the audit log: the runner
-    // needs contiguous versions. Replace this entry with it (same version).
     version: 9,
-    name: 'reserved-approvals',
-    sql: '',
+    name: 'task approvals',
+    sql: `
+      -- A human's approval of a task's exact command (JSON text); while AUTH_REQUIRED,
+      -- expires_at is when the unanswered request becomes a deny.
+      ALTER TABLE tasks ADD COLUMN approval TEXT;
+      CREATE INDEX tasks_approvals ON tasks (expires_at) WHERE state = 'AUTH_REQUIRED';
+    `,
   },
   {
     version: 10,

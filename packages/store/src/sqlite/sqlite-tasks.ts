@@ -1,5 +1,5 @@
 import type { SQLInputValue } from 'node:sqlite';
-import type { NewTask, Task, TaskError, TaskEvent } from '@ctxbus/core';
+import type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from '@ctxbus/core';
 import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
@@ -18,6 +18,7 @@ import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
 import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
 import {
   checkLeaseMs,
+  plannedApprovalExpiry,
   plannedCancel,
   plannedComplete,
   plannedFail,
@@ -34,17 +35,21 @@ import type { SqliteConnection } from './sqlite-connection.js';
 // row read in it cannot change before the write (the claim is a single UPDATE ... RETURNING).
 
 interface TaskRow
-  extends Omit<TaskColumns, 'required_capabilities' | 'input' | 'routing' | 'result' | 'error'> {
+  extends Omit<
+    TaskColumns,
+    'required_capabilities' | 'input' | 'routing' | 'result' | 'error' | 'approval'
+  > {
   required_capabilities: string;
   input: string | null;
   routing: string | null;
   result: string | null;
   error: string | null;
+  approval: string | null;
 }
 
 const COLUMNS = `rid, id, team_id, title, description, required_capabilities, origin, scope,
   input, idempotency_key, state, target_runtime, routing, attempts, max_attempts, ttl_seconds,
-  token, lease_worker, lease_expires_at AS lease_expires_ms, result, error,
+  token, lease_worker, lease_expires_at AS lease_expires_ms, result, error, approval,
   created_at AS created_ms, updated_at AS updated_ms, expires_at AS expires_ms`;
 
 const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
@@ -59,6 +64,7 @@ function rowToStored(row: TaskRow): StoredTask {
     routing: json<Task['routing']>(row.routing),
     result: json<Task['result']>(row.result),
     error: json<TaskError>(row.error),
+    approval: json<TaskApproval>(row.approval),
   });
 }
 
@@ -116,7 +122,8 @@ export class SqliteTasks implements TaskStore {
     this.connection
       .statement(
         `UPDATE tasks SET state = ?, attempts = ?, token = ?, lease_worker = ?,
-           lease_expires_at = ?, result = ?, error = ?, updated_at = ?, expires_at = ?
+           lease_expires_at = ?, result = ?, error = ?, approval = ?, updated_at = ?,
+           expires_at = ?
          WHERE rid = ?`,
       )
       .run(
@@ -127,6 +134,7 @@ export class SqliteTasks implements TaskStore {
         ms(task.lease?.expiresAt ?? null),
         text(task.result),
         text(task.error),
+        text(task.approval),
         Date.parse(task.updatedAt),
         ms(task.expiresAt),
         rid,
@@ -358,6 +366,15 @@ export class SqliteTasks implements TaskStore {
       now,
       options.limit ?? 1_000,
       plannedWaitExpiry,
+    );
+  }
+
+  async expireApprovals(now: string, options: ExpireTasksOptions = {}): Promise<TaskTransition[]> {
+    return this.sweep(
+      "state = 'AUTH_REQUIRED' AND expires_at <= ?",
+      now,
+      options.limit ?? 1_000,
+      plannedApprovalExpiry,
     );
   }
 }

@@ -1,4 +1,4 @@
-import type { NewTask, Task } from '@ctxbus/core';
+import type { NewTask, Task, TaskApproval } from '@ctxbus/core';
 import { expect } from 'vitest';
 import type { Store } from '../store.js';
 import type { ConformanceHarness } from './conformance-harness.js';
@@ -14,6 +14,7 @@ export const TASK_CASES = [
   'task-fencing',
   'task-lease-expiry',
   'task-wait-expiry',
+  'task-approval',
   'task-transitions',
   'task-reopen',
 ] as const;
@@ -470,6 +471,111 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       expect(await store.expireWaiting(iso())).toEqual([]);
       h.advance(SECOND);
       expect((await store.expireWaiting(iso())).map((t) => t.task.id)).toEqual([later.id]);
+    },
+
+    async 'task-approval'() {
+      const store = h.store();
+      const pending = (): TaskApproval => ({
+        status: 'pending',
+        request: { argv: ['rm', '-rf', 'build'], cwd: '/srv/app', scriptHash: null, digest: 'd1' },
+        requestedBy: 'w1',
+        requestedAt: iso(),
+        expiresAt: iso(30 * 60 * SECOND),
+        decidedBy: null,
+        decidedAt: null,
+        note: null,
+        token: null,
+      });
+      // A worker holding the task asks for approval of the exact command: the lease ends and
+      // the task waits for a human until the request lapses.
+      const asked = await create({ title: 'needs a human' });
+      const held = await claim();
+      expect(held?.id).toBe(asked.id);
+      const token = held?.lease?.token as number;
+      expect(
+        await reason(
+          store.updateTask('acme', asked.id, {
+            state: 'AUTH_REQUIRED',
+            by: 'w1',
+            token: token + 1,
+            approval: pending(),
+          }),
+        ),
+      ).toBe('stale_lease');
+      const waiting = await store.updateTask('acme', asked.id, {
+        state: 'AUTH_REQUIRED',
+        by: 'w1',
+        token,
+        note: 'rm -rf build is not in the allow-list',
+        approval: pending(),
+      });
+      expect(waiting).toMatchObject({
+        state: 'AUTH_REQUIRED',
+        lease: null,
+        expiresAt: iso(30 * 60 * SECOND),
+      });
+      expect(waiting.approval).toEqual(pending());
+      expect(await claim()).toBeNull();
+
+      // Approved: back in the queue with the signed approval, which the next claim carries.
+      const approved = await store.updateTask('acme', asked.id, {
+        state: 'SUBMITTED',
+        by: 'alice',
+        approval: {
+          ...pending(),
+          status: 'approved',
+          decidedBy: 'alice',
+          decidedAt: iso(),
+          token: 'signed',
+        },
+      });
+      expect(approved.approval?.status).toBe('approved');
+      const again = await claim('w2');
+      expect(again).toMatchObject({
+        id: asked.id,
+        approval: { status: 'approved', token: 'signed' },
+      });
+      expect(again?.lease?.token).toBeGreaterThan(token);
+
+      // Denied: rejected with the reason; and one left unanswered is a deny once it lapses.
+      const denied = await create({ title: 'denied' });
+      const deniedHeld = await claim();
+      await store.updateTask('acme', denied.id, {
+        state: 'AUTH_REQUIRED',
+        by: 'w1',
+        token: deniedHeld?.lease?.token as number,
+        approval: pending(),
+      });
+      const no = await store.updateTask('acme', denied.id, {
+        state: 'REJECTED',
+        by: 'alice',
+        error: { code: 'approval_denied', message: 'not on prod' },
+        approval: { ...pending(), status: 'denied', decidedBy: 'alice', decidedAt: iso() },
+      });
+      expect(no).toMatchObject({
+        state: 'REJECTED',
+        error: { code: 'approval_denied' },
+        expiresAt: null,
+      });
+
+      const lapsed = await create({ title: 'nobody answers' });
+      const lapsedHeld = await claim();
+      await store.updateTask('acme', lapsed.id, {
+        state: 'AUTH_REQUIRED',
+        by: 'w1',
+        token: lapsedHeld?.lease?.token as number,
+        approval: pending(),
+      });
+      h.advance(30 * 60 * SECOND - 1);
+      expect(await store.expireApprovals(iso())).toEqual([]);
+      h.advance(1);
+      const expired = await store.expireApprovals(iso());
+      expect(
+        expired.map((t) => [t.task.id, t.task.state, t.task.error?.code, t.task.approval?.status]),
+      ).toEqual([[lapsed.id, 'REJECTED', 'approval_expired', 'expired']]);
+      expect(expired[0]?.event).toMatchObject({ from: 'AUTH_REQUIRED', to: 'REJECTED', by: 'hub' });
+      const stored = await store.getTask('acme', lapsed.id);
+      expect(stored?.task.approval?.status).toBe('expired');
     },
 
     async 'task-transitions'() {

@@ -8,6 +8,7 @@ import {
   parseOrThrow,
   staleLeaseError,
   TASK_LIMITS,
+  taskApprovalSchema,
   taskErrorSchema,
   taskNoteSchema,
   taskResultSchema,
@@ -86,6 +87,7 @@ export function plannedNewTask(
     lease: null,
     result: null,
     error: null,
+    approval: null,
     createdAt: iso(nowMs),
     updatedAt: iso(nowMs),
     expiresAt: state === 'SUBMITTED' ? waitEnd(ttlSeconds, nowMs) : null,
@@ -223,6 +225,14 @@ export function plannedUpdate(
       patch.error === undefined
         ? { code: 'failed', message: note ?? '' }
         : parseOrThrow(taskErrorSchema, patch.error, 'error');
+  } else if (patch.state === 'REJECTED' && patch.error !== undefined) {
+    changes.error = parseOrThrow(taskErrorSchema, patch.error, 'error');
+  }
+  if (patch.approval !== undefined) {
+    const approval = parseOrThrow(taskApprovalSchema, patch.approval, 'approval');
+    changes.approval = approval;
+    // Waiting for a human: until the request lapses (then expireApprovals rejects it).
+    if (patch.state === 'AUTH_REQUIRED') changes.expiresAt = approval.expiresAt;
   }
   return moved(stored, patch.state, changes, patch.by, note, nowMs);
 }
@@ -268,6 +278,25 @@ export function plannedWaitExpiry(stored: StoredTask, nowMs: number): TaskMutati
     },
     HUB_ACTOR,
     'expired unclaimed',
+    nowMs,
+  );
+}
+
+/** An AUTH_REQUIRED task nobody answered in time: an unanswered approval is a deny. */
+export function plannedApprovalExpiry(stored: StoredTask, nowMs: number): TaskMutation {
+  const { approval } = stored.task;
+  return moved(
+    stored,
+    'REJECTED',
+    {
+      error: {
+        code: 'approval_expired',
+        message: `nobody approved or denied it by ${stored.task.expiresAt ?? 'its deadline'}`,
+      },
+      ...(approval && { approval: { ...approval, status: 'expired' as const } }),
+    },
+    HUB_ACTOR,
+    'approval request expired unanswered',
     nowMs,
   );
 }

@@ -1,0 +1,139 @@
+import { join } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { call, useHubProcess } from '@ctxbus/test-kit';
+import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { describe, expect, it } from 'vitest';
+
+// 16 workers racing over 1,000 tasks through real hubs (HTTP claim and complete, each with its
+// fencing token): every task runs exactly once to completion, none lost, none claimed twice.
+// On PostgreSQL the workers are split over two hubs sharing one schema; on SQLite one hub.
+
+const TASKS = 1_000;
+const WORKERS = 16;
+const capabilities = join(import.meta.dirname, '../../../capabilities.yaml');
+
+async function createTasks(hub: HubProcess, token: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let start = 0; start < TASKS; start += 25) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(25, TASKS - start) }, async (_, offset) => {
+        const response = await call(hub.url, 'POST', '/api/tasks', {
+          token,
+          body: {
+            title: `race ${start + offset}`,
+            requiredCapabilities: ['code_execution'],
+            input: { argv: ['npm', 'test'] },
+          },
+        });
+        if (response.status !== 201) throw new Error(JSON.stringify(response.body));
+        return response.body.task.id as string;
+      }),
+    );
+    ids.push(...batch);
+  }
+  return ids;
+}
+
+async function race(hubs: { hub: HubProcess; token: string }[]) {
+  const claimed: { taskId: string; worker: string }[] = [];
+  const refused: unknown[] = [];
+  await Promise.all(
+    Array.from({ length: WORKERS }, async (_, index) => {
+      const { hub, token } = hubs[index % hubs.length] as { hub: HubProcess; token: string };
+      const worker = `w${index}`;
+      for (;;) {
+        const response = await call(hub.url, 'POST', '/api/tasks/claim', {
+          token,
+          body: { workerId: worker, leaseMs: 120_000 },
+        });
+        expect(response.status).toBe(200);
+        const task = response.body.task;
+        if (task === null) return;
+        claimed.push({ taskId: task.id, worker });
+        const done = await call(hub.url, 'POST', `/api/tasks/${task.id}/complete`, {
+          token,
+          body: { token: task.lease.token, result: { worker } },
+        });
+        if (done.status !== 200) refused.push(done.body);
+      }
+    }),
+  );
+  return { claimed, refused };
+}
+
+async function expectEachOnce(
+  hub: HubProcess,
+  token: string,
+  ids: string[],
+  result: Awaited<ReturnType<typeof race>>,
+) {
+  expect(result.refused).toEqual([]);
+  expect(result.claimed).toHaveLength(TASKS);
+  expect(new Set(result.claimed.map((entry) => entry.taskId))).toEqual(new Set(ids));
+  const byWorker = new Map(result.claimed.map((entry) => [entry.taskId, entry.worker]));
+  let after: string | undefined;
+  let completed = 0;
+  for (;;) {
+    const page = await call(
+      hub.url,
+      'GET',
+      `/api/tasks?limit=200${after ? `&after=${after}` : ''}`,
+      { token },
+    );
+    const tasks = page.body.tasks as {
+      id: string;
+      state: string;
+      attempts: number;
+      result: { worker: string };
+    }[];
+    if (tasks.length === 0) break;
+    for (const task of tasks) {
+      expect(task.state).toBe('COMPLETED');
+      expect(task.attempts).toBe(1);
+      expect(task.result.worker).toBe(byWorker.get(task.id));
+      completed += 1;
+    }
+    after = tasks.at(-1)?.id;
+  }
+  expect(completed).toBe(TASKS);
+}
+
+describe('16 workers racing over 1,000 tasks through one SQLite hub', () => {
+  const hub = useHubProcess({
+    args: ['--capabilities', capabilities],
+    tokens: { claw: ['race', 'openclaw'], code: ['race', 'claude-code'] },
+  });
+  it('runs every task exactly once to completion', async () => {
+    const ids = await createTasks(hub, hub.tokens.claw);
+    const result = await race([{ hub, token: hub.tokens.code }]);
+    await expectEachOnce(hub, hub.tokens.code, ids, result);
+  }, 240_000);
+});
+
+await withPostgres('tasks racing through two hubs on PostgreSQL', (url, schemas) => {
+  describe('16 workers racing over 1,000 tasks through two hubs on one PostgreSQL schema', () => {
+    const schema = schemas.next('race');
+    const a = useHubProcess({
+      store: storeUrl(url, schema),
+      args: ['--capabilities', capabilities],
+      tokens: { claw: ['race', 'openclaw'], code: ['race', 'claude-code'] },
+    });
+    const b = useHubProcess({
+      store: storeUrl(url, schema),
+      args: ['--capabilities', capabilities],
+    });
+
+    it('runs every task exactly once to completion, half the workers on each hub', async () => {
+      const ids = await createTasks(a, a.tokens.claw);
+      // Tokens live in the shared store: minted through one hub, valid on both.
+      const result = await race([
+        { hub: a, token: a.tokens.code },
+        { hub: b, token: a.tokens.code },
+      ]);
+      // Both hubs took part.
+      const workers = new Set(result.claimed.map((entry) => Number(entry.worker.slice(1)) % 2));
+      expect(workers).toEqual(new Set([0, 1]));
+      await expectEachOnce(a, a.tokens.code, ids, result);
+    }, 240_000);
+  });
+});
