@@ -17,7 +17,8 @@ await withPostgresServer('postgres store', definePostgresTests);
 
 function definePostgresTests(url: string): void {
   const schemas = new ScratchSchemas(url);
-  afterAll(() => schemas.dropAll());
+  // One schema per conformance case, dropped one by one: seconds on a busy server.
+  afterAll(() => schemas.dropAll(), 60_000);
 
   runStoreConformance({
     name: 'postgres',
