@@ -1,5 +1,6 @@
 import { CtxbusError } from '@ctxbus/core/contract';
 import { Command, CommanderError } from 'commander';
+import { registerAudit } from './commands/audit-command.js';
 import { registerCapabilities } from './commands/capabilities-command.js';
 import { registerContextCommands } from './commands/context-commands.js';
 import { registerDoctor } from './commands/doctor-command.js';
@@ -74,6 +75,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerRoute(program, run);
   registerWorker(program, run);
   registerTaskCommands(program, run);
+  registerAudit(program, run);
   return program;
 }
 

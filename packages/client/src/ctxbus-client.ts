@@ -31,6 +31,7 @@ import {
   errorResponseSchema,
   healthResponseSchema,
   itemResponseSchema,
+  listAuditResponseSchema,
   listResponseSchema,
   listSubscriptionsResponseSchema,
   listTasksResponseSchema,
@@ -44,6 +45,7 @@ import {
   taskResponseSchema,
   taskWithHistoryResponseSchema,
   tokenInfoSchema,
+  verifyAuditResponseSchema,
   writeResponseSchema,
 } from '@ctxbus/core/contract';
 import { createParser } from 'eventsource-parser';
@@ -441,6 +443,23 @@ export class CtxbusClient {
   /** The hub's public key for verifying approvals. */
   approvalKey() {
     return this.request(approvalKeyResponseSchema, 'get', 'api/approvals/key');
+  }
+
+  /**
+   * One page of a team's audit log, oldest first (`team`: admin tokens name it; a runtime token
+   * reads its own). Next page: `after` = the answer's `nextAfter`.
+   */
+  listAudit(params: { team?: string; after?: number; limit?: number } = {}) {
+    return this.request(listAuditResponseSchema, 'get', 'api/audit', {
+      searchParams: toSearchParams(params),
+    });
+  }
+
+  /** Checks a team's audit chain end to end: `{ok, records, head}` or `{ok: false, seq, reason}`. */
+  verifyAudit(params: { team?: string } = {}) {
+    return this.request(verifyAuditResponseSchema, 'get', 'api/audit/verify', {
+      searchParams: toSearchParams(params),
+    });
   }
 
   /** Presence: announces this instance (again, as a heartbeat) so the router counts it. */

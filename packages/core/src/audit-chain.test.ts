@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   AUDIT_GENESIS,
+  AuditChainVerifier,
   type AuditContent,
   type AuditRecord,
   chainAuditRecord,
@@ -71,5 +72,27 @@ describe('the audit hash chain', () => {
     const a = chainAuditRecord(null, { ...content(1), data: { x: 1, y: [1, { b: 2, a: 1 }] } });
     const b = chainAuditRecord(null, { ...content(1), data: { y: [1, { a: 1, b: 2 }], x: 1 } });
     expect(a.hash).toBe(b.hash);
+  });
+
+  it('verifies page by page as the whole chain does, and finds a chain cut short of its head', () => {
+    const records = chain(10);
+    const verifier = new AuditChainVerifier();
+    for (const record of records) expect(verifier.add(record)).toBe(true);
+    expect(verifier.lastSeq).toBe(10);
+    expect(verifier.result(10)).toEqual(verifyAuditChain(records));
+    expect(verifier.result(12)).toEqual({
+      ok: false,
+      records: 10,
+      seq: 11,
+      reason: expect.stringMatching(/ends at record 10 but its head is record 12/),
+    });
+
+    const broken = structuredClone(records);
+    (broken[3] as AuditRecord).actor = 'someone else';
+    const stops = new AuditChainVerifier();
+    const accepted = broken.map((record) => stops.add(record));
+    expect(accepted.indexOf(false)).toBe(3);
+    expect(accepted.slice(4).every((ok) => !ok)).toBe(true);
+    expect(stops.result(10)).toMatchObject({ ok: false, records: 4, seq: 4 });
   });
 });

@@ -68,31 +68,64 @@ export type AuditVerification =
   | { ok: false; records: number; seq: number; reason: string };
 
 /**
- * Checks a team's records, in sequence order from the first: numbering without gaps, each
- * `prevHash` equal to the previous record's hash, each hash recomputed from the content.
- * Reports the first record that does not hold.
+ * Checks a team's records fed in sequence order from the first, one page at a time (memory
+ * stays bounded however long the chain): numbering without gaps, each `prevHash` equal to the
+ * previous record's hash, each hash recomputed from the content. Keeps the first record that
+ * does not hold; records after it are not looked at.
  */
-export function verifyAuditChain(records: readonly AuditRecord[]): AuditVerification {
-  let prevHash = AUDIT_GENESIS;
-  let expectedSeq = 1;
-  for (const record of records) {
-    const fail = (reason: string): AuditVerification => ({
-      ok: false,
-      records: records.length,
-      seq: record.seq,
-      reason,
-    });
-    if (record.seq !== expectedSeq) {
-      return fail(`expected record ${expectedSeq}, found ${record.seq}: a record is missing`);
+export class AuditChainVerifier {
+  private prevHash = AUDIT_GENESIS;
+  private expectedSeq = 1;
+  private count = 0;
+  private failure: { seq: number; reason: string } | null = null;
+
+  /** Checks the next record; false once the chain is broken (there or before). */
+  add(record: AuditRecord): boolean {
+    if (this.failure !== null) return false;
+    this.count += 1;
+    const reason =
+      record.seq !== this.expectedSeq
+        ? `expected record ${this.expectedSeq}, found ${record.seq}: a record is missing`
+        : record.prevHash !== this.prevHash
+          ? 'its previous-hash link does not match the record before it'
+          : record.hash !== auditHash(this.prevHash, record)
+            ? 'its content does not match its hash: it was changed after it was written'
+            : null;
+    if (reason !== null) {
+      this.failure = { seq: record.seq, reason };
+      return false;
     }
-    if (record.prevHash !== prevHash) {
-      return fail('its previous-hash link does not match the record before it');
-    }
-    if (record.hash !== auditHash(prevHash, record)) {
-      return fail('its content does not match its hash: it was changed after it was written');
-    }
-    prevHash = record.hash;
-    expectedSeq += 1;
+    this.prevHash = record.hash;
+    this.expectedSeq += 1;
+    return true;
   }
-  return { ok: true, records: records.length, head: prevHash };
+
+  /** The sequence of the last record that held (0 before the first). */
+  get lastSeq(): number {
+    return this.expectedSeq - 1;
+  }
+
+  /**
+   * The outcome so far. `headSeq`: the sequence the store's head says the chain reaches; a
+   * chain that ends before it lost its newest records.
+   */
+  result(headSeq?: number): AuditVerification {
+    if (this.failure !== null) return { ok: false, records: this.count, ...this.failure };
+    if (headSeq !== undefined && headSeq > this.lastSeq) {
+      return {
+        ok: false,
+        records: this.count,
+        seq: this.lastSeq + 1,
+        reason: `the chain ends at record ${this.lastSeq} but its head is record ${headSeq}: records were removed`,
+      };
+    }
+    return { ok: true, records: this.count, head: this.prevHash };
+  }
+}
+
+/** Checks a whole chain in memory (see AuditChainVerifier); reports the first bad record. */
+export function verifyAuditChain(records: readonly AuditRecord[]): AuditVerification {
+  const verifier = new AuditChainVerifier();
+  for (const record of records) if (!verifier.add(record)) break;
+  return verifier.result();
 }

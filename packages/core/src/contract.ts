@@ -52,6 +52,15 @@ export {
   writeResponseSchema,
   writeResultSchema,
 } from './api-schemas.js';
+export type { ListAuditResponse, VerifyAuditResponse } from './audit-api-schemas.js';
+export {
+  auditRecordSchema,
+  listAuditQuerySchema,
+  listAuditResponseSchema,
+  MAX_AUDIT_PAGE,
+  verifyAuditQuerySchema,
+  verifyAuditResponseSchema,
+} from './audit-api-schemas.js';
 export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
 export {
   CAPABILITY_MODES,

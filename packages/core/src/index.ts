@@ -13,6 +13,7 @@ export type {
 export {
   AUDIT_GENESIS,
   AUDIT_KINDS,
+  AuditChainVerifier,
   auditEventSchema,
   auditHash,
   chainAuditRecord,

@@ -37,6 +37,7 @@ import { defineRoute } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
+import { auditRoutes } from './routes/audit-routes.js';
 import { capabilitiesRoute } from './routes/capabilities-route.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { presenceRoutes } from './routes/presence-routes.js';
@@ -46,6 +47,7 @@ import { subscriptionRoutes } from './routes/subscription-routes.js';
 import { taskRoutes } from './routes/task-routes.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
 import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
+import { AuditRecorder } from './tasks/audit-recorder.js';
 import { HUB_RUNTIME, TaskService } from './tasks/task-service.js';
 import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
@@ -253,6 +255,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     presence: new PresenceRegistry(clock, options.presence),
     approvalKey: options.approvalKey ?? ephemeralApprovalKey(),
     approvalTtlMs: options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
+    audit: new AuditRecorder({ store: options.store, clock, logger }),
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -278,6 +281,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       publicUrl: options.publicUrl === undefined ? null : normalizePublicUrl(options.publicUrl),
     }),
     ...approvalRoutes,
+    ...auditRoutes,
     ...adminRoutes,
   ];
   const systemRoutes = [
@@ -401,7 +405,13 @@ export async function createHub(options: HubOptions): Promise<Hub> {
             store: options.store,
             clock,
             logger,
-            publish: ({ task, event }) => taskService.publish(task, HUB_RUNTIME, event.note),
+            publish: async ({ task, event }) => {
+              await taskService.publish(task, HUB_RUNTIME, event.note);
+              await services.audit.taskState(task, event);
+              if (task.error?.code === 'approval_expired') {
+                await services.audit.approval(task, 'expired', event.by);
+              }
+            },
           },
           options.taskSweepMs ?? DEFAULT_TASK_SWEEP_MS,
         )

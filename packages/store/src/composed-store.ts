@@ -1,4 +1,7 @@
 import type {
+  AuditEvent,
+  AuditRecord,
+  AuditVerification,
   ContextItem,
   ListOptions,
   NewContextItem,
@@ -9,6 +12,7 @@ import type {
 } from '@ctxbus/core';
 import type {
   ArchivedItem,
+  AuditLog,
   Change,
   ChangeLog,
   ClaimTaskOptions,
@@ -20,6 +24,7 @@ import type {
   ItemLifecycle,
   ItemStore,
   ItemVector,
+  ListAuditOptions,
   ListSubscriptionsOptions,
   ListTasksOptions,
   ListTokensOptions,
@@ -42,6 +47,7 @@ import type {
   VectorHit,
   VectorSearchOptions,
   VectorStore,
+  VerifyAuditOptions,
   WriteOutcome,
 } from './store.js';
 
@@ -54,6 +60,7 @@ export interface StoreDomains {
   subscriptions: SubscriptionStore;
   tokens: TokenStore;
   tasks: TaskStore;
+  audit: AuditLog;
 }
 
 /**
@@ -224,5 +231,17 @@ export abstract class ComposedStore implements Store {
 
   expireApprovals(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]> {
     return this.domains.tasks.expireApprovals(now, options);
+  }
+
+  appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord> {
+    return this.domains.audit.appendAudit(teamId, event, now);
+  }
+
+  listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]> {
+    return this.domains.audit.listAudit(teamId, options);
+  }
+
+  verifyAudit(teamId: string, options?: VerifyAuditOptions): Promise<AuditVerification> {
+    return this.domains.audit.verifyAudit(teamId, options);
   }
 }

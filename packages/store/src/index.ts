@@ -6,6 +6,7 @@ export type { SqliteStoreOptions } from './sqlite/sqlite-store.js';
 export { openSqliteStore, SqliteStore } from './sqlite/sqlite-store.js';
 export type {
   ArchivedItem,
+  AuditLog,
   Change,
   ChangeKind,
   ChangeLog,
@@ -18,6 +19,7 @@ export type {
   ItemLifecycle,
   ItemStore,
   ItemVector,
+  ListAuditOptions,
   ListSubscriptionsOptions,
   ListTasksOptions,
   ListTokensOptions,
@@ -42,6 +44,7 @@ export type {
   VectorIndex,
   VectorSearchOptions,
   VectorStore,
+  VerifyAuditOptions,
   WriteOutcome,
   WriteStatus,
 } from './store.js';

@@ -1,4 +1,7 @@
 import type {
+  AuditEvent,
+  AuditRecord,
+  AuditVerification,
   ChangeKind,
   ContextItem,
   ContextType,
@@ -472,6 +475,40 @@ export interface TaskStore {
   expireApprovals(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
 }
 
+export interface ListAuditOptions {
+  /** Only records with a sequence above this (default 0: from the first). */
+  afterSeq?: number;
+  limit: number;
+}
+
+export interface VerifyAuditOptions {
+  /** Records read per page (default 1,000): memory stays bounded however long the chain. */
+  pageSize?: number;
+}
+
+/**
+ * The audit log: routing decisions, approvals and executions, per team, append-only and
+ * hash-chained (core's `audit-chain.ts`).
+ *
+ * - Each team's chain is numbered from 1 without gaps; each record's `prevHash` is the hash of
+ *   the record before it. An append reads the team's head and writes the next record in one
+ *   transaction that excludes every other append of the team, on any number of stores over the
+ *   same database: the chain never forks and no sequence is used twice.
+ * - Nothing updates or deletes records; a change made to the database by other means is what
+ *   `verifyAudit` finds.
+ */
+export interface AuditLog {
+  /** Validates the event, links it to the team's head and stores it at `now` (ISO). */
+  appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord>;
+  /** In sequence order (oldest first). */
+  listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]>;
+  /**
+   * Reads the team's whole chain in pages and checks it; also that it reaches the head the
+   * store keeps (records removed from the end are found too).
+   */
+  verifyAudit(teamId: string, options?: VerifyAuditOptions): Promise<AuditVerification>;
+}
+
 /**
  * The storage contract every backend implements and the conformance suite checks: one
  * interface per domain (each with its own conformance cases in `src/testing/`), composed.
@@ -483,7 +520,8 @@ export interface Store
     ItemLifecycle,
     SubscriptionStore,
     TokenStore,
-    TaskStore {
+    TaskStore,
+    AuditLog {
   readonly info: StoreInfo;
   close(): Promise<void>;
 }

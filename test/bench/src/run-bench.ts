@@ -1,5 +1,6 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
 // over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
+
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -11,6 +12,7 @@ import {
   startHubProcess,
   tempDir,
 } from '@ctxbus/test-kit';
+import { benchAuditLog } from './audit-log.ts';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
@@ -66,7 +68,9 @@ if (flags.help) {
             through two stores on one database (SQLite file; PostgreSQL, two pools): claim
             p50/p99 and claim + complete throughput; through a real hub and \`ctxbus worker\`:
             create -> claimed by an idle worker p50/p99 (targets 20/60 ms), claim -> spawn
-            p50 (15 ms), result -> origin's SSE p99 (25 ms), 1,000 tasks through 16 workers
+            p50 (15 ms), result -> origin's SSE p99 (25 ms), 1,000 tasks through 16 workers;
+            the audit log: append p50/p99, 16 appenders on one team's chain through two
+            stores, a whole-chain verification
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -427,6 +431,7 @@ async function main() {
     rows.push(...(await benchExecSpawn(quick, log)));
     rows.push(...(await benchTaskStore(quick, log)));
     rows.push(...(await benchTaskLatency(quick, log)));
+    rows.push(...(await benchAuditLog(quick, log)));
   }
   printTable();
 }

@@ -133,6 +133,43 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       expect(listed.body.subscriptions).toHaveLength(100);
     });
 
+    it("keeps one unbroken audit chain per team from both hubs' concurrent task creates", async () => {
+      const audited = await runtimeToken(a, 'audited', 'openclaw');
+      const responses = await Promise.all(
+        Array.from({ length: 60 }, (_, index) =>
+          call((index % 2 === 0 ? a : b).url, 'POST', '/api/tasks', {
+            token: audited,
+            body: { title: `audited ${index}`, requiredCapabilities: ['search'] },
+          }),
+        ),
+      );
+      expect(responses.every((response) => response.status === 201)).toBe(true);
+      // A routing decision and a first state per task, numbered 1..120 in one chain.
+      const verified = await runCli(['audit', 'verify', '--url', b.url, '--token', audited]);
+      expect(verified.stderr).toBe('');
+      expect(verified.stdout).toMatch(
+        /audit log of team audited: intact, 120 records, head [0-9a-f]{64}/,
+      );
+      await sql(
+        url,
+        `UPDATE "${schema}".audit_log SET actor = 'mallory' WHERE team_id = 'audited' AND seq = 77`,
+      );
+      const broken = await runCli(['audit', 'verify', '--url', a.url, '--token', audited]);
+      expect(broken.code).toBe(1);
+      expect(broken.stderr).toContain('audit log of team audited is broken at record 77');
+      // The same answer straight from the database, no hub involved.
+      const direct = await runCli([
+        'audit',
+        'verify',
+        '--store',
+        storeUrl(url, schema),
+        '--team',
+        'audited',
+      ]);
+      expect(direct.code).toBe(1);
+      expect(direct.stderr).toContain('audit log of team audited is broken at record 77');
+    });
+
     it('loses nothing when the LISTEN connections are killed while writes continue', async () => {
       // All writes go through b, so a learns of them only through PostgreSQL: notifications,
       // and after the kill, the catch-up on reconnection.

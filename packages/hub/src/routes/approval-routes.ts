@@ -118,6 +118,16 @@ export const approvalRoutes = [
         approval,
       });
       await new TaskService(services).publish(task, viewer.runtime, note);
+      // Audit (issue 12)
+      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime, note });
+      await services.audit.approval(task, 'requested', viewer.runtime, {
+        argv: request.argv,
+        cwd: request.cwd,
+        scriptHash: request.scriptHash,
+        because: request.because,
+        digest: request.digest,
+        expiresAt: approval.expiresAt,
+      });
       return { status: 200, body: { task } };
     },
   }),
@@ -172,6 +182,16 @@ export const approvalRoutes = [
         who.runtime ?? task.origin,
         `approved by ${who.by}`,
       );
+      // Audit (issue 12)
+      await services.audit.approval(updated, 'granted', who.by, {
+        digest,
+        note: body.note ?? null,
+      });
+      await services.audit.taskState(updated, {
+        from: 'AUTH_REQUIRED',
+        by: who.by,
+        note: body.note ?? 'approved',
+      });
       return { status: 200, body: { task: updated } };
     },
   }),
@@ -211,6 +231,16 @@ export const approvalRoutes = [
         who.runtime ?? task.origin,
         `denied by ${who.by}`,
       );
+      // Audit (issue 12)
+      await services.audit.approval(updated, 'denied', who.by, {
+        digest: approval.request.digest,
+        note: body.note ?? null,
+      });
+      await services.audit.taskState(updated, {
+        from: 'AUTH_REQUIRED',
+        by: who.by,
+        note: body.note ?? 'denied',
+      });
       return { status: 200, body: { task: updated } };
     },
   }),

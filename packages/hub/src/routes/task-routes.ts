@@ -117,6 +117,12 @@ export const taskRoutes = [
       );
       if (before.task.state !== 'CANCELED') {
         await new TaskService(services).publish(task, viewer.runtime, body.note ?? null);
+        // Audit (issue 12)
+        await services.audit.taskState(task, {
+          from: before.task.state,
+          by: viewer.runtime,
+          note: body.note ?? null,
+        });
       }
       return { status: 200, body: { task } };
     },
@@ -142,12 +148,19 @@ export const taskRoutes = [
         leaseMs: body.leaseMs,
         ...(body.capabilities && { capabilities: body.capabilities }),
       });
-      if (task)
+      if (task) {
         await new TaskService(services).publish(
           task,
           viewer.runtime,
           `claimed by ${body.workerId}`,
         );
+        // Audit (issue 12)
+        await services.audit.taskState(task, {
+          from: 'SUBMITTED',
+          by: viewer.runtime,
+          note: `claimed by ${body.workerId}`,
+        });
+      }
       return { status: 200, body: { task } };
     },
   }),
@@ -225,6 +238,12 @@ export const taskRoutes = [
         body.result,
       );
       await new TaskService(services).publish(task, viewer.runtime, null);
+      // Audit (issue 12)
+      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime });
+      await services.audit.executionFinished(task, viewer.runtime, {
+        outcome: 'completed',
+        result: body.result,
+      });
       return { status: 200, body: { task } };
     },
   }),
@@ -246,6 +265,16 @@ export const taskRoutes = [
         ...(body.retry !== undefined && { retry: body.retry }),
       });
       await new TaskService(services).publish(task, viewer.runtime, body.error.message);
+      // Audit (issue 12)
+      await services.audit.taskState(task, {
+        from: 'WORKING',
+        by: viewer.runtime,
+        note: body.error.message,
+      });
+      await services.audit.executionFinished(task, viewer.runtime, {
+        outcome: task.state === 'SUBMITTED' ? 'requeued' : 'failed',
+        error: body.error,
+      });
       return { status: 200, body: { task } };
     },
   }),

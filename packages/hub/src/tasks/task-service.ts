@@ -170,6 +170,9 @@ export class TaskService {
     });
     if (outcome.status === 'created') {
       await this.publish(outcome.task, viewer.runtime, routing.approvalReason ?? routing.reason);
+      // Audit (issue 12): the decision, then the task's first state.
+      await this.services.audit.taskRouted(outcome.task, routing, viewer.runtime);
+      await this.services.audit.taskState(outcome.task, { from: null, by: viewer.runtime });
     }
     const stored = (outcome.task.routing as RoutingDecision | null) ?? routing;
     return { ...outcome, routing: stored };

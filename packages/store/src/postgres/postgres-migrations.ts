@@ -307,6 +307,33 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX tasks_approvals ON ${s}.tasks (expires_at) WHERE state = 'AUTH_REQUIRED';
     `,
   },
+  {
+    version: 8,
+    name: 'audit-log',
+    sql: (s) => `
+      -- The audit log (see postgres-audit.ts): per team, hash-chained, append-only. at is the
+      -- ISO time and data the JSON text exactly as hashed (text, not json: kept byte for byte).
+      CREATE TABLE ${s}.audit_log (
+        team_id text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        at text NOT NULL,
+        kind text NOT NULL,
+        actor text NOT NULL,
+        subject text NOT NULL,
+        data text NOT NULL,
+        prev_hash text NOT NULL,
+        hash text NOT NULL,
+        PRIMARY KEY (team_id, seq)
+      );
+      -- Each team's newest record, locked FOR UPDATE by an append: appends of one team take
+      -- turns, on any number of hubs; verification checks the chain reaches it.
+      CREATE TABLE ${s}.audit_heads (
+        team_id text COLLATE "C" PRIMARY KEY,
+        seq bigint NOT NULL,
+        hash text NOT NULL
+      );
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

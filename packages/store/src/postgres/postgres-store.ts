@@ -4,6 +4,7 @@ import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
 import type { StoreDomains } from '../composed-store.js';
 import { ComposedStore } from '../composed-store.js';
 import type { StoreInfo } from '../store.js';
+import { PostgresAudit } from './postgres-audit.js';
 import { PostgresChangeListener } from './postgres-change-listener.js';
 import { PostgresChangeLog } from './postgres-changes.js';
 import type {
@@ -158,6 +159,7 @@ export class PostgresStore extends ComposedStore {
       tasks: new PostgresTasks(context, (action, work) => this.transaction(action, work), {
         maxWaitingPerRuntime: options.maxWaitingTasksPerRuntime,
       }),
+      audit: new PostgresAudit(context, (action, work) => this.transaction(action, work)),
     };
     this.info = {
       backend: 'postgres',

@@ -114,7 +114,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
   afterAll(async () => {
     await store?.close();
     await standIn?.drop();
-  });
+  }, 60_000);
 
   describe('supabase setup on a Supabase-like database', () => {
     it('refuses a schema ctxbus has not migrated, saying what to run', async () => {
@@ -178,6 +178,8 @@ function defineSupabaseTests(url: string, walLevel: string): void {
       });
       expect(rows.map((row) => row.relname)).toEqual([
         'archived_items',
+        'audit_heads',
+        'audit_log',
         'changes',
         'counter',
         'dead_letters',

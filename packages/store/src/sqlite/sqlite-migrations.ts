@@ -327,6 +327,32 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX tasks_approvals ON tasks (expires_at) WHERE state = 'AUTH_REQUIRED';
     `,
   },
+  {
+    version: 10,
+    name: 'audit-log',
+    sql: `
+      -- The audit log (see sqlite-audit.ts): per team, hash-chained, append-only. at is the ISO
+      -- time and data the JSON text exactly as hashed.
+      CREATE TABLE audit_log (
+        team_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        data TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (team_id, seq)
+      ) WITHOUT ROWID;
+      -- Each team's newest record: what an append links to, and where verification must reach.
+      CREATE TABLE audit_heads (
+        team_id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        hash TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

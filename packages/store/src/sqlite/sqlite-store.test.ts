@@ -81,6 +81,17 @@ runStoreConformance({
     await store.close();
     return openSqliteStore({ path: store.info.location, clock });
   },
+  async openSibling(store, { clock }) {
+    return openSqliteStore({ path: store.info.location, clock });
+  },
+  async execSql(store, sql) {
+    const db = new DatabaseSync(store.info.location);
+    try {
+      db.exec(sql);
+    } finally {
+      db.close();
+    }
+  },
 });
 
 runStoreConformance({
@@ -91,6 +102,7 @@ runStoreConformance({
   skip: {
     persistence: 'an in-memory database does not outlive its connection',
     'task-reopen': 'an in-memory database does not outlive its connection',
+    'audit-tamper': 'an in-memory database is reachable only through the store itself',
   },
 });
 

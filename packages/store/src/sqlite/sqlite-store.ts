@@ -4,6 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { StoreDomains } from '../composed-store.js';
 import { ComposedStore } from '../composed-store.js';
 import type { StoreInfo } from '../store.js';
+import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteChangeLog } from './sqlite-changes.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { SqliteItems } from './sqlite-items.js';
@@ -79,6 +80,7 @@ export class SqliteStore extends ComposedStore {
       subscriptions: new SqliteSubscriptions(connection),
       tokens: new SqliteTokens(connection),
       tasks: new SqliteTasks(connection, { maxWaitingPerRuntime: maxWaitingTasksPerRuntime }),
+      audit: new SqliteAudit(connection),
     };
     this.info = {
       backend: 'sqlite',

@@ -2,6 +2,7 @@ import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
 import { prepareItem } from '@ctxbus/core';
 import { afterEach, beforeEach, describe, it } from 'vitest';
 import type { Store } from '../store.js';
+import { AUDIT_CASES, auditCases } from './audit-conformance.js';
 import { CHANGE_LOG_CASES, changeLogCases } from './change-log-conformance.js';
 import { acme } from './conformance-harness.js';
 import type { ItemHarness } from './item-conformance.js';
@@ -14,7 +15,8 @@ import { TOKEN_CASES, tokenCases } from './token-conformance.js';
 import { VECTOR_CASES, vectorCases } from './vector-conformance.js';
 
 // The runner of the store contract's cases: one file of cases per domain of the contract
-// (item-, change-log-, token-, subscription-, lifecycle-, vector-, search-, task-conformance.ts),
+// (item-, change-log-, token-, subscription-, lifecycle-, vector-, search-, task-,
+// audit-conformance.ts),
 // each given the same harness.
 
 export interface ConformanceContext {
@@ -29,6 +31,13 @@ export interface StoreConformanceOptions {
   createStore(context: ConformanceContext): Promise<Store>;
   /** Closes `store` and opens the same database again; omit if the backend cannot. */
   reopenStore?(store: Store, context: ConformanceContext): Promise<Store>;
+  /**
+   * Runs SQL straight in `store`'s database, tables unqualified (the audit log's tampering
+   * case); omit if the backend cannot (then skip `audit-tamper` with the reason).
+   */
+  execSql?(store: Store, sql: string): Promise<void>;
+  /** A second store over `store`'s database (concurrent appends); absent: the same store. */
+  openSibling?(store: Store, context: ConformanceContext): Promise<Store>;
   /** Cases to skip, each with the reason (printed in the test name). */
   skip?: Partial<Record<ConformanceCase, string>>;
   /** Only these cases (a second run of part of the suite, with other store options). */
@@ -44,6 +53,7 @@ export const CONFORMANCE_CASES = [
   ...VECTOR_CASES,
   ...SEARCH_CASES,
   ...TASK_CASES,
+  ...AUDIT_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -125,6 +135,15 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       taskCases({
         ...harness,
         cappedStore: (cap) => options.createStore({ clock, maxWaitingTasksPerRuntime: cap }),
+      }),
+    );
+    const { execSql, openSibling } = options;
+    run(
+      AUDIT_CASES,
+      auditCases({
+        ...harness,
+        ...(execSql && { execSql: (sql: string) => execSql(store, sql) }),
+        ...(openSibling && { sibling: () => openSibling(store, { clock }) }),
       }),
     );
   });

@@ -1,0 +1,86 @@
+import {
+  CtxbusError,
+  listAuditQuerySchema,
+  listAuditResponseSchema,
+  verifyAuditQuerySchema,
+  verifyAuditResponseSchema,
+} from '@ctxbus/core';
+import type { Caller } from '../caller.js';
+import { defineRoute } from '../route-definition.js';
+
+// The audit log over HTTP (issue 12): a team's records page by page, and its verification.
+
+/** The team a caller reads: a runtime token its own, an admin token the one it names. */
+function auditTeam(caller: Caller, team: string | undefined): string {
+  if (caller.role === 'runtime') {
+    if (team !== undefined && team !== caller.teamId) {
+      throw new CtxbusError(
+        'forbidden',
+        `this token belongs to team ${caller.teamId}; it cannot read team ${team}'s audit log`,
+      );
+    }
+    return caller.teamId as string;
+  }
+  if (team === undefined) {
+    throw new CtxbusError('validation_failed', 'an admin token must name the team: ?team=T');
+  }
+  return team;
+}
+
+const FORBIDDEN = "A runtime token asked for another team's log.";
+
+export const auditRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/api/audit',
+    operationId: 'listAudit',
+    summary: "The team's audit log, oldest first",
+    description:
+      "Routing decisions (`task.routed`), task state changes (`task.state`, sweeps included), execution results (`execution.finished`) and approvals (`approval.*`), each linked to the one before by `prevHash` (SHA-256 over the previous hash and the record's canonical JSON). Page with `after` = the previous page's `nextAfter`.",
+    tags: ['audit'],
+    auth: 'any-token',
+    query: listAuditQuerySchema,
+    responses: {
+      200: { description: 'One page of records.', schema: listAuditResponseSchema },
+      400: { description: 'An admin token without `team`.' },
+      403: { description: FORBIDDEN },
+    },
+    async handler({ query, caller, services }) {
+      const team = auditTeam(caller, query.team);
+      const records = await services.store.listAudit(team, {
+        afterSeq: query.after,
+        limit: query.limit,
+      });
+      const last = records.at(-1);
+      return {
+        status: 200,
+        body: {
+          team,
+          records,
+          nextAfter: records.length === query.limit && last ? last.seq : null,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/audit/verify',
+    operationId: 'verifyAudit',
+    summary: "Check the team's audit chain end to end",
+    description:
+      'Reads the whole chain in pages and recomputes every hash: `{ok: true, records, head}` when it is intact, else `{ok: false, seq, reason}` naming the first record that was changed, removed or moved (also records removed from the end). A broken chain is a 200 with `ok: false`: the check itself worked.',
+    tags: ['audit'],
+    auth: 'any-token',
+    query: verifyAuditQuerySchema,
+    responses: {
+      200: { description: 'The outcome.', schema: verifyAuditResponseSchema },
+      400: { description: 'An admin token without `team`.' },
+      403: { description: FORBIDDEN },
+    },
+    async handler({ query, caller, services }) {
+      const team = auditTeam(caller, query.team);
+      const outcome = await services.store.verifyAudit(team);
+      return { status: 200, body: { team, ...outcome } };
+    },
+  }),
+];
