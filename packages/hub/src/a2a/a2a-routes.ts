@@ -125,6 +125,12 @@ async function cancel(services: HubServices, viewer: Viewer, id: string): Promis
     }
     throw error;
   }
+  // Audit (issue 12): every state change is recorded.
+  await services.audit.taskState(task, {
+    from: before.state,
+    by: viewer.runtime,
+    note: 'canceled over A2A',
+  });
   await new TaskService(services).publish(task, viewer.runtime, 'canceled over A2A');
   return task;
 }

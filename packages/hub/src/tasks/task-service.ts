@@ -218,7 +218,15 @@ export class TaskService {
             ...(request.note !== undefined && { note: request.note }),
             ...(request.token !== undefined && { token: request.token }),
           });
-    if (task.state !== current.state) await this.publish(task, viewer.runtime, note);
+    if (task.state !== current.state) {
+      // Audit (issue 12): every state change is recorded.
+      await this.services.audit.taskState(task, {
+        from: current.state,
+        by: viewer.runtime,
+        ...(note !== null && { note }),
+      });
+      await this.publish(task, viewer.runtime, note);
+    }
     return task;
   }
 
