@@ -17,7 +17,11 @@ let proxyUrl: string;
 let closeProxy: () => void;
 const home = tempDir('ctxbus-inspector-home-');
 
-function run(command: string, args: string[]): Promise<{ code: number | null; out: string }> {
+/** Runs a tool from node_modules/.bin; `out` is both streams (for messages), `stdout` its own. */
+function run(
+  command: string,
+  args: string[],
+): Promise<{ code: number | null; out: string; stdout: string }> {
   return new Promise((resolvePromise) => {
     const child = spawn(resolve(BIN, command), args, {
       env: {
@@ -28,13 +32,16 @@ function run(command: string, args: string[]): Promise<{ code: number | null; ou
       },
     });
     let out = '';
+    let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
+      stdout += chunk.toString();
     });
     child.stderr.on('data', (chunk: Buffer) => {
       out += chunk.toString();
     });
-    child.once('exit', (code) => resolvePromise({ code, out }));
+    // 'close', not 'exit': every byte of both streams has been read by then.
+    child.once('close', (code) => resolvePromise({ code, out, stdout }));
   });
 }
 
@@ -117,7 +124,7 @@ describe('the /mcp endpoint of a real ctxbus serve', () => {
     ]);
     expect(listed.code, listed.out).toBe(0);
     const tools = (
-      JSON.parse(listed.out.slice(listed.out.indexOf('{'))) as { tools: { name: string }[] }
+      JSON.parse(listed.stdout.slice(listed.stdout.indexOf('{'))) as { tools: { name: string }[] }
     ).tools.map((tool) => tool.name);
     expect(tools).toEqual(
       expect.arrayContaining([
