@@ -276,6 +276,7 @@ export async function executePlan(
           workdir: again.realPath,
           network: plan.sandbox.network,
           ...(plan.sandbox.hidePaths && { hidePaths: plan.sandbox.hidePaths }),
+          ...(plan.env.PATH !== undefined && { searchPath: plan.env.PATH }),
         },
         plan.argv,
       )

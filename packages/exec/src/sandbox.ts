@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
 import { DEFAULT_CHILD_PATH } from './scrub-env.js';
 
 // `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
@@ -29,6 +29,24 @@ export interface SandboxLayout {
   network?: boolean;
   /** Directories replaced by an empty tmpfs (default: the home directory). */
   hidePaths?: readonly string[];
+  /** Where the command's program is looked up (the child's PATH; default: this process's). */
+  searchPath?: string;
+}
+
+/**
+ * The installation the command's program lives in (its real path's directory, or the prefix
+ * above a `bin/`), kept visible read-only: a toolchain under /tmp, /run or a hidden home (a
+ * fresh clone's Node, nvm) would otherwise vanish behind the tmpfs mounts.
+ */
+function programPrefix(program: string, searchPath: string): string | null {
+  const found = isAbsolute(program) ? program : findExecutable(program, searchPath);
+  if (found === null) return null;
+  try {
+    const directory = dirname(realpathSync(found));
+    return basename(directory) === 'bin' ? dirname(directory) : directory;
+  } catch {
+    return null;
+  }
 }
 
 function isExecutableFile(path: string): boolean {
@@ -84,9 +102,11 @@ function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
 
 /** bwrap and its arguments for a layout, then `--` and the command's argv. */
 export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): string[] {
+  const prefix = programPrefix(argv[0] as string, layout.searchPath ?? process.env.PATH ?? '');
   return [
     layout.bwrapPath,
     ...isolation(layout),
+    ...(prefix !== null && prefix !== '/' ? ['--ro-bind', prefix, prefix] : []),
     '--bind',
     layout.workdir,
     layout.workdir,
