@@ -3,6 +3,7 @@ import { MAX_LIST_LIMIT } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { itemViewSchema, LIST_CONTENT_CHARS, renderItems, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
+import { defineTool } from './tool-definition.js';
 import {
   asList,
   dateTimeInput,
@@ -14,7 +15,6 @@ import {
   typeFilterInput,
   writerInput,
 } from './tool-inputs.js';
-import { defineTool } from './tool-registry.js';
 
 export const CONTEXT_READ_TOOL = 'context_read';
 

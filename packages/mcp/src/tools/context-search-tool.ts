@@ -2,6 +2,7 @@ import type { SearchRequest } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { itemHeadline, itemViewSchema, LIST_CONTENT_CHARS, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
+import { defineTool } from './tool-definition.js';
 import {
   asList,
   scopeFilterInput,
@@ -9,7 +10,6 @@ import {
   tagsFilterInput,
   typeFilterInput,
 } from './tool-inputs.js';
-import { defineTool } from './tool-registry.js';
 
 export const CONTEXT_SEARCH_TOOL = 'context_search';
 

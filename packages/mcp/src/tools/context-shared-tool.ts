@@ -2,7 +2,7 @@ import type { SharedContextResponse } from '@ctxbus/core/contract';
 import { MAX_TOKEN_BUDGET } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import type { ToolContext } from './tool-context.js';
-import { defineTool } from './tool-registry.js';
+import { defineTool } from './tool-definition.js';
 
 export const CONTEXT_SHARED_TOOL = 'context_shared';
 

@@ -6,7 +6,7 @@ import { memoryQueryTool } from './memory-query-tool.js';
 import { memoryWriteTool } from './memory-write-tool.js';
 import { taskCreateTool, taskStatusTool, taskUpdateTool } from './task-tools.js';
 import type { ToolContext } from './tool-context.js';
-import type { AnyToolDefinition } from './tool-registry.js';
+import type { AnyToolDefinition } from './tool-definition.js';
 
 /** Every tool of the ctxbus MCP server, in the order tools/list gives them. */
 export function contextTools(context: ToolContext): AnyToolDefinition[] {

@@ -12,8 +12,8 @@ import {
 import { z } from 'zod';
 import { itemHeadline, itemViewSchema, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
+import { defineTool } from './tool-definition.js';
 import { itemIdInput, scopeKeyInput, tagsInput } from './tool-inputs.js';
-import { defineTool } from './tool-registry.js';
 
 export const CONTEXT_WRITE_TOOL = 'context_write';
 

@@ -2,8 +2,8 @@ import { LIMITS, MAX_LIST_LIMIT } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { itemViewSchema, LIST_CONTENT_CHARS, renderItems, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
+import { defineTool } from './tool-definition.js';
 import { asList, typeFilterInput } from './tool-inputs.js';
-import { defineTool } from './tool-registry.js';
 
 export const MEMORY_QUERY_TOOL = 'memory_query';
 

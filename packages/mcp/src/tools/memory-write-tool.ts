@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { itemHeadline, itemViewSchema, toItemView } from '../item-view.js';
 import { itemBodyInput } from './context-write-tool.js';
 import type { ToolContext } from './tool-context.js';
-import { defineTool } from './tool-registry.js';
+import { defineTool } from './tool-definition.js';
 
 export const MEMORY_WRITE_TOOL = 'memory_write';
 

@@ -19,7 +19,7 @@ import {
   toTaskView,
 } from '../task-view.js';
 import type { ToolContext } from './tool-context.js';
-import { defineTool } from './tool-registry.js';
+import { defineTool } from './tool-definition.js';
 
 export const TASK_CREATE_TOOL = 'task_create';
 export const TASK_STATUS_TOOL = 'task_status';

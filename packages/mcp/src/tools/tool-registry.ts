@@ -1,53 +1,17 @@
 import type { Logger } from '@ctxbus/core/contract';
-import { MAX_JSON_DEPTH, tooDeep, wellFormed } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
-import { errorMessage } from '../error-message.js';
-import { portableSchema } from './portable-schema.js';
+import type { AnyToolDefinition } from './tool-definition.js';
+import { callTool, toolInputSchema, toolOutputSchema } from './tool-definition.js';
 
-/** One tool: zod schemas for what it takes and returns, and what it does. */
-export interface ToolDefinition<Input extends z.ZodObject, Output extends z.ZodObject> {
-  name: string;
-  title: string;
-  /** The model's documentation: when to use the tool, how, with examples. */
-  description: string;
-  input: Input;
-  output: Output;
-  annotations?: ToolAnnotations;
-  /** Does the work; throws on failure (a `CtxbusError` from the backend, usually). */
-  run(input: z.output<Input>): Promise<{ structured: z.input<Output>; text: string }>;
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: a list of tools with different schemas.
-export type AnyToolDefinition = ToolDefinition<any, any>;
-
-/** Keeps the schemas' types flowing from a definition's literal into its `run`. */
-export function defineTool<Input extends z.ZodObject, Output extends z.ZodObject>(
-  definition: ToolDefinition<Input, Output>,
-): ToolDefinition<Input, Output> {
-  return definition;
-}
-
-/** Zod issues as one line that names each field: `tags[0]: a tag has no spaces; title: …`. */
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const path = issue.path
-        .map((part, index) =>
-          typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`,
-        )
-        .join('');
-      return path ? `${path}: ${issue.message}` : issue.message;
-    })
-    .join('; ');
-}
+export type { AnyToolDefinition, ToolDefinition } from './tool-definition.js';
+export { defineTool } from './tool-definition.js';
 
 function failure(tool: string, message: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: `${tool} failed: ${message}` }] };
@@ -72,12 +36,8 @@ export function registerTools(
     name: tool.name,
     title: tool.title,
     description: tool.description,
-    inputSchema: portableSchema(
-      z.toJSONSchema(tool.input, { io: 'input', target: 'draft-07' }),
-    ) as Tool['inputSchema'],
-    outputSchema: portableSchema(
-      z.toJSONSchema(tool.output, { io: 'output', target: 'draft-07' }),
-    ) as Tool['outputSchema'],
+    inputSchema: toolInputSchema(tool) as Tool['inputSchema'],
+    outputSchema: toolOutputSchema(tool) as Tool['outputSchema'],
     ...(tool.annotations && { annotations: tool.annotations }),
   }));
 
@@ -92,31 +52,12 @@ export function registerTools(
         `unknown tool ${name}; this server has ${[...byName.keys()].join(', ')}`,
       );
     }
-    const deep = tooDeep(request.params.arguments ?? {});
-    if (deep !== null) {
-      return failure(name, `invalid input: ${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`);
-    }
-    const parsed = tool.input.safeParse(wellFormed(request.params.arguments ?? {}));
-    if (!parsed.success) return failure(name, `invalid input: ${describeIssues(parsed.error)}`);
-    try {
-      const { structured, text } = await tool.run(parsed.data);
-      // Parsing also drops anything the output schema does not declare.
-      const checked = tool.output.safeParse(structured);
-      if (!checked.success) {
-        logger.error(
-          { tool: name, issues: checked.error.issues },
-          'tool result does not match its output schema',
-        );
-        return failure(name, `internal error: the result does not match the tool's output schema`);
-      }
-      return {
-        structuredContent: checked.data as Record<string, unknown>,
-        content: [{ type: 'text', text }],
-      };
-    } catch (error) {
-      const message = errorMessage(error);
-      logger.warn({ tool: name, err: error }, `${name} failed: ${message}`);
-      return failure(name, message);
-    }
+    const outcome = await callTool(tool, request.params.arguments ?? {}, logger);
+    return outcome.ok
+      ? {
+          structuredContent: outcome.structured,
+          content: [{ type: 'text', text: outcome.text }],
+        }
+      : failure(name, outcome.message);
   });
 }
