@@ -11,3 +11,6 @@ export type {
   ToolOutcome,
 } from './tools/tool-definition.js';
 export { callTool, defineTool, toolInputSchema } from './tools/tool-definition.js';
+export { errorMessage } from './error-message.js';
+export type { TaskView } from './task-view.js';
+export { routingSentence, taskText, toTaskView } from './task-view.js';

@@ -1,0 +1,207 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CtxbusClient } from '@ctxbus/client';
+import { pendingCount } from '@ctxbus/client/outbox';
+import { countTokens } from '@ctxbus/core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { readAgentState } from './agent-state.js';
+import { registerCtxbus } from './register-plugin.js';
+import type { TestHub } from './test-host.js';
+import { closedPortUrl, recordingHost, reply, startTestHub } from './test-host.js';
+
+let hub: TestHub;
+let token: string;
+/** Claude Code, writing what OpenClaw's agents should see. */
+let claude: CtxbusClient;
+let stateDir: string;
+
+beforeAll(async () => {
+  hub = await startTestHub();
+  token = await hub.mint('openclaw');
+  claude = await hub.client('claude-code');
+});
+afterAll(() => hub.close());
+beforeEach(() => {
+  stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-state-'));
+});
+afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
+
+function plugin(config: Record<string, unknown> = {}) {
+  const host = recordingHost({ url: hub.url, token, stateDir, ...config });
+  registerCtxbus(host.api, { env: {} });
+  return host;
+}
+
+describe('before_prompt_build', () => {
+  it('puts the team context before the prompt and the tool guide in the system prompt', async () => {
+    await claude.write({
+      type: 'decision',
+      title: 'Use PostgreSQL 16 for the billing service',
+      summary: 'decided in the design review',
+    });
+    const host = plugin();
+    const result = await host.promptBuild({ agentId: 'main', sessionKey: 'agent:main:main' });
+    expect(result?.prependContext).toContain('Use PostgreSQL 16 for the billing service');
+    expect(result?.prependContext).toMatch(/^<team-context source="ctxbus">/);
+    expect(result?.prependSystemContext).toContain('capability_request');
+    expect(host.hooks.map((hook) => hook.name)).toEqual(['before_prompt_build', 'agent_end']);
+  });
+
+  it('lists what changed since the agent’s last turn first, without the agent’s own writes', async () => {
+    const host = plugin();
+    await host.promptBuild({ agentId: 'main' });
+    await claude.write({ type: 'status', title: 'CI is red on main', urgency: 'blocking' });
+    const [write] = host.tools({ agentId: 'main' }).filter((tool) => tool.name === 'context_write');
+    await write?.execute('call-1', { type: 'discovery', title: 'main agent found a flaky test' });
+    const result = await host.promptBuild({ agentId: 'main' });
+    const text = result?.prependContext ?? '';
+    const changes = text.indexOf('Changed since your last turn:');
+    expect(changes).toBeGreaterThan(0);
+    expect(text.indexOf('[blocking] CI is red on main')).toBeGreaterThan(changes);
+    const section = text.slice(changes, text.indexOf('\n\n', changes));
+    expect(section).not.toContain('flaky test');
+    // The next turn shows nothing new.
+    const quiet = await host.promptBuild({ agentId: 'main' });
+    expect(quiet?.prependContext).not.toContain('Changed since your last turn');
+  });
+
+  it('stays within the token budget', async () => {
+    for (let index = 0; index < 40; index += 1) {
+      await claude.write({
+        type: 'discovery',
+        title: `Finding ${index}: ${'the cache layer needs a closer look '.repeat(4)}`,
+        summary: 'long '.repeat(60),
+      });
+    }
+    const host = plugin({ tokenBudget: 600 });
+    await host.promptBuild({ agentId: 'main' });
+    for (let index = 0; index < 20; index += 1) {
+      await claude.write({ type: 'status', title: `Update ${index} ${'x'.repeat(200)}` });
+    }
+    const result = await host.promptBuild({ agentId: 'main' });
+    const text = result?.prependContext ?? '';
+    expect(text).toContain('Changed since your last turn');
+    expect(countTokens(text)).toBeLessThanOrEqual(600 + 20); // + the wrapper tags
+  });
+
+  it('fails open when the hub is down: no context, one warning, the turn goes on', async () => {
+    const host = recordingHost({ url: await closedPortUrl(), token, stateDir, timeoutMs: 300 });
+    registerCtxbus(host.api, { env: {} });
+    const first = await host.promptBuild({ agentId: 'main' });
+    const second = await host.promptBuild({ agentId: 'main' });
+    expect(first?.prependContext).toBeUndefined();
+    expect(second?.prependSystemContext).toContain('ctxbus');
+    expect(host.logs.filter((log) => log.message.includes('hub unreachable'))).toHaveLength(1);
+  });
+
+  it('injects nothing for an agent with inject: false', async () => {
+    const host = plugin({ agents: { quiet: { inject: false } } });
+    const result = await host.promptBuild({ agentId: 'quiet' });
+    expect(result?.prependContext).toBeUndefined();
+  });
+
+  it('shows an agent with watchTags only the changes carrying them', async () => {
+    const host = plugin({ agents: { ops: { watchTags: ['deploy'] } } });
+    await host.promptBuild({ agentId: 'ops' });
+    await claude.write({ type: 'status', title: 'Refactoring the parser' });
+    await claude.write({
+      type: 'status',
+      title: 'Deploy window moved to 14:00',
+      relevanceTags: ['deploy'],
+    });
+    const text = (await host.promptBuild({ agentId: 'ops' }))?.prependContext ?? '';
+    const section = text.slice(text.indexOf('Changed since'), text.indexOf('\n\n'));
+    expect(section).toContain('Deploy window moved');
+    expect(section).not.toContain('Refactoring the parser');
+  });
+});
+
+describe('agent_end', () => {
+  it('records the turn’s decisions and the agent’s status, once however often it is recorded', async () => {
+    const host = plugin({ agents: { ops: { tags: ['infra'] } } });
+    const event = {
+      runId: 'run-42',
+      success: true,
+      messages: reply('Checked the pipeline.\nDecision: deploy on Tuesdays only\nAll good.'),
+    };
+    const context = { agentId: 'ops', sessionKey: 'agent:ops:telegram:123' };
+    await host.agentEnd(event, context);
+    await host.agentEnd(event, context);
+    const decisions = await claude.list({ type: 'decision', runtime: 'openclaw', limit: 50 });
+    const mine = decisions.items.filter((item) => item.title === 'deploy on Tuesdays only');
+    expect(mine).toHaveLength(1);
+    expect(mine[0]?.source).toMatchObject({
+      runtime: 'openclaw',
+      agentId: 'ops',
+      threadId: 'agent:ops:telegram:123',
+    });
+    expect(mine[0]?.relevanceTags).toEqual(expect.arrayContaining(['openclaw', 'infra']));
+    const status = await claude.list({ key: 'sessions/openclaw/ops' });
+    expect(status.items).toHaveLength(1);
+    expect(status.items[0]?.content).toContain('Turn completed.');
+    expect(status.items[0]?.content).toContain('Checked the pipeline.');
+  });
+
+  it('marks a failed turn for attention', async () => {
+    const host = plugin();
+    await host.agentEnd(
+      { runId: 'run-failed', success: false, error: 'model timeout', messages: [] },
+      { agentId: 'main' },
+    );
+    const status = await claude.list({ key: 'sessions/openclaw/main' });
+    expect(status.items[0]).toMatchObject({ urgency: 'attention' });
+    expect(status.items[0]?.content).toContain('Turn failed: model timeout');
+  });
+
+  it('keeps the turn in the outbox while the hub is down and sends it once it is back', async () => {
+    const down = recordingHost({ url: await closedPortUrl(), token, stateDir, timeoutMs: 300 });
+    registerCtxbus(down.api, { env: {} });
+    await down.agentEnd(
+      { runId: 'run-offline', success: true, messages: reply('Decision: ship the offline fix') },
+      { agentId: 'main', sessionKey: 's-offline' },
+    );
+    expect(pendingCount(stateDir)).toBe(2);
+    // The gateway restarts with the hub back: registering flushes the outbox.
+    const up = plugin();
+    await up.agentEnd(
+      { runId: 'run-online', success: true, messages: reply('Back online.') },
+      { agentId: 'main', sessionKey: 's-offline' },
+    );
+    expect(pendingCount(stateDir)).toBe(0);
+    const found = await claude.list({ type: 'decision', runtime: 'openclaw', limit: 100 });
+    expect(found.items.filter((item) => item.title === 'ship the offline fix')).toHaveLength(1);
+    expect(readAgentState(stateDir, 'main').turns).toBe(2);
+  });
+});
+
+describe('configuration', () => {
+  it('a wrong config disables the plugin with one clear error and registers nothing', () => {
+    const host = recordingHost({ url: 'not a url', tokenBudget: 5 });
+    expect(registerCtxbus(host.api, { env: {} })).toBeNull();
+    expect(host.hooks).toEqual([]);
+    expect(host.logs).toHaveLength(1);
+    expect(host.logs[0]?.message).toMatch(
+      /plugin disabled: plugins.entries.ctxbus.config.url: Invalid URL/,
+    );
+  });
+
+  it('without a token the turns go on and the writes wait in the outbox', async () => {
+    const host = recordingHost({ url: hub.url, stateDir });
+    registerCtxbus(host.api, { env: {} });
+    expect(host.logs[0]?.message).toContain('no hub token');
+    const result = await host.promptBuild({ agentId: 'main' });
+    expect(result?.prependContext).toBeUndefined();
+    expect(host.tools({ agentId: 'main' })).toEqual([]);
+    await host.agentEnd({ success: true, messages: reply('Decision: later') }, { agentId: 'main' });
+    expect(pendingCount(stateDir)).toBe(2);
+  });
+
+  it('takes the hub URL and token from the environment', async () => {
+    const host = recordingHost({ stateDir });
+    registerCtxbus(host.api, { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token } });
+    await claude.write({ type: 'status', title: 'Configured by environment' });
+    const result = await host.promptBuild({ agentId: 'main' });
+    expect(result?.prependContext).toContain('Configured by environment');
+  });
+});

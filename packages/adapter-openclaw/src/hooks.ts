@@ -1,0 +1,307 @@
+import type { CtxbusClient } from '@ctxbus/client';
+import { flushOutbox, queueItems } from '@ctxbus/client/outbox';
+import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
+import { extractDecisions, stableId } from '@ctxbus/core/light';
+import { readAgentState, writeAgentState } from './agent-state.js';
+import type {
+  AgentEndEvent,
+  AgentHookContext,
+  BeforePromptBuildResult,
+  PluginLogger,
+} from './openclaw-sdk.js';
+import type { AgentSettings, ResolvedConfig } from './plugin-config.js';
+
+/** The agent id OpenClaw's default agent has, used when a hook context names none. */
+export const DEFAULT_AGENT_ID = 'main';
+const UPDATE_ITEMS = 12;
+/** The "changed since your last turn" list takes at most this share of the budget. */
+const UPDATES_SHARE = 0.3;
+
+/**
+ * Tokens of a text, estimated on the safe side (3.5 characters a token; English under o200k_base
+ * averages about 4). The hub counts its bundle exactly; the plugin only sizes the short list it
+ * puts before it, and skipping the tokenizer keeps the plugin a fraction of its size.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 3.5);
+}
+
+export interface HookDeps {
+  /** The hub, or null when no token is configured. */
+  client: CtxbusClient | null;
+  config: ResolvedConfig;
+  logger: PluginLogger;
+  now: () => Date;
+  /** Local text to inject whatever the hub does (the shared-context directory's priorities). */
+  localContext?: (agentId: string) => string | null;
+}
+
+/** Static guidance, sent as system context so providers can cache it. */
+export const TOOL_GUIDE = [
+  'ctxbus shares context between the agents of this team (other OpenClaw agents, Claude Code, the web UI).',
+  'Record what others should know with context_write (decisions, discoveries, status, requests); find things with context_search and context_read; keep long-lived knowledge under path-like keys with memory_query and memory_write.',
+  'For work you cannot do here (run tests or commands, touch files on a machine), call capability_request: the hub routes it to a runtime that can and you get the result.',
+  'A line "Decision: ..." in your reply is recorded as a team decision.',
+].join('\n');
+
+export function agentOf(context: { agentId?: string | undefined }): string {
+  return context.agentId?.trim() || DEFAULT_AGENT_ID;
+}
+
+export function agentSettings(config: ResolvedConfig, agentId: string): AgentSettings {
+  return config.agents[agentId] ?? {};
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+function updateLine(item: ContextItem): string {
+  const urgency = item.urgency === 'background' ? '' : `[${item.urgency}] `;
+  const summary = item.summary && item.summary !== item.title ? `: ${item.summary}` : '';
+  const who = item.source.agentId
+    ? `${item.source.runtime}/${item.source.agentId}`
+    : item.source.runtime;
+  return `- ${urgency}${oneLine(`${item.title}${summary}`, 240)} (${item.type} from ${who})`;
+}
+
+const URGENCY_RANK = { background: 0, attention: 1, blocking: 2 } as const;
+
+/** Items that changed since the agent's last turn, most urgent and newest first, within `maxTokens`. */
+function updatesSection(items: ContextItem[], maxTokens: number): string {
+  if (items.length === 0) return '';
+  const ordered = [...items].sort(
+    (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
+  );
+  const lines = ['Changed since your last turn:'];
+  let used = estimateTokens(lines[0] as string);
+  let shown = 0;
+  for (const item of ordered.slice(0, UPDATE_ITEMS)) {
+    const line = updateLine(item);
+    const cost = estimateTokens(line) + 1;
+    if (used + cost > maxTokens) break;
+    lines.push(line);
+    used += cost;
+    shown += 1;
+  }
+  if (shown === 0) return '';
+  if (items.length > shown) lines.push(`- …and ${items.length - shown} more (context_read)`);
+  return lines.join('\n');
+}
+
+export interface TurnContext {
+  /** What goes before the prompt (prependContext). */
+  text: string;
+  /** Its size in tokens, estimated (see estimateTokens). */
+  tokens: number;
+  /** Whether the hub answered (false: only local context, or none). */
+  fromHub: boolean;
+}
+
+/**
+ * The context one agent turn starts with: what changed since the agent's last turn (first),
+ * then the team's shared bundle in the `openclaw` format, all within the token budget; plus
+ * local shared-context priorities, which need no hub. Never throws; a slow or absent hub means
+ * no hub context (and one warning until it answers again).
+ */
+export async function buildTurnContext(deps: HookDeps, agentId: string): Promise<TurnContext> {
+  const { client, config, logger } = deps;
+  const settings = agentSettings(config, agentId);
+  const local = safeLocal(deps, agentId);
+  const state = readAgentState(config.stateDir, agentId);
+  const parts: string[] = [];
+  let fromHub = false;
+  if (client && settings.inject !== false) {
+    try {
+      const changes =
+        state.lastSeenSeq > 0
+          ? client.list({
+              since: state.lastSeenSeq,
+              limit: 100,
+              ...(settings.watchTags && { tags: settings.watchTags }),
+            })
+          : client.list({ limit: 1 });
+      const [page, newest] = await Promise.all([
+        changes,
+        state.lastSeenSeq > 0 ? client.list({ limit: 1 }) : null,
+      ]);
+      const others = page.items.filter(
+        (item) => !(item.source.runtime === 'openclaw' && item.source.agentId === agentId),
+      );
+      const updates =
+        state.lastSeenSeq > 0
+          ? updatesSection(others, Math.floor(config.tokenBudget * UPDATES_SHARE))
+          : '';
+      const remaining = config.tokenBudget - (updates ? estimateTokens(updates) + 2 : 0);
+      const bundle = await client.shared({ runtime: 'openclaw', tokenBudget: remaining });
+      if (updates) parts.push(updates);
+      parts.push(bundle.formatted.trim());
+      const seqs = [...page.items, ...(newest?.items ?? [])].map((item) => item.seq);
+      state.lastSeenSeq = Math.max(state.lastSeenSeq, ...seqs);
+      state.warnedUnreachable = false;
+      fromHub = true;
+    } catch (error) {
+      if (!state.warnedUnreachable) {
+        logger.warn(
+          `ctxbus: hub unreachable (${client.url}): ${(error as Error).message}; turns go on without team context`,
+        );
+        state.warnedUnreachable = true;
+      }
+    }
+  }
+  if (local) parts.push(local);
+  try {
+    writeAgentState(config.stateDir, agentId, state);
+  } catch {
+    // state is a convenience; losing it must not fail the turn
+  }
+  const text = parts.filter((part) => part !== '').join('\n\n');
+  return { text, tokens: text ? estimateTokens(text) : 0, fromHub };
+}
+
+function safeLocal(deps: HookDeps, agentId: string): string | null {
+  try {
+    return deps.localContext?.(agentId) ?? null;
+  } catch (error) {
+    deps.logger.warn(`ctxbus: shared-context directory unreadable: ${(error as Error).message}`);
+    return null;
+  }
+}
+
+/** `before_prompt_build`: the team context before the prompt, the tool guide in the system prompt. */
+export async function beforePromptBuild(
+  deps: HookDeps,
+  context: AgentHookContext,
+): Promise<BeforePromptBuildResult> {
+  const turn = await buildTurnContext(deps, agentOf(context));
+  return {
+    prependSystemContext: TOOL_GUIDE,
+    ...(turn.text && {
+      prependContext: `<team-context source="ctxbus">\n${turn.text}\n</team-context>`,
+    }),
+  };
+}
+
+/** The text of a message in OpenClaw's transcript (string content or text blocks). */
+function messageText(message: unknown): string {
+  if (message === null || typeof message !== 'object') return '';
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block) =>
+      block !== null &&
+      typeof block === 'object' &&
+      (block as { type?: unknown }).type === 'text' &&
+      typeof (block as { text?: unknown }).text === 'string'
+        ? (block as { text: string }).text
+        : '',
+    )
+    .filter((text) => text !== '')
+    .join('\n');
+}
+
+/** The turn's final reply: the last assistant message with text. */
+export function lastAssistantText(messages: readonly unknown[]): string {
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const message = messages[index];
+    if ((message as { role?: unknown } | null)?.role !== 'assistant') continue;
+    const text = messageText(message).trim();
+    if (text) return text;
+  }
+  return '';
+}
+
+/**
+ * What a finished turn leaves on the bus: its explicit decisions and the agent's status (how the
+ * turn ended, the reply's first lines), keyed per agent so the newest supersedes the last.
+ * Ids derive from the agent, session and run, so recording a turn twice stores it once.
+ */
+export function turnItems(
+  deps: HookDeps,
+  event: AgentEndEvent,
+  context: AgentHookContext,
+  turn: number,
+): ContextItemInput[] {
+  const agentId = agentOf(context);
+  const settings = agentSettings(deps.config, agentId);
+  const thread = context.sessionKey ?? context.sessionId;
+  const runRef = event.runId ?? context.runId ?? `${thread ?? 'session'}#${turn}`;
+  const source = { agentId, ...(thread && { threadId: thread.slice(0, 200) }) };
+  const tags = [...new Set(['openclaw', ...(settings.tags ?? [])])];
+  const reply = lastAssistantText(event.messages);
+  const decisions = deps.config.captureDecisions
+    ? extractDecisions(reply).map(
+        (decision): ContextItemInput => ({
+          id: stableId('openclaw-decision', agentId, thread ?? '', decision),
+          type: 'decision',
+          title: decision.length > 120 ? `${decision.slice(0, 117)}…` : decision,
+          content: decision,
+          source,
+          relevanceTags: tags,
+        }),
+      )
+    : [];
+  const outcome = event.success
+    ? 'Turn completed.'
+    : `Turn failed: ${oneLine(event.error ?? 'unknown error', 300)}`;
+  const firstLines = reply ? `\n\nLast reply: ${oneLine(reply, 600)}` : '';
+  const status: ContextItemInput = {
+    id: stableId('openclaw-status', agentId, runRef),
+    type: 'status',
+    title: `OpenClaw agent ${agentId}`,
+    content: `${outcome}${firstLines}`,
+    key: `sessions/openclaw/${agentId.replace(/[^A-Za-z0-9._-]/g, '_')}`,
+    source,
+    relevanceTags: [...tags, 'session'],
+    ...(!event.success && { urgency: 'attention' as const }),
+    expiresAfterSeconds: 7 * 24 * 3600,
+  };
+  return [...decisions, status];
+}
+
+/**
+ * Sends what is waiting in the outbox, then `items`; whatever the hub does not take waits in the
+ * outbox (one JSON line per item, fsync-free but crash-safe by rename) for the next turn.
+ */
+export async function deliver(deps: HookDeps, items: ContextItemInput[]): Promise<boolean> {
+  const { client, config } = deps;
+  if (!client) {
+    queueItems(config.stateDir, items);
+    return false;
+  }
+  const send = async (batch: ContextItemInput[]) => {
+    await client.write(batch);
+  };
+  try {
+    await flushOutbox(config.stateDir, send);
+    if (items.length > 0) await send(items);
+    return true;
+  } catch {
+    queueItems(config.stateDir, items);
+    return false;
+  }
+}
+
+/** `agent_end`: records the turn through the outbox. Never throws. */
+export async function agentEnd(
+  deps: HookDeps,
+  event: AgentEndEvent,
+  context: AgentHookContext,
+): Promise<void> {
+  const agentId = agentOf(context);
+  const state = readAgentState(deps.config.stateDir, agentId);
+  state.turns += 1;
+  try {
+    await deliver(deps, turnItems(deps, event, context, state.turns));
+  } catch (error) {
+    deps.logger.warn(`ctxbus: could not record the turn: ${(error as Error).message}`);
+  } finally {
+    try {
+      writeAgentState(deps.config.stateDir, agentId, state);
+    } catch {
+      // as above
+    }
+  }
+}

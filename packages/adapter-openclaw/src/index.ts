@@ -1,0 +1,15 @@
+export type { AgentState } from './agent-state.js';
+export { readAgentState } from './agent-state.js';
+export type { HookDeps, TurnContext } from './hooks.js';
+export { buildTurnContext, lastAssistantText, TOOL_GUIDE, turnItems } from './hooks.js';
+export type { PluginConfig, ResolvedConfig } from './plugin-config.js';
+export {
+  DEFAULT_TOKEN_BUDGET,
+  PLUGIN_ID,
+  pluginConfigJsonSchema,
+  pluginConfigSchema,
+  resolvePluginConfig,
+} from './plugin-config.js';
+export type { RegisterOptions } from './register-plugin.js';
+export { registerCtxbus } from './register-plugin.js';
+export { CAPABILITY_REQUEST_TOOL, PLUGIN_TOOL_NAMES } from './tools.js';

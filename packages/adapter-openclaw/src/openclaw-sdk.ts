@@ -1,0 +1,108 @@
+// The part of OpenClaw's plugin SDK this plugin uses (openclaw 2026.9.x), written out so that
+// building ctxbus does not need the 600 MB `openclaw` package: the host provides the SDK at run
+// time (it links `openclaw` for plugins that declare it as a peer), and test/e2e loads this
+// plugin into the real OpenClaw, which is what proves these shapes.
+
+export interface PluginLogger {
+  debug?: (message: string) => void;
+  info: (message: string) => void;
+  warn: (message: string) => void;
+  error: (message: string) => void;
+}
+
+/** What each agent hook gets besides its event (fields are optional on many paths). */
+export interface AgentHookContext {
+  runId?: string;
+  agentId?: string;
+  sessionKey?: string;
+  sessionId?: string;
+  workspaceDir?: string;
+  channel?: string;
+  chatId?: string;
+  senderId?: string;
+  trigger?: string;
+}
+
+export interface BeforePromptBuildEvent {
+  prompt: string;
+  currentUserMessage?: string;
+  currentUserMessageId?: string;
+  messages: unknown[];
+}
+
+export interface BeforePromptBuildResult {
+  prependContext?: string;
+  appendContext?: string;
+  prependSystemContext?: string;
+  appendSystemContext?: string;
+}
+
+export interface AgentEndEvent {
+  runId?: string;
+  messages: unknown[];
+  success: boolean;
+  error?: string;
+  durationMs?: number;
+}
+
+export interface ToolResult {
+  content: { type: 'text'; text: string }[];
+  details: unknown;
+}
+
+export interface AgentTool {
+  name: string;
+  label: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  execute(
+    toolCallId: string,
+    params: unknown,
+    signal?: AbortSignal,
+    onUpdate?: (partial: ToolResult) => void,
+  ): Promise<ToolResult>;
+}
+
+/** What a tool factory gets: who is calling. */
+export interface ToolFactoryContext {
+  agentId?: string;
+  sessionKey?: string;
+  sessionId?: string;
+  workspaceDir?: string;
+}
+
+export interface HookOptions {
+  priority?: number;
+  timeoutMs?: number;
+}
+
+export interface OpenClawPluginApi {
+  id: string;
+  pluginConfig?: Record<string, unknown>;
+  logger: PluginLogger;
+  runtime?: { state?: { resolveStateDir?: () => string } };
+  registerTool(
+    tool: AgentTool | ((context: ToolFactoryContext) => AgentTool | AgentTool[] | null | undefined),
+    options?: { name?: string; names?: string[]; optional?: boolean },
+  ): void;
+  on(
+    hook: 'before_prompt_build',
+    handler: (
+      event: BeforePromptBuildEvent,
+      context: AgentHookContext,
+    ) => Promise<BeforePromptBuildResult | undefined>,
+    options?: HookOptions,
+  ): void;
+  on(
+    hook: 'agent_end',
+    handler: (event: AgentEndEvent, context: AgentHookContext) => Promise<void>,
+    options?: HookOptions,
+  ): void;
+}
+
+export interface PluginEntry {
+  id: string;
+  name: string;
+  description: string;
+  register(api: OpenClawPluginApi): void;
+}

@@ -1,0 +1,82 @@
+import { createClient } from '@ctxbus/client';
+import type { HookDeps } from './hooks.js';
+import { agentEnd, beforePromptBuild, deliver } from './hooks.js';
+import type { OpenClawPluginApi } from './openclaw-sdk.js';
+import type { ResolvedConfig } from './plugin-config.js';
+import { resolvePluginConfig } from './plugin-config.js';
+import { agentTools, PLUGIN_TOOL_NAMES } from './tools.js';
+
+export interface RegisterOptions {
+  env?: Record<string, string | undefined>;
+  now?: () => Date;
+  /** Local context per agent, injected whatever the hub does (the shared-context directory). */
+  localContext?: (config: ResolvedConfig) => ((agentId: string) => string | null) | undefined;
+}
+
+/** Tool calls may wait on the hub longer than a turn's start should. */
+const TOOL_TIMEOUT_MS = 10_000;
+
+/**
+ * Wires ctxbus into OpenClaw: `before_prompt_build` injects the team context, `agent_end`
+ * records the turn through the outbox, and the ctxbus tools are registered per calling agent.
+ * A wrong config is logged and leaves OpenClaw as it was; a missing or unreachable hub never
+ * fails a turn.
+ */
+export function registerCtxbus(
+  api: OpenClawPluginApi,
+  options: RegisterOptions = {},
+): HookDeps | null {
+  let config: ResolvedConfig;
+  try {
+    config = resolvePluginConfig(api.pluginConfig, {
+      ...(options.env && { env: options.env }),
+      ...(api.runtime?.state?.resolveStateDir && {
+        openclawStateDir: api.runtime.state.resolveStateDir(),
+      }),
+    });
+  } catch (error) {
+    api.logger.error(`ctxbus: plugin disabled: ${(error as Error).message}`);
+    return null;
+  }
+  const { token } = config;
+  if (!token) {
+    api.logger.warn(
+      'ctxbus: no hub token (plugins.entries.ctxbus.config.token or CTXBUS_TOKEN); turns go on without team context and writes wait in the outbox',
+    );
+  }
+  const client = token
+    ? createClient({ url: config.url, token, timeoutMs: config.timeoutMs, retries: 0 })
+    : null;
+  const toolClient = token
+    ? createClient({ url: config.url, token, timeoutMs: TOOL_TIMEOUT_MS })
+    : null;
+  const localContext = options.localContext?.(config);
+  const deps: HookDeps = {
+    client,
+    config,
+    logger: api.logger,
+    now: options.now ?? (() => new Date()),
+    ...(localContext && { localContext }),
+  };
+  api.on(
+    'before_prompt_build',
+    async (_event, context) => {
+      try {
+        return await beforePromptBuild(deps, context);
+      } catch (error) {
+        api.logger.warn(`ctxbus: no team context this turn: ${(error as Error).message}`);
+        return undefined;
+      }
+    },
+    // Our own requests give up after timeoutMs; the host's budget is a backstop.
+    { timeoutMs: config.timeoutMs * 2 + 500 },
+  );
+  api.on('agent_end', (event, context) => agentEnd(deps, event, context));
+  api.registerTool(
+    (context) => (toolClient ? agentTools(toolClient, config, api.logger, context) : null),
+    { names: [...PLUGIN_TOOL_NAMES] },
+  );
+  // Whatever waited in the outbox while the hub was away goes out now (not awaited).
+  if (client) deliver(deps, []).catch(() => undefined);
+  return deps;
+}

@@ -1,0 +1,129 @@
+// Shared by this package's tests: a real hub on an in-memory SQLite store, and a recorder of
+// what the plugin registers with OpenClaw (the real OpenClaw loads it in test/e2e). Not built.
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { CtxbusClient } from '@ctxbus/client';
+import { createClient } from '@ctxbus/client';
+import type { RunningHub } from '@ctxbus/hub';
+import { mintToken, startHub } from '@ctxbus/hub';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import type {
+  AgentEndEvent,
+  AgentHookContext,
+  AgentTool,
+  BeforePromptBuildResult,
+  OpenClawPluginApi,
+  ToolFactoryContext,
+} from './openclaw-sdk.js';
+
+export const REPO_CAPABILITIES = fileURLToPath(
+  new URL('../../../capabilities.yaml', import.meta.url),
+);
+
+export interface TestHub {
+  url: string;
+  store: Store;
+  running: RunningHub;
+  mint(runtime: string, teamId?: string): Promise<string>;
+  client(runtime: string): Promise<CtxbusClient>;
+  close(): Promise<void>;
+}
+
+export async function startTestHub(): Promise<TestHub> {
+  const store = openSqliteStore({ path: ':memory:' });
+  const running = await startHub({
+    store,
+    port: 0,
+    validateResponses: true,
+    capabilities: { file: REPO_CAPABILITIES, pollMs: 0 },
+  });
+  const mint = async (runtime: string, teamId = 'acme') =>
+    (await mintToken(store, { role: 'runtime', teamId, runtime })).token;
+  return {
+    url: running.url,
+    store,
+    running,
+    mint,
+    client: async (runtime) => createClient({ url: running.url, token: await mint(runtime) }),
+    async close() {
+      await running.close();
+      await store.close();
+    },
+  };
+}
+
+/** A URL where nothing listens: a port the OS handed out and that was closed again. */
+export async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 9;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+type PromptHandler = (
+  event: { prompt: string; messages: unknown[] },
+  context: AgentHookContext,
+) => Promise<BeforePromptBuildResult | undefined>;
+type EndHandler = (event: AgentEndEvent, context: AgentHookContext) => Promise<void>;
+type ToolFactory = (context: ToolFactoryContext) => AgentTool | AgentTool[] | null | undefined;
+
+/** What the plugin registered, and a way to run it as OpenClaw would. */
+export interface RecordingHost {
+  api: OpenClawPluginApi;
+  logs: { level: string; message: string }[];
+  hooks: { name: string; timeoutMs: number | undefined }[];
+  toolNames: string[] | undefined;
+  promptBuild(context: AgentHookContext): Promise<BeforePromptBuildResult | undefined>;
+  agentEnd(event: AgentEndEvent, context: AgentHookContext): Promise<void>;
+  tools(context: ToolFactoryContext): AgentTool[];
+}
+
+export function recordingHost(pluginConfig: Record<string, unknown>): RecordingHost {
+  const logs: { level: string; message: string }[] = [];
+  const hooks: { name: string; timeoutMs: number | undefined }[] = [];
+  let prompt: PromptHandler | undefined;
+  let end: EndHandler | undefined;
+  let factory: ToolFactory | undefined;
+  let toolNames: string[] | undefined;
+  const log = (level: string) => (message: string) => logs.push({ level, message });
+  const api = {
+    id: 'ctxbus',
+    pluginConfig,
+    logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
+    registerTool(tool: ToolFactory, options?: { names?: string[] }) {
+      factory = tool;
+      toolNames = options?.names;
+    },
+    on(name: string, handler: PromptHandler | EndHandler, options?: { timeoutMs?: number }) {
+      hooks.push({ name, timeoutMs: options?.timeoutMs });
+      if (name === 'before_prompt_build') prompt = handler as PromptHandler;
+      if (name === 'agent_end') end = handler as EndHandler;
+    },
+  } as unknown as OpenClawPluginApi;
+  return {
+    api,
+    logs,
+    hooks,
+    get toolNames() {
+      return toolNames;
+    },
+    promptBuild: (context) =>
+      prompt ? prompt({ prompt: 'hello', messages: [] }, context) : Promise.resolve(undefined),
+    agentEnd: (event, context) => (end ? end(event, context) : Promise.resolve()),
+    tools(context) {
+      const made = factory?.(context);
+      return made ? (Array.isArray(made) ? made : [made]) : [];
+    },
+  };
+}
+
+/** An assistant reply as OpenClaw's transcript holds it. */
+export function reply(text: string): unknown[] {
+  return [
+    { role: 'user', content: [{ type: 'text', text: 'go on' }] },
+    { role: 'assistant', content: [{ type: 'text', text }] },
+  ];
+}
