@@ -5,6 +5,7 @@ import { sharedContextInjector } from './shared-context.js';
 
 // The module OpenClaw loads (openclaw.extensions in plugin/package.json), bundled
 // self-contained into plugin/dist: OpenClaw installs no dependencies for a local plugin.
+// biome-ignore lint/style/noDefaultExport: OpenClaw loads a plugin module's default export.
 export default definePluginEntry({
   id: PLUGIN_ID,
   name: 'ctxbus',
