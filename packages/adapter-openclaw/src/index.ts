@@ -2,6 +2,23 @@ export type { AgentState } from './agent-state.js';
 export { readAgentState } from './agent-state.js';
 export type { HookDeps, TurnContext } from './hooks.js';
 export { buildTurnContext, lastAssistantText, TOOL_GUIDE, turnItems } from './hooks.js';
+export type {
+  InstallPlan,
+  OpenClawInstallOptions,
+  OpenClawInstallResult,
+  OpenClawRunner,
+  UninstallPlan,
+} from './install-openclaw.js';
+export {
+  installOpenClaw,
+  MCP_SERVER_NAME,
+  mcpServerEntry,
+  openclawPluginDir,
+  openclawRunner,
+  planInstall,
+  planUninstall,
+  uninstallOpenClaw,
+} from './install-openclaw.js';
 export type { PluginConfig, ResolvedConfig } from './plugin-config.js';
 export {
   DEFAULT_TOKEN_BUDGET,

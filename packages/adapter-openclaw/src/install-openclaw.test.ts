@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { mcpServerEntry, planInstall, planUninstall } from './install-openclaw.js';
+
+// The plans are what decides idempotence and exact uninstall; test/e2e runs them through the
+// real `openclaw` command (install, twice, uninstall) and loads the plugin.
+
+const settings = { url: 'http://127.0.0.1:4100', token: 'tok-1', pluginDir: '/opt/ctxbus/plugin' };
+
+/** A config after install, with the user's own settings around ours. */
+function installed(): Record<string, unknown> {
+  return {
+    agents: { defaults: { model: { primary: 'local/fake' } } },
+    plugins: {
+      load: { paths: ['/home/me/my-plugin', '/opt/ctxbus/plugin'] },
+      entries: {
+        ctxbus: {
+          enabled: true,
+          hooks: { allowConversationAccess: true, timeoutMs: 20_000 },
+          config: { url: 'http://127.0.0.1:4100', token: 'tok-1', tokenBudget: 3_000 },
+        },
+        other: { enabled: true },
+      },
+    },
+    mcp: { servers: { ctxbus: mcpServerEntry('http://127.0.0.1:4100', 'tok-1'), files: {} } },
+  };
+}
+
+describe('planInstall', () => {
+  it('links the plugin and sets everything in an empty config', () => {
+    const plan = planInstall({}, settings);
+    expect(plan.linkPlugin).toBe(true);
+    expect(plan.patch).toEqual({
+      plugins: {
+        entries: {
+          ctxbus: {
+            enabled: true,
+            hooks: { allowConversationAccess: true },
+            config: { url: 'http://127.0.0.1:4100', token: 'tok-1' },
+          },
+        },
+      },
+      mcp: {
+        servers: {
+          ctxbus: {
+            url: 'http://127.0.0.1:4100/mcp',
+            transport: 'streamable-http',
+            headers: { Authorization: 'Bearer tok-1' },
+          },
+        },
+      },
+    });
+  });
+
+  it('changes nothing when the config already holds it, whatever else the user set', () => {
+    expect(planInstall(installed(), settings)).toEqual({ linkPlugin: false, patch: null });
+  });
+
+  it('a new token or URL is one patch; the user’s other plugin settings stay (merge)', () => {
+    const plan = planInstall(installed(), { ...settings, token: 'tok-2' });
+    expect(plan.linkPlugin).toBe(false);
+    const entry = (plan.patch as { plugins: { entries: { ctxbus: { config: object } } } }).plugins
+      .entries.ctxbus;
+    expect(entry.config).toEqual({ url: 'http://127.0.0.1:4100', token: 'tok-2' });
+    expect(entry.config).not.toHaveProperty('tokenBudget'); // merged by OpenClaw, not replaced
+  });
+
+  it('re-enables a plugin the user disabled', () => {
+    const config = installed();
+    (config.plugins as { entries: { ctxbus: { enabled: boolean } } }).entries.ctxbus.enabled =
+      false;
+    expect(planInstall(config, settings).patch).not.toBeNull();
+  });
+});
+
+describe('planUninstall', () => {
+  it('removes exactly what install added', () => {
+    expect(planUninstall(installed(), '/opt/ctxbus/plugin')).toEqual({
+      unlinkPlugin: true,
+      patch: {
+        plugins: { entries: { ctxbus: null } },
+        mcp: { servers: { ctxbus: null } },
+      },
+    });
+  });
+
+  it('does nothing on a config without ctxbus', () => {
+    expect(planUninstall({ plugins: { entries: { other: {} } } }, '/opt/ctxbus/plugin')).toEqual({
+      unlinkPlugin: false,
+      patch: null,
+    });
+  });
+});

@@ -1,0 +1,177 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CtxbusClient } from '@ctxbus/client';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { AgentTool, ToolResult } from './openclaw-sdk.js';
+import { pluginConfigJsonSchema } from './plugin-config.js';
+import { registerCtxbus } from './register-plugin.js';
+import type { TestHub } from './test-host.js';
+import { recordingHost, startTestHub } from './test-host.js';
+import { PLUGIN_TOOL_NAMES } from './tools.js';
+
+let hub: TestHub;
+let token: string;
+/** Claude Code's side: a reader, and the worker that claims tasks over REST. */
+let claude: CtxbusClient;
+let stateDir: string;
+
+beforeAll(async () => {
+  hub = await startTestHub();
+  token = await hub.mint('openclaw');
+  claude = await hub.client('claude-code');
+});
+afterAll(() => hub.close());
+beforeEach(() => {
+  stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-tools-'));
+});
+afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
+
+function toolsOf(agentId: string, config: Record<string, unknown> = {}) {
+  const host = recordingHost({ url: hub.url, token, stateDir, ...config });
+  registerCtxbus(host.api, { env: {} });
+  const tools = new Map(
+    host.tools({ agentId, sessionKey: `agent:${agentId}:main` }).map((tool) => [tool.name, tool]),
+  );
+  const get = (name: string): AgentTool => {
+    const tool = tools.get(name);
+    if (!tool) throw new Error(`no tool ${name}`);
+    return tool;
+  };
+  return { host, tools, get };
+}
+
+describe('the registered tools', () => {
+  it('are the names the manifest declares, with JSON Schema parameters', () => {
+    const { host, tools } = toolsOf('main');
+    expect([...tools.keys()]).toEqual([...PLUGIN_TOOL_NAMES]);
+    expect(host.toolNames).toEqual([...PLUGIN_TOOL_NAMES]);
+    for (const tool of tools.values()) {
+      expect(tool.parameters).toMatchObject({ type: 'object' });
+      expect(tool.description.length).toBeGreaterThan(40);
+    }
+  });
+
+  it('match plugin/openclaw.plugin.json (tools and config schema)', () => {
+    const manifest = JSON.parse(
+      readFileSync(
+        fileURLToPath(new URL('../plugin/openclaw.plugin.json', import.meta.url)),
+        'utf8',
+      ),
+    );
+    expect(manifest.id).toBe('ctxbus');
+    expect(manifest.contracts.tools).toEqual([...PLUGIN_TOOL_NAMES]);
+    expect(manifest.configSchema).toEqual(pluginConfigJsonSchema());
+  });
+});
+
+describe('context tools', () => {
+  it('write as the calling agent, with its tags and conversation', async () => {
+    const { get } = toolsOf('research', { agents: { research: { tags: ['market'] } } });
+    const result = await get('context_write').execute('call-w', {
+      type: 'discovery',
+      title: 'Competitor X cut prices by 20%',
+    });
+    expect(result.content[0]?.text).toContain('Competitor X cut prices');
+    const found = await claude.list({ runtime: 'openclaw', type: 'discovery', limit: 5 });
+    const item = found.items.find((entry) => entry.title === 'Competitor X cut prices by 20%');
+    expect(item?.source).toMatchObject({ agentId: 'research', threadId: 'agent:research:main' });
+    expect(item?.relevanceTags).toEqual(expect.arrayContaining(['openclaw', 'market']));
+  });
+
+  it('search and memory work through the hub', async () => {
+    const { get } = toolsOf('main');
+    await get('memory_write').execute('call-m', {
+      key: 'team/conventions/deploys',
+      title: 'Deploys happen on Tuesdays',
+    });
+    const memory = await get('memory_query').execute('call-q', { path: 'team/conventions' });
+    expect(memory.content[0]?.text).toContain('Deploys happen on Tuesdays');
+    const search = await get('context_search').execute('call-s', { query: 'deploys tuesdays' });
+    expect(search.content[0]?.text).toContain('Deploys happen on Tuesdays');
+  });
+
+  it('bad input throws one line naming the field', async () => {
+    const { get } = toolsOf('main');
+    await expect(get('context_write').execute('call-bad', { type: 'gossip' })).rejects.toThrow(
+      /^context_write failed: invalid input: type: .*title/,
+    );
+  });
+});
+
+/** Claims this task as Claude Code's worker and completes it with `result`. */
+async function workOn(taskId: string, result: unknown) {
+  for (;;) {
+    const task = await claude.claimTask({
+      workerId: 'test-worker',
+      capabilities: ['code_execution'],
+    });
+    if (!task) throw new Error(`task ${taskId} was not claimable`);
+    if (task.id !== taskId) {
+      await claude.cancelTask(task.id, 'not this test’s');
+      continue;
+    }
+    await claude.completeTask(task.id, { token: task.lease?.token ?? 0, result });
+    return;
+  }
+}
+
+describe('capability_request', () => {
+  it('routes a command to Claude Code’s worker and returns its result', async () => {
+    const { get } = toolsOf('main');
+    const updates: ToolResult[] = [];
+    let announced: (text: string) => void = () => undefined;
+    const routed = new Promise<string>((resolve) => {
+      announced = resolve;
+    });
+    const pending = get('capability_request').execute(
+      'call-tests-1',
+      { title: 'Run the tests of ctxbus', argv: ['pnpm', 'test'], cwd: '/srv/ctxbus' },
+      undefined,
+      (partial) => {
+        updates.push(partial);
+        announced(partial.content[0]?.text ?? '');
+      },
+    );
+    // The first progress update names the task, once it exists.
+    const taskId = /\(task (task_[0-9a-f-]+), SUBMITTED\)/.exec(await routed)?.[1] ?? '';
+    const created = (await claude.task(taskId)).task;
+    expect(created).toMatchObject({
+      title: 'Run the tests of ctxbus',
+      input: { argv: ['pnpm', 'test'], cwd: '/srv/ctxbus' },
+      targetRuntime: 'claude-code',
+    });
+    await workOn(created?.id ?? '', { exitCode: 0, stdout: '42 tests passed' });
+    const result = await pending;
+    expect(result.details).toMatchObject({
+      state: 'COMPLETED',
+      result: { exitCode: 0, stdout: '42 tests passed' },
+    });
+    expect(result.content[0]?.text).toContain('claude-code');
+    expect(updates[0]?.content[0]?.text).toContain('SUBMITTED');
+  });
+
+  it('a retried call finds the task it made instead of making another', async () => {
+    const { get } = toolsOf('main');
+    const args = {
+      title: 'Lint ctxbus',
+      argv: ['pnpm', 'lint'],
+      cwd: '/srv/ctxbus',
+      waitSeconds: 0,
+    };
+    const first = await get('capability_request').execute('call-lint', args);
+    const again = await get('capability_request').execute('call-lint', args);
+    expect((again.details as { taskId: string }).taskId).toBe(
+      (first.details as { taskId: string }).taskId,
+    );
+    expect(first.content[0]?.text).toContain('Not finished yet');
+  });
+
+  it('says what the work needs when it cannot tell', async () => {
+    const { get } = toolsOf('main');
+    await expect(
+      get('capability_request').execute('call-vague', { title: 'Do the thing' }),
+    ).rejects.toThrow(/requiredCapabilities/);
+  });
+});
