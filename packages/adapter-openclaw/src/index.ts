@@ -10,6 +10,7 @@ export type {
   UninstallPlan,
 } from './install-openclaw.js';
 export {
+  installedToken,
   installOpenClaw,
   MCP_SERVER_NAME,
   mcpServerEntry,
@@ -17,6 +18,7 @@ export {
   openclawRunner,
   planInstall,
   planUninstall,
+  readOpenClawConfig,
   uninstallOpenClaw,
 } from './install-openclaw.js';
 export type { PluginConfig, ResolvedConfig } from './plugin-config.js';

@@ -150,6 +150,8 @@ export function planUninstall(config: JsonObject, pluginDir: string): UninstallP
 export interface OpenClawInstallOptions {
   url: string;
   token: string;
+  /** The config already read (readOpenClawConfig), to skip reading it again. */
+  current?: { path: string; config: JsonObject };
   /** The `openclaw` command (default: `openclaw` on PATH). */
   openclawBin?: string;
   /** OpenClaw's --profile: another state directory (~/.openclaw-<profile>). */
@@ -168,7 +170,10 @@ export interface OpenClawInstallResult {
   changes: string[];
 }
 
-async function readConfig(run: OpenClawRunner): Promise<{ path: string; config: JsonObject }> {
+/** OpenClaw's config file (`openclaw config file`) and its content (`{}` when absent). */
+export async function readOpenClawConfig(
+  run: OpenClawRunner,
+): Promise<{ path: string; config: JsonObject }> {
   const path = (await run(['config', 'file'])).trim().split('\n').at(-1)?.trim() ?? '';
   if (!path) throw new CtxbusError('unavailable', 'openclaw config file printed no path');
   let text: string;
@@ -195,8 +200,8 @@ export async function installOpenClaw(
   const run = options.run ?? openclawRunner(options.openclawBin, options.profile);
   const pluginDir = options.pluginDir ?? openclawPluginDir();
   const progress = options.progress ?? (() => undefined);
-  progress('reading the OpenClaw config');
-  const { path, config } = await readConfig(run);
+  if (!options.current) progress('reading the OpenClaw config');
+  const { path, config } = options.current ?? (await readOpenClawConfig(run));
   const plan = planInstall(config, { url: options.url, token: options.token, pluginDir });
   const changes: string[] = [];
   if (plan.linkPlugin) {
@@ -223,7 +228,7 @@ export async function uninstallOpenClaw(
   const pluginDir = options.pluginDir ?? openclawPluginDir();
   const progress = options.progress ?? (() => undefined);
   progress('reading the OpenClaw config');
-  const { path, config } = await readConfig(run);
+  const { path, config } = await readOpenClawConfig(run);
   const plan = planUninstall(config, pluginDir);
   const changes: string[] = [];
   if (plan.unlinkPlugin) {
@@ -232,7 +237,7 @@ export async function uninstallOpenClaw(
     await run(['plugins', 'uninstall', PLUGIN_ID, '--force', '--keep-files']);
     changes.push(`plugin ${PLUGIN_ID} unlinked`);
   }
-  const after = plan.unlinkPlugin ? (await readConfig(run)).config : config;
+  const after = plan.unlinkPlugin ? (await readOpenClawConfig(run)).config : config;
   const rest = planUninstall(after, pluginDir);
   if (rest.patch) {
     progress('removing the plugin config and the ctxbus MCP server');
@@ -243,4 +248,14 @@ export async function uninstallOpenClaw(
       changes.push(`mcp.servers.${MCP_SERVER_NAME} removed`);
   }
   return { configPath: path, changes };
+}
+
+/** The hub token the installed plugin uses for `url`, if any (so a re-run can keep it). */
+export function installedToken(config: JsonObject, url: string): string | undefined {
+  const settings = objectAt(config, 'plugins', 'entries', PLUGIN_ID, 'config');
+  const same = (a: unknown, b: string) =>
+    typeof a === 'string' && a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+  return settings && same(settings.url, url) && typeof settings.token === 'string'
+    ? settings.token
+    : undefined;
 }

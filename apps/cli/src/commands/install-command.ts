@@ -5,6 +5,11 @@ import { hubCredentials } from '../credentials.js';
 import { findAdminToken, hubUrl } from '../hub-target.js';
 import { printLine } from '../output.js';
 
+interface OpenClawFlags extends InstallFlags {
+  profile?: string;
+  openclaw?: string;
+}
+
 interface InstallFlags {
   project?: string | boolean;
   user?: boolean;
@@ -111,4 +116,76 @@ export function registerInstall(
         );
       }),
     );
+
+  install
+    .command('openclaw')
+    .description(
+      "plug OpenClaw in: link the ctxbus plugin (team context in every turn, decisions back to the bus, capability requests routed to a runtime that can) and register the hub's MCP server, through OpenClaw's own commands",
+    )
+    .option('--profile <name>', "OpenClaw's profile (its --profile: state in ~/.openclaw-<name>)")
+    .option('--openclaw <path>', 'the openclaw command (default: openclaw on PATH)')
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
+    .option(
+      '--token <token>',
+      'a runtime token for openclaw (default: the one already installed for this hub if it still works, else a new one minted with the admin token, else $CTXBUS_TOKEN)',
+    )
+    .option('--team <team>', "the new token's team (default: the team of the CLI's saved token)")
+    .option(
+      '--admin-token <token>',
+      'admin token to mint with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
+    )
+    .option(
+      '--uninstall',
+      'remove exactly what install added (the plugin link, its config, the MCP server)',
+    )
+    .addHelpText(
+      'after',
+      '\nRe-running install changes nothing; your other OpenClaw settings, plugins and MCP servers are kept. Each OpenClaw command takes a few seconds.\nRestart the gateway afterwards (openclaw gateway restart) if one is running.',
+    )
+    .action((flags: OpenClawFlags) =>
+      run(async () => {
+        const adapter = await import('@ctxbus/adapter-openclaw');
+        const runner = adapter.openclawRunner(flags.openclaw, flags.profile);
+        const progress = (line: string) => process.stderr.write(`ctxbus: ${line}\n`);
+        if (flags.uninstall) {
+          const result = await adapter.uninstallOpenClaw({ run: runner, progress });
+          printLine(
+            result.changes.length
+              ? `removed ctxbus from OpenClaw (${result.configPath}): ${result.changes.join('; ')}`
+              : `nothing to remove (${result.configPath})`,
+          );
+          return;
+        }
+        const url = hubUrl(flags.url);
+        progress('reading the OpenClaw config');
+        const current = await adapter.readOpenClawConfig(runner);
+        let token = flags.token;
+        let minted: string | null = null;
+        const kept = token ? undefined : adapter.installedToken(current.config, url);
+        if (kept && (await tokenWorks(url, kept))) token = kept;
+        if (!token) ({ token, minted } = await installToken(url, 'openclaw', flags));
+        const result = await adapter.installOpenClaw({
+          url,
+          token,
+          run: runner,
+          current,
+          progress,
+        });
+        printLine(
+          result.changes.length
+            ? `configured OpenClaw for ${url}${minted ? ` with a new token for ${minted}` : ''} (${result.configPath}): ${result.changes.join('; ')}`
+            : `OpenClaw already configured for ${url} (${result.configPath}); nothing changed`,
+        );
+      }),
+    );
+}
+
+/** Whether the hub accepts `token` (a re-run keeps a working token instead of minting). */
+async function tokenWorks(url: string, token: string): Promise<boolean> {
+  try {
+    await createClient({ url, token, timeoutMs: 5_000 }).list({ limit: 1 });
+    return true;
+  } catch {
+    return false;
+  }
 }
