@@ -114,30 +114,32 @@ export async function buildTurnContext(deps: HookDeps, agentId: string): Promise
   let fromHub = false;
   if (client && settings.inject !== false) {
     try {
-      const changes =
-        state.lastSeenSeq > 0
-          ? client.list({
+      // One round trip: the changes, the newest sequence and the bundle, side by side. The
+      // bundle leaves room for the changes; what it does not use, they may.
+      const first = state.lastSeenSeq === 0;
+      const [page, newest, bundle] = await Promise.all([
+        first
+          ? null
+          : client.list({
               since: state.lastSeenSeq,
               limit: 100,
               ...(settings.watchTags && { tags: settings.watchTags }),
-            })
-          : client.list({ limit: 1 });
-      const [page, newest] = await Promise.all([
-        changes,
-        state.lastSeenSeq > 0 ? client.list({ limit: 1 }) : null,
+            }),
+        first || settings.watchTags ? client.list({ limit: 1 }) : null,
+        client.shared({
+          runtime: 'openclaw',
+          tokenBudget: first
+            ? config.tokenBudget
+            : Math.floor(config.tokenBudget * (1 - UPDATES_SHARE)),
+        }),
       ]);
-      const others = page.items.filter(
+      const others = (page?.items ?? []).filter(
         (item) => !(item.source.runtime === 'openclaw' && item.source.agentId === agentId),
       );
-      const updates =
-        state.lastSeenSeq > 0
-          ? updatesSection(others, Math.floor(config.tokenBudget * UPDATES_SHARE))
-          : '';
-      const remaining = config.tokenBudget - (updates ? estimateTokens(updates) + 2 : 0);
-      const bundle = await client.shared({ runtime: 'openclaw', tokenBudget: remaining });
+      const updates = updatesSection(others, config.tokenBudget - bundle.totalTokens - 8);
       if (updates) parts.push(updates);
       parts.push(bundle.formatted.trim());
-      const seqs = [...page.items, ...(newest?.items ?? [])].map((item) => item.seq);
+      const seqs = [...(page?.items ?? []), ...(newest?.items ?? [])].map((item) => item.seq);
       state.lastSeenSeq = Math.max(state.lastSeenSeq, ...seqs);
       state.warnedUnreachable = false;
       fromHub = true;

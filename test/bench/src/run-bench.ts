@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -18,6 +18,7 @@ import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
+import { benchOpenClaw } from './openclaw-latency.ts';
 import { benchPostgres, skipReason } from './postgres-bench.ts';
 import { benchRouting } from './routing-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
@@ -39,12 +40,13 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
   scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
   hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
+  openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
   locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
   postgres  two hubs on one PostgreSQL schema (CTXBUS_TEST_POSTGRES_URL, else the local
@@ -82,7 +84,8 @@ if (flags.help) {
 const quick = flags.quick;
 const sections = new Set(
   (
-    flags.only ?? 'writes,delivery,scale,hooks,mcp,locomo,hybrid,postgres,vectors,stalled,tasks'
+    flags.only ??
+    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -377,6 +380,12 @@ async function main() {
     log('hooks: Claude Code hook latency');
     await withHub(async (hub) => {
       rows.push(...(await benchHooks(hub, quick ? 10 : 50)));
+    });
+  }
+  if (sections.has('openclaw')) {
+    log('openclaw: plugin turn latency');
+    await withHub(async (hub) => {
+      rows.push(...(await benchOpenClaw(hub, quick ? 40 : 300)));
     });
   }
   if (sections.has('mcp')) {
