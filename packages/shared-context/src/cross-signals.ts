@@ -23,7 +23,7 @@ export interface SignalSource {
 export interface CrossSignal {
   /** The normalised term (see `normaliseTerm`). */
   key: string;
-  /** The most frequent spelling (ties: the alphabetically first). */
+  /** The most frequent spelling (ties: the one seen first, in path order). */
   label: string;
   agents: string[];
   counts: { agents: number; files: number; mentions: number };
@@ -98,8 +98,12 @@ function signalOf(key: string, mentions: readonly Mention[]): CrossSignal {
     .map((source) => ({ ...source, as: source.as.sort(), mentions: source.mentions.sort() }))
     .sort((a, b) => a.file.localeCompare(b.file));
   const agents = [...new Set(sources.map((source) => source.agent))].sort();
-  const label =
-    [...spellings.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? key;
+  // Map order is first-seen order (files sorted by path): ties go to the earliest spelling.
+  let label = key;
+  let best = 0;
+  for (const [spelling, count] of spellings) {
+    if (count > best) [label, best] = [spelling, count];
+  }
   return {
     key,
     label,
