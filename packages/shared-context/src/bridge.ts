@@ -60,7 +60,11 @@ export interface SyncReport {
 }
 
 export interface SharedContextBridge {
-  /** Syncs once, then follows the bus stream and the directory until `stop`. */
+  /**
+   * Syncs once, then follows the bus stream and the directory until `stop`. An unreachable
+   * hub does not fail it (logged; the stream reconnects and the rescan publishes later);
+   * other errors (a bad token) do.
+   */
   start(): Promise<void>;
   stop(): Promise<void>;
   /** One full pass: publishes new or changed files, then writes bus items missed so far. */
@@ -332,7 +336,17 @@ export function createSharedContextBridge(
     async start() {
       if (abort) return;
       mkdirSync(paths.agentOutputs, { recursive: true });
-      await syncOnce();
+      try {
+        await syncOnce();
+      } catch (error) {
+        // Fail open: a hub that is down now is caught up by the stream (from the last
+        // sequence) once it connects, and by the next rescan.
+        if (!CtxbusError.isInstance(error) || error.code !== 'unavailable') throw error;
+        logger.warn(
+          { error: error.message },
+          'shared-context bridge: hub unreachable; following it until it answers',
+        );
+      }
       abort = new AbortController();
       streaming = follow(abort.signal);
       if (options.watch !== false) {
