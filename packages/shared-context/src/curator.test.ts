@@ -158,6 +158,14 @@ describe('curateDaily', () => {
     expect(lines[0]).toBe('# Roundtable 2026-02-04');
     expect(lines).toContain('## Priorities (canonical)');
     expect(lines).toContain('- **Hire a second support engineer (human edit)**');
+    expect(lines).toContain(
+      '- **Protect the Acme renewal**: Renewal closes Friday; all hands on the competitor comparison. (staged by research, 2026-02-04)',
+    );
+    expect(lines).toContain('## Recent priority inputs');
+    expect(lines).toContain(
+      '- **2026-02-04T10:00:00.000Z sales**: Pricing page refresh before the Acme call.',
+    );
+    expect(roundtable).not.toContain('- Jane Doe');
     expect(lines).toContain('## Agent outputs (2026-02-04)');
     expect(lines).toContain(
       '- `research` **Acme Corp renewal risk** _(from research, 2026-02-04)_: Acme is evaluating a competitor.',
@@ -279,6 +287,9 @@ describe('readSharedContextInjection', () => {
     ).toBe(true);
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);
     expect(text).not.toContain('<!--');
+    // The roundtable's copy of the priorities is left out: each shows once.
+    expect(text.match(/Hire a second support engineer/g)).toHaveLength(1);
+    expect(text.match(/Pricing page refresh/g)).toHaveLength(1);
   });
 
   it('cuts at a line within maxChars', async () => {

@@ -12,7 +12,7 @@ import { feedbackEntrySchema, readFeedbackFile } from './feedback.js';
 import { policyAppend, policyWrite, readTextOrNull } from './files.js';
 import { parseDocument } from './front-matter.js';
 import type { LlmSettings } from './llm.js';
-import { listAgentOutputs, walkFiles } from './outputs.js';
+import { listAgentOutputs, walkFiles, withoutEntitiesSection } from './outputs.js';
 import type { SharedContextPaths } from './paths.js';
 import { AGENT_ID_PATTERN, assertAgentId, isoDate, isoWeek } from './paths.js';
 import { assertWriteAllowed, prepareParent } from './policy.js';
@@ -183,13 +183,17 @@ function bulletEntries(text: string, prefix: string): ContextEntry[] {
   for (const line of text.split('\n')) {
     const bullet = /^\s*(?:[-*+]|\d+\.)\s+(.+)$/.exec(line);
     if (bullet?.[1] && !/^\s{2,}/.test(line)) {
-      const title = plainLine(bullet[1]);
+      // `**Title** — detail _(note)_` reads as a title and its body.
+      const text = plainLine(bullet[1]).replace(/(^|\s)_([^_]+)_(?=\s|$)/g, '$1$2');
+      const cut = /^(.+?)(?: — |: )(.+)$/.exec(text);
+      const title = cut?.[1] ?? text;
+      const body = cut?.[2] ?? '';
       entries.push({
         id: `${prefix}:${entries.length}`,
         refs: [],
         title,
-        body: '',
-        summary: title,
+        body,
+        summary: body || title,
         meta: {},
       });
     } else if (line.trim()) {
@@ -226,9 +230,9 @@ function roundtableSections(
   });
   const feedback = feedbackSince(paths, new Date(now.getTime() - 7 * 86_400_000)).slice(0, 20);
   const excerpt = (body: string) =>
-    body
+    withoutEntitiesSection(body)
       .split('\n')
-      .filter((line) => line.trim() && !/^entities\s*:/i.test(line.trim()))
+      .filter((line) => line.trim())
       .slice(0, 3)
       .join('\n');
   return [

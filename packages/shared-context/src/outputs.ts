@@ -67,6 +67,20 @@ export function entitiesFromBody(body: string): string[] {
   return found;
 }
 
+/** The body without its `Entities:` section (the heading line and the list under it). */
+export function withoutEntitiesSection(body: string): string {
+  const lines = body.split('\n');
+  const kept: string[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    if (!ENTITIES_HEADING.test(lines[index] ?? '')) {
+      kept.push(lines[index] ?? '');
+      continue;
+    }
+    while (index + 1 < lines.length && LIST_ITEM.test(lines[index + 1] ?? '')) index++;
+  }
+  return kept.join('\n');
+}
+
 /** `#hashtags` in a body. */
 export function hashtagsFromBody(body: string): string[] {
   return [...body.matchAll(HASHTAG)].map((match) => match[1] ?? '').filter(Boolean);

@@ -3,6 +3,9 @@ import type { SharedContextPaths } from './paths.js';
 import { isoDate } from './paths.js';
 import { splitPriorities, withoutComments } from './priorities.js';
 
+/** Roundtable sections that repeat `priorities.md` (see the curator). */
+const ROUNDTABLE_PRIORITY_SECTIONS = ['Priorities (canonical)', 'Recent priority inputs'];
+
 export interface InjectionOptions {
   /** Cap on the returned text (default 4000 characters). */
   maxChars?: number;
@@ -66,8 +69,15 @@ export async function readSharedContextInjection(
       );
   }
   if (roundtable !== null) {
+    // The priorities are above already: the roundtable's copies of them are left out.
     const body = withoutComments(roundtable)
       .replace(/^# .*\n?/, '')
+      .split(/\n(?=## )/)
+      .filter(
+        (part) =>
+          !ROUNDTABLE_PRIORITY_SECTIONS.some((title) => part.trim().startsWith(`## ${title}\n`)),
+      )
+      .join('\n')
       .trim();
     if (body) parts.push(`## Today's roundtable (${date})\n${body.replace(/^## /gm, '### ')}`);
   }
