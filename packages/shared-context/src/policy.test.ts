@@ -123,6 +123,13 @@ describe('assertWriteAllowed', () => {
     }
   });
 
+  it('says so when the directory was never bootstrapped', () => {
+    const missing = sharedContextPaths({ dir: join(base, 'missing') });
+    expect(
+      refusal(() => writeAgentOutput(missing, { agent: 'alpha', title: 'x', body: 'y' })),
+    ).toMatch(/^not_found: the shared-context directory .*missing does not exist/);
+  });
+
   it('refuses locations outside the contract', () => {
     for (const path of [
       'notes.md',

@@ -94,6 +94,13 @@ export function ruleFor(relPath: string): PathRule {
  * file pointing elsewhere), or whose target is itself a symlink.
  */
 function assertInsideRoot(paths: SharedContextPaths, relPath: string, target: string): void {
+  if (!existsSync(paths.root)) {
+    throw new CtxbusError(
+      'not_found',
+      `the shared-context directory ${paths.root} does not exist: bootstrap it first (ctxbus shared-context init)`,
+      { details: { path: paths.root } },
+    );
+  }
   const root = realpathSync(paths.root);
   let existing = dirname(target);
   while (!existsSync(existing)) existing = dirname(existing);
