@@ -10,6 +10,7 @@ import { registerMigrate } from './commands/migrate-command.js';
 import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerService } from './commands/service-command.js';
+import { registerSharedContext } from './commands/shared-context-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerTaskCommands } from './commands/task-commands.js';
 import { registerToken } from './commands/token-command.js';
@@ -76,6 +77,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerWorker(program, run);
   registerTaskCommands(program, run);
   registerAudit(program, run);
+  registerSharedContext(program, run);
   return program;
 }
 
