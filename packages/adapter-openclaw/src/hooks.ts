@@ -33,7 +33,7 @@ export interface HookDeps {
   logger: PluginLogger;
   now: () => Date;
   /** Local text to inject whatever the hub does (the shared-context directory's priorities). */
-  localContext?: (agentId: string) => string | null;
+  localContext?: () => Promise<string | null>;
 }
 
 /** Static guidance, sent as system context so providers can cache it. */
@@ -108,7 +108,7 @@ export interface TurnContext {
 export async function buildTurnContext(deps: HookDeps, agentId: string): Promise<TurnContext> {
   const { client, config, logger } = deps;
   const settings = agentSettings(config, agentId);
-  const local = safeLocal(deps, agentId);
+  const local = safeLocal(deps);
   const state = readAgentState(config.stateDir, agentId);
   const parts: string[] = [];
   let fromHub = false;
@@ -152,7 +152,8 @@ export async function buildTurnContext(deps: HookDeps, agentId: string): Promise
       }
     }
   }
-  if (local) parts.push(local);
+  const localText = await local;
+  if (localText) parts.push(localText);
   try {
     writeAgentState(config.stateDir, agentId, state);
   } catch {
@@ -162,9 +163,10 @@ export async function buildTurnContext(deps: HookDeps, agentId: string): Promise
   return { text, tokens: text ? estimateTokens(text) : 0, fromHub };
 }
 
-function safeLocal(deps: HookDeps, agentId: string): string | null {
+/** The local context, started at once and never failing the turn. */
+async function safeLocal(deps: HookDeps): Promise<string | null> {
   try {
-    return deps.localContext?.(agentId) ?? null;
+    return (await deps.localContext?.()) ?? null;
   } catch (error) {
     deps.logger.warn(`ctxbus: shared-context directory unreadable: ${(error as Error).message}`);
     return null;

@@ -85,6 +85,11 @@ export interface OpenClawPluginApi {
     tool: AgentTool | ((context: ToolFactoryContext) => AgentTool | AgentTool[] | null | undefined),
     options?: { name?: string; names?: string[]; optional?: boolean },
   ): void;
+  registerService(service: {
+    id: string;
+    start: () => void | Promise<void>;
+    stop?: () => void | Promise<void>;
+  }): void;
   on(
     hook: 'before_prompt_build',
     handler: (

@@ -1,16 +1,21 @@
 import { createClient } from '@ctxbus/client';
 import type { HookDeps } from './hooks.js';
-import { agentEnd, beforePromptBuild, deliver } from './hooks.js';
+import { agentEnd, beforePromptBuild, DEFAULT_AGENT_ID, deliver } from './hooks.js';
 import type { OpenClawPluginApi } from './openclaw-sdk.js';
 import type { ResolvedConfig } from './plugin-config.js';
 import { resolvePluginConfig } from './plugin-config.js';
-import { agentTools, PLUGIN_TOOL_NAMES } from './tools.js';
+import type { SharedContextSetup } from './shared-context.js';
+import {
+  SHARED_CONTEXT_TOOL_NAMES,
+  setUpSharedContext,
+  sharedContextBridgeService,
+  sharedContextTools,
+} from './shared-context.js';
+import { agentTools, PLUGIN_TOOL_NAMES, pluginLogger, toAgentTool } from './tools.js';
 
 export interface RegisterOptions {
   env?: Record<string, string | undefined>;
   now?: () => Date;
-  /** Local context per agent, injected whatever the hub does (the shared-context directory). */
-  localContext?: (config: ResolvedConfig) => ((agentId: string) => string | null) | undefined;
 }
 
 /** Tool calls may wait on the hub longer than a turn's start should. */
@@ -50,13 +55,19 @@ export function registerCtxbus(
   const toolClient = token
     ? createClient({ url: config.url, token, timeoutMs: TOOL_TIMEOUT_MS })
     : null;
-  const localContext = options.localContext?.(config);
+  const now = options.now ?? (() => new Date());
+  let shared: SharedContextSetup | undefined;
+  try {
+    shared = setUpSharedContext(config, now);
+  } catch (error) {
+    api.logger.error(`ctxbus: shared-context directory disabled: ${(error as Error).message}`);
+  }
   const deps: HookDeps = {
     client,
     config,
     logger: api.logger,
-    now: options.now ?? (() => new Date()),
-    ...(localContext && { localContext }),
+    now,
+    ...(shared && { localContext: shared.read }),
   };
   api.on(
     'before_prompt_build',
@@ -76,6 +87,18 @@ export function registerCtxbus(
     (context) => (toolClient ? agentTools(toolClient, config, api.logger, context) : null),
     { names: [...PLUGIN_TOOL_NAMES] },
   );
+  if (shared) {
+    const { paths } = shared;
+    const log = pluginLogger(api.logger);
+    api.registerTool(
+      (context) =>
+        sharedContextTools(paths, context.agentId?.trim() || DEFAULT_AGENT_ID, now).map((tool) =>
+          toAgentTool(() => tool, log),
+        ),
+      { names: [...SHARED_CONTEXT_TOOL_NAMES] },
+    );
+    if (client) api.registerService(sharedContextBridgeService(paths, client, config, log));
+  }
   // Whatever waited in the outbox while the hub was away goes out now (not awaited).
   if (client) deliver(deps, []).catch(() => undefined);
   return deps;

@@ -76,6 +76,9 @@ export interface RecordingHost {
   logs: { level: string; message: string }[];
   hooks: { name: string; timeoutMs: number | undefined }[];
   toolNames: string[] | undefined;
+  /** Every tool factory's names, in registration order. */
+  toolGroups: (string[] | undefined)[];
+  services: { id: string; start: () => void | Promise<void>; stop?: () => void | Promise<void> }[];
   promptBuild(context: AgentHookContext): Promise<BeforePromptBuildResult | undefined>;
   agentEnd(event: AgentEndEvent, context: AgentHookContext): Promise<void>;
   tools(context: ToolFactoryContext): AgentTool[];
@@ -86,16 +89,20 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
   const hooks: { name: string; timeoutMs: number | undefined }[] = [];
   let prompt: PromptHandler | undefined;
   let end: EndHandler | undefined;
-  let factory: ToolFactory | undefined;
-  let toolNames: string[] | undefined;
+  const factories: ToolFactory[] = [];
+  const toolGroups: (string[] | undefined)[] = [];
+  const services: RecordingHost['services'] = [];
   const log = (level: string) => (message: string) => logs.push({ level, message });
   const api = {
     id: 'ctxbus',
     pluginConfig,
     logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     registerTool(tool: ToolFactory, options?: { names?: string[] }) {
-      factory = tool;
-      toolNames = options?.names;
+      factories.push(tool);
+      toolGroups.push(options?.names);
+    },
+    registerService(service: RecordingHost['services'][number]) {
+      services.push(service);
     },
     on(name: string, handler: PromptHandler | EndHandler, options?: { timeoutMs?: number }) {
       hooks.push({ name, timeoutMs: options?.timeoutMs });
@@ -108,14 +115,18 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
     logs,
     hooks,
     get toolNames() {
-      return toolNames;
+      return toolGroups[0];
     },
+    toolGroups,
+    services,
     promptBuild: (context) =>
       prompt ? prompt({ prompt: 'hello', messages: [] }, context) : Promise.resolve(undefined),
     agentEnd: (event, context) => (end ? end(event, context) : Promise.resolve()),
     tools(context) {
-      const made = factory?.(context);
-      return made ? (Array.isArray(made) ? made : [made]) : [];
+      return factories.flatMap((factory) => {
+        const made = factory(context);
+        return made ? (Array.isArray(made) ? made : [made]) : [];
+      });
     },
   };
 }

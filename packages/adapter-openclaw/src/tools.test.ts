@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { AgentTool, ToolResult } from './openclaw-sdk.js';
 import { pluginConfigJsonSchema } from './plugin-config.js';
 import { registerCtxbus } from './register-plugin.js';
+import { SHARED_CONTEXT_TOOL_NAMES } from './shared-context.js';
 import type { TestHub } from './test-host.js';
 import { recordingHost, startTestHub } from './test-host.js';
 import { PLUGIN_TOOL_NAMES } from './tools.js';
@@ -61,7 +62,7 @@ describe('the registered tools', () => {
       ),
     );
     expect(manifest.id).toBe('ctxbus');
-    expect(manifest.contracts.tools).toEqual([...PLUGIN_TOOL_NAMES]);
+    expect(manifest.contracts.tools).toEqual([...PLUGIN_TOOL_NAMES, ...SHARED_CONTEXT_TOOL_NAMES]);
     expect(manifest.configSchema).toEqual(pluginConfigJsonSchema());
   });
 });

@@ -261,7 +261,7 @@ export function pluginLogger(logger: PluginLogger): Logger {
   };
 }
 
-function toAgentTool(
+export function toAgentTool(
   definitionFor: (call: ToolCall) => AnyToolDefinition,
   logger: Logger,
 ): AgentTool {

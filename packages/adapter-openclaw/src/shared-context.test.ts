@@ -1,0 +1,112 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { registerCtxbus } from './register-plugin.js';
+import type { TestHub } from './test-host.js';
+import { closedPortUrl, recordingHost, startTestHub } from './test-host.js';
+
+let hub: TestHub;
+let token: string;
+let root: string;
+let dir: string;
+const now = () => new Date('2026-11-25T09:00:00Z');
+
+beforeAll(async () => {
+  hub = await startTestHub();
+  token = await hub.mint('openclaw');
+});
+afterAll(() => hub.close());
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-shared-'));
+  dir = join(root, 'shared-context');
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function plugin(url: string, extra: Record<string, unknown> = {}) {
+  const host = recordingHost({
+    url,
+    token,
+    stateDir: join(root, 'state'),
+    sharedContextEnabled: true,
+    sharedContextDir: dir,
+    ...extra,
+  });
+  registerCtxbus(host.api, { env: {}, now });
+  return host;
+}
+
+describe('the shared-context directory in OpenClaw', () => {
+  it('is created at start, never overwriting, and stays off unless enabled', () => {
+    const off = recordingHost({ url: hub.url, token, stateDir: join(root, 'state') });
+    registerCtxbus(off.api, { env: {} });
+    expect(off.toolGroups).toHaveLength(1);
+    expect(off.services).toEqual([]);
+
+    plugin(hub.url);
+    expect(existsSync(join(dir, 'priorities.md'))).toBe(true);
+    writeFileSync(join(dir, 'priorities.md'), '## CANONICAL (curator)\n\n- Ship the billing fix\n');
+    const host = plugin(hub.url);
+    expect(readFileSync(join(dir, 'priorities.md'), 'utf8')).toContain('Ship the billing fix');
+    expect(host.services.map((service) => service.id)).toEqual(['ctxbus-shared-context-bridge']);
+  });
+
+  it('injects the priorities, capped, even when the hub is down', async () => {
+    plugin(hub.url);
+    writeFileSync(
+      join(dir, 'priorities.md'),
+      `## CANONICAL (curator)\n\n- Ship the billing fix\n${'- filler priority line\n'.repeat(400)}`,
+    );
+    const host = plugin(await closedPortUrl(), {
+      timeoutMs: 200,
+      sharedContextMaxInjectChars: 500,
+    });
+    const result = await host.promptBuild({ agentId: 'main' });
+    const text = result?.prependContext ?? '';
+    expect(text).toContain('Ship the billing fix');
+    expect(text.length).toBeLessThan(700);
+  });
+
+  it('writes outputs and feedback through the policy, as the calling agent', async () => {
+    const host = plugin(hub.url);
+    const tools = new Map(host.tools({ agentId: 'research' }).map((tool) => [tool.name, tool]));
+    const written = await tools.get('shared_context_write_output')?.execute('call-1', {
+      title: 'Competitor scan',
+      body: 'Acme Corp raised prices.',
+      entities: ['Acme Corp'],
+    });
+    const path = (written?.details as { path: string }).path;
+    expect(path).toBe('agent-outputs/research/2026-11-25/competitor-scan.md');
+    expect(readFileSync(join(dir, path), 'utf8')).toContain('Acme Corp raised prices.');
+    await tools.get('shared_context_feedback')?.execute('call-2', {
+      verdict: 'rejected',
+      subject: 'Daily digest format',
+      reason: 'too long',
+    });
+    const inbox = readFileSync(join(dir, 'feedback', 'inbox.jsonl'), 'utf8');
+    expect(JSON.parse(inbox.trim())).toMatchObject({ agent: 'research', verdict: 'rejected' });
+    await expect(
+      tools.get('shared_context_feedback')?.execute('call-3', { verdict: 'maybe', subject: 'x' }),
+    ).rejects.toThrow(/shared_context_feedback failed: invalid input: verdict/);
+  });
+
+  it('curates and finds cross-signals from two agents’ outputs', async () => {
+    const host = plugin(hub.url);
+    for (const agent of ['research', 'sales']) {
+      const [write] = host
+        .tools({ agentId: agent })
+        .filter((tool) => tool.name === 'shared_context_write_output');
+      await write?.execute(`call-${agent}`, {
+        title: `${agent} notes`,
+        body: 'Talked about the renewal.',
+        entities: ['Globex'],
+      });
+    }
+    const tools = new Map(host.tools({ agentId: 'curator' }).map((tool) => [tool.name, tool]));
+    const signals = await tools.get('shared_context_cross_signals_run')?.execute('call-x', {});
+    expect(signals?.content[0]?.text).toMatch(/Globex: research, sales/);
+    const curated = await tools.get('shared_context_curate_daily')?.execute('call-c', {});
+    const roundtable = (curated?.details as { roundtable: string }).roundtable;
+    expect(readFileSync(join(dir, roundtable), 'utf8')).toContain('Globex');
+  });
+});
