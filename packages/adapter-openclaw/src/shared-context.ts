@@ -8,8 +8,6 @@ import {
   appendFeedback,
   bootstrapSharedContext,
   createSharedContextBridge,
-  curateDaily,
-  detectCrossSignals,
   readSharedContextInjection,
   sharedContextPaths,
   writeAgentOutput,
@@ -149,6 +147,9 @@ export function sharedContextTools(
         warnings: z.array(z.string()),
       }),
       async run() {
+        // Loaded on use: the curator builds its digest with the tokenizer (megabytes), which a
+        // turn never needs.
+        const { curateDaily } = await import('@ctxbus/shared-context');
         const result = await curateDaily(paths, { now: now() });
         return {
           structured: result,
@@ -168,6 +169,7 @@ export function sharedContextTools(
         warnings: z.array(z.string()),
       }),
       async run(input) {
+        const { detectCrossSignals } = await import('@ctxbus/shared-context');
         const report = await detectCrossSignals(paths, {
           now: now(),
           windowDays: input.windowDays,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ContextEntry, ContextSection } from '@ctxbus/core';
-import { buildContext, markdownFormatter, plainLine } from '@ctxbus/core';
+import { markdownFormatter, plainLine } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { bootstrapSharedContext } from './bootstrap.js';
 import type { CrossSignalsReport } from './cross-signals.js';
@@ -391,6 +391,9 @@ export async function curateDaily(
   });
   warnings.push(...signals.warnings);
 
+  // The builder brings the tokenizer (megabytes, about 0.5 s to load), which only the digest
+  // needs: loaded here, so that importing this package (the OpenClaw plugin does) stays light.
+  const { buildContext } = await import('@ctxbus/core');
   const built = buildContext(roundtableSections(paths, now, signals), markdownFormatter, {
     tokenBudget: options.roundtableTokens ?? 6_000,
     safetyMargin: 0,
