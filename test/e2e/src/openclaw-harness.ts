@@ -59,6 +59,10 @@ export interface OpenClawHome {
   ): Promise<OpenClawAgentRun>;
   /** `openclaw plugins inspect <id> --runtime --json`, parsed. */
   inspectPlugin(id: string): Promise<{ run: OpenClawRun; json: Record<string, unknown> | null }>;
+  /** `openclaw config get <path> --json`, parsed (null when the path is unset or not JSON). */
+  configGet(path: string): Promise<unknown>;
+  /** `openclaw mcp set <name> <json>`: writes `mcp.servers.<name>`. */
+  mcpSet(name: string, server: Record<string, unknown>): Promise<OpenClawRun>;
   remove(): void;
 }
 
@@ -167,25 +171,16 @@ function spawnOpenClaw(
   });
 }
 
-/** The last top-level JSON value in `text` (OpenClaw may log lines before its `--json` output). */
+/** The JSON OpenClaw printed: all of stdout, or the last block starting on a line with `{`. */
 export function parseJsonOutput(text: string): Record<string, unknown> | null {
   const trimmed = text.trim();
-  try {
-    return JSON.parse(trimmed) as Record<string, unknown>;
-  } catch {}
-  for (
-    let start = trimmed.lastIndexOf('\n{');
-    start >= 0;
-    start = trimmed.lastIndexOf('\n{', start - 1)
-  ) {
-    try {
-      return JSON.parse(trimmed.slice(start + 1)) as Record<string, unknown>;
-    } catch {}
-    if (start === 0) break;
+  const starts = [0];
+  for (let at = trimmed.indexOf('\n{'); at >= 0; at = trimmed.indexOf('\n{', at + 1)) {
+    starts.push(at + 1);
   }
-  if (trimmed.startsWith('{')) {
+  for (const start of starts) {
     try {
-      return JSON.parse(trimmed) as Record<string, unknown>;
+      return JSON.parse(trimmed.slice(start)) as Record<string, unknown>;
     } catch {}
   }
   return null;
@@ -231,6 +226,11 @@ export function createOpenClawHome(options: OpenClawHomeOptions): OpenClawHome {
       const result = await run(['plugins', 'inspect', id, '--runtime', '--json']);
       return { run: result, json: parseJsonOutput(result.stdout) };
     },
+    async configGet(path) {
+      const result = await run(['config', 'get', path, '--json']);
+      return result.code === 0 ? parseJsonOutput(result.stdout) : null;
+    },
+    mcpSet: (name, server) => run(['mcp', 'set', name, JSON.stringify(server)]),
     remove: () => removeDir(home),
   };
 }
