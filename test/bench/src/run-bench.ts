@@ -18,7 +18,7 @@ import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
-import { benchOpenClaw } from './openclaw-latency.ts';
+import { benchOpenClaw, benchSharedContextBridge } from './openclaw-latency.ts';
 import { benchPostgres, skipReason } from './postgres-bench.ts';
 import { benchRouting } from './routing-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
@@ -46,7 +46,8 @@ if (flags.help) {
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
   scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
   hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
-  openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected
+  openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected;
+            the shared-context bridge: agent output file -> bus -> SSE
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
   locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
   postgres  two hubs on one PostgreSQL schema (CTXBUS_TEST_POSTGRES_URL, else the local
@@ -386,6 +387,7 @@ async function main() {
     log('openclaw: plugin turn latency');
     await withHub(async (hub) => {
       rows.push(...(await benchOpenClaw(hub, quick ? 40 : 300)));
+      rows.push(...(await benchSharedContextBridge(hub, quick ? 10 : 50)));
     });
   }
   if (sections.has('mcp')) {
