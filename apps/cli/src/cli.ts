@@ -12,6 +12,7 @@ import { registerServe } from './commands/serve-command.js';
 import { registerService } from './commands/service-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerTaskCommands } from './commands/task-commands.js';
+import { registerTelegram } from './commands/telegram-command.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWorker } from './commands/worker-command.js';
 import { EXIT, exitCodeFor } from './output.js';
@@ -76,6 +77,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerWorker(program, run);
   registerTaskCommands(program, run);
   registerAudit(program, run);
+  registerTelegram(program, run);
   return program;
 }
 
