@@ -1,3 +1,4 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { CtxbusClient } from '@ctxbus/client';
 import { waitFor, waitUntil } from '@ctxbus/test-kit';
@@ -192,6 +193,37 @@ describe('commands', () => {
     );
     api.userSends(100, '/priorities');
     await waitFor(api.nextCall(sentTo(100, 'No shared-context directory')), '/priorities');
+  });
+});
+
+describe('/priorities', () => {
+  it("reads priorities.md's canonical section, split under Telegram's limit", async () => {
+    const shared = `${dir.path}/shared-context`;
+    mkdirSync(shared);
+    const items = Array.from(
+      { length: 150 },
+      (_, i) => `${i + 1}. Priority number ${i + 1}: ${'ship it '.repeat(6)}`,
+    );
+    writeFileSync(
+      `${shared}/priorities.md`,
+      [
+        '# Priorities',
+        ...items,
+        '',
+        '## Inbox (automated)',
+        '- 2026-05-01 bot: appended idea',
+      ].join('\n'),
+    );
+    await start({ statePath: statePath(), sharedContextDir: shared });
+    api.userSends(100, '/priorities');
+    await waitFor(api.nextCall(sentTo(100, 'Priority number 150:')), 'the last part');
+    const parts = api.sent(100);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(4_096);
+    const text = parts.map((p) => p.text).join('\n');
+    const lines = text.split('\n').map((line) => line.trim());
+    expect(lines.filter((line) => /^\d+\. /.test(line))).toEqual(items.map((l) => l.trim()));
+    expect(text).not.toContain('appended idea');
   });
 });
 
