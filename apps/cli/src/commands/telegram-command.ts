@@ -54,6 +54,16 @@ function minutes(value: string): number {
   return Math.round(number * 60_000);
 }
 
+function port(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65_535) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--webhook-port takes a port number (got "${value}")`,
+    );
+  }
+  return Number(value);
+}
+
 export function registerTelegram(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,
@@ -129,6 +139,7 @@ Example:
             '--webhook-url needs a secret: pass --webhook-secret or set CTXBUS_TELEGRAM_WEBHOOK_SECRET',
           );
         }
+        const webhookPort = flags.webhookUrl ? port(flags.webhookPort) : 0;
         const { CtxbusTelegramBot } = await import('@ctxbus/telegram');
         const logger = pino(
           { base: { component: 'telegram' }, level: process.env.CTXBUS_LOG_LEVEL ?? 'info' },
@@ -150,14 +161,14 @@ Example:
         try {
           await bot.start();
           if (flags.webhookUrl && secret) {
-            const { port } = await bot.startWebhook({
+            const listening = await bot.startWebhook({
               url: flags.webhookUrl,
               secret,
               host: flags.webhookHost,
-              port: Number(flags.webhookPort),
+              port: webhookPort,
             });
             printLine(
-              `telegram bot for team ${bot.team}: webhook ${flags.webhookUrl} (listening on ${flags.webhookHost}:${port}), ${chats.length} chat(s)`,
+              `telegram bot for team ${bot.team}: webhook ${flags.webhookUrl} (listening on ${flags.webhookHost}:${listening.port}), ${chats.length} chat(s)`,
             );
           } else {
             await bot.startPolling();
