@@ -169,6 +169,16 @@ describe('pushes', () => {
   });
 });
 
+describe('the hub', () => {
+  it('a revoked hub token ends the bot (failed rejects) instead of serving without pushes', async () => {
+    const { client, tokenId } = await hub.minted('telegram');
+    const bot = await startTestBot(hub, api, client, { statePath: statePath() });
+    running = bot;
+    await hub.store.revokeToken(tokenId);
+    await expect(waitFor(bot.bot.failed, 'the bot to fail')).rejects.toThrow(/revoked/);
+  });
+});
+
 describe('commands', () => {
   it('/decide writes a decision a Claude Code token sees', async () => {
     await start();

@@ -107,6 +107,14 @@ export class CtxbusTelegramBot {
   private polling: Promise<void> | null = null;
   private digesting: Promise<void> = Promise.resolve();
   private dirty = false;
+  private fail: (error: unknown) => void = () => {};
+  /**
+   * Rejects when pushes can no longer go on (the hub refused the stream for good: a revoked
+   * token, say); a runner ends the bot then instead of serving commands without pushes.
+   */
+  readonly failed: Promise<never> = new Promise<never>((_, reject) => {
+    this.fail = reject;
+  });
   private webhookServer: Server | null = null;
 
   private constructor(
@@ -134,6 +142,8 @@ export class CtxbusTelegramBot {
       this.logger.error({ error: this.redact(error.error) }, 'telegram update failed');
     });
     this.registerHandlers();
+    // Observed by whoever awaits it; never an unhandled rejection for those who do not.
+    this.failed.catch(() => {});
   }
 
   /** Opens the state file and builds the bot (nothing starts yet). */
@@ -177,6 +187,7 @@ export class CtxbusTelegramBot {
         reject(error);
         if (!this.abort.signal.aborted) {
           this.logger.error({ error: this.redact(error) }, 'the hub stream ended');
+          this.fail(error);
         }
       });
     });

@@ -28,6 +28,8 @@ export interface TestHub {
   advance(ms: number): void;
   now(): Date;
   client(runtime: string): Promise<CtxbusClient>;
+  /** A client and its token's id (to revoke it). */
+  minted(runtime: string): Promise<{ client: CtxbusClient; tokenId: string }>;
   close(): Promise<void>;
 }
 
@@ -41,8 +43,14 @@ export async function startTestHub(): Promise<TestHub> {
     validateResponses: true,
     clock: now,
     taskSweepMs: 25,
+    // Streams of revoked tokens end within this.
+    tokenCacheMs: 100,
     capabilities: { file: REPO_CAPABILITIES, pollMs: 0 },
   });
+  const minted = async (runtime: string) => {
+    const { token, record } = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime });
+    return { client: createClient({ url: running.url, token }), tokenId: record.id };
+  };
   return {
     url: running.url,
     store,
@@ -51,9 +59,9 @@ export async function startTestHub(): Promise<TestHub> {
     advance(ms) {
       offset += ms;
     },
+    minted,
     async client(runtime) {
-      const { token } = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime });
-      return createClient({ url: running.url, token });
+      return (await minted(runtime)).client;
     },
     async close() {
       await running.close();

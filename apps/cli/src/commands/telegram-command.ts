@@ -180,7 +180,13 @@ Example:
           const code = CtxbusError.isInstance(error) ? error.code : 'unavailable';
           throw new CtxbusError(code, bot.redact(error));
         }
-        await stopped;
+        try {
+          await Promise.race([stopped, bot.failed]);
+        } catch (error) {
+          await bot.stop();
+          const code = CtxbusError.isInstance(error) ? error.code : 'unavailable';
+          throw new CtxbusError(code, `telegram bot stopped: ${bot.redact(error)}`);
+        }
         await bot.stop();
       }),
     );
