@@ -13,6 +13,7 @@ import { registerService } from './commands/service-command.js';
 import { registerSharedContext } from './commands/shared-context-command.js';
 import { registerSupabase } from './commands/supabase-command.js';
 import { registerTaskCommands } from './commands/task-commands.js';
+import { registerTelegram } from './commands/telegram-command.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWorker } from './commands/worker-command.js';
 import { EXIT, exitCodeFor } from './output.js';
@@ -78,6 +79,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerTaskCommands(program, run);
   registerAudit(program, run);
   registerSharedContext(program, run);
+  registerTelegram(program, run);
   return program;
 }
 

@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -26,6 +26,7 @@ import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 import { benchTaskLatency } from './task-latency.ts';
 import { benchTaskStore } from './task-store.ts';
+import { benchTelegram } from './telegram-latency.ts';
 import { benchVectorSearch } from './vector-search.ts';
 
 const { values: flags } = parseArgs({
@@ -40,7 +41,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -74,6 +75,8 @@ if (flags.help) {
             p50 (15 ms), result -> origin's SSE p99 (25 ms), 1,000 tasks through 16 workers;
             the audit log: append p50/p99, 16 appenders on one team's chain through two
             stores, a whole-chain verification
+  telegram  a real \`ctxbus telegram\` on a local Bot API server: blocking item written ->
+            sendMessage received p50/p99 (target p99 <= 250 ms)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -86,7 +89,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks'
+    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -443,6 +446,11 @@ async function main() {
     rows.push(...(await benchTaskStore(quick, log)));
     rows.push(...(await benchTaskLatency(quick, log)));
     rows.push(...(await benchAuditLog(quick, log)));
+  }
+  if (sections.has('telegram')) {
+    await withHub(async (hub) => {
+      rows.push(...(await benchTelegram(hub, quick ? 20 : 200, log)));
+    });
   }
   printTable();
 }

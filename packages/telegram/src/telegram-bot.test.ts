@@ -1,0 +1,397 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import type { CtxbusClient } from '@ctxbus/client';
+import { waitFor, waitUntil } from '@ctxbus/test-kit';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RecordedCall, TestBotApi } from './test-bot-api.js';
+import { startTestBotApi } from './test-bot-api.js';
+import type { TestBot, TestHub } from './test-hub.js';
+import { BOT_TOKEN, startTestBot, startTestHub, tempDir } from './test-hub.js';
+
+// The bot against a real hub (in-process, SQLite) and real grammY talking HTTP to a local
+// server that speaks the Bot API. Chats 100 and 200 are served; 999 is a stranger.
+
+let hub: TestHub;
+let telegram: CtxbusClient;
+let openclaw: CtxbusClient;
+let claude: CtxbusClient;
+let api: TestBotApi;
+let dir: { path: string; remove(): void };
+let running: TestBot | null = null;
+
+beforeAll(async () => {
+  hub = await startTestHub();
+  telegram = await hub.client('telegram');
+  openclaw = await hub.client('openclaw');
+  claude = await hub.client('claude-code');
+});
+
+afterAll(async () => {
+  await hub.close();
+});
+
+beforeEach(async () => {
+  api = await startTestBotApi(BOT_TOKEN);
+  dir = tempDir();
+});
+
+afterEach(async () => {
+  await running?.stop();
+  running = null;
+  await api.close();
+  dir.remove();
+});
+
+const statePath = () => `${dir.path}/state.json`;
+
+async function start(extra: Parameters<typeof startTestBot>[3] = { statePath: statePath() }) {
+  running = await startTestBot(hub, api, telegram, extra);
+  return running;
+}
+
+const sentTo = (chatId: number, text: string) => (call: RecordedCall) =>
+  call.method === 'sendMessage' &&
+  call.params.chat_id === chatId &&
+  String(call.params.text).includes(text);
+
+async function blocking(title: string, extra: Record<string, unknown> = {}) {
+  return openclaw.write({
+    type: 'alert',
+    title,
+    content: `${title} body`,
+    urgency: 'blocking',
+    ...extra,
+  });
+}
+
+describe('pushes', () => {
+  it('pushes a blocking item to every served chat within 1 s', async () => {
+    await start();
+    expect(api.calls.some((c) => c.method === 'setMyCommands')).toBe(true);
+    const samples: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const title = `Prod is down ${i}`;
+      const before = performance.now();
+      await blocking(title);
+      const call = await waitFor(api.nextCall(sentTo(100, title)), `the push of ${title}`);
+      samples.push(call.at - before);
+      await waitFor(api.nextCall(sentTo(200, title)), `the push of ${title} to chat 200`);
+    }
+    samples.sort((a, b) => a - b);
+    expect(samples.at(-1)).toBeLessThan(1_000);
+    const text = api.sent(100).find((m) => m.text.includes('Prod is down 0'))?.text;
+    expect(text).toBe('[BLOCKING] alert: Prod is down 0\nProd is down 0 body\n— openclaw');
+  });
+
+  it('ignores a stranger chat and answers nothing there', async () => {
+    await start();
+    api.userSends(999, '/context');
+    api.userSends(999, '/decide take over the bot');
+    api.userSends(100, '/help');
+    await waitFor(api.nextCall(sentTo(100, '/watch')), 'the /help reply in chat 100');
+    expect(api.calls.filter((c) => c.params.chat_id === 999)).toEqual([]);
+    const decisions = await claude.list({ type: 'decision' });
+    expect(decisions.items.some((i) => i.title.includes('take over'))).toBe(false);
+  });
+
+  it('groups attention items into one digest when the timer fires', async () => {
+    const bot = await start();
+    for (const title of ['Review PR 12', 'Flaky test in e2e', 'Disk at 85%']) {
+      await openclaw.write({
+        type: 'status',
+        title,
+        summary: `${title} soon`,
+        urgency: 'attention',
+      });
+    }
+    await blocking('Digest marker');
+    // The blocking item is ordered after the attention items: they have been queued by now.
+    await waitFor(api.nextCall(sentTo(100, 'Digest marker')), 'the marker push');
+    expect(api.sent(100).some((m) => m.text.includes('CTXBUS DIGEST'))).toBe(false);
+    await bot.tick();
+    const digests = api.sent(100).filter((m) => m.text.includes('CTXBUS DIGEST'));
+    expect(digests).toHaveLength(1);
+    for (const title of ['Review PR 12', 'Flaky test in e2e', 'Disk at 85%']) {
+      expect(digests[0]?.text).toContain(title);
+    }
+    expect(digests[0]?.text).toContain('NEEDS ATTENTION (3):');
+    // Sent once: the queue is empty afterwards.
+    await bot.tick();
+    expect(api.sent(100).filter((m) => m.text.includes('CTXBUS DIGEST'))).toHaveLength(1);
+  });
+
+  it('waits retry_after on a 429 and sends again', async () => {
+    const bot = await start();
+    api.failNext('sendMessage', {
+      error_code: 429,
+      description: 'Too Many Requests: retry after 3',
+      parameters: { retry_after: 3 },
+    });
+    await blocking('Rate limited push');
+    await waitFor(api.nextCall(sentTo(200, 'Rate limited push')), 'the push after the 429');
+    const attempts = api.calls.filter(sentTo(100, 'Rate limited push'));
+    expect(attempts).toHaveLength(2);
+    expect(bot.waits).toContain(3_000);
+    expect(api.sent(100).filter((m) => m.text.includes('Rate limited push'))).toHaveLength(1);
+  });
+
+  it('neither drops nor repeats a push across a restart', async () => {
+    const first = await start();
+    await blocking('Before restart');
+    await waitFor(api.nextCall(sentTo(200, 'Before restart')), 'the first push');
+    await first.stop();
+    running = null;
+    await blocking('While down 1');
+    await blocking('While down 2');
+    await start();
+    await waitFor(api.nextCall(sentTo(200, 'While down 2')), 'the pushes missed while down');
+    for (const chat of [100, 200]) {
+      const texts = api.sent(chat).map((m) => m.text.split('\n')[0]);
+      expect(texts.filter((t) => t?.includes('Before restart'))).toHaveLength(1);
+      expect(texts.filter((t) => t?.includes('While down 1'))).toHaveLength(1);
+      expect(texts.filter((t) => t?.includes('While down 2'))).toHaveLength(1);
+    }
+  });
+
+  it('/watch limits a chat to tags, and the filter survives a restart', async () => {
+    const first = await start();
+    api.userSends(100, '/watch deploy');
+    await waitFor(api.nextCall(sentTo(100, 'Now pushing only items tagged: deploy')), 'watch');
+    await first.stop();
+    running = null;
+    await start();
+    await blocking('Untagged outage');
+    await blocking('Deploy stuck', { relevanceTags: ['deploy'] });
+    await waitFor(api.nextCall(sentTo(100, 'Deploy stuck')), 'the tagged push');
+    await waitFor(api.nextCall(sentTo(200, 'Deploy stuck')), 'the tagged push to 200');
+    expect(api.sent(100).some((m) => m.text.includes('Untagged outage'))).toBe(false);
+    expect(api.sent(200).some((m) => m.text.includes('Untagged outage'))).toBe(true);
+  });
+});
+
+describe('the hub', () => {
+  it('a revoked hub token ends the bot (failed rejects) instead of serving without pushes', async () => {
+    const { client, tokenId } = await hub.minted('telegram');
+    const bot = await startTestBot(hub, api, client, { statePath: statePath() });
+    running = bot;
+    await hub.store.revokeToken(tokenId);
+    await expect(waitFor(bot.bot.failed, 'the bot to fail')).rejects.toThrow(/revoked/);
+  });
+});
+
+describe('commands', () => {
+  it('/decide writes a decision a Claude Code token sees', async () => {
+    await start();
+    api.userSends(100, '/decide Use SQLite for the bot state');
+    await waitFor(api.nextCall(sentTo(100, 'Decision recorded')), 'the /decide reply');
+    const { items } = await claude.list({ type: 'decision' });
+    const decision = items.find((i) => i.title === 'Use SQLite for the bot state');
+    expect(decision?.source.runtime).toBe('telegram');
+  });
+
+  it('/context, /tasks, /search and /help answer in the chat', async () => {
+    await start();
+    await openclaw.write({ type: 'decision', title: 'Adopt grammY for Telegram', content: 'x' });
+    api.userSends(100, '/context');
+    await waitFor(api.nextCall(sentTo(100, 'Adopt grammY')), 'the /context reply');
+    api.userSends(100, '/search grammY');
+    await waitFor(api.nextCall(sentTo(100, 'Found')), 'the /search reply');
+    api.userSends(100, '/tasks');
+    await waitFor(
+      api.nextCall((c) => c.method === 'sendMessage' && /tasks/i.test(String(c.params.text))),
+      'the /tasks reply',
+    );
+    api.userSends(100, '/priorities');
+    await waitFor(api.nextCall(sentTo(100, 'No shared-context directory')), '/priorities');
+  });
+});
+
+describe('/priorities', () => {
+  it("reads priorities.md's canonical section, split under Telegram's limit", async () => {
+    const shared = `${dir.path}/shared-context`;
+    mkdirSync(shared);
+    const items = Array.from(
+      { length: 150 },
+      (_, i) => `${i + 1}. Priority number ${i + 1}: ${'ship it '.repeat(6)}`,
+    );
+    writeFileSync(
+      `${shared}/priorities.md`,
+      [
+        '# Priorities',
+        ...items,
+        '',
+        '## Inbox (automated)',
+        '- 2026-05-01 bot: appended idea',
+      ].join('\n'),
+    );
+    await start({ statePath: statePath(), sharedContextDir: shared });
+    api.userSends(100, '/priorities');
+    await waitFor(api.nextCall(sentTo(100, 'Priority number 150:')), 'the last part');
+    const parts = api.sent(100);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(4_096);
+    const text = parts.map((p) => p.text).join('\n');
+    const lines = text.split('\n').map((line) => line.trim());
+    expect(lines.filter((line) => /^\d+\. /.test(line))).toEqual(items.map((l) => l.trim()));
+    expect(text).not.toContain('appended idea');
+  });
+});
+
+describe('approvals', () => {
+  async function taskWaitingForApproval(title: string) {
+    const { task } = await openclaw.createTask({
+      title,
+      requiredCapabilities: ['code_execution'],
+      input: { argv: ['pnpm', 'deploy'], cwd: '/tmp' },
+    });
+    for (;;) {
+      const claimed = await claude.claimTask({ workerId: 'w1' });
+      if (!claimed) throw new Error(`task ${task.id} was not claimable`);
+      if (claimed.id !== task.id) {
+        await claude.cancelTask(claimed.id, 'not this test');
+        continue;
+      }
+      await claude.requestApproval(task.id, {
+        token: claimed.lease?.token ?? 0,
+        request: {
+          argv: ['pnpm', 'deploy'],
+          cwd: '/tmp',
+          scriptHash: null,
+          because: 'not_allowed',
+        },
+      });
+      return task.id;
+    }
+  }
+
+  async function approvalMessage(chatId: number, taskId: string) {
+    const call = await waitFor(
+      api.nextCall((c) => sentTo(chatId, taskId)(c) && c.params.reply_markup !== undefined),
+      `the approval message for ${taskId}`,
+    );
+    const message = api.sent(chatId).find((m) => m.text === call.params.text);
+    if (!message) throw new Error('no message');
+    return message;
+  }
+
+  it('Allow once approves the exact command; a second tap is told it is done', async () => {
+    await start();
+    const id = await taskWaitingForApproval('Deploy the site');
+    const message = await approvalMessage(100, id);
+    expect(message.text).toContain('Command: pnpm deploy');
+    expect(message.replyMarkup?.inline_keyboard[0]?.map((b) => b.text)).toEqual([
+      'Allow once',
+      'Deny',
+    ]);
+    for (const button of message.replyMarkup?.inline_keyboard[0] ?? []) {
+      expect(Buffer.byteLength(button.callback_data)).toBeLessThanOrEqual(64);
+    }
+    const query = api.userTaps(100, message.messageId, `a:${id}`);
+    const answer = await waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === query,
+      ),
+      'the answer to the tap',
+    );
+    expect(answer.params.text).toMatch(/Allowed once/);
+    await waitFor(
+      api.nextCall((c) => c.method === 'editMessageText'),
+      'the edited message',
+    );
+    const { task } = await claude.task(id);
+    expect(task.state).toBe('SUBMITTED');
+    expect(task.approval).toMatchObject({ status: 'approved', decidedBy: 'telegram' });
+    expect(task.approval?.token).toBeTruthy();
+    // The worker gets it back with the signed approval.
+    const again = await claude.claimTask({ workerId: 'w1' });
+    expect(again?.id).toBe(id);
+    expect(again?.approval?.status).toBe('approved');
+    // The same button in the other chat: answered, never applied twice.
+    const other = await approvalMessage(200, id);
+    const second = api.userTaps(200, other.messageId, `d:${id}`);
+    const stale = await waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === second,
+      ),
+      'the answer to the stale tap',
+    );
+    expect(stale.params.text).toMatch(/Already approved by telegram/);
+    expect((await claude.task(id)).task.approval?.status).toBe('approved');
+  });
+
+  it('Deny rejects the task', async () => {
+    await start();
+    const id = await taskWaitingForApproval('Drop the database');
+    const message = await approvalMessage(100, id);
+    const query = api.userTaps(100, message.messageId, `d:${id}`);
+    const answer = await waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === query,
+      ),
+      'the answer to the deny',
+    );
+    expect(answer.params.text).toMatch(/Denied/);
+    const { task } = await claude.task(id);
+    expect(task.state).toBe('REJECTED');
+    expect(task.approval?.status).toBe('denied');
+  });
+
+  it('an expired approval is refused with a message', async () => {
+    await start();
+    const id = await taskWaitingForApproval('Rotate the keys');
+    const message = await approvalMessage(100, id);
+    hub.advance(31 * 60_000);
+    await waitUntil(
+      async () => (await claude.task(id)).task.state === 'REJECTED',
+      'the hub to expire the approval',
+    );
+    const query = api.userTaps(100, message.messageId, `a:${id}`);
+    const answer = await waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === query,
+      ),
+      'the answer to the late tap',
+    );
+    expect(answer.params.text).toMatch(/Expired/);
+    await waitFor(api.nextCall(sentTo(100, 'Expired')), 'the message saying so');
+    const { task } = await claude.task(id);
+    expect(task.approval?.status).not.toBe('approved');
+  });
+
+  it('a request item: Approve writes one feedback decision; a repeat tap changes nothing', async () => {
+    await start();
+    const written = await openclaw.write({
+      type: 'request',
+      title: 'May I email the customer?',
+      urgency: 'attention',
+    });
+    const id = written.results[0]?.id ?? '';
+    const call = await waitFor(
+      api.nextCall((c) => sentTo(100, 'May I email')(c) && c.params.reply_markup !== undefined),
+      'the request message',
+    );
+    const message = api.sent(100).find((m) => m.text === call.params.text);
+    const first = api.userTaps(100, message?.messageId ?? 0, `a:${id}`);
+    await waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === first,
+      ),
+      'the answer',
+    );
+    const second = api.userTaps(100, message?.messageId ?? 0, `d:${id}`);
+    const stale = await waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === second,
+      ),
+      'the answer to the repeat',
+    );
+    expect(stale.params.text).toMatch(/Already approved/);
+    const feedback = (await claude.list({ tags: 'feedback' })).items;
+    expect(feedback).toHaveLength(1);
+    expect(feedback[0]).toMatchObject({
+      type: 'decision',
+      title: 'Approved: May I email the customer?',
+    });
+    expect(feedback[0]?.runtimeOptions).toMatchObject({ telegram: { requestId: id } });
+  });
+});
