@@ -75,7 +75,7 @@ describe('the shared-context directory in OpenClaw', () => {
       body: 'Acme Corp raised prices.',
       entities: ['Acme Corp'],
     });
-    const path = (written?.details as { path: string }).path;
+    const path = (written?.details as { path: string } | undefined)?.path ?? '';
     expect(path).toBe('agent-outputs/research/2026-11-25/competitor-scan.md');
     expect(readFileSync(join(dir, path), 'utf8')).toContain('Acme Corp raised prices.');
     await tools.get('shared_context_feedback')?.execute('call-2', {
@@ -106,7 +106,7 @@ describe('the shared-context directory in OpenClaw', () => {
     const signals = await tools.get('shared_context_cross_signals_run')?.execute('call-x', {});
     expect(signals?.content[0]?.text).toMatch(/Globex: research, sales/);
     const curated = await tools.get('shared_context_curate_daily')?.execute('call-c', {});
-    const roundtable = (curated?.details as { roundtable: string }).roundtable;
+    const roundtable = (curated?.details as { roundtable: string } | undefined)?.roundtable ?? '';
     expect(readFileSync(join(dir, roundtable), 'utf8')).toContain('Globex');
   });
 });
