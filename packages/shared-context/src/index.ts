@@ -51,7 +51,7 @@ export {
 export type { PathRule, PolicyViolation, WriteMode, WriteRequest } from './policy.js';
 export { assertWriteAllowed, ruleFor } from './policy.js';
 export type { InboxEntry } from './priorities.js';
-export { parseInbox } from './priorities.js';
+export { parseInbox, splitPriorities } from './priorities.js';
 export type { InjectionOptions } from './read.js';
 export { readSharedContextInjection } from './read.js';
 export type { WeeklyOptions, WeeklyResult } from './weekly.js';

@@ -218,9 +218,11 @@ describe('/priorities', () => {
       `${shared}/priorities.md`,
       [
         '# Priorities',
+        '',
+        '## CANONICAL (curator)',
         ...items,
         '',
-        '## Inbox (automated)',
+        '## Automated inputs',
         '- 2026-05-01 bot: appended idea',
       ].join('\n'),
     );
