@@ -165,6 +165,68 @@ describe('ctxbus shared-context', { timeout: 60_000 }, () => {
   });
 });
 
+describe('ctxbus shared-context schedules and promotion', { timeout: 60_000 }, () => {
+  it('bridge --curate-at runs the curator on its schedule', async () => {
+    const dir = fresh();
+    bootstrapSharedContext(sharedContextPaths({ dir }));
+    // croner's six-field form: every second, so the first run comes at once.
+    const bridge = spawnCli([
+      'shared-context',
+      'bridge',
+      '--dir',
+      dir,
+      '--url',
+      hub.url,
+      '--token',
+      hub.tokens.bridge,
+      '--curate-at',
+      '* * * * * *',
+    ]);
+    try {
+      await waitUntil(
+        () => existsSync(join(dir, 'roundtable', `${new Date().toISOString().slice(0, 10)}.md`)),
+        "the scheduled curator's roundtable",
+        { timeoutMs: 20_000 },
+      );
+    } finally {
+      bridge.child.kill('SIGTERM');
+      await waitFor(bridge.done, 'the bridge to exit');
+    }
+  });
+
+  it('weekly --promote writes the summary to the hub as a keyed item', async () => {
+    const dir = fresh();
+    const paths = sharedContextPaths({ dir });
+    bootstrapSharedContext(paths);
+    const now = new Date('2026-02-04T09:00:00Z');
+    appendFeedback(paths, {
+      timestamp: now.toISOString(),
+      agent: 'ada',
+      verdict: 'approved',
+      subject: 'The short digest format',
+    });
+    const promoted = await runCli([
+      'shared-context',
+      'weekly',
+      '--dir',
+      dir,
+      '--date',
+      '2026-02-04',
+      '--promote',
+      '--url',
+      hub.url,
+      '--token',
+      hub.tokens.bridge,
+    ]);
+    expect(promoted.code, promoted.stderr).toBe(0);
+    expect(promoted.stdout).toContain('promoted shared-context/weekly/2026-W06');
+    const reader = createClient({ url: hub.url, token: hub.tokens.bridge });
+    const found = await reader.list({ key: 'shared-context/weekly/2026-W06' });
+    expect(found.items).toHaveLength(1);
+    expect(found.items[0]?.content).toContain('The short digest format');
+  });
+});
+
 describe('option parsing', () => {
   it('reads --date as noon UTC and the enhancer from the environment', () => {
     expect(parseDateOption('2026-02-04').toISOString()).toBe('2026-02-04T12:00:00.000Z');
