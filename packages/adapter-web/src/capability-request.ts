@@ -1,0 +1,139 @@
+import type {
+  ContextItem,
+  CreateTaskRequest,
+  RoutingDecision,
+  Task,
+  TaskState,
+} from '@ctxbus/core/contract';
+import type { StreamOptions } from './live-stream.js';
+import type { WebClient } from './web-client.js';
+
+/** The tag of every task status item, and the scope key of one task's. */
+export const TASK_TAG = 'task';
+export const taskScopeKey = (taskId: string) => `task:${taskId}`;
+
+const TERMINAL_STATES: ReadonlySet<TaskState> = new Set([
+  'COMPLETED',
+  'FAILED',
+  'CANCELED',
+  'REJECTED',
+]);
+
+export const isTerminalState = (state: TaskState) => TERMINAL_STATES.has(state);
+
+export interface CapabilityRequest {
+  title: string;
+  requiredCapabilities: string[];
+  /** What the doer needs (for `code_execution`: `{ argv, cwd }`). */
+  input?: CreateTaskRequest['input'];
+  /**
+   * Derived from the page's own turn or message id: a retried turn finds its task instead of
+   * making a second one.
+   */
+  idempotencyKey: string;
+  description?: string;
+  ttlSeconds?: number;
+}
+
+/** One change of the task, as its status item on the stream. */
+export interface TaskStatusUpdate {
+  seq: number;
+  taskId: string;
+  state: TaskState;
+  targetRuntime: string | null;
+  item: ContextItem;
+}
+
+export interface CapabilityRequestHandle {
+  task: Task;
+  routing: RoutingDecision;
+  /** The routing decision in one line, for the user: kind, runtime and why. */
+  routingLine: string;
+  /**
+   * The task's status items from the stream (scope key `task:<id>`, tag `task`), from its
+   * creation on; ends after a terminal state (COMPLETED, FAILED, CANCELED, REJECTED) or when
+   * `signal` aborts. An AUTH_REQUIRED update waits for `approve()` or `deny()`. A retried
+   * request that found an older task starts where this one did (`task.state` is its state
+   * then); `since: 0` replays its whole history.
+   */
+  follow(
+    options?: Pick<StreamOptions, 'signal' | 'backoff' | 'onState' | 'since'>,
+  ): AsyncGenerator<TaskStatusUpdate>;
+  approve(note?: string): Promise<Task>;
+  deny(note?: string): Promise<Task>;
+}
+
+/** Where the router sent a task, in one line a page can show its user. */
+export function routingLine(routing: RoutingDecision): string {
+  const runtime = routing.runtime ?? 'no runtime';
+  const approval = routing.requiresApproval ? '; a human must approve it first' : '';
+  return `Routing: ${routing.kind} -> ${runtime}: ${routing.reason.replace(/\.$/, '')}${approval}.`;
+}
+
+const STATES: ReadonlySet<string> = new Set([
+  'SUBMITTED',
+  'WORKING',
+  'INPUT_REQUIRED',
+  'AUTH_REQUIRED',
+  'COMPLETED',
+  'FAILED',
+  'CANCELED',
+  'REJECTED',
+]);
+
+/** The task a status item speaks for (its `runtimeOptions.task`), or null. */
+export function taskStatusOf(
+  item: ContextItem,
+): { taskId: string; state: TaskState; targetRuntime: string | null } | null {
+  if (!item.relevanceTags.includes(TASK_TAG)) return null;
+  const task = (item.runtimeOptions as { task?: Record<string, unknown> } | null)?.task;
+  if (!task || typeof task.id !== 'string' || typeof task.state !== 'string') return null;
+  if (!STATES.has(task.state)) return null;
+  return {
+    taskId: task.id,
+    state: task.state as TaskState,
+    targetRuntime: typeof task.targetRuntime === 'string' ? task.targetRuntime : null,
+  };
+}
+
+/**
+ * What the web runtime cannot do itself becomes a routed task (checklist step 6): the hub
+ * routes it with the capability matrix and live presence, and the page follows it on the
+ * stream. The web runtime only asks; it never runs a worker.
+ */
+export async function requestCapability(
+  client: WebClient,
+  request: CapabilityRequest,
+): Promise<CapabilityRequestHandle> {
+  // Before the task exists: following from here replays its first status item too.
+  const since = (await client.health()).seq;
+  const { task, routing } = await client.createTask({
+    title: request.title,
+    requiredCapabilities: request.requiredCapabilities,
+    idempotencyKey: request.idempotencyKey,
+    ...(request.input !== undefined && { input: request.input }),
+    ...(request.description !== undefined && { description: request.description }),
+    ...(request.ttlSeconds !== undefined && { ttlSeconds: request.ttlSeconds }),
+  });
+  return {
+    task,
+    routing,
+    routingLine: routingLine(routing),
+    async *follow(options = {}) {
+      for await (const event of client.stream({
+        ...options,
+        since: options.since ?? since,
+        scopeKey: taskScopeKey(task.id),
+        tags: TASK_TAG,
+      })) {
+        if (event.event !== 'context-added') continue;
+        const status = taskStatusOf(event.item);
+        if (!status || status.taskId !== task.id) continue;
+        yield { seq: event.seq, ...status, item: event.item };
+        if (isTerminalState(status.state)) return;
+      }
+    },
+    approve: (note) => client.decideTask(task.id, 'approve', note),
+    deny: (note) => client.decideTask(task.id, 'deny', note),
+  };
+}

@@ -1,0 +1,32 @@
+export type { ContextItem, ErrorCode, StreamEvent, Task } from '@ctxbus/core/contract';
+// The hub's errors arrive as CtxbusError (`error.code`: unauthorized, not_found, ...).
+export { CtxbusError } from '@ctxbus/core/contract';
+export type { MarkdownBundle, SidebarBundle, SidebarEntry, SidebarSection } from './bundles.js';
+export { DEFAULT_MARKDOWN_BUDGET, toMarkdownBundle, toSidebarBundle } from './bundles.js';
+export type {
+  CapabilityRequest,
+  CapabilityRequestHandle,
+  TaskStatusUpdate,
+} from './capability-request.js';
+export {
+  isTerminalState,
+  requestCapability,
+  routingLine,
+  TASK_TAG,
+  taskScopeKey,
+  taskStatusOf,
+} from './capability-request.js';
+export { errorFromResponse } from './hub-errors.js';
+export type { CacheFilter, ItemCacheOptions } from './item-cache.js';
+export { ItemCache } from './item-cache.js';
+export type { LiveCache, LiveCacheOptions } from './live-cache.js';
+export { connectCache } from './live-cache.js';
+export type {
+  StreamConnection,
+  StreamFilter,
+  StreamOptions,
+  StreamState,
+} from './live-stream.js';
+export { openLiveStream } from './live-stream.js';
+export type { WebClientSettings, WebListParams, WebTaskListParams } from './web-client.js';
+export { createWebClient, WebClient } from './web-client.js';
