@@ -33,6 +33,9 @@ export interface CapabilityRequest {
   idempotencyKey: string;
   description?: string;
   ttlSeconds?: number;
+  /** The router's preferences and constraints (`{ network: true }`, `{ seconds: 120 }`). */
+  preferences?: CreateTaskRequest['preferences'];
+  constraints?: CreateTaskRequest['constraints'];
 }
 
 /** One change of the task, as its status item on the stream. */
@@ -114,6 +117,8 @@ export async function requestCapability(
     ...(request.input !== undefined && { input: request.input }),
     ...(request.description !== undefined && { description: request.description }),
     ...(request.ttlSeconds !== undefined && { ttlSeconds: request.ttlSeconds }),
+    ...(request.preferences !== undefined && { preferences: request.preferences }),
+    ...(request.constraints !== undefined && { constraints: request.constraints }),
   });
   return {
     task,
