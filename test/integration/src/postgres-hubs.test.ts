@@ -392,7 +392,9 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       } finally {
         expect(await hub.stop()).toBe(0);
       }
-    }, 30_000);
+      // Eight CLI processes and a hub, each about a second of Node start-up alone: 13 s on an
+      // idle 2-core machine, over 30 s while the other test files run beside it.
+    }, 120_000);
 
     it('says what is wrong with a bad --store', async () => {
       const notPostgres = await runCli(['serve', '--store', 'mysql://localhost/db']);
