@@ -311,4 +311,58 @@ describe('capability requests', () => {
     expect(states).toEqual(['SUBMITTED', 'WORKING', 'COMPLETED']);
     expect((await client.task(request.task.id)).task.state).toBe('COMPLETED');
   });
+
+  it('a command that needs a human shows AUTH_REQUIRED, and approve() from the page lets it run', async () => {
+    const client = createWebClient({ url: hub.url, token: hub.token });
+    const request = await requestCapability(client, {
+      title: 'deploy with network',
+      requiredCapabilities: ['code_execution'],
+      input: { argv: ['./deploy.sh'], cwd: '/home/me/app' },
+      constraints: { network: true },
+      idempotencyKey: 'web:turn-approve',
+    });
+    const states: string[] = [];
+    const followed = (async () => {
+      for await (const update of request.follow({ backoff: fastBackoff })) {
+        states.push(update.state);
+        if (update.state === 'AUTH_REQUIRED') break;
+      }
+    })();
+    await waitUntil(() => states.includes('SUBMITTED'), 'the SUBMITTED status item');
+    // Claude Code's worker takes it, finds the command outside its allow-list, and asks.
+    const worker = createWebClient({ url: hub.url, token: await hub.mint('claude-code') });
+    const post = (path: string, body: unknown) =>
+      worker.send(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const claim = (await (await post('/api/tasks/claim', { workerId: 'laptop-2' })).json()) as {
+      task: { id: string; lease: { token: number } } | null;
+    };
+    expect(claim.task?.id).toBe(request.task.id);
+    const asked = await post(`/api/tasks/${request.task.id}/approval-request`, {
+      token: claim.task?.lease.token,
+      request: {
+        argv: ['./deploy.sh'],
+        cwd: '/home/me/app',
+        scriptHash: null,
+        because: 'not_allowed',
+      },
+    });
+    expect(asked.status).toBe(200);
+    await waitFor(followed, 'following to reach AUTH_REQUIRED');
+    expect(states.at(-1)).toBe('AUTH_REQUIRED');
+
+    const approved = await request.approve('looked at the script');
+    expect(approved.state).toBe('SUBMITTED');
+    expect(approved.approval).toMatchObject({
+      status: 'approved',
+      request: { argv: ['./deploy.sh'] },
+      decidedBy: 'web',
+    });
+    expect(approved.approval?.token).toEqual(expect.any(String));
+    // Answering twice is refused, not applied twice.
+    await expect(request.approve()).rejects.toMatchObject({ code: 'conflict' });
+  });
 });
