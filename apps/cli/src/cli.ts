@@ -4,6 +4,7 @@ import { registerAudit } from './commands/audit-command.js';
 import { registerCapabilities } from './commands/capabilities-command.js';
 import { registerContextCommands } from './commands/context-commands.js';
 import { registerDoctor } from './commands/doctor-command.js';
+import { registerHandoff } from './commands/handoff-command.js';
 import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
@@ -79,6 +80,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerTaskCommands(program, run);
   registerAudit(program, run);
   registerSharedContext(program, run);
+  registerHandoff(program, run);
   registerTelegram(program, run);
   return program;
 }

@@ -1,0 +1,285 @@
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import { hashValue } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core/contract';
+import type { Handoff, HandoffContent } from './handoff-schema.js';
+import { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
+
+// The `.context-bus/` directory of seed 003. Every write takes the lock, reads the current file
+// (checking its checksum), writes the next one to a temporary file, fsyncs it and renames it
+// over the old one, then appends a line to history.jsonl: a reader sees the old file or the new
+// one, never half of one, and a `kill -9` at any point leaves the last good file.
+
+export interface HandoffPaths {
+  /** `<workspace>/.context-bus` */
+  dir: string;
+  handoff: string;
+  summary: string;
+  history: string;
+  lock: string;
+}
+
+export function handoffPaths(workspace: string): HandoffPaths {
+  const dir = join(workspace, '.context-bus');
+  return {
+    dir,
+    handoff: join(dir, 'handoff.json'),
+    summary: join(dir, 'rolling-summary.md'),
+    history: join(dir, 'history.jsonl'),
+    lock: join(dir, '.lock'),
+  };
+}
+
+/** `sha256:` + the SHA-256 of the document's canonical JSON, the checksum field left out. */
+export function checksumOf(document: Omit<Handoff, 'checksum'> | Handoff): string {
+  const { checksum: _ignored, ...rest } = document as Handoff;
+  return `sha256:${hashValue(rest)}`;
+}
+
+function corrupt(path: string, reason: string, why: string): CtxbusError {
+  return new CtxbusError('validation_failed', `${path} ${why}`, { details: { path, reason } });
+}
+
+/**
+ * The handoff, checked: null when there is none yet. A file that is not JSON, breaks the schema
+ * or fails its checksum is a `validation_failed` error naming why (`details.reason`: json,
+ * schema or checksum); nothing here ever repairs it silently.
+ */
+export function readHandoff(paths: HandoffPaths): Handoff | null {
+  let text: string;
+  try {
+    text = readFileSync(paths.handoff, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw corrupt(paths.handoff, 'json', 'is not JSON');
+  }
+  const parsed = handoffSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw corrupt(
+      paths.handoff,
+      'schema',
+      `is not a v2 handoff: ${issue?.path.join('.') || 'document'}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  if (checksumOf(parsed.data) !== parsed.data.checksum) {
+    throw corrupt(
+      paths.handoff,
+      'checksum',
+      'fails its checksum: it was changed outside ctxbus or damaged',
+    );
+  }
+  return parsed.data;
+}
+
+/** Whether the handoff is older than `maxAgeMs` at `now`. */
+export function isStale(handoff: Handoff, maxAgeMs: number, now: Date): boolean {
+  return now.getTime() - Date.parse(handoff.timestamp) > maxAgeMs;
+}
+
+export interface LockOptions {
+  /** How long to wait for another writer (default 10 s); then a `conflict` error. */
+  timeoutMs?: number;
+  /** A lock older than this, or whose process is gone, is taken over (default 30 s). */
+  staleMs?: number;
+}
+
+function holderGone(lockPath: string, staleMs: number): boolean {
+  let text: string;
+  try {
+    text = readFileSync(lockPath, 'utf8');
+  } catch {
+    return false; // released meanwhile: just try again
+  }
+  const [pid, since] = text.trim().split(' ').map(Number);
+  if (!Number.isFinite(since) || Date.now() - (since as number) > staleMs) return true;
+  try {
+    process.kill(pid as number, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** Runs `fn` holding `.lock` (created exclusively; a dead holder's lock is taken over). */
+export async function withLock<T>(
+  paths: HandoffPaths,
+  fn: () => T,
+  options: LockOptions = {},
+): Promise<T> {
+  const { timeoutMs = 10_000, staleMs = 30_000 } = options;
+  mkdirSync(paths.dir, { recursive: true });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let fd: number | undefined;
+    try {
+      fd = openSync(paths.lock, 'wx', 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    if (fd !== undefined) {
+      try {
+        writeSync(fd, `${process.pid} ${Date.now()}\n`);
+        closeSync(fd);
+        return fn();
+      } finally {
+        rmSync(paths.lock, { force: true });
+      }
+    }
+    if (holderGone(paths.lock, staleMs)) {
+      rmSync(paths.lock, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new CtxbusError(
+        'conflict',
+        `${paths.lock} is held by another writer (pid ${readFileSync(paths.lock, 'utf8').split(' ')[0]}) for over ${timeoutMs} ms`,
+      );
+    }
+    // Another writer holds it for a few milliseconds: wait a little, with jitter.
+    await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+  }
+}
+
+/** Writes `text` to `path` atomically: temp file, fsync, rename, fsync of the directory. */
+export function writeFileAtomic(path: string, text: string): void {
+  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  const fd = openSync(temp, 'w', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, path);
+  try {
+    const dir = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
+  } catch {
+    // some filesystems refuse fsync on a directory; the rename is still atomic
+  }
+}
+
+/** One line of history.jsonl. */
+export interface HistoryEntry {
+  sequence: number;
+  timestamp: string;
+  event: string;
+  author: string;
+  model: string;
+  checksum: string;
+}
+
+export interface UpdateOptions extends LockOptions {
+  now?: Date;
+  /** What history.jsonl records (heartbeat, switch, ...). */
+  event: string;
+  /** Replace a file that fails its checks instead of refusing (says so in the history). */
+  force?: boolean;
+}
+
+/**
+ * The one way the handoff changes: under the lock, `update` gets the current (checked) handoff
+ * and returns the content of the next; the sequence, timestamp and checksum are the file's own.
+ */
+export async function updateHandoff(
+  paths: HandoffPaths,
+  update: (current: Handoff | null) => HandoffContent,
+  options: UpdateOptions,
+): Promise<Handoff> {
+  return withLock(
+    paths,
+    () => {
+      let current: Handoff | null;
+      try {
+        current = readHandoff(paths);
+      } catch (error) {
+        if (!options.force) throw error;
+        current = null;
+      }
+      const content = update(current);
+      const unsigned = {
+        schema_version: HANDOFF_SCHEMA_VERSION,
+        sequence: (current?.sequence ?? 0) + 1,
+        timestamp: (options.now ?? new Date()).toISOString(),
+        author: content.author,
+        handoff_ready: content.handoff_ready,
+        model: content.model,
+        task: content.task,
+        context: content.context,
+        files_touched: content.files_touched,
+      } satisfies Omit<Handoff, 'checksum'>;
+      const checksum = checksumOf(unsigned);
+      // The seed's field order, checksum fourth.
+      const next: Handoff = handoffSchema.parse({
+        schema_version: unsigned.schema_version,
+        sequence: unsigned.sequence,
+        timestamp: unsigned.timestamp,
+        checksum,
+        author: unsigned.author,
+        handoff_ready: unsigned.handoff_ready,
+        model: unsigned.model,
+        task: unsigned.task,
+        context: unsigned.context,
+        files_touched: unsigned.files_touched,
+      });
+      writeFileAtomic(paths.handoff, `${JSON.stringify(next, null, 2)}\n`);
+      const entry: HistoryEntry = {
+        sequence: next.sequence,
+        timestamp: next.timestamp,
+        event: options.force && !current ? `${options.event} (forced)` : options.event,
+        author: next.author,
+        model: next.model.current,
+        checksum: next.checksum,
+      };
+      const fd = openSync(paths.history, 'a', 0o600);
+      try {
+        writeSync(fd, `${JSON.stringify(entry)}\n`);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      return next;
+    },
+    options,
+  );
+}
+
+/** history.jsonl's entries; a torn last line (a crash mid-append) is left out. */
+export function readHistory(paths: HandoffPaths): HistoryEntry[] {
+  let text: string;
+  try {
+    text = readFileSync(paths.history, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as HistoryEntry];
+      } catch {
+        return [];
+      }
+    });
+}

@@ -1,0 +1,253 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CtxbusError } from '@ctxbus/core/contract';
+import { removeDir, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checksumOf, handoffPaths, readHandoff, readHistory } from './handoff-file.js';
+import { heartbeat, resumeNote, switchModel, writeRollingSummary } from './handoff-ops.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) removeDir(dir);
+});
+const workspace = () => {
+  const dir = tempDir('ctxbus-handoff-');
+  dirs.push(dir);
+  return dir;
+};
+const at = (iso: string) => new Date(iso);
+
+describe('the handoff file', () => {
+  it('is created by a first heartbeat and moves one sequence per write, with a history', async () => {
+    const paths = handoffPaths(workspace());
+    const first = await heartbeat(
+      paths,
+      {
+        model: 'opus',
+        usagePercent: 40,
+        actions: ['Created ARCHITECTURE-V2.md'],
+        nextSteps: ['Get Codex feedback'],
+        task: { description: 'Building Context Bus', project: '~/context-bus' },
+        files: ['docs/ARCHITECTURE-V2.md'],
+      },
+      { now: at('2026-11-25T08:00:00Z') },
+    );
+    expect(first).toMatchObject({ schema_version: 2, sequence: 1, author: 'opus' });
+    for (const action of ['a2', 'a3', 'a4', 'a5', 'a6']) {
+      await heartbeat(paths, { model: 'opus', actions: [action], usagePercent: 87 });
+    }
+    const current = readHandoff(paths);
+    expect(current?.sequence).toBe(6);
+    expect(current?.context.recent_actions).toEqual(['a2', 'a3', 'a4', 'a5', 'a6']);
+    expect(current?.context.next_steps).toEqual(['Get Codex feedback']);
+    expect(current?.model).toEqual({
+      current: 'opus',
+      previous: null,
+      usage_percent: 87,
+      switch_reason: null,
+    });
+    expect(current?.checksum).toBe(checksumOf(current as never));
+    // The file keeps the seed's field order.
+    expect(Object.keys(JSON.parse(readFileSync(paths.handoff, 'utf8')))).toEqual([
+      'schema_version',
+      'sequence',
+      'timestamp',
+      'checksum',
+      'author',
+      'handoff_ready',
+      'model',
+      'task',
+      'context',
+      'files_touched',
+    ]);
+    expect(readHistory(paths).map((entry) => entry.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('a tampered file fails its checksum, and a heartbeat refuses to write over it', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'opus', nextSteps: ['ship'] });
+    const text = readFileSync(paths.handoff, 'utf8');
+    writeFileSync(paths.handoff, text.replace('"ship"', '"delete everything"'));
+    expect(() => readHandoff(paths)).toThrowError(/fails its checksum/);
+    await expect(heartbeat(paths, { model: 'opus' })).rejects.toMatchObject({
+      code: 'validation_failed',
+      details: { reason: 'checksum' },
+    });
+    // --force starts over, and the history says so.
+    const forced = await heartbeat(paths, { model: 'opus' }, { force: true });
+    expect(forced.sequence).toBe(1);
+    expect(readHistory(paths).at(-1)?.event).toBe('heartbeat (forced)');
+  });
+
+  it('a file that is not a v2 handoff says what is wrong', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'm' });
+    writeFileSync(paths.handoff, '{"schema_version": 1}');
+    expect(() => readHandoff(paths)).toThrowError(/is not a v2 handoff: schema_version/);
+    writeFileSync(paths.handoff, '{not json');
+    expect(() => readHandoff(paths)).toThrowError(/is not JSON/);
+  });
+});
+
+describe('switching models', () => {
+  it('moves the agent to the next model and tells it whose work it continues', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(
+      paths,
+      {
+        model: 'opus',
+        usagePercent: 95,
+        actions: ['Pushed to GitHub'],
+        decisions: ['Workspace-local .context-bus/'],
+        nextSteps: ['Implement the revised plan'],
+        task: { description: 'Context Bus v2' },
+      },
+      { now: at('2026-11-25T08:00:00Z') },
+    );
+    const { handoff, warnings } = await switchModel(paths, {
+      to: 'codex',
+      reason: 'opus at 95% of its limit',
+      now: at('2026-11-25T08:10:00Z'),
+    });
+    expect(warnings).toEqual([]);
+    expect(handoff.model).toEqual({
+      current: 'codex',
+      previous: 'opus',
+      usage_percent: null,
+      switch_reason: 'opus at 95% of its limit',
+    });
+    expect(handoff.sequence).toBe(2);
+    expect(resumeNote(handoff)).toBe(
+      [
+        "Continuing from opus's work on Context Bus v2 (switched: opus at 95% of its limit).",
+        'Recent actions:',
+        '- Pushed to GitHub',
+        'Decisions:',
+        '- Workspace-local .context-bus/',
+        'Next steps:',
+        '- Implement the revised plan',
+      ].join('\n'),
+    );
+  });
+
+  it('refuses a stale handoff unless forced, and warns when it is not ready', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'opus', ready: false }, { now: at('2026-11-25T07:00:00Z') });
+    const refused = switchModel(paths, {
+      to: 'gemini',
+      reason: 'limit',
+      now: at('2026-11-25T08:00:00Z'),
+    });
+    await expect(refused).rejects.toBeInstanceOf(CtxbusError);
+    await expect(refused).rejects.toMatchObject({ code: 'conflict', details: { reason: 'stale' } });
+    expect(readHandoff(paths)?.sequence).toBe(1); // nothing written
+    const forced = await switchModel(paths, {
+      to: 'gemini',
+      reason: 'limit',
+      force: true,
+      now: at('2026-11-25T08:00:00Z'),
+    });
+    expect(forced.warnings).toEqual([
+      'the handoff is 60 min old; switched anyway (forced)',
+      'the handoff is not marked ready: check its next steps before going on',
+    ]);
+    expect(forced.handoff.model.current).toBe('gemini');
+  });
+
+  it('without any handoff, refuses unless forced', async () => {
+    const paths = handoffPaths(workspace());
+    await expect(switchModel(paths, { to: 'codex', reason: 'x' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+  });
+});
+
+describe('the rolling summary', () => {
+  it('has the seed front matter and sections', () => {
+    const paths = handoffPaths(workspace());
+    const text = writeRollingSummary(
+      paths,
+      {
+        author: 'opus',
+        tldr: 'Building Context Bus v2.',
+        focus: 'The architecture.',
+        progress: ['Created the doc'],
+        decisions: ['Agent-scoped'],
+        nextSteps: ['Review'],
+        openItems: [],
+      },
+      at('2026-11-25T08:00:00Z'),
+    );
+    expect(text).toMatch(
+      /^---\nschema_version: 2\ngenerated: 2026-11-25T08:00:00.000Z\nauthor: opus\ntoken_count: \d+\n---\n\n# Agent Handoff Summary\n\n## TL;DR\nBuilding Context Bus v2\.\n/,
+    );
+    expect(text).toContain('## Key Decisions Made\n1. Agent-scoped\n');
+    expect(text).toContain('## Open Items\n- None\n');
+    expect(readFileSync(paths.summary, 'utf8')).toBe(text);
+  });
+});
+
+// Real processes on the built package: heartbeats racing for the lock, and a writer killed
+// with -9 in the middle of its writes.
+const BUILT = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+
+function writer(dir: string, count: number, id: string) {
+  const script = `
+    const { handoffPaths, heartbeat } = await import(${JSON.stringify(BUILT)});
+    const paths = handoffPaths(${JSON.stringify(dir)});
+    const count = ${count};
+    for (let i = 0; count < 0 || i < count; i++) {
+      await heartbeat(paths, { model: ${JSON.stringify(id)}, actions: [${JSON.stringify(id)} + ' ' + i] });
+    }
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, stderr })),
+  );
+  return { child, exited };
+}
+
+describe('concurrent writers', { timeout: 60_000 }, () => {
+  it('four processes racing never corrupt the file or lose a sequence', async () => {
+    const dir = workspace();
+    const writers = ['a', 'b', 'c', 'd'].map((id) => writer(dir, 25, id));
+    for (const run of writers) {
+      const result = await waitFor(run.exited, 'a writer to finish', { timeoutMs: 50_000 });
+      expect(result.code, result.stderr).toBe(0);
+    }
+    const paths = handoffPaths(dir);
+    expect(readHandoff(paths)?.sequence).toBe(100);
+    expect(readHistory(paths).map((entry) => entry.sequence)).toEqual(
+      Array.from({ length: 100 }, (_, index) => index + 1),
+    );
+  });
+
+  it('a writer killed with -9 mid-write leaves the last good file, and the next writer goes on', async () => {
+    const dir = workspace();
+    const paths = handoffPaths(dir);
+    const run = writer(dir, -1, 'victim');
+    await waitUntil(() => {
+      try {
+        return (readHandoff(paths)?.sequence ?? 0) >= 20;
+      } catch {
+        return false; // never expected: checked below after the kill
+      }
+    }, 'twenty heartbeats');
+    run.child.kill('SIGKILL');
+    await waitFor(run.exited, 'the killed writer to exit');
+    const survived = readHandoff(paths); // passes its checksum
+    expect(survived?.sequence).toBeGreaterThanOrEqual(20);
+    // Its lock (if it held one) belongs to a dead process: the next writer takes it over.
+    const next = await heartbeat(paths, { model: 'next' });
+    expect(next.sequence).toBe((survived?.sequence ?? 0) + 1);
+    const sequences = readHistory(paths).map((entry) => entry.sequence);
+    expect(sequences.at(-1)).toBe(next.sequence);
+  });
+});
