@@ -9,6 +9,8 @@ export interface AgentState {
   turns: number;
   /** Whether the "hub unreachable" warning was logged since the hub last answered. */
   warnedUnreachable: boolean;
+  /** Sequence of the last model switch (seed 003 handoff) this agent was told about. */
+  handoffSwitchSeen: number;
 }
 
 function fileFor(stateDir: string, agentId: string): string {
@@ -31,6 +33,7 @@ export function readAgentState(stateDir: string, agentId: string): AgentState {
     lastSeenSeq: count(raw.lastSeenSeq),
     turns: count(raw.turns),
     warnedUnreachable: raw.warnedUnreachable === true,
+    handoffSwitchSeen: count(raw.handoffSwitchSeen),
   };
 }
 

@@ -205,3 +205,29 @@ describe('configuration', () => {
     expect(result?.prependContext).toContain('Configured by environment');
   });
 });
+
+describe('a model switch in the agent workspace (seed 003)', () => {
+  it('starts the first turn after a switch with whose work the agent continues, once', async () => {
+    const { handoffPaths, heartbeat, switchModel } = await import('@ctxbus/handoff');
+    const workspaceDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-workspace-'));
+    try {
+      const paths = handoffPaths(workspaceDir);
+      await heartbeat(paths, {
+        model: 'opus',
+        task: { description: 'the billing migration' },
+        nextSteps: ['Backfill old invoices'],
+      });
+      await switchModel(paths, { to: 'codex', reason: 'opus at 95%' });
+      const host = plugin();
+      const first = await host.promptBuild({ agentId: 'main', workspaceDir });
+      expect(first?.prependContext).toContain(
+        "Continuing from opus's work on the billing migration (switched: opus at 95%).",
+      );
+      expect(first?.prependContext).toContain('- Backfill old invoices');
+      const second = await host.promptBuild({ agentId: 'main', workspaceDir });
+      expect(second?.prependContext).not.toContain('Continuing from');
+    } finally {
+      rmSync(workspaceDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -2,6 +2,7 @@ import type { CtxbusClient } from '@ctxbus/client';
 import { flushOutbox, queueItems } from '@ctxbus/client/outbox';
 import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
 import { extractDecisions, stableId } from '@ctxbus/core/light';
+import type { AgentState } from './agent-state.js';
 import { readAgentState, writeAgentState } from './agent-state.js';
 import type {
   AgentEndEvent,
@@ -10,6 +11,7 @@ import type {
   PluginLogger,
 } from './openclaw-sdk.js';
 import type { AgentSettings, ResolvedConfig } from './plugin-config.js';
+import { handoffResume } from './resume-note.js';
 
 /** The agent id OpenClaw's default agent has, used when a hook context names none. */
 export const DEFAULT_AGENT_ID = 'main';
@@ -105,12 +107,22 @@ export interface TurnContext {
  * local shared-context priorities, which need no hub. Never throws; a slow or absent hub means
  * no hub context (and one warning until it answers again).
  */
-export async function buildTurnContext(deps: HookDeps, agentId: string): Promise<TurnContext> {
+export async function buildTurnContext(
+  deps: HookDeps,
+  agentId: string,
+  workspaceDir?: string,
+): Promise<TurnContext> {
   const { client, config, logger } = deps;
   const settings = agentSettings(config, agentId);
   const local = safeLocal(deps);
-  const state = readAgentState(config.stateDir, agentId);
+  const state: AgentState = readAgentState(config.stateDir, agentId);
   const parts: string[] = [];
+  // The first turn after a model switch starts with whose work it continues (seed 003).
+  const resume = handoffResume(workspaceDir, state.handoffSwitchSeen, deps.logger);
+  if (resume) {
+    parts.push(resume.note);
+    state.handoffSwitchSeen = resume.switchSequence;
+  }
   let fromHub = false;
   if (client && settings.inject !== false) {
     try {
@@ -178,7 +190,7 @@ export async function beforePromptBuild(
   deps: HookDeps,
   context: AgentHookContext,
 ): Promise<BeforePromptBuildResult> {
-  const turn = await buildTurnContext(deps, agentOf(context));
+  const turn = await buildTurnContext(deps, agentOf(context), context.workspaceDir);
   return {
     prependSystemContext: TOOL_GUIDE,
     ...(turn.text && {

@@ -9,8 +9,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { hashValue } from '@ctxbus/core';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError, hashValue } from '@ctxbus/core/contract';
 import type { Handoff, HandoffContent } from './handoff-schema.js';
 import { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
 
