@@ -1,4 +1,16 @@
-export type { ContextItem, ErrorCode, StreamEvent, Task } from '@ctxbus/core/contract';
+export type {
+  CapabilitiesResponse,
+  CapabilitiesRuntime,
+  ContextItem,
+  DeadLetterInfo,
+  ErrorCode,
+  RoutingDecision,
+  SharedContextResponse,
+  StreamEvent,
+  Subscription,
+  Task,
+  TaskEvent,
+} from '@ctxbus/core/contract';
 // The hub's errors arrive as CtxbusError (`error.code`: unauthorized, not_found, ...).
 export { CtxbusError } from '@ctxbus/core/contract';
 export type { MarkdownBundle, SidebarBundle, SidebarEntry, SidebarSection } from './bundles.js';

@@ -1,12 +1,15 @@
 import type {
+  CapabilitiesResponse,
   ContextItem,
   ContextItemInput,
   CreateTaskRequest,
+  DeadLetterInfo,
   ListResponse,
   RoutingDecision,
   SearchRequest,
   SearchResponse,
   SharedContextResponse,
+  Subscription,
   Task,
   TaskEvent,
   TaskState,
@@ -14,10 +17,13 @@ import type {
 } from '@ctxbus/core/contract';
 import {
   CtxbusError,
+  capabilitiesResponseSchema,
   createTaskResponseSchema,
+  deadLettersResponseSchema,
   healthResponseSchema,
   itemResponseSchema,
   listResponseSchema,
+  listSubscriptionsResponseSchema,
   listTasksResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
@@ -194,6 +200,23 @@ export class WebClient {
         json: note === undefined ? {} : { note },
       })
     ).task;
+  }
+
+  /** The capability matrix with each runtime's live presence in this team. */
+  capabilities(): Promise<CapabilitiesResponse> {
+    return this.#request(capabilitiesResponseSchema, 'GET', '/api/capabilities');
+  }
+
+  /** This runtime's subscriptions (webhooks and pull), with their delivery health. */
+  async subscriptions(): Promise<Subscription[]> {
+    return (await this.#request(listSubscriptionsResponseSchema, 'GET', '/api/subscriptions'))
+      .subscriptions;
+  }
+
+  /** Changes a push subscription gave up on after its retries. */
+  async deadLetters(subscriptionId: string): Promise<DeadLetterInfo[]> {
+    const path = `/api/subscriptions/${encodeURIComponent(subscriptionId)}/dead-letters`;
+    return (await this.#request(deadLettersResponseSchema, 'GET', path)).deadLetters;
   }
 
   /**

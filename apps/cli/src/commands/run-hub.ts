@@ -12,6 +12,7 @@ import { printLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
 import { describeTarget } from '../store-target.js';
 import { VERSION } from '../version.js';
+import { dashboardExtension } from './dashboard-extension.js';
 import type { McpLimits } from './mcp-extension.js';
 import { mcpExtension } from './mcp-extension.js';
 
@@ -139,7 +140,10 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
             ? join(target.dataDir, 'approval-key.pem')
             : join(configDir(), 'approval-key.pem')),
       ),
-      extensions: [mcpExtension({ host: options.host, logger, limits: options.mcp })],
+      extensions: [
+        mcpExtension({ host: options.host, logger, limits: options.mcp }),
+        dashboardExtension({ logger }),
+      ],
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });

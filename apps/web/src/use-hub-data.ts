@@ -1,0 +1,38 @@
+import { useEffect, useState } from 'preact/hooks';
+
+export interface HubData<T> {
+  data: T | null;
+  error: unknown;
+  loading: boolean;
+}
+
+/**
+ * Loads `load()` now and again whenever `deps` change (the bus version, say); a slower answer
+ * never overwrites a newer one. `refreshMs` also reloads on a timer (for state the stream does
+ * not carry, such as presence).
+ */
+export function useHubData<T>(
+  load: () => Promise<T>,
+  deps: readonly unknown[],
+  refreshMs?: number,
+): HubData<T> & { reload: () => void } {
+  const [state, setState] = useState<HubData<T>>({ data: null, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let current = true;
+    setState((previous) => ({ ...previous, loading: true }));
+    load().then(
+      (data) => current && setState({ data, error: null, loading: false }),
+      (error) => current && setState((previous) => ({ ...previous, error, loading: false })),
+    );
+    return () => {
+      current = false;
+    };
+  }, [...deps, tick]);
+  useEffect(() => {
+    if (!refreshMs) return;
+    const timer = setInterval(() => setTick((value) => value + 1), refreshMs);
+    return () => clearInterval(timer);
+  }, [refreshMs]);
+  return { ...state, reload: () => setTick((value) => value + 1) };
+}

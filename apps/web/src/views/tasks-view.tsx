@@ -1,0 +1,186 @@
+import type { Task, TaskEvent, WebClient } from '@ctxbus/adapter-web';
+import { routingLine, TASK_TAG } from '@ctxbus/adapter-web';
+import { routingDecisionSchema } from '@ctxbus/core/contract';
+import { useState } from 'preact/hooks';
+import type { LiveBus } from '../live.js';
+import { useBus } from '../live.js';
+import { Badge, Empty, ErrorBox, Time } from '../ui.js';
+import { useHubData } from '../use-hub-data.js';
+
+const COLUMNS: { title: string; states: readonly Task['state'][] }[] = [
+  { title: 'Needs a human', states: ['AUTH_REQUIRED', 'INPUT_REQUIRED'] },
+  { title: 'Waiting', states: ['SUBMITTED'] },
+  { title: 'Working', states: ['WORKING'] },
+  { title: 'Done', states: ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'] },
+];
+
+/** The router's decision in one line, or why there is none. */
+export function routingOf(task: Task): string {
+  const parsed = routingDecisionSchema.safeParse(task.routing);
+  return parsed.success ? routingLine(parsed.data) : 'Routing: not recorded for this task.';
+}
+
+function commandOf(task: Task): string | null {
+  const request = task.approval?.request;
+  if (!request) return null;
+  const argv = Array.isArray(request.argv) ? request.argv.map(String).join(' ') : '';
+  const cwd = typeof request.cwd === 'string' ? ` (in ${request.cwd})` : '';
+  return `${argv}${cwd}`;
+}
+
+function Approval({ task, client, onDone }: { task: Task; client: WebClient; onDone: () => void }) {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const command = commandOf(task);
+  const commandId = `command-${task.id}`;
+  if (task.state !== 'AUTH_REQUIRED' || task.approval?.status !== 'pending') return null;
+  const decide = async (decision: 'approve' | 'deny') => {
+    setBusy(true);
+    setError(null);
+    try {
+      await client.decideTask(
+        task.id,
+        decision,
+        `${decision === 'approve' ? 'approved' : 'denied'} from the dashboard`,
+      );
+      onDone();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="approval" data-testid="approval">
+      <p>
+        A worker asks to run exactly this, once:
+        <code class="command" id={commandId}>
+          {command ?? 'a command'}
+        </code>
+        {typeof task.approval.request.because === 'string' && (
+          <span class="muted"> {task.approval.request.because}</span>
+        )}
+      </p>
+      <p class="muted">
+        Until <Time iso={task.approval.expiresAt} />; unanswered, it is denied.
+      </p>
+      <div class="actions">
+        <button
+          type="button"
+          aria-describedby={commandId}
+          disabled={busy}
+          onClick={() => decide('approve')}
+        >
+          Approve once
+        </button>
+        <button
+          type="button"
+          class="danger"
+          aria-describedby={commandId}
+          disabled={busy}
+          onClick={() => decide('deny')}
+        >
+          Deny
+        </button>
+      </div>
+      <ErrorBox error={error} />
+    </div>
+  );
+}
+
+function History({ client, task }: { client: WebClient; task: Task }) {
+  const history = useHubData<TaskEvent[]>(
+    async () => (await client.task(task.id)).history,
+    [client, task.id, task.updatedAt],
+  );
+  if (history.error) return <ErrorBox error={history.error} />;
+  if (!history.data) return <p aria-busy="true">Loading…</p>;
+  return (
+    <ol class="history" data-testid="task-history">
+      {history.data.map((event) => (
+        <li key={event.seq}>
+          <Time iso={event.at} />: {event.from ?? 'created'} → <strong>{event.to}</strong> by{' '}
+          {event.by}
+          {event.note ? ` (${event.note})` : ''}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function TaskCard({ task, client, reload }: { task: Task; client: WebClient; reload: () => void }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <li
+      class={`task task-${task.state.toLowerCase()}`}
+      data-testid="task"
+      data-id={task.id}
+      data-state={task.state}
+    >
+      <div class="item-head">
+        <strong>{task.title}</strong>
+        <Badge kind={task.state.toLowerCase()}>{task.state}</Badge>
+      </div>
+      <p class="item-meta">
+        <span>
+          {task.origin} → {task.targetRuntime ?? 'any runtime'}
+        </span>
+        <span>needs {task.requiredCapabilities.join(', ') || 'nothing declared'}</span>
+        <Time iso={task.updatedAt} />
+      </p>
+      <p class="routing" data-testid="routing">
+        {routingOf(task)}
+      </p>
+      {task.error && (
+        <p class="error-text">
+          {task.error.code}: {task.error.message}
+        </p>
+      )}
+      <Approval task={task} client={client} onDone={reload} />
+      <button type="button" class="link" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {open ? 'Hide history' : 'Show history'}
+      </button>
+      {open && <History client={client} task={task} />}
+    </li>
+  );
+}
+
+/** Tasks by state: where each went and why, its history, and answers to approval requests. */
+export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) {
+  useBus(bus);
+  // Task status items ride the stream (tag `task`): reload when one arrives.
+  const lastTaskSeq = bus.cache.items({ tags: TASK_TAG, includeSuperseded: true })[0]?.seq ?? 0;
+  const tasks = useHubData(
+    async () => (await client.tasks({ order: 'newest', limit: 100 })).tasks,
+    [client, lastTaskSeq],
+  );
+  return (
+    <section aria-labelledby="view-title">
+      <h1 id="view-title" tabIndex={-1}>
+        Tasks
+      </h1>
+      <ErrorBox error={tasks.error} />
+      {tasks.data && tasks.data.length === 0 && (
+        <Empty>No tasks yet: a runtime that meets work it cannot do creates one.</Empty>
+      )}
+      <div class="board">
+        {COLUMNS.map((column) => {
+          const inColumn = (tasks.data ?? []).filter((task) => column.states.includes(task.state));
+          const id = `column-${column.title.toLowerCase().replace(/\W+/g, '-')}`;
+          return (
+            <section key={column.title} class="column" aria-labelledby={id}>
+              <h2 id={id}>
+                {column.title} <span class="muted">({inColumn.length})</span>
+              </h2>
+              <ul class="tasks">
+                {inColumn.map((task) => (
+                  <TaskCard key={task.id} task={task} client={client} reload={tasks.reload} />
+                ))}
+              </ul>
+            </section>
+          );
+        })}
+      </div>
+    </section>
+  );
+}
