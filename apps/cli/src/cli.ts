@@ -8,6 +8,7 @@ import { registerHandoff } from './commands/handoff-command.js';
 import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
+import { registerOpen } from './commands/open-command.js';
 import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerService } from './commands/service-command.js';
@@ -66,6 +67,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     .addHelpText('after', HELP_FOOTER)
     .exitOverride();
   registerServe(program, run);
+  registerOpen(program, run);
   registerService(program, run);
   registerToken(program, run);
   registerMigrate(program, run);

@@ -1,0 +1,58 @@
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { removeDir, runCli, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { browserCommand } from './open-command.js';
+
+// `ctxbus open` as the real command against a real hub, its "browser" a script that records
+// what it was asked to open.
+
+const hub = useHubProcess();
+const dir = tempDir('ctxbus-open-');
+afterAll(() => removeDir(dir));
+
+describe('ctxbus open', { timeout: 60_000 }, () => {
+  it('opens the dashboard URL, with no token in it, in $BROWSER', async () => {
+    const opened = join(dir, 'opened.txt');
+    const browser = join(dir, 'browser.sh');
+    writeFileSync(browser, `#!/bin/sh\nprintf '%s' "$*" > '${opened}'\n`);
+    chmodSync(browser, 0o755);
+    const result = await runCli(['open', '--url', hub.url], { env: { BROWSER: browser } });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toBe(`opened ${hub.url}/ (${browser})\n`);
+    await waitUntil(
+      () => existsSync(opened) && readFileSync(opened, 'utf8') !== '',
+      'the browser script to run',
+    );
+    expect(readFileSync(opened, 'utf8')).toBe(`${hub.url}/`);
+  });
+
+  it('--print prints the URL; a browser that cannot start still leaves the URL', async () => {
+    const printed = await runCli(['open', '--url', hub.url, '--print']);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.stdout).toBe(`${hub.url}/\n`);
+    const missing = await runCli(['open', '--url', hub.url], {
+      env: { BROWSER: join(dir, 'no-such-browser') },
+    });
+    expect(missing.code).toBe(0);
+    expect(missing.stdout).toBe(`${hub.url}/\n`);
+    expect(missing.stderr).toContain('could not start a browser');
+  });
+
+  it('a hub that is not running is exit 6 with the reason', async () => {
+    const result = await runCli(['open', '--url', 'http://127.0.0.1:9', '--print']);
+    expect(result.code).toBe(6);
+    expect(result.stderr).toMatch(
+      /^ctxbus: error: cannot reach the ctxbus hub at http:\/\/127\.0\.0\.1:9/,
+    );
+  });
+
+  it('picks the platform opener when $BROWSER is not set', () => {
+    expect(browserCommand('http://h/', {}, 'linux')).toEqual(['xdg-open', ['http://h/']]);
+    expect(browserCommand('http://h/', {}, 'darwin')).toEqual(['open', ['http://h/']]);
+    expect(browserCommand('http://h/', { BROWSER: 'firefox' }, 'linux')).toEqual([
+      'firefox',
+      ['http://h/'],
+    ]);
+  });
+});

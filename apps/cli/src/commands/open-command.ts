@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+import { CtxbusError } from '@ctxbus/core/contract';
+import type { Command } from 'commander';
+import { hubUrl } from '../hub-target.js';
+import { printLine } from '../output.js';
+
+// `ctxbus open`: the dashboard of the hub this machine talks to, in the browser. The URL never
+// carries a token: the page asks for one and keeps it in the tab's session storage.
+
+/** The command that opens a URL here: $BROWSER when set, else the platform's opener. */
+export function browserCommand(
+  url: string,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): [string, string[]] {
+  if (env.BROWSER) return [env.BROWSER, [url]];
+  if (platform === 'darwin') return ['open', [url]];
+  if (platform === 'win32') return ['cmd', ['/c', 'start', '""', url]];
+  return ['xdg-open', [url]];
+}
+
+/** Resolves once the opener has started (or rejects with why it could not). */
+function launch(command: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: 'ignore', detached: true });
+    child.once('error', reject);
+    child.once('spawn', () => {
+      child.unref();
+      resolve();
+    });
+  });
+}
+
+/** Checks that the hub answers and serves its dashboard; the errors say what to do. */
+async function checkDashboard(url: string): Promise<void> {
+  let response: Response;
+  try {
+    response = await fetch(`${url}/`, { signal: AbortSignal.timeout(5_000) });
+  } catch (error) {
+    throw new CtxbusError(
+      'unavailable',
+      `cannot reach the ctxbus hub at ${url}: ${(error as Error).message} (start it with \`ctxbus serve\`)`,
+    );
+  }
+  const type = response.headers.get('content-type') ?? '';
+  if (!response.ok || !type.startsWith('text/html')) {
+    throw new CtxbusError(
+      'not_found',
+      `the hub at ${url} serves no dashboard (HTTP ${response.status}); this ctxbus was built without apps/web, or the hub is older`,
+    );
+  }
+}
+
+export function registerOpen(
+  program: Command,
+  run: (action: () => Promise<void>) => Promise<void>,
+) {
+  program
+    .command('open')
+    .description("open the hub's dashboard in your browser (sign in there with a runtime token)")
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
+    .option('--print', 'print the URL only; start no browser')
+    .addHelpText(
+      'after',
+      `
+The dashboard asks for a runtime token, for example one for the web runtime:
+  ctxbus token create --team acme --runtime web
+It keeps the token in that browser tab only. The browser is $BROWSER when set, else
+xdg-open (Linux), open (macOS) or start (Windows).`,
+    )
+    .action((options: { url?: string; print?: boolean }) =>
+      run(async () => {
+        const url = hubUrl(options.url);
+        await checkDashboard(url);
+        const page = `${url}/`;
+        if (options.print) {
+          printLine(page);
+          return;
+        }
+        const [command, args] = browserCommand(page);
+        try {
+          await launch(command, args);
+          printLine(`opened ${page} (${command})`);
+        } catch (error) {
+          // No browser here (a server, a container): the URL is still what the user needs.
+          printLine(page);
+          process.stderr.write(
+            `ctxbus: could not start a browser (${command}: ${(error as Error).message}); open the URL above yourself\n`,
+          );
+        }
+      }),
+    );
+}
