@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
+import { browserUnavailable } from '@ctxbus/web/testing';
 import { describe, expect, it } from 'vitest';
 import { LOCOMO_PATH, locomoAvailable } from './corpus.ts';
 import { measureLocomo } from './locomo-recall.ts';
@@ -99,6 +100,22 @@ describe('./dev bench --only stalled', () => {
     expect(complete?.value).toBe('90 and 90 of 90');
     expect(complete?.ok).toBe(true);
     expect(rows.map((row) => row.metric)).toContain('hub RSS peak / end, 90 readers, 10 stalled');
+  });
+});
+
+describe('./dev bench --only dashboard', () => {
+  it('times a write reaching the dashboard in Chromium, and weighs the dashboard', async () => {
+    const result = await runBench(['--quick', '--only', 'dashboard', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { metric: string; value: string; ok?: boolean }[];
+    };
+    const bundle = rows.find((row) => row.metric === 'bundle, gzipped');
+    expect(bundle?.value).toMatch(/^\d+\.\d KB$/);
+    expect(bundle?.ok).toBe(true);
+    const p99 = rows.find((row) => row.metric === 'write -> DOM p99');
+    // The browser is there in CI (.ci/run installs it); elsewhere the row says why not.
+    expect(p99?.value).toMatch(browserUnavailable() ? /^skipped: / : /^\d+(\.\d+)? ms$/);
   });
 });
 

@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -14,6 +14,7 @@ import {
 } from '@ctxbus/test-kit';
 import { benchAuditLog } from './audit-log.ts';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
+import { benchDashboard } from './dashboard-latency.ts';
 import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
 import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
@@ -41,7 +42,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -77,6 +78,9 @@ if (flags.help) {
             stores, a whole-chain verification
   telegram  a real \`ctxbus telegram\` on a local Bot API server: blocking item written ->
             sendMessage received p50/p99 (target p99 <= 250 ms)
+  dashboard the dashboard in headless Chromium (playwright-core): an item written over REST ->
+            its row in the page's DOM p50/p99 (target p99 <= 150 ms); the built
+            dashboard's size, gzipped (target <= 200 KB)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -89,7 +93,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram'
+    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -450,6 +454,11 @@ async function main() {
   if (sections.has('telegram')) {
     await withHub(async (hub) => {
       rows.push(...(await benchTelegram(hub, quick ? 20 : 200, log)));
+    });
+  }
+  if (sections.has('dashboard')) {
+    await withHub(async (hub) => {
+      rows.push(...(await benchDashboard(hub, quick ? 20 : 200, log)));
     });
   }
   printTable();
