@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { ContextItem } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { SupabaseStandIn } from '@ctxbus/store/testing';
-import { createSupabaseStandIn } from '@ctxbus/store/testing';
+import { createSupabaseStandIn, withPostgresServer } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { call, runCli, runtimeToken, startHubProcess, waitUntil } from '@ctxbus/test-kit';
-import { sql, withPostgres } from '@ctxbus/test-kit/postgres';
+import { sql } from '@ctxbus/test-kit/postgres';
 import type { RealtimeChannel, SupabaseClient } from '@supabase/supabase-js';
 import { createClient } from '@supabase/supabase-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,15 +47,11 @@ async function hubItem(hub: HubProcess, token: string, id: string): Promise<Cont
   return (response.body.item ?? response.body) as ContextItem;
 }
 
-const walLevel = await sql<{ wal_level: string }>(
-  'postgres://postgres@127.0.0.1:5432/postgres',
-  'SHOW wal_level',
-).then(
-  (rows) => rows[0]?.wal_level ?? 'unknown',
-  () => 'unknown',
-);
-
-await withPostgres('Supabase transport', (url) => {
+await withPostgresServer('Supabase transport', async (url) => {
+  const [{ wal_level: walLevel = 'unknown' } = {}] = await sql<{ wal_level: string }>(
+    url,
+    'SHOW wal_level',
+  );
   if (walLevel !== 'logical') {
     if (process.env.CTXBUS_REQUIRE_LOGICAL_REPLICATION === '1') {
       it('the Supabase transport (Realtime fed by logical replication)', () => {
@@ -64,7 +60,7 @@ await withPostgres('Supabase transport', (url) => {
         );
       });
     } else {
-      it.skip(`the Supabase transport (skipped: wal_level is ${walLevel}, not logical; the Realtime stand-in reads changes by logical replication)`, () => {});
+      it.skip(`the Supabase transport (skipped: wal_level is ${walLevel}, not logical; the Realtime stand-in reads changes by logical replication; .ci/run switches it, or CTXBUS_REQUIRE_LOGICAL_REPLICATION=1 to fail instead)`, () => {});
     }
     return;
   }
@@ -223,7 +219,7 @@ await withPostgres('Supabase transport', (url) => {
       await write(hub, claude, { type: 'status', title: 'Ops, calm', relevanceTags: ['ops'] });
       const cache = new ItemCache();
       const live = connectSupabaseCache(client(userJwt(['acme'])), cache, {
-        tags: 'ops',
+        tags: 'OPS',
         minUrgency: 'attention',
       });
       await live.loaded;

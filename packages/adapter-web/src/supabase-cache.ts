@@ -126,7 +126,12 @@ export function connectSupabaseCache(
     if (scopes?.length) query = query.in('scope', [...scopes]);
     if (scopeKey !== undefined) query = query.eq('scope_key', scopeKey);
     if (types?.length) query = query.in('type', [...types]);
-    if (tags?.length) query = query.overlaps('tags', [...tags]);
+    // Stored tags are lowercase; the hub's store compares them so too.
+    if (tags?.length)
+      query = query.overlaps(
+        'tags',
+        tags.map((tag) => tag.toLowerCase()),
+      );
     if (minUrgency !== undefined) query = query.gte('urgency', URGENCY_RANK[minUrgency]);
     const { data, error, status } = await query.order('rid', { ascending: false }).limit(limit);
     if (error) throw dataApiError(error, status);
