@@ -209,6 +209,40 @@ await withPostgresServer('Supabase transport', async (url) => {
       live.stop();
     });
 
+    it('an update whose record lacks an unchanged large value is read again; a deleted row leaves', async () => {
+      const cache = new ItemCache();
+      const live = connectSupabaseCache(client(userJwt(['acme'])), cache);
+      await live.loaded;
+      // Stored out of line (TOAST): an UPDATE's WAL record leaves it out, and so does Realtime.
+      const large = await write(hub, claude, {
+        type: 'discovery',
+        title: 'A long report',
+        content: randomBytes(6_000).toString('base64'),
+      });
+      await waitUntil(() => cache.get(large.id) !== undefined, 'the large item');
+      const listings = api.requests.length;
+      const consumed = await call(hub.url, 'POST', `/api/context/${large.id}/consume`, {
+        token: web,
+      });
+      expect(consumed.status).toBe(200);
+      await waitUntil(() => cache.get(large.id)?.consumed === true, 'the consumption');
+      const update = api.sent.find(
+        (message) =>
+          message.payload.data.type === 'UPDATE' && message.payload.data.record?.id === large.id,
+      );
+      if (!update) throw new Error('no UPDATE was sent');
+      expect(update.payload.data.record).not.toHaveProperty('content');
+      expect(update.payload.data.old_record).toEqual({ rid: large.seq });
+      expect(api.requests.length).toBeGreaterThan(listings);
+      expect(cache.get(large.id)).toEqual(await hubItem(hub, claude, large.id));
+
+      // The hub's archive deletes rows (changes first, then the item), as here.
+      await sql(standIn.ownerUrl, 'DELETE FROM ctxbus.changes WHERE item_rid = $1', [large.seq]);
+      await sql(standIn.ownerUrl, 'DELETE FROM ctxbus.items WHERE rid = $1', [large.seq]);
+      await waitUntil(() => cache.get(large.id) === undefined, 'the deleted row gone');
+      live.stop();
+    });
+
     it('filters as connectCache does, in the listing and on Realtime', async () => {
       await write(hub, claude, {
         type: 'status',
