@@ -69,76 +69,74 @@ export function handlePostgrest(
   request: IncomingMessage,
   response: ServerResponse,
 ): void {
-  {
-    const url = new URL(request.url ?? '/', 'http://stand-in');
-    const record: RecordedRequest = {
-      method: request.method ?? '',
-      path: url.pathname,
-      query: [...url.searchParams],
-      headers: request.headers,
-      status: 0,
-    };
-    requests.push(record);
-    const answer = (status: number, body: unknown) => {
-      record.status = status;
-      response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-      response.end(JSON.stringify(body));
-    };
-    const error = (status: number, code: string, message: string) =>
-      answer(status, { code, details: null, hint: null, message });
-    void (async () => {
-      const table = /^\/rest\/v1\/([a-z_]+)$/.exec(url.pathname)?.[1];
-      if (request.method !== 'GET' || !table) return error(404, 'PGRST125', 'Invalid path');
-      const schema = request.headers['accept-profile'] ?? 'public';
-      if (typeof schema !== 'string' || !options.schemas.includes(schema)) {
-        return error(
-          406,
-          'PGRST106',
-          `The schema must be one of the following: ${options.schemas.join(', ')}`,
-        );
-      }
-      const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
-      if (!token) return error(401, 'PGRST302', 'No suitable key or wrong key type');
-      const verified = verifyJwt(token, options.jwtSecret);
-      if ('refused' in verified) {
-        return error(
-          401,
-          verified.refused === 'JWT expired' ? 'PGRST303' : 'PGRST301',
-          verified.refused,
-        );
-      }
-      const role = String(verified.claims.role ?? '');
-      if (!API_ROLES.has(role)) return error(401, 'PGRST301', `role "${role}" does not exist`);
-      let select = '*';
-      let order = '';
-      let limit = '';
-      const where: string[] = [];
-      for (const [name, value] of url.searchParams) {
-        if (name === 'select') select = value.split(',').map(ident).join(', ');
-        else if (name === 'order') {
-          const [column = '', direction] = value.split('.');
-          order = ` ORDER BY ${ident(column)} ${direction === 'desc' ? 'DESC' : 'ASC'}`;
-        } else if (name === 'limit') limit = ` LIMIT ${Number.parseInt(value, 10)}`;
-        else where.push(condition(name, value));
-      }
-      const text = `SELECT coalesce(json_agg(t), '[]') AS body FROM (SELECT ${select} FROM "${schema}".${ident(table)}${
-        where.length ? ` WHERE ${where.join(' AND ')}` : ''
-      }${order}${limit}) AS t`;
-      const outcome = await queryAsSupabaseRole(
-        options.databaseUrl,
-        role as 'authenticated',
-        verified.claims,
-        text,
+  const url = new URL(request.url ?? '/', 'http://stand-in');
+  const record: RecordedRequest = {
+    method: request.method ?? '',
+    path: url.pathname,
+    query: [...url.searchParams],
+    headers: request.headers,
+    status: 0,
+  };
+  requests.push(record);
+  const answer = (status: number, body: unknown) => {
+    record.status = status;
+    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    response.end(JSON.stringify(body));
+  };
+  const error = (status: number, code: string, message: string) =>
+    answer(status, { code, details: null, hint: null, message });
+  void (async () => {
+    const table = /^\/rest\/v1\/([a-z_]+)$/.exec(url.pathname)?.[1];
+    if (request.method !== 'GET' || !table) return error(404, 'PGRST125', 'Invalid path');
+    const schema = request.headers['accept-profile'] ?? 'public';
+    if (typeof schema !== 'string' || !options.schemas.includes(schema)) {
+      return error(
+        406,
+        'PGRST106',
+        `The schema must be one of the following: ${options.schemas.join(', ')}`,
       );
-      if ('denied' in outcome) {
-        // PostgREST: permission denied is 401 for anon, 403 for a signed-in role.
-        return error(
-          role === 'anon' ? 401 : 403,
-          outcome.denied,
-          `permission denied for table ${table}`,
-        );
-      }
-      answer(200, outcome.rows[0]?.body ?? []);
-    })().catch((caught: unknown) => error(400, 'PGRST100', (caught as Error).message));
-  }
+    }
+    const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (!token) return error(401, 'PGRST302', 'No suitable key or wrong key type');
+    const verified = verifyJwt(token, options.jwtSecret);
+    if ('refused' in verified) {
+      return error(
+        401,
+        verified.refused === 'JWT expired' ? 'PGRST303' : 'PGRST301',
+        verified.refused,
+      );
+    }
+    const role = String(verified.claims.role ?? '');
+    if (!API_ROLES.has(role)) return error(401, 'PGRST301', `role "${role}" does not exist`);
+    let select = '*';
+    let order = '';
+    let limit = '';
+    const where: string[] = [];
+    for (const [name, value] of url.searchParams) {
+      if (name === 'select') select = value.split(',').map(ident).join(', ');
+      else if (name === 'order') {
+        const [column = '', direction] = value.split('.');
+        order = ` ORDER BY ${ident(column)} ${direction === 'desc' ? 'DESC' : 'ASC'}`;
+      } else if (name === 'limit') limit = ` LIMIT ${Number.parseInt(value, 10)}`;
+      else where.push(condition(name, value));
+    }
+    const text = `SELECT coalesce(json_agg(t), '[]') AS body FROM (SELECT ${select} FROM "${schema}".${ident(table)}${
+      where.length ? ` WHERE ${where.join(' AND ')}` : ''
+    }${order}${limit}) AS t`;
+    const outcome = await queryAsSupabaseRole(
+      options.databaseUrl,
+      role as 'authenticated',
+      verified.claims,
+      text,
+    );
+    if ('denied' in outcome) {
+      // PostgREST: permission denied is 401 for anon, 403 for a signed-in role.
+      return error(
+        role === 'anon' ? 401 : 403,
+        outcome.denied,
+        `permission denied for table ${table}`,
+      );
+    }
+    answer(200, outcome.rows[0]?.body ?? []);
+  })().catch((caught: unknown) => error(400, 'PGRST100', (caught as Error).message));
 }
