@@ -104,3 +104,39 @@ describe('ItemCache', () => {
     expect(cache.snapshot()).not.toBe(first);
   });
 });
+
+describe('ItemCache.merge and remove (rows without a change sequence)', () => {
+  it('keeps the state further along: a stale listing cannot roll back a consumption or supersession', () => {
+    const cache = new ItemCache();
+    const fresh = item('merged');
+    const consumed = {
+      ...fresh,
+      consumed: true,
+      consumedBy: [{ runtime: 'web', at: '2026-01-01T00:01:00.000Z' }],
+    };
+    const superseded = { ...consumed, supersededBy: item('newer').id };
+    expect(cache.merge([fresh])).toBe(true);
+    expect(cache.merge([consumed])).toBe(true);
+    expect(cache.merge([fresh])).toBe(false);
+    expect(cache.get(fresh.id)?.consumedBy).toHaveLength(1);
+    expect(cache.merge([superseded])).toBe(true);
+    expect(cache.merge([consumed, fresh])).toBe(false);
+    expect(cache.get(fresh.id)?.supersededBy).toBe(superseded.supersededBy);
+    expect(cache.items()).toEqual([]);
+  });
+
+  it('remove drops items by id and tells listeners once', () => {
+    const cache = new ItemCache();
+    const kept = item('kept');
+    const gone = item('gone');
+    cache.merge([kept, gone]);
+    let calls = 0;
+    cache.subscribe(() => {
+      calls += 1;
+    });
+    expect(cache.remove([gone.id, 'unknown'])).toBe(true);
+    expect(cache.remove([gone.id])).toBe(false);
+    expect(cache.items().map((entry) => entry.title)).toEqual(['kept']);
+    expect(calls).toBe(1);
+  });
+});

@@ -36,7 +36,8 @@ export interface ItemCacheOptions {
 const list = <T>(value: T | T[] | undefined): readonly T[] | undefined =>
   value === undefined ? undefined : Array.isArray(value) ? value : [value];
 
-function toItemFilter(filter: CacheFilter): ItemFilter {
+/** A cache filter as core's `ItemFilter` (what `itemMatches` judges). */
+export function toItemFilter(filter: CacheFilter): ItemFilter {
   const scopes = list(filter.scope);
   const tags = list(filter.tags);
   const urgencies = list(filter.urgency);
@@ -53,6 +54,10 @@ function toItemFilter(filter: CacheFilter): ItemFilter {
     ...(filter.unconsumed && { unconsumed: true }),
   };
 }
+
+/** How far an item's state has moved: consumers added, then superseded (both only grow). */
+const progress = (item: ContextItem): number =>
+  item.consumedBy.length + (item.supersededBy === null ? 0 : 1);
 
 /**
  * The items a page knows, fed by the live stream (`apply`) or a listing (`load`): one entry per
@@ -104,9 +109,34 @@ export class ItemCache {
     return changed;
   }
 
-  #put(item: ContextItem, changeSeq: number): boolean {
+  /**
+   * Puts in states of items read without a change sequence (the Supabase transport reads rows):
+   * a state replaces the one held only when it is further along, as an item's row only ever
+   * moves that way (runtimes are added to `consumedBy`, `supersededBy` is set once). A listing
+   * that raced a newer change so cannot roll an item back. True when the cache changed.
+   */
+  merge(items: readonly ContextItem[]): boolean {
+    let changed = false;
+    for (const item of items) {
+      const held = this.#items.get(item.id);
+      if (held && progress(held.item) >= progress(item)) continue;
+      changed = this.#put(item, held ? held.changeSeq : item.seq, true) || changed;
+    }
+    if (changed) this.#changed();
+    return changed;
+  }
+
+  /** Drops items (deleted at the source: archived by the hub's retention); true when any was held. */
+  remove(ids: readonly string[]): boolean {
+    let changed = false;
+    for (const id of ids) changed = this.#items.delete(id) || changed;
+    if (changed) this.#changed();
+    return changed;
+  }
+
+  #put(item: ContextItem, changeSeq: number, newer = false): boolean {
     const held = this.#items.get(item.id);
-    if (held && held.changeSeq >= changeSeq) return false;
+    if (held && !newer && held.changeSeq >= changeSeq) return false;
     if (this.#expired(item) && !held) return false;
     this.#items.delete(item.id);
     this.#items.set(item.id, { item, changeSeq });
