@@ -57,12 +57,12 @@ export function blackboardEntryKey(board: BlackboardRef, entry: string): string 
       `not a blackboard entry: ${JSON.stringify(board)} ${JSON.stringify(entry)} (ids and entry names are ${segmentMessage})`,
     );
   }
-  return `${blackboardKeyPrefix(board)}${entry}`;
+  return `${blackboardKeyPrefix(board)}/${entry}`;
 }
 
-/** The key prefix every entry of the board shares (for `keyPrefix` listings). */
+/** The key every entry of the board lies under (a `keyPrefix` for listings). */
 export function blackboardKeyPrefix(board: BlackboardRef): string {
-  return `blackboard/${board.scope}/${board.id}/`;
+  return `blackboard/${board.scope}/${board.id}`;
 }
 
 /** The board and entry an item key names, or null when it is no blackboard key. */
