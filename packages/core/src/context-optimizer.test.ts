@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { LayerEntry } from './context-optimizer.js';
-import { ContextOptimizer, compactValue, SUMMARY_ENTRY } from './context-optimizer.js';
+import {
+  ContextOptimizer,
+  compactValue,
+  SUMMARY_ENTRY,
+  SUMMARY_NAMES,
+} from './context-optimizer.js';
 import { createRunContext, jsonBytes } from './run-context.js';
 
 function ticking(): () => Date {
@@ -88,6 +93,19 @@ describe('ContextOptimizer.optimizeEntries', () => {
     });
     expect(second.entries.map((entry) => entry.name)).toEqual([SUMMARY_ENTRY, 'e4', 'e5', 'e6']);
     expect(second.entries[0]?.value).toEqual({ folded: 4, names: ['e0', 'e1', 'e2', 'e3'] });
+  });
+
+  it('summarize: the summary names the latest folded entries and counts them all', () => {
+    const result = new ContextOptimizer({ techniques: ['summarize'] }).optimizeEntries(
+      entries(100),
+      { maxEntries: 5 },
+    );
+    expect(result.withinBounds).toBe(true);
+    expect(result.archived).toEqual([]); // summarize alone: the folded values are gone
+    const summary = result.entries[0]?.value as { folded: number; names: string[] };
+    expect(summary.folded).toBe(96);
+    expect(summary.names).toHaveLength(SUMMARY_NAMES);
+    expect(summary.names.at(-1)).toBe('e95');
   });
 
   it('says when it could not get within bounds (no technique that applies)', () => {

@@ -147,13 +147,18 @@ export class ContextOptimizer {
       (bounds.maxEntries !== undefined && list.length > bounds.maxEntries) ||
       (bounds.maxBytes !== undefined && totalBytes(list) > bounds.maxBytes);
     if (over(kept) && (this.uses('archive') || this.uses('summarize'))) {
-      const previous = kept.find((entry) => entry.name === SUMMARY_ENTRY);
-      const folded = previous ? summaryNames(previous.value) : [];
+      const previous = summaryOf(kept.find((entry) => entry.name === SUMMARY_ENTRY)?.value);
       let rest = kept.filter((entry) => entry.name !== SUMMARY_ENTRY);
       const leaving: LayerEntry[] = [];
       const withSummary = () =>
         this.uses('summarize')
-          ? [summaryEntry([...folded, ...leaving.map((entry) => entry.name)]), ...rest]
+          ? [
+              summaryEntry(previous.folded + leaving.length, [
+                ...previous.names,
+                ...leaving.map((entry) => entry.name),
+              ]),
+              ...rest,
+            ]
           : rest;
       while (rest.length > 0 && over(withSummary())) {
         leaving.push(rest[0] as LayerEntry);
@@ -262,12 +267,19 @@ export function summarizeSteps(
   return summary;
 }
 
-function summaryEntry(names: string[]): LayerEntry {
-  return { name: SUMMARY_ENTRY, value: { folded: names.length, names } };
+/** The summary entry names at most this many folded entries (the latest), and counts all. */
+export const SUMMARY_NAMES = 20;
+
+function summaryEntry(folded: number, names: string[]): LayerEntry {
+  return { name: SUMMARY_ENTRY, value: { folded, names: names.slice(-SUMMARY_NAMES) } };
 }
 
-function summaryNames(value: JsonValue): string[] {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [];
-  const names = value.names;
-  return Array.isArray(names) ? names.filter((name) => typeof name === 'string') : [];
+function summaryOf(value: JsonValue | undefined): { folded: number; names: string[] } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { folded: 0, names: [] };
+  }
+  const names = Array.isArray(value.names)
+    ? value.names.filter((name): name is string => typeof name === 'string')
+    : [];
+  return { folded: typeof value.folded === 'number' ? value.folded : names.length, names };
 }

@@ -72,6 +72,7 @@ export {
   OPTIMIZATION_TECHNIQUES,
   optimizerConfigSchema,
   SUMMARY_ENTRY,
+  SUMMARY_NAMES,
   summarizeSteps,
 } from './context-optimizer.js';
 export * from './contract.js';

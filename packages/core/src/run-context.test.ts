@@ -35,6 +35,9 @@ describe('RunContext', () => {
     run.export('count', 1);
     expect(run.exported()).toEqual({ findings: ['wal mode'], count: 1 });
     expect(() => ((run.inputs as Record<string, unknown>).topic = 'x')).toThrow();
+    // A variable shadows the input of its name, even when it is null.
+    run.set('topic', null);
+    expect(run.get('topic')).toBeNull();
   });
 
   it('records step history with the injected clock, failed steps included', async () => {

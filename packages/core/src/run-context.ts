@@ -151,7 +151,9 @@ export class RunContext {
 
   /** A variable by name: an intermediate variable first, else an input. */
   get(name: string): JsonValue | undefined {
-    return this.intermediateVars[name] ?? this.inputs[name];
+    return Object.hasOwn(this.intermediateVars, name)
+      ? this.intermediateVars[name]
+      : this.inputs[name];
   }
 
   /** Sets an intermediate variable. A value over `maxValueBytes` is refused. */
@@ -188,7 +190,7 @@ export class RunContext {
   exported(): Record<string, JsonValue> {
     const out: Record<string, JsonValue> = {};
     for (const name of this.declaredExports) {
-      const value = this.exports[name] ?? this.get(name);
+      const value = Object.hasOwn(this.exports, name) ? this.exports[name] : this.get(name);
       if (value !== undefined) out[name] = value;
     }
     return out;
