@@ -68,6 +68,16 @@ describe('three layers, end to end', () => {
     });
     expect(JSON.parse(update?.item.content)).toBe(notes);
     await socket.waitFor((events) => events.some((e) => e.data.includes('blackboard-updated')));
+    // Resuming by Last-Event-ID replays it as the same event, with the same id.
+    const resumed = openStream(hub.url, hub.tokens.release, {
+      query: 'blackboard=true',
+      lastEventId: String((update?.seq ?? 1) - 1),
+    });
+    await resumed.waitFor((events) => events.some((e) => e.event === 'blackboard-updated'));
+    expect(resumed.events.find((e) => e.event === 'blackboard-updated')?.id).toBe(
+      String(update?.seq),
+    );
+    resumed.close();
 
     // Layer 3: promoted to a persistent resource (no expiry), found by the hub's search.
     expect(toBoard.toPersistent).toEqual(['releases/4.2.0/release-notes']);
