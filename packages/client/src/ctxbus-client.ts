@@ -1,4 +1,5 @@
 import type {
+  BlackboardEvent,
   ContextItemInput,
   CreateSubscriptionRequest,
   CreateTaskRequest,
@@ -21,6 +22,8 @@ import type {
 } from '@ctxbus/core/contract';
 import {
   approvalKeyResponseSchema,
+  BLACKBOARD_EVENT,
+  blackboardEventSchema,
   CtxbusError,
   claimTaskResponseSchema,
   createSubscriptionResponseSchema,
@@ -30,6 +33,7 @@ import {
   ERROR_CODES,
   errorResponseSchema,
   healthResponseSchema,
+  isSequenceText,
   itemResponseSchema,
   listAuditResponseSchema,
   listResponseSchema,
@@ -40,6 +44,7 @@ import {
   searchResponseSchema,
   sharedResponseSchema,
   streamDisconnectSchema,
+  streamEventNames,
   streamEventSchema,
   subscriptionResponseSchema,
   taskResponseSchema,
@@ -480,22 +485,52 @@ export class CtxbusClient {
   /**
    * Live changes as an async iterable. When the connection drops it reconnects with
    * `Last-Event-ID`, so no event is missed or repeated. Ends when `signal` aborts; throws on
-   * errors that retrying cannot fix (bad token, bad filter).
+   * errors that retrying cannot fix (bad token, bad filter). Events of kinds this client does
+   * not know are skipped.
    */
-  async *stream(options: StreamOptions = {}): AsyncGenerator<StreamEvent> {
+  stream(options: StreamOptions = {}): AsyncGenerator<StreamEvent> {
+    return this.events(options, {}, (event) =>
+      (streamEventNames as readonly string[]).includes(event.event ?? '')
+        ? streamEventSchema.parse(JSON.parse(event.data))
+        : null,
+    );
+  }
+
+  /**
+   * The stream with `blackboard=true`: a blackboard entry's change comes as a
+   * `blackboard-updated` event (board, entry, item), every other change as before.
+   */
+  streamWithBlackboard(options: StreamOptions = {}): AsyncGenerator<StreamEvent | BlackboardEvent> {
+    return this.events(options, { blackboard: true }, (event) => {
+      if (event.event === BLACKBOARD_EVENT)
+        return blackboardEventSchema.parse(JSON.parse(event.data));
+      return (streamEventNames as readonly string[]).includes(event.event ?? '')
+        ? streamEventSchema.parse(JSON.parse(event.data))
+        : null;
+    });
+  }
+
+  private async *events<T extends { seq: number }>(
+    options: StreamOptions,
+    extra: Record<string, unknown>,
+    parse: (event: { event?: string | undefined; data: string }) => T | null,
+  ): AsyncGenerator<T> {
     const { since, signal, reconnect = true, onReady, onReconnect, ...filter } = options;
     let lastId = since;
     let delay = 250;
     while (!signal?.aborted) {
       try {
-        const response = await this.fetchImpl(`${this.url}/api/stream?${toSearchParams(filter)}`, {
-          headers: {
-            authorization: `Bearer ${this.token}`,
-            accept: 'text/event-stream',
-            ...(lastId !== undefined && { 'last-event-id': String(lastId) }),
+        const response = await this.fetchImpl(
+          `${this.url}/api/stream?${toSearchParams({ ...filter, ...extra })}`,
+          {
+            headers: {
+              authorization: `Bearer ${this.token}`,
+              accept: 'text/event-stream',
+              ...(lastId !== undefined && { 'last-event-id': String(lastId) }),
+            },
+            ...(signal && { signal }),
           },
-          ...(signal && { signal }),
-        });
+        );
         if (!response.ok || !response.body) throw await errorFromResponse(response);
         const events: { id?: string; event?: string; data: string }[] = [];
         let ended: CtxbusError | null = null;
@@ -523,7 +558,9 @@ export class CtxbusClient {
                 ended = new CtxbusError('unavailable', `the hub ended the stream: ${end.message}`);
                 continue;
               }
-              const parsed = streamEventSchema.parse(JSON.parse(event.data));
+              if (event.id !== undefined && isSequenceText(event.id)) lastId = Number(event.id);
+              const parsed = parse(event);
+              if (parsed === null) continue;
               lastId = parsed.seq;
               yield parsed;
             }

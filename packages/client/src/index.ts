@@ -1,4 +1,10 @@
 export type {
+  BlackboardEntry,
+  BlackboardSettings,
+  PersistentResourcesSettings,
+} from './blackboard.js';
+export { Blackboard, PersistentResources } from './blackboard.js';
+export type {
   CtxbusClientSettings,
   ListParams,
   StreamOptions,

@@ -233,6 +233,10 @@ export const streamQuerySchema = z.strictObject({
   since: sequenceTextSchema.transform(Number).optional().meta({
     description: 'Resume after this sequence (the Last-Event-ID header takes precedence).',
   }),
+  blackboard: booleanQuery.optional().meta({
+    description:
+      'When true, a change of a blackboard entry (a `blackboard`-tagged item keyed `blackboard/<thread|space>/<id>/<entry>`) goes out as a `blackboard-updated` event (data `{seq, event, change, board, entry, item}`, `change` naming the context-* event it stands for) instead of its context-* event. Off by default, so existing readers see only context-* events.',
+  }),
 });
 
 export const itemIdParamsSchema = z.strictObject({ id: z.uuid() });

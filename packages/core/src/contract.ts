@@ -61,6 +61,29 @@ export {
   verifyAuditQuerySchema,
   verifyAuditResponseSchema,
 } from './audit-api-schemas.js';
+export type {
+  BlackboardEntryKind,
+  BlackboardEvent,
+  BlackboardRef,
+  BlackboardScope,
+} from './blackboard-contract.js';
+export {
+  BLACKBOARD_ENTRY_KINDS,
+  BLACKBOARD_EVENT,
+  BLACKBOARD_SCOPES,
+  BLACKBOARD_TAG,
+  blackboardEntryKey,
+  blackboardEntryNameSchema,
+  blackboardEventOf,
+  blackboardEventSchema,
+  blackboardKeyPrefix,
+  blackboardRefSchema,
+  itemValue,
+  parseBlackboardKey,
+  RESOURCE_TAG,
+  resourceKey,
+  resourceNameSchema,
+} from './blackboard-contract.js';
 // Canonical JSON and its SHA-256 (no tokenizer): content hashes and file checksums.
 export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
 export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';

@@ -39,6 +39,42 @@ export type {
   TrimStep,
 } from './context-builder.js';
 export { BUILDER_VERSION, buildContext } from './context-builder.js';
+export type {
+  BlackboardWriter,
+  ExportConfiguration,
+  ExportEvent,
+  ExportFilter,
+  ExportLayer,
+  ExportReport,
+  ExportTargets,
+  ExportTrigger,
+  ResourceWriter,
+} from './context-exporter.js';
+export {
+  ContextExporter,
+  EXPORT_LAYERS,
+  exportConfigurationSchema,
+  exportFilterSchema,
+  exportTriggerSchema,
+} from './context-exporter.js';
+export type {
+  LayerBounds,
+  LayerEntry,
+  LayerOptimization,
+  OptimizationAction,
+  OptimizationTechnique,
+  OptimizerConfig,
+} from './context-optimizer.js';
+export {
+  ContextOptimizer,
+  compactValue,
+  layerBoundsSchema,
+  OPTIMIZATION_TECHNIQUES,
+  optimizerConfigSchema,
+  SUMMARY_ENTRY,
+  SUMMARY_NAMES,
+  summarizeSteps,
+} from './context-optimizer.js';
 export * from './contract.js';
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
 export { parseCapabilities } from './parse-capabilities.js';
@@ -57,6 +93,23 @@ export {
   RESOLVERS,
   resolveSharedContext,
 } from './resolvers.js';
+export type {
+  ExecutionStep,
+  ExecutionSummary,
+  JsonValue,
+  RunBounds,
+  RunContextOptions,
+  StepStatus,
+} from './run-context.js';
+export {
+  createRunContext,
+  DEFAULT_RUN_BOUNDS,
+  jsonBytes,
+  RunContext,
+  runBoundsSchema,
+  runVariableNameSchema,
+  STEP_STATUSES,
+} from './run-context.js';
 export type {
   SelectOptions,
   SharedCandidates,

@@ -1,5 +1,6 @@
 import type { ItemFilter } from '@ctxbus/core';
 import {
+  blackboardEventOf,
   CHANGE_EVENT_NAMES,
   CtxbusError,
   isSequenceText,
@@ -19,34 +20,45 @@ import { openEventSink } from './event-sink.js';
 
 const sseFrames = new WeakMap<Change, Buffer>();
 const webSocketMessages = new WeakMap<Change, string>();
+const blackboardSseFrames = new WeakMap<Change, Buffer>();
+const blackboardWebSocketMessages = new WeakMap<Change, string>();
 
 /**
- * A change's whole SSE event (`id`, `event`, `data` = `{seq, event, item}`), encoded once per
- * change and shared: the feed hands the same Change objects to every subscriber, so 100
- * subscribers cost one JSON.stringify and one UTF-8 encoding.
+ * What a change goes out as: `{seq, event, item}` under its context-* name; for a stream
+ * opened with `blackboard=true`, a blackboard entry's change instead goes out as
+ * `blackboard-updated` with `{seq, event, change, board, entry, item}` (one event per change
+ * either way, so `id`/Last-Event-ID resumption is unchanged).
  */
-export function sseFrame(change: Change): Buffer {
-  let frame = sseFrames.get(change);
+function eventOf(change: Change, blackboard: boolean): { event: string; data: object } {
+  const board = blackboard ? blackboardEventOf(change) : null;
+  if (board) return { event: board.event, data: board };
+  const event = CHANGE_EVENT_NAMES[change.kind];
+  return { event, data: { seq: change.seq, event, item: change.item } };
+}
+
+/**
+ * A change's whole SSE event (`id`, `event`, `data`), encoded once per change and shared: the
+ * feed hands the same Change objects to every subscriber, so 100 subscribers cost one
+ * JSON.stringify and one UTF-8 encoding.
+ */
+export function sseFrame(change: Change, blackboard = false): Buffer {
+  const cache = blackboard ? blackboardSseFrames : sseFrames;
+  let frame = cache.get(change);
   if (frame === undefined) {
-    const event = CHANGE_EVENT_NAMES[change.kind];
-    const data = JSON.stringify({ seq: change.seq, event, item: change.item });
-    frame = Buffer.from(`event: ${event}\ndata: ${data}\nid: ${change.seq}\n\n`);
-    sseFrames.set(change, frame);
+    const { event, data } = eventOf(change, blackboard);
+    frame = Buffer.from(`event: ${event}\ndata: ${JSON.stringify(data)}\nid: ${change.seq}\n\n`);
+    cache.set(change, frame);
   }
   return frame;
 }
 
 /** A change's WebSocket message, serialized once per change like `sseFrame`. */
-export function webSocketMessage(change: Change): string {
-  let message = webSocketMessages.get(change);
+export function webSocketMessage(change: Change, blackboard = false): string {
+  const cache = blackboard ? blackboardWebSocketMessages : webSocketMessages;
+  let message = cache.get(change);
   if (message === undefined) {
-    message = JSON.stringify({
-      type: 'event',
-      seq: change.seq,
-      event: CHANGE_EVENT_NAMES[change.kind],
-      item: change.item,
-    });
-    webSocketMessages.set(change, message);
+    message = JSON.stringify({ type: 'event', ...eventOf(change, blackboard).data });
+    cache.set(change, message);
   }
   return message;
 }
@@ -105,7 +117,7 @@ export const streamRoute = defineRoute({
   operationId: 'streamContext',
   summary: 'Live changes as Server-Sent Events',
   description:
-    "Events `context-added`, `context-consumed` and `context-superseded`, each with `id` = the change's sequence and `data` = `{seq, event, item}`, for the caller's team (private items only to their runtime), filtered by scope, scopeKey, type, tags (any) and minUrgency. Without `since` or `Last-Event-ID` the stream starts at the newest change; with either it first replays every later change, with no gap. A `ready` event (no id) says the subscription is live; `: keep-alive` comments keep proxies from closing an idle stream. When the hub ends the stream it says why first, in a `disconnect` event (no id) with `{reason, message, resumeAfter}`: `slow_reader` (the reader held more than the per-stream byte bound of undelivered changes; reconnect with Last-Event-ID, as EventSource does) or `token_revoked`.",
+    "Events `context-added`, `context-consumed` and `context-superseded`, each with `id` = the change's sequence and `data` = `{seq, event, item}` (with `blackboard=true`, a blackboard entry's change is a `blackboard-updated` event instead, `data` = `{seq, event, change, board, entry, item}`), for the caller's team (private items only to their runtime), filtered by scope, scopeKey, type, tags (any) and minUrgency. Without `since` or `Last-Event-ID` the stream starts at the newest change; with either it first replays every later change, with no gap. A `ready` event (no id) says the subscription is live; `: keep-alive` comments keep proxies from closing an idle stream. When the hub ends the stream it says why first, in a `disconnect` event (no id) with `{reason, message, resumeAfter}`: `slow_reader` (the reader held more than the per-stream byte bound of undelivered changes; reconnect with Last-Event-ID, as EventSource does) or `token_revoked`.",
   tags: ['stream'],
   auth: 'runtime',
   query: streamQuerySchema,
@@ -117,7 +129,8 @@ export const streamRoute = defineRoute({
   ],
   responses: {
     200: {
-      description: "An event stream; each event's data matches this schema.",
+      description:
+        "An event stream; each event's data matches this schema (a `blackboard-updated` event's, with `blackboard=true`, matches blackboardEventSchema).",
       schema: streamEventSchema,
       contentType: 'text/event-stream',
     },
@@ -136,11 +149,13 @@ export const streamRoute = defineRoute({
       streamOwner(caller, context),
     );
     const sink = openEventSink(context, () => subscriber.close());
-    void pipeEvents(subscriber, sink, afterSeq, services).catch((error: unknown) => {
-      services.logger.warn({ err: error }, 'event stream ended with an error');
-      subscriber.close();
-      sink.end();
-    });
+    void pipeEvents(subscriber, sink, afterSeq, services, query.blackboard ?? false).catch(
+      (error: unknown) => {
+        services.logger.warn({ err: error }, 'event stream ended with an error');
+        subscriber.close();
+        sink.end();
+      },
+    );
     return sink.response;
   },
 });
@@ -157,6 +172,7 @@ async function pipeEvents(
   sink: EventSink,
   afterSeq: number,
   services: HubServices,
+  blackboard: boolean,
 ): Promise<void> {
   const keepAlive = setInterval(() => sink.write(KEEP_ALIVE), services.keepAliveSeconds * 1000);
   try {
@@ -164,7 +180,7 @@ async function pipeEvents(
     for (;;) {
       const changes = await subscriber.next();
       if (changes === null || sink.closed) break;
-      const frames = changes.map(sseFrame);
+      const frames = changes.map((change) => sseFrame(change, blackboard));
       const ready = sink.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
       if (!ready) await sink.drained();
     }

@@ -19,16 +19,20 @@ const HIGH_WATER_BYTES = 64 * 1024;
  * holds the loop once HIGH_WATER_BYTES are queued; the feed buffers up to its byte bound, and
  * past it the hub ends the stream with a `disconnect` message and close code 4008.
  */
-async function pipeMessages(subscriber: FeedSubscriber, socket: WebSocket): Promise<void> {
+async function pipeMessages(
+  subscriber: FeedSubscriber,
+  socket: WebSocket,
+  blackboard: boolean,
+): Promise<void> {
   for (;;) {
     const changes = await subscriber.next();
     if (changes === null || socket.readyState !== socket.OPEN) break;
     let lastSent: Promise<void> = Promise.resolve();
     for (const [index, change] of changes.entries()) {
-      if (index < changes.length - 1) socket.send(webSocketMessage(change));
+      const message = webSocketMessage(change, blackboard);
+      if (index < changes.length - 1) socket.send(message);
       // The last message's callback runs once it has left the process (or the socket broke).
-      else
-        lastSent = new Promise((resolve) => socket.send(webSocketMessage(change), () => resolve()));
+      else lastSent = new Promise((resolve) => socket.send(message, () => resolve()));
     }
     if (socket.bufferedAmount > HIGH_WATER_BYTES) await lastSent;
   }
@@ -48,7 +52,7 @@ export const streamWebSocketRoute = defineRoute({
   operationId: 'streamContextWebSocket',
   summary: 'Live changes over a WebSocket',
   description:
-    'The same changes, filters and resume rules as `/api/stream`, as JSON text messages: first `{"type":"ready","afterSeq"}`, then `{"type":"event","seq","event","item"}` per change. Resume with `since` or a `Last-Event-ID` header on the upgrade request. The token goes in the upgrade request\'s Authorization header. When the hub ends the stream (a reader holding more than the per-stream byte bound of undelivered changes; a revoked token) it sends `{"type":"disconnect","reason","message","resumeAfter"}` and closes with 4008 (`slow_reader`: resume with `since=resumeAfter`) or 4001 (`token_revoked`). Frames from the client are capped at 4 KiB.',
+    'The same changes, filters and resume rules as `/api/stream`, as JSON text messages: first `{"type":"ready","afterSeq"}`, then `{"type":"event","seq","event","item"}` per change (with `blackboard=true`, the change of a blackboard entry is `{"type":"event","seq","event":"blackboard-updated","change","board","entry","item"}`). Resume with `since` or a `Last-Event-ID` header on the upgrade request. The token goes in the upgrade request\'s Authorization header. When the hub ends the stream (a reader holding more than the per-stream byte bound of undelivered changes; a revoked token) it sends `{"type":"disconnect","reason","message","resumeAfter"}` and closes with 4008 (`slow_reader`: resume with `since=resumeAfter`) or 4001 (`token_revoked`). Frames from the client are capped at 4 KiB.',
   tags: ['stream'],
   auth: 'runtime',
   query: streamQuerySchema,
@@ -75,7 +79,7 @@ export const streamWebSocketRoute = defineRoute({
         const opened = services.feed.subscribe(viewer, streamFilter(query), afterSeq, owner);
         subscriber = opened;
         socket.send(JSON.stringify({ type: 'ready', afterSeq }));
-        void pipeMessages(opened, raw).catch((error: unknown) => {
+        void pipeMessages(opened, raw, query.blackboard ?? false).catch((error: unknown) => {
           services.logger.warn({ err: error }, 'websocket stream ended with an error');
           opened.close();
           raw.close(1011, 'stream error');

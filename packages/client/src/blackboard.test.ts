@@ -1,0 +1,161 @@
+import { ContextOptimizer } from '@ctxbus/core';
+import type { BlackboardEvent } from '@ctxbus/core/contract';
+import type { RunningHub } from '@ctxbus/hub';
+import { mintToken, startHub } from '@ctxbus/hub';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Blackboard, PersistentResources } from './blackboard.js';
+import type { CtxbusClient } from './ctxbus-client.js';
+import { createClient } from './ctxbus-client.js';
+
+let store: Store;
+let running: RunningHub;
+let client: CtxbusClient;
+let outsider: CtxbusClient;
+
+beforeAll(async () => {
+  store = openSqliteStore({ path: ':memory:' });
+  running = await startHub({ store, port: 0, validateResponses: true });
+  const mint = async (teamId: string, runtime: string) =>
+    createClient({
+      url: running.url,
+      token: (await mintToken(store, { role: 'runtime', teamId, runtime })).token,
+    });
+  client = await mint('acme', 'web');
+  outsider = await mint('globex', 'web');
+});
+
+afterAll(async () => {
+  await running.close();
+  await store.close();
+});
+
+describe('Blackboard', () => {
+  it('holds the latest value of each entry, per board and per team', async () => {
+    const board = new Blackboard({ client, board: { scope: 'thread', id: 'T-1' } });
+    const other = new Blackboard({ client, board: { scope: 'space', id: 'T-1' } });
+    await board.set('status', 'drafting');
+    const item = await board.set('status', { phase: 'review' }, { kind: 'result', runId: 'r1' });
+    await other.set('status', 'elsewhere');
+    expect(await board.get('status')).toEqual({ phase: 'review' });
+    expect(await other.get('status')).toBe('elsewhere');
+    expect(await board.get('missing')).toBeUndefined();
+    expect(item).toMatchObject({
+      key: 'blackboard/thread/T-1/status',
+      scope: 'thread',
+      scopeKey: 'thread:T-1',
+      relevanceTags: expect.arrayContaining(['blackboard', 'result']),
+      source: { threadId: 'T-1', taskId: 'r1' },
+      expiresAt: null,
+    });
+    expect((await board.entries()).map((entry) => [entry.name, entry.value, entry.kind])).toEqual([
+      ['status', { phase: 'review' }, 'result'],
+    ]);
+    const theirs = new Blackboard({ client: outsider, board: { scope: 'thread', id: 'T-1' } });
+    expect(await theirs.get('status')).toBeUndefined();
+    expect(await theirs.entries()).toEqual([]);
+  });
+
+  it('remove hides an entry at once; ttlSeconds makes entries expire', async () => {
+    const board = new Blackboard({
+      client,
+      board: { scope: 'space', id: 'swarm-1' },
+      ttlSeconds: 3600,
+    });
+    const item = await board.set('url', 'https://example.com');
+    expect(Date.parse(item.expiresAt ?? '') - Date.parse(item.createdAt)).toBe(3_600_000);
+    await board.set('keep', 1);
+    await board.remove('url');
+    await board.remove('never-set'); // nothing to remove: no write
+    expect(await board.get('url')).toBeUndefined();
+    expect((await board.entries()).map((entry) => entry.name)).toEqual(['keep']);
+    expect(() => new Blackboard({ client, board: { scope: 'team' as never, id: 'x' } })).toThrow(
+      expect.objectContaining({ code: 'validation_failed' }),
+    );
+    await expect(board.set('bad name', 1)).rejects.toMatchObject({ code: 'validation_failed' });
+  });
+
+  it("updates() yields this board's blackboard-updated events only", async () => {
+    const board = new Blackboard({ client, board: { scope: 'thread', id: 'watched' } });
+    const noise = new Blackboard({ client, board: { scope: 'thread', id: 'noise' } });
+    const controller = new AbortController();
+    const seen: BlackboardEvent[] = [];
+    let markReady: () => void = () => {};
+    const ready = new Promise<void>((resolve) => {
+      markReady = resolve;
+    });
+    const reading = (async () => {
+      for await (const update of board.updates({ signal: controller.signal, onReady: markReady })) {
+        seen.push(update);
+        if (update.entry === 'last') controller.abort();
+      }
+    })();
+    await ready;
+    await noise.set('first', 'not for us');
+    await client.write({
+      type: 'status',
+      title: 'not a board entry',
+      relevanceTags: ['blackboard'],
+    });
+    await board.set('first', 1);
+    await board.set('first', 2);
+    await board.set('last', true);
+    await reading;
+    expect(seen.map((update) => [update.entry, update.change, update.item.content])).toEqual([
+      ['first', 'context-added', '1'],
+      // The new value is added, then the one it replaced is marked superseded.
+      ['first', 'context-added', '2'],
+      ['first', 'context-superseded', '1'],
+      ['last', 'context-added', 'true'],
+    ]);
+  });
+
+  it('optimize: archived entries and referenced values move to resources; the board fits', async () => {
+    const board = new Blackboard({ client, board: { scope: 'thread', id: 'busy' } });
+    const resources = new PersistentResources({ client });
+    for (let index = 0; index < 5; index += 1) await board.set(`note-${index}`, `note ${index}`);
+    await board.set('table', { rows: 'r'.repeat(2000) });
+    const result = await board.optimize(
+      new ContextOptimizer({
+        techniques: ['reference', 'summarize', 'archive'],
+        referencePrefix: 'ref/busy/',
+      }),
+      { maxEntries: 4, maxValueBytes: 200 },
+      resources,
+    );
+    expect(result.withinBounds).toBe(true);
+    const names = (await board.entries()).map((entry) => entry.name);
+    expect(names).toHaveLength(4);
+    expect(names).toEqual(
+      expect.arrayContaining(['optimizer-summary', 'table', 'note-4', 'note-3']),
+    );
+    expect(await board.get('table')).toEqual({ $ref: 'ref/busy/table', bytes: 2011 });
+    expect(await resources.get('ref/busy/table')).toEqual({ rows: 'r'.repeat(2000) });
+    expect(await resources.get('archive/thread/busy/note-0')).toBe('note 0');
+    expect(await board.get('note-0')).toBeUndefined();
+    expect(await board.get('optimizer-summary')).toEqual({
+      folded: 3,
+      names: ['note-0', 'note-1', 'note-2'],
+    });
+  });
+});
+
+describe('PersistentResources', () => {
+  it('keyed, long-lived, searchable; a second put replaces the value', async () => {
+    const resources = new PersistentResources({ client, agentId: 'librarian' });
+    await resources.put('runbooks/deploy', 'Deploy with blue-green switching', { tags: ['ops'] });
+    const item = await resources.put('runbooks/deploy', 'Deploy with canary releases');
+    expect(item).toMatchObject({
+      key: 'resource/runbooks/deploy',
+      expiresAt: null,
+      scope: 'global',
+      source: { agentId: 'librarian' },
+    });
+    expect(await resources.get('runbooks/deploy')).toBe('Deploy with canary releases');
+    const found = await resources.search('canary');
+    expect(found.results.map((result) => result.item.id)).toEqual([item.id]);
+    expect((await resources.search('blue-green')).results).toEqual([]); // superseded
+    await expect(resources.put('/bad', 1)).rejects.toMatchObject({ code: 'validation_failed' });
+  });
+});
