@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
+import { CtxbusTelegramBot } from '@ctxbus/telegram';
+import { startTestBotApi } from '@ctxbus/telegram/testing';
 import {
   removeDir,
   runCli,
@@ -16,7 +18,11 @@ import { splitSystemdCommandLine } from '../systemd-unit.js';
 // `ctxbus handoff` run as the real command in a temporary workspace, publishing to a real hub.
 
 const hub = useHubProcess({
-  tokens: { agent: ['acme', 'openclaw'], reader: ['acme', 'claude-code'] },
+  tokens: {
+    agent: ['acme', 'openclaw'],
+    reader: ['acme', 'claude-code'],
+    telegram: ['acme', 'telegram'],
+  },
 });
 const dirs: string[] = [];
 afterAll(() => {
@@ -345,6 +351,77 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
         `^\\*/10 \\* \\* \\* \\* CONTEXT_BUS_CONFIG=\\S+ CTXBUS_CONFIG_DIR=\\S+ \\S+ \\S+ handoff monitor --once --workspace '${spaced}' >> '${spaced}/\\.context-bus/monitor\\.log' 2>&1\\n$`,
       ),
     );
+  });
+
+  it('a switch reaches Telegram: the bot pushes it in its next digest', async () => {
+    const botToken = '123456:TEST-handoff_abcdefghijklmnopqrstuvwxyz';
+    const api = await startTestBotApi(botToken);
+    const stateDir = fresh();
+    let digestTimer: (() => void) | null = null;
+    const bot = await CtxbusTelegramBot.create({
+      botToken,
+      client: createClient({ url: hub.url, token: hub.tokens.telegram }),
+      chats: [100],
+      apiRoot: api.apiRoot,
+      statePath: join(stateDir, 'telegram-state.json'),
+      timers: {
+        setInterval: (callback) => {
+          digestTimer = callback;
+          return 1;
+        },
+        clearInterval: () => {
+          digestTimer = null;
+        },
+      },
+    });
+    try {
+      await bot.start();
+      const workspace = fresh();
+      const env = withConfig('notifications:\n  channel: telegram\n');
+      const hubArgs = ['--workspace', workspace, '--url', hub.url, '--token', hub.tokens.agent];
+      await runCli(
+        [
+          'handoff',
+          'heartbeat',
+          '--model',
+          'opus',
+          '--usage',
+          '96',
+          '--task',
+          'Nightly ETL',
+          ...hubArgs,
+        ],
+        { env },
+      );
+      const switched = await runCli(
+        ['handoff', 'switch', '--to', 'codex', '--reason', 'opus at 96%', ...hubArgs],
+        { env },
+      );
+      expect(switched.code, switched.stderr).toBe(0);
+      // A blocking item written after the switch: once it is pushed, the switch is queued.
+      await createClient({ url: hub.url, token: hub.tokens.agent }).write({
+        type: 'alert',
+        title: 'Handoff digest marker',
+        urgency: 'blocking',
+      });
+      await waitFor(
+        api.nextCall(
+          (call) =>
+            call.method === 'sendMessage' &&
+            String(call.params.text).includes('Handoff digest marker'),
+        ),
+        'the marker push',
+      );
+      expect(digestTimer).not.toBeNull();
+      await bot.flushDigest(); // what the digest timer does
+      const digest = api.sent(100).find((message) => message.text.includes('CTXBUS DIGEST'));
+      expect(digest?.text).toContain(
+        'Switched opus -> codex (96%): Nightly ETL. Context preserved.',
+      );
+    } finally {
+      await bot.stop();
+      await api.close();
+    }
   });
 
   it('refuses a tampered handoff, a missing one and bad input, each with its exit code', async () => {
