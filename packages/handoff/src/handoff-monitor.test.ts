@@ -94,6 +94,7 @@ describe('the monitor, one pass', () => {
     expect(action).toMatchObject({
       action: 'switched',
       from: 'opus',
+      usage: 96,
       result: {
         warnings: [],
         finalHeartbeat: 'not-needed',

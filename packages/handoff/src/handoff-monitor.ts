@@ -20,7 +20,7 @@ export type MonitorAction =
   | { action: 'none'; reason: string }
   | { action: 'ok'; handoff: Handoff }
   | { action: 'prepared'; handoff: Handoff }
-  | { action: 'switched'; from: string; result: SwitchResult }
+  | { action: 'switched'; from: string; usage: number; result: SwitchResult }
   | { action: 'stuck'; handoff: Handoff; reason: string };
 
 export interface MonitorOptions {
@@ -72,7 +72,7 @@ export async function monitorOnce(
       clock,
       ...(options.pollMs !== undefined && { pollMs: options.pollMs }),
     });
-    return { action: 'switched', from, result };
+    return { action: 'switched', from, usage, result };
   }
   if (summaryDue(handoff, config.thresholds.proactive_summary)) {
     writeRollingSummary(paths, summaryOf(handoff), clock.now());

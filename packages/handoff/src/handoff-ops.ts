@@ -147,6 +147,8 @@ export interface SwitchInput {
   requireReady?: boolean;
   /** How often to look for the heartbeat while waiting (default 500 ms). */
   pollMs?: number;
+  /** Told when the request is written, before the wait (to say why nothing happens). */
+  onRequest?: (request: HeartbeatRequest) => void;
   clock?: Clock;
   /** A fixed time instead of a clock (no waiting then). */
   now?: Date;
@@ -197,6 +199,7 @@ async function awaitFinalHeartbeat(
   };
   mkdirSync(paths.dir, { recursive: true });
   writeFileAtomic(paths.heartbeatRequest, `${JSON.stringify(request, null, 2)}\n`);
+  input.onRequest?.(request);
   const deadline = clock.now().getTime() + waitMs;
   try {
     while (clock.now().getTime() < deadline) {

@@ -204,7 +204,9 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
     expect(final.code, final.stderr).toBe(0);
     const switched = await waitFor(switching.done, 'the switch to finish');
     expect(switched.code, switched.stderr).toBe(0);
-    expect(switched.stderr).toBe('');
+    expect(switched.stderr).toMatch(
+      /^ctxbus: waiting up to 30 s for a final heartbeat \(.*heartbeat-request\.json, after sequence 1\)\n$/,
+    );
     expect(switched.stdout).toBe(
       "Continuing from opus's work on the current task (switched: opus at 95%).\nRecent actions:\n- Saved state\nNext steps:\n- Backfill\n",
     );
@@ -250,6 +252,13 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
       env: hubEnv,
     });
     expect(on.code, on.stderr).toBe(0);
+    // A hub but no token for it: not published, and no warning on every heartbeat.
+    const tokenless = await runCli(
+      ['handoff', 'heartbeat', '--model', 'opus', '--workspace', quiet],
+      { env: { CTXBUS_URL: hub.url } },
+    );
+    expect(tokenless.code).toBe(0);
+    expect(tokenless.stderr).toBe('');
     const reader = createClient({ url: hub.url, token: hub.tokens.reader });
     const keys = (await reader.list({ tags: 'handoff', limit: 50 })).items.map((item) => item.key);
     const keyOf = (dir: string) => expect.stringContaining(dir.split('/').at(-1) as string);

@@ -128,10 +128,22 @@ export function handoffItem(
   };
 }
 
+/** A hub URL and a runtime token for it, from the environment or saved: publishing can work. */
+function hubKnown(): boolean {
+  const url = findHubUrl(undefined);
+  if (url === null) return false;
+  try {
+    runtimeToken(url, undefined);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Publishes a heartbeat or switch to the hub: always with --publish (or --url/--token), never
- * with --no-publish, else when config.yaml's notifications are enabled and a hub is known
- * ($CTXBUS_URL or a saved one). A hub that fails is a warning only: the handoff is saved.
+ * with --no-publish, else when config.yaml's notifications are enabled and a hub and a token
+ * are known ($CTXBUS_URL and $CTXBUS_TOKEN, or saved ones). A hub that fails is a warning only: the handoff is saved.
  */
 async function publish(
   options: CommonOptions,
@@ -143,7 +155,7 @@ async function publish(
 ): Promise<void> {
   const asked = options.publish === true || Boolean(options.url || options.token);
   if (options.publish === false) return;
-  if (!asked && !(config.notifications.enabled && findHubUrl(undefined) !== null)) return;
+  if (!asked && !(config.notifications.enabled && hubKnown())) return;
   try {
     const url = hubUrl(options.url);
     await createClient({ url, token: runtimeToken(url, options.token) }).write(
@@ -448,6 +460,10 @@ Examples:
             ...(options.maxAge !== undefined && { maxAgeMs: options.maxAge * 60_000 }),
             ...(options.wait !== undefined && { waitMs: options.wait * 1_000 }),
             ...(options.force && { force: true }),
+            onRequest: (request) =>
+              process.stderr.write(
+                `ctxbus: waiting up to ${options.wait ?? config.safety.max_wait_seconds} s for a final heartbeat (${paths.heartbeatRequest}, after sequence ${request.after_sequence})\n`,
+              ),
           });
           for (const warning of result.warnings)
             process.stderr.write(`ctxbus: warning: ${warning}\n`);
@@ -541,15 +557,13 @@ Or a systemd user timer:
               for (const warning of action.result.warnings) {
                 process.stderr.write(`ctxbus: warning: ${warning}\n`);
               }
-              const before =
-                action.result.handoff.model.switch_reason?.match(/ at (\d+(?:\.\d+)?)%/);
               await publish(
                 options,
                 config,
                 workspace,
                 action.result.handoff,
                 'switch',
-                before ? Number(before[1]) : null,
+                action.usage,
               );
             }
             return action;
