@@ -451,6 +451,9 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
     ]);
     expect(tampered.code).toBe(2);
     expect(tampered.stderr).toMatch(/handoff\.json fails its checksum/);
+    const monitor = await runCli(['handoff', 'monitor', '--once', '--workspace', workspace]);
+    expect(monitor.code).toBe(2);
+    expect(monitor.stderr).toMatch(/handoff\.json fails its checksum/);
     const none = await runCli(['handoff', 'status', '--workspace', fresh()]);
     expect(none.code).toBe(4);
     const badUsage = await runCli([

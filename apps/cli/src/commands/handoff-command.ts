@@ -348,7 +348,7 @@ Examples:
     .option('--publish', 'write it to the hub as a status item (also on --url or --token)')
     .option(
       '--no-publish',
-      "do not (default: publish when config.yaml's notifications are on and a hub is known)",
+      "do not (default: publish when config.yaml's notifications are on and a hub and token are known)",
     )
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
@@ -432,7 +432,7 @@ Examples:
     .option('--publish', 'tell the hub (also on --url or --token)')
     .option(
       '--no-publish',
-      "do not (default: publish when config.yaml's notifications are on and a hub is known)",
+      "do not (default: publish when config.yaml's notifications are on and a hub and token are known)",
     )
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
@@ -494,7 +494,7 @@ Examples:
     .option('--publish', 'tell the hub about a switch (also on --url or --token)')
     .option(
       '--no-publish',
-      "do not (default: publish when config.yaml's notifications are on and a hub is known)",
+      "do not (default: publish when config.yaml's notifications are on and a hub and token are known)",
     )
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
@@ -502,7 +502,7 @@ Examples:
       'after',
       `
 Exit codes (--once): 0 acted or nothing to do, 5 at the switch threshold with no model left,
-2 a bad config.yaml, 1 a damaged handoff. The loop logs a failed pass and goes on.
+2 a bad config.yaml or a damaged handoff. The loop logs a failed pass and goes on.
 
 Every 10 minutes from cron (crontab -e):
   ctxbus handoff monitor --print-cron --workspace ~/clawd
