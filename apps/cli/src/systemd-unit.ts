@@ -134,9 +134,9 @@ export interface ServiceUnit {
   environment: Array<[name: string, value: string]>;
 }
 
-/** The unit file's text. */
-export function renderServiceUnit(unit: ServiceUnit): string {
-  const first = unit.execStart[0];
+/** Refuses a command systemd would not run: a relative path or one with special characters. */
+function checkExecutable(execStart: string[]): void {
+  const first = execStart[0];
   if (!first?.startsWith('/')) {
     throw new CtxbusError('validation_failed', 'the command must start with an absolute path');
   }
@@ -147,6 +147,20 @@ export function renderServiceUnit(unit: ServiceUnit): string {
       `systemd cannot run a program whose path holds quotes, backslashes or control characters: ${first}`,
     );
   }
+}
+
+function execLines(unit: ServiceUnit): string[] {
+  return [
+    `ExecStart=${unit.execStart.map((word) => quoteSystemdWord(word, 'command')).join(' ')}`,
+    ...unit.environment.map(
+      ([name, value]) => `Environment=${quoteSystemdWord(`${name}=${value}`, 'environment')}`,
+    ),
+  ];
+}
+
+/** The unit file's text. */
+export function renderServiceUnit(unit: ServiceUnit): string {
+  checkExecutable(unit.execStart);
   const lines = [
     '# Written by `ctxbus service install` (run it again to change this unit;',
     '# `ctxbus service uninstall` removes it).',
@@ -155,10 +169,7 @@ export function renderServiceUnit(unit: ServiceUnit): string {
     '',
     '[Service]',
     'Type=simple',
-    `ExecStart=${unit.execStart.map((word) => quoteSystemdWord(word, 'command')).join(' ')}`,
-    ...unit.environment.map(
-      ([name, value]) => `Environment=${quoteSystemdWord(`${name}=${value}`, 'environment')}`,
-    ),
+    ...execLines(unit),
     'Restart=on-failure',
     'RestartSec=5',
     '# Bad options (exit 2) stay bad: restarting would not help.',
@@ -169,6 +180,39 @@ export function renderServiceUnit(unit: ServiceUnit): string {
     '',
   ];
   return lines.join('\n');
+}
+
+/**
+ * A oneshot service and the timer that starts it every `everyMinutes` (for `ctxbus handoff
+ * monitor --once`): `<name>.service` and `<name>.timer`, to put in ~/.config/systemd/user/.
+ */
+export function renderTimerUnits(
+  unit: ServiceUnit & { name: string; description: string; everyMinutes: number },
+): { service: string; timer: string } {
+  checkExecutable(unit.execStart);
+  const service = [
+    '[Unit]',
+    `Description=${unit.description}`,
+    '',
+    '[Service]',
+    'Type=oneshot',
+    ...execLines(unit),
+    '',
+  ].join('\n');
+  const timer = [
+    '[Unit]',
+    `Description=${unit.description} (every ${unit.everyMinutes} min)`,
+    '',
+    '[Timer]',
+    `OnBootSec=${unit.everyMinutes}min`,
+    `OnUnitActiveSec=${unit.everyMinutes}min`,
+    `Unit=${unit.name}.service`,
+    '',
+    '[Install]',
+    'WantedBy=timers.target',
+    '',
+  ].join('\n');
+  return { service, timer };
 }
 
 /** The argv in a unit file's ExecStart=, or null when the text has none. */

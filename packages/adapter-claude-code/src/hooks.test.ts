@@ -1,9 +1,17 @@
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import { createHubLite } from '@ctxbus/client/light';
 import { pendingCount } from '@ctxbus/client/outbox';
+import { handoffPaths, heartbeat, switchModel } from '@ctxbus/handoff';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
@@ -130,6 +138,73 @@ describe('UserPromptSubmit', () => {
       context(),
     );
     expect(seen).toEqual({});
+  });
+});
+
+describe('the model-switch handoff (seed 003)', () => {
+  it('the first prompt after a switch starts with whose work it continues, once per switch', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ctxbus-hook-handoff-'));
+    try {
+      const paths = handoffPaths(workspace);
+      const inWorkspace = (input: Record<string, unknown>) => event({ cwd: workspace, ...input });
+      await heartbeat(paths, {
+        model: 'opus',
+        task: { description: 'Billing migration' },
+        nextSteps: ['Backfill old invoices'],
+      });
+      const before = await runHookEvent(
+        inWorkspace({ hook_event_name: 'SessionStart' }),
+        context(),
+      );
+      expect(before.additionalContext).not.toContain('Continuing from');
+      await switchModel(paths, { to: 'sonnet', reason: 'opus at 95%' });
+
+      // Even with the hub down: the note is local.
+      const first = await runHookEvent(
+        inWorkspace({ hook_event_name: 'UserPromptSubmit', prompt: 'go on' }),
+        context(deadHub),
+      );
+      expect(first.additionalContext).toBe(
+        "## Model switch (ctxbus handoff)\nContinuing from opus's work on Billing migration (switched: opus at 95%).\nNext steps:\n- Backfill old invoices",
+      );
+      // Told once: not on the next prompt, nor in another session.
+      const again = await runHookEvent(
+        inWorkspace({ hook_event_name: 'UserPromptSubmit', prompt: 'more' }),
+        context(),
+      );
+      expect(again.additionalContext ?? '').not.toContain('Continuing from');
+      const otherSession = await runHookEvent(
+        inWorkspace({ session_id: 'sess-9', hook_event_name: 'SessionStart' }),
+        context(),
+      );
+      expect(otherSession.additionalContext).not.toContain('Continuing from');
+
+      // The next switch is told, first, above the shared context.
+      await switchModel(paths, { to: 'opus', reason: 'limit reset' });
+      const next = await runHookEvent(
+        inWorkspace({ session_id: 'sess-9', hook_event_name: 'SessionStart' }),
+        context(),
+      );
+      expect(next.additionalContext).toMatch(
+        /^## Model switch \(ctxbus handoff\)\nContinuing from sonnet's work on Billing migration \(switched: limit reset\)\.\n[\s\S]*\n\n[\s\S]*mcp__ctxbus__context_write/,
+      );
+
+      // A tampered handoff: one notice, the turn goes on.
+      await switchModel(paths, { to: 'codex', reason: 'x' });
+      writeFileSync(
+        paths.handoff,
+        readFileSync(paths.handoff, 'utf8').replace('Billing migration', 'Something else'),
+      );
+      const damaged = await runHookEvent(
+        inWorkspace({ hook_event_name: 'UserPromptSubmit', prompt: 'y' }),
+        context(),
+      );
+      expect(damaged.systemMessage).toBe(
+        `ctxbus: the model-switch handoff is unusable: ${paths.handoff} fails its checksum`,
+      );
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
   });
 });
 

@@ -3,9 +3,15 @@ import type { HubApi, HubItem } from '@ctxbus/client/light';
 import { flushOutbox, queueItems } from '@ctxbus/client/outbox';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import { extractDecisions, stableId } from '@ctxbus/core/light';
+import { pendingResume } from '@ctxbus/handoff/light';
 import type { HookInput } from './hook-input.js';
 import type { SessionState } from './session-state.js';
-import { readSessionState, writeSessionState } from './session-state.js';
+import {
+  readHandoffSeen,
+  readSessionState,
+  writeHandoffSeen,
+  writeSessionState,
+} from './session-state.js';
 
 /** Claude Code caps injected hook output at 10,000 characters; stay clear of it. */
 export const MAX_INJECTED_CHARS = 9_500;
@@ -194,6 +200,38 @@ async function sessionEnd(
 }
 
 /**
+ * Seed 003's resume note: when the project holds a `.context-bus/` handoff whose newest switch
+ * no session here has been told about, the note comes first ("Continuing from X's work on
+ * ..."), once per switch. Local files only, so it comes even when the hub is down; a damaged
+ * handoff is one notice, never a failed hook.
+ */
+function withHandoff(output: HookOutput, cwd: string, context: HookContext): HookOutput {
+  if (!cwd) return output;
+  try {
+    const pending = pendingResume(cwd, readHandoffSeen(context.stateDir, cwd));
+    if (!pending) return output;
+    writeHandoffSeen(context.stateDir, cwd, pending.switchSequence);
+    if ('problem' in pending) {
+      const notice = `ctxbus: the model-switch handoff is unusable: ${pending.problem}`;
+      return {
+        ...output,
+        systemMessage: output.systemMessage ? `${output.systemMessage}\n${notice}` : notice,
+      };
+    }
+    const note = `## Model switch (ctxbus handoff)\n${pending.note}`;
+    return {
+      ...output,
+      additionalContext: clip(
+        output.additionalContext ? `${note}\n\n${output.additionalContext}` : note,
+        MAX_INJECTED_CHARS,
+      ),
+    };
+  } catch {
+    return output; // the handoff is a convenience; it must not fail the hook
+  }
+}
+
+/**
  * Runs one hook event. Never throws: a hub that is down, slow or misconfigured means no
  * context (and one notice per session), never a failed Claude Code turn.
  */
@@ -203,10 +241,10 @@ export async function runHookEvent(input: HookInput, context: HookContext): Prom
   try {
     switch (input.hook_event_name) {
       case 'SessionStart':
-        output = await sessionStart(context, state);
+        output = withHandoff(await sessionStart(context, state), input.cwd, context);
         break;
       case 'UserPromptSubmit':
-        output = await userPromptSubmit(context, state);
+        output = withHandoff(await userPromptSubmit(context, state), input.cwd, context);
         break;
       case 'PostToolUse':
         output = postToolUse(input, state);

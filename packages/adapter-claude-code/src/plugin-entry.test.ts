@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { handoffPaths, heartbeat, switchModel } from '@ctxbus/handoff';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The plugin's entry files run on whatever `node` Claude Code finds. On a Node older than 22
@@ -78,5 +79,33 @@ describe('plugin entries on this Node', () => {
     expect(JSON.parse(start.stdout).systemMessage).toMatch(
       /^ctxbus: hub unreachable \(no hub configured/,
     );
+  });
+});
+
+describe('the built hook and the handoff', () => {
+  it('injects the resume note after a switch, with neither zod nor YAML in the bundle', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ctxbus-plugin-handoff-'));
+    try {
+      const paths = handoffPaths(workspace);
+      await heartbeat(paths, { model: 'opus', task: { description: 'Reports' } });
+      await switchModel(paths, { to: 'codex', reason: 'opus at 96%' });
+      const input = JSON.stringify({
+        hook_event_name: 'UserPromptSubmit',
+        session_id: 'handoff',
+        cwd: workspace,
+        prompt: 'go on',
+      });
+      const prompt = run(process.execPath, 'ctxbus-claude-hook.js', input);
+      expect(prompt.status, prompt.stderr).toBe(0);
+      expect(JSON.parse(prompt.stdout).hookSpecificOutput?.additionalContext).toBe(
+        "## Model switch (ctxbus handoff)\nContinuing from opus's work on Reports (switched: opus at 96%).",
+      );
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+    // Every hook call loads this file: the handoff adds its reader, not zod or a YAML parser.
+    const bundle = readFileSync(`${DIST}ctxbus-claude-hook-main.js`, 'utf8');
+    expect(bundle).not.toMatch(/ZodError|\$ZodType|YAMLParseError/);
+    expect(bundle.length).toBeLessThan(40_000);
   });
 });

@@ -46,3 +46,34 @@ export function writeSessionState(stateDir: string, sessionId: string, state: Se
   writeFileSync(temp, JSON.stringify(state), { mode: 0o600 });
   renameSync(temp, file);
 }
+
+/**
+ * The newest model switch (its handoff sequence) announced per workspace, shared by every
+ * session: a switch is told once, to whichever session looks first.
+ */
+function handoffSeenFile(stateDir: string): string {
+  return join(stateDir, 'handoff-seen.json');
+}
+
+function readSeenMap(stateDir: string): Record<string, number> {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(handoffSeenFile(stateDir), 'utf8'));
+    return parsed !== null && typeof parsed === 'object' ? (parsed as Record<string, number>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function readHandoffSeen(stateDir: string, workspace: string): number {
+  return count(readSeenMap(stateDir)[workspace]);
+}
+
+export function writeHandoffSeen(stateDir: string, workspace: string, sequence: number): void {
+  const file = handoffSeenFile(stateDir);
+  mkdirSync(stateDir, { recursive: true });
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, JSON.stringify({ ...readSeenMap(stateDir), [workspace]: sequence }), {
+    mode: 0o600,
+  });
+  renameSync(temp, file);
+}

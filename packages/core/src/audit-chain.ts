@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { canonicalJson, sha256Hex } from './canonical-hash.js';
+import { sha256Hex } from './canonical-hash.js';
+import { canonicalJson } from './canonical-json.js';
 
 // The audit log of routing decisions, approvals and executions is hash-chained per team: each
 // record's hash covers its content and the previous record's hash, so changing, removing or

@@ -85,7 +85,7 @@ export {
   resourceNameSchema,
 } from './blackboard-contract.js';
 // Canonical JSON and its SHA-256 (no tokenizer): content hashes and file checksums.
-export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
+export { hashValue, sha256Hex } from './canonical-hash.js';
 export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
 export {
   CAPABILITY_MODES,

@@ -19,7 +19,8 @@ export {
   chainAuditRecord,
   verifyAuditChain,
 } from './audit-chain.js';
-export { canonicalJson, hashValue, sha256Hex } from './canonical-hash.js';
+export { hashValue, sha256Hex } from './canonical-hash.js';
+export { canonicalJson } from './canonical-json.js';
 export type {
   BuildConfig,
   BuiltContext,

@@ -6,10 +6,14 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { CtxbusError, hashValue } from '@ctxbus/core/contract';
+import type { HistoryEntry } from './handoff-history.js';
+import { appendHistory } from './handoff-history.js';
+import type { HandoffPaths } from './handoff-paths.js';
 import type { Handoff, HandoffContent } from './handoff-schema.js';
 import { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
 
@@ -17,26 +21,6 @@ import { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
 // (checking its checksum), writes the next one to a temporary file, fsyncs it and renames it
 // over the old one, then appends a line to history.jsonl: a reader sees the old file or the new
 // one, never half of one, and a `kill -9` at any point leaves the last good file.
-
-export interface HandoffPaths {
-  /** `<workspace>/.context-bus` */
-  dir: string;
-  handoff: string;
-  summary: string;
-  history: string;
-  lock: string;
-}
-
-export function handoffPaths(workspace: string): HandoffPaths {
-  const dir = join(workspace, '.context-bus');
-  return {
-    dir,
-    handoff: join(dir, 'handoff.json'),
-    summary: join(dir, 'rolling-summary.md'),
-    history: join(dir, 'history.jsonl'),
-    lock: join(dir, '.lock'),
-  };
-}
 
 /** `sha256:` + the SHA-256 of the document's canonical JSON, the checksum field left out. */
 export function checksumOf(document: Omit<Handoff, 'checksum'> | Handoff): string {
@@ -100,15 +84,19 @@ export interface LockOptions {
 
 function holderGone(lockPath: string, staleMs: number): boolean {
   let text: string;
+  let modified: number;
   try {
     text = readFileSync(lockPath, 'utf8');
+    modified = statSync(lockPath).mtimeMs;
   } catch {
     return false; // released meanwhile: just try again
   }
-  const [pid, since] = text.trim().split(' ').map(Number);
-  if (!Number.isFinite(since) || Date.now() - (since as number) > staleMs) return true;
+  if (Date.now() - modified > staleMs) return true;
+  // Empty: its holder created it a moment ago and is writing its pid (not stale, not gone).
+  const pid = Number(text.trim().split(' ')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
-    process.kill(pid as number, 0);
+    process.kill(pid, 0);
     return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
@@ -178,16 +166,6 @@ export function writeFileAtomic(path: string, text: string): void {
   }
 }
 
-/** One line of history.jsonl. */
-export interface HistoryEntry {
-  sequence: number;
-  timestamp: string;
-  event: string;
-  author: string;
-  model: string;
-  checksum: string;
-}
-
 export interface UpdateOptions extends LockOptions {
   now?: Date;
   /** What history.jsonl records (heartbeat, switch, ...). */
@@ -250,35 +228,9 @@ export async function updateHandoff(
         model: next.model.current,
         checksum: next.checksum,
       };
-      const fd = openSync(paths.history, 'a', 0o600);
-      try {
-        writeSync(fd, `${JSON.stringify(entry)}\n`);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
+      appendHistory(paths, entry);
       return next;
     },
     options,
   );
-}
-
-/** history.jsonl's entries; a torn last line (a crash mid-append) is left out. */
-export function readHistory(paths: HandoffPaths): HistoryEntry[] {
-  let text: string;
-  try {
-    text = readFileSync(paths.history, 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .flatMap((line) => {
-      try {
-        return [JSON.parse(line) as HistoryEntry];
-      } catch {
-        return [];
-      }
-    });
 }

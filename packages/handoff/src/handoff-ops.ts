@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { CtxbusError } from '@ctxbus/core/contract';
-import type { HandoffPaths } from './handoff-file.js';
-import { isStale, updateHandoff, writeFileAtomic } from './handoff-file.js';
+import { isStale, readHandoff, updateHandoff, writeFileAtomic } from './handoff-file.js';
+import type { HandoffPaths } from './handoff-paths.js';
 import type { Handoff, HandoffContent } from './handoff-schema.js';
 
 // What an agent does with its handoff (seed 003): a heartbeat records where the work stands, a
@@ -62,42 +62,176 @@ function heartbeatContent(current: Handoff | null, input: HeartbeatInput): Hando
   };
 }
 
-/** Records where the work stands; creates the handoff on the first call. */
-export function heartbeat(
+/** Time, injected: tests turn it by hand instead of waiting. */
+export interface Clock {
+  now(): Date;
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => new Date(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+export interface HeartbeatOptions {
+  now?: Date;
+  force?: boolean;
+  /** From this usage on (seed 003: 80%), rolling-summary.md is written too. */
+  summaryAtPercent?: number;
+}
+
+/**
+ * Records where the work stands (creates the handoff on the first call), answers a pending
+ * heartbeat request (a switch waiting for it), and above `summaryAtPercent` writes the
+ * rolling summary.
+ */
+export async function heartbeat(
   paths: HandoffPaths,
   input: HeartbeatInput,
-  options: { now?: Date; force?: boolean } = {},
+  options: HeartbeatOptions = {},
 ): Promise<Handoff> {
-  return updateHandoff(paths, (current) => heartbeatContent(current, input), {
+  const { summaryAtPercent, ...update } = options;
+  const handoff = await updateHandoff(paths, (current) => heartbeatContent(current, input), {
     event: 'heartbeat',
-    ...options,
+    ...update,
   });
+  rmSync(paths.heartbeatRequest, { force: true });
+  if (summaryDue(handoff, summaryAtPercent)) {
+    writeRollingSummary(paths, summaryOf(handoff), options.now);
+  }
+  return handoff;
+}
+
+/** Whether the usage reached the proactive-summary threshold. */
+export function summaryDue(handoff: Handoff, atPercent: number | undefined): boolean {
+  const usage = handoff.model.usage_percent;
+  return atPercent !== undefined && usage !== null && usage >= atPercent;
+}
+
+/** The rolling summary of a handoff: its task, recent actions, decisions, next steps, blockers. */
+export function summaryOf(handoff: Handoff): RollingSummary {
+  const task = handoff.task.description || 'No task recorded';
+  const usage = handoff.model.usage_percent;
+  return {
+    author: handoff.author,
+    tldr: `${task} [${handoff.task.status}]`,
+    focus: `${handoff.model.current}${usage !== null ? ` at ${usage}% of its limit` : ''}${handoff.task.project ? `, in ${handoff.task.project}` : ''}${handoff.handoff_ready ? '' : ' (handoff not marked ready)'}.`,
+    progress: handoff.context.recent_actions,
+    decisions: handoff.context.decisions,
+    nextSteps: handoff.context.next_steps,
+    openItems: handoff.context.blockers,
+  };
+}
+
+/** What a waiting switch leaves in `.context-bus/heartbeat-request.json` for the agent. */
+export interface HeartbeatRequest {
+  requested_at: string;
+  /** The sequence the next heartbeat must go beyond. */
+  after_sequence: number;
+  to: string;
+  reason: string;
 }
 
 export interface SwitchInput {
   to: string;
   reason: string;
-  /** A handoff older than this is refused unless `force` (default 30 min). */
+  /** A handoff older than this is refused unless `force` (default 5 min, the seed's). */
   maxAgeMs?: number;
   force?: boolean;
+  /**
+   * When the handoff is missing, stale or (with `requireReady`) not ready: ask for a final
+   * heartbeat (heartbeat-request.json) and wait up to this long for one (default 0: no wait).
+   */
+  waitMs?: number;
+  /** A handoff not marked ready is worth waiting for (default true). */
+  requireReady?: boolean;
+  /** How often to look for the heartbeat while waiting (default 500 ms). */
+  pollMs?: number;
+  /** Told when the request is written, before the wait (to say why nothing happens). */
+  onRequest?: (request: HeartbeatRequest) => void;
+  clock?: Clock;
+  /** A fixed time instead of a clock (no waiting then). */
   now?: Date;
 }
 
 export interface SwitchResult {
   handoff: Handoff;
-  /** What was wrong but did not stop the switch (not ready; forced past a check). */
+  /** What was wrong but did not stop the switch (not ready; no heartbeat came; forced). */
   warnings: string[];
+  /** Whether a final heartbeat was asked for, and whether it came. */
+  finalHeartbeat: 'not-needed' | 'received' | 'timed-out';
+}
+
+function readOrNull(paths: HandoffPaths, force: boolean | undefined): Handoff | null {
+  try {
+    return readHandoff(paths);
+  } catch (error) {
+    if (force) return null;
+    throw error;
+  }
 }
 
 /**
- * Moves the agent to model `to`: the handoff must exist, pass its checksum and be fresh, or
- * the switch is refused (`conflict`, or `validation_failed` for a damaged file) unless `force`.
- * A handoff not marked ready switches anyway, with a warning: the new model should check it.
+ * Seed 003's forced final heartbeat: when the handoff is not fit to switch on, leaves a request
+ * for the agent and waits until a heartbeat moves the sequence on with a fresh, ready handoff,
+ * or the time is up. The request is removed either way.
+ */
+async function awaitFinalHeartbeat(
+  paths: HandoffPaths,
+  input: SwitchInput,
+  clock: Clock,
+  maxAgeMs: number,
+): Promise<SwitchResult['finalHeartbeat']> {
+  const requireReady = input.requireReady ?? true;
+  const fit = (handoff: Handoff | null) =>
+    handoff !== null &&
+    !isStale(handoff, maxAgeMs, clock.now()) &&
+    (handoff.handoff_ready || !requireReady);
+  const current = readOrNull(paths, input.force);
+  const waitMs = input.waitMs ?? 0;
+  if (fit(current) || waitMs <= 0) return 'not-needed';
+  const afterSequence = current?.sequence ?? 0;
+  const request: HeartbeatRequest = {
+    requested_at: clock.now().toISOString(),
+    after_sequence: afterSequence,
+    to: input.to,
+    reason: input.reason,
+  };
+  mkdirSync(paths.dir, { recursive: true });
+  writeFileAtomic(paths.heartbeatRequest, `${JSON.stringify(request, null, 2)}\n`);
+  input.onRequest?.(request);
+  const deadline = clock.now().getTime() + waitMs;
+  try {
+    while (clock.now().getTime() < deadline) {
+      await clock.sleep(Math.min(input.pollMs ?? 500, deadline - clock.now().getTime()));
+      const next = readOrNull(paths, input.force);
+      if (next && next.sequence > afterSequence && fit(next)) return 'received';
+    }
+    return 'timed-out';
+  } finally {
+    rmSync(paths.heartbeatRequest, { force: true });
+  }
+}
+
+/**
+ * Moves the agent to model `to` (seed 003's pre-switch): first, when the handoff is not fit,
+ * asks for a final heartbeat and waits up to `waitMs`; then the handoff must exist, pass its
+ * checksum and be fresh, or the switch is refused (`not_found`, `validation_failed`,
+ * `conflict`) unless `force`. One not marked ready switches anyway, with a warning.
  */
 export async function switchModel(paths: HandoffPaths, input: SwitchInput): Promise<SwitchResult> {
-  const now = input.now ?? new Date();
-  const maxAgeMs = input.maxAgeMs ?? 30 * 60_000;
+  const clock: Clock = input.now
+    ? { now: () => input.now as Date, sleep: systemClock.sleep }
+    : (input.clock ?? systemClock);
+  const maxAgeMs = input.maxAgeMs ?? 5 * 60_000;
   const warnings: string[] = [];
+  const finalHeartbeat = await awaitFinalHeartbeat(paths, input, clock, maxAgeMs);
+  if (finalHeartbeat === 'timed-out') {
+    warnings.push(
+      `no final heartbeat came within ${Math.round((input.waitMs ?? 0) / 1000)} s: the handoff may be incomplete`,
+    );
+  }
+  const now = clock.now();
   const handoff = await updateHandoff(
     paths,
     (current) => {
@@ -131,7 +265,8 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
           current: input.to,
           previous: current?.model.current ?? null,
           usage_percent: null,
-          switch_reason: input.reason,
+          // Seed 003's `auto_threshold_incomplete`: the resuming model is told to check.
+          switch_reason: warnings.length ? `${input.reason} (incomplete handoff)` : input.reason,
         },
         task: base.task,
         context: base.context,
@@ -140,23 +275,7 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
     },
     { event: 'switch', now, ...(input.force !== undefined && { force: input.force }) },
   );
-  return { handoff, warnings };
-}
-
-/** What the resuming model is told first (seed 003: "Continuing from X's work on ..."). */
-export function resumeNote(handoff: Handoff): string | null {
-  if (!handoff.model.previous) return null;
-  const lines = [
-    `Continuing from ${handoff.model.previous}'s work on ${handoff.task.description || 'the current task'}${handoff.model.switch_reason ? ` (switched: ${handoff.model.switch_reason})` : ''}.`,
-  ];
-  const list = (title: string, items: string[]) => {
-    if (items.length) lines.push(`${title}:`, ...items.map((item) => `- ${item}`));
-  };
-  list('Recent actions', handoff.context.recent_actions);
-  list('Decisions', handoff.context.decisions);
-  list('Next steps', handoff.context.next_steps);
-  list('Blockers', handoff.context.blockers);
-  return lines.join('\n');
+  return { handoff, warnings, finalHeartbeat };
 }
 
 export interface RollingSummary {

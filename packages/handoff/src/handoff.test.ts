@@ -4,8 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { removeDir, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checksumOf, handoffPaths, readHandoff, readHistory } from './handoff-file.js';
-import { heartbeat, resumeNote, switchModel, writeRollingSummary } from './handoff-ops.js';
+import { checksumOf, readHandoff } from './handoff-file.js';
+import { readHistory } from './handoff-history.js';
+import type { Clock } from './handoff-ops.js';
+import { heartbeat, switchModel, writeRollingSummary } from './handoff-ops.js';
+import { handoffPaths } from './handoff-paths.js';
+import { resumeNote } from './resume-note.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -108,7 +112,7 @@ describe('switching models', () => {
     const { handoff, warnings } = await switchModel(paths, {
       to: 'codex',
       reason: 'opus at 95% of its limit',
-      now: at('2026-11-25T08:10:00Z'),
+      now: at('2026-11-25T08:04:00Z'),
     });
     expect(warnings).toEqual([]);
     expect(handoff.model).toEqual({
@@ -153,6 +157,7 @@ describe('switching models', () => {
       'the handoff is not marked ready: check its next steps before going on',
     ]);
     expect(forced.handoff.model.current).toBe('gemini');
+    expect(forced.handoff.model.switch_reason).toBe('limit (incomplete handoff)');
   });
 
   it('without any handoff, refuses unless forced', async () => {
@@ -160,6 +165,112 @@ describe('switching models', () => {
     await expect(switchModel(paths, { to: 'codex', reason: 'x' })).rejects.toMatchObject({
       code: 'not_found',
     });
+  });
+});
+
+/** A clock the test turns: each sleep moves time on and may let the agent act. */
+function turnedClock(start: string, onSleep: (slept: number) => Promise<void> | void = () => {}) {
+  let now = Date.parse(start);
+  let sleeps = 0;
+  const clock: Clock = {
+    now: () => new Date(now),
+    sleep: async (ms) => {
+      now += ms;
+      sleeps += 1;
+      await onSleep(sleeps);
+    },
+  };
+  return { clock, sleeps: () => sleeps };
+}
+
+describe('the forced final heartbeat before a switch', () => {
+  it('asks for a heartbeat, waits until the sequence moves on, then switches without warnings', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(
+      paths,
+      { model: 'opus', usagePercent: 96, ready: false, task: { description: 'Billing' } },
+      { now: at('2026-11-25T08:00:00Z') },
+    );
+    let requestSeen: unknown = null;
+    const { clock, sleeps } = turnedClock('2026-11-25T08:01:00Z', async (slept) => {
+      if (slept !== 3) return;
+      // The agent notices the request and answers with its final heartbeat.
+      requestSeen = JSON.parse(readFileSync(paths.heartbeatRequest, 'utf8'));
+      await heartbeat(
+        paths,
+        { model: 'opus', actions: ['Saved the migration state'], nextSteps: ['Backfill'] },
+        { now: clock.now() },
+      );
+    });
+    const result = await switchModel(paths, {
+      to: 'codex',
+      reason: 'opus at 96%',
+      waitMs: 60_000,
+      pollMs: 5_000,
+      clock,
+    });
+    expect(requestSeen).toEqual({
+      requested_at: '2026-11-25T08:01:00.000Z',
+      after_sequence: 1,
+      to: 'codex',
+      reason: 'opus at 96%',
+    });
+    expect(sleeps()).toBe(3);
+    expect(result.finalHeartbeat).toBe('received');
+    expect(result.warnings).toEqual([]);
+    expect(result.handoff).toMatchObject({
+      sequence: 3,
+      model: { current: 'codex', previous: 'opus', switch_reason: 'opus at 96%' },
+      context: { recent_actions: ['Saved the migration state'], next_steps: ['Backfill'] },
+    });
+    expect(() => readFileSync(paths.heartbeatRequest)).toThrowError(/ENOENT/);
+  });
+
+  it('waits no longer than the configured time, then switches anyway with a warning', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'opus', ready: false }, { now: at('2026-11-25T08:00:00Z') });
+    const { clock, sleeps } = turnedClock('2026-11-25T08:00:30Z');
+    const result = await switchModel(paths, {
+      to: 'codex',
+      reason: 'auto_threshold',
+      waitMs: 60_000,
+      pollMs: 25_000,
+      clock,
+    });
+    expect(sleeps()).toBe(3); // 25 s + 25 s + the last 10 s
+    expect(clock.now().toISOString()).toBe('2026-11-25T08:01:30.000Z');
+    expect(result.finalHeartbeat).toBe('timed-out');
+    expect(result.warnings).toEqual([
+      'no final heartbeat came within 60 s: the handoff may be incomplete',
+      'the handoff is not marked ready: check its next steps before going on',
+    ]);
+    expect(result.handoff.model.switch_reason).toBe('auto_threshold (incomplete handoff)');
+    expect(() => readFileSync(paths.heartbeatRequest)).toThrowError(/ENOENT/);
+  });
+
+  it('a fresh, ready handoff needs no wait; a stale one still waits, then is refused unless forced', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'opus' }, { now: at('2026-11-25T08:00:00Z') });
+    const fresh = turnedClock('2026-11-25T08:02:00Z');
+    const first = await switchModel(paths, {
+      to: 'codex',
+      reason: 'r',
+      waitMs: 60_000,
+      clock: fresh.clock,
+    });
+    expect(fresh.sleeps()).toBe(0);
+    expect(first.finalHeartbeat).toBe('not-needed');
+
+    const late = turnedClock('2026-11-25T09:00:00Z');
+    const refused = switchModel(paths, {
+      to: 'gemini',
+      reason: 'r',
+      waitMs: 10_000,
+      pollMs: 5_000,
+      clock: late.clock,
+    });
+    await expect(refused).rejects.toMatchObject({ code: 'conflict', details: { reason: 'stale' } });
+    expect(late.sleeps()).toBe(2);
   });
 });
 

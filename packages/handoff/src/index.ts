@@ -1,17 +1,31 @@
 // Seed 003's model-switch handoff, on files in the agent's workspace (`.context-bus/`).
-export type { HandoffPaths, HistoryEntry, LockOptions, UpdateOptions } from './handoff-file.js';
+export type { HandoffConfig } from './handoff-config.js';
+export {
+  DEFAULT_HANDOFF_CONFIG,
+  handoffConfigPath,
+  handoffConfigSchema,
+  loadHandoffConfig,
+  nextModel,
+  parseHandoffConfig,
+} from './handoff-config.js';
+export type { LockOptions, UpdateOptions } from './handoff-file.js';
 export {
   checksumOf,
-  handoffPaths,
   isStale,
   readHandoff,
-  readHistory,
   updateHandoff,
   withLock,
   writeFileAtomic,
 } from './handoff-file.js';
+export type { HistoryEntry } from './handoff-history.js';
+export { readHistory } from './handoff-history.js';
+export type { MonitorAction, MonitorOptions } from './handoff-monitor.js';
+export { monitorOnce, switchSafety } from './handoff-monitor.js';
 export type {
+  Clock,
   HeartbeatInput,
+  HeartbeatOptions,
+  HeartbeatRequest,
   RollingSummary,
   SwitchInput,
   SwitchResult,
@@ -19,9 +33,16 @@ export type {
 export {
   heartbeat,
   RECENT_ACTIONS,
-  resumeNote,
+  summaryDue,
+  summaryOf,
   switchModel,
+  systemClock,
   writeRollingSummary,
 } from './handoff-ops.js';
+export type { HandoffPaths } from './handoff-paths.js';
+export { handoffPaths } from './handoff-paths.js';
 export type { Handoff, HandoffContent } from './handoff-schema.js';
 export { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
+export { resumeNote } from './resume-note.js';
+export type { PendingResume } from './resume-pending.js';
+export { pendingResume } from './resume-pending.js';

@@ -142,6 +142,8 @@ export function spawnCli(
       CTXBUS_ADMIN_TOKEN: '',
       CTXBUS_DATA: '',
       CTXBUS_CONFIG_DIR: CLI_CONFIG_DIR,
+      // seed 003's ~/.config/context-bus/config.yaml: absent (the defaults) unless a test says
+      CONTEXT_BUS_CONFIG: join(CLI_CONFIG_DIR, 'context-bus', 'config.yaml'),
       ...options.env,
     },
     stdio: ['pipe', 'pipe', 'pipe'],

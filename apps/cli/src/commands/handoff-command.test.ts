@@ -1,13 +1,28 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
-import { removeDir, runCli, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { CtxbusTelegramBot } from '@ctxbus/telegram';
+import { startTestBotApi } from '@ctxbus/telegram/testing';
+import {
+  removeDir,
+  runCli,
+  spawnCli,
+  tempDir,
+  useHubProcess,
+  waitFor,
+  waitUntil,
+} from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
+import { splitSystemdCommandLine } from '../systemd-unit.js';
 
 // `ctxbus handoff` run as the real command in a temporary workspace, publishing to a real hub.
 
 const hub = useHubProcess({
-  tokens: { agent: ['acme', 'openclaw'], reader: ['acme', 'claude-code'] },
+  tokens: {
+    agent: ['acme', 'openclaw'],
+    reader: ['acme', 'claude-code'],
+    telegram: ['acme', 'telegram'],
+  },
 });
 const dirs: string[] = [];
 afterAll(() => {
@@ -17,6 +32,12 @@ const fresh = () => {
   const dir = tempDir('ctxbus-handoff-cli-');
   dirs.push(dir);
   return dir;
+};
+/** A config.yaml of the test's own, passed the way users would: $CONTEXT_BUS_CONFIG. */
+const withConfig = (yaml: string) => {
+  const file = join(fresh(), 'config.yaml');
+  writeFileSync(file, yaml);
+  return { CONTEXT_BUS_CONFIG: file };
 };
 
 describe('ctxbus handoff', { timeout: 60_000 }, () => {
@@ -60,7 +81,10 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
       ...hubArgs,
     ]);
     expect(beat.code, beat.stderr).toBe(0);
-    expect(beat.stdout).toBe('heartbeat 1 saved (opus)\n');
+    // 91% is above the default proactive threshold (80%): the summary is written too.
+    expect(beat.stdout).toMatch(
+      /^heartbeat 1 saved \(opus\); .*rolling-summary\.md written \(usage 91% >= 80%\)\n$/,
+    );
     const status = await runCli(['handoff', 'status', '--workspace', workspace]);
     expect(status.stdout).toMatch(
       /sequence 1, 0 min old, checksum ok, ready\nmodel: opus \(91%\)\ntask: Billing migration \[in_progress\]\nnext: Backfill old invoices\n$/,
@@ -84,11 +108,329 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
     expect(seen.items[0]).toMatchObject({
       type: 'status',
       urgency: 'attention',
-      title: 'Agent switched from opus to codex: Billing migration',
+      title: 'Switched opus -> codex (91%): Billing migration. Context preserved.',
+      relevanceTags: ['handoff', 'codex', 'model-switch'],
     });
     expect(seen.items[0]?.content).toContain('Next: Backfill old invoices');
     // Keyed per workspace: the switch superseded the heartbeat's item.
     expect(seen.items).toHaveLength(1);
+  });
+
+  it('config.yaml: a bad field is named with its line (exit 2); its workspace is the default', async () => {
+    const bad = await runCli(['handoff', 'status'], {
+      env: withConfig('safety:\n  max_wait_seconds: -1\n'),
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /^ctxbus: error: .*config\.yaml:2:21: safety\.max_wait_seconds: Too small: expected number to be >=0\n$/,
+    );
+    const workspace = fresh();
+    const env = withConfig(`workspace: ${workspace}\n`);
+    const beat = await runCli(['handoff', 'heartbeat', '--model', 'opus'], { env });
+    expect(beat.code, beat.stderr).toBe(0);
+    expect(existsSync(join(workspace, '.context-bus', 'handoff.json'))).toBe(true);
+  });
+
+  it('heartbeat writes the rolling summary from the proactive threshold on', async () => {
+    const workspace = fresh();
+    const env = withConfig('thresholds:\n  proactive_summary: 70\n');
+    const summary = join(workspace, '.context-bus', 'rolling-summary.md');
+    const below = await runCli(
+      ['handoff', 'heartbeat', '--model', 'opus', '--usage', '69', '--workspace', workspace],
+      { env },
+    );
+    expect(below.stdout).toBe('heartbeat 1 saved (opus)\n');
+    expect(existsSync(summary)).toBe(false);
+    const above = await runCli(
+      [
+        'handoff',
+        'heartbeat',
+        '--model',
+        'opus',
+        '--usage',
+        '70',
+        '--task',
+        'Billing',
+        '--action',
+        'Migrated invoices',
+        '--next',
+        'Backfill',
+        '--workspace',
+        workspace,
+      ],
+      { env },
+    );
+    expect(above.stdout).toBe(`heartbeat 2 saved (opus); ${summary} written (usage 70% >= 70%)\n`);
+    const text = readFileSync(summary, 'utf8');
+    expect(text).toMatch(
+      /^---\nschema_version: 2\ngenerated: .*\nauthor: opus\ntoken_count: \d+\n---\n/,
+    );
+    expect(text).toContain('## Recent Progress\n- Migrated invoices\n');
+    expect(text).toContain('## Immediate Next Steps\n1. Backfill\n');
+  });
+
+  it('switch asks for a final heartbeat and waits for it; without one it switches with a warning', async () => {
+    const workspace = fresh();
+    const env = withConfig('safety:\n  max_wait_seconds: 30\n');
+    await runCli(
+      ['handoff', 'heartbeat', '--model', 'opus', '--not-ready', '--workspace', workspace],
+      { env },
+    );
+    const request = join(workspace, '.context-bus', 'heartbeat-request.json');
+    const switching = spawnCli(
+      ['handoff', 'switch', '--to', 'codex', '--reason', 'opus at 95%', '--workspace', workspace],
+      { env },
+    );
+    await waitUntil(() => existsSync(request), 'the switch to ask for a final heartbeat');
+    expect(JSON.parse(readFileSync(request, 'utf8'))).toMatchObject({
+      after_sequence: 1,
+      to: 'codex',
+    });
+    const final = await runCli(
+      [
+        'handoff',
+        'heartbeat',
+        '--model',
+        'opus',
+        '--action',
+        'Saved state',
+        '--next',
+        'Backfill',
+        '--workspace',
+        workspace,
+      ],
+      { env },
+    );
+    expect(final.code, final.stderr).toBe(0);
+    const switched = await waitFor(switching.done, 'the switch to finish');
+    expect(switched.code, switched.stderr).toBe(0);
+    expect(switched.stderr).toMatch(
+      /^ctxbus: waiting up to 30 s for a final heartbeat \(.*heartbeat-request\.json, after sequence 1\)\n$/,
+    );
+    expect(switched.stdout).toBe(
+      "Continuing from opus's work on the current task (switched: opus at 95%).\nRecent actions:\n- Saved state\nNext steps:\n- Backfill\n",
+    );
+    expect(existsSync(request)).toBe(false);
+
+    // Not ready again, and --wait 0: no request, a switch anyway, and the warnings.
+    await runCli(
+      ['handoff', 'heartbeat', '--model', 'codex', '--not-ready', '--workspace', workspace],
+      { env },
+    );
+    const hurried = await runCli(
+      [
+        'handoff',
+        'switch',
+        '--to',
+        'gemini',
+        '--reason',
+        'codex failing',
+        '--wait',
+        '0',
+        '--workspace',
+        workspace,
+      ],
+      { env },
+    );
+    expect(hurried.code, hurried.stderr).toBe(0);
+    expect(hurried.stderr).toBe(
+      'ctxbus: warning: the handoff is not marked ready: check its next steps before going on\n',
+    );
+    expect(hurried.stdout).toMatch(/\(switched: codex failing \(incomplete handoff\)\)\./);
+  });
+
+  it("config.yaml's notifications decide publishing when no flag does", async () => {
+    const quiet = fresh();
+    const loud = fresh();
+    const hubEnv = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.agent };
+    const off = await runCli(['handoff', 'heartbeat', '--model', 'opus', '--workspace', quiet], {
+      env: { ...hubEnv, ...withConfig('notifications:\n  enabled: false\n') },
+    });
+    expect(off.code, off.stderr).toBe(0);
+    // Defaults (enabled) with a hub known from the environment: published.
+    const on = await runCli(['handoff', 'heartbeat', '--model', 'opus', '--workspace', loud], {
+      env: hubEnv,
+    });
+    expect(on.code, on.stderr).toBe(0);
+    // A hub but no token for it: not published, and no warning on every heartbeat.
+    const tokenless = await runCli(
+      ['handoff', 'heartbeat', '--model', 'opus', '--workspace', quiet],
+      { env: { CTXBUS_URL: hub.url } },
+    );
+    expect(tokenless.code).toBe(0);
+    expect(tokenless.stderr).toBe('');
+    const reader = createClient({ url: hub.url, token: hub.tokens.reader });
+    const keys = (await reader.list({ tags: 'handoff', limit: 50 })).items.map((item) => item.key);
+    const keyOf = (dir: string) => expect.stringContaining(dir.split('/').at(-1) as string);
+    expect(keys).toContainEqual(keyOf(loud));
+    expect(keys).not.toContainEqual(keyOf(quiet));
+  });
+
+  it('monitor --once switches at the threshold and tells the hub; below, it only prepares', async () => {
+    const workspace = fresh();
+    const env = withConfig(
+      'models:\n  primary: opus\n  secondary: codex\nthresholds:\n  switch_to_secondary: 90\n  proactive_summary: 75\nnotifications:\n  channel: telegram\n',
+    );
+    const hubArgs = ['--workspace', workspace, '--url', hub.url, '--token', hub.tokens.agent];
+    await runCli(
+      [
+        'handoff',
+        'heartbeat',
+        '--model',
+        'opus',
+        '--usage',
+        '80',
+        '--task',
+        'Reports',
+        '--workspace',
+        workspace,
+      ],
+      { env },
+    );
+    const prepare = await runCli(['handoff', 'monitor', '--once', ...hubArgs], { env });
+    expect(prepare.code, prepare.stderr).toBe(0);
+    expect(prepare.stdout).toMatch(/^monitor: opus at 80%: .*rolling-summary\.md written\n$/);
+    await runCli(
+      ['handoff', 'heartbeat', '--model', 'opus', '--usage', '93', '--workspace', workspace],
+      { env },
+    );
+    const monitor = await runCli(['handoff', 'monitor', '--once', ...hubArgs], { env });
+    expect(monitor.code, monitor.stderr).toBe(0);
+    expect(monitor.stdout).toBe('monitor: switched opus -> codex (auto_threshold: opus at 93%)\n');
+    const reader = createClient({ url: hub.url, token: hub.tokens.reader });
+    const seen = await reader.list({ tags: 'model-switch', limit: 10 });
+    expect(seen.items.find((item) => item.title.includes('Reports'))).toMatchObject({
+      urgency: 'attention',
+      title: 'Switched opus -> codex (93%): Reports. Context preserved.',
+      relevanceTags: ['handoff', 'codex', 'model-switch', 'telegram'],
+    });
+    // codex at the threshold, with nothing configured after it: exit 5, nothing changed.
+    await runCli(
+      ['handoff', 'heartbeat', '--model', 'codex', '--usage', '99', '--workspace', workspace],
+      { env },
+    );
+    const stuck = await runCli(['handoff', 'monitor', '--once', '--workspace', workspace], { env });
+    expect(stuck.code).toBe(5);
+    expect(stuck.stderr).toBe(
+      'ctxbus: error: codex is at 99% and no model is configured after it\n',
+    );
+  });
+
+  it('monitor loops until SIGTERM, and prints its cron line and systemd timer', async () => {
+    const workspace = fresh();
+    const env = withConfig('thresholds:\n  proactive_summary: 10\n');
+    await runCli(
+      ['handoff', 'heartbeat', '--model', 'opus', '--usage', '20', '--workspace', workspace],
+      { env },
+    );
+    const loop = spawnCli(['handoff', 'monitor', '--interval', '5', '--workspace', workspace], {
+      env,
+      timeoutMs: 30_000,
+    });
+    let output = '';
+    loop.child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    await waitUntil(() => output.includes('monitor:'), 'the first pass of the loop');
+    loop.child.kill('SIGTERM');
+    const ended = await waitFor(loop.done, 'the loop to stop on SIGTERM');
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(ended.stdout).toMatch(/^monitor: opus at 20%: .*written\n$/);
+
+    const spaced = join(fresh(), 'my agent');
+    mkdirSync(spaced);
+    const timer = await runCli(
+      ['handoff', 'monitor', '--print-timer', '--interval', '15', '--workspace', spaced],
+      { env },
+    );
+    expect(timer.code, timer.stderr).toBe(0);
+    expect(timer.stdout).toContain(
+      '[Timer]\nOnBootSec=15min\nOnUnitActiveSec=15min\nUnit=ctxbus-handoff-monitor.service\n',
+    );
+    expect(timer.stdout).toContain('Type=oneshot\n');
+    const execStart = timer.stdout.split('\n').find((line) => line.startsWith('ExecStart='));
+    const argv = splitSystemdCommandLine(execStart?.slice('ExecStart='.length) ?? '');
+    expect(argv.slice(2)).toEqual(['handoff', 'monitor', '--once', '--workspace', spaced]);
+    expect(timer.stdout).toContain(`Environment=CONTEXT_BUS_CONFIG=${env.CONTEXT_BUS_CONFIG}\n`);
+    const cron = await runCli(['handoff', 'monitor', '--print-cron', '--workspace', spaced], {
+      env,
+    });
+    expect(cron.stdout).toMatch(
+      new RegExp(
+        `^\\*/10 \\* \\* \\* \\* CONTEXT_BUS_CONFIG=\\S+ CTXBUS_CONFIG_DIR=\\S+ \\S+ \\S+ handoff monitor --once --workspace '${spaced}' >> '${spaced}/\\.context-bus/monitor\\.log' 2>&1\\n$`,
+      ),
+    );
+  });
+
+  it('a switch reaches Telegram: the bot pushes it in its next digest', async () => {
+    const botToken = '123456:TEST-handoff_abcdefghijklmnopqrstuvwxyz';
+    const api = await startTestBotApi(botToken);
+    const stateDir = fresh();
+    let digestTimer: (() => void) | null = null;
+    const bot = await CtxbusTelegramBot.create({
+      botToken,
+      client: createClient({ url: hub.url, token: hub.tokens.telegram }),
+      chats: [100],
+      apiRoot: api.apiRoot,
+      statePath: join(stateDir, 'telegram-state.json'),
+      timers: {
+        setInterval: (callback) => {
+          digestTimer = callback;
+          return 1;
+        },
+        clearInterval: () => {
+          digestTimer = null;
+        },
+      },
+    });
+    try {
+      await bot.start();
+      const workspace = fresh();
+      const env = withConfig('notifications:\n  channel: telegram\n');
+      const hubArgs = ['--workspace', workspace, '--url', hub.url, '--token', hub.tokens.agent];
+      await runCli(
+        [
+          'handoff',
+          'heartbeat',
+          '--model',
+          'opus',
+          '--usage',
+          '96',
+          '--task',
+          'Nightly ETL',
+          ...hubArgs,
+        ],
+        { env },
+      );
+      const switched = await runCli(
+        ['handoff', 'switch', '--to', 'codex', '--reason', 'opus at 96%', ...hubArgs],
+        { env },
+      );
+      expect(switched.code, switched.stderr).toBe(0);
+      // A blocking item written after the switch: once it is pushed, the switch is queued.
+      await createClient({ url: hub.url, token: hub.tokens.agent }).write({
+        type: 'alert',
+        title: 'Handoff digest marker',
+        urgency: 'blocking',
+      });
+      await waitFor(
+        api.nextCall(
+          (call) =>
+            call.method === 'sendMessage' &&
+            String(call.params.text).includes('Handoff digest marker'),
+        ),
+        'the marker push',
+      );
+      expect(digestTimer).not.toBeNull();
+      await bot.flushDigest(); // what the digest timer does
+      const digest = api.sent(100).find((message) => message.text.includes('CTXBUS DIGEST'));
+      expect(digest?.text).toContain(
+        'Switched opus -> codex (96%): Nightly ETL. Context preserved.',
+      );
+    } finally {
+      await bot.stop();
+      await api.close();
+    }
   });
 
   it('refuses a tampered handoff, a missing one and bad input, each with its exit code', async () => {
@@ -109,6 +451,9 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
     ]);
     expect(tampered.code).toBe(2);
     expect(tampered.stderr).toMatch(/handoff\.json fails its checksum/);
+    const monitor = await runCli(['handoff', 'monitor', '--once', '--workspace', workspace]);
+    expect(monitor.code).toBe(2);
+    expect(monitor.stderr).toMatch(/handoff\.json fails its checksum/);
     const none = await runCli(['handoff', 'status', '--workspace', fresh()]);
     expect(none.code).toBe(4);
     const badUsage = await runCli([

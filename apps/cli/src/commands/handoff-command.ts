@@ -3,35 +3,49 @@ import { join, resolve } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
-import type { Handoff, HandoffPaths } from '@ctxbus/handoff';
+import type { Handoff, HandoffConfig, HandoffPaths, MonitorAction } from '@ctxbus/handoff';
 import {
+  handoffConfigPath,
   handoffPaths,
   heartbeat,
+  loadHandoffConfig,
+  monitorOnce,
   readHandoff,
   readHistory,
   resumeNote,
   switchModel,
+  switchSafety,
 } from '@ctxbus/handoff';
 import type { Command } from 'commander';
-import { hubUrl, runtimeToken } from '../hub-target.js';
+import { configDir } from '../credentials.js';
+import { findHubUrl, hubUrl, runtimeToken } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
+import { renderTimerUnits } from '../systemd-unit.js';
 
 // `ctxbus handoff ...`: seed 003's model-switch handoff in an agent's workspace
 // (`.context-bus/`), optionally published to the hub so the other runtimes see the switch.
 
 interface CommonOptions {
   workspace?: string;
+  config?: string;
   json?: boolean;
   url?: string;
   token?: string;
+  /** true: --publish; false: --no-publish; undefined: config.yaml decides. */
   publish?: boolean;
 }
 
 const WORKSPACE_HELP =
-  "the agent's workspace, holding .context-bus/ (default: the current directory)";
+  "the agent's workspace, holding .context-bus/ (default: config.yaml's workspace, else the current directory)";
+const CONFIG_HELP =
+  'config.yaml (default: $CONTEXT_BUS_CONFIG, else ~/.config/context-bus/config.yaml; absent: the defaults)';
 
-function workspaceOf(options: CommonOptions): string {
-  return resolve(options.workspace ?? process.cwd());
+function configOf(options: CommonOptions): HandoffConfig {
+  return loadHandoffConfig(options.config ? resolve(options.config) : handoffConfigPath());
+}
+
+function workspaceOf(options: CommonOptions, config?: HandoffConfig): string {
+  return resolve(options.workspace ?? config?.workspace ?? process.cwd());
 }
 
 const HEARTBEAT_RULES_MARKER = '<!-- ctxbus handoff rules -->';
@@ -43,6 +57,9 @@ const HEARTBEAT_RULES = `${HEARTBEAT_RULES_MARKER}
   "Continuing from <previous>'s work on <task>".
 - After each meaningful step, record it: \`ctxbus handoff heartbeat --model <you> --action "..."\`
   (with \`--next\`, \`--decision\`, \`--blocker\`, \`--usage\` when they change).
+- When \`.context-bus/heartbeat-request.json\` exists, a model switch is waiting for your final
+  heartbeat: write one now, with your next steps (the switch goes ahead without it after
+  config.yaml's \`safety.max_wait_seconds\`).
 - Never edit \`.context-bus/\` by hand: every file there is checksummed.
 `;
 
@@ -67,15 +84,27 @@ function init(workspace: string): {
   return { kind: openclaw ? 'openclaw' : 'project', heartbeatFile, added };
 }
 
-/** The handoff as a status item keyed per workspace: the newest supersedes the last. */
-function handoffItem(workspace: string, handoff: Handoff, event: string): ContextItemInput {
+/**
+ * The handoff as a status item keyed per workspace: the newest supersedes the last. A switch is
+ * an `attention` item, the seed's notification ("Switched opus -> codex (96%). Context
+ * preserved."), which the Telegram bot pushes to its chats; heartbeats are background.
+ */
+export function handoffItem(
+  workspace: string,
+  handoff: Handoff,
+  event: 'heartbeat' | 'switch',
+  config: HandoffConfig,
+  usageBefore: number | null = null,
+): ContextItemInput {
   const switched = event === 'switch' && handoff.model.previous;
   const note = resumeNote(handoff);
+  const task = handoff.task.description || 'no task';
+  const incomplete = handoff.model.switch_reason?.endsWith('(incomplete handoff)');
   return {
     type: 'status',
     title: switched
-      ? `Agent switched from ${handoff.model.previous} to ${handoff.model.current}: ${handoff.task.description || 'no task'}`
-      : `${handoff.model.current} working on ${handoff.task.description || 'no task'}`,
+      ? `Switched ${handoff.model.previous} -> ${handoff.model.current}${usageBefore !== null ? ` (${usageBefore}%)` : ''}: ${task}. ${incomplete ? 'Handoff incomplete: check it.' : 'Context preserved.'}`
+      : `${handoff.model.current} working on ${task}`,
     content: [
       note ??
         `Model ${handoff.model.current}${handoff.model.usage_percent !== null ? ` at ${handoff.model.usage_percent}% of its limit` : ''}.`,
@@ -89,23 +118,48 @@ function handoffItem(workspace: string, handoff: Handoff, event: string): Contex
         .replace(/^_+|_+$/g, '')
         .slice(-150) || 'workspace'
     }`,
-    relevanceTags: ['handoff', handoff.model.current],
+    relevanceTags: [
+      'handoff',
+      handoff.model.current,
+      ...(switched ? ['model-switch'] : []),
+      ...(switched && config.notifications.channel === 'telegram' ? ['telegram'] : []),
+    ],
     ...(switched && { urgency: 'attention' as const }),
   };
 }
 
-/** Publishes when asked (--publish, --url or --token); a hub that fails is a warning only. */
+/** A hub URL and a runtime token for it, from the environment or saved: publishing can work. */
+function hubKnown(): boolean {
+  const url = findHubUrl(undefined);
+  if (url === null) return false;
+  try {
+    runtimeToken(url, undefined);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Publishes a heartbeat or switch to the hub: always with --publish (or --url/--token), never
+ * with --no-publish, else when config.yaml's notifications are enabled and a hub and a token
+ * are known ($CTXBUS_URL and $CTXBUS_TOKEN, or saved ones). A hub that fails is a warning only: the handoff is saved.
+ */
 async function publish(
   options: CommonOptions,
+  config: HandoffConfig,
   workspace: string,
   handoff: Handoff,
-  event: string,
+  event: 'heartbeat' | 'switch',
+  usageBefore: number | null = null,
 ): Promise<void> {
-  if (!options.publish && !options.url && !options.token) return;
+  const asked = options.publish === true || Boolean(options.url || options.token);
+  if (options.publish === false) return;
+  if (!asked && !(config.notifications.enabled && hubKnown())) return;
   try {
     const url = hubUrl(options.url);
     await createClient({ url, token: runtimeToken(url, options.token) }).write(
-      handoffItem(workspace, handoff, event),
+      handoffItem(workspace, handoff, event, config, usageBefore),
     );
   } catch (error) {
     process.stderr.write(
@@ -129,12 +183,17 @@ function percent(value: string): number {
   return number;
 }
 
-function minutes(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1) {
-    throw new CtxbusError('validation_failed', `--max-age must be whole minutes (got "${value}")`);
-  }
-  return Number(value);
+function whole(flag: string, unit: string, min: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < min) {
+      throw new CtxbusError('validation_failed', `${flag} must be whole ${unit} (got "${value}")`);
+    }
+    return Number(value);
+  };
 }
+const minutes = whole('--max-age', 'minutes', 1);
+const waitSeconds = whole('--wait', 'seconds', 0);
+const intervalMinutes = whole('--interval', 'minutes', 1);
 
 function describe(paths: HandoffPaths, handoff: Handoff, now: Date): string[] {
   const age = Math.round((now.getTime() - Date.parse(handoff.timestamp)) / 60_000);
@@ -145,6 +204,58 @@ function describe(paths: HandoffPaths, handoff: Handoff, now: Date): string[] {
     ...handoff.context.next_steps.map((step) => `next: ${step}`),
     ...handoff.context.blockers.map((blocker) => `blocker: ${blocker}`),
   ];
+}
+
+/** The usage the handoff reports now (for the switch notice); null when it says none. */
+function readUsage(paths: HandoffPaths): number | null {
+  try {
+    return readHandoff(paths)?.model.usage_percent ?? null;
+  } catch {
+    return null; // the switch itself says what is wrong with the file
+  }
+}
+
+/** A word for a crontab line: single-quoted for the shell, `%` escaped for cron. */
+function cronWord(word: string): string {
+  const quoted = /^[A-Za-z0-9_@+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+  return quoted.replace(/%/g, '\\%');
+}
+
+/** What cron or a systemd timer runs: this CLI, `handoff monitor --once`, the same files. */
+function monitorCommand(workspace: string, options: CommonOptions) {
+  const entry = process.argv[1];
+  if (!entry) throw new CtxbusError('internal', 'cannot tell which script runs the ctxbus CLI');
+  const config = options.config ? resolve(options.config) : handoffConfigPath();
+  return {
+    execStart: [
+      process.execPath,
+      resolve(entry),
+      'handoff',
+      'monitor',
+      '--once',
+      '--workspace',
+      workspace,
+    ],
+    environment: [
+      ['CONTEXT_BUS_CONFIG', config],
+      ['CTXBUS_CONFIG_DIR', configDir()],
+    ] as Array<[string, string]>,
+  };
+}
+
+function monitorLine(paths: HandoffPaths, config: HandoffConfig, action: MonitorAction): string {
+  switch (action.action) {
+    case 'none':
+      return `monitor: nothing to do (${action.reason})`;
+    case 'ok':
+      return `monitor: ${action.handoff.model.current} at ${action.handoff.model.usage_percent}% (summary from ${config.thresholds.proactive_summary}%, switch at ${config.thresholds.switch_to_secondary}%)`;
+    case 'prepared':
+      return `monitor: ${action.handoff.model.current} at ${action.handoff.model.usage_percent}%: ${paths.summary} written`;
+    case 'switched':
+      return `monitor: switched ${action.from} -> ${action.result.handoff.model.current} (${action.result.handoff.model.switch_reason})`;
+    case 'stuck':
+      return `monitor: ${action.reason}`;
+  }
 }
 
 export function registerHandoff(
@@ -160,13 +271,20 @@ export function registerHandoff(
       'after',
       `
 Files (in the workspace): .context-bus/handoff.json (schema v2), rolling-summary.md,
-history.jsonl (append-only), .lock. A file changed by hand fails its checksum and is refused.
+history.jsonl (append-only), .lock, heartbeat-request.json (while a switch waits for a final
+heartbeat). A file changed by hand fails its checksum and is refused.
+
+Config: ~/.config/context-bus/config.yaml ($CONTEXT_BUS_CONFIG or --config to use another):
+models (primary, secondary, tertiary), thresholds (switch_to_secondary, proactive_summary),
+safety (max_handoff_age_minutes, require_handoff_ready, retry_on_incomplete,
+max_wait_seconds), notifications (enabled, channel: bus | telegram). Absent: seed 003's values.
 
 Examples:
   ctxbus handoff init
   ctxbus handoff heartbeat --model opus --usage 87 --action "Pushed the fix" --next "Review"
   ctxbus handoff switch --to codex --reason "opus at 95%"
-  ctxbus handoff status`,
+  ctxbus handoff status
+  ctxbus handoff monitor --once        # from cron or a systemd timer (--print-timer)`,
     );
 
   handoff
@@ -175,9 +293,10 @@ Examples:
       'create .context-bus/ and add the handoff rules to HEARTBEAT.md (never replacing it)',
     )
     .option('--workspace <dir>', WORKSPACE_HELP)
+    .option('--config <file>', CONFIG_HELP)
     .action((options: CommonOptions) =>
       run(async () => {
-        const workspace = workspaceOf(options);
+        const workspace = workspaceOf(options, configOf(options));
         const paths = handoffPaths(workspace);
         const result = init(workspace);
         mkdirSync(paths.dir, { recursive: true });
@@ -191,10 +310,11 @@ Examples:
     .command('status')
     .description('the handoff: model, task, age, whether it is ready; exit 4 when there is none')
     .option('--workspace <dir>', WORKSPACE_HELP)
+    .option('--config <file>', CONFIG_HELP)
     .option('--json', 'the handoff and its last history entries as JSON')
     .action((options: CommonOptions) =>
       run(async () => {
-        const paths = handoffPaths(workspaceOf(options));
+        const paths = handoffPaths(workspaceOf(options, configOf(options)));
         const current = readHandoff(paths);
         if (!current) {
           throw new CtxbusError(
@@ -224,7 +344,12 @@ Examples:
     .option('--not-ready', 'mark the state incomplete for another model')
     .option('--force', 'start over when the file fails its checks')
     .option('--workspace <dir>', WORKSPACE_HELP)
-    .option('--publish', 'also write it to the hub as a status item (also on --url or --token)')
+    .option('--config <file>', CONFIG_HELP)
+    .option('--publish', 'write it to the hub as a status item (also on --url or --token)')
+    .option(
+      '--no-publish',
+      "do not (default: publish when config.yaml's notifications are on and a hub and token are known)",
+    )
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
     .option('--json', 'print the handoff as JSON')
@@ -246,9 +371,11 @@ Examples:
         },
       ) =>
         run(async () => {
-          const workspace = workspaceOf(options);
+          const config = configOf(options);
+          const workspace = workspaceOf(options, config);
+          const paths = handoffPaths(workspace);
           const written = await heartbeat(
-            handoffPaths(workspace),
+            paths,
             {
               model: options.model,
               ...(options.usage !== undefined && { usagePercent: percent(options.usage) }),
@@ -266,44 +393,218 @@ Examples:
               ...(options.file && { files: options.file }),
               ready: !options.notReady,
             },
-            { ...(options.force && { force: true }) },
+            {
+              ...(options.force && { force: true }),
+              summaryAtPercent: config.thresholds.proactive_summary,
+            },
           );
-          await publish(options, workspace, written, 'heartbeat');
+          await publish(options, config, workspace, written, 'heartbeat');
           if (options.json) return printJson(written);
-          printLine(`heartbeat ${written.sequence} saved (${written.model.current})`);
+          const summary =
+            written.model.usage_percent !== null &&
+            written.model.usage_percent >= config.thresholds.proactive_summary;
+          printLine(
+            `heartbeat ${written.sequence} saved (${written.model.current})${summary ? `; ${paths.summary} written (usage ${written.model.usage_percent}% >= ${config.thresholds.proactive_summary}%)` : ''}`,
+          );
         }),
     );
 
   handoff
     .command('switch')
     .description(
-      'move the agent to another model: refuses a damaged or stale handoff unless --force; warns when it is not ready',
+      'move the agent to another model: a stale or unready handoff first gets a final heartbeat asked for and waited on; a damaged or stale one is refused unless --force; an unready one switches with a warning',
     )
     .requiredOption('--to <model>', 'the model to switch to')
     .requiredOption('--reason <text>', 'why (a limit reached, a failure, ...)')
-    .option('--max-age <minutes>', 'refuse a handoff older than this (default 30)')
+    .option(
+      '--max-age <minutes>',
+      "refuse a handoff older than this (default: config.yaml's safety.max_handoff_age_minutes, 5)",
+      minutes,
+    )
+    .option(
+      '--wait <seconds>',
+      "how long to wait for a final heartbeat (default: safety.max_wait_seconds, 60; 0: don't ask)",
+      waitSeconds,
+    )
     .option('--force', 'switch anyway')
     .option('--workspace <dir>', WORKSPACE_HELP)
-    .option('--publish', 'also tell the hub (also on --url or --token)')
+    .option('--config <file>', CONFIG_HELP)
+    .option('--publish', 'tell the hub (also on --url or --token)')
+    .option(
+      '--no-publish',
+      "do not (default: publish when config.yaml's notifications are on and a hub and token are known)",
+    )
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
     .option('--json', 'print the result as JSON')
     .action(
-      (options: CommonOptions & { to: string; reason: string; maxAge?: string; force?: boolean }) =>
+      (
+        options: CommonOptions & {
+          to: string;
+          reason: string;
+          maxAge?: number;
+          wait?: number;
+          force?: boolean;
+        },
+      ) =>
         run(async () => {
-          const workspace = workspaceOf(options);
+          const config = configOf(options);
+          const workspace = workspaceOf(options, config);
           const paths = handoffPaths(workspace);
+          const safety = switchSafety(config);
+          const usageBefore = readUsage(paths);
           const result = await switchModel(paths, {
             to: options.to,
             reason: options.reason,
-            ...(options.maxAge !== undefined && { maxAgeMs: minutes(options.maxAge) * 60_000 }),
+            ...safety,
+            ...(options.maxAge !== undefined && { maxAgeMs: options.maxAge * 60_000 }),
+            ...(options.wait !== undefined && { waitMs: options.wait * 1_000 }),
             ...(options.force && { force: true }),
+            onRequest: (request) =>
+              process.stderr.write(
+                `ctxbus: waiting up to ${options.wait ?? config.safety.max_wait_seconds} s for a final heartbeat (${paths.heartbeatRequest}, after sequence ${request.after_sequence})\n`,
+              ),
           });
           for (const warning of result.warnings)
             process.stderr.write(`ctxbus: warning: ${warning}\n`);
-          await publish(options, workspace, result.handoff, 'switch');
+          await publish(options, config, workspace, result.handoff, 'switch', usageBefore);
           if (options.json) return printJson(result);
           printLine(resumeNote(result.handoff) ?? `switched to ${result.handoff.model.current}`);
+        }),
+    );
+
+  handoff
+    .command('monitor')
+    .description(
+      "seed 003's background monitor: reads the usage heartbeats report and acts at config.yaml's thresholds (proactive_summary: writes rolling-summary.md; switch_to_secondary: switches to the next model, after asking for a final heartbeat)",
+    )
+    .option('--once', 'one pass, then exit (for cron or a systemd timer)')
+    .option(
+      '--interval <minutes>',
+      'minutes between passes in the loop, and for the timer (default 10)',
+      intervalMinutes,
+    )
+    .option(
+      '--print-timer',
+      'print a systemd user service and timer running `monitor --once`, and how to install them',
+    )
+    .option('--print-cron', 'print a crontab line running `monitor --once`')
+    .option('--workspace <dir>', WORKSPACE_HELP)
+    .option('--config <file>', CONFIG_HELP)
+    .option('--publish', 'tell the hub about a switch (also on --url or --token)')
+    .option(
+      '--no-publish',
+      "do not (default: publish when config.yaml's notifications are on and a hub and token are known)",
+    )
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the saved hub)')
+    .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
+    .addHelpText(
+      'after',
+      `
+Exit codes (--once): 0 acted or nothing to do, 5 at the switch threshold with no model left,
+2 a bad config.yaml or a damaged handoff. The loop logs a failed pass and goes on.
+
+Every 10 minutes from cron (crontab -e):
+  ctxbus handoff monitor --print-cron --workspace ~/clawd
+Or a systemd user timer:
+  ctxbus handoff monitor --print-timer --workspace ~/clawd`,
+    )
+    .action(
+      (
+        options: CommonOptions & {
+          once?: boolean;
+          interval?: number;
+          printTimer?: boolean;
+          printCron?: boolean;
+        },
+      ) =>
+        run(async () => {
+          const config = configOf(options);
+          const workspace = workspaceOf(options, config);
+          const paths = handoffPaths(workspace);
+          const every = options.interval ?? 10;
+          if (options.printTimer || options.printCron) {
+            const command = monitorCommand(workspace, options);
+            if (options.printCron) {
+              const words = [
+                ...command.environment.map(([name, value]) => `${name}=${cronWord(value)}`),
+                ...command.execStart.map(cronWord),
+              ];
+              printLine(
+                `*/${every} * * * * ${words.join(' ')} >> ${cronWord(join(paths.dir, 'monitor.log'))} 2>&1`,
+              );
+            }
+            if (options.printTimer) {
+              const name = 'ctxbus-handoff-monitor';
+              const units = renderTimerUnits({
+                ...command,
+                name,
+                description: `ctxbus handoff monitor for ${workspace}`,
+                everyMinutes: every,
+              });
+              printLine(`# ~/.config/systemd/user/${name}.service\n${units.service}`);
+              printLine(`# ~/.config/systemd/user/${name}.timer\n${units.timer}`);
+              printLine(
+                `# then: systemctl --user daemon-reload && systemctl --user enable --now ${name}.timer`,
+              );
+            }
+            return;
+          }
+          const pass = async (): Promise<MonitorAction> => {
+            const action = await monitorOnce(paths, config);
+            printLine(monitorLine(paths, config, action));
+            if (action.action === 'switched') {
+              for (const warning of action.result.warnings) {
+                process.stderr.write(`ctxbus: warning: ${warning}\n`);
+              }
+              await publish(
+                options,
+                config,
+                workspace,
+                action.result.handoff,
+                'switch',
+                action.usage,
+              );
+            }
+            return action;
+          };
+          if (options.once) {
+            const action = await pass();
+            if (action.action === 'stuck') throw new CtxbusError('conflict', action.reason);
+            return;
+          }
+          // The loop: a pass now, then one every --interval minutes, until SIGINT or SIGTERM.
+          let stop: () => void = () => {};
+          const stopped = new Promise<void>((resolveStop) => {
+            stop = resolveStop;
+          });
+          let stopping = false;
+          const onSignal = () => {
+            stopping = true;
+            stop();
+          };
+          process.once('SIGINT', onSignal);
+          process.once('SIGTERM', onSignal);
+          try {
+            while (!stopping) {
+              try {
+                await pass();
+              } catch (error) {
+                process.stderr.write(`ctxbus: monitor: ${(error as Error).message}\n`);
+              }
+              let timer: NodeJS.Timeout | undefined;
+              await Promise.race([
+                stopped,
+                new Promise((resolveWait) => {
+                  timer = setTimeout(resolveWait, every * 60_000);
+                }),
+              ]);
+              clearTimeout(timer);
+            }
+          } finally {
+            process.off('SIGINT', onSignal);
+            process.off('SIGTERM', onSignal);
+          }
         }),
     );
 }

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { canonicalJson } from '@ctxbus/core/light';
+import { readHistory } from './handoff-history.js';
+import { handoffPaths } from './handoff-paths.js';
+import type { Handoff } from './handoff-schema.js';
+import { resumeNote } from './resume-note.js';
+
+// For the adapters' hooks, which run once per prompt and must not load zod: the resume note of
+// a switch the agent has not been told about yet. The file is checked by its checksum (which
+// only ctxbus writes, after validating the document) and its shape, by hand.
+
+export type PendingResume =
+  | { note: string; switchSequence: number }
+  | { problem: string; switchSequence: number };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+function readChecked(path: string): Handoff | string {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    return `${path} is unreadable: ${(error as Error).message}`;
+  }
+  if (
+    !isObject(raw) ||
+    raw.schema_version !== 2 ||
+    !isObject(raw.model) ||
+    !isObject(raw.task) ||
+    !isObject(raw.context)
+  ) {
+    return `${path} is not a v2 handoff`;
+  }
+  const { checksum, ...rest } = raw;
+  const expected = `sha256:${createHash('sha256').update(canonicalJson(rest)).digest('hex')}`;
+  if (checksum !== expected) return `${path} fails its checksum`;
+  return raw as unknown as Handoff;
+}
+
+/**
+ * The note for the newest switch in `workspace` whose sequence is above `seenSequence`, or
+ * null when there is none (no handoff, no switch, or already told). A damaged handoff gives a
+ * `problem` instead, with the sequence, so a caller reports it once and moves on.
+ */
+export function pendingResume(workspace: string, seenSequence: number): PendingResume | null {
+  const paths = handoffPaths(workspace);
+  const lastSwitch = readHistory(paths)
+    .filter((entry) => entry.event.startsWith('switch'))
+    .at(-1);
+  if (!lastSwitch || lastSwitch.sequence <= seenSequence) return null;
+  const handoff = readChecked(paths.handoff);
+  if (typeof handoff === 'string') return { problem: handoff, switchSequence: lastSwitch.sequence };
+  const note = resumeNote(handoff);
+  return note ? { note, switchSequence: lastSwitch.sequence } : null;
+}
