@@ -523,7 +523,7 @@ describe.skipIf(unavailable !== null)(
       const entry = page.getByTestId('handoff');
       await entry.first().waitFor();
       expect(await entry.count()).toBe(1);
-      expect(await entry.textContent()).toContain('switched from claude-opus to gpt-5');
+      expect(await entry.textContent()).toContain('Switched claude-opus -> gpt-5');
       expect(await entry.textContent()).toContain('migrate the store');
       await close();
     });
