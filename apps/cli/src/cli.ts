@@ -8,6 +8,7 @@ import { registerHandoff } from './commands/handoff-command.js';
 import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
+import { registerReplay } from './commands/replay-command.js';
 import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerService } from './commands/service-command.js';
@@ -28,7 +29,7 @@ Hub and tokens (the first that is set wins):
   Saved in $CTXBUS_CONFIG_DIR/credentials.json (default ~/.config/ctxbus), readable by you alone.
 
 Environment:
-  CTXBUS_DATA                  data directory (serve, and offline token commands)
+  CTXBUS_DATA                  data directory (serve, offline token commands, turn snapshots)
   CTXBUS_PORT, CTXBUS_HOST     defaults for serve
 
 Exit codes:
@@ -81,6 +82,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerAudit(program, run);
   registerSharedContext(program, run);
   registerHandoff(program, run);
+  registerReplay(program, run);
   registerTelegram(program, run);
   return program;
 }

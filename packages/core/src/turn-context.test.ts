@@ -123,7 +123,8 @@ describe('buildTurnContext', () => {
     const chat = whole.parts.filter((part) => part.source === 'messages');
     const chatTokens = chat.reduce((sum, part) => sum + part.tokens, 0);
     // Room for everything but three chat lines: exactly the three oldest go.
-    const someBudget = whole.totalTokens - chat[0]!.tokens - chat[1]!.tokens - 1;
+    const [first, second] = chat.map((part) => part.tokens);
+    const someBudget = whole.totalTokens - (first ?? 0) - (second ?? 0) - 1;
     const some = buildTurnContext(
       input({ budgets: budget(someBudget) }),
       estimateTokenCounter,

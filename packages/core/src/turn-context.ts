@@ -105,7 +105,7 @@ export interface TurnPart {
   id: string;
   mode: 'full' | 'summary' | 'dropped';
   tokens: number;
-  /** sha256 of the line as rendered (empty text when dropped). */
+  /** sha256 of the source line (its full text and summary), whatever the mode: an edit shows here. */
   hash: string;
 }
 
@@ -372,7 +372,7 @@ export function buildTurnContext(
     id: line.id,
     mode: line.mode,
     tokens: live(line),
-    hash: hashValue(shown(line)),
+    hash: hashValue([line.full, line.summary]),
   }));
   const text = render(all, true);
   const contextHash = `ctx_${hashValue({
