@@ -62,30 +62,35 @@ export interface RecordTurnOptions {
   input: TurnContextInput;
   counter: TokenCounter;
   now: () => number;
-  /** Where snapshots go; null builds without writing any. */
+  /** The data directory; null writes nothing. */
   dataDir: string | null;
+  /** Append the snapshot of a successful build (failures are always audited). */
+  snapshots: boolean;
 }
 
-/**
- * Builds the turn's context and, when a data directory is given, appends its snapshot record
- * (or, for a failed build, the `context_build_error` to the session's audit log). Never throws:
- * a file that cannot be written becomes a failure with the build's context still returned.
- */
-export function recordTurn(options: RecordTurnOptions): TurnBuildResult & {
+export type RecordedTurn = TurnBuildResult & {
+  /** Why the snapshot or audit line could not be written, when it could not. */
   writeError?: string;
-} {
+};
+
+/**
+ * Builds the turn's context; appends its snapshot record when `snapshots` is on, and a failed
+ * build's `context_build_error` to the session's audit log. Never throws: a file that cannot be
+ * written is reported in `writeError`, with the build's outcome still returned.
+ */
+export function recordTurn(options: RecordTurnOptions): RecordedTurn {
   const timestampMs = options.now();
   const result = tryBuildTurnContext(options.input, options.counter, timestampMs);
-  if (!options.dataDir) return result;
+  const { dataDir } = options;
+  if (!dataDir) return result;
   try {
-    if (result.ok) {
+    if (!result.ok) appendContextFailure(dataDir, result.failure);
+    else if (options.snapshots) {
       const { agentId, sessionId } = options.input;
       appendLine(
-        turnLogPaths(options.dataDir, agentId, sessionId).context,
+        turnLogPaths(dataDir, agentId, sessionId).context,
         turnContextRecord(options.input, result.context),
       );
-    } else {
-      appendContextFailure(options.dataDir, result.failure);
     }
     return result;
   } catch (error) {

@@ -56,6 +56,7 @@ function record(data: string, input: TurnContextInput, at: number) {
     counter: input.tokenizer === 'o200k_base' ? o200kTokenCounter : estimateTokenCounter,
     now: () => at,
     dataDir: data,
+    snapshots: true,
   });
   if (!result.ok) throw new Error(result.failure.message);
   return result.context;
@@ -155,6 +156,7 @@ describe('ctxbus replay', { timeout: 60_000 }, () => {
       counter: estimateTokenCounter,
       now: () => 3_000,
       dataDir: data,
+      snapshots: true,
     });
     expect(result.ok).toBe(false);
     const { audit, context } = turnLogPaths(data, 'main', 'agent:main:chat-7');
