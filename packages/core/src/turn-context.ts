@@ -26,7 +26,7 @@ export interface TurnRuntimeState {
   lastTerminalStatus?: string;
 }
 
-/** A short, local memory note or reference relevant to this chat. */
+/** A memory note or reference relevant to this chat (one line, or a block kept as written). */
 export interface TurnMemoryPointer {
   id: string;
   text: string;
@@ -251,7 +251,9 @@ function lines(input: TurnContextInput, counter: TokenCounter): Line[] {
     if (value) out.push(line('runtimeState', key, `- ${label}: ${flat(value)}`, null));
   }
   for (const pointer of sources.memoryPointers) {
-    out.push(line('memoryPointers', pointer.id, `- ${flat(pointer.text)}`, null));
+    // A note is one line; a longer memory (a team bundle, a notes file) keeps its own layout.
+    const text = pointer.text.trim();
+    out.push(line('memoryPointers', pointer.id, text.includes('\n') ? text : `- ${text}`, null));
   }
   for (const snippet of sources.toolSnippets) {
     out.push(
