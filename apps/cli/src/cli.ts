@@ -31,6 +31,7 @@ Hub and tokens (the first that is set wins):
 Environment:
   CTXBUS_DATA                  data directory (serve, offline token commands, turn snapshots)
   CTXBUS_PORT, CTXBUS_HOST     defaults for serve
+  CTXBUS_TURN_SNAPSHOTS=1      adapters record each turn's context for \`ctxbus replay\`
 
 Exit codes:
   0 ok, 1 failure, 2 bad input, 3 not authorised, 4 not found, 5 conflict, 6 hub unreachable

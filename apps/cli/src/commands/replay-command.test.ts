@@ -107,6 +107,14 @@ describe('ctxbus replay', { timeout: 60_000 }, () => {
     expect(missing.stderr).toMatch(/turn turn_9 is not recorded/);
     const none = await runCli(['replay', 'nope'], offline(data));
     expect(none.code).toBe(4);
+
+    record(data, { ...turn('turn_1', 'Elsewhere.'), agentId: 'ops' }, 3_000);
+    const two = await runCli(['replay', 'agent:main:chat-7'], offline(data));
+    expect(two.code).toBe(2);
+    expect(two.stderr).toMatch(/recorded for agents main, ops; name one with --agent/);
+    const named = await runCli(['replay', 'agent:main:chat-7', '--agent', 'ops'], offline(data));
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stdout).toContain('session agent:main:chat-7 (agent ops): 1 turn rebuilt');
   });
 
   it('shows the first difference once a recorded file is altered', async () => {

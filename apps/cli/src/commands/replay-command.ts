@@ -35,7 +35,8 @@ export function registerReplay(
       `
 Files: <data>/agents/<agent>/context/<session>.jsonl, one line per turn (the snapshot, the
 inputs and the trace); failed builds are in <data>/agents/<agent>/audit/<session>.jsonl.
-Exit codes: 0 every hash proven, 1 a turn differs, 4 no such session or turn.`,
+Exit codes: 0 every hash proven, 1 a turn differs, 2 the session is recorded for several
+agents (name one with --agent), 4 no such session or turn.`,
     )
     .action((session: string, options: ReplayCommandOptions) =>
       run(async () => {
