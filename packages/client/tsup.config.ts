@@ -1,11 +1,16 @@
 import { defineConfig } from 'tsup';
 import { library } from '../../tsup.base.ts';
 
-// The root entry runs anywhere (fetch, WebCrypto); the light client and the outbox are for
-// hooks on Node, behind their own subpaths so the root never loads node: modules.
+// The root entry runs anywhere (fetch, WebCrypto); the light client, the outbox and the turn
+// log are for hooks on Node, behind their own subpaths so the root never loads node: modules.
 export default defineConfig({
   ...library(
-    { index: 'src/index.ts', light: 'src/hub-lite.ts', outbox: 'src/outbox.ts' },
+    {
+      index: 'src/index.ts',
+      light: 'src/hub-lite.ts',
+      outbox: 'src/outbox.ts',
+      'turn-log': 'src/turn-log.ts',
+    },
     'neutral',
   ),
   external: [/^node:/],

@@ -9,6 +9,7 @@ import { registerInstall } from './commands/install-command.js';
 import { registerMcp } from './commands/mcp-command.js';
 import { registerMigrate } from './commands/migrate-command.js';
 import { registerOpen } from './commands/open-command.js';
+import { registerReplay } from './commands/replay-command.js';
 import { registerRoute } from './commands/route-command.js';
 import { registerServe } from './commands/serve-command.js';
 import { registerService } from './commands/service-command.js';
@@ -29,8 +30,9 @@ Hub and tokens (the first that is set wins):
   Saved in $CTXBUS_CONFIG_DIR/credentials.json (default ~/.config/ctxbus), readable by you alone.
 
 Environment:
-  CTXBUS_DATA                  data directory (serve, and offline token commands)
+  CTXBUS_DATA                  data directory (serve, offline token commands, turn snapshots)
   CTXBUS_PORT, CTXBUS_HOST     defaults for serve
+  CTXBUS_TURN_SNAPSHOTS=1      adapters record each turn's context for \`ctxbus replay\`
 
 Exit codes:
   0 ok, 1 failure, 2 bad input, 3 not authorised, 4 not found, 5 conflict, 6 hub unreachable
@@ -83,6 +85,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerAudit(program, run);
   registerSharedContext(program, run);
   registerHandoff(program, run);
+  registerReplay(program, run);
   registerTelegram(program, run);
   return program;
 }

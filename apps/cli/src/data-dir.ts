@@ -7,20 +7,12 @@ import {
   rmSync,
   writeSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/contract';
 
-/** The per-user data directory: $CTXBUS_DATA, else the platform's usual place. */
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.CTXBUS_DATA) return resolve(env.CTXBUS_DATA);
-  if (process.platform === 'darwin')
-    return join(homedir(), 'Library', 'Application Support', 'ctxbus');
-  if (process.platform === 'win32') {
-    return join(env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local'), 'ctxbus');
-  }
-  return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'ctxbus');
-}
+// The per-user data directory ($CTXBUS_DATA, else the platform's place) is shared with the
+// adapters, which write turn-context snapshots under it.
+export { defaultDataDir } from '@ctxbus/client/turn-log';
 
 export function databasePath(dataDir: string): string {
   return join(dataDir, 'ctxbus.db');

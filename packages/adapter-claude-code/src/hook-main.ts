@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createHubLite } from '@ctxbus/client/light';
+import { defaultDataDir } from '@ctxbus/client/turn-log';
 import { parseHookInput } from './hook-input.js';
 import { runHookEvent } from './hooks.js';
 
@@ -33,6 +34,12 @@ async function main(): Promise<void> {
     client,
     stateDir: stateDir(process.env),
     now: () => new Date(),
+    // Seed 002: snapshots of each prompt's turn context when CTXBUS_TURN_SNAPSHOTS is on; a
+    // failed build is audited under the data directory either way.
+    turnLog: {
+      dataDir: defaultDataDir(process.env),
+      snapshots: /^(1|true|yes|on)$/i.test(process.env.CTXBUS_TURN_SNAPSHOTS ?? ''),
+    },
   });
   const reply: Record<string, unknown> = {};
   if (output.additionalContext) {

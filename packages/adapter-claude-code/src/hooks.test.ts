@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import { createHubLite } from '@ctxbus/client/light';
 import { pendingCount } from '@ctxbus/client/outbox';
+import { buildTurnContext, estimateTokenCounter } from '@ctxbus/core/light';
 import { handoffPaths, heartbeat, switchModel } from '@ctxbus/handoff';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
@@ -115,14 +116,14 @@ describe('SessionStart', () => {
 });
 
 describe('UserPromptSubmit', () => {
-  it('injects only what changed since the session last looked, most urgent first', async () => {
+  it('injects only what changed since the session last looked, the most urgent nearest the prompt', async () => {
     await runHookEvent(event({ hook_event_name: 'SessionStart' }), context());
     const nothing = await runHookEvent(
       event({ hook_event_name: 'UserPromptSubmit', prompt: 'hi' }),
       context(),
     );
     expect(nothing).toEqual({});
-    // The blocking alert is the older one: it must still come first.
+    // The blocking alert is the older one: it must still be kept longest, next to the prompt.
     await other.write({ type: 'alert', title: 'Staging database is down', urgency: 'blocking' });
     await other.write({ type: 'discovery', title: 'Docs moved to /handbook' });
     const update = await runHookEvent(
@@ -131,13 +132,112 @@ describe('UserPromptSubmit', () => {
     );
     const lines = update.additionalContext?.split('\n') ?? [];
     expect(lines[0]).toMatch(/since your last prompt/);
-    expect(lines[1]).toContain('[blocking] **Staging database is down**');
-    expect(lines[2]).toContain('Docs moved to /handbook');
+    expect(lines).toContain('## Recent chat');
+    const chat = lines.filter((line) => line.startsWith('- ← openclaw: '));
+    expect(chat).toHaveLength(2);
+    expect(chat[0]).toContain('Docs moved to /handbook');
+    expect(chat[1]).toContain('[blocking] **Staging database is down**');
+    expect(update.additionalContext).not.toContain('go');
     const seen = await runHookEvent(
       event({ hook_event_name: 'UserPromptSubmit', prompt: 'again' }),
       context(),
     );
     expect(seen).toEqual({});
+  });
+
+  it("records each prompt's turn context when snapshots are on, a hash a rebuild proves", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ctxbus-hook-data-'));
+    try {
+      const withLog = (snapshots: boolean): HookContext => ({
+        ...context(),
+        turnLog: { dataDir, snapshots },
+      });
+      await runHookEvent(
+        event({
+          session_id: 'sess-log',
+          hook_event_name: 'Stop',
+          last_assistant_message: 'Migrated the invoices.',
+        }),
+        withLog(true),
+      );
+      await other.write({ type: 'discovery', title: 'Invoices need a backfill' });
+      const output = await runHookEvent(
+        event({
+          session_id: 'sess-log',
+          hook_event_name: 'UserPromptSubmit',
+          prompt: 'Backfill them.',
+        }),
+        withLog(true),
+      );
+      expect(output.additionalContext).toContain('Invoices need a backfill');
+      expect(output.additionalContext).toContain('Last checkpoint: turn 1: Migrated the invoices.');
+      const file = join(dataDir, 'agents', 'claude-code', 'context', 'sess-log.jsonl');
+      const records = readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(records).toHaveLength(1);
+      const [record] = records;
+      expect(record.snapshot).toMatchObject({
+        sessionId: 'sess-log',
+        turnId: 'prompt-1',
+        trimmed: false,
+      });
+      expect(record.input.sources.currentInput.text).toBe('Backfill them.');
+      const rebuilt = buildTurnContext(record.input, estimateTokenCounter, 0);
+      expect(rebuilt.contextHash).toBe(record.snapshot.contextHash);
+      await runHookEvent(
+        event({
+          session_id: 'sess-log',
+          hook_event_name: 'UserPromptSubmit',
+          prompt: 'Off the record.',
+        }),
+        withLog(false),
+      );
+      expect(readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(1);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails open when the turn context cannot be built: the plain list, the failure reported and audited', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ctxbus-hook-data-'));
+    try {
+      const broken: HookContext = {
+        ...context(),
+        turnLog: {
+          dataDir,
+          snapshots: true,
+          counter: {
+            name: 'estimate-3.5',
+            count: () => {
+              throw new Error('the counter broke');
+            },
+          },
+        },
+      };
+      await other.write({ type: 'alert', title: 'Payments are failing', urgency: 'blocking' });
+      const output = await runHookEvent(
+        event({ session_id: 'sess-broken', hook_event_name: 'UserPromptSubmit', prompt: 'x' }),
+        broken,
+      );
+      expect(output.additionalContext).toMatch(/^## New in the shared context/);
+      expect(output.additionalContext).toContain('[blocking] **Payments are failing**');
+      expect(output.systemMessage).toMatch(
+        /^ctxbus: context_build_error \(turn failed\): the counter broke; next: /,
+      );
+      const audit = join(dataDir, 'agents', 'claude-code', 'audit', 'sess-broken.jsonl');
+      expect(JSON.parse(readFileSync(audit, 'utf8'))).toMatchObject({
+        code: 'context_build_error',
+        status: 'failed',
+        sessionId: 'sess-broken',
+        turnId: 'prompt-1',
+        message: 'the counter broke',
+      });
+      expect(readdirSync(join(dataDir, 'agents', 'claude-code'))).toEqual(['audit']);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

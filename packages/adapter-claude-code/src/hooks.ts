@@ -1,8 +1,10 @@
 import { basename } from 'node:path';
 import type { HubApi, HubItem } from '@ctxbus/client/light';
-import { flushOutbox, queueItems } from '@ctxbus/client/outbox';
+import { flushOutbox, pendingCount, queueItems } from '@ctxbus/client/outbox';
+import { recordTurn } from '@ctxbus/client/turn-log';
 import type { ContextItemInput } from '@ctxbus/core/contract';
-import { extractDecisions, stableId } from '@ctxbus/core/light';
+import type { TokenCounter, TurnContextInput } from '@ctxbus/core/light';
+import { estimateTokenCounter, extractDecisions, stableId } from '@ctxbus/core/light';
 import { pendingResume } from '@ctxbus/handoff/light';
 import type { HookInput } from './hook-input.js';
 import type { SessionState } from './session-state.js';
@@ -18,12 +20,29 @@ export const MAX_INJECTED_CHARS = 9_500;
 /** The shared context's default budget for a session start. */
 export const SESSION_START_TOKEN_BUDGET = 2_000;
 const PROMPT_UPDATE_ITEMS = 12;
+/**
+ * The turn context's budget, in estimated tokens (3.5 characters each: the hook never loads the
+ * o200k tokenizer, and Claude Code's cap is in characters anyway): about 8,400 characters.
+ */
+export const PROMPT_TOKEN_BUDGET = 2_400;
+/** The agent id Claude Code's turn contexts are recorded under (`<data>/agents/claude-code/`). */
+export const TURN_AGENT_ID = 'claude-code';
+
+/** Seed 002's local turn log: snapshots when enabled; a failed build is always audited. */
+export interface TurnLogOptions {
+  /** The ctxbus data directory, or null to write nothing. */
+  dataDir: string | null;
+  snapshots: boolean;
+  /** The token counter (default: the estimate, which keeps the tokenizer out of the hook). */
+  counter?: TokenCounter;
+}
 
 export interface HookContext {
   /** The hub, or null when no URL/token is configured. */
   client: HubApi | null;
   stateDir: string;
   now: () => Date;
+  turnLog?: TurnLogOptions;
 }
 
 /** What the hook prints: context for the model, and/or a one-line notice for the user. */
@@ -104,28 +123,118 @@ function updateLine(item: HubItem): string {
   return `- ${urgency}**${item.title}**${summary} _(${item.type} from ${item.source.runtime})_`;
 }
 
-async function userPromptSubmit(context: HookContext, state: SessionState): Promise<HookOutput> {
+/** The prompt's turn context inputs (seed 002): the bus's news as the chat window, the session's state. */
+function promptTurnInput(
+  input: Extract<HookInput, { hook_event_name: 'UserPromptSubmit' }>,
+  state: SessionState,
+  items: readonly HubItem[],
+  pending: number,
+): TurnContextInput {
+  // Least urgent and oldest first: trimming drops from the front, so the urgent stay longest.
+  const ordered = [...items].sort(
+    (a, b) => URGENCY_RANK[a.urgency] - URGENCY_RANK[b.urgency] || a.seq - b.seq,
+  );
+  return {
+    agentId: TURN_AGENT_ID,
+    sessionId: input.session_id,
+    turnId: `prompt-${state.prompts}`,
+    tokenizer: estimateTokenCounter.name,
+    budgets: {
+      maxContextTokens: PROMPT_TOKEN_BUDGET,
+      maxRecentMessages: PROMPT_UPDATE_ITEMS,
+      maxToolSnippetTokens: 0,
+    },
+    sources: {
+      recentMessages: ordered.map((item) => ({
+        id: `#${item.seq}`,
+        direction: 'inbound',
+        sender: { id: item.source.runtime },
+        text: updateLine(item).slice(2),
+      })),
+      runtimeState: {
+        ...(state.lastReply && {
+          lastCheckpointSummary: `turn ${state.turns}: ${state.lastReply}`,
+        }),
+        ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
+        ...(state.lastStatus && { lastTerminalStatus: state.lastStatus }),
+      },
+      memoryPointers: state.filesTouched
+        .slice(-5)
+        .map((file) => ({ id: file, text: `edited ${file}` })),
+      toolSnippets: [],
+      currentInput: {
+        id: `prompt-${state.prompts}`,
+        sender: { id: 'user', kind: 'human' },
+        text: input.prompt,
+      },
+    },
+  };
+}
+
+/** The plain list of changes: what the hook injects when the turn context cannot be built. */
+function updatesList(items: readonly HubItem[]): string {
+  const ordered = [...items].sort(
+    (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
+  );
+  const shown = ordered.slice(0, PROMPT_UPDATE_ITEMS);
+  const more = items.length - shown.length;
+  return [
+    '## New in the shared context (ctxbus) since your last prompt',
+    ...shown.map(updateLine),
+    ...(more > 0 ? [`- …and ${more} more (mcp__ctxbus__context_read)`] : []),
+  ].join('\n');
+}
+
+/**
+ * Each prompt's context, built by core's turn builder (and recorded when snapshots are on):
+ * injected when the bus has news since the session last looked. The hub being down leaves the
+ * local flow (the session's own state, the snapshot) working; a failed build falls back to the
+ * plain list and reports its `context_build_error` with the next action.
+ */
+async function userPromptSubmit(
+  context: HookContext,
+  input: Extract<HookInput, { hook_event_name: 'UserPromptSubmit' }>,
+  state: SessionState,
+): Promise<HookOutput> {
   const { client } = context;
-  if (!client) return unreachable(context, state);
-  try {
-    await flushOutbox(context.stateDir, (batch) => send(client, batch)).catch(() => 0);
-    const items = await client.list(state.lastSeenSeq, 100);
-    if (items.length === 0) return {};
-    state.lastSeenSeq = Math.max(state.lastSeenSeq, ...items.map((item) => item.seq));
-    const ordered = [...items].sort(
-      (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
-    );
-    const shown = ordered.slice(0, PROMPT_UPDATE_ITEMS);
-    const more = items.length - shown.length;
-    const text = [
-      '## New in the shared context (ctxbus) since your last prompt',
-      ...shown.map(updateLine),
-      ...(more > 0 ? [`- …and ${more} more (mcp__ctxbus__context_read)`] : []),
-    ].join('\n');
-    return { additionalContext: clip(text, MAX_INJECTED_CHARS) };
-  } catch {
-    return unreachable(context, state);
+  state.prompts += 1;
+  let items: HubItem[] = [];
+  let notice: HookOutput = {};
+  if (!client) notice = unreachable(context, state);
+  else {
+    try {
+      await flushOutbox(context.stateDir, (batch) => send(client, batch)).catch(() => 0);
+      items = await client.list(state.lastSeenSeq, 100);
+    } catch {
+      notice = unreachable(context, state);
+    }
   }
+  if (items.length > 0) {
+    state.lastSeenSeq = Math.max(state.lastSeenSeq, ...items.map((item) => item.seq));
+  }
+  const log = context.turnLog ?? { dataDir: null, snapshots: false };
+  const turn = recordTurn({
+    input: promptTurnInput(input, state, items, pendingCount(context.stateDir)),
+    counter: log.counter ?? estimateTokenCounter,
+    now: () => context.now().getTime(),
+    dataDir: log.dataDir,
+    snapshots: log.snapshots,
+  });
+  if (!turn.ok) {
+    const { message, nextAction } = turn.failure;
+    return {
+      ...(items.length > 0 && { additionalContext: clip(updatesList(items), MAX_INJECTED_CHARS) }),
+      systemMessage: `ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`,
+    };
+  }
+  if (items.length === 0) return notice;
+  const more = items.length - turn.context.snapshot.sourceCounts.messages;
+  const text = [
+    '## Your turn context (ctxbus): new in the shared context since your last prompt',
+    turn.context.injection,
+    ...(more > 0 ? [`…and ${more} more changes (mcp__ctxbus__context_read)`] : []),
+  ].join('\n\n');
+  return { ...notice, additionalContext: clip(text, MAX_INJECTED_CHARS) };
 }
 
 const EDIT_TOOLS = new Set(['Edit', 'Write', 'MultiEdit', 'NotebookEdit']);
@@ -184,7 +293,9 @@ async function stop(
     relevanceTags: ['claude-code'],
   }));
   const summary = message.split('\n').find((line) => line.trim() !== '') ?? 'working';
-  const status = statusItem(input, state, `Last reply: ${clip(summary, 300)}`, 7 * 24 * 3600);
+  state.lastReply = clip(summary, 300);
+  state.lastStatus = `turn ${state.turns} completed`;
+  const status = statusItem(input, state, `Last reply: ${state.lastReply}`, 7 * 24 * 3600);
   await deliver(context, [...decisions, status]);
   return {};
 }
@@ -195,6 +306,7 @@ async function sessionEnd(
   state: SessionState,
 ): Promise<HookOutput> {
   state.turns += 1;
+  state.lastStatus = `session ended (${input.reason})`;
   await deliver(context, [statusItem(input, state, `Session ended (${input.reason}).`, 24 * 3600)]);
   return {};
 }
@@ -244,7 +356,7 @@ export async function runHookEvent(input: HookInput, context: HookContext): Prom
         output = withHandoff(await sessionStart(context, state), input.cwd, context);
         break;
       case 'UserPromptSubmit':
-        output = withHandoff(await userPromptSubmit(context, state), input.cwd, context);
+        output = withHandoff(await userPromptSubmit(context, input, state), input.cwd, context);
         break;
       case 'PostToolUse':
         output = postToolUse(input, state);

@@ -10,6 +10,12 @@ export interface SessionState {
   turns: number;
   /** Whether the "hub unreachable" notice was already shown. */
   warnedUnreachable: boolean;
+  /** UserPromptSubmit events so far; numbers the session's turn contexts. */
+  prompts: number;
+  /** The first line of the last reply (the session's latest checkpoint), if any. */
+  lastReply: string;
+  /** How the last turn or the session ended, if it did. */
+  lastStatus: string;
 }
 
 function fileFor(stateDir: string, sessionId: string): string {
@@ -35,6 +41,9 @@ export function readSessionState(stateDir: string, sessionId: string): SessionSt
       : [],
     turns: count(raw.turns),
     warnedUnreachable: raw.warnedUnreachable === true,
+    prompts: count(raw.prompts),
+    lastReply: typeof raw.lastReply === 'string' ? raw.lastReply : '',
+    lastStatus: typeof raw.lastStatus === 'string' ? raw.lastStatus : '',
   };
 }
 

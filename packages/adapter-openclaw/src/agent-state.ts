@@ -11,6 +11,10 @@ export interface AgentState {
   warnedUnreachable: boolean;
   /** Sequence of the last model switch (seed 003 handoff) this agent was told about. */
   handoffSwitchSeen: number;
+  /** Prompts built so far; numbers turn contexts when OpenClaw gives no run id. */
+  prompts: number;
+  /** How the agent's last turn ended (`agent_end`), if it did. */
+  lastOutcome: string;
 }
 
 function fileFor(stateDir: string, agentId: string): string {
@@ -34,6 +38,8 @@ export function readAgentState(stateDir: string, agentId: string): AgentState {
     turns: count(raw.turns),
     warnedUnreachable: raw.warnedUnreachable === true,
     handoffSwitchSeen: count(raw.handoffSwitchSeen),
+    prompts: count(raw.prompts),
+    lastOutcome: typeof raw.lastOutcome === 'string' ? raw.lastOutcome : '',
   };
 }
 

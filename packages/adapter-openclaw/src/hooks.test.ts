@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CtxbusClient } from '@ctxbus/client';
 import { pendingCount } from '@ctxbus/client/outbox';
-import { countTokens } from '@ctxbus/core';
+import { buildTurnContext, countTokens, estimateTokenCounter } from '@ctxbus/core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readAgentState } from './agent-state.js';
 import { registerCtxbus } from './register-plugin.js';
@@ -56,14 +56,14 @@ describe('before_prompt_build', () => {
     await write?.execute('call-1', { type: 'discovery', title: 'main agent found a flaky test' });
     const result = await host.promptBuild({ agentId: 'main' });
     const text = result?.prependContext ?? '';
-    const changes = text.indexOf('Changed since your last turn:');
+    const changes = text.indexOf('## Recent chat');
     expect(changes).toBeGreaterThan(0);
     expect(text.indexOf('[blocking] CI is red on main')).toBeGreaterThan(changes);
     const section = text.slice(changes, text.indexOf('\n\n', changes));
     expect(section).not.toContain('flaky test');
     // The next turn shows nothing new.
     const quiet = await host.promptBuild({ agentId: 'main' });
-    expect(quiet?.prependContext).not.toContain('Changed since your last turn');
+    expect(quiet?.prependContext).not.toContain('## Recent chat');
   });
 
   it('stays within the token budget', async () => {
@@ -81,7 +81,7 @@ describe('before_prompt_build', () => {
     }
     const result = await host.promptBuild({ agentId: 'main' });
     const text = result?.prependContext ?? '';
-    expect(text).toContain('Changed since your last turn');
+    expect(text).toContain('## Recent chat');
     expect(countTokens(text)).toBeLessThanOrEqual(600 + 20); // + the wrapper tags
   });
 
@@ -111,7 +111,8 @@ describe('before_prompt_build', () => {
       relevanceTags: ['deploy'],
     });
     const text = (await host.promptBuild({ agentId: 'ops' }))?.prependContext ?? '';
-    const section = text.slice(text.indexOf('Changed since'), text.indexOf('\n\n'));
+    const start = text.indexOf('## Recent chat');
+    const section = text.slice(start, text.indexOf('\n\n', start));
     expect(section).toContain('Deploy window moved');
     expect(section).not.toContain('Refactoring the parser');
   });
@@ -228,6 +229,80 @@ describe('a model switch in the agent workspace (seed 003)', () => {
       expect(second?.prependContext).not.toContain('Continuing from');
     } finally {
       rmSync(workspaceDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('turn context (seed 002)', () => {
+  it('records each turn under the session when turnSnapshots is on, a hash a rebuild proves', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-data-'));
+    try {
+      const host = plugin({ turnSnapshots: true, dataDir });
+      const context = { agentId: 'main', sessionKey: 'agent:main:chat', runId: 'run-1' };
+      await host.promptBuild(context);
+      await claude.write({
+        type: 'status',
+        title: 'Payments deploy is paused',
+        urgency: 'attention',
+      });
+      await host.agentEnd({ messages: reply('Done.'), success: true }, context);
+      const result = await host.promptBuild({ ...context, runId: 'run-2' });
+      expect(result?.prependContext).toContain('Payments deploy is paused');
+      expect(result?.prependContext).toContain('Last terminal status: turn 1 completed');
+      const file = join(dataDir, 'agents', 'main', 'context', 'agent_main_chat.jsonl');
+      const records = readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(records.map((record) => record.snapshot.turnId)).toEqual(['run-1', 'run-2']);
+      const [, second] = records;
+      expect(second.snapshot).toMatchObject({
+        sessionId: 'agent:main:chat',
+        sourceCounts: { messages: 1, memoryPointers: 1, toolSnippets: 0 },
+        trimmed: false,
+      });
+      expect(second.input.sources.currentInput.text).toBe('hello');
+      expect(buildTurnContext(second.input, estimateTokenCounter, 0).contextHash).toBe(
+        second.snapshot.contextHash,
+      );
+      const off = plugin({ dataDir });
+      await off.promptBuild({ ...context, runId: 'run-3' });
+      expect(readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(2);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails open when the build throws: the parts go in unbuilt, the failure is logged and audited', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-data-'));
+    try {
+      await claude.write({ type: 'decision', title: 'Freeze the billing schema' });
+      const host = recordingHost({ url: hub.url, token, stateDir, turnSnapshots: true, dataDir });
+      const deps = registerCtxbus(host.api, { env: {} });
+      if (!deps) throw new Error('the plugin did not register');
+      deps.turnCounter = {
+        name: estimateTokenCounter.name,
+        count: () => {
+          throw new Error('the counter broke');
+        },
+      };
+      const result = await host.promptBuild({ agentId: 'main', sessionKey: 'agent:main:x' });
+      expect(result?.prependContext).toContain('Freeze the billing schema');
+      expect(result?.prependSystemContext).toContain('ctxbus');
+      expect(host.logs.map((log) => log.message)).toContainEqual(
+        expect.stringMatching(
+          /^ctxbus: context_build_error \(turn failed\): the counter broke; next: /,
+        ),
+      );
+      const audit = join(dataDir, 'agents', 'main', 'audit', 'agent_main_x.jsonl');
+      expect(JSON.parse(readFileSync(audit, 'utf8'))).toMatchObject({
+        code: 'context_build_error',
+        status: 'failed',
+        sessionId: 'agent:main:x',
+        nextAction: expect.any(String),
+      });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,12 +1,15 @@
 import type { CtxbusClient } from '@ctxbus/client';
-import { flushOutbox, queueItems } from '@ctxbus/client/outbox';
+import { flushOutbox, pendingCount, queueItems } from '@ctxbus/client/outbox';
+import { recordTurn } from '@ctxbus/client/turn-log';
 import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
-import { extractDecisions, stableId } from '@ctxbus/core/light';
+import type { TokenCounter, TurnContextInput } from '@ctxbus/core/light';
+import { estimateTokenCounter, extractDecisions, stableId } from '@ctxbus/core/light';
 import type { AgentState } from './agent-state.js';
 import { readAgentState, writeAgentState } from './agent-state.js';
 import type {
   AgentEndEvent,
   AgentHookContext,
+  BeforePromptBuildEvent,
   BeforePromptBuildResult,
   PluginLogger,
 } from './openclaw-sdk.js';
@@ -18,6 +21,12 @@ export const DEFAULT_AGENT_ID = 'main';
 const UPDATE_ITEMS = 12;
 /** The "changed since your last turn" list takes at most this share of the budget. */
 const UPDATES_SHARE = 0.3;
+/**
+ * The hub counts the bundle in exact o200k tokens; the turn builder here estimates (3.5
+ * characters a token, about 15% above o200k for English), so the bundle is asked for at this
+ * share of what it may take, and fits the builder's budget without being trimmed.
+ */
+const ESTIMATE_HEADROOM = 0.85;
 
 /**
  * Tokens of a text, estimated on the safe side (3.5 characters a token; English under o200k_base
@@ -36,6 +45,8 @@ export interface HookDeps {
   now: () => Date;
   /** Local text to inject whatever the hub does (the shared-context directory's priorities). */
   localContext?: () => Promise<string | null>;
+  /** The turn builder's token counter (default: the estimate, which keeps the tokenizer out). */
+  turnCounter?: TokenCounter;
 }
 
 /** Static guidance, sent as system context so providers can cache it. */
@@ -99,35 +110,41 @@ export interface TurnContext {
   tokens: number;
   /** Whether the hub answered (false: only local context, or none). */
   fromHub: boolean;
+  /** The turn context's hash (seed 002), or null when the build failed and the plain parts went in. */
+  contextHash: string | null;
 }
 
 /**
- * The context one agent turn starts with: what changed since the agent's last turn (first),
- * then the team's shared bundle in the `openclaw` format, all within the token budget; plus
- * local shared-context priorities, which need no hub. Never throws; a slow or absent hub means
- * no hub context (and one warning until it answers again).
+ * The context one agent turn starts with, built by core's turn builder (seed 002) in its order:
+ * the bus's changes since the agent's last turn as the chat window (without its own writes),
+ * the session's state (the handoff's resume note as the latest checkpoint, the outbox, how the
+ * last turn ended), the team's shared bundle and the local shared-context priorities as memory,
+ * and the prompt; all within the token budget, trimmed oldest change first. Recorded under the
+ * data directory when `turnSnapshots` is on. Never throws: a slow or absent hub means no hub
+ * context (and one warning until it answers again); a failed build is logged as a
+ * `context_build_error` with its next action, audited, and the parts go in unbuilt.
  */
 export async function buildTurnContext(
   deps: HookDeps,
   agentId: string,
   workspaceDir?: string,
+  turn: { prompt?: string; sessionId?: string; runId?: string } = {},
 ): Promise<TurnContext> {
   const { client, config, logger } = deps;
   const settings = agentSettings(config, agentId);
   const local = safeLocal(deps);
   const state: AgentState = readAgentState(config.stateDir, agentId);
-  const parts: string[] = [];
+  state.prompts += 1;
   // The first turn after a model switch starts with whose work it continues (seed 003).
   const resume = handoffResume(workspaceDir, state.handoffSwitchSeen, deps.logger);
-  if (resume) {
-    parts.push(resume.note);
-    state.handoffSwitchSeen = resume.switchSequence;
-  }
+  if (resume) state.handoffSwitchSeen = resume.switchSequence;
+  let changes: ContextItem[] = [];
+  let bundleText = '';
   let fromHub = false;
   if (client && settings.inject !== false) {
     try {
       // One round trip: the changes, the newest sequence and the bundle, side by side. The
-      // bundle leaves room for the changes; what it does not use, they may.
+      // bundle leaves room for the changes.
       const first = state.lastSeenSeq === 0;
       const [page, newest, bundle] = await Promise.all([
         first
@@ -140,17 +157,15 @@ export async function buildTurnContext(
         first || settings.watchTags ? client.list({ limit: 1 }) : null,
         client.shared({
           runtime: 'openclaw',
-          tokenBudget: first
-            ? config.tokenBudget
-            : Math.floor(config.tokenBudget * (1 - UPDATES_SHARE)),
+          tokenBudget: Math.floor(
+            config.tokenBudget * (first ? 1 : 1 - UPDATES_SHARE) * ESTIMATE_HEADROOM,
+          ),
         }),
       ]);
-      const others = (page?.items ?? []).filter(
+      changes = (page?.items ?? []).filter(
         (item) => !(item.source.runtime === 'openclaw' && item.source.agentId === agentId),
       );
-      const updates = updatesSection(others, config.tokenBudget - bundle.totalTokens - 8);
-      if (updates) parts.push(updates);
-      parts.push(bundle.formatted.trim());
+      bundleText = bundle.formatted.trim();
       const seqs = [...(page?.items ?? []), ...(newest?.items ?? [])].map((item) => item.seq);
       state.lastSeenSeq = Math.max(state.lastSeenSeq, ...seqs);
       state.warnedUnreachable = false;
@@ -164,15 +179,96 @@ export async function buildTurnContext(
       }
     }
   }
-  const localText = await local;
-  if (localText) parts.push(localText);
+  const localText = (await local)?.trim() ?? '';
+  const input = turnInput(deps, agentId, state, turn, {
+    changes,
+    bundleText,
+    localText,
+    resumeNote: resume?.note ?? '',
+  });
+  const built = recordTurn({
+    input,
+    counter: deps.turnCounter ?? estimateTokenCounter,
+    now: () => deps.now().getTime(),
+    dataDir: config.turnLog.dataDir,
+    snapshots: config.turnLog.snapshots,
+  });
+  if (built.writeError) logger.warn(`ctxbus: turn snapshot not written: ${built.writeError}`);
+  let text: string;
+  let contextHash: string | null = null;
+  if (built.ok) {
+    const counts = built.context.snapshot.sourceCounts;
+    const news = counts.messages + counts.memoryPointers > 0 || resume !== null;
+    text = news ? built.context.injection : '';
+    contextHash = built.context.contextHash;
+  } else {
+    const { message, nextAction } = built.failure;
+    logger.warn(`ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`);
+    text = [
+      resume?.note ?? '',
+      updatesSection(changes, config.tokenBudget - estimateTokens(bundleText) - 8),
+      bundleText,
+      localText,
+    ]
+      .filter((part) => part !== '')
+      .join('\n\n');
+  }
   try {
     writeAgentState(config.stateDir, agentId, state);
   } catch {
     // state is a convenience; losing it must not fail the turn
   }
-  const text = parts.filter((part) => part !== '').join('\n\n');
-  return { text, tokens: text ? estimateTokens(text) : 0, fromHub };
+  return { text, tokens: text ? estimateTokens(text) : 0, fromHub, contextHash };
+}
+
+/** The turn builder's inputs: what the agent's turn starts from, in the seed's five sources. */
+function turnInput(
+  deps: HookDeps,
+  agentId: string,
+  state: AgentState,
+  turn: { prompt?: string; sessionId?: string; runId?: string },
+  found: { changes: ContextItem[]; bundleText: string; localText: string; resumeNote: string },
+): TurnContextInput {
+  // Least urgent and oldest first: trimming drops from the front, so the urgent stay longest.
+  const ordered = [...found.changes].sort(
+    (a, b) => URGENCY_RANK[a.urgency] - URGENCY_RANK[b.urgency] || a.seq - b.seq,
+  );
+  const pending = pendingCount(deps.config.stateDir);
+  const turnId = turn.runId ?? `prompt-${state.prompts}`;
+  return {
+    agentId,
+    sessionId: turn.sessionId ?? agentId,
+    turnId,
+    tokenizer: (deps.turnCounter ?? estimateTokenCounter).name,
+    budgets: {
+      maxContextTokens: deps.config.tokenBudget,
+      maxRecentMessages: UPDATE_ITEMS,
+      maxToolSnippetTokens: 0,
+    },
+    sources: {
+      recentMessages: ordered.map((item) => ({
+        id: item.id,
+        direction: 'inbound',
+        sender: {
+          id: item.source.agentId
+            ? `${item.source.runtime}/${item.source.agentId}`
+            : item.source.runtime,
+        },
+        text: updateLine(item).slice(2),
+      })),
+      runtimeState: {
+        ...(found.resumeNote && { lastCheckpointSummary: found.resumeNote }),
+        ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
+        ...(state.lastOutcome && { lastTerminalStatus: state.lastOutcome }),
+      },
+      memoryPointers: [
+        ...(found.bundleText ? [{ id: 'team-bundle', text: found.bundleText }] : []),
+        ...(found.localText ? [{ id: 'shared-context', text: found.localText }] : []),
+      ],
+      toolSnippets: [],
+      currentInput: { id: turnId, sender: { id: 'user' }, text: turn.prompt ?? '' },
+    },
+  };
 }
 
 /** The local context, started at once and never failing the turn. */
@@ -189,8 +285,14 @@ async function safeLocal(deps: HookDeps): Promise<string | null> {
 export async function beforePromptBuild(
   deps: HookDeps,
   context: AgentHookContext,
+  event?: BeforePromptBuildEvent,
 ): Promise<BeforePromptBuildResult> {
-  const turn = await buildTurnContext(deps, agentOf(context), context.workspaceDir);
+  const session = context.sessionKey ?? context.sessionId;
+  const turn = await buildTurnContext(deps, agentOf(context), context.workspaceDir, {
+    ...(event && { prompt: event.prompt }),
+    ...(session && { sessionId: session }),
+    ...(context.runId && { runId: context.runId }),
+  });
   return {
     prependSystemContext: TOOL_GUIDE,
     ...(turn.text && {
@@ -309,6 +411,9 @@ export async function agentEnd(
   const agentId = agentOf(context);
   const state = readAgentState(deps.config.stateDir, agentId);
   state.turns += 1;
+  state.lastOutcome = event.success
+    ? `turn ${state.turns} completed`
+    : `turn ${state.turns} failed: ${oneLine(event.error ?? 'unknown error', 200)}`;
   try {
     await deliver(deps, turnItems(deps, event, context, state.turns));
   } catch (error) {

@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { defaultDataDir } from '@ctxbus/client/turn-log';
 import { DEFAULT_HUB_URL, parseOrThrow, tagSchema } from '@ctxbus/core/contract';
 import { z } from 'zod';
 
@@ -75,6 +76,18 @@ export const pluginConfigSchema = z.strictObject({
     .string()
     .optional()
     .describe('The shared-context directory (default ~/.openclaw/workspace/shared-context).'),
+  turnSnapshots: z
+    .boolean()
+    .optional()
+    .describe(
+      'Record each turn context (seed 002) under <dataDir>/agents/<agent>/context/<session>.jsonl for `ctxbus replay` (default: $CTXBUS_TURN_SNAPSHOTS, else false).',
+    ),
+  dataDir: z
+    .string()
+    .optional()
+    .describe(
+      'The ctxbus data directory for turn snapshots and context_build_error audit lines (default: $CTXBUS_DATA, else the platform data directory).',
+    ),
   sharedContextMaxInjectChars: z
     .int()
     .min(200)
@@ -95,6 +108,8 @@ export interface ResolvedConfig {
   captureDecisions: boolean;
   agents: Record<string, AgentSettings>;
   sharedContext: { enabled: boolean; dir: string | undefined; maxInjectChars: number };
+  /** Seed 002's turn log: where snapshots and failed builds go, and whether snapshots are on. */
+  turnLog: { dataDir: string; snapshots: boolean };
 }
 
 type Env = Record<string, string | undefined>;
@@ -129,6 +144,10 @@ export function resolvePluginConfig(
       enabled: config.sharedContextEnabled ?? false,
       dir: sharedDir,
       maxInjectChars: config.sharedContextMaxInjectChars ?? 4_000,
+    },
+    turnLog: {
+      dataDir: config.dataDir ? expandHome(config.dataDir) : defaultDataDir(env),
+      snapshots: config.turnSnapshots ?? /^(1|true|yes|on)$/i.test(env.CTXBUS_TURN_SNAPSHOTS ?? ''),
     },
   };
 }

@@ -71,9 +71,9 @@ export function registerCtxbus(
   };
   api.on(
     'before_prompt_build',
-    async (_event, context) => {
+    async (event, context) => {
       try {
-        return await beforePromptBuild(deps, context);
+        return await beforePromptBuild(deps, context, event);
       } catch (error) {
         api.logger.warn(`ctxbus: no team context this turn: ${(error as Error).message}`);
         return undefined;

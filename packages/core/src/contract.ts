@@ -271,6 +271,12 @@ export {
   taskStateSchema,
   WAITING_TASK_STATES,
 } from './tasks.js';
+export {
+  contextBuildFailureSchema,
+  turnContextInputSchema,
+  turnContextRecordSchema,
+  turnSnapshotSchema,
+} from './turn-context-schema.js';
 export type { ValidationIssue } from './validation.js';
 export {
   assertJsonDepth,

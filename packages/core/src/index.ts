@@ -128,4 +128,10 @@ export {
   sharedCandidateQueries,
   sharedTaskQueries,
 } from './shared-context.js';
-export { countTokens, effectiveBudget, TOKENIZER, truncateToTokens } from './tokens.js';
+export {
+  countTokens,
+  effectiveBudget,
+  o200kTokenCounter,
+  TOKENIZER,
+  truncateToTokens,
+} from './tokens.js';

@@ -12,3 +12,33 @@ export {
 } from './hub-limits.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
+// Seed 002's turn context: pure, tokenizer-free (the counter is passed in), hashed for replay.
+export type {
+  BuiltTurnContext,
+  ContextBuildFailure,
+  TokenCounter,
+  TurnBudgets,
+  TurnBuildResult,
+  TurnContextInput,
+  TurnContextRecord,
+  TurnCurrentInput,
+  TurnMemoryPointer,
+  TurnMessage,
+  TurnPart,
+  TurnRuntimeState,
+  TurnSender,
+  TurnSnapshot,
+  TurnSource,
+  TurnSources,
+  TurnToolSnippet,
+  TurnTrimAction,
+  TurnTrimNote,
+} from './turn-context.js';
+export {
+  buildTurnContext,
+  DEFAULT_TURN_BUDGETS,
+  estimateTokenCounter,
+  TURN_BUILDER_VERSION,
+  tryBuildTurnContext,
+  turnContextRecord,
+} from './turn-context.js';

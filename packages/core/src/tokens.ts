@@ -48,3 +48,6 @@ export function effectiveBudget(tokenBudget: number, safetyMargin: number): numb
   const margin = Math.min(Math.max(safetyMargin, 0), 0.9);
   return Math.floor(tokenBudget * (1 - margin));
 }
+
+/** The exact o200k counter for `buildTurnContext`, under the name snapshots record. */
+export const o200kTokenCounter = { name: TOKENIZER, count: countTokens } as const;

@@ -33,6 +33,7 @@ function runClaude(
   home: string,
   project: string,
   prompt: string,
+  extraEnv: Record<string, string> = {},
 ): Promise<ClaudeRun> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(CLAUDE, ['-p', prompt, '--output-format', 'json'], {
@@ -44,6 +45,7 @@ function runClaude(
         ANTHROPIC_API_KEY: 'sk-ant-test-scripted-model',
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
         DISABLE_TELEMETRY: '1',
+        ...extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -192,6 +194,34 @@ describe('Claude Code with ctxbus installed', () => {
     expect(event?.event).toBe('context-added');
     expect(event?.item.source.runtime).toBe('claude-code');
     subscriber.close();
+  });
+
+  it("records the prompt's turn context with CTXBUS_TURN_SNAPSHOTS, and ctxbus replay proves it offline", async () => {
+    const data = tempDir('ctxbus-e2e-turns-');
+    try {
+      reply = () => ({ text: 'Snapshot taken.' });
+      const run = await runClaude(model, home, project, 'Record this turn (marker 5d1e)', {
+        CTXBUS_TURN_SNAPSHOTS: '1',
+        CTXBUS_DATA: data,
+      });
+      expect(run.code, run.stderr).toBe(0);
+      const dir = join(data, 'agents', 'claude-code', 'context');
+      const [file] = readdirSync(dir);
+      if (!file) throw new Error('no turn snapshot written');
+      const [record] = readFileSync(join(dir, file), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(record.input.sources.currentInput.text).toBe('Record this turn (marker 5d1e)');
+      const session = record.snapshot.sessionId as string;
+      const replay = await runCli(['replay', session, '--data', data], {
+        env: { HOME: home, CTXBUS_URL: 'http://127.0.0.1:9' },
+      });
+      expect(replay.code, replay.stderr).toBe(0);
+      expect(replay.stdout).toContain(`${record.snapshot.contextHash} proven`);
+    } finally {
+      removeDir(data);
+    }
   });
 
   it('keeps working with the hub down, and sends what it wrote once the hub is back', async () => {
