@@ -1,5 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { CliRun, WebhookReceiver } from '@ctxbus/test-kit';
 import {
@@ -59,12 +62,32 @@ writeFileSync(
   ].join('\n'),
 );
 
+/** A plain page on another origin (another port): what a web app using adapter-web is. */
+async function startPageServer(): Promise<{ server: Server; origin: string }> {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/html' });
+    response.end('<!doctype html><title>another app</title><p>another app</p>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+const allowedApp = await startPageServer();
+const otherApp = await startPageServer();
+
 describe.skipIf(unavailable !== null)(
   `the dashboard in Chromium${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
     const hub = useHubProcess({
       dataDir: hubDir,
-      args: ['--allow-private-webhooks', '--webhook-attempts', '2', '--webhook-backoff-ms', '20'],
+      args: [
+        '--allow-private-webhooks',
+        '--webhook-attempts',
+        '2',
+        '--webhook-backoff-ms',
+        '20',
+        '--cors-origin',
+        allowedApp.origin,
+      ],
       tokens: {
         web: ['acme', 'web'],
         code: ['acme', 'claude-code'],
@@ -85,6 +108,8 @@ describe.skipIf(unavailable !== null)(
       for (const worker of workers) worker.child.kill('SIGKILL');
       await launched?.close();
       await receiver?.close();
+      allowedApp.server.close();
+      otherApp.server.close();
     });
 
     async function write(token: string, body: Record<string, unknown>) {
@@ -526,6 +551,36 @@ describe.skipIf(unavailable !== null)(
       expect(await entry.textContent()).toContain('Switched claude-opus -> gpt-5');
       expect(await entry.textContent()).toContain('migrate the store');
       await close();
+    });
+
+    it('a page on an origin given to --cors-origin reads the API and the stream; any other origin cannot', async () => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const readFrom = async (origin: string) => {
+        await page.goto(origin);
+        return page.evaluate(
+          async ({ url, token }) => {
+            try {
+              const headers = { authorization: `Bearer ${token}` };
+              const listed = await (await fetch(`${url}/api/context?limit=1`, { headers })).json();
+              const controller = new AbortController();
+              const stream = await fetch(`${url}/api/stream`, {
+                headers,
+                signal: controller.signal,
+              });
+              const type = stream.headers.get('content-type');
+              controller.abort();
+              return `read ${listed.items.length} item, stream ${type}`;
+            } catch (error) {
+              return `refused: ${(error as Error).name}`;
+            }
+          },
+          { url: hub.url, token: hub.tokens.web },
+        );
+      };
+      expect(await readFrom(allowedApp.origin)).toBe('read 1 item, stream text/event-stream');
+      expect(await readFrom(otherApp.origin)).toBe('refused: TypeError');
+      await context.close();
     });
 
     it('has no serious or critical accessibility violations (axe-core), and fits a phone; screenshots of each view', async () => {

@@ -10,6 +10,7 @@ import type { Store } from '@ctxbus/store';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { normalizePublicUrl } from './a2a/a2a-base-url.js';
@@ -107,7 +108,15 @@ export interface HubOptions {
   approvalKey?: ApprovalKey;
   /** How long an approval request waits for a human, and a signed approval lasts (default 30 min). */
   approvalTtlMs?: number;
+  /**
+   * Browser origins (`https://app.example.com`) whose pages may call the API and read the
+   * stream cross-origin. None by default: only the hub's own dashboard (same origin) can.
+   */
+  corsOrigins?: readonly string[];
 }
+
+/** Headers a cross-origin page sends (the token, JSON bodies, the stream's resume point). */
+const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'last-event-id'];
 
 export interface Hub {
   app: Hono;
@@ -351,6 +360,19 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     if (Number(length) > services.maxBodyBytes) return tooLarge(context);
     await next();
   };
+  if (options.corsOrigins && options.corsOrigins.length > 0) {
+    // Exact origins only, no cookies (the token travels in the Authorization header): an origin
+    // not listed gets no CORS headers, so the browser keeps the answer from its page.
+    const allowCors = cors({
+      origin: [...options.corsOrigins],
+      allowMethods: ['GET', 'POST', 'DELETE'],
+      allowHeaders: CORS_ALLOW_HEADERS,
+      exposeHeaders: ['retry-after', 'allow'],
+      maxAge: 600,
+    });
+    app.use('/api/*', allowCors);
+    app.use('/health', allowCors);
+  }
   app.use('/api/*', limitBody);
   app.use('/a2a', limitBody);
   app.use('/a2a/*', limitBody);

@@ -22,6 +22,8 @@ export interface HubRunOptions {
   host: string;
   /** The hub's public base URL (its A2A Agent Cards name it); null: loopback requests only. */
   publicUrl: string | null;
+  /** Browser origins allowed to call the API cross-origin (CORS); empty: none. */
+  corsOrigins: string[];
   store: StoreTarget;
   /** The capabilities file to load and watch (null: an empty matrix). */
   capabilities: { file: string; optional: boolean } | null;
@@ -131,6 +133,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
           : options.webhooks,
       ...(options.capabilities && { capabilities: options.capabilities }),
       ...(options.publicUrl !== null && { publicUrl: options.publicUrl }),
+      corsOrigins: options.corsOrigins,
       // Approvals are signed with a key kept beside the data (PostgreSQL: in the config
       // directory); hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
       approvalTtlMs: options.approvalTtlMs,

@@ -64,6 +64,11 @@ export function addServeOptions(command: Command): Command {
       "the hub's URL as others reach it, named in its A2A Agent Cards (default: $CTXBUS_PUBLIC_URL; without it cards are served only to requests to a loopback name)",
       process.env.CTXBUS_PUBLIC_URL,
     )
+    .option(
+      '--cors-origin <origin>',
+      'a browser origin (https://app.example.com) whose pages may call the API cross-origin (repeatable; default: $CTXBUS_CORS_ORIGINS, comma-separated; none: only the dashboard the hub serves)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('-d, --data <dir>', `data directory (default: $CTXBUS_DATA or ${defaultDataDir()})`)
     .option(
       '--store <url>',

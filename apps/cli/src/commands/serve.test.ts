@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { capabilitiesFile } from './serve.js';
+import { capabilitiesFile, corsOrigins } from './serve.js';
 
 describe('capabilitiesFile', () => {
   const sqlite = { kind: 'sqlite', dataDir: '/var/ctxbus' } as const;
@@ -28,5 +28,31 @@ describe('capabilitiesFile', () => {
       optional: true,
     });
     expect(capabilitiesFile(undefined, postgres, {})).toBeNull();
+  });
+});
+
+describe('corsOrigins', () => {
+  it('takes exact origins from --cors-origin, else $CTXBUS_CORS_ORIGINS; none by default', () => {
+    expect(corsOrigins(undefined, undefined)).toEqual([]);
+    expect(
+      corsOrigins(['https://app.example.com', 'http://127.0.0.1:5173'], 'https://x.dev'),
+    ).toEqual(['https://app.example.com', 'http://127.0.0.1:5173']);
+    expect(corsOrigins([], ' https://a.dev , https://b.dev:8443 ')).toEqual([
+      'https://a.dev',
+      'https://b.dev:8443',
+    ]);
+  });
+
+  it('refuses a wildcard, a path, a trailing slash and other schemes, naming the value', () => {
+    for (const bad of [
+      '*',
+      'https://app.example.com/',
+      'https://app.example.com/ui',
+      'ftp://x.dev',
+      'app.example.com',
+    ]) {
+      expect(() => corsOrigins([bad], undefined)).toThrow(`(got "${bad}")`);
+    }
+    expect(() => corsOrigins(['*'], undefined)).toThrow('* is not allowed');
   });
 });

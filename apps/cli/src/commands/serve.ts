@@ -10,6 +10,7 @@ export interface ServeOptions {
   port: string;
   host: string;
   publicUrl?: string;
+  corsOrigin?: string[];
   data?: string;
   store?: string;
   capabilities?: string;
@@ -129,6 +130,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
     port,
     host: options.host,
     publicUrl: options.publicUrl ? publicUrlOption(options.publicUrl) : null,
+    corsOrigins: corsOrigins(options.corsOrigin, process.env.CTXBUS_CORS_ORIGINS),
     store,
     capabilities: capabilitiesFile(options.capabilities, store),
     migrate: options.migrate,
@@ -181,6 +183,37 @@ function positiveInteger(value: string, option: string, max: number): number {
 }
 
 /** The embedding provider's settings, or null without --embeddings-url. */
+/**
+ * --cors-origin (else $CTXBUS_CORS_ORIGINS): exact origins, scheme://host[:port] with nothing
+ * after. `*` is refused: any site could then read the API with a token it tricked a user into
+ * pasting, and the hub never needs it (its own dashboard is same-origin).
+ */
+export function corsOrigins(flags: string[] | undefined, env: string | undefined): string[] {
+  const values = flags?.length
+    ? flags
+    : (env ?? '')
+        .split(',')
+        .map((value) => value.trim())
+        .filter(Boolean);
+  return [
+    ...new Set(
+      values.map((value) => {
+        let url: URL | null = null;
+        try {
+          url = new URL(value);
+        } catch {}
+        if (!url || !['http:', 'https:'].includes(url.protocol) || url.origin !== value) {
+          throw new CtxbusError(
+            'validation_failed',
+            `--cors-origin must be an origin such as https://app.example.com, with no path or trailing slash${value === '*' ? ' (* is not allowed: list each origin)' : ''} (got "${value}")`,
+          );
+        }
+        return url.origin;
+      }),
+    ),
+  ];
+}
+
 /** --public-url: an http(s) URL without query or fragment, kept without trailing slashes. */
 function publicUrlOption(value: string): string {
   let url: URL | null = null;

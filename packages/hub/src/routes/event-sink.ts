@@ -37,12 +37,16 @@ export interface EventSink {
 export function openEventSink(context: Context, onClose: () => void): EventSink {
   const outgoing = (context.env as { outgoing?: unknown } | undefined)?.outgoing;
   return outgoing instanceof ServerResponse
-    ? nodeSink(outgoing, onClose)
+    ? nodeSink(outgoing, onClose, context.res.headers)
     : webSink(context, onClose);
 }
 
-function nodeSink(outgoing: ServerResponse, onClose: () => void): EventSink {
-  outgoing.writeHead(200, SSE_HEADERS);
+/**
+ * `middleware` holds what middleware set before the route ran (CORS headers, say): written
+ * with the stream's own, which win.
+ */
+function nodeSink(outgoing: ServerResponse, onClose: () => void, middleware: Headers): EventSink {
+  outgoing.writeHead(200, { ...Object.fromEntries(middleware), ...SSE_HEADERS });
   outgoing.flushHeaders();
   outgoing.once('close', onClose);
   // A write to a connection that just broke reports the error here; 'close' follows.
