@@ -13,6 +13,7 @@ import {
   tempDir,
   useHubProcess,
   waitUntil,
+  workerPolicy,
 } from '@ctxbus/test-kit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,23 +45,7 @@ const project = join(machine, 'projects', 'demo');
 mkdirSync(project, { recursive: true });
 writeFileSync(join(project, 'check.js'), "console.log('checked');\n");
 const policyFile = join(machine, 'capabilities.yaml');
-writeFileSync(
-  policyFile,
-  [
-    'version: 1',
-    'runtimes:',
-    '  claude-code:',
-    '    description: this machine',
-    '    capabilities:',
-    '      code_execution: { mode: native }',
-    '  openclaw:',
-    '    description: the assistant',
-    '    trust: standard',
-    'remote_execution:',
-    '  allow: ["node check.js"]',
-    `  workdir: ${join(machine, 'projects')}`,
-  ].join('\n'),
-);
+writeFileSync(policyFile, workerPolicy(join(machine, 'projects'), ['node check.js']));
 
 /** A plain page on another origin (another port): what a web app using adapter-web is. */
 async function startPageServer(): Promise<{ server: Server; origin: string }> {

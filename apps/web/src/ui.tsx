@@ -57,3 +57,36 @@ export function TableScroll({
 export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
+
+/** A labelled select; `any` adds a first, empty choice (a filter that is off). */
+export function SelectField(props: {
+  id: string;
+  label: string;
+  options: readonly string[];
+  any?: string;
+  name?: string;
+  value?: string;
+  defaultValue?: string;
+  onChange?: (value: string) => void;
+}) {
+  const { onChange } = props;
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select
+        id={props.id}
+        name={props.name}
+        value={props.value}
+        defaultValue={props.defaultValue}
+        onChange={onChange && ((event) => onChange(event.currentTarget.value))}
+      >
+        {props.any !== undefined && <option value="">{props.any}</option>}
+        {props.options.map((option) => (
+          <option key={option} value={option}>
+            {option}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}

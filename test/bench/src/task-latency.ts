@@ -17,27 +17,15 @@ import {
   startHubProcess,
   tempDir,
   waitUntil,
+  workerPolicy,
 } from '@ctxbus/test-kit';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
 const SECTION = 'tasks';
 
-function policy(root: string): string {
-  return [
-    'version: 1',
-    'runtimes:',
-    '  claude-code:',
-    '    description: this machine',
-    '    capabilities:',
-    '      code_execution: { mode: native }',
-    '  openclaw:',
-    '    description: the assistant',
-    'remote_execution:',
-    '  allow: ["true"]',
-    `  workdir: ${root}`,
-  ].join('\n');
-}
+/** The worker's policy: it runs `true` under `root`. */
+const policy = (root: string) => workerPolicy(root, ['true']);
 
 export async function benchTaskLatency(
   quick: boolean,

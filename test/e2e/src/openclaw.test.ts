@@ -13,6 +13,7 @@ import {
   startHubProcess,
   tempDir,
   waitUntil,
+  workerPolicy,
 } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenClawHome } from './openclaw-harness.js';
@@ -118,23 +119,7 @@ beforeAll(async () => {
 
   mkdirSync(project, { recursive: true });
   writeFileSync(join(project, 'check.js'), "console.log('42 checks passed in', process.cwd());\n");
-  writeFileSync(
-    policyFile,
-    [
-      'version: 1',
-      'runtimes:',
-      '  claude-code:',
-      '    description: this machine',
-      '    capabilities:',
-      '      code_execution: { mode: native }',
-      '  openclaw:',
-      '    description: the assistant',
-      '    trust: standard',
-      'remote_execution:',
-      '  allow: ["node check.js"]',
-      `  workdir: ${join(machine, 'projects')}`,
-    ].join('\n'),
-  );
+  writeFileSync(policyFile, workerPolicy(join(machine, 'projects'), ['node check.js']));
   worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'e2e-worker'], {
     env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: codeToken },
     timeoutMs: 900_000,

@@ -10,6 +10,7 @@ import {
   tempDir,
   useHubProcess,
   waitUntil,
+  workerPolicy,
 } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -63,23 +64,11 @@ symlinkSync(machine, join(root, 'escape'));
 const policyFile = join(machine, 'capabilities.yaml');
 writeFileSync(
   policyFile,
-  [
-    'version: 1',
-    'runtimes:',
-    '  claude-code:',
-    '    description: this machine',
-    '    capabilities:',
-    '      code_execution: { mode: native }',
-    '  openclaw:',
-    '    description: the assistant',
-    '    trust: standard',
-    '  web:',
-    '    description: the dashboard',
-    '    trust: restricted',
-    'remote_execution:',
-    '  allow: ["node check.js", "node once.js", "node progress.js"]',
-    `  workdir: ${root}`,
-  ].join('\n'),
+  workerPolicy(
+    root,
+    ['node check.js', 'node once.js', 'node progress.js'],
+    ['  web:', '    description: the dashboard', '    trust: restricted'],
+  ),
 );
 
 const workers: CliRun[] = [];

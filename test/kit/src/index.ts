@@ -14,3 +14,4 @@ export type { WaitOptions } from './wait-until.ts';
 export { waitFor, waitUntil } from './wait-until.ts';
 export type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.ts';
 export { startWebhookReceiver } from './webhook-receiver.ts';
+export { workerPolicy } from './worker-policy.ts';

@@ -3,8 +3,8 @@ import { CONTEXT_TYPES, SCOPES, URGENCIES } from '@ctxbus/core/contract';
 import { useMemo, useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
-import { href } from '../router.js';
-import { Badge, Empty, ErrorBox, Time, UrgencyBadge } from '../ui.js';
+import { Empty, ErrorBox, SelectField } from '../ui.js';
+import { ItemRow } from './item-row.js';
 
 interface Filters {
   scope: string;
@@ -28,61 +28,6 @@ function cacheFilter(filters: Filters): CacheFilter {
     ...(filters.runtime && { runtime: filters.runtime }),
     ...(tags.length > 0 && { tags }),
   };
-}
-
-export function ItemRow({ item, highlight }: { item: ContextItem; highlight?: string }) {
-  return (
-    <li class={`item item-${item.urgency}`} data-testid="feed-item" data-id={item.id}>
-      <div class="item-head">
-        <a href={href('item', item.id)} class="item-title">
-          {item.title}
-        </a>
-        <UrgencyBadge item={item} />
-      </div>
-      <div class="item-meta">
-        <Badge kind="type">{item.type}</Badge>
-        <span>{item.source.runtime}</span>
-        <span>
-          {item.scope}
-          {item.scopeKey ? ` ${item.scopeKey}` : ''}
-        </span>
-        {item.relevanceTags.map((tag) => (
-          <Badge key={tag} kind="tag">
-            #{tag}
-          </Badge>
-        ))}
-        <Time iso={item.createdAt} />
-      </div>
-      <p class="item-summary">{highlight ?? item.summary}</p>
-    </li>
-  );
-}
-
-function Select(props: {
-  label: string;
-  value: string;
-  options: readonly string[];
-  any: string;
-  onChange: (value: string) => void;
-}) {
-  const id = `filter-${props.label.toLowerCase().replace(/\W+/g, '-')}`;
-  return (
-    <div class="field">
-      <label for={id}>{props.label}</label>
-      <select
-        id={id}
-        value={props.value}
-        onChange={(event) => props.onChange(event.currentTarget.value)}
-      >
-        <option value="">{props.any}</option>
-        {props.options.map((option) => (
-          <option key={option} value={option}>
-            {option}
-          </option>
-        ))}
-      </select>
-    </div>
-  );
 }
 
 /** The live feed: every change as it happens, filtered in the page; search asks the hub. */
@@ -132,34 +77,24 @@ export function FeedView({ bus, client }: { bus: LiveBus; client: WebClient }) {
         Live feed
       </h1>
       <form class="filters" aria-label="Filters" onSubmit={runSearch}>
-        <Select
-          label="Scope"
-          value={filters.scope}
-          options={SCOPES}
-          any="any scope"
-          onChange={set('scope')}
-        />
-        <Select
-          label="Type"
-          value={filters.type}
-          options={CONTEXT_TYPES}
-          any="any type"
-          onChange={set('type')}
-        />
-        <Select
-          label="Urgency at least"
-          value={filters.minUrgency}
-          options={URGENCIES}
-          any="any urgency"
-          onChange={set('minUrgency')}
-        />
-        <Select
-          label="Runtime"
-          value={filters.runtime}
-          options={runtimes}
-          any="any runtime"
-          onChange={set('runtime')}
-        />
+        {(
+          [
+            ['scope', 'Scope', SCOPES, 'any scope'],
+            ['type', 'Type', CONTEXT_TYPES, 'any type'],
+            ['minUrgency', 'Urgency at least', URGENCIES, 'any urgency'],
+            ['runtime', 'Runtime', runtimes, 'any runtime'],
+          ] as const
+        ).map(([field, label, options, any]) => (
+          <SelectField
+            key={field}
+            id={`filter-${field}`}
+            label={label}
+            options={options}
+            any={any}
+            value={filters[field]}
+            onChange={set(field)}
+          />
+        ))}
         <div class="field">
           <label for="filter-tags">Tags</label>
           <input

@@ -1,7 +1,7 @@
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
-import { href } from '../router.js';
-import { Empty, Time, UrgencyBadge } from '../ui.js';
+import { Empty } from '../ui.js';
+import { ItemRow } from './item-row.js';
 
 /** The tag `ctxbus handoff heartbeat|switch --publish` puts on its status items. */
 export const HANDOFF_TAG = 'handoff';
@@ -28,20 +28,9 @@ export function HandoffView({ bus }: { bus: LiveBus }) {
       ) : (
         <ul class="items" data-testid="handoffs">
           {handoffs.map((item) => (
-            <li key={item.id} class={`item item-${item.urgency}`} data-testid="handoff">
-              <div class="item-head">
-                <a href={href('item', item.id)} class="item-title">
-                  {item.title}
-                </a>
-                <UrgencyBadge item={item} />
-              </div>
-              <p class="item-meta">
-                <span>{item.key}</span>
-                <span>by {item.source.runtime}</span>
-                <Time iso={item.createdAt} />
-              </p>
+            <ItemRow key={item.id} item={item} testId="handoff">
               <pre class="content">{item.content}</pre>
-            </li>
+            </ItemRow>
           ))}
         </ul>
       )}

@@ -2,27 +2,12 @@ import type { WebClient } from '@ctxbus/adapter-web';
 import { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from '@ctxbus/core/contract';
 import { useState } from 'preact/hooks';
 import { href } from '../router.js';
-import { ErrorBox } from '../ui.js';
+import { ErrorBox, SelectField } from '../ui.js';
 
 interface Written {
   id: string;
   seq: number;
   title: string;
-}
-
-function Choice(props: { name: string; label: string; options: readonly string[]; value: string }) {
-  return (
-    <div class="field">
-      <label for={`write-${props.name}`}>{props.label}</label>
-      <select id={`write-${props.name}`} name={props.name} defaultValue={props.value}>
-        {props.options.map((option) => (
-          <option key={option} value={option}>
-            {option}
-          </option>
-        ))}
-      </select>
-    </div>
-  );
 }
 
 function Text(props: { name: string; label: string; hint?: string; numeric?: boolean }) {
@@ -98,10 +83,34 @@ export function WriteView({ client }: { client: WebClient }) {
           Written as this dashboard's runtime. Secrets in the text are redacted by the hub.
         </p>
         <div class="row">
-          <Choice name="type" label="Type" options={CONTEXT_TYPES} value="discovery" />
-          <Choice name="urgency" label="Urgency" options={URGENCIES} value="background" />
-          <Choice name="scope" label="Scope" options={SCOPES} value="global" />
-          <Choice name="visibility" label="Visibility" options={VISIBILITIES} value="team" />
+          <SelectField
+            id="write-type"
+            name="type"
+            label="Type"
+            options={CONTEXT_TYPES}
+            defaultValue="discovery"
+          />
+          <SelectField
+            id="write-urgency"
+            name="urgency"
+            label="Urgency"
+            options={URGENCIES}
+            defaultValue="background"
+          />
+          <SelectField
+            id="write-scope"
+            name="scope"
+            label="Scope"
+            options={SCOPES}
+            defaultValue="global"
+          />
+          <SelectField
+            id="write-visibility"
+            name="visibility"
+            label="Visibility"
+            options={VISIBILITIES}
+            defaultValue="team"
+          />
         </div>
         <div class="field">
           <label for="write-title">Title</label>
