@@ -1,8 +1,8 @@
 import { defineConfig } from 'tsup';
 import { library } from '../../tsup.base.ts';
 
-// The root entry runs anywhere (fetch, WebCrypto); the light client, the outbox and the turn
-// log are for hooks on Node, behind their own subpaths so the root never loads node: modules.
+// The root entry runs anywhere (fetch, WebCrypto); the light client, the outbox, the turn
+// log and the atomic file write are for Node, behind their own subpaths so the root never loads node: modules.
 export default defineConfig({
   ...library(
     {
@@ -10,6 +10,7 @@ export default defineConfig({
       light: 'src/hub-lite.ts',
       outbox: 'src/outbox.ts',
       'turn-log': 'src/turn-log.ts',
+      files: 'src/atomic-file.ts',
     },
     'neutral',
   ),

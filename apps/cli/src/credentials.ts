@@ -1,6 +1,7 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { writeFileAtomic } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { z } from 'zod';
 
@@ -95,9 +96,6 @@ export function saveHubCredentials(
   if (options.makeDefault || credentials.defaultHub === null) credentials.defaultHub = key;
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(temporary, 0o600);
-  renameSync(temporary, path);
+  writeFileAtomic(path, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return path;
 }

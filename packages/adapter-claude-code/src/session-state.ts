@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@ctxbus/client/files';
 
 export interface SessionState {
   /** Sequence of the newest item this session has been shown. */
@@ -51,9 +52,7 @@ export function readSessionState(stateDir: string, sessionId: string): SessionSt
 export function writeSessionState(stateDir: string, sessionId: string, state: SessionState): void {
   const file = fileFor(stateDir, sessionId);
   mkdirSync(join(stateDir, 'sessions'), { recursive: true });
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, JSON.stringify(state), { mode: 0o600 });
-  renameSync(temp, file);
+  writeFileAtomic(file, JSON.stringify(state), { mode: 0o600 });
 }
 
 /**
@@ -80,9 +79,7 @@ export function readHandoffSeen(stateDir: string, workspace: string): number {
 export function writeHandoffSeen(stateDir: string, workspace: string, sequence: number): void {
   const file = handoffSeenFile(stateDir);
   mkdirSync(stateDir, { recursive: true });
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, JSON.stringify({ ...readSeenMap(stateDir), [workspace]: sequence }), {
+  writeFileAtomic(file, JSON.stringify({ ...readSeenMap(stateDir), [workspace]: sequence }), {
     mode: 0o600,
   });
-  renameSync(temp, file);
 }

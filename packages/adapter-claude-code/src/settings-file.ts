@@ -1,5 +1,6 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { writeFileAtomic } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/contract';
 
 export type JsonObject = Record<string, unknown>;
@@ -30,10 +31,7 @@ export function readJsonFile(path: string): JsonObject {
 /** Writes atomically, keeping the file private when it holds a token. */
 export function writeJsonFile(path: string, value: JsonObject, secret: boolean): void {
   mkdirSync(dirname(path), { recursive: true });
-  const temp = `${path}.ctxbus-${process.pid}.tmp`;
-  writeFileSync(temp, `${JSON.stringify(value, null, 2)}\n`, { mode: secret ? 0o600 : 0o644 });
-  renameSync(temp, path);
-  if (secret) chmodSync(path, 0o600);
+  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: secret ? 0o600 : 0o644 });
 }
 
 export function objectAt(parent: JsonObject, key: string): JsonObject {

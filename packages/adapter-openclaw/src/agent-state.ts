@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@ctxbus/client/files';
 
 /** What the plugin remembers per OpenClaw agent between turns (and gateway restarts). */
 export interface AgentState {
@@ -47,7 +48,5 @@ export function readAgentState(stateDir: string, agentId: string): AgentState {
 export function writeAgentState(stateDir: string, agentId: string, state: AgentState): void {
   const file = fileFor(stateDir, agentId);
   mkdirSync(join(stateDir, 'agents'), { recursive: true, mode: 0o700 });
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, JSON.stringify(state), { mode: 0o600 });
-  renameSync(temp, file);
+  writeFileAtomic(file, JSON.stringify(state), { mode: 0o600 });
 }

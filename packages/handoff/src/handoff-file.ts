@@ -1,15 +1,5 @@
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
 import { CtxbusError, hashValue } from '@ctxbus/core/contract';
 import type { HistoryEntry } from './handoff-history.js';
 import { appendHistory } from './handoff-history.js';
@@ -143,27 +133,9 @@ export async function withLock<T>(
   }
 }
 
-/** Writes `text` to `path` atomically: temp file, fsync, rename, fsync of the directory. */
+/** Writes `text` to `path` atomically and durably: temp file, fsync, rename, fsync of the directory. */
 export function writeFileAtomic(path: string, text: string): void {
-  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
-  const fd = openSync(temp, 'w', 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, path);
-  try {
-    const dir = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
-  } catch {
-    // some filesystems refuse fsync on a directory; the rename is still atomic
-  }
+  writeAtomic(path, text, { mode: 0o600, durable: true });
 }
 
 export interface UpdateOptions extends LockOptions {

@@ -1,34 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import {
-  appendFileSync,
-  existsSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { SharedContextPaths } from './paths.js';
 import type { WriteRequest } from './policy.js';
 import { assertWriteAllowed, prepareParent } from './policy.js';
 
-/**
- * Writes through a temporary file in the same directory and a rename, so readers never see
- * half a file. The temporary name starts with a dot: scanners skip it.
- */
+/** Whole-file writes go through a temporary file and a rename: readers never see half. */
 export function writeFileAtomic(target: string, text: string): void {
-  const temporary = join(
-    dirname(target),
-    `.${basename(target)}.${randomBytes(6).toString('hex')}.tmp`,
-  );
-  try {
-    writeFileSync(temporary, text, { encoding: 'utf8', mode: 0o644 });
-    renameSync(temporary, target);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
+  writeAtomic(target, text, { mode: 0o644 });
 }
 
 /** A whole-file write under the policy (`create` refuses an existing file). Returns the path. */

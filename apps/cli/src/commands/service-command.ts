@@ -1,15 +1,8 @@
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { createClient } from '@ctxbus/client';
+import { writeFileAtomic } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { Command, CommanderError } from 'commander';
 import { configDir } from '../credentials.js';
@@ -163,10 +156,7 @@ async function install(serveArgs: string[], options: { dryRun?: boolean }): Prom
   const path = serviceUnitPath();
   const existed = existsSync(path);
   mkdirSync(dirname(path), { recursive: true });
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, text, { mode: secret ? 0o600 : 0o644 });
-  chmodSync(temporary, secret ? 0o600 : 0o644); // whatever the umask
-  renameSync(temporary, path);
+  writeFileAtomic(path, text, { mode: secret ? 0o600 : 0o644 });
   printLine(`${existed ? 'updated' : 'wrote'} ${path}`);
   const manager = userManager();
   if (!manager.reachable) {

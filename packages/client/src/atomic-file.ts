@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+export interface AtomicWriteOptions {
+  /** The file's permissions, whatever the umask (default 0o644; 0o600 for anything secret). */
+  mode?: number;
+  /**
+   * Also fsync the file before the rename and its directory after: the new content survives a
+   * crash of the machine, not only of the process (slower; for files that are the record).
+   */
+  durable?: boolean;
+}
+
+/**
+ * Replaces `path` so that a reader sees the old file or the new one, never part of one, and a
+ * process killed mid-write leaves the old file: a temporary file beside it (named with a
+ * leading dot, so directory scanners skip it), then a rename. The directory must exist.
+ */
+export function writeFileAtomic(
+  path: string,
+  data: string,
+  options: AtomicWriteOptions = {},
+): void {
+  const mode = options.mode ?? 0o644;
+  const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const fd = openSync(temporary, 'wx', mode);
+    try {
+      writeSync(fd, data);
+      if (options.durable) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    chmodSync(temporary, mode);
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+  if (options.durable) syncDirectory(dirname(path));
+}
+
+function syncDirectory(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename itself is still atomic.
+  }
+}
