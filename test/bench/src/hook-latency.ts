@@ -8,6 +8,7 @@ import type { HubProcess } from '@ctxbus/test-kit';
 import { call, runtimeToken, tempDir } from '@ctxbus/test-kit';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
+import { teamItems } from './team-items.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const HOOK = resolve(
@@ -31,22 +32,7 @@ function runHook(
 export async function benchHooks(hub: HubProcess, runs: number): Promise<Row[]> {
   const writer = await runtimeToken(hub, 'bench', 'openclaw');
   const token = await runtimeToken(hub, 'bench', 'claude-code');
-  const items = [
-    ...Array.from({ length: 12 }, (_, index) => ({
-      type: 'decision',
-      title: `Decision ${index}: adopt the pattern for module ${index}`,
-      content: 'Reasoning that explains the trade-offs at some length. '.repeat(6),
-    })),
-    ...Array.from({ length: 8 }, (_, index) => ({
-      type: 'status',
-      title: `Task T-${index} in progress`,
-      scopeKey: `task:T-${index}`,
-      content: 'Halfway there.',
-    })),
-    { type: 'alert', title: 'CI is red on main', urgency: 'blocking' },
-    { type: 'request', title: 'Approve the release notes?', urgency: 'attention' },
-    { type: 'status', title: 'Current focus: the hub', key: 'focus' },
-  ];
+  const items = [...teamItems(), { type: 'status', title: 'Current focus: the hub', key: 'focus' }];
   await call(hub.url, 'POST', '/api/context', { token: writer, body: { items } });
   const env = {
     CTXBUS_URL: hub.url,

@@ -15,6 +15,7 @@ import type { HubProcess } from '@ctxbus/test-kit';
 import { call, openStream, runtimeToken, tempDir } from '@ctxbus/test-kit';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
+import { teamItems } from './team-items.ts';
 
 type PromptBuild = (
   event: { prompt: string; messages: unknown[] },
@@ -24,21 +25,7 @@ type PromptBuild = (
 export async function benchOpenClaw(hub: HubProcess, turns: number): Promise<Row[]> {
   const writer = await runtimeToken(hub, 'bench', 'claude-code');
   const token = await runtimeToken(hub, 'bench', 'openclaw');
-  const items = [
-    ...Array.from({ length: 12 }, (_, index) => ({
-      type: 'decision',
-      title: `Decision ${index}: adopt the pattern for module ${index}`,
-      content: 'Reasoning that explains the trade-offs at some length. '.repeat(6),
-    })),
-    ...Array.from({ length: 8 }, (_, index) => ({
-      type: 'status',
-      title: `Task T-${index} in progress`,
-      scopeKey: `task:T-${index}`,
-      content: 'Halfway there.',
-    })),
-    { type: 'alert', title: 'CI is red on main', urgency: 'blocking' },
-    { type: 'request', title: 'Approve the release notes?', urgency: 'attention' },
-  ];
+  const items = [...teamItems()];
   await call(hub.url, 'POST', '/api/context', { token: writer, body: { items } });
   let promptBuild: PromptBuild | undefined;
   const quiet = () => undefined;
