@@ -120,6 +120,28 @@ describe('pushes', () => {
     expect(api.sent(100).filter((m) => m.text.includes('CTXBUS DIGEST'))).toHaveLength(1);
   });
 
+  it('pushes an attention item tagged telegram at once; the others still wait for the digest', async () => {
+    const bot = await start();
+    await openclaw.write({ type: 'status', title: 'Routine note', urgency: 'attention' });
+    await openclaw.write({
+      type: 'status',
+      title: 'Switched opus -> codex (96%)',
+      urgency: 'attention',
+      relevanceTags: ['handoff', 'telegram'],
+    });
+    const call = await waitFor(
+      api.nextCall(sentTo(100, 'Switched opus -> codex (96%)')),
+      'the push of the item addressed to Telegram',
+    );
+    expect(String(call.params.text)).toMatch(/^\[ATTENTION\] status: Switched opus -> codex/);
+    // The untagged one, written before it, was queued instead of pushed.
+    expect(api.sent(100).some((m) => m.text.includes('Routine note'))).toBe(false);
+    await bot.tick();
+    expect(api.sent(100).find((m) => m.text.includes('CTXBUS DIGEST'))?.text).toContain(
+      'Routine note',
+    );
+  });
+
   it('waits retry_after on a 429 and sends again', async () => {
     const bot = await start();
     api.failNext('sendMessage', {

@@ -23,6 +23,8 @@ import { splitMessage } from './split-message.js';
 import type { ChatState } from './state-file.js';
 import { StateFile } from './state-file.js';
 
+/** Attention items with this tag are pushed at once instead of waiting for the digest. */
+export const TELEGRAM_TAG = 'telegram';
 // The ctxbus Telegram bot: one team (its hub token's) for a fixed set of chats. It follows the
 // hub's stream from where it left off, pushes blocking items at once and attention items as a
 // digest, answers commands, and turns taps on Approve / Deny into the hub's approval API (tasks)
@@ -297,6 +299,9 @@ export class CtxbusTelegramBot {
     if (task?.state === 'AUTH_REQUIRED') return 'approval';
     if (item.type === 'request' && item.urgency !== 'background') return 'request';
     if (item.urgency === 'blocking') return 'blocking';
+    // A writer that addressed an item to Telegram (a model switch, say) wants it seen now.
+    if (item.urgency === 'attention' && item.relevanceTags.includes(TELEGRAM_TAG))
+      return 'blocking';
     if (item.urgency === 'attention') return 'digest';
     return null;
   }

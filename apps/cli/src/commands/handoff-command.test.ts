@@ -362,32 +362,31 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
     );
   });
 
-  it('a switch reaches Telegram: the bot pushes it in its next digest', async () => {
+  it('a switch reaches Telegram at once: the bot pushes what is addressed to it', async () => {
     const botToken = '123456:TEST-handoff_abcdefghijklmnopqrstuvwxyz';
     const api = await startTestBotApi(botToken);
     const stateDir = fresh();
-    let digestTimer: (() => void) | null = null;
     const bot = await CtxbusTelegramBot.create({
       botToken,
       client: createClient({ url: hub.url, token: hub.tokens.telegram }),
       chats: [100],
       apiRoot: api.apiRoot,
       statePath: join(stateDir, 'telegram-state.json'),
-      timers: {
-        setInterval: (callback) => {
-          digestTimer = callback;
-          return 1;
-        },
-        clearInterval: () => {
-          digestTimer = null;
-        },
-      },
+      // The digest never runs here: what arrives comes from the push alone.
+      timers: { setInterval: () => 1, clearInterval: () => {} },
     });
     try {
       await bot.start();
       const workspace = fresh();
       const env = withConfig('notifications:\n  channel: telegram\n');
       const hubArgs = ['--workspace', workspace, '--url', hub.url, '--token', hub.tokens.agent];
+      const pushed = api.nextCall(
+        (call) =>
+          call.method === 'sendMessage' &&
+          String(call.params.text).includes(
+            'Switched opus -> codex (96%): Nightly ETL. Context preserved.',
+          ),
+      );
       await runCli(
         [
           'handoff',
@@ -407,26 +406,12 @@ describe('ctxbus handoff', { timeout: 60_000 }, () => {
         { env },
       );
       expect(switched.code, switched.stderr).toBe(0);
-      // A blocking item written after the switch: once it is pushed, the switch is queued.
-      await createClient({ url: hub.url, token: hub.tokens.agent }).write({
-        type: 'alert',
-        title: 'Handoff digest marker',
-        urgency: 'blocking',
-      });
-      await waitFor(
-        api.nextCall(
-          (call) =>
-            call.method === 'sendMessage' &&
-            String(call.params.text).includes('Handoff digest marker'),
-        ),
-        'the marker push',
-      );
-      expect(digestTimer).not.toBeNull();
-      await bot.flushDigest(); // what the digest timer does
-      const digest = api.sent(100).find((message) => message.text.includes('CTXBUS DIGEST'));
-      expect(digest?.text).toContain(
-        'Switched opus -> codex (96%): Nightly ETL. Context preserved.',
-      );
+      const call = await waitFor(pushed, 'the switch pushed to the chat');
+      expect(call.params.chat_id).toBe(100);
+      // The heartbeat before it (no telegram tag, background) was not pushed.
+      expect(
+        api.sent(100).filter((message) => message.text.includes('working on Nightly ETL')),
+      ).toEqual([]);
     } finally {
       await bot.stop();
       await api.close();
