@@ -26,7 +26,14 @@ function runHook(
     env: { ...process.env, ...env },
     encoding: 'utf8',
   });
-  return { ms: performance.now() - started, stdout: result.stdout };
+  const elapsed = performance.now() - started;
+  // A hook that failed (or a bundle that is not built) would time an error: refuse to.
+  if (result.error || result.status !== 0) {
+    throw new Error(
+      `the hook ${HOOK} failed (exit ${result.status}): ${result.error?.message ?? result.stderr}`,
+    );
+  }
+  return { ms: elapsed, stdout: result.stdout };
 }
 
 export async function benchHooks(hub: HubProcess, runs: number): Promise<Row[]> {
