@@ -1,4 +1,14 @@
-import { appendFileSync, closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type {
@@ -42,9 +52,36 @@ export function turnLogPaths(dataDir: string, agentId: string, sessionId: string
   return { context: join(agent, 'context', file), audit: join(agent, 'audit', file) };
 }
 
-/** Appends one JSON line in a single write, then syncs it: a crash leaves at most a torn last line. */
-function appendLine(path: string, value: unknown): void {
+/** Session files kept per agent and kind (context, audit) unless told otherwise: the newest. */
+export const DEFAULT_KEEP_SESSIONS = 200;
+
+/**
+ * Keeps the `keep` most recently written session files of a directory and removes the rest, so
+ * the turn log stays bounded however many sessions an agent runs. Returns what it removed.
+ */
+export function pruneSessionFiles(dir: string, keep: number): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => name.endsWith('.jsonl'));
+  } catch {
+    return [];
+  }
+  if (names.length <= keep) return [];
+  const byAge = names
+    .map((name) => ({ name, mtime: statSync(join(dir, name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime || a.name.localeCompare(b.name));
+  const removed = byAge.slice(keep).map((entry) => entry.name);
+  for (const name of removed) rmSync(join(dir, name), { force: true });
+  return removed;
+}
+
+/**
+ * Appends one JSON line in a single write, then syncs it: a crash leaves at most a torn last
+ * line. A session's first line prunes its directory to the newest `keep` sessions.
+ */
+function appendLine(path: string, value: unknown, keep = DEFAULT_KEEP_SESSIONS): void {
   mkdirSync(join(path, '..'), { recursive: true });
+  if (!existsSync(path)) pruneSessionFiles(join(path, '..'), Math.max(keep - 1, 0));
   appendFileSync(path, `${JSON.stringify(value)}\n`, { mode: 0o600 });
   const fd = openSync(path, 'r');
   try {
@@ -54,8 +91,16 @@ function appendLine(path: string, value: unknown): void {
   }
 }
 
-export function appendContextFailure(dataDir: string, failure: ContextBuildFailure): void {
-  appendLine(turnLogPaths(dataDir, failure.agentId, failure.sessionId).audit, failure);
+export function appendContextFailure(
+  dataDir: string,
+  failure: ContextBuildFailure,
+  keepSessions = DEFAULT_KEEP_SESSIONS,
+): void {
+  appendLine(
+    turnLogPaths(dataDir, failure.agentId, failure.sessionId).audit,
+    failure,
+    keepSessions,
+  );
 }
 
 export interface RecordTurnOptions {
@@ -66,6 +111,8 @@ export interface RecordTurnOptions {
   dataDir: string | null;
   /** Append the snapshot of a successful build (failures are always audited). */
   snapshots: boolean;
+  /** Session files kept per agent (default 200): a new session removes the oldest beyond it. */
+  keepSessions?: number;
 }
 
 export type RecordedTurn = TurnBuildResult & {
@@ -84,12 +131,14 @@ export function recordTurn(options: RecordTurnOptions): RecordedTurn {
   const { dataDir } = options;
   if (!dataDir) return result;
   try {
-    if (!result.ok) appendContextFailure(dataDir, result.failure);
+    const keep = options.keepSessions ?? DEFAULT_KEEP_SESSIONS;
+    if (!result.ok) appendContextFailure(dataDir, result.failure, keep);
     else if (options.snapshots) {
       const { agentId, sessionId } = options.input;
       appendLine(
         turnLogPaths(dataDir, agentId, sessionId).context,
         turnContextRecord(options.input, result.context),
+        keep,
       );
     }
     return result;
