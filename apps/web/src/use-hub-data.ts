@@ -1,4 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+/** The fastest a view asks the hub again while the bus changes. */
+export const HUB_RELOAD_MS = 1_000;
 
 export interface HubData<T> {
   data: T | null;
@@ -35,4 +38,28 @@ export function useHubData<T>(
     return () => clearInterval(timer);
   }, [refreshMs]);
   return { ...state, reload: () => setTick((value) => value + 1) };
+}
+
+/**
+ * `value`, changed at most once per `ms` (the last change always shows, at the latest `ms`
+ * later): views that reload from the hub on every bus change ask once a second at most, however
+ * fast the bus moves.
+ */
+export function useThrottled<T>(value: T, ms: number): T {
+  const [shown, setShown] = useState(value);
+  const last = useRef(0);
+  useEffect(() => {
+    const show = () => {
+      last.current = Date.now();
+      setShown(value);
+    };
+    const wait = last.current + ms - Date.now();
+    if (wait <= 0) {
+      show();
+      return;
+    }
+    const timer = setTimeout(show, wait);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return shown;
 }

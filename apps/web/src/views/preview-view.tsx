@@ -3,7 +3,8 @@ import { useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
 import { Empty, ErrorBox, TableScroll } from '../ui.js';
-import { useHubData } from '../use-hub-data.js';
+
+import { HUB_RELOAD_MS, useHubData, useThrottled } from '../use-hub-data.js';
 
 /**
  * Exactly what a runtime gets right now: the hub's shared bundle for it (`GET
@@ -20,7 +21,9 @@ export function PreviewView({
   client: WebClient;
   ownRuntime: string;
 }) {
-  const version = useBus(bus);
+  useBus(bus);
+  // Reloaded as the bus changes, once a second at most.
+  const changes = useThrottled(bus.cache.lastSeq, HUB_RELOAD_MS);
   const [runtime, setRuntime] = useState(ownRuntime);
   const [budget, setBudget] = useState('');
   const runtimes = useHubData(
@@ -30,9 +33,8 @@ export function PreviewView({
   const tokenBudget = Number(budget) > 0 ? Number(budget) : undefined;
   const bundle = useHubData(
     () => client.shared({ runtime, ...(tokenBudget && { tokenBudget }) }),
-    [client, runtime, tokenBudget, bus.cache.lastSeq],
+    [client, runtime, tokenBudget, changes],
   );
-  void version;
   const choices = [...new Set([ownRuntime, ...(runtimes.data ?? [])])];
   const shared = bundle.data;
   return (

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
 import { Badge, Empty, ErrorBox, TableScroll, Time } from '../ui.js';
-import { useHubData } from '../use-hub-data.js';
+import { HUB_RELOAD_MS, useHubData, useThrottled } from '../use-hub-data.js';
 
 function health(subscription: Subscription): { kind: string; text: string } {
   if (subscription.retry)
@@ -62,8 +62,9 @@ export function SubscriptionsView({
   runtime: string;
 }) {
   useBus(bus);
+  const changes = useThrottled(bus.cache.lastSeq, HUB_RELOAD_MS);
   const [open, setOpen] = useState<string | null>(null);
-  const subscriptions = useHubData(() => client.subscriptions(), [client, bus.cache.lastSeq]);
+  const subscriptions = useHubData(() => client.subscriptions(), [client, changes]);
   return (
     <section aria-labelledby="view-title">
       <h1 id="view-title" tabIndex={-1}>

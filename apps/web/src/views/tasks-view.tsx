@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
 import { Badge, Empty, ErrorBox, Time } from '../ui.js';
-import { useHubData } from '../use-hub-data.js';
+import { HUB_RELOAD_MS, useHubData, useThrottled } from '../use-hub-data.js';
 
 const COLUMNS: { title: string; states: readonly Task['state'][] }[] = [
   { title: 'Needs a human', states: ['AUTH_REQUIRED', 'INPUT_REQUIRED'] },
@@ -150,9 +150,10 @@ export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) 
   useBus(bus);
   // Task status items ride the stream (tag `task`): reload when one arrives.
   const lastTaskSeq = bus.cache.items({ tags: TASK_TAG, includeSuperseded: true })[0]?.seq ?? 0;
+  const changes = useThrottled(lastTaskSeq, HUB_RELOAD_MS);
   const tasks = useHubData(
     async () => (await client.tasks({ order: 'newest', limit: 100 })).tasks,
-    [client, lastTaskSeq],
+    [client, changes],
   );
   return (
     <section aria-labelledby="view-title">
