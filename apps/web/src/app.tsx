@@ -6,6 +6,7 @@ import { href, useRoute, VIEWS } from './router.js';
 import type { Session } from './session.js';
 import { forgetToken, signIn, storedToken } from './session.js';
 import { ErrorBox } from './ui.js';
+import { BoardsView } from './views/boards-view.js';
 import { CapabilitiesView } from './views/capabilities-view.js';
 import { FeedView } from './views/feed-view.js';
 import { HandoffView } from './views/handoff-view.js';
@@ -92,6 +93,8 @@ function View({ route, session, bus }: { route: Route; session: Session; bus: Li
       return <SubscriptionsView bus={bus} client={client} runtime={identity.runtime} />;
     case 'handoff':
       return <HandoffView bus={bus} />;
+    case 'boards':
+      return <BoardsView bus={bus} />;
     case 'insights':
       return <InsightsView bus={bus} />;
     default:

@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { Blackboard, createClient, PersistentResources } from '@ctxbus/client';
 import type { CliRun, WebhookReceiver } from '@ctxbus/test-kit';
 import {
   call,
@@ -538,6 +539,34 @@ describe.skipIf(unavailable !== null)(
       await close();
     });
 
+    it('shows each blackboard with the latest value of its entries, and the persistent resources', async () => {
+      const client = createClient({ url: hub.url, token: hub.tokens.code });
+      const board = new Blackboard({
+        client,
+        board: { scope: 'thread', id: 'release-7' },
+        agentId: 'planner',
+      });
+      await board.set('plan', { step: 1 });
+      await board.set('plan', { step: 2 });
+      await board.set('owner', 'alice');
+      await new PersistentResources({ client }).put('runbooks/deploy', {
+        url: 'https://wiki/deploy',
+      });
+      const { page, close } = await signedIn();
+      await go(page, 'boards');
+      const shown = page.locator('[data-testid=board][data-board="thread release-7"]');
+      await shown.waitFor();
+      expect(await shown.locator('tr[data-entry=plan] code').textContent()).toBe('{"step":2}');
+      expect(await shown.locator('tr[data-entry=plan]').textContent()).toContain(
+        'claude-code/planner',
+      );
+      expect(await shown.locator('tr[data-entry]').count()).toBe(2);
+      expect(await page.locator('tr[data-entry="runbooks/deploy"]').textContent()).toContain(
+        'https://wiki/deploy',
+      );
+      await close();
+    });
+
     it('a page on an origin given to --cors-origin reads the API and the stream; any other origin cannot', async () => {
       const context = await browser.newContext();
       const page = await context.newPage();
@@ -578,6 +607,7 @@ describe.skipIf(unavailable !== null)(
         'capabilities',
         'subscriptions',
         'handoff',
+        'boards',
         'insights',
       ];
       for (const [size, viewport] of Object.entries({ desktop: DESKTOP, phone: PHONE })) {

@@ -10,6 +10,7 @@ export const VIEWS = [
   { id: 'capabilities', label: 'Capabilities' },
   { id: 'subscriptions', label: 'Subscriptions' },
   { id: 'handoff', label: 'Handoff' },
+  { id: 'boards', label: 'Boards' },
   { id: 'insights', label: 'Insights' },
 ] as const;
 
