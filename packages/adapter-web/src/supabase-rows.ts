@@ -1,9 +1,9 @@
 import type { ContextItem } from '@ctxbus/core/contract';
-import { contextItemSchema, URGENCIES } from '@ctxbus/core/contract';
+import { contextItemSchema, itemFromColumns } from '@ctxbus/core/contract';
 import { z } from 'zod';
 
 // The items table as Supabase serves it (the Data API's JSON, Realtime's `record`): the store's
-// columns in snake_case (`itemFromRow` in @ctxbus/store maps them the same way), urgency as
+// columns in snake_case, mapped by core's `itemFromColumns` as the store's backends do, urgency as
 // its index in URGENCIES, times as PostgreSQL's JSON timestamps.
 
 /** The columns the Data API is asked for: everything an item needs, not the search index. */
@@ -35,14 +35,15 @@ export const ITEM_ROW_COLUMNS = [
   'consumed_by',
 ].join(',');
 
-const iso = (label: string) =>
+/** A timestamp as milliseconds since the epoch. */
+const epochMs = (label: string) =>
   z.string().transform((value, ctx) => {
     const ms = Date.parse(value);
     if (Number.isNaN(ms)) {
       ctx.addIssue({ code: 'custom', message: `${label} is not a timestamp: ${value}` });
       return z.NEVER;
     }
-    return new Date(ms).toISOString();
+    return ms;
   });
 
 // bigint columns arrive as JSON numbers (int8 within 2^53); Realtime's client also turns
@@ -68,8 +69,8 @@ export const itemRowSchema = z.object({
   scope_key: nullableText,
   urgency: int,
   visibility: z.string(),
-  created_at: iso('created_at'),
-  expires_at: iso('expires_at').nullable(),
+  created_at: epochMs('created_at'),
+  expires_at: epochMs('expires_at').nullable(),
   supersedes: nullableText,
   superseded_by: nullableText,
   item_key: nullableText,
@@ -84,34 +85,14 @@ export type ItemRow = z.infer<typeof itemRowSchema>;
 /** An items row as the contract's `ContextItem` (checked by its schema); throws a ZodError. */
 export function itemFromSupabaseRow(value: unknown): ContextItem {
   const row = itemRowSchema.parse(value);
-  return contextItemSchema.parse({
-    id: row.id,
-    teamId: row.team_id,
-    seq: row.rid,
-    type: row.type,
-    title: row.title,
-    content: row.content,
-    summary: row.summary,
-    source: {
-      runtime: row.source_runtime,
-      agentId: row.source_agent,
-      taskId: row.source_task,
-      threadId: row.source_thread,
-    },
-    scope: row.scope,
-    scopeKey: row.scope_key,
-    relevanceTags: row.tags,
-    urgency: URGENCIES[row.urgency],
-    visibility: row.visibility,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    supersedes: row.supersedes,
-    supersededBy: row.superseded_by,
-    key: row.item_key,
-    consumed: row.consumed_by.length > 0,
-    consumedBy: row.consumed_by,
-    runtimeOptions: row.runtime_options,
-    redactions: row.redactions,
-    tokens: row.tokens,
-  });
+  return contextItemSchema.parse(
+    itemFromColumns(row, {
+      tags: row.tags,
+      createdMs: row.created_at,
+      expiresMs: row.expires_at,
+      consumedBy: row.consumed_by,
+      runtimeOptions: row.runtime_options as ContextItem['runtimeOptions'],
+      redactions: row.redactions as ContextItem['redactions'],
+    }),
+  );
 }

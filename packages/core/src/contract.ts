@@ -139,6 +139,8 @@ export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 // Pure text formatting (no tokenizer): clients render with the hub's formatters.
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
+export type { ItemRowColumns, StoredItemValues } from './item-columns.js';
+export { itemFromColumns } from './item-columns.js';
 export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 // The light entry's own list is the reviewed one; the contract carries all of it.
