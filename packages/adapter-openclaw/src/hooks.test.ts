@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import type { CtxbusClient } from '@ctxbus/client';
 import { pendingCount } from '@ctxbus/client/outbox';
 import { buildTurnContext, countTokens, estimateTokenCounter } from '@ctxbus/core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readAgentState } from './agent-state.js';
 import { registerCtxbus } from './register-plugin.js';
 import type { TestHub } from './test-host.js';
-import { closedPortUrl, recordingHost, reply, startTestHub } from './test-host.js';
+import { closedPortUrl, recordingHost, reply, usePluginTestbed } from './test-host.js';
 
 let hub: TestHub;
 let token: string;
@@ -16,16 +16,9 @@ let token: string;
 let claude: CtxbusClient;
 let stateDir: string;
 
-beforeAll(async () => {
-  hub = await startTestHub();
-  token = await hub.mint('openclaw');
-  claude = await hub.client('claude-code');
+usePluginTestbed('ctxbus-openclaw-state-', (bed) => {
+  ({ hub, token, claude, stateDir } = bed);
 });
-afterAll(() => hub.close());
-beforeEach(() => {
-  stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-state-'));
-});
-afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 function plugin(config: Record<string, unknown> = {}) {
   const host = recordingHost({ url: hub.url, token, stateDir, ...config });

@@ -1,6 +1,9 @@
 // Shared by this package's tests: a real hub on an in-memory SQLite store, and a recorder of
 // what the plugin registers with OpenClaw (the real OpenClaw loads it in test/e2e). Not built.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
@@ -8,6 +11,7 @@ import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import type {
   AgentEndEvent,
   AgentHookContext,
@@ -51,6 +55,36 @@ export async function startTestHub(): Promise<TestHub> {
       await store.close();
     },
   };
+}
+
+/** What a test file of the plugin works with: set before each of its tests. */
+export interface PluginTestbed {
+  hub: TestHub;
+  /** OpenClaw's runtime token. */
+  token: string;
+  /** Claude Code's side of the team: a writer, a reader, a worker over REST. */
+  claude: CtxbusClient;
+  /** The plugin's state directory, fresh for each test. */
+  stateDir: string;
+}
+
+/**
+ * One hub for the file (OpenClaw's token, Claude Code's client) and a fresh state directory for
+ * each test, handed to `use` whenever either changes.
+ */
+export function usePluginTestbed(prefix: string, use: (bed: PluginTestbed) => void): void {
+  let bed: Omit<PluginTestbed, 'stateDir'> | undefined;
+  let stateDir = '';
+  beforeAll(async () => {
+    const hub = await startTestHub();
+    bed = { hub, token: await hub.mint('openclaw'), claude: await hub.client('claude-code') };
+  });
+  afterAll(() => bed?.hub.close());
+  beforeEach(() => {
+    stateDir = mkdtempSync(join(tmpdir(), prefix));
+    if (bed) use({ ...bed, stateDir });
+  });
+  afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 }
 
 /** A URL where nothing listens: a port the OS handed out and that was closed again. */

@@ -1,15 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentTool, ToolResult } from './openclaw-sdk.js';
 import { pluginConfigJsonSchema } from './plugin-config.js';
 import { registerCtxbus } from './register-plugin.js';
 import { SHARED_CONTEXT_TOOL_NAMES } from './shared-context.js';
 import type { TestHub } from './test-host.js';
-import { recordingHost, startTestHub } from './test-host.js';
+import { recordingHost, usePluginTestbed } from './test-host.js';
 import { PLUGIN_TOOL_NAMES } from './tools.js';
 
 let hub: TestHub;
@@ -18,16 +16,9 @@ let token: string;
 let claude: CtxbusClient;
 let stateDir: string;
 
-beforeAll(async () => {
-  hub = await startTestHub();
-  token = await hub.mint('openclaw');
-  claude = await hub.client('claude-code');
+usePluginTestbed('ctxbus-openclaw-tools-', (bed) => {
+  ({ hub, token, claude, stateDir } = bed);
 });
-afterAll(() => hub.close());
-beforeEach(() => {
-  stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-tools-'));
-});
-afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 function toolsOf(agentId: string, config: Record<string, unknown> = {}) {
   const host = recordingHost({ url: hub.url, token, stateDir, ...config });
