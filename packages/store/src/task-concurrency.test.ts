@@ -71,17 +71,16 @@ async function expectEachRanOnce(
   store: Store,
   created: readonly Task[],
   claimed: readonly Claimed[],
-  storeCount: number,
+  participants: number,
 ): Promise<void> {
-  // No task claimed twice, none missed, and both stores took part.
+  // No task claimed twice, none missed, and at least `participants` stores took part (the race
+  // really ran across them).
   expect(claimed).toHaveLength(TASKS);
   expect(new Set(claimed.map((entry) => entry.taskId)).size).toBe(TASKS);
   expect(new Set(claimed.map((entry) => entry.taskId))).toEqual(
     new Set(created.map((task) => task.id)),
   );
-  for (let index = 0; index < storeCount; index++) {
-    expect(claimed.some((entry) => entry.store === index)).toBe(true);
-  }
+  expect(new Set(claimed.map((entry) => entry.store)).size).toBeGreaterThanOrEqual(participants);
   const claimer = new Map(claimed.map((entry) => [entry.taskId, entry.workerId]));
   let after: string | undefined;
   let seen = 0;
@@ -333,7 +332,9 @@ describe('tasks through two stores at once on sqlite', () => {
       await Promise.all(claimers.map((claimer) => claimer.ready));
       for (const claimer of claimers) claimer.go();
       const processes = await Promise.all(claimers.map((claimer) => claimer.done));
-      await expectEachRanOnce(store, created, processes.flat(), 4);
+      // On a loaded 2-core machine a process started last can find the queue already drained
+      // (seen once in CI): two of the four taking part is what shows the race across processes.
+      await expectEachRanOnce(store, created, processes.flat(), 2);
     } finally {
       await store.close();
     }
