@@ -4,6 +4,7 @@ import type {
   ContextItemInput,
   CreateTaskRequest,
   DeadLetterInfo,
+  ListParams,
   ListResponse,
   RoutingDecision,
   SearchRequest,
@@ -46,22 +47,8 @@ export interface WebClientSettings {
   fetch?: typeof fetch;
 }
 
-/** Filters of `GET /api/context` (arrays become comma lists). */
-export type WebListParams = Partial<{
-  scope: string | string[];
-  scopeKey: string;
-  type: string | string[];
-  tags: string | string[];
-  minUrgency: string;
-  runtime: string;
-  since: number | string;
-  before: number;
-  key: string;
-  keyPrefix: string;
-  unconsumed: boolean;
-  includeSuperseded: boolean;
-  limit: number;
-}>;
+/** Filters of `GET /api/context` (arrays become comma lists): core's `ListParams`. */
+export type WebListParams = ListParams;
 
 export interface WebTaskListParams {
   state?: TaskState[];

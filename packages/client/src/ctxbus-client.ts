@@ -5,6 +5,7 @@ import type {
   CreateTaskRequest,
   DeadLetterInfo,
   ErrorCode,
+  ListParams,
   ListResponse,
   PendingResponse,
   SearchRequest,
@@ -70,22 +71,7 @@ export interface CtxbusClientSettings {
   fetch?: typeof fetch;
 }
 
-export type ListParams = Partial<{
-  scope: string | string[];
-  scopeKey: string;
-  scopeKeyPrefix: string;
-  type: string | string[];
-  tags: string | string[];
-  minUrgency: string;
-  runtime: string;
-  since: number | string;
-  before: number;
-  key: string;
-  keyPrefix: string;
-  unconsumed: boolean;
-  includeSuperseded: boolean;
-  limit: number;
-}>;
+export type { ListParams };
 
 export type StreamParams = Partial<{
   scope: string | string[];

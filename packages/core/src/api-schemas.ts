@@ -91,6 +91,27 @@ export const listQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(50),
 });
 
+/**
+ * The parameters of `GET /api/context` as a client passes them (lists become comma lists, the
+ * rest strings): one shape for the Node client and the browser's.
+ */
+export type ListParams = Partial<{
+  scope: string | string[];
+  scopeKey: string;
+  scopeKeyPrefix: string;
+  type: string | string[];
+  tags: string | string[];
+  minUrgency: string;
+  runtime: string;
+  since: number | string;
+  before: number;
+  key: string;
+  keyPrefix: string;
+  unconsumed: boolean;
+  includeSuperseded: boolean;
+  limit: number;
+}>;
+
 export const listResponseSchema = z.object({
   items: z.array(contextItemSchema),
   totalTokens: z.int().nonnegative(),

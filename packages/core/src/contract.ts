@@ -5,6 +5,7 @@ export type {
   CapabilitiesStatus,
   ChangeEventName,
   ChangeKind,
+  ListParams,
   ListQuery,
   ListResponse,
   SearchRequest,

@@ -48,6 +48,13 @@ function workspaceOf(options: CommonOptions, config?: HandoffConfig): string {
   return resolve(options.workspace ?? config?.workspace ?? process.cwd());
 }
 
+/** What every subcommand works on: the config, the workspace it names, its handoff files. */
+function targetOf(options: CommonOptions) {
+  const config = configOf(options);
+  const workspace = workspaceOf(options, config);
+  return { config, workspace, paths: handoffPaths(workspace) };
+}
+
 const HEARTBEAT_RULES_MARKER = '<!-- ctxbus handoff rules -->';
 const HEARTBEAT_RULES = `${HEARTBEAT_RULES_MARKER}
 ## Context Bus (model-switch handoff)
@@ -296,8 +303,7 @@ Examples:
     .option('--config <file>', CONFIG_HELP)
     .action((options: CommonOptions) =>
       run(async () => {
-        const workspace = workspaceOf(options, configOf(options));
-        const paths = handoffPaths(workspace);
+        const { workspace, paths } = targetOf(options);
         const result = init(workspace);
         mkdirSync(paths.dir, { recursive: true });
         printLine(
@@ -314,7 +320,7 @@ Examples:
     .option('--json', 'the handoff and its last history entries as JSON')
     .action((options: CommonOptions) =>
       run(async () => {
-        const paths = handoffPaths(workspaceOf(options, configOf(options)));
+        const { paths } = targetOf(options);
         const current = readHandoff(paths);
         if (!current) {
           throw new CtxbusError(
@@ -371,9 +377,7 @@ Examples:
         },
       ) =>
         run(async () => {
-          const config = configOf(options);
-          const workspace = workspaceOf(options, config);
-          const paths = handoffPaths(workspace);
+          const { config, workspace, paths } = targetOf(options);
           const written = await heartbeat(
             paths,
             {
@@ -448,9 +452,7 @@ Examples:
         },
       ) =>
         run(async () => {
-          const config = configOf(options);
-          const workspace = workspaceOf(options, config);
-          const paths = handoffPaths(workspace);
+          const { config, workspace, paths } = targetOf(options);
           const safety = switchSafety(config);
           const usageBefore = readUsage(paths);
           const result = await switchModel(paths, {
@@ -519,9 +521,7 @@ Or a systemd user timer:
         },
       ) =>
         run(async () => {
-          const config = configOf(options);
-          const workspace = workspaceOf(options, config);
-          const paths = handoffPaths(workspace);
+          const { config, workspace, paths } = targetOf(options);
           const every = options.interval ?? 10;
           if (options.printTimer || options.printCron) {
             const command = monitorCommand(workspace, options);
