@@ -20,9 +20,24 @@ export class SkipReasonsReporter implements Reporter {
   }
 }
 
+/**
+ * How long one test, or one hook, may take before it is called hung: a guard, never a speed
+ * bound (speed goals live in test/bench). A test waits for events, each wait bounded by the
+ * test kit's TEST_WAIT_MS (90 s), so that the suite passes on a loaded machine; this leaves
+ * room for a few such waits.
+ */
+export const TEST_TIMEOUT_MS = 300_000;
+
 /** The test configuration every package shares; `test` adds to it. */
 export function testConfig(test: InlineConfig = {}) {
   return defineConfig({
-    test: { reporters: ['default', new SkipReasonsReporter()], ...test },
+    test: {
+      reporters: ['default', new SkipReasonsReporter()],
+      testTimeout: TEST_TIMEOUT_MS,
+      hookTimeout: TEST_TIMEOUT_MS,
+      // expect.poll's default (1 s) is a speed bound in disguise: the same guard as the kit's waits.
+      expect: { poll: { timeout: 90_000 } },
+      ...test,
+    },
   });
 }

@@ -1,3 +1,3 @@
 import { testConfig } from '../../vitest.base.ts';
 
-export default testConfig({ testTimeout: 20_000, hookTimeout: 30_000 });
+export default testConfig();

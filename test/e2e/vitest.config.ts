@@ -1,3 +1,4 @@
 import { testConfig } from '../../vitest.base.ts';
 
-export default testConfig({ testTimeout: 180_000, hookTimeout: 60_000, fileParallelism: false });
+// Real Claude Code and OpenClaw runs (a model run can take minutes on a loaded machine).
+export default testConfig({ testTimeout: 900_000, fileParallelism: false });

@@ -1,8 +1,6 @@
 import { testConfig } from '../../vitest.base.ts';
 
 export default testConfig({
-  testTimeout: 30_000,
-  hookTimeout: 30_000,
   // Each file starts its own hub process; a few at a time keeps the machine responsive.
   maxWorkers: 4,
 });

@@ -51,7 +51,7 @@ beforeEach(() => {
 afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 const context = (url = hub.url): HookContext => ({
-  client: createHubLite({ url, token, timeoutMs: 1_000, runtime: 'claude-code' }),
+  client: createHubLite({ url, token, timeoutMs: 30_000, runtime: 'claude-code' }),
   stateDir,
   now: () => new Date(),
 });

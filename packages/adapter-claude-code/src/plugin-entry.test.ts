@@ -32,7 +32,7 @@ function run(node: string, file: string, input: string) {
     input,
     encoding: 'utf8',
     env: { PATH: process.env.PATH ?? '', CTXBUS_STATE_DIR: stateDir },
-    timeout: 20_000,
+    timeout: 120_000,
   });
 }
 

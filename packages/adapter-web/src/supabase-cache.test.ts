@@ -96,7 +96,7 @@ await withPostgresServer('Supabase transport', async (url) => {
       claude = await runtimeToken(hub, 'acme', 'claude-code');
       web = await runtimeToken(hub, 'acme', 'web');
       globex = await runtimeToken(hub, 'globex', 'claude-code');
-    }, 60_000);
+    });
 
     afterAll(async () => {
       await Promise.all(clients.map((supabase) => supabase.removeAllChannels()));

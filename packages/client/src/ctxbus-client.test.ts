@@ -254,7 +254,7 @@ describe('createClient', () => {
     } finally {
       await strict.close();
     }
-  }, 30_000);
+  });
 
   it('stops with unauthorized when its token is revoked', async () => {
     const minted = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'doomed' });

@@ -30,7 +30,7 @@ afterAll(async () => {
 
 describe('@ctxbus/client/light', () => {
   it('writes, lists and reads the shared context in the runtime it names', async () => {
-    const hub = createHubLite({ url: `${running.url}/`, token, timeoutMs: 2_000, runtime: 'web' });
+    const hub = createHubLite({ url: `${running.url}/`, token, timeoutMs: 30_000, runtime: 'web' });
     expect(hub.url).toBe(running.url);
     await hub.write([{ type: 'decision', title: 'Light client decision' }]);
     const items = await hub.list(0, 10);
@@ -45,7 +45,7 @@ describe('@ctxbus/client/light', () => {
     const refused = createHubLite({
       url: running.url,
       token: 'cbx_not-a-token',
-      timeoutMs: 2_000,
+      timeoutMs: 30_000,
       runtime: 'web',
     });
     await expect(refused.list(0, 1)).rejects.toMatchObject({
@@ -55,7 +55,7 @@ describe('@ctxbus/client/light', () => {
     const unreachable = createHubLite({
       url: 'http://127.0.0.1:1',
       token,
-      timeoutMs: 2_000,
+      timeoutMs: 30_000,
       runtime: 'web',
     });
     const error = await unreachable.shared(100).catch((caught: unknown) => caught);
@@ -66,7 +66,7 @@ describe('@ctxbus/client/light', () => {
 
 describe('@ctxbus/client/outbox', () => {
   it('keeps what could not be sent and sends it once, in batches the hub accepts', async () => {
-    const hub = createHubLite({ url: running.url, token, timeoutMs: 2_000, runtime: 'openclaw' });
+    const hub = createHubLite({ url: running.url, token, timeoutMs: 30_000, runtime: 'openclaw' });
     const items = Array.from({ length: 501 }, (_, index) => ({
       id: stableId('outbox-test', String(index)),
       type: 'status' as const,

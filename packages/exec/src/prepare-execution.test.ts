@@ -18,7 +18,7 @@ import { NODE, tempDir } from './test-support.js';
 const hub = generateKeyPairSync('ed25519');
 const bwrap = await detectSandbox();
 const required = process.env.CTXBUS_REQUIRE_BWRAP === '1';
-const limits = { timeoutMs: 20_000, inactivityMs: 20_000, maxOutputBytes: 64 * 1024 };
+const limits = { timeoutMs: 120_000, inactivityMs: 120_000, maxOutputBytes: 64 * 1024 };
 
 // A root with a project in it and a script that reports where it ran and what it saw.
 function setup(overrides: Partial<ExecutionPolicy> = {}) {

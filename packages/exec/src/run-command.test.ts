@@ -10,7 +10,7 @@ function options(argv: string[], extra: Partial<RunCommandOptions> = {}): RunCom
     argv,
     cwd: tempDir(),
     env,
-    timeoutMs: 20_000,
+    timeoutMs: 120_000,
     inactivityMs: 20_000,
     maxOutputBytes: 64 * 1024,
     killGraceMs: 300,

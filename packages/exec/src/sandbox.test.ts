@@ -21,7 +21,7 @@ async function sandboxed(
   argv: string[],
   workdir: string,
   layout: { network?: boolean; hidePaths?: string[] } = {},
-  timeoutMs = 20_000,
+  timeoutMs = 120_000,
 ) {
   return runCommand({
     argv: sandboxArgv({ bwrapPath, workdir, ...layout }, argv),
@@ -39,7 +39,7 @@ async function plain(argv: string[], workdir: string) {
     argv,
     cwd: workdir,
     env: { PATH: '/usr/bin:/bin' },
-    timeoutMs: 20_000,
+    timeoutMs: 120_000,
     inactivityMs: 20_000,
     maxOutputBytes: 64 * 1024,
   });

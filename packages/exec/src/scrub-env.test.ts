@@ -64,7 +64,7 @@ async function childEnv(env: Record<string, string>): Promise<Record<string, str
     argv: [NODE, '-p', 'JSON.stringify(process.env)'],
     cwd: tempDir(),
     env,
-    timeoutMs: 20_000,
+    timeoutMs: 120_000,
     inactivityMs: 20_000,
     maxOutputBytes: 1024 * 1024,
   });

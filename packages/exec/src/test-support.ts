@@ -23,7 +23,7 @@ export function tempDir(prefix = 'ctxbus-exec-'): string {
 export async function waitUntil(
   check: () => boolean,
   what: string,
-  timeoutMs = 10_000,
+  timeoutMs = 90_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {

@@ -325,12 +325,12 @@ function writer(dir: string, count: number, id: string) {
   return { child, exited };
 }
 
-describe('concurrent writers', { timeout: 60_000 }, () => {
+describe('concurrent writers', () => {
   it('four processes racing never corrupt the file or lose a sequence', async () => {
     const dir = workspace();
     const writers = ['a', 'b', 'c', 'd'].map((id) => writer(dir, 25, id));
     for (const run of writers) {
-      const result = await waitFor(run.exited, 'a writer to finish', { timeoutMs: 50_000 });
+      const result = await waitFor(run.exited, 'a writer to finish');
       expect(result.code, result.stderr).toBe(0);
     }
     const paths = handoffPaths(dir);

@@ -53,5 +53,5 @@ describe('open streams of a token revoked elsewhere', () => {
     expect(text).toContain('"reason":"token_revoked"');
     expect(hub.services.feed.ended.token_revoked).toBe(1);
     await reader.cancel();
-  }, 20_000);
+  });
 });

@@ -37,9 +37,7 @@ function runToEnd(env: Record<string, string>) {
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end();
   });
-  return waitFor(exited, 'the stdio executable to exit after its stdin closed', {
-    timeoutMs: 15_000,
-  });
+  return waitFor(exited, 'the stdio executable to exit after its stdin closed');
 }
 
 describe('the stdio executable', () => {

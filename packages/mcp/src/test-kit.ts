@@ -92,7 +92,7 @@ export function watchUpdates(client: Client): Omit<ConnectedClient, 'client' | '
   });
   return {
     updates,
-    nextUpdate(uri, timeoutMs = 5_000) {
+    nextUpdate(uri, timeoutMs = 90_000) {
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(
           () =>

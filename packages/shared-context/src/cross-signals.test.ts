@@ -136,7 +136,7 @@ describe('detectCrossSignals', () => {
     const report = await detectCrossSignals(paths, {
       now: NOW,
       write: false,
-      llm: { baseUrl: model.url, model: 'local-test', apiKey: 'k', timeoutMs: 5_000 },
+      llm: { baseUrl: model.url, model: 'local-test', apiKey: 'k', timeoutMs: 60_000 },
     });
     expect(model.requests).toHaveLength(1);
     expect(model.requests[0]?.path).toBe('/v1/chat/completions');

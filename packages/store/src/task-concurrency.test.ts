@@ -277,7 +277,7 @@ await withPostgresServer('tasks through two stores at once on postgres', (url) =
       } finally {
         await Promise.all([first.close(), second.close()]);
       }
-    }, 120_000);
+    });
 
     it('concurrent creates through two stores never pass the per-runtime cap, and one idempotency key makes one task', async () => {
       const schema = schemas.next('cap');
@@ -290,7 +290,7 @@ await withPostgresServer('tasks through two stores at once on postgres', (url) =
       } finally {
         await Promise.all([first.close(), second.close()]);
       }
-    }, 60_000);
+    });
 
     it('two stores sweeping expired leases at once requeue each task exactly once', async () => {
       const schema = schemas.next('sweep');
@@ -302,7 +302,7 @@ await withPostgresServer('tasks through two stores at once on postgres', (url) =
       } finally {
         await Promise.all([first.close(), second.close()]);
       }
-    }, 60_000);
+    });
   });
 });
 
@@ -321,7 +321,7 @@ describe('tasks through two stores at once on sqlite', () => {
     } finally {
       await Promise.all([first.close(), second.close()]);
     }
-  }, 120_000);
+  });
 
   it(`${CLAIMERS} claimers in 4 processes over ${TASKS} tasks on one file: each task completes exactly once`, async () => {
     const path = join(root, 'processes.db');
@@ -338,7 +338,7 @@ describe('tasks through two stores at once on sqlite', () => {
     } finally {
       await store.close();
     }
-  }, 120_000);
+  });
 
   it('concurrent creates through two stores on one file never pass the per-runtime cap, and one idempotency key makes one task', async () => {
     const path = join(root, 'cap.db');

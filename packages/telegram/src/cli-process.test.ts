@@ -45,7 +45,6 @@ describe.skipIf(!built)(
         ],
         {
           env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: BOT_TOKEN },
-          timeoutMs: 30_000,
         },
       );
       await waitFor(

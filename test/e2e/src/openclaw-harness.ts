@@ -206,7 +206,7 @@ export function createOpenClawHome(options: OpenClawHomeOptions): OpenClawHome {
     ...OPENCLAW_QUIET_ENV,
   };
   const run = (args: string[], runOptions: { timeoutMs?: number; cwd?: string } = {}) =>
-    spawnOpenClaw(args, env, runOptions.cwd ?? workspace, runOptions.timeoutMs ?? 60_000);
+    spawnOpenClaw(args, env, runOptions.cwd ?? workspace, runOptions.timeoutMs ?? 180_000);
   return {
     home,
     stateDir,

@@ -63,7 +63,7 @@ beforeAll(async () => {
     config: { transcriptFile, marker: MARKER },
   };
   openclaw.writeConfig(config);
-}, 120_000);
+});
 
 afterAll(async () => {
   await model?.close();
@@ -135,9 +135,7 @@ describe(`OpenClaw with a local plugin installed${because}`, () => {
       expect(system).toContain('- probe_echo (ctxbus-probe): Returns its input unchanged.');
       expect(toolResults(second).join('\n')).toContain('echo: ping-42');
 
-      await waitUntil(() => existsSync(transcriptFile), 'agent_end to write the turn', {
-        timeoutMs: 30_000,
-      });
+      await waitUntil(() => existsSync(transcriptFile), 'agent_end to write the turn');
       const transcript = JSON.parse(readFileSync(transcriptFile, 'utf8')) as {
         success: boolean;
         messages: { role: string; content: unknown }[];

@@ -393,9 +393,7 @@ describe('A2A cards behind --public-url', () => {
   it('refuse a public URL that is not http(s)', async () => {
     const result = await runCli(
       ['serve', '--port', '0', '--data', tempDir(), '--public-url', 'ftp://x'],
-      {
-        timeoutMs: 30_000,
-      },
+      {},
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--public-url must be an http(s) URL');

@@ -78,9 +78,7 @@ describe('hybrid search on the embedded store', () => {
       content: 'secret-garage-code',
       visibility: 'private',
     });
-    await expect
-      .poll(async () => (await search(hub, token, 'car')).mode, { timeout: 10_000 })
-      .toBe('hybrid');
+    await expect.poll(async () => (await search(hub, token, 'car')).mode).toBe('hybrid');
     const result = await search(hub, token, 'car');
     expect(result.vector).toEqual({ model: 'test-embed', index: 'exact', used: true });
     expect(titles(result).slice(0, 3).sort()).toEqual([
@@ -128,7 +126,7 @@ describe('hybrid search on the embedded store', () => {
     }
     const question = 'what did Melanie paint for the shelter';
     // Every one of the six items has its vector before the question is asked.
-    await expect.poll(embedded, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 6);
+    await expect.poll(embedded).toBeGreaterThanOrEqual(before + 6);
     const result = await search(hub, team, question);
     expect(result.mode).toBe('hybrid');
     const ranked = titles(result);
@@ -164,10 +162,7 @@ describe('hybrid search on the embedded store', () => {
     // The background embedder retries (1 s, then doubling) and the new item gets its vector:
     // "doctor" (no shared word) now finds it through the vector side.
     await expect
-      .poll(async () => titles(await search(hub, token, 'doctor')), {
-        timeout: 15_000,
-        interval: 500,
-      })
+      .poll(async () => titles(await search(hub, token, 'doctor')), { interval: 500 })
       .toContain('Physician appointment');
   });
 
@@ -243,9 +238,7 @@ await withPostgres('hybrid search on PostgreSQL', (url, schemas) => {
     it('writes on one hub are found by meaning on the other; only one hub embeds items', async () => {
       await write(b, token, { title: 'We acquired a vehicle', content: 'Van for deliveries.' });
       await write(b, token, { title: 'Office hours', content: 'Nine to five.' });
-      await expect
-        .poll(async () => (await search(b, token, 'car')).mode, { timeout: 10_000 })
-        .toBe('hybrid');
+      await expect.poll(async () => (await search(b, token, 'car')).mode).toBe('hybrid');
       for (const hub of [a, b]) {
         const result = await search(hub, token, 'car');
         expect(titles(result)[0]).toBe('We acquired a vehicle');

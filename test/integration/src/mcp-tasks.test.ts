@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { call, TEST_WAIT_MS, tempDir, useHubProcess } from '@ctxbus/test-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -41,7 +41,7 @@ async function connect(token: string) {
   /** Waits for a resource-updated notification for `uri` after the `seen` first ones. */
   const updateAfter = (seen: number, uri: string) =>
     new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no update for ${uri}`)), 10_000);
+      const timer = setTimeout(() => reject(new Error(`no update for ${uri}`)), TEST_WAIT_MS);
       const check = () => {
         if (updates.slice(seen).includes(uri)) {
           clearTimeout(timer);

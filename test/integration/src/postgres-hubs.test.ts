@@ -110,7 +110,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       const seqs = written.map((item) => item.seq).sort((x, y) => x - y);
       expect((seqs.at(-1) ?? 0) - (seqs[0] ?? 0)).toBe(199);
       for (const stream of streams) {
-        await stream.waitFor(seesAll(stream, 200), 15_000);
+        await stream.waitFor(seesAll(stream, 200));
         expectOrderedOnce(stream, written);
         stream.close();
       }
@@ -197,7 +197,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       stop = true;
       await Promise.all(writers);
       for (const stream of [onHubA, onHubB]) {
-        await stream.waitFor(seesAll(stream, written.length), 15_000);
+        await stream.waitFor(seesAll(stream, written.length));
         expectOrderedOnce(stream, written);
       }
       // Both hubs listen again, and a's stream still gets b's new writes.
@@ -214,7 +214,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       await onHubA.waitFor(() => onHubA.items().some((event) => event.item.id === last.id));
       onHubA.close();
       onHubB.close();
-    }, 30_000);
+    });
   });
 
   describe('push subscriptions on two hubs', () => {
@@ -244,7 +244,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
           })(),
         );
         const written = (await Promise.all(writers)).flat();
-        await receiver.waitFor((received) => received.length >= written.length, 15_000);
+        await receiver.waitFor((received) => received.length >= written.length);
         const seqs = [];
         for (const hook of receiver.received) {
           const headers = hook.headers as Record<string, string>;
@@ -255,7 +255,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         // A hub that stops hands the subscription over at once.
         expect(await a.stop()).toBe(0);
         const late = await write(b, onB, 'after a stopped');
-        await receiver.waitFor((received) => received.length > written.length, 5_000);
+        await receiver.waitFor((received) => received.length > written.length);
         const last = receiver.received.at(-1);
         const payload = await verifyWebhook({
           secret,
@@ -268,7 +268,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         expect(await b.stop()).toBe(0);
         await receiver.close();
       }
-    }, 60_000);
+    });
   });
 
   describe('a hub killed mid-load', () => {
@@ -308,7 +308,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         // Every acknowledged write is in the store, and streamed in order by the other hub
         // (writes committed but not acknowledged before the kill may be there too).
         const latest = Math.max(...acknowledged.map((item) => item.seq));
-        await stream.waitFor(() => stream.items().some((event) => event.seq >= latest), 10_000);
+        await stream.waitFor(() => stream.items().some((event) => event.seq >= latest));
         const streamed = new Set(stream.items().map((event) => event.item.id as string));
         for (const item of acknowledged) expect(streamed.has(item.id)).toBe(true);
         const seqs = stream.items().map((event) => event.seq);
@@ -324,7 +324,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         await stream.waitFor(() => stream.items().some((event) => event.item.id === after.id));
         // Replaying everything: sequences 1..N exactly once, no item written twice.
         const replay = openStream(restarted.url, token, { query: 'since=0' });
-        await replay.waitFor(() => replay.items().at(-1)?.seq === after.seq, 10_000);
+        await replay.waitFor(() => replay.items().at(-1)?.seq === after.seq);
         replay.close();
         expect(replay.items().map((event) => event.seq)).toEqual(
           Array.from({ length: after.seq }, (_, index) => index + 1),
@@ -337,7 +337,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         await victim.kill();
         expect(await survivor.stop()).toBe(0);
       }
-    }, 60_000);
+    });
   });
 
   describe('the CLI on PostgreSQL', () => {
@@ -394,7 +394,7 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       }
       // Eight CLI processes and a hub, each about a second of Node start-up alone: 13 s on an
       // idle 2-core machine, over 30 s while the other test files run beside it.
-    }, 120_000);
+    });
 
     it('says what is wrong with a bad --store', async () => {
       const notPostgres = await runCli(['serve', '--store', 'mysql://localhost/db']);
@@ -413,6 +413,6 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
       ]);
       expect(unreachable.code).not.toBe(0);
       expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);
-    }, 120_000);
+    });
   });
 });

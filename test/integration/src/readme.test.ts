@@ -57,7 +57,7 @@ describe('README "Use it"', () => {
       const [command, ...args] = words(line);
       expect(command, line).toBe('ctxbus');
       if (args[0] === 'watch') {
-        watch = spawnCli(args, { env, timeoutMs: 60_000 });
+        watch = spawnCli(args, { env });
         continue;
       }
       const result = await spawnCli(args, { env }).done;

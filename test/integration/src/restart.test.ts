@@ -83,7 +83,7 @@ describe('restarts', () => {
     // Gapless: replaying the stream from 0 yields every sequence 1..N exactly once.
     const latest = (await call(again.url, 'GET', '/health')).body.seq as number;
     const replay = openStream(again.url, token, { query: 'since=0' });
-    await replay.waitFor(() => replay.items().at(-1)?.seq === latest, 10_000);
+    await replay.waitFor(() => replay.items().at(-1)?.seq === latest);
     replay.close();
     const seqs = replay.items().map((event) => event.seq);
     expect(seqs).toEqual(Array.from({ length: latest }, (_, index) => index + 1));

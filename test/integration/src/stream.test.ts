@@ -135,7 +135,7 @@ describe('GET /api/stream', () => {
     await write({ type: 'discovery', title: 'not an alert' });
     await write({ type: 'alert', title: 'alert one' });
     await write({ type: 'alert', title: 'alert two' });
-    await expect.poll(() => received, { timeout: 5_000 }).toEqual(['alert one', 'alert two']);
+    await expect.poll(() => received).toEqual(['alert one', 'alert two']);
     expect(readyCount).toBe(1);
   });
 });

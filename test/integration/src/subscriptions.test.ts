@@ -432,7 +432,7 @@ describe('delivery across restarts', () => {
           received.filter((hook) => hook.status === 204).map((hook) => hook.headers['webhook-id']),
         );
         return seqs.size >= written.length;
-      }, 20_000);
+      });
       const payloads = await delivered(receiver.received, secret ?? '');
       const unique = [...new Set(payloads.map((payload) => payload.seq))];
       expect(unique.sort((a, b) => a - b)).toEqual(
@@ -447,5 +447,5 @@ describe('delivery across restarts', () => {
       await receiver.close();
       removeDir(dataDir);
     }
-  }, 60_000);
+  });
 });

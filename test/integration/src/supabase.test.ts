@@ -29,7 +29,7 @@ await withPostgres('Supabase deployment', (url, schemas) => {
 
     beforeAll(async () => {
       standIn = await createSupabaseStandIn(url);
-    }, 30_000);
+    });
 
     afterAll(async () => {
       if (hub) expect(await hub.stop()).toBe(0);

@@ -1,7 +1,7 @@
 import { createParser } from 'eventsource-parser';
 import { WebSocket } from 'ws';
 import type { HubProcess } from './hub-process.ts';
-import { describeCheck } from './wait-until.ts';
+import { describeCheck, TEST_WAIT_MS } from './wait-until.ts';
 
 export interface ApiResponse {
   status: number;
@@ -95,7 +95,7 @@ function eventLog(kind: string) {
       events
         .filter((event) => event.event !== 'ready' && event.event !== 'disconnect')
         .map((event) => JSON.parse(event.data)),
-    waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs = 5_000): Promise<void> {
+    waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs = TEST_WAIT_MS): Promise<void> {
       if (predicate(events)) return Promise.resolve();
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {

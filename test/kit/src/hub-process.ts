@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_WAIT_MS } from './wait-until.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The built CLI: tests run the real `ctxbus` command. */
@@ -160,7 +161,7 @@ export function spawnCli(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ctxbus ${args.join(' ')} timed out; stderr: ${stderr}`));
-    }, options.timeoutMs ?? 20_000);
+    }, options.timeoutMs ?? TEST_WAIT_MS);
     child.once('exit', (code) => {
       clearTimeout(timer);
       resolvePromise({ code, stdout, stderr });

@@ -11,7 +11,7 @@ export { useHubProcess } from './hub-fixture.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
 export { CLI, removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.ts';
 export type { WaitOptions } from './wait-until.ts';
-export { waitFor, waitUntil } from './wait-until.ts';
+export { TEST_WAIT_MS, waitFor, waitUntil } from './wait-until.ts';
 export type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.ts';
 export { startWebhookReceiver } from './webhook-receiver.ts';
 export { workerPolicy } from './worker-policy.ts';

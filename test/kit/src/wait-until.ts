@@ -4,8 +4,16 @@
 // in their place, and a test that checks that something did *not* happen waits for a later
 // event that is ordered after it (a later item on the same stream, say) instead of a pause.
 
+/**
+ * How long a test waits for an event before it calls it lost: a guard against a hang, not a
+ * speed bound (speed goals live in test/bench). Generous, since it costs nothing when the
+ * event comes, so that a loaded machine (a load of 20 on 2 cores) is slow, not failing.
+ * `CTXBUS_TEST_WAIT_MS` changes it for a run.
+ */
+export const TEST_WAIT_MS = Number(process.env.CTXBUS_TEST_WAIT_MS) || 90_000;
+
 export interface WaitOptions {
-  /** How long to wait before failing (default 10 s). */
+  /** How long to wait before failing (default TEST_WAIT_MS). */
   timeoutMs?: number;
 }
 
@@ -17,7 +25,7 @@ export interface WaitOptions {
 export async function waitUntil(
   check: () => boolean | Promise<boolean>,
   what: string,
-  { timeoutMs = 10_000, intervalMs = 25 }: WaitOptions & { intervalMs?: number } = {},
+  { timeoutMs = TEST_WAIT_MS, intervalMs = 25 }: WaitOptions & { intervalMs?: number } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -34,7 +42,7 @@ export async function waitUntil(
 export async function waitFor<T>(
   promise: Promise<T>,
   what: string,
-  { timeoutMs = 10_000 }: WaitOptions = {},
+  { timeoutMs = TEST_WAIT_MS }: WaitOptions = {},
 ): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describeCheck } from './wait-until.ts';
+import { describeCheck, TEST_WAIT_MS } from './wait-until.ts';
 
 export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
@@ -26,7 +26,7 @@ export async function startWebhookReceiver(port = 0): Promise<WebhookReceiver> {
     url: '',
     received: [],
     respond: () => 204,
-    waitFor(predicate, timeoutMs = 10_000) {
+    waitFor(predicate, timeoutMs = TEST_WAIT_MS) {
       if (predicate(receiver.received)) return Promise.resolve();
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {

@@ -11,7 +11,7 @@ const hub = useHubProcess();
 const dir = tempDir('ctxbus-open-');
 afterAll(() => removeDir(dir));
 
-describe('ctxbus open', { timeout: 60_000 }, () => {
+describe('ctxbus open', () => {
   it('opens the dashboard URL, with no token in it, in $BROWSER', async () => {
     const opened = join(dir, 'opened.txt');
     const browser = join(dir, 'browser.sh');

@@ -62,7 +62,7 @@ function record(data: string, input: TurnContextInput, at: number) {
   return result.context;
 }
 
-describe('ctxbus replay', { timeout: 60_000 }, () => {
+describe('ctxbus replay', () => {
   it('proves every recorded hash from the files alone, one turn or all', async () => {
     const data = fresh();
     const first = record(data, turn('turn_1', 'Start the backfill.'), 1_000);

@@ -33,7 +33,7 @@ const fresh = () => {
 };
 
 // Each run starts a Node process with the whole CLI: seconds, not milliseconds.
-describe('ctxbus shared-context', { timeout: 60_000 }, () => {
+describe('ctxbus shared-context', () => {
   it('init creates the directory once', async () => {
     const dir = fresh();
     const first = await runCli(['shared-context', 'init', '--dir', dir]);
@@ -165,7 +165,7 @@ describe('ctxbus shared-context', { timeout: 60_000 }, () => {
   });
 });
 
-describe('ctxbus shared-context schedules and promotion', { timeout: 60_000 }, () => {
+describe('ctxbus shared-context schedules and promotion', () => {
   it('bridge --curate-at runs the curator on its schedule', async () => {
     const dir = fresh();
     bootstrapSharedContext(sharedContextPaths({ dir }));
@@ -186,7 +186,6 @@ describe('ctxbus shared-context schedules and promotion', { timeout: 60_000 }, (
       await waitUntil(
         () => existsSync(join(dir, 'roundtable', `${new Date().toISOString().slice(0, 10)}.md`)),
         "the scheduled curator's roundtable",
-        { timeoutMs: 20_000 },
       );
     } finally {
       bridge.child.kill('SIGTERM');

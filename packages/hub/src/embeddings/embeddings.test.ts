@@ -177,7 +177,7 @@ describe('BackgroundEmbedder', () => {
     });
     embedder.wake();
     await expect.poll(() => embedder.status().lastError).toContain('answered 503');
-    await expect.poll(() => embedder.status().embedded, { timeout: 5000 }).toBe(3);
+    await expect.poll(() => embedder.status().embedded).toBe(3);
     await embedder.idle();
     expect(embedder.status().lastError).toBeNull();
     expect(server.requests).toHaveLength(3);

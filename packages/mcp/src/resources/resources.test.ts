@@ -187,6 +187,7 @@ describe('subscriptions', () => {
     await mcp.client.subscribeResource({ uri: 'task://active' });
     await mcp.client.subscribeResource({ uri: 'team-context://current' });
     const start = mcp.updates.length;
+    const began = performance.now();
     await Promise.all(
       Array.from({ length: 30 }, (_, index) =>
         hub.client.write({ type: 'discovery', title: `Burst item ${index}` }),
@@ -204,7 +205,11 @@ describe('subscriptions', () => {
     const burst = updates.slice(0, updates.indexOf('task://active'));
     expect(new Set(burst)).toEqual(new Set(['team-context://current']));
     expect(burst.length).toBeGreaterThanOrEqual(1);
-    expect(burst.length).toBeLessThanOrEqual(3);
+    // The rule, whatever the machine's load: one notification at once, then at most one per
+    // interval (100 ms), so the burst's notifications cannot outnumber the intervals that
+    // passed before the barrier's arrived (on a quiet machine: 2 or 3 for 30 writes).
+    const elapsed = performance.now() - began;
+    expect(burst.length).toBeLessThanOrEqual(1 + Math.floor(elapsed / 100));
     await mcp.client.unsubscribeResource({ uri: 'team-context://current' });
     await mcp.client.unsubscribeResource({ uri: 'task://active' });
   });
@@ -264,6 +269,57 @@ describe('subscriptions', () => {
         'live updates are not connected yet; the subscription stands and the stream keeps retrying',
       ]);
       subscriptions.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('notifies the first change at once, then at most once per interval (turned clock)', async () => {
+    vi.useFakeTimers();
+    try {
+      // A stream this test feeds: each `push` is one change event on it.
+      const queued: StreamEvent[] = [];
+      let wake = () => {};
+      const feed = async function* (options?: StreamOptions): AsyncGenerator<StreamEvent> {
+        options?.onReady?.();
+        while (!options?.signal?.aborted) {
+          const event = queued.shift();
+          if (event) yield event;
+          else await new Promise<void>((resolve) => (wake = resolve));
+        }
+      };
+      const push = (title: string) => {
+        queued.push({ seq: 0, item: { id: title, type: 'discovery', title } } as StreamEvent);
+        wake();
+      };
+      const sent: number[] = [];
+      const subscriptions = new ResourceSubscriptions({
+        backend: { stream: feed } as Pick<ContextBackend, 'stream'> as ContextBackend,
+        logger: silentLogger,
+        notify: async () => {
+          sent.push(Date.now());
+        },
+        intervalMs: 100,
+      });
+      await subscriptions.subscribe('team-context://current');
+      const start = Date.now();
+      for (let index = 0; index < 30; index++) push(`burst ${index}`);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(sent.map((at) => at - start)).toEqual([0]);
+      // A change every 10 ms for 450 ms: one notification at the end of each 100 ms interval.
+      for (let index = 0; index < 45; index++) {
+        push(`steady ${index}`);
+        await vi.advanceTimersByTimeAsync(10);
+      }
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(sent.map((at) => at - start)).toEqual([0, 100, 200, 300, 400, 500]);
+      // Quiet since: the next change is notified at once again.
+      const later = Date.now();
+      push('after a quiet spell');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(sent.at(-1)).toBe(later);
+      subscriptions.close();
+      wake();
     } finally {
       vi.useRealTimers();
     }

@@ -606,7 +606,7 @@ function definePostgresTests(url: string): void {
   });
 
   describe('postgres change notifications', () => {
-    const waitFor = async (check: () => boolean, what: string, timeoutMs = 10_000) => {
+    const waitFor = async (check: () => boolean, what: string, timeoutMs = 90_000) => {
       const until = Date.now() + timeoutMs;
       while (!check()) {
         if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

@@ -109,12 +109,12 @@ function defineSupabaseTests(url: string, walLevel: string): void {
 
   beforeAll(async () => {
     standIn = await createSupabaseStandIn(url);
-  }, 30_000);
+  });
 
   afterAll(async () => {
     await store?.close();
     await standIn?.drop();
-  }, 60_000);
+  });
 
   describe('supabase setup on a Supabase-like database', () => {
     it('refuses a schema ctxbus has not migrated, saying what to run', async () => {
