@@ -3,6 +3,11 @@ import { DEFAULT_MAX_STREAM_PENDING_BYTES, itemMatches } from '@ctxbus/core';
 import type { Change, Store, WriteOutcome } from '@ctxbus/store';
 
 const READ_BATCH = 500;
+/**
+ * Catch-up reads running at once across all of a hub's subscribers. Others wait their turn: 500
+ * streams opened at `since=0` read the store a few at a time, not all at once.
+ */
+const DEFAULT_CONCURRENT_CATCH_UPS = 4;
 /** A subscriber's first catch-up read (later ones grow up to READ_BATCH as sizes allow). */
 const FIRST_READ = 16;
 
@@ -16,6 +21,8 @@ export interface ChangeFeedOptions {
    * catching up from the store drops what it holds and keeps reading the store.
    */
   maxPendingBytes?: number;
+  /** Catch-up reads at once across all subscribers (default 4); the others queue. */
+  concurrentCatchUps?: number;
 }
 
 /** The token a stream was opened with, so that revoking the token ends the stream. */
@@ -94,13 +101,33 @@ export class ChangeFeed {
   readonly clock: () => Date;
   readonly maxPendingBytes: number;
   readonly ended: StreamEndCounts = { slow_reader: 0, token_revoked: 0 };
+  /** Store reads subscribers made to catch up, since the hub started. */
+  catchUpReads = 0;
   private readonly logger: Logger;
+  private readonly catchUpSlots: Semaphore;
 
   constructor(options: ChangeFeedOptions) {
     this.store = options.store;
     this.clock = options.clock;
     this.logger = options.logger;
     this.maxPendingBytes = options.maxPendingBytes ?? DEFAULT_MAX_STREAM_PENDING_BYTES;
+    this.catchUpSlots = new Semaphore(options.concurrentCatchUps ?? DEFAULT_CONCURRENT_CATCH_UPS);
+  }
+
+  /**
+   * One subscriber's catch-up read, in its turn among all subscribers', and after it a turn of
+   * the event loop: a socket that closed meanwhile is seen before the next read, and requests
+   * are served between reads (a loop of reads and sends that never yields would starve both).
+   */
+  async readForCatchUp(afterSeq: number, teamId: string, limit: number): Promise<Change[]> {
+    await this.catchUpSlots.acquire();
+    try {
+      this.catchUpReads += 1;
+      return await this.store.readChanges({ afterSeq, teamId, limit });
+    } finally {
+      this.catchUpSlots.release();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   async start(): Promise<void> {
@@ -325,11 +352,7 @@ export class FeedSubscriber {
       if (this.catchingUp) {
         const resets = this.resets;
         const limit = this.readLimit;
-        const batch = await this.feed.store.readChanges({
-          afterSeq: this.lastSeq,
-          teamId: this.viewer.teamId,
-          limit,
-        });
+        const batch = await this.feed.readForCatchUp(this.lastSeq, this.viewer.teamId, limit);
         if (this.closed) return null;
         // What is handed on stays within the byte bound (at least one change); the rest of
         // the read is dropped and read again next time.
@@ -377,5 +400,26 @@ export class FeedSubscriber {
     this.pendingBytes = 0;
     this.onClose();
     this.wake?.();
+  }
+}
+
+/** At most `slots` holders at once; the others wait in order. */
+class Semaphore {
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private slots: number) {}
+
+  async acquire(): Promise<void> {
+    if (this.slots > 0) {
+      this.slots -= 1;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.slots += 1;
   }
 }

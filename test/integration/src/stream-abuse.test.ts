@@ -25,6 +25,7 @@ interface StreamStats {
   open: number;
   maxPendingBytes: number;
   ended: { slow_reader: number; token_revoked: number };
+  catchUpReads: number;
 }
 
 async function stats(hub: HubProcess, admin = hub.adminToken): Promise<StreamStats> {
@@ -62,6 +63,26 @@ function rawUpgrade(url: string, headers: Record<string, string>): Promise<strin
   });
 }
 
+/**
+ * Sends a WebSocket upgrade asking for every change since 0, and resets the connection at
+ * once: the hub completes the upgrade for a peer that is already gone.
+ */
+function abortedUpgrade(url: string, token: string): Promise<void> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(
+        `GET /api/stream/ws?since=0 HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+        () => {
+          socket.resetAndDestroy();
+          resolve();
+        },
+      );
+    });
+    socket.on('error', () => resolve());
+  });
+}
+
 /** Writes big items until the hub has ended `count` slow readers in all. */
 async function writeUntilSlowReadersEnded(
   hub: HubProcess,
@@ -86,6 +107,48 @@ function defineStreamAbuse(name: string, start: () => Promise<HubProcess>) {
     const hub = useHubProcess({
       start,
       tokens: { writer: ['acme', 'claude-code'], reader: ['acme', 'openclaw'] },
+    });
+
+    it('stays responsive when hundreds of WebSocket upgrades at since=0 are aborted at once', async () => {
+      // The attack from the review: 500 such upgrades against 2,500 items kept a hub busy for
+      // minutes, replaying every change to sockets that were gone. Each stream now stops at
+      // its socket's first failure or close, and catch-up reads take turns with requests.
+      const content = 'y'.repeat(2_000);
+      for (let batch = 0; batch < 10; batch++) {
+        const items = Array.from({ length: 200 }, (_, index) => ({
+          type: 'discovery',
+          title: `replayed ${batch * 200 + index}`,
+          content,
+        }));
+        const response = await call(hub.url, 'POST', '/api/context', {
+          token: hub.tokens.writer,
+          body: { items },
+        });
+        expect(response.status).toBe(201);
+      }
+      const before = await stats(hub);
+      const aborted = 200;
+      await Promise.all(
+        Array.from({ length: aborted }, () => abortedUpgrade(hub.url, hub.tokens.reader)),
+      );
+      // Health is answered while the hub works through them.
+      expect((await call(hub.url, 'GET', '/health')).status).toBe(200);
+      await waitUntil(
+        async () => (await stats(hub)).open === before.open,
+        'every aborted stream to be closed',
+      );
+      // A full replay of 2,000 items takes about 9 reads a stream (16, 32, ... 500 changes);
+      // a stream whose peer is gone stops after its first read or two.
+      const reads = (await stats(hub)).catchUpReads - before.catchUpReads;
+      expect(reads).toBeLessThanOrEqual(aborted * 3);
+      // And a reader that stays gets everything.
+      const socket = openWebSocketStream(hub.url, hub.tokens.reader, { query: 'since=0' });
+      await socket.waitFor(() => socket.items().length >= 2_000);
+      socket.close();
+      await waitUntil(
+        async () => (await stats(hub)).open === before.open,
+        'the hub to see the reader go',
+      );
     });
 
     it('leaves no subscriber behind for refused or aborted WebSocket upgrades', async () => {

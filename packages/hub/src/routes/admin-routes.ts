@@ -14,6 +14,9 @@ const streamStatsSchema = z.object({
   open: z.int().nonnegative(),
   maxPendingBytes: z.int().positive(),
   ended: z.object({ slow_reader: z.int().nonnegative(), token_revoked: z.int().nonnegative() }),
+  catchUpReads: z.int().nonnegative().meta({
+    description: 'Store reads that streams made to catch up (since or Last-Event-ID), in all.',
+  }),
 });
 
 export const adminRoutes = [
@@ -87,7 +90,7 @@ export const adminRoutes = [
     operationId: 'streamStats',
     summary: "This hub's live streams (admin)",
     description:
-      'Open SSE and WebSocket subscriptions on this hub, and how many streams it ended since it started, by reason: `slow_reader` (held more than the per-stream byte bound of undelivered changes) and `token_revoked`.',
+      'Open SSE and WebSocket subscriptions on this hub, how many streams it ended since it started, by reason: `slow_reader` (held more than the per-stream byte bound of undelivered changes) and `token_revoked`, and how many store reads streams made to catch up.',
     tags: ['admin'],
     auth: 'admin',
     responses: {
@@ -100,6 +103,7 @@ export const adminRoutes = [
           open: services.feed.subscriberCount,
           maxPendingBytes: services.feed.maxPendingBytes,
           ended: { ...services.feed.ended },
+          catchUpReads: services.feed.catchUpReads,
         },
       };
     },

@@ -24,20 +24,36 @@ async function pipeMessages(
   socket: WebSocket,
   blackboard: boolean,
 ): Promise<void> {
+  // The peer may be gone before the first message (an upgrade aborted at once): the first
+  // failed send, like the socket's close, ends the stream, so nothing more is read for it.
+  let broken = false;
+  const onSent = (error?: Error) => {
+    if (error) {
+      broken = true;
+      subscriber.close();
+    }
+  };
+  const open = () => !broken && socket.readyState === socket.OPEN;
   for (;;) {
     const changes = await subscriber.next();
-    if (changes === null || socket.readyState !== socket.OPEN) break;
+    if (changes === null || !open()) break;
     let lastSent: Promise<void> = Promise.resolve();
     for (const [index, change] of changes.entries()) {
       const message = webSocketMessage(change, blackboard);
-      if (index < changes.length - 1) socket.send(message);
+      if (index < changes.length - 1) socket.send(message, onSent);
       // The last message's callback runs once it has left the process (or the socket broke).
-      else lastSent = new Promise((resolve) => socket.send(message, () => resolve()));
+      else
+        lastSent = new Promise((resolve) =>
+          socket.send(message, (error) => {
+            onSent(error);
+            resolve();
+          }),
+        );
     }
     if (socket.bufferedAmount > HIGH_WATER_BYTES) await lastSent;
   }
   const end = subscriber.endedBy;
-  if (socket.readyState !== socket.OPEN) return;
+  if (!open()) return;
   if (end) {
     socket.send(JSON.stringify({ type: 'disconnect', ...end }));
     socket.close(WEBSOCKET_CLOSE_CODES[end.reason], end.reason);
@@ -78,12 +94,14 @@ export const streamWebSocketRoute = defineRoute({
         const raw = socket.raw as WebSocket;
         const opened = services.feed.subscribe(viewer, streamFilter(query), afterSeq, owner);
         subscriber = opened;
+        raw.once('close', () => opened.close());
         socket.send(JSON.stringify({ type: 'ready', afterSeq }));
-        void pipeMessages(opened, raw, query.blackboard ?? false).catch((error: unknown) => {
-          services.logger.warn({ err: error }, 'websocket stream ended with an error');
-          opened.close();
-          raw.close(1011, 'stream error');
-        });
+        void pipeMessages(opened, raw, query.blackboard ?? false)
+          .catch((error: unknown) => {
+            services.logger.warn({ err: error }, 'websocket stream ended with an error');
+            raw.close(1011, 'stream error');
+          })
+          .finally(() => opened.close());
       },
       onClose() {
         subscriber?.close();
