@@ -408,7 +408,7 @@ export class CtxbusClient {
         argv: string[];
         cwd: string;
         scriptHash: string | null;
-        because: 'not_allowed' | 'untrusted_origin';
+        because: 'not_allowed' | 'untrusted_origin' | 'runs_code';
       };
       note?: string;
     },

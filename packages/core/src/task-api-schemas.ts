@@ -133,7 +133,7 @@ export const approvalRequestBodySchema = z.strictObject({
       .string()
       .regex(/^[0-9a-f]{64}$/)
       .nullable(),
-    because: z.enum(['not_allowed', 'untrusted_origin']),
+    because: z.enum(['not_allowed', 'untrusted_origin', 'runs_code']),
   }),
   note: taskNoteSchema.optional(),
 });

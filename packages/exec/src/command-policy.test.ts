@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkCommand,
+  codeRunningEntry,
   inlineEvalReason,
   parseAllowEntry,
   parseAllowList,
@@ -168,6 +169,23 @@ describe('inlineEvalReason: the table', () => {
     ['git', 'bisect', 'run', 'id'],
     ['git', 'submodule', 'foreach', 'id'],
     ['make', '--eval=x:', 'x'],
+    // The review's bypasses, and options that load a file the command line names.
+    ['perl', '-M5;system("id")', '/dev/null'],
+    ['perl', '-mPOSIX', 'x.pl'],
+    ['node', '--env-file-if-exists=/tmp/other-team/.env', '/dev/null'],
+    ['node', '--env-file=.env', 'x.js'],
+    ['node', '-r', './setup.js', 'x.js'],
+    ['node', '--require=./x.js', 'y.js'],
+    ['node', '--import', './hook.mjs', 'x.js'],
+    ['node', '--loader', './l.mjs', 'x.js'],
+    ['node', '--experimental-loader=./l.mjs', 'x.js'],
+    ['node', 'x.js', '-r', './later.js'],
+    ['ruby', '-rsocket', 'x.rb'],
+    ['ruby', '--require=x', 'x.rb'],
+    ['php', '-d', 'auto_prepend_file=/tmp/x.php', 'x.php'],
+    ['php', '-c', '/tmp/php.ini', 'x.php'],
+    ['npm', 'test', '--node-options=--require=/tmp/x.js'],
+    ['pnpm', 'test', '--node-options', '--import=/tmp/x.mjs'],
   ];
   for (const argv of evaluates) {
     it(`refuses ${JSON.stringify(argv)}`, () => {
@@ -177,7 +195,6 @@ describe('inlineEvalReason: the table', () => {
   const plain: string[][] = [
     ['node', 'script.js'],
     ['node', '--test'],
-    ['node', '-r', './setup.js', 'x.js'],
     ['python3', 'x.py'],
     ['python3', '-m', 'pytest'],
     ['bash', 'build.sh'],
@@ -198,4 +215,63 @@ describe('inlineEvalReason: the table', () => {
       expect(inlineEvalReason(argv)).toBeNull();
     });
   }
+});
+
+describe('entries that are permission to run code', () => {
+  const codeRunning = [
+    'python3 ...',
+    'python3 -m ...',
+    'python3 -X dev ...',
+    'node ...',
+    'node --test ...',
+    'perl ...',
+    'bash ...',
+    'sh -x ...',
+    'make ...',
+    'make test ...',
+    'cmake ...',
+  ];
+  for (const source of codeRunning) {
+    it(`"${source}" lets its program run code given in the free arguments`, () => {
+      expect(codeRunningEntry(parseAllowEntry(source))).toEqual(expect.any(String));
+    });
+  }
+  const bounded = [
+    'python3 -m pytest ...',
+    'python3 tools/check.py ...',
+    'node scripts/check.js ...',
+    'bash build.sh ...',
+    'npm test ...',
+    'pnpm test ...',
+    'git log ...',
+    'ls ...',
+    'python3 -m timeit',
+    'make test',
+  ];
+  for (const source of bounded) {
+    it(`"${source}" passes its free arguments to something it names, or takes none`, () => {
+      expect(codeRunningEntry(parseAllowEntry(source))).toBeNull();
+    });
+  }
+
+  it("the review's bypasses are allowed only as code-running: python3 -m timeit, make SHELL=", () => {
+    const allow = parseAllowList(['python3 ...', 'make ...']);
+    const timeit = checkCommand(
+      ['python3', '-m', 'timeit', '__import__("os").system("id")'],
+      allow,
+    );
+    expect(timeit).toMatchObject({ allowed: true, runsCode: expect.stringContaining('python') });
+    const make = checkCommand(
+      ['make', 'SHELL=/bin/sh', 'X:=$(shell id)', '-f', '/dev/null'],
+      allow,
+    );
+    expect(make).toMatchObject({ allowed: true, runsCode: expect.stringContaining('make') });
+  });
+
+  it('an entry that is no permission to run code wins over one that is', () => {
+    const allow = parseAllowList(['python3 ...', 'python3 -m pytest ...']);
+    const decision = checkCommand(['python3', '-m', 'pytest', '-q'], allow);
+    expect(decision).toMatchObject({ allowed: true, entry: { source: 'python3 -m pytest ...' } });
+    expect(decision.allowed && decision.runsCode).toBeUndefined();
+  });
 });

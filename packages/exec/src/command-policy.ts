@@ -88,7 +88,15 @@ export function parseAllowList(entries: readonly string[]): AllowEntry[] {
 export type CommandRefusalCode = 'not_allowed' | 'inline_eval' | 'workdir_escape' | 'invalid_argv';
 
 export type CommandDecision =
-  | { allowed: true; entry: AllowEntry }
+  | {
+      allowed: true;
+      entry: AllowEntry;
+      /**
+       * Set when only an entry that lets a program run code from its free arguments allowed
+       * it (`codeRunningEntry`): it then runs sandboxed, or approved, never bare.
+       */
+      runsCode?: string;
+    }
   | { allowed: false; code: CommandRefusalCode; reason: string };
 
 function equalsExactly(entry: AllowEntry, argv: readonly string[]): boolean {
@@ -114,6 +122,11 @@ function matches(entry: AllowEntry, argv: readonly string[]): boolean {
 interface InterpreterRule {
   /** Short option letters that evaluate their argument (clusters such as -pe count). */
   short?: string;
+  /**
+   * Options that load a file or module the command's author did not name (-r, --import,
+   * --env-file...): refused like evaluation. Short letters here also count in clusters.
+   */
+  loads?: { short?: string; long?: string[] };
   /** Short option letters that take a value: the rest of the cluster is that value. */
   shortWithValue?: string;
   /** Long options (with or without =value) that evaluate code. */
@@ -128,15 +141,37 @@ interface InterpreterRule {
 
 const SHELL: InterpreterRule = { short: 'c', shortWithValue: 'oO' };
 
+/** Node's options that load code or settings from a file the command line names. */
+const NODE_LOADS = {
+  short: 'r',
+  long: [
+    '--require',
+    '--import',
+    '--loader',
+    '--experimental-loader',
+    '--env-file',
+    '--env-file-if-exists',
+    '--experimental-config-file',
+    '--experimental-default-config-file',
+    '--snapshot-blob',
+  ],
+};
+
 /** The inline-eval table (README.md lists it). Keys are program basenames. */
 export const INLINE_EVAL_RULES: Readonly<Record<string, InterpreterRule>> = {
   node: {
     short: 'ep',
     shortWithValue: 'rC',
     long: ['--eval', '--print', '--input-type'],
+    loads: NODE_LOADS,
     word: (word) => (/(^|=)data:/i.test(word) ? 'a data: URL module' : null),
   },
-  nodejs: { short: 'ep', shortWithValue: 'rC', long: ['--eval', '--print', '--input-type'] },
+  nodejs: {
+    short: 'ep',
+    shortWithValue: 'rC',
+    long: ['--eval', '--print', '--input-type'],
+    loads: NODE_LOADS,
+  },
   python: { short: 'c', shortWithValue: 'WXmQ' },
   bash: SHELL,
   sh: SHELL,
@@ -148,9 +183,11 @@ export const INLINE_EVAL_RULES: Readonly<Record<string, InterpreterRule>> = {
   fish: { short: 'c', long: ['--command', '--init-command'] },
   csh: { short: 'c' },
   tcsh: { short: 'c' },
-  perl: { short: 'eE', shortWithValue: 'MmIdD' },
-  ruby: { short: 'e', shortWithValue: 'rIECx' },
-  php: { short: 'rBRE', shortWithValue: 'cdfzt' },
+  // -M/-m load a module, and `-M5;<code>` runs code: evaluation.
+  perl: { short: 'eEMm', shortWithValue: 'IdD' },
+  ruby: { short: 'e', shortWithValue: 'rIECx', loads: { short: 'r', long: ['--require'] } },
+  // -d sets an ini value (auto_prepend_file runs a file), -c names the ini file.
+  php: { short: 'rBRE', shortWithValue: 'cdfzt', loads: { short: 'dc' } },
   lua: { short: 'e', shortWithValue: 'l' },
   luajit: { short: 'e', shortWithValue: 'lbj' },
   rscript: { short: 'e' },
@@ -225,6 +262,20 @@ function longEvaluates(word: string, rule: InterpreterRule): boolean {
   return (rule.long ?? []).some((flag) => word === flag || word.startsWith(`${flag}=`));
 }
 
+/** The load option `word` is, by the rule (null: none). */
+function loadOption(word: string, rule: InterpreterRule): string | null {
+  const loads = rule.loads;
+  if (!loads) return null;
+  const long = (loads.long ?? []).find((flag) => word === flag || word.startsWith(`${flag}=`));
+  if (long) return long;
+  if (!/^-[^-]/.test(word) || !loads.short) return null;
+  for (const letter of word.slice(1)) {
+    if (loads.short.includes(letter)) return `-${letter}`;
+    if (rule.shortWithValue?.includes(letter) || !/[A-Za-z0-9]/.test(letter)) return null;
+  }
+  return null;
+}
+
 /** Package-manager forms that run a shell string or an arbitrary package's command line. */
 function packageManagerEval(name: string, argv: readonly string[]): string | null {
   const args = argv.slice(1);
@@ -243,6 +294,9 @@ function packageManagerEval(name: string, argv: readonly string[]): string | nul
   if (name === 'pnpm' && (sub === 'dlx' || sub === 'exec') && shellFlag)
     return `pnpm ${sub} -c/--shell-mode`;
   if (name === 'yarn' && sub === 'exec') return 'yarn exec';
+  // Options the package manager hands to every node it starts (--require, --import...).
+  if (args.some((word) => word === '--node-options' || word.startsWith('--node-options=')))
+    return `${name} --node-options`;
   return null;
 }
 
@@ -286,10 +340,59 @@ export function inlineEvalReason(argv: readonly string[]): string | null {
     if (shortClusterEvaluates(word, rule) || longEvaluates(word, rule)) {
       return `${name} ${word} evaluates code given on the command line`;
     }
+    const loads = loadOption(word, rule);
+    if (loads) return `${name} ${loads} loads a file or module the command line names`;
     const special = rule.word?.(word);
     if (special) return `${name}: ${special}`;
   }
   return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entries that are permission to run code. A flag list cannot win against an interpreter or a
+// build tool that takes free arguments (`python3 -m timeit "<code>"`, `make 'X:=$(shell ...)'`):
+// such an entry lets its caller run code, whatever the refusals above catch. Commands it alone
+// allows run only sandboxed, or approved (prepareExecution); `ctxbus capabilities check` warns.
+
+/** Build tools whose free arguments can define and run commands (variables, targets, -f). */
+const CODE_RUNNING_TOOLS = new Set(['make', 'gmake', 'bmake', 'cmake', 'ninja']);
+
+/**
+ * Why an allow entry lets its caller run code given in the free arguments (null: it does not,
+ * by these rules): an entry ending in `...` for an interpreter or shell (the table above)
+ * whose fixed words name no script or module (`node ...`, `python3 -X dev ...`), or for a
+ * build tool (`make ...`, `make test ...`). `node scripts/check.js ...` passes: its free
+ * arguments go to the script.
+ */
+export function codeRunningEntry(entry: AllowEntry): string | null {
+  if (!entry.rest) return null;
+  const program = entry.argv[0];
+  if (program === undefined) return null;
+  const name = programName(program);
+  if (CODE_RUNNING_TOOLS.has(name)) {
+    return `"${entry.source}" lets ${name} take free arguments, which can define and run commands`;
+  }
+  const rule = Object.hasOwn(INLINE_EVAL_RULES, name) ? INLINE_EVAL_RULES[name] : undefined;
+  if (!rule || rule.always) return null;
+  if (namesScript(entry.argv.slice(1), rule)) return null;
+  return `"${entry.source}" lets the interpreter ${name} take free arguments: code on the command line`;
+}
+
+/**
+ * Whether the fixed words name what the interpreter runs: a word that is not an option (a
+ * script), or the module of -m (python's `-m pytest`). Values of options that take one are
+ * skipped (`-W error`).
+ */
+function namesScript(words: readonly string[], rule: InterpreterRule): boolean {
+  for (let index = 0; index < words.length; index++) {
+    const word = words[index] as string;
+    if (word === '--') return index + 1 < words.length;
+    if (!word.startsWith('-') || word === '-') return word !== '-';
+    if (word === '-m') return index + 1 < words.length;
+    const last = word.at(-1) ?? '';
+    if (/^-[^-]/.test(word) && word.length === 2 && rule.shortWithValue?.includes(last)) index++;
+  }
+  return false;
 }
 
 export interface CommandCheckOptions {
@@ -337,8 +440,12 @@ export function checkCommand(
       reason: `${evaluates}; refused unless an allow-list entry names this exact command`,
     };
   }
-  const prefix = allow.find((entry) => matches(entry, argv));
-  if (prefix) return { allowed: true, entry: prefix };
+  const prefixes = allow.filter((entry) => matches(entry, argv));
+  // An entry that is no permission to run code wins over one that is.
+  const safe = prefixes.find((entry) => codeRunningEntry(entry) === null);
+  if (safe) return { allowed: true, entry: safe };
+  const prefix = prefixes[0];
+  if (prefix) return { allowed: true, entry: prefix, runsCode: codeRunningEntry(prefix) ?? '' };
   return {
     allowed: false,
     code: 'not_allowed',

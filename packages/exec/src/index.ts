@@ -17,6 +17,7 @@ export type {
 } from './command-policy.js';
 export {
   checkCommand,
+  codeRunningEntry,
   INLINE_EVAL_RULES,
   inlineEvalReason,
   parseAllowEntry,

@@ -260,6 +260,51 @@ describe('prepareExecution and executePlan', () => {
     expect(existsSync(join(project, 'ran.txt'))).toBe(false);
   });
 
+  it('a command only a code-running entry allows waits for a human outside the sandbox, never runs bare', async () => {
+    const { project, policy } = setup({ allow: ['node ...'] });
+    const inline = ['node', '--stack-size=999', 'report.js'];
+    const bare = await prepareExecution({ request: request(project, { argv: inline }), policy });
+    expect(bare).toMatchObject({
+      ok: false,
+      code: 'approval_required',
+      reason: expect.stringContaining('free arguments'),
+      approvalRequest: { because: 'runs_code', argv: inline },
+    });
+    expect(existsSync(join(project, 'ran.txt'))).toBe(false);
+    // Inside the sandbox it needs no one (bwrap missing: refused, fail closed).
+    const inside = await prepareExecution({
+      request: request(project, { argv: inline, sandboxed: true }),
+      policy: { ...policy, sandbox: { bwrapPath: '/nonexistent/bwrap' } },
+    });
+    expect(inside).toMatchObject({ ok: false, code: 'sandbox_unavailable' });
+    // An exact entry for the same command is the author's own words: it runs bare.
+    const exact = await prepareExecution({
+      request: request(project, { argv: inline }),
+      policy: { ...policy, allow: ['node ...', 'node --stack-size=999 report.js'] },
+    });
+    expect(exact.ok).toBe(true);
+  });
+
+  (bwrap.available || required ? it : it.skip)(
+    `a command only a code-running entry allows runs sandboxed without approval${bwrap.available ? '' : ` (skipped: ${bwrap.reason})`}`,
+    async () => {
+      const { project, policy } = setup({ allow: ['node ...'] });
+      const ready = plan(
+        await prepareExecution({
+          request: request(project, {
+            argv: ['node', '--stack-size=999', 'report.js'],
+            sandboxed: true,
+          }),
+          policy,
+        }),
+      );
+      expect(ready.sandbox).not.toBeNull();
+      expect(ready.approvedBy).toBeNull();
+      const run = await executePlan(ready, limits);
+      expect(run.ok && run.result.exitCode).toBe(0);
+    },
+  );
+
   it('a sandboxed request asking for network the capability does not allow is refused', async () => {
     const { project, policy } = setup();
     expect(

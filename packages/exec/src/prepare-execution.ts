@@ -72,8 +72,11 @@ export interface ApprovalRequest {
   cwd: string;
   scriptHash: string | null;
   digest: string;
-  /** Why approval is needed: the policy's refusal, or the origin's trust. */
-  because: 'not_allowed' | 'untrusted_origin';
+  /**
+   * Why approval is needed: the policy's refusal, the origin's trust, or an entry that lets
+   * the program run code from its free arguments, run outside the sandbox (`runs_code`).
+   */
+  because: 'not_allowed' | 'untrusted_origin' | 'runs_code';
 }
 
 export interface ExecutionPlan {
@@ -145,6 +148,12 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
       );
   }
   if (!policy.trustedOrigin) needsApproval ??= 'untrusted_origin';
+  // An entry that is permission to run code (`python3 ...`, `make ...`) allows a command only
+  // inside the sandbox; outside it, a human approves the exact command.
+  const sandboxed = request.sandboxed || policy.requireSandbox === true;
+  if (command.allowed && command.runsCode !== undefined && !sandboxed) {
+    needsApproval ??= 'runs_code';
+  }
 
   // 2. The working directory, by real path, and the program inside it.
   const workdir = checkWorkdir(request.cwd, policy.roots, { home: policy.home });
@@ -162,7 +171,7 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
 
   // 5. The sandbox: fail closed.
   let sandbox: ExecutionPlan['sandbox'] = null;
-  if (request.sandboxed || policy.requireSandbox) {
+  if (sandboxed) {
     if (request.network && !policy.network) {
       return refuse('not_allowed', "network access is not allowed by the capability's limits");
     }
@@ -194,7 +203,9 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
         ? command.allowed
           ? ''
           : command.reason
-        : "the origin's trust level does not permit execution";
+        : needsApproval === 'runs_code'
+          ? `${command.allowed ? command.runsCode : ''}, outside the sandbox`
+          : "the origin's trust level does not permit execution";
     if (input.approval === undefined) {
       return {
         ...refuse('approval_required', `${why}: a human must approve this exact command`),

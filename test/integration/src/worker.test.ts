@@ -66,7 +66,8 @@ writeFileSync(
   policyFile,
   workerPolicy(
     root,
-    ['node check.js', 'node once.js', 'node progress.js'],
+    // `node ...` lets node take free arguments: permission to run code (held for a human).
+    ['node check.js', 'node once.js', 'node progress.js', 'node ...'],
     ['  web:', '    description: the dashboard', '    trust: restricted'],
   ),
 );
@@ -200,6 +201,28 @@ describe('ctxbus worker', () => {
       expect(task.error.code, JSON.stringify(input)).toBe(code);
       expect(task.error.message.length).toBeGreaterThan(10);
     }
+  });
+
+  it('holds a command that only a code-running entry (node ...) allows for a human, outside the sandbox', async () => {
+    const asked = await createTask(hub.tokens.claw, 'node with free arguments', {
+      argv: ['node', '--stack-size=999', 'check.js'],
+      cwd: project,
+    });
+    await waitUntil(
+      async () => (await taskState(asked.task.id)).state === 'AUTH_REQUIRED',
+      'the worker to ask for approval',
+    );
+    const task = await taskState(asked.task.id);
+    expect(task.approval.request).toMatchObject({
+      argv: ['node', '--stack-size=999', 'check.js'],
+      because: 'runs_code',
+    });
+    expect(task.approval.request.because).toBe('runs_code');
+    await call(hub.url, 'POST', `/api/tasks/${asked.task.id}/deny`, {
+      token: hub.adminToken ?? '',
+      body: { team: 'acme' },
+    });
+    expect((await taskState(asked.task.id)).state).toBe('REJECTED');
   });
 
   it('holds a command outside the allow-list, or from an origin it does not trust, for a human: approve runs exactly it, deny rejects it', async () => {

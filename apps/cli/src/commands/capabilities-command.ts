@@ -30,6 +30,29 @@ export function loadCapabilities(file: string): CapabilitiesFile {
 }
 
 /**
+ * What the allow-list permits beyond its words: entries that let an interpreter or a build
+ * tool take free arguments are permission to run code (the worker runs what they alone allow
+ * sandboxed, or asks a human), and a bad entry (the worker would refuse every command).
+ */
+export async function allowListWarnings(matrix: CapabilitiesFile): Promise<string[]> {
+  const { codeRunningEntry, parseAllowEntry } = await import('@ctxbus/exec');
+  const warnings: string[] = [];
+  for (const source of matrix.remote_execution?.allow ?? []) {
+    try {
+      const reason = codeRunningEntry(parseAllowEntry(source));
+      if (reason) {
+        warnings.push(
+          `remote_execution.allow: ${reason}; commands it alone allows run sandboxed, or once a human approves them`,
+        );
+      }
+    } catch (error) {
+      warnings.push((error as Error).message);
+    }
+  }
+  return warnings;
+}
+
+/**
  * The matrix as a table: a row per capability, a column per runtime, each cell its mode.
  * With `online` (a hub's presence), a last ONLINE row: yes (workers), or no.
  */
@@ -88,6 +111,9 @@ export function registerCapabilities(
         printLine(
           `${file}: ok, ${runtimes} runtime${runtimes === 1 ? '' : 's'}, ${capabilityNames(matrix).length} capabilities`,
         );
+        for (const warning of await allowListWarnings(matrix)) {
+          process.stderr.write(`${file}: warning: ${warning}\n`);
+        }
       }),
     );
   capabilities

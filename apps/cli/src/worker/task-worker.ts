@@ -35,7 +35,7 @@ export interface WorkerHubApi {
         argv: string[];
         cwd: string;
         scriptHash: string | null;
-        because: 'not_allowed' | 'untrusted_origin';
+        because: 'not_allowed' | 'untrusted_origin' | 'runs_code';
       };
     },
   ): Promise<Task>;
