@@ -1,4 +1,14 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
 import { CtxbusError, hashValue } from '@ctxbus/core/contract';
 import type { HistoryEntry } from './handoff-history.js';
@@ -72,6 +82,21 @@ export interface LockOptions {
   staleMs?: number;
 }
 
+/**
+ * A `.lock` that is not a plain file (a directory, a symlink, a fifo) was never made by a
+ * writer, and would block every one of them: it is moved aside, kept for whoever looks.
+ * Returns whether it was.
+ */
+function setAsideForeignLock(lockPath: string): boolean {
+  try {
+    if (lstatSync(lockPath).isFile()) return false;
+  } catch {
+    return false; // released meanwhile
+  }
+  renameSync(lockPath, `${lockPath}.not-a-lock-${Date.now()}-${process.pid}`);
+  return true;
+}
+
 function holderGone(lockPath: string, staleMs: number): boolean {
   let text: string;
   let modified: number;
@@ -118,6 +143,7 @@ export async function withLock<T>(
         rmSync(paths.lock, { force: true });
       }
     }
+    if (setAsideForeignLock(paths.lock)) continue;
     if (holderGone(paths.lock, staleMs)) {
       rmSync(paths.lock, { force: true });
       continue;

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { removeDir, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
@@ -338,6 +338,21 @@ describe('concurrent writers', () => {
     expect(readHistory(paths).map((entry) => entry.sequence)).toEqual(
       Array.from({ length: 100 }, (_, index) => index + 1),
     );
+  });
+
+  it('a .lock that is no lock file (a directory, a symlink) is set aside, not waited on forever', async () => {
+    for (const plant of ['directory', 'symlink'] as const) {
+      const dir = workspace();
+      const paths = handoffPaths(dir);
+      mkdirSync(paths.dir, { recursive: true });
+      if (plant === 'directory') mkdirSync(paths.lock);
+      else symlinkSync('/nonexistent/target', paths.lock);
+      const written = await heartbeat(paths, { model: 'opus' });
+      expect(written.sequence, plant).toBe(1);
+      const aside = readdirSync(paths.dir).filter((name) => name.startsWith('.lock.not-a-lock-'));
+      expect(aside, plant).toHaveLength(1);
+      expect(readdirSync(paths.dir)).not.toContain('.lock');
+    }
   });
 
   it('a writer killed with -9 mid-write leaves the last good file, and the next writer goes on', async () => {
