@@ -200,6 +200,8 @@ describe('ctxbus worker', () => {
       expect(task.state, JSON.stringify(input)).toBe('FAILED');
       expect(task.error.code, JSON.stringify(input)).toBe(code);
       expect(task.error.message.length).toBeGreaterThan(10);
+      // The origin learns nothing of the worker's file system it did not name itself.
+      expect(task.error.message.replace(input.cwd, '')).not.toContain(machine);
     }
   });
 

@@ -266,7 +266,10 @@ export class TaskWorker {
     }
     if (!preparation.ok) {
       logger.info({ taskId: task.id, code: preparation.code }, preparation.reason);
-      await fail({ code: preparation.code, message: preparation.reason });
+      await fail({
+        code: preparation.code,
+        message: reasonForOrigin(preparation.reason, preparation.code, input),
+      });
       return;
     }
 
@@ -343,6 +346,32 @@ export class TaskWorker {
       message: `${result.argv.join(' ')} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
     });
   }
+}
+
+/** An absolute path in a refusal's text (up to a space, quote or the punctuation after it). */
+const ABSOLUTE_PATH = /(?<![\w.~])\/[^\s'"`,;:()]*[^\s'"`,;:().]/g;
+
+/**
+ * A refusal as the task's origin sees it: nothing of this machine's file system it did not
+ * name itself. A working directory refusal says only that the directory it asked for is not
+ * one this worker may use (not whether it exists, where it leads, or what the roots are); in
+ * other refusals, paths the origin did not give become `<a path on the worker>`. The full
+ * reason stays in the worker's log.
+ */
+export function reasonForOrigin(
+  reason: string,
+  code: string,
+  input: Record<string, unknown>,
+): string {
+  const cwd = typeof input.cwd === 'string' ? input.cwd : '';
+  if (code === 'workdir_escape' && !reason.startsWith('the program ')) {
+    return `the working directory ${cwd || '(none)'} is not a directory inside this worker's roots`;
+  }
+  const given = new Set<string>([cwd]);
+  if (Array.isArray(input.argv)) for (const word of input.argv) given.add(String(word));
+  return reason.replace(ABSOLUTE_PATH, (path) =>
+    [...given].some((word) => word !== '' && word.includes(path)) ? path : '<a path on the worker>',
+  );
 }
 
 function commandResult(
