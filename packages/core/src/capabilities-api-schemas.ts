@@ -49,6 +49,15 @@ export const capabilitiesResponseSchema = z.object({
   remoteExecution: z
     .object({ allow: z.array(z.string()), workdir: z.string().nullable() })
     .nullable(),
+  approvers: z
+    .object({
+      runtimes: z.array(z.string()),
+      source: z.enum(['file', 'default']),
+    })
+    .meta({
+      description:
+        "The runtimes whose tokens may approve or deny a command (never the task's origin or the runtime that runs it), and whether capabilities.yaml named them or the default (cli, telegram, web) applies. Admin tokens may always decide.",
+    }),
 });
 
 export type CapabilitiesResponse = z.infer<typeof capabilitiesResponseSchema>;
