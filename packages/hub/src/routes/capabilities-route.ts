@@ -1,5 +1,6 @@
 import type { CapabilitiesFile, CapabilitiesRuntime, PresenceInstance } from '@ctxbus/core';
 import {
+  approversOf,
   CtxbusError,
   capabilitiesQuerySchema,
   capabilitiesResponseSchema,
@@ -98,6 +99,7 @@ export const capabilitiesRoute = defineRoute({
               workdir: matrix.remote_execution.workdir ?? null,
             }
           : null,
+        approvers: approversOf(matrix),
       },
     };
   },
