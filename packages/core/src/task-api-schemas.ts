@@ -144,6 +144,14 @@ export const approvalRequestBodySchema = z.strictObject({
 export const approvalDecisionBodySchema = z.strictObject({
   note: taskNoteSchema.optional(),
   team: z.string().min(1).max(64).optional(),
+  digest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'a SHA-256 hex digest')
+    .optional()
+    .meta({
+      description:
+        "The digest of the command the person was shown (`approval.request.digest`): the decision is refused with 409 (reason digest_mismatch) unless it is the pending request's.",
+    }),
 });
 
 export const approvalKeyResponseSchema = z.object({

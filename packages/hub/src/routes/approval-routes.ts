@@ -154,6 +154,18 @@ async function refuseParty(
   );
 }
 
+/** Refuses a decision about another command than the one the person was shown. */
+function checkDigest(task: Task, digest: string | undefined): void {
+  const pending = (task.approval as TaskApproval).request.digest;
+  if (digest !== undefined && digest !== pending) {
+    throw new CtxbusError(
+      'conflict',
+      `task ${task.id} waits on another command than the one shown (digest ${digest.slice(0, 12)}…, pending ${String(pending).slice(0, 12)}…): nothing decided`,
+      { details: { reason: 'digest_mismatch' } },
+    );
+  }
+}
+
 async function pendingTask(services: HubServices, teamId: string, id: string): Promise<Task> {
   const found = await services.store.getTask(teamId, id);
   if (!found)
@@ -257,6 +269,7 @@ export const approvalRoutes = [
       const who = await decider(caller, body.team, services, params.id, 'approve');
       const task = await pendingTask(services, who.teamId, params.id);
       await refuseParty(services, who, task, 'approve');
+      checkDigest(task, body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
       const digest = commandDigest(
@@ -323,6 +336,7 @@ export const approvalRoutes = [
       const who = await decider(caller, body.team, services, params.id, 'deny');
       const task = await pendingTask(services, who.teamId, params.id);
       await refuseParty(services, who, task, 'deny');
+      checkDigest(task, body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
       const updated = await services.store.updateTask(who.teamId, task.id, {
