@@ -86,7 +86,7 @@ function View({ route, session, bus }: { route: Route; session: Session; bus: Li
     case 'preview':
       return <PreviewView bus={bus} client={client} ownRuntime={identity.runtime} />;
     case 'tasks':
-      return <TasksView bus={bus} client={client} runtime={identity.runtime} />;
+      return <TasksView bus={bus} client={client} />;
     case 'capabilities':
       return <CapabilitiesView client={client} />;
     case 'subscriptions':

@@ -53,6 +53,10 @@ export const capabilitiesResponseSchema = z.object({
     .object({
       runtimes: z.array(z.string()),
       source: z.enum(['file', 'default']),
+      caller: z.object({ runtime: z.string().nullable(), approver: z.boolean() }).meta({
+        description:
+          "The caller's own runtime (null: an admin token) and whether it may decide (an admin token always may; an approver runtime, on tasks it is no party to).",
+      }),
     })
     .meta({
       description:

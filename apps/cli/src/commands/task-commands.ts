@@ -148,8 +148,11 @@ async function confirmAtTerminal(task: Task): Promise<string> {
 /** Why `ctxbus approve` will not run here, or null at a terminal. */
 export function noTerminalReason(stdinTty: boolean, stdoutTty: boolean): string | null {
   if (stdinTty && stdoutTty) return null;
-  const missing = [!stdinTty && 'stdin', !stdoutTty && 'stdout'].filter(Boolean).join(' and ');
-  return `ctxbus approve needs a person at a terminal (${missing} is not a TTY): run it yourself in a terminal, or answer in Telegram or the dashboard`;
+  const missing =
+    !stdinTty && !stdoutTty
+      ? 'stdin and stdout are not TTYs'
+      : `${stdinTty ? 'stdout' : 'stdin'} is not a TTY`;
+  return `ctxbus approve needs a person at a terminal (${missing}): run it yourself in a terminal, or answer in Telegram or the dashboard`;
 }
 
 function approvalLines(task: Task): string[] {

@@ -198,23 +198,15 @@ function TaskCard({
 }
 
 /** Tasks by state: where each went and why, its history, and answers to approval requests. */
-export function TasksView({
-  bus,
-  client,
-  runtime,
-}: {
-  bus: LiveBus;
-  client: WebClient;
-  runtime: string;
-}) {
+export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) {
   useBus(bus);
   // The hub names its approver runtimes: buttons only where the hub would accept the answer.
-  const capabilities = useHubData(
-    async () => (await client.capabilities()).approvers.runtimes,
-    [client],
-  );
+  const capabilities = useHubData(async () => (await client.capabilities()).approvers, [client]);
   const approvers: Approvers | null = capabilities.data
-    ? { runtimes: capabilities.data, runtime }
+    ? {
+        runtimes: capabilities.data.runtimes,
+        runtime: capabilities.data.caller.runtime ?? 'an admin token',
+      }
     : null;
   // Task status items ride the stream (tag `task`): reload when one arrives.
   const lastTaskSeq = bus.cache.items({ tags: TASK_TAG, includeSuperseded: true })[0]?.seq ?? 0;
