@@ -177,7 +177,7 @@ describe('only people approve', () => {
     // No TTY (an agent's shell, a pipe): refused at once, in one line, exit 2.
     const piped = await runCli(['approve', id], { env, input: `${digest.slice(0, 6)}\n` });
     expect(piped.code).toBe(2);
-    expect(piped.stderr).toMatch(/needs a person at a terminal \(stdin and stdout is not a TTY\)/);
+    expect(piped.stderr).toMatch(/needs a person at a terminal \(stdin and stdout are not TTYs\)/);
     expect(piped.stderr.trim().split('\n')).toHaveLength(1);
     expect((await readTask(id)).approval.status).toBe('pending');
     // At a terminal, the command and its digest are shown; a wrong answer approves nothing.
