@@ -50,7 +50,7 @@ mkdirSync(project, { recursive: true });
 // Writes a marker named by its argument: a refused command must never leave one.
 writeFileSync(
   join(project, 'mark.js'),
-  "require('node:fs').writeFileSync(`ran-${process.argv[2]}`, 'ran'); console.log('marked');\n",
+  "require('node:fs').writeFileSync('ran-' + process.argv[2], 'ran'); console.log('marked');\n",
 );
 // Waits for a file named by its argument, then prints: a task that stays WORKING until told.
 writeFileSync(
@@ -58,7 +58,7 @@ writeFileSync(
   [
     "const fs = require('node:fs');",
     "console.log('waiting');",
-    "const timer = setInterval(() => { if (fs.existsSync(`go-${process.argv[2]}`)) { console.log('REAL OUTPUT'); clearInterval(timer); } }, 20);",
+    "const timer = setInterval(() => { if (fs.existsSync('go-' + process.argv[2])) { console.log('REAL OUTPUT'); clearInterval(timer); } }, 20);",
   ].join('\n'),
 );
 const policyFile = join(machine, 'capabilities.yaml');
