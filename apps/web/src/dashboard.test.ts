@@ -418,6 +418,16 @@ describe.skipIf(unavailable !== null)(
       }, 'the worker to ask a human').catch((error) => {
         throw new Error(`${error.message} (task ${state}); worker: ${output}`);
       });
+      // Signed in as an agent's runtime (OpenClaw, the task's origin): no buttons, and why.
+      const agent = await signedIn(hub.tokens.claw);
+      await go(agent.page, 'tasks');
+      const agentCard = agent.page.locator(`[data-testid=task][data-id="${id}"]`);
+      await agentCard.getByTestId('approval-refusal').waitFor({ timeout: 30_000 });
+      expect(await agentCard.getByTestId('approval-refusal').textContent()).toMatch(
+        /signed in as openclaw, which is not an approver/,
+      );
+      expect(await agentCard.getByRole('button', { name: 'Approve once' }).count()).toBe(0);
+      await agent.close();
       const { page, close } = await signedIn();
       await go(page, 'tasks');
       const card = page.locator(`[data-testid=task][data-id="${id}"]`);

@@ -231,7 +231,7 @@ export function capabilityRequestTool(
       const view = toTaskView(task);
       const next =
         task.state === 'AUTH_REQUIRED'
-          ? `\nA human must approve it first: ctxbus approve ${task.id} (or deny it: ctxbus deny ${task.id}).`
+          ? `\nA human must approve it first (you cannot: the hub refuses agents' tokens). Ask your user to answer in Telegram, the dashboard, or at their terminal: ctxbus approve ${task.id} (or ctxbus deny ${task.id}).`
           : TERMINAL.has(task.state)
             ? ''
             : '\nNot finished yet: follow it with task_status; its result also reaches your context.';

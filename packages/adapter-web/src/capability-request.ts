@@ -62,6 +62,12 @@ export interface CapabilityRequestHandle {
   follow(
     options?: Pick<StreamOptions, 'signal' | 'backoff' | 'onState' | 'since'>,
   ): AsyncGenerator<TaskStatusUpdate>;
+  /**
+   * A person's answer, sent with the page's token: the hub accepts it only from an approver
+   * runtime (capabilities.yaml `approvers`, default cli, telegram, web) that is neither the
+   * task's origin nor its executor; a page whose runtime asked for the task is refused (403,
+   * approver_required) and must send its user to another approver channel.
+   */
   approve(note?: string): Promise<Task>;
   deny(note?: string): Promise<Task>;
 }

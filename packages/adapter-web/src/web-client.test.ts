@@ -312,7 +312,7 @@ describe('capability requests', () => {
     expect((await client.task(request.task.id)).task.state).toBe('COMPLETED');
   });
 
-  it('a command that needs a human shows AUTH_REQUIRED, and approve() from the page lets it run', async () => {
+  it('a command that needs a human shows AUTH_REQUIRED; the page that asked cannot approve it, a person at an approver channel can', async () => {
     const client = createWebClient({ url: hub.url, token: hub.token });
     const request = await requestCapability(client, {
       title: 'deploy with network',
@@ -354,15 +354,24 @@ describe('capability requests', () => {
     await waitFor(followed, 'following to reach AUTH_REQUIRED');
     expect(states.at(-1)).toBe('AUTH_REQUIRED');
 
-    const approved = await request.approve('looked at the script');
+    // The page (runtime web) asked for the task: it is a party, so the hub refuses its answer.
+    await expect(request.approve('looked at the script')).rejects.toMatchObject({
+      code: 'forbidden',
+      message: expect.stringMatching(/runtime web asked for this task: it cannot approve it/),
+    });
+    // A person answers through another approver runtime (the CLI's token, here over HTTP).
+    const person = createWebClient({ url: hub.url, token: await hub.mint('cli') });
+    const approved = await person.decideTask(request.task.id, 'approve', 'looked at the script');
     expect(approved.state).toBe('SUBMITTED');
     expect(approved.approval).toMatchObject({
       status: 'approved',
       request: { argv: ['./deploy.sh'] },
-      decidedBy: 'web',
+      decidedBy: 'cli',
     });
     expect(approved.approval?.token).toEqual(expect.any(String));
     // Answering twice is refused, not applied twice.
-    await expect(request.approve()).rejects.toMatchObject({ code: 'conflict' });
+    await expect(person.decideTask(request.task.id, 'approve')).rejects.toMatchObject({
+      code: 'conflict',
+    });
   });
 });

@@ -424,7 +424,7 @@ export class CtxbusClient {
   async decideTask(
     id: string,
     decision: 'approve' | 'deny',
-    body: { note?: string; team?: string } = {},
+    body: { note?: string; team?: string; digest?: string } = {},
   ) {
     return (
       await this.request(taskResponseSchema, 'post', `${taskPath(id)}/${decision}`, { json: body })

@@ -18,9 +18,11 @@ export const AUDIT_KINDS = [
   'approval.granted',
   'approval.denied',
   'approval.expired',
+  'approval.refused',
   'execution.started',
   'execution.finished',
   'execution.refused',
+  'task.report-refused',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 

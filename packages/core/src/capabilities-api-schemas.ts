@@ -49,6 +49,19 @@ export const capabilitiesResponseSchema = z.object({
   remoteExecution: z
     .object({ allow: z.array(z.string()), workdir: z.string().nullable() })
     .nullable(),
+  approvers: z
+    .object({
+      runtimes: z.array(z.string()),
+      source: z.enum(['file', 'default']),
+      caller: z.object({ runtime: z.string().nullable(), approver: z.boolean() }).meta({
+        description:
+          "The caller's own runtime (null: an admin token) and whether it may decide (an admin token always may; an approver runtime, on tasks it is no party to).",
+      }),
+    })
+    .meta({
+      description:
+        "The runtimes whose tokens may approve or deny a command (never the task's origin or the runtime that runs it), and whether capabilities.yaml named them or the default (cli, telegram, web) applies. Admin tokens may always decide.",
+    }),
 });
 
 export type CapabilitiesResponse = z.infer<typeof capabilitiesResponseSchema>;

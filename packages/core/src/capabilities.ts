@@ -85,10 +85,23 @@ export const runtimeEntrySchema = z
   })
   .meta({ description: 'One runtime and what it can do.' });
 
+/**
+ * Who may approve or deny a command when `approvers` is not in the file: the channels a person
+ * answers through (the CLI in a terminal, the Telegram bot, the dashboard), never an agent
+ * runtime. Each still needs a token an admin minted for that runtime name; a team that runs an
+ * agent under one of these names must list its approvers explicitly (or `approvers: []`: admin
+ * tokens only).
+ */
+export const DEFAULT_APPROVERS = ['cli', 'telegram', 'web'] as const;
+
 export const capabilitiesFileSchema = z
   .strictObject({
     version: z.literal(1),
     runtimes: z.record(matrixNameSchema, runtimeEntrySchema),
+    approvers: z.array(matrixNameSchema).max(64).optional().meta({
+      description:
+        "The runtimes people approve and deny commands through (default: cli, telegram, web; [] for admin tokens only). Never an agent's runtime: a runtime listed here can release any command a worker asks about, except the task's own origin and executor.",
+    }),
     remote_execution: z
       .strictObject({
         allow: z.array(z.string().min(1)).max(1_000).default([]).meta({
@@ -117,6 +130,16 @@ export type Capability = z.output<typeof capabilitySchema>;
  */
 export function capabilitiesJsonSchema(): Record<string, unknown> {
   return z.toJSONSchema(capabilitiesFileSchema, { io: 'input' }) as Record<string, unknown>;
+}
+
+/** The runtimes whose tokens may approve or deny commands, and whether the file said so. */
+export function approversOf(matrix: CapabilitiesFile): {
+  runtimes: string[];
+  source: 'file' | 'default';
+} {
+  return matrix.approvers
+    ? { runtimes: [...new Set(matrix.approvers)], source: 'file' }
+    : { runtimes: [...DEFAULT_APPROVERS], source: 'default' };
 }
 
 /** A runtime's mode for a capability (absent: unavailable). */

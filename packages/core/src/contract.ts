@@ -89,11 +89,13 @@ export {
 export { hashValue, sha256Hex } from './canonical-hash.js';
 export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
 export {
+  approversOf,
   CAPABILITY_MODES,
   capabilitiesFileSchema,
   capabilitiesJsonSchema,
   capabilityMode,
   capabilityNames,
+  DEFAULT_APPROVERS,
   matrixNameSchema,
   TRUST_LEVELS,
   WELL_KNOWN_CAPABILITIES,
@@ -257,6 +259,7 @@ export {
   isTerminalTaskState,
   newTaskId,
   newTaskSchema,
+  notLeaseHolderError,
   staleLeaseError,
   TASK_APPROVAL_STATUSES,
   TASK_LIMITS,

@@ -35,7 +35,8 @@ export const createTaskRequestSchema = z.strictObject({
       'What the doer needs. For code_execution: { "argv": ["npm", "test"], "cwd": "/path", "sandboxed"?: bool, "network"?: bool }.',
   }),
   idempotencyKey: z.string().min(1).max(TASK_LIMITS.idempotencyKeyChars).optional().meta({
-    description: 'The same key (per team) returns the task already created instead of a second.',
+    description:
+      "The same key from the same runtime (per team) returns the task already created instead of a second; keys are scoped to the caller's runtime, so another runtime's key never finds your task.",
   }),
   ttlSeconds: z.int().positive().max(TASK_LIMITS.maxTtlSeconds).optional().meta({
     description: 'How long it may wait unclaimed; then it FAILS with code `expired`.',
@@ -84,7 +85,8 @@ export const taskIdParamsSchema = z.strictObject({ id: taskIdSchema });
 
 const leaseMsSchema = z.int().min(1_000).max(TASK_LIMITS.maxLeaseMs);
 const fencingTokenSchema = z.int().positive().meta({
-  description: "The claim's fencing token; a stale one is refused with 409 (reason stale_lease).",
+  description:
+    "The claim's fencing token; a stale one is refused with 409 (reason stale_lease). Only the runtime that claimed the task may use it (403, reason not_lease_holder).",
 });
 const workerIdSchema = z
   .string()
@@ -142,6 +144,14 @@ export const approvalRequestBodySchema = z.strictObject({
 export const approvalDecisionBodySchema = z.strictObject({
   note: taskNoteSchema.optional(),
   team: z.string().min(1).max(64).optional(),
+  digest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'a SHA-256 hex digest')
+    .optional()
+    .meta({
+      description:
+        "The digest of the command the person was shown (`approval.request.digest`): the decision is refused with 409 (reason digest_mismatch) unless it is the pending request's.",
+    }),
 });
 
 export const approvalKeyResponseSchema = z.object({

@@ -79,6 +79,23 @@ export function staleLeaseError(taskId: string, why: string): CtxbusError {
   });
 }
 
+/**
+ * The refusal of a renew, progress report, complete or fail from a runtime that does not hold
+ * the task's lease (403): only the runtime whose token claimed the task reports on it, whatever
+ * fencing token another runtime presents.
+ */
+export function notLeaseHolderError(
+  taskId: string,
+  runtime: string,
+  holder: string | null,
+): CtxbusError {
+  return new CtxbusError(
+    'forbidden',
+    `task ${taskId}: runtime ${runtime} does not hold its lease${holder === null ? '' : ` (${holder} does)`}; only the worker that claimed a task reports on it`,
+    { details: { reason: 'not_lease_holder', taskId } },
+  );
+}
+
 export const TASK_LIMITS = {
   titleChars: 300,
   descriptionChars: 10_000,
@@ -181,7 +198,10 @@ export const newTaskSchema = z.strictObject({
   origin: runtimeNameSchema,
   scope: scopeSchema.optional(),
   input: boundedJsonObject(TASK_LIMITS.inputBytes).optional(),
-  /** The same key (per team) returns the task already stored instead of a second one. */
+  /**
+   * The same key from the same origin runtime (per team) returns the task already stored
+   * instead of a second one; another runtime's key never finds it.
+   */
   idempotencyKey: z
     .string()
     .min(1)
@@ -202,8 +222,16 @@ export type ParsedNewTask = z.output<typeof newTaskSchema>;
 
 export const taskLeaseSchema = z.strictObject({
   workerId: z.string(),
-  /** Fencing token: grows with every claim of this task. */
-  token: z.number().int().positive(),
+  /**
+   * The runtime whose token claimed the task: only it may renew, report progress, complete or
+   * fail it (null: claimed before the hub recorded holders; nobody reports on it, it lapses).
+   */
+  runtime: z.string().nullable(),
+  /**
+   * Fencing token: grows with every claim of this task. Shown to the holder only (the claim's
+   * answer, and reads by the holder's runtime); null in everyone else's view.
+   */
+  token: z.number().int().positive().nullable(),
   expiresAt: z.iso.datetime(),
 });
 export type TaskLease = z.infer<typeof taskLeaseSchema>;

@@ -25,9 +25,16 @@ export const taskViewSchema = z.object({
   attempts: z.number().int(),
   maxAttempts: z.number().int(),
   lease: z
-    .object({ workerId: z.string(), token: z.number().int(), expiresAt: z.string() })
+    .object({
+      workerId: z.string(),
+      runtime: z.string().nullable(),
+      token: z.number().int().nullable(),
+      expiresAt: z.string(),
+    })
     .nullable()
-    .describe('While WORKING: who holds it, and the fencing token task_update needs.'),
+    .describe(
+      'While WORKING: who holds it (worker and runtime), and the fencing token task_update needs (shown to the holding runtime only; null for everyone else).',
+    ),
   result: z.unknown().describe('The result once COMPLETED.'),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   approval: z
@@ -143,7 +150,8 @@ export function routingSentence(routing: RoutingDecision, origin: string): strin
 /** One line: state, title, who does it. */
 export function taskHeadline(task: TaskView): string {
   const where = task.targetRuntime ? ` on ${task.targetRuntime}` : '';
-  const held = task.lease ? `, held by ${task.lease.workerId} (token ${task.lease.token})` : '';
+  const token = task.lease?.token == null ? '' : ` (token ${task.lease.token})`;
+  const held = task.lease ? `, held by ${task.lease.workerId}${token}` : '';
   return `${task.state}: ${task.title} [${task.id}]${where}${held}`;
 }
 

@@ -24,6 +24,7 @@ import type {
   ItemLifecycle,
   ItemStore,
   ItemVector,
+  LeaseHolderOptions,
   ListAuditOptions,
   ListSubscriptionsOptions,
   ListTasksOptions,
@@ -195,12 +196,24 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.claimTask(options);
   }
 
-  renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
-    return this.domains.tasks.renewLease(teamId, id, token, leaseMs);
+  renewLease(
+    teamId: string,
+    id: string,
+    token: number,
+    leaseMs: number,
+    options?: LeaseHolderOptions,
+  ): Promise<Task> {
+    return this.domains.tasks.renewLease(teamId, id, token, leaseMs, options);
   }
 
-  completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
-    return this.domains.tasks.completeTask(teamId, id, token, result);
+  completeTask(
+    teamId: string,
+    id: string,
+    token: number,
+    result: unknown,
+    options?: LeaseHolderOptions,
+  ): Promise<Task> {
+    return this.domains.tasks.completeTask(teamId, id, token, result, options);
   }
 
   failTask(

@@ -19,6 +19,7 @@ export type {
   ItemLifecycle,
   ItemStore,
   ItemVector,
+  LeaseHolderOptions,
   ListAuditOptions,
   ListSubscriptionsOptions,
   ListTasksOptions,

@@ -376,7 +376,16 @@ export interface ClaimTaskOptions {
   leaseMs: number;
 }
 
-export interface FailTaskOptions {
+/** Who reports on a claimed task: checked against the lease in the same transaction. */
+export interface LeaseHolderOptions {
+  /**
+   * The caller's runtime: refused (forbidden, reason not_lease_holder) unless it is the runtime
+   * that claimed the task. Absent: the fencing token alone is checked (the hub always gives it).
+   */
+  holder?: string;
+}
+
+export interface FailTaskOptions extends LeaseHolderOptions {
   /** Put it back in the queue while attempts remain (else, or without it, FAILED). */
   retry?: boolean;
 }
@@ -388,6 +397,8 @@ export interface UpdateTaskPatch {
   by: string;
   /** Required while the task is WORKING: the holder's fencing token. */
   token?: number;
+  /** While the task is WORKING: the caller's runtime, which must hold the lease. */
+  holder?: string;
   /** Kept on the task when moving to FAILED (default: code `failed`, the note as message). */
   error?: TaskError;
   /**
@@ -423,7 +434,8 @@ export interface ExpireTasksOptions {
  */
 export interface TaskStore {
   /**
-   * Stores a task (`task_` + UUIDv7). With an idempotency key already used in the team, the
+   * Stores a task (`task_` + UUIDv7). With an idempotency key already used in the team by the
+   * same origin runtime (keys are scoped to the origin: another runtime's key is another task), the
    * stored task is returned with status `existing` (nothing else is compared). Refused with
    * `limit_reached` (429) when its target runtime (per team; no target counts as one) already
    * has the store's cap of waiting tasks (SUBMITTED or AUTH_REQUIRED).
@@ -443,9 +455,21 @@ export interface TaskStore {
    */
   claimTask(options: ClaimTaskOptions): Promise<Task | null>;
   /** Extends the lease to now + `leaseMs`. */
-  renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task>;
+  renewLease(
+    teamId: string,
+    id: string,
+    token: number,
+    leaseMs: number,
+    options?: LeaseHolderOptions,
+  ): Promise<Task>;
   /** WORKING -> COMPLETED with the result; the lease ends. */
-  completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task>;
+  completeTask(
+    teamId: string,
+    id: string,
+    token: number,
+    result: unknown,
+    options?: LeaseHolderOptions,
+  ): Promise<Task>;
   /**
    * WORKING -> FAILED with the error; with `retry` while attempts remain, back to SUBMITTED
    * (a new wait) instead. Retries exhausted: FAILED with code `dead_letter`.

@@ -30,11 +30,23 @@ export const chatStateSchema = z.object({
 });
 export type ChatState = z.infer<typeof chatStateSchema>;
 
+/** A message the bot sent with buttons: its chat and message id. */
+export const buttonMessageSchema = z.object({ chat: z.int(), message: z.int() });
+export type ButtonMessage = z.infer<typeof buttonMessageSchema>;
+
 export const botStateSchema = z.object({
   version: z.literal(1),
   chats: z.record(z.string(), chatStateSchema),
+  /**
+   * Per task or request id, the messages whose buttons decide it: a tap counts only on one of
+   * these (task A's button never decides task B). Oldest ids are dropped past MAX_BUTTON_IDS.
+   */
+  buttons: z.record(z.string(), z.array(buttonMessageSchema)).default({}),
 });
 export type BotState = z.infer<typeof botStateSchema>;
+
+/** Task and request ids whose button messages are remembered (the newest). */
+export const MAX_BUTTON_IDS = 2_000;
 
 export class StateFile {
   private writing: Promise<void> = Promise.resolve();
@@ -52,7 +64,7 @@ export class StateFile {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
-    if (text === null) return new StateFile(path, { version: 1, chats: {} });
+    if (text === null) return new StateFile(path, { version: 1, chats: {}, buttons: {} });
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -81,6 +93,26 @@ export class StateFile {
       this.state.chats[key] = chat;
     }
     return chat;
+  }
+
+  /** Records that `message` in `chat` carries the buttons deciding `id`. */
+  recordButtons(id: string, chat: number, message: number): void {
+    const buttons = this.state.buttons;
+    const list = buttons[id] ?? [];
+    if (!list.some((entry) => entry.chat === chat && entry.message === message)) {
+      list.push({ chat, message });
+    }
+    delete buttons[id];
+    buttons[id] = list;
+    const ids = Object.keys(buttons);
+    for (const old of ids.slice(0, Math.max(0, ids.length - MAX_BUTTON_IDS))) delete buttons[old];
+  }
+
+  /** Whether `message` in `chat` is one the bot sent with the buttons deciding `id`. */
+  buttonsOf(id: string, chat: number, message: number): boolean {
+    return (this.state.buttons[id] ?? []).some(
+      (entry) => entry.chat === chat && entry.message === message,
+    );
   }
 
   /** Writes the current state atomically; writes queue behind each other. */

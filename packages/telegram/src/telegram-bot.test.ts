@@ -377,6 +377,71 @@ describe('approvals', () => {
     expect(task.approval?.status).not.toBe('approved');
   });
 
+  async function answerTo(query: string, what: string) {
+    return waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === query,
+      ),
+      what,
+    );
+  }
+
+  it('refuses a tap from someone who is not an approver; the task still waits', async () => {
+    await start();
+    const id = await taskWaitingForApproval('Deploy from a stranger');
+    const message = await approvalMessage(100, id);
+    // User 555 can post in chat 100, but the bot was not told to take approvals from them.
+    const query = api.userTaps(100, message.messageId, `a:${id}`, 555);
+    const answer = await answerTo(query, 'the answer to the stranger');
+    expect(answer.params.text).toMatch(/user 555 is not one of this bot's approvers/);
+    expect(answer.params.show_alert).toBe(true);
+    const { task } = await claude.task(id);
+    expect([task.state, task.approval?.status]).toEqual(['AUTH_REQUIRED', 'pending']);
+    // An approver's tap on the same message still decides it.
+    const approved = await answerTo(api.userTaps(100, message.messageId, `d:${id}`), 'a deny');
+    expect(approved.params.text).toMatch(/Denied/);
+  });
+
+  it('with no approver configured, every tap is refused, saying so', async () => {
+    await start({ statePath: statePath(), approvers: [] });
+    const id = await taskWaitingForApproval('Deploy with no approver');
+    const message = await approvalMessage(100, id);
+    const answer = await answerTo(
+      api.userTaps(100, message.messageId, `a:${id}`),
+      'the answer without approvers',
+    );
+    expect(answer.params.text).toMatch(/no approver configured .*--approver USER_ID/);
+    const { task } = await claude.task(id);
+    expect([task.state, task.approval?.status]).toEqual(['AUTH_REQUIRED', 'pending']);
+  });
+
+  it("refuses a button naming task B under task A's message; each message decides its own task", async () => {
+    await start();
+    const first = await taskWaitingForApproval('Task A: harmless');
+    const messageA = await approvalMessage(100, first);
+    const second = await taskWaitingForApproval('Task B: dangerous');
+    const messageB = await approvalMessage(100, second);
+    // Callback data for B, on A's message (a forged or replayed callback): refused.
+    const forged = await answerTo(
+      api.userTaps(100, messageA.messageId, `a:${second}`),
+      'the answer to the mismatched tap',
+    );
+    expect(forged.params.text).toMatch(/does not belong to this message/);
+    // And B's message in another chat id than the one the bot sent it to.
+    const moved = await answerTo(
+      api.userTaps(200, messageB.messageId, `a:${second}`),
+      'the answer to a tap in another chat',
+    );
+    expect(moved.params.text).toMatch(/does not belong to this message/);
+    expect((await claude.task(second)).task.approval?.status).toBe('pending');
+    expect((await claude.task(first)).task.approval?.status).toBe('pending');
+    // A's own button on A's message works, and leaves B waiting.
+    const own = await answerTo(api.userTaps(100, messageA.messageId, `a:${first}`), 'A approved');
+    expect(own.params.text).toMatch(/Allowed once/);
+    expect((await claude.task(first)).task.approval?.status).toBe('approved');
+    expect((await claude.task(second)).task.approval?.status).toBe('pending');
+  });
+
   it('a request item: Approve writes one feedback decision; a repeat tap changes nothing', async () => {
     await start();
     const written = await openclaw.write({

@@ -56,6 +56,11 @@ export interface TelegramBotOptions {
   client: CtxbusClient;
   /** The chats served; updates from any other chat are ignored (and logged without content). */
   chats: readonly number[];
+  /**
+   * Telegram user ids whose taps on Approve / Deny count. Anyone else who can post in a served
+   * chat is refused; none given: every tap is refused, with an answer saying so.
+   */
+  approvers?: readonly number[];
   /** Where the stream cursor, digest queue and /watch tags live between runs. */
   statePath: string;
   /** Another Bot API server (tests, a self-hosted one): grammY's `client.apiRoot`. */
@@ -98,6 +103,7 @@ export class CtxbusTelegramBot {
   private readonly client: CtxbusClient;
   private readonly logger: Logger;
   private readonly allowed: ReadonlySet<number>;
+  private readonly approvers: ReadonlySet<number>;
   private readonly timers: DigestTimers;
   private readonly clock: () => Date;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -126,6 +132,7 @@ export class CtxbusTelegramBot {
     this.client = options.client;
     this.logger = options.logger ?? silentLogger;
     this.allowed = new Set(options.chats);
+    this.approvers = new Set(options.approvers ?? []);
     this.timers = options.timers ?? {
       setInterval: (callback, ms) => setInterval(callback, ms),
       clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
@@ -313,7 +320,7 @@ export class CtxbusTelegramBot {
 
   private async handleEvent(event: StreamEvent): Promise<void> {
     const kind = event.event === 'context-added' ? this.classify(event.item) : null;
-    let message: { text: string; keyboard?: InlineKeyboardMarkup } | null = null;
+    let message: { text: string; keyboard?: InlineKeyboardMarkup; decides?: string } | null = null;
     for (const chatId of this.options.chats) {
       const chat = this.chatState(chatId);
       if (chat.lastSeq >= event.seq) continue;
@@ -332,7 +339,15 @@ export class CtxbusTelegramBot {
           this.dirty = true;
           continue;
         }
-        const delivered = await this.deliver(chatId, message.text, message.keyboard);
+        const decides = message.decides;
+        const delivered = await this.deliver(
+          chatId,
+          message.text,
+          message.keyboard,
+          (messageId) => {
+            if (decides !== undefined) this.state.recordButtons(decides, chatId, messageId);
+          },
+        );
         if (delivered === 'stopped') return;
       }
       // Recorded only once Telegram accepted the push: a restart neither drops nor repeats it.
@@ -345,10 +360,10 @@ export class CtxbusTelegramBot {
   private async messageFor(
     kind: 'approval' | 'request' | 'blocking',
     item: ContextItem,
-  ): Promise<{ text: string; keyboard?: InlineKeyboardMarkup } | null> {
+  ): Promise<{ text: string; keyboard?: InlineKeyboardMarkup; decides?: string } | null> {
     if (kind === 'blocking') return { text: pushText(item) };
     if (kind === 'request') {
-      return { text: requestText(item), keyboard: buttons(item.id, 'Approve') };
+      return { text: requestText(item), keyboard: buttons(item.id, 'Approve'), decides: item.id };
     }
     const taskId = item.source.taskId;
     if (!taskId) return { text: pushText(item) };
@@ -361,7 +376,11 @@ export class CtxbusTelegramBot {
     }
     // Decided or lapsed before we got here: say what it is now, without buttons.
     if (task.state !== 'AUTH_REQUIRED' || task.approval?.status !== 'pending') return null;
-    return { text: approvalText(task), keyboard: buttons(task.id, 'Allow once') };
+    return {
+      text: approvalText(task),
+      keyboard: buttons(task.id, 'Allow once'),
+      decides: task.id,
+    };
   }
 
   /**
@@ -373,6 +392,7 @@ export class CtxbusTelegramBot {
     chatId: number,
     text: string,
     keyboard?: InlineKeyboardMarkup,
+    onButtons?: (messageId: number) => void,
   ): Promise<'sent' | 'refused' | 'stopped'> {
     const parts = splitMessage(text);
     let backoff = 1_000;
@@ -381,10 +401,11 @@ export class CtxbusTelegramBot {
       for (;;) {
         if (this.abort.signal.aborted) return 'stopped';
         try {
-          await this.bot.api.sendMessage(chatId, parts[index] ?? '', {
+          const sent = await this.bot.api.sendMessage(chatId, parts[index] ?? '', {
             ...(last && keyboard && { reply_markup: keyboard }),
             link_preview_options: { is_disabled: true },
           });
+          if (last && keyboard) onButtons?.(sent.message_id);
           break;
         } catch (error) {
           if (error instanceof GrammyError && error.error_code !== 429) {
@@ -556,6 +577,15 @@ export class CtxbusTelegramBot {
     const verdict: Verdict = match[1] === 'a' ? 'approve' : 'deny';
     const id = match[2] ?? '';
     const who = ctx.from?.username ? `@${ctx.from.username}` : `user ${ctx.from?.id ?? '?'}`;
+    const refusal = this.tapRefusal(ctx, id);
+    if (refusal !== null) {
+      this.logger.warn(
+        { fromId: ctx.from?.id ?? null, chatId: ctx.chat?.id ?? null, id, verdict },
+        `refused a tap: ${refusal}`,
+      );
+      await ctx.answerCallbackQuery({ text: refusal.slice(0, 200), show_alert: true });
+      return;
+    }
     if (this.inflight.has(id)) {
       await ctx.answerCallbackQuery({ text: 'Already being decided.', show_alert: true });
       return;
@@ -589,6 +619,31 @@ export class CtxbusTelegramBot {
     if (!outcome.applied && ctx.chat) await this.reply(ctx, outcome.answer);
   }
 
+  /**
+   * Why a tap on a button deciding `id` does not count, or null when it does: it must come from
+   * one of the bot's approvers (Telegram user ids, --approver), on a message the bot sent with
+   * the buttons for exactly `id`.
+   */
+  private tapRefusal(ctx: Context, id: string): string | null {
+    if (this.approvers.size === 0) {
+      return 'Not decided: this bot has no approver configured (ctxbus telegram --approver USER_ID), so no tap decides anything.';
+    }
+    const from = ctx.from?.id;
+    if (from === undefined || !this.approvers.has(from)) {
+      return `Not decided: user ${from ?? '?'} is not one of this bot's approvers.`;
+    }
+    const message = ctx.callbackQuery?.message;
+    const chat = ctx.chat?.id;
+    if (
+      message === undefined ||
+      chat === undefined ||
+      !this.state.buttonsOf(id, chat, message.message_id)
+    ) {
+      return 'Not decided: this button does not belong to this message (it decides nothing here).';
+    }
+    return null;
+  }
+
   private async decideTask(
     id: string,
     verdict: Verdict,
@@ -607,7 +662,9 @@ export class CtxbusTelegramBot {
       };
     }
     try {
+      const digest = task.approval?.request.digest;
       const decided = await this.client.decideTask(id, verdict, {
+        ...(typeof digest === 'string' && { digest }),
         note: `${verdict === 'approve' ? 'allowed once' : 'denied'} in Telegram by ${who}${chatId === undefined ? '' : ` (chat ${chatId})`}`,
       });
       const done = verdict === 'approve' ? 'Allowed once' : 'Denied';
@@ -732,5 +789,8 @@ function helpText(options: TelegramBotOptions): string {
     '',
     `Blocking items arrive at once; attention items in a digest every ${minutes} min.`,
     'Approvals come with buttons: Allow once (this exact command, this task only) or Deny.',
+    options.approvers && options.approvers.length > 0
+      ? 'Only the approvers this bot was started with may tap them.'
+      : 'No approver is configured: taps decide nothing (ctxbus telegram --approver USER_ID).',
   ].join('\n');
 }

@@ -35,8 +35,11 @@ export interface TestBotApi {
   nextCall(match: (call: RecordedCall) => boolean): Promise<RecordedCall>;
   /** A person in `chatId` sends `text` (a leading /command gets its bot_command entity). */
   userSends(chatId: number, text: string): void;
-  /** A person in `chatId` taps the button with `data` under the bot's message `messageId`. */
-  userTaps(chatId: number, messageId: number, data: string): string;
+  /**
+   * A person in `chatId` (user id `fromId`, default the chat's id) taps the button with `data`
+   * under the bot's message `messageId`.
+   */
+  userTaps(chatId: number, messageId: number, data: string, fromId?: number): string;
   /** The next `times` calls of `method` fail with `failure`. */
   failNext(method: string, failure: InjectedFailure, times?: number): void;
   close(): Promise<void>;
@@ -209,13 +212,13 @@ export async function startTestBotApi(token: string): Promise<TestBotApi> {
         },
       });
     },
-    userTaps(chatId, messageId, data) {
+    userTaps(chatId, messageId, data, fromId = chatId) {
       const id = String(queryId++);
       const original = messages.find((m) => m.messageId === messageId);
       enqueue({
         callback_query: {
           id,
-          from: user(chatId),
+          from: user(fromId),
           chat_instance: `ci${chatId}`,
           data,
           message: {

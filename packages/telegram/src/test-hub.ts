@@ -97,6 +97,8 @@ export async function startTestBot(
     botToken: BOT_TOKEN,
     client,
     chats: [100, 200],
+    // The people of chats 100 and 200 (the test API's user ids are their chats').
+    approvers: [100, 200],
     apiRoot: api.apiRoot,
     clock: hub.now,
     pollTimeoutSeconds: 5,

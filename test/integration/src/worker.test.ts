@@ -5,6 +5,7 @@ import {
   call,
   openStream,
   runCli,
+  runCliInTerminal,
   spawnCli,
   startHubProcess,
   tempDir,
@@ -32,6 +33,7 @@ const hub = useHubProcess({
     code: ['acme', 'claude-code'],
     claw: ['acme', 'openclaw'],
     stranger: ['acme', 'stranger'],
+    cli: ['acme', 'cli'],
   },
 });
 
@@ -242,17 +244,36 @@ describe('ctxbus worker', () => {
       requestedBy: 'claude-code',
       request: { argv: ['ls', '-a'], cwd: project, because: 'not_allowed' },
     });
-    // A person sees the exact command, and approves it through the CLI.
-    const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code };
-    const shown = await runCli(['task', asked.task.id], { env });
+    // The reported bug: OpenClaw's token (the origin, an agent) approving its own request.
+    const selfApproved = await call(hub.url, 'POST', `/api/tasks/${asked.task.id}/approve`, {
+      token: hub.tokens.claw,
+      body: {},
+    });
+    expect(selfApproved.status).toBe(403);
+    expect(selfApproved.body.error.details).toMatchObject({
+      reason: 'approver_required',
+      runtime: 'openclaw',
+    });
+    // An agent's shell with the worker's token: the CLI needs a terminal, and the hub refuses
+    // Claude Code's token anyway.
+    const agentEnv = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code };
+    const shown = await runCli(['task', asked.task.id], { env: agentEnv });
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('command: ls -a');
-    const approved = await runCli(['approve', asked.task.id, '--note', 'fine'], { env });
-    expect(approved.code, approved.stderr).toBe(0);
+    expect((await runCli(['approve', asked.task.id], { env: agentEnv })).code).toBe(2);
+    expect((await taskState(asked.task.id)).state).toBe('AUTH_REQUIRED');
+    // A person approves through the CLI at a terminal, with the approver token (runtime cli).
+    const env = { CTXBUS_URL: hub.url, CTXBUS_APPROVER_TOKEN: hub.tokens.cli };
+    const approved = await runCliInTerminal(['approve', asked.task.id, '--note', 'fine'], {
+      env,
+      prompt: 'characters of the digest',
+      answer: (output) => /digest: +([0-9a-f]{64})/.exec(output)?.[1]?.slice(0, 6) ?? '',
+    });
+    expect(approved.code, approved.stdout).toBe(0);
     const done = await settled(asked.task.id);
     expect(done.state).toBe('COMPLETED');
     expect(done.result.stdout).toContain('check.js');
-    expect(done.approval).toMatchObject({ status: 'approved', decidedBy: 'claude-code' });
+    expect(done.approval).toMatchObject({ status: 'approved', decidedBy: 'cli' });
 
     // An origin neither file declares (the router asks for approval, and this worker does not
     // trust it): held too, and a deny rejects it.
@@ -274,7 +295,7 @@ describe('ctxbus worker', () => {
       approval: { status: 'denied' },
     });
     // Answered once: a second answer is refused.
-    const twice = await runCli(['approve', untrusted.task.id], { env });
+    const twice = await runCli(['deny', untrusted.task.id], { env });
     expect(twice.code).toBe(5);
   });
 

@@ -178,3 +178,60 @@ export function runCli(
 ): Promise<CliResult> {
   return spawnCli(args, options).done;
 }
+
+const shellQuote = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * Runs the real `ctxbus` command in a terminal of its own: util-linux `script` gives it a pty
+ * for stdin and stdout (as a person's shell would). When its output first contains `prompt`,
+ * `answer` is typed (with Enter). Everything it printed (the terminal's echo too) is `stdout`.
+ */
+export function runCliInTerminal(
+  args: string[],
+  options: {
+    env?: NodeJS.ProcessEnv;
+    prompt: string;
+    answer: (output: string) => string;
+    timeoutMs?: number;
+  },
+): Promise<CliResult> {
+  const command = [process.execPath, CLI, ...args].map(shellQuote).join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    env: {
+      ...process.env,
+      CTXBUS_URL: '',
+      CTXBUS_STORE: '',
+      CTXBUS_TOKEN: '',
+      CTXBUS_ADMIN_TOKEN: '',
+      CTXBUS_DATA: '',
+      CTXBUS_CONFIG_DIR: CLI_CONFIG_DIR,
+      CONTEXT_BUS_CONFIG: join(CLI_CONFIG_DIR, 'context-bus', 'config.yaml'),
+      ...options.env,
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let answered = false;
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (!answered && stdout.includes(options.prompt)) {
+      answered = true;
+      child.stdin?.write(`${options.answer(stdout)}\r`);
+    }
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise<CliResult>((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`ctxbus ${args.join(' ')} (in a terminal) timed out; output: ${stdout}`));
+    }, options.timeoutMs ?? 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      child.stdin?.end();
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}

@@ -9,7 +9,15 @@ export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
 export type { HubFixture, HubFixtureOptions } from './hub-fixture.ts';
 export { useHubProcess } from './hub-fixture.ts';
 export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
-export { CLI, removeDir, runCli, spawnCli, startHubProcess, tempDir } from './hub-process.ts';
+export {
+  CLI,
+  removeDir,
+  runCli,
+  runCliInTerminal,
+  spawnCli,
+  startHubProcess,
+  tempDir,
+} from './hub-process.ts';
 export type { WaitOptions } from './wait-until.ts';
 export { TEST_WAIT_MS, waitFor, waitUntil } from './wait-until.ts';
 export type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.ts';

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CapabilitiesFile, CapabilitiesResponse, ErrorCode } from '@ctxbus/core';
 import {
+  approversOf,
   CtxbusError,
   capabilitiesJsonSchema,
   capabilitiesResponseSchema,
@@ -93,6 +94,12 @@ export function matrixTable(
   );
 }
 
+/** Who approves commands, in one line. */
+export function approversLine(approvers: { runtimes: string[]; source: 'file' | 'default' }) {
+  const who = approvers.runtimes.length > 0 ? approvers.runtimes.join(', ') : 'none';
+  return `approvers: ${who} (${approvers.source === 'default' ? 'the default: the file names none' : 'approvers in the file'}); admin tokens too; never the task's origin or executor`;
+}
+
 export function registerCapabilities(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,
@@ -140,7 +147,9 @@ export function registerCapabilities(
           }
           const matrix = loadCapabilities(file);
           if (options.json) printJson(matrix);
-          else for (const line of matrixTable(matrix)) printLine(line);
+          else
+            for (const line of [...matrixTable(matrix), approversLine(approversOf(matrix))])
+              printLine(line);
           return;
         }
         if (command.args.length > 0) {
@@ -246,6 +255,7 @@ export function hubTable(answer: CapabilitiesResponse): string[] {
   if (undeclared.length > 0) {
     lines.push(`not in the file (online only): ${undeclared.join(', ')}`);
   }
+  lines.push(approversLine(answer.approvers));
   lines.push(
     source.file === null
       ? 'matrix: none (the hub has no capabilities file)'

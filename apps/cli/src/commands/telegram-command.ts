@@ -11,6 +11,7 @@ interface TelegramFlags {
   url?: string;
   token?: string;
   chat?: string[];
+  approver?: string[];
   state?: string;
   digestInterval: string;
   sharedContextDir?: string;
@@ -41,6 +42,25 @@ export function parseChats(flags: string[] | undefined, env: string | undefined)
     );
   }
   return [...new Set(chats)];
+}
+
+/**
+ * Telegram user ids from --approver (repeatable, commas too) or $CTXBUS_TELEGRAM_APPROVERS:
+ * the people whose taps on Approve / Deny count. None is allowed (every tap is then refused).
+ */
+export function parseApprovers(flags: string[] | undefined, env: string | undefined): number[] {
+  const raw = (flags && flags.length > 0 ? flags.join(',') : (env ?? '')).split(/[\s,]+/);
+  const approvers: number[] = [];
+  for (const value of raw.filter(Boolean)) {
+    if (!/^\d{1,20}$/.test(value) || !Number.isSafeInteger(Number(value))) {
+      throw new CtxbusError(
+        'validation_failed',
+        `--approver takes a numeric Telegram user id such as 123456789 (got "${value}")`,
+      );
+    }
+    approvers.push(Number(value));
+  }
+  return [...new Set(approvers)];
 }
 
 function minutes(value: string): number {
@@ -83,6 +103,11 @@ export function registerTelegram(
       'a chat the bot serves (repeatable; default: $CTXBUS_TELEGRAM_CHATS, comma-separated)',
       (value: string, previous: string[] = []) => [...previous, value],
     )
+    .option(
+      '--approver <user-id>',
+      'a Telegram user id whose taps on Approve / Deny count (repeatable; default: $CTXBUS_TELEGRAM_APPROVERS; none: every tap is refused)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--state <file>', 'stream cursor, digest queue and /watch tags (default: see below)')
     .option('--digest-interval <minutes>', 'how often attention items go out as a digest', '10')
     .option('--shared-context-dir <dir>', "seed 001's shared-context directory (for /priorities)")
@@ -107,18 +132,21 @@ export function registerTelegram(
 Environment:
   CTXBUS_TELEGRAM_TOKEN           the bot token from @BotFather (required; never logged)
   CTXBUS_TELEGRAM_CHATS           chat ids served, comma-separated (else --chat)
+  CTXBUS_TELEGRAM_APPROVERS       approvers' Telegram user ids, comma-separated (else --approver)
   CTXBUS_TELEGRAM_WEBHOOK_SECRET  webhook secret (else --webhook-secret)
 
 The bot serves one team, its token's, in every chat given; updates from other chats are
 ignored and logged without their content. State defaults to
 $CTXBUS_CONFIG_DIR/telegram-state.json (~/.config/ctxbus). Give the bot its own runtime
-token (runtime "telegram"): approvals are then recorded as decided by telegram, never by the
-agent that asked for them. In a chat: /context /tasks /search /decide /priorities /watch /help.
+token (runtime "telegram", an approver in capabilities.yaml): the hub refuses decisions from
+an agent's runtime. Only taps from the --approver user ids count, and only on the message the
+bot sent for that task; anyone else who can post in a served chat is refused, and with no
+approver every tap is. In a chat: /context /tasks /search /decide /priorities /watch /help.
 
 Example:
   ctxbus token create --team acme --runtime telegram --save
   export CTXBUS_TELEGRAM_TOKEN=123456:ABC...      # from @BotFather
-  ctxbus telegram --chat 123456789 --digest-interval 10`,
+  ctxbus telegram --chat 123456789 --approver 123456789 --digest-interval 10`,
     )
     .action((flags: TelegramFlags) =>
       run(async () => {
@@ -130,6 +158,12 @@ Example:
           );
         }
         const chats = parseChats(flags.chat, process.env.CTXBUS_TELEGRAM_CHATS);
+        const approvers = parseApprovers(flags.approver, process.env.CTXBUS_TELEGRAM_APPROVERS);
+        if (approvers.length === 0) {
+          process.stderr.write(
+            'ctxbus telegram: no --approver given: taps on Approve / Deny will be refused\n',
+          );
+        }
         const url = hubUrl(flags.url);
         const client = createClient({ url, token: runtimeToken(url, flags.token) });
         const secret = flags.webhookSecret ?? process.env.CTXBUS_TELEGRAM_WEBHOOK_SECRET;
@@ -149,6 +183,7 @@ Example:
           botToken,
           client,
           chats,
+          approvers,
           statePath: flags.state ?? join(configDir(), 'telegram-state.json'),
           digestIntervalMs: minutes(flags.digestInterval),
           logger,

@@ -211,7 +211,8 @@ export class TaskWorker {
     const claimedAt = performance.now();
     const { hub, matrix, logger } = this.options;
     const token = task.lease?.token;
-    if (token === undefined) throw new CtxbusError('internal', `task ${task.id} has no lease`);
+    if (token === undefined || token === null)
+      throw new CtxbusError('internal', `task ${task.id} has no lease`);
     const fail = async (error: TaskError) => {
       try {
         await hub.failTask(task.id, { token, error });

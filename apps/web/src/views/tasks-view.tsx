@@ -28,12 +28,48 @@ function commandOf(task: Task): string | null {
   return `${argv}${cwd}`;
 }
 
-function Approval({ task, client, onDone }: { task: Task; client: WebClient; onDone: () => void }) {
+/** Who answers approvals here: the hub's approver runtimes and the runtime signed in. */
+export interface Approvers {
+  runtimes: readonly string[];
+  runtime: string;
+}
+
+/**
+ * Why this page may not answer `task`'s approval, or null when it may: the hub accepts only an
+ * approver runtime that neither asked for the task nor runs it (and refuses anything else).
+ */
+export function decisionRefusal(task: Task, approvers: Approvers | null): string | null {
+  if (approvers === null) return 'Checking who may answer…';
+  const { runtime, runtimes } = approvers;
+  if (!runtimes.includes(runtime)) {
+    return `Only people answer approvals, through ${runtimes.join(', ') || 'an admin token'}; this dashboard is signed in as ${runtime}, which is not an approver.`;
+  }
+  if (runtime === task.origin || runtime === task.targetRuntime) {
+    return `Signed in as ${runtime}, a party to this task: answer through another approver runtime.`;
+  }
+  if (runtime === task.approval?.requestedBy) {
+    return `Signed in as ${runtime}, which asked for this approval: answer through another approver runtime.`;
+  }
+  return null;
+}
+
+function Approval({
+  task,
+  client,
+  approvers,
+  onDone,
+}: {
+  task: Task;
+  client: WebClient;
+  approvers: Approvers | null;
+  onDone: () => void;
+}) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const command = commandOf(task);
   const commandId = `command-${task.id}`;
   if (task.state !== 'AUTH_REQUIRED' || task.approval?.status !== 'pending') return null;
+  const refusal = decisionRefusal(task, approvers);
   const decide = async (decision: 'approve' | 'deny') => {
     setBusy(true);
     setError(null);
@@ -64,25 +100,31 @@ function Approval({ task, client, onDone }: { task: Task; client: WebClient; onD
       <p class="muted">
         Until <Time iso={task.approval.expiresAt} />; unanswered, it is denied.
       </p>
-      <div class="actions">
-        <button
-          type="button"
-          aria-describedby={commandId}
-          disabled={busy}
-          onClick={() => decide('approve')}
-        >
-          Approve once
-        </button>
-        <button
-          type="button"
-          class="danger"
-          aria-describedby={commandId}
-          disabled={busy}
-          onClick={() => decide('deny')}
-        >
-          Deny
-        </button>
-      </div>
+      {refusal !== null ? (
+        <p class="muted" data-testid="approval-refusal">
+          {refusal}
+        </p>
+      ) : (
+        <div class="actions">
+          <button
+            type="button"
+            aria-describedby={commandId}
+            disabled={busy}
+            onClick={() => decide('approve')}
+          >
+            Approve once
+          </button>
+          <button
+            type="button"
+            class="danger"
+            aria-describedby={commandId}
+            disabled={busy}
+            onClick={() => decide('deny')}
+          >
+            Deny
+          </button>
+        </div>
+      )}
       <ErrorBox error={error} />
     </div>
   );
@@ -108,7 +150,17 @@ function History({ client, task }: { client: WebClient; task: Task }) {
   );
 }
 
-function TaskCard({ task, client, reload }: { task: Task; client: WebClient; reload: () => void }) {
+function TaskCard({
+  task,
+  client,
+  approvers,
+  reload,
+}: {
+  task: Task;
+  client: WebClient;
+  approvers: Approvers | null;
+  reload: () => void;
+}) {
   const [open, setOpen] = useState(false);
   return (
     <li
@@ -136,7 +188,7 @@ function TaskCard({ task, client, reload }: { task: Task; client: WebClient; rel
           {task.error.code}: {task.error.message}
         </p>
       )}
-      <Approval task={task} client={client} onDone={reload} />
+      <Approval task={task} client={client} approvers={approvers} onDone={reload} />
       <button type="button" class="link" aria-expanded={open} onClick={() => setOpen(!open)}>
         {open ? 'Hide history' : 'Show history'}
       </button>
@@ -148,6 +200,14 @@ function TaskCard({ task, client, reload }: { task: Task; client: WebClient; rel
 /** Tasks by state: where each went and why, its history, and answers to approval requests. */
 export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) {
   useBus(bus);
+  // The hub names its approver runtimes: buttons only where the hub would accept the answer.
+  const capabilities = useHubData(async () => (await client.capabilities()).approvers, [client]);
+  const approvers: Approvers | null = capabilities.data
+    ? {
+        runtimes: capabilities.data.runtimes,
+        runtime: capabilities.data.caller.runtime ?? 'an admin token',
+      }
+    : null;
   // Task status items ride the stream (tag `task`): reload when one arrives.
   const lastTaskSeq = bus.cache.items({ tags: TASK_TAG, includeSuperseded: true })[0]?.seq ?? 0;
   const changes = useThrottled(lastTaskSeq, HUB_RELOAD_MS);
@@ -175,7 +235,13 @@ export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) 
               </h2>
               <ul class="tasks">
                 {inColumn.map((task) => (
-                  <TaskCard key={task.id} task={task} client={client} reload={tasks.reload} />
+                  <TaskCard
+                    key={task.id}
+                    task={task}
+                    client={client}
+                    approvers={approvers}
+                    reload={tasks.reload}
+                  />
                 ))}
               </ul>
             </section>

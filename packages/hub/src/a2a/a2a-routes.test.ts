@@ -122,7 +122,8 @@ describe('A2A routes', () => {
       workerId: 'w',
       leaseMs: 30_000,
     });
-    if (working?.id !== id || !working.lease) throw new Error('the task was not claimed');
+    if (working?.id !== id || working.lease?.token == null)
+      throw new Error('the task was not claimed');
     const completed = await store.completeTask('acme', id, working.lease.token, { exitCode: 0 });
     const service = new TaskService(hub.services);
     await service.publish(working, 'claude-code', null);

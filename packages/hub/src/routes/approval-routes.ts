@@ -3,6 +3,7 @@ import {
   approvalDecisionBodySchema,
   approvalKeyResponseSchema,
   approvalRequestBodySchema,
+  approversOf,
   CtxbusError,
   taskIdParamsSchema,
   taskResponseSchema,
@@ -15,12 +16,62 @@ import { TaskService } from '../tasks/task-service.js';
 
 // A human approves exactly one command: the worker that was refused it asks (the task waits in
 // AUTH_REQUIRED, showing the command to every runtime as a blocking item), a person answers
-// through any runtime but the one that asked for the work (or an admin token), and the hub
+// through one of the approver runtimes capabilities.yaml names (`approvers`, default cli,
+// telegram, web: people's channels, never an agent's), or with an admin token, and the hub
 // signs the command's digest so that the worker runs that command and nothing else. Nobody
 // answering in time is a deny.
+//
+// Agents hold runtime tokens where their own shell can read them, so an agent's token must
+// never release a command: a runtime that is not an approver is refused, and so are the task's
+// origin and the runtime that runs it (or asked for the approval), even when they are
+// approvers. Every refusal is audited (approval.refused).
 
-/** Who decides, for which team: an admin naming the team, or a runtime acting for its own. */
-function decider(caller: Caller, team: string | undefined, services: HubServices) {
+type Decision = 'approve' | 'deny';
+
+interface Decider {
+  teamId: string;
+  by: string;
+  /** The deciding runtime; null for an admin token. */
+  runtime: string | null;
+}
+
+/** The refusal of a decision from a runtime that may not decide (403, approver_required). */
+function approverRequired(message: string, details: Record<string, unknown>): CtxbusError {
+  return new CtxbusError('forbidden', message, {
+    details: { reason: 'approver_required', ...details },
+  });
+}
+
+async function refused(
+  services: HubServices,
+  teamId: string,
+  taskId: string,
+  decision: Decision,
+  runtime: string,
+  error: CtxbusError,
+): Promise<never> {
+  // Audit (issue 12): who tried to decide what, and why it was refused.
+  await services.audit.approval({ id: taskId, teamId }, 'refused', runtime, {
+    decision,
+    runtime,
+    ...(error.details as Record<string, unknown>),
+    message: error.message,
+  });
+  throw error;
+}
+
+/**
+ * Who decides, for which team: an admin naming the team, or an approver runtime acting for its
+ * own. A runtime token that is not an approver is refused (and audited) before the task is
+ * read.
+ */
+async function decider(
+  caller: Caller,
+  team: string | undefined,
+  services: HubServices,
+  taskId: string,
+  decision: Decision,
+): Promise<Decider> {
   if (caller.role === 'admin') {
     if (team === undefined) {
       throw new CtxbusError(
@@ -39,14 +90,80 @@ function decider(caller: Caller, team: string | undefined, services: HubServices
       `a runtime token decides for its own team (${caller.teamId}) only`,
     );
   }
-  const trust = services.capabilities.matrix().runtimes[caller.runtime]?.trust;
-  if (trust === 'restricted') {
-    throw new CtxbusError(
-      'forbidden',
-      `runtime ${caller.runtime} is restricted: it cannot approve commands`,
+  const matrix = services.capabilities.matrix();
+  const approvers = approversOf(matrix);
+  if (!approvers.runtimes.includes(caller.runtime)) {
+    const declared = Object.hasOwn(matrix.runtimes, caller.runtime);
+    await refused(
+      services,
+      caller.teamId,
+      taskId,
+      decision,
+      caller.runtime,
+      approverRequired(
+        `runtime ${caller.runtime} cannot ${decision} commands: only people decide, through an approver runtime (${approvers.runtimes.join(', ') || 'none'}${approvers.source === 'default' ? ', the default' : ', from capabilities.yaml approvers'}) or an admin token${declared ? '' : `; ${caller.runtime} is not even declared in capabilities.yaml`}`,
+        { runtime: caller.runtime, role: 'not_an_approver', approvers: approvers.runtimes },
+      ),
+    );
+  }
+  if (matrix.runtimes[caller.runtime]?.trust === 'restricted') {
+    await refused(
+      services,
+      caller.teamId,
+      taskId,
+      decision,
+      caller.runtime,
+      approverRequired(`runtime ${caller.runtime} is restricted: it cannot decide on commands`, {
+        runtime: caller.runtime,
+        role: 'restricted',
+      }),
     );
   }
   return { teamId: caller.teamId, by: caller.runtime, runtime: caller.runtime };
+}
+
+/**
+ * Refuses (and audits) a decision by a party to the task: its origin, the runtime it is routed
+ * to, or the runtime that asked for the approval (the worker that will run the command).
+ */
+async function refuseParty(
+  services: HubServices,
+  who: Decider,
+  task: Task,
+  decision: Decision,
+): Promise<void> {
+  if (who.runtime === null) return;
+  const approval = task.approval as TaskApproval;
+  const role =
+    who.runtime === task.origin
+      ? 'origin'
+      : who.runtime === approval.requestedBy || who.runtime === task.targetRuntime
+        ? 'executor'
+        : null;
+  if (role === null) return;
+  await refused(
+    services,
+    who.teamId,
+    task.id,
+    decision,
+    who.runtime,
+    approverRequired(
+      `runtime ${who.runtime} ${role === 'origin' ? 'asked for this task' : 'runs this command'}: it cannot ${decision} it; a person answers through another approver runtime or an admin token`,
+      { runtime: who.runtime, role },
+    ),
+  );
+}
+
+/** Refuses a decision about another command than the one the person was shown. */
+function checkDigest(task: Task, digest: string | undefined): void {
+  const pending = (task.approval as TaskApproval).request.digest;
+  if (digest !== undefined && digest !== pending) {
+    throw new CtxbusError(
+      'conflict',
+      `task ${task.id} waits on another command than the one shown (digest ${digest.slice(0, 12)}…, pending ${String(pending).slice(0, 12)}…): nothing decided`,
+      { details: { reason: 'digest_mismatch' } },
+    );
+  }
 }
 
 async function pendingTask(services: HubServices, teamId: string, id: string): Promise<Task> {
@@ -114,6 +231,7 @@ export const approvalRoutes = [
         state: 'AUTH_REQUIRED',
         by: viewer.runtime,
         token: body.token,
+        holder: viewer.runtime,
         note,
         approval,
       });
@@ -137,18 +255,21 @@ export const approvalRoutes = [
     operationId: 'approveTask',
     summary: "A human approves the task's exact command, once",
     description:
-      'The hub signs the digest of the command the worker asked about (argv, real working directory, the hash of the script it runs; valid 30 min) and puts the task back in the queue. Any runtime token of the team may answer except a restricted runtime; an admin token names the team.',
+      "The hub signs the digest of the command the worker asked about (argv, real working directory, the hash of the script it runs; valid 30 min) and puts the task back in the queue. Only people decide: a token of an approver runtime (capabilities.yaml `approvers`, default cli, telegram, web) that is neither the task's origin nor the runtime that runs it, or an admin token naming the team. Anything else is refused with 403 (reason `approver_required`) and audited (approval.refused).",
     tags: ['tasks'],
     auth: 'any-token',
     params: taskIdParamsSchema,
     body: approvalDecisionBodySchema,
     responses: {
       200: { description: 'The task, approved and queued.', schema: taskResponseSchema },
+      403: { description: 'Not an approver, or a party to the task (reason approver_required).' },
       409: { description: 'It waits for no approval.' },
     },
     async handler({ params, body, caller, services }) {
-      const who = decider(caller, body.team, services);
+      const who = await decider(caller, body.team, services, params.id, 'approve');
       const task = await pendingTask(services, who.teamId, params.id);
+      await refuseParty(services, who, task, 'approve');
+      checkDigest(task, body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
       const digest = commandDigest(
@@ -200,17 +321,22 @@ export const approvalRoutes = [
     path: '/api/tasks/:id/deny',
     operationId: 'denyTask',
     summary: "A human denies the task's command: the task is REJECTED",
+    description:
+      'Who may deny is who may approve (an approver runtime that is not a party to the task, or an admin token): a refusal is 403 (reason `approver_required`), audited.',
     tags: ['tasks'],
     auth: 'any-token',
     params: taskIdParamsSchema,
     body: approvalDecisionBodySchema,
     responses: {
       200: { description: 'The task, rejected.', schema: taskResponseSchema },
+      403: { description: 'Not an approver, or a party to the task (reason approver_required).' },
       409: { description: 'It waits for no approval.' },
     },
     async handler({ params, body, caller, services }) {
-      const who = decider(caller, body.team, services);
+      const who = await decider(caller, body.team, services, params.id, 'deny');
       const task = await pendingTask(services, who.teamId, params.id);
+      await refuseParty(services, who, task, 'deny');
+      checkDigest(task, body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
       const updated = await services.store.updateTask(who.teamId, task.id, {

@@ -1,5 +1,6 @@
 import type { CapabilitiesFile, CapabilitiesRuntime, PresenceInstance } from '@ctxbus/core';
 import {
+  approversOf,
   CtxbusError,
   capabilitiesQuerySchema,
   capabilitiesResponseSchema,
@@ -61,6 +62,15 @@ export function capabilitiesView(
   return [...declared, ...undeclared];
 }
 
+/** Who approves, and whether the caller is one of them (an admin token always is). */
+function callerApprovers(matrix: CapabilitiesFile, runtime: string | null) {
+  const approvers = approversOf(matrix);
+  return {
+    ...approvers,
+    caller: { runtime, approver: runtime === null || approvers.runtimes.includes(runtime) },
+  };
+}
+
 export const capabilitiesRoute = defineRoute({
   method: 'GET',
   path: '/api/capabilities',
@@ -98,6 +108,7 @@ export const capabilitiesRoute = defineRoute({
               workdir: matrix.remote_execution.workdir ?? null,
             }
           : null,
+        approvers: callerApprovers(matrix, caller.runtime),
       },
     };
   },

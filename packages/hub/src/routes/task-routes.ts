@@ -1,3 +1,4 @@
+import type { Viewer } from '@ctxbus/core';
 import {
   CtxbusError,
   cancelTaskRequestSchema,
@@ -9,6 +10,7 @@ import {
   failTaskRequestSchema,
   listTasksQuerySchema,
   listTasksResponseSchema,
+  notLeaseHolderError,
   renewTaskRequestSchema,
   staleLeaseError,
   taskIdParamsSchema,
@@ -17,15 +19,45 @@ import {
   taskWithHistoryResponseSchema,
   updateTaskRequestSchema,
 } from '@ctxbus/core';
+import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
 import { TaskService } from '../tasks/task-service.js';
+import { taskViewFor, taskViewsFor } from '../tasks/task-view.js';
 
 function notFound(id: string): CtxbusError {
   return new CtxbusError('not_found', `no task ${id} in your team`, { details: { id } });
 }
 
+/**
+ * Rethrows `error`; a refusal because the caller does not hold the lease is audited first
+ * (`task.report-refused`: who tried what on whose task), since it is either a bug or an
+ * attempt to forge a result.
+ */
+async function refusedReport(
+  services: HubServices,
+  viewer: Viewer,
+  id: string,
+  action: 'renew' | 'progress' | 'complete' | 'fail' | 'update',
+  error: unknown,
+): Promise<never> {
+  if (
+    CtxbusError.isInstance(error) &&
+    (error.details as { reason?: unknown } | undefined)?.reason === 'not_lease_holder'
+  ) {
+    await services.audit.record(viewer.teamId, {
+      kind: 'task.report-refused',
+      actor: viewer.runtime,
+      subject: id,
+      data: { action, runtime: viewer.runtime, reason: 'not_lease_holder', message: error.message },
+    });
+  }
+  throw error;
+}
+
 const STALE =
   'A stale fencing token or an expired lease (reason `stale_lease`), or an illegal move.';
+const NOT_HOLDER =
+  "The caller's runtime did not claim the task (reason `not_lease_holder`): only the worker holding the lease reports on it, whatever token another runtime presents.";
 
 export const taskRoutes = [
   defineRoute({
@@ -49,7 +81,11 @@ export const taskRoutes = [
       const outcome = await new TaskService(services).create(viewer, body);
       return {
         status: outcome.status === 'created' ? 201 : 200,
-        body: { task: outcome.task, status: outcome.status, routing: outcome.routing },
+        body: {
+          task: taskViewFor(outcome.task, viewer.runtime),
+          status: outcome.status,
+          routing: outcome.routing,
+        },
       };
     },
   }),
@@ -74,7 +110,10 @@ export const taskRoutes = [
       const last = tasks.at(-1);
       return {
         status: 200,
-        body: { tasks, nextAfter: tasks.length === query.limit && last ? last.id : null },
+        body: {
+          tasks: taskViewsFor(tasks, viewer.runtime),
+          nextAfter: tasks.length === query.limit && last ? last.id : null,
+        },
       };
     },
   }),
@@ -90,7 +129,7 @@ export const taskRoutes = [
     async handler({ params, viewer, services }) {
       const found = await services.store.getTask(viewer.teamId, params.id);
       if (!found) throw notFound(params.id);
-      return { status: 200, body: found };
+      return { status: 200, body: { ...found, task: taskViewFor(found.task, viewer.runtime) } };
     },
   }),
   defineRoute({
@@ -124,7 +163,7 @@ export const taskRoutes = [
           note: body.note ?? null,
         });
       }
-      return { status: 200, body: { task } };
+      return { status: 200, body: { task: taskViewFor(task, viewer.runtime) } };
     },
   }),
   defineRoute({
@@ -175,15 +214,15 @@ export const taskRoutes = [
     body: renewTaskRequestSchema,
     responses: {
       200: { description: 'The task with its new lease.', schema: taskResponseSchema },
+      403: { description: NOT_HOLDER },
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store.renewLease(
-        viewer.teamId,
-        params.id,
-        body.token,
-        body.leaseMs,
-      );
+      const task = await services.store
+        .renewLease(viewer.teamId, params.id, body.token, body.leaseMs, {
+          holder: viewer.runtime,
+        })
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'renew', error));
       return { status: 200, body: { task } };
     },
   }),
@@ -193,13 +232,14 @@ export const taskRoutes = [
     operationId: 'taskProgress',
     summary: "Worker: the latest output of a claimed task's command, for the origin to watch",
     description:
-      "Published as the task's status item (same scope key), so the origin and every stream see it live. Needs the current fencing token; does not renew the lease.",
+      "Published as the task's status item (same scope key), so the origin and every stream see it live. Needs the current fencing token and the runtime that claimed the task; does not renew the lease.",
     tags: ['tasks'],
     auth: 'runtime',
     params: taskIdParamsSchema,
     body: taskProgressRequestSchema,
     responses: {
       200: { description: 'The task.', schema: taskResponseSchema },
+      403: { description: NOT_HOLDER },
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
@@ -207,6 +247,15 @@ export const taskRoutes = [
       if (!found) throw notFound(params.id);
       const { task } = found;
       const lease = task.lease;
+      if (task.state === 'WORKING' && lease !== null && lease.runtime !== viewer.runtime) {
+        await refusedReport(
+          services,
+          viewer,
+          params.id,
+          'progress',
+          notLeaseHolderError(task.id, viewer.runtime, lease.runtime),
+        );
+      }
       if (task.state !== 'WORKING' || lease === null || lease.token !== body.token) {
         throw staleLeaseError(task.id, `token ${body.token} does not hold the task`);
       }
@@ -228,15 +277,15 @@ export const taskRoutes = [
     body: completeTaskRequestSchema,
     responses: {
       200: { description: 'The completed task.', schema: taskResponseSchema },
+      403: { description: NOT_HOLDER },
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store.completeTask(
-        viewer.teamId,
-        params.id,
-        body.token,
-        body.result,
-      );
+      const task = await services.store
+        .completeTask(viewer.teamId, params.id, body.token, body.result, {
+          holder: viewer.runtime,
+        })
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'complete', error));
       await new TaskService(services).publish(task, viewer.runtime, null);
       // Audit (issue 12)
       await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime });
@@ -258,12 +307,16 @@ export const taskRoutes = [
     body: failTaskRequestSchema,
     responses: {
       200: { description: 'The failed (or requeued) task.', schema: taskResponseSchema },
+      403: { description: NOT_HOLDER },
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store.failTask(viewer.teamId, params.id, body.token, body.error, {
-        ...(body.retry !== undefined && { retry: body.retry }),
-      });
+      const task = await services.store
+        .failTask(viewer.teamId, params.id, body.token, body.error, {
+          holder: viewer.runtime,
+          ...(body.retry !== undefined && { retry: body.retry }),
+        })
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'fail', error));
       await new TaskService(services).publish(task, viewer.runtime, body.error.message);
       // Audit (issue 12)
       await services.audit.taskState(task, {
@@ -285,7 +338,7 @@ export const taskRoutes = [
     summary:
       'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
     description:
-      "For the origin or the doer (any runtime of the team). `state` equal to the task's current state (not terminal) records the note only, as the task's status item. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
+      "For the origin or the doer (any runtime of the team). `state` equal to the task's current state (not terminal) records the note only, as the task's status item. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
     tags: ['tasks'],
     auth: 'runtime',
     params: taskIdParamsSchema,
@@ -295,8 +348,10 @@ export const taskRoutes = [
       409: { description: `${STALE} Or a state an update never sets.` },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await new TaskService(services).update(viewer, params.id, body);
-      return { status: 200, body: { task } };
+      const task = await new TaskService(services)
+        .update(viewer, params.id, body)
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'update', error));
+      return { status: 200, body: { task: taskViewFor(task, viewer.runtime) } };
     },
   }),
 ];

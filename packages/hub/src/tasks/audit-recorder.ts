@@ -97,7 +97,8 @@ export class AuditRecorder {
         by: change.by,
         note: clip(change.note),
         attempts: task.attempts,
-        ...(task.lease && { workerId: task.lease.workerId, token: task.lease.token }),
+        // The holder, not its fencing token: the audit log is readable by the whole team.
+        ...(task.lease && { workerId: task.lease.workerId, holder: task.lease.runtime }),
         ...(task.error && { error: { code: task.error.code, message: clip(task.error.message) } }),
       },
     });
@@ -105,12 +106,13 @@ export class AuditRecorder {
 
   /**
    * An approval step of a task (for the approval flow): `requested` when a command waits for a
-   * human, `granted` / `denied` by whom, `expired` when nobody answered. `data` says what was
+   * human, `granted` / `denied` by whom, `expired` when nobody answered, `refused` when a
+   * runtime that may not decide tried to (not an approver, or the task's origin or executor). `data` says what was
    * approved (argv, cwd, script hash, expiry); it is recorded as given.
    */
   async approval(
     task: Pick<Task, 'id' | 'teamId'>,
-    step: 'requested' | 'granted' | 'denied' | 'expired',
+    step: 'requested' | 'granted' | 'denied' | 'expired' | 'refused',
     actor: string,
     data: Record<string, unknown> = {},
   ): Promise<AuditRecord | null> {

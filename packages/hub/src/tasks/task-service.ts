@@ -217,6 +217,7 @@ export class TaskService {
             by: viewer.runtime,
             ...(request.note !== undefined && { note: request.note }),
             ...(request.token !== undefined && { token: request.token }),
+            holder: viewer.runtime,
           });
     if (task.state !== current.state) {
       // Audit (issue 12): every state change is recorded.

@@ -334,6 +334,19 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: 'task-lease-holders',
+    sql: (s) => `
+      -- The runtime that claimed a WORKING task: only it reports on the task (renew, progress,
+      -- complete, fail). Leases taken before this migration record none and simply lapse.
+      ALTER TABLE ${s}.tasks ADD COLUMN lease_runtime text COLLATE "C";
+      -- Idempotency keys are the origin runtime's own: another runtime's key is another task.
+      DROP INDEX ${s}.tasks_idempotency;
+      CREATE UNIQUE INDEX tasks_idempotency ON ${s}.tasks (team_id, origin, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -8,6 +8,7 @@ import type {
   CreateTaskOutcome,
   ExpireTasksOptions,
   FailTaskOptions,
+  LeaseHolderOptions,
   ListTasksOptions,
   TaskStore,
   TaskTransition,
@@ -44,7 +45,7 @@ const ms = (column: string, alias = column.replace(/_at$/, '_ms')) =>
 const COLUMNS = (t: string) => `${t}.rid, ${t}.id, ${t}.team_id, ${t}.title, ${t}.description,
   ${t}.required_capabilities, ${t}.origin, ${t}.scope, ${t}.input, ${t}.idempotency_key,
   ${t}.state, ${t}.target_runtime, ${t}.routing, ${t}.attempts, ${t}.max_attempts,
-  ${t}.ttl_seconds, ${t}.token, ${t}.lease_worker,
+  ${t}.ttl_seconds, ${t}.token, ${t}.lease_worker, ${t}.lease_runtime,
   ${ms(`${t}.lease_expires_at`, 'lease_expires_ms')}, ${t}.result, ${t}.error, ${t}.approval,
   ${ms(`${t}.created_at`, 'created_ms')}, ${ms(`${t}.updated_at`, 'updated_ms')},
   ${ms(`${t}.expires_at`, 'expires_ms')}`;
@@ -126,7 +127,8 @@ export class PostgresTasks implements TaskStore {
     await client.query(
       `UPDATE ${this.s}.tasks SET state = $2, attempts = $3, token = $4, lease_worker = $5,
          lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
-         updated_at = $9::timestamptz, expires_at = $10::timestamptz, approval = $11::json
+         updated_at = $9::timestamptz, expires_at = $10::timestamptz, approval = $11::json,
+         lease_runtime = $12
        WHERE rid = $1`,
       [
         rid,
@@ -140,6 +142,7 @@ export class PostgresTasks implements TaskStore {
         task.updatedAt,
         task.expiresAt,
         json(task.approval),
+        task.lease?.runtime ?? null,
       ],
     );
     return mutation.event === null ? null : this.appendEvent(client, task, rid, mutation.event);
@@ -171,7 +174,7 @@ export class PostgresTasks implements TaskStore {
   /**
    * In a transaction holding an advisory lock on (schema, team, target runtime), so that
    * concurrent creates on any hub count the waiting tasks one after another; the unique index
-   * on (team, idempotency key) settles concurrent creates with one key.
+   * on (team, origin, idempotency key) settles concurrent creates with one key.
    */
   async createTask(teamId: string, input: NewTask): Promise<CreateTaskOutcome> {
     this.assertOpen();
@@ -181,8 +184,8 @@ export class PostgresTasks implements TaskStore {
       const [row] = await this.rows<TaskColumns>(
         client,
         `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
-          WHERE t.team_id = $1 AND t.idempotency_key = $2`,
-        [teamId, task.idempotencyKey],
+          WHERE t.team_id = $1 AND t.origin = $2 AND t.idempotency_key = $3`,
+        [teamId, task.origin, task.idempotencyKey],
       );
       return row ? taskFromRow(row).task : null;
     };
@@ -211,7 +214,8 @@ export class PostgresTasks implements TaskStore {
            max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
          VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
            $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
-         ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
+           DO NOTHING
          RETURNING rid`,
         [
           task.id,
@@ -318,7 +322,7 @@ export class PostgresTasks implements TaskStore {
          SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
        ), claimed AS (
          UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
-           token = t.token + 1, lease_worker = $5,
+           token = t.token + 1, lease_worker = $5, lease_runtime = $3,
            lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
            updated_at = $2::timestamptz, expires_at = NULL
           FROM next WHERE t.rid = next.rid
@@ -344,15 +348,27 @@ export class PostgresTasks implements TaskStore {
     return row ? taskFromRow(row).task : null;
   }
 
-  async renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
+  async renewLease(
+    teamId: string,
+    id: string,
+    token: number,
+    leaseMs: number,
+    options: LeaseHolderOptions = {},
+  ): Promise<Task> {
     return this.mutate('renew a task lease', teamId, id, (stored, now) =>
-      plannedRenew(stored, token, leaseMs, now),
+      plannedRenew(stored, token, leaseMs, now, options.holder),
     );
   }
 
-  async completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
+  async completeTask(
+    teamId: string,
+    id: string,
+    token: number,
+    result: unknown,
+    options: LeaseHolderOptions = {},
+  ): Promise<Task> {
     return this.mutate('complete a task', teamId, id, (stored, now) =>
-      plannedComplete(stored, token, result, now),
+      plannedComplete(stored, token, result, now, options.holder),
     );
   }
 
@@ -364,7 +380,7 @@ export class PostgresTasks implements TaskStore {
     options: FailTaskOptions = {},
   ): Promise<Task> {
     return this.mutate('fail a task', teamId, id, (stored, now) =>
-      plannedFail(stored, token, error, options.retry ?? false, now),
+      plannedFail(stored, token, error, options.retry ?? false, now, options.holder),
     );
   }
 

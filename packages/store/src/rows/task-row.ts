@@ -23,6 +23,8 @@ export interface TaskColumns {
   /** The fencing token of the latest claim (0 before the first); kept when the lease ends. */
   token: number;
   lease_worker: string | null;
+  /** The runtime that claimed the task (null: claimed before holders were recorded). */
+  lease_runtime: string | null;
   lease_expires_ms: number | null;
   result: Task['result'];
   error: TaskError | null;
@@ -75,7 +77,12 @@ export function taskFromRow(row: TaskColumns): StoredTask {
       lease:
         row.lease_worker === null || row.lease_expires_ms === null
           ? null
-          : { workerId: row.lease_worker, token: row.token, expiresAt: iso(row.lease_expires_ms) },
+          : {
+              workerId: row.lease_worker,
+              runtime: row.lease_runtime,
+              token: row.token,
+              expiresAt: iso(row.lease_expires_ms),
+            },
       result: row.result,
       error: row.error,
       approval: row.approval,

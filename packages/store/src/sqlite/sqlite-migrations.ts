@@ -353,6 +353,19 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: 'task-lease-holders',
+    sql: `
+      -- The runtime that claimed a WORKING task: only it reports on the task (renew, progress,
+      -- complete, fail). Leases taken before this migration record none and simply lapse.
+      ALTER TABLE tasks ADD COLUMN lease_runtime TEXT;
+      -- Idempotency keys are the origin runtime's own: another runtime's key is another task.
+      DROP INDEX tasks_idempotency;
+      CREATE UNIQUE INDEX tasks_idempotency ON tasks (team_id, origin, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

@@ -8,6 +8,7 @@ import type {
   CreateTaskOutcome,
   ExpireTasksOptions,
   FailTaskOptions,
+  LeaseHolderOptions,
   ListTasksOptions,
   TaskStore,
   TaskTransition,
@@ -49,7 +50,7 @@ interface TaskRow
 
 const COLUMNS = `rid, id, team_id, title, description, required_capabilities, origin, scope,
   input, idempotency_key, state, target_runtime, routing, attempts, max_attempts, ttl_seconds,
-  token, lease_worker, lease_expires_at AS lease_expires_ms, result, error, approval,
+  token, lease_worker, lease_runtime, lease_expires_at AS lease_expires_ms, result, error, approval,
   created_at AS created_ms, updated_at AS updated_ms, expires_at AS expires_ms`;
 
 const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
@@ -122,8 +123,8 @@ export class SqliteTasks implements TaskStore {
     this.connection
       .statement(
         `UPDATE tasks SET state = ?, attempts = ?, token = ?, lease_worker = ?,
-           lease_expires_at = ?, result = ?, error = ?, approval = ?, updated_at = ?,
-           expires_at = ?
+           lease_runtime = ?, lease_expires_at = ?, result = ?, error = ?, approval = ?,
+           updated_at = ?, expires_at = ?
          WHERE rid = ?`,
       )
       .run(
@@ -131,6 +132,7 @@ export class SqliteTasks implements TaskStore {
         task.attempts,
         mutation.token,
         task.lease?.workerId ?? null,
+        task.lease?.runtime ?? null,
         ms(task.lease?.expiresAt ?? null),
         text(task.result),
         text(task.error),
@@ -166,8 +168,9 @@ export class SqliteTasks implements TaskStore {
     return this.connection.transaction(() => {
       if (task.idempotencyKey !== null) {
         const existing = this.one(
-          `SELECT ${COLUMNS} FROM tasks WHERE team_id = ? AND idempotency_key = ?`,
+          `SELECT ${COLUMNS} FROM tasks WHERE team_id = ? AND origin = ? AND idempotency_key = ?`,
           teamId,
+          task.origin,
           task.idempotencyKey,
         );
         if (existing) return { task: rowToStored(existing).task, status: 'existing' as const };
@@ -277,7 +280,8 @@ export class SqliteTasks implements TaskStore {
     return this.connection.transaction(() => {
       const row = this.one(
         `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = token + 1,
-           lease_worker = ?1, lease_expires_at = ?2 + ?3, updated_at = ?2, expires_at = NULL
+           lease_worker = ?1, lease_runtime = ?5, lease_expires_at = ?2 + ?3, updated_at = ?2,
+           expires_at = NULL
          WHERE rid = coalesce(
            (SELECT rid FROM tasks
              WHERE state = 'SUBMITTED' AND target_runtime = ?5
@@ -313,12 +317,28 @@ export class SqliteTasks implements TaskStore {
     });
   }
 
-  async renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedRenew(stored, token, leaseMs, now));
+  async renewLease(
+    teamId: string,
+    id: string,
+    token: number,
+    leaseMs: number,
+    options: LeaseHolderOptions = {},
+  ): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) =>
+      plannedRenew(stored, token, leaseMs, now, options.holder),
+    );
   }
 
-  async completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedComplete(stored, token, result, now));
+  async completeTask(
+    teamId: string,
+    id: string,
+    token: number,
+    result: unknown,
+    options: LeaseHolderOptions = {},
+  ): Promise<Task> {
+    return this.mutate(teamId, id, (stored, now) =>
+      plannedComplete(stored, token, result, now, options.holder),
+    );
   }
 
   async failTask(
@@ -329,7 +349,7 @@ export class SqliteTasks implements TaskStore {
     options: FailTaskOptions = {},
   ): Promise<Task> {
     return this.mutate(teamId, id, (stored, now) =>
-      plannedFail(stored, token, error, options.retry ?? false, now),
+      plannedFail(stored, token, error, options.retry ?? false, now, options.holder),
     );
   }
 

@@ -12,6 +12,8 @@ export const TASK_CASES = [
   'task-teams',
   'task-claim',
   'task-fencing',
+  'task-lease-holder',
+  'task-idempotency-origin',
   'task-lease-expiry',
   'task-wait-expiry',
   'task-approval',
@@ -264,7 +266,7 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         id: first.id,
         state: 'WORKING',
         attempts: 1,
-        lease: { workerId: 'w1', token: 1, expiresAt: iso(LEASE) },
+        lease: { workerId: 'w1', runtime: 'claude-code', token: 1, expiresAt: iso(LEASE) },
         updatedAt: iso(),
         expiresAt: null,
       });
@@ -321,6 +323,7 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       const renewed = await store.renewLease('acme', task.id, oldToken, LEASE);
       expect(renewed.lease).toEqual({
         workerId: 'old-worker',
+        runtime: 'claude-code',
         token: oldToken,
         expiresAt: iso(LEASE),
       });
@@ -381,6 +384,142 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         ['SUBMITTED', 'WORKING', 'new-worker'],
         ['WORKING', 'COMPLETED', 'new-worker'],
       ]);
+    },
+
+    async 'task-lease-holder'() {
+      const store = h.store();
+      const task = await create();
+      const held = await claim('worker-1');
+      const token = held?.lease?.token ?? 0;
+      expect(held?.lease?.runtime).toBe('claude-code');
+      // Another runtime with the right token: refused (403), before the token is looked at.
+      const forbidden = async (promise: Promise<unknown>) => {
+        let refusal: unknown;
+        try {
+          await promise;
+        } catch (error) {
+          refusal = error;
+        }
+        expectCode(refusal, 'forbidden');
+        expect((refusal as { details?: { reason?: string } }).details?.reason).toBe(
+          'not_lease_holder',
+        );
+      };
+      await forbidden(
+        store.completeTask('acme', task.id, token, { forged: true }, { holder: 'openclaw' }),
+      );
+      await forbidden(
+        store.failTask(
+          'acme',
+          task.id,
+          token,
+          { code: 'x', message: 'forged' },
+          {
+            holder: 'openclaw',
+            retry: true,
+          },
+        ),
+      );
+      await forbidden(store.renewLease('acme', task.id, token, LEASE, { holder: 'web' }));
+      await forbidden(
+        store.completeTask('acme', task.id, token + 1, { forged: true }, { holder: 'web' }),
+      );
+      await forbidden(
+        store.updateTask('acme', task.id, {
+          state: 'INPUT_REQUIRED',
+          by: 'openclaw',
+          token,
+          holder: 'openclaw',
+        }),
+      );
+      // Nothing changed: the holder still holds it and finishes it.
+      const still = await store.getTask('acme', task.id);
+      expect([still?.task.state, still?.task.attempts, still?.history.length]).toEqual([
+        'WORKING',
+        1,
+        2,
+      ]);
+      const renewed = await store.renewLease('acme', task.id, token, LEASE, {
+        holder: 'claude-code',
+      });
+      expect(renewed.lease?.runtime).toBe('claude-code');
+      const done = await store.completeTask(
+        'acme',
+        task.id,
+        token,
+        { ok: true },
+        {
+          holder: 'claude-code',
+        },
+      );
+      expect([done.state, done.result, done.lease]).toEqual(['COMPLETED', { ok: true }, null]);
+      // A worker of another runtime that claims an unrouted task holds that one.
+      const unrouted = await create({ targetRuntime: null, requiredCapabilities: ['search'] });
+      const webClaim = await store.claimTask({
+        teamId: 'acme',
+        runtime: 'web',
+        workerId: 'tab-1',
+        capabilities: ['search'],
+        leaseMs: LEASE,
+      });
+      expect([webClaim?.id, webClaim?.lease?.runtime]).toEqual([unrouted.id, 'web']);
+      await forbidden(
+        store.completeTask(
+          'acme',
+          unrouted.id,
+          webClaim?.lease?.token ?? 0,
+          {},
+          {
+            holder: 'claude-code',
+          },
+        ),
+      );
+      expect(
+        (
+          await store.failTask(
+            'acme',
+            unrouted.id,
+            webClaim?.lease?.token ?? 0,
+            { code: 'x', message: 'no' },
+            { holder: 'web' },
+          )
+        ).state,
+      ).toBe('FAILED');
+    },
+
+    async 'task-idempotency-origin'() {
+      const store = h.store();
+      const first = await store.createTask('acme', basic({ idempotencyKey: 'turn-7' }));
+      expect(first.status).toBe('created');
+      // Another runtime's same key is another task, never this one (keys are the origin's).
+      const other = await store.createTask(
+        'acme',
+        basic({ origin: 'web', idempotencyKey: 'turn-7' }),
+      );
+      expect(other.status).toBe('created');
+      expect(other.task.id).not.toBe(first.task.id);
+      expect(other.task.origin).toBe('web');
+      // The same runtime's retry finds its own.
+      expect(
+        await store.createTask('acme', basic({ origin: 'web', idempotencyKey: 'turn-7' })),
+      ).toEqual({ task: other.task, status: 'existing' });
+      expect(await store.createTask('acme', basic({ idempotencyKey: 'turn-7' }))).toEqual({
+        task: first.task,
+        status: 'existing',
+      });
+      // Concurrent creates by two runtimes with one key: one task each.
+      const racing = await Promise.all(
+        ['claude-code', 'openclaw', 'claude-code', 'openclaw'].map((origin) =>
+          store.createTask('acme', basic({ origin, idempotencyKey: 'race' })),
+        ),
+      );
+      const byOrigin = new Map<string, Set<string>>();
+      for (const outcome of racing) {
+        const ids = byOrigin.get(outcome.task.origin) ?? new Set<string>();
+        ids.add(outcome.task.id);
+        byOrigin.set(outcome.task.origin, ids);
+      }
+      expect([...byOrigin.values()].map((ids) => ids.size)).toEqual([1, 1]);
     },
 
     async 'task-lease-expiry'() {

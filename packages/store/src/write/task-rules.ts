@@ -5,6 +5,7 @@ import {
   DEFAULT_TASK_MAX_ATTEMPTS,
   newTaskId,
   newTaskSchema,
+  notLeaseHolderError,
   parseOrThrow,
   staleLeaseError,
   TASK_LIMITS,
@@ -95,11 +96,23 @@ export function plannedNewTask(
   return { task, event: { from: null, to: state, by: task.origin, note: null, atMs: nowMs } };
 }
 
-/** Throws `conflict` (stale_lease) unless `token` holds the running lease of a WORKING task. */
-export function assertLease(stored: StoredTask, token: number, nowMs: number): void {
+/**
+ * Throws `conflict` (stale_lease) unless `token` holds the running lease of a WORKING task, and
+ * `forbidden` (not_lease_holder) when `holder` is given and is not the runtime that claimed it
+ * (checked before the token, so a refusal says nothing about the token).
+ */
+export function assertLease(
+  stored: StoredTask,
+  token: number,
+  nowMs: number,
+  holder?: string,
+): void {
   const { task } = stored;
   if (task.state !== 'WORKING' || task.lease === null) {
     throw staleLeaseError(task.id, `the task is ${task.state}, not held by anyone`);
+  }
+  if (holder !== undefined && task.lease.runtime !== holder) {
+    throw notLeaseHolderError(task.id, holder, task.lease.runtime);
   }
   if (token !== stored.token) {
     throw staleLeaseError(task.id, `token ${token} is not the current token ${stored.token}`);
@@ -139,9 +152,10 @@ export function plannedRenew(
   token: number,
   leaseMs: number,
   nowMs: number,
+  holder?: string,
 ): TaskMutation {
   checkLeaseMs(leaseMs);
-  assertLease(stored, token, nowMs);
+  assertLease(stored, token, nowMs, holder);
   const lease = stored.task.lease;
   if (lease === null) throw new Error('unreachable: assertLease checked the lease');
   return {
@@ -160,9 +174,10 @@ export function plannedComplete(
   token: number,
   result: unknown,
   nowMs: number,
+  holder?: string,
 ): TaskMutation {
   const value = parseOrThrow(taskResultSchema, result, 'result');
-  assertLease(stored, token, nowMs);
+  assertLease(stored, token, nowMs, holder);
   const by = stored.task.lease?.workerId ?? HUB_ACTOR;
   return moved(stored, 'COMPLETED', { result: value, error: null }, by, null, nowMs);
 }
@@ -185,9 +200,10 @@ export function plannedFail(
   error: TaskError,
   retry: boolean,
   nowMs: number,
+  holder?: string,
 ): TaskMutation {
   const parsed = parseOrThrow(taskErrorSchema, error, 'error');
-  assertLease(stored, token, nowMs);
+  assertLease(stored, token, nowMs, holder);
   const by = stored.task.lease?.workerId ?? HUB_ACTOR;
   const note = `${parsed.code}: ${parsed.message}`.slice(0, TASK_LIMITS.noteChars);
   if (retry && stored.task.attempts < stored.task.maxAttempts) {
@@ -217,7 +233,7 @@ export function plannedUpdate(
     if (patch.token === undefined) {
       throw staleLeaseError(task.id, 'the task is WORKING: an update must carry its token');
     }
-    assertLease(stored, patch.token, nowMs);
+    assertLease(stored, patch.token, nowMs, patch.holder);
   }
   const changes: Partial<Task> = {};
   if (patch.state === 'FAILED') {
