@@ -14,13 +14,20 @@ import { sharedContextPaths } from './paths.js';
 import { writeAgentOutput } from './writers.js';
 
 const hub = useHubProcess({
-  tokens: { bridge: ['acme', 'openclaw'], remote: ['acme', 'claude-code'] },
+  // gateway: another writer of the directory's own runtime (its agents name themselves);
+  // remote: another runtime, which writes only as itself.
+  tokens: {
+    bridge: ['acme', 'openclaw'],
+    gateway: ['acme', 'openclaw'],
+    remote: ['acme', 'claude-code'],
+  },
 });
 
 let base: string;
 let paths: SharedContextPaths;
 let stateFile: string;
 let remote: CtxbusClient;
+let gateway: CtxbusClient;
 
 beforeAll(() => {
   base = mkdtempSync(join(tmpdir(), 'ctxbus-sc-bridge-'));
@@ -28,6 +35,7 @@ beforeAll(() => {
   stateFile = join(base, 'state', 'bridge.json');
   bootstrapSharedContext(paths);
   remote = createClient({ url: hub.url, token: hub.tokens.remote });
+  gateway = createClient({ url: hub.url, token: hub.tokens.gateway });
 });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
@@ -53,8 +61,8 @@ const keysOf = (items: ContextItem[]) => items.map((item) => item.key);
 const hasKey = async (key: string) => keysOf(await fileItems()).includes(key);
 const fileAt = (relPath: string) => join(paths.root, ...relPath.split('/'));
 
-const remoteFile = (relPath: string, agent: string, content: string) =>
-  remote.write({
+const remoteFile = (relPath: string, agent: string, content: string, by = gateway) =>
+  by.write({
     type: 'discovery',
     title: `Remote ${relPath}`,
     content,
@@ -120,8 +128,15 @@ describe('the shared-context bridge against a real hub', () => {
       relevanceTags: [SHARED_CONTEXT_FILE_TAG],
       source: { agentId: 'gamma' },
     });
+    // Another runtime naming one of the directory's agents writes nothing as it; it writes
+    // only under its own runtime's name.
+    await remoteFile('agent-outputs/alpha/2026-02-04/as-alpha.md', 'alpha', 'posing', remote);
+    const ownDir = 'agent-outputs/claude-code/2026-02-04/from-claude.md';
+    await remoteFile(ownDir, 'whoever', 'From Claude Code.\n', remote);
     await remoteFile(fromBus, 'gamma', '# Remote note\n\nWritten elsewhere.\n');
     await waitUntil(() => existsSync(fileAt(fromBus)), 'the bus item as a file');
+    expect(existsSync(fileAt('agent-outputs/alpha/2026-02-04/as-alpha.md'))).toBe(false);
+    expect(readFileSync(fileAt(ownDir), 'utf8')).toBe('From Claude Code.\n');
     expect(readFileSync(fileAt(fromBus), 'utf8')).toBe('# Remote note\n\nWritten elsewhere.\n');
     expect(existsSync(fileAt('agent-outputs/alpha/2026-02-04/intrusion.md'))).toBe(false);
     expect(readFileSync(paths.priorities, 'utf8')).not.toBe('x');
@@ -167,12 +182,12 @@ describe('the shared-context bridge against a real hub', () => {
       items
         .filter((item) => item.key === `shared-context/${fromBus}`)
         .map((item) => item.source.runtime),
-    ).toEqual(['claude-code']);
+    ).toEqual(['openclaw']);
     expect(
       items
         .filter((item) => item.key === `shared-context/${late}`)
         .map((item) => item.source.runtime),
-    ).toEqual(['claude-code']);
+    ).toEqual(['openclaw']);
     const current = items.filter(
       (item) => item.key === `shared-context/${first}` && item.supersededBy === null,
     );

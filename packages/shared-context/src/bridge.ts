@@ -39,8 +39,10 @@ export interface SharedContextBridgeOptions {
   /** The full client, with a runtime token of the team that shares the directory. */
   client: CtxbusClient;
   /**
-   * The runtime the client's token writes as (`openclaw`, say). When given, published items
-   * carry `runtimeOptions[agentRuntime].sharedContext = { path, sha256 }`.
+   * The runtime the client's token writes as (`openclaw`, say): the runtime whose agents own
+   * the directory. Published items carry `runtimeOptions[agentRuntime].sharedContext = { path,
+   * sha256 }`, and a bus item of this runtime is written as the agent its `source.agentId`
+   * names; an item of any other runtime only as that runtime (`agent-outputs/<runtime>/`).
    */
   agentRuntime?: string;
   /** Where the bridge keeps its state (hashes, last sequence); written atomically. */
@@ -151,6 +153,19 @@ export function relPathOfItem(item: Pick<ContextItem, 'key' | 'relevanceTags'>):
 }
 
 /**
+ * Whom a bus item is written as: for the directory's own runtime, the agent its
+ * `source.agentId` names (the runtime's agents share its token); for any other runtime, that
+ * runtime, which the hub authenticated. A runtime cannot write as one of the directory's agents
+ * by naming it: `source.agentId` is whatever its writer says.
+ */
+function writerOf(item: ContextItem, agentRuntime: string | undefined): string | null {
+  if (agentRuntime !== undefined && item.source.runtime === agentRuntime) {
+    return item.source.agentId ?? null;
+  }
+  return item.source.runtime;
+}
+
+/**
  * Keeps a shared-context directory and a hub in step, both ways (see the README's "Bridge"
  * section for the convention):
  *
@@ -159,8 +174,9 @@ export function relPathOfItem(item: Pick<ContextItem, 'key' | 'relevanceTags'>):
  *   change supersedes the previous version), tags `shared-context`, `shared-context:file` and
  *   the agent, `source.agentId` the agent.
  * - bus -> dir: an item tagged `shared-context:file` whose key is `shared-context/<path>` is
- *   written to `<path>` through the write policy, as the agent `source.agentId` names (so an
- *   item can only land in its own agent's directories).
+ *   written to `<path>` through the write policy, as its writer (`writerOf`: the agent its
+ *   `source.agentId` names for the directory's own runtime, else the runtime), so an item
+ *   lands only in its writer's own directories.
  *
  * No loops: items the bridge published are remembered and never written back, and a file the
  * bridge wrote is recorded with its hash, so the scan does not publish it. The state file
@@ -233,9 +249,9 @@ export function createSharedContextBridge(
       state.files[relPath] = { sha256: hash, itemId: item.id };
       return;
     }
-    const agent = item.source.agentId;
+    const agent = writerOf(item, options.agentRuntime);
     if (!agent || !AGENT_ID_PATTERN.test(agent)) {
-      report.skipped.push({ path: relPath, reason: 'the item names no valid source.agentId' });
+      report.skipped.push({ path: relPath, reason: 'the item names no valid agent' });
       logger.warn(
         { itemId: item.id, path: relPath },
         'shared-context bridge: item without an agent id, not written',

@@ -199,6 +199,11 @@ export function registerSharedContext(
     .option('--state <file>', 'the bridge state (default: <dir>/.bridge-state.json)')
     .option('--rescan <seconds>', 'full rescan interval besides the file watcher', '30')
     .option(
+      '--agent-runtime <runtime>',
+      "the runtime whose agents own the directory: its bus items are written as the agent they name; another runtime's only under agent-outputs/<runtime>/",
+      'openclaw',
+    )
+    .option(
       '--curate-at <cron>',
       'also run the daily curator on this cron schedule (croner syntax)',
     )
@@ -210,6 +215,7 @@ export function registerSharedContext(
           token?: string;
           state?: string;
           rescan: string;
+          agentRuntime: string;
           curateAt?: string;
           once?: boolean;
         },
@@ -229,6 +235,7 @@ export function registerSharedContext(
             paths,
             client: createClient({ url, token: runtimeToken(url, options.token) }),
             stateFile: options.state ?? join(paths.root, '.bridge-state.json'),
+            agentRuntime: options.agentRuntime,
             rescanIntervalMs: positiveInt(options.rescan, '--rescan') * 1000,
             logger,
           });
