@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -58,15 +59,15 @@ describe('commandDigest and scriptHashFor', () => {
     const cwd = project();
     mkdirSync(join(cwd, 'bin'));
     writeFileSync(join(cwd, 'bin', 'run.py'), 'print(1)\n');
-    const script = scriptHashFor(['./build.sh'], cwd);
+    const script = scriptHashFor(['bash', 'build.sh'], cwd);
     expect(script).toMatch(/^[0-9a-f]{64}$/);
-    expect(scriptHashFor(['bash', 'build.sh'], cwd)).toBe(script);
     expect(scriptHashFor(['sh', '-x', 'build.sh', 'arg'], cwd)).toBe(script);
+    expect(scriptHashFor(['./build.sh'], cwd)).toMatch(/^[0-9a-f]{64}$/);
     expect(scriptHashFor(['python3', 'bin/run.py'], cwd)).toMatch(/^[0-9a-f]{64}$/);
     expect(scriptHashFor(['python3', 'bin/run.py'], cwd)).not.toBe(script);
+    // A program that is not the project's own code reads no file argv names: nothing bound.
     expect(scriptHashFor(['git', 'status'], cwd)).toBeNull();
-    expect(scriptHashFor(['bash', 'missing.sh'], cwd)).toBeNull();
-    expect(scriptHashFor(['npm', 'test'], cwd)).toBeNull();
+    expect(scriptHashFor(['ls', '-a'], cwd)).toBeNull();
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"vitest"}}');
     const before = scriptHashFor(['npm', 'test'], cwd);
     expect(scriptHashFor(['node', '--run', 'test'], cwd)).toBe(before);
@@ -128,7 +129,7 @@ describe('signApproval and verifyApproval', () => {
       verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
     ).toMatchObject({
       valid: false,
-      reason: expect.stringContaining('script content'),
+      reason: expect.stringContaining('changed since'),
     });
   });
 
@@ -197,5 +198,66 @@ describe('signApproval and verifyApproval', () => {
       valid: false,
       reason: expect.stringContaining('task-2'),
     });
+  });
+});
+
+describe('an approval of a project command is bound to the working tree', () => {
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], {
+      cwd,
+      stdio: 'ignore',
+    });
+  const verifies = (argv: string[], cwd: string, token: string) =>
+    verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now).valid;
+
+  for (const kind of ['a git repository', 'a plain directory'] as const) {
+    it(`in ${kind}: an edited test file, a new .npmrc or a new file voids an approval of npm test`, () => {
+      const argv = ['npm', 'test'];
+      const fresh = () => {
+        const cwd = tempDir();
+        mkdirSync(join(cwd, 'test'));
+        writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"node test/run.js"}}');
+        writeFileSync(join(cwd, 'test', 'run.js'), "console.log('ok');\n");
+        writeFileSync(join(cwd, '.gitignore'), 'node_modules/\n');
+        if (kind === 'a git repository') {
+          git(cwd, 'init', '-q');
+          git(cwd, 'add', '.');
+          git(cwd, 'commit', '-qm', 'init');
+        }
+        return cwd;
+      };
+      // The review's two cases: a test file edited after the approval, and an .npmrc with
+      // script-shell added; then an untracked file the tests could pick up.
+      const edited = fresh();
+      const first = approve(argv, edited);
+      expect(verifies(argv, edited, first)).toBe(true);
+      writeFileSync(join(edited, 'test', 'run.js'), "require('child_process').execSync('id');\n");
+      expect(verifies(argv, edited, first)).toBe(false);
+
+      const configured = fresh();
+      const second = approve(argv, configured);
+      writeFileSync(join(configured, '.npmrc'), 'script-shell=./sh.sh\n');
+      expect(verifies(argv, configured, second)).toBe(false);
+
+      const added = fresh();
+      const third = approve(argv, added);
+      writeFileSync(join(added, 'test', 'extra.test.js'), 'boom\n');
+      expect(verifies(argv, added, third)).toBe(false);
+    });
+  }
+
+  it('what git ignores (node_modules) does not void it, and an ignored .env or .npmrc does', () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"node t.js"}}');
+    writeFileSync(join(cwd, 't.js'), '1;\n');
+    writeFileSync(join(cwd, '.gitignore'), 'node_modules/\n.env\n.npmrc\n');
+    git(cwd, 'init', '-q');
+    const argv = ['npm', 'test'];
+    const token = approve(argv, cwd);
+    mkdirSync(join(cwd, 'node_modules'));
+    writeFileSync(join(cwd, 'node_modules', 'x.js'), 'cache\n');
+    expect(verifies(argv, cwd, token)).toBe(true);
+    writeFileSync(join(cwd, '.env'), 'NODE_OPTIONS=--require ./x.js\n');
+    expect(verifies(argv, cwd, token)).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { CtxbusError, canonicalJson } from '@ctxbus/core';
 import { z } from 'zod';
 import { programName } from './command-policy.js';
+import { projectTreeHash } from './project-tree.js';
 
 // Approvals bound to the exact command: a human approves argv, cwd and the hash of the script
 // the command runs, once. The hub signs the approval with Ed25519; the worker verifies it by
@@ -67,6 +68,57 @@ const INTERPRETERS = new Set([
 /** Package managers whose scripts live in package.json. */
 const PACKAGE_MANAGERS = new Set(['npm', 'pnpm', 'yarn', 'bun']);
 
+/**
+ * Tools that run the project's own code and configuration (its tests, its build): besides the
+ * package managers and interpreters, these. An approval of one is bound to the working tree.
+ */
+const PROJECT_TOOLS = new Set([
+  'npx',
+  'make',
+  'gmake',
+  'cmake',
+  'ninja',
+  'just',
+  'task',
+  'turbo',
+  'nx',
+  'tsc',
+  'tsx',
+  'vitest',
+  'jest',
+  'mocha',
+  'playwright',
+  'pytest',
+  'tox',
+  'nox',
+  'uv',
+  'poetry',
+  'pipenv',
+  'cargo',
+  'go',
+  'mvn',
+  'gradle',
+  'gradlew',
+  'dotnet',
+  'rake',
+  'bundle',
+  'composer',
+  'mix',
+  'deno',
+]);
+
+/**
+ * Whether the command runs the project's code (so what it reads is the whole working tree,
+ * not only the file argv names): a package manager, an interpreter, a project tool, or a
+ * program inside the working directory.
+ */
+function readsProject(argv: readonly string[], cwd: string): boolean {
+  const program = argv[0] ?? '';
+  const name = programName(program);
+  if (PACKAGE_MANAGERS.has(name) || INTERPRETERS.has(name) || PROJECT_TOOLS.has(name)) return true;
+  return program.includes('/') && !isAbsolute(program) && regularFile(resolve(cwd, program));
+}
+
 function regularFile(path: string): boolean {
   try {
     return statSync(path).isFile();
@@ -80,11 +132,15 @@ function fileHash(path: string): string {
 }
 
 /**
- * SHA-256 of the script file a command runs, or null when it runs none: argv[0] when it is a
- * path to a file; for an interpreter (node, python, bash, sh, ... see INTERPRETERS), every
- * argument that names an existing file (the script, and modules such as `node -r ./x.js`);
- * for npm, pnpm, yarn, bun and `node --run`, the working directory's package.json (where
- * their scripts are). One file: its hash; several: the hash of the canonical list of [argument, hash].
+ * SHA-256 of what a command runs that its approver cannot see, or null when it runs none:
+ * argv[0] when it is a path to a file; for an interpreter (node, python, bash, sh, ... see
+ * INTERPRETERS), every argument that names an existing file (the script, and modules such as
+ * `node -r ./x.js`); for npm, pnpm, yarn, bun and `node --run`, the working directory's
+ * package.json (where their scripts are); and for a command that runs the project's code
+ * (`readsProject`: a package manager, an interpreter, a project tool such as make, pytest or
+ * cargo, or a program in the directory), the working tree (`projectTreeHash`: tracked and
+ * untracked files, and config files such as `.npmrc`, `.env`, `Makefile` even when ignored).
+ * One file: its hash; several: the hash of the canonical list of [argument, hash].
  */
 export function scriptHashFor(argv: readonly string[], cwd: string): string | null {
   const program = argv[0];
@@ -106,6 +162,7 @@ export function scriptHashFor(argv: readonly string[], cwd: string): string | nu
   if (runsScript && regularFile(join(cwd, 'package.json'))) {
     files.push(['package.json', fileHash(join(cwd, 'package.json'))]);
   }
+  if (readsProject(argv, cwd)) files.push(['<working tree>', projectTreeHash(cwd)]);
   if (files.length === 0) return null;
   if (files.length === 1) return (files[0] as [string, string])[1];
   return createHash('sha256').update(canonicalJson(files)).digest('hex');
@@ -222,7 +279,9 @@ export function verifyApproval(
     scriptHash: scriptHashFor(command.argv, command.cwd),
   });
   if (digest !== payload.digest) {
-    return refuse('the approval is for a different command, directory or script content');
+    return refuse(
+      'the approval is for a different command or directory, or the files it runs changed since (the script, or the working tree of a project command)',
+    );
   }
   return { valid: true, approval: payload, digest };
 }

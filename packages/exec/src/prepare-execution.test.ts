@@ -118,7 +118,7 @@ describe('prepareExecution and executePlan', () => {
     ).toMatchObject({
       ok: false,
       code: 'approval_invalid',
-      reason: expect.stringContaining('script content'),
+      reason: expect.stringContaining('changed since'),
     });
     // No hub key: no approval can be checked, so none counts.
     expect(
