@@ -1,4 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { CliRun } from '@ctxbus/test-kit';
 import {
@@ -62,6 +64,17 @@ writeFileSync(
     "const timer = setInterval(() => { if (fs.existsSync('go')) { console.log('step 2 of 2'); clearInterval(timer); } }, 20);",
   ].join('\n'),
 );
+// Succeeds with more output than the hub's body limit once escaped as JSON (control bytes
+// take 6 bytes each): 2 x 256 KiB kept, about 3 MB of JSON. Counts its runs.
+writeFileSync(
+  join(project, 'big.js'),
+  [
+    "const fs = require('node:fs');",
+    "fs.appendFileSync('big-runs', 'x');",
+    "process.stdout.write('BEGIN' + '\\u0001'.repeat(400000) + 'END');",
+    "process.stderr.write('\\u0002'.repeat(400000));",
+  ].join('\n'),
+);
 symlinkSync(machine, join(root, 'escape'));
 const policyFile = join(machine, 'capabilities.yaml');
 writeFileSync(
@@ -69,7 +82,7 @@ writeFileSync(
   workerPolicy(
     root,
     // `node ...` lets node take free arguments: permission to run code (held for a human).
-    ['node check.js', 'node once.js', 'node progress.js', 'node ...'],
+    ['node check.js', 'node once.js', 'node progress.js', 'node big.js', 'node ...'],
     ['  web:', '    description: the dashboard', '    trust: restricted'],
   ),
 );
@@ -205,6 +218,20 @@ describe('ctxbus worker', () => {
       // The origin learns nothing of the worker's file system it did not name itself.
       expect(task.error.message.replace(input.cwd, '')).not.toContain(machine);
     }
+  });
+
+  it('reports a successful command whose output is larger than the body limit, cut to fit, and runs it once', async () => {
+    const created = await createTask(hub.tokens.claw, 'big output', {
+      argv: ['node', 'big.js'],
+      cwd: project,
+    });
+    const task = await settled(created.task.id);
+    expect(task.state).toBe('COMPLETED');
+    expect(task.result.truncated).toBe(true);
+    expect(task.result.stdout).toMatch(/characters cut to fit the hub's result limit/);
+    expect(task.result.stdout.startsWith('BEGIN')).toBe(true);
+    expect(task.result.stdout.endsWith('END')).toBe(true);
+    expect(readFileSync(join(project, 'big-runs'), 'utf8')).toBe('x');
   });
 
   it('holds a command that only a code-running entry (node ...) allows for a human, outside the sandbox', async () => {
@@ -436,6 +463,100 @@ describe('a task waiting for an offline worker', () => {
       await worker.done;
     } finally {
       await second.stop();
+    }
+  });
+});
+
+/**
+ * A loopback proxy in front of a hub that can be taken "down": while down, requests whose path
+ * matches are answered by a reset connection (the hub unreachable), and counted.
+ */
+async function outageProxy(target: string, matches: (path: string) => boolean) {
+  const state = { down: false, refused: 0 };
+  const server = createServer((incoming, outgoing) => {
+    if (state.down && matches(incoming.url ?? '')) {
+      state.refused += 1;
+      incoming.socket.destroy();
+      return;
+    }
+    const upstream = httpRequest(
+      new URL(incoming.url ?? '/', target),
+      { method: incoming.method, headers: incoming.headers },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    upstream.on('error', () => outgoing.destroy());
+    incoming.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    state,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('a result the hub cannot take for a moment', () => {
+  it('is sent again with the same fencing token until the hub takes it: the command runs once', async () => {
+    const dir = tempDir('ctxbus-worker-outage-');
+    writeFileSync(join(dir, 'capabilities.yaml'), readFileSync(join(hubDir, 'capabilities.yaml')));
+    const outage = await startHubProcess({ dataDir: dir });
+    const proxy = await outageProxy(outage.url, (path) => path.endsWith('/complete'));
+    const work = join(root, 'outage');
+    mkdirSync(work, { recursive: true });
+    // Counts its runs, then waits for a file: the test takes the hub "down" meanwhile.
+    writeFileSync(
+      join(work, 'check.js'),
+      "const fs = require('node:fs'); fs.appendFileSync('runs', 'x'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); console.log('done'); } }, 20);\n",
+    );
+    let worker: CliRun | undefined;
+    try {
+      const admin = { token: outage.adminToken ?? '' };
+      const mint = async (runtime: string) =>
+        (
+          await call(outage.url, 'POST', '/api/admin/tokens', {
+            ...admin,
+            body: { teamId: 'acme', runtime },
+          })
+        ).body.token as string;
+      const code = await mint('claude-code');
+      const claw = await mint('openclaw');
+      worker = spawnCli(
+        ['worker', '--capabilities', policyFile, '--id', 'behind-proxy', '--lease', '60'],
+        { env: { CTXBUS_URL: proxy.url, CTXBUS_TOKEN: code }, timeoutMs: 300_000 },
+      );
+      const created = await call(outage.url, 'POST', '/api/tasks', {
+        token: claw,
+        body: {
+          title: 'finish while the hub is away',
+          requiredCapabilities: ['code_execution'],
+          input: { argv: ['node', 'check.js'], cwd: work },
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const id = created.body.task.id as string;
+      await waitUntil(() => existsSync(join(work, 'runs')), 'the command to start');
+      proxy.state.down = true;
+      writeFileSync(join(work, 'go'), '');
+      await waitUntil(() => proxy.state.refused >= 2, 'the worker to try to report, twice');
+      proxy.state.down = false;
+      await waitUntil(
+        async () =>
+          (await call(outage.url, 'GET', `/api/tasks/${id}`, { token: claw })).body.task.state ===
+          'COMPLETED',
+        'the result to arrive once the hub is back',
+      );
+      const task = (await call(outage.url, 'GET', `/api/tasks/${id}`, { token: claw })).body.task;
+      expect(task.result.stdout).toBe('done\n');
+      expect(task.attempts).toBe(1);
+      expect(readFileSync(join(work, 'runs'), 'utf8')).toBe('x');
+    } finally {
+      worker?.child.kill('SIGKILL');
+      await proxy.close();
+      await outage.stop();
     }
   });
 });

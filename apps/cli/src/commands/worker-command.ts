@@ -86,7 +86,10 @@ Deny by default: a command runs only if its argv is in remote_execution.allow of
 (this machine's file: the hub cannot widen it), in a directory under --root, with a scrubbed
 environment, in its own process group under both timeouts. Sandboxed capabilities run in
 bubblewrap or not at all. A refused task fails with the reason (not_allowed, inline_eval,
-workdir_escape, sandbox_unavailable, approval_required, ...).
+workdir_escape, sandbox_unavailable, approval_required, ...). A finished command's result is
+sent again while the hub is unreachable, until the lease ends (it does not run twice for a
+hub that was away a moment), and output beyond what a task result may hold (512 KiB of JSON)
+is cut in the middle (truncated: true).
 
 Example:
   ctxbus token create --team acme --runtime claude-code --save

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { reasonForOrigin } from './task-worker.js';
+import type { CommandResult } from './task-worker.js';
+import { fitResult, reasonForOrigin } from './task-worker.js';
 
 describe('reasonForOrigin: what a refusal tells the task origin', () => {
   it("says only that a working directory is not one of the worker's, whatever the check found", () => {
@@ -33,5 +34,41 @@ describe('reasonForOrigin: what a refusal tells the task origin', () => {
         input,
       ),
     ).toBe('"cat /data/in.csv" is not in remote_execution.allow (policy <a path on the worker>)');
+  });
+});
+
+describe('fitResult: a result the hub will take', () => {
+  const result = (stdout: string, stderr = ''): CommandResult => ({
+    argv: ['node', 'big.js'],
+    cwd: '/w',
+    exitCode: 0,
+    signal: null,
+    durationMs: 1,
+    stdout,
+    stderr,
+    truncated: false,
+    timedOut: null,
+    sandboxed: false,
+    claimToSpawnMs: null,
+  });
+  const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+
+  it('leaves a result that fits as it is', () => {
+    const small = result('ok\n');
+    expect(fitResult(small, 10_000)).toBe(small);
+  });
+
+  it("cuts the streams' middles until the JSON fits, keeping head and tail", () => {
+    // Control characters take 6 bytes each in JSON: 300,000 of them are 1.8 MB.
+    const big = result(`HEAD${'\u0001'.repeat(300_000)}TAIL`, `start${'e'.repeat(500_000)}end`);
+    expect(bytes(big)).toBeGreaterThan(1_000_000);
+    const fitted = fitResult(big, 100_000);
+    expect(bytes(fitted)).toBeLessThanOrEqual(100_000);
+    expect(fitted.truncated).toBe(true);
+    expect(fitted.stdout.startsWith('HEAD')).toBe(true);
+    expect(fitted.stdout.endsWith('TAIL')).toBe(true);
+    expect(fitted.stdout).toMatch(/characters cut to fit the hub's result limit/);
+    expect(fitted.stderr.startsWith('start')).toBe(true);
+    expect(fitted.stderr.endsWith('end')).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
-import { CtxbusError, DEFAULT_TASK_LEASE_MS } from '@ctxbus/core';
+import { CtxbusError, DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core';
 import type { ExecutionPolicy, RunCommandResult } from '@ctxbus/exec';
 import { executePlan, prepareExecution } from '@ctxbus/exec';
 
@@ -114,6 +114,39 @@ function tail(text: string, chars: number): string {
   return text.length <= chars ? text : `…${text.slice(-chars)}`;
 }
 
+/** Keeps `text`'s head and tail within `chars`, saying how much was cut between them. */
+function cutMiddle(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const half = Math.max(0, Math.floor(chars / 2));
+  const note = `\n[… ${text.length - 2 * half} characters cut to fit the hub's result limit …]\n`;
+  return `${text.slice(0, half)}${note}${text.slice(text.length - half)}`;
+}
+
+/**
+ * The result within `maxBytes` of JSON: its output streams' middles are cut (head and tail
+ * kept, `truncated` set) until it fits, so a command that succeeded is reported, not run again
+ * because its report was too large for the hub (a result is at most TASK_LIMITS.resultBytes).
+ */
+export function fitResult(result: CommandResult, maxBytes: number): CommandResult {
+  let fitted = result;
+  let chars = Math.max(result.stdout.length, result.stderr.length);
+  while (Buffer.byteLength(JSON.stringify(fitted)) > maxBytes && chars > 0) {
+    chars = Math.floor(chars / 2);
+    fitted = {
+      ...result,
+      stdout: cutMiddle(result.stdout, chars),
+      stderr: cutMiddle(result.stderr, chars),
+      truncated: true,
+    };
+  }
+  return fitted;
+}
+
+/** Whether a failed report may succeed if sent again (the hub was unreachable or failing). */
+function retryable(error: unknown): boolean {
+  return CtxbusError.isInstance(error) && error.code === 'unavailable';
+}
+
 export class TaskWorker {
   private readonly concurrency: number;
   private readonly leaseMs: number;
@@ -213,14 +246,28 @@ export class TaskWorker {
     const token = task.lease?.token;
     if (token === undefined || token === null)
       throw new CtxbusError('internal', `task ${task.id} has no lease`);
-    const fail = async (error: TaskError) => {
-      try {
-        await hub.failTask(task.id, { token, error });
-        this.options.onTaskDone?.(task, 'failed');
-      } catch (failure) {
-        logger.warn({ err: failure, taskId: task.id }, 'could not fail the task');
-        this.options.onTaskDone?.(task, 'lost');
+    // Until when the lease holds (each renew moves it): a report the hub could not take is
+    // sent again until then, with the same fencing token, so a hub that is briefly down does
+    // not cost a finished command its result (and a second run).
+    let leaseEndsAt = Date.now() + this.leaseMs;
+    const deliver = async (what: string, send: () => Promise<unknown>): Promise<boolean> => {
+      for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+        try {
+          await send();
+          return true;
+        } catch (error) {
+          if (!retryable(error) || Date.now() + delay >= leaseEndsAt) {
+            logger.warn({ err: error, taskId: task.id }, `could not ${what}`);
+            return false;
+          }
+          logger.info({ err: error, taskId: task.id }, `could not ${what} yet; trying again`);
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
       }
+    };
+    const fail = async (error: TaskError) => {
+      const sent = await deliver('fail the task', () => hub.failTask(task.id, { token, error }));
+      this.options.onTaskDone?.(task, sent ? 'failed' : 'lost');
     };
     const input = (task.input ?? {}) as Record<string, unknown>;
     const capability = matrix.runtimes[task.targetRuntime ?? '']?.capabilities[CAPABILITY];
@@ -277,12 +324,18 @@ export class TaskWorker {
     // Renew at a third of the lease; a refused renew means another worker has the task now.
     const lost = new AbortController();
     const renew = setInterval(() => {
-      hub.renewTask(task.id, { token, leaseMs: this.leaseMs }).catch((error: unknown) => {
-        if (CtxbusError.isInstance(error) && error.code === 'conflict') {
-          logger.warn({ taskId: task.id }, 'lease lost: stopping the command');
-          lost.abort();
-        }
-      });
+      const renewing = Date.now();
+      hub.renewTask(task.id, { token, leaseMs: this.leaseMs }).then(
+        () => {
+          leaseEndsAt = renewing + this.leaseMs;
+        },
+        (error: unknown) => {
+          if (CtxbusError.isInstance(error) && error.code === 'conflict') {
+            logger.warn({ taskId: task.id }, 'lease lost: stopping the command');
+            lost.abort();
+          }
+        },
+      );
     }, this.leaseMs / 3);
     // Progress: the output's tail, at most every progressMs, while there is new output.
     let tailText = '';
@@ -328,13 +381,21 @@ export class TaskWorker {
       execution.result.spawnMs === null ? null : spawning - claimedAt + execution.result.spawnMs,
     );
     if (result.exitCode === 0) {
-      try {
-        await hub.completeTask(task.id, { token, result: { ...result } });
-        this.options.onTaskDone?.(task, 'completed');
-      } catch (error) {
-        logger.warn({ err: error, taskId: task.id }, 'result refused');
-        this.options.onTaskDone?.(task, 'lost');
-      }
+      // The report stays within what the hub takes as a result (TASK_LIMITS.resultBytes of
+      // JSON); a hub with a lower body limit says 413, and the result is cut further.
+      let budget: number = TASK_LIMITS.resultBytes;
+      const completed = await deliver('report the result', async () => {
+        for (;;) {
+          try {
+            return await hub.completeTask(task.id, { token, result: fitResult(result, budget) });
+          } catch (error) {
+            if (!CtxbusError.isInstance(error) || error.code !== 'payload_too_large') throw error;
+            if (budget < 4_096) throw error;
+            budget = Math.floor(budget / 2);
+          }
+        }
+      });
+      this.options.onTaskDone?.(task, completed ? 'completed' : 'lost');
       return;
     }
     const why = result.timedOut
