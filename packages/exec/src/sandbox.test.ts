@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,6 +173,25 @@ describe(`sandbox (bubblewrap)${because}`, () => {
     expect((await plain(read, tempDir())).stdout.trim()).toBe('1');
     expect((await sandboxed(read, tempDir(), { hidePaths: [secretDir] })).stdout.trim()).toBe('0');
   });
+
+  sandboxIt(
+    "a program in ~/.local/bin brings its own directory, not ~/.local: the hub's data and signing key stay hidden",
+    async () => {
+      const home = tempDir();
+      const bin = join(home, '.local', 'bin');
+      const data = join(home, '.local', 'share', 'ctxbus');
+      mkdirSync(bin, { recursive: true });
+      mkdirSync(data, { recursive: true });
+      writeFileSync(join(data, 'approval-key.pem'), 'PRIVATE KEY');
+      writeFileSync(join(bin, 'peek'), '#!/bin/sh\ncat "$1" 2>/dev/null || echo hidden\n', {
+        mode: 0o755,
+      });
+      const argv = [join(bin, 'peek'), join(data, 'approval-key.pem')];
+      expect((await plain(argv, tempDir())).stdout.trim()).toBe('PRIVATE KEY');
+      const inside = await sandboxed(argv, tempDir(), { hidePaths: [home] });
+      expect(inside.stdout.trim()).toBe('hidden');
+    },
+  );
 
   sandboxIt('a timeout ends everything in the sandbox, grandchildren included', async () => {
     const marker = `ctxbus-sandbox-marker-${randomUUID()}`;

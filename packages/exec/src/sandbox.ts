@@ -36,17 +36,30 @@ export interface SandboxLayout {
 /**
  * The installation the command's program lives in (its real path's directory, or the prefix
  * above a `bin/`), kept visible read-only: a toolchain under /tmp, /run or a hidden home (a
- * fresh clone's Node, nvm) would otherwise vanish behind the tmpfs mounts.
+ * fresh clone's Node, nvm) would otherwise vanish behind the tmpfs mounts. Never a directory
+ * that holds more than one installation: a prefix that is a hidden directory or sits right
+ * under one (`~/.local` for `~/.local/bin/x`, `~/.cargo`, the home itself) would expose data
+ * directories and credentials (`~/.local/share/ctxbus` and its signing key, `~/.cargo`'s
+ * token), so then only the program's own directory is bound.
  */
-function programPrefix(program: string, searchPath: string): string | null {
+function programPrefix(
+  program: string,
+  searchPath: string,
+  hidden: readonly string[],
+): string | null {
   const found = isAbsolute(program) ? program : findExecutable(program, searchPath);
   if (found === null) return null;
+  let directory: string;
   try {
-    const directory = dirname(realpathSync(found));
-    return basename(directory) === 'bin' ? dirname(directory) : directory;
+    directory = dirname(realpathSync(found));
   } catch {
     return null;
   }
+  const prefix = basename(directory) === 'bin' ? dirname(directory) : directory;
+  const tooWide = (path: string) =>
+    hidden.some((root) => path === root || dirname(path) === root || root.startsWith(`${path}/`));
+  if (!tooWide(prefix)) return prefix;
+  return tooWide(directory) && directory !== prefix ? null : directory;
 }
 
 function isExecutableFile(path: string): boolean {
@@ -86,6 +99,13 @@ const NAMESPACES = [
   'ALL',
 ];
 
+/** What the sandbox hides behind a tmpfs: the hidden paths (default: the home), /tmp, /run. */
+function hiddenRoots(layout: Omit<SandboxLayout, 'workdir'>): string[] {
+  return [...(layout.hidePaths ?? [homedir()]), '/tmp', '/run'].filter(
+    (path) => path !== '/' && isAbsolute(path),
+  );
+}
+
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
   if (!layout.network) {
@@ -102,7 +122,11 @@ function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
 
 /** bwrap and its arguments for a layout, then `--` and the command's argv. */
 export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): string[] {
-  const prefix = programPrefix(argv[0] as string, layout.searchPath ?? process.env.PATH ?? '');
+  const prefix = programPrefix(
+    argv[0] as string,
+    layout.searchPath ?? process.env.PATH ?? '',
+    hiddenRoots(layout),
+  );
   return [
     layout.bwrapPath,
     ...isolation(layout),
