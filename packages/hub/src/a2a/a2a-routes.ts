@@ -15,7 +15,7 @@ import type { AnyRouteDefinition } from '../route-definition.js';
 import { defineRoute } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
-import { TASK_TAG, TaskService } from '../tasks/task-service.js';
+import { TASK_TAG } from '../tasks/task-status-item.js';
 import { cardBaseUrl } from './a2a-base-url.js';
 import type { JsonRpcId } from './a2a-json-rpc.js';
 import {
@@ -39,7 +39,7 @@ import {
 
 // A2A 1.0 over the hub's own task store: Agent Cards derived from the capability matrix, and
 // a JSON-RPC endpoint (SendMessage, SendStreamingMessage, GetTask, CancelTask,
-// SubscribeToTask) whose tasks are ctxbus tasks, routed by TaskService like POST /api/tasks
+// SubscribeToTask) whose tasks are ctxbus tasks, routed by the task lifecycle like POST /api/tasks
 // and streamed from the change feed (each task change is a status item).
 //
 // Written by hand with zod rather than with @a2a-js/sdk's server: its DefaultRequestHandler
@@ -118,20 +118,13 @@ async function cancel(services: HubServices, viewer: Viewer, id: string): Promis
   if (isTerminalTaskState(before.state)) throw refuse(before.state);
   let task: Task;
   try {
-    task = await services.store.cancelTask(viewer.teamId, id, viewer.runtime, 'canceled over A2A');
+    task = await services.tasks.cancel(viewer.teamId, id, viewer.runtime, 'canceled over A2A');
   } catch (error) {
     if (CtxbusError.isInstance(error) && error.code === 'conflict') {
       throw refuse((await findTask(services, viewer, id)).state);
     }
     throw error;
   }
-  // Audit (issue 12): every state change is recorded.
-  await services.audit.taskState(task, {
-    from: before.state,
-    by: viewer.runtime,
-    note: 'canceled over A2A',
-  });
-  await new TaskService(services).publish(task, viewer.runtime, 'canceled over A2A');
   return task;
 }
 
@@ -155,7 +148,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       const request = parseParams(sendMessageParamsSchema, params, method);
       rejectContinuation(request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
-      const start = async () => (await new TaskService(services).create(viewer, create)).task;
+      const start = async () => (await services.tasks.create(viewer, create)).task;
       if (request.configuration?.returnImmediately === true)
         return { task: toA2aTask(await start()) };
       return { task: toA2aTask(await awaitSettled(call, start)) };
@@ -172,10 +165,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       const request = parseParams(sendMessageParamsSchema, params, method);
       rejectContinuation(request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
-      return streamTask(
-        call,
-        async () => (await new TaskService(services).create(viewer, create)).task,
-      );
+      return streamTask(call, async () => (await services.tasks.create(viewer, create)).task);
     }
     case 'SubscribeToTask': {
       const { id } = parseParams(taskIdRequestSchema, params, method);

@@ -11,7 +11,6 @@ import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
-import { TaskService } from '../tasks/task-service.js';
 
 // A human approves exactly one command: the worker that was refused it asks (the task waits in
 // AUTH_REQUIRED, showing the command to every runtime as a blocking item), a person answers
@@ -110,23 +109,12 @@ export const approvalRoutes = [
         token: null,
       };
       const note = body.note ?? `approve or deny: ${request.argv.join(' ')} in ${request.cwd}`;
-      const task = await services.store.updateTask(viewer.teamId, params.id, {
+      const task = await services.tasks.move(viewer.teamId, params.id, {
         state: 'AUTH_REQUIRED',
         by: viewer.runtime,
         token: body.token,
         note,
         approval,
-      });
-      await new TaskService(services).publish(task, viewer.runtime, note);
-      // Audit (issue 12)
-      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime, note });
-      await services.audit.approval(task, 'requested', viewer.runtime, {
-        argv: request.argv,
-        cwd: request.cwd,
-        scriptHash: request.scriptHash,
-        because: request.because,
-        digest: request.digest,
-        expiresAt: approval.expiresAt,
       });
       return { status: 200, body: { task } };
     },
@@ -164,7 +152,7 @@ export const approvalRoutes = [
         },
         now.getTime(),
       );
-      const updated = await services.store.updateTask(who.teamId, task.id, {
+      const updated = await services.tasks.move(who.teamId, task.id, {
         state: 'SUBMITTED',
         by: who.by,
         note: body.note ?? 'approved',
@@ -176,21 +164,6 @@ export const approvalRoutes = [
           note: body.note ?? null,
           token,
         },
-      });
-      await new TaskService(services).publish(
-        updated,
-        who.runtime ?? task.origin,
-        `approved by ${who.by}`,
-      );
-      // Audit (issue 12)
-      await services.audit.approval(updated, 'granted', who.by, {
-        digest,
-        note: body.note ?? null,
-      });
-      await services.audit.taskState(updated, {
-        from: 'AUTH_REQUIRED',
-        by: who.by,
-        note: body.note ?? 'approved',
       });
       return { status: 200, body: { task: updated } };
     },
@@ -213,7 +186,7 @@ export const approvalRoutes = [
       const task = await pendingTask(services, who.teamId, params.id);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
-      const updated = await services.store.updateTask(who.teamId, task.id, {
+      const updated = await services.tasks.move(who.teamId, task.id, {
         state: 'REJECTED',
         by: who.by,
         note: body.note ?? 'denied',
@@ -225,21 +198,6 @@ export const approvalRoutes = [
           decidedAt: now.toISOString(),
           note: body.note ?? null,
         },
-      });
-      await new TaskService(services).publish(
-        updated,
-        who.runtime ?? task.origin,
-        `denied by ${who.by}`,
-      );
-      // Audit (issue 12)
-      await services.audit.approval(updated, 'denied', who.by, {
-        digest: approval.request.digest,
-        note: body.note ?? null,
-      });
-      await services.audit.taskState(updated, {
-        from: 'AUTH_REQUIRED',
-        by: who.by,
-        note: body.note ?? 'denied',
       });
       return { status: 200, body: { task: updated } };
     },

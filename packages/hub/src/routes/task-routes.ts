@@ -18,7 +18,6 @@ import {
   updateTaskRequestSchema,
 } from '@ctxbus/core';
 import { defineRoute } from '../route-definition.js';
-import { TaskService } from '../tasks/task-service.js';
 
 function notFound(id: string): CtxbusError {
   return new CtxbusError('not_found', `no task ${id} in your team`, { details: { id } });
@@ -46,7 +45,7 @@ export const taskRoutes = [
       201: { description: 'The task, routed.', schema: createTaskResponseSchema },
     },
     async handler({ body, viewer, services }) {
-      const outcome = await new TaskService(services).create(viewer, body);
+      const outcome = await services.tasks.create(viewer, body);
       return {
         status: outcome.status === 'created' ? 201 : 200,
         body: { task: outcome.task, status: outcome.status, routing: outcome.routing },
@@ -107,23 +106,7 @@ export const taskRoutes = [
       409: { description: 'The task already ended otherwise.' },
     },
     async handler({ params, body, viewer, services }) {
-      const before = await services.store.getTask(viewer.teamId, params.id);
-      if (!before) throw notFound(params.id);
-      const task = await services.store.cancelTask(
-        viewer.teamId,
-        params.id,
-        viewer.runtime,
-        body.note,
-      );
-      if (before.task.state !== 'CANCELED') {
-        await new TaskService(services).publish(task, viewer.runtime, body.note ?? null);
-        // Audit (issue 12)
-        await services.audit.taskState(task, {
-          from: before.task.state,
-          by: viewer.runtime,
-          note: body.note ?? null,
-        });
-      }
+      const task = await services.tasks.cancel(viewer.teamId, params.id, viewer.runtime, body.note);
       return { status: 200, body: { task } };
     },
   }),
@@ -141,26 +124,13 @@ export const taskRoutes = [
       200: { description: 'The claimed task, or null.', schema: claimTaskResponseSchema },
     },
     async handler({ body, viewer, services }) {
-      const task = await services.store.claimTask({
+      const task = await services.tasks.claim({
         teamId: viewer.teamId,
         runtime: viewer.runtime,
         workerId: body.workerId,
         leaseMs: body.leaseMs,
         ...(body.capabilities && { capabilities: body.capabilities }),
       });
-      if (task) {
-        await new TaskService(services).publish(
-          task,
-          viewer.runtime,
-          `claimed by ${body.workerId}`,
-        );
-        // Audit (issue 12)
-        await services.audit.taskState(task, {
-          from: 'SUBMITTED',
-          by: viewer.runtime,
-          note: `claimed by ${body.workerId}`,
-        });
-      }
       return { status: 200, body: { task } };
     },
   }),
@@ -178,12 +148,7 @@ export const taskRoutes = [
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store.renewLease(
-        viewer.teamId,
-        params.id,
-        body.token,
-        body.leaseMs,
-      );
+      const task = await services.tasks.renew(viewer.teamId, params.id, body.token, body.leaseMs);
       return { status: 200, body: { task } };
     },
   }),
@@ -213,7 +178,7 @@ export const taskRoutes = [
       if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
         throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
       }
-      await new TaskService(services).publish(task, viewer.runtime, null, body.output);
+      await services.tasks.announce(task, viewer.runtime, null, body.output);
       return { status: 200, body: { task } };
     },
   }),
@@ -231,19 +196,13 @@ export const taskRoutes = [
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store.completeTask(
+      const task = await services.tasks.complete(
         viewer.teamId,
         params.id,
         body.token,
         body.result,
+        viewer.runtime,
       );
-      await new TaskService(services).publish(task, viewer.runtime, null);
-      // Audit (issue 12)
-      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime });
-      await services.audit.executionFinished(task, viewer.runtime, {
-        outcome: 'completed',
-        result: body.result,
-      });
       return { status: 200, body: { task } };
     },
   }),
@@ -261,19 +220,9 @@ export const taskRoutes = [
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store.failTask(viewer.teamId, params.id, body.token, body.error, {
+      const task = await services.tasks.fail(viewer.teamId, params.id, body.token, body.error, {
         ...(body.retry !== undefined && { retry: body.retry }),
-      });
-      await new TaskService(services).publish(task, viewer.runtime, body.error.message);
-      // Audit (issue 12)
-      await services.audit.taskState(task, {
-        from: 'WORKING',
-        by: viewer.runtime,
-        note: body.error.message,
-      });
-      await services.audit.executionFinished(task, viewer.runtime, {
-        outcome: task.state === 'SUBMITTED' ? 'requeued' : 'failed',
-        error: body.error,
+        actor: viewer.runtime,
       });
       return { status: 200, body: { task } };
     },
@@ -295,7 +244,7 @@ export const taskRoutes = [
       409: { description: `${STALE} Or a state an update never sets.` },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await new TaskService(services).update(viewer, params.id, body);
+      const task = await services.tasks.update(viewer, params.id, body);
       return { status: 200, body: { task } };
     },
   }),

@@ -1,14 +1,19 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from '@ctxbus/core';
 import { CtxbusError, isTerminalTaskState, WAITING_TASK_STATES } from '@ctxbus/core';
+import type { TaskEventOrigin, TaskOutboxColumns } from '../rows/task-outbox-row.js';
+import { outboxActor, taskOutboxFromRow } from '../rows/task-outbox-row.js';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
   ClaimTaskOptions,
+  CompleteTaskOptions,
   CreateTaskOutcome,
   ExpireTasksOptions,
   FailTaskOptions,
   ListTasksOptions,
+  TaskOutboxEvent,
+  TaskRelayCursor,
   TaskStore,
   TaskTransition,
   TaskWithHistory,
@@ -80,6 +85,7 @@ export interface SqliteTasksOptions {
 /** Tasks of the embedded store, over its connection. */
 export class SqliteTasks implements TaskStore {
   private readonly maxWaiting: number;
+  private relayHeld = false;
 
   constructor(
     private readonly connection: SqliteConnection,
@@ -96,15 +102,32 @@ export class SqliteTasks implements TaskStore {
     return this.connection.statement(sql).get(...params) as TaskRow | undefined;
   }
 
-  private appendEvent(task: Task, rid: number, event: PlannedTaskEvent): TaskEvent {
+  /** Appends the event with its outbox columns: the relay announces and audits it. */
+  private appendEvent(
+    task: Task,
+    rid: number,
+    event: PlannedTaskEvent,
+    origin: TaskEventOrigin,
+  ): TaskEvent {
     const row = this.connection
       .statement(
-        `INSERT INTO task_events (task_rid, task_id, team_id, at, from_state, to_state, by, note)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+        `INSERT INTO task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
       )
-      .get(rid, task.id, task.teamId, event.atMs, event.from, event.to, event.by, event.note) as {
-      seq: number;
-    };
+      .get(
+        rid,
+        task.id,
+        task.teamId,
+        event.atMs,
+        event.from,
+        event.to,
+        event.by,
+        event.note,
+        origin.kind,
+        outboxActor(origin, event.by),
+        JSON.stringify(task),
+      ) as { seq: number };
     return {
       seq: row.seq,
       taskId: task.id,
@@ -117,7 +140,7 @@ export class SqliteTasks implements TaskStore {
   }
 
   /** Writes a mutation's task and event (inside the caller's transaction). */
-  private write(rid: number, mutation: TaskMutation): TaskEvent | null {
+  private write(rid: number, mutation: TaskMutation, origin: TaskEventOrigin): TaskEvent | null {
     const { task } = mutation;
     this.connection
       .statement(
@@ -139,13 +162,14 @@ export class SqliteTasks implements TaskStore {
         ms(task.expiresAt),
         rid,
       );
-    return mutation.event === null ? null : this.appendEvent(task, rid, mutation.event);
+    return mutation.event === null ? null : this.appendEvent(task, rid, mutation.event, origin);
   }
 
   /** Reads the task in a transaction, applies `plan`, writes what it returns. */
   private mutate(
     teamId: string,
     id: string,
+    origin: TaskEventOrigin,
     plan: (stored: StoredTask, nowMs: number) => TaskMutation | null,
   ): Task {
     this.connection.assertOpen();
@@ -155,7 +179,7 @@ export class SqliteTasks implements TaskStore {
       const stored = rowToStored(row);
       const mutation = plan(stored, this.nowMs);
       if (mutation === null) return stored.task;
-      this.write(stored.rid, mutation);
+      this.write(stored.rid, mutation, origin);
       return mutation.task;
     });
   }
@@ -209,7 +233,7 @@ export class SqliteTasks implements TaskStore {
           Date.parse(task.updatedAt),
           ms(task.expiresAt),
         ) as { rid: number };
-      this.appendEvent(task, rid, event);
+      this.appendEvent(task, rid, event, { kind: 'created' });
       return { task, status: 'created' as const };
     });
   }
@@ -302,23 +326,38 @@ export class SqliteTasks implements TaskStore {
       );
       if (!row) return null;
       const stored = rowToStored(row);
-      this.appendEvent(stored.task, stored.rid, {
-        from: 'SUBMITTED',
-        to: 'WORKING',
-        by: options.workerId,
-        note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
-        atMs: nowMs,
-      });
+      this.appendEvent(
+        stored.task,
+        stored.rid,
+        {
+          from: 'SUBMITTED',
+          to: 'WORKING',
+          by: options.workerId,
+          note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
+          atMs: nowMs,
+        },
+        { kind: 'claimed', actor: options.runtime },
+      );
       return stored.task;
     });
   }
 
   async renewLease(teamId: string, id: string, token: number, leaseMs: number): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedRenew(stored, token, leaseMs, now));
+    return this.mutate(teamId, id, { kind: 'updated' }, (stored, now) =>
+      plannedRenew(stored, token, leaseMs, now),
+    );
   }
 
-  async completeTask(teamId: string, id: string, token: number, result: unknown): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedComplete(stored, token, result, now));
+  async completeTask(
+    teamId: string,
+    id: string,
+    token: number,
+    result: unknown,
+    options: CompleteTaskOptions = {},
+  ): Promise<Task> {
+    return this.mutate(teamId, id, { kind: 'completed', ...options }, (stored, now) =>
+      plannedComplete(stored, token, result, now),
+    );
   }
 
   async failTask(
@@ -328,23 +367,29 @@ export class SqliteTasks implements TaskStore {
     error: TaskError,
     options: FailTaskOptions = {},
   ): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) =>
+    const origin = { kind: 'failed' as const, ...(options.actor && { actor: options.actor }) };
+    return this.mutate(teamId, id, origin, (stored, now) =>
       plannedFail(stored, token, error, options.retry ?? false, now),
     );
   }
 
   async updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedUpdate(stored, patch, now));
+    return this.mutate(teamId, id, { kind: 'updated' }, (stored, now) =>
+      plannedUpdate(stored, patch, now),
+    );
   }
 
   async cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedCancel(stored, by, note, now));
+    return this.mutate(teamId, id, { kind: 'canceled' }, (stored, now) =>
+      plannedCancel(stored, by, note, now),
+    );
   }
 
   private sweep(
     where: string,
     now: string,
     limit: number,
+    origin: TaskEventOrigin,
     plan: (stored: StoredTask, nowMs: number) => TaskMutation,
   ): TaskTransition[] {
     this.connection.assertOpen();
@@ -357,7 +402,7 @@ export class SqliteTasks implements TaskStore {
       for (const row of rows) {
         const stored = rowToStored(row);
         const mutation = plan(stored, nowMs);
-        const event = this.write(stored.rid, mutation);
+        const event = this.write(stored.rid, mutation, origin);
         if (event) transitions.push({ task: mutation.task, event });
       }
       return transitions;
@@ -369,6 +414,7 @@ export class SqliteTasks implements TaskStore {
       "state = 'WORKING' AND lease_expires_at <= ?",
       now,
       options.limit ?? 1_000,
+      { kind: 'lease-expired' },
       plannedLeaseExpiry,
     );
   }
@@ -378,6 +424,7 @@ export class SqliteTasks implements TaskStore {
       "state = 'SUBMITTED' AND expires_at <= ?",
       now,
       options.limit ?? 1_000,
+      { kind: 'wait-expired' },
       plannedWaitExpiry,
     );
   }
@@ -387,7 +434,49 @@ export class SqliteTasks implements TaskStore {
       "state = 'AUTH_REQUIRED' AND expires_at <= ?",
       now,
       options.limit ?? 1_000,
+      { kind: 'approval-expired' },
       plannedApprovalExpiry,
     );
+  }
+
+  async listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]> {
+    this.connection.assertOpen();
+    const rows = this.connection
+      .statement(
+        `SELECT seq, task_id, team_id, at AS at_ms, from_state, to_state, by, note, kind, actor,
+                task
+           FROM task_events WHERE seq > ? AND kind IS NOT NULL ORDER BY seq LIMIT ?`,
+      )
+      .all(afterSeq, limit) as unknown as (Omit<TaskOutboxColumns, 'task'> & { task: string })[];
+    return rows.map((row) => taskOutboxFromRow({ ...row, task: JSON.parse(row.task) as Task }));
+  }
+
+  async taskRelayCursor(): Promise<TaskRelayCursor> {
+    this.connection.assertOpen();
+    const row = this.connection
+      .statement(`SELECT seq, since FROM task_relay WHERE name = 'tasks'`)
+      .get() as TaskRelayCursor | undefined;
+    return row ?? { seq: 0, since: 0 };
+  }
+
+  async advanceTaskRelay(seq: number): Promise<void> {
+    this.connection.assertOpen();
+    this.connection
+      .statement(`UPDATE task_relay SET seq = max(seq, ?) WHERE name = 'tasks'`)
+      .run(seq);
+  }
+
+  /**
+   * One relay per store at a time. Processes sharing the file may each relay: the status
+   * item's id and the audit mark make the second pass write nothing.
+   */
+  async holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
+    if (this.relayHeld) return null;
+    this.relayHeld = true;
+    try {
+      return { value: await work() };
+    } finally {
+      this.relayHeld = false;
+    }
   }
 }
