@@ -5,6 +5,7 @@ import {
   isTerminalTaskState,
   runtimeNameSchema,
   TASK_STATES,
+  TASK_TAG,
   taskIdSchema,
 } from '@ctxbus/core';
 import type { Context } from 'hono';
@@ -15,7 +16,6 @@ import type { AnyRouteDefinition } from '../route-definition.js';
 import { defineRoute } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
-import { TASK_TAG } from '../tasks/task-status-item.js';
 import { cardBaseUrl } from './a2a-base-url.js';
 import type { JsonRpcId } from './a2a-json-rpc.js';
 import {

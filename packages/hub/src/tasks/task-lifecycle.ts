@@ -13,6 +13,7 @@ import {
   isTerminalTaskState,
   prepareParsedItem,
   routeTask,
+  taskStatusItem,
   UPDATE_TASK_STATES,
   updateTaskRequestSchema,
 } from '@ctxbus/core';
@@ -26,7 +27,6 @@ import type {
 } from '@ctxbus/store';
 import type { CapabilitiesSource } from '../capabilities/capabilities-source.js';
 import type { PresenceRegistry } from '../capabilities/presence-registry.js';
-import { taskStatusItem } from './task-status-item.js';
 
 // The task lifecycle: the hub's only caller of the task store's changes (create, claim, renew,
 // complete, fail, update, cancel, the sweeps). Routes, A2A, approvals and the sweeper call
