@@ -95,8 +95,9 @@ export class TaskRelay {
   }
 
   /**
-   * One pass until the outbox is drained, throwing what failed (tests, and `ctxbus` commands
-   * that must know): unlike `wake`, a failure is not retried here.
+   * Passes until the outbox is drained, throwing what failed (tests, and callers that must
+   * know), and the events it relayed: unlike `wake`, it does not retry; it stops when another
+   * relay holds the outbox.
    */
   async drain(): Promise<number> {
     await this.running;
