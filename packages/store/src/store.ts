@@ -407,6 +407,8 @@ export type TaskEventKind =
  */
 export interface TaskOutboxEvent {
   event: TaskEvent;
+  /** The sequence of the task's event before this one (null: this is its first). */
+  previousSeq: number | null;
   teamId: string;
   kind: TaskEventKind;
   actor: string;

@@ -236,7 +236,7 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
     while (!endsA2aStream(state)) {
       const changes = await subscriber.next();
       if (changes === null) break;
-      for (const change of changes) state = itemTaskState(change.item, scopeKey) ?? state;
+      for (const change of changes) state = changeTaskState(change, scopeKey) ?? state;
     }
     return (await services.store.getTask(viewer.teamId, task.id))?.task ?? task;
   } finally {
@@ -247,9 +247,15 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
 
 const statusItemSchema = z.object({ task: z.object({ state: z.enum(TASK_STATES) }) });
 
-/** The task state a change's item was written for, when it is that task's status item. */
-function itemTaskState(item: ContextItem, scopeKey: string): TaskState | null {
-  if (item.scopeKey !== scopeKey) return null;
+/**
+ * The task state a change's item was written for, when the change adds that task's status
+ * item (a status item superseded by the next one reports an older state).
+ */
+function changeTaskState(
+  { kind, item }: { kind: string; item: ContextItem },
+  scopeKey: string,
+): TaskState | null {
+  if (kind !== 'added' || item.scopeKey !== scopeKey) return null;
   const parsed = statusItemSchema.safeParse(item.runtimeOptions);
   return parsed.success ? parsed.data.task.state : null;
 }
@@ -296,7 +302,7 @@ async function streamTask(
         const changes = await subscriber.next();
         if (changes === null) break;
         for (const change of changes) {
-          const state = itemTaskState(change.item, scopeKey);
+          const state = changeTaskState(change, scopeKey);
           if (state === null || state === last) continue;
           last = state;
           if (!endsA2aStream(state)) {

@@ -51,6 +51,9 @@ function failingOnce(store: Store, step: Step, when: 'before' | 'after'): Store 
   });
 }
 
+const byId = (a: unknown, b: unknown) =>
+  String((a as { id: string }).id).localeCompare(String((b as { id: string }).id));
+
 const errors: string[] = [];
 const logger: Logger = {
   debug: () => {},
@@ -171,6 +174,27 @@ function relayCases(name: string, backend: () => Backend) {
       expect(await next.services.taskRelay.drain()).toBe(0);
       expect(await taskRelayReport(again, 'acme')).toEqual(before);
       expect(await again.verifyAudit('acme')).toMatchObject({ ok: true });
+    });
+
+    it("supersedes each task's previous status item: one live line per task", async () => {
+      current = backend();
+      const store = await openStore();
+      const hub = await start(store);
+      await someChanges(hub, 'lines');
+      const lines = (options: { includeSuperseded?: boolean }) =>
+        store.listItems(claw, { tags: ['task'], limit: 100, ...options });
+      const live = await lines({});
+      expect(live.map((item) => item.runtimeOptions.task).sort(byId)).toEqual(
+        (await store.listTasks('acme', { limit: 10 }))
+          .map((task) => ({
+            id: task.id,
+            state: task.state,
+            targetRuntime: task.targetRuntime,
+            origin: task.origin,
+          }))
+          .sort(byId),
+      );
+      expect(await lines({ includeSuperseded: true })).toHaveLength(8);
     });
 
     it('audit verification finds a task event without its audit records', async () => {

@@ -2,7 +2,7 @@ import type { Logger } from '@ctxbus/core';
 import { prepareParsedItem } from '@ctxbus/core';
 import type { Store, TaskOutboxEvent, WriteOutcome } from '@ctxbus/store';
 import { taskEventAudit } from './task-event-audit.js';
-import { taskEventStatusItem } from './task-status-item.js';
+import { taskEventItemId, taskEventStatusItem } from './task-status-item.js';
 
 // The task relay: the one place task events become status items and audit records.
 //
@@ -26,6 +26,7 @@ export type TaskRelayStore = Pick<
   | 'holdTaskRelay'
   | 'appendTaskEventAudit'
   | 'writeItems'
+  | 'getItem'
 >;
 
 export interface TaskRelayDeps {
@@ -195,14 +196,24 @@ export class TaskRelay {
     return events.length;
   }
 
-  /** Writes the event's status item (a repeat is `existing`) and hands it to the streams. */
+  /**
+   * Writes the event's status item, superseding the one of the task's event before (so a feed
+   * holds one live state line per task), and hands it to the streams. Nothing when it is
+   * written already (a retry after a crash).
+   */
   private async announce(outbox: TaskOutboxEvent): Promise<void> {
+    const { store } = this.deps;
     const { item, author } = taskEventStatusItem(outbox);
-    const prepared = prepareParsedItem(
-      item,
-      { teamId: outbox.teamId, runtime: author },
-      { now: this.deps.clock() },
-    );
-    this.deps.committed(await this.deps.store.writeItems([prepared]));
+    const writer = { teamId: outbox.teamId, runtime: author };
+    if (await store.getItem(writer, item.id as string)) return;
+    const previous =
+      outbox.previousSeq === null
+        ? null
+        : await store.getItem(writer, taskEventItemId(outbox.task.id, outbox.previousSeq));
+    const supersedes = previous?.supersededBy === null ? previous.id : undefined;
+    const prepared = prepareParsedItem({ ...item, ...(supersedes && { supersedes }) }, writer, {
+      now: this.deps.clock(),
+    });
+    this.deps.committed(await store.writeItems([prepared]));
   }
 }

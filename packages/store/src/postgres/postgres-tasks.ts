@@ -2,7 +2,7 @@ import type { NewTask, Task, TaskError, TaskEvent } from '@ctxbus/core';
 import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
 import type { PoolClient, QueryResultRow } from 'pg';
 import type { TaskEventOrigin, TaskOutboxColumns } from '../rows/task-outbox-row.js';
-import { outboxActor, taskOutboxFromRow } from '../rows/task-outbox-row.js';
+import { outboxActor, outboxColumns, taskOutboxFromRow } from '../rows/task-outbox-row.js';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
@@ -484,8 +484,9 @@ export class PostgresTasks implements TaskStore {
     this.assertOpen();
     const rows = await this.query<TaskOutboxColumns>(
       'read the task outbox',
-      `SELECT ${EVENT_COLUMNS}, team_id, kind, actor, task FROM ${this.s}.task_events
-        WHERE seq > $1 AND kind IS NOT NULL ORDER BY seq LIMIT $2`,
+      `SELECT ${EVENT_COLUMNS}, ${outboxColumns(`${this.s}.task_events`)}
+         FROM ${this.s}.task_events e WHERE e.seq > $1 AND e.kind IS NOT NULL
+        ORDER BY e.seq LIMIT $2`,
       [afterSeq, limit],
       true,
     );

@@ -19,7 +19,13 @@ export interface TaskOutboxColumns extends TaskEventColumns {
   kind: TaskEventKind;
   actor: string | null;
   task: Task;
+  previous_seq: number | null;
 }
+
+/** The outbox columns besides the event's own, for `table` (task_events) aliased `e`. */
+export const outboxColumns = (table: string) => `e.team_id, e.kind, e.actor, e.task,
+  (SELECT max(p.seq) FROM ${table} p WHERE p.task_rid = e.task_rid AND p.seq < e.seq)
+    AS previous_seq`;
 
 /** The event's actor column: the origin's actor, else the event's `by`. */
 export function outboxActor(origin: TaskEventOrigin, by: string): string {
@@ -29,6 +35,7 @@ export function outboxActor(origin: TaskEventOrigin, by: string): string {
 export function taskOutboxFromRow(row: TaskOutboxColumns): TaskOutboxEvent {
   return {
     event: taskEventFromRow(row),
+    previousSeq: row.previous_seq,
     teamId: row.team_id,
     kind: row.kind,
     actor: row.actor ?? row.by,

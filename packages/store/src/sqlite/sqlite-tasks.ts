@@ -2,7 +2,7 @@ import type { SQLInputValue } from 'node:sqlite';
 import type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from '@ctxbus/core';
 import { CtxbusError, isTerminalTaskState, WAITING_TASK_STATES } from '@ctxbus/core';
 import type { TaskEventOrigin, TaskOutboxColumns } from '../rows/task-outbox-row.js';
-import { outboxActor, taskOutboxFromRow } from '../rows/task-outbox-row.js';
+import { outboxActor, outboxColumns, taskOutboxFromRow } from '../rows/task-outbox-row.js';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
@@ -443,9 +443,9 @@ export class SqliteTasks implements TaskStore {
     this.connection.assertOpen();
     const rows = this.connection
       .statement(
-        `SELECT seq, task_id, team_id, at AS at_ms, from_state, to_state, by, note, kind, actor,
-                task
-           FROM task_events WHERE seq > ? AND kind IS NOT NULL ORDER BY seq LIMIT ?`,
+        `SELECT e.seq, e.task_id, e.at AS at_ms, e.from_state, e.to_state, e.by, e.note,
+                ${outboxColumns('task_events')}
+           FROM task_events e WHERE e.seq > ? AND e.kind IS NOT NULL ORDER BY e.seq LIMIT ?`,
       )
       .all(afterSeq, limit) as unknown as (Omit<TaskOutboxColumns, 'task'> & { task: string })[];
     return rows.map((row) => taskOutboxFromRow({ ...row, task: JSON.parse(row.task) as Task }));
