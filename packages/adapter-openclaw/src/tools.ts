@@ -1,6 +1,13 @@
 import type { CtxbusClient } from '@ctxbus/client';
-import type { ContextItemInput, Logger, Task, TaskEvent, TaskState } from '@ctxbus/core/contract';
-import { CtxbusError, capabilityNameSchema, TASK_LIMITS } from '@ctxbus/core/contract';
+import type { ContextItemInput, Logger, Task, TaskEvent } from '@ctxbus/core/contract';
+import {
+  CtxbusError,
+  capabilityNameSchema,
+  isTerminalTaskState,
+  TASK_LIMITS,
+  taskNeedsSomeone,
+  taskScopeKey,
+} from '@ctxbus/core/contract';
 import type { AnyToolDefinition, ContextBackend } from '@ctxbus/mcp/tools';
 import {
   callTool,
@@ -68,10 +75,6 @@ export function agentBackend(client: CtxbusClient, caller: Caller): ContextBacke
   };
 }
 
-const TERMINAL: ReadonlySet<TaskState> = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED']);
-/** States where waiting longer does not help: a human or the requester must act. */
-const NEEDS_SOMEONE: ReadonlySet<TaskState> = new Set(['AUTH_REQUIRED', 'INPUT_REQUIRED']);
-
 /**
  * Follows a task on the hub's stream (its status items, scope key `task:<id>`) until it ends,
  * needs a human, or `waitMs` pass; returns where it stands then. No polling: each change on the
@@ -86,7 +89,7 @@ export async function waitForTask(
   signal?: AbortSignal,
 ): Promise<{ task: Task; history: TaskEvent[] }> {
   let latest = await backend.task(id);
-  const settled = (task: Task) => TERMINAL.has(task.state) || NEEDS_SOMEONE.has(task.state);
+  const settled = (task: Task) => isTerminalTaskState(task.state) || taskNeedsSomeone(task.state);
   if (settled(latest.task) || waitMs <= 0) return latest;
   const controller = new AbortController();
   const stop = () => controller.abort();
@@ -104,7 +107,7 @@ export async function waitForTask(
   };
   try {
     const events = backend.stream({
-      scopeKey: `task:${id}`,
+      scopeKey: taskScopeKey(id),
       signal: controller.signal,
       onReady: () => {
         check().catch(() => undefined);
@@ -232,7 +235,7 @@ export function capabilityRequestTool(
       const next =
         task.state === 'AUTH_REQUIRED'
           ? `\nA human must approve it first (you cannot: the hub refuses agents' tokens). Ask your user to answer in Telegram, the dashboard, or at their terminal: ctxbus approve ${task.id} (or ctxbus deny ${task.id}).`
-          : TERMINAL.has(task.state)
+          : isTerminalTaskState(task.state)
             ? ''
             : '\nNot finished yet: follow it with task_status; its result also reaches your context.';
       return {

@@ -5,21 +5,15 @@ import type {
   Task,
   TaskState,
 } from '@ctxbus/core/contract';
+import { isTerminalTaskState, TASK_TAG, taskScopeKey, taskStatusOf } from '@ctxbus/core/contract';
 import type { StreamOptions } from './live-stream.js';
 import type { WebClient } from './web-client.js';
 
 /** The tag of every task status item, and the scope key of one task's. */
-export const TASK_TAG = 'task';
-export const taskScopeKey = (taskId: string) => `task:${taskId}`;
+/** The task status item's tag and decoder are core's (the hub writes what core encodes). */
+export { TASK_TAG, taskScopeKey, taskStatusOf } from '@ctxbus/core/contract';
 
-const TERMINAL_STATES: ReadonlySet<TaskState> = new Set([
-  'COMPLETED',
-  'FAILED',
-  'CANCELED',
-  'REJECTED',
-]);
-
-export const isTerminalState = (state: TaskState) => TERMINAL_STATES.has(state);
+export const isTerminalState = (state: TaskState) => isTerminalTaskState(state);
 
 export interface CapabilityRequest {
   title: string;
@@ -77,32 +71,6 @@ export function routingLine(routing: RoutingDecision): string {
   const runtime = routing.runtime ?? 'no runtime';
   const approval = routing.requiresApproval ? '; a human must approve it first' : '';
   return `Routing: ${routing.kind} -> ${runtime}: ${routing.reason.replace(/\.$/, '')}${approval}.`;
-}
-
-const STATES: ReadonlySet<string> = new Set([
-  'SUBMITTED',
-  'WORKING',
-  'INPUT_REQUIRED',
-  'AUTH_REQUIRED',
-  'COMPLETED',
-  'FAILED',
-  'CANCELED',
-  'REJECTED',
-]);
-
-/** The task a status item speaks for (its `runtimeOptions.task`), or null. */
-export function taskStatusOf(
-  item: ContextItem,
-): { taskId: string; state: TaskState; targetRuntime: string | null } | null {
-  if (!item.relevanceTags.includes(TASK_TAG)) return null;
-  const task = (item.runtimeOptions as { task?: Record<string, unknown> } | null)?.task;
-  if (!task || typeof task.id !== 'string' || typeof task.state !== 'string') return null;
-  if (!STATES.has(task.state)) return null;
-  return {
-    taskId: task.id,
-    state: task.state as TaskState,
-    targetRuntime: typeof task.targetRuntime === 'string' ? task.targetRuntime : null,
-  };
 }
 
 /**

@@ -237,6 +237,15 @@ export {
   UPDATE_TASK_STATES,
   updateTaskRequestSchema,
 } from './task-api-schemas.js';
+export type { TaskStatusReport } from './task-status-item.js';
+export {
+  NEEDS_SOMEONE_TASK_STATES,
+  TASK_TAG,
+  taskNeedsSomeone,
+  taskScopeKey,
+  taskStatusItem,
+  taskStatusOf,
+} from './task-status-item.js';
 export type {
   JsonObject,
   NewTask,

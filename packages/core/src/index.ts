@@ -77,6 +77,7 @@ export {
   summarizeSteps,
 } from './context-optimizer.js';
 export * from './contract.js';
+export { stableId } from './decision-capture.js';
 export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
 export { parseCapabilities } from './parse-capabilities.js';
 export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';

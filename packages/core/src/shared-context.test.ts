@@ -111,6 +111,7 @@ describe('selectSharedContext with the task store', () => {
       type: 'status',
       title,
       scopeKey: `task:${taskId(n)}`,
+      relevanceTags: ['task'],
       urgency,
       runtimeOptions: { task: { id: taskId(n), state } },
     });

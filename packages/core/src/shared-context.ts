@@ -3,6 +3,7 @@ import type { ContextItem, ContextType } from './context-item.js';
 import { URGENCY_RANK } from './context-item.js';
 import type { ListOptions } from './item-filter.js';
 import { applyListOptions, itemMatches } from './item-filter.js';
+import { taskStatusOf } from './task-status-item.js';
 import type { Task } from './tasks.js';
 import { truncateToTokens } from './tokens.js';
 
@@ -124,11 +125,9 @@ function hubTaskIdOf(item: ContextItem): string | undefined {
 
 /** The hub task a status item reports (`runtimeOptions.task`), with the state it reports. */
 function reportedTask(item: ContextItem): { id: string; state: string } | null {
-  if (item.type !== 'status') return null;
   const id = hubTaskIdOf(item);
-  const reported = (item.runtimeOptions as { task?: { id?: unknown; state?: unknown } } | null)
-    ?.task;
-  if (id === undefined || reported?.id !== id || typeof reported.state !== 'string') return null;
+  const reported = taskStatusOf(item);
+  if (id === undefined || reported?.taskId !== id) return null;
   return { id, state: reported.state };
 }
 

@@ -48,8 +48,9 @@ import { subscriptionRoutes } from './routes/subscription-routes.js';
 import { taskRoutes } from './routes/task-routes.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
 import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
-import { AuditRecorder } from './tasks/audit-recorder.js';
-import { HUB_RUNTIME, TaskService } from './tasks/task-service.js';
+import { TaskLifecycle } from './tasks/task-lifecycle.js';
+import type { TaskRelayOptions } from './tasks/task-relay.js';
+import { TaskRelay } from './tasks/task-relay.js';
 import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
 import { DEFAULT_WEBHOOK_OPTIONS, PushDispatcher } from './webhooks/push-dispatcher.js';
@@ -99,6 +100,8 @@ export interface HubOptions {
   presence?: PresenceOptions;
   /** Between sweeps for lost leases and tasks past their wait (default 1 s). */
   taskSweepMs?: number;
+  /** The task relay's batch and retry delays (task-relay.ts). */
+  taskRelay?: TaskRelayOptions;
   /**
    * The hub's public base URL, for the URLs in its A2A Agent Cards. Without it a card names
    * the request's origin when that is a loopback name, and is refused (503) otherwise.
@@ -245,6 +248,16 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     capabilities.close();
     throw error;
   }
+  const taskRelay = new TaskRelay(
+    {
+      store: options.store,
+      clock,
+      logger,
+      committed: (outcomes) => feed.committed(outcomes),
+    },
+    options.taskRelay,
+  );
+  const presence = new PresenceRegistry(clock, options.presence);
   const services: HubServices = {
     store: options.store,
     feed,
@@ -261,10 +274,18 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       ? new HubEmbeddings(options.store, logger, options.embeddings)
       : null,
     capabilities,
-    presence: new PresenceRegistry(clock, options.presence),
+    presence,
     approvalKey: options.approvalKey ?? ephemeralApprovalKey(),
     approvalTtlMs: options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
-    audit: new AuditRecorder({ store: options.store, clock, logger }),
+    tasks: new TaskLifecycle({
+      store: options.store,
+      capabilities,
+      presence,
+      clock,
+      committed: (outcomes) => feed.committed(outcomes),
+      relay: taskRelay,
+    }),
+    taskRelay,
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -419,22 +440,11 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       ? new LifecycleSweeper(options.store, clock, logger, options.retention)
       : null;
   sweeper?.start();
-  const taskService = new TaskService(services);
+  taskRelay.start();
   const taskSweeper =
     (options.sweep ?? true)
       ? new TaskSweeper(
-          {
-            store: options.store,
-            clock,
-            logger,
-            publish: async ({ task, event }) => {
-              await taskService.publish(task, HUB_RUNTIME, event.note);
-              await services.audit.taskState(task, event);
-              if (task.error?.code === 'approval_expired') {
-                await services.audit.approval(task, 'expired', event.by);
-              }
-            },
-          },
+          { lifecycle: services.tasks, clock, logger },
           options.taskSweepMs ?? DEFAULT_TASK_SWEEP_MS,
         )
       : null;
@@ -448,6 +458,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       clearInterval(streamGuard);
       await sweeper?.close();
       await taskSweeper?.close();
+      await taskRelay.close();
       await services.dispatcher?.close();
       await services.embeddings?.close();
       feed.close();

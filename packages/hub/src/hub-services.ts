@@ -6,7 +6,8 @@ import type { PresenceRegistry } from './capabilities/presence-registry.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
-import type { AuditRecorder } from './tasks/audit-recorder.js';
+import type { TaskLifecycle } from './tasks/task-lifecycle.js';
+import type { TaskRelay } from './tasks/task-relay.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
 /** What route handlers work with. */
@@ -35,6 +36,8 @@ export interface HubServices {
   approvalKey: ApprovalKey;
   /** How long an approval request waits for an answer, and how long a signed approval lasts. */
   approvalTtlMs: number;
-  /** The audit log's writer: routing decisions, task changes, executions, approvals. */
-  audit: AuditRecorder;
+  /** The only way tasks change (each change is one event: announced and audited once). */
+  tasks: TaskLifecycle;
+  /** Turns task events into status items and audit records (see task-relay.ts). */
+  taskRelay: TaskRelay;
 }

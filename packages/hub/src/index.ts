@@ -18,4 +18,6 @@ export type { RunningHub, StartHubOptions } from './start-hub.js';
 export { startHub } from './start-hub.js';
 export type { ApprovalKey } from './tasks/approval-key.js';
 export { DEFAULT_APPROVAL_TTL_MS, loadApprovalKey } from './tasks/approval-key.js';
+export type { TaskRelayReport } from './tasks/task-relay-report.js';
+export { taskRelayReport } from './tasks/task-relay-report.js';
 export type { WebhookOptions } from './webhooks/push-dispatcher.js';

@@ -16,6 +16,7 @@ import type {
   Change,
   ChangeLog,
   ClaimTaskOptions,
+  CompleteTaskOptions,
   CreateTaskOutcome,
   DeadLetter,
   EmbeddingSource,
@@ -39,6 +40,8 @@ import type {
   SubscriptionStore,
   SweepOptions,
   SweepResult,
+  TaskOutboxEvent,
+  TaskRelayCursor,
   TaskStore,
   TaskTransition,
   TaskWithHistory,
@@ -211,7 +214,7 @@ export abstract class ComposedStore implements Store {
     id: string,
     token: number,
     result: unknown,
-    options?: LeaseHolderOptions,
+    options?: CompleteTaskOptions,
   ): Promise<Task> {
     return this.domains.tasks.completeTask(teamId, id, token, result, options);
   }
@@ -246,8 +249,33 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.expireApprovals(now, options);
   }
 
+  listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]> {
+    return this.domains.tasks.listTaskOutbox(afterSeq, limit);
+  }
+
+  taskRelayCursor(): Promise<TaskRelayCursor> {
+    return this.domains.tasks.taskRelayCursor();
+  }
+
+  advanceTaskRelay(seq: number): Promise<void> {
+    return this.domains.tasks.advanceTaskRelay(seq);
+  }
+
+  holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
+    return this.domains.tasks.holdTaskRelay(work);
+  }
+
   appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord> {
     return this.domains.audit.appendAudit(teamId, event, now);
+  }
+
+  appendTaskEventAudit(
+    teamId: string,
+    eventSeq: number,
+    events: readonly AuditEvent[],
+    now: string,
+  ): Promise<AuditRecord[]> {
+    return this.domains.audit.appendTaskEventAudit(teamId, eventSeq, events, now);
   }
 
   listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]> {

@@ -388,6 +388,47 @@ export interface LeaseHolderOptions {
 export interface FailTaskOptions extends LeaseHolderOptions {
   /** Put it back in the queue while attempts remain (else, or without it, FAILED). */
   retry?: boolean;
+  /** Who reports it (the worker's runtime), kept on the event for the relay (default: `by`). */
+  actor?: string;
+}
+
+export interface CompleteTaskOptions extends LeaseHolderOptions {
+  /** Who reports it (the worker's runtime), kept on the event for the relay (default: `by`). */
+  actor?: string;
+}
+
+/** What made a task event: the store operation that recorded it. */
+export type TaskEventKind =
+  | 'created'
+  | 'claimed'
+  | 'completed'
+  | 'failed'
+  | 'updated'
+  | 'canceled'
+  | 'lease-expired'
+  | 'wait-expired'
+  | 'approval-expired';
+
+/**
+ * A task event as the outbox holds it: the event, what made it, who (a runtime, an admin, or
+ * the hub for sweeps) and the task as the change left it. The hub's relay derives the task's
+ * status item and audit records from this alone.
+ */
+export interface TaskOutboxEvent {
+  event: TaskEvent;
+  /** The sequence of the task's event before this one (null: this is its first). */
+  previousSeq: number | null;
+  teamId: string;
+  kind: TaskEventKind;
+  actor: string;
+  task: Task;
+}
+
+/** Where the task relay stands: every event up to `seq` is relayed; `since`: the outbox's start. */
+export interface TaskRelayCursor {
+  seq: number;
+  /** The last event recorded before the outbox existed (those are never relayed). */
+  since: number;
 }
 
 export interface UpdateTaskPatch {
@@ -468,7 +509,7 @@ export interface TaskStore {
     id: string,
     token: number,
     result: unknown,
-    options?: LeaseHolderOptions,
+    options?: CompleteTaskOptions,
   ): Promise<Task>;
   /**
    * WORKING -> FAILED with the error; with `retry` while attempts remain, back to SUBMITTED
@@ -497,6 +538,20 @@ export interface TaskStore {
    * deny): REJECTED with code `approval_expired`, the approval marked `expired`.
    */
   expireApprovals(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
+  /**
+   * The outbox: events after `afterSeq` (every team's, oldest first, at most `limit`), each
+   * with what the relay needs. Events recorded before the outbox existed are left out.
+   */
+  listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]>;
+  /** The relay's durable cursor. */
+  taskRelayCursor(): Promise<TaskRelayCursor>;
+  /** Moves the cursor to `seq` (never back). */
+  advanceTaskRelay(seq: number): Promise<void>;
+  /**
+   * Runs `work` as the only relay of this database while it runs (on PostgreSQL a lock every
+   * hub tries; on SQLite one per store): `{ value }`, or null when another holds it.
+   */
+  holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null>;
 }
 
 export interface ListAuditOptions {
@@ -524,11 +579,23 @@ export interface VerifyAuditOptions {
 export interface AuditLog {
   /** Validates the event, links it to the team's head and stores it at `now` (ISO). */
   appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord>;
+  /**
+   * Appends the records derived from task event `eventSeq` in one transaction, once: the
+   * event's mark (audit_task_events) refuses a second append, which returns [] and writes
+   * nothing.
+   */
+  appendTaskEventAudit(
+    teamId: string,
+    eventSeq: number,
+    events: readonly AuditEvent[],
+    now: string,
+  ): Promise<AuditRecord[]>;
   /** In sequence order (oldest first). */
   listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]>;
   /**
    * Reads the team's whole chain in pages and checks it; also that it reaches the head the
-   * store keeps (records removed from the end are found too).
+   * store keeps (records removed from the end are found too), and that every task event of
+   * the team the relay has passed has its records (a hole is `ok: false`).
    */
   verifyAudit(teamId: string, options?: VerifyAuditOptions): Promise<AuditVerification>;
 }

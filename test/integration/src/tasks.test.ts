@@ -134,14 +134,19 @@ describe('tasks routed and run through the hub', () => {
       'COMPLETED',
     ]);
 
-    const states = () =>
+    // Each state is added once; each new line supersedes the task's line before it.
+    const states = (kind: string) =>
       stream
         .items()
-        .filter((event) => event.item.scopeKey === `task:${id}`)
+        .filter((event) => event.event === kind && event.item.scopeKey === `task:${id}`)
         .map((event) => event.item.runtimeOptions.task.state);
-    await stream.waitFor(() => states().includes('COMPLETED'));
-    expect(states()).toEqual(['SUBMITTED', 'WORKING', 'COMPLETED']);
-    const last = stream.items().at(-1)?.item;
+    await stream.waitFor(() => states('context-superseded').includes('WORKING'));
+    expect(states('context-added')).toEqual(['SUBMITTED', 'WORKING', 'COMPLETED']);
+    expect(states('context-superseded')).toEqual(['SUBMITTED', 'WORKING']);
+    const last = stream
+      .items()
+      .filter((event) => event.event === 'context-added')
+      .at(-1)?.item;
     expect(last.relevanceTags).toEqual(expect.arrayContaining(['task', 'completed']));
     stream.close();
 

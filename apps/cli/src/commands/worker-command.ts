@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError, taskStatusOf } from '@ctxbus/core/contract';
 import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
 import type { Command } from 'commander';
 import { pino } from 'pino';
@@ -49,8 +49,9 @@ export function hubApi(client: CtxbusClient): WorkerHubApi {
     async taskSignals(signal, onSignal) {
       const events = client.stream({ tags: 'task', signal, onReady: onSignal });
       for await (const event of events) {
-        const task = (event.item.runtimeOptions as { task?: { state?: string } }).task;
-        if (task?.state === 'SUBMITTED') onSignal();
+        // A new SUBMITTED line (a superseded one reports an older state).
+        if (event.event !== 'context-added') continue;
+        if (taskStatusOf(event.item)?.state === 'SUBMITTED') onSignal();
       }
     },
   };

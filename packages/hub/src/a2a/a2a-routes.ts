@@ -5,6 +5,7 @@ import {
   isTerminalTaskState,
   runtimeNameSchema,
   TASK_STATES,
+  TASK_TAG,
   taskIdSchema,
 } from '@ctxbus/core';
 import type { Context } from 'hono';
@@ -15,7 +16,6 @@ import type { AnyRouteDefinition } from '../route-definition.js';
 import { defineRoute } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
-import { TASK_TAG, TaskService } from '../tasks/task-service.js';
 import { cardBaseUrl } from './a2a-base-url.js';
 import type { JsonRpcId } from './a2a-json-rpc.js';
 import {
@@ -39,7 +39,7 @@ import {
 
 // A2A 1.0 over the hub's own task store: Agent Cards derived from the capability matrix, and
 // a JSON-RPC endpoint (SendMessage, SendStreamingMessage, GetTask, CancelTask,
-// SubscribeToTask) whose tasks are ctxbus tasks, routed by TaskService like POST /api/tasks
+// SubscribeToTask) whose tasks are ctxbus tasks, routed by the task lifecycle like POST /api/tasks
 // and streamed from the change feed (each task change is a status item).
 //
 // Written by hand with zod rather than with @a2a-js/sdk's server: its DefaultRequestHandler
@@ -118,20 +118,13 @@ async function cancel(services: HubServices, viewer: Viewer, id: string): Promis
   if (isTerminalTaskState(before.state)) throw refuse(before.state);
   let task: Task;
   try {
-    task = await services.store.cancelTask(viewer.teamId, id, viewer.runtime, 'canceled over A2A');
+    task = await services.tasks.cancel(viewer.teamId, id, viewer.runtime, 'canceled over A2A');
   } catch (error) {
     if (CtxbusError.isInstance(error) && error.code === 'conflict') {
       throw refuse((await findTask(services, viewer, id)).state);
     }
     throw error;
   }
-  // Audit (issue 12): every state change is recorded.
-  await services.audit.taskState(task, {
-    from: before.state,
-    by: viewer.runtime,
-    note: 'canceled over A2A',
-  });
-  await new TaskService(services).publish(task, viewer.runtime, 'canceled over A2A');
   return task;
 }
 
@@ -155,7 +148,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       const request = parseParams(sendMessageParamsSchema, params, method);
       rejectContinuation(request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
-      const start = async () => (await new TaskService(services).create(viewer, create)).task;
+      const start = async () => (await services.tasks.create(viewer, create)).task;
       if (request.configuration?.returnImmediately === true)
         return { task: toA2aTask(await start()) };
       return { task: toA2aTask(await awaitSettled(call, start)) };
@@ -172,10 +165,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       const request = parseParams(sendMessageParamsSchema, params, method);
       rejectContinuation(request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
-      return streamTask(
-        call,
-        async () => (await new TaskService(services).create(viewer, create)).task,
-      );
+      return streamTask(call, async () => (await services.tasks.create(viewer, create)).task);
     }
     case 'SubscribeToTask': {
       const { id } = parseParams(taskIdRequestSchema, params, method);
@@ -246,7 +236,7 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
     while (!endsA2aStream(state)) {
       const changes = await subscriber.next();
       if (changes === null) break;
-      for (const change of changes) state = itemTaskState(change.item, scopeKey) ?? state;
+      for (const change of changes) state = changeTaskState(change, scopeKey) ?? state;
     }
     return (await services.store.getTask(viewer.teamId, task.id))?.task ?? task;
   } finally {
@@ -257,9 +247,15 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
 
 const statusItemSchema = z.object({ task: z.object({ state: z.enum(TASK_STATES) }) });
 
-/** The task state a change's item was written for, when it is that task's status item. */
-function itemTaskState(item: ContextItem, scopeKey: string): TaskState | null {
-  if (item.scopeKey !== scopeKey) return null;
+/**
+ * The task state a change's item was written for, when the change adds that task's status
+ * item (a status item superseded by the next one reports an older state).
+ */
+function changeTaskState(
+  { kind, item }: { kind: string; item: ContextItem },
+  scopeKey: string,
+): TaskState | null {
+  if (kind !== 'added' || item.scopeKey !== scopeKey) return null;
   const parsed = statusItemSchema.safeParse(item.runtimeOptions);
   return parsed.success ? parsed.data.task.state : null;
 }
@@ -306,7 +302,7 @@ async function streamTask(
         const changes = await subscriber.next();
         if (changes === null) break;
         for (const change of changes) {
-          const state = itemTaskState(change.item, scopeKey);
+          const state = changeTaskState(change, scopeKey);
           if (state === null || state === last) continue;
           last = state;
           if (!endsA2aStream(state)) {

@@ -12,7 +12,6 @@ import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
-import { TaskService } from '../tasks/task-service.js';
 
 // A human approves exactly one command: the worker that was refused it asks (the task waits in
 // AUTH_REQUIRED, showing the command to every runtime as a blocking item), a person answers
@@ -51,11 +50,16 @@ async function refused(
   error: CtxbusError,
 ): Promise<never> {
   // Audit (issue 12): who tried to decide what, and why it was refused.
-  await services.audit.approval({ id: taskId, teamId }, 'refused', runtime, {
-    decision,
-    runtime,
-    ...(error.details as Record<string, unknown>),
-    message: error.message,
+  await services.tasks.recordRefusal(teamId, {
+    kind: 'approval.refused',
+    actor: runtime,
+    subject: taskId,
+    data: {
+      decision,
+      runtime,
+      ...(error.details as Record<string, unknown>),
+      message: error.message,
+    },
   });
   throw error;
 }
@@ -227,24 +231,13 @@ export const approvalRoutes = [
         token: null,
       };
       const note = body.note ?? `approve or deny: ${request.argv.join(' ')} in ${request.cwd}`;
-      const task = await services.store.updateTask(viewer.teamId, params.id, {
+      const task = await services.tasks.move(viewer.teamId, params.id, {
         state: 'AUTH_REQUIRED',
         by: viewer.runtime,
         token: body.token,
         holder: viewer.runtime,
         note,
         approval,
-      });
-      await new TaskService(services).publish(task, viewer.runtime, note);
-      // Audit (issue 12)
-      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime, note });
-      await services.audit.approval(task, 'requested', viewer.runtime, {
-        argv: request.argv,
-        cwd: request.cwd,
-        scriptHash: request.scriptHash,
-        because: request.because,
-        digest: request.digest,
-        expiresAt: approval.expiresAt,
       });
       return { status: 200, body: { task } };
     },
@@ -285,7 +278,7 @@ export const approvalRoutes = [
         },
         now.getTime(),
       );
-      const updated = await services.store.updateTask(who.teamId, task.id, {
+      const updated = await services.tasks.move(who.teamId, task.id, {
         state: 'SUBMITTED',
         by: who.by,
         note: body.note ?? 'approved',
@@ -297,21 +290,6 @@ export const approvalRoutes = [
           note: body.note ?? null,
           token,
         },
-      });
-      await new TaskService(services).publish(
-        updated,
-        who.runtime ?? task.origin,
-        `approved by ${who.by}`,
-      );
-      // Audit (issue 12)
-      await services.audit.approval(updated, 'granted', who.by, {
-        digest,
-        note: body.note ?? null,
-      });
-      await services.audit.taskState(updated, {
-        from: 'AUTH_REQUIRED',
-        by: who.by,
-        note: body.note ?? 'approved',
       });
       return { status: 200, body: { task: updated } };
     },
@@ -339,7 +317,7 @@ export const approvalRoutes = [
       checkDigest(task, body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
-      const updated = await services.store.updateTask(who.teamId, task.id, {
+      const updated = await services.tasks.move(who.teamId, task.id, {
         state: 'REJECTED',
         by: who.by,
         note: body.note ?? 'denied',
@@ -351,21 +329,6 @@ export const approvalRoutes = [
           decidedAt: now.toISOString(),
           note: body.note ?? null,
         },
-      });
-      await new TaskService(services).publish(
-        updated,
-        who.runtime ?? task.origin,
-        `denied by ${who.by}`,
-      );
-      // Audit (issue 12)
-      await services.audit.approval(updated, 'denied', who.by, {
-        digest: approval.request.digest,
-        note: body.note ?? null,
-      });
-      await services.audit.taskState(updated, {
-        from: 'AUTH_REQUIRED',
-        by: who.by,
-        note: body.note ?? 'denied',
       });
       return { status: 200, body: { task: updated } };
     },

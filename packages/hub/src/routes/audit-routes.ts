@@ -68,7 +68,7 @@ export const auditRoutes = [
     operationId: 'verifyAudit',
     summary: "Check the team's audit chain end to end",
     description:
-      'Reads the whole chain in pages and recomputes every hash: `{ok: true, records, head}` when it is intact, else `{ok: false, seq, reason}` naming the first record that was changed, removed or moved (also records removed from the end). A broken chain is a 200 with `ok: false`: the check itself worked.',
+      'Reads the whole chain in pages and recomputes every hash: `{ok: true, records, head}` when it is intact, else `{ok: false, seq, reason}` naming the first record that was changed, removed or moved (also records removed from the end). It also checks that every task event the hub has relayed has its records (a hole names the task event). A broken chain is a 200 with `ok: false`: the check itself worked.',
     tags: ['audit'],
     auth: 'any-token',
     query: verifyAuditQuerySchema,

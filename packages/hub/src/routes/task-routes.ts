@@ -21,7 +21,6 @@ import {
 } from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
-import { TaskService } from '../tasks/task-service.js';
 import { taskViewFor, taskViewsFor } from '../tasks/task-view.js';
 
 function notFound(id: string): CtxbusError {
@@ -44,7 +43,7 @@ async function refusedReport(
     CtxbusError.isInstance(error) &&
     (error.details as { reason?: unknown } | undefined)?.reason === 'not_lease_holder'
   ) {
-    await services.audit.record(viewer.teamId, {
+    await services.tasks.recordRefusal(viewer.teamId, {
       kind: 'task.report-refused',
       actor: viewer.runtime,
       subject: id,
@@ -78,7 +77,7 @@ export const taskRoutes = [
       201: { description: 'The task, routed.', schema: createTaskResponseSchema },
     },
     async handler({ body, viewer, services }) {
-      const outcome = await new TaskService(services).create(viewer, body);
+      const outcome = await services.tasks.create(viewer, body);
       return {
         status: outcome.status === 'created' ? 201 : 200,
         body: {
@@ -146,23 +145,7 @@ export const taskRoutes = [
       409: { description: 'The task already ended otherwise.' },
     },
     async handler({ params, body, viewer, services }) {
-      const before = await services.store.getTask(viewer.teamId, params.id);
-      if (!before) throw notFound(params.id);
-      const task = await services.store.cancelTask(
-        viewer.teamId,
-        params.id,
-        viewer.runtime,
-        body.note,
-      );
-      if (before.task.state !== 'CANCELED') {
-        await new TaskService(services).publish(task, viewer.runtime, body.note ?? null);
-        // Audit (issue 12)
-        await services.audit.taskState(task, {
-          from: before.task.state,
-          by: viewer.runtime,
-          note: body.note ?? null,
-        });
-      }
+      const task = await services.tasks.cancel(viewer.teamId, params.id, viewer.runtime, body.note);
       return { status: 200, body: { task: taskViewFor(task, viewer.runtime) } };
     },
   }),
@@ -180,26 +163,13 @@ export const taskRoutes = [
       200: { description: 'The claimed task, or null.', schema: claimTaskResponseSchema },
     },
     async handler({ body, viewer, services }) {
-      const task = await services.store.claimTask({
+      const task = await services.tasks.claim({
         teamId: viewer.teamId,
         runtime: viewer.runtime,
         workerId: body.workerId,
         leaseMs: body.leaseMs,
         ...(body.capabilities && { capabilities: body.capabilities }),
       });
-      if (task) {
-        await new TaskService(services).publish(
-          task,
-          viewer.runtime,
-          `claimed by ${body.workerId}`,
-        );
-        // Audit (issue 12)
-        await services.audit.taskState(task, {
-          from: 'SUBMITTED',
-          by: viewer.runtime,
-          note: `claimed by ${body.workerId}`,
-        });
-      }
       return { status: 200, body: { task } };
     },
   }),
@@ -218,10 +188,8 @@ export const taskRoutes = [
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store
-        .renewLease(viewer.teamId, params.id, body.token, body.leaseMs, {
-          holder: viewer.runtime,
-        })
+      const task = await services.tasks
+        .renew(viewer.teamId, params.id, body.token, body.leaseMs, viewer.runtime)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'renew', error));
       return { status: 200, body: { task } };
     },
@@ -262,7 +230,7 @@ export const taskRoutes = [
       if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
         throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
       }
-      await new TaskService(services).publish(task, viewer.runtime, null, body.output);
+      await services.tasks.announce(task, viewer.runtime, null, body.output);
       return { status: 200, body: { task } };
     },
   }),
@@ -281,18 +249,9 @@ export const taskRoutes = [
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store
-        .completeTask(viewer.teamId, params.id, body.token, body.result, {
-          holder: viewer.runtime,
-        })
+      const task = await services.tasks
+        .complete(viewer.teamId, params.id, body.token, body.result, viewer.runtime)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'complete', error));
-      await new TaskService(services).publish(task, viewer.runtime, null);
-      // Audit (issue 12)
-      await services.audit.taskState(task, { from: 'WORKING', by: viewer.runtime });
-      await services.audit.executionFinished(task, viewer.runtime, {
-        outcome: 'completed',
-        result: body.result,
-      });
       return { status: 200, body: { task } };
     },
   }),
@@ -311,23 +270,12 @@ export const taskRoutes = [
       409: { description: STALE },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await services.store
-        .failTask(viewer.teamId, params.id, body.token, body.error, {
-          holder: viewer.runtime,
+      const task = await services.tasks
+        .fail(viewer.teamId, params.id, body.token, body.error, {
           ...(body.retry !== undefined && { retry: body.retry }),
+          actor: viewer.runtime,
         })
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'fail', error));
-      await new TaskService(services).publish(task, viewer.runtime, body.error.message);
-      // Audit (issue 12)
-      await services.audit.taskState(task, {
-        from: 'WORKING',
-        by: viewer.runtime,
-        note: body.error.message,
-      });
-      await services.audit.executionFinished(task, viewer.runtime, {
-        outcome: task.state === 'SUBMITTED' ? 'requeued' : 'failed',
-        error: body.error,
-      });
       return { status: 200, body: { task } };
     },
   }),
@@ -348,7 +296,7 @@ export const taskRoutes = [
       409: { description: `${STALE} Or a state an update never sets.` },
     },
     async handler({ params, body, viewer, services }) {
-      const task = await new TaskService(services)
+      const task = await services.tasks
         .update(viewer, params.id, body)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'update', error));
       return { status: 200, body: { task: taskViewFor(task, viewer.runtime) } };

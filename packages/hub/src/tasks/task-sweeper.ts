@@ -5,15 +5,10 @@ import type { TaskTransition } from '@ctxbus/store';
 export const DEFAULT_TASK_SWEEP_MS = 1_000;
 
 export interface TaskSweeperDeps {
-  store: {
-    expireLeases(now: string): Promise<TaskTransition[]>;
-    expireWaiting(now: string): Promise<TaskTransition[]>;
-    expireApprovals(now: string): Promise<TaskTransition[]>;
-  };
+  /** The task lifecycle's sweeps (each change is announced and audited by the relay). */
+  lifecycle: { sweep(now: string): Promise<TaskTransition[]> };
   clock: () => Date;
   logger: Logger;
-  /** Publishes a change the sweep made (the task's status item). */
-  publish(transition: TaskTransition): Promise<void>;
 }
 
 /**
@@ -43,13 +38,7 @@ export class TaskSweeper {
     this.running ??= (async () => {
       if (this.closed) return;
       const now = this.deps.clock().toISOString();
-      const changed = [
-        ...(await this.deps.store.expireLeases(now)),
-        ...(await this.deps.store.expireWaiting(now)),
-        ...(await this.deps.store.expireApprovals(now)),
-      ];
-      moved = changed.length;
-      for (const transition of changed) await this.deps.publish(transition);
+      moved = (await this.deps.lifecycle.sweep(now)).length;
       if (moved > 0) this.deps.logger.info({ moved }, 'task sweep');
     })()
       .catch((error: unknown) => this.deps.logger.error({ err: error }, 'task sweep failed'))

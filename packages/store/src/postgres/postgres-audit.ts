@@ -1,6 +1,7 @@
 import type { AuditEvent, AuditRecord, AuditVerification } from '@ctxbus/core';
 import { AUDIT_GENESIS, CtxbusError, chainAuditRecord } from '@ctxbus/core';
-import type { AuditRow } from '../rows/audit-row.js';
+import type { PoolClient } from 'pg';
+import type { AuditRow, UnauditedTaskEvent } from '../rows/audit-row.js';
 import {
   AUDIT_COLUMNS,
   auditFromRow,
@@ -8,6 +9,7 @@ import {
   checkAuditNow,
   normalizedAuditEvent,
   verifyAuditPages,
+  withTaskEventCoverage,
 } from '../rows/audit-row.js';
 import type { AuditLog, ListAuditOptions, VerifyAuditOptions } from '../store.js';
 import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
@@ -40,48 +42,89 @@ export class PostgresAudit implements AuditLog {
 
   async appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord> {
     this.assertOpen();
-    const { dataText, ...content } = normalizedAuditEvent(event);
+    const normalized = normalizedAuditEvent(event);
     const at = checkAuditNow(now);
-    return this.transaction('append to the audit log', async (client) => {
-      // One statement makes sure the head row exists, locks it and reads it (ON CONFLICT DO
-      // UPDATE locks the row it meets); one more writes the record and moves the head. The
-      // lock is held for that statement and the commit only.
-      const head = (
-        await client.query<HeadRow>(
-          `INSERT INTO ${this.s}.audit_heads AS h (team_id, seq, hash) VALUES ($1, 0, $2)
-           ON CONFLICT (team_id) DO UPDATE SET seq = h.seq
-           RETURNING seq, hash`,
-          [teamId, AUDIT_GENESIS],
-        )
-      ).rows[0];
-      if (!head) throw new CtxbusError('internal', `no audit head for team ${teamId}`);
-      const headSeq = Number(head.seq);
-      const record = chainAuditRecord(headSeq === 0 ? null : ({ hash: head.hash } as AuditRecord), {
-        seq: headSeq + 1,
-        teamId,
-        at,
-        ...content,
-      });
-      await client.query(
-        `WITH appended AS (
-           INSERT INTO ${this.s}.audit_log (${AUDIT_COLUMNS})
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         )
-         UPDATE ${this.s}.audit_heads SET seq = $2, hash = $9 WHERE team_id = $1`,
-        [
-          teamId,
-          record.seq,
-          at,
-          record.kind,
-          record.actor,
-          record.subject,
-          dataText,
-          record.prevHash,
-          record.hash,
-        ],
+    return this.transaction('append to the audit log', (client) =>
+      this.append(client, teamId, normalized, at),
+    );
+  }
+
+  /**
+   * The event's mark goes first: a second append of the same event waits on it (the primary
+   * key) until the first commits, then finds it and writes nothing.
+   */
+  async appendTaskEventAudit(
+    teamId: string,
+    eventSeq: number,
+    events: readonly AuditEvent[],
+    now: string,
+  ): Promise<AuditRecord[]> {
+    this.assertOpen();
+    const normalized = events.map(normalizedAuditEvent);
+    const at = checkAuditNow(now);
+    return this.transaction('append a task event to the audit log', async (client) => {
+      const marked = await client.query(
+        `INSERT INTO ${this.s}.audit_task_events (event_seq, team_id, audit_seq)
+         VALUES ($1, $2, 0) ON CONFLICT (event_seq) DO NOTHING RETURNING event_seq`,
+        [eventSeq, teamId],
       );
-      return record;
+      if (marked.rowCount === 0) return [];
+      const records: AuditRecord[] = [];
+      for (const event of normalized) records.push(await this.append(client, teamId, event, at));
+      await client.query(
+        `UPDATE ${this.s}.audit_task_events SET audit_seq = $2 WHERE event_seq = $1`,
+        [eventSeq, records.at(-1)?.seq ?? 0],
+      );
+      return records;
     });
+  }
+
+  /**
+   * One statement makes sure the head row exists, locks it and reads it (ON CONFLICT DO UPDATE
+   * locks the row it meets); one more writes the record and moves the head. The lock is held
+   * until the caller's transaction commits.
+   */
+  private async append(
+    client: PoolClient,
+    teamId: string,
+    { dataText, ...content }: ReturnType<typeof normalizedAuditEvent>,
+    at: string,
+  ): Promise<AuditRecord> {
+    const head = (
+      await client.query<HeadRow>(
+        `INSERT INTO ${this.s}.audit_heads AS h (team_id, seq, hash) VALUES ($1, 0, $2)
+         ON CONFLICT (team_id) DO UPDATE SET seq = h.seq
+         RETURNING seq, hash`,
+        [teamId, AUDIT_GENESIS],
+      )
+    ).rows[0];
+    if (!head) throw new CtxbusError('internal', `no audit head for team ${teamId}`);
+    const headSeq = Number(head.seq);
+    const record = chainAuditRecord(headSeq === 0 ? null : ({ hash: head.hash } as AuditRecord), {
+      seq: headSeq + 1,
+      teamId,
+      at,
+      ...content,
+    });
+    await client.query(
+      `WITH appended AS (
+         INSERT INTO ${this.s}.audit_log (${AUDIT_COLUMNS})
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       )
+       UPDATE ${this.s}.audit_heads SET seq = $2, hash = $9 WHERE team_id = $1`,
+      [
+        teamId,
+        record.seq,
+        at,
+        record.kind,
+        record.actor,
+        record.subject,
+        dataText,
+        record.prevHash,
+        record.hash,
+      ],
+    );
+    return record;
   }
 
   async listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]> {
@@ -97,11 +140,27 @@ export class PostgresAudit implements AuditLog {
       `SELECT seq, hash FROM ${this.s}.audit_heads WHERE team_id = $1`,
       [teamId],
     );
-    return verifyAuditPages(
+    const chain = await verifyAuditPages(
       (afterSeq, limit) => this.page(teamId, afterSeq, limit),
       Number(head?.seq ?? 0),
       options.pageSize,
     );
+    return withTaskEventCoverage(chain, chain.ok ? await this.firstUnaudited(teamId) : undefined);
+  }
+
+  /** The team's first task event the relay passed with no audit mark. */
+  private async firstUnaudited(teamId: string): Promise<UnauditedTaskEvent | undefined> {
+    const [row] = await this.query<UnauditedTaskEvent>(
+      'check task events against the audit log',
+      `SELECT e.seq, e.task_id, e.to_state FROM ${this.s}.task_events e
+         JOIN ${this.s}.task_relay r ON r.name = 'tasks'
+        WHERE e.team_id = $1 AND e.kind IS NOT NULL AND e.seq > r.since AND e.seq <= r.seq
+          AND NOT EXISTS (
+            SELECT 1 FROM ${this.s}.audit_task_events m WHERE m.event_seq = e.seq)
+        ORDER BY e.seq LIMIT 1`,
+      [teamId],
+    );
+    return row;
   }
 
   private async page(teamId: string, afterSeq: number, limit: number): Promise<AuditRecord[]> {

@@ -347,6 +347,34 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 10,
+    name: 'task-event-outbox',
+    sql: (s) => `
+      -- Task events are the outbox of the hub's task relay (see postgres-tasks.ts): what made
+      -- each (kind), who (actor) and the task as the change left it. Events from before this
+      -- version have none and are not relayed.
+      ALTER TABLE ${s}.task_events ADD COLUMN kind text;
+      ALTER TABLE ${s}.task_events ADD COLUMN actor text;
+      ALTER TABLE ${s}.task_events ADD COLUMN task json;
+      -- The relay's durable cursor: every event up to seq is announced and audited. since:
+      -- the last event from before the outbox (verification starts after it).
+      CREATE TABLE ${s}.task_relay (
+        name text PRIMARY KEY,
+        seq bigint NOT NULL,
+        since bigint NOT NULL
+      );
+      INSERT INTO ${s}.task_relay (name, seq, since)
+        SELECT 'tasks', coalesce(max(seq), 0), coalesce(max(seq), 0) FROM ${s}.task_events;
+      -- Which task event each audit record came from: the primary key refuses a second
+      -- append of one event's records.
+      CREATE TABLE ${s}.audit_task_events (
+        event_seq bigint PRIMARY KEY,
+        team_id text COLLATE "C" NOT NULL,
+        audit_seq bigint NOT NULL
+      );
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -311,7 +311,8 @@ function definePostgresTests(url: string): void {
       // Turn it back into a version-1 schema.
       await withClient((client) =>
         client.query(
-          `DROP TABLE "${schema}".audit_log; DROP TABLE "${schema}".audit_heads;
+          `DROP TABLE "${schema}".task_relay; DROP TABLE "${schema}".audit_task_events;
+           DROP TABLE "${schema}".audit_log; DROP TABLE "${schema}".audit_heads;
            DROP TABLE "${schema}".task_events; DROP TABLE "${schema}".tasks;
            DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
            DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
@@ -398,7 +399,7 @@ function definePostgresTests(url: string): void {
         Array.from({ length: 4 }, () => migratePostgres({ connectionString: url, schema })),
       );
       const applied = results.flatMap((result) => result.applied.map((step) => step.version));
-      expect(applied.sort()).toEqual(
+      expect(applied.sort((a, b) => a - b)).toEqual(
         Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, index) => index + 1),
       );
       const versions = await withClient(

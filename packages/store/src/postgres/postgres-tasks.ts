@@ -1,15 +1,20 @@
 import type { NewTask, Task, TaskError, TaskEvent } from '@ctxbus/core';
 import { CtxbusError, WAITING_TASK_STATES } from '@ctxbus/core';
 import type { PoolClient, QueryResultRow } from 'pg';
+import type { TaskEventOrigin, TaskOutboxColumns } from '../rows/task-outbox-row.js';
+import { outboxActor, outboxColumns, taskOutboxFromRow } from '../rows/task-outbox-row.js';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
   ClaimTaskOptions,
+  CompleteTaskOptions,
   CreateTaskOutcome,
   ExpireTasksOptions,
   FailTaskOptions,
   LeaseHolderOptions,
   ListTasksOptions,
+  TaskOutboxEvent,
+  TaskRelayCursor,
   TaskStore,
   TaskTransition,
   TaskWithHistory,
@@ -91,17 +96,26 @@ export class PostgresTasks implements TaskStore {
     return (await client.query<R>({ text, values, types: ROW_TYPES })).rows;
   }
 
+  /**
+   * Appends the event with its outbox columns (the relay announces and audits it). Event
+   * appends take turns on a transaction lock, so sequence order is commit order: the relay's
+   * cursor never passes an event that commits later with a smaller sequence.
+   */
   private async appendEvent(
     client: PoolClient,
     task: Task,
     rid: number,
     event: PlannedTaskEvent,
+    origin: TaskEventOrigin,
   ): Promise<TaskEvent> {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `${this.s}.task_events`,
+    ]);
     const [row] = await this.rows<TaskEventColumns>(
       client,
       `INSERT INTO ${this.s}.task_events
-         (task_rid, task_id, team_id, at, from_state, to_state, by, note)
-       VALUES ($1, $2, $3, $4::timestamptz, $5, $6, $7, $8)
+         (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+       VALUES ($1, $2, $3, $4::timestamptz, $5, $6, $7, $8, $9, $10, $11::json)
        RETURNING ${EVENT_COLUMNS}`,
       [
         rid,
@@ -112,6 +126,9 @@ export class PostgresTasks implements TaskStore {
         event.to,
         event.by,
         event.note,
+        origin.kind,
+        outboxActor(origin, event.by),
+        JSON.stringify(task),
       ],
     );
     if (!row) throw new CtxbusError('internal', `task ${task.id}: the event was not stored`);
@@ -122,6 +139,7 @@ export class PostgresTasks implements TaskStore {
     client: PoolClient,
     rid: number,
     mutation: TaskMutation,
+    origin: TaskEventOrigin,
   ): Promise<TaskEvent | null> {
     const { task } = mutation;
     await client.query(
@@ -145,13 +163,16 @@ export class PostgresTasks implements TaskStore {
         task.lease?.runtime ?? null,
       ],
     );
-    return mutation.event === null ? null : this.appendEvent(client, task, rid, mutation.event);
+    return mutation.event === null
+      ? null
+      : this.appendEvent(client, task, rid, mutation.event, origin);
   }
 
   private async mutate(
     action: string,
     teamId: string,
     id: string,
+    origin: TaskEventOrigin,
     plan: (stored: StoredTask, nowMs: number) => TaskMutation | null,
   ): Promise<Task> {
     this.assertOpen();
@@ -166,7 +187,7 @@ export class PostgresTasks implements TaskStore {
       const stored = taskFromRow(row);
       const mutation = plan(stored, this.clock().getTime());
       if (mutation === null) return stored.task;
-      await this.write(client, stored.rid, mutation);
+      await this.write(client, stored.rid, mutation, origin);
       return mutation.task;
     });
   }
@@ -242,7 +263,7 @@ export class PostgresTasks implements TaskStore {
         if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
         return { task: winner, status: 'existing' as const };
       }
-      await this.appendEvent(client, task, inserted.rid, event);
+      await this.appendEvent(client, task, inserted.rid, event, { kind: 'created' });
       return { task, status: 'created' as const };
     });
   }
@@ -294,58 +315,67 @@ export class PostgresTasks implements TaskStore {
     return rows.map((row) => taskFromRow(row).task);
   }
 
+  /** One statement picks and claims the task; its event follows in the same transaction. */
   async claimTask(options: ClaimTaskOptions): Promise<Task | null> {
     this.assertOpen();
     const leaseMs = checkLeaseMs(options.leaseMs);
-    const now = this.clock().toISOString();
+    const nowMs = this.clock().getTime();
     // With a team (the usual case) the scans walk its queue index in claim order.
     const team = options.teamId === undefined ? '$1::text IS NULL' : 'team_id = $1';
-    const [row] = await this.query<TaskColumns>(
-      'claim a task',
-      `WITH routed AS (
-         SELECT rid FROM ${this.s}.tasks
-          WHERE state = 'SUBMITTED' AND target_runtime = $3
-            AND ${team}
-            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-          ORDER BY rid LIMIT 1
-          FOR UPDATE SKIP LOCKED
-       ), unrouted AS (
-         SELECT rid FROM ${this.s}.tasks
-          WHERE state = 'SUBMITTED' AND target_runtime IS NULL
-            AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
-            AND ${team}
-            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-            AND NOT EXISTS (SELECT 1 FROM routed)
-          ORDER BY rid LIMIT 1
-          FOR UPDATE SKIP LOCKED
-       ), next AS (
-         SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
-       ), claimed AS (
-         UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
-           token = t.token + 1, lease_worker = $5, lease_runtime = $3,
-           lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
-           updated_at = $2::timestamptz, expires_at = NULL
-          FROM next WHERE t.rid = next.rid
-         RETURNING t.*
-       ), event AS (
-         INSERT INTO ${this.s}.task_events
-           (task_rid, task_id, team_id, at, from_state, to_state, by, note)
-         SELECT rid, id, team_id, $2::timestamptz, 'SUBMITTED', 'WORKING', $5,
-                'claimed (attempt ' || attempts || ', token ' || token || ')'
-           FROM claimed
-       )
-       SELECT ${COLUMNS('c')} FROM claimed c`,
-      [
-        options.teamId ?? null,
-        now,
-        options.runtime,
-        options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
-        options.workerId,
-        leaseMs,
-      ],
-      true,
-    );
-    return row ? taskFromRow(row).task : null;
+    return this.transaction('claim a task', async (client) => {
+      const [row] = await this.rows<TaskColumns>(
+        client,
+        `WITH routed AS (
+           SELECT rid FROM ${this.s}.tasks
+            WHERE state = 'SUBMITTED' AND target_runtime = $3
+              AND ${team}
+              AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+            ORDER BY rid LIMIT 1
+            FOR UPDATE SKIP LOCKED
+         ), unrouted AS (
+           SELECT rid FROM ${this.s}.tasks
+            WHERE state = 'SUBMITTED' AND target_runtime IS NULL
+              AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
+              AND ${team}
+              AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+              AND NOT EXISTS (SELECT 1 FROM routed)
+            ORDER BY rid LIMIT 1
+            FOR UPDATE SKIP LOCKED
+         ), next AS (
+           SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
+         ), claimed AS (
+           UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
+             token = t.token + 1, lease_worker = $5, lease_runtime = $3,
+             lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
+             updated_at = $2::timestamptz, expires_at = NULL
+            FROM next WHERE t.rid = next.rid
+           RETURNING t.*
+         )
+         SELECT ${COLUMNS('c')} FROM claimed c`,
+        [
+          options.teamId ?? null,
+          new Date(nowMs).toISOString(),
+          options.runtime,
+          options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
+          options.workerId,
+          leaseMs,
+        ],
+      );
+      if (!row) return null;
+      const stored = taskFromRow(row);
+      const event = {
+        from: 'SUBMITTED' as const,
+        to: 'WORKING' as const,
+        by: options.workerId,
+        note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
+        atMs: nowMs,
+      };
+      await this.appendEvent(client, stored.task, stored.rid, event, {
+        kind: 'claimed',
+        actor: options.runtime,
+      });
+      return stored.task;
+    });
   }
 
   async renewLease(
@@ -355,7 +385,7 @@ export class PostgresTasks implements TaskStore {
     leaseMs: number,
     options: LeaseHolderOptions = {},
   ): Promise<Task> {
-    return this.mutate('renew a task lease', teamId, id, (stored, now) =>
+    return this.mutate('renew a task lease', teamId, id, { kind: 'updated' }, (stored, now) =>
       plannedRenew(stored, token, leaseMs, now, options.holder),
     );
   }
@@ -365,9 +395,10 @@ export class PostgresTasks implements TaskStore {
     id: string,
     token: number,
     result: unknown,
-    options: LeaseHolderOptions = {},
+    options: CompleteTaskOptions = {},
   ): Promise<Task> {
-    return this.mutate('complete a task', teamId, id, (stored, now) =>
+    const origin = { kind: 'completed' as const, ...(options.actor && { actor: options.actor }) };
+    return this.mutate('complete a task', teamId, id, origin, (stored, now) =>
       plannedComplete(stored, token, result, now, options.holder),
     );
   }
@@ -379,19 +410,20 @@ export class PostgresTasks implements TaskStore {
     error: TaskError,
     options: FailTaskOptions = {},
   ): Promise<Task> {
-    return this.mutate('fail a task', teamId, id, (stored, now) =>
+    const origin = { kind: 'failed' as const, ...(options.actor && { actor: options.actor }) };
+    return this.mutate('fail a task', teamId, id, origin, (stored, now) =>
       plannedFail(stored, token, error, options.retry ?? false, now, options.holder),
     );
   }
 
   async updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
-    return this.mutate('update a task', teamId, id, (stored, now) =>
+    return this.mutate('update a task', teamId, id, { kind: 'updated' }, (stored, now) =>
       plannedUpdate(stored, patch, now),
     );
   }
 
   async cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task> {
-    return this.mutate('cancel a task', teamId, id, (stored, now) =>
+    return this.mutate('cancel a task', teamId, id, { kind: 'canceled' }, (stored, now) =>
       plannedCancel(stored, by, note, now),
     );
   }
@@ -402,6 +434,7 @@ export class PostgresTasks implements TaskStore {
     where: string,
     now: string,
     limit: number,
+    origin: TaskEventOrigin,
     plan: (stored: StoredTask, nowMs: number) => TaskMutation,
   ): Promise<TaskTransition[]> {
     this.assertOpen();
@@ -417,7 +450,7 @@ export class PostgresTasks implements TaskStore {
       for (const row of rows) {
         const stored = taskFromRow(row);
         const mutation = plan(stored, nowMs);
-        const event = await this.write(client, stored.rid, mutation);
+        const event = await this.write(client, stored.rid, mutation, origin);
         if (event) transitions.push({ task: mutation.task, event });
       }
       return transitions;
@@ -430,6 +463,7 @@ export class PostgresTasks implements TaskStore {
       `t.state = 'WORKING' AND t.lease_expires_at <= $1::timestamptz`,
       now,
       options.limit ?? 1_000,
+      { kind: 'lease-expired' },
       plannedLeaseExpiry,
     );
   }
@@ -440,6 +474,7 @@ export class PostgresTasks implements TaskStore {
       `t.state = 'SUBMITTED' AND t.expires_at <= $1::timestamptz`,
       now,
       options.limit ?? 1_000,
+      { kind: 'wait-expired' },
       plannedWaitExpiry,
     );
   }
@@ -450,7 +485,55 @@ export class PostgresTasks implements TaskStore {
       `t.state = 'AUTH_REQUIRED' AND t.expires_at <= $1::timestamptz`,
       now,
       options.limit ?? 1_000,
+      { kind: 'approval-expired' },
       plannedApprovalExpiry,
     );
+  }
+
+  async listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]> {
+    this.assertOpen();
+    const rows = await this.query<TaskOutboxColumns>(
+      'read the task outbox',
+      `SELECT ${EVENT_COLUMNS}, ${outboxColumns(`${this.s}.task_events`)}
+         FROM ${this.s}.task_events e WHERE e.seq > $1 AND e.kind IS NOT NULL
+        ORDER BY e.seq LIMIT $2`,
+      [afterSeq, limit],
+      true,
+    );
+    return rows.map(taskOutboxFromRow);
+  }
+
+  async taskRelayCursor(): Promise<TaskRelayCursor> {
+    this.assertOpen();
+    const [row] = await this.query<TaskRelayCursor>(
+      'read the task relay cursor',
+      `SELECT seq, since FROM ${this.s}.task_relay WHERE name = 'tasks'`,
+      [],
+      true,
+    );
+    return row ?? { seq: 0, since: 0 };
+  }
+
+  async advanceTaskRelay(seq: number): Promise<void> {
+    this.assertOpen();
+    await this.query(
+      'advance the task relay cursor',
+      `UPDATE ${this.s}.task_relay SET seq = greatest(seq, $1) WHERE name = 'tasks'`,
+      [seq],
+      true,
+    );
+  }
+
+  /** A transaction lock every hub on the database tries: one relay at a time. */
+  async holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
+    this.assertOpen();
+    return this.transaction('hold the task relay', async (client) => {
+      const [lock] = await this.rows<{ held: boolean }>(
+        client,
+        'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS held',
+        [`${this.s}.task_relay`],
+      );
+      return lock?.held ? { value: await work() } : null;
+    });
   }
 }

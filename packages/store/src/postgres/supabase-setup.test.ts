@@ -180,6 +180,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'archived_items',
         'audit_heads',
         'audit_log',
+        'audit_task_events',
         'changes',
         'counter',
         'dead_letters',
@@ -190,6 +191,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'subscriptions',
         'supabase_setup',
         'task_events',
+        'task_relay',
         'tasks',
         'tokens',
       ]);

@@ -111,3 +111,27 @@ export async function verifyAuditPages(
   }
   return verifier.result(headSeq);
 }
+
+/** A task event the relay has passed without audit records (a hole in the log). */
+export interface UnauditedTaskEvent {
+  seq: number;
+  task_id: string;
+  to_state: string;
+}
+
+/**
+ * An intact chain is still a failed verification when a task event the relay has passed has
+ * no records: `seq` is where they were due (after the records there are).
+ */
+export function withTaskEventCoverage(
+  chain: AuditVerification,
+  missing: UnauditedTaskEvent | undefined,
+): AuditVerification {
+  if (!chain.ok || missing === undefined) return chain;
+  return {
+    ok: false,
+    records: chain.records,
+    seq: chain.records + 1,
+    reason: `task event ${missing.seq} (task ${missing.task_id} to ${missing.to_state}) has no audit record: the log has a hole`,
+  };
+}

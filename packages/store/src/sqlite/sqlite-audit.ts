@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditRecord, AuditVerification } from '@ctxbus/core';
 import { AUDIT_GENESIS, chainAuditRecord } from '@ctxbus/core';
-import type { AuditRow } from '../rows/audit-row.js';
+import type { AuditRow, UnauditedTaskEvent } from '../rows/audit-row.js';
 import {
   AUDIT_COLUMNS,
   auditFromRow,
@@ -8,6 +8,7 @@ import {
   checkAuditNow,
   normalizedAuditEvent,
   verifyAuditPages,
+  withTaskEventCoverage,
 } from '../rows/audit-row.js';
 import type { AuditLog, ListAuditOptions, VerifyAuditOptions } from '../store.js';
 import type { SqliteConnection } from './sqlite-connection.js';
@@ -26,35 +27,65 @@ export class SqliteAudit implements AuditLog {
   constructor(private readonly connection: SqliteConnection) {}
 
   async appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord> {
-    const { dataText, ...content } = normalizedAuditEvent(event);
     const at = checkAuditNow(now);
+    const normalized = normalizedAuditEvent(event);
+    return this.connection.transaction(() => this.append(teamId, normalized, at));
+  }
+
+  async appendTaskEventAudit(
+    teamId: string,
+    eventSeq: number,
+    events: readonly AuditEvent[],
+    now: string,
+  ): Promise<AuditRecord[]> {
+    const at = checkAuditNow(now);
+    const normalized = events.map(normalizedAuditEvent);
     return this.connection.transaction(() => {
-      const head = this.head(teamId);
-      const record = chainAuditRecord(
-        head.seq === 0 ? null : ({ hash: head.hash } as AuditRecord),
-        { seq: head.seq + 1, teamId, at, ...content },
-      );
+      const marked = this.connection
+        .statement('SELECT 1 AS found FROM audit_task_events WHERE event_seq = ?')
+        .get(eventSeq);
+      if (marked) return [];
+      const records = normalized.map((event) => this.append(teamId, event, at));
       this.connection
-        .statement(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-        .run(
-          teamId,
-          record.seq,
-          at,
-          record.kind,
-          record.actor,
-          record.subject,
-          dataText,
-          record.prevHash,
-          record.hash,
-        );
-      this.connection
-        .statement(
-          `INSERT INTO audit_heads (team_id, seq, hash) VALUES (?, ?, ?)
-           ON CONFLICT (team_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
-        )
-        .run(teamId, record.seq, record.hash);
-      return record;
+        .statement('INSERT INTO audit_task_events (event_seq, team_id, audit_seq) VALUES (?, ?, ?)')
+        .run(eventSeq, teamId, records.at(-1)?.seq ?? this.head(teamId).seq);
+      return records;
     });
+  }
+
+  /** Links one record to the team's head and moves it (inside the caller's transaction). */
+  private append(
+    teamId: string,
+    { dataText, ...content }: ReturnType<typeof normalizedAuditEvent>,
+    at: string,
+  ): AuditRecord {
+    const head = this.head(teamId);
+    const record = chainAuditRecord(head.seq === 0 ? null : ({ hash: head.hash } as AuditRecord), {
+      seq: head.seq + 1,
+      teamId,
+      at,
+      ...content,
+    });
+    this.connection
+      .statement(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(
+        teamId,
+        record.seq,
+        at,
+        record.kind,
+        record.actor,
+        record.subject,
+        dataText,
+        record.prevHash,
+        record.hash,
+      );
+    this.connection
+      .statement(
+        `INSERT INTO audit_heads (team_id, seq, hash) VALUES (?, ?, ?)
+         ON CONFLICT (team_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
+      )
+      .run(teamId, record.seq, record.hash);
+    return record;
   }
 
   async listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]> {
@@ -66,11 +97,25 @@ export class SqliteAudit implements AuditLog {
   async verifyAudit(teamId: string, options: VerifyAuditOptions = {}): Promise<AuditVerification> {
     this.connection.assertOpen();
     const headSeq = this.head(teamId).seq;
-    return verifyAuditPages(
+    const chain = await verifyAuditPages(
       async (afterSeq, limit) => this.page(teamId, afterSeq, limit),
       headSeq,
       options.pageSize,
     );
+    return withTaskEventCoverage(chain, this.firstUnaudited(teamId));
+  }
+
+  /** The team's first task event the relay passed with no audit mark. */
+  private firstUnaudited(teamId: string): UnauditedTaskEvent | undefined {
+    return this.connection
+      .statement(
+        `SELECT e.seq, e.task_id, e.to_state FROM task_events e
+           JOIN task_relay r ON r.name = 'tasks'
+          WHERE e.team_id = ? AND e.kind IS NOT NULL AND e.seq > r.since AND e.seq <= r.seq
+            AND NOT EXISTS (SELECT 1 FROM audit_task_events m WHERE m.event_seq = e.seq)
+          ORDER BY e.seq LIMIT 1`,
+      )
+      .get(teamId) as UnauditedTaskEvent | undefined;
   }
 
   private head(teamId: string): HeadRow {

@@ -366,6 +366,34 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 12,
+    name: 'task-event-outbox',
+    sql: `
+      -- Task events are the outbox of the hub's task relay (see sqlite-tasks.ts): what made
+      -- each (kind), who (actor) and the task as the change left it (JSON text). Events from
+      -- before this version have none and are not relayed.
+      ALTER TABLE task_events ADD COLUMN kind TEXT;
+      ALTER TABLE task_events ADD COLUMN actor TEXT;
+      ALTER TABLE task_events ADD COLUMN task TEXT;
+      -- The relay's durable cursor: every event up to seq is announced and audited. since:
+      -- the last event from before the outbox (verification starts after it).
+      CREATE TABLE task_relay (
+        name TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        since INTEGER NOT NULL
+      );
+      INSERT INTO task_relay (name, seq, since)
+        SELECT 'tasks', coalesce(max(seq), 0), coalesce(max(seq), 0) FROM task_events;
+      -- Which task event each audit record came from: the primary key refuses a second
+      -- append of one event's records.
+      CREATE TABLE audit_task_events (
+        event_seq INTEGER PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        audit_seq INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

@@ -1,15 +1,20 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from '@ctxbus/core';
 import { CtxbusError, isTerminalTaskState, WAITING_TASK_STATES } from '@ctxbus/core';
+import type { TaskEventOrigin, TaskOutboxColumns } from '../rows/task-outbox-row.js';
+import { outboxActor, outboxColumns, taskOutboxFromRow } from '../rows/task-outbox-row.js';
 import type { StoredTask, TaskColumns, TaskEventColumns } from '../rows/task-row.js';
 import { taskEventFromRow, taskFromRow } from '../rows/task-row.js';
 import type {
   ClaimTaskOptions,
+  CompleteTaskOptions,
   CreateTaskOutcome,
   ExpireTasksOptions,
   FailTaskOptions,
   LeaseHolderOptions,
   ListTasksOptions,
+  TaskOutboxEvent,
+  TaskRelayCursor,
   TaskStore,
   TaskTransition,
   TaskWithHistory,
@@ -81,6 +86,7 @@ export interface SqliteTasksOptions {
 /** Tasks of the embedded store, over its connection. */
 export class SqliteTasks implements TaskStore {
   private readonly maxWaiting: number;
+  private relayHeld = false;
 
   constructor(
     private readonly connection: SqliteConnection,
@@ -97,15 +103,32 @@ export class SqliteTasks implements TaskStore {
     return this.connection.statement(sql).get(...params) as TaskRow | undefined;
   }
 
-  private appendEvent(task: Task, rid: number, event: PlannedTaskEvent): TaskEvent {
+  /** Appends the event with its outbox columns: the relay announces and audits it. */
+  private appendEvent(
+    task: Task,
+    rid: number,
+    event: PlannedTaskEvent,
+    origin: TaskEventOrigin,
+  ): TaskEvent {
     const row = this.connection
       .statement(
-        `INSERT INTO task_events (task_rid, task_id, team_id, at, from_state, to_state, by, note)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+        `INSERT INTO task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
       )
-      .get(rid, task.id, task.teamId, event.atMs, event.from, event.to, event.by, event.note) as {
-      seq: number;
-    };
+      .get(
+        rid,
+        task.id,
+        task.teamId,
+        event.atMs,
+        event.from,
+        event.to,
+        event.by,
+        event.note,
+        origin.kind,
+        outboxActor(origin, event.by),
+        JSON.stringify(task),
+      ) as { seq: number };
     return {
       seq: row.seq,
       taskId: task.id,
@@ -118,7 +141,7 @@ export class SqliteTasks implements TaskStore {
   }
 
   /** Writes a mutation's task and event (inside the caller's transaction). */
-  private write(rid: number, mutation: TaskMutation): TaskEvent | null {
+  private write(rid: number, mutation: TaskMutation, origin: TaskEventOrigin): TaskEvent | null {
     const { task } = mutation;
     this.connection
       .statement(
@@ -141,13 +164,14 @@ export class SqliteTasks implements TaskStore {
         ms(task.expiresAt),
         rid,
       );
-    return mutation.event === null ? null : this.appendEvent(task, rid, mutation.event);
+    return mutation.event === null ? null : this.appendEvent(task, rid, mutation.event, origin);
   }
 
   /** Reads the task in a transaction, applies `plan`, writes what it returns. */
   private mutate(
     teamId: string,
     id: string,
+    origin: TaskEventOrigin,
     plan: (stored: StoredTask, nowMs: number) => TaskMutation | null,
   ): Task {
     this.connection.assertOpen();
@@ -157,7 +181,7 @@ export class SqliteTasks implements TaskStore {
       const stored = rowToStored(row);
       const mutation = plan(stored, this.nowMs);
       if (mutation === null) return stored.task;
-      this.write(stored.rid, mutation);
+      this.write(stored.rid, mutation, origin);
       return mutation.task;
     });
   }
@@ -212,7 +236,7 @@ export class SqliteTasks implements TaskStore {
           Date.parse(task.updatedAt),
           ms(task.expiresAt),
         ) as { rid: number };
-      this.appendEvent(task, rid, event);
+      this.appendEvent(task, rid, event, { kind: 'created' });
       return { task, status: 'created' as const };
     });
   }
@@ -306,13 +330,18 @@ export class SqliteTasks implements TaskStore {
       );
       if (!row) return null;
       const stored = rowToStored(row);
-      this.appendEvent(stored.task, stored.rid, {
-        from: 'SUBMITTED',
-        to: 'WORKING',
-        by: options.workerId,
-        note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
-        atMs: nowMs,
-      });
+      this.appendEvent(
+        stored.task,
+        stored.rid,
+        {
+          from: 'SUBMITTED',
+          to: 'WORKING',
+          by: options.workerId,
+          note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
+          atMs: nowMs,
+        },
+        { kind: 'claimed', actor: options.runtime },
+      );
       return stored.task;
     });
   }
@@ -324,7 +353,7 @@ export class SqliteTasks implements TaskStore {
     leaseMs: number,
     options: LeaseHolderOptions = {},
   ): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) =>
+    return this.mutate(teamId, id, { kind: 'updated' }, (stored, now) =>
       plannedRenew(stored, token, leaseMs, now, options.holder),
     );
   }
@@ -334,9 +363,10 @@ export class SqliteTasks implements TaskStore {
     id: string,
     token: number,
     result: unknown,
-    options: LeaseHolderOptions = {},
+    options: CompleteTaskOptions = {},
   ): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) =>
+    const origin = { kind: 'completed' as const, ...(options.actor && { actor: options.actor }) };
+    return this.mutate(teamId, id, origin, (stored, now) =>
       plannedComplete(stored, token, result, now, options.holder),
     );
   }
@@ -348,23 +378,29 @@ export class SqliteTasks implements TaskStore {
     error: TaskError,
     options: FailTaskOptions = {},
   ): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) =>
+    const origin = { kind: 'failed' as const, ...(options.actor && { actor: options.actor }) };
+    return this.mutate(teamId, id, origin, (stored, now) =>
       plannedFail(stored, token, error, options.retry ?? false, now, options.holder),
     );
   }
 
   async updateTask(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedUpdate(stored, patch, now));
+    return this.mutate(teamId, id, { kind: 'updated' }, (stored, now) =>
+      plannedUpdate(stored, patch, now),
+    );
   }
 
   async cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task> {
-    return this.mutate(teamId, id, (stored, now) => plannedCancel(stored, by, note, now));
+    return this.mutate(teamId, id, { kind: 'canceled' }, (stored, now) =>
+      plannedCancel(stored, by, note, now),
+    );
   }
 
   private sweep(
     where: string,
     now: string,
     limit: number,
+    origin: TaskEventOrigin,
     plan: (stored: StoredTask, nowMs: number) => TaskMutation,
   ): TaskTransition[] {
     this.connection.assertOpen();
@@ -377,7 +413,7 @@ export class SqliteTasks implements TaskStore {
       for (const row of rows) {
         const stored = rowToStored(row);
         const mutation = plan(stored, nowMs);
-        const event = this.write(stored.rid, mutation);
+        const event = this.write(stored.rid, mutation, origin);
         if (event) transitions.push({ task: mutation.task, event });
       }
       return transitions;
@@ -389,6 +425,7 @@ export class SqliteTasks implements TaskStore {
       "state = 'WORKING' AND lease_expires_at <= ?",
       now,
       options.limit ?? 1_000,
+      { kind: 'lease-expired' },
       plannedLeaseExpiry,
     );
   }
@@ -398,6 +435,7 @@ export class SqliteTasks implements TaskStore {
       "state = 'SUBMITTED' AND expires_at <= ?",
       now,
       options.limit ?? 1_000,
+      { kind: 'wait-expired' },
       plannedWaitExpiry,
     );
   }
@@ -407,7 +445,49 @@ export class SqliteTasks implements TaskStore {
       "state = 'AUTH_REQUIRED' AND expires_at <= ?",
       now,
       options.limit ?? 1_000,
+      { kind: 'approval-expired' },
       plannedApprovalExpiry,
     );
+  }
+
+  async listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]> {
+    this.connection.assertOpen();
+    const rows = this.connection
+      .statement(
+        `SELECT e.seq, e.task_id, e.at AS at_ms, e.from_state, e.to_state, e.by, e.note,
+                ${outboxColumns('task_events')}
+           FROM task_events e WHERE e.seq > ? AND e.kind IS NOT NULL ORDER BY e.seq LIMIT ?`,
+      )
+      .all(afterSeq, limit) as unknown as (Omit<TaskOutboxColumns, 'task'> & { task: string })[];
+    return rows.map((row) => taskOutboxFromRow({ ...row, task: JSON.parse(row.task) as Task }));
+  }
+
+  async taskRelayCursor(): Promise<TaskRelayCursor> {
+    this.connection.assertOpen();
+    const row = this.connection
+      .statement(`SELECT seq, since FROM task_relay WHERE name = 'tasks'`)
+      .get() as TaskRelayCursor | undefined;
+    return row ?? { seq: 0, since: 0 };
+  }
+
+  async advanceTaskRelay(seq: number): Promise<void> {
+    this.connection.assertOpen();
+    this.connection
+      .statement(`UPDATE task_relay SET seq = max(seq, ?) WHERE name = 'tasks'`)
+      .run(seq);
+  }
+
+  /**
+   * One relay per store at a time. Processes sharing the file may each relay: the status
+   * item's id and the audit mark make the second pass write nothing.
+   */
+  async holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
+    if (this.relayHeld) return null;
+    this.relayHeld = true;
+    try {
+      return { value: await work() };
+    } finally {
+      this.relayHeld = false;
+    }
   }
 }

@@ -13,6 +13,8 @@ export const AUDIT_CASES = [
   'audit-tamper',
   'audit-teams',
   'audit-concurrent-appends',
+  'audit-task-event-once',
+  'task-outbox',
 ] as const;
 
 export type AuditCase = (typeof AUDIT_CASES)[number];
@@ -224,6 +226,72 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       } finally {
         if (other !== h.store()) await other.close();
       }
+    },
+    async 'audit-task-event-once'() {
+      const store = h.store();
+      const other = h.sibling ? await h.sibling() : store;
+      try {
+        const records = [event('task_1', { step: 1 }), event('task_1', { step: 2 })];
+        // The same event relayed twice at once (two hubs), and once more later.
+        const [one, two] = await Promise.all([
+          store.appendTaskEventAudit('acme', 7, records, now()),
+          other.appendTaskEventAudit('acme', 7, records, now()),
+        ]);
+        expect([one?.length, two?.length].sort()).toEqual([0, 2]);
+        expect(await store.appendTaskEventAudit('acme', 7, records, now())).toEqual([]);
+        const stored = await store.listAudit('acme', { limit: 10 });
+        expect(stored.map((record) => record.data)).toEqual([{ step: 1 }, { step: 2 }]);
+        expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 2 });
+      } finally {
+        if (other !== store) await other.close();
+      }
+    },
+
+    async 'task-outbox'() {
+      const store = h.store();
+      const start = await store.taskRelayCursor();
+      const { task } = await store.createTask('acme', {
+        title: 'outbox',
+        requiredCapabilities: ['search'],
+        origin: 'openclaw',
+        targetRuntime: 'claude-code',
+      });
+      const claimed = await store.claimTask({
+        teamId: 'acme',
+        runtime: 'claude-code',
+        workerId: 'w1',
+        leaseMs: 30_000,
+      });
+      await store.completeTask(
+        'acme',
+        task.id,
+        claimed?.lease?.token ?? 0,
+        { ok: true },
+        {
+          actor: 'claude-code',
+        },
+      );
+      const outbox = await store.listTaskOutbox(start.seq, 10);
+      expect(
+        outbox.map(({ kind, actor, teamId, event, task }) => [
+          kind,
+          actor,
+          teamId,
+          event.to,
+          task.state,
+        ]),
+      ).toEqual([
+        ['created', 'openclaw', 'acme', 'SUBMITTED', 'SUBMITTED'],
+        ['claimed', 'claude-code', 'acme', 'WORKING', 'WORKING'],
+        ['completed', 'claude-code', 'acme', 'COMPLETED', 'COMPLETED'],
+      ]);
+      expect(outbox[2]?.task.result).toEqual({ ok: true });
+      const [first, second] = outbox;
+      await store.advanceTaskRelay(second?.event.seq ?? 0);
+      await store.advanceTaskRelay(first?.event.seq ?? 0);
+      expect(await store.taskRelayCursor()).toEqual({ ...start, seq: second?.event.seq });
+      expect((await store.listTaskOutbox(second?.event.seq ?? 0, 10)).length).toBe(1);
+      expect(await store.holdTaskRelay(async () => 'held')).toEqual({ value: 'held' });
     },
   };
 }

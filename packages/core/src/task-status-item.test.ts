@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { ContextItem } from './context-item.js';
+import { prepareParsedItem } from './prepare-item.js';
+import { taskNeedsSomeone, taskStatusItem, taskStatusOf } from './task-status-item.js';
+import type { Task } from './tasks.js';
+import { TASK_STATES } from './tasks.js';
+
+const task = (state: Task['state']): Task => ({
+  id: 'task_019a0000-0000-7000-8000-000000000001',
+  teamId: 'acme',
+  title: 'run the tests',
+  description: null,
+  requiredCapabilities: ['code_execution'],
+  origin: 'openclaw',
+  scope: null,
+  input: null,
+  idempotencyKey: null,
+  state,
+  targetRuntime: 'claude-code',
+  routing: { reason: 'proxied to claude-code' },
+  attempts: 0,
+  maxAttempts: 3,
+  ttlSeconds: null,
+  lease: null,
+  result: null,
+  error: null,
+  approval: null,
+  createdAt: '2026-11-20T00:00:00.000Z',
+  updatedAt: '2026-11-20T00:00:00.000Z',
+  expiresAt: null,
+});
+
+/** The item as a store would hand it back. */
+function stored(input: ReturnType<typeof taskStatusItem>): ContextItem {
+  const { inputHash: _, ...item } = prepareParsedItem(
+    input,
+    { teamId: 'acme', runtime: 'claude-code' },
+    { now: new Date('2026-11-20T00:00:01.000Z') },
+  );
+  return { ...item, seq: 1, supersedes: null, supersededBy: null, consumed: false, consumedBy: [] };
+}
+
+describe('the task status item', () => {
+  it('decodes what it encodes, for every state', () => {
+    for (const state of TASK_STATES) {
+      expect(taskStatusOf(stored(taskStatusItem(task(state), 'a note')))).toEqual({
+        taskId: task(state).id,
+        state,
+        targetRuntime: 'claude-code',
+        origin: 'openclaw',
+      });
+    }
+  });
+
+  it('is null for an item that reports no task, or a state no task has', () => {
+    const item = stored(taskStatusItem(task('WORKING'), null));
+    expect(taskStatusOf({ ...item, relevanceTags: ['other'] })).toBeNull();
+    expect(taskStatusOf({ ...item, type: 'decision' })).toBeNull();
+    const odd = { task: { id: task('WORKING').id, state: 'DREAMING' } };
+    expect(taskStatusOf({ ...item, runtimeOptions: odd })).toBeNull();
+  });
+
+  it('names the states where someone must act', () => {
+    expect(TASK_STATES.filter(taskNeedsSomeone)).toEqual(['INPUT_REQUIRED', 'AUTH_REQUIRED']);
+  });
+});

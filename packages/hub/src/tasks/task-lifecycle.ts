@@ -1,0 +1,248 @@
+import type {
+  AuditEvent,
+  CreateTaskRequest,
+  RoutingDecision,
+  Task,
+  TaskError,
+  TaskState,
+  UpdateTaskRequest,
+  Viewer,
+} from '@ctxbus/core';
+import {
+  CtxbusError,
+  createTaskRequestSchema,
+  isTerminalTaskState,
+  prepareParsedItem,
+  routeTask,
+  taskStatusItem,
+  UPDATE_TASK_STATES,
+  updateTaskRequestSchema,
+} from '@ctxbus/core';
+import type {
+  ClaimTaskOptions,
+  CreateTaskOutcome,
+  Store,
+  TaskTransition,
+  UpdateTaskPatch,
+  WriteOutcome,
+} from '@ctxbus/store';
+import type { CapabilitiesSource } from '../capabilities/capabilities-source.js';
+import type { PresenceRegistry } from '../capabilities/presence-registry.js';
+
+// The task lifecycle: the hub's only caller of the task store's changes (create, claim, renew,
+// complete, fail, update, cancel, the sweeps). Routes, A2A, approvals and the sweeper call
+// it. Each change commits with its event (the store's outbox); what every runtime sees (the
+// status item) and the audit records are the relay's, derived from that event, once. A change
+// wakes the relay and waits for its pass, so in the normal path the status item is written
+// before the caller answers; when the relay fails, the change stands and the relay retries.
+
+/** What the lifecycle works with. */
+export interface TaskLifecycleDeps {
+  store: Store;
+  capabilities: CapabilitiesSource;
+  presence: PresenceRegistry;
+  clock: () => Date;
+  /** Hands written items to this hub's live streams. */
+  committed(outcomes: readonly WriteOutcome[]): void;
+  /** The relay: relays what is committed, resolving after its pass (never rejects). */
+  relay: { wake(): Promise<void> };
+}
+
+/**
+ * Where a decision leaves a new task: its first state and the runtime that does it. A decision
+ * that needs a human's approval still queues the task: the worker that takes it turns the
+ * request into one exact command (argv, real directory, script hash) and asks for approval of
+ * that (AUTH_REQUIRED), since only it can see the files the command would run.
+ */
+export function placement(decision: RoutingDecision, origin: string) {
+  if (decision.kind === 'escalate') {
+    return { state: 'REJECTED' as const, targetRuntime: null };
+  }
+  const targetRuntime =
+    decision.kind === 'proxy' || decision.kind === 'queue' ? decision.runtime : origin;
+  return { state: 'SUBMITTED' as const, targetRuntime };
+}
+
+/** Why an update cannot set `state`, and what does. */
+function updateRefusal(task: Task, state: TaskState): string {
+  const how: Partial<Record<TaskState, string>> = {
+    WORKING: 'a worker claims it (POST /api/tasks/claim)',
+    COMPLETED:
+      'its holder completes it with the result and fencing token (POST /api/tasks/:id/complete)',
+    AUTH_REQUIRED: 'the hub sets it when a human must approve',
+    REJECTED: 'the router sets it when no runtime can do the task',
+  };
+  const why = isTerminalTaskState(task.state)
+    ? `it is ${task.state}, which is terminal`
+    : (how[state] ?? `an update sets only ${UPDATE_TASK_STATES.join(', ')}`);
+  return `task ${task.id} cannot be updated to ${state}: ${why}`;
+}
+
+export class TaskLifecycle {
+  constructor(private readonly deps: TaskLifecycleDeps) {}
+
+  /** Routes and stores a new task from `viewer`'s runtime. */
+  async create(
+    viewer: Viewer,
+    raw: CreateTaskRequest,
+  ): Promise<CreateTaskOutcome & { routing: RoutingDecision }> {
+    const request = createTaskRequestSchema.parse(raw);
+    const { store, capabilities, presence } = this.deps;
+    const routing = routeTask(
+      {
+        requiredCapabilities: request.requiredCapabilities,
+        origin: viewer.runtime,
+        ...(request.preferences && { preferences: request.preferences }),
+        ...(request.constraints && { constraints: request.constraints }),
+      },
+      capabilities.matrix(),
+      presence.summary(viewer.teamId),
+    );
+    const { state, targetRuntime } = placement(routing, viewer.runtime);
+    const outcome = await this.relayed(
+      store.createTask(viewer.teamId, {
+        title: request.title,
+        ...(request.description !== undefined && { description: request.description }),
+        requiredCapabilities: request.requiredCapabilities,
+        origin: viewer.runtime,
+        ...(request.scope !== undefined && { scope: request.scope }),
+        ...(request.input !== undefined && { input: request.input }),
+        ...(request.idempotencyKey !== undefined && { idempotencyKey: request.idempotencyKey }),
+        ...(request.ttlSeconds !== undefined && { ttlSeconds: request.ttlSeconds }),
+        ...(request.maxAttempts !== undefined && { maxAttempts: request.maxAttempts }),
+        targetRuntime,
+        routing: routing as unknown as Record<string, never>,
+        initialState: state,
+      }),
+    );
+    const stored = (outcome.task.routing as RoutingDecision | null) ?? routing;
+    return { ...outcome, routing: stored };
+  }
+
+  /**
+   * An update from a runtime of the team (the origin or the doer): its note alone when `state`
+   * is the task's current one (not terminal), else a move to one of UPDATE_TASK_STATES as the
+   * store allows it (a WORKING task only with its fencing token, except to CANCELED).
+   */
+  async update(viewer: Viewer, id: string, raw: UpdateTaskRequest): Promise<Task> {
+    const request = updateTaskRequestSchema.parse(raw);
+    const current = await this.find(viewer.teamId, id);
+    if (request.state === current.state && !isTerminalTaskState(current.state)) {
+      await this.announce(current, viewer.runtime, request.note ?? null);
+      return current;
+    }
+    if (!(UPDATE_TASK_STATES as readonly string[]).includes(request.state)) {
+      throw new CtxbusError('conflict', updateRefusal(current, request.state), {
+        details: { reason: 'illegal_transition', from: current.state, to: request.state },
+      });
+    }
+    if (current.state === 'AUTH_REQUIRED' && request.state === 'SUBMITTED') {
+      throw new CtxbusError(
+        'conflict',
+        `task ${id} waits for a human's approval: only an approval moves it on (or cancel it)`,
+        { details: { reason: 'illegal_transition', from: current.state, to: request.state } },
+      );
+    }
+    if (request.state === 'CANCELED') {
+      return this.cancel(viewer.teamId, id, viewer.runtime, request.note);
+    }
+    return this.move(viewer.teamId, id, {
+      state: request.state,
+      by: viewer.runtime,
+      ...(request.note !== undefined && { note: request.note }),
+      ...(request.token !== undefined && { token: request.token }),
+      holder: viewer.runtime,
+    });
+  }
+
+  /** Any move an update patch can make (approvals: the request, its answer). */
+  move(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
+    return this.relayed(this.deps.store.updateTask(teamId, id, patch));
+  }
+
+  /** Any non-terminal state -> CANCELED; a canceled task is returned as it is. */
+  cancel(teamId: string, id: string, by: string, note?: string): Promise<Task> {
+    return this.relayed(this.deps.store.cancelTask(teamId, id, by, note));
+  }
+
+  /** A worker takes the next task routed to its runtime (or one it can do), or null. */
+  claim(options: ClaimTaskOptions): Promise<Task | null> {
+    return this.relayed(this.deps.store.claimTask(options));
+  }
+
+  /** Extends a claim's lease (only its holder, `holder`): no event, nothing to announce. */
+  renew(teamId: string, id: string, token: number, leaseMs: number, holder: string): Promise<Task> {
+    return this.deps.store.renewLease(teamId, id, token, leaseMs, { holder });
+  }
+
+  /** The holder finishes the task with its result (`actor`: the worker's runtime). */
+  complete(teamId: string, id: string, token: number, result: unknown, actor: string) {
+    return this.relayed(
+      this.deps.store.completeTask(teamId, id, token, result, { actor, holder: actor }),
+    );
+  }
+
+  /** The holder gives up (or, with `retry`, puts the task back while attempts remain). */
+  fail(
+    teamId: string,
+    id: string,
+    token: number,
+    error: TaskError,
+    options: { retry?: boolean; actor: string },
+  ): Promise<Task> {
+    return this.relayed(
+      this.deps.store.failTask(teamId, id, token, error, { ...options, holder: options.actor }),
+    );
+  }
+
+  /**
+   * An attempt the hub refused that changed nothing (a runtime that may not decide an
+   * approval, a report from a runtime that does not hold the lease): audited at once, so the
+   * log shows who tried what. It is no task event; a failure to record it fails the request.
+   */
+  async recordRefusal(teamId: string, event: AuditEvent): Promise<void> {
+    await this.deps.store.appendAudit(teamId, event, this.deps.clock().toISOString());
+  }
+
+  /** The sweeps: lost leases, tasks past their wait, approval requests nobody answered. */
+  async sweep(now: string): Promise<TaskTransition[]> {
+    const { store } = this.deps;
+    return this.relayed(
+      (async () => [
+        ...(await store.expireLeases(now)),
+        ...(await store.expireWaiting(now)),
+        ...(await store.expireApprovals(now)),
+      ])(),
+    );
+  }
+
+  /**
+   * A status item that is no change of the task (a note, a running command's output): written
+   * as `by` with the task's scope key, not audited.
+   */
+  async announce(task: Task, by: string, note: string | null, output?: string): Promise<void> {
+    const item = prepareParsedItem(
+      taskStatusItem(task, note, output),
+      { teamId: task.teamId, runtime: by },
+      { now: this.deps.clock() },
+    );
+    this.deps.committed(await this.deps.store.writeItems([item]));
+  }
+
+  private async find(teamId: string, id: string): Promise<Task> {
+    const found = await this.deps.store.getTask(teamId, id);
+    if (!found) {
+      throw new CtxbusError('not_found', `no task ${id} in your team`, { details: { id } });
+    }
+    return found.task;
+  }
+
+  /** Waits for the change, then for the relay's pass (which announces and audits it). */
+  private async relayed<T>(change: Promise<T>): Promise<T> {
+    try {
+      return await change;
+    } finally {
+      await this.deps.relay.wake();
+    }
+  }
+}

@@ -1,0 +1,246 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { Logger, Viewer } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { openPostgresStore } from '@ctxbus/store/postgres';
+import { sql, withPostgres } from '@ctxbus/test-kit/postgres';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Hub } from '../create-hub.js';
+import { createHub } from '../create-hub.js';
+import { taskRelayReport } from './task-relay-report.js';
+
+// The task relay's promise: every committed task change is announced (its status item) once
+// and audited once, whatever fails or crashes in between. Failures are injected at each step
+// of relaying an event, before and after the step's write commits (after: as if the hub died
+// before it could go on); a restart resumes from the durable cursor.
+
+interface Backend {
+  /** Opens the store (the same database each time within a test). */
+  open(): Promise<Store>;
+  /** Runs SQL on the database behind the store's back. */
+  execSql(text: string): Promise<void>;
+  dispose(): void;
+}
+
+type Step = 'writeItems' | 'appendTaskEventAudit' | 'advanceTaskRelay';
+
+/** A store whose `step` throws once: before its write, or after it committed. */
+function failingOnce(store: Store, step: Step, when: 'before' | 'after'): Store {
+  let armed = true;
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property !== step) return value.bind(target);
+      return async (...args: unknown[]) => {
+        if (armed && when === 'before') {
+          armed = false;
+          throw new Error(`injected: ${step} failed`);
+        }
+        const result = await value.apply(target, args);
+        if (armed) {
+          armed = false;
+          throw new Error(`injected: the hub died after ${step}`);
+        }
+        return result;
+      };
+    },
+  });
+}
+
+const byId = (a: unknown, b: unknown) =>
+  String((a as { id: string }).id).localeCompare(String((b as { id: string }).id));
+
+const errors: string[] = [];
+const logger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: (_object, message) => errors.push(message ?? ''),
+};
+
+const CAPABILITIES = join(import.meta.dirname, '../../../../capabilities.yaml');
+const claw: Viewer = { teamId: 'acme', runtime: 'openclaw' };
+
+/** A stream of changes through the lifecycle: created, claimed, completed, failed, canceled. */
+async function someChanges(hub: Hub, label: string): Promise<void> {
+  const { tasks } = hub.services;
+  const created = [];
+  for (const n of [1, 2, 3]) {
+    created.push(
+      (await tasks.create(claw, { title: `${label} ${n}`, requiredCapabilities: ['search'] })).task,
+    );
+  }
+  const claim = () =>
+    tasks.claim({ teamId: 'acme', runtime: 'openclaw', workerId: 'w1', leaseMs: 30_000 });
+  const first = await claim();
+  const second = await claim();
+  if (!first?.lease || !second?.lease) throw new Error('nothing to claim');
+  await tasks.complete('acme', first.id, first.lease.token ?? 0, { exitCode: 0 }, 'openclaw');
+  await tasks.fail(
+    'acme',
+    second.id,
+    second.lease.token ?? 0,
+    { code: 'exit', message: 'exit 1' },
+    {
+      retry: true,
+      actor: 'openclaw',
+    },
+  );
+  await tasks.cancel('acme', created[2]?.id ?? '', 'openclaw', 'not needed');
+}
+
+function expectClean(report: Awaited<ReturnType<typeof taskRelayReport>>, events: number) {
+  expect(report).toMatchObject({ events, unannounced: [], misaudited: [] });
+  expect(report.auditRecords).toBe(report.expectedAuditRecords);
+}
+
+function relayCases(name: string, backend: () => Backend) {
+  describe(`the task relay on ${name}`, () => {
+    let current: Backend;
+    const open: (Store | Hub)[] = [];
+
+    afterEach(async () => {
+      for (const thing of open.reverse()) await thing.close();
+      open.length = 0;
+      current?.dispose();
+      errors.length = 0;
+    });
+
+    async function start(store: Store): Promise<Hub> {
+      const hub = await createHub({
+        store,
+        logger,
+        capabilities: { file: CAPABILITIES, pollMs: 0 },
+        sweep: false,
+        taskRelay: { idleMs: 0 },
+      });
+      open.push(hub);
+      return hub;
+    }
+
+    async function openStore(): Promise<Store> {
+      const store = await current.open();
+      open.push(store);
+      return store;
+    }
+
+    for (const step of ['writeItems', 'appendTaskEventAudit', 'advanceTaskRelay'] as const) {
+      for (const when of ['before', 'after'] as const) {
+        it(`${step} failing once (${when} its write): retried, nothing twice, nothing missed`, async () => {
+          current = backend();
+          const store = await openStore();
+          const hub = await start(failingOnce(store, step, when));
+          await someChanges(hub, step);
+          expect(hub.services.taskRelay.failures).toBe(1);
+          expect(errors[0]).toContain('task relay failed');
+          await hub.services.taskRelay.wake();
+          const report = await taskRelayReport(store, 'acme');
+          expectClean(report, 8);
+          expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 13 });
+        });
+      }
+    }
+
+    it('resumes from its cursor after a restart: nothing twice, nothing missed', async () => {
+      current = backend();
+      const first = await openStore();
+      // Changes committed with nobody relaying them (the hub died before its relay ran).
+      const task = (
+        await first.createTask('acme', {
+          title: 'left behind',
+          requiredCapabilities: ['search'],
+          origin: 'openclaw',
+          targetRuntime: 'openclaw',
+        })
+      ).task;
+      await first.cancelTask('acme', task.id, 'openclaw', 'changed my mind');
+      expect((await taskRelayReport(first, 'acme')).unannounced).toHaveLength(2);
+
+      const hub = await start(first);
+      await hub.services.taskRelay.wake();
+      await someChanges(hub, 'after');
+      expectClean(await taskRelayReport(first, 'acme'), 10);
+      await hub.close();
+      open.splice(open.indexOf(hub), 1);
+
+      // Open the database again and start a new relay: it has nothing to do.
+      const again = await openStore();
+      const before = await taskRelayReport(again, 'acme');
+      const next = await start(again);
+      expect(await next.services.taskRelay.drain()).toBe(0);
+      expect(await taskRelayReport(again, 'acme')).toEqual(before);
+      expect(await again.verifyAudit('acme')).toMatchObject({ ok: true });
+    });
+
+    it("supersedes each task's previous status item: one live line per task", async () => {
+      current = backend();
+      const store = await openStore();
+      const hub = await start(store);
+      await someChanges(hub, 'lines');
+      const lines = (options: { includeSuperseded?: boolean }) =>
+        store.listItems(claw, { tags: ['task'], limit: 100, ...options });
+      const live = await lines({});
+      expect(live.map((item) => item.runtimeOptions.task).sort(byId)).toEqual(
+        (await store.listTasks('acme', { limit: 10 }))
+          .map((task) => ({
+            id: task.id,
+            state: task.state,
+            targetRuntime: task.targetRuntime,
+            origin: task.origin,
+          }))
+          .sort(byId),
+      );
+      expect(await lines({ includeSuperseded: true })).toHaveLength(8);
+    });
+
+    it('audit verification finds a task event without its audit records', async () => {
+      current = backend();
+      const store = await openStore();
+      const hub = await start(store);
+      await someChanges(hub, 'verified');
+      expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 13 });
+      const [event] = await store.listTaskOutbox(0, 1);
+      await current.execSql(
+        `DELETE FROM audit_task_events WHERE event_seq = ${event?.event.seq ?? 0}`,
+      );
+      expect(await store.verifyAudit('acme')).toMatchObject({
+        ok: false,
+        reason: expect.stringContaining(`task event ${event?.event.seq} `),
+      });
+    });
+  });
+}
+
+relayCases('SQLite', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctxbus-task-relay-'));
+  const path = join(dir, 'ctxbus.db');
+  return {
+    open: async () => openSqliteStore({ path }),
+    execSql: async (text) => {
+      const db = new DatabaseSync(path);
+      try {
+        db.exec(text);
+      } finally {
+        db.close();
+      }
+    },
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  };
+});
+
+await withPostgres('the task relay on PostgreSQL', (url, schemas) => {
+  relayCases('PostgreSQL', () => {
+    const schema = schemas.next('relay');
+    return {
+      open: async () => openPostgresStore({ connectionString: url, schema }),
+      execSql: async (text) => {
+        await sql(url, `SET search_path TO "${schema}"; ${text}`);
+      },
+      dispose: () => {},
+    };
+  });
+});
