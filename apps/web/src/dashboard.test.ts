@@ -422,7 +422,7 @@ describe.skipIf(unavailable !== null)(
       const agent = await signedIn(hub.tokens.claw);
       await go(agent.page, 'tasks');
       const agentCard = agent.page.locator(`[data-testid=task][data-id="${id}"]`);
-      await agentCard.getByTestId('approval-refusal').waitFor({ timeout: 30_000 });
+      await agentCard.getByTestId('approval-refusal').waitFor({ timeout: 90_000 });
       expect(await agentCard.getByTestId('approval-refusal').textContent()).toMatch(
         /signed in as openclaw, which is not an approver/,
       );

@@ -70,17 +70,13 @@ beforeAll(async () => {
     env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code },
     timeoutMs: 300_000,
   });
-  await waitUntil(
-    async () => {
-      const response = await call(hub.url, 'GET', '/api/capabilities', { token: hub.tokens.claw });
-      const runtime = (
-        response.body.runtimes as { id: string; presence: { workers: number } }[]
-      ).find((entry) => entry.id === 'claude-code');
-      return (runtime?.presence.workers ?? 0) > 0;
-    },
-    'the worker to come online',
-    { timeoutMs: 30_000 },
-  );
+  await waitUntil(async () => {
+    const response = await call(hub.url, 'GET', '/api/capabilities', { token: hub.tokens.claw });
+    const runtime = (
+      response.body.runtimes as { id: string; presence: { workers: number } }[]
+    ).find((entry) => entry.id === 'claude-code');
+    return (runtime?.presence.workers ?? 0) > 0;
+  }, 'the worker to come online');
 });
 afterAll(() => {
   worker?.child.kill('SIGKILL');
@@ -101,14 +97,10 @@ async function readTask(id: string, token = hub.tokens.claw) {
 
 async function waitForState(id: string, state: string) {
   let task: any;
-  await waitUntil(
-    async () => {
-      task = await readTask(id);
-      return task.state === state;
-    },
-    `task ${id} to be ${state}`,
-    { timeoutMs: 60_000 },
-  );
+  await waitUntil(async () => {
+    task = await readTask(id);
+    return task.state === state;
+  }, `task ${id} to be ${state}`);
   return task;
 }
 

@@ -8,6 +8,7 @@ import {
   openStream,
   runCli,
   runCliInTerminal,
+  runtimeToken,
   spawnCli,
   startHubProcess,
   tempDir,
@@ -362,14 +363,7 @@ describe('approval requests nobody answers', () => {
     );
     const quick = await startHubProcess({ dataDir: quickDir, args: ['--approval-ttl', '2s'] });
     try {
-      const admin = { token: quick.adminToken ?? '' };
-      const token = async (runtime: string) =>
-        (
-          await call(quick.url, 'POST', '/api/admin/tokens', {
-            ...admin,
-            body: { teamId: 'acme', runtime },
-          })
-        ).body.token as string;
+      const token = (runtime: string) => runtimeToken(quick, 'acme', runtime);
       const code = await token('claude-code');
       const created = await call(quick.url, 'POST', '/api/tasks', {
         token: await token('openclaw'),
@@ -423,14 +417,7 @@ describe('a task waiting for an offline worker', () => {
       readFileSync(join(hubDir, 'capabilities.yaml')),
     );
     const first = await startHubProcess({ dataDir });
-    const admin = { token: first.adminToken ?? '' };
-    const token = async (runtime: string) =>
-      (
-        await call(first.url, 'POST', '/api/admin/tokens', {
-          ...admin,
-          body: { teamId: 'acme', runtime },
-        })
-      ).body.token as string;
+    const token = (runtime: string) => runtimeToken(first, 'acme', runtime);
     const claw = await token('openclaw');
     const code = await token('claude-code');
     const created = await call(first.url, 'POST', '/api/tasks', {
@@ -514,16 +501,8 @@ describe('a result the hub cannot take for a moment', () => {
     );
     let worker: CliRun | undefined;
     try {
-      const admin = { token: outage.adminToken ?? '' };
-      const mint = async (runtime: string) =>
-        (
-          await call(outage.url, 'POST', '/api/admin/tokens', {
-            ...admin,
-            body: { teamId: 'acme', runtime },
-          })
-        ).body.token as string;
-      const code = await mint('claude-code');
-      const claw = await mint('openclaw');
+      const code = await runtimeToken(outage, 'acme', 'claude-code');
+      const claw = await runtimeToken(outage, 'acme', 'openclaw');
       worker = spawnCli(
         ['worker', '--capabilities', policyFile, '--id', 'behind-proxy', '--lease', '60'],
         { env: { CTXBUS_URL: proxy.url, CTXBUS_TOKEN: code }, timeoutMs: 300_000 },

@@ -129,24 +129,32 @@ export interface CliRun {
   done: Promise<CliResult>;
 }
 
+/**
+ * The environment of a `ctxbus` command a test runs: nothing of the person running the tests
+ * (no hub, token, data directory or saved credentials of theirs), then `env`.
+ */
+function cliEnv(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CTXBUS_URL: '',
+    CTXBUS_STORE: '',
+    CTXBUS_TOKEN: '',
+    CTXBUS_ADMIN_TOKEN: '',
+    CTXBUS_DATA: '',
+    CTXBUS_CONFIG_DIR: CLI_CONFIG_DIR,
+    // seed 003's ~/.config/context-bus/config.yaml: absent (the defaults) unless a test says
+    CONTEXT_BUS_CONFIG: join(CLI_CONFIG_DIR, 'context-bus', 'config.yaml'),
+    ...env,
+  };
+}
+
 /** Starts the real `ctxbus` command; `done` resolves when it exits. */
 export function spawnCli(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
 ): CliRun {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: {
-      ...process.env,
-      CTXBUS_URL: '',
-      CTXBUS_STORE: '',
-      CTXBUS_TOKEN: '',
-      CTXBUS_ADMIN_TOKEN: '',
-      CTXBUS_DATA: '',
-      CTXBUS_CONFIG_DIR: CLI_CONFIG_DIR,
-      // seed 003's ~/.config/context-bus/config.yaml: absent (the defaults) unless a test says
-      CONTEXT_BUS_CONFIG: join(CLI_CONFIG_DIR, 'context-bus', 'config.yaml'),
-      ...options.env,
-    },
+    env: cliEnv(options.env),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -197,17 +205,7 @@ export function runCliInTerminal(
 ): Promise<CliResult> {
   const command = [process.execPath, CLI, ...args].map(shellQuote).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
-    env: {
-      ...process.env,
-      CTXBUS_URL: '',
-      CTXBUS_STORE: '',
-      CTXBUS_TOKEN: '',
-      CTXBUS_ADMIN_TOKEN: '',
-      CTXBUS_DATA: '',
-      CTXBUS_CONFIG_DIR: CLI_CONFIG_DIR,
-      CONTEXT_BUS_CONFIG: join(CLI_CONFIG_DIR, 'context-bus', 'config.yaml'),
-      ...options.env,
-    },
+    env: cliEnv(options.env),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -227,7 +225,7 @@ export function runCliInTerminal(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ctxbus ${args.join(' ')} (in a terminal) timed out; output: ${stdout}`));
-    }, options.timeoutMs ?? 30_000);
+    }, options.timeoutMs ?? TEST_WAIT_MS);
     child.once('exit', (code) => {
       clearTimeout(timer);
       child.stdin?.end();
