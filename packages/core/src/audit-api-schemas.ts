@@ -45,12 +45,37 @@ export const listAuditResponseSchema = z.object({
 });
 
 export const verifyAuditQuerySchema = z.strictObject({ team: teamQuery });
+const auditAnchorSchema = z
+  .object({
+    checkpoint: z
+      .object({
+        seq: z.int().nonnegative(),
+        hash: hashSchema,
+        at: z.string(),
+        ageSeconds: z.number().nonnegative(),
+      })
+      .nullable()
+      .meta({
+        description:
+          "The latest checkpoint of the team's chain this hub signed, outside the database; null when it has none.",
+      }),
+    unsigned: z.int().nonnegative().meta({
+      description: 'Checkpoint lines whose signature does not hold (someone edited the file).',
+    }),
+  })
+  .nullable()
+  .meta({
+    description:
+      'What anchors the chain outside the database (null: this hub keeps no checkpoints). Records after the checkpoint are covered by the chain alone.',
+  });
+
 export const verifyAuditResponseSchema = z.union([
   z.object({
     team: z.string(),
     ok: z.literal(true),
     records: z.int().nonnegative(),
     head: hashSchema.meta({ description: 'The hash of the newest record (64 zeros when none).' }),
+    anchor: auditAnchorSchema.optional(),
   }),
   z.object({
     team: z.string(),
@@ -58,6 +83,7 @@ export const verifyAuditResponseSchema = z.union([
     records: z.int().nonnegative(),
     seq: z.int().positive().meta({ description: 'The first record that does not hold.' }),
     reason: z.string(),
+    anchor: auditAnchorSchema.optional(),
   }),
 ]);
 export type VerifyAuditResponse = z.infer<typeof verifyAuditResponseSchema>;

@@ -1,4 +1,4 @@
-import type { Logger } from '@ctxbus/core';
+import type { AuditRecord, Logger } from '@ctxbus/core';
 import {
   CtxbusError,
   DEFAULT_MAX_BODY_BYTES,
@@ -48,6 +48,7 @@ import { subscriptionRoutes } from './routes/subscription-routes.js';
 import { taskRoutes } from './routes/task-routes.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
 import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
+import { AuditAnchor } from './tasks/audit-anchor.js';
 import { TaskLifecycle } from './tasks/task-lifecycle.js';
 import type { TaskRelayOptions } from './tasks/task-relay.js';
 import { TaskRelay } from './tasks/task-relay.js';
@@ -111,6 +112,11 @@ export interface HubOptions {
   approvalKey?: ApprovalKey;
   /** How long an approval request waits for a human, and a signed approval lasts (default 30 min). */
   approvalTtlMs?: number;
+  /**
+   * Where the hub keeps the signed checkpoints that anchor each team's audit chain outside the
+   * database (tasks/audit-anchor.ts); beside the approval key. None: the chain alone.
+   */
+  auditAnchorDir?: string;
   /**
    * Browser origins (`https://app.example.com`) whose pages may call the API and read the
    * stream cross-origin. None by default: only the hub's own dashboard (same origin) can.
@@ -248,12 +254,20 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     capabilities.close();
     throw error;
   }
+  const approvalKey = options.approvalKey ?? ephemeralApprovalKey();
+  const auditAnchor =
+    options.auditAnchorDir === undefined
+      ? null
+      : new AuditAnchor({ dir: options.auditAnchorDir, key: approvalKey, clock, logger });
+  const onAudit = (teamId: string, records: readonly AuditRecord[]) =>
+    auditAnchor?.observe(teamId, records);
   const taskRelay = new TaskRelay(
     {
       store: options.store,
       clock,
       logger,
       committed: (outcomes) => feed.committed(outcomes),
+      onAudit,
     },
     options.taskRelay,
   );
@@ -275,7 +289,8 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       : null,
     capabilities,
     presence,
-    approvalKey: options.approvalKey ?? ephemeralApprovalKey(),
+    approvalKey,
+    auditAnchor,
     approvalTtlMs: options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
     tasks: new TaskLifecycle({
       store: options.store,
@@ -284,6 +299,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       clock,
       committed: (outcomes) => feed.committed(outcomes),
       relay: taskRelay,
+      onAudit,
     }),
     taskRelay,
   };
@@ -459,6 +475,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       await sweeper?.close();
       await taskSweeper?.close();
       await taskRelay.close();
+      auditAnchor?.close();
       await services.dispatcher?.close();
       await services.embeddings?.close();
       feed.close();

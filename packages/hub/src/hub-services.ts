@@ -6,6 +6,7 @@ import type { PresenceRegistry } from './capabilities/presence-registry.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
+import type { AuditAnchor } from './tasks/audit-anchor.js';
 import type { TaskLifecycle } from './tasks/task-lifecycle.js';
 import type { TaskRelay } from './tasks/task-relay.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
@@ -34,6 +35,8 @@ export interface HubServices {
   presence: PresenceRegistry;
   /** Signs humans' approvals of exact commands. */
   approvalKey: ApprovalKey;
+  /** Signs checkpoints of each team's audit chain, outside the database (null: none). */
+  auditAnchor: AuditAnchor | null;
   /** How long an approval request waits for an answer, and how long a signed approval lasts. */
   approvalTtlMs: number;
   /** The only way tasks change (each change is one event: announced and audited once). */

@@ -1,5 +1,6 @@
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
+import type { VerifyAuditResponse } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
 import { findAdminToken, hubUrl, runtimeToken } from '../hub-target.js';
@@ -39,6 +40,17 @@ function auditClient(options: AuditOptions): CtxbusClient {
 }
 
 /** Verification straight on the store, not through a hub (whose answer you may not trust). */
+/** What anchors the chain outside the database, in one line (null: nothing to say). */
+function anchorLine(anchor: VerifyAuditResponse['anchor']): string | null {
+  if (anchor === undefined) return null;
+  if (anchor === null) return 'not anchored: this hub keeps no signed checkpoints';
+  const tampered =
+    anchor.unsigned > 0 ? `; ${anchor.unsigned} checkpoint lines fail their signature` : '';
+  if (anchor.checkpoint === null) return `no signed checkpoint of this team yet${tampered}`;
+  const { seq, at, ageSeconds } = anchor.checkpoint;
+  return `anchored: the hub signed record ${seq} at ${at} (${Math.round(ageSeconds)} s ago)${tampered}`;
+}
+
 async function verifyOffline(options: AuditOptions) {
   const team = options.team;
   if (team === undefined) {
@@ -113,6 +125,8 @@ export function registerAudit(
           printLine(
             `audit log of team ${outcome.team}: intact, ${outcome.records} record${outcome.records === 1 ? '' : 's'}, head ${outcome.head}`,
           );
+          const anchored = anchorLine((outcome as VerifyAuditResponse).anchor);
+          if (anchored) printLine(anchored);
         }
         return;
       }

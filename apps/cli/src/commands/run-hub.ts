@@ -1,5 +1,5 @@
 import { fstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { CapabilitiesStatus } from '@ctxbus/core/contract';
 import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
 import { loadApprovalKey, mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
@@ -115,6 +115,11 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         'the hub listens beyond loopback: anyone who can reach it and holds a token can use it',
       );
     }
+    const approvalKeyFile =
+      process.env.CTXBUS_APPROVAL_KEY ||
+      (target.kind === 'sqlite'
+        ? join(target.dataDir, 'approval-key.pem')
+        : join(configDir(), 'approval-key.pem'));
     const running = await startHub({
       store,
       logger,
@@ -137,12 +142,9 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       // Approvals are signed with a key kept beside the data (PostgreSQL: in the config
       // directory); hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
       approvalTtlMs: options.approvalTtlMs,
-      approvalKey: loadApprovalKey(
-        process.env.CTXBUS_APPROVAL_KEY ||
-          (target.kind === 'sqlite'
-            ? join(target.dataDir, 'approval-key.pem')
-            : join(configDir(), 'approval-key.pem')),
-      ),
+      approvalKey: loadApprovalKey(approvalKeyFile),
+      // Signed checkpoints of the audit chains, beside the key, outside the database.
+      auditAnchorDir: join(dirname(approvalKeyFile), 'audit-anchors'),
       extensions: [
         mcpExtension({ host: options.host, logger, limits: options.mcp }),
         dashboardExtension({ logger }),

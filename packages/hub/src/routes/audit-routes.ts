@@ -7,6 +7,7 @@ import {
 } from '@ctxbus/core';
 import type { Caller } from '../caller.js';
 import { defineRoute } from '../route-definition.js';
+import { checkpointBreach } from '../tasks/audit-anchor.js';
 
 // The audit log over HTTP (issue 12): a team's records page by page, and its verification.
 
@@ -68,7 +69,7 @@ export const auditRoutes = [
     operationId: 'verifyAudit',
     summary: "Check the team's audit chain end to end",
     description:
-      'Reads the whole chain in pages and recomputes every hash: `{ok: true, records, head}` when it is intact, else `{ok: false, seq, reason}` naming the first record that was changed, removed or moved (also records removed from the end). It also checks that every task event the hub has relayed has its records (a hole names the task event). A broken chain is a 200 with `ok: false`: the check itself worked.',
+      'Reads the whole chain in pages and recomputes every hash: `{ok: true, records, head}` when it is intact, else `{ok: false, seq, reason}` naming the first record that was changed, removed or moved (also records removed from the end). It also checks that every task event the hub has relayed has its records (a hole names the task event). A broken chain is a 200 with `ok: false`: the check itself worked. The chain is also checked against the latest checkpoint the hub signed outside the database (`anchor`): a record it covers that was rewritten, or removed with the records after it, or the whole log dropped, is `ok: false` too, even when the rewritten chain is consistent.',
     tags: ['audit'],
     auth: 'any-token',
     query: verifyAuditQuerySchema,
@@ -80,7 +81,39 @@ export const auditRoutes = [
     async handler({ query, caller, services }) {
       const team = auditTeam(caller, query.team);
       const outcome = await services.store.verifyAudit(team);
-      return { status: 200, body: { team, ...outcome } };
+      const anchor = services.auditAnchor;
+      if (anchor === null) return { status: 200, body: { team, ...outcome, anchor: null } };
+      anchor.flush();
+      const { checkpoint, unsigned } = anchor.read(team);
+      if (checkpoint === null) {
+        return { status: 200, body: { team, ...outcome, anchor: { checkpoint: null, unsigned } } };
+      }
+      const ageSeconds = Math.max(
+        0,
+        (services.clock().getTime() - Date.parse(checkpoint.at)) / 1000,
+      );
+      const anchored = {
+        checkpoint: { seq: checkpoint.seq, hash: checkpoint.hash, at: checkpoint.at, ageSeconds },
+        unsigned,
+      };
+      const [atSeq] = await services.store.listAudit(team, {
+        afterSeq: checkpoint.seq - 1,
+        limit: 1,
+      });
+      const breach = checkpointBreach(checkpoint, atSeq ?? null);
+      if (breach === null) return { status: 200, body: { team, ...outcome, anchor: anchored } };
+      const seq = outcome.ok ? checkpoint.seq : Math.min(outcome.seq, checkpoint.seq);
+      return {
+        status: 200,
+        body: {
+          team,
+          ok: false,
+          records: outcome.records,
+          seq: Math.max(1, seq),
+          reason: breach,
+          anchor: anchored,
+        },
+      };
     },
   }),
 ];

@@ -1,5 +1,6 @@
 import type {
   AuditEvent,
+  AuditRecord,
   CreateTaskRequest,
   RoutingDecision,
   Task,
@@ -46,6 +47,8 @@ export interface TaskLifecycleDeps {
   committed(outcomes: readonly WriteOutcome[]): void;
   /** The relay: relays what is committed, resolving after its pass (never rejects). */
   relay: { wake(): Promise<void> };
+  /** The audit records a refusal became (the audit anchor checkpoints them). */
+  onAudit?(teamId: string, records: readonly AuditRecord[]): void;
 }
 
 /**
@@ -201,7 +204,12 @@ export class TaskLifecycle {
    * log shows who tried what. It is no task event; a failure to record it fails the request.
    */
   async recordRefusal(teamId: string, event: AuditEvent): Promise<void> {
-    await this.deps.store.appendAudit(teamId, event, this.deps.clock().toISOString());
+    const record = await this.deps.store.appendAudit(
+      teamId,
+      event,
+      this.deps.clock().toISOString(),
+    );
+    this.deps.onAudit?.(teamId, [record]);
   }
 
   /** The sweeps: lost leases, tasks past their wait, approval requests nobody answered. */

@@ -1,4 +1,4 @@
-import type { Logger } from '@ctxbus/core';
+import type { AuditRecord, Logger } from '@ctxbus/core';
 import { prepareParsedItem } from '@ctxbus/core';
 import type { Store, TaskOutboxEvent, WriteOutcome } from '@ctxbus/store';
 import { taskEventAudit } from './task-event-audit.js';
@@ -35,6 +35,8 @@ export interface TaskRelayDeps {
   logger: Logger;
   /** Hands written items to this hub's live streams. */
   committed(outcomes: readonly WriteOutcome[]): void;
+  /** The audit records an event became (the audit anchor checkpoints them). */
+  onAudit?(teamId: string, records: readonly AuditRecord[]): void;
 }
 
 export interface TaskRelayOptions {
@@ -185,12 +187,13 @@ export class TaskRelay {
     const events = await store.listTaskOutbox(cursor.seq, this.batch);
     for (const outbox of events) {
       await this.announce(outbox);
-      await store.appendTaskEventAudit(
+      const records = await store.appendTaskEventAudit(
         outbox.teamId,
         outbox.event.seq,
         taskEventAudit(outbox),
         outbox.event.at,
       );
+      this.deps.onAudit?.(outbox.teamId, records);
       await store.advanceTaskRelay(outbox.event.seq);
     }
     return events.length;
