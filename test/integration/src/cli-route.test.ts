@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { removeDir, runCli, tempDir } from '@ctxbus/test-kit';
+import { removeDir, runCli, spawnCli, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // `ctxbus route --explain` and `ctxbus capabilities schema`, as real processes.
@@ -51,6 +51,31 @@ describe('ctxbus route --explain', () => {
     expect(result.stdout).toMatch(
       /^ {2}- web +dropped +code_execution sandbox has no network but the task needs it$/m,
     );
+  });
+
+  it('takes the task after the options too: --explain --offline X TASK, or TASK alone', async () => {
+    const task =
+      '{"requiredCapabilities":["code_execution"],"origin":"my-agent","constraints":{"network":true}}';
+    const late = await runCli([
+      'route',
+      '--explain',
+      '--offline',
+      'claude-code',
+      task,
+      '--capabilities',
+      FILE,
+    ]);
+    expect(late.code, late.stderr).toBe(0);
+    expect(late.stdout).toMatch(/^queue: my-agent -> claude-code\n/);
+    const alone = await runCli(['route', task, '--capabilities', FILE]);
+    expect(alone.code, alone.stderr).toBe(0);
+    expect(alone.stdout).toMatch(/^(proxy|queue|run|escalate)/);
+    const none = await runCli(['route', '--explain', '--capabilities', FILE]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/^ctxbus: error: no task: give it as JSON/);
+    const both = await runCli(['route', '--explain', task, task, '--capabilities', FILE]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/two tasks given/);
   });
 
   it('prints the decision object with --json, the task read from stdin with -', async () => {
@@ -117,10 +142,21 @@ describe('ctxbus route --explain', () => {
   it('has --help with an example', async () => {
     const help = await runCli(['route', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('--explain <task>');
+    expect(help.stdout).toContain('--explain [task]');
     expect(help.stdout).toContain(
       `ctxbus route --explain '{"requiredCapabilities":["code_execution"],"origin":"openclaw"}'`,
     );
+  });
+});
+
+describe('output piped to a reader that stops early', () => {
+  it('ends quietly, as `ctxbus ... | head` expects: no EPIPE stack trace', async () => {
+    const run = spawnCli(['capabilities', 'schema']);
+    // The reader is gone before the command writes a byte.
+    run.child.stdout?.destroy();
+    const result = await run.done;
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
   });
 });
 

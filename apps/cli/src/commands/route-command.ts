@@ -107,22 +107,48 @@ export function registerRoute(
   program
     .command('route')
     .description('explain which runtime would do a task, and why (capabilities.yaml, no hub)')
-    .requiredOption('--explain <task>', 'the task as JSON (a RouteRequest), or - for stdin')
+    .argument(
+      '[task]',
+      'the task as JSON (a RouteRequest), or - for stdin (or give it to --explain)',
+    )
+    .option(
+      '--explain [task]',
+      'explain the decision for the task (JSON, or - for stdin; or the argument after the options)',
+    )
     .option('--capabilities <file>', 'the capabilities file', 'capabilities.yaml')
     .option('--offline <runtimes>', 'comma-separated runtimes to take as offline', '')
     .option('--json', 'print the decision as JSON')
     .addHelpText('after', ROUTE_HELP)
-    .action((options: { explain: string; capabilities: string; offline: string; json?: boolean }) =>
-      run(async () => {
-        const request = parseRouteRequest(readTask(options.explain));
-        const matrix = loadCapabilities(options.capabilities);
-        const offline = options.offline
-          .split(',')
-          .map((name) => name.trim())
-          .filter((name) => name !== '');
-        const decision = routeTask(request, matrix, presenceOf(matrix, offline));
-        if (options.json) printJson(decision);
-        else for (const line of explainLines(decision)) printLine(line);
-      }),
+    .action(
+      (
+        positional: string | undefined,
+        options: { explain?: string | true; capabilities: string; offline: string; json?: boolean },
+      ) =>
+        run(async () => {
+          // `--explain '{...}'`, `--explain --offline x '{...}'` and `route '{...}'` all work.
+          const given = typeof options.explain === 'string' ? options.explain : undefined;
+          if (given !== undefined && positional !== undefined) {
+            throw new CtxbusError(
+              'validation_failed',
+              'two tasks given: one to --explain and one as the argument; give one',
+            );
+          }
+          const task = given ?? positional;
+          if (task === undefined) {
+            throw new CtxbusError(
+              'validation_failed',
+              'no task: give it as JSON (or - for stdin), e.g. ctxbus route --explain \'{"requiredCapabilities":["code_execution"],"origin":"openclaw"}\'',
+            );
+          }
+          const request = parseRouteRequest(readTask(task));
+          const matrix = loadCapabilities(options.capabilities);
+          const offline = options.offline
+            .split(',')
+            .map((name) => name.trim())
+            .filter((name) => name !== '');
+          const decision = routeTask(request, matrix, presenceOf(matrix, offline));
+          if (options.json) printJson(decision);
+          else for (const line of explainLines(decision)) printLine(line);
+        }),
     );
 }
