@@ -85,7 +85,12 @@ export const listQuerySchema = z.strictObject({
     .meta({ description: 'A sequence number (items written after it) or an ISO date-time.' }),
   before: positiveIntQuery.optional().meta({ description: 'Paging: items with seq below this.' }),
   key: memoryKeySchema.optional(),
-  keyPrefix: memoryKeySchema.optional(),
+  // `sessions/` and `sessions` are the same prefix: a trailing slash is dropped, then checked.
+  keyPrefix: z
+    .string()
+    .transform((value) => value.replace(/\/+$/, ''))
+    .pipe(memoryKeySchema)
+    .optional(),
   unconsumed: booleanQuery.optional(),
   includeSuperseded: booleanQuery.optional(),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(50),

@@ -132,6 +132,17 @@ describe('ctxbus CLI', () => {
 
     const read = await runCli(['read', '--type', 'status'], { env });
     expect(read.stdout).toMatch(/^#\d+ status from file 2/);
+    // Knowledge keys by prefix, written with or without the trailing slash.
+    const keyed = await runCli(
+      ['write', '--type', 'decision', '--title', 'Session store', '--key', 'sessions/store'],
+      { env },
+    );
+    expect(keyed.code, keyed.stderr).toBe(0);
+    for (const prefix of ['sessions/', 'sessions']) {
+      const byPrefix = await runCli(['read', '--key-prefix', prefix], { env });
+      expect(byPrefix.code, byPrefix.stderr).toBe(0);
+      expect(byPrefix.stdout).toContain('Session store');
+    }
     const search = await runCli(['search', 'what', 'package', 'manager', 'tooling', '--json'], {
       env,
     });
