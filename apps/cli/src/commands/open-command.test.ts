@@ -39,6 +39,17 @@ describe('ctxbus open', () => {
     expect(missing.stderr).toContain('could not start a browser');
   });
 
+  it("with no browser on the machine, the platform's opener failing is no success", async () => {
+    // No $BROWSER and no display: xdg-open finds nothing to open the URL with (exit 3), or is
+    // not installed at all. Either way the command says so and leaves the URL.
+    const result = await runCli(['open', '--url', hub.url], {
+      env: { BROWSER: '', DISPLAY: '', WAYLAND_DISPLAY: '', PATH: '/usr/bin:/bin' },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toBe(`${hub.url}/\n`);
+    expect(result.stderr).toMatch(/could not start a browser \(xdg-open: /);
+  });
+
   it('a hub that is not running is exit 6 with the reason', async () => {
     const result = await runCli(['open', '--url', 'http://127.0.0.1:9', '--print']);
     expect(result.code).toBe(6);

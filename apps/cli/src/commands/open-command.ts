@@ -19,11 +19,22 @@ export function browserCommand(
   return ['xdg-open', [url]];
 }
 
-/** Resolves once the opener has started (or rejects with why it could not). */
-function launch(command: string, args: string[]): Promise<void> {
+/**
+ * Starts the opener. A browser ($BROWSER) may run on for as long as it is open, so it counts
+ * as opened once started; the platform's opener (xdg-open, open, start) hands the URL on and
+ * exits, and says by its exit code whether anything could open it (xdg-open exits 3 on a
+ * machine with no browser), so it is waited for. Rejects with why nothing was opened.
+ */
+function launch(command: string, args: string[], waitForExit: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: 'ignore', detached: true });
+    const child = spawn(command, args, { stdio: 'ignore', detached: !waitForExit });
     child.once('error', reject);
+    if (waitForExit) {
+      child.once('exit', (code, signal) =>
+        code === 0 ? resolve() : reject(new Error(`exited with ${code ?? signal}`)),
+      );
+      return;
+    }
     child.once('spawn', () => {
       child.unref();
       resolve();
@@ -79,7 +90,7 @@ xdg-open (Linux), open (macOS) or start (Windows).`,
         }
         const [command, args] = browserCommand(page);
         try {
-          await launch(command, args);
+          await launch(command, args, !process.env.BROWSER);
           printLine(`opened ${page} (${command})`);
         } catch (error) {
           // No browser here (a server, a container): the URL is still what the user needs.
