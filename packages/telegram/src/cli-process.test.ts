@@ -67,6 +67,56 @@ describe.skipIf(!built)(
       expect(result.stdout + result.stderr).not.toContain(BOT_TOKEN);
     });
 
+    it('a bot token Telegram refuses is exit 3 (not authorised), with the reason', async () => {
+      const result = await runCli(
+        [
+          'telegram',
+          '--url',
+          hub.url,
+          '--chat',
+          '100',
+          '--state',
+          `${dir.path}/s.json`,
+          '--api-root',
+          api.apiRoot,
+        ],
+        { env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: '123:not-the-bot' } },
+      );
+      expect(result.code, result.stderr).toBe(3);
+      expect(result.stderr).toMatch(/Telegram refused the bot token \(401 Unauthorized\)/);
+      expect(result.stderr).not.toContain('123:not-the-bot');
+    });
+
+    it('stops on Ctrl-C while Telegram is unreachable', async () => {
+      await api.close();
+      const run = spawnCli(
+        [
+          'telegram',
+          '--url',
+          hub.url,
+          '--chat',
+          '100',
+          '--state',
+          `${dir.path}/s.json`,
+          '--api-root',
+          api.apiRoot,
+        ],
+        { env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: BOT_TOKEN } },
+      );
+      let stderr = '';
+      const retrying = new Promise<void>((resolve) => {
+        run.child.stderr?.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+          if (stderr.includes('telegram unreachable: retrying')) resolve();
+        });
+      });
+      await waitFor(retrying, 'the bot to retry an unreachable Telegram');
+      run.child.kill('SIGINT');
+      const result = await waitFor(run.done, 'the bot to stop on SIGINT');
+      expect(result.code).toBe(0);
+      api = await startTestBotApi(BOT_TOKEN);
+    });
+
     it('refuses to start without a chat or a bot token, saying which', async () => {
       const noChat = await runCli(['telegram', '--url', hub.url, '--token', hub.tokens.telegram], {
         env: { CTXBUS_TELEGRAM_TOKEN: BOT_TOKEN },

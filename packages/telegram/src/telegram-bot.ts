@@ -185,8 +185,12 @@ export class CtxbusTelegramBot {
     // Without `runtime` the bundle is formatted for (and names) the token's own runtime.
     const bundle = await this.client.shared({ tokenBudget: 100 });
     this.identity = { teamId: bundle.identity.teamId, runtime: bundle.identity.runtime };
-    await this.bot.init();
-    await this.bot.api.setMyCommands([...BOT_COMMANDS]);
+    // Stoppable while Telegram is unreachable (the retries wait on this signal).
+    const signal = this.abort.signal as Parameters<Bot['init']>[0];
+    await this.bot.init(signal).catch((error: unknown) => {
+      throw telegramRefusal(error) ?? error;
+    });
+    await this.bot.api.setMyCommands([...BOT_COMMANDS], undefined, signal);
     // New chats start at the hub's head: no backlog pushed on the first run.
     const head = (await this.client.list({ limit: 1 })).items[0]?.seq ?? 0;
     for (const chat of this.options.chats) this.state.chat(chat, head);
@@ -793,4 +797,16 @@ function helpText(options: TelegramBotOptions): string {
       ? 'Only the approvers this bot was started with may tap them.'
       : 'No approver is configured: taps decide nothing (ctxbus telegram --approver USER_ID).',
   ].join('\n');
+}
+
+/**
+ * Telegram's refusal of the bot token (401) as the error it is: not authorised (exit 3), not
+ * a hub that cannot be reached. Null for any other error.
+ */
+export function telegramRefusal(error: unknown): CtxbusError | null {
+  if (!(error instanceof GrammyError) || error.error_code !== 401) return null;
+  return new CtxbusError(
+    'unauthorized',
+    'Telegram refused the bot token (401 Unauthorized): check --bot-token or $CTXBUS_TELEGRAM_TOKEN',
+  );
 }

@@ -190,9 +190,24 @@ Example:
           ...(flags.sharedContextDir !== undefined && { sharedContextDir: flags.sharedContextDir }),
           ...(flags.apiRoot !== undefined && { apiRoot: flags.apiRoot }),
         });
+        // One stop, however many ask for it (a signal, a failure, the end).
+        let stopping: Promise<void> | null = null;
+        const stop = () => {
+          stopping ??= bot.stop();
+          return stopping;
+        };
+        let signalled = false;
         const stopped = new Promise<void>((resolve) => {
-          for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
+          for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+            process.once(signal, () => {
+              signalled = true;
+              resolve();
+            });
+          }
         });
+        // Ctrl-C while the bot is still starting (Telegram unreachable, say) stops it at once:
+        // stopping aborts the requests and retries start() is waiting on.
+        void stopped.then(stop);
         try {
           await bot.start();
           if (flags.webhookUrl && secret) {
@@ -210,7 +225,8 @@ Example:
             printLine(`telegram bot for team ${bot.team}: long polling, ${chats.length} chat(s)`);
           }
         } catch (error) {
-          await bot.stop();
+          await stop();
+          if (signalled) return;
           // Telegram's errors can carry the API URL, and with it the bot token: never shown.
           const code = CtxbusError.isInstance(error) ? error.code : 'unavailable';
           throw new CtxbusError(code, bot.redact(error));
@@ -218,11 +234,11 @@ Example:
         try {
           await Promise.race([stopped, bot.failed]);
         } catch (error) {
-          await bot.stop();
+          await stop();
           const code = CtxbusError.isInstance(error) ? error.code : 'unavailable';
           throw new CtxbusError(code, `telegram bot stopped: ${bot.redact(error)}`);
         }
-        await bot.stop();
+        await stop();
       }),
     );
 }
