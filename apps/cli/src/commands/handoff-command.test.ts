@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import { CtxbusTelegramBot } from '@ctxbus/telegram';
 import { startTestBotApi } from '@ctxbus/telegram/testing';
@@ -14,6 +14,7 @@ import {
 } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { splitSystemdCommandLine } from '../systemd-unit.js';
+import { handoffKey } from './handoff-command.js';
 
 // `ctxbus handoff` run as the real command in a temporary workspace, publishing to a real hub.
 
@@ -112,8 +113,12 @@ describe('ctxbus handoff', () => {
       relevanceTags: ['handoff', 'codex', 'model-switch'],
     });
     expect(seen.items[0]?.content).toContain('Next: Backfill old invoices');
-    // Keyed per workspace: the switch superseded the heartbeat's item.
+    // Keyed per workspace: the switch superseded the heartbeat's item. The key names the
+    // workspace's directory and a hash of its path, not the path.
     expect(seen.items).toHaveLength(1);
+    expect(seen.items[0]?.key).toBe(handoffKey(workspace));
+    expect(seen.items[0]?.key).toMatch(new RegExp(`^handoff/${basename(workspace)}-[0-9a-f]{12}$`));
+    expect(seen.items[0]?.key).not.toContain(dirname(workspace));
   });
 
   it('config.yaml: a bad field is named with its line (exit 2); its workspace is the default', async () => {

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
@@ -119,12 +120,7 @@ export function handoffItem(
     ]
       .filter(Boolean)
       .join('\n'),
-    key: `handoff/${
-      workspace
-        .replace(/[^A-Za-z0-9._-]+/g, '_')
-        .replace(/^_+|_+$/g, '')
-        .slice(-150) || 'workspace'
-    }`,
+    key: handoffKey(workspace),
     relevanceTags: [
       'handoff',
       handoff.model.current,
@@ -133,6 +129,21 @@ export function handoffItem(
     ],
     ...(switched && { urgency: 'attention' as const }),
   };
+}
+
+/**
+ * The bus key of a workspace's handoff: its directory's name and a short hash of its whole
+ * path, stable for the workspace and distinct between two of the same name, without putting
+ * the path (a home directory, a client's name) on the team's bus.
+ */
+export function handoffKey(workspace: string): string {
+  const name =
+    basename(workspace)
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .replace(/^[._-]+|_+$/g, '')
+      .slice(0, 60) || 'workspace';
+  const digest = createHash('sha256').update(resolve(workspace)).digest('hex').slice(0, 12);
+  return `handoff/${name}-${digest}`;
 }
 
 /** A hub URL and a runtime token for it, from the environment or saved: publishing can work. */
