@@ -38,7 +38,9 @@ const URGENCY: Record<TaskState, Urgency> = {
   INPUT_REQUIRED: 'attention',
   FAILED: 'attention',
   AUTH_REQUIRED: 'blocking',
-  REJECTED: 'blocking',
+  // Ended: its origin should notice, but it blocks nobody (a blocking line would stay in every
+  // runtime's "blocked" section for good).
+  REJECTED: 'attention',
 };
 
 /** Tags the shared context reads as "finished" (DONE_TAGS) for terminal states. */
