@@ -21,6 +21,19 @@ describe.skipIf(!built)(
     let api: TestBotApi;
     let dir: { path: string; remove(): void };
 
+    /** `ctxbus telegram` serving chat 100 of the hub, through the local Bot API server. */
+    const botArgs = () => [
+      'telegram',
+      '--url',
+      hub.url,
+      '--chat',
+      '100',
+      '--state',
+      `${dir.path}/s.json`,
+      '--api-root',
+      api.apiRoot,
+    ];
+
     beforeEach(async () => {
       api = await startTestBotApi(BOT_TOKEN);
       dir = tempDir();
@@ -68,20 +81,9 @@ describe.skipIf(!built)(
     });
 
     it('a bot token Telegram refuses is exit 3 (not authorised), with the reason', async () => {
-      const result = await runCli(
-        [
-          'telegram',
-          '--url',
-          hub.url,
-          '--chat',
-          '100',
-          '--state',
-          `${dir.path}/s.json`,
-          '--api-root',
-          api.apiRoot,
-        ],
-        { env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: '123:not-the-bot' } },
-      );
+      const result = await runCli(botArgs(), {
+        env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: '123:not-the-bot' },
+      });
       expect(result.code, result.stderr).toBe(3);
       expect(result.stderr).toMatch(/Telegram refused the bot token \(401 Unauthorized\)/);
       expect(result.stderr).not.toContain('123:not-the-bot');
@@ -89,20 +91,9 @@ describe.skipIf(!built)(
 
     it('stops on Ctrl-C while Telegram is unreachable', async () => {
       await api.close();
-      const run = spawnCli(
-        [
-          'telegram',
-          '--url',
-          hub.url,
-          '--chat',
-          '100',
-          '--state',
-          `${dir.path}/s.json`,
-          '--api-root',
-          api.apiRoot,
-        ],
-        { env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: BOT_TOKEN } },
-      );
+      const run = spawnCli(botArgs(), {
+        env: { CTXBUS_TOKEN: hub.tokens.telegram, CTXBUS_TELEGRAM_TOKEN: BOT_TOKEN },
+      });
       let stderr = '';
       const retrying = new Promise<void>((resolve) => {
         run.child.stderr?.on('data', (chunk: Buffer) => {
