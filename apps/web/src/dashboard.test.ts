@@ -605,6 +605,12 @@ describe.skipIf(unavailable !== null)(
 
     it('has no serious or critical accessibility violations (axe-core), and fits a phone; screenshots of each view', async () => {
       mkdirSync(SCREENSHOTS, { recursive: true });
+      // A long unbroken title (a URL, a hash) in the feed must wrap, not widen the page.
+      const written = await call(hub.url, 'POST', '/api/context', {
+        token: hub.tokens.web,
+        body: { type: 'discovery', title: `https://example.com/${'a1b2c3d4'.repeat(30)}` },
+      });
+      expect(written.status).toBe(201);
       const views = [
         'feed',
         'write',
