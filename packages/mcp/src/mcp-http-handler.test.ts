@@ -402,6 +402,30 @@ describe('Streamable HTTP endpoint', () => {
     );
   });
 
+  it("limits a team's sessions across its tokens; another team is unaffected", async () => {
+    const first = await hub.mint('first', 'umbrella');
+    const second = await hub.mint('second', 'umbrella');
+    const outsider = await hub.mint('web', 'wayne');
+    await withEndpoint(
+      handlerOptions({ maxSessionsPerToken: 3, maxSessionsPerTeam: 4, maxSessions: 20 }),
+      async (endpoint, handler) => {
+        const open = async (token: string) => {
+          const response = await post(endpoint, { authorization: `Bearer ${token}` });
+          return { status: response.status, text: await response.text() };
+        };
+        for (let index = 0; index < 3; index++) expect((await open(first)).status).toBe(200);
+        expect((await open(second)).status).toBe(200);
+        // The team holds 4: a fifth session for it, by either token, is refused.
+        const refused = await open(second);
+        expect(refused.status).toBe(429);
+        expect(refused.text).toContain('team umbrella already holds or is opening 4 MCP sessions');
+        expect(handler.sessionCount).toBe(4);
+        expect((await open(outsider)).status).toBe(200);
+        expect(handler.sessionCount).toBe(5);
+      },
+    );
+  });
+
   it('holds the endpoint cap under concurrent initializes', async () => {
     const burst = heldInitializes(20);
     await withEndpoint(

@@ -52,6 +52,13 @@ export interface McpHttpHandlerOptions {
    * other tokens are never closed or counted for it.
    */
   maxSessionsPerToken?: number;
+  /**
+   * Sessions the tokens of one team may hold together (default 128), so that one team's many
+   * tokens cannot fill the endpoint for the others: past it a new session that adds one to the
+   * team is refused with 429 `limit_reached`. The team is what `verifyToken` returns
+   * (`{ teamId }`); without it, teams are not counted.
+   */
+  maxSessionsPerTeam?: number;
   /** Largest POST body (default 1 MiB, the hub's own limit). */
   maxRequestBodyBytes?: number;
   /** SSE keep-alive comment interval (default 15 s). */
@@ -80,11 +87,21 @@ interface Session {
   lastSeen: number;
   /** Requests whose responses are still being sent (an open GET event stream included). */
   busy: number;
+  /** The token's team, when `verifyToken` says (null: not counted per team). */
+  team: string | null;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_MAX_SESSIONS = 1_000;
 const DEFAULT_MAX_SESSIONS_PER_TOKEN = 32;
+const DEFAULT_MAX_SESSIONS_PER_TEAM = 128;
+
+/** The team a token verdict names (`{ teamId }`), or null. */
+function teamOf(verdict: unknown): string | null {
+  if (typeof verdict !== 'object' || verdict === null || !('teamId' in verdict)) return null;
+  const { teamId } = verdict as { teamId: unknown };
+  return typeof teamId === 'string' ? teamId : null;
+}
 
 /**
  * The MCP endpoint for a hub, over the SDK's web-standard Streamable HTTP transport: a session
@@ -105,6 +122,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const maxPerToken = options.maxSessionsPerToken ?? DEFAULT_MAX_SESSIONS_PER_TOKEN;
+  const maxPerTeam = options.maxSessionsPerTeam ?? DEFAULT_MAX_SESSIONS_PER_TEAM;
   const sessions = new Map<string, Session>();
   /**
    * `initialize` requests under way, per token and in all: each becomes a session (or fails)
@@ -112,7 +130,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
    * concurrent initializes all pass the checks before any of them is a session.
    */
   const starting = new Map<string, number>();
+  const startingTeams = new Map<string, number>();
   let startingTotal = 0;
+
+  /** The sessions a team holds or is opening. */
+  const teamCount = (team: string) =>
+    [...sessions.values()].filter((session) => session.team === team).length +
+    (startingTeams.get(team) ?? 0);
 
   /** The sessions of one token, least recently used first. */
   const sessionsOf = (owner: string) =>
@@ -153,7 +177,11 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   // The sweep must not keep a process alive on its own.
   sweep.unref();
 
-  async function startSession(request: Request, token: string): Promise<Response> {
+  async function startSession(
+    request: Request,
+    token: string,
+    team: string | null,
+  ): Promise<Response> {
     let backend: ContextBackend;
     try {
       backend = await options.createBackend(token);
@@ -178,12 +206,20 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     }
     // A session that will replace one of the token's own adds none to the endpoint.
     const grows = mine.length + pending < maxPerToken;
+    if (grows && team !== null && teamCount(team) >= maxPerTeam) {
+      return jsonRpcErrorResponse(
+        429,
+        `team ${team} already holds or is opening ${maxPerTeam} MCP sessions across its tokens; end one (DELETE /mcp) or retry later`,
+        { ctxbusCode: 'limit_reached' },
+      );
+    }
     if (grows && sessions.size + startingTotal >= maxSessions) {
       return jsonRpcErrorResponse(503, `too many open MCP sessions (${maxSessions}); retry later`, {
         ctxbusCode: 'unavailable',
       });
     }
     starting.set(owner, pending + 1);
+    if (team !== null) startingTeams.set(team, (startingTeams.get(team) ?? 0) + 1);
     startingTotal += 1;
     let reserved = true;
     // Once the session exists (or the request failed), it no longer counts as under way.
@@ -194,9 +230,14 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       const left = (starting.get(owner) ?? 1) - 1;
       if (left > 0) starting.set(owner, left);
       else starting.delete(owner);
+      if (team !== null) {
+        const teamLeft = (startingTeams.get(team) ?? 1) - 1;
+        if (teamLeft > 0) startingTeams.set(team, teamLeft);
+        else startingTeams.delete(team);
+      }
     };
     try {
-      return await initialize(request, backend, digest, owner, release);
+      return await initialize(request, backend, digest, owner, team, release);
     } finally {
       release();
     }
@@ -207,6 +248,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     backend: ContextBackend,
     digest: Buffer,
     owner: string,
+    team: string | null,
     release: () => void,
   ): Promise<Response> {
     const server = createCtxbusMcpServer({
@@ -228,6 +270,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       }),
       digest,
       owner,
+      team,
       lastSeen: Date.now(),
       // The initialize request itself, until its response is sent.
       busy: 1,
@@ -298,9 +341,10 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
         { ctxbusCode: 'unauthorized', headers: WWW_AUTHENTICATE },
       );
     }
+    let team: string | null = null;
     if (options.verifyToken) {
       try {
-        await options.verifyToken(token);
+        team = teamOf(await options.verifyToken(token));
       } catch (error) {
         return refusal(error, logger);
       }
@@ -314,7 +358,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
           'Bad Request: Mcp-Session-Id header is required; start a session with an initialize POST',
         );
       }
-      return startSession(request, token);
+      return startSession(request, token, team);
     }
     const session = sessions.get(sessionId);
     if (!session) {

@@ -16,6 +16,7 @@ export const MCP_PATH = '/mcp';
 /** Sessions at `/mcp`: per token, and on the endpoint as a memory bound. */
 export interface McpLimits {
   maxSessionsPerToken: number;
+  maxSessionsPerTeam: number;
   maxSessions: number;
 }
 
@@ -53,6 +54,7 @@ export function mcpExtension(options: {
         logger: options.logger,
         maxRequestBodyBytes: services.maxBodyBytes,
         maxSessionsPerToken: options.limits.maxSessionsPerToken,
+        maxSessionsPerTeam: options.limits.maxSessionsPerTeam,
         maxSessions: options.limits.maxSessions,
       });
       const mounted = handler;

@@ -112,6 +112,11 @@ export function addServeOptions(command: Command): Command {
       '32',
     )
     .option(
+      '--mcp-max-sessions-per-team <n>',
+      "MCP sessions the tokens of one team may hold together at /mcp (so one team's tokens cannot fill the endpoint): a new one past it is refused with 429",
+      '128',
+    )
+    .option(
       '--mcp-max-sessions <n>',
       'MCP sessions open at once at /mcp, a memory bound: a new session past it is refused with 503',
       '1000',

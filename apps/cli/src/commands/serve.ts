@@ -24,6 +24,7 @@ export interface ServeOptions {
   webhookAttempts: string;
   webhookBackoffMs: string;
   mcpMaxSessionsPerToken: string;
+  mcpMaxSessionsPerTeam: string;
   mcpMaxSessions: string;
   retentionMode: string;
   retain: string;
@@ -91,6 +92,11 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
       options.mcpMaxSessionsPerToken,
       '--mcp-max-sessions-per-token',
       10_000,
+    ),
+    maxSessionsPerTeam: positiveInteger(
+      options.mcpMaxSessionsPerTeam,
+      '--mcp-max-sessions-per-team',
+      1_000_000,
     ),
     maxSessions: positiveInteger(options.mcpMaxSessions, '--mcp-max-sessions', 1_000_000),
   };
