@@ -19,5 +19,13 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  */
 export const DEFAULT_MAX_STREAM_PENDING_BYTES = 1024 * 1024;
 
+/**
+ * Live streams (SSE and WebSocket) one token may hold open at once by default, and the tokens
+ * of one team together: past either, a new stream is refused with 429. With the per-stream
+ * byte bound, they bound what one client, or one team, can make a hub hold.
+ */
+export const DEFAULT_MAX_STREAMS_PER_TOKEN = 100;
+export const DEFAULT_MAX_STREAMS_PER_TEAM = 1_000;
+
 /** The most items one write may carry (larger batches are split by the writer). */
 export const MAX_BATCH_ITEMS = 500;

@@ -8,6 +8,8 @@ export {
   DEFAULT_HUB_URL,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_STREAM_PENDING_BYTES,
+  DEFAULT_MAX_STREAMS_PER_TEAM,
+  DEFAULT_MAX_STREAMS_PER_TOKEN,
   MAX_BATCH_ITEMS,
 } from './hub-limits.js';
 export type { Logger } from './logger.js';

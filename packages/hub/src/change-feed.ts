@@ -1,5 +1,11 @@
 import type { ItemFilter, Logger, Viewer } from '@ctxbus/core';
-import { DEFAULT_MAX_STREAM_PENDING_BYTES, itemMatches } from '@ctxbus/core';
+import {
+  CtxbusError,
+  DEFAULT_MAX_STREAM_PENDING_BYTES,
+  DEFAULT_MAX_STREAMS_PER_TEAM,
+  DEFAULT_MAX_STREAMS_PER_TOKEN,
+  itemMatches,
+} from '@ctxbus/core';
 import type { Change, Store, WriteOutcome } from '@ctxbus/store';
 
 const READ_BATCH = 500;
@@ -23,6 +29,9 @@ export interface ChangeFeedOptions {
   maxPendingBytes?: number;
   /** Catch-up reads at once across all subscribers (default 4); the others queue. */
   concurrentCatchUps?: number;
+  /** Streams one token may hold open (default 100), and one team's tokens together (1,000). */
+  maxStreamsPerToken?: number;
+  maxStreamsPerTeam?: number;
 }
 
 /** The token a stream was opened with, so that revoking the token ends the stream. */
@@ -100,6 +109,8 @@ export class ChangeFeed {
   readonly store: Store;
   readonly clock: () => Date;
   readonly maxPendingBytes: number;
+  readonly maxStreamsPerToken: number;
+  readonly maxStreamsPerTeam: number;
   readonly ended: StreamEndCounts = { slow_reader: 0, token_revoked: 0 };
   /** Store reads subscribers made to catch up, since the hub started. */
   catchUpReads = 0;
@@ -112,6 +123,33 @@ export class ChangeFeed {
     this.logger = options.logger;
     this.maxPendingBytes = options.maxPendingBytes ?? DEFAULT_MAX_STREAM_PENDING_BYTES;
     this.catchUpSlots = new Semaphore(options.concurrentCatchUps ?? DEFAULT_CONCURRENT_CATCH_UPS);
+    this.maxStreamsPerToken = options.maxStreamsPerToken ?? DEFAULT_MAX_STREAMS_PER_TOKEN;
+    this.maxStreamsPerTeam = options.maxStreamsPerTeam ?? DEFAULT_MAX_STREAMS_PER_TEAM;
+  }
+
+  /**
+   * Refuses a new stream (429 `limit_reached`) when its token, or its team, already holds as
+   * many as it may. Checked before a stream starts (before a WebSocket upgrade).
+   */
+  admit(viewer: Viewer, owner: StreamOwner | undefined): void {
+    let team = 0;
+    let token = 0;
+    for (const subscriber of this.subscribers) {
+      if (subscriber.teamId === viewer.teamId) team += 1;
+      if (owner && subscriber.owner?.tokenId === owner.tokenId) token += 1;
+    }
+    if (owner && token >= this.maxStreamsPerToken) {
+      throw new CtxbusError(
+        'limit_reached',
+        `this token already holds ${this.maxStreamsPerToken} live streams; close one first`,
+      );
+    }
+    if (team >= this.maxStreamsPerTeam) {
+      throw new CtxbusError(
+        'limit_reached',
+        `team ${viewer.teamId} already holds ${this.maxStreamsPerTeam} live streams; close one first`,
+      );
+    }
   }
 
   /**
@@ -295,6 +333,10 @@ export class FeedSubscriber {
   private readonly filter: ItemFilter;
   /** Set when the hub ended the subscription (not when the peer went away). */
   endedBy: StreamEnd | null = null;
+
+  get teamId(): string {
+    return this.viewer.teamId;
+  }
 
   constructor(
     private readonly feed: ChangeFeed,

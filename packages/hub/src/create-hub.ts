@@ -82,6 +82,9 @@ export interface HubOptions {
    * ends it as a slow reader (default 1 MiB); it resumes by Last-Event-ID without loss.
    */
   maxStreamPendingBytes?: number;
+  /** Live streams one token may hold open (default 100); one team's tokens together (1,000). */
+  maxStreamsPerToken?: number;
+  maxStreamsPerTeam?: number;
   /** Push subscriptions: endpoint policy, retries, timeouts. */
   webhooks?: WebhookOptions;
   /** Deliver push subscriptions from this hub (default true). */
@@ -243,6 +246,12 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     logger,
     ...(options.maxStreamPendingBytes !== undefined && {
       maxPendingBytes: options.maxStreamPendingBytes,
+    }),
+    ...(options.maxStreamsPerToken !== undefined && {
+      maxStreamsPerToken: options.maxStreamsPerToken,
+    }),
+    ...(options.maxStreamsPerTeam !== undefined && {
+      maxStreamsPerTeam: options.maxStreamsPerTeam,
     }),
   });
   const capabilities = options.capabilities

@@ -358,7 +358,8 @@ async function main() {
     const dataDir = tempDir('ctxbus-bench-');
     const hub = await startHubProcess({
       dataDir,
-      args: ['--log-level', 'error'],
+      // The subscribers of a delivery run share one token: room for all of them.
+      args: ['--log-level', 'error', '--max-streams-per-token', '5000'],
       env: { CTXBUS_VALIDATE_RESPONSES: '0' },
     });
     try {

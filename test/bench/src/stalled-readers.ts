@@ -77,7 +77,15 @@ async function phase(
   const dataDir = tempDir('ctxbus-bench-stalled-');
   const hub: HubProcess = await startHubProcess({
     dataDir,
-    args: ['--log-level', 'error'],
+    // Every reader uses one token here: room for all of them.
+    args: [
+      '--log-level',
+      'error',
+      '--max-streams-per-token',
+      '5000',
+      '--max-streams-per-team',
+      '5000',
+    ],
     env: { CTXBUS_VALIDATE_RESPONSES: '0' },
   });
   const pid = hub.process.pid ?? 0;

@@ -270,6 +270,68 @@ function defineStreamAbuse(name: string, start: () => Promise<HubProcess>) {
   });
 }
 
+/** Asks for a stream: a refusal's status and body, or 200 (the stream then closed at once). */
+async function tryStream(url: string, token: string) {
+  const controller = new AbortController();
+  const response = await fetch(`${url}/api/stream`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
+  if (response.status === 200) {
+    controller.abort();
+    return { status: 200, body: null };
+  }
+  return { status: response.status, body: await response.json() };
+}
+
+describe('live streams per token and per team', () => {
+  const hub = useHubProcess({
+    start: () =>
+      startHubProcess({ args: ['--max-streams-per-token', '3', '--max-streams-per-team', '5'] }),
+    tokens: {
+      one: ['acme', 'openclaw'],
+      two: ['acme', 'web'],
+      other: ['globex', 'openclaw'],
+    },
+  });
+
+  it("refuses a stream past its token's or its team's limit with 429; another team is unaffected", async () => {
+    const mine = [0, 1, 2].map(() => openStream(hub.url, hub.tokens.one));
+    for (const stream of mine) await stream.ready;
+    // The token's fourth: refused, over SSE and before a WebSocket upgrade alike.
+    const fourth = await tryStream(hub.url, hub.tokens.one);
+    expect(fourth.status).toBe(429);
+    expect(fourth.body.error).toMatchObject({ code: 'limit_reached' });
+    expect(fourth.body.error.message).toMatch(/this token already holds 3 live streams/);
+    const upgrade = await rawUpgrade(hub.url, {
+      Upgrade: 'websocket',
+      Connection: 'Upgrade',
+      'Sec-WebSocket-Version': '13',
+      'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      Authorization: `Bearer ${hub.tokens.one}`,
+    });
+    expect(upgrade).toMatch(/^HTTP\/1\.1 429/);
+    // The team's fifth and sixth, through its other token: the sixth is refused.
+    const theirs = [0, 1].map(() => openStream(hub.url, hub.tokens.two));
+    for (const stream of theirs) await stream.ready;
+    const sixth = await tryStream(hub.url, hub.tokens.two);
+    expect(sixth.status).toBe(429);
+    expect(sixth.body.error.message).toMatch(/team acme already holds 5 live streams/);
+    // Another team is not counted with acme.
+    const elsewhere = openStream(hub.url, hub.tokens.other);
+    await elsewhere.ready;
+    // A stream that ends makes room again.
+    mine[0]?.close();
+    await waitUntil(async () => {
+      const again = openStream(hub.url, hub.tokens.one);
+      const status = await again.status;
+      again.close();
+      return status === 200;
+    }, 'room for the token once one of its streams ended');
+    for (const stream of [...mine, ...theirs, elsewhere]) stream.close();
+  });
+});
+
 const args = ['--max-stream-pending-bytes', String(BOUND)];
 
 defineStreamAbuse('embedded store', () => startHubProcess({ args }));

@@ -32,6 +32,8 @@ export interface HubRunOptions {
   logLevel: string;
   maxBodyBytes: number;
   maxStreamPendingBytes: number;
+  maxStreamsPerToken: number;
+  maxStreamsPerTeam: number;
   durability: 'normal' | 'full';
   json: boolean;
   validateResponses: boolean;
@@ -128,6 +130,8 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       version: VERSION,
       maxBodyBytes: options.maxBodyBytes,
       maxStreamPendingBytes: options.maxStreamPendingBytes,
+      maxStreamsPerToken: options.maxStreamsPerToken,
+      maxStreamsPerTeam: options.maxStreamsPerTeam,
       validateResponses: options.validateResponses,
       // The embedded store has one hub at a time (the data-directory lock), so a fixed lease
       // holder lets a restarted hub resume webhook delivery at once.

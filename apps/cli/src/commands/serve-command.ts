@@ -3,6 +3,8 @@ import {
   DEFAULT_HUB_PORT,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_STREAM_PENDING_BYTES,
+  DEFAULT_MAX_STREAMS_PER_TEAM,
+  DEFAULT_MAX_STREAMS_PER_TOKEN,
 } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
 import { defaultDataDir } from '../data-dir.js';
@@ -89,6 +91,16 @@ export function addServeOptions(command: Command): Command {
       '--max-stream-pending-bytes <n>',
       'undelivered changes one live stream (SSE or WebSocket) may hold before the hub ends it as a slow reader; it resumes by Last-Event-ID without loss',
       String(DEFAULT_MAX_STREAM_PENDING_BYTES),
+    )
+    .option(
+      '--max-streams-per-token <n>',
+      'live streams (SSE or WebSocket) one token may hold open; a new one past it is refused with 429',
+      String(DEFAULT_MAX_STREAMS_PER_TOKEN),
+    )
+    .option(
+      '--max-streams-per-team <n>',
+      'live streams the tokens of one team may hold open together; a new one past it is refused with 429',
+      String(DEFAULT_MAX_STREAMS_PER_TEAM),
     )
     .option(
       '--durability <mode>',

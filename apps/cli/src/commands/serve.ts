@@ -18,6 +18,8 @@ export interface ServeOptions {
   logLevel: string;
   maxBodyBytes: string;
   maxStreamPendingBytes: string;
+  maxStreamsPerToken: string;
+  maxStreamsPerTeam: string;
   durability: string;
   json?: boolean;
   allowPrivateWebhooks: boolean;
@@ -143,6 +145,16 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
     logLevel: options.logLevel,
     maxBodyBytes,
     maxStreamPendingBytes,
+    maxStreamsPerToken: positiveInteger(
+      options.maxStreamsPerToken,
+      '--max-streams-per-token',
+      1_000_000,
+    ),
+    maxStreamsPerTeam: positiveInteger(
+      options.maxStreamsPerTeam,
+      '--max-streams-per-team',
+      1_000_000,
+    ),
     durability: options.durability,
     json: options.json === true,
     retention,

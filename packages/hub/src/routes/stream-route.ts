@@ -142,12 +142,9 @@ export const streamRoute = defineRoute({
       await services.store.latestSeq(),
     );
     const filter = streamFilter(query);
-    const subscriber = services.feed.subscribe(
-      viewer,
-      filter,
-      afterSeq,
-      streamOwner(caller, context),
-    );
+    const owner = streamOwner(caller, context);
+    services.feed.admit(viewer, owner);
+    const subscriber = services.feed.subscribe(viewer, filter, afterSeq, owner);
     const sink = openEventSink(context, () => subscriber.close());
     void pipeEvents(subscriber, sink, afterSeq, services, query.blackboard ?? false).catch(
       (error: unknown) => {

@@ -86,6 +86,7 @@ export const streamWebSocketRoute = defineRoute({
       await services.store.latestSeq(),
     );
     const owner = streamOwner(caller, context);
+    services.feed.admit(viewer, owner);
     // The feed subscription starts only once the socket is open: a refused or aborted
     // upgrade never opens it, so it leaves nothing behind.
     let subscriber: FeedSubscriber | null = null;
