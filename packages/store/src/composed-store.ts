@@ -40,6 +40,7 @@ import type {
   SubscriptionStore,
   SweepOptions,
   SweepResult,
+  TaskEventAudit,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,
@@ -269,13 +270,8 @@ export abstract class ComposedStore implements Store {
     return this.domains.audit.appendAudit(teamId, event, now);
   }
 
-  appendTaskEventAudit(
-    teamId: string,
-    eventSeq: number,
-    events: readonly AuditEvent[],
-    now: string,
-  ): Promise<AuditRecord[]> {
-    return this.domains.audit.appendTaskEventAudit(teamId, eventSeq, events, now);
+  appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]> {
+    return this.domains.audit.appendTaskEventAudits(entries);
   }
 
   listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]> {

@@ -36,6 +36,7 @@ export type {
   SweepOptions,
   SweepResult,
   TaskEventKind,
+  TaskEventAudit,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,

@@ -576,20 +576,24 @@ export interface VerifyAuditOptions {
  * - Nothing updates or deletes records; a change made to the database by other means is what
  *   `verifyAudit` finds.
  */
+/** The audit records one task event becomes (the relay's batch holds several). */
+export interface TaskEventAudit {
+  teamId: string;
+  eventSeq: number;
+  events: readonly AuditEvent[];
+  /** When they are recorded (ISO). */
+  now: string;
+}
+
 export interface AuditLog {
   /** Validates the event, links it to the team's head and stores it at `now` (ISO). */
   appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord>;
   /**
-   * Appends the records derived from task event `eventSeq` in one transaction, once: the
-   * event's mark (audit_task_events) refuses a second append, which returns [] and writes
-   * nothing.
+   * Appends the records derived from each task event, all in one transaction (the relay's
+   * batch), each event once: its mark (audit_task_events) refuses a second append, which
+   * yields [] for that event and writes nothing. The result is per entry, in order.
    */
-  appendTaskEventAudit(
-    teamId: string,
-    eventSeq: number,
-    events: readonly AuditEvent[],
-    now: string,
-  ): Promise<AuditRecord[]>;
+  appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]>;
   /** In sequence order (oldest first). */
   listAudit(teamId: string, options: ListAuditOptions): Promise<AuditRecord[]>;
   /**

@@ -25,7 +25,7 @@ interface Backend {
   dispose(): void;
 }
 
-type Step = 'writeItems' | 'appendTaskEventAudit' | 'advanceTaskRelay';
+type Step = 'writeItems' | 'appendTaskEventAudits' | 'advanceTaskRelay';
 
 /** A store whose `step` throws once: before its write, or after it committed. */
 function failingOnce(store: Store, step: Step, when: 'before' | 'after'): Store {
@@ -128,7 +128,7 @@ function relayCases(name: string, backend: () => Backend) {
       return store;
     }
 
-    for (const step of ['writeItems', 'appendTaskEventAudit', 'advanceTaskRelay'] as const) {
+    for (const step of ['writeItems', 'appendTaskEventAudits', 'advanceTaskRelay'] as const) {
       for (const when of ['before', 'after'] as const) {
         it(`${step} failing once (${when} its write): retried, nothing twice, nothing missed`, async () => {
           current = backend();

@@ -1,5 +1,5 @@
-import type { AuditRecord, Logger } from '@ctxbus/core';
-import { prepareParsedItem } from '@ctxbus/core';
+import type { AuditRecord, ContextItemInput, Logger } from '@ctxbus/core';
+import { CtxbusError, prepareParsedItem } from '@ctxbus/core';
 import type { Store, TaskOutboxEvent, WriteOutcome } from '@ctxbus/store';
 import { taskEventAudit } from './task-event-audit.js';
 import { taskEventItemId, taskEventStatusItem } from './task-status-item.js';
@@ -24,7 +24,7 @@ export type TaskRelayStore = Pick<
   | 'taskRelayCursor'
   | 'advanceTaskRelay'
   | 'holdTaskRelay'
-  | 'appendTaskEventAudit'
+  | 'appendTaskEventAudits'
   | 'writeItems'
   | 'getItem'
 >;
@@ -180,31 +180,62 @@ export class TaskRelay {
     this.retryTimer.unref();
   }
 
-  /** The next batch past the cursor, each event relayed and passed in order. */
+  /**
+   * The next batch past the cursor: its status items in one write, its audit records in one
+   * transaction, then the cursor past it. A crash between them repeats only no-op writes.
+   */
   private async relayBatch(): Promise<number> {
     const { store } = this.deps;
     const cursor = await store.taskRelayCursor();
     const events = await store.listTaskOutbox(cursor.seq, this.batch);
-    for (const outbox of events) {
-      await this.announce(outbox);
-      const records = await store.appendTaskEventAudit(
-        outbox.teamId,
-        outbox.event.seq,
-        taskEventAudit(outbox),
-        outbox.event.at,
-      );
-      this.deps.onAudit?.(outbox.teamId, records);
-      await store.advanceTaskRelay(outbox.event.seq);
-    }
+    const last = events.at(-1);
+    if (!last) return 0;
+    await this.announce(events);
+    const audited = await store.appendTaskEventAudits(
+      events.map((outbox) => ({
+        teamId: outbox.teamId,
+        eventSeq: outbox.event.seq,
+        events: taskEventAudit(outbox),
+        now: outbox.event.at,
+      })),
+    );
+    audited.forEach((records, index) => {
+      const teamId = events[index]?.teamId;
+      if (teamId !== undefined && records.length > 0) this.deps.onAudit?.(teamId, records);
+    });
+    await store.advanceTaskRelay(last.event.seq);
     return events.length;
   }
 
   /**
-   * Writes the event's status item, superseding the one of the task's event before (so a feed
-   * holds one live state line per task), and hands it to the streams. Nothing when it is
-   * written already (a retry after a crash).
+   * Writes each event's status item, superseding the item of the task's event before (so a
+   * feed holds one live state line per task), and hands them to the streams. All in one write
+   * when every item's predecessor is where it should be (the item ids and what they supersede
+   * follow from the events, so a retry writes the same items: the store answers `existing`);
+   * else one by one, looking first.
    */
-  private async announce(outbox: TaskOutboxEvent): Promise<void> {
+  private async announce(events: readonly TaskOutboxEvent[]): Promise<void> {
+    const items = events.map((outbox) => {
+      const { item, author } = taskEventStatusItem(outbox);
+      const supersedes =
+        outbox.previousSeq === null
+          ? undefined
+          : taskEventItemId(outbox.task.id, outbox.previousSeq);
+      return this.prepare(outbox, { ...item, ...(supersedes && { supersedes }) }, author);
+    });
+    try {
+      this.deps.committed(await this.deps.store.writeItems(items));
+    } catch (error) {
+      const code = CtxbusError.isInstance(error) ? error.code : null;
+      if (code !== 'invalid_reference' && code !== 'conflict') throw error;
+      // A predecessor expired, was never written (an event older than the relay) or lost its
+      // place: look before each write.
+      for (const outbox of events) await this.announceOne(outbox);
+    }
+  }
+
+  /** One event's status item, superseding its predecessor only when that is still live. */
+  private async announceOne(outbox: TaskOutboxEvent): Promise<void> {
     const { store } = this.deps;
     const { item, author } = taskEventStatusItem(outbox);
     const writer = { teamId: outbox.teamId, runtime: author };
@@ -214,9 +245,18 @@ export class TaskRelay {
         ? null
         : await store.getItem(writer, taskEventItemId(outbox.task.id, outbox.previousSeq));
     const supersedes = previous?.supersededBy === null ? previous.id : undefined;
-    const prepared = prepareParsedItem({ ...item, ...(supersedes && { supersedes }) }, writer, {
-      now: this.deps.clock(),
-    });
-    this.deps.committed(await store.writeItems([prepared]));
+    this.deps.committed(
+      await store.writeItems([
+        this.prepare(outbox, { ...item, ...(supersedes && { supersedes }) }, author),
+      ]),
+    );
+  }
+
+  private prepare(outbox: TaskOutboxEvent, item: ContextItemInput, author: string) {
+    return prepareParsedItem(
+      item,
+      { teamId: outbox.teamId, runtime: author },
+      { now: this.deps.clock() },
+    );
   }
 }

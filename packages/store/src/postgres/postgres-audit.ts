@@ -11,7 +11,7 @@ import {
   verifyAuditPages,
   withTaskEventCoverage,
 } from '../rows/audit-row.js';
-import type { AuditLog, ListAuditOptions, VerifyAuditOptions } from '../store.js';
+import type { AuditLog, ListAuditOptions, TaskEventAudit, VerifyAuditOptions } from '../store.js';
 import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
 import type { Transaction } from './postgres-subscriptions.js';
 
@@ -23,6 +23,11 @@ import type { Transaction } from './postgres-subscriptions.js';
 
 interface HeadRow {
   seq: string | number;
+  hash: string;
+}
+
+interface Head {
+  seq: number;
   hash: string;
 }
 
@@ -50,46 +55,46 @@ export class PostgresAudit implements AuditLog {
   }
 
   /**
-   * The event's mark goes first: a second append of the same event waits on it (the primary
-   * key) until the first commits, then finds it and writes nothing.
+   * One transaction for the relay's batch. Each event's mark goes first: a second append of
+   * the same event waits on it (the primary key) until the first commits, then finds it and
+   * writes nothing. A team's head is locked and read once per batch, then followed in memory.
    */
-  async appendTaskEventAudit(
-    teamId: string,
-    eventSeq: number,
-    events: readonly AuditEvent[],
-    now: string,
-  ): Promise<AuditRecord[]> {
+  async appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]> {
     this.assertOpen();
-    const normalized = events.map(normalizedAuditEvent);
-    const at = checkAuditNow(now);
-    return this.transaction('append a task event to the audit log', async (client) => {
-      const marked = await client.query(
-        `INSERT INTO ${this.s}.audit_task_events (event_seq, team_id, audit_seq)
-         VALUES ($1, $2, 0) ON CONFLICT (event_seq) DO NOTHING RETURNING event_seq`,
-        [eventSeq, teamId],
-      );
-      if (marked.rowCount === 0) return [];
-      const records: AuditRecord[] = [];
-      for (const event of normalized) records.push(await this.append(client, teamId, event, at));
-      await client.query(
-        `UPDATE ${this.s}.audit_task_events SET audit_seq = $2 WHERE event_seq = $1`,
-        [eventSeq, records.at(-1)?.seq ?? 0],
-      );
-      return records;
+    const prepared = entries.map((entry) => ({
+      ...entry,
+      at: checkAuditNow(entry.now),
+      normalized: entry.events.map(normalizedAuditEvent),
+    }));
+    return this.transaction('append task events to the audit log', async (client) => {
+      const heads = new Map<string, Head>();
+      const results: AuditRecord[][] = [];
+      for (const { teamId, eventSeq, normalized, at } of prepared) {
+        const marked = await client.query(
+          `INSERT INTO ${this.s}.audit_task_events (event_seq, team_id, audit_seq)
+           VALUES ($1, $2, 0) ON CONFLICT (event_seq) DO NOTHING RETURNING event_seq`,
+          [eventSeq, teamId],
+        );
+        if (marked.rowCount === 0) {
+          results.push([]);
+          continue;
+        }
+        const records: AuditRecord[] = [];
+        for (const event of normalized) {
+          records.push(await this.append(client, teamId, event, at, heads));
+        }
+        await client.query(
+          `UPDATE ${this.s}.audit_task_events SET audit_seq = $2 WHERE event_seq = $1`,
+          [eventSeq, records.at(-1)?.seq ?? 0],
+        );
+        results.push(records);
+      }
+      return results;
     });
   }
 
-  /**
-   * One statement makes sure the head row exists, locks it and reads it (ON CONFLICT DO UPDATE
-   * locks the row it meets); one more writes the record and moves the head. The lock is held
-   * until the caller's transaction commits.
-   */
-  private async append(
-    client: PoolClient,
-    teamId: string,
-    { dataText, ...content }: ReturnType<typeof normalizedAuditEvent>,
-    at: string,
-  ): Promise<AuditRecord> {
+  /** Makes sure the team's head row exists, locks it and reads it (held until commit). */
+  private async lockHead(client: PoolClient, teamId: string): Promise<Head> {
     const head = (
       await client.query<HeadRow>(
         `INSERT INTO ${this.s}.audit_heads AS h (team_id, seq, hash) VALUES ($1, 0, $2)
@@ -99,9 +104,24 @@ export class PostgresAudit implements AuditLog {
       )
     ).rows[0];
     if (!head) throw new CtxbusError('internal', `no audit head for team ${teamId}`);
-    const headSeq = Number(head.seq);
-    const record = chainAuditRecord(headSeq === 0 ? null : ({ hash: head.hash } as AuditRecord), {
-      seq: headSeq + 1,
+    return { seq: Number(head.seq), hash: head.hash };
+  }
+
+  /**
+   * One statement locks and reads the team's head (ON CONFLICT DO UPDATE locks the row it
+   * meets; once per transaction when `heads` follows it), one more writes the record and
+   * moves the head. The lock is held until the caller's transaction commits.
+   */
+  private async append(
+    client: PoolClient,
+    teamId: string,
+    { dataText, ...content }: ReturnType<typeof normalizedAuditEvent>,
+    at: string,
+    heads: Map<string, Head> = new Map(),
+  ): Promise<AuditRecord> {
+    const head = heads.get(teamId) ?? (await this.lockHead(client, teamId));
+    const record = chainAuditRecord(head.seq === 0 ? null : ({ hash: head.hash } as AuditRecord), {
+      seq: head.seq + 1,
       teamId,
       at,
       ...content,
@@ -124,6 +144,7 @@ export class PostgresAudit implements AuditLog {
         record.hash,
       ],
     );
+    heads.set(teamId, { seq: record.seq, hash: record.hash });
     return record;
   }
 

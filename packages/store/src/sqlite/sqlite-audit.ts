@@ -10,7 +10,7 @@ import {
   verifyAuditPages,
   withTaskEventCoverage,
 } from '../rows/audit-row.js';
-import type { AuditLog, ListAuditOptions, VerifyAuditOptions } from '../store.js';
+import type { AuditLog, ListAuditOptions, TaskEventAudit, VerifyAuditOptions } from '../store.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 
 // The audit log in the embedded store. An append reads the team's head (audit_heads) and
@@ -32,25 +32,27 @@ export class SqliteAudit implements AuditLog {
     return this.connection.transaction(() => this.append(teamId, normalized, at));
   }
 
-  async appendTaskEventAudit(
-    teamId: string,
-    eventSeq: number,
-    events: readonly AuditEvent[],
-    now: string,
-  ): Promise<AuditRecord[]> {
-    const at = checkAuditNow(now);
-    const normalized = events.map(normalizedAuditEvent);
-    return this.connection.transaction(() => {
-      const marked = this.connection
-        .statement('SELECT 1 AS found FROM audit_task_events WHERE event_seq = ?')
-        .get(eventSeq);
-      if (marked) return [];
-      const records = normalized.map((event) => this.append(teamId, event, at));
-      this.connection
-        .statement('INSERT INTO audit_task_events (event_seq, team_id, audit_seq) VALUES (?, ?, ?)')
-        .run(eventSeq, teamId, records.at(-1)?.seq ?? this.head(teamId).seq);
-      return records;
-    });
+  async appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]> {
+    const prepared = entries.map((entry) => ({
+      ...entry,
+      at: checkAuditNow(entry.now),
+      normalized: entry.events.map(normalizedAuditEvent),
+    }));
+    return this.connection.transaction(() =>
+      prepared.map(({ teamId, eventSeq, normalized, at }) => {
+        const marked = this.connection
+          .statement('SELECT 1 AS found FROM audit_task_events WHERE event_seq = ?')
+          .get(eventSeq);
+        if (marked) return [];
+        const records = normalized.map((event) => this.append(teamId, event, at));
+        this.connection
+          .statement(
+            'INSERT INTO audit_task_events (event_seq, team_id, audit_seq) VALUES (?, ?, ?)',
+          )
+          .run(eventSeq, teamId, records.at(-1)?.seq ?? this.head(teamId).seq);
+        return records;
+      }),
+    );
   }
 
   /** Links one record to the team's head and moves it (inside the caller's transaction). */

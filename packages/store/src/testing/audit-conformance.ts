@@ -14,6 +14,7 @@ export const AUDIT_CASES = [
   'audit-teams',
   'audit-concurrent-appends',
   'audit-task-event-once',
+  'audit-task-events-batch',
   'task-outbox',
 ] as const;
 
@@ -233,15 +234,55 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       try {
         const records = [event('task_1', { step: 1 }), event('task_1', { step: 2 })];
         // The same event relayed twice at once (two hubs), and once more later.
+        const entry = { teamId: 'acme', eventSeq: 7, events: records, now: now() };
         const [one, two] = await Promise.all([
-          store.appendTaskEventAudit('acme', 7, records, now()),
-          other.appendTaskEventAudit('acme', 7, records, now()),
+          store.appendTaskEventAudits([entry]),
+          other.appendTaskEventAudits([entry]),
         ]);
-        expect([one?.length, two?.length].sort()).toEqual([0, 2]);
-        expect(await store.appendTaskEventAudit('acme', 7, records, now())).toEqual([]);
+        expect([one?.[0]?.length, two?.[0]?.length].sort()).toEqual([0, 2]);
+        expect(await store.appendTaskEventAudits([entry])).toEqual([[]]);
         const stored = await store.listAudit('acme', { limit: 10 });
         expect(stored.map((record) => record.data)).toEqual([{ step: 1 }, { step: 2 }]);
         expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 2 });
+      } finally {
+        if (other !== store) await other.close();
+      }
+    },
+    async 'audit-task-events-batch'() {
+      const store = h.store();
+      const other = h.sibling ? await h.sibling() : store;
+      try {
+        const at = now();
+        const batch = [
+          { teamId: 'acme', eventSeq: 11, events: [event('task_a', { step: 1 })], now: at },
+          { teamId: 'beta', eventSeq: 12, events: [event('task_b', { step: 1 })], now: at },
+          {
+            teamId: 'acme',
+            eventSeq: 13,
+            events: [event('task_a', { step: 2 }), event('task_a', { step: 3 })],
+            now: at,
+          },
+        ];
+        // One batch, an audit append of the same team between two batches, the batch again.
+        const first = await store.appendTaskEventAudits(batch);
+        expect(first.map((records) => records.length)).toEqual([1, 1, 2]);
+        await other.appendAudit('acme', event('task_c', { step: 1 }), now());
+        expect(await store.appendTaskEventAudits(batch)).toEqual([[], [], []]);
+        const more = await other.appendTaskEventAudits([
+          { teamId: 'acme', eventSeq: 14, events: [event('task_a', { step: 4 })], now: now() },
+        ]);
+        expect(more[0]?.map((record) => record.seq)).toEqual([5]);
+        const acme = await store.listAudit('acme', { limit: 10 });
+        expect(acme.map((record) => record.seq)).toEqual([1, 2, 3, 4, 5]);
+        expect(acme.map((record) => record.data)).toEqual([
+          { step: 1 },
+          { step: 2 },
+          { step: 3 },
+          { step: 1 },
+          { step: 4 },
+        ]);
+        expect(await store.verifyAudit('acme')).toMatchObject({ ok: true, records: 5 });
+        expect(await store.verifyAudit('beta')).toMatchObject({ ok: true, records: 1 });
       } finally {
         if (other !== store) await other.close();
       }
