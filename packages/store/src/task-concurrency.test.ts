@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Task } from '@ctxbus/core';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from './postgres/postgres-store.js';
 import { openPostgresStore } from './postgres/postgres-store.js';
@@ -287,6 +288,25 @@ await withPostgresServer('tasks through two stores at once on postgres', (url) =
       const second = await open();
       try {
         await expectCreatesRespectCapAndKeys([first, second], 25);
+      } finally {
+        await Promise.all([first.close(), second.close()]);
+      }
+    });
+
+    it('creates far from the cap go on side by side, near it they take turns: the cap holds exactly either way', async () => {
+      // A cap above the server's connection limit: the first creates take the shared path.
+      const probe = new pg.Client({ connectionString: url });
+      await probe.connect();
+      const { rows } = await probe.query<{ max_connections: string }>('SHOW max_connections');
+      await probe.end();
+      const cap = Number(rows[0]?.max_connections) + 40;
+      const schema = schemas.next('capfar');
+      const open = () =>
+        openPostgresStore({ connectionString: url, schema, maxWaitingTasksPerRuntime: cap });
+      const first = await open();
+      const second = await open();
+      try {
+        await expectCreatesRespectCapAndKeys([first, second], cap);
       } finally {
         await Promise.all([first.close(), second.close()]);
       }

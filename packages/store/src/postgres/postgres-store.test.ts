@@ -449,6 +449,65 @@ function definePostgresTests(url: string): void {
     });
   });
 
+  describe('postgres task outbox', () => {
+    it('hands the relay events in sequence order, past a missing sequence only once its transaction has ended', async () => {
+      const schema = schemas.next('outbox');
+      const store = await openPostgresStore({ connectionString: url, schema });
+      const newTask = (title: string) =>
+        store.createTask('acme', {
+          title,
+          requiredCapabilities: ['search'],
+          origin: 'openclaw',
+          targetRuntime: 'claude-code',
+        });
+      const seqs = async (after: number) =>
+        (await store.listTaskOutbox(after, 100)).map((outbox) => outbox.event.seq);
+      try {
+        const first = await newTask('first');
+        const [firstSeq = 0] = await seqs(0);
+        await withClient(async (client) => {
+          await client.query(`SET search_path TO "${schema}"`);
+          // An event appended as a task change does it (the task row first), left uncommitted.
+          const appendOpen = async () => {
+            await client.query('BEGIN');
+            await client.query('UPDATE tasks SET updated_at = updated_at WHERE id = $1', [
+              first.task.id,
+            ]);
+            const { rows } = await client.query<{ seq: string }>(
+              `INSERT INTO task_events
+                 (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+               SELECT rid, id, team_id, now(), state, state, 'test', 'open', 'updated', 'test',
+                      (SELECT task FROM task_events WHERE seq = $2)
+                 FROM tasks WHERE id = $1
+               RETURNING seq`,
+              [first.task.id, firstSeq],
+            );
+            return Number(rows[0]?.seq);
+          };
+          // A later event commits while an earlier one is still open: the read stops before
+          // the open one, then hands both, in sequence order, once it commits.
+          const open = await appendOpen();
+          await newTask('later');
+          expect(await seqs(0)).toEqual([firstSeq]);
+          await client.query('COMMIT');
+          const committed = await seqs(0);
+          expect(committed.slice(0, 2)).toEqual([firstSeq, open]);
+          const laterSeq = committed[2] ?? 0;
+          expect(laterSeq).toBeGreaterThan(open);
+          // One that rolls back is passed over, once its transaction has ended.
+          const rolledBack = await appendOpen();
+          await newTask('after');
+          expect(await seqs(laterSeq)).toEqual([]);
+          await client.query('ROLLBACK');
+          await expect.poll(() => seqs(laterSeq), { interval: 20 }).toEqual([expect.any(Number)]);
+          expect((await seqs(laterSeq))[0]).toBeGreaterThan(rolledBack);
+        });
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
   describe('postgres group commit and sequence', () => {
     it('gives writers on separate pools one gapless sequence, visible in order', async () => {
       const schema = schemas.next('seq');

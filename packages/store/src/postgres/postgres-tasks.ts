@@ -57,6 +57,12 @@ const COLUMNS = (t: string) => `${t}.rid, ${t}.id, ${t}.team_id, ${t}.title, ${t
 
 const EVENT_COLUMNS = `seq, task_id, ${ms('at', 'at_ms')}, from_state, to_state, by, note`;
 
+/** The snapshot an outbox read saw (xid8 as text). */
+interface SnapshotColumns {
+  snapshot_xmin: string;
+  snapshot_xmax: string;
+}
+
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
 function notFound(id: string): CtxbusError {
@@ -75,6 +81,10 @@ export class PostgresTasks implements TaskStore {
   private readonly assertOpen: () => void;
   private readonly clock: () => Date;
   private readonly maxWaiting: number;
+  /** Outbox sequences seen missing: each with the xmax of the first read that missed it. */
+  private readonly gaps = new Map<number, bigint>();
+  /** The server's max_connections, once read (see createTask). */
+  private maxConnections: number | null = null;
 
   constructor(
     context: PostgresContext,
@@ -97,9 +107,10 @@ export class PostgresTasks implements TaskStore {
   }
 
   /**
-   * Appends the event with its outbox columns (the relay announces and audits it). Event
-   * appends take turns on a transaction lock, so sequence order is commit order: the relay's
-   * cursor never passes an event that commits later with a smaller sequence.
+   * Appends the event with its outbox columns (the relay announces and audits it). No lock:
+   * events commit in any order, and the outbox read (`listTaskOutbox`) hands the relay only
+   * the prefix of sequences that can no longer be filled. The transaction has written its
+   * task row first, so it holds a transaction id before it takes its sequence.
    */
   private async appendEvent(
     client: PoolClient,
@@ -108,9 +119,6 @@ export class PostgresTasks implements TaskStore {
     event: PlannedTaskEvent,
     origin: TaskEventOrigin,
   ): Promise<TaskEvent> {
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-      `${this.s}.task_events`,
-    ]);
     const [row] = await this.rows<TaskEventColumns>(
       client,
       `INSERT INTO ${this.s}.task_events
@@ -193,79 +201,112 @@ export class PostgresTasks implements TaskStore {
   }
 
   /**
-   * In a transaction holding an advisory lock on (schema, team, target runtime), so that
-   * concurrent creates on any hub count the waiting tasks one after another; the unique index
-   * on (team, origin, idempotency key) settles concurrent creates with one key.
+   * One transaction. The per-runtime waiting cap is exact without making creates take turns:
+   * a create that waits takes a shared lock on (schema, team, target runtime) and counts the
+   * waiting tasks; far from the cap (fewer than the cap minus the server's connection limit,
+   * the most creates that can be in flight at once), it goes on beside the others. Near it, it
+   * starts again holding the lock exclusively, which waits for the creates in flight and
+   * counts after them. The unique index on (team, origin, idempotency key) settles concurrent
+   * creates with one key.
    */
   async createTask(teamId: string, input: NewTask): Promise<CreateTaskOutcome> {
     this.assertOpen();
     const { task, event } = plannedNewTask(teamId, input, this.clock().getTime());
-    const existing = async (client: PoolClient): Promise<Task | null> => {
-      if (task.idempotencyKey === null) return null;
-      const [row] = await this.rows<TaskColumns>(
-        client,
-        `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
-          WHERE t.team_id = $1 AND t.origin = $2 AND t.idempotency_key = $3`,
-        [teamId, task.origin, task.idempotencyKey],
-      );
-      return row ? taskFromRow(row).task : null;
-    };
-    return this.transaction('create a task', async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-        `${this.s}.tasks/${teamId}/${task.targetRuntime ?? ''}`,
-      ]);
-      const found = await existing(client);
-      if (found) return { task: found, status: 'existing' as const };
-      if ((WAITING_TASK_STATES as readonly string[]).includes(task.state)) {
-        const [count] = await this.rows<{ waiting: number }>(
-          client,
-          `SELECT count(*)::int8 AS waiting FROM ${this.s}.tasks
-            WHERE team_id = $1 AND state IN ('SUBMITTED', 'AUTH_REQUIRED')
-              AND ${task.targetRuntime === null ? 'target_runtime IS NULL AND $2::text IS NULL' : 'target_runtime = $2'}`,
-          [teamId, task.targetRuntime],
-        );
-        if ((count?.waiting ?? 0) >= this.maxWaiting) {
-          throw taskLimitError(this.maxWaiting, task.targetRuntime);
+    const waits = (WAITING_TASK_STATES as readonly string[]).includes(task.state);
+    const attempt = (exclusive: boolean) =>
+      this.transaction('create a task', async (client): Promise<CreateTaskOutcome | null> => {
+        if (waits) await this.lockQueue(client, task, exclusive);
+        const found = await this.byIdempotencyKey(client, task);
+        if (found) return { task: found, status: 'existing' };
+        if (waits) {
+          const waiting = await this.countWaiting(client, task);
+          if (waiting >= this.maxWaiting) throw taskLimitError(this.maxWaiting, task.targetRuntime);
+          if (!exclusive && waiting + (await this.inFlightBound(client)) > this.maxWaiting) {
+            return null;
+          }
         }
-      }
-      const [inserted] = await this.rows<{ rid: number }>(
-        client,
-        `INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
-           origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
-           max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
-           $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
-         ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
-           DO NOTHING
-         RETURNING rid`,
-        [
-          task.id,
-          teamId,
-          task.title,
-          task.description,
-          JSON.stringify(task.requiredCapabilities),
-          task.origin,
-          task.scope,
-          json(task.input),
-          task.idempotencyKey,
-          task.state,
-          task.targetRuntime,
-          json(task.routing),
-          task.maxAttempts,
-          task.ttlSeconds,
-          task.createdAt,
-          task.expiresAt,
-        ],
-      );
-      if (!inserted) {
-        // Another create with the key committed meanwhile (under another target's lock).
-        const winner = await existing(client);
-        if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
-        return { task: winner, status: 'existing' as const };
-      }
-      await this.appendEvent(client, task, inserted.rid, event, { kind: 'created' });
-      return { task, status: 'created' as const };
-    });
+        const [inserted] = await this.rows<{ rid: number }>(
+          client,
+          `INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
+             origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
+             max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
+             $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
+           ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
+             DO NOTHING
+           RETURNING rid`,
+          [
+            task.id,
+            teamId,
+            task.title,
+            task.description,
+            JSON.stringify(task.requiredCapabilities),
+            task.origin,
+            task.scope,
+            json(task.input),
+            task.idempotencyKey,
+            task.state,
+            task.targetRuntime,
+            json(task.routing),
+            task.maxAttempts,
+            task.ttlSeconds,
+            task.createdAt,
+            task.expiresAt,
+          ],
+        );
+        if (!inserted) {
+          // Another create with the key committed meanwhile.
+          const winner = await this.byIdempotencyKey(client, task);
+          if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
+          return { task: winner, status: 'existing' };
+        }
+        await this.appendEvent(client, task, inserted.rid, event, { kind: 'created' });
+        return { task, status: 'created' };
+      });
+    return (await attempt(false)) ?? ((await attempt(true)) as CreateTaskOutcome);
+  }
+
+  /** The lock on the team's queue for the task's target runtime, held until commit. */
+  private async lockQueue(client: PoolClient, task: Task, exclusive: boolean): Promise<void> {
+    const lock = exclusive ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
+    await client.query(`SELECT ${lock}(hashtextextended($1, 0))`, [
+      `${this.s}.tasks/${task.teamId}/${task.targetRuntime ?? ''}`,
+    ]);
+  }
+
+  /** The team's tasks waiting for the task's target runtime, counted up to the cap. */
+  private async countWaiting(client: PoolClient, task: Task): Promise<number> {
+    const [count] = await this.rows<{ waiting: number }>(
+      client,
+      `SELECT count(*)::int8 AS waiting FROM (
+         SELECT 1 FROM ${this.s}.tasks
+          WHERE team_id = $1 AND state IN ('SUBMITTED', 'AUTH_REQUIRED')
+            AND ${task.targetRuntime === null ? 'target_runtime IS NULL AND $2::text IS NULL' : 'target_runtime = $2'}
+          LIMIT $3) waiting`,
+      [task.teamId, task.targetRuntime, this.maxWaiting],
+    );
+    return Number(count?.waiting ?? 0);
+  }
+
+  /** The most transactions the server runs at once (its connection limit), read once. */
+  private async inFlightBound(client: PoolClient): Promise<number> {
+    if (this.maxConnections === null) {
+      const { rows } = await client.query<{ max_connections: string }>('SHOW max_connections');
+      this.maxConnections = Number(rows[0]?.max_connections ?? Number.POSITIVE_INFINITY);
+    }
+    return this.maxConnections;
+  }
+
+  /** The team's task created by the same origin with the same idempotency key, if any. */
+  private async byIdempotencyKey(client: PoolClient, task: Task): Promise<Task | null> {
+    if (task.idempotencyKey === null) return null;
+    const [row] = await this.rows<TaskColumns>(
+      client,
+      `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
+        WHERE t.team_id = $1 AND t.origin = $2 AND t.idempotency_key = $3`,
+      [task.teamId, task.origin, task.idempotencyKey],
+    );
+    return row ? taskFromRow(row).task : null;
   }
 
   async getTask(teamId: string, id: string): Promise<TaskWithHistory | null> {
@@ -490,17 +531,47 @@ export class PostgresTasks implements TaskStore {
     );
   }
 
+  /**
+   * The events past `afterSeq` in sequence order, up to the first sequence that may still
+   * commit. Appends take no lock, so a sequence can be missing from a read because its
+   * transaction is still running (it will commit later, behind events after it) or because it
+   * rolled back (it never will). Every appending transaction holds its transaction id before
+   * it takes its sequence, so the first read that misses a sequence bounds its holder by that
+   * snapshot's xmax; once a snapshot's xmin has passed that bound, the holder has ended, and a
+   * sequence still missing in that same snapshot rolled back: it is passed over.
+   */
   async listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]> {
     this.assertOpen();
-    const rows = await this.query<TaskOutboxColumns>(
+    const rows = await this.query<TaskOutboxColumns & SnapshotColumns>(
       'read the task outbox',
-      `SELECT ${EVENT_COLUMNS}, ${outboxColumns(`${this.s}.task_events`)}
+      `SELECT ${EVENT_COLUMNS}, ${outboxColumns(`${this.s}.task_events`)},
+              pg_snapshot_xmin(pg_current_snapshot())::text AS snapshot_xmin,
+              pg_snapshot_xmax(pg_current_snapshot())::text AS snapshot_xmax
          FROM ${this.s}.task_events e WHERE e.seq > $1 AND e.kind IS NOT NULL
         ORDER BY e.seq LIMIT $2`,
       [afterSeq, limit],
       true,
     );
-    return rows.map(taskOutboxFromRow);
+    const events: TaskOutboxEvent[] = [];
+    let expected = afterSeq + 1;
+    for (const row of rows) {
+      const seq = Number(row.seq);
+      if (seq !== expected && !this.gapClosed(expected, row)) break;
+      events.push(taskOutboxFromRow(row));
+      expected = seq + 1;
+    }
+    for (const gap of this.gaps.keys()) if (gap < expected) this.gaps.delete(gap);
+    return events;
+  }
+
+  /** Whether the missing sequences from `from` up to `row`'s have ended without committing. */
+  private gapClosed(from: number, row: SnapshotColumns): boolean {
+    const bound = this.gaps.get(from);
+    if (bound === undefined) {
+      this.gaps.set(from, BigInt(row.snapshot_xmax));
+      return BigInt(row.snapshot_xmin) >= BigInt(row.snapshot_xmax);
+    }
+    return BigInt(row.snapshot_xmin) >= bound;
   }
 
   async taskRelayCursor(): Promise<TaskRelayCursor> {
