@@ -179,9 +179,8 @@ describe('ctxbus worker', () => {
     });
     const id = created.task.id;
     const about = () => stream.items().filter((event) => event.item.scopeKey === `task:${id}`);
-    await stream.waitFor(
-      () => about().some((event) => String(event.item.content).includes('step 1 of 2')),
-      30_000,
+    await stream.waitFor(() =>
+      about().some((event) => String(event.item.content).includes('step 1 of 2')),
     );
     const running = about().find((event) => String(event.item.content).includes('step 1 of 2'));
     expect(running?.item.runtimeOptions.task.state).toBe('WORKING');

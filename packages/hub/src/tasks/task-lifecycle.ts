@@ -37,6 +37,9 @@ import type { PresenceRegistry } from '../capabilities/presence-registry.js';
 // wakes the relay and waits for its pass, so in the normal path the status item is written
 // before the caller answers; when the relay fails, the change stands and the relay retries.
 
+/** How long a running command's output line stays in the feed after its last update. */
+const OUTPUT_LINE_SECONDS = 10 * 60;
+
 /** What the lifecycle works with. */
 export interface TaskLifecycleDeps {
   store: Store;
@@ -226,11 +229,15 @@ export class TaskLifecycle {
 
   /**
    * A status item that is no change of the task (a note, a running command's output): written
-   * as `by` with the task's scope key, not audited.
+   * as `by` with the task's scope key, not audited. A command's output replaces the task's
+   * previous output line (its key), and leaves the feed a while after the last one.
    */
   async announce(task: Task, by: string, note: string | null, output?: string): Promise<void> {
+    const input = taskStatusItem(task, note, output);
     const item = prepareParsedItem(
-      taskStatusItem(task, note, output),
+      output === undefined
+        ? input
+        : { ...input, key: `task-output:${task.id}`, expiresAfterSeconds: OUTPUT_LINE_SECONDS },
       { teamId: task.teamId, runtime: by },
       { now: this.deps.clock() },
     );

@@ -197,6 +197,31 @@ function relayCases(name: string, backend: () => Backend) {
       expect(await lines({ includeSuperseded: true })).toHaveLength(8);
     });
 
+    it('keeps one output line per running task: each progress post replaces the last', async () => {
+      current = backend();
+      const store = await openStore();
+      const hub = await start(store);
+      const { tasks } = hub.services;
+      await tasks.create(claw, { title: 'noisy', requiredCapabilities: ['search'] });
+      const claimed = await tasks.claim({
+        teamId: 'acme',
+        runtime: 'openclaw',
+        workerId: 'w1',
+        leaseMs: 30_000,
+      });
+      if (!claimed) throw new Error('nothing to claim');
+      for (const output of ['step 1', 'step 2', 'step 3']) {
+        await tasks.announce(claimed, 'openclaw', null, output);
+      }
+      const live = await store.listItems(claw, { tags: ['task'], limit: 100 });
+      const outputs = live.filter((item) => item.content.includes('Output so far'));
+      expect(outputs).toHaveLength(1);
+      expect(outputs[0]?.content).toContain('step 3');
+      expect(outputs[0]?.expiresAt).not.toBeNull();
+      // The state line is still there beside it.
+      expect(live.filter((item) => item.key === null)).toHaveLength(1);
+    });
+
     it('audit verification finds a task event without its audit records', async () => {
       current = backend();
       const store = await openStore();
