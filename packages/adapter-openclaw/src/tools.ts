@@ -1,10 +1,12 @@
 import type { CtxbusClient } from '@ctxbus/client';
-import type { ContextItemInput, Logger, Task, TaskEvent } from '@ctxbus/core/contract';
+import type { ContextItemInput, Logger, Task, TaskEvent, TaskState } from '@ctxbus/core/contract';
 import {
   CtxbusError,
   capabilityNameSchema,
+  followTaskStatus,
   isTerminalTaskState,
   TASK_LIMITS,
+  TASK_TAG,
   taskNeedsSomeone,
   taskScopeKey,
 } from '@ctxbus/core/contract';
@@ -76,54 +78,53 @@ export function agentBackend(client: CtxbusClient, caller: Caller): ContextBacke
 }
 
 /**
- * Follows a task on the hub's stream (its status items, scope key `task:<id>`) until it ends,
- * needs a human, or `waitMs` pass; returns where it stands then. No polling: each change on the
- * stream triggers one read of the task, and one read once the subscription is live catches a
- * change made before it.
+ * Follows a task on the hub's stream until it ends, needs a human, or `waitMs` pass; returns
+ * where it stands then. No polling and no read per change: the task's status items carry its
+ * state (core's follower). It reads the task three times at most: first, once the stream is
+ * live (a change made before it), and at the end (the result and history).
  */
 export async function waitForTask(
   backend: ContextBackend,
   id: string,
   waitMs: number,
-  onChange: (task: Task) => void,
+  onChange: (task: { id: string; state: TaskState }) => void,
   signal?: AbortSignal,
 ): Promise<{ task: Task; history: TaskEvent[] }> {
-  let latest = await backend.task(id);
-  const settled = (task: Task) => isTerminalTaskState(task.state) || taskNeedsSomeone(task.state);
-  if (settled(latest.task) || waitMs <= 0) return latest;
+  const first = await backend.task(id);
+  const settled = (state: TaskState) => isTerminalTaskState(state) || taskNeedsSomeone(state);
+  if (settled(first.task.state) || waitMs <= 0) return first;
   const controller = new AbortController();
   const stop = () => controller.abort();
   signal?.addEventListener('abort', stop, { once: true });
   const timer = setTimeout(stop, waitMs);
-  let lastState = latest.task.state;
-  const check = async () => {
-    const current = await backend.task(id);
-    latest = current;
-    if (current.task.state !== lastState) {
-      lastState = current.task.state;
-      onChange(current.task);
+  let lastState = first.task.state;
+  const seen = (state: TaskState) => {
+    if (state !== lastState) {
+      lastState = state;
+      onChange({ id, state });
     }
-    if (settled(current.task)) stop();
+    if (settled(state)) stop();
   };
   try {
     const events = backend.stream({
       scopeKey: taskScopeKey(id),
+      tags: TASK_TAG,
       signal: controller.signal,
       onReady: () => {
-        check().catch(() => undefined);
+        backend.task(id).then(
+          ({ task }) => seen(task.state),
+          () => undefined,
+        );
       },
     });
-    for await (const _event of events) {
-      await check();
-      if (controller.signal.aborted) break;
-    }
+    for await (const status of followTaskStatus(events, id, settled)) seen(status.state);
   } catch (error) {
     if (!controller.signal.aborted) throw error;
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
   }
-  return latest;
+  return backend.task(id);
 }
 
 const capabilityRequestInput = z.object({

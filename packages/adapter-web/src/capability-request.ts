@@ -1,11 +1,16 @@
 import type {
-  ContextItem,
   CreateTaskRequest,
   RoutingDecision,
   Task,
   TaskState,
+  TaskStatusEvent,
 } from '@ctxbus/core/contract';
-import { isTerminalTaskState, TASK_TAG, taskScopeKey, taskStatusOf } from '@ctxbus/core/contract';
+import {
+  followTaskStatus,
+  isTerminalTaskState,
+  TASK_TAG,
+  taskScopeKey,
+} from '@ctxbus/core/contract';
 import type { StreamOptions } from './live-stream.js';
 import type { WebClient } from './web-client.js';
 
@@ -32,14 +37,8 @@ export interface CapabilityRequest {
   constraints?: CreateTaskRequest['constraints'];
 }
 
-/** One change of the task, as its status item on the stream. */
-export interface TaskStatusUpdate {
-  seq: number;
-  taskId: string;
-  state: TaskState;
-  targetRuntime: string | null;
-  item: ContextItem;
-}
+/** One change of the task, as its status item on the stream (core's follower decodes it). */
+export type TaskStatusUpdate = TaskStatusEvent;
 
 export interface CapabilityRequestHandle {
   task: Task;
@@ -98,19 +97,14 @@ export async function requestCapability(
     task,
     routing,
     routingLine: routingLine(routing),
-    async *follow(options = {}) {
-      for await (const event of client.stream({
+    follow(options = {}) {
+      const events = client.stream({
         ...options,
         since: options.since ?? since,
         scopeKey: taskScopeKey(task.id),
         tags: TASK_TAG,
-      })) {
-        if (event.event !== 'context-added') continue;
-        const status = taskStatusOf(event.item);
-        if (!status || status.taskId !== task.id) continue;
-        yield { seq: event.seq, ...status, item: event.item };
-        if (isTerminalState(status.state)) return;
-      }
+      });
+      return followTaskStatus(events, task.id, isTerminalState);
     },
     approve: (note) => client.decideTask(task.id, 'approve', note),
     deny: (note) => client.decideTask(task.id, 'deny', note),

@@ -237,8 +237,13 @@ export {
   UPDATE_TASK_STATES,
   updateTaskRequestSchema,
 } from './task-api-schemas.js';
-export type { TaskStatusReport } from './task-status-item.js';
+export type {
+  TaskStatusEvent,
+  TaskStatusReport,
+  TaskStreamEvent,
+} from './task-status-item.js';
 export {
+  followTaskStatus,
   NEEDS_SOMEONE_TASK_STATES,
   TASK_TAG,
   taskNeedsSomeone,

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ContextItem } from './context-item.js';
 import { prepareParsedItem } from './prepare-item.js';
-import { taskNeedsSomeone, taskStatusItem, taskStatusOf } from './task-status-item.js';
+import type { TaskStreamEvent } from './task-status-item.js';
+import {
+  followTaskStatus,
+  taskNeedsSomeone,
+  taskStatusItem,
+  taskStatusOf,
+} from './task-status-item.js';
 import type { Task } from './tasks.js';
 import { TASK_STATES } from './tasks.js';
 
@@ -62,5 +68,33 @@ describe('the task status item', () => {
 
   it('names the states where someone must act', () => {
     expect(TASK_STATES.filter(taskNeedsSomeone)).toEqual(['INPUT_REQUIRED', 'AUTH_REQUIRED']);
+  });
+
+  it('follows one task on a stream until it ends (or `until` says), skipping everything else', async () => {
+    const other = { ...task('COMPLETED'), id: 'task_019a0000-0000-7000-8000-000000000002' };
+    const line = (seq: number, of: Task, event = 'context-added'): TaskStreamEvent => ({
+      event,
+      seq,
+      item: { ...stored(taskStatusItem(of, null)), seq },
+    });
+    const events = async function* (): AsyncGenerator<TaskStreamEvent> {
+      yield line(1, task('SUBMITTED'));
+      yield line(2, other);
+      yield { event: 'heartbeat', seq: 2 };
+      yield line(3, task('SUBMITTED'), 'context-superseded');
+      yield line(4, task('AUTH_REQUIRED'));
+      yield line(5, task('WORKING'));
+      yield line(6, task('COMPLETED'));
+      yield line(7, task('FAILED'));
+    };
+    const seen = async (until?: (state: Task['state']) => boolean) => {
+      const states: string[] = [];
+      for await (const status of followTaskStatus(events(), task('WORKING').id, until)) {
+        states.push(`${status.seq}:${status.state}`);
+      }
+      return states;
+    };
+    expect(await seen()).toEqual(['1:SUBMITTED', '4:AUTH_REQUIRED', '5:WORKING', '6:COMPLETED']);
+    expect(await seen(taskNeedsSomeone)).toEqual(['1:SUBMITTED', '4:AUTH_REQUIRED']);
   });
 });

@@ -1,6 +1,6 @@
 import type { ContextItem, ContextItemInput, Urgency } from './context-item.js';
 import type { Task, TaskState } from './tasks.js';
-import { TASK_STATES } from './tasks.js';
+import { isTerminalTaskState, TASK_STATES } from './tasks.js';
 
 // A task's status item: how the hub announces a task change to every runtime's shared context
 // and live stream (tag `task`, scope key `task:<id>`, the task in `runtimeOptions.task`), and
@@ -118,4 +118,37 @@ export function taskStatusOf(item: ContextItem): TaskStatusReport | null {
     targetRuntime: typeof task.targetRuntime === 'string' ? task.targetRuntime : null,
     origin: typeof task.origin === 'string' ? task.origin : null,
   };
+}
+
+/** A task's status item seen on a stream, decoded. */
+export interface TaskStatusEvent extends TaskStatusReport {
+  seq: number;
+  item: ContextItem;
+}
+
+/** What `followTaskStatus` reads: a stream's events (the clients' StreamEvent). */
+export interface TaskStreamEvent {
+  event: string;
+  seq: number;
+  item?: ContextItem;
+}
+
+/**
+ * Follows one task on a stream (opened with the task's scope key and `TASK_TAG`): yields each
+ * of its status items as it arrives, decoded, and ends after the first whose state `until`
+ * accepts (default: a terminal state). The one follower of the clients: the status item
+ * carries the state, so following a task reads nothing per event.
+ */
+export async function* followTaskStatus(
+  events: AsyncIterable<TaskStreamEvent>,
+  taskId: string,
+  until: (state: TaskState) => boolean = isTerminalTaskState,
+): AsyncGenerator<TaskStatusEvent> {
+  for await (const event of events) {
+    if (event.event !== 'context-added' || !event.item) continue;
+    const status = taskStatusOf(event.item);
+    if (!status || status.taskId !== taskId) continue;
+    yield { seq: event.seq, ...status, item: event.item };
+    if (until(status.state)) return;
+  }
 }
