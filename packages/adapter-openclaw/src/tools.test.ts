@@ -84,6 +84,30 @@ describe('context tools', () => {
     expect(search.content[0]?.text).toContain('Deploys happen on Tuesdays');
   });
 
+  it("take the seed's forms and refuse arguments no form takes, as over MCP", async () => {
+    const { get } = toolsOf('main');
+    await get('context_write').execute('call-a', {
+      type: 'alert',
+      title: 'Deploy pipeline stuck on Tuesdays',
+      urgency: 'attention',
+    });
+    const filtered = await get('context_search').execute('call-f', {
+      query: 'deploys tuesdays',
+      filters: { type: 'alert' },
+    });
+    const results = (filtered.details as { results: { item: { type: string } }[] }).results;
+    expect(results.length).toBeGreaterThan(0);
+    expect(results.every((result) => result.item.type === 'alert')).toBe(true);
+    const read = await get('context_read').execute('call-r', {
+      scope: 'global',
+      query: 'deploy pipeline',
+    });
+    expect(read.content[0]?.text).toContain('Deploy pipeline stuck on Tuesdays');
+    await expect(
+      get('context_read').execute('call-u', { scope: 'global', filter: 'alerts' }),
+    ).rejects.toThrow(/context_read takes no "filter"; it takes /);
+  });
+
   it('bad input throws one line naming the field', async () => {
     const { get } = toolsOf('main');
     await expect(get('context_write').execute('call-bad', { type: 'gossip' })).rejects.toThrow(

@@ -1,5 +1,5 @@
 import type { ListParams } from '@ctxbus/client';
-import { MAX_LIST_LIMIT } from '@ctxbus/core/contract';
+import { CtxbusError, MAX_LIST_LIMIT } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { itemViewSchema, LIST_CONTENT_CHARS, renderItems, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
@@ -25,6 +25,15 @@ export const contextReadInput = z.object({
     .optional()
     .describe(
       'Read this one item in full (other filters are ignored). Ids appear in every listing.',
+    ),
+  query: z
+    .string()
+    .trim()
+    .min(1)
+    .max(2_000)
+    .optional()
+    .describe(
+      "The seed's context_read(scope, query): the items that best match these words, best first (a search with the same type, scope, scopeKey and tags; context_search is the full form).",
     ),
   type: typeFilterInput.optional(),
   scope: scopeFilterInput.optional(),
@@ -100,6 +109,44 @@ function listParams(input: z.output<typeof contextReadInput>): ListParams {
   };
 }
 
+/** Filters a list takes and a search does not: refused beside `query`, by name. */
+const LIST_ONLY = ['minUrgency', 'runtime', 'since', 'unconsumed', 'before'] as const;
+
+/** The seed's form: `query` ranks the items as context_search does, with the same filters. */
+async function readByQuery(
+  context: ToolContext,
+  input: z.output<typeof contextReadInput>,
+  query: string,
+) {
+  const unsupported = LIST_ONLY.filter((name) => input[name] !== undefined);
+  if (unsupported.length > 0) {
+    throw new CtxbusError(
+      'validation_failed',
+      `query ranks by relevance and cannot be combined with ${unsupported.join(', ')}: drop query to list newest first with them, or keep query with type, scope, scopeKey, tags and limit`,
+    );
+  }
+  const types = asList(input.type);
+  const scopes = asList(input.scope);
+  const response = await context.backend.search({
+    query,
+    limit: input.limit,
+    ...(types && { type: types }),
+    ...(scopes && { scope: scopes }),
+    ...(input.scopeKey !== undefined && { scopeKey: input.scopeKey }),
+    ...(input.tags && { tags: input.tags }),
+    ...(input.includeSuperseded !== undefined && { includeSuperseded: input.includeSuperseded }),
+  });
+  const items = response.results.map((result) => toItemView(result.item, LIST_CONTENT_CHARS));
+  const totalTokens = items.reduce((sum, item) => sum + item.tokens, 0);
+  return {
+    structured: { items, totalTokens, nextBefore: null },
+    text:
+      items.length === 0
+        ? `Nothing matches "${query}".`
+        : `${items.length} item(s) matching "${query}", best first:\n${renderItems(items)}`,
+  };
+}
+
 export function contextReadTool(context: ToolContext) {
   return defineTool({
     name: CONTEXT_READ_TOOL,
@@ -116,6 +163,7 @@ export function contextReadTool(context: ToolContext) {
           text: renderItems([item], Number.POSITIVE_INFINITY),
         };
       }
+      if (input.query !== undefined) return readByQuery(context, input, input.query);
       const page = await context.backend.list(listParams(input));
       const items = page.items.map((item) => toItemView(item, LIST_CONTENT_CHARS));
       const more = page.nextBefore === null ? '' : `\nOlder items: before=${page.nextBefore}.`;

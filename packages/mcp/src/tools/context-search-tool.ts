@@ -1,4 +1,5 @@
 import type { SearchRequest } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { itemHeadline, itemViewSchema, LIST_CONTENT_CHARS, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
@@ -13,6 +14,18 @@ import {
 
 export const CONTEXT_SEARCH_TOOL = 'context_search';
 
+/** The filters a search takes, also as the seed's `filters` object. */
+const searchFilters = {
+  type: typeFilterInput.optional(),
+  scope: scopeFilterInput.optional(),
+  scopeKey: scopeKeyInput.optional(),
+  tags: tagsFilterInput.optional(),
+  includeSuperseded: z
+    .boolean()
+    .optional()
+    .describe('Also search items that newer ones replaced. Default false.'),
+};
+
 export const contextSearchInput = z.object({
   query: z
     .string()
@@ -22,10 +35,7 @@ export const contextSearchInput = z.object({
     .describe(
       'What you are looking for, in words: a plain question works, e.g. "which database did we choose?" or "staging TLS error".',
     ),
-  type: typeFilterInput.optional(),
-  scope: scopeFilterInput.optional(),
-  scopeKey: scopeKeyInput.optional(),
-  tags: tagsFilterInput.optional(),
+  ...searchFilters,
   limit: z
     .number()
     .int()
@@ -33,10 +43,12 @@ export const contextSearchInput = z.object({
     .max(50)
     .default(10)
     .describe('How many results, best first (1-50, default 10).'),
-  includeSuperseded: z
-    .boolean()
+  filters: z
+    .strictObject(searchFilters)
     .optional()
-    .describe('Also search items that newer ones replaced. Default false.'),
+    .describe(
+      "The seed's context_search(query, filters): the same filters (type, scope, scopeKey, tags, includeSuperseded) as one object; each may be given here or at the top, not both.",
+    ),
 });
 
 export const contextSearchOutput = z.object({
@@ -59,7 +71,24 @@ Examples:
 - {"query": "rate limit", "scopeKey": "task:T-42"}
 Results carry each item (content cut at ${LIST_CONTENT_CHARS} characters) and the matching passage; context_read with an id gives an item in full.`;
 
-function searchRequest(input: z.output<typeof contextSearchInput>): SearchRequest {
+/** The top-level filters with the seed's `filters` object merged in (one place per filter). */
+function mergedFilters(input: z.output<typeof contextSearchInput>) {
+  const { filters, ...top } = input;
+  if (!filters) return top;
+  const twice = Object.keys(filters).filter(
+    (name) => top[name as keyof typeof filters] !== undefined,
+  );
+  if (twice.length > 0) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${twice.join(', ')} given both at the top and in filters: give each once`,
+    );
+  }
+  return { ...top, ...filters };
+}
+
+function searchRequest(raw: z.output<typeof contextSearchInput>): SearchRequest {
+  const input = mergedFilters(raw);
   const types = asList(input.type);
   const scopes = asList(input.scope);
   return {

@@ -1,3 +1,4 @@
+import type { Task } from '@ctxbus/core/contract';
 import {
   CtxbusError,
   capabilityNameSchema,
@@ -145,7 +146,26 @@ export function taskCreateTool(context: ToolContext) {
   });
 }
 
-export const taskStatusInput = z.object({ taskId: taskIdInput });
+export const taskStatusInput = z.object({
+  taskId: taskIdInput,
+  newStatus: z
+    .enum(TASK_STATES)
+    .optional()
+    .describe(
+      "The seed's task_status(taskId, newStatus): move the task as task_update does with status (note and token as there), then report it.",
+    ),
+  note: z
+    .string()
+    .max(TASK_LIMITS.noteChars)
+    .optional()
+    .describe('With newStatus: what happened or what is needed.'),
+  token: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('With newStatus, while the task is WORKING: the fencing token of your claim.'),
+});
 
 export const taskStatusOutput = z.object({
   task: taskViewSchema,
@@ -153,7 +173,8 @@ export const taskStatusOutput = z.object({
 });
 
 const STATUS_DESCRIPTION = `Where a task stands: its state (SUBMITTED waiting for a worker, WORKING with its holder and fencing token, INPUT_REQUIRED, AUTH_REQUIRED waiting for a human's approval, or ended: COMPLETED with its result, FAILED with its error, CANCELED, REJECTED), the runtime doing it, attempts, and its history (who moved it, when, with what note).
-Example: {"taskId": "task_019a..."}. Open tasks of the team are in task://active.`;
+Example: {"taskId": "task_019a..."}. Open tasks of the team are in task://active.
+With newStatus (the design's "get or update"), it first moves the task as task_update does: {"taskId": "task_019a...", "newStatus": "CANCELED", "note": "not needed"}.`;
 
 export function taskStatusTool(context: ToolContext) {
   return defineTool({
@@ -162,8 +183,22 @@ export function taskStatusTool(context: ToolContext) {
     description: STATUS_DESCRIPTION,
     input: taskStatusInput,
     output: taskStatusOutput,
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    // Reads, unless newStatus moves the task (the seed's form): so not read-only.
+    annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
     async run(input) {
+      if (input.newStatus !== undefined) {
+        await moveTask(context, {
+          taskId: input.taskId,
+          status: input.newStatus,
+          ...(input.note !== undefined && { note: input.note }),
+          ...(input.token !== undefined && { token: input.token }),
+        });
+      } else if (input.note !== undefined || input.token !== undefined) {
+        throw new CtxbusError(
+          'validation_failed',
+          'note and token go with newStatus (or use task_update): task_status alone only reads',
+        );
+      }
       const { task, history } = await context.backend.task(input.taskId);
       const view = toTaskView(task);
       return {
@@ -187,6 +222,7 @@ export const taskUpdateInput = z.object({
   note: z
     .string()
     .max(TASK_LIMITS.noteChars)
+    .optional()
     .describe('What happened or what is needed; everyone sees it in the task history and stream.'),
   token: z
     .number()
@@ -211,6 +247,32 @@ const UPDATE_DESCRIPTION = `Record progress on a task or move it, as its origin 
 - Finish as the holder: {"status": "COMPLETED", "note": "all green", "token": 3, "result": {"passed": 120}}; give up: {"status": "FAILED", "note": "why", "token": 3}.
 A WORKING task moves only with the token of its current claim (except CANCELED), so a doer that lost its lease cannot overwrite a newer result. A task waiting for approval (AUTH_REQUIRED) moves on only through an approval.`;
 
+/** task_update's move (also task_status with the seed's `newStatus`). */
+async function moveTask(
+  context: ToolContext,
+  input: z.output<typeof taskUpdateInput>,
+): Promise<Task> {
+  const { backend } = context;
+  if (input.status === 'CANCELED') return backend.cancelTask(input.taskId, input.note);
+  if (input.status === 'COMPLETED') {
+    if (input.token === undefined) {
+      throw new CtxbusError(
+        'validation_failed',
+        'COMPLETED needs token: the fencing token of your claim (task.lease.token)',
+      );
+    }
+    return backend.completeTask(input.taskId, {
+      token: input.token,
+      result: input.result === undefined ? { summary: input.note ?? 'completed' } : input.result,
+    });
+  }
+  return backend.updateTask(input.taskId, {
+    state: input.status,
+    ...(input.note !== undefined && { note: input.note }),
+    ...(input.token !== undefined && { token: input.token }),
+  });
+}
+
 export function taskUpdateTool(context: ToolContext) {
   return defineTool({
     name: TASK_UPDATE_TOOL,
@@ -220,28 +282,7 @@ export function taskUpdateTool(context: ToolContext) {
     output: taskUpdateOutput,
     annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
     async run(input) {
-      const { backend } = context;
-      let task: Awaited<ReturnType<typeof backend.cancelTask>>;
-      if (input.status === 'CANCELED') {
-        task = await backend.cancelTask(input.taskId, input.note);
-      } else if (input.status === 'COMPLETED') {
-        if (input.token === undefined) {
-          throw new CtxbusError(
-            'validation_failed',
-            'COMPLETED needs token: the fencing token of your claim (task.lease.token)',
-          );
-        }
-        task = await backend.completeTask(input.taskId, {
-          token: input.token,
-          result: input.result === undefined ? { summary: input.note } : input.result,
-        });
-      } else {
-        task = await backend.updateTask(input.taskId, {
-          state: input.status,
-          note: input.note,
-          ...(input.token !== undefined && { token: input.token }),
-        });
-      }
+      const task = await moveTask(context, input);
       const view = toTaskView(task);
       return { structured: { task: view }, text: `Task now: ${taskText(view)}` };
     },

@@ -70,6 +70,19 @@ function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
+/**
+ * Arguments the tool does not take, named with the ones it does (null when there are none): an
+ * unknown argument is refused, never dropped, so a call written for another form of the tool
+ * fails loudly instead of doing something else.
+ */
+function unknownArguments(tool: AnyToolDefinition, args: unknown): string | null {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+  const known = Object.keys(tool.input.shape);
+  const unknown = Object.keys(args).filter((name) => !known.includes(name));
+  if (unknown.length === 0) return null;
+  return `invalid input: ${tool.name} takes no ${unknown.map((name) => JSON.stringify(name)).join(', ')}; it takes ${known.join(', ')}`;
+}
+
 export type ToolOutcome =
   | { ok: true; structured: Record<string, unknown>; text: string }
   | { ok: false; message: string };
@@ -91,6 +104,8 @@ export async function callTool(
       message: `invalid input: ${deep}: nested deeper than ${MAX_JSON_DEPTH} levels`,
     };
   }
+  const unknown = unknownArguments(tool, args);
+  if (unknown !== null) return { ok: false, message: unknown };
   const parsed = tool.input.safeParse(wellFormed(args ?? {}));
   if (!parsed.success) {
     return { ok: false, message: `invalid input: ${describeIssues(parsed.error)}` };

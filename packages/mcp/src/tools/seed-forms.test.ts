@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCtxbusMcpServer } from '../create-ctxbus-mcp-server.js';
+import type { ConnectedClient, TestHub } from '../test-kit.js';
+import { connectInMemory, REPO_CAPABILITIES, startTestHub, textOf } from '../test-kit.js';
+
+// The design's MCP calls exactly as seed 000 writes them (context_read(scope, query),
+// context_search(query, filters), task_status(taskId, newStatus), task_update(taskId, status)),
+// against a real hub: each does what the seed says, and an argument no form takes is refused.
+
+let hub: TestHub;
+let mcp: ConnectedClient;
+
+beforeAll(async () => {
+  hub = await startTestHub('claude-code', { capabilitiesFile: REPO_CAPABILITIES });
+  mcp = await connectInMemory(createCtxbusMcpServer({ backend: hub.client }));
+  await hub.client.write([
+    {
+      type: 'decision',
+      title: 'Use PostgreSQL for the team database',
+      content: 'The outage review chose PostgreSQL over MySQL for replication.',
+      relevanceTags: ['database'],
+    },
+    {
+      type: 'alert',
+      title: 'Database outage on staging',
+      content: 'Replication lag over 5 minutes; the outage is ongoing.',
+      urgency: 'attention',
+      relevanceTags: ['database'],
+    },
+    { type: 'discovery', title: 'The CI cache key includes the lockfile', relevanceTags: ['ci'] },
+  ]);
+});
+
+afterAll(async () => {
+  await mcp.close();
+  await hub.close();
+});
+
+async function call(name: string, args: Record<string, unknown>) {
+  return mcp.client.callTool({ name, arguments: args });
+}
+
+const titles = (result: Awaited<ReturnType<typeof call>>, list: 'items' | 'results') => {
+  const structured = result.structuredContent as Record<string, { title?: string }[]>;
+  return (structured[list] ?? []).map((entry) =>
+    list === 'items' ? entry.title : (entry as { item: { title: string } }).item.title,
+  );
+};
+
+describe("seed 000's MCP calls", () => {
+  it('context_read(scope, query) ranks by the query instead of ignoring it', async () => {
+    const read = await call('context_read', { scope: 'global', query: 'database outage' });
+    expect(read.isError).toBeFalsy();
+    const found = titles(read, 'items');
+    expect(found).toContain('Database outage on staging');
+    expect(found).not.toContain('The CI cache key includes the lockfile');
+    expect(textOf(read)).toContain('matching "database outage"');
+  });
+
+  it('context_read refuses a query with filters only a listing has, naming them', async () => {
+    const read = await call('context_read', { query: 'database', unconsumed: true });
+    expect(read.isError).toBe(true);
+    expect(textOf(read)).toMatch(/cannot be combined with unconsumed/);
+  });
+
+  it('context_search(query, filters) applies the filters', async () => {
+    const search = await call('context_search', {
+      query: 'database outage',
+      filters: { type: 'alert' },
+    });
+    expect(search.isError).toBeFalsy();
+    expect(titles(search, 'results')).toEqual(['Database outage on staging']);
+    const unknownFilter = await call('context_search', {
+      query: 'database',
+      filters: { urgency: 'attention' },
+    });
+    expect(unknownFilter.isError).toBe(true);
+    expect(textOf(unknownFilter)).toMatch(/filters/);
+    const twice = await call('context_search', {
+      query: 'database',
+      type: 'decision',
+      filters: { type: 'alert' },
+    });
+    expect(twice.isError).toBe(true);
+    expect(textOf(twice)).toMatch(/type given both at the top and in filters/);
+  });
+
+  it('task_status(taskId, newStatus) moves the task, and task_update(taskId, status) needs no note', async () => {
+    const create = async (title: string) => {
+      const task = await hub.client.createTask({ title, requiredCapabilities: ['search'] });
+      return task.task.id;
+    };
+    const first = await create('seed form: status with newStatus');
+    const moved = await call('task_status', { taskId: first, newStatus: 'CANCELED' });
+    expect(moved.isError).toBeFalsy();
+    expect((moved.structuredContent as { task: { state: string } }).task.state).toBe('CANCELED');
+    expect((await hub.client.task(first)).task.state).toBe('CANCELED');
+
+    const second = await create('seed form: update without a note');
+    const updated = await call('task_update', { taskId: second, status: 'CANCELED' });
+    expect(updated.isError).toBeFalsy();
+    expect((await hub.client.task(second)).task.state).toBe('CANCELED');
+
+    const readOnly = await call('task_status', { taskId: second, note: 'stray' });
+    expect(readOnly.isError).toBe(true);
+    expect(textOf(readOnly)).toMatch(/note and token go with newStatus/);
+  });
+
+  it('refuses an argument no form of the tool takes, naming the ones it does', async () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['context_read', { scope: 'global', filter: 'decisions' }],
+      ['context_search', { query: 'database', max: 3 }],
+      ['task_status', { taskId: 'task_x', status: 'CANCELED' }],
+      ['context_write', { type: 'decision', title: 'x', priority: 'high' }],
+    ];
+    for (const [name, args] of cases) {
+      const result = await call(name, args);
+      expect(result.isError, name).toBe(true);
+      expect(textOf(result)).toMatch(new RegExp(`${name} takes no "\\w+"; it takes `));
+    }
+  });
+});
