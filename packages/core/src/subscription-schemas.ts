@@ -36,7 +36,7 @@ export type SubscriptionFilter = z.infer<typeof subscriptionFilterSchema>;
 
 export const MAX_ENDPOINT_LENGTH = 2_048;
 
-export const createSubscriptionRequestSchema = z
+const ctxbusSubscriptionRequestSchema = z
   .strictObject({
     runtime: runtimeNameSchema.optional().meta({
       description: "The subscribing runtime; defaults to (and must equal) the token's runtime.",
@@ -68,6 +68,64 @@ export const createSubscriptionRequestSchema = z
       });
     }
   });
+/**
+ * Seed 000's ContextSubscription as written: `runtimeType` is the runtime (it must be the
+ * token's), `runtimeId` the subscribing instance (kept as the label), `scopes`,
+ * `relevanceTags` (any of them) and `minUrgency` the filter (an empty list selects everything),
+ * `deliveryMode` and `endpoint` the delivery.
+ */
+export const seedSubscriptionRequestSchema = z
+  .strictObject({
+    runtimeId: z.string().trim().min(1).max(200),
+    runtimeType: runtimeNameSchema,
+    scopes: z.array(scopeSchema).max(4).default([]),
+    relevanceTags: z.array(tagSchema).max(50).default([]),
+    minUrgency: urgencySchema.optional(),
+    deliveryMode: deliveryModeSchema,
+    endpoint: z
+      .url({ protocol: /^https?$/ })
+      .max(MAX_ENDPOINT_LENGTH)
+      .optional(),
+  })
+  .transform(
+    (seed): z.input<typeof ctxbusSubscriptionRequestSchema> => ({
+      runtime: seed.runtimeType,
+      delivery: seed.deliveryMode,
+      ...(seed.endpoint !== undefined && { endpoint: seed.endpoint }),
+      label: seed.runtimeId,
+      filter: {
+        ...(seed.scopes.length > 0 && { scopes: [...new Set(seed.scopes)] }),
+        ...(seed.relevanceTags.length > 0 && { tags: seed.relevanceTags }),
+        ...(seed.minUrgency !== undefined && { minUrgency: seed.minUrgency }),
+      },
+    }),
+  )
+  .pipe(ctxbusSubscriptionRequestSchema);
+
+/** Keys only the seed's form has: a body with one of them is read as the seed's. */
+const SEED_KEYS = ['runtimeId', 'runtimeType', 'deliveryMode', 'relevanceTags'];
+
+/**
+ * A subscription request: ctxbus's form, or the seed's (`runtimeId`, `deliveryMode`, ...). A
+ * body that fits neither is told what is wrong with the form it is closer to, field by field.
+ */
+export const createSubscriptionRequestSchema = z.union(
+  [ctxbusSubscriptionRequestSchema, seedSubscriptionRequestSchema],
+  {
+    error: (issue) => {
+      if (issue.code !== 'invalid_union') return undefined;
+      const input = issue.input;
+      const seedForm =
+        typeof input === 'object' && input !== null && SEED_KEYS.some((key) => key in input);
+      const issues = issue.errors[seedForm ? 1 : 0] ?? [];
+      const lines = issues.map((one) =>
+        one.path.length > 0 ? `${one.path.join('.')}: ${one.message}` : one.message,
+      );
+      return `${lines.join('; ')}${seedForm ? " (read as seed 000's ContextSubscription)" : ''}`;
+    },
+  },
+);
+
 export type CreateSubscriptionRequest = z.input<typeof createSubscriptionRequestSchema>;
 
 export const subscriptionSchema = z.object({

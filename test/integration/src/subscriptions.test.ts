@@ -242,6 +242,49 @@ describe('push subscriptions', () => {
 });
 
 describe('pull subscriptions', () => {
+  it("take seed 000's ContextSubscription body as written, mapped to the hub's form", async () => {
+    const { subscription } = await subscribe({
+      runtimeId: 'web-tab-1',
+      runtimeType: 'web',
+      scopes: ['global'],
+      relevanceTags: ['database'],
+      minUrgency: 'attention',
+      deliveryMode: 'pull',
+    });
+    expect(subscription).toMatchObject({
+      runtime: 'web',
+      delivery: 'pull',
+      label: 'web-tab-1',
+      filter: { scopes: ['global'], tags: ['database'], minUrgency: 'attention' },
+    });
+    const base = `/api/subscriptions/${subscription.id}`;
+    await write({
+      type: 'alert',
+      title: 'db down',
+      urgency: 'attention',
+      relevanceTags: ['database'],
+    });
+    await write({ type: 'alert', title: 'quiet', relevanceTags: ['database'] });
+    await write({ type: 'alert', title: 'other tag', urgency: 'blocking', relevanceTags: ['ci'] });
+    const pending = await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web });
+    expect(
+      pending.body.changes.map((change: { item: { title: string } }) => change.item.title),
+    ).toEqual(['db down']);
+    // Another runtime's type is refused, as `runtime` is; a wrong field says which.
+    const other = await call(hub.url, 'POST', '/api/subscriptions', {
+      token: hub.tokens.web,
+      body: { runtimeId: 'x', runtimeType: 'openclaw', deliveryMode: 'pull' },
+    });
+    expect(other.status).toBe(403);
+    const bad = await call(hub.url, 'POST', '/api/subscriptions', {
+      token: hub.tokens.web,
+      body: { runtimeId: 'x', runtimeType: 'web', deliveryMode: 'push' },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/endpoint: push needs an endpoint/);
+    await call(hub.url, 'DELETE', base, { token: hub.tokens.web });
+  });
+
   it('return what the runtime has not seen yet, until it acknowledges', async () => {
     const { subscription, secret } = await subscribe({
       delivery: 'pull',
