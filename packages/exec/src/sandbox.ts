@@ -142,11 +142,37 @@ export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): str
   ];
 }
 
+const PID_NAMESPACE = [
+  '--dev-bind',
+  '/',
+  '/',
+  '--proc',
+  '/proc',
+  '--unshare-pid',
+  '--die-with-parent',
+];
+
+/**
+ * bwrap and its arguments for an UNSANDBOXED command that must not outlive its worker: the
+ * whole file system as it is (`--dev-bind / /`, writable where the user may write), only a PID
+ * namespace of its own (with its own /proc) and `--die-with-parent`. When the worker dies, even
+ * by kill -9, the namespace's init dies with it and the kernel kills everything inside,
+ * processes that started their own session included; the runner ends them the same way at a
+ * timeout or cancel. No other isolation: this is not the sandbox.
+ */
+export function pidNamespaceArgv(
+  bwrapPath: string,
+  cwd: string,
+  argv: readonly string[],
+): string[] {
+  return [bwrapPath, ...PID_NAMESPACE, '--chdir', cwd, '--', ...argv];
+}
+
 const cache = new Map<string, Promise<SandboxStatus>>();
 
 /** A run of `true` with the isolation a command gets (all but the writable bind). */
-function trial(bwrapPath: string): Promise<SandboxStatus> {
-  const args = [...isolation({ bwrapPath }), ...NAMESPACES, '--', 'true'];
+function trial(bwrapPath: string, isolationArgs?: readonly string[]): Promise<SandboxStatus> {
+  const args = [...(isolationArgs ?? [...isolation({ bwrapPath }), ...NAMESPACES]), '--', 'true'];
   return new Promise((resolve) => {
     execFile(
       bwrapPath,
@@ -167,7 +193,29 @@ function trial(bwrapPath: string): Promise<SandboxStatus> {
  * isolation works. Cached per binary and search path (the first answer stands).
  */
 export function detectSandbox(options: SandboxDetectOptions = {}): Promise<SandboxStatus> {
-  const key = `${options.bwrapPath ?? ''}\0${options.searchPath ?? process.env.PATH ?? ''}`;
+  return detect(options, 'sandbox');
+}
+
+/**
+ * Whether an unsandboxed command can be tied to its worker here (`pidNamespaceArgv`): bwrap
+ * exists AND a trial run with a PID namespace works (it needs unprivileged user namespaces, or
+ * root). When it cannot, an unsandboxed command runs in its own process group only: a process
+ * that starts its own session escapes the timeout, and a worker killed with SIGKILL leaves its
+ * command running. The worker says so when it starts. Cached like `detectSandbox`.
+ */
+export async function detectPidNamespace(
+  options: SandboxDetectOptions = {},
+): Promise<SandboxStatus> {
+  const status = await detect(options, 'pid');
+  if (status.available) return status;
+  return {
+    available: false,
+    reason: `${status.reason.replace(/, so sandboxed commands are refused.*$/, '')}; unsandboxed commands run in a process group only, so one that starts its own session can outlive its timeout, and any can outlive a worker killed with SIGKILL`,
+  };
+}
+
+function detect(options: SandboxDetectOptions, kind: 'sandbox' | 'pid'): Promise<SandboxStatus> {
+  const key = `${kind}\0${options.bwrapPath ?? ''}\0${options.searchPath ?? process.env.PATH ?? ''}`;
   const known = cache.get(key);
   if (known) return known;
   const bwrapPath = options.bwrapPath ?? findExecutable('bwrap', options.searchPath);
@@ -183,7 +231,7 @@ export function detectSandbox(options: SandboxDetectOptions = {}): Promise<Sandb
             available: false,
             reason: `bwrap at ${bwrapPath} is missing or not executable, so sandboxed commands are refused`,
           })
-        : trial(bwrapPath);
+        : trial(bwrapPath, kind === 'pid' ? PID_NAMESPACE : undefined);
   cache.set(key, status);
   return status;
 }
