@@ -42,6 +42,7 @@ export type { OutputStream, RunCommandOptions, RunCommandResult } from './run-co
 export { runCommand } from './run-command.js';
 export type { SandboxDetectOptions, SandboxLayout, SandboxStatus } from './sandbox.js';
 export {
+  ctxbusPaths,
   detectPidNamespace,
   detectSandbox,
   findExecutable,

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_CHILD_PATH } from './scrub-env.js';
 
 // `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
@@ -29,6 +29,12 @@ export interface SandboxLayout {
   network?: boolean;
   /** Directories replaced by an empty tmpfs (default: the home directory). */
   hidePaths?: readonly string[];
+  /**
+   * The hub's files on this machine, hidden whatever hidePaths says: directories behind an
+   * empty tmpfs, a file behind /dev/null (bound without devices, so it cannot be opened)
+   * (default: `ctxbusPaths()`).
+   */
+  hubPaths?: readonly string[];
   /** Where the command's program is looked up (the child's PATH; default: this process's). */
   searchPath?: string;
 }
@@ -81,6 +87,31 @@ export function findExecutable(name: string, searchPath = process.env.PATH ?? ''
   return null;
 }
 
+/**
+ * Where ctxbus keeps its secrets and data on this machine, by the variables and defaults the
+ * CLI uses: the config directory (credentials, the approval key's directory `keys/`), the data
+ * directory (the embedded store's database), and $CTXBUS_APPROVAL_KEY. The sandbox hides them
+ * even when they lie outside the home directory. A hub started with other paths (`--data`
+ * elsewhere) is not known here: add them to `sandbox.hidePaths`.
+ */
+export function ctxbusPaths(env: NodeJS.ProcessEnv = process.env, home = homedir()): string[] {
+  const config = env.CTXBUS_CONFIG_DIR
+    ? resolve(env.CTXBUS_CONFIG_DIR)
+    : join(env.XDG_CONFIG_HOME || join(home, '.config'), 'ctxbus');
+  const data = env.CTXBUS_DATA
+    ? resolve(env.CTXBUS_DATA)
+    : join(env.XDG_DATA_HOME || join(home, '.local', 'share'), 'ctxbus');
+  return [config, data, ...(env.CTXBUS_APPROVAL_KEY ? [resolve(env.CTXBUS_APPROVAL_KEY)] : [])];
+}
+
+function exists(path: string): 'directory' | 'file' | null {
+  try {
+    return statSync(path).isDirectory() ? 'directory' : 'file';
+  } catch {
+    return null;
+  }
+}
+
 function isDirectory(path: string): boolean {
   try {
     return statSync(path).isDirectory();
@@ -99,11 +130,16 @@ const NAMESPACES = [
   'ALL',
 ];
 
-/** What the sandbox hides behind a tmpfs: the hidden paths (default: the home), /tmp, /run. */
+/** The hidden paths (default: the home) and the hub's files, parents first. */
+function hiddenPaths(layout: Omit<SandboxLayout, 'workdir'>): string[] {
+  return [...(layout.hidePaths ?? [homedir()]), ...(layout.hubPaths ?? ctxbusPaths())]
+    .filter((path) => path !== '/' && isAbsolute(path))
+    .sort((a, b) => a.length - b.length);
+}
+
+/** What the sandbox hides: the hidden paths, the hub's files, /tmp, /run. */
 function hiddenRoots(layout: Omit<SandboxLayout, 'workdir'>): string[] {
-  return [...(layout.hidePaths ?? [homedir()]), '/tmp', '/run'].filter(
-    (path) => path !== '/' && isAbsolute(path),
-  );
+  return [...hiddenPaths(layout), '/tmp', '/run'];
 }
 
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
@@ -114,8 +150,10 @@ function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
     args.push('--unshare-net');
     if (isDirectory('/run')) args.push('--tmpfs', '/run');
   }
-  for (const hidden of layout.hidePaths ?? [homedir()]) {
-    if (hidden !== '/' && isAbsolute(hidden) && isDirectory(hidden)) args.push('--tmpfs', hidden);
+  for (const hidden of hiddenPaths(layout)) {
+    const kind = exists(hidden);
+    if (kind === 'directory') args.push('--tmpfs', hidden);
+    else if (kind === 'file') args.push('--ro-bind', '/dev/null', hidden);
   }
   return args;
 }
