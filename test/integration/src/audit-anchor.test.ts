@@ -1,3 +1,4 @@
+import { createPrivateKey, createPublicKey } from 'node:crypto';
 import {
   existsSync,
   readdirSync,
@@ -298,6 +299,38 @@ describe('the approval key of an older hub, kept in its data directory', () => {
     } finally {
       removeDir(dataDir);
       removeDir(configDir);
+    }
+  });
+
+  it('--approval-key names another file: the key is made there and the anchors go beside it', async () => {
+    const configDir = tempDir('ctxbus-anchor-config-');
+    const elsewhere = tempDir('ctxbus-anchor-key-');
+    const file = join(elsewhere, 'hub.pem');
+    const hub = await startHubProcess({
+      args: ['--approval-key', file],
+      env: { CTXBUS_CONFIG_DIR: configDir },
+    });
+    try {
+      const agent = await runtimeToken(hub, 'acme', 'openclaw');
+      const refused = await call(hub.url, 'POST', `/api/tasks/${NO_TASK}/approve`, {
+        token: agent,
+        body: {},
+      });
+      expect(refused.status).toBe(403);
+      await waitUntil(
+        () => existsSync(join(elsewhere, 'audit-anchors', 'acme.jsonl')),
+        "acme's first signed checkpoint beside the named key",
+      );
+      const served = await call(hub.url, 'GET', '/api/approvals/key', { token: agent });
+      const own = createPublicKey(createPrivateKey(readFileSync(file, 'utf8')));
+      expect(served.body.publicKey).toBe(own.export({ type: 'spki', format: 'pem' }));
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(existsSync(join(configDir, 'keys'))).toBe(false);
+    } finally {
+      expect(await hub.stop()).toBe(0);
+      removeDir(hub.dataDir);
+      removeDir(configDir);
+      removeDir(elsewhere);
     }
   });
 });

@@ -49,6 +49,8 @@ export interface HubRunOptions {
   retention: RetentionOptions;
   /** How long an approval request waits for a human, and a signed approval lasts. */
   approvalTtlMs: number;
+  /** --approval-key ($CTXBUS_APPROVAL_KEY): the signing key's file (null: the default place). */
+  approvalKey?: string | null;
   /** Memory per embedding model for the exact vector scan in the hub (MB). */
   vectorMemoryMb: number;
   /** An OpenAI-compatible embeddings API for hybrid search (null: full text only). */
@@ -82,8 +84,8 @@ function keyPlace(directory: string): KeyPlace {
 }
 
 /**
- * Where the approval signing key and the audit anchors live: $CTXBUS_APPROVAL_KEY (anchors
- * beside it), else a directory of keys only in the config directory, never in the data tree
+ * Where the approval signing key and the audit anchors live: `file` (--approval-key or
+ * $CTXBUS_APPROVAL_KEY; anchors beside it), else a directory of keys only in the config directory, never in the data tree
  * (hardening 4): `<config>/keys/sqlite-<data dir's name>-<hash of its path>/` for the embedded
  * store (one per data directory, as before), `<config>/keys/postgres/` for PostgreSQL. The
  * config directory already holds the credentials (admin tokens), the same kind of secret, and
@@ -92,10 +94,11 @@ function keyPlace(directory: string): KeyPlace {
  */
 export function approvalKeyPlaces(
   target: StoreTarget,
+  file: string | null = null,
   env: NodeJS.ProcessEnv = process.env,
 ): { place: KeyPlace; legacy: KeyPlace | null } {
-  if (env.CTXBUS_APPROVAL_KEY) {
-    const key = env.CTXBUS_APPROVAL_KEY;
+  const key = file || env.CTXBUS_APPROVAL_KEY;
+  if (key) {
     return { place: { key, anchors: join(dirname(key), 'audit-anchors') }, legacy: null };
   }
   const keys = join(configDir(env), 'keys');
@@ -163,7 +166,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         'the hub listens beyond loopback: anyone who can reach it and holds a token can use it',
       );
     }
-    const { place, legacy } = approvalKeyPlaces(target);
+    const { place, legacy } = approvalKeyPlaces(target, options.approvalKey ?? null);
     // A key an older hub kept in the data directory moves (approvals it signed still verify).
     for (const note of legacy ? moveApprovalKey(legacy, place) : []) {
       logger.warn({ key: place.key }, `approval key: ${note}`);
