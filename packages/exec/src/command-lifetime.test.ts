@@ -150,6 +150,36 @@ describe('a command ends with its worker and its timeout, its own sessions inclu
     },
   );
 
+  nsIt(
+    `unsandboxed: a cancel gives everything inside SIGTERM, then SIGKILL ends what ignores it${because(pidNamespace)}`,
+    async () => {
+      const { workdir, tag, policy, request } = project();
+      // The command ignores SIGTERM; its setsid background process does not.
+      writeFileSync(
+        join(workdir, 'spawn-background.js'),
+        `${SPAWN_BACKGROUND}\nprocess.on('SIGTERM', () => {});`,
+      );
+      const prepared = await prepareExecution({ request, policy });
+      if (!prepared.ok) throw new Error(`refused: ${prepared.reason}`);
+      const controller = new AbortController();
+      const running = executePlan(prepared.plan, {
+        timeoutMs: 3_600_000,
+        inactivityMs: 3_600_000,
+        maxOutputBytes: 65536,
+        killGraceMs: 200,
+        signal: controller.signal,
+      });
+      await waitUntil(() => existsSync(join(workdir, 'background-up')), 'the background process');
+      controller.abort();
+      const run = await running;
+      expect(run).toMatchObject({ ok: true, result: { canceled: true, signal: 'SIGKILL' } });
+      await waitUntil(
+        () => processesTagged(tag).length === 0,
+        `every process tagged ${tag} to end`,
+      );
+    },
+  );
+
   it('the control: in a process group only, the setsid background process outlives the timeout', async () => {
     const { workdir, tag, policy, request } = project({ pidNamespace: false });
     const prepared = await prepareExecution({ request, policy });
