@@ -41,7 +41,14 @@ export { executePlan, executionRequestSchema, prepareExecution } from './prepare
 export type { OutputStream, RunCommandOptions, RunCommandResult } from './run-command.js';
 export { runCommand } from './run-command.js';
 export type { SandboxDetectOptions, SandboxLayout, SandboxStatus } from './sandbox.js';
-export { detectSandbox, findExecutable, sandboxArgv } from './sandbox.js';
+export {
+  ctxbusPaths,
+  detectPidNamespace,
+  detectSandbox,
+  findExecutable,
+  pidNamespaceArgv,
+  sandboxArgv,
+} from './sandbox.js';
 export type { ScrubbedEnv, ScrubEnvOptions } from './scrub-env.js';
 export { BASE_ENV_NAMES, DEFAULT_CHILD_PATH, deniedEnvReason, scrubEnv } from './scrub-env.js';
 export type { WorkdirCheck } from './workdir.js';

@@ -65,7 +65,13 @@ describe('prepareExecution and executePlan', () => {
     expect(run.result.exitCode).toBe(0);
     const seen = JSON.parse(run.result.stdout) as { cwd: string; env: Record<string, string> };
     expect(seen.cwd).toBe(project);
-    expect(seen.env).toEqual({ HOME: '/home/w', LANG: 'en_US.UTF-8', PATH: policy.childPath });
+    expect(seen.env).toEqual({
+      HOME: '/home/w',
+      LANG: 'en_US.UTF-8',
+      PATH: policy.childPath,
+      // bwrap (the PID namespace tying the command to the worker) sets PWD, to the real cwd.
+      ...(ready.pidNamespace && { PWD: project }),
+    });
   });
 
   it('outside the allow-list: approval_required with the exact command; a valid approval runs it', async () => {

@@ -6,7 +6,7 @@ import { checkCommand, parseAllowList } from './command-policy.js';
 import type { OutputStream, RunCommandResult } from './run-command.js';
 import { runCommand } from './run-command.js';
 import type { SandboxDetectOptions } from './sandbox.js';
-import { detectSandbox, sandboxArgv } from './sandbox.js';
+import { detectPidNamespace, detectSandbox, pidNamespaceArgv, sandboxArgv } from './sandbox.js';
 import { scrubEnv } from './scrub-env.js';
 import { checkProgramInside, checkWorkdir } from './workdir.js';
 
@@ -54,6 +54,13 @@ export interface ExecutionPolicy {
   network?: boolean;
   /** Run every command sandboxed, whatever the request says (a `sandboxed` capability). */
   requireSandbox?: boolean;
+  /**
+   * Run unsandboxed commands in a PID namespace of their own tied to the worker (bwrap
+   * `--unshare-pid --die-with-parent`, no other isolation) when bwrap can, so that nothing a
+   * command starts outlives its timeout, its cancel or its worker (default true; false: a
+   * process group only).
+   */
+  pidNamespace?: boolean;
   /** How to find bwrap, and what to hide inside the sandbox (default: the home directory). */
   sandbox?: SandboxDetectOptions & { hidePaths?: readonly string[] };
   /** The hub's Ed25519 public key for approvals (none: every approval is invalid). */
@@ -92,6 +99,11 @@ export interface ExecutionPlan {
   /** Variables the request asked for that were not passed, with why. */
   droppedEnv: { name: string; reason: string }[];
   sandbox: { bwrapPath: string; network: boolean; hidePaths?: readonly string[] } | null;
+  /**
+   * An unsandboxed command's PID namespace (null: sandboxed, which has its own, or not
+   * possible here, or turned off by the policy: then a process group only).
+   */
+  pidNamespace: { bwrapPath: string } | null;
   /** Who approved it, when it ran on an approval. */
   approvedBy: string | null;
   /** The policy's cap on the hard timeout (null: none). */
@@ -183,6 +195,11 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
       ...(policy.sandbox?.hidePaths && { hidePaths: policy.sandbox.hidePaths }),
     };
   }
+  let pidNamespace: ExecutionPlan['pidNamespace'] = null;
+  if (!sandboxed && policy.pidNamespace !== false) {
+    const status = await detectPidNamespace(policy.sandbox);
+    if (status.available) pidNamespace = { bwrapPath: status.bwrapPath };
+  }
 
   // 6. The approval, when the allow-list or the origin's trust asks for one.
   let approvedBy: string | null = null;
@@ -240,6 +257,7 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
       env,
       droppedEnv: dropped,
       sandbox,
+      pidNamespace,
       approvedBy,
       maxTimeoutMs: policy.maxSeconds === undefined ? null : policy.maxSeconds * 1000,
     },
@@ -263,7 +281,8 @@ export type Execution =
 /**
  * Runs a plan: the working directory is checked again immediately before spawn (it must still
  * resolve inside the roots, to the same real path as when validated), then the command runs,
- * inside bwrap when the plan is sandboxed, its hard timeout capped by the policy's maxSeconds.
+ * inside bwrap when the plan is sandboxed (else in a PID namespace of its own when the plan has
+ * one), its hard timeout capped by the policy's maxSeconds.
  */
 export async function executePlan(
   plan: ExecutionPlan,
@@ -291,7 +310,9 @@ export async function executePlan(
         },
         plan.argv,
       )
-    : plan.argv;
+    : plan.pidNamespace
+      ? pidNamespaceArgv(plan.pidNamespace.bwrapPath, again.realPath, plan.argv)
+      : plan.argv;
   const timeoutMs =
     plan.maxTimeoutMs === null ? options.timeoutMs : Math.min(options.timeoutMs, plan.maxTimeoutMs);
   const result = await runCommand({
@@ -300,6 +321,7 @@ export async function executePlan(
     argv,
     cwd: again.realPath,
     env: plan.env,
+    pidNamespace: plan.sandbox !== null || plan.pidNamespace !== null,
   });
   return { ok: true, result };
 }

@@ -1,10 +1,15 @@
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 
 // Runs one argv (no shell) in its own process group with stdin closed, under a hard timeout
 // and an inactivity timeout; a timeout or a cancel ends the WHOLE group (SIGTERM, then SIGKILL
 // after a grace period). Whatever is left of the group when the command exits is killed too,
-// so nothing it started outlives it (a process that starts its own session escapes the group:
-// run such commands sandboxed, where bwrap's PID namespace ends them all).
+// so nothing it started outlives it. A process that starts its own session escapes the group:
+// when argv is bwrap with a PID namespace and --die-with-parent (the sandbox, or
+// pidNamespaceArgv), `pidNamespace: true` makes a timeout or cancel signal every process in the
+// namespace instead, and the namespace (so everything in it) ends with bwrap, with the command,
+// and with the worker, even when the worker is killed with SIGKILL.
 
 export type OutputStream = 'stdout' | 'stderr';
 
@@ -27,6 +32,13 @@ export interface RunCommandOptions {
   maxProgressBytes?: number;
   /** Between SIGTERM and SIGKILL (default 2 s). */
   killGraceMs?: number;
+  /**
+   * argv runs the command through bwrap in a PID namespace of its own with --die-with-parent:
+   * SIGTERM goes to every process inside (bwrap's own two are spared until the SIGKILL, which
+   * ends the namespace), and bwrap's exit status 128+N after a timeout or cancel is reported
+   * as the signal N. Default false.
+   */
+  pidNamespace?: boolean;
 }
 
 export interface RunCommandResult {
@@ -100,6 +112,60 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** The parent of each process, from /proc (Linux; empty where /proc cannot be read). */
+function parents(): Map<number, number> {
+  const found = new Map<number, number>();
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      found.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // Gone since the listing.
+    }
+  }
+  return found;
+}
+
+/**
+ * Every process inside the PID namespace bwrap (`leader`) made: the descendants of its child,
+ * the namespace's init (orphans inside are re-parented to that init, so nothing is missed).
+ */
+function namespaceMembers(leader: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const [pid, ppid] of parents()) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  const queue = (children.get(leader) ?? []).flatMap((init) => children.get(init) ?? []);
+  const members: number[] = [];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    members.push(pid);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return members;
+}
+
+function signalEach(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // ESRCH: gone already.
+    }
+  }
+}
+
+/** bwrap's status for a command ended by signal N is 128+N: the signal's name, or null. */
+function signalFromStatus(code: number | null): NodeJS.Signals | null {
+  if (code === null || code <= 128) return null;
+  const entry = Object.entries(constants.signals).find(([, number]) => number === code - 128);
+  return (entry?.[0] as NodeJS.Signals | undefined) ?? null;
+}
+
 /** Runs argv as described in the module comment; never throws for the command's failures. */
 export function runCommand(options: RunCommandOptions): Promise<RunCommandResult> {
   const started = performance.now();
@@ -159,11 +225,13 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
     let inactivityTimer: NodeJS.Timeout | undefined;
 
     const terminate = () => {
-      if (child.pid === undefined || killTimer !== undefined) return;
-      killGroup(child.pid, 'SIGTERM');
-      killTimer = setTimeout(() => {
-        if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
-      }, grace);
+      const pid = child.pid;
+      if (pid === undefined || killTimer !== undefined) return;
+      const inside = options.pidNamespace ? namespaceMembers(pid) : [];
+      // In a namespace, SIGTERM to bwrap would end it (and so everything inside) at once.
+      if (inside.length > 0) signalEach(inside, 'SIGTERM');
+      else killGroup(pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), grace);
       killTimer.unref?.();
     };
     const hardTimer = setTimeout(() => {
@@ -194,10 +262,13 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
       options.signal?.removeEventListener('abort', onAbort);
       child.stdout?.destroy();
       child.stderr?.destroy();
+      // bwrap reports a command ended by a signal as 128+N; after our own kill, it was ours.
+      const ours = options.pidNamespace && (timedOut !== null || canceled) && !exited?.signal;
+      const relayed = ours ? signalFromStatus(exited?.code ?? null) : null;
       resolve(
         finish({
-          exitCode: exited?.code ?? null,
-          signal: exited?.signal ?? null,
+          exitCode: relayed ? null : (exited?.code ?? null),
+          signal: relayed ?? exited?.signal ?? null,
           spawnMs,
           timedOut,
           canceled,

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_CHILD_PATH } from './scrub-env.js';
 
 // `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
@@ -29,6 +29,12 @@ export interface SandboxLayout {
   network?: boolean;
   /** Directories replaced by an empty tmpfs (default: the home directory). */
   hidePaths?: readonly string[];
+  /**
+   * The hub's files on this machine, hidden whatever hidePaths says: directories behind an
+   * empty tmpfs, a file behind /dev/null (bound without devices, so it cannot be opened)
+   * (default: `ctxbusPaths()`).
+   */
+  hubPaths?: readonly string[];
   /** Where the command's program is looked up (the child's PATH; default: this process's). */
   searchPath?: string;
 }
@@ -81,6 +87,31 @@ export function findExecutable(name: string, searchPath = process.env.PATH ?? ''
   return null;
 }
 
+/**
+ * Where ctxbus keeps its secrets and data on this machine, by the variables and defaults the
+ * CLI uses: the config directory (credentials, the approval key's directory `keys/`), the data
+ * directory (the embedded store's database), and $CTXBUS_APPROVAL_KEY. The sandbox hides them
+ * even when they lie outside the home directory. A hub started with other paths (`--data`
+ * elsewhere) is not known here: add them to `sandbox.hidePaths`.
+ */
+export function ctxbusPaths(env: NodeJS.ProcessEnv = process.env, home = homedir()): string[] {
+  const config = env.CTXBUS_CONFIG_DIR
+    ? resolve(env.CTXBUS_CONFIG_DIR)
+    : join(env.XDG_CONFIG_HOME || join(home, '.config'), 'ctxbus');
+  const data = env.CTXBUS_DATA
+    ? resolve(env.CTXBUS_DATA)
+    : join(env.XDG_DATA_HOME || join(home, '.local', 'share'), 'ctxbus');
+  return [config, data, ...(env.CTXBUS_APPROVAL_KEY ? [resolve(env.CTXBUS_APPROVAL_KEY)] : [])];
+}
+
+function exists(path: string): 'directory' | 'file' | null {
+  try {
+    return statSync(path).isDirectory() ? 'directory' : 'file';
+  } catch {
+    return null;
+  }
+}
+
 function isDirectory(path: string): boolean {
   try {
     return statSync(path).isDirectory();
@@ -99,11 +130,16 @@ const NAMESPACES = [
   'ALL',
 ];
 
-/** What the sandbox hides behind a tmpfs: the hidden paths (default: the home), /tmp, /run. */
+/** The hidden paths (default: the home) and the hub's files, parents first. */
+function hiddenPaths(layout: Omit<SandboxLayout, 'workdir'>): string[] {
+  return [...(layout.hidePaths ?? [homedir()]), ...(layout.hubPaths ?? ctxbusPaths())]
+    .filter((path) => path !== '/' && isAbsolute(path))
+    .sort((a, b) => a.length - b.length);
+}
+
+/** What the sandbox hides: the hidden paths, the hub's files, /tmp, /run. */
 function hiddenRoots(layout: Omit<SandboxLayout, 'workdir'>): string[] {
-  return [...(layout.hidePaths ?? [homedir()]), '/tmp', '/run'].filter(
-    (path) => path !== '/' && isAbsolute(path),
-  );
+  return [...hiddenPaths(layout), '/tmp', '/run'];
 }
 
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
@@ -114,8 +150,10 @@ function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
     args.push('--unshare-net');
     if (isDirectory('/run')) args.push('--tmpfs', '/run');
   }
-  for (const hidden of layout.hidePaths ?? [homedir()]) {
-    if (hidden !== '/' && isAbsolute(hidden) && isDirectory(hidden)) args.push('--tmpfs', hidden);
+  for (const hidden of hiddenPaths(layout)) {
+    const kind = exists(hidden);
+    if (kind === 'directory') args.push('--tmpfs', hidden);
+    else if (kind === 'file') args.push('--ro-bind', '/dev/null', hidden);
   }
   return args;
 }
@@ -142,11 +180,37 @@ export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): str
   ];
 }
 
+const PID_NAMESPACE = [
+  '--dev-bind',
+  '/',
+  '/',
+  '--proc',
+  '/proc',
+  '--unshare-pid',
+  '--die-with-parent',
+];
+
+/**
+ * bwrap and its arguments for an UNSANDBOXED command that must not outlive its worker: the
+ * whole file system as it is (`--dev-bind / /`, writable where the user may write), only a PID
+ * namespace of its own (with its own /proc) and `--die-with-parent`. When the worker dies, even
+ * by kill -9, the namespace's init dies with it and the kernel kills everything inside,
+ * processes that started their own session included; the runner ends them the same way at a
+ * timeout or cancel. No other isolation: this is not the sandbox.
+ */
+export function pidNamespaceArgv(
+  bwrapPath: string,
+  cwd: string,
+  argv: readonly string[],
+): string[] {
+  return [bwrapPath, ...PID_NAMESPACE, '--chdir', cwd, '--', ...argv];
+}
+
 const cache = new Map<string, Promise<SandboxStatus>>();
 
 /** A run of `true` with the isolation a command gets (all but the writable bind). */
-function trial(bwrapPath: string): Promise<SandboxStatus> {
-  const args = [...isolation({ bwrapPath }), ...NAMESPACES, '--', 'true'];
+function trial(bwrapPath: string, isolationArgs?: readonly string[]): Promise<SandboxStatus> {
+  const args = [...(isolationArgs ?? [...isolation({ bwrapPath }), ...NAMESPACES]), '--', 'true'];
   return new Promise((resolve) => {
     execFile(
       bwrapPath,
@@ -167,7 +231,29 @@ function trial(bwrapPath: string): Promise<SandboxStatus> {
  * isolation works. Cached per binary and search path (the first answer stands).
  */
 export function detectSandbox(options: SandboxDetectOptions = {}): Promise<SandboxStatus> {
-  const key = `${options.bwrapPath ?? ''}\0${options.searchPath ?? process.env.PATH ?? ''}`;
+  return detect(options, 'sandbox');
+}
+
+/**
+ * Whether an unsandboxed command can be tied to its worker here (`pidNamespaceArgv`): bwrap
+ * exists AND a trial run with a PID namespace works (it needs unprivileged user namespaces, or
+ * root). When it cannot, an unsandboxed command runs in its own process group only: a process
+ * that starts its own session escapes the timeout, and a worker killed with SIGKILL leaves its
+ * command running. The worker says so when it starts. Cached like `detectSandbox`.
+ */
+export async function detectPidNamespace(
+  options: SandboxDetectOptions = {},
+): Promise<SandboxStatus> {
+  const status = await detect(options, 'pid');
+  if (status.available) return status;
+  return {
+    available: false,
+    reason: `${status.reason.replace(/, so sandboxed commands are refused.*$/, '')}; unsandboxed commands run in a process group only, so one that starts its own session can outlive its timeout, and any can outlive a worker killed with SIGKILL`,
+  };
+}
+
+function detect(options: SandboxDetectOptions, kind: 'sandbox' | 'pid'): Promise<SandboxStatus> {
+  const key = `${kind}\0${options.bwrapPath ?? ''}\0${options.searchPath ?? process.env.PATH ?? ''}`;
   const known = cache.get(key);
   if (known) return known;
   const bwrapPath = options.bwrapPath ?? findExecutable('bwrap', options.searchPath);
@@ -183,7 +269,7 @@ export function detectSandbox(options: SandboxDetectOptions = {}): Promise<Sandb
             available: false,
             reason: `bwrap at ${bwrapPath} is missing or not executable, so sandboxed commands are refused`,
           })
-        : trial(bwrapPath);
+        : trial(bwrapPath, kind === 'pid' ? PID_NAMESPACE : undefined);
   cache.set(key, status);
   return status;
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
@@ -50,3 +50,21 @@ export function processGone(pid: number): boolean {
 
 /** The node binary running the tests (children get a fixed PATH, so name it absolutely). */
 export const NODE = process.execPath;
+
+/**
+ * The live processes whose command line has `tag` as an argument, by their pid on this
+ * machine (a pid a process reads inside a PID namespace is the namespace's, not this one).
+ */
+export function processesTagged(tag: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.includes(tag) && !processGone(Number(entry))) found.push(Number(entry));
+    } catch {
+      // Gone since the listing.
+    }
+  }
+  return found;
+}

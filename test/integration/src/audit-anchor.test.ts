@@ -1,148 +1,336 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { AuditRecord } from '@ctxbus/core';
 import { chainAuditRecord } from '@ctxbus/core';
-import { call, runCli, useHubProcess } from '@ctxbus/test-kit';
+import type { HubFixture } from '@ctxbus/test-kit';
+import {
+  call,
+  removeDir,
+  runCli,
+  runtimeToken,
+  startHubProcess,
+  tempDir,
+  useHubProcess,
+  waitUntil,
+} from '@ctxbus/test-kit';
+import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // The audit chain anchored outside the database (hardening 5): whoever can write the database
 // can cut a chain's tail, rewrite a record and every hash after it, or drop a team's log, and
-// the chain alone still verifies. The hub's signed checkpoints (beside its key) catch each.
+// the chain alone still verifies. The hub's signed checkpoints (beside its key, in a directory
+// of keys outside the data tree: hardening 4) catch each, on SQLite and on PostgreSQL.
 
-const hub = useHubProcess({
-  tokens: {
-    acme: ['acme', 'openclaw'],
-    globex: ['globex', 'openclaw'],
-    initech: ['initech', 'openclaw'],
-  },
-});
+type Row = Record<string, string | number>;
 
-/** An agent's approval (OpenClaw is no approver): refused, and audited as approval.refused. */
-async function refusedApprovals(token: string, count: number): Promise<void> {
-  for (let index = 0; index < count; index++) {
-    const response = await call(
-      hub.url,
-      'POST',
-      `/api/tasks/task_00000000-0000-4000-8000-00000000000${index}/approve`,
-      {
-        token,
-        body: {},
-      },
-    );
-    expect(response.status).toBe(403);
-  }
+const NO_TASK = 'task_00000000-0000-4000-8000-000000000000';
+
+/** The hub's database, changed behind its back: `?` placeholders, `{t}` for a table's name. */
+interface Tamper {
+  all(text: string, values?: unknown[]): Promise<Row[]>;
+  run(text: string, values?: unknown[]): Promise<void>;
 }
 
-async function verify(token: string) {
-  const response = await call(hub.url, 'GET', '/api/audit/verify', { token });
-  expect(response.status).toBe(200);
-  return response.body;
+const TOKENS = {
+  acme: ['acme', 'openclaw'],
+  globex: ['globex', 'openclaw'],
+  initech: ['initech', 'openclaw'],
+} as const;
+
+/** The one directory of keys the hub made under its config directory. */
+function keyDir(configDir: string): string {
+  const keys = join(configDir, 'keys');
+  const [only, ...more] = readdirSync(keys);
+  expect(more).toEqual([]);
+  return join(keys, only as string);
 }
 
-/** The hub's SQLite file, changed behind its back. */
-function tamper(change: (db: DatabaseSync) => void): void {
-  const db = new DatabaseSync(join(hub.dataDir, 'ctxbus.db'));
-  try {
+function sqliteTamper(dataDir: () => string): Tamper {
+  const open = () => {
+    const db = new DatabaseSync(join(dataDir(), 'ctxbus.db'));
     db.exec('PRAGMA busy_timeout = 60000');
-    change(db);
-  } finally {
-    db.close();
-  }
+    return db;
+  };
+  const table = (text: string) => text.replace(/\{(\w+)\}/g, '$1');
+  return {
+    async all(text, values = []) {
+      const db = open();
+      try {
+        return db.prepare(table(text)).all(...(values as string[])) as Row[];
+      } finally {
+        db.close();
+      }
+    },
+    async run(text, values = []) {
+      const db = open();
+      try {
+        db.prepare(table(text)).run(...(values as string[]));
+      } finally {
+        db.close();
+      }
+    },
+  };
 }
 
-function rowsOf(db: DatabaseSync, team: string): AuditRecord[] {
-  const rows = db
-    .prepare('SELECT * FROM audit_log WHERE team_id = ? ORDER BY seq')
-    .all(team) as Record<string, string | number>[];
-  return rows.map((row) => ({
-    seq: Number(row.seq),
-    teamId: String(row.team_id),
-    at: String(row.at),
-    kind: String(row.kind) as AuditRecord['kind'],
-    actor: String(row.actor),
-    subject: String(row.subject),
-    data: JSON.parse(String(row.data)),
-    prevHash: String(row.prev_hash),
-    hash: String(row.hash),
-  }));
+function postgresTamper(url: string, schema: string): Tamper {
+  const prepare = (text: string) => {
+    let index = 0;
+    return text.replace(/\{(\w+)\}/g, `"${schema}".$1`).replace(/\?/g, () => `$${++index}`);
+  };
+  return {
+    all: (text, values = []) => sql<Row>(url, prepare(text), values),
+    async run(text, values = []) {
+      await sql(url, prepare(text), values);
+    },
+  };
 }
 
-describe('the audit chain anchored outside the database', () => {
-  it('signs checkpoints beside the key, and verify reports them', async () => {
-    await refusedApprovals(hub.tokens.acme, 5);
-    await refusedApprovals(hub.tokens.globex, 5);
-    await refusedApprovals(hub.tokens.initech, 3);
-    for (const [token, records] of [
-      [hub.tokens.acme, 5],
-      [hub.tokens.globex, 5],
-      [hub.tokens.initech, 3],
-    ] as const) {
-      const outcome = await verify(token);
-      expect(outcome).toMatchObject({
-        ok: true,
-        records,
-        anchor: { checkpoint: { seq: records }, unsigned: 0 },
-      });
-      expect(outcome.anchor.checkpoint.hash).toBe(outcome.head);
+function anchorSuite(
+  store: string,
+  hub: HubFixture<keyof typeof TOKENS>,
+  configDir: string,
+  db: Tamper,
+): void {
+  /** An agent's approval (OpenClaw is no approver): refused, and audited as approval.refused. */
+  async function refusedApprovals(token: string, count: number): Promise<void> {
+    for (let index = 0; index < count; index++) {
+      const response = await call(
+        hub.url,
+        'POST',
+        `/api/tasks/task_00000000-0000-4000-8000-00000000000${index}/approve`,
+        {
+          token,
+          body: {},
+        },
+      );
+      expect(response.status).toBe(403);
     }
-    expect(existsSync(join(hub.dataDir, 'audit-anchors', 'acme.jsonl'))).toBe(true);
-    const cli = await runCli(['audit', 'verify', '--url', hub.url, '--token', hub.tokens.acme]);
-    expect(cli.code, cli.stderr).toBe(0);
-    expect(cli.stdout).toMatch(/anchored: the hub signed record 5 at \S+ \(\d+ s ago\)/);
-  });
+  }
 
-  it('finds a tail cut with the head moved back, which the chain alone calls intact', async () => {
-    tamper((db) => {
-      const third = rowsOf(db, 'acme')[2] as AuditRecord;
-      db.prepare("DELETE FROM audit_log WHERE team_id = 'acme' AND seq > 3").run();
-      db.prepare("UPDATE audit_heads SET seq = 3, hash = ? WHERE team_id = 'acme'").run(third.hash);
+  async function verify(token: string) {
+    const response = await call(hub.url, 'GET', '/api/audit/verify', { token });
+    expect(response.status).toBe(200);
+    return response.body;
+  }
+
+  async function rowsOf(team: string): Promise<AuditRecord[]> {
+    const rows = await db.all('SELECT * FROM {audit_log} WHERE team_id = ? ORDER BY seq', [team]);
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      teamId: String(row.team_id),
+      at: String(row.at),
+      kind: String(row.kind) as AuditRecord['kind'],
+      actor: String(row.actor),
+      subject: String(row.subject),
+      data: JSON.parse(String(row.data)),
+      prevHash: String(row.prev_hash),
+      hash: String(row.hash),
+    }));
+  }
+
+  describe(`the audit chain anchored outside the database (${store})`, () => {
+    it('signs checkpoints beside the key, and verify reports them', async () => {
+      await refusedApprovals(hub.tokens.acme, 5);
+      await refusedApprovals(hub.tokens.globex, 5);
+      await refusedApprovals(hub.tokens.initech, 3);
+      for (const [token, records] of [
+        [hub.tokens.acme, 5],
+        [hub.tokens.globex, 5],
+        [hub.tokens.initech, 3],
+      ] as const) {
+        const outcome = await verify(token);
+        expect(outcome).toMatchObject({
+          ok: true,
+          records,
+          anchor: { checkpoint: { seq: records }, unsigned: 0 },
+        });
+        expect(outcome.anchor.checkpoint.hash).toBe(outcome.head);
+      }
+      // Beside the key, in a directory of keys only (0700, the key 0600), not in the data tree.
+      const keys = keyDir(configDir);
+      expect(readdirSync(keys).sort()).toEqual(['approval-key.pem', 'audit-anchors']);
+      expect(statSync(keys).mode & 0o777).toBe(0o700);
+      expect(statSync(join(keys, 'approval-key.pem')).mode & 0o777).toBe(0o600);
+      expect(existsSync(join(keys, 'audit-anchors', 'acme.jsonl'))).toBe(true);
+      if (hub.dataDir) expect(readdirSync(hub.dataDir)).not.toContain('approval-key.pem');
+      const cli = await runCli(['audit', 'verify', '--url', hub.url, '--token', hub.tokens.acme]);
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(cli.stdout).toMatch(/anchored: the hub signed record 5 at \S+ \(\d+ s ago\)/);
     });
-    const outcome = await verify(hub.tokens.acme);
-    expect(outcome).toMatchObject({ ok: false, records: 3, seq: 5 });
-    expect(outcome.reason).toMatch(/record 5 is gone, though the hub signed a checkpoint of it/);
-  });
 
-  it('finds a record rewritten with every later hash recomputed', async () => {
-    tamper((db) => {
-      const rows = rowsOf(db, 'globex');
-      let head: AuditRecord | null = rows[0] as AuditRecord;
+    it('finds a tail cut with the head moved back, which the chain alone calls intact', async () => {
+      const third = (await rowsOf('acme'))[2] as AuditRecord;
+      await db.run("DELETE FROM {audit_log} WHERE team_id = 'acme' AND seq > 3");
+      await db.run("UPDATE {audit_heads} SET seq = 3, hash = ? WHERE team_id = 'acme'", [
+        third.hash,
+      ]);
+      const outcome = await verify(hub.tokens.acme);
+      expect(outcome).toMatchObject({ ok: false, records: 3, seq: 5 });
+      expect(outcome.reason).toMatch(/record 5 is gone, though the hub signed a checkpoint of it/);
+    });
+
+    it('finds a record rewritten with every later hash recomputed', async () => {
+      const rows = await rowsOf('globex');
+      let head: AuditRecord = rows[0] as AuditRecord;
       for (const row of rows.slice(1)) {
         const { prevHash: _, hash: __, ...content } = row;
         const data =
           row.seq === 2 ? { ...content.data, message: 'nothing happened' } : content.data;
         const rewritten = chainAuditRecord(head, { ...content, data });
-        db.prepare(
-          "UPDATE audit_log SET data = ?, prev_hash = ?, hash = ? WHERE team_id = 'globex' AND seq = ?",
-        ).run(JSON.stringify(rewritten.data), rewritten.prevHash, rewritten.hash, row.seq);
+        await db.run(
+          "UPDATE {audit_log} SET data = ?, prev_hash = ?, hash = ? WHERE team_id = 'globex' AND seq = ?",
+          [JSON.stringify(rewritten.data), rewritten.prevHash, rewritten.hash, row.seq],
+        );
         head = rewritten;
       }
-      db.prepare("UPDATE audit_heads SET hash = ? WHERE team_id = 'globex'").run(head.hash);
+      await db.run("UPDATE {audit_heads} SET hash = ? WHERE team_id = 'globex'", [head.hash]);
+      const outcome = await verify(hub.tokens.globex);
+      expect(outcome).toMatchObject({ ok: false, records: 5, seq: 5 });
+      expect(outcome.reason).toMatch(
+        /record 5 is not the one the hub signed .*: the chain was rewritten/,
+      );
     });
-    const outcome = await verify(hub.tokens.globex);
-    expect(outcome).toMatchObject({ ok: false, records: 5, seq: 5 });
-    expect(outcome.reason).toMatch(
-      /record 5 is not the one the hub signed .*: the chain was rewritten/,
-    );
+
+    it("finds a team's whole log dropped", async () => {
+      await db.run("DELETE FROM {audit_log} WHERE team_id = 'initech'");
+      await db.run("DELETE FROM {audit_heads} WHERE team_id = 'initech'");
+      const outcome = await verify(hub.tokens.initech);
+      expect(outcome).toMatchObject({ ok: false, records: 0, seq: 3 });
+      expect(outcome.reason).toMatch(/record 3 is gone/);
+    });
+
+    it('counts checkpoint lines whose signature fails (an edited file)', async () => {
+      const file = join(keyDir(configDir), 'audit-anchors', 'globex.jsonl');
+      const lines = readFileSync(file, 'utf8').trim().split('\n');
+      const forged = JSON.parse(lines.at(-1) as string);
+      forged.checkpoint.seq = 99;
+      writeFileSync(file, `${lines.join('\n')}\n${JSON.stringify(forged)}\n`);
+      const outcome = await verify(hub.tokens.globex);
+      expect(outcome.anchor).toMatchObject({ checkpoint: { seq: 5 }, unsigned: 1 });
+    });
+  });
+}
+
+{
+  const configDir = tempDir('ctxbus-anchor-config-');
+  const hub = useHubProcess({ tokens: TOKENS, env: { CTXBUS_CONFIG_DIR: configDir } });
+  anchorSuite(
+    'SQLite',
+    hub,
+    configDir,
+    sqliteTamper(() => hub.dataDir),
+  );
+}
+
+await withPostgres('the audit anchor on PostgreSQL', (url, schemas) => {
+  const schema = schemas.next('anchor');
+  const configDir = tempDir('ctxbus-anchor-config-');
+  const hub = useHubProcess({
+    store: storeUrl(url, schema),
+    tokens: TOKENS,
+    env: { CTXBUS_CONFIG_DIR: configDir },
+  });
+  anchorSuite('PostgreSQL', hub, configDir, postgresTamper(url, schema));
+});
+
+describe('the approval key of an older hub, kept in its data directory', () => {
+  it('moves to the directory of keys with its anchors: approvals and checkpoints still verify', async () => {
+    const configDir = tempDir('ctxbus-anchor-config-');
+    const dataDir = tempDir('ctxbus-anchor-data-');
+    const env = { CTXBUS_CONFIG_DIR: configDir };
+    const publicKey = async (hub: { url: string; adminToken: string | null }, token: string) =>
+      (await call(hub.url, 'GET', '/api/approvals/key', { token })).body.publicKey as string;
+    try {
+      const first = await startHubProcess({ dataDir, env });
+      const admin = first.adminToken as string;
+      const before = await publicKey(first, admin);
+      const agent = await runtimeToken(first, 'acme', 'openclaw');
+      const refused = await call(first.url, 'POST', `/api/tasks/${NO_TASK}/approve`, {
+        token: agent,
+        body: {},
+      });
+      expect(refused.status).toBe(403);
+      await waitUntil(
+        () => existsSync(join(keyDir(configDir), 'audit-anchors', 'acme.jsonl')),
+        "acme's first signed checkpoint",
+      );
+      expect(await first.stop()).toBe(0);
+      // The layout of an older hub: the key and the anchors beside the database.
+      const keys = keyDir(configDir);
+      renameSync(join(keys, 'approval-key.pem'), join(dataDir, 'approval-key.pem'));
+      renameSync(join(keys, 'audit-anchors'), join(dataDir, 'audit-anchors'));
+      rmSync(join(configDir, 'keys'), { recursive: true });
+
+      const second = await startHubProcess({ dataDir, env });
+      try {
+        expect(await publicKey(second, admin)).toBe(before);
+        expect(readdirSync(dataDir)).not.toContain('approval-key.pem');
+        expect(readdirSync(dataDir)).not.toContain('audit-anchors');
+        expect(statSync(join(keyDir(configDir), 'approval-key.pem')).mode & 0o777).toBe(0o600);
+        expect(second.stderr()).toMatch(/approval key: moved \S+approval-key\.pem to /);
+        const verified = await call(second.url, 'GET', '/api/audit/verify', { token: agent });
+        expect(verified.body).toMatchObject({ ok: true, anchor: { checkpoint: { seq: 1 } } });
+      } finally {
+        expect(await second.stop()).toBe(0);
+      }
+
+      // An old key that turns up again beside a moved one is left alone, and the moved one used.
+      writeFileSync(
+        join(dataDir, 'approval-key.pem'),
+        readFileSync(join(keyDir(configDir), 'approval-key.pem')),
+      );
+      const third = await startHubProcess({ dataDir, env });
+      try {
+        expect(await publicKey(third, admin)).toBe(before);
+        expect(third.stderr()).toMatch(/approval-key\.pem was left in place: \S+ exists already/);
+      } finally {
+        expect(await third.stop()).toBe(0);
+      }
+    } finally {
+      removeDir(dataDir);
+      removeDir(configDir);
+    }
   });
 
-  it("finds a team's whole log dropped", async () => {
-    tamper((db) => {
-      db.prepare("DELETE FROM audit_log WHERE team_id = 'initech'").run();
-      db.prepare("DELETE FROM audit_heads WHERE team_id = 'initech'").run();
+  it('--approval-key names another file: the key is made there and the anchors go beside it', async () => {
+    const configDir = tempDir('ctxbus-anchor-config-');
+    const elsewhere = tempDir('ctxbus-anchor-key-');
+    const file = join(elsewhere, 'hub.pem');
+    const hub = await startHubProcess({
+      args: ['--approval-key', file],
+      env: { CTXBUS_CONFIG_DIR: configDir },
     });
-    const outcome = await verify(hub.tokens.initech);
-    expect(outcome).toMatchObject({ ok: false, records: 0, seq: 3 });
-    expect(outcome.reason).toMatch(/record 3 is gone/);
-  });
-
-  it('counts checkpoint lines whose signature fails (an edited file)', async () => {
-    const file = join(hub.dataDir, 'audit-anchors', 'globex.jsonl');
-    const lines = readFileSync(file, 'utf8').trim().split('\n');
-    const forged = JSON.parse(lines.at(-1) as string);
-    forged.checkpoint.seq = 99;
-    writeFileSync(file, `${lines.join('\n')}\n${JSON.stringify(forged)}\n`);
-    const outcome = await verify(hub.tokens.globex);
-    expect(outcome.anchor).toMatchObject({ checkpoint: { seq: 5 }, unsigned: 1 });
+    try {
+      const agent = await runtimeToken(hub, 'acme', 'openclaw');
+      const refused = await call(hub.url, 'POST', `/api/tasks/${NO_TASK}/approve`, {
+        token: agent,
+        body: {},
+      });
+      expect(refused.status).toBe(403);
+      await waitUntil(
+        () => existsSync(join(elsewhere, 'audit-anchors', 'acme.jsonl')),
+        "acme's first signed checkpoint beside the named key",
+      );
+      const served = await call(hub.url, 'GET', '/api/approvals/key', { token: agent });
+      const own = createPublicKey(createPrivateKey(readFileSync(file, 'utf8')));
+      expect(served.body.publicKey).toBe(own.export({ type: 'spki', format: 'pem' }));
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(existsSync(join(configDir, 'keys'))).toBe(false);
+    } finally {
+      expect(await hub.stop()).toBe(0);
+      removeDir(hub.dataDir);
+      removeDir(configDir);
+      removeDir(elsewhere);
+    }
   });
 });

@@ -1,8 +1,15 @@
-import { fstatSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { fstatSync, realpathSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { CapabilitiesStatus } from '@ctxbus/core/contract';
-import type { RetentionOptions, WebhookOptions } from '@ctxbus/hub';
-import { loadApprovalKey, mintToken, openAiEmbeddings, startHub } from '@ctxbus/hub';
+import type { KeyPlace, RetentionOptions, WebhookOptions } from '@ctxbus/hub';
+import {
+  loadApprovalKey,
+  mintToken,
+  moveApprovalKey,
+  openAiEmbeddings,
+  startHub,
+} from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { pino } from 'pino';
@@ -42,6 +49,8 @@ export interface HubRunOptions {
   retention: RetentionOptions;
   /** How long an approval request waits for a human, and a signed approval lasts. */
   approvalTtlMs: number;
+  /** --approval-key ($CTXBUS_APPROVAL_KEY): the signing key's file (null: the default place). */
+  approvalKey?: string | null;
   /** Memory per embedding model for the exact vector scan in the hub (MB). */
   vectorMemoryMb: number;
   /** An OpenAI-compatible embeddings API for hybrid search (null: full text only). */
@@ -69,6 +78,46 @@ function capabilitiesLine(status: CapabilitiesStatus): string {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+function keyPlace(directory: string): KeyPlace {
+  return { key: join(directory, 'approval-key.pem'), anchors: join(directory, 'audit-anchors') };
+}
+
+/**
+ * Where the approval signing key and the audit anchors live: `file` (--approval-key or
+ * $CTXBUS_APPROVAL_KEY; anchors beside it), else a directory of keys only in the config directory, never in the data tree
+ * (hardening 4): `<config>/keys/sqlite-<data dir's name>-<hash of its path>/` for the embedded
+ * store (one per data directory, as before), `<config>/keys/postgres/` for PostgreSQL. The
+ * config directory already holds the credentials (admin tokens), the same kind of secret, and
+ * is hidden from sandboxed tasks with the data directory; a data directory can be copied,
+ * backed up or bound into a sandbox without the key. `legacy` is where older hubs kept them.
+ */
+export function approvalKeyPlaces(
+  target: StoreTarget,
+  file: string | null = null,
+  env: NodeJS.ProcessEnv = process.env,
+): { place: KeyPlace; legacy: KeyPlace | null } {
+  const key = file || env.CTXBUS_APPROVAL_KEY;
+  if (key) {
+    return { place: { key, anchors: join(dirname(key), 'audit-anchors') }, legacy: null };
+  }
+  const keys = join(configDir(env), 'keys');
+  if (target.kind !== 'sqlite') {
+    return { place: keyPlace(join(keys, 'postgres')), legacy: keyPlace(configDir(env)) };
+  }
+  let path = target.dataDir;
+  try {
+    path = realpathSync(path);
+  } catch {
+    // Not there yet: its path as given.
+  }
+  const hash = createHash('sha256').update(path).digest('hex').slice(0, 12);
+  const name = basename(path).replace(/[^\w.-]/g, '_');
+  return {
+    place: keyPlace(join(keys, `sqlite-${name}-${hash}`)),
+    legacy: keyPlace(target.dataDir),
+  };
+}
 
 /**
  * Runs the hub until `stopped` resolves: takes the data directory (or connects to
@@ -117,11 +166,11 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         'the hub listens beyond loopback: anyone who can reach it and holds a token can use it',
       );
     }
-    const approvalKeyFile =
-      process.env.CTXBUS_APPROVAL_KEY ||
-      (target.kind === 'sqlite'
-        ? join(target.dataDir, 'approval-key.pem')
-        : join(configDir(), 'approval-key.pem'));
+    const { place, legacy } = approvalKeyPlaces(target, options.approvalKey ?? null);
+    // A key an older hub kept in the data directory moves (approvals it signed still verify).
+    for (const note of legacy ? moveApprovalKey(legacy, place) : []) {
+      logger.warn({ key: place.key }, `approval key: ${note}`);
+    }
     const running = await startHub({
       store,
       logger,
@@ -143,12 +192,12 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       ...(options.capabilities && { capabilities: options.capabilities }),
       ...(options.publicUrl !== null && { publicUrl: options.publicUrl }),
       corsOrigins: options.corsOrigins,
-      // Approvals are signed with a key kept beside the data (PostgreSQL: in the config
-      // directory); hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
+      // Approvals are signed with a key kept in a directory of keys, outside the data tree;
+      // hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
       approvalTtlMs: options.approvalTtlMs,
-      approvalKey: loadApprovalKey(approvalKeyFile),
+      approvalKey: loadApprovalKey(place.key),
       // Signed checkpoints of the audit chains, beside the key, outside the database.
-      auditAnchorDir: join(dirname(approvalKeyFile), 'audit-anchors'),
+      auditAnchorDir: place.anchors,
       extensions: [
         mcpExtension({ host: options.host, logger, limits: options.mcp }),
         dashboardExtension({ logger }),
@@ -167,7 +216,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       }
     }
     const where = describeTarget(target);
-    logger.info({ url: running.url, store: where }, 'hub listening');
+    logger.info({ url: running.url, store: where, approvalKey: place.key }, 'hub listening');
     if (options.json) {
       printLine(
         JSON.stringify({
@@ -176,6 +225,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
           ...(savedIn && { credentials: savedIn }),
           store: where,
           ...(target.kind === 'sqlite' && { dataDir: target.dataDir }),
+          approvalKey: place.key,
           capabilities: running.hub.services.capabilities.status(),
           version: VERSION,
         }),
@@ -183,6 +233,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
     } else {
       printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
       printLine(`store: ${where}`);
+      printLine(`approval signing key: ${place.key}`);
       printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
       printLine(`capabilities: ${capabilitiesLine(running.hub.services.capabilities.status())}`);
       if (options.embeddings) {

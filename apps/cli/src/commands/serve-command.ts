@@ -150,6 +150,11 @@ export function addServeOptions(command: Command): Command {
       '30m',
     )
     .option(
+      '--approval-key <file>',
+      "the Ed25519 key that signs approvals and audit checkpoints (the checkpoints go beside it; hubs sharing a PostgreSQL database share it) (default: $CTXBUS_APPROVAL_KEY, else a directory of keys in the config directory: see 'where the signing key lives' in the README)",
+      process.env.CTXBUS_APPROVAL_KEY,
+    )
+    .option(
       '--embeddings-url <url>',
       'hybrid search: an OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1 (default: $CTXBUS_EMBEDDINGS_URL; the key comes from $CTXBUS_EMBEDDINGS_KEY)',
       process.env.CTXBUS_EMBEDDINGS_URL,

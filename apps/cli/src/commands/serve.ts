@@ -32,6 +32,7 @@ export interface ServeOptions {
   retain: string;
   sweepInterval: string;
   approvalTtl: string;
+  approvalKey?: string;
   embeddingsUrl?: string;
   embeddingsModel?: string;
   embeddingsDimensions?: string;
@@ -159,6 +160,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
     json: options.json === true,
     retention,
     approvalTtlMs,
+    approvalKey: options.approvalKey ? resolve(options.approvalKey) : null,
     webhooks: {
       allowPrivateEndpoints: options.allowPrivateWebhooks === true,
       maxAttempts: webhookAttempts,

@@ -1,6 +1,17 @@
 import type { KeyObject } from 'node:crypto';
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { CtxbusError } from '@ctxbus/core';
 
@@ -78,4 +89,50 @@ export function loadApprovalKey(file: string): ApprovalKey {
     unlinkSync(temporary);
   }
   return fromPrivate(privateKey, file);
+}
+
+/** A key file and the audit anchors kept beside it. */
+export interface KeyPlace {
+  key: string;
+  anchors: string;
+}
+
+/** Moves a file or directory, copying across file systems (then removing the original). */
+function move(from: string, to: string): void {
+  try {
+    renameSync(from, to);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    cpSync(from, to, {
+      recursive: true,
+      errorOnExist: true,
+      force: false,
+      preserveTimestamps: true,
+    });
+    rmSync(from, { recursive: true });
+  }
+}
+
+/**
+ * Moves an approval key and its audit anchors from where an older hub kept them (`from`: in
+ * the data directory) to `to` (a directory of keys only, 0700; the key 0600), so approvals
+ * signed before still verify and the anchors keep their history. Each piece moves only when
+ * it is not at `to` already; when both places hold one, nothing is moved and the answer says
+ * so (the caller warns: the old file stays for a person to compare). Never makes a key.
+ */
+export function moveApprovalKey(from: KeyPlace, to: KeyPlace): string[] {
+  const notes: string[] = [];
+  mkdirSync(dirname(to.key), { recursive: true, mode: 0o700 });
+  chmodSync(dirname(to.key), 0o700);
+  for (const piece of ['key', 'anchors'] as const) {
+    if (!existsSync(from[piece])) continue;
+    if (existsSync(to[piece])) {
+      notes.push(`${from[piece]} was left in place: ${to[piece]} exists already and is used`);
+      continue;
+    }
+    move(from[piece], to[piece]);
+    if (piece === 'key') chmodSync(to.key, 0o600);
+    notes.push(`moved ${from[piece]} to ${to[piece]}`);
+  }
+  return notes;
 }
