@@ -64,7 +64,8 @@ bubblewrap or not at all. A refused task fails with the reason (not_allowed, inl
 workdir_escape, sandbox_unavailable, approval_required, ...). A finished command's result is
 sent again while the hub is unreachable, until the lease ends (it does not run twice for a
 hub that was away a moment), and output beyond what a task result may hold (512 KiB of JSON)
-is cut in the middle (truncated: true).
+is cut in the middle (truncated: true). A running command's latest output is posted at most once
+a second (none for a command that ends within a second).
 
 Example:
   ctxbus token create --team acme --runtime claude-code --save
