@@ -1,15 +1,12 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import type { CtxbusClient } from '@ctxbus/client';
-import { createClient } from '@ctxbus/client';
-import { CtxbusError, taskStatusOf } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/contract';
 import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
+import { createWorkerHub, TaskWorker } from '@ctxbus/exec/worker';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { hubUrl, runtimeToken } from '../hub-target.js';
 import { printLine } from '../output.js';
-import type { WorkerHubApi } from '../worker/task-worker.js';
-import { TaskWorker } from '../worker/task-worker.js';
 import { loadCapabilities } from './capabilities-command.js';
 
 interface WorkerOptions {
@@ -32,29 +29,6 @@ function positive(value: string, flag: string, max: number): number {
     );
   }
   return Number(value);
-}
-
-/** The hub side of the worker: the client, and its stream as wake-up calls. */
-export function hubApi(client: CtxbusClient): WorkerHubApi {
-  return {
-    announce: (body) => client.announce(body),
-    leave: (instanceId) => client.leave(instanceId),
-    claimTask: (body) => client.claimTask(body),
-    renewTask: (id, body) => client.renewTask(id, body),
-    completeTask: (id, body) => client.completeTask(id, body),
-    failTask: (id, body) => client.failTask(id, body),
-    requestApproval: (id, body) => client.requestApproval(id, body),
-    taskProgress: (id, body) => client.taskProgress(id, body),
-    approvalKey: async () => (await client.approvalKey()).publicKey,
-    async taskSignals(signal, onSignal) {
-      const events = client.stream({ tags: 'task', signal, onReady: onSignal });
-      for await (const event of events) {
-        // A new SUBMITTED line (a superseded one reports an older state).
-        if (event.event !== 'context-added') continue;
-        if (taskStatusOf(event.item)?.state === 'SUBMITTED') onSignal();
-      }
-    },
-  };
 }
 
 export function registerWorker(
@@ -90,7 +64,8 @@ bubblewrap or not at all. A refused task fails with the reason (not_allowed, inl
 workdir_escape, sandbox_unavailable, approval_required, ...). A finished command's result is
 sent again while the hub is unreachable, until the lease ends (it does not run twice for a
 hub that was away a moment), and output beyond what a task result may hold (512 KiB of JSON)
-is cut in the middle (truncated: true).
+is cut in the middle (truncated: true). A running command's latest output is posted at most once
+a second (none for a command that ends within a second).
 
 Example:
   ctxbus token create --team acme --runtime claude-code --save
@@ -109,14 +84,14 @@ Example:
           );
         }
         const url = hubUrl(options.url);
-        const client = createClient({ url, token: runtimeToken(url, options.token) });
+        const hub = createWorkerHub({ url, token: runtimeToken(url, options.token) });
         const workerId = options.id ?? `${hostname()}-${process.pid}`;
         const logger = pino(
           { base: { workerId }, level: process.env.CTXBUS_LOG_LEVEL ?? 'info' },
           pino.destination(2),
         );
         const worker = new TaskWorker({
-          hub: hubApi(client),
+          hub,
           workerId,
           matrix,
           roots: roots.map((root) => (root.startsWith('~') ? root : resolve(root))),
@@ -136,7 +111,11 @@ Example:
           process.once(signal, () => stop.abort());
         }
         printLine(`worker ${workerId} ready: ${url}, roots ${roots.join(', ')}`);
-        await worker.run(stop.signal);
+        try {
+          await worker.run(stop.signal);
+        } finally {
+          hub.close();
+        }
       }),
     );
 }

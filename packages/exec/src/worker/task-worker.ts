@@ -1,9 +1,12 @@
+import type { KeyObject } from 'node:crypto';
+import { createPublicKey } from 'node:crypto';
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
 import { CtxbusError, DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core';
-import type { ExecutionPolicy, RunCommandResult } from '@ctxbus/exec';
-import { executePlan, prepareExecution } from '@ctxbus/exec';
+import type { ExecutionPolicy } from '../prepare-execution.js';
+import { executePlan, prepareExecution } from '../prepare-execution.js';
+import type { RunCommandResult } from '../run-command.js';
 
-// `ctxbus worker`: runs code_execution tasks routed to this runtime. It announces itself
+// The task worker behind `ctxbus worker` (`@ctxbus/exec/worker`): runs code_execution tasks routed to this runtime. It announces itself
 // (presence feeds the router), waits on its stream for task status items instead of polling,
 // claims under a lease that it renews at a third, runs the command through @ctxbus/exec's
 // checks (deny by default, policy from the worker's own capabilities.yaml: a hub cannot widen
@@ -54,7 +57,10 @@ export interface WorkerLimits {
   inactivityMs: number;
   /** Output kept per stream, head and tail (default 256 KiB). */
   maxOutputBytes: number;
-  /** Least time between two progress posts of a running command's output (default 2 s). */
+  /**
+   * Least time between two progress posts of a running command's output, and the time before
+   * the first (default 1 s): a command that ends sooner posts none, only its result.
+   */
   progressMs: number;
 }
 
@@ -62,7 +68,7 @@ export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
   timeoutMs: 10 * 60_000,
   inactivityMs: 2 * 60_000,
   maxOutputBytes: 256 * 1024,
-  progressMs: 2_000,
+  progressMs: 1_000,
 };
 
 /** The output tail a progress post carries. */
@@ -156,18 +162,24 @@ export class TaskWorker {
   private pendingSignal = true;
   /** Counts wake-up calls, so one that arrives while a claim is in flight is not lost. */
   private signals = 0;
-  private approvalKey: string | null = null;
+  private approvalKey: KeyObject | null = null;
+  /**
+   * The environment commands' allowed variables come from, read once: reading process.env
+   * walks the process's environment block on every access (it cost ~5 ms a task).
+   */
+  private readonly sourceEnv: Readonly<Record<string, string | undefined>>;
 
   constructor(private readonly options: TaskWorkerOptions) {
     this.concurrency = options.concurrency ?? 1;
     this.leaseMs = options.leaseMs ?? DEFAULT_TASK_LEASE_MS;
     this.limits = { ...DEFAULT_WORKER_LIMITS, ...options.limits };
+    this.sourceEnv = options.policy?.sourceEnv ?? { ...process.env };
   }
 
   /** Works until `signal` aborts; then leaves the hub's presence. */
   async run(signal: AbortSignal): Promise<void> {
     const { hub, workerId, logger } = this.options;
-    this.approvalKey = await hub.approvalKey();
+    this.approvalKey = createPublicKey(await hub.approvalKey());
     const ttlSeconds = Math.max(3, Math.round((this.leaseMs / 1000) * 1));
     const announce = () =>
       hub
@@ -287,6 +299,7 @@ export class TaskWorker {
         trustedOrigin:
           originTrusted(matrix, task.origin) && task.routing?.requiresApproval !== true,
         ...(this.approvalKey !== null && { approvalPublicKey: this.approvalKey }),
+        sourceEnv: this.sourceEnv,
         ...(capability?.limits?.network !== undefined && { network: capability.limits.network }),
         ...(capability?.limits?.seconds !== undefined && { maxSeconds: capability.limits.seconds }),
         ...(capability?.mode === 'sandboxed' && { requireSandbox: true }),

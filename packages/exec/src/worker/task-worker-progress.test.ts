@@ -1,0 +1,142 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Task } from '@ctxbus/core';
+import { parseCapabilities } from '@ctxbus/core';
+import { silentLogger } from '@ctxbus/core/light';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { NODE, tempDir, waitUntil } from '../test-support.js';
+import type { WorkerHubApi } from './task-worker.js';
+import { TaskWorker } from './task-worker.js';
+
+// The worker's progress posts, with the interval timers turned by the test (the command is a
+// real process): none for output alone, the first once a second has passed, none while the
+// output has not changed, and the result at the end.
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** The hub side, recording what the worker sent (the command runs for real). */
+function recordingHub() {
+  const progress: string[] = [];
+  const completed: unknown[] = [];
+  const hub: WorkerHubApi = {
+    announce: async () => ({}),
+    leave: async () => {},
+    claimTask: async () => null,
+    renewTask: async () => ({}) as Task,
+    completeTask: async (_id, body) => {
+      completed.push(body.result);
+      return {} as Task;
+    },
+    failTask: async (_id, body) => {
+      throw new Error(`the task failed: ${body.error.message}`);
+    },
+    requestApproval: async () => {
+      throw new Error('no approval expected');
+    },
+    taskProgress: async (_id, body) => {
+      progress.push(body.output);
+    },
+    approvalKey: async () => '',
+    taskSignals: async () => {},
+  };
+  return { hub, progress, completed };
+}
+
+function claimedTask(cwd: string): Task {
+  return {
+    id: 'task_019a0000-0000-7000-8000-000000000001',
+    teamId: 'acme',
+    title: 'steps',
+    description: null,
+    requiredCapabilities: ['code_execution'],
+    origin: 'openclaw',
+    scope: null,
+    input: { argv: ['node', 'steps.js'], cwd },
+    idempotencyKey: null,
+    state: 'WORKING',
+    targetRuntime: 'claude-code',
+    routing: null,
+    attempts: 1,
+    maxAttempts: 3,
+    ttlSeconds: null,
+    lease: {
+      workerId: 'w1',
+      runtime: 'claude-code',
+      token: 1,
+      expiresAt: '2999-01-01T00:00:00.000Z',
+    },
+    result: null,
+    error: null,
+    approval: null,
+    createdAt: '2026-11-20T00:00:00.000Z',
+    updatedAt: '2026-11-20T00:00:00.000Z',
+    expiresAt: null,
+  } as Task;
+}
+
+describe('TaskWorker progress posts', () => {
+  it('posts none for output alone, then the tail once a second while it changes', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const root = tempDir();
+    // Prints a step, says so in a file, waits for the next file; three steps.
+    writeFileSync(
+      join(root, 'steps.js'),
+      [
+        "const fs = require('node:fs');",
+        'let step = 1;',
+        "const say = () => { console.log('step ' + step); fs.writeFileSync('said-' + step, ''); };",
+        'say();',
+        "const timer = setInterval(() => { if (fs.existsSync('go-' + step)) { step += 1; if (step > 3) { clearInterval(timer); return; } say(); } }, 20);",
+      ].join('\n'),
+    );
+    const { hub, progress, completed } = recordingHub();
+    const worker = new TaskWorker({
+      hub,
+      workerId: 'w1',
+      matrix: parseCapabilities(
+        [
+          'version: 1',
+          'runtimes:',
+          '  claude-code:',
+          '    description: this machine',
+          '    capabilities:',
+          '      code_execution: { mode: native }',
+          '  openclaw:',
+          '    description: the assistant',
+          'remote_execution:',
+          '  allow: ["node steps.js"]',
+        ].join('\n'),
+      ),
+      roots: [root],
+      logger: silentLogger,
+      policy: { childPath: dirname(NODE) },
+    });
+    const done = worker.process(claimedTask(root));
+    await waitUntil(() => existsSync(join(root, 'said-1')), 'the first step');
+    // Its output may have arrived: nothing is posted before the first second has passed.
+    expect(progress).toEqual([]);
+    await waitUntil(() => {
+      vi.advanceTimersByTime(1_000);
+      return progress.length === 1;
+    }, 'the first progress post');
+    expect(progress[0]).toBe('step 1\n');
+    // No new output: another second passes without a post.
+    vi.advanceTimersByTime(1_000);
+    expect(progress).toHaveLength(1);
+    writeFileSync(join(root, 'go-1'), '');
+    await waitUntil(() => existsSync(join(root, 'said-2')), 'the second step');
+    await waitUntil(() => {
+      vi.advanceTimersByTime(1_000);
+      return progress.length === 2;
+    }, 'the second progress post');
+    expect(progress[1]).toBe('step 1\nstep 2\n');
+    writeFileSync(join(root, 'go-2'), '');
+    writeFileSync(join(root, 'go-3'), '');
+    await done;
+    expect(completed).toEqual([
+      expect.objectContaining({ exitCode: 0, stdout: 'step 1\nstep 2\nstep 3\n' }),
+    ]);
+  });
+});
