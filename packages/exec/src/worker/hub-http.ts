@@ -216,7 +216,7 @@ function followOnce(options: FollowOptions, onOpen: () => void): Promise<void> {
       },
     });
     const req = send(
-      new URL('api/stream?tags=task', base),
+      new URL('api/stream?tags=task-submitted', base),
       { headers: { authorization, accept: 'text/event-stream' }, signal },
       (res: IncomingMessage) => {
         const status = res.statusCode ?? 0;

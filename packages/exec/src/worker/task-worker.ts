@@ -5,6 +5,7 @@ import { CtxbusError, DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core';
 import type { ExecutionPolicy } from '../prepare-execution.js';
 import { executePlan, prepareExecution } from '../prepare-execution.js';
 import type { RunCommandResult } from '../run-command.js';
+import { detectPidNamespace } from '../sandbox.js';
 
 // The task worker behind `ctxbus worker` (`@ctxbus/exec/worker`): runs code_execution tasks routed to this runtime. It announces itself
 // (presence feeds the router), waits on its stream for task status items instead of polling,
@@ -180,6 +181,8 @@ export class TaskWorker {
   async run(signal: AbortSignal): Promise<void> {
     const { hub, workerId, logger } = this.options;
     this.approvalKey = createPublicKey(await hub.approvalKey());
+    const lifetime = await detectPidNamespace(this.options.policy?.sandbox);
+    if (!lifetime.available) logger.warn({ reason: lifetime.reason }, 'commands may outlive me');
     const ttlSeconds = Math.max(3, Math.round((this.leaseMs / 1000) * 1));
     const announce = () =>
       hub
