@@ -89,10 +89,18 @@ function pgBoss(url: string, schema: string, max: number): PgBoss {
 async function pgBossWorker(url: string, schema: string, concurrency: number) {
   const boss = pgBoss(url, schema, concurrency + 2);
   await boss.start();
-  // localConcurrency: this many workers in the process, each fetching batchSize jobs (1).
+  // localConcurrency: this many workers in the process, each fetching batchSize jobs (1). A
+  // worker waits its polling interval between fetches, even after one that found a job; the
+  // queue's NOTIFY wakes it early for a new job. Both intervals at their minimum, 0.5 s (with
+  // notify's default of 30 s, a burst's tail waits for it).
   await boss.work(
     JOB,
-    { localConcurrency: concurrency, batchSize: 1, pollingIntervalSeconds: 0.5 },
+    {
+      localConcurrency: concurrency,
+      batchSize: 1,
+      pollingIntervalSeconds: 0.5,
+      notifyPollingIntervalSeconds: 0.5,
+    },
     async (jobs) => {
       for (const job of jobs) await handle((job.data as { i: number }).i);
     },

@@ -262,6 +262,33 @@ async function startCtxbusWorkers(hub: HubProcess, token: string, origin: string
   return workers;
 }
 
+/** The origin follows its tasks on its stream, as an origin runtime does. */
+async function followCompletions(hub: HubProcess, origin: string) {
+  const completed = new Map<string, number>();
+  let failure: string | null = null;
+  const stream = openStream(hub.url, origin, {
+    query: 'tags=task',
+    onEvent(event) {
+      if (event.event === 'ready' || event.event === 'disconnect') return;
+      const { item } = JSON.parse(event.data);
+      const task = item?.runtimeOptions?.task as { id: string; state: string } | undefined;
+      if (task?.state === 'COMPLETED' && !completed.has(task.id)) completed.set(task.id, now());
+      if (task?.state === 'FAILED' || task?.state === 'REJECTED')
+        failure = `ctxbus task ${task.id} ended ${task.state}`;
+    },
+  });
+  await stream.ready;
+  return {
+    /** How many completed so far; throws when one failed. */
+    completed() {
+      if (failure) throw new Error(failure);
+      return completed.size;
+    },
+    last: () => Math.max(...completed.values()),
+    close: () => stream.close(),
+  };
+}
+
 /** When each task went WORKING, from its history (the hub's clock, 1 ms resolution). */
 async function startedAt(hub: HubProcess, token: string, ids: Iterable<string>) {
   const started = new Map<string, number>();
@@ -309,21 +336,7 @@ async function runCtxbus(
     children.push(producer);
     children.push(...(await startCtxbusWorkers(hub, code, origin, machine)));
     await waitWhileAlive(children, () => timeline.ready === 1, 'the ctxbus producer');
-    // The origin follows its tasks on its stream, as an origin runtime does.
-    const completed = new Map<string, number>();
-    let failure: string | null = null;
-    const stream = openStream(hub.url, origin, {
-      query: 'tags=task',
-      onEvent(event) {
-        if (event.event === 'ready' || event.event === 'disconnect') return;
-        const { item } = JSON.parse(event.data);
-        const task = item?.runtimeOptions?.task as { id: string; state: string } | undefined;
-        if (task?.state === 'COMPLETED' && !completed.has(task.id)) completed.set(task.id, now());
-        if (task?.state === 'FAILED' || task?.state === 'REJECTED')
-          failure = `ctxbus task ${task.id} ended ${task.state}`;
-      },
-    });
-    await stream.ready;
+    const follow = await followCompletions(hub, origin);
     const measured = {
       producer,
       hub: hub.process.pid ?? 0,
@@ -333,15 +346,12 @@ async function runCtxbus(
     const before = await startRun(measured);
     await waitWhileAlive(
       children,
-      () => {
-        if (failure) throw new Error(failure);
-        return timeline.produced && completed.size >= tasks;
-      },
+      () => timeline.produced && follow.completed() >= tasks,
       `${tasks} ctxbus tasks completed on the origin's stream`,
     );
-    stream.close();
+    follow.close();
     const first = Math.min(...timeline.sent.values());
-    const last = Math.max(...completed.values());
+    const last = follow.last();
     const result = await endRun(measured, before, tasks, last - first, []);
     const started = await startedAt(hub, origin, timeline.ids.keys());
     for (const [id, index] of timeline.ids) {
