@@ -3,10 +3,15 @@
 // `ctxbus serve` on PostgreSQL and on SQLite, 4 real `ctxbus worker` processes x --concurrency 4,
 // tasks created over HTTP by the origin runtime). Each system gets a fresh database, dropped
 // after; the systems run alternated (twice each in a full run) so machine load hits all alike.
-// Per system: tasks/s (first create -> last completed), CPU ms per task of the producer, the
-// hub, the workers (the spawned `true` counted apart, from the workers' cutime/cstime) and the
-// database's backends (from /proc), create -> started p50/p99, and lock waits sampled from
-// pg_stat_activity every ~50 ms.
+// Per system: tasks/s (first create sent -> last completed: a peer's last handler returning,
+// ctxbus's last COMPLETED status item reaching the origin's stream), CPU ms per task of the
+// producer, the hub, the workers (the spawned `true` counted apart, from the workers'
+// cutime/cstime) and the run database's backends (from /proc, sampled with pg_stat_activity;
+// the server's shared processes, such as the WAL writer, are left out, as are other users'
+// backends), create -> started p50/p99 (a peer's handler entered; ctxbus's WORKING event, the
+// hub's clock), and lock waits sampled from pg_stat_activity every ~50 ms. The peers run with
+// LISTEN/NOTIFY: graphile-worker's default; pg-boss's opted in (useListenNotify, a notify
+// queue) and its polling at the 0.5 s minimum, as 4 processes x localConcurrency 4.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -412,7 +417,7 @@ function describeRun(system: System, run: RunResult): string {
     `${LABELS[system]}: ${run.tasks} tasks in ${(run.elapsedMs / 1000).toFixed(1)} s ` +
     `(${rate(run).toFixed(1)} tasks/s); CPU ms per task: producer ${each(run.producerMs)}, ` +
     `hub ${each(run.hubMs)}, workers ${each(run.workersMs)}, database ${each(run.databaseMs)} ` +
-    `(all postgres processes ${each(run.allPostgresMs)}), command ${each(run.commandMs)}; ` +
+    `(every postgres process of the machine, others' too, less backends that ended: ${each(run.allPostgresMs)}), command ${each(run.commandMs)}; ` +
     `create -> started p50 ${ms(percentile(run.createToStart, 50))}`
   );
 }
