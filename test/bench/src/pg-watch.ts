@@ -51,17 +51,44 @@ export class PgWatch {
   private pending: Promise<void> = Promise.resolve();
   private allBefore = new Map<number, ProcessCpu>();
 
-  /** `adminUrl`: a connection to another database of the server (not counted). */
-  constructor(adminUrl: string, database: string) {
+  private readonly advisoryNames: Readonly<Record<string, string>>;
+  /** The 64-bit key of each named advisory lock, as text. */
+  private readonly advisoryKeys = new Map<string, string>();
+
+  /**
+   * `adminUrl`: a connection to another database of the server (not counted).
+   * `advisoryNames`: advisory locks to name in the report, label -> the text whose
+   * hashtextextended(text, 0) is the lock's key (others show as "another key").
+   */
+  constructor(
+    adminUrl: string,
+    database: string,
+    advisoryNames: Readonly<Record<string, string>> = {},
+  ) {
     this.client = new pg.Client({
       connectionString: adminUrl,
       application_name: 'ctxbus-bench-watch',
     });
     this.database = database;
+    this.advisoryNames = advisoryNames;
   }
 
   async connect(): Promise<void> {
     await this.client.connect();
+    for (const [label, text] of Object.entries(this.advisoryNames)) {
+      const { rows } = await this.client.query<{ key: string }>(
+        'SELECT hashtextextended($1, 0)::text AS key',
+        [text],
+      );
+      if (rows[0]) this.advisoryKeys.set(rows[0].key, label);
+    }
+  }
+
+  /** The query's first 60 characters, and which advisory lock it waits for. */
+  private label(query: string | null, advisory: string | null): string {
+    const text = (query ?? '').replace(/\s+/g, ' ').trim();
+    if (advisory === null) return text;
+    return `${text} [advisory lock: ${this.advisoryKeys.get(advisory) ?? 'another key'}]`;
   }
 
   /** The run starts: CPU is counted from here, and lock waits sampled. */
@@ -111,9 +138,14 @@ export class PgWatch {
       pid: number;
       wait_event_type: string | null;
       query: string | null;
+      advisory: string | null;
     }>(
-      `SELECT pid, wait_event_type, left(query, 60) AS query FROM pg_stat_activity
-       WHERE datname = $1 AND pid <> pg_backend_pid()`,
+      `SELECT a.pid, a.wait_event_type, left(a.query, 60) AS query,
+              (SELECT ((l.classid::int8 << 32) | l.objid::int8)::text FROM pg_locks l
+                WHERE l.pid = a.pid AND NOT l.granted AND l.locktype = 'advisory'
+                LIMIT 1) AS advisory
+         FROM pg_stat_activity a
+        WHERE a.datname = $1 AND a.pid <> pg_backend_pid()`,
       [this.database],
     );
     let waiting = false;
@@ -127,7 +159,7 @@ export class PgWatch {
       }
       if (this.running && row.wait_event_type === 'Lock') {
         waiting = true;
-        const query = (row.query ?? '').replace(/\s+/g, ' ').trim();
+        const query = this.label(row.query, row.advisory);
         this.lockWaits.set(query, (this.lockWaits.get(query) ?? 0) + 1);
       }
     }

@@ -41,6 +41,8 @@ const SECTION = 'task-peers';
 const PROCESSES = 4;
 const CONCURRENCY = 4;
 const IN_FLIGHT = 32;
+/** ctxbus's schema in its run database. */
+const SCHEMA = 'ctxbus';
 
 export type System = 'graphile-worker' | 'ctxbus-pg' | 'pg-boss' | 'ctxbus-sqlite';
 
@@ -320,14 +322,21 @@ async function runCtxbus(
   writeFileSync(capabilities, HUB_CAPABILITIES);
   const database =
     system === 'ctxbus-pg' && serverUrl ? await freshDatabase(serverUrl, 'ctxbus') : null;
-  const watch = database && serverUrl ? new PgWatch(serverUrl, database.name) : null;
+  // The hub's advisory locks (packages/store's PostgreSQL tasks) named in the lock report.
+  const watch =
+    database && serverUrl
+      ? new PgWatch(serverUrl, database.name, {
+          'task event appends, one at a time': `${SCHEMA}.task_events`,
+          "createTask's per-runtime waiting count": `${SCHEMA}.tasks/bench/claude-code`,
+        })
+      : null;
   const timeline = new Timeline();
   const children: Child[] = [];
   let hub: HubProcess | null = null;
   try {
     await watch?.connect();
     hub = await startHubProcess({
-      ...(database ? { store: storeUrl(database.url, 'ctxbus') } : { dataDir }),
+      ...(database ? { store: storeUrl(database.url, SCHEMA) } : { dataDir }),
       args: ['--log-level', 'warn', '--capabilities', capabilities],
       env: { CTXBUS_VALIDATE_RESPONSES: '0' },
     });
