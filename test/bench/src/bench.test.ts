@@ -96,10 +96,10 @@ describe('./dev bench --only tasks', () => {
 
 describe('./dev bench --only task-peers', () => {
   it("runs tasks through graphile-worker, pg-boss and ctxbus on both stores when a server answers (SQLite alone otherwise), and prints each one's figures and the ratios", async () => {
-    // A cheap form: 20 tasks per system, what the section does at any size.
+    // A cheap form: 10 tasks per system, what the section does at any size.
     const result = await runBench(['--quick', '--only', 'task-peers', '--json'], {
       ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
-      CTXBUS_BENCH_PEER_TASKS: '20',
+      CTXBUS_BENCH_PEER_TASKS: '10',
     });
     expect(result.code, result.stderr).toBe(0);
     const { rows } = JSON.parse(result.stdout) as {
@@ -115,7 +115,7 @@ describe('./dev bench --only task-peers', () => {
       ? ['graphile-worker', 'ctxbus on PostgreSQL', 'pg-boss', 'ctxbus on SQLite']
       : ['ctxbus on SQLite'];
     for (const system of systems) {
-      expect(value(`${system}: throughput (20 tasks, 4 processes x 4)`)).toMatch(
+      expect(value(`${system}: throughput (10 tasks, 4 processes x 4)`)).toMatch(
         /^\d[\d.]* tasks\/s$/,
       );
       expect(value(`${system}: CPU per task, command excluded`)).toMatch(/^\d[\d.]* ms$/);

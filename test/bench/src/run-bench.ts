@@ -83,7 +83,7 @@ if (flags.help) {
             database, alternated: tasks/s, CPU ms per task (producer, hub, workers, database;
             the command apart), create -> started p50/p99, the ratios issue 24 targets, and
             lock waits sampled from pg_stat_activity. 1,000 tasks, twice each (200 once with
-            --quick; CTXBUS_BENCH_PEER_TASKS=N sets N, 0 skips it)
+            --quick; CTXBUS_BENCH_PEER_TASKS=N sets N, 0 skips it; the tasks test of bench.test.ts skips it, and a test of its own runs it with 10 tasks)
   telegram  a real \`ctxbus telegram\` on a local Bot API server: blocking item written ->
             sendMessage received p50/p99 (target p99 <= 250 ms)
   dashboard the dashboard in headless Chromium (playwright-core): an item written over REST ->
