@@ -322,12 +322,13 @@ async function runCtxbus(
   writeFileSync(capabilities, HUB_CAPABILITIES);
   const database =
     system === 'ctxbus-pg' && serverUrl ? await freshDatabase(serverUrl, 'ctxbus') : null;
-  // The hub's advisory locks (packages/store's PostgreSQL tasks) named in the lock report.
+  // The hub's advisory locks (packages/store's PostgreSQL tasks: the quoted schema's keys)
+  // named in the lock report.
   const watch =
     database && serverUrl
       ? new PgWatch(serverUrl, database.name, {
-          'task event appends, one at a time': `${SCHEMA}.task_events`,
-          "createTask's per-runtime waiting count": `${SCHEMA}.tasks/bench/claude-code`,
+          'task event appends, one at a time': `"${SCHEMA}".task_events`,
+          "createTask's per-runtime waiting count": `"${SCHEMA}".tasks/bench/claude-code`,
         })
       : null;
   const timeline = new Timeline();
