@@ -52,8 +52,10 @@ describe('./dev bench', () => {
 
 describe('./dev bench --only tasks', () => {
   it('measures the routing decision on 50 runtimes x 20 capabilities (every kind made), exec spawns, and 16 racing claimers on SQLite and, when a server answers, PostgreSQL', async () => {
+    // The side-by-side run has a test of its own, below.
     const result = await runBench(['--quick', '--only', 'tasks', '--json'], {
       ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
+      CTXBUS_BENCH_PEER_TASKS: '0',
     });
     expect(result.code, result.stderr).toBe(0);
     const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
@@ -78,6 +80,9 @@ describe('./dev bench --only tasks', () => {
         `claim + complete throughput (16 claimers over 200 tasks, ${backend})`,
       );
     }
+    expect(rows.find((row) => row.metric.startsWith('task path beside'))?.value).toBe(
+      'skipped: CTXBUS_BENCH_PEER_TASKS=0',
+    );
     for (const metric of [
       'task create -> claimed by an idle connected worker p99',
       'claim -> process spawned p50',
@@ -85,6 +90,52 @@ describe('./dev bench --only tasks', () => {
       "200 tasks through 16 workers: create -> completed on the origin's stream p99",
     ]) {
       expect(rows.find((row) => row.metric === metric)?.value, metric).toMatch(/^\d[\d.]* ms$/);
+    }
+  });
+});
+
+describe('./dev bench --only task-peers', () => {
+  it("runs tasks through graphile-worker, pg-boss and ctxbus on both stores when a server answers (SQLite alone otherwise), and prints each one's figures and the ratios", async () => {
+    // A cheap form: 10 tasks per system, what the section does at any size.
+    const result = await runBench(['--quick', '--only', 'task-peers', '--json'], {
+      ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
+      CTXBUS_BENCH_PEER_TASKS: '10',
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { section: string; metric: string; value: string }[];
+    };
+    const value = (metric: string) => {
+      const found = rows.find((row) => row.section === 'task-peers' && row.metric === metric);
+      expect(found, `no row "${metric}" in ${JSON.stringify(rows)}`).toBeDefined();
+      return found?.value ?? '';
+    };
+    const withServer = server.url !== null || postgresRequired();
+    const systems = withServer
+      ? ['graphile-worker', 'ctxbus on PostgreSQL', 'pg-boss', 'ctxbus on SQLite']
+      : ['ctxbus on SQLite'];
+    for (const system of systems) {
+      expect(value(`${system}: throughput (10 tasks, 4 processes x 4)`)).toMatch(
+        /^\d[\d.]* tasks\/s$/,
+      );
+      expect(value(`${system}: CPU per task, command excluded`)).toMatch(/^\d[\d.]* ms$/);
+      expect(value(`${system}: CPU per task, split`)).toMatch(
+        /^producer [\d.]+ \+ hub [\d.]+ \+ workers [\d.]+ \+ database [\d.]+ ms; command [\d.]+ ms$/,
+      );
+      expect(value(`${system}: create -> started p99`)).toMatch(/^\d[\d.]* ms$/);
+    }
+    if (withServer) {
+      for (const store of ['PostgreSQL', 'SQLite']) {
+        expect(value(`ctxbus on ${store}: CPU per task / graphile-worker's`)).toMatch(
+          /^\d+\.\d+x$/,
+        );
+        expect(value(`ctxbus on ${store}: tasks/s / pg-boss's`)).toMatch(/^\d+\.\d+x$/);
+      }
+      expect(
+        value('ctxbus on PostgreSQL: pg_stat_activity samples with a backend waiting on a lock'),
+      ).toMatch(/^\d+ of [1-9]\d*$/);
+    } else {
+      expect(value('graphile-worker, pg-boss, ctxbus on PostgreSQL')).toMatch(/^skipped: /);
     }
   });
 });

@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,telegram,dashboard] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -26,6 +26,7 @@ import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts'
 import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
 import { benchTaskLatency } from './task-latency.ts';
+import { benchTaskPeers } from './task-peers.ts';
 import { benchTaskStore } from './task-store.ts';
 import { benchTelegram } from './telegram-latency.ts';
 import { benchVectorSearch } from './vector-search.ts';
@@ -42,7 +43,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,telegram,dashboard] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -75,7 +76,14 @@ if (flags.help) {
             create -> claimed by an idle worker p50/p99 (targets 20/60 ms), claim -> spawn
             p50 (15 ms), result -> origin's SSE p99 (25 ms), 1,000 tasks through 16 workers;
             the audit log: append p50/p99, 16 appenders on one team's chain through two
-            stores, a whole-chain verification
+            stores, a whole-chain verification; and task-peers
+  task-peers the task path side by side (issue 24): N tasks running \`true\` through 16 workers
+            (4 processes x 4) on graphile-worker and pg-boss (npm) and on ctxbus (a real hub
+            on PostgreSQL and on SQLite, real \`ctxbus worker\` processes), each on a fresh
+            database, alternated: tasks/s, CPU ms per task (producer, hub, workers, database;
+            the command apart), create -> started p50/p99, the ratios issue 24 targets, and
+            lock waits sampled from pg_stat_activity. 1,000 tasks, twice each (200 once with
+            --quick; CTXBUS_BENCH_PEER_TASKS=N sets N, 0 skips it; the tasks test of bench.test.ts skips it, and a test of its own runs it with 10 tasks)
   telegram  a real \`ctxbus telegram\` on a local Bot API server: blocking item written ->
             sendMessage received p50/p99 (target p99 <= 250 ms)
   dashboard the dashboard in headless Chromium (playwright-core): an item written over REST ->
@@ -352,6 +360,35 @@ function printTable(): void {
   for (const line of lines) process.stdout.write(`${format(line)}\n`);
 }
 
+/** The task path beside graphile-worker and pg-boss; CTXBUS_BENCH_PEER_TASKS sets its size. */
+async function taskPeers() {
+  const size = process.env.CTXBUS_BENCH_PEER_TASKS;
+  if (size === '0') {
+    log('task-peers: skipped (CTXBUS_BENCH_PEER_TASKS=0)');
+    row(
+      'task-peers',
+      'task path beside graphile-worker and pg-boss',
+      'skipped: CTXBUS_BENCH_PEER_TASKS=0',
+    );
+    return;
+  }
+  const server = await probePostgres();
+  if (server.url === null && postgresRequired()) {
+    throw new Error(
+      `task-peers: cannot run (CI=true or CTXBUS_REQUIRE_POSTGRES=1): ${skipReason(server)}`,
+    );
+  }
+  rows.push(
+    ...(await benchTaskPeers({
+      quick,
+      log,
+      serverUrl: server.url,
+      ...(server.url === null && { skipReason: skipReason(server) }),
+      ...(size && { tasks: Number(size) }),
+    })),
+  );
+}
+
 async function main() {
   log(`ctxbus bench (${quick ? 'quick' : 'full'}): ${[...sections].join(', ')}`);
   const withHub = async (work: (hub: HubProcess, token: string) => Promise<void>) => {
@@ -452,6 +489,7 @@ async function main() {
     rows.push(...(await benchTaskLatency(quick, log)));
     rows.push(...(await benchAuditLog(quick, log)));
   }
+  if (sections.has('tasks') || sections.has('task-peers')) await taskPeers();
   if (sections.has('telegram')) {
     await withHub(async (hub) => {
       rows.push(...(await benchTelegram(hub, quick ? 20 : 200, log)));

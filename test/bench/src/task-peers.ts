@@ -1,0 +1,571 @@
+// The task path side by side (issue 24): N tasks that each run `true`, through 16 workers, on
+// graphile-worker and pg-boss (npm, on the same PostgreSQL server) and on ctxbus (a real
+// `ctxbus serve` on PostgreSQL and on SQLite, 4 real `ctxbus worker` processes x --concurrency 4,
+// tasks created over HTTP by the origin runtime). Each system gets a fresh database, dropped
+// after; the systems run alternated (twice each in a full run) so machine load hits all alike.
+// Per system: tasks/s (first create sent -> last completed: a peer's last handler returning,
+// ctxbus's last COMPLETED status item reaching the origin's stream), CPU ms per task of the
+// producer, the hub, the workers (the spawned `true` counted apart, from the workers'
+// cutime/cstime) and the run database's backends (from /proc, sampled with pg_stat_activity;
+// the server's shared processes, such as the WAL writer, are left out, as are other users'
+// backends), create -> started p50/p99 (a peer's handler entered; ctxbus's WORKING event, the
+// hub's clock), and lock waits sampled from pg_stat_activity every ~50 ms. The peers run with
+// LISTEN/NOTIFY: graphile-worker's default; pg-boss's opted in (useListenNotify, a notify
+// queue) and its polling at the 0.5 s minimum, as 4 processes x localConcurrency 4.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import {
+  call,
+  openStream,
+  removeDir,
+  runtimeToken,
+  startHubProcess,
+  tempDir,
+  workerPolicy,
+} from '@ctxbus/test-kit';
+import { storeUrl } from '@ctxbus/test-kit/postgres';
+import pg from 'pg';
+import type { Child } from './peer-children.ts';
+import { startCtxbusWorker, startPeer, waitWhileAlive } from './peer-children.ts';
+import type { PgWatchResult } from './pg-watch.ts';
+import { PgWatch } from './pg-watch.ts';
+import type { ProcessCpu } from './proc-cpu.ts';
+import { cpuSince, readAll } from './proc-cpu.ts';
+import type { Row } from './stats.ts';
+import { ms, percentile } from './stats.ts';
+
+const SECTION = 'task-peers';
+const PROCESSES = 4;
+const CONCURRENCY = 4;
+const IN_FLIGHT = 32;
+/** ctxbus's schema in its run database. */
+const SCHEMA = 'ctxbus';
+
+export type System = 'graphile-worker' | 'ctxbus-pg' | 'pg-boss' | 'ctxbus-sqlite';
+
+const LABELS: Record<System, string> = {
+  'graphile-worker': 'graphile-worker',
+  'ctxbus-pg': 'ctxbus on PostgreSQL',
+  'pg-boss': 'pg-boss',
+  'ctxbus-sqlite': 'ctxbus on SQLite',
+};
+
+/** What one run of one system measured. */
+interface RunResult {
+  tasks: number;
+  elapsedMs: number;
+  producerMs: number;
+  hubMs: number;
+  workersMs: number;
+  commandMs: number;
+  databaseMs: number;
+  allPostgresMs: number;
+  createToStart: number[];
+  watch: PgWatchResult | null;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+/** Each line `sent I T [ID]` / `start I T` / `done I T` of the children, by I. */
+class Timeline {
+  readonly sent = new Map<number, number>();
+  readonly ids = new Map<string, number>();
+  readonly started = new Map<number, number>();
+  readonly done = new Map<number, number>();
+  ready = 0;
+  produced = false;
+
+  readonly onLine = (line: string) => {
+    const [word, index, at, id] = line.split(' ');
+    if (word === 'ready') this.ready += 1;
+    else if (word === 'produced') this.produced = true;
+    else if (word === 'sent') {
+      this.sent.set(Number(index), Number(at));
+      if (id) this.ids.set(id, Number(index));
+    } else if (word === 'start') this.started.set(Number(index), Number(at));
+    else if (word === 'done') this.done.set(Number(index), Number(at));
+  };
+}
+
+/** A fresh database on the server for one run; `drop()` removes it. */
+async function freshDatabase(serverUrl: string, label: string) {
+  const name = `ctxbus_bench_${process.pid}_${randomBytes(3).toString('hex')}_${label}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: serverUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+async function count(url: string, sql: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>(sql)).rows[0]?.n);
+  } finally {
+    await client.end();
+  }
+}
+
+interface Measured {
+  producer: Child;
+  hub: number | null;
+  workers: readonly Child[];
+  watch: PgWatch | null;
+}
+
+/** Starts the run (`go` to the producer) and returns what to read at its end. */
+async function startRun(measured: Measured) {
+  await measured.watch?.start();
+  const pids = [measured.producer.pid, ...measured.workers.map((worker) => worker.pid)];
+  if (measured.hub !== null) pids.push(measured.hub);
+  const before = readAll(pids);
+  measured.producer.process.stdin?.write('go\n');
+  return before;
+}
+
+async function endRun(
+  measured: Measured,
+  before: ReadonlyMap<number, ProcessCpu>,
+  tasks: number,
+  elapsedMs: number,
+  createToStart: number[],
+): Promise<RunResult> {
+  const producer = cpuSince(before, [measured.producer.pid]);
+  const hub = measured.hub === null ? null : cpuSince(before, [measured.hub]);
+  const workers = cpuSince(
+    before,
+    measured.workers.map((worker) => worker.pid),
+  );
+  const watch = (await measured.watch?.stop()) ?? null;
+  return {
+    tasks,
+    elapsedMs,
+    producerMs: producer.self,
+    hubMs: hub?.self ?? 0,
+    workersMs: workers.self,
+    commandMs: workers.children,
+    databaseMs: watch?.backendsMs ?? 0,
+    allPostgresMs: watch?.allPostgresMs ?? 0,
+    createToStart,
+    watch,
+  };
+}
+
+async function runPeer(
+  system: 'graphile-worker' | 'pg-boss',
+  serverUrl: string,
+  tasks: number,
+): Promise<RunResult> {
+  const database = await freshDatabase(serverUrl, system === 'pg-boss' ? 'pgboss' : 'graphile');
+  const schema = 'bench_queue';
+  const timeline = new Timeline();
+  const children: Child[] = [];
+  const watch = new PgWatch(serverUrl, database.name);
+  try {
+    await watch.connect();
+    const producer = startPeer(
+      `${system} producer`,
+      ['produce', system, database.url, schema, String(tasks), String(IN_FLIGHT)],
+      timeline.onLine,
+    );
+    children.push(producer);
+    await waitWhileAlive(children, () => timeline.ready === 1, `the ${system} producer`);
+    const role = system === 'pg-boss' ? 'pg-boss-worker' : 'graphile-worker';
+    const workers = Array.from({ length: PROCESSES }, (_, index) =>
+      startPeer(
+        `${system} worker ${index}`,
+        [role, database.url, schema, String(CONCURRENCY)],
+        timeline.onLine,
+      ),
+    );
+    children.push(...workers);
+    await waitWhileAlive(children, () => timeline.ready === 1 + PROCESSES, `${system} workers`);
+    const measured = { producer, hub: null, workers, watch };
+    const before = await startRun(measured);
+    await waitWhileAlive(children, () => timeline.done.size >= tasks, `${tasks} ${system} jobs`);
+    // The last handler returned; the run ends when the queue has recorded every completion.
+    const remaining =
+      system === 'pg-boss'
+        ? `SELECT count(*) AS n FROM "${schema}".job WHERE state <> 'completed'`
+        : `SELECT count(*) AS n FROM "${schema}"._private_jobs`;
+    await waitWhileAlive(
+      children,
+      async () => (await count(database.url, remaining)) === 0,
+      `${system} to record every completion`,
+    );
+    const first = Math.min(...timeline.sent.values());
+    const last = Math.max(...timeline.done.values());
+    const createToStart = [...timeline.started].map(
+      ([index, at]) => at - (timeline.sent.get(index) as number),
+    );
+    return await endRun(measured, before, tasks, last - first, createToStart);
+  } finally {
+    await Promise.all(children.map((child) => child.stop()));
+    await watch.close();
+    await database.drop();
+  }
+}
+
+/** The hub's capabilities: OpenClaw's code_execution goes to Claude Code's workers. */
+const HUB_CAPABILITIES = [
+  'version: 1',
+  'runtimes:',
+  '  claude-code:',
+  '    description: a developer terminal',
+  '    capabilities:',
+  '      code_execution: { mode: native }',
+  '  openclaw:',
+  '    description: the assistant',
+  '    capabilities:',
+  '      code_execution: { mode: via-api, via: remote-exec, target: claude-code }',
+].join('\n');
+
+async function startCtxbusWorkers(hub: HubProcess, token: string, origin: string, root: string) {
+  const policyFile = join(root, 'capabilities.yaml');
+  writeFileSync(policyFile, workerPolicy(root, ['true']));
+  const workers = Array.from({ length: PROCESSES }, (_, index) =>
+    startCtxbusWorker(
+      `ctxbus worker ${index}`,
+      [
+        '--capabilities',
+        policyFile,
+        '--id',
+        `bench-${index}`,
+        '--concurrency',
+        String(CONCURRENCY),
+      ],
+      { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token, CTXBUS_LOG_LEVEL: 'warn' },
+    ),
+  );
+  await waitWhileAlive(
+    workers,
+    async () => {
+      const view = await call(hub.url, 'GET', '/api/capabilities', { token: origin });
+      const runtime = (view.body.runtimes as { id: string; presence: { workers: number } }[]).find(
+        (entry) => entry.id === 'claude-code',
+      );
+      return (runtime?.presence.workers ?? 0) >= PROCESSES;
+    },
+    'the ctxbus workers to announce themselves',
+  );
+  return workers;
+}
+
+/** The origin follows its tasks on its stream, as an origin runtime does. */
+async function followCompletions(hub: HubProcess, origin: string) {
+  const completed = new Map<string, number>();
+  let failure: string | null = null;
+  const stream = openStream(hub.url, origin, {
+    query: 'tags=task',
+    onEvent(event) {
+      if (event.event === 'ready' || event.event === 'disconnect') return;
+      const { item } = JSON.parse(event.data);
+      const task = item?.runtimeOptions?.task as { id: string; state: string } | undefined;
+      if (task?.state === 'COMPLETED' && !completed.has(task.id)) completed.set(task.id, now());
+      if (task?.state === 'FAILED' || task?.state === 'REJECTED')
+        failure = `ctxbus task ${task.id} ended ${task.state}`;
+    },
+  });
+  await stream.ready;
+  return {
+    /** How many completed so far; throws when one failed. */
+    completed() {
+      if (failure) throw new Error(failure);
+      return completed.size;
+    },
+    last: () => Math.max(...completed.values()),
+    close: () => stream.close(),
+  };
+}
+
+/** When each task went WORKING, from its history (the hub's clock, 1 ms resolution). */
+async function startedAt(hub: HubProcess, token: string, ids: Iterable<string>) {
+  const started = new Map<string, number>();
+  for (const id of ids) {
+    const { body } = await call(hub.url, 'GET', `/api/tasks/${id}`, { token });
+    const working = (body.history as { to: string; at: string }[]).find(
+      (event) => event.to === 'WORKING',
+    );
+    if (working) started.set(id, Date.parse(working.at));
+  }
+  return started;
+}
+
+async function runCtxbus(
+  system: 'ctxbus-pg' | 'ctxbus-sqlite',
+  serverUrl: string | null,
+  tasks: number,
+): Promise<RunResult> {
+  const dataDir = tempDir('ctxbus-bench-peers-');
+  const machine = realpathSync(tempDir('ctxbus-bench-peers-worker-'));
+  const project = join(machine, 'project');
+  mkdirSync(project);
+  const capabilities = join(dataDir, 'capabilities.yaml');
+  writeFileSync(capabilities, HUB_CAPABILITIES);
+  const database =
+    system === 'ctxbus-pg' && serverUrl ? await freshDatabase(serverUrl, 'ctxbus') : null;
+  // The hub's advisory locks (packages/store's PostgreSQL tasks: the quoted schema's keys)
+  // named in the lock report.
+  const watch =
+    database && serverUrl
+      ? new PgWatch(serverUrl, database.name, {
+          'task event appends, one at a time': `"${SCHEMA}".task_events`,
+          "createTask's per-runtime waiting count": `"${SCHEMA}".tasks/bench/claude-code`,
+        })
+      : null;
+  const timeline = new Timeline();
+  const children: Child[] = [];
+  let hub: HubProcess | null = null;
+  try {
+    await watch?.connect();
+    hub = await startHubProcess({
+      ...(database ? { store: storeUrl(database.url, SCHEMA) } : { dataDir }),
+      args: ['--log-level', 'warn', '--capabilities', capabilities],
+      env: { CTXBUS_VALIDATE_RESPONSES: '0' },
+    });
+    const origin = await runtimeToken(hub, 'bench', 'openclaw');
+    const code = await runtimeToken(hub, 'bench', 'claude-code');
+    const producer = startPeer(
+      'ctxbus producer',
+      ['produce', 'ctxbus', hub.url, origin, String(tasks), String(IN_FLIGHT), project],
+      timeline.onLine,
+    );
+    children.push(producer);
+    children.push(...(await startCtxbusWorkers(hub, code, origin, machine)));
+    await waitWhileAlive(children, () => timeline.ready === 1, 'the ctxbus producer');
+    const follow = await followCompletions(hub, origin);
+    const measured = {
+      producer,
+      hub: hub.process.pid ?? 0,
+      workers: children.slice(1),
+      watch,
+    };
+    const before = await startRun(measured);
+    await waitWhileAlive(
+      children,
+      () => timeline.produced && follow.completed() >= tasks,
+      `${tasks} ctxbus tasks completed on the origin's stream`,
+    );
+    follow.close();
+    const first = Math.min(...timeline.sent.values());
+    const last = follow.last();
+    const result = await endRun(measured, before, tasks, last - first, []);
+    const started = await startedAt(hub, origin, timeline.ids.keys());
+    for (const [id, index] of timeline.ids) {
+      const at = started.get(id);
+      if (at !== undefined) result.createToStart.push(at - (timeline.sent.get(index) as number));
+    }
+    return result;
+  } finally {
+    await Promise.all(children.map((child) => child.stop()));
+    await hub?.stop();
+    await watch?.close();
+    await database?.drop();
+    removeDir(dataDir);
+    removeDir(machine);
+  }
+}
+
+function runSystem(system: System, serverUrl: string | null, tasks: number) {
+  if (system === 'graphile-worker' || system === 'pg-boss')
+    return runPeer(system, serverUrl as string, tasks);
+  return runCtxbus(system, serverUrl, tasks);
+}
+
+function merge(runs: readonly RunResult[]): RunResult {
+  const total = (pick: (run: RunResult) => number) => runs.reduce((sum, run) => sum + pick(run), 0);
+  const lockWaits = new Map<string, number>();
+  let samples = 0;
+  let samplesWithLockWait = 0;
+  for (const run of runs) {
+    samples += run.watch?.samples ?? 0;
+    samplesWithLockWait += run.watch?.samplesWithLockWait ?? 0;
+    for (const [query, n] of run.watch?.lockWaits ?? [])
+      lockWaits.set(query, (lockWaits.get(query) ?? 0) + n);
+  }
+  return {
+    tasks: total((run) => run.tasks),
+    elapsedMs: total((run) => run.elapsedMs),
+    producerMs: total((run) => run.producerMs),
+    hubMs: total((run) => run.hubMs),
+    workersMs: total((run) => run.workersMs),
+    commandMs: total((run) => run.commandMs),
+    databaseMs: total((run) => run.databaseMs),
+    allPostgresMs: total((run) => run.allPostgresMs),
+    createToStart: runs.flatMap((run) => run.createToStart),
+    watch: runs.some((run) => run.watch)
+      ? { backendsMs: 0, allPostgresMs: 0, samples, lockWaits, samplesWithLockWait }
+      : null,
+  };
+}
+
+const perTask = (run: RunResult) =>
+  (run.producerMs + run.hubMs + run.workersMs + run.databaseMs) / run.tasks;
+const rate = (run: RunResult) => (run.tasks / run.elapsedMs) * 1000;
+
+function describeRun(system: System, run: RunResult): string {
+  const each = (value: number) => (value / run.tasks).toFixed(2);
+  return (
+    `${LABELS[system]}: ${run.tasks} tasks in ${(run.elapsedMs / 1000).toFixed(1)} s ` +
+    `(${rate(run).toFixed(1)} tasks/s); CPU ms per task: producer ${each(run.producerMs)}, ` +
+    `hub ${each(run.hubMs)}, workers ${each(run.workersMs)}, database ${each(run.databaseMs)} ` +
+    `(every postgres process of the machine, others' too, less backends that ended: ${each(run.allPostgresMs)}), command ${each(run.commandMs)}; ` +
+    `create -> started p50 ${ms(percentile(run.createToStart, 50))}`
+  );
+}
+
+function systemRows(system: System, run: RunResult): Row[] {
+  const label = LABELS[system];
+  const each = (value: number) => (value / run.tasks).toFixed(2);
+  const row = (metric: string, value: string): Row => ({
+    section: SECTION,
+    metric: `${label}: ${metric}`,
+    value,
+  });
+  return [
+    row(
+      `throughput (${run.tasks.toLocaleString('en-US')} tasks, ${PROCESSES} processes x ${CONCURRENCY})`,
+      `${rate(run).toFixed(1)} tasks/s`,
+    ),
+    row('CPU per task, command excluded', ms(perTask(run))),
+    row(
+      'CPU per task, split',
+      `producer ${each(run.producerMs)} + hub ${each(run.hubMs)} + workers ${each(run.workersMs)} + database ${each(run.databaseMs)} ms; command ${each(run.commandMs)} ms`,
+    ),
+    row('create -> started p50', ms(percentile(run.createToStart, 50))),
+    row('create -> started p99', ms(percentile(run.createToStart, 99))),
+  ];
+}
+
+function ratioRows(results: ReadonlyMap<System, RunResult>): Row[] {
+  const rows: Row[] = [];
+  const graphile = results.get('graphile-worker');
+  const boss = results.get('pg-boss');
+  for (const system of ['ctxbus-pg', 'ctxbus-sqlite'] as const) {
+    const run = results.get(system);
+    if (!run) continue;
+    const add = (metric: string, value: number, target: string, ok: boolean) =>
+      rows.push({
+        section: SECTION,
+        metric: `${LABELS[system]}: ${metric}`,
+        value: `${value.toFixed(2)}x`,
+        target,
+        ok,
+      });
+    if (graphile) {
+      const cpu = perTask(run) / perTask(graphile);
+      add("CPU per task / graphile-worker's", cpu, '<= 2.0x', cpu <= 2);
+    }
+    if (boss) {
+      const speed = rate(run) / rate(boss);
+      add("tasks/s / pg-boss's", speed, '>= 1.0x', speed >= 1);
+    }
+    if (graphile) {
+      const speed = rate(run) / rate(graphile);
+      add("tasks/s / graphile-worker's", speed, '>= 0.5x', speed >= 0.5);
+    }
+  }
+  return rows;
+}
+
+function lockRows(run: RunResult | undefined): Row[] {
+  if (!run?.watch) return [];
+  const waits = [...run.watch.lockWaits].sort((a, b) => b[1] - a[1]);
+  const audit = waits.filter(([query]) => /audit/i.test(query)).reduce((sum, [, n]) => sum + n, 0);
+  const label = LABELS['ctxbus-pg'];
+  return [
+    {
+      section: SECTION,
+      metric: `${label}: pg_stat_activity samples with a backend waiting on a lock`,
+      value: `${run.watch.samplesWithLockWait} of ${run.watch.samples}`,
+    },
+    {
+      section: SECTION,
+      metric: `${label}: lock waits by query (backend-samples)`,
+      value:
+        waits
+          .slice(0, 4)
+          .map(([query, n]) => `${n} "${query}"`)
+          .join('; ') || 'none',
+    },
+    {
+      section: SECTION,
+      metric: `${label}: lock waits on the audit chain (backend-samples)`,
+      value: String(audit),
+      target: '0',
+      ok: audit === 0,
+    },
+  ];
+}
+
+export interface TaskPeersOptions {
+  quick: boolean;
+  log: (line: string) => void;
+  /** The PostgreSQL server, or null: then only ctxbus on SQLite runs, and the rows say why. */
+  serverUrl: string | null;
+  skipReason?: string;
+  /** Tasks per run (default 1,000; 200 quick). */
+  tasks?: number;
+}
+
+export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> {
+  const tasks = options.tasks ?? (options.quick ? 200 : 1_000);
+  const order: System[] =
+    options.serverUrl === null
+      ? ['ctxbus-sqlite']
+      : ['graphile-worker', 'ctxbus-pg', 'pg-boss', 'ctxbus-sqlite'];
+  const rounds = options.quick ? 1 : 2;
+  const runs = new Map<System, RunResult[]>();
+  const loadBefore = loadavg()[0] ?? 0;
+  for (let round = 0; round < rounds; round++) {
+    for (const system of order) {
+      options.log(
+        `task-peers: ${LABELS[system]}, ${tasks} tasks (round ${round + 1} of ${rounds})`,
+      );
+      const run = await runSystem(system, options.serverUrl, tasks);
+      options.log(`  ${describeRun(system, run)}`);
+      runs.set(system, [...(runs.get(system) ?? []), run]);
+    }
+  }
+  const results = new Map([...runs].map(([system, list]) => [system, merge(list)] as const));
+  const rows: Row[] = [
+    {
+      section: SECTION,
+      metric: 'load average (1 min) before / after',
+      value: `${loadBefore.toFixed(1)} / ${(loadavg()[0] ?? 0).toFixed(1)}`,
+    },
+  ];
+  for (const system of order) rows.push(...systemRows(system, results.get(system) as RunResult));
+  rows.push(...ratioRows(results));
+  rows.push(...lockRows(results.get('ctxbus-pg')));
+  rows.push({
+    section: SECTION,
+    metric: 'ctxbus claim attempts per task',
+    value: 'not measured: the hub reports no claim count (no metrics or admin route for it)',
+  });
+  if (options.serverUrl === null)
+    rows.push({
+      section: SECTION,
+      metric: 'graphile-worker, pg-boss, ctxbus on PostgreSQL',
+      value: `skipped: ${options.skipReason ?? 'no PostgreSQL server'}`,
+    });
+  return rows;
+}
