@@ -118,7 +118,8 @@ export class PresenceRegistry {
     const generation = this.generation;
     const instances = await this.instances(teamId);
     const summary = summarizePresence(instances);
-    if (this.cacheMs > 0 && generation === this.generation) this.remember(teamId, summary, instances);
+    if (this.cacheMs > 0 && generation === this.generation)
+      this.remember(teamId, summary, instances);
     return summary;
   }
 
@@ -134,8 +135,7 @@ export class PresenceRegistry {
 
   private fresh(cached: CachedSummary): boolean {
     return (
-      performance.now() - cached.readAt < this.cacheMs &&
-      this.clock().getTime() < cached.validUntil
+      performance.now() - cached.readAt < this.cacheMs && this.clock().getTime() < cached.validUntil
     );
   }
 
