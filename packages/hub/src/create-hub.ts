@@ -280,7 +280,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     },
     options.taskRelay,
   );
-  const presence = new PresenceRegistry(clock, options.presence);
+  const presence = new PresenceRegistry(options.store, clock, options.presence, logger);
   const services: HubServices = {
     store: options.store,
     feed,

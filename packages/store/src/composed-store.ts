@@ -6,6 +6,7 @@ import type {
   ListOptions,
   NewContextItem,
   NewTask,
+  PresenceInstance,
   Task,
   TaskError,
   Viewer,
@@ -30,6 +31,8 @@ import type {
   ListSubscriptionsOptions,
   ListTasksOptions,
   ListTokensOptions,
+  PresenceAnnouncement,
+  PresenceStore,
   ReadChangesOptions,
   SearchHit,
   SearchOptions,
@@ -66,6 +69,7 @@ export interface StoreDomains {
   tokens: TokenStore;
   tasks: TaskStore;
   audit: AuditLog;
+  presence: PresenceStore;
 }
 
 /**
@@ -280,5 +284,26 @@ export abstract class ComposedStore implements Store {
 
   verifyAudit(teamId: string, options?: VerifyAuditOptions): Promise<AuditVerification> {
     return this.domains.audit.verifyAudit(teamId, options);
+  }
+
+  announcePresence(announcement: PresenceAnnouncement, maxPerTeam: number): Promise<void> {
+    return this.domains.presence.announcePresence(announcement, maxPerTeam);
+  }
+
+  leavePresence(
+    teamId: string,
+    runtime: string,
+    instanceId: string,
+    now: string,
+  ): Promise<boolean> {
+    return this.domains.presence.leavePresence(teamId, runtime, instanceId, now);
+  }
+
+  listPresence(teamId: string, now: string): Promise<PresenceInstance[]> {
+    return this.domains.presence.listPresence(teamId, now);
+  }
+
+  sweepPresence(now: string): Promise<number> {
+    return this.domains.presence.sweepPresence(now);
   }
 }

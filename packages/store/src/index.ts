@@ -25,6 +25,8 @@ export type {
   ListSubscriptionsOptions,
   ListTasksOptions,
   ListTokensOptions,
+  PresenceAnnouncement,
+  PresenceStore,
   ReadChangesOptions,
   SearchHit,
   SearchOptions,
@@ -56,6 +58,8 @@ export type {
 } from './store.js';
 export {
   DEFAULT_MAX_WAITING_TASKS,
+  presenceConflictError,
+  presenceLimitError,
   subscriptionLimitError,
   taskLimitError,
 } from './store.js';

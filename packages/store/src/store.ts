@@ -10,6 +10,8 @@ import type {
   ListOptions,
   NewContextItem,
   NewTask,
+  PresenceInstance,
+  PresenceKind,
   SubscriptionEvent,
   SubscriptionFilter,
   Task,
@@ -604,6 +606,60 @@ export interface AuditLog {
   verifyAudit(teamId: string, options?: VerifyAuditOptions): Promise<AuditVerification>;
 }
 
+/** An instance announcing itself (or renewing), as the store keeps it. */
+export interface PresenceAnnouncement {
+  teamId: string;
+  runtime: string;
+  instanceId: string;
+  kind: PresenceKind;
+  /** Distinct names. */
+  capabilities: readonly string[];
+  capacity: number;
+  /** The announcing hub's clock: the instance's `lastSeen`. */
+  now: string;
+  /** When it lapses unless announced again. */
+  expiresAt: string;
+}
+
+/**
+ * Who is connected, per team, shared by every hub (and process) on the database: workers and
+ * adapters announce themselves with an expiry and announce again to stay. Every call takes
+ * the caller's `now`: an instance whose `expiresAt` is at or before it is gone (never listed,
+ * never renewed, not counted), and expired rows are deleted as announces pass by.
+ */
+export interface PresenceStore {
+  /**
+   * Inserts or renews an instance (by team and instance id). An instance id live under
+   * another runtime of the team is a `conflict`; a new instance when the team already has
+   * `maxPerTeam` live ones is `limit_reached`: counted and inserted atomically, so concurrent
+   * announces on any number of hubs never pass the cap.
+   */
+  announcePresence(announcement: PresenceAnnouncement, maxPerTeam: number): Promise<void>;
+  /** Removes a live instance of `runtime`; false when it has none by that id. */
+  leavePresence(teamId: string, runtime: string, instanceId: string, now: string): Promise<boolean>;
+  /** A team's live instances, by runtime then instance id. */
+  listPresence(teamId: string, now: string): Promise<PresenceInstance[]>;
+  /** Deletes every expired instance of every team; how many. */
+  sweepPresence(now: string): Promise<number>;
+}
+
+/** The error of an announce whose instance id another runtime of the team holds. */
+export function presenceConflictError(instanceId: string, holder: string): CtxbusError {
+  return new CtxbusError(
+    'conflict',
+    `instance ${instanceId} is announced by runtime ${holder}; pick another instance id`,
+  );
+}
+
+/** The error of a new instance past the team's cap (the same on every store). */
+export function presenceLimitError(teamId: string, limit: number): CtxbusError {
+  return new CtxbusError(
+    'limit_reached',
+    `team ${teamId} has ${limit} live instances, the most a hub keeps; let some expire or leave (DELETE /api/presence/:instanceId)`,
+    { details: { limit } },
+  );
+}
+
 /**
  * The storage contract every backend implements and the conformance suite checks: one
  * interface per domain (each with its own conformance cases in `src/testing/`), composed.
@@ -616,7 +672,8 @@ export interface Store
     SubscriptionStore,
     TokenStore,
     TaskStore,
-    AuditLog {
+    AuditLog,
+    PresenceStore {
   readonly info: StoreInfo;
   close(): Promise<void>;
 }

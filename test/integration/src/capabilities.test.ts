@@ -121,7 +121,14 @@ describe('presence in a running hub', () => {
   it('announce -> online; heartbeat; a short time to live expires; DELETE leaves', async () => {
     const announced = await call(hub.url, 'POST', '/api/presence', {
       token: hub.tokens.code,
-      body: { instanceId: 'box-1', kind: 'worker', capabilities: ['code_execution'], capacity: 3 },
+      // Ten minutes: far longer than the CLI runs below take on a loaded machine.
+      body: {
+        instanceId: 'box-1',
+        kind: 'worker',
+        capabilities: ['code_execution'],
+        capacity: 3,
+        ttlSeconds: 600,
+      },
     });
     expect(announced.status).toBe(200);
     expect(announced.body.runtime).toBe('claude-code');
@@ -172,7 +179,7 @@ describe('presence in a running hub', () => {
     // A heartbeat is the same call: expiresAt moves on.
     const renewed = await call(hub.url, 'POST', '/api/presence', {
       token: hub.tokens.code,
-      body: { instanceId: 'box-1', kind: 'worker', capacity: 3 },
+      body: { instanceId: 'box-1', kind: 'worker', capacity: 3, ttlSeconds: 600 },
     });
     expect(Date.parse(renewed.body.expiresAt)).toBeGreaterThanOrEqual(
       Date.parse(announced.body.expiresAt),

@@ -1,14 +1,27 @@
-import type { PresenceInstance, PresenceKind, RuntimePresenceEntry } from '@ctxbus/core';
-import { CtxbusError, defaultCapacity, summarizePresence } from '@ctxbus/core';
+import type { Logger, PresenceInstance, PresenceKind, RuntimePresenceEntry } from '@ctxbus/core';
+import { defaultCapacity, silentLogger, summarizePresence } from '@ctxbus/core';
+import type { PresenceStore } from '@ctxbus/store';
 
 /** Instances one team may have announced at once, by default. */
 export const DEFAULT_MAX_PRESENCE_PER_TEAM = 1_000;
 
+/** How long a team's routing summary is reused, by default (ms of real time). */
+export const DEFAULT_PRESENCE_SUMMARY_CACHE_MS = 250;
+
+/** Teams whose summary is kept at once; past it the cache starts again empty. */
+const MAX_CACHED_TEAMS = 10_000;
+
 export interface PresenceOptions {
   /** Instances one team may hold; past it an announcement is refused (429 `limit_reached`). */
   maxInstancesPerTeam?: number;
-  /** Between sweeps of expired entries (default 30 s); reads drop expired entries anyway. */
+  /** Between sweeps of expired entries (default 30 s); reads skip expired entries anyway. */
   sweepIntervalMs?: number;
+  /**
+   * How long (ms, real time) the router reuses a team's summary (default 250; 0: read every
+   * time). This hub's own announces and leaves drop it at once; another hub's are seen after
+   * at most this long.
+   */
+  summaryCacheMs?: number;
 }
 
 export interface Announcement {
@@ -19,34 +32,39 @@ export interface Announcement {
   ttlSeconds: number;
 }
 
-interface Entry {
-  runtime: string;
-  kind: PresenceKind;
-  capabilities: string[];
-  capacity: number;
-  lastSeen: number;
-  expiresAt: number;
+interface CachedSummary {
+  summary: Record<string, RuntimePresenceEntry>;
+  /** performance.now() when it was read. */
+  readAt: number;
+  /** The earliest expiry among its instances (hub clock, ms): past it the summary is stale. */
+  validUntil: number;
 }
 
 /**
- * Who is connected to this hub, per team: workers and adapters announce themselves with a
- * time to live and announce again to stay (a heartbeat). Entries not renewed expire. Kept in
- * this process's memory: with several hubs on one database, each knows the instances that
- * announce to it. Bounded: at most `maxInstancesPerTeam` per team, and expired entries are
- * dropped on every read of a team and by a periodic sweep.
+ * Who is connected, per team: workers and adapters announce themselves with a time to live
+ * and announce again to stay (a heartbeat). Kept in the store, so every hub on one database
+ * (and every process on one SQLite file) sees the same live instances; times are this hub's
+ * clock. The router's summary is cached per team for `summaryCacheMs`, dropped by this hub's
+ * own announces and leaves and by the clock passing an instance's expiry.
  */
 export class PresenceRegistry {
-  private readonly teams = new Map<string, Map<string, Entry>>();
   private readonly maxPerTeam: number;
+  private readonly cacheMs: number;
+  private readonly cache = new Map<string, CachedSummary>();
+  /** Bumped by every change this hub makes: a read that started before one is not cached. */
+  private generation = 0;
   private readonly timer: NodeJS.Timeout | null;
 
   constructor(
+    private readonly store: PresenceStore,
     private readonly clock: () => Date,
     options: PresenceOptions = {},
+    private readonly logger: Logger = silentLogger,
   ) {
     this.maxPerTeam = options.maxInstancesPerTeam ?? DEFAULT_MAX_PRESENCE_PER_TEAM;
+    this.cacheMs = options.summaryCacheMs ?? DEFAULT_PRESENCE_SUMMARY_CACHE_MS;
     const interval = options.sweepIntervalMs ?? 30_000;
-    this.timer = interval > 0 ? setInterval(() => this.sweep(), interval) : null;
+    this.timer = interval > 0 ? setInterval(() => void this.sweepQuietly(), interval) : null;
     this.timer?.unref();
   }
 
@@ -54,101 +72,97 @@ export class PresenceRegistry {
    * Announces (or renews) an instance of `runtime` in `teamId`. An instance id already held
    * by another runtime of the team is a conflict; a new one past the team's cap is refused.
    */
-  announce(teamId: string, runtime: string, announcement: Announcement): { expiresAt: string } {
-    const now = this.clock().getTime();
-    const team = this.liveTeam(teamId, now) ?? new Map<string, Entry>();
-    const existing = team.get(announcement.instanceId);
-    if (existing && existing.runtime !== runtime) {
-      throw new CtxbusError(
-        'conflict',
-        `instance ${announcement.instanceId} is announced by runtime ${existing.runtime}; pick another instance id`,
-      );
-    }
-    if (!existing && team.size >= this.maxPerTeam) {
-      throw new CtxbusError(
-        'limit_reached',
-        `team ${teamId} has ${team.size} live instances, the most this hub keeps; let some expire or leave (DELETE /api/presence/:instanceId)`,
-        { details: { limit: this.maxPerTeam } },
-      );
-    }
-    const expiresAt = now + announcement.ttlSeconds * 1_000;
-    team.set(announcement.instanceId, {
-      runtime,
-      kind: announcement.kind,
-      capabilities: [...new Set(announcement.capabilities ?? [])],
-      capacity: announcement.capacity ?? defaultCapacity(announcement.kind),
-      lastSeen: now,
-      expiresAt,
-    });
-    this.teams.set(teamId, team);
-    return { expiresAt: new Date(expiresAt).toISOString() };
+  async announce(
+    teamId: string,
+    runtime: string,
+    announcement: Announcement,
+  ): Promise<{ expiresAt: string }> {
+    const now = this.clock();
+    const expiresAt = new Date(now.getTime() + announcement.ttlSeconds * 1_000).toISOString();
+    this.invalidate(teamId);
+    await this.store.announcePresence(
+      {
+        teamId,
+        runtime,
+        instanceId: announcement.instanceId,
+        kind: announcement.kind,
+        capabilities: [...new Set(announcement.capabilities ?? [])],
+        capacity: announcement.capacity ?? defaultCapacity(announcement.kind),
+        now: now.toISOString(),
+        expiresAt,
+      },
+      this.maxPerTeam,
+    );
+    this.invalidate(teamId);
+    return { expiresAt };
   }
 
   /** Removes an instance of `runtime`; false when it has none by that id (or it expired). */
-  leave(teamId: string, runtime: string, instanceId: string): boolean {
-    const team = this.liveTeam(teamId, this.clock().getTime());
-    const entry = team?.get(instanceId);
-    if (!team || !entry || entry.runtime !== runtime) return false;
-    team.delete(instanceId);
-    if (team.size === 0) this.teams.delete(teamId);
-    return true;
+  async leave(teamId: string, runtime: string, instanceId: string): Promise<boolean> {
+    this.invalidate(teamId);
+    const now = this.clock().toISOString();
+    const removed = await this.store.leavePresence(teamId, runtime, instanceId, now);
+    this.invalidate(teamId);
+    return removed;
   }
 
-  /** A team's live instances, by runtime then instance id. */
-  instances(teamId: string): PresenceInstance[] {
-    const team = this.liveTeam(teamId, this.clock().getTime());
-    if (!team) return [];
-    return [...team.entries()]
-      .map(([instanceId, entry]) => ({
-        instanceId,
-        runtime: entry.runtime,
-        kind: entry.kind,
-        capabilities: [...entry.capabilities],
-        capacity: entry.capacity,
-        lastSeen: new Date(entry.lastSeen).toISOString(),
-        expiresAt: new Date(entry.expiresAt).toISOString(),
-      }))
-      .sort((a, b) => compare(a.runtime, b.runtime) || compare(a.instanceId, b.instanceId));
+  /** A team's live instances, by runtime then instance id (read from the store every time). */
+  instances(teamId: string): Promise<PresenceInstance[]> {
+    return this.store.listPresence(teamId, this.clock().toISOString());
   }
 
-  /** A team's presence by runtime, as the router reads it. */
-  summary(teamId: string): Record<string, RuntimePresenceEntry> {
-    return summarizePresence(this.instances(teamId));
+  /** A team's presence by runtime, as the router reads it (cached; see `summaryCacheMs`). */
+  async summary(teamId: string): Promise<Record<string, RuntimePresenceEntry>> {
+    const cached = this.cache.get(teamId);
+    if (cached && this.fresh(cached)) return cached.summary;
+    const generation = this.generation;
+    const instances = await this.instances(teamId);
+    const summary = summarizePresence(instances);
+    if (this.cacheMs > 0 && generation === this.generation)
+      this.remember(teamId, summary, instances);
+    return summary;
   }
 
-  /** Live instances across teams (for counts). */
-  get size(): number {
-    let count = 0;
-    for (const team of this.teams.values()) count += team.size;
-    return count;
-  }
-
-  /** Drops every expired entry now. */
-  sweep(): void {
-    const now = this.clock().getTime();
-    for (const teamId of [...this.teams.keys()]) this.liveTeam(teamId, now);
+  /** Deletes every expired entry (of every team) now. */
+  async sweep(): Promise<number> {
+    return this.store.sweepPresence(this.clock().toISOString());
   }
 
   close(): void {
     if (this.timer) clearInterval(this.timer);
-    this.teams.clear();
+    this.cache.clear();
   }
 
-  /** The team's entries with the expired ones dropped (undefined when none is left). */
-  private liveTeam(teamId: string, now: number): Map<string, Entry> | undefined {
-    const team = this.teams.get(teamId);
-    if (!team) return undefined;
-    for (const [instanceId, entry] of team) {
-      if (entry.expiresAt <= now) team.delete(instanceId);
-    }
-    if (team.size === 0) {
-      this.teams.delete(teamId);
-      return undefined;
-    }
-    return team;
+  private fresh(cached: CachedSummary): boolean {
+    return (
+      performance.now() - cached.readAt < this.cacheMs && this.clock().getTime() < cached.validUntil
+    );
   }
-}
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  private remember(
+    teamId: string,
+    summary: Record<string, RuntimePresenceEntry>,
+    instances: readonly PresenceInstance[],
+  ): void {
+    if (this.cache.size >= MAX_CACHED_TEAMS) this.cache.clear();
+    const expiries = instances.map((instance) => Date.parse(instance.expiresAt));
+    this.cache.set(teamId, {
+      summary,
+      readAt: performance.now(),
+      validUntil: Math.min(Number.POSITIVE_INFINITY, ...expiries),
+    });
+  }
+
+  private invalidate(teamId: string): void {
+    this.generation += 1;
+    this.cache.delete(teamId);
+  }
+
+  private async sweepQuietly(): Promise<void> {
+    try {
+      await this.sweep();
+    } catch (error) {
+      this.logger.warn({ err: error }, 'presence: sweep of expired instances failed');
+    }
+  }
 }

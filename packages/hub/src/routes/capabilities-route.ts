@@ -77,7 +77,7 @@ export const capabilitiesRoute = defineRoute({
   operationId: 'getCapabilities',
   summary: "The capability matrix, with each runtime's live presence",
   description:
-    "The matrix the hub loaded from its capabilities file (reloaded when the file changes; a bad edit keeps the last good one and `source.error` says why), and for each runtime the instances announced through POST /api/presence on this hub, in the caller's team. Runtimes with live instances that the file does not declare appear with `declared: false`.",
+    "The matrix the hub loaded from its capabilities file (reloaded when the file changes; a bad edit keeps the last good one and `source.error` says why), and for each runtime the instances announced through POST /api/presence to any hub on this database, in the caller's team. Runtimes with live instances that the file does not declare appear with `declared: false`.",
   tags: ['capabilities'],
   auth: 'any-token',
   query: capabilitiesQuerySchema,
@@ -85,7 +85,7 @@ export const capabilitiesRoute = defineRoute({
     200: { description: 'The matrix and presence.', schema: capabilitiesResponseSchema },
     403: { description: "A runtime token asked for another team's presence." },
   },
-  handler({ query, caller, services }) {
+  async handler({ query, caller, services }) {
     if (caller.role === 'runtime' && query.team !== undefined && query.team !== caller.teamId) {
       throw new CtxbusError(
         'forbidden',
@@ -94,7 +94,7 @@ export const capabilitiesRoute = defineRoute({
     }
     const team = caller.role === 'runtime' ? caller.teamId : (query.team ?? null);
     const matrix = services.capabilities.matrix();
-    const instances = team === null ? [] : services.presence.instances(team);
+    const instances = team === null ? [] : await services.presence.instances(team);
     return {
       status: 200,
       body: {

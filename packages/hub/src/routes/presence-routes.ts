@@ -14,7 +14,7 @@ export const presenceRoutes = [
     operationId: 'announcePresence',
     summary: 'Announce a worker or adapter of this runtime, or renew it (heartbeat)',
     description:
-      "The runtime is the token's. Announce again before `expiresAt` to stay present (every third of `ttlSeconds` is a good rhythm); an entry not renewed expires. Presence is kept in this hub's memory: with several hubs on one database each knows the instances that announce to it. A team holds a bounded number of instances (429 `limit_reached` past it); an instance id held by another runtime of the team is a 409 `conflict`.",
+      "The runtime is the token's. Announce again before `expiresAt` to stay present (every third of `ttlSeconds` is a good rhythm); an entry not renewed expires. Presence is kept in the store: every hub on the database sees the instance at once (a hub's routing may reuse what it read for up to 250 ms). A team holds a bounded number of instances (429 `limit_reached` past it); an instance id held by another runtime of the team is a 409 `conflict`.",
     tags: ['presence'],
     auth: 'runtime',
     body: presenceAnnounceRequestSchema,
@@ -24,14 +24,14 @@ export const presenceRoutes = [
       409: { description: 'Another runtime of the team holds this instance id.' },
       429: { description: "The team's instance limit is reached." },
     },
-    handler({ body, viewer, services }) {
+    async handler({ body, viewer, services }) {
       if (body.runtime !== undefined && body.runtime !== viewer.runtime) {
         throw new CtxbusError(
           'forbidden',
           `this token acts as runtime ${viewer.runtime}; it cannot announce for ${body.runtime}`,
         );
       }
-      const { expiresAt } = services.presence.announce(viewer.teamId, viewer.runtime, body);
+      const { expiresAt } = await services.presence.announce(viewer.teamId, viewer.runtime, body);
       return {
         status: 200,
         body: { instanceId: body.instanceId, runtime: viewer.runtime, expiresAt },
@@ -53,8 +53,8 @@ export const presenceRoutes = [
       },
       404: { description: 'This runtime has no live instance by that id.' },
     },
-    handler({ params, viewer, services }) {
-      if (!services.presence.leave(viewer.teamId, viewer.runtime, params.instanceId)) {
+    async handler({ params, viewer, services }) {
+      if (!(await services.presence.leave(viewer.teamId, viewer.runtime, params.instanceId))) {
         throw new CtxbusError(
           'not_found',
           `runtime ${viewer.runtime} has no live instance ${params.instanceId}`,

@@ -94,6 +94,7 @@ export class TaskLifecycle {
   ): Promise<CreateTaskOutcome & { routing: RoutingDecision }> {
     const request = createTaskRequestSchema.parse(raw);
     const { store, capabilities, presence } = this.deps;
+    const live = await presence.summary(viewer.teamId);
     const routing = routeTask(
       {
         requiredCapabilities: request.requiredCapabilities,
@@ -102,7 +103,7 @@ export class TaskLifecycle {
         ...(request.constraints && { constraints: request.constraints }),
       },
       capabilities.matrix(),
-      presence.summary(viewer.teamId),
+      live,
     );
     const { state, targetRuntime } = placement(routing, viewer.runtime);
     const outcome = await this.relayed(

@@ -375,6 +375,26 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: 'presence',
+    sql: (s) => `
+      -- Who is connected, per team, shared by every hub on the database (see
+      -- postgres-presence.ts): a row lives until expires_at unless announced again.
+      CREATE TABLE ${s}.presence (
+        team_id text COLLATE "C" NOT NULL,
+        instance_id text COLLATE "C" NOT NULL,
+        runtime text COLLATE "C" NOT NULL,
+        kind text NOT NULL,
+        capabilities jsonb NOT NULL,
+        capacity integer NOT NULL,
+        last_seen timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (team_id, instance_id)
+      );
+      CREATE INDEX presence_expiry ON ${s}.presence (expires_at);
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

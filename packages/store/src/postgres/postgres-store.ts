@@ -24,6 +24,7 @@ import {
   POSTGRES_SCHEMA_VERSION,
 } from './postgres-migrations.js';
 import { sqlLiteral } from './postgres-prepare.js';
+import { PostgresPresence } from './postgres-presence.js';
 import { ROW_TYPES } from './postgres-sql.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { PostgresTasks } from './postgres-tasks.js';
@@ -160,6 +161,7 @@ export class PostgresStore extends ComposedStore {
         maxWaitingPerRuntime: options.maxWaitingTasksPerRuntime,
       }),
       audit: new PostgresAudit(context, (action, work) => this.transaction(action, work)),
+      presence: new PostgresPresence(context, (action, work) => this.transaction(action, work)),
     };
     this.info = {
       backend: 'postgres',

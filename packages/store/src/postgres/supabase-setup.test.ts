@@ -186,6 +186,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'dead_letters',
         'item_vectors',
         'items',
+        'presence',
         'schema_migrations',
         'search_terms',
         'subscriptions',
@@ -269,6 +270,8 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'search_terms',
         'schema_migrations',
         'supabase_setup',
+        // Who is connected, per team.
+        'presence',
       ]) {
         expect(await as('authenticated', claims, `SELECT * FROM ctxbus.${table}`), table).toEqual({
           denied: '42501',

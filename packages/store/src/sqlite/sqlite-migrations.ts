@@ -394,6 +394,26 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    name: 'presence',
+    sql: `
+      -- Who is connected, per team, shared by every process on the file (see
+      -- sqlite-presence.ts): a row lives until expires_at unless announced again.
+      CREATE TABLE presence (
+        team_id TEXT NOT NULL,
+        instance_id TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        capabilities TEXT NOT NULL,
+        capacity INTEGER NOT NULL,
+        last_seen INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (team_id, instance_id)
+      );
+      CREATE INDEX presence_expiry ON presence (expires_at);
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

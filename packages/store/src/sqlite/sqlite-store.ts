@@ -10,6 +10,7 @@ import { SqliteConnection } from './sqlite-connection.js';
 import { SqliteItems } from './sqlite-items.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { applySqliteMigrations, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
+import { SqlitePresence } from './sqlite-presence.js';
 import { SqliteSearch } from './sqlite-search.js';
 import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 import { SqliteTasks } from './sqlite-tasks.js';
@@ -81,6 +82,7 @@ export class SqliteStore extends ComposedStore {
       tokens: new SqliteTokens(connection),
       tasks: new SqliteTasks(connection, { maxWaitingPerRuntime: maxWaitingTasksPerRuntime }),
       audit: new SqliteAudit(connection),
+      presence: new SqlitePresence(connection),
     };
     this.info = {
       backend: 'sqlite',

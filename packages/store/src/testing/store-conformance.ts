@@ -8,6 +8,7 @@ import { acme } from './conformance-harness.js';
 import type { ItemHarness } from './item-conformance.js';
 import { ITEM_CASES, itemCases } from './item-conformance.js';
 import { LIFECYCLE_CASES, lifecycleCases } from './lifecycle-conformance.js';
+import { PRESENCE_CASES, presenceCases } from './presence-conformance.js';
 import { SEARCH_CASES, searchCases } from './search-conformance.js';
 import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
 import { TASK_CASES, taskCases } from './task-conformance.js';
@@ -16,7 +17,7 @@ import { VECTOR_CASES, vectorCases } from './vector-conformance.js';
 
 // The runner of the store contract's cases: one file of cases per domain of the contract
 // (item-, change-log-, token-, subscription-, lifecycle-, vector-, search-, task-,
-// audit-conformance.ts),
+// audit-conformance.ts, presence-conformance.ts),
 // each given the same harness.
 
 export interface ConformanceContext {
@@ -54,6 +55,7 @@ export const CONFORMANCE_CASES = [
   ...SEARCH_CASES,
   ...TASK_CASES,
   ...AUDIT_CASES,
+  ...PRESENCE_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -143,6 +145,13 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
       auditCases({
         ...harness,
         ...(execSql && { execSql: (sql: string) => execSql(store, sql) }),
+        ...(openSibling && { sibling: () => openSibling(store, { clock }) }),
+      }),
+    );
+    run(
+      PRESENCE_CASES,
+      presenceCases({
+        ...harness,
         ...(openSibling && { sibling: () => openSibling(store, { clock }) }),
       }),
     );

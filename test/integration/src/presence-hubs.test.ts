@@ -1,0 +1,93 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { call, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { describe, expect, it } from 'vitest';
+
+// Presence is kept in the store: a worker announced to one hub is live on every hub of the
+// database, so a task created through another hub is routed to the worker's runtime.
+
+/** A code task that may not wait: with no worker online anywhere the router rejects it. */
+const codeTask = (title: string) => ({
+  title,
+  requiredCapabilities: ['code_execution'],
+  input: { argv: ['npm', 'test'] },
+  preferences: { allowQueue: false },
+});
+
+async function create(hub: HubProcess, token: string, title: string) {
+  const response = await call(hub.url, 'POST', '/api/tasks', { token, body: codeTask(title) });
+  expect(response.status).toBe(201);
+  return response.body;
+}
+
+async function instancesOn(hub: HubProcess, token: string, runtime: string) {
+  const response = await call(hub.url, 'GET', '/api/capabilities', { token });
+  expect(response.status).toBe(200);
+  const entry = response.body.runtimes.find((item: { id: string }) => item.id === runtime);
+  return (entry?.presence?.instances ?? []).map((item: { instanceId: string }) => item.instanceId);
+}
+
+await withPostgres('presence shared by hubs on PostgreSQL', (url, schemas) => {
+  describe('presence across two hubs on one PostgreSQL schema', () => {
+    const schema = schemas.next('presence');
+    const file = join(tempDir('ctxbus-presence-pg-'), 'capabilities.yaml');
+    writeFileSync(
+      file,
+      readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
+    );
+    const a = useHubProcess({
+      store: storeUrl(url, schema),
+      args: ['--capabilities', file],
+      tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
+    });
+    const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+
+    it('routes a task created on hub B to a worker announced on hub A, and stops once it leaves A', async () => {
+      const announced = await call(a.url, 'POST', '/api/presence', {
+        token: a.tokens.code,
+        body: {
+          instanceId: 'laptop-a',
+          kind: 'worker',
+          capabilities: ['code_execution'],
+          capacity: 1,
+        },
+      });
+      expect(announced.status).toBe(200);
+      expect(await instancesOn(b, a.tokens.claw, 'claude-code')).toEqual(['laptop-a']);
+      // B has not read this team's presence before: its first routing reads the store.
+      const routed = await create(b, a.tokens.claw, 'run the tests through hub B');
+      expect(routed.routing).toMatchObject({ kind: 'proxy', runtime: 'claude-code' });
+      expect(routed.task).toMatchObject({ state: 'SUBMITTED', targetRuntime: 'claude-code' });
+      // The worker, on hub A, takes the task B routed to it.
+      const claimed = await call(a.url, 'POST', '/api/tasks/claim', {
+        token: a.tokens.code,
+        body: { workerId: 'laptop-a', leaseMs: 30_000 },
+      });
+      expect(claimed.body.task).toMatchObject({ id: routed.task.id, state: 'WORKING' });
+      // Another runtime cannot take the instance id through B either.
+      const taken = await call(b.url, 'POST', '/api/presence', {
+        token: a.tokens.claw,
+        body: { instanceId: 'laptop-a', kind: 'worker' },
+      });
+      expect(taken.status).toBe(409);
+
+      const left = await call(a.url, 'DELETE', '/api/presence/laptop-a', { token: a.tokens.code });
+      expect(left.status).toBe(200);
+      expect(await instancesOn(b, a.tokens.claw, 'claude-code')).toEqual([]);
+      // B's routing may reuse the summary it read for up to 250 ms; then it rejects the task.
+      let rejected: { routing: { kind: string }; task: { state: string } } | null = null;
+      await waitUntil(
+        async () => {
+          const body = await create(b, a.tokens.claw, 'run the tests, no worker left');
+          if (body.routing.kind === 'escalate') rejected = body;
+          return rejected !== null;
+        },
+        'hub B to route as if no worker were online',
+        { intervalMs: 100 },
+      );
+      expect(rejected).toMatchObject({ task: { state: 'REJECTED' } });
+    });
+  });
+});
