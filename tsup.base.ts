@@ -1,11 +1,15 @@
 import type { Options } from 'tsup';
 
-/** The build every package shares: ESM with declarations and source maps. */
+/**
+ * The build every package shares: ESM with source maps. No declarations: every package's
+ * `types` export points at its source, and `tsc -b` (the root typecheck, project references)
+ * checks each package once; tsup's declaration pass cost 10-40x the JS build.
+ */
 export function library(entry: Options['entry'], platform: 'node' | 'neutral'): Options {
   return {
     entry,
     format: ['esm'],
-    dts: true,
+    dts: false,
     sourcemap: true,
     clean: true,
     splitting: true,

@@ -9,7 +9,6 @@ const DASHBOARD_TARGET = new URL('./dist/web/', import.meta.url);
 
 export default defineConfig({
   ...library(['src/bin.ts', 'src/index.ts', 'src/serve-worker.ts'], 'node'),
-  dts: { entry: 'src/index.ts' },
   banner: { js: '#!/usr/bin/env node' },
   async onSuccess() {
     rmSync(DASHBOARD_TARGET, { recursive: true, force: true });
