@@ -136,7 +136,7 @@ describe('a command ends with its worker and its timeout, its own sessions inclu
       expect(prepared.plan.pidNamespace).not.toBeNull();
       // Long enough for the background process to start on a loaded machine; checked below.
       const run = await executePlan(prepared.plan, {
-        timeoutMs: 5_000,
+        timeoutMs: 15_000,
         inactivityMs: 3_600_000,
         maxOutputBytes: 65536,
         killGraceMs: 200,
@@ -186,7 +186,7 @@ describe('a command ends with its worker and its timeout, its own sessions inclu
     if (!prepared.ok) throw new Error(`refused: ${prepared.reason}`);
     expect(prepared.plan.pidNamespace).toBeNull();
     const run = await executePlan(prepared.plan, {
-      timeoutMs: 5_000,
+      timeoutMs: 15_000,
       inactivityMs: 3_600_000,
       maxOutputBytes: 65536,
       killGraceMs: 200,

@@ -93,8 +93,9 @@ describe('runCommand', () => {
   it('hard timeout: ends the whole group, SIGKILL after the grace when SIGTERM is ignored', async () => {
     let aliveBefore = false;
     const result = await runCommand(
+      // Far from node's start-up time on a loaded machine: the grandchild must exist first.
       options([NODE, '-e', parentScript({ ignoreTerm: true, chatty: true })], {
-        timeoutMs: 1_000,
+        timeoutMs: 5_000,
         onOutput: (_stream, chunk) => {
           const pid = /grandchild (\d+)/.exec(chunk)?.[1];
           if (pid) aliveBefore = !processGone(Number(pid));
@@ -110,8 +111,10 @@ describe('runCommand', () => {
 
   it('inactivity timeout: no output for N ms ends the whole group with SIGTERM', async () => {
     const result = await runCommand(
+      // The script prints once, then nothing: the window must outlast node's start-up (loaded
+      // machine), or the command ends before it starts its grandchild.
       options([NODE, '-e', parentScript({ ignoreTerm: false, chatty: false })], {
-        inactivityMs: 500,
+        inactivityMs: 5_000,
       }),
     );
     expect(result.timedOut).toBe('inactivity');
