@@ -21,6 +21,7 @@ import {
 } from '@ctxbus/test-kit';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
+import { HUB_CAPABILITIES } from './task-peers.ts';
 
 const SECTION = 'tasks';
 
@@ -35,21 +36,7 @@ export async function benchTaskLatency(
   const machine = realpathSync(tempDir('ctxbus-bench-worker-'));
   const project = join(machine, 'project');
   mkdirSync(project);
-  writeFileSync(
-    join(dataDir, 'capabilities.yaml'),
-    [
-      'version: 1',
-      'runtimes:',
-      '  claude-code:',
-      '    description: a developer terminal',
-      '    capabilities:',
-      '      code_execution: { mode: native }',
-      '  openclaw:',
-      '    description: the assistant',
-      '    capabilities:',
-      '      code_execution: { mode: via-api, via: remote-exec, target: claude-code }',
-    ].join('\n'),
-  );
+  writeFileSync(join(dataDir, 'capabilities.yaml'), HUB_CAPABILITIES);
   const policyFile = join(machine, 'capabilities.yaml');
   writeFileSync(policyFile, policy(machine));
   const hub = await startHubProcess({ dataDir });

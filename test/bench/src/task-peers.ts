@@ -225,7 +225,7 @@ async function runPeer(
 }
 
 /** The hub's capabilities: OpenClaw's code_execution goes to Claude Code's workers. */
-const HUB_CAPABILITIES = [
+export const HUB_CAPABILITIES = [
   'version: 1',
   'runtimes:',
   '  claude-code:',

@@ -12,7 +12,7 @@ import {
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
 import { call, runCli, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
-import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // A2A 1.0 against a real `ctxbus serve`, spoken by the real @a2a-js/sdk client: the Agent
@@ -402,18 +402,7 @@ describe('A2A cards behind --public-url', () => {
 
 await withPostgres('A2A on PostgreSQL', (url, schemas) => {
   describe('A2A across two hubs on one PostgreSQL schema', () => {
-    const schema = schemas.next('a2a');
-    const file = join(tempDir('ctxbus-a2a-pg-'), 'capabilities.yaml');
-    writeFileSync(
-      file,
-      readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
-    );
-    const a = useHubProcess({
-      store: storeUrl(url, schema),
-      args: ['--capabilities', file],
-      tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
-    });
-    const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+    const { a, b } = useHubPair(url, schemas, 'a2a');
 
     it('streams from one hub what a worker does through the other', async () => {
       const client = await clientFor(a.tokens.claw, b.url);

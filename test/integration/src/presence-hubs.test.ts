@@ -1,8 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
-import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { call, waitUntil } from '@ctxbus/test-kit';
+import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // Presence is kept in the store: a worker announced to one hub is live on every hub of the
@@ -31,18 +29,7 @@ async function instancesOn(hub: HubProcess, token: string, runtime: string) {
 
 await withPostgres('presence shared by hubs on PostgreSQL', (url, schemas) => {
   describe('presence across two hubs on one PostgreSQL schema', () => {
-    const schema = schemas.next('presence');
-    const file = join(tempDir('ctxbus-presence-pg-'), 'capabilities.yaml');
-    writeFileSync(
-      file,
-      readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
-    );
-    const a = useHubProcess({
-      store: storeUrl(url, schema),
-      args: ['--capabilities', file],
-      tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
-    });
-    const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+    const { a, b } = useHubPair(url, schemas, 'presence');
 
     it('routes a task created on hub B to a worker announced on hub A, and stops once it leaves A', async () => {
       const announced = await call(a.url, 'POST', '/api/presence', {

@@ -1,6 +1,10 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ScratchSchemas, withPostgresServer } from '@ctxbus/store/testing';
 import pg from 'pg';
 import { afterAll } from 'vitest';
+import { useHubProcess } from './hub-fixture.ts';
+import { tempDir } from './hub-process.ts';
 
 export { ScratchSchemas };
 
@@ -40,4 +44,25 @@ export async function sql<T extends pg.QueryResultRow = pg.QueryResultRow>(
   } finally {
     await client.end();
   }
+}
+
+/** The repository's capabilities.yaml (claude-code runs code; OpenClaw proxies to it). */
+const REPO_CAPABILITIES = join(import.meta.dirname, '../../../capabilities.yaml');
+
+/**
+ * Two hub processes on one PostgreSQL schema (`schemas.next(label)`), both with a copy of the
+ * repository's capabilities.yaml; hub A holds an OpenClaw and a Claude Code token of team acme.
+ * Call it inside a `describe`: the hubs start before its tests and stop after them.
+ */
+export function useHubPair(url: string, schemas: ScratchSchemas, label: string) {
+  const schema = schemas.next(label);
+  const file = join(tempDir(`ctxbus-${label}-pg-`), 'capabilities.yaml');
+  writeFileSync(file, readFileSync(REPO_CAPABILITIES, 'utf8'));
+  const a = useHubProcess({
+    store: storeUrl(url, schema),
+    args: ['--capabilities', file],
+    tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
+  });
+  const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+  return { a, b };
 }
