@@ -124,6 +124,10 @@ describe('./dev bench --only task-peers', () => {
       );
       expect(value(`${system}: create -> started p99`)).toMatch(/^\d[\d.]* ms$/);
     }
+    const claims = value(
+      'ctxbus on SQLite: claim attempts per task (idle workers racing for each new task)',
+    );
+    expect(Number(claims)).toBeGreaterThanOrEqual(1);
     if (withServer) {
       for (const store of ['PostgreSQL', 'SQLite']) {
         expect(value(`ctxbus on ${store}: CPU per task / graphile-worker's`)).toMatch(

@@ -65,6 +65,8 @@ interface RunResult {
   allPostgresMs: number;
   createToStart: number[];
   watch: PgWatchResult | null;
+  /** ctxbus: claim calls its hub answered (GET /api/admin/tasks); null for the peers. */
+  claimAttempts?: number;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -368,6 +370,8 @@ async function runCtxbus(
     const first = Math.min(...timeline.sent.values());
     const last = follow.last();
     const result = await endRun(measured, before, tasks, last - first, []);
+    const stats = await call(hub.url, 'GET', '/api/admin/tasks', { token: hub.adminToken ?? '' });
+    if (stats.status === 200) result.claimAttempts = stats.body.claims.attempts as number;
     const started = await startedAt(hub, origin, timeline.ids.keys());
     for (const [id, index] of timeline.ids) {
       const at = started.get(id);
@@ -411,6 +415,9 @@ function merge(runs: readonly RunResult[]): RunResult {
     databaseMs: total((run) => run.databaseMs),
     allPostgresMs: total((run) => run.allPostgresMs),
     createToStart: runs.flatMap((run) => run.createToStart),
+    ...(runs.every((run) => run.claimAttempts !== undefined) && {
+      claimAttempts: total((run) => run.claimAttempts ?? 0),
+    }),
     watch: runs.some((run) => run.watch)
       ? { backendsMs: 0, allPostgresMs: 0, samples, lockWaits, samplesWithLockWait }
       : null,
@@ -556,11 +563,18 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
   for (const system of order) rows.push(...systemRows(system, results.get(system) as RunResult));
   rows.push(...ratioRows(results));
   rows.push(...lockRows(results.get('ctxbus-pg')));
-  rows.push({
-    section: SECTION,
-    metric: 'ctxbus claim attempts per task',
-    value: 'not measured: the hub reports no claim count (no metrics or admin route for it)',
-  });
+  for (const system of ['ctxbus-pg', 'ctxbus-sqlite'] as const) {
+    const run = results.get(system);
+    if (run?.claimAttempts === undefined) continue;
+    const ratio = run.claimAttempts / run.tasks;
+    rows.push({
+      section: SECTION,
+      metric: `${LABELS[system]}: claim attempts per task (idle workers racing for each new task)`,
+      value: ratio.toFixed(2),
+      target: '<= 1.1',
+      ok: ratio <= 1.1,
+    });
+  }
   if (options.serverUrl === null)
     rows.push({
       section: SECTION,

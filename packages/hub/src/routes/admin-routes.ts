@@ -19,6 +19,18 @@ const streamStatsSchema = z.object({
   }),
 });
 
+const taskStatsSchema = z.object({
+  claims: z
+    .object({ attempts: z.int().nonnegative(), taken: z.int().nonnegative() })
+    .meta({ description: 'Claim calls this hub answered, and how many of them took a task.' }),
+  relay: z.object({
+    failures: z
+      .int()
+      .nonnegative()
+      .meta({ description: 'Relay passes that failed (each retried).' }),
+  }),
+});
+
 export const adminRoutes = [
   defineRoute({
     method: 'POST',
@@ -104,6 +116,28 @@ export const adminRoutes = [
           maxPendingBytes: services.feed.maxPendingBytes,
           ended: { ...services.feed.ended },
           catchUpReads: services.feed.catchUpReads,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/admin/tasks',
+    operationId: 'taskStats',
+    summary: "This hub's task counters (admin)",
+    description:
+      'Since this hub started: claim calls it answered and how many took a task (attempts per task taken show whether idle workers herd on each new task), and task relay passes that failed.',
+    tags: ['admin'],
+    auth: 'admin',
+    responses: {
+      200: { description: 'The counts.', schema: taskStatsSchema },
+    },
+    handler({ services }) {
+      return {
+        status: 200,
+        body: {
+          claims: { ...services.tasks.claims },
+          relay: { failures: services.taskRelay.failures },
         },
       };
     },

@@ -85,6 +85,9 @@ function updateRefusal(task: Task, state: TaskState): string {
 }
 
 export class TaskLifecycle {
+  /** Claim calls answered since the hub started, and how many took a task. */
+  readonly claims = { attempts: 0, taken: 0 };
+
   constructor(private readonly deps: TaskLifecycleDeps) {}
 
   /** Routes and stores a new task from `viewer`'s runtime. */
@@ -173,8 +176,11 @@ export class TaskLifecycle {
   }
 
   /** A worker takes the next task routed to its runtime (or one it can do), or null. */
-  claim(options: ClaimTaskOptions): Promise<Task | null> {
-    return this.relayed(this.deps.store.claimTask(options));
+  async claim(options: ClaimTaskOptions): Promise<Task | null> {
+    this.claims.attempts += 1;
+    const task = await this.relayed(this.deps.store.claimTask(options));
+    if (task !== null) this.claims.taken += 1;
+    return task;
   }
 
   /** Extends a claim's lease (only its holder, `holder`): no event, nothing to announce. */

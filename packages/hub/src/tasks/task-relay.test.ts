@@ -222,6 +222,21 @@ function relayCases(name: string, backend: () => Backend) {
       expect(live.filter((item) => item.key === null)).toHaveLength(1);
     });
 
+    it('counts claim calls and the claims that took a task, for GET /api/admin/tasks', async () => {
+      current = backend();
+      const store = await openStore();
+      const hub = await start(store);
+      await someChanges(hub, 'counted');
+      const empty = await hub.services.tasks.claim({
+        teamId: 'acme',
+        runtime: 'web',
+        workerId: 'w2',
+        leaseMs: 30_000,
+      });
+      expect(empty).toBeNull();
+      expect(hub.services.tasks.claims).toEqual({ attempts: 3, taken: 2 });
+    });
+
     it('audit verification finds a task event without its audit records', async () => {
       current = backend();
       const store = await openStore();
