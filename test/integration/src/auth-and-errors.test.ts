@@ -360,6 +360,7 @@ describe('the OpenAPI document', () => {
         'sharedContext',
         'streamContext',
         'streamStats',
+        'taskStats',
         'streamContextWebSocket',
         'verifyAudit',
         'writeContext',
