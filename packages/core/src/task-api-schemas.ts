@@ -86,7 +86,7 @@ export const taskIdParamsSchema = z.strictObject({ id: taskIdSchema });
 const leaseMsSchema = z.int().min(1_000).max(TASK_LIMITS.maxLeaseMs);
 const fencingTokenSchema = z.int().positive().meta({
   description:
-    "The claim's fencing token; a stale one is refused with 409 (reason stale_lease). Only the runtime that claimed the task may use it (403, reason not_lease_holder).",
+    "The claim's fencing token, from the claim's answer only (reads never show it); a stale or wrong one is refused with 409 (reason stale_lease). Only the runtime that claimed the task may use it (403, reason not_lease_holder).",
 });
 const workerIdSchema = z
   .string()

@@ -228,8 +228,9 @@ export const taskLeaseSchema = z.strictObject({
    */
   runtime: z.string().nullable(),
   /**
-   * Fencing token: grows with every claim of this task. Shown to the holder only (the claim's
-   * answer, and reads by the holder's runtime); null in everyone else's view.
+   * Fencing token: random, new with every claim of this task. Only the claim's (and renew's)
+   * answer carries it, so only the worker instance that claimed the task knows it; every read
+   * shows null, even to the holder's runtime.
    */
   token: z.number().int().positive().nullable(),
   expiresAt: z.iso.datetime(),

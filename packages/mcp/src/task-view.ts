@@ -150,8 +150,7 @@ export function routingSentence(routing: RoutingDecision, origin: string): strin
 /** One line: state, title, who does it. */
 export function taskHeadline(task: TaskView): string {
   const where = task.targetRuntime ? ` on ${task.targetRuntime}` : '';
-  const token = task.lease?.token == null ? '' : ` (token ${task.lease.token})`;
-  const held = task.lease ? `, held by ${task.lease.workerId}${token}` : '';
+  const held = task.lease ? `, held by ${task.lease.workerId}` : '';
   return `${task.state}: ${task.title} [${task.id}]${where}${held}`;
 }
 

@@ -470,10 +470,10 @@ export interface ExpireTasksOptions {
  *   `now` as the item lifecycle's sweep does.
  * - Every state change appends a TaskEvent in the same transaction; states move only as
  *   core's `TASK_TRANSITIONS` allow (`conflict` otherwise), terminal states never change.
- * - A claim moves the oldest claimable task to WORKING with a lease and a fencing token one
- *   above the task's previous one; renew, complete and fail must carry the current token
- *   while the lease runs, else `conflict` (reason `stale_lease`): a worker that lost its
- *   lease never overwrites a newer result.
+ * - A claim moves the oldest claimable task to WORKING with a lease and a fencing token
+ *   (random, never the previous one: only the claimer knows it); renew, complete and fail
+ *   must carry the current token while the lease runs, else `conflict` (reason
+ *   `stale_lease`): a worker that lost its lease never overwrites a newer result.
  */
 export interface TaskStore {
   /**

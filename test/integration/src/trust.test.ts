@@ -213,25 +213,36 @@ describe('only people approve', () => {
 });
 
 describe('only the worker holding the lease reports on a task', () => {
-  it('refuses progress, complete, fail and update from another runtime, whatever token it sends; the real result stands', async () => {
+  it('refuses progress, complete, fail and update from another runtime, and from another process of the same runtime; the real result stands', async () => {
     const id = await createTask(hub.tokens.claw, 'wait for go', {
       argv: ['node', 'wait.js', 'held'],
       cwd: project,
     });
     const working = await waitForState(id, 'WORKING');
-    // Readers other than the holder do not see the fencing token; the holder does.
+    // No read shows the fencing token, not even to the holder's runtime: only the worker
+    // process whose claim it answered knows it (it is random, so it cannot be guessed either).
     expect(working.lease).toMatchObject({ runtime: 'claude-code', token: null });
-    const held = await readTask(id, hub.tokens.code);
-    const token = held.lease.token as number;
-    expect(token).toBe(held.attempts);
-    const forged: [string, Record<string, unknown>][] = [
+    const asHolderRuntime = await call(hub.url, 'GET', `/api/tasks/${id}`, {
+      token: hub.tokens.code,
+    });
+    expect(asHolderRuntime.body.task.lease).toMatchObject({ runtime: 'claude-code', token: null });
+    const notes = asHolderRuntime.body.history.map((event: { note: string | null }) => event.note);
+    expect(notes.join(' ')).not.toMatch(/token/i);
+    const listed = await call(hub.url, 'GET', '/api/tasks?state=WORKING', {
+      token: hub.tokens.code,
+    });
+    const mine = listed.body.tasks.find((task: { id: string }) => task.id === id);
+    expect(mine.lease.token).toBeNull();
+
+    const forged = (token: number): [string, Record<string, unknown>][] => [
       ['progress', { token, output: 'ALL TESTS PASSED' }],
       ['complete', { token, result: { exitCode: 0, stdout: 'ALL TESTS PASSED' } }],
       ['fail', { token, error: { code: 'forged', message: 'run it again' }, retry: true }],
       ['update', { state: 'INPUT_REQUIRED', token, note: 'forged' }],
     ];
+    // Other runtimes: refused before the token is looked at.
     for (const runtimeToken of [hub.tokens.claw, hub.tokens.stranger, hub.tokens.cli]) {
-      for (const [action, body] of forged) {
+      for (const [action, body] of forged(1)) {
         const response = await call(hub.url, 'POST', `/api/tasks/${id}/${action}`, {
           token: runtimeToken,
           body,
@@ -240,12 +251,27 @@ describe('only the worker holding the lease reports on a task', () => {
         expect(response.body.error.details.reason).toBe('not_lease_holder');
       }
     }
+    // The holder's runtime from another process (a second worker, or an agent that read the
+    // runtime's token from its config): its guesses are stale claims, and the refusal does not
+    // tell it the current token.
+    for (const guess of [1, 2, 3]) {
+      for (const [action, body] of forged(guess)) {
+        const response = await call(hub.url, 'POST', `/api/tasks/${id}/${action}`, {
+          token: hub.tokens.code,
+          body,
+        });
+        expect(response.status, `${action}: ${JSON.stringify(response.body)}`).toBe(409);
+        expect(response.body.error.details.reason).toBe('stale_lease');
+        const told = JSON.stringify(response.body).replaceAll(id, 'ID');
+        expect(told.replaceAll(`token ${guess} `, ''), told).not.toMatch(/\d{2,}/);
+      }
+    }
     const still = await readTask(id, hub.tokens.code);
-    expect([still.state, still.attempts, still.lease.token]).toEqual(['WORKING', 1, token]);
+    expect([still.state, still.attempts]).toEqual(['WORKING', 1]);
     const refused = (await auditRecords('task.report-refused')).filter((r) => r.subject === id);
-    expect(refused).toHaveLength(12);
+    expect(refused).toHaveLength(24);
     expect(new Set(refused.map((record) => record.actor))).toEqual(
-      new Set(['openclaw', 'stranger', 'cli']),
+      new Set(['openclaw', 'stranger', 'cli', 'claude-code']),
     );
     // The worker's own result is the one that stands, after one run.
     writeFileSync(join(project, 'go-held'), '');

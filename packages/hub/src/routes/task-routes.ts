@@ -21,16 +21,20 @@ import {
 } from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
-import { taskViewFor, taskViewsFor } from '../tasks/task-view.js';
+import { taskView, taskViews } from '../tasks/task-view.js';
 
 function notFound(id: string): CtxbusError {
   return new CtxbusError('not_found', `no task ${id} in your team`, { details: { id } });
 }
 
+/** The refusals of a report that are audited: not the holder's runtime, or not its claim. */
+const AUDITED_REFUSALS: ReadonlySet<unknown> = new Set(['not_lease_holder', 'stale_lease']);
+
 /**
  * Rethrows `error`; a refusal because the caller does not hold the lease is audited first
- * (`task.report-refused`: who tried what on whose task), since it is either a bug or an
- * attempt to forge a result.
+ * (`task.report-refused`: who tried what on whose task, and why), since it is a worker that
+ * lost its lease, a bug, or an attempt to forge a result (another runtime, or another process
+ * of the holder's runtime guessing the claim's token).
  */
 async function refusedReport(
   services: HubServices,
@@ -39,15 +43,15 @@ async function refusedReport(
   action: 'renew' | 'progress' | 'complete' | 'fail' | 'update',
   error: unknown,
 ): Promise<never> {
-  if (
-    CtxbusError.isInstance(error) &&
-    (error.details as { reason?: unknown } | undefined)?.reason === 'not_lease_holder'
-  ) {
+  const reason = CtxbusError.isInstance(error)
+    ? (error.details as { reason?: unknown } | undefined)?.reason
+    : undefined;
+  if (CtxbusError.isInstance(error) && AUDITED_REFUSALS.has(reason)) {
     await services.tasks.recordRefusal(viewer.teamId, {
       kind: 'task.report-refused',
       actor: viewer.runtime,
       subject: id,
-      data: { action, runtime: viewer.runtime, reason: 'not_lease_holder', message: error.message },
+      data: { action, runtime: viewer.runtime, reason: String(reason), message: error.message },
     });
   }
   throw error;
@@ -81,7 +85,7 @@ export const taskRoutes = [
       return {
         status: outcome.status === 'created' ? 201 : 200,
         body: {
-          task: taskViewFor(outcome.task, viewer.runtime),
+          task: taskView(outcome.task),
           status: outcome.status,
           routing: outcome.routing,
         },
@@ -110,7 +114,7 @@ export const taskRoutes = [
       return {
         status: 200,
         body: {
-          tasks: taskViewsFor(tasks, viewer.runtime),
+          tasks: taskViews(tasks),
           nextAfter: tasks.length === query.limit && last ? last.id : null,
         },
       };
@@ -128,7 +132,7 @@ export const taskRoutes = [
     async handler({ params, viewer, services }) {
       const found = await services.store.getTask(viewer.teamId, params.id);
       if (!found) throw notFound(params.id);
-      return { status: 200, body: { ...found, task: taskViewFor(found.task, viewer.runtime) } };
+      return { status: 200, body: { ...found, task: taskView(found.task) } };
     },
   }),
   defineRoute({
@@ -146,7 +150,7 @@ export const taskRoutes = [
     },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks.cancel(viewer.teamId, params.id, viewer.runtime, body.note);
-      return { status: 200, body: { task: taskViewFor(task, viewer.runtime) } };
+      return { status: 200, body: { task: taskView(task) } };
     },
   }),
   defineRoute({
@@ -155,7 +159,7 @@ export const taskRoutes = [
     operationId: 'claimTask',
     summary: "Worker: take the oldest task routed to the caller's runtime",
     description:
-      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, complete and fail must carry. Renew at a third of the lease. `task` is null when none is waiting; workers wait on their stream for the next `task` status item instead of polling.',
+      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, progress report, complete and fail must carry. Only this answer (and a renew) shows the token: reads never do, so keep it. Renew at a third of the lease. `task` is null when none is waiting; workers wait on their stream for the next `task` status item instead of polling.',
     tags: ['tasks'],
     auth: 'runtime',
     body: claimTaskRequestSchema,
@@ -225,7 +229,11 @@ export const taskRoutes = [
         );
       }
       if (task.state !== 'WORKING' || lease === null || lease.token !== body.token) {
-        throw staleLeaseError(task.id, `token ${body.token} does not hold the task`);
+        const stale = staleLeaseError(
+          task.id,
+          `token ${body.token} is not the current claim's token`,
+        );
+        return refusedReport(services, viewer, params.id, 'progress', stale);
       }
       if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
         throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
@@ -299,7 +307,7 @@ export const taskRoutes = [
       const task = await services.tasks
         .update(viewer, params.id, body)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'update', error));
-      return { status: 200, body: { task: taskViewFor(task, viewer.runtime) } };
+      return { status: 200, body: { task: taskView(task) } };
     },
   }),
 ];

@@ -1,19 +1,18 @@
 import type { Task } from '@ctxbus/core';
 
-// What a reader sees of a task. The fencing token of a WORKING task's lease is the holder's:
-// the claim's answer carries it, and reads by the runtime that claimed the task show it; every
-// other reader (another runtime, an admin token) sees `token: null`. The token alone no longer
-// lets anyone report on a task (the hub checks the holder's runtime too), but it is nobody
-// else's business, and a counter shown to everyone invites guessing the next one.
+// What a reader sees of a task. A WORKING task's fencing token belongs to the worker instance
+// whose claim it answered: the claim's (and renew's) answer carries it, and no read shows it,
+// not even to the holder's own runtime (a second worker, or an agent holding that runtime's
+// token, reads as that runtime too). The token is random (store: newFencingToken), so the
+// instance that claimed a task is the only one that can report on it.
 
-/** `task` as `runtime` (null: an admin token) may see it. */
-export function taskViewFor<T extends Task | null>(task: T, runtime: string | null): T {
+/** `task` as a reader sees it: the lease without its fencing token. */
+export function taskView<T extends Task | null>(task: T): T {
   if (task === null || task.lease === null || task.lease.token === null) return task;
-  if (runtime !== null && task.lease.runtime === runtime) return task;
   return { ...task, lease: { ...task.lease, token: null } };
 }
 
-/** Each task as `runtime` may see it. */
-export function taskViewsFor(tasks: readonly Task[], runtime: string | null): Task[] {
-  return tasks.map((task) => taskViewFor(task, runtime));
+/** Each task as a reader sees it. */
+export function taskViews(tasks: readonly Task[]): Task[] {
+  return tasks.map((task) => taskView(task));
 }

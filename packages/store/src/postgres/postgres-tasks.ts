@@ -24,6 +24,7 @@ import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
 import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
 import {
   checkLeaseMs,
+  newFencingToken,
   plannedApprovalExpiry,
   plannedCancel,
   plannedComplete,
@@ -386,7 +387,7 @@ export class PostgresTasks implements TaskStore {
            SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
          ), claimed AS (
            UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
-             token = t.token + 1, lease_worker = $5, lease_runtime = $3,
+             token = $7, lease_worker = $5, lease_runtime = $3,
              lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
              updated_at = $2::timestamptz, expires_at = NULL
             FROM next WHERE t.rid = next.rid
@@ -400,6 +401,7 @@ export class PostgresTasks implements TaskStore {
           options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
           options.workerId,
           leaseMs,
+          newFencingToken(),
         ],
       );
       if (!row) return null;
@@ -408,7 +410,7 @@ export class PostgresTasks implements TaskStore {
         from: 'SUBMITTED' as const,
         to: 'WORKING' as const,
         by: options.workerId,
-        note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
+        note: `claimed (attempt ${stored.task.attempts})`,
         atMs: nowMs,
       };
       await this.appendEvent(client, stored.task, stored.rid, event, {

@@ -20,7 +20,7 @@ export interface TaskColumns {
   attempts: number;
   max_attempts: number;
   ttl_seconds: number | null;
-  /** The fencing token of the latest claim (0 before the first); kept when the lease ends. */
+  /** The fencing token of the latest claim (random; 0 before the first); kept when the lease ends. */
   token: number;
   lease_worker: string | null;
   /** The runtime that claimed the task (null: claimed before holders were recorded). */

@@ -24,6 +24,7 @@ import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
 import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
 import {
   checkLeaseMs,
+  newFencingToken,
   plannedApprovalExpiry,
   plannedCancel,
   plannedComplete,
@@ -303,7 +304,7 @@ export class SqliteTasks implements TaskStore {
     const team = options.teamId === undefined ? '' : 'AND team_id = ?4';
     return this.connection.transaction(() => {
       const row = this.one(
-        `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = token + 1,
+        `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = ?7,
            lease_worker = ?1, lease_runtime = ?5, lease_expires_at = ?2 + ?3, updated_at = ?2,
            expires_at = NULL
          WHERE rid = coalesce(
@@ -327,6 +328,7 @@ export class SqliteTasks implements TaskStore {
         options.teamId ?? null,
         options.runtime,
         capabilities,
+        newFencingToken(),
       );
       if (!row) return null;
       const stored = rowToStored(row);
@@ -337,7 +339,7 @@ export class SqliteTasks implements TaskStore {
           from: 'SUBMITTED',
           to: 'WORKING',
           by: options.workerId,
-          note: `claimed (attempt ${stored.task.attempts}, token ${stored.token})`,
+          note: `claimed (attempt ${stored.task.attempts})`,
           atMs: nowMs,
         },
         { kind: 'claimed', actor: options.runtime },

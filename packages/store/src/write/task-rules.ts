@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { NewTask, Task, TaskError, TaskState } from '@ctxbus/core';
 import {
   assertTransition,
@@ -97,6 +98,16 @@ export function plannedNewTask(
 }
 
 /**
+ * A claim's fencing token: random (48 bits), so only the worker instance the claim answered
+ * knows it. Another process holding the same runtime's token (a second worker, or an agent
+ * reading that token from its config) cannot guess it, and no read route, event note, error
+ * or audit record shows it. Only equality is checked, so it need not grow.
+ */
+export function newFencingToken(): number {
+  return randomInt(1, 2 ** 48);
+}
+
+/**
  * Throws `conflict` (stale_lease) unless `token` holds the running lease of a WORKING task, and
  * `forbidden` (not_lease_holder) when `holder` is given and is not the runtime that claimed it
  * (checked before the token, so a refusal says nothing about the token).
@@ -115,7 +126,7 @@ export function assertLease(
     throw notLeaseHolderError(task.id, holder, task.lease.runtime);
   }
   if (token !== stored.token) {
-    throw staleLeaseError(task.id, `token ${token} is not the current token ${stored.token}`);
+    throw staleLeaseError(task.id, `token ${token} is not the current claim's token`);
   }
   if (Date.parse(task.lease.expiresAt) <= nowMs) {
     throw staleLeaseError(task.id, `the lease ended at ${task.lease.expiresAt}`);
@@ -269,7 +280,7 @@ export function plannedCancel(
 export function plannedLeaseExpiry(stored: StoredTask, nowMs: number): TaskMutation {
   const { task } = stored;
   const worker = task.lease?.workerId ?? 'unknown';
-  const note = `lease of ${worker} (token ${stored.token}) expired`;
+  const note = `lease of ${worker} expired`;
   if (task.attempts < task.maxAttempts) {
     return moved(stored, 'SUBMITTED', {}, HUB_ACTOR, `${note}; requeued`, nowMs);
   }
