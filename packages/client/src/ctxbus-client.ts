@@ -157,15 +157,17 @@ export class CtxbusClient {
   private readonly token: string;
   private readonly http: KyInstance;
   private readonly fetchImpl: typeof fetch;
+  private readonly timeoutMs: number;
 
   constructor(settings: CtxbusClientSettings = {}) {
     this.url = setting(settings.url, 'CTXBUS_URL', 'hub URL', '--url').replace(/\/+$/, '');
     this.token = setting(settings.token, 'CTXBUS_TOKEN', 'token', '--token');
     this.fetchImpl = settings.fetch ?? fetch;
+    this.timeoutMs = settings.timeoutMs ?? 10_000;
     this.http = ky.create({
       baseUrl: `${this.url}/`,
       headers: { authorization: `Bearer ${this.token}` },
-      timeout: settings.timeoutMs ?? 10_000,
+      timeout: this.timeoutMs,
       retry: { limit: settings.retries ?? 1 },
       throwHttpErrors: false,
       fetch: this.fetchImpl,
@@ -176,7 +178,7 @@ export class CtxbusClient {
     schema: T,
     method: 'get' | 'post' | 'delete',
     path: string,
-    options: { json?: unknown; searchParams?: URLSearchParams } = {},
+    options: { json?: unknown; searchParams?: URLSearchParams; extraTimeoutMs?: number } = {},
   ): Promise<z.output<T>> {
     let response: Response;
     try {
@@ -184,6 +186,7 @@ export class CtxbusClient {
         method,
         ...(options.json !== undefined && { json: options.json }),
         ...(options.searchParams && { searchParams: options.searchParams }),
+        ...(options.extraTimeoutMs && { timeout: this.timeoutMs + options.extraTimeoutMs }),
       });
     } catch (error) {
       if (isNetworkError(error) || isTimeoutError(error) || error instanceof TypeError) {
@@ -367,9 +370,15 @@ export class CtxbusClient {
   }
 
   /** Worker: the oldest task routed to this runtime, now WORKING under a lease; null if none. */
-  async claimTask(body: { workerId: string; capabilities?: string[]; leaseMs?: number }) {
-    return (await this.request(claimTaskResponseSchema, 'post', 'api/tasks/claim', { json: body }))
-      .task;
+  /** Takes a task, or null; with `waitMs`, the hub holds the call until one comes in. */
+  async claimTask(body: {
+    workerId: string;
+    capabilities?: string[];
+    leaseMs?: number;
+    waitMs?: number;
+  }) {
+    const options = { json: body, extraTimeoutMs: body.waitMs ?? 0 };
+    return (await this.request(claimTaskResponseSchema, 'post', 'api/tasks/claim', options)).task;
   }
 
   /** Worker: extends the lease; a `conflict` means the task is someone else's now. */

@@ -96,6 +96,10 @@ export const claimTaskRequestSchema = z.strictObject({
   workerId: workerIdSchema,
   capabilities: z.array(capabilityNameSchema).max(TASK_LIMITS.capabilities).optional(),
   leaseMs: leaseMsSchema.default(DEFAULT_TASK_LEASE_MS),
+  waitMs: z.int().min(0).max(TASK_LIMITS.maxClaimWaitMs).default(0).meta({
+    description:
+      'How long to wait for a task when none is waiting now (long poll; default 0: answer at once). The hub wakes one waiting claim per new task it can take, so idle workers do not all race for each task.',
+  }),
 });
 export const claimTaskResponseSchema = z.object({ task: taskSchema.nullable() });
 

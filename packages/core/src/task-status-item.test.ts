@@ -54,8 +54,15 @@ describe('the task status item', () => {
         state,
         targetRuntime: 'claude-code',
         origin: 'openclaw',
+        requiredCapabilities: task(state).requiredCapabilities,
       });
     }
+  });
+
+  it('reads an item written before it carried the needed capabilities as unknown ones', () => {
+    const item = stored(taskStatusItem(task('SUBMITTED'), null));
+    const older = { task: { id: task('SUBMITTED').id, state: 'SUBMITTED', targetRuntime: null } };
+    expect(taskStatusOf({ ...item, runtimeOptions: older })?.requiredCapabilities).toBeNull();
   });
 
   it('is null for an item that reports no task, or a state no task has', () => {

@@ -28,6 +28,8 @@ export interface TaskStatusReport {
   state: TaskState;
   targetRuntime: string | null;
   origin: string | null;
+  /** What the task needs (null: an item written before status items said). */
+  requiredCapabilities: string[] | null;
 }
 
 const URGENCY: Record<TaskState, Urgency> = {
@@ -101,9 +103,15 @@ export function taskStatusItem(task: Task, note: string | null, output?: string)
         state: task.state,
         targetRuntime: task.targetRuntime,
         origin: task.origin,
+        requiredCapabilities: task.requiredCapabilities,
       },
     },
   };
+}
+
+function stringsOrNull(value: unknown): string[] | null {
+  if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) return null;
+  return value;
 }
 
 /** The task a status item reports, or null when it is no task status item. */
@@ -117,6 +125,7 @@ export function taskStatusOf(item: ContextItem): TaskStatusReport | null {
     state: task.state as TaskState,
     targetRuntime: typeof task.targetRuntime === 'string' ? task.targetRuntime : null,
     origin: typeof task.origin === 'string' ? task.origin : null,
+    requiredCapabilities: stringsOrNull(task.requiredCapabilities),
   };
 }
 

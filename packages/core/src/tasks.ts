@@ -110,6 +110,8 @@ export const TASK_LIMITS = {
   resultBytes: 512 * 1024,
   maxTtlSeconds: 30 * 24 * 3600,
   maxAttempts: 100,
+  /** Longest a claim may wait for a task (its `waitMs`). */
+  maxClaimWaitMs: 25_000,
   /** Longest lease a claim or renew may ask for. */
   maxLeaseMs: 60 * 60 * 1000,
 } as const;

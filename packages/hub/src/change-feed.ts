@@ -106,6 +106,7 @@ export class ChangeFeed {
   private closed = false;
   private watching: { close(): void } | null = null;
   private readonly listeners = new Set<() => void>();
+  private readonly taps = new Set<(changes: readonly Change[]) => void>();
   readonly store: Store;
   readonly clock: () => Date;
   readonly maxPendingBytes: number;
@@ -174,6 +175,26 @@ export class ChangeFeed {
     this.watching = this.store.watchChanges?.((seq) => this.notify(seq)) ?? null;
   }
 
+  /**
+   * Hands `listener` every change the feed reads, of every team, in order, until the returned
+   * function is called: an in-process observer (the task claim waiters), best effort (no
+   * catch-up; a change read while nobody listened is not handed again).
+   */
+  tap(listener: (changes: readonly Change[]) => void): () => void {
+    this.taps.add(listener);
+    return () => this.taps.delete(listener);
+  }
+
+  /** Whether anyone takes changes: when nobody does, the feed only moves its cursor. */
+  private get unheard(): boolean {
+    return this.subscribers.size === 0 && this.taps.size === 0;
+  }
+
+  private hand(changes: readonly Change[]): void {
+    for (const tap of this.taps) tap(changes);
+    for (const subscriber of this.subscribers) subscriber.offer(changes);
+  }
+
   get subscriberCount(): number {
     return this.subscribers.size;
   }
@@ -185,7 +206,7 @@ export class ChangeFeed {
   notify(seq?: number): void {
     if (this.closed) return;
     for (const listener of this.listeners) listener();
-    if (seq !== undefined && this.subscribers.size === 0) {
+    if (seq !== undefined && this.unheard) {
       this.cursor = Math.max(this.cursor, seq);
       return;
     }
@@ -233,18 +254,18 @@ export class ChangeFeed {
     }
     for (const listener of this.listeners) listener();
     this.cursor = last.seq;
-    if (this.subscribers.size === 0) return;
+    if (this.unheard) return;
     const changes: Change[] = created.map((item) => ({
       seq: item.seq,
       kind: 'added',
       teamId: item.teamId,
       item,
     }));
-    for (const subscriber of this.subscribers) subscriber.offer(changes);
+    this.hand(changes);
   }
 
   private async pump(): Promise<void> {
-    if (this.subscribers.size === 0) {
+    if (this.unheard) {
       // Nobody to tell. A subscriber that joins later reads the store from its own cursor.
       this.cursor = await this.store.latestSeq();
       return;
@@ -254,7 +275,7 @@ export class ChangeFeed {
       const last = changes.at(-1);
       if (!last) return;
       this.cursor = last.seq;
-      for (const subscriber of this.subscribers) subscriber.offer(changes);
+      this.hand(changes);
       if (changes.length < READ_BATCH) return;
     }
   }

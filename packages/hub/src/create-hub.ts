@@ -49,6 +49,7 @@ import { taskRoutes } from './routes/task-routes.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
 import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
 import { AuditAnchor } from './tasks/audit-anchor.js';
+import { ClaimWaiters } from './tasks/claim-waiters.js';
 import { TaskLifecycle } from './tasks/task-lifecycle.js';
 import type { TaskRelayOptions } from './tasks/task-relay.js';
 import { TaskRelay } from './tasks/task-relay.js';
@@ -254,6 +255,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       maxStreamsPerTeam: options.maxStreamsPerTeam,
     }),
   });
+  const claimWaiters = new ClaimWaiters(feed);
   const capabilities = options.capabilities
     ? await CapabilitiesSource.open(options.capabilities, clock, logger)
     : CapabilitiesSource.none(clock, logger);
@@ -309,6 +311,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       committed: (outcomes) => feed.committed(outcomes),
       relay: taskRelay,
       onAudit,
+      waiters: claimWaiters,
     }),
     taskRelay,
   };
@@ -483,6 +486,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       clearInterval(streamGuard);
       await sweeper?.close();
       await taskSweeper?.close();
+      claimWaiters.close();
       await taskRelay.close();
       auditAnchor?.close();
       await services.dispatcher?.close();

@@ -16,6 +16,8 @@ export interface RequestOptions {
   rawBody?: string;
   contentType?: string;
   headers?: Record<string, string>;
+  /** Ends the call (the hub sees the client go away). */
+  signal?: AbortSignal;
 }
 
 /** One HTTP call to the hub; the JSON body is parsed when there is one. */
@@ -35,6 +37,7 @@ export async function call(
     method,
     headers,
     ...(body !== undefined && { body }),
+    ...(options.signal && { signal: options.signal }),
   });
   const text = await response.text();
   let parsed: unknown = text;

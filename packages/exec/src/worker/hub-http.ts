@@ -1,17 +1,14 @@
-import type { IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { ContextItem, ErrorCode, Task } from '@ctxbus/core/contract';
-import { CtxbusError, ERROR_CODES, TASK_STATES, taskStatusOf } from '@ctxbus/core/contract';
-import { createParser } from 'eventsource-parser';
+import type { ErrorCode, Task } from '@ctxbus/core/contract';
+import { CtxbusError, ERROR_CODES, TASK_STATES } from '@ctxbus/core/contract';
 import type { WorkerHubApi } from './task-worker.js';
 
 // The worker's hub port on node:http with one keep-alive agent. Profiled under load (300 tasks
 // through `ctxbus worker`), the full client's fetch + ky + zod path was a quarter of the
-// worker's CPU per task: five calls a task (claim, complete, the stream's three status items).
-// Here a call is one request on a kept-alive socket, its answer checked for the fields the
-// worker reads (the hub validated the task when it wrote it), and a stream event is decoded
-// only as far as the task status item's state.
+// worker's CPU per task. Here a call is one request on a kept-alive socket, its answer checked
+// for the fields the worker reads (the hub validated the task when it wrote it). The worker
+// learns of new tasks by long-polling its claim (`waitMs`), not from a stream.
 
 export interface WorkerHubSettings {
   url: string;
@@ -85,15 +82,23 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
       },
     );
 
-  const call = (method: Method, path: string, body?: unknown): Promise<unknown> =>
+  const call = (
+    method: Method,
+    path: string,
+    body?: unknown,
+    wait?: { ms: number; signal?: AbortSignal },
+  ): Promise<unknown> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
+      // A long poll answers after up to `wait.ms`: only silence past that is an unanswered call.
+      const limitMs = timeoutMs + (wait?.ms ?? 0);
       const req = send(
         new URL(path, base),
         {
           method,
           agent,
-          timeout: timeoutMs,
+          timeout: limitMs,
+          ...(wait?.signal && { signal: wait.signal }),
           headers: {
             authorization,
             accept: 'application/json',
@@ -119,7 +124,7 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
           });
         },
       );
-      req.on('timeout', () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
+      req.on('timeout', () => req.destroy(new Error(`no answer in ${limitMs} ms`)));
       req.on('error', (error) => reject(unreachable(error)));
       req.end(payload);
     });
@@ -130,8 +135,11 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
     async leave(instanceId) {
       await call('DELETE', `api/presence/${encodeURIComponent(instanceId)}`);
     },
-    async claimTask(body) {
-      const answer = (await call('POST', 'api/tasks/claim', body)) as { task?: unknown } | null;
+    async claimTask(body, signal) {
+      const wait = { ms: body.waitMs ?? 0, ...(signal && { signal }) };
+      const answer = (await call('POST', 'api/tasks/claim', body, wait)) as {
+        task?: unknown;
+      } | null;
       return answer?.task === null ? null : checkedTask(answer?.task);
     },
     renewTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'renew'), body)),
@@ -146,96 +154,6 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
         throw new CtxbusError('internal', 'the hub answered with no approval key');
       return answer.publicKey;
     },
-    taskSignals: (signal, onSignal) =>
-      followTaskSignals({ base, send, authorization, signal, onSignal }),
     close: () => agent.destroy(),
   };
-}
-
-interface FollowOptions {
-  base: URL;
-  send: typeof httpRequest;
-  authorization: string;
-  signal: AbortSignal;
-  onSignal: () => void;
-}
-
-/**
- * Calls `onSignal` when a task may be waiting: the stream is (re)connected, or a SUBMITTED
- * task status item arrived. A dropped stream reconnects (backing off to 5 s) without
- * `Last-Event-ID`: what it missed does not matter, the reconnection is itself a signal to
- * claim. Ends when `signal` aborts; throws when the hub refuses the token.
- */
-async function followTaskSignals(options: FollowOptions): Promise<void> {
-  const { signal } = options;
-  let delay = 250;
-  while (!signal.aborted) {
-    try {
-      await followOnce(options, () => {
-        delay = 250;
-      });
-    } catch (error) {
-      if (signal.aborted) return;
-      if (CtxbusError.isInstance(error) && !error.retryable) throw error;
-    }
-    if (signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, delay);
-      signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    delay = Math.min(delay * 2, 5_000);
-  }
-}
-
-/** Whether a `context-added` event's item is a task waiting for a worker. */
-function isSubmittedTask(data: string): boolean {
-  // Most events report other states: skip those without decoding them.
-  if (!data.includes('"SUBMITTED"')) return false;
-  try {
-    const { item } = JSON.parse(data) as { item?: ContextItem };
-    return item !== undefined && taskStatusOf(item)?.state === 'SUBMITTED';
-  } catch {
-    return false;
-  }
-}
-
-function followOnce(options: FollowOptions, onOpen: () => void): Promise<void> {
-  const { base, send, authorization, signal, onSignal } = options;
-  return new Promise((resolve, reject) => {
-    const parser = createParser({
-      onEvent(event) {
-        if (event.event === 'ready') {
-          onOpen();
-          onSignal();
-        } else if (event.event === 'context-added' && isSubmittedTask(event.data)) {
-          onSignal();
-        }
-      },
-    });
-    const req = send(
-      new URL('api/stream?tags=task-submitted', base),
-      { headers: { authorization, accept: 'text/event-stream' }, signal },
-      (res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        if (status !== 200) {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-          });
-          res.on('end', () => reject(errorFromBody(status, text)));
-          return;
-        }
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => parser.feed(chunk));
-        res.on('end', () => resolve());
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }

@@ -39,7 +39,6 @@ function recordingHub() {
       progress.push(body.output);
     },
     approvalKey: async () => '',
-    taskSignals: async () => {},
   };
   return { hub, progress, completed };
 }

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { createPublicKey } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
 import { CtxbusError, DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core';
 import type { ExecutionPolicy } from '../prepare-execution.js';
@@ -8,10 +9,13 @@ import type { RunCommandResult } from '../run-command.js';
 import { detectPidNamespace } from '../sandbox.js';
 
 // The task worker behind `ctxbus worker` (`@ctxbus/exec/worker`): runs code_execution tasks routed to this runtime. It announces itself
-// (presence feeds the router), waits on its stream for task status items instead of polling,
-// claims under a lease that it renews at a third, runs the command through @ctxbus/exec's
+// (presence feeds the router), long-polls its claim (the hub wakes one waiting worker per new
+// task, so idle workers do not all race for it), holds a lease that it renews at a third, runs the command through @ctxbus/exec's
 // checks (deny by default, policy from the worker's own capabilities.yaml: a hub cannot widen
 // it), and posts the result with its fencing token.
+
+/** How long one claim waits on the hub for a task before the worker asks again. */
+const CLAIM_WAIT_MS = 20_000;
 
 /** What the worker needs from a hub (CtxbusClient implements it). */
 export interface WorkerHubApi {
@@ -23,11 +27,14 @@ export interface WorkerHubApi {
     ttlSeconds: number;
   }): Promise<unknown>;
   leave(instanceId: string): Promise<void>;
-  claimTask(body: {
-    workerId: string;
-    capabilities: string[];
-    leaseMs: number;
-  }): Promise<Task | null>;
+  /**
+   * Takes a task, or null. With `waitMs`, a hub with none waiting holds the call until one it
+   * can take comes in (or the time runs out); `signal` ends the call.
+   */
+  claimTask(
+    body: { workerId: string; capabilities: string[]; leaseMs: number; waitMs?: number },
+    signal?: AbortSignal,
+  ): Promise<Task | null>;
   renewTask(id: string, body: { token: number; leaseMs: number }): Promise<Task>;
   completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
   failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
@@ -47,8 +54,6 @@ export interface WorkerHubApi {
   taskProgress(id: string, body: { token: number; output: string }): Promise<unknown>;
   /** The hub's public key (PEM) that signs approvals. */
   approvalKey(): Promise<string>;
-  /** Resolves when a task may be waiting (a task status item arrived, or the stream reconnected). */
-  taskSignals(signal: AbortSignal, onSignal: () => void): Promise<void>;
 }
 
 export interface WorkerLimits {
@@ -159,10 +164,8 @@ export class TaskWorker {
   private readonly leaseMs: number;
   private readonly limits: WorkerLimits;
   private running = 0;
+  /** Resolves the wait for a free slot. */
   private wake: (() => void) | null = null;
-  private pendingSignal = true;
-  /** Counts wake-up calls, so one that arrives while a claim is in flight is not lost. */
-  private signals = 0;
   private approvalKey: KeyObject | null = null;
   /**
    * The environment commands' allowed variables come from, read once: reading process.env
@@ -196,31 +199,30 @@ export class TaskWorker {
         .catch((error: unknown) => logger.warn({ err: error }, 'presence heartbeat failed'));
     await announce();
     const heartbeat = setInterval(() => void announce(), (ttlSeconds * 1000) / 3);
-    const signals = hub
-      .taskSignals(signal, () => this.poke())
-      .catch((error: unknown) => {
-        if (!signal.aborted) logger.error({ err: error }, 'task stream ended');
-      });
     const inFlight = new Set<Promise<void>>();
+    let backoffMs = 0;
     try {
       while (!signal.aborted) {
-        if (this.running >= this.concurrency || !this.pendingSignal) {
+        if (this.running >= this.concurrency) {
           await this.nextWake(signal);
           continue;
         }
-        const asked = this.signals;
+        const claim = { workerId, capabilities: [CAPABILITY], leaseMs: this.leaseMs };
         const task = await hub
-          .claimTask({ workerId, capabilities: [CAPABILITY], leaseMs: this.leaseMs })
-          .catch((error: unknown) => {
-            logger.warn({ err: error }, 'claim failed');
+          .claimTask({ ...claim, waitMs: CLAIM_WAIT_MS }, signal)
+          .then((claimed) => {
+            backoffMs = 0;
+            return claimed;
+          })
+          .catch(async (error: unknown) => {
+            if (signal.aborted) return null;
+            // The hub is down or refused: try again after a growing pause (to 5 s).
+            backoffMs = Math.min(Math.max(backoffMs * 2, 250), 5_000);
+            logger.warn({ err: error, retryInMs: backoffMs }, 'claim failed');
+            await sleep(backoffMs, undefined, { signal }).catch(() => {});
             return null;
           });
-        if (!task) {
-          // Nothing waits: sleep until the stream says something changed (unless it already
-          // did while this claim was on its way).
-          if (this.signals === asked) this.pendingSignal = false;
-          continue;
-        }
+        if (!task) continue;
         this.running += 1;
         const work = this.process(task)
           .catch((error: unknown) => logger.error({ err: error, taskId: task.id }, 'task failed'))
@@ -235,13 +237,10 @@ export class TaskWorker {
       clearInterval(heartbeat);
       await Promise.allSettled(inFlight);
       await hub.leave(workerId).catch(() => {});
-      await signals;
     }
   }
 
   private poke(): void {
-    this.signals += 1;
-    this.pendingSignal = true;
     const wake = this.wake;
     this.wake = null;
     wake?.();

@@ -21,8 +21,16 @@ const streamStatsSchema = z.object({
 
 const taskStatsSchema = z.object({
   claims: z
-    .object({ attempts: z.int().nonnegative(), taken: z.int().nonnegative() })
-    .meta({ description: 'Claim calls this hub answered, and how many of them took a task.' }),
+    .object({
+      attempts: z.int().nonnegative(),
+      taken: z.int().nonnegative(),
+      wakes: z.int().nonnegative(),
+      parked: z.int().nonnegative(),
+    })
+    .meta({
+      description:
+        'Claim attempts (store claims) this hub made, how many took a task, how many waiting claims a new task woke, and how many wait now.',
+    }),
   relay: z.object({
     failures: z
       .int()
@@ -126,7 +134,7 @@ export const adminRoutes = [
     operationId: 'taskStats',
     summary: "This hub's task counters (admin)",
     description:
-      'Since this hub started: claim calls it answered and how many took a task (attempts per task taken show whether idle workers herd on each new task), and task relay passes that failed.',
+      'Since this hub started: claim attempts and how many took a task (attempts per task taken show whether idle workers herd on each new task), wakes of waiting claims, and task relay passes that failed.',
     tags: ['admin'],
     auth: 'admin',
     responses: {
@@ -136,7 +144,7 @@ export const adminRoutes = [
       return {
         status: 200,
         body: {
-          claims: { ...services.tasks.claims },
+          claims: { ...services.tasks.claims, ...services.tasks.waiting },
           relay: { failures: services.taskRelay.failures },
         },
       };

@@ -159,21 +159,24 @@ export const taskRoutes = [
     operationId: 'claimTask',
     summary: "Worker: take the oldest task routed to the caller's runtime",
     description:
-      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, progress report, complete and fail must carry. Only this answer (and a renew) shows the token: reads never do, so keep it. Renew at a third of the lease. `task` is null when none is waiting; workers wait on their stream for the next `task` status item instead of polling.',
+      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, progress report, complete and fail must carry. Only this answer (and a renew) shows the token: reads never do, so keep it. Renew at a third of the lease. `task` is null when none is waiting (with `waitMs`, when none came in that time): a worker long-polls with `waitMs` instead of polling, and each new task wakes one waiting claim that can take it.',
     tags: ['tasks'],
     auth: 'runtime',
     body: claimTaskRequestSchema,
     responses: {
       200: { description: 'The claimed task, or null.', schema: claimTaskResponseSchema },
     },
-    async handler({ body, viewer, services }) {
-      const task = await services.tasks.claim({
-        teamId: viewer.teamId,
-        runtime: viewer.runtime,
-        workerId: body.workerId,
-        leaseMs: body.leaseMs,
-        ...(body.capabilities && { capabilities: body.capabilities }),
-      });
+    async handler({ body, viewer, services, context }) {
+      const task = await services.tasks.claim(
+        {
+          teamId: viewer.teamId,
+          runtime: viewer.runtime,
+          workerId: body.workerId,
+          leaseMs: body.leaseMs,
+          ...(body.capabilities && { capabilities: body.capabilities }),
+        },
+        { ms: body.waitMs, signal: context.req.raw.signal },
+      );
       return { status: 200, body: { task } };
     },
   }),

@@ -29,6 +29,7 @@ import type {
 } from '@ctxbus/store';
 import type { CapabilitiesSource } from '../capabilities/capabilities-source.js';
 import type { PresenceRegistry } from '../capabilities/presence-registry.js';
+import type { ClaimWaiters } from './claim-waiters.js';
 
 // The task lifecycle: the hub's only caller of the task store's changes (create, claim, renew,
 // complete, fail, update, cancel, the sweeps). Routes, A2A, approvals and the sweeper call
@@ -52,6 +53,8 @@ export interface TaskLifecycleDeps {
   relay: { wake(): Promise<void> };
   /** The audit records a refusal became (the audit anchor checkpoints them). */
   onAudit?(teamId: string, records: readonly AuditRecord[]): void;
+  /** Where claims with `waitMs` park (none: a claim answers at once). */
+  waiters?: ClaimWaiters;
 }
 
 /**
@@ -85,10 +88,15 @@ function updateRefusal(task: Task, state: TaskState): string {
 }
 
 export class TaskLifecycle {
-  /** Claim calls answered since the hub started, and how many took a task. */
+  /** Claim attempts (store claims) since the hub started, and how many took a task. */
   readonly claims = { attempts: 0, taken: 0 };
 
   constructor(private readonly deps: TaskLifecycleDeps) {}
+
+  /** Waiting claims woken by a task since the hub started, and those waiting now. */
+  get waiting(): { wakes: number; parked: number } {
+    return { wakes: this.deps.waiters?.wakes ?? 0, parked: this.deps.waiters?.parked ?? 0 };
+  }
 
   /** Routes and stores a new task from `viewer`'s runtime. */
   async create(
@@ -175,8 +183,34 @@ export class TaskLifecycle {
     return this.relayed(this.deps.store.cancelTask(teamId, id, by, note));
   }
 
-  /** A worker takes the next task routed to its runtime (or one it can do), or null. */
-  async claim(options: ClaimTaskOptions): Promise<Task | null> {
+  /**
+   * A worker takes the next task routed to its runtime (or one it can do), or null. With
+   * `wait`, when none is waiting the claim parks until a task it can take is announced (then
+   * looks again), `wait.ms` runs out or `wait.signal` aborts (the worker went away).
+   */
+  async claim(
+    options: ClaimTaskOptions,
+    wait?: { ms: number; signal?: AbortSignal },
+  ): Promise<Task | null> {
+    const waiters = this.deps.waiters;
+    if (!wait || wait.ms <= 0 || !waiters) return this.claimOnce(options);
+    const deadline = performance.now() + wait.ms;
+    for (;;) {
+      // Registered before looking, so a task announced during the look wakes it.
+      const ticket = waiters.enter(options);
+      const task = await this.claimOnce(options).catch((error: unknown) => {
+        ticket.leave();
+        throw error;
+      });
+      if (task !== null) {
+        ticket.leave();
+        return task;
+      }
+      if (!(await ticket.wait(deadline - performance.now(), wait.signal))) return null;
+    }
+  }
+
+  private async claimOnce(options: ClaimTaskOptions): Promise<Task | null> {
     this.claims.attempts += 1;
     const task = await this.relayed(this.deps.store.claimTask(options));
     if (task !== null) this.claims.taken += 1;

@@ -191,6 +191,7 @@ function relayCases(name: string, backend: () => Backend) {
             state: task.state,
             targetRuntime: task.targetRuntime,
             origin: task.origin,
+            requiredCapabilities: task.requiredCapabilities,
           }))
           .sort(byId),
       );
