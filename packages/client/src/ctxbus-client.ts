@@ -42,6 +42,7 @@ import {
   listTasksResponseSchema,
   pendingResponseSchema,
   presenceAnnounceResponseSchema,
+  resolveItemResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
   streamDisconnectSchema,
@@ -232,6 +233,13 @@ export class CtxbusClient {
   async get(id: string) {
     return (await this.request(itemResponseSchema, 'get', `api/context/${encodeURIComponent(id)}`))
       .item;
+  }
+
+  /** One item as `runtime` (default: this token's) should inject it: `{format, content, injection}`. */
+  async resolve(id: string, runtime?: string) {
+    const path = `api/context/${encodeURIComponent(id)}/resolved`;
+    const searchParams = toSearchParams(runtime === undefined ? {} : { runtime });
+    return (await this.request(resolveItemResponseSchema, 'get', path, { searchParams })).resolved;
   }
 
   search(request: SearchRequest): Promise<SearchResponse> {

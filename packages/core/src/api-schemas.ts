@@ -269,6 +269,22 @@ export const itemIdParamsSchema = z.strictObject({ id: z.uuid() });
 
 export const itemResponseSchema = z.object({ item: contextItemSchema });
 
+export const resolveItemQuerySchema = z.strictObject({
+  runtime: runtimeNameSchema.optional().meta({
+    description: "The runtime to resolve the item for (default: the caller's).",
+  }),
+});
+
+export const resolveItemResponseSchema = z.object({
+  resolved: z.object({
+    format: z.enum(['markdown', 'text', 'json']),
+    content: z.string(),
+    injection: z.enum(['hook-additional-context', 'prepend-context', 'structured']),
+    itemId: z.string(),
+    runtime: z.string(),
+  }),
+});
+
 export const errorResponseSchema = z.object({
   error: z.object({
     code: z.string(),

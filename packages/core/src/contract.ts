@@ -36,6 +36,8 @@ export {
   MAX_LIST_LIMIT,
   MAX_TOKEN_BUDGET,
   parseWriteRequest,
+  resolveItemQuerySchema,
+  resolveItemResponseSchema,
   searchRequestSchema,
   searchResponseSchema,
   searchResultSchema,

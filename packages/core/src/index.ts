@@ -83,6 +83,9 @@ export { parseCapabilities } from './parse-capabilities.js';
 export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
 export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
 export type {
+  ItemDelivery,
+  ItemInjection,
+  ResolvedContext,
   Resolver,
   ResolverWarning,
   SharedContextBundle,
@@ -93,6 +96,7 @@ export {
   getResolver,
   KNOWN_RUNTIMES,
   RESOLVERS,
+  resolveItem,
   resolveSharedContext,
 } from './resolvers.js';
 export type {

@@ -6,7 +6,12 @@ import type {
 } from './context-builder.js';
 import { buildContext } from './context-builder.js';
 import type { ContextItem } from './context-item.js';
-import { hasMarkdownOrLines, markdownFormatter, plainTextFormatter } from './formatters.js';
+import {
+  hasMarkdownOrLines,
+  markdownFormatter,
+  plainLine,
+  plainTextFormatter,
+} from './formatters.js';
 import type {
   SharedCandidates,
   SharedContextLimits,
@@ -32,9 +37,48 @@ export interface Resolver {
   /** Whether the bundle carries the full items behind each section (structured clients). */
   includeItems: boolean;
   warnings(sections: readonly ContextSection[]): ResolverWarning[];
+  /** How one item reaches this runtime (`resolveItem`). */
+  item: ItemDelivery;
+}
+
+/**
+ * Seed 000's per-item resolution: `resolve(item, runtime) -> {format, content, injection}`,
+ * for a runtime that injects each new item as it arrives (a stream, a push). `injection` names
+ * where ctxbus's adapter for that runtime puts it.
+ */
+export interface ResolvedContext {
+  format: 'markdown' | 'text' | 'json';
+  content: string;
+  injection: ItemInjection;
+  /** The item resolved, and the runtime it was resolved for. */
+  itemId: string;
+  runtime: string;
+}
+
+/**
+ * Where an adapter puts injected context: Claude Code's hook `additionalContext` (kept in the
+ * transcript), before OpenClaw's prompt (`prependContext`), or handed to a structured client
+ * (the web UI), which renders it itself.
+ */
+export type ItemInjection = 'hook-additional-context' | 'prepend-context' | 'structured';
+
+export interface ItemDelivery {
+  format: ResolvedContext['format'];
+  injection: ItemInjection;
+  render(item: ContextItem): string;
 }
 
 const noWarnings = (): ResolverWarning[] => [];
+
+/** Context is data: every resolved item names the runtime it came from. */
+const origin = (item: ContextItem) => `from ${item.source.runtime}, ${item.type}`;
+
+const markdownItem: ItemDelivery = {
+  format: 'markdown',
+  injection: 'hook-additional-context',
+  render: (item) =>
+    `## Context Update: ${plainLine(item.title)}\n_${origin(item)}_\n\n${item.content || item.summary}`,
+};
 
 export const RESOLVERS: Readonly<Record<string, Resolver>> = {
   'claude-code': {
@@ -45,6 +89,7 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
     safetyMargin: 0.05,
     includeItems: false,
     warnings: noWarnings,
+    item: markdownItem,
   },
   openclaw: {
     runtime: 'openclaw',
@@ -71,6 +116,11 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
             },
           ];
     },
+    item: {
+      format: 'text',
+      injection: 'prepend-context',
+      render: (item) => `[${origin(item)}] ${plainLine(item.summary || item.title)}`,
+    },
   },
   web: {
     runtime: 'web',
@@ -80,6 +130,11 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
     safetyMargin: 0.05,
     includeItems: true,
     warnings: noWarnings,
+    item: {
+      format: 'json',
+      injection: 'structured',
+      render: (item) => JSON.stringify(item),
+    },
   },
 };
 
@@ -100,12 +155,23 @@ export const DEFAULT_RESOLVER: Resolver = {
   safetyMargin: 0.05,
   includeItems: false,
   warnings: noWarnings,
+  item: markdownItem,
 };
 
 /** The runtime's own resolver, else `DEFAULT_RESOLVER`. Never throws. */
 export function getResolver(runtime: string): Resolver {
   // Own properties only: `constructor` or `__proto__` must not find Object's.
   return (Object.hasOwn(RESOLVERS, runtime) ? RESOLVERS[runtime] : undefined) ?? DEFAULT_RESOLVER;
+}
+
+/**
+ * One item as `runtime` should inject it (seed 000: `resolver.resolve(item, currentRuntime)`,
+ * then `injectContext(resolved)`): Markdown with a `## Context Update:` heading for Claude Code
+ * and runtimes without a resolver, one plain line for OpenClaw, the item as JSON for the web.
+ */
+export function resolveItem(item: ContextItem, runtime: string): ResolvedContext {
+  const { format, injection, render } = getResolver(runtime).item;
+  return { format, content: render(item), injection, itemId: item.id, runtime };
 }
 
 export interface SharedContextRequest {

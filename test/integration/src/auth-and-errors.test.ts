@@ -349,6 +349,7 @@ describe('the OpenAPI document', () => {
         'getAgentCard',
         'getCapabilities',
         'getContextItem',
+        'resolveContextItem',
         'getRuntimeAgentCard',
         'health',
         'leavePresence',

@@ -2,7 +2,11 @@ import { call, useHubProcess, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 
 const hub = useHubProcess({
-  tokens: { code: ['acme', 'claude-code'], chat: ['acme', 'openclaw'] },
+  tokens: {
+    code: ['acme', 'claude-code'],
+    chat: ['acme', 'openclaw'],
+    other: ['globex', 'claude-code'],
+  },
 });
 
 const post = (body: unknown, token = hub.tokens.code) =>
@@ -388,5 +392,33 @@ describe("seed 000's API, verbatim", () => {
       expect(bundle.formattedMarkdown).toMatch(/^# Shared context \(ctxbus\)/);
       expect(bundle.formattedMarkdown).toContain('## Recent decisions');
     }
+  });
+});
+
+describe('resolving one item (seed 000: resolve each new item, then inject it)', () => {
+  it("answers {format, content, injection} for the caller's runtime or the one named", async () => {
+    const written = await post(
+      { type: 'decision', title: 'Ship on Friday', content: 'After the **review**.' },
+      hub.tokens.chat,
+    );
+    const { id } = written.body.items[0];
+    const mine = await get(`/api/context/${id}/resolved`);
+    expect(mine.status).toBe(200);
+    expect(mine.body.resolved).toEqual({
+      format: 'markdown',
+      content:
+        '## Context Update: Ship on Friday\n_from openclaw, decision_\n\nAfter the **review**.',
+      injection: 'hook-additional-context',
+      itemId: id,
+      runtime: 'claude-code',
+    });
+    const forChat = await get(`/api/context/${id}/resolved?runtime=openclaw`);
+    expect(forChat.body.resolved).toMatchObject({ format: 'text', injection: 'prepend-context' });
+    expect(forChat.body.resolved.content).toMatch(/^\[from openclaw, decision\] /);
+    // Another team cannot read it, so cannot resolve it; a bad runtime name is refused.
+    expect((await get(`/api/context/${id}/resolved`, hub.tokens.other)).status).toBe(404);
+    const bad = await get(`/api/context/${id}/resolved?runtime=${encodeURIComponent('no spaces')}`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('validation_failed');
   });
 });

@@ -8,6 +8,9 @@ import {
   listResponseSchema,
   parseWriteRequest,
   prepareParsedItem,
+  resolveItem,
+  resolveItemQuerySchema,
+  resolveItemResponseSchema,
   resolveSharedContext,
   searchRequestSchema,
   searchResponseSchema,
@@ -227,6 +230,29 @@ export const contextRoutes = [
       const item = await services.store.getItem(viewer, params.id);
       if (!item) throw notFound(params.id);
       return { status: 200, body: { item } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/context/:id/resolved',
+    operationId: 'resolveContextItem',
+    summary: 'One item as a runtime should inject it (seed 000: resolve, then inject)',
+    description:
+      "`{format, content, injection}`: Markdown under a `## Context Update:` heading for Claude Code (and runtimes without a resolver of their own), one plain line for OpenClaw, the item as JSON for the web; the content names the runtime the item came from. Resolves for the caller's runtime unless `runtime` names another; the caller must be able to read the item.",
+    tags: ['context'],
+    auth: 'runtime',
+    params: itemIdParamsSchema,
+    query: resolveItemQuerySchema,
+    responses: {
+      200: { description: 'The resolved item.', schema: resolveItemResponseSchema },
+    },
+    async handler({ params, query, viewer, services }) {
+      const item = await services.store.getItem(viewer, params.id);
+      if (!item) throw notFound(params.id);
+      return {
+        status: 200,
+        body: { resolved: resolveItem(item, query.runtime ?? viewer.runtime) },
+      };
     },
   }),
   defineRoute({
