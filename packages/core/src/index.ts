@@ -98,6 +98,7 @@ export {
 export type {
   ExecutionStep,
   ExecutionSummary,
+  Inherit,
   JsonValue,
   RunBounds,
   RunContextOptions,
