@@ -5,6 +5,7 @@ import type {
   CreateTaskRequest,
   DeadLetterInfo,
   ErrorCode,
+  ForgetKeyResponse,
   ListParams,
   ListResponse,
   PendingResponse,
@@ -33,6 +34,7 @@ import {
   deadLettersResponseSchema,
   ERROR_CODES,
   errorResponseSchema,
+  forgetKeyResponseSchema,
   healthResponseSchema,
   isSequenceText,
   itemResponseSchema,
@@ -229,6 +231,16 @@ export class CtxbusClient {
   async get(id: string) {
     return (await this.request(itemResponseSchema, 'get', `api/context/${encodeURIComponent(id)}`))
       .item;
+  }
+
+  /**
+   * Removes a key's value and its history (`DELETE /api/context?key=`): what deletes a
+   * persistent resource or a blackboard entry. `not_found` when the caller sees no value of it.
+   */
+  forget(key: string): Promise<ForgetKeyResponse> {
+    return this.request(forgetKeyResponseSchema, 'delete', 'api/context', {
+      searchParams: toSearchParams({ key }),
+    });
   }
 
   search(request: SearchRequest): Promise<SearchResponse> {

@@ -185,8 +185,11 @@ export class RunContext {
     if (inherit === false) return {};
     const all = { ...this.inherited, ...this.inputs, ...this.intermediateVars };
     const names = inherit === true ? Object.keys(all) : inherit;
-    const picked = names.filter((name) => Object.hasOwn(all, name)).map((name) => [name, all[name]]);
-    return structuredClone(Object.fromEntries(picked)) as Record<string, JsonValue>;
+    const picked = names
+      .filter((name) => Object.hasOwn(all, name))
+      .map((name) => [name, all[name]]);
+    // A deep copy (JSON values only), so neither run reaches into the other's objects.
+    return JSON.parse(JSON.stringify(Object.fromEntries(picked))) as Record<string, JsonValue>;
   }
 
   /** Sets an intermediate variable. A value over `maxValueBytes` is refused. */

@@ -378,6 +378,7 @@ describe('the OpenAPI document', () => {
         'approveTask',
         'denyTask',
         'updateTask',
+        'forgetKey',
       ].sort(),
     );
     // Route conformance, driven by the document: every secured route refuses a missing token,
