@@ -201,6 +201,8 @@ export {
   routingDecisionSchema,
   runtimePresenceSchema,
 } from './routing.js';
+// A type only: the run context itself (and its id maker) stays out of this entry.
+export type { JsonValue } from './run-context.js';
 export type {
   CreateSubscriptionRequest,
   DeadLetterInfo,
