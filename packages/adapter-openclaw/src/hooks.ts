@@ -53,6 +53,7 @@ export interface HookDeps {
 export const TOOL_GUIDE = [
   'ctxbus shares context between the agents of this team (other OpenClaw agents, Claude Code, the web UI).',
   'Record what others should know with context_write (decisions, discoveries, status, requests); find things with context_search and context_read; keep long-lived knowledge under path-like keys with memory_query and memory_write.',
+  "Share the swarm's scratch (task results, notes, created URLs, active routines, completed tasks) on the blackboard with update_swarm_shared_state; keep what the team will reuse as typed resources (notes, routines, API records, knowledge) with resource_manage.",
   'For work you cannot do here (run tests or commands, touch files on a machine), call capability_request: the hub routes it to a runtime that can and you get the result.',
   'A line "Decision: ..." in your reply is recorded as a team decision.',
 ].join('\n');

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
+import { Blackboard, PersistentResources } from '@ctxbus/client';
 import { describe, expect, it } from 'vitest';
 import type { AgentTool, ToolResult } from './openclaw-sdk.js';
 import { pluginConfigJsonSchema } from './plugin-config.js';
@@ -113,6 +114,104 @@ describe('context tools', () => {
     await expect(get('context_write').execute('call-bad', { type: 'gossip' })).rejects.toThrow(
       /^context_write failed: invalid input: type: .*title/,
     );
+  });
+});
+
+describe('layer tools (seed 004)', () => {
+  it("update_swarm_shared_state takes the seed's (key, value) and the board's fields, as the agent", async () => {
+    const { get } = toolsOf('research');
+    const set = await get('update_swarm_shared_state').execute('call-b1', {
+      key: 'market-size',
+      value: { eur: 1200000 },
+    });
+    expect(set.content[0]?.text).toContain('market-size');
+    const added = await get('update_swarm_shared_state').execute('call-b2', {
+      add: {
+        sharedNotes: [{ content: 'pricing page is stale', priority: 'medium' }],
+        createdUrls: ['https://example.com/report'],
+        activeRoutines: ['weekly-scan'],
+      },
+    });
+    expect((added.details as { board: unknown }).board).toMatchObject({
+      taskResults: { 'market-size': { eur: 1200000 } },
+      createdUrls: ['https://example.com/report'],
+      activeRoutines: ['weekly-scan'],
+      sharedNotes: [
+        { content: 'pricing page is stale', priority: 'medium', createdBy: 'openclaw/research' },
+      ],
+      updatedBy: 'openclaw/research',
+    });
+    // Claude Code reads the same board through the client.
+    const board = new Blackboard({ client: claude, board: { scope: 'space', id: 'swarm' } });
+    expect((await board.state()).createdUrls).toContain('https://example.com/report');
+    await expect(
+      get('update_swarm_shared_state').execute('call-b3', { key: 'x', value: 1, priority: 'high' }),
+    ).rejects.toThrow(/update_swarm_shared_state takes no "priority"; it takes board, key/);
+  });
+
+  it('resource_manage keeps typed resources Claude Code reads, and deletes them', async () => {
+    const { get } = toolsOf('main');
+    await get('resource_manage').execute('call-r1', {
+      action: 'add',
+      name: 'routines/triage',
+      value: { steps: ['label', 'assign'] },
+      type: 'routine',
+    });
+    const resources = new PersistentResources({ client: claude });
+    expect(await resources.read('routines/triage')).toMatchObject({
+      type: 'routine',
+      createdBy: 'openclaw/main',
+    });
+    const listed = await get('resource_manage').execute('call-r2', {
+      action: 'list',
+      type: 'routine',
+    });
+    expect(listed.content[0]?.text).toContain('routines/triage');
+    await get('resource_manage').execute('call-r3', { action: 'delete', name: 'routines/triage' });
+    expect(await resources.read('routines/triage')).toBeUndefined();
+    await expect(
+      get('resource_manage').execute('call-r4', {
+        action: 'get',
+        name: 'routines/triage',
+        value: 1,
+      }),
+    ).rejects.toThrow(/value do not go with get: resource_manage get takes name/);
+  });
+
+  it("never show another runtime's private values, nor another team's", async () => {
+    await new PersistentResources({ client: claude }).put('notes/claude-only', 'the cobalt idea', {
+      visibility: 'private',
+    });
+    await new Blackboard({
+      client: claude,
+      board: { scope: 'space', id: 'claude-scratch' },
+      visibility: 'private',
+    }).set('draft', 'cobalt');
+    const { get } = toolsOf('main');
+    await expect(
+      get('resource_manage').execute('call-p1', { action: 'get', name: 'notes/claude-only' }),
+    ).rejects.toThrow(/not found/);
+    const search = await get('resource_manage').execute('call-p2', {
+      action: 'list',
+      query: 'cobalt idea',
+    });
+    expect((search.details as { resources: unknown[] }).resources).toEqual([]);
+    const board = await get('update_swarm_shared_state').execute('call-p3', {
+      board: 'claude-scratch',
+    });
+    expect((board.details as { board: { taskResults: unknown } }).board.taskResults).toEqual({});
+
+    await get('resource_manage').execute('call-p4', {
+      action: 'put',
+      name: 'plans/acme',
+      value: 'acme only',
+    });
+    const outsider = toolsOf('main', { token: await hub.mint('openclaw', 'globex') });
+    await expect(
+      outsider.get('resource_manage').execute('call-p5', { action: 'get', name: 'plans/acme' }),
+    ).rejects.toThrow(/not found/);
+    const theirs = await outsider.get('update_swarm_shared_state').execute('call-p6', {});
+    expect((theirs.details as { board: { updatedBy: unknown } }).board.updatedBy).toBeNull();
   });
 });
 

@@ -37,6 +37,8 @@ export const PLUGIN_TOOL_NAMES = [
   'task_create',
   'task_status',
   'task_update',
+  'update_swarm_shared_state',
+  'resource_manage',
   CAPABILITY_REQUEST_TOOL,
 ] as const;
 
@@ -64,6 +66,7 @@ export function agentBackend(client: CtxbusClient, caller: Caller): ContextBacke
   return {
     write: (items) => client.write(Array.isArray(items) ? items.map(stamp) : stamp(items)),
     list: (params) => client.list(params),
+    forget: (key) => client.forget(key),
     get: (id) => client.get(id),
     search: (request) => client.search(request),
     shared: (params) => client.shared(params),

@@ -5,9 +5,10 @@ import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Blackboard, PersistentResources } from './blackboard.js';
+import { Blackboard } from './blackboard.js';
 import type { CtxbusClient } from './ctxbus-client.js';
 import { createClient } from './ctxbus-client.js';
+import { PersistentResources } from './persistent-resources.js';
 
 let store: Store;
 let running: RunningHub;
@@ -74,6 +75,53 @@ describe('Blackboard', () => {
       expect.objectContaining({ code: 'validation_failed' }),
     );
     await expect(board.set('bad name', 1)).rejects.toMatchObject({ code: 'validation_failed' });
+  });
+
+  it("state(): seed 004's board fields, each list element an entry of its own", async () => {
+    const board = new Blackboard({ client, board: { scope: 'space', id: 'fields' } });
+    await board.set('summary', { pages: 3 }, { kind: 'result' });
+    const [noteId] = await board.addNotes([
+      { content: 'check the staging DNS', tags: ['dns'], priority: 'high' },
+    ]);
+    await board.addToList('createdUrls', ['https://example.com/a', 'https://example.com/b']);
+    await board.addToList('createdUrls', ['https://example.com/a']); // there already: one entry
+    await board.addToList('activeRoutines', ['deploy', 'lint']);
+    await board.addToList('resourceIds', ['runbooks/deploy']);
+    expect(await board.removeFromList('activeRoutines', ['lint', 'never'])).toEqual(['lint']);
+    await board.addToList('completedTasks', ['lint']);
+    const state = await board.state();
+    expect(state).toMatchObject({
+      board: { scope: 'space', id: 'fields' },
+      taskResults: { summary: { pages: 3 } },
+      createdUrls: ['https://example.com/a', 'https://example.com/b'],
+      activeRoutines: ['deploy'],
+      completedTasks: ['lint'],
+      resourceIds: ['runbooks/deploy'],
+      updatedBy: 'web',
+    });
+    expect(state.sharedNotes).toEqual([
+      {
+        id: noteId,
+        content: 'check the staging DNS',
+        createdBy: 'web',
+        createdAt: expect.any(String),
+        tags: ['dns'],
+        priority: 'high',
+      },
+    ]);
+    const newest = (await board.entries()).at(-1)?.item;
+    expect(state.lastUpdated).toBe(newest?.createdAt);
+    await board.setList('createdUrls', ['https://example.com/b', 'https://example.com/c']);
+    expect((await board.state()).createdUrls).toEqual([
+      'https://example.com/b',
+      'https://example.com/c',
+    ]);
+    const theirs = new Blackboard({ client: outsider, board: { scope: 'space', id: 'fields' } });
+    expect(await theirs.state()).toMatchObject({
+      taskResults: {},
+      sharedNotes: [],
+      updatedBy: null,
+    });
   });
 
   it("updates() yields this board's blackboard-updated events only", async () => {
@@ -157,5 +205,59 @@ describe('PersistentResources', () => {
     expect(found.results.map((result) => result.item.id)).toEqual([item.id]);
     expect((await resources.search('blue-green')).results).toEqual([]); // superseded
     await expect(resources.put('/bad', 1)).rejects.toMatchObject({ code: 'validation_failed' });
+  });
+
+  it('typed: a type, title, tags and visibility that later puts keep; add and update check first', async () => {
+    const resources = new PersistentResources({ client });
+    await resources.put(
+      'routines/release',
+      { steps: ['tag', 'publish'] },
+      {
+        type: 'routine',
+        title: 'Release routine',
+        tags: ['release'],
+      },
+    );
+    await resources.put('routines/release', { steps: ['tag', 'build', 'publish'] });
+    expect(await resources.read('routines/release')).toMatchObject({
+      name: 'routines/release',
+      type: 'routine',
+      title: 'Release routine',
+      tags: ['release'],
+      visibility: 'team',
+      value: { steps: ['tag', 'build', 'publish'] },
+      createdBy: 'web',
+    });
+    await resources.put(
+      'apis/github',
+      { baseUrl: 'https://api.github.com' },
+      { type: 'api-record' },
+    );
+    expect((await resources.list({ type: 'routine' })).map((r) => r.name)).toEqual([
+      'routines/release',
+    ]);
+    expect((await resources.list({ prefix: 'apis' })).map((r) => r.type)).toEqual(['api-record']);
+    await expect(resources.put('routines/release', 1, { expect: 'new' })).rejects.toMatchObject({
+      code: 'conflict',
+    });
+    await expect(resources.put('routines/none', 1, { expect: 'existing' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+  });
+
+  it('delete removes the value and its history, for the team only', async () => {
+    const resources = new PersistentResources({ client });
+    const old = await resources.put('drafts/plan', 'plan with the fjord codename');
+    await resources.put('drafts/plan', 'plan v2');
+    expect(await new PersistentResources({ client: outsider }).delete('drafts/plan')).toBe(false);
+    expect(await resources.delete('drafts/plan')).toBe(true);
+    expect(await resources.get('drafts/plan')).toBeUndefined();
+    expect(await resources.delete('drafts/plan')).toBe(false);
+    const history = await client.list({ key: 'resource/drafts/plan', includeSuperseded: true });
+    expect(history.items).toEqual([]);
+    await expect(client.get(old.id)).rejects.toMatchObject({ code: 'not_found' });
+    expect((await client.search({ query: 'fjord codename' })).results).toEqual([]);
+    await resources.put('drafts/plan', 'a new plan');
+    expect(await resources.get('drafts/plan')).toBe('a new plan');
   });
 });

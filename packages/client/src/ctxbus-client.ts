@@ -5,6 +5,7 @@ import type {
   CreateTaskRequest,
   DeadLetterInfo,
   ErrorCode,
+  ForgetKeyResponse,
   ListParams,
   ListResponse,
   PendingResponse,
@@ -33,6 +34,7 @@ import {
   deadLettersResponseSchema,
   ERROR_CODES,
   errorResponseSchema,
+  forgetKeyResponseSchema,
   healthResponseSchema,
   isSequenceText,
   itemResponseSchema,
@@ -240,6 +242,16 @@ export class CtxbusClient {
     const path = `api/context/${encodeURIComponent(id)}/resolved`;
     const searchParams = toSearchParams(runtime === undefined ? {} : { runtime });
     return (await this.request(resolveItemResponseSchema, 'get', path, { searchParams })).resolved;
+  }
+
+  /**
+   * Removes a key's value and its history (`DELETE /api/context?key=`): what deletes a
+   * persistent resource or a blackboard entry. `not_found` when the caller sees no value of it.
+   */
+  forget(key: string): Promise<ForgetKeyResponse> {
+    return this.request(forgetKeyResponseSchema, 'delete', 'api/context', {
+      searchParams: toSearchParams({ key }),
+    });
   }
 
   search(request: SearchRequest): Promise<SearchResponse> {

@@ -1,9 +1,11 @@
 export type {
   BlackboardEntry,
   BlackboardSettings,
-  PersistentResourcesSettings,
+  BoardClient,
+  EntryOptions,
+  NoteInput,
 } from './blackboard.js';
-export { Blackboard, PersistentResources } from './blackboard.js';
+export { Blackboard } from './blackboard.js';
 export type {
   CtxbusClientSettings,
   ListParams,
@@ -11,5 +13,12 @@ export type {
   StreamParams,
 } from './ctxbus-client.js';
 export { CtxbusClient, createClient } from './ctxbus-client.js';
+export type {
+  ListResourcesOptions,
+  PersistentResourcesSettings,
+  PutResourceOptions,
+  ResourceClient,
+} from './persistent-resources.js';
+export { PersistentResources } from './persistent-resources.js';
 export type { VerifyWebhookOptions } from './verify-webhook.js';
 export { verifyWebhook } from './verify-webhook.js';

@@ -453,3 +453,21 @@ export const archiveResponseSchema = z.object({
   nextBefore: z.int().positive().nullable(),
 });
 export type ArchiveResponse = z.infer<typeof archiveResponseSchema>;
+
+/** Query of `DELETE /api/context`: the key whose value and history go. */
+export const forgetKeyQuerySchema = z.strictObject({
+  key: memoryKeySchema.meta({ description: 'The key to remove, e.g. `resource/runbooks/deploy`.' }),
+});
+
+export const forgetKeyResponseSchema = z.object({
+  key: z.string(),
+  removed: z.int().nonnegative().meta({
+    description:
+      'Values of the key removed: the live one and its history, as the caller sees them.',
+  }),
+  seq: z.int().positive().nullable().meta({
+    description:
+      'The change that announced it (the marker superseding the live value); null when the key had no live value, only history.',
+  }),
+});
+export type ForgetKeyResponse = z.infer<typeof forgetKeyResponseSchema>;

@@ -19,14 +19,26 @@ import { CtxbusError } from './errors.js';
 
 export const BLACKBOARD_TAG = 'blackboard';
 export const RESOURCE_TAG = 'resource';
+/** The tag of the marker that removes a key's value (`DELETE /api/context?key=`). */
+export const REMOVED_TAG = 'removed';
 /** The stream event a blackboard entry's change goes out as (SSE `?blackboard=true`). */
 export const BLACKBOARD_EVENT = 'blackboard-updated';
 
 export const BLACKBOARD_SCOPES = ['thread', 'space'] as const;
 export type BlackboardScope = (typeof BLACKBOARD_SCOPES)[number];
 
-/** Seed 004's kinds of blackboard content: task results, shared notes, resource ids. */
-export const BLACKBOARD_ENTRY_KINDS = ['result', 'note', 'resource-id'] as const;
+/**
+ * Seed 004's kinds of blackboard content: task results, shared notes, resource ids, created
+ * URLs, active routines and completed tasks (the last four are list fields of its board).
+ */
+export const BLACKBOARD_ENTRY_KINDS = [
+  'result',
+  'note',
+  'resource-id',
+  'url',
+  'active-routine',
+  'completed-task',
+] as const;
 export type BlackboardEntryKind = (typeof BLACKBOARD_ENTRY_KINDS)[number];
 
 const segment = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;

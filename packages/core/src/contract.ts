@@ -5,6 +5,7 @@ export type {
   CapabilitiesStatus,
   ChangeEventName,
   ChangeKind,
+  ForgetKeyResponse,
   ListParams,
   ListQuery,
   ListResponse,
@@ -25,6 +26,8 @@ export {
   createTokenRequestSchema,
   createTokenResponseSchema,
   errorResponseSchema,
+  forgetKeyQuerySchema,
+  forgetKeyResponseSchema,
   healthResponseSchema,
   isSequenceText,
   itemIdParamsSchema,
@@ -83,6 +86,7 @@ export {
   blackboardRefSchema,
   itemValue,
   parseBlackboardKey,
+  REMOVED_TAG,
   RESOURCE_TAG,
   resourceKey,
   resourceNameSchema,
@@ -150,6 +154,17 @@ export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.j
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 // The light entry's own list is the reviewed one; the contract carries all of it.
 export * from './light.js';
+export type { ResourceType, ResourceView } from './persistent-resource.js';
+export {
+  DEFAULT_RESOURCE_TYPE,
+  RESOURCE_TYPES,
+  resourceNameOf,
+  resourceOf,
+  resourceTypeOf,
+  resourceTypeSchema,
+  resourceTypeTag,
+  resourceViewSchema,
+} from './persistent-resource.js';
 export type {
   PresenceAnnounceRequest,
   PresenceInstance,
@@ -188,6 +203,8 @@ export {
   routingDecisionSchema,
   runtimePresenceSchema,
 } from './routing.js';
+// A type only: the run context itself (and its id maker) stays out of this entry.
+export type { JsonValue } from './run-context.js';
 export type {
   CreateSubscriptionRequest,
   DeadLetterInfo,
@@ -216,6 +233,26 @@ export {
   subscriptionSchema,
   webhookPayloadSchema,
 } from './subscription-schemas.js';
+export type {
+  BlackboardNote,
+  BoardListField,
+  NotePriority,
+  SwarmBlackboard,
+} from './swarm-blackboard.js';
+export {
+  BOARD_LIST_FIELD_NAMES,
+  BOARD_LIST_FIELDS,
+  blackboardNoteSchema,
+  boardListValueSchema,
+  entryKindOf,
+  listEntryName,
+  NOTE_PRIORITIES,
+  notePrioritySchema,
+  priorityTag,
+  swarmBlackboardOf,
+  swarmBlackboardSchema,
+  writerOf,
+} from './swarm-blackboard.js';
 export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
 export {
   ACTIVE_TASK_STATES,

@@ -102,6 +102,7 @@ export {
 export type {
   ExecutionStep,
   ExecutionSummary,
+  Inherit,
   JsonValue,
   RunBounds,
   RunContextOptions,

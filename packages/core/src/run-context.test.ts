@@ -98,11 +98,46 @@ describe('RunContext', () => {
     expect(child.parentRunId).toBe(parent.runId);
     expect(child.routineId).toBe('fetch');
     expect(child.depth).toBe(1);
-    expect(child.get('secret')).toBeUndefined();
     expect(child.get('url')).toBe('https://example.com');
     expect(child.clock).toBe(clock);
     expect(child.bounds.maxValueBytes).toBe(100);
     expect(parent.createChild().routineId).toBe('parent');
+  });
+
+  it("a child inherits its parent's variables as they were, and exports only its own", () => {
+    const parent = createRunContext({ routineId: 'parent', inputs: { region: 'eu', tier: 1 } });
+    parent.set('config', { retries: 2 }).set('tier', 2);
+    const child = parent.createChild({ region: 'us' }, { declaredExports: ['config', 'region'] });
+    const grandchild = child.createChild();
+    expect(child.get('config')).toEqual({ retries: 2 });
+    expect(child.get('tier')).toBe(2); // the parent's variable shadows its input
+    expect(child.get('region')).toBe('us'); // the child's own input shadows what it inherits
+    expect(grandchild.get('region')).toBe('us');
+    expect(grandchild.get('config')).toEqual({ retries: 2 });
+    expect(child.get('toString')).toBeUndefined();
+    // A snapshot: later changes on either side stay on that side.
+    parent.set('late', true);
+    (child.get('config') as { retries: number }).retries = 9;
+    child.set('tier', 3);
+    expect(child.get('late')).toBeUndefined();
+    expect(parent.get('config')).toEqual({ retries: 2 });
+    expect(parent.get('tier')).toBe(2);
+    // What it inherited is not its export; its own input is.
+    expect(child.exported()).toEqual({ region: 'us' });
+    expect(child.inherited).toMatchObject({ tier: 2, region: 'eu' });
+  });
+
+  it('createChild inherits nothing with inherit: false, only the names listed otherwise', () => {
+    const parent = createRunContext({ routineId: 'parent', inputs: { secret: 'only-parent' } });
+    parent.set('shared', 1);
+    expect(parent.createChild({}, { inherit: false }).get('secret')).toBeUndefined();
+    const picked = parent.createChild({}, { inherit: ['shared', 'missing'] });
+    expect(picked.get('shared')).toBe(1);
+    expect(picked.get('secret')).toBeUndefined();
+    expect(picked.inherited).toEqual({ shared: 1 });
+    expect(() => parent.createChild({}, { inherit: ['no spaces'] })).toThrow(
+      expect.objectContaining({ code: 'validation_failed' }),
+    );
   });
 
   it("exportToParent: the value becomes the parent's variable and the child's export", () => {

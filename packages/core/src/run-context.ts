@@ -81,6 +81,11 @@ function variableName(name: string): string {
   return parseOrThrow(runVariableNameSchema, name, 'name');
 }
 
+/** What a child run inherits of its parent's variables: all, none, or the names listed. */
+export type Inherit = boolean | readonly string[];
+
+const inheritSchema = z.union([z.boolean(), z.array(runVariableNameSchema).max(1_000)]);
+
 export interface RunContextOptions {
   routineId: string;
   inputs?: Record<string, JsonValue>;
@@ -109,6 +114,12 @@ export class RunContext {
   readonly parent: RunContext | undefined;
   readonly depth: number;
   readonly inputs: Readonly<Record<string, JsonValue>>;
+  /**
+   * The parent's variables as they were when this run started (seed 004: "child inherits
+   * parent variables"): read through `get` below the run's own inputs and variables, never
+   * exported, never written back. Empty for a root run or a child started with `inherit: false`.
+   */
+  readonly inherited: Readonly<Record<string, JsonValue>>;
   readonly intermediateVars: Record<string, JsonValue> = {};
   readonly exports: Record<string, JsonValue> = {};
   readonly declaredExports: Set<string>;
@@ -120,7 +131,7 @@ export class RunContext {
   private readonly newId: () => string;
   private current: { stepId: string; name: string; startedAt: string } | undefined;
 
-  constructor(options: RunContextOptions, parent?: RunContext) {
+  constructor(options: RunContextOptions & { inherit?: Inherit }, parent?: RunContext) {
     this.routineId = parseOrThrow(z.string().min(1).max(200), options.routineId, 'routineId');
     this.parent = parent;
     this.parentRunId = parent?.runId;
@@ -139,6 +150,7 @@ export class RunContext {
     }
     this.runId = this.newId();
     this.inputs = Object.freeze({ ...(options.inputs ?? {}) });
+    this.inherited = Object.freeze(parent ? parent.inheritable(options.inherit ?? true) : {});
     this.declaredExports = new Set(
       (options.declaredExports ?? []).map((name) => variableName(name)),
     );
@@ -149,11 +161,35 @@ export class RunContext {
     return this.current?.stepId;
   }
 
-  /** A variable by name: an intermediate variable first, else an input. */
+  /** A variable by name: an intermediate variable first, else an input, else an inherited one. */
   get(name: string): JsonValue | undefined {
-    return Object.hasOwn(this.intermediateVars, name)
-      ? this.intermediateVars[name]
-      : this.inputs[name];
+    if (this.owns(name)) return this.own(name);
+    return Object.hasOwn(this.inherited, name) ? this.inherited[name] : undefined;
+  }
+
+  private owns(name: string): boolean {
+    return Object.hasOwn(this.intermediateVars, name) || Object.hasOwn(this.inputs, name);
+  }
+
+  /** The run's own value of `name` (a variable, else an input): what it may export. */
+  private own(name: string): JsonValue | undefined {
+    if (Object.hasOwn(this.intermediateVars, name)) return this.intermediateVars[name];
+    return Object.hasOwn(this.inputs, name) ? this.inputs[name] : undefined;
+  }
+
+  /**
+   * A copy of every variable a child of this run sees (inherited, then inputs, then variables,
+   * the later shadowing the earlier), or of the names `inherit` lists.
+   */
+  private inheritable(inherit: Inherit): Record<string, JsonValue> {
+    if (inherit === false) return {};
+    const all = { ...this.inherited, ...this.inputs, ...this.intermediateVars };
+    const names = inherit === true ? Object.keys(all) : inherit;
+    const picked = names
+      .filter((name) => Object.hasOwn(all, name))
+      .map((name) => [name, all[name]]);
+    // A deep copy (JSON values only), so neither run reaches into the other's objects.
+    return JSON.parse(JSON.stringify(Object.fromEntries(picked))) as Record<string, JsonValue>;
   }
 
   /** Sets an intermediate variable. A value over `maxValueBytes` is refused. */
@@ -190,7 +226,7 @@ export class RunContext {
   exported(): Record<string, JsonValue> {
     const out: Record<string, JsonValue> = {};
     for (const name of this.declaredExports) {
-      const value = Object.hasOwn(this.exports, name) ? this.exports[name] : this.get(name);
+      const value = Object.hasOwn(this.exports, name) ? this.exports[name] : this.own(name);
       if (value !== undefined) out[name] = value;
     }
     return out;
@@ -237,14 +273,17 @@ export class RunContext {
   }
 
   /**
-   * A sub-run: same clock, id maker and bounds; `inputs` are its own (a child sees its parent
-   * only through what it is given, and answers only through `exportToParent`).
+   * A sub-run: same clock, id maker and bounds, its own `inputs`, and this run's variables
+   * inherited as they are now (`inherit`: true by default, false for none, or the names to
+   * pass). The child's own inputs and variables shadow what it inherits; it answers only
+   * through `exportToParent`, so nothing it sets changes this run otherwise.
    */
   createChild(
     inputs: Record<string, JsonValue> = {},
-    options: { routineId?: string; declaredExports?: readonly string[] } = {},
+    options: { routineId?: string; declaredExports?: readonly string[]; inherit?: Inherit } = {},
   ): RunContext {
-    return new RunContext({ routineId: this.routineId, ...options, inputs }, this);
+    const inherit = parseOrThrow(inheritSchema, options.inherit ?? true, 'inherit');
+    return new RunContext({ routineId: this.routineId, ...options, inputs, inherit }, this);
   }
 
   /** Hands a value to the parent run: it becomes the parent's intermediate variable `key`. */

@@ -3,6 +3,7 @@ import type {
   ContextItem,
   ContextItemInput,
   CreateTaskRequest,
+  ForgetKeyResponse,
   ListResponse,
   RoutingDecision,
   SearchRequest,
@@ -29,6 +30,11 @@ export interface ContextBackend {
   write(items: ContextItemInput | ContextItemInput[]): Promise<WriteResponse>;
   /** Live items, newest first, filtered as `GET /api/context` filters them. */
   list(params?: ListParams): Promise<ListResponse>;
+  /**
+   * Removes a key's value and its history (a resource, a blackboard entry); `not_found` when
+   * the caller sees no value of it.
+   */
+  forget(key: string): Promise<ForgetKeyResponse>;
   /** One item; `not_found` when it does not exist or is not visible to the caller. */
   get(id: string): Promise<ContextItem>;
   search(request: SearchRequest): Promise<SearchResponse>;

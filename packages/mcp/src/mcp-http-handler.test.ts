@@ -461,6 +461,7 @@ describe('Streamable HTTP endpoint', () => {
           return client.list(params);
         },
         get: (id) => client.get(id),
+        forget: (key) => client.forget(key),
         search: (request) => client.search(request),
         shared: (params) => client.shared(params),
         stream: (options) => client.stream(options),

@@ -56,7 +56,7 @@ describe('the stdio executable', () => {
     try {
       expect(client.getServerVersion()?.name).toBe('ctxbus');
       const { tools } = await client.listTools();
-      expect(tools).toHaveLength(9);
+      expect(tools).toHaveLength(11);
 
       await client.subscribeResource({ uri: 'decisions://recent' });
       const written = await client.callTool({

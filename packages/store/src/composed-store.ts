@@ -21,6 +21,7 @@ import type {
   CreateTaskOutcome,
   DeadLetter,
   EmbeddingSource,
+  ExpireKeyOptions,
   ExpireTasksOptions,
   FailTaskOptions,
   ItemLifecycle,
@@ -127,6 +128,10 @@ export abstract class ComposedStore implements Store {
 
   sweepItems(options: SweepOptions): Promise<SweepResult> {
     return this.domains.lifecycle.sweepItems(options);
+  }
+
+  expireKey(viewer: Viewer, key: string, options: ExpireKeyOptions): Promise<number> {
+    return this.domains.lifecycle.expireKey(viewer, key, options);
   }
 
   listArchivedItems(

@@ -15,6 +15,7 @@ export type {
   CreateTaskOutcome,
   DeadLetter,
   EmbeddingSource,
+  ExpireKeyOptions,
   ExpireTasksOptions,
   FailTaskOptions,
   ItemLifecycle,

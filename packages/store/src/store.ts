@@ -186,6 +186,13 @@ export interface SweepOptions {
   now: string;
 }
 
+export interface ExpireKeyOptions {
+  /** Items written after this sequence keep their expiry (a value written since). */
+  throughSeq: number;
+  /** The expiry they get (ISO date-time). */
+  at: string;
+}
+
 export interface SweepResult {
   expired: number;
   aged: number;
@@ -289,6 +296,13 @@ export interface ItemLifecycle {
    * stays monotonic. With `archive`, each swept item is kept in the archive first.
    */
   sweepItems(options: SweepOptions): Promise<SweepResult>;
+  /**
+   * Expires at `at` every item holding `key` that the viewer sees (its team's; private ones
+   * only of its runtime) up to sequence `throughSeq`, superseded ones included: reads hide them
+   * at once and the sweep takes them out like any expired item. An item already expired by
+   * `at` is left as it is. Returns how many items it expired.
+   */
+  expireKey(viewer: Viewer, key: string, options: ExpireKeyOptions): Promise<number>;
   /** Archived items the viewer may see (team, and private ones of its runtime), newest first. */
   listArchivedItems(
     viewer: Viewer,

@@ -379,6 +379,7 @@ describe('the OpenAPI document', () => {
         'approveTask',
         'denyTask',
         'updateTask',
+        'forgetKey',
       ].sort(),
     );
     // Route conformance, driven by the document: every secured route refuses a missing token,

@@ -2,6 +2,8 @@ import type { ContextItem, ListOptions, ListQuery, SharedSectionId } from '@ctxb
 import {
   CtxbusError,
   DEFAULT_SHARED_LIMITS,
+  forgetKeyQuerySchema,
+  forgetKeyResponseSchema,
   itemIdParamsSchema,
   itemResponseSchema,
   listQuerySchema,
@@ -23,6 +25,7 @@ import {
 } from '@ctxbus/core';
 import { defineRoute } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
+import { forgetKey } from './forget-key.js';
 
 function notFound(id: string): CtxbusError {
   return new CtxbusError(
@@ -149,6 +152,21 @@ export const contextRoutes = [
           nextBefore: items.length === options.limit && last ? last.seq : null,
         },
       };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/api/context',
+    operationId: 'forgetKey',
+    summary: "Remove a key's value and its history",
+    description:
+      "Removes the value a key holds and every earlier value of it that the caller sees (its team's; private ones only of its own runtime): what deletes a persistent resource or a blackboard entry. A marker item tagged `removed` (no content, the same scope, visibility and tags) supersedes the live value, so streams, subscriptions and webhooks get the removal as `context-superseded` and `context-added`; then every value up to the marker, the marker too, expires at once: lists, search and `includeSuperseded` reads no longer show them, and the lifecycle sweep takes them out (into the archive only with retention mode `archive`). A value written after the removal is a new one. 404 when the caller sees no value of the key.",
+    tags: ['context'],
+    auth: 'runtime',
+    query: forgetKeyQuerySchema,
+    responses: { 200: { description: 'What was removed.', schema: forgetKeyResponseSchema } },
+    async handler({ query, viewer, services }) {
+      return { status: 200, body: await forgetKey(services, viewer, query.key) };
     },
   }),
   defineRoute({

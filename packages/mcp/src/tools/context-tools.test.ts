@@ -23,7 +23,7 @@ async function call(name: string, args: Record<string, unknown>) {
 }
 
 describe('tools/list', () => {
-  it('lists the nine tools, each with input and output schemas and a teaching description', async () => {
+  it('lists the eleven tools, each with input and output schemas and a teaching description', async () => {
     const { tools } = await mcp.client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'context_read',
@@ -32,9 +32,11 @@ describe('tools/list', () => {
       'context_write',
       'memory_query',
       'memory_write',
+      'resource_manage',
       'task_create',
       'task_status',
       'task_update',
+      'update_swarm_shared_state',
     ]);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');

@@ -4,6 +4,8 @@ import { contextSharedTool } from './context-shared-tool.js';
 import { contextWriteTool } from './context-write-tool.js';
 import { memoryQueryTool } from './memory-query-tool.js';
 import { memoryWriteTool } from './memory-write-tool.js';
+import { resourceManageTool } from './resource-manage-tool.js';
+import { swarmStateTool } from './swarm-state-tool.js';
 import { taskCreateTool, taskStatusTool, taskUpdateTool } from './task-tools.js';
 import type { ToolContext } from './tool-context.js';
 import type { AnyToolDefinition } from './tool-definition.js';
@@ -20,5 +22,7 @@ export function contextTools(context: ToolContext): AnyToolDefinition[] {
     taskCreateTool(context),
     taskStatusTool(context),
     taskUpdateTool(context),
+    swarmStateTool(context),
+    resourceManageTool(context),
   ];
 }

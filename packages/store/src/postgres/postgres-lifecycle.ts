@@ -1,7 +1,13 @@
 import type { Viewer } from '@ctxbus/core';
 import type { Pool } from 'pg';
 import { partitionRuntime } from '../search/search-partition.js';
-import type { ArchivedItem, ItemLifecycle, SweepOptions, SweepResult } from '../store.js';
+import type {
+  ArchivedItem,
+  ExpireKeyOptions,
+  ItemLifecycle,
+  SweepOptions,
+  SweepResult,
+} from '../store.js';
 import type { PostgresTarget } from './postgres-connection.js';
 import { toStoreError } from './postgres-errors.js';
 import type { ItemRow } from './postgres-sql.js';
@@ -135,6 +141,27 @@ export async function listArchivedPostgres(
   }
 }
 
+/** See `ItemLifecycle.expireKey`: one statement over the key index. */
+export async function expireKeyPostgres(
+  target: PostgresTarget,
+  viewer: Viewer,
+  key: string,
+  options: ExpireKeyOptions,
+): Promise<number> {
+  try {
+    const result = await target.pool.query({
+      text: `UPDATE ${target.quotedSchema}.items SET expires_at = $5::timestamptz
+              WHERE team_id = $1 AND item_key = $2 AND rid <= $3
+                AND (visibility = 'team' OR source_runtime = $4)
+                AND (expires_at IS NULL OR expires_at > $5::timestamptz)`,
+      values: [viewer.teamId, key, options.throughSeq, viewer.runtime, options.at],
+    });
+    return result.rowCount ?? 0;
+  } catch (error) {
+    throw toStoreError(error, 'expire a key', target.location);
+  }
+}
+
 /** The item lifecycle over one schema: the functions above, once the store is checked open. */
 export class PostgresLifecycle implements ItemLifecycle {
   constructor(
@@ -146,6 +173,11 @@ export class PostgresLifecycle implements ItemLifecycle {
   async sweepItems(options: SweepOptions): Promise<SweepResult> {
     this.assertOpen();
     return sweepPostgres(this.target, this.termStats, options);
+  }
+
+  async expireKey(viewer: Viewer, key: string, options: ExpireKeyOptions): Promise<number> {
+    this.assertOpen();
+    return expireKeyPostgres(this.target, viewer, key, options);
   }
 
   async listArchivedItems(

@@ -1,6 +1,12 @@
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import type { Viewer } from '@ctxbus/core';
-import type { ArchivedItem, ItemLifecycle, SweepOptions, SweepResult } from '../store.js';
+import type {
+  ArchivedItem,
+  ExpireKeyOptions,
+  ItemLifecycle,
+  SweepOptions,
+  SweepResult,
+} from '../store.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
@@ -35,6 +41,19 @@ export class SqliteLifecycle implements ItemLifecycle {
     this.connection.assertOpen();
     this.flushWrites();
     return this.sweep(options);
+  }
+
+  async expireKey(viewer: Viewer, key: string, options: ExpireKeyOptions): Promise<number> {
+    this.connection.assertOpen();
+    this.flushWrites();
+    const at = Date.parse(options.at);
+    const result = this.statement(
+      `UPDATE items SET expires_at = ?
+        WHERE team_id = ? AND item_key = ? AND rid <= ?
+          AND (visibility = 'team' OR source_runtime = ?)
+          AND (expires_at IS NULL OR expires_at > ?)`,
+    ).run(at, viewer.teamId, key, options.throughSeq, viewer.runtime, at);
+    return Number(result.changes);
   }
 
   async listArchivedItems(

@@ -4,7 +4,12 @@ import { acme, acmeChat, globex } from './conformance-harness.js';
 
 // The lifecycle half of the store contract (see runStoreConformance, which runs these).
 
-export const LIFECYCLE_CASES = ['sweep-expiry', 'sweep-retention', 'sweep-archive'] as const;
+export const LIFECYCLE_CASES = [
+  'sweep-expiry',
+  'sweep-retention',
+  'sweep-archive',
+  'expire-key',
+] as const;
 
 export type LifecycleCase = (typeof LIFECYCLE_CASES)[number];
 
@@ -169,6 +174,48 @@ export function lifecycleCases(h: ConformanceHarness): Record<LifecycleCase, () 
       });
       expect(page.map((entry) => entry.item.title)).toEqual(['shared']);
       expect(await store.getItem(acme, shared.id)).toBeNull();
+    },
+
+    async 'expire-key'() {
+      const store = h.store();
+      const key = 'resource/runbooks/deploy';
+      const v1 = await h.write({ title: 'deploy v1', content: 'harbour crane', key });
+      const v2 = await h.write({ title: 'deploy v2', content: 'harbour crane', key });
+      const v3 = await h.write({ title: 'deploy v3', key });
+      const theirs = await h.write({ title: 'globex deploy', key }, globex);
+      const chat = await h.write(
+        { title: 'chat only', key: 'resource/z', visibility: 'private' },
+        acmeChat,
+      );
+      const through = { at: iso(), throughSeq: v2.seq };
+      // Up to the sequence given, superseded values included; a later value keeps its expiry.
+      expect(await store.expireKey(acme, key, through)).toBe(2);
+      const left = await store.listItems(acme, { key, includeSuperseded: true, limit: 10 });
+      expect(left.map((item) => item.id)).toEqual([v3.id]);
+      expect(await store.getItem(acme, v1.id)).toBeNull();
+      expect(await store.searchItems(acme, { query: 'harbour crane', limit: 10 })).toEqual([]);
+      expect(await store.expireKey(acme, key, { at: iso(), throughSeq: v3.seq })).toBe(1);
+      expect(await store.expireKey(acme, key, { at: iso(), throughSeq: v3.seq })).toBe(0);
+      expect(await store.listItems(acme, { key, includeSuperseded: true, limit: 10 })).toEqual([]);
+      // Another team's holder and another runtime's private item are not the caller's to expire.
+      expect(await store.getItem(globex, theirs.id)).not.toBeNull();
+      expect(await store.expireKey(acme, 'resource/z', { at: iso(), throughSeq: chat.seq })).toBe(
+        0,
+      );
+      expect(await store.getItem(acmeChat, chat.id)).not.toBeNull();
+      // The sweep takes them out like any expired item.
+      h.advance(1);
+      const swept = await store.sweepItems({
+        expiredBefore: iso(),
+        mode: 'delete',
+        limit: 100,
+        now: iso(),
+      });
+      expect(swept.expired).toBe(3);
+      // A value written after is a fresh one.
+      const next = await h.write({ title: 'deploy v4', key });
+      expect(next.supersedes).toBeNull();
+      expect((await store.listItems(acme, { key, limit: 1 }))[0]?.id).toBe(next.id);
     },
   };
 }
