@@ -312,6 +312,53 @@ await withPostgresServer('tasks through two stores at once on postgres', (url) =
       }
     });
 
+    it('racing changes of one task through two stores: each decided on the row it changes, one event each', async () => {
+      const schema = schemas.next('changes');
+      const first = await openPostgresStore({ connectionString: url, schema });
+      const second = await openPostgresStore({ connectionString: url, schema });
+      try {
+        for (let round = 0; round < 20; round += 1) {
+          const { task } = await first.createTask(TEAM, {
+            title: `race ${round}`,
+            requiredCapabilities: ['code_execution'],
+            origin: 'openclaw',
+            targetRuntime: 'claude-code',
+          });
+          const held = await first.claimTask({
+            teamId: TEAM,
+            runtime: 'claude-code',
+            workerId: 'w',
+            leaseMs: 30_000,
+          });
+          const token = held?.lease?.token ?? 0;
+          // A complete, a fail and a cancel at once, through both stores: one wins, and the
+          // others see the row it left (a stale lease, or a task that already ended).
+          const outcomes = await Promise.allSettled([
+            first.completeTask(TEAM, task.id, token, { round }),
+            second.failTask(TEAM, task.id, token, { code: 'x', message: 'y' }),
+            second.cancelTask(TEAM, task.id, 'openclaw', 'stop'),
+            first.completeTask(TEAM, task.id, token, { round, again: true }),
+          ]);
+          const won = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+          const ended = await second.getTask(TEAM, task.id);
+          const states = ended?.history.map((event) => event.to) ?? [];
+          expect(states.slice(0, 2)).toEqual(['SUBMITTED', 'WORKING']);
+          expect(states).toHaveLength(3);
+          expect(['COMPLETED', 'FAILED', 'CANCELED']).toContain(ended?.task.state);
+          // A cancel of a task that already ended answers it as it is; every other loser is
+          // refused, so exactly one change moved the task.
+          expect(won.length).toBeGreaterThanOrEqual(1);
+          for (const outcome of outcomes) {
+            if (outcome.status === 'rejected') {
+              expect(outcome.reason).toMatchObject({ code: 'conflict' });
+            }
+          }
+        }
+      } finally {
+        await Promise.all([first.close(), second.close()]);
+      }
+    });
+
     it('two stores sweeping expired leases at once requeue each task exactly once', async () => {
       const schema = schemas.next('sweep');
       const { clock, advance } = turnedClock();

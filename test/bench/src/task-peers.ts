@@ -341,7 +341,11 @@ async function runCtxbus(
     hub = await startHubProcess({
       ...(database ? { store: storeUrl(database.url, SCHEMA) } : { dataDir }),
       args: ['--log-level', 'warn', '--capabilities', capabilities],
-      env: { CTXBUS_VALIDATE_RESPONSES: '0' },
+      env: {
+        CTXBUS_VALIDATE_RESPONSES: '0',
+        // e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: profile the hub alone.
+        NODE_OPTIONS: process.env.CTXBUS_BENCH_HUB_NODE_OPTIONS ?? '',
+      },
     });
     const origin = await runtimeToken(hub, 'bench', 'openclaw');
     const code = await runtimeToken(hub, 'bench', 'claude-code');

@@ -66,6 +66,30 @@ interface SnapshotColumns {
 
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
+/** What a change writes to a task row: `$1` is the row id, `$2`..`$12` the fields. */
+const TASK_SET = `SET state = $2, attempts = $3, token = $4, lease_worker = $5,
+  lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
+  updated_at = $9::timestamptz, expires_at = $10::timestamptz, approval = $11::json,
+  lease_runtime = $12`;
+
+function taskValues(rid: number, mutation: TaskMutation): unknown[] {
+  const { task } = mutation;
+  return [
+    rid,
+    task.state,
+    task.attempts,
+    mutation.token,
+    task.lease?.workerId ?? null,
+    task.lease?.expiresAt ?? null,
+    json(task.result),
+    json(task.error),
+    task.updatedAt,
+    task.expiresAt,
+    json(task.approval),
+    task.lease?.runtime ?? null,
+  ];
+}
+
 function notFound(id: string): CtxbusError {
   return new CtxbusError('not_found', `no task ${id}`, { details: { taskId: id } });
 }
@@ -144,6 +168,7 @@ export class PostgresTasks implements TaskStore {
     return taskEventFromRow(row);
   }
 
+  /** Writes a change of a row this transaction holds locked, with its event (the sweeps). */
   private async write(
     client: PoolClient,
     rid: number,
@@ -152,31 +177,23 @@ export class PostgresTasks implements TaskStore {
   ): Promise<TaskEvent | null> {
     const { task } = mutation;
     await client.query(
-      `UPDATE ${this.s}.tasks SET state = $2, attempts = $3, token = $4, lease_worker = $5,
-         lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
-         updated_at = $9::timestamptz, expires_at = $10::timestamptz, approval = $11::json,
-         lease_runtime = $12
-       WHERE rid = $1`,
-      [
-        rid,
-        task.state,
-        task.attempts,
-        mutation.token,
-        task.lease?.workerId ?? null,
-        task.lease?.expiresAt ?? null,
-        json(task.result),
-        json(task.error),
-        task.updatedAt,
-        task.expiresAt,
-        json(task.approval),
-        task.lease?.runtime ?? null,
-      ],
+      `UPDATE ${this.s}.tasks ${TASK_SET} WHERE rid = $1`,
+      taskValues(rid, mutation),
     );
     return mutation.event === null
       ? null
       : this.appendEvent(client, task, rid, mutation.event, origin);
   }
 
+  /**
+   * Changes a task in two round trips and no explicit transaction: read the row with its
+   * version (`xmin`), decide in memory (task-rules.ts), then one statement writes the task and
+   * appends its event only if the row is still that version. A change that lost the race to
+   * another (a concurrent complete, a sweep) decides again on the row as it is now, so the
+   * rules always see the row they change, as under FOR UPDATE, without holding a lock across
+   * round trips. The event's INSERT reads the UPDATE's row, so the statement has written the
+   * task row before it takes its sequence (the outbox read relies on it).
+   */
   private async mutate(
     action: string,
     teamId: string,
@@ -185,20 +202,63 @@ export class PostgresTasks implements TaskStore {
     plan: (stored: StoredTask, nowMs: number) => TaskMutation | null,
   ): Promise<Task> {
     this.assertOpen();
-    return this.transaction(action, async (client) => {
-      const [row] = await this.rows<TaskColumns>(
-        client,
-        `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
-          WHERE t.team_id = $1 AND t.id = $2 FOR UPDATE`,
+    for (;;) {
+      const [row] = await this.query<TaskColumns & { version: string }>(
+        action,
+        `SELECT t.xmin::text AS version, ${COLUMNS('t')} FROM ${this.s}.tasks t
+          WHERE t.team_id = $1 AND t.id = $2`,
         [teamId, id],
+        true,
       );
       if (!row) throw notFound(id);
       const stored = taskFromRow(row);
       const mutation = plan(stored, this.clock().getTime());
       if (mutation === null) return stored.task;
-      await this.write(client, stored.rid, mutation, origin);
-      return mutation.task;
-    });
+      if (await this.writeIfUnchanged(action, stored.rid, row.version, mutation, origin)) {
+        return mutation.task;
+      }
+    }
+  }
+
+  /** Writes `mutation` and its event in one statement, if the row is still at `version`. */
+  private async writeIfUnchanged(
+    action: string,
+    rid: number,
+    version: string,
+    mutation: TaskMutation,
+    origin: TaskEventOrigin,
+  ): Promise<boolean> {
+    const { task, event } = mutation;
+    const [row] = await this.query<{ written: number }>(
+      action,
+      `WITH changed AS (
+         UPDATE ${this.s}.tasks ${TASK_SET}
+          WHERE rid = $1 AND xmin = $13::text::xid
+         RETURNING rid, id, team_id
+       ), appended AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT c.rid, c.id, c.team_id, $14::timestamptz, $15, $16, $17, $18, $19, $20, $21::json
+           FROM changed c WHERE $22::boolean
+         RETURNING seq
+       )
+       SELECT (SELECT count(*) FROM changed)::int AS written`,
+      [
+        ...taskValues(rid, mutation),
+        version,
+        event === null ? null : new Date(event.atMs).toISOString(),
+        event?.from ?? null,
+        event?.to ?? null,
+        event?.by ?? null,
+        event?.note ?? null,
+        origin.kind,
+        event === null ? null : outboxActor(origin, event.by),
+        JSON.stringify(task),
+        event !== null,
+      ],
+      true,
+    );
+    return (row?.written ?? 0) === 1;
   }
 
   /**
@@ -358,67 +418,68 @@ export class PostgresTasks implements TaskStore {
   }
 
   /** One statement picks and claims the task; its event follows in the same transaction. */
+  /**
+   * One statement, no explicit transaction: the oldest claimable row is taken and its event
+   * appended together. The event's task is the claimed row itself (the outbox reads it with
+   * the same `taskFromRow` as every read), and its INSERT reads the UPDATE's row, so the
+   * statement has written the task row before it takes its sequence.
+   */
   async claimTask(options: ClaimTaskOptions): Promise<Task | null> {
     this.assertOpen();
     const leaseMs = checkLeaseMs(options.leaseMs);
     const nowMs = this.clock().getTime();
     // With a team (the usual case) the scans walk its queue index in claim order.
     const team = options.teamId === undefined ? '$1::text IS NULL' : 'team_id = $1';
-    return this.transaction('claim a task', async (client) => {
-      const [row] = await this.rows<TaskColumns>(
-        client,
-        `WITH routed AS (
-           SELECT rid FROM ${this.s}.tasks
-            WHERE state = 'SUBMITTED' AND target_runtime = $3
-              AND ${team}
-              AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-            ORDER BY rid LIMIT 1
-            FOR UPDATE SKIP LOCKED
-         ), unrouted AS (
-           SELECT rid FROM ${this.s}.tasks
-            WHERE state = 'SUBMITTED' AND target_runtime IS NULL
-              AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
-              AND ${team}
-              AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-              AND NOT EXISTS (SELECT 1 FROM routed)
-            ORDER BY rid LIMIT 1
-            FOR UPDATE SKIP LOCKED
-         ), next AS (
-           SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
-         ), claimed AS (
-           UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
-             token = $7, lease_worker = $5, lease_runtime = $3,
-             lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
-             updated_at = $2::timestamptz, expires_at = NULL
-            FROM next WHERE t.rid = next.rid
-           RETURNING t.*
-         )
-         SELECT ${COLUMNS('c')} FROM claimed c`,
-        [
-          options.teamId ?? null,
-          new Date(nowMs).toISOString(),
-          options.runtime,
-          options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
-          options.workerId,
-          leaseMs,
-          newFencingToken(),
-        ],
-      );
-      if (!row) return null;
-      const stored = taskFromRow(row);
-      const event = {
-        from: 'SUBMITTED' as const,
-        to: 'WORKING' as const,
-        by: options.workerId,
-        note: `claimed (attempt ${stored.task.attempts})`,
-        atMs: nowMs,
-      };
-      await this.appendEvent(client, stored.task, stored.rid, event, {
-        kind: 'claimed',
-        actor: options.runtime,
-      });
-      return stored.task;
-    });
+    const [row] = await this.query<TaskColumns>(
+      'claim a task',
+      `WITH routed AS (
+         SELECT rid FROM ${this.s}.tasks
+          WHERE state = 'SUBMITTED' AND target_runtime = $3
+            AND ${team}
+            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+          ORDER BY rid LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       ), unrouted AS (
+         SELECT rid FROM ${this.s}.tasks
+          WHERE state = 'SUBMITTED' AND target_runtime IS NULL
+            AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
+            AND ${team}
+            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+            AND NOT EXISTS (SELECT 1 FROM routed)
+          ORDER BY rid LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       ), next AS (
+         SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
+       ), claimed AS (
+         UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
+           token = $7, lease_worker = $5, lease_runtime = $3,
+           lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
+           updated_at = $2::timestamptz, expires_at = NULL
+          FROM next WHERE t.rid = next.rid
+         RETURNING t.*
+       ), picked AS (
+         SELECT ${COLUMNS('c')} FROM claimed c
+       ), appended AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT p.rid, p.id, p.team_id, $2::timestamptz, 'SUBMITTED', 'WORKING', $5,
+                'claimed (attempt ' || p.attempts || ')', 'claimed', $3, row_to_json(p)
+           FROM picked p
+         RETURNING seq
+       )
+       SELECT p.* FROM picked p`,
+      [
+        options.teamId ?? null,
+        new Date(nowMs).toISOString(),
+        options.runtime,
+        options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
+        options.workerId,
+        leaseMs,
+        newFencingToken(),
+      ],
+      true,
+    );
+    return row ? taskFromRow(row).task : null;
   }
 
   async renewLease(

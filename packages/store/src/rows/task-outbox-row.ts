@@ -1,7 +1,7 @@
 import type { Task } from '@ctxbus/core';
 import type { TaskEventKind, TaskOutboxEvent } from '../store.js';
-import type { TaskEventColumns } from './task-row.js';
-import { taskEventFromRow } from './task-row.js';
+import type { TaskColumns, TaskEventColumns } from './task-row.js';
+import { taskEventFromRow, taskFromRow } from './task-row.js';
 
 // The outbox side of a task event (see TaskStore.listTaskOutbox): what made it and the task as
 // the change left it, written with the event in the same transaction by every backend.
@@ -18,7 +18,8 @@ export interface TaskOutboxColumns extends TaskEventColumns {
   team_id: string;
   kind: TaskEventKind;
   actor: string | null;
-  task: Task;
+  /** The Task, or (a claim on PostgreSQL, written in SQL) the task row as `COLUMNS` reads it. */
+  task: Task | TaskColumns;
   previous_seq: number | null;
 }
 
@@ -39,6 +40,6 @@ export function taskOutboxFromRow(row: TaskOutboxColumns): TaskOutboxEvent {
     teamId: row.team_id,
     kind: row.kind,
     actor: row.actor ?? row.by,
-    task: row.task,
+    task: 'team_id' in row.task ? taskFromRow(row.task).task : row.task,
   };
 }

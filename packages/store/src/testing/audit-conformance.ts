@@ -327,6 +327,10 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
         ['completed', 'claude-code', 'acme', 'COMPLETED', 'COMPLETED'],
       ]);
       expect(outbox[2]?.task.result).toEqual({ ok: true });
+      // The task as each change left it, exactly as a read shows it (PostgreSQL writes the
+      // claim's in SQL, from the claimed row).
+      expect(outbox[1]?.task).toEqual(claimed);
+      expect(outbox[1]?.event).toMatchObject({ from: 'SUBMITTED', note: 'claimed (attempt 1)' });
       const [first, second] = outbox;
       await store.advanceTaskRelay(second?.event.seq ?? 0);
       await store.advanceTaskRelay(first?.event.seq ?? 0);
