@@ -230,6 +230,7 @@ export {
   listTasksQuerySchema,
   listTasksResponseSchema,
   renewTaskRequestSchema,
+  startTaskRequestSchema,
   taskIdParamsSchema,
   taskProgressRequestSchema,
   taskResponseSchema,

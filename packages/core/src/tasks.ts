@@ -234,6 +234,12 @@ export const taskLeaseSchema = z.strictObject({
    */
   token: z.number().int().positive().nullable(),
   expiresAt: z.iso.datetime(),
+  /**
+   * When the holder said it was about to start the command (POST /api/tasks/:id/start); null:
+   * not yet. A lease that runs out after this is not requeued: the command may have run (and
+   * had its effects), so the task ends FAILED with code `worker_lost` instead of running twice.
+   */
+  startedAt: z.iso.datetime().nullable(),
 });
 export type TaskLease = z.infer<typeof taskLeaseSchema>;
 
