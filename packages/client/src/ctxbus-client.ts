@@ -407,6 +407,15 @@ export class CtxbusClient {
       .task;
   }
 
+  /**
+   * Worker: the command is about to start. From then on a lost lease fails the task
+   * (`worker_lost`) instead of requeueing it: the command never runs twice.
+   */
+  async startTask(id: string, body: { token: number }): Promise<Task> {
+    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/start`, { json: body }))
+      .task;
+  }
+
   /** Worker: the latest output of a running command (the origin watches it on its stream). */
   async taskProgress(id: string, body: { token: number; output: string }): Promise<Task> {
     return (

@@ -269,6 +269,7 @@ export {
   listTasksQuerySchema,
   listTasksResponseSchema,
   renewTaskRequestSchema,
+  startTaskRequestSchema,
   taskIdParamsSchema,
   taskProgressRequestSchema,
   taskResponseSchema,

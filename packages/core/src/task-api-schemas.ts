@@ -107,6 +107,8 @@ export const renewTaskRequestSchema = z.strictObject({
   token: fencingTokenSchema,
   leaseMs: leaseMsSchema.default(DEFAULT_TASK_LEASE_MS),
 });
+/** Worker: it is about to start the command (a lease that runs out after this fails the task). */
+export const startTaskRequestSchema = z.strictObject({ token: fencingTokenSchema });
 export const completeTaskRequestSchema = z.strictObject({
   token: fencingTokenSchema,
   result: taskResultSchema,

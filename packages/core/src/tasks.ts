@@ -236,6 +236,15 @@ export const taskLeaseSchema = z.strictObject({
    */
   token: z.number().int().positive().nullable(),
   expiresAt: z.iso.datetime(),
+  /**
+   * When the holder said it was about to start the command (POST /api/tasks/:id/start); null:
+   * not yet. A lease that runs out after this is not requeued: the command may have run (and
+   * had its effects), so the task ends FAILED with code `worker_lost` instead of running twice.
+   */
+  startedAt: z.iso.datetime().nullable().meta({
+    description:
+      'When the holder said it was starting the command (POST /api/tasks/:id/start); null: not yet. A lease that runs out after this ends the task FAILED with code worker_lost (the command may have run, so it never runs twice); one that runs out before it requeues the task.',
+  }),
 });
 export type TaskLease = z.infer<typeof taskLeaseSchema>;
 

@@ -219,6 +219,15 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.renewLease(teamId, id, token, leaseMs, options);
   }
 
+  startTask(
+    teamId: string,
+    id: string,
+    token: number,
+    options?: LeaseHolderOptions,
+  ): Promise<Task> {
+    return this.domains.tasks.startTask(teamId, id, token, options);
+  }
+
   completeTask(
     teamId: string,
     id: string,

@@ -485,8 +485,8 @@ export interface ExpireTasksOptions {
  * - Every state change appends a TaskEvent in the same transaction; states move only as
  *   core's `TASK_TRANSITIONS` allow (`conflict` otherwise), terminal states never change.
  * - A claim moves the oldest claimable task to WORKING with a lease and a fencing token
- *   (random, never the previous one: only the claimer knows it); renew, complete and fail
- *   must carry the current token while the lease runs, else `conflict` (reason
+ *   (random, never the previous one: only the claimer knows it); renew, start, complete and
+ *   fail must carry the current token while the lease runs, else `conflict` (reason
  *   `stale_lease`): a worker that lost its lease never overwrites a newer result.
  */
 export interface TaskStore {
@@ -519,6 +519,12 @@ export interface TaskStore {
     leaseMs: number,
     options?: LeaseHolderOptions,
   ): Promise<Task>;
+  /**
+   * The holder is about to start the task's command: its lease records when (`startedAt`; no
+   * event, and a repeat keeps the first time). Needs the current token while the lease runs,
+   * as renew does. From then on a lease that runs out fails the task (see expireLeases).
+   */
+  startTask(teamId: string, id: string, token: number, options?: LeaseHolderOptions): Promise<Task>;
   /** WORKING -> COMPLETED with the result; the lease ends. */
   completeTask(
     teamId: string,
@@ -543,8 +549,10 @@ export interface TaskStore {
   /** Any non-terminal state -> CANCELED (the lease ends); a canceled task is returned as is. */
   cancelTask(teamId: string, id: string, by: string, note?: string): Promise<Task>;
   /**
-   * WORKING tasks whose lease ran out at `now`: back to SUBMITTED (the attempt stays
-   * counted), or FAILED with code `dead_letter` once attempts reached maxAttempts.
+   * WORKING tasks whose lease ran out at `now`. Started ones (startTask) end FAILED with code
+   * `worker_lost`: their command may have run, so it never runs twice. The others go back to
+   * SUBMITTED (the attempt stays counted), or FAILED with code `dead_letter` once attempts
+   * reached maxAttempts.
    */
   expireLeases(now: string, options?: ExpireTasksOptions): Promise<TaskTransition[]>;
   /** SUBMITTED tasks past their wait at `now`: FAILED with code `expired`. */

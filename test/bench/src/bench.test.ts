@@ -56,6 +56,7 @@ describe('./dev bench --only tasks', () => {
     const result = await runBench(['--quick', '--only', 'tasks', '--json'], {
       ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
       CTXBUS_BENCH_PEER_TASKS: '0',
+      CTXBUS_BENCH_CRASH_TASKS: '0',
     });
     expect(result.code, result.stderr).toBe(0);
     const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
@@ -140,6 +141,42 @@ describe('./dev bench --only task-peers', () => {
       ).toMatch(/^\d+ of [1-9]\d*$/);
     } else {
       expect(value('graphile-worker, pg-boss, ctxbus on PostgreSQL')).toMatch(/^skipped: /);
+    }
+  });
+});
+
+describe('./dev bench --only task-crash', () => {
+  it('runs tasks through workers and hubs killed at random points on both stores when a server answers (SQLite alone otherwise), and prints the counts that must be zero', async () => {
+    // A cheap form: 40 tasks per store, what the section does at any size.
+    const result = await runBench(['--quick', '--only', 'task-crash', '--json'], {
+      ...(server.url !== null && { CTXBUS_TEST_POSTGRES_URL: server.url }),
+      CTXBUS_BENCH_CRASH_TASKS: '40',
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { metric: string; value: string; ok?: boolean }[];
+    };
+    const stores = ['SQLite'];
+    if (server.url !== null || postgresRequired()) stores.push('PostgreSQL');
+    else
+      expect(rows.find((row) => row.metric === 'ctxbus on PostgreSQL')?.value).toMatch(
+        /^skipped: /,
+      );
+    for (const store of stores) {
+      const find = (metric: string) =>
+        rows.find((row) => row.metric === `ctxbus on ${store}: ${metric}`);
+      expect(find('tasks, kills (SIGKILL)')?.value).toMatch(
+        /^40 tasks; 3 workers and 2 hubs killed after /,
+      );
+      for (const metric of [
+        'tasks lost (not ended after the drain)',
+        'tasks run twice (from the command log)',
+        'audit holes (GET /api/audit/verify)',
+      ]) {
+        expect(find(metric)?.value, metric).toMatch(/^0\b/);
+        expect(find(metric)?.ok, metric).toBe(true);
+      }
+      expect(find('ended')?.value).toMatch(/^\d+ completed, \d+ worker_lost, \d+ dead letters/);
     }
   });
 });

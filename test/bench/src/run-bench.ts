@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,telegram,dashboard] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -25,6 +25,7 @@ import { benchRouting } from './routing-bench.ts';
 import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
 import type { Row } from './stats.ts';
 import { ms, percentile, perSecond, rssMb } from './stats.ts';
+import { benchTaskCrash } from './task-crash.ts';
 import { benchTaskLatency } from './task-latency.ts';
 import { benchTaskPeers } from './task-peers.ts';
 import { benchTaskStore } from './task-store.ts';
@@ -43,7 +44,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,telegram,dashboard] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -84,6 +85,13 @@ if (flags.help) {
             the command apart), create -> started p50/p99, the ratios issue 24 targets, and
             lock waits sampled from pg_stat_activity. 1,000 tasks, twice each (200 once with
             --quick; CTXBUS_BENCH_PEER_TASKS=N sets N, 0 skips it; the tasks test of bench.test.ts skips it, and a test of its own runs it with 10 tasks)
+  task-crash tasks through real workers and a real hub killed at random points (issue 24):
+            1,000 tasks (200 with --quick; CTXBUS_BENCH_CRASH_TASKS=N sets N, 0 skips it)
+            through 4 \`ctxbus worker\` processes x 4, each a node script logging its run,
+            on PostgreSQL and on SQLite, while 3 workers and 2 hubs are killed with SIGKILL
+            (the hub started again on the same store and port): tasks lost, tasks run twice,
+            audit holes (targets 0), and how the tasks ended (completed, worker_lost, dead
+            letters, requeued before their command started)
   telegram  a real \`ctxbus telegram\` on a local Bot API server: blocking item written ->
             sendMessage received p50/p99 (target p99 <= 250 ms)
   dashboard the dashboard in headless Chromium (playwright-core): an item written over REST ->
@@ -389,6 +397,35 @@ async function taskPeers() {
   );
 }
 
+/** Tasks through workers and a hub killed at random points, on PostgreSQL and on SQLite. */
+async function taskCrash() {
+  const size = process.env.CTXBUS_BENCH_CRASH_TASKS;
+  if (size === '0') {
+    log('task-crash: skipped (CTXBUS_BENCH_CRASH_TASKS=0)');
+    row(
+      'task-crash',
+      'tasks through killed workers and hubs',
+      'skipped: CTXBUS_BENCH_CRASH_TASKS=0',
+    );
+    return;
+  }
+  const server = await probePostgres();
+  if (server.url === null && postgresRequired()) {
+    throw new Error(
+      `task-crash: cannot run (CI=true or CTXBUS_REQUIRE_POSTGRES=1): ${skipReason(server)}`,
+    );
+  }
+  rows.push(
+    ...(await benchTaskCrash({
+      quick,
+      log,
+      serverUrl: server.url,
+      ...(server.url === null && { skipReason: skipReason(server) }),
+      ...(size && { tasks: Number(size) }),
+    })),
+  );
+}
+
 async function main() {
   log(`ctxbus bench (${quick ? 'quick' : 'full'}): ${[...sections].join(', ')}`);
   const withHub = async (work: (hub: HubProcess, token: string) => Promise<void>) => {
@@ -490,6 +527,7 @@ async function main() {
     rows.push(...(await benchAuditLog(quick, log)));
   }
   if (sections.has('tasks') || sections.has('task-peers')) await taskPeers();
+  if (sections.has('tasks') || sections.has('task-crash')) await taskCrash();
   if (sections.has('telegram')) {
     await withHub(async (hub) => {
       rows.push(...(await benchTelegram(hub, quick ? 20 : 200, log)));

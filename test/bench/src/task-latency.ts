@@ -15,13 +15,13 @@ import {
   runtimeToken,
   spawnCli,
   startHubProcess,
+  TASK_HUB_CAPABILITIES,
   tempDir,
   waitUntil,
   workerPolicy,
 } from '@ctxbus/test-kit';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
-import { HUB_CAPABILITIES } from './task-peers.ts';
 
 const SECTION = 'tasks';
 
@@ -36,7 +36,7 @@ export async function benchTaskLatency(
   const machine = realpathSync(tempDir('ctxbus-bench-worker-'));
   const project = join(machine, 'project');
   mkdirSync(project);
-  writeFileSync(join(dataDir, 'capabilities.yaml'), HUB_CAPABILITIES);
+  writeFileSync(join(dataDir, 'capabilities.yaml'), TASK_HUB_CAPABILITIES);
   const policyFile = join(machine, 'capabilities.yaml');
   writeFileSync(policyFile, policy(machine));
   const hub = await startHubProcess({ dataDir });

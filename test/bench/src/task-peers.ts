@@ -23,6 +23,7 @@ import {
   removeDir,
   runtimeToken,
   startHubProcess,
+  TASK_HUB_CAPABILITIES,
   tempDir,
   workerPolicy,
 } from '@ctxbus/test-kit';
@@ -226,20 +227,6 @@ async function runPeer(
   }
 }
 
-/** The hub's capabilities: OpenClaw's code_execution goes to Claude Code's workers. */
-export const HUB_CAPABILITIES = [
-  'version: 1',
-  'runtimes:',
-  '  claude-code:',
-  '    description: a developer terminal',
-  '    capabilities:',
-  '      code_execution: { mode: native }',
-  '  openclaw:',
-  '    description: the assistant',
-  '    capabilities:',
-  '      code_execution: { mode: via-api, via: remote-exec, target: claude-code }',
-].join('\n');
-
 async function startCtxbusWorkers(hub: HubProcess, token: string, origin: string, root: string) {
   const policyFile = join(root, 'capabilities.yaml');
   writeFileSync(policyFile, workerPolicy(root, ['true']));
@@ -321,7 +308,7 @@ async function runCtxbus(
   const project = join(machine, 'project');
   mkdirSync(project);
   const capabilities = join(dataDir, 'capabilities.yaml');
-  writeFileSync(capabilities, HUB_CAPABILITIES);
+  writeFileSync(capabilities, TASK_HUB_CAPABILITIES);
   const database =
     system === 'ctxbus-pg' && serverUrl ? await freshDatabase(serverUrl, 'ctxbus') : null;
   // The hub's advisory locks (packages/store's PostgreSQL tasks: the quoted schema's keys)

@@ -22,8 +22,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 // code_execution is routed to a running `ctxbus worker` (Claude Code's runtime), runs an
 // allowed command in a temp project, and the result reaches the origin's SSE stream. Refusals
 // (not allowed, escaping path, inline eval, untrusted origin) fail the task with the reason; a
-// task waits while no worker is up; a worker killed mid-task loses its lease and the task runs
-// again on the next one.
+// task waits while no worker is up; a worker killed after it started the command loses its
+// lease and the task ends FAILED (worker_lost), never run twice, while a task whose worker died
+// before starting it runs on the next one; a hub killed while the worker reports gets the
+// report once it is back.
 
 const hubDir = tempDir('ctxbus-worker-hub-');
 writeFileSync(
@@ -47,11 +49,13 @@ const root = join(machine, 'projects');
 const project = join(root, 'demo');
 mkdirSync(project, { recursive: true });
 writeFileSync(join(project, 'check.js'), "console.log('checked', process.cwd());\n");
-// Hangs on its first run (until killed), succeeds on the next: for the kill -9 test.
+// Counts its runs; hangs on its first (until killed), succeeds on the next: for the kill -9
+// test, where a second run would be the bug.
 writeFileSync(
   join(project, 'once.js'),
   [
     "const fs = require('node:fs');",
+    "fs.appendFileSync('once-runs', 'x');",
     "if (!fs.existsSync('started')) { fs.writeFileSync('started', String(process.pid)); setInterval(() => {}, 1000); }",
     "else console.log('second run');",
   ].join('\n'),
@@ -129,6 +133,12 @@ async function createTask(token: string, title: string, input: Record<string, un
 
 async function taskState(id: string) {
   return (await call(hub.url, 'GET', `/api/tasks/${id}`, { token: hub.tokens.claw })).body.task;
+}
+
+async function taskHistory(
+  id: string,
+): Promise<{ from: string; to: string; by: string; note: string | null }[]> {
+  return (await call(hub.url, 'GET', `/api/tasks/${id}`, { token: hub.tokens.claw })).body.history;
 }
 
 async function settled(id: string) {
@@ -326,7 +336,7 @@ describe('ctxbus worker', () => {
     expect(twice.code).toBe(5);
   });
 
-  it('keeps a task while no worker is up and runs it when one comes; a worker killed mid-task loses its lease and the task runs again', async () => {
+  it('keeps a task while no worker is up and runs it when one comes; a worker killed after it started the command ends the task worker_lost, never running it twice', async () => {
     for (const worker of workers) worker.child.kill('SIGTERM');
     await Promise.all(workers.map((worker) => worker.done));
     await waitUntil(async () => (await workersOnline()) === 0, 'the workers to leave');
@@ -341,15 +351,58 @@ describe('ctxbus worker', () => {
     // A worker with a 3 s lease takes it; the first run hangs, and the worker dies with it.
     const doomed = startWorker('w-doomed', 3);
     await waitUntil(() => existsSync(join(project, 'started')), 'the first run to start', {});
-    expect((await taskState(queued.task.id)).state).toBe('WORKING');
+    const running = await taskState(queued.task.id);
+    expect(running.state).toBe('WORKING');
+    expect(running.lease.startedAt).toEqual(expect.any(String));
     doomed.child.kill('SIGKILL');
     await doomed.done;
 
+    // Another worker is up when the lease runs out: it is not given the task.
     startWorker('w-next', 3);
     const task = await settled(queued.task.id);
-    expect(task.state).toBe('COMPLETED');
-    expect(task.attempts).toBe(2);
-    expect(task.result.stdout).toContain('second run');
+    expect(task).toMatchObject({ state: 'FAILED', attempts: 1, error: { code: 'worker_lost' } });
+    expect(task.error.message).toContain('may or may not have run');
+    expect((await taskHistory(task.id)).at(-1)).toMatchObject({
+      from: 'WORKING',
+      to: 'FAILED',
+      by: 'hub',
+    });
+    // The next task of the queue runs on w-next, after the failed one: once.js ran once.
+    const later = await createTask(hub.tokens.claw, 'after the lost one', {
+      argv: ['node', 'check.js'],
+      cwd: project,
+    });
+    expect((await settled(later.task.id)).state).toBe('COMPLETED');
+    expect(readFileSync(join(project, 'once-runs'), 'utf8')).toBe('x');
+  });
+
+  it('requeues a task whose worker died before it started the command, and runs it once', async () => {
+    for (const worker of workers) worker.child.kill('SIGTERM');
+    await Promise.all(workers.map((worker) => worker.done));
+    await waitUntil(async () => (await workersOnline()) === 0, 'the workers to leave');
+    const queued = await createTask(hub.tokens.claw, 'claimed by a worker that died', {
+      argv: ['node', 'check.js'],
+      cwd: project,
+    });
+    // A worker of the same runtime claims it and dies before it starts anything (no start).
+    const claimed = await call(hub.url, 'POST', '/api/tasks/claim', {
+      token: hub.tokens.code,
+      body: { workerId: 'w-died-early', leaseMs: 1_000 },
+    });
+    expect(claimed.body.task).toMatchObject({ id: queued.task.id, lease: { startedAt: null } });
+    startWorker('w-after', 3);
+    const task = await settled(queued.task.id);
+    expect(task).toMatchObject({ state: 'COMPLETED', attempts: 2 });
+    expect(task.result.stdout).toContain('checked');
+    const history = await taskHistory(task.id);
+    expect(history.map((event) => event.to)).toEqual([
+      'SUBMITTED',
+      'WORKING',
+      'SUBMITTED',
+      'WORKING',
+      'COMPLETED',
+    ]);
+    expect(history[2]?.note).toContain('before the command started; requeued');
   });
 });
 
@@ -535,6 +588,66 @@ describe('a result the hub cannot take for a moment', () => {
       worker?.child.kill('SIGKILL');
       await proxy.close();
       await outage.stop();
+    }
+  });
+});
+
+describe('a hub killed while the worker has a result to report', () => {
+  it('gets the result once it is back on the same store and port: the command ran once', async () => {
+    const dir = tempDir('ctxbus-worker-hub-kill-');
+    writeFileSync(join(dir, 'capabilities.yaml'), readFileSync(join(hubDir, 'capabilities.yaml')));
+    let hub = await startHubProcess({ dataDir: dir });
+    const port = new URL(hub.url).port;
+    const work = join(root, 'hub-kill');
+    mkdirSync(work, { recursive: true });
+    // Counts its runs, then waits for a file: the test kills the hub meanwhile.
+    writeFileSync(
+      join(work, 'check.js'),
+      "const fs = require('node:fs'); fs.appendFileSync('runs', 'x'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); console.log('done'); } }, 20);\n",
+    );
+    let worker: CliRun | undefined;
+    try {
+      const code = await runtimeToken(hub, 'acme', 'claude-code');
+      const claw = await runtimeToken(hub, 'acme', 'openclaw');
+      worker = spawnCli(
+        ['worker', '--capabilities', policyFile, '--id', 'across-a-crash', '--lease', '60'],
+        { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: code }, timeoutMs: 300_000 },
+      );
+      let log = '';
+      worker.child.stderr?.on('data', (chunk: Buffer) => {
+        log += chunk.toString();
+      });
+      const created = await call(hub.url, 'POST', '/api/tasks', {
+        token: claw,
+        body: {
+          title: 'finish while the hub is dead',
+          requiredCapabilities: ['code_execution'],
+          input: { argv: ['node', 'check.js'], cwd: work },
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const id = created.body.task.id as string;
+      await waitUntil(() => existsSync(join(work, 'runs')), 'the command to start');
+      await hub.kill();
+      writeFileSync(join(work, 'go'), '');
+      await waitUntil(
+        () => log.includes('could not report the result yet'),
+        'the worker to try to report to the dead hub',
+      );
+      hub = await startHubProcess({ dataDir: dir, args: ['--port', port] });
+      await waitUntil(
+        async () =>
+          (await call(hub.url, 'GET', `/api/tasks/${id}`, { token: claw })).body.task.state ===
+          'COMPLETED',
+        'the result to arrive once the hub is back',
+      );
+      const task = (await call(hub.url, 'GET', `/api/tasks/${id}`, { token: claw })).body.task;
+      expect(task.result.stdout).toBe('done\n');
+      expect(task.attempts).toBe(1);
+      expect(readFileSync(join(work, 'runs'), 'utf8')).toBe('x');
+    } finally {
+      worker?.child.kill('SIGKILL');
+      await hub.stop();
     }
   });
 });

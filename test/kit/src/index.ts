@@ -22,4 +22,4 @@ export type { WaitOptions } from './wait-until.ts';
 export { TEST_WAIT_MS, waitFor, waitUntil } from './wait-until.ts';
 export type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.ts';
 export { startWebhookReceiver } from './webhook-receiver.ts';
-export { workerPolicy } from './worker-policy.ts';
+export { TASK_HUB_CAPABILITIES, workerPolicy } from './worker-policy.ts';

@@ -20,3 +20,17 @@ export function workerPolicy(root: string, allow: readonly string[], more: reado
     `  workdir: ${root}`,
   ].join('\n');
 }
+
+/** A hub's capabilities for task tests and benches: OpenClaw's code_execution goes to Claude Code's workers. */
+export const TASK_HUB_CAPABILITIES = [
+  'version: 1',
+  'runtimes:',
+  '  claude-code:',
+  '    description: a developer terminal',
+  '    capabilities:',
+  '      code_execution: { mode: native }',
+  '  openclaw:',
+  '    description: the assistant',
+  '    capabilities:',
+  '      code_execution: { mode: via-api, via: remote-exec, target: claude-code }',
+].join('\n');

@@ -61,9 +61,12 @@ Deny by default: a command runs only if its argv is in remote_execution.allow of
 (this machine's file: the hub cannot widen it), in a directory under --root, with a scrubbed
 environment, in its own process group under both timeouts. Sandboxed capabilities run in
 bubblewrap or not at all. A refused task fails with the reason (not_allowed, inline_eval,
-workdir_escape, sandbox_unavailable, approval_required, ...). A finished command's result is
-sent again while the hub is unreachable, until the lease ends (it does not run twice for a
-hub that was away a moment), and output beyond what a task result may hold (512 KiB of JSON)
+workdir_escape, sandbox_unavailable, approval_required, ...). The worker tells the hub just
+before it starts a command; if this worker dies (or loses the hub) for longer than --lease
+after that, the task ends FAILED (worker_lost) and is never run again by another worker, and
+before that, it returns to the queue. A finished command's result is sent again while the hub
+is unreachable, until the lease ends (it does not run twice for a hub that was away a
+moment), and output beyond what a task result may hold (512 KiB of JSON)
 is cut in the middle (truncated: true). A running command's latest output is posted at most once
 a second (none for a command that ends within a second).
 

@@ -143,6 +143,7 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
       return answer?.task === null ? null : checkedTask(answer?.task);
     },
     renewTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'renew'), body)),
+    startTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'start'), body)),
     completeTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'complete'), body)),
     failTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'fail'), body)),
     requestApproval: async (id, body) =>

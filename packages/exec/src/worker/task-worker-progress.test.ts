@@ -25,6 +25,7 @@ function recordingHub() {
     leave: async () => {},
     claimTask: async () => null,
     renewTask: async () => ({}) as Task,
+    startTask: async () => ({}) as Task,
     completeTask: async (_id, body) => {
       completed.push(body.result);
       return {} as Task;
@@ -65,6 +66,7 @@ function claimedTask(cwd: string): Task {
       runtime: 'claude-code',
       token: 1,
       expiresAt: '2999-01-01T00:00:00.000Z',
+      startedAt: null,
     },
     result: null,
     error: null,

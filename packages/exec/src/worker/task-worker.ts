@@ -36,6 +36,11 @@ export interface WorkerHubApi {
     signal?: AbortSignal,
   ): Promise<Task | null>;
   renewTask(id: string, body: { token: number; leaseMs: number }): Promise<Task>;
+  /**
+   * Says the command is about to start: from then on the hub never runs it again by itself (a
+   * lost lease fails the task, `worker_lost`). A repeat is harmless.
+   */
+  startTask(id: string, body: { token: number }): Promise<Task>;
   completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
   failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
   requestApproval(
@@ -333,6 +338,18 @@ export class TaskWorker {
         code: preparation.code,
         message: reasonForOrigin(preparation.reason, preparation.code, input),
       });
+      return;
+    }
+
+    // The hub must know the command may start before it does: if this worker dies from here
+    // on, the task fails (worker_lost) instead of running again on another worker. Sent again
+    // while the hub is unreachable (a repeat is harmless); not recorded, the command does not
+    // start, and the lease runs out into the queue.
+    const started = await deliver('say the command starts', () =>
+      hub.startTask(task.id, { token }),
+    );
+    if (!started) {
+      this.options.onTaskDone?.(task, 'lost');
       return;
     }
 

@@ -13,6 +13,7 @@ import {
   notLeaseHolderError,
   renewTaskRequestSchema,
   staleLeaseError,
+  startTaskRequestSchema,
   taskIdParamsSchema,
   taskProgressRequestSchema,
   taskResponseSchema,
@@ -40,7 +41,7 @@ async function refusedReport(
   services: HubServices,
   viewer: Viewer,
   id: string,
-  action: 'renew' | 'progress' | 'complete' | 'fail' | 'update',
+  action: 'renew' | 'start' | 'progress' | 'complete' | 'fail' | 'update',
   error: unknown,
 ): Promise<never> {
   const reason = CtxbusError.isInstance(error)
@@ -159,7 +160,7 @@ export const taskRoutes = [
     operationId: 'claimTask',
     summary: "Worker: take the oldest task routed to the caller's runtime",
     description:
-      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, progress report, complete and fail must carry. Only this answer (and a renew) shows the token: reads never do, so keep it. Renew at a third of the lease. `task` is null when none is waiting (with `waitMs`, when none came in that time): a worker long-polls with `waitMs` instead of polling, and each new task wakes one waiting claim that can take it.',
+      'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, start, progress report, complete and fail must carry. Only this answer (and a renew) shows the token: reads never do, so keep it. Renew at a third of the lease, and say when the command starts (POST /api/tasks/:id/start). A lease that runs out before that start puts the task back in the queue (or dead-letters it after its last attempt); after it, the task ends FAILED (`worker_lost`) and is never run twice. `task` is null when none is waiting (with `waitMs`, when none came in that time): a worker long-polls with `waitMs` instead of polling, and each new task wakes one waiting claim that can take it.',
     tags: ['tasks'],
     auth: 'runtime',
     body: claimTaskRequestSchema,
@@ -198,6 +199,29 @@ export const taskRoutes = [
       const task = await services.tasks
         .renew(viewer.teamId, params.id, body.token, body.leaseMs, viewer.runtime)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'renew', error));
+      return { status: 200, body: { task } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/tasks/:id/start',
+    operationId: 'startTask',
+    summary: "Worker: say the claimed task's command is about to start",
+    description:
+      'Send it just before starting the command (after every check, so a refused or held command never counts as started). The lease records the time (`task.lease.startedAt`; no event, nothing announced; a repeat keeps the first time, so a worker that lost the answer may send it again). From then on the hub never runs the command again by itself: if the lease runs out (the worker died, hung or lost the hub for longer than the lease), the task ends FAILED with code `worker_lost`, since the command may or may not have run; its origin may create it again. A claimed task whose lease runs out before this call goes back to the queue (or dead-letters after its last attempt). Does not renew the lease.',
+    tags: ['tasks'],
+    auth: 'runtime',
+    params: taskIdParamsSchema,
+    body: startTaskRequestSchema,
+    responses: {
+      200: { description: 'The task, its lease started.', schema: taskResponseSchema },
+      403: { description: NOT_HOLDER },
+      409: { description: STALE },
+    },
+    async handler({ params, body, viewer, services }) {
+      const task = await services.tasks
+        .start(viewer.teamId, params.id, body.token, viewer.runtime)
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'start', error));
       return { status: 200, body: { task } };
     },
   }),

@@ -32,7 +32,7 @@ import type { PresenceRegistry } from '../capabilities/presence-registry.js';
 import type { ClaimWaiters } from './claim-waiters.js';
 
 // The task lifecycle: the hub's only caller of the task store's changes (create, claim, renew,
-// complete, fail, update, cancel, the sweeps). Routes, A2A, approvals and the sweeper call
+// start, complete, fail, update, cancel, the sweeps). Routes, A2A, approvals and the sweeper call
 // it. Each change commits with its event (the store's outbox); what every runtime sees (the
 // status item) and the audit records are the relay's, derived from that event, once. A change
 // wakes the relay and waits for its pass, so in the normal path the status item is written
@@ -220,6 +220,15 @@ export class TaskLifecycle {
   /** Extends a claim's lease (only its holder, `holder`): no event, nothing to announce. */
   renew(teamId: string, id: string, token: number, leaseMs: number, holder: string): Promise<Task> {
     return this.deps.store.renewLease(teamId, id, token, leaseMs, { holder });
+  }
+
+  /**
+   * The holder is about to start the command (only its holder, `holder`): the lease records
+   * it, one light write with no event, nothing to announce. From then on a lost lease fails the
+   * task (worker_lost) instead of requeueing it, so the command never runs twice.
+   */
+  start(teamId: string, id: string, token: number, holder: string): Promise<Task> {
+    return this.deps.store.startTask(teamId, id, token, { holder });
   }
 
   /** The holder finishes the task with its result (`actor`: the worker's runtime). */

@@ -395,6 +395,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX presence_expiry ON ${s}.presence (expires_at);
     `,
   },
+  {
+    version: 12,
+    name: 'task-lease-started',
+    sql: (s) => `
+      -- When the holder of a WORKING task said it was starting the command (null: not yet). A
+      -- lease that runs out after it fails the task (worker_lost) instead of requeueing it:
+      -- the command may have run. Leases taken before this version have none.
+      ALTER TABLE ${s}.tasks ADD COLUMN lease_started_at timestamptz;
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -32,6 +32,7 @@ import {
   plannedLeaseExpiry,
   plannedNewTask,
   plannedRenew,
+  plannedStart,
   plannedUpdate,
   plannedWaitExpiry,
 } from '../write/task-rules.js';
@@ -52,7 +53,8 @@ const COLUMNS = (t: string) => `${t}.rid, ${t}.id, ${t}.team_id, ${t}.title, ${t
   ${t}.required_capabilities, ${t}.origin, ${t}.scope, ${t}.input, ${t}.idempotency_key,
   ${t}.state, ${t}.target_runtime, ${t}.routing, ${t}.attempts, ${t}.max_attempts,
   ${t}.ttl_seconds, ${t}.token, ${t}.lease_worker, ${t}.lease_runtime,
-  ${ms(`${t}.lease_expires_at`, 'lease_expires_ms')}, ${t}.result, ${t}.error, ${t}.approval,
+  ${ms(`${t}.lease_expires_at`, 'lease_expires_ms')},
+  ${ms(`${t}.lease_started_at`, 'lease_started_ms')}, ${t}.result, ${t}.error, ${t}.approval,
   ${ms(`${t}.created_at`, 'created_ms')}, ${ms(`${t}.updated_at`, 'updated_ms')},
   ${ms(`${t}.expires_at`, 'expires_ms')}`;
 
@@ -66,11 +68,11 @@ interface SnapshotColumns {
 
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
-/** What a change writes to a task row: `$1` is the row id, `$2`..`$12` the fields. */
+/** What a change writes to a task row: `$1` is the row id, `$2`..`$13` the fields. */
 const TASK_SET = `SET state = $2, attempts = $3, token = $4, lease_worker = $5,
   lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
   updated_at = $9::timestamptz, expires_at = $10::timestamptz, approval = $11::json,
-  lease_runtime = $12`;
+  lease_runtime = $12, lease_started_at = $13::timestamptz`;
 
 function taskValues(rid: number, mutation: TaskMutation): unknown[] {
   const { task } = mutation;
@@ -87,6 +89,7 @@ function taskValues(rid: number, mutation: TaskMutation): unknown[] {
     task.expiresAt,
     json(task.approval),
     task.lease?.runtime ?? null,
+    task.lease?.startedAt ?? null,
   ];
 }
 
@@ -233,13 +236,13 @@ export class PostgresTasks implements TaskStore {
       action,
       `WITH changed AS (
          UPDATE ${this.s}.tasks ${TASK_SET}
-          WHERE rid = $1 AND xmin = $13::text::xid
+          WHERE rid = $1 AND xmin = $14::text::xid
          RETURNING rid, id, team_id
        ), appended AS (
          INSERT INTO ${this.s}.task_events
            (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-         SELECT c.rid, c.id, c.team_id, $14::timestamptz, $15, $16, $17, $18, $19, $20, $21::json
-           FROM changed c WHERE $22::boolean
+         SELECT c.rid, c.id, c.team_id, $15::timestamptz, $16, $17, $18, $19, $20, $21, $22::json
+           FROM changed c WHERE $23::boolean
          RETURNING seq
        )
        SELECT (SELECT count(*) FROM changed)::int AS written`,
@@ -454,7 +457,7 @@ export class PostgresTasks implements TaskStore {
          UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
            token = $7, lease_worker = $5, lease_runtime = $3,
            lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
-           updated_at = $2::timestamptz, expires_at = NULL
+           lease_started_at = NULL, updated_at = $2::timestamptz, expires_at = NULL
           FROM next WHERE t.rid = next.rid
          RETURNING t.*
        ), picked AS (
@@ -491,6 +494,34 @@ export class PostgresTasks implements TaskStore {
   ): Promise<Task> {
     return this.mutate('renew a task lease', teamId, id, { kind: 'updated' }, (stored, now) =>
       plannedRenew(stored, token, leaseMs, now, options.holder),
+    );
+  }
+
+  /**
+   * One statement when the lease holds (the usual case: every command starts with it, so no
+   * transaction of four round trips); else the rules, read under the row lock, say why not (or
+   * keep the first start).
+   */
+  async startTask(
+    teamId: string,
+    id: string,
+    token: number,
+    options: LeaseHolderOptions = {},
+  ): Promise<Task> {
+    this.assertOpen();
+    const [row] = await this.query<TaskColumns>(
+      'start a task',
+      `UPDATE ${this.s}.tasks t SET lease_started_at = $1::timestamptz, updated_at = $1::timestamptz
+        WHERE t.team_id = $2 AND t.id = $3 AND t.state = 'WORKING' AND t.token = $4
+          AND t.lease_started_at IS NULL AND t.lease_expires_at > $1::timestamptz
+          AND ($5::text IS NULL OR t.lease_runtime = $5)
+        RETURNING ${COLUMNS('t')}`,
+      [this.clock().toISOString(), teamId, id, token, options.holder ?? null],
+      true,
+    );
+    if (row) return taskFromRow(row).task;
+    return this.mutate('start a task', teamId, id, { kind: 'updated' }, (stored, now) =>
+      plannedStart(stored, token, now, options.holder),
     );
   }
 

@@ -26,6 +26,8 @@ export interface TaskColumns {
   /** The runtime that claimed the task (null: claimed before holders were recorded). */
   lease_runtime: string | null;
   lease_expires_ms: number | null;
+  /** When the holder said it was starting the command (null: not yet, or no lease). */
+  lease_started_ms: number | null;
   result: Task['result'];
   error: TaskError | null;
   approval: TaskApproval | null;
@@ -82,6 +84,7 @@ export function taskFromRow(row: TaskColumns): StoredTask {
               runtime: row.lease_runtime,
               token: row.token,
               expiresAt: iso(row.lease_expires_ms),
+              startedAt: isoOrNull(row.lease_started_ms),
             },
       result: row.result,
       error: row.error,

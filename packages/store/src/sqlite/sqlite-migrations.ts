@@ -414,6 +414,16 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX presence_expiry ON presence (expires_at);
     `,
   },
+  {
+    version: 14,
+    name: 'task-lease-started',
+    sql: `
+      -- When the holder of a WORKING task said it was starting the command (epoch ms; null:
+      -- not yet). A lease that runs out after it fails the task (worker_lost) instead of
+      -- requeueing it: the command may have run. Leases taken before this version have none.
+      ALTER TABLE tasks ADD COLUMN lease_started_at INTEGER;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

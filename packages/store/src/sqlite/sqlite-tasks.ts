@@ -32,6 +32,7 @@ import {
   plannedLeaseExpiry,
   plannedNewTask,
   plannedRenew,
+  plannedStart,
   plannedUpdate,
   plannedWaitExpiry,
 } from '../write/task-rules.js';
@@ -56,7 +57,8 @@ interface TaskRow
 
 const COLUMNS = `rid, id, team_id, title, description, required_capabilities, origin, scope,
   input, idempotency_key, state, target_runtime, routing, attempts, max_attempts, ttl_seconds,
-  token, lease_worker, lease_runtime, lease_expires_at AS lease_expires_ms, result, error, approval,
+  token, lease_worker, lease_runtime, lease_expires_at AS lease_expires_ms,
+  lease_started_at AS lease_started_ms, result, error, approval,
   created_at AS created_ms, updated_at AS updated_ms, expires_at AS expires_ms`;
 
 const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
@@ -147,8 +149,8 @@ export class SqliteTasks implements TaskStore {
     this.connection
       .statement(
         `UPDATE tasks SET state = ?, attempts = ?, token = ?, lease_worker = ?,
-           lease_runtime = ?, lease_expires_at = ?, result = ?, error = ?, approval = ?,
-           updated_at = ?, expires_at = ?
+           lease_runtime = ?, lease_expires_at = ?, lease_started_at = ?, result = ?, error = ?,
+           approval = ?, updated_at = ?, expires_at = ?
          WHERE rid = ?`,
       )
       .run(
@@ -158,6 +160,7 @@ export class SqliteTasks implements TaskStore {
         task.lease?.workerId ?? null,
         task.lease?.runtime ?? null,
         ms(task.lease?.expiresAt ?? null),
+        ms(task.lease?.startedAt ?? null),
         text(task.result),
         text(task.error),
         text(task.approval),
@@ -305,8 +308,8 @@ export class SqliteTasks implements TaskStore {
     return this.connection.transaction(() => {
       const row = this.one(
         `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = ?7,
-           lease_worker = ?1, lease_runtime = ?5, lease_expires_at = ?2 + ?3, updated_at = ?2,
-           expires_at = NULL
+           lease_worker = ?1, lease_runtime = ?5, lease_expires_at = ?2 + ?3,
+           lease_started_at = NULL, updated_at = ?2, expires_at = NULL
          WHERE rid = coalesce(
            (SELECT rid FROM tasks
              WHERE state = 'SUBMITTED' AND target_runtime = ?5
@@ -357,6 +360,36 @@ export class SqliteTasks implements TaskStore {
   ): Promise<Task> {
     return this.mutate(teamId, id, { kind: 'updated' }, (stored, now) =>
       plannedRenew(stored, token, leaseMs, now, options.holder),
+    );
+  }
+
+  /**
+   * One statement when the lease holds (the usual case: every command starts with it); else
+   * the rules, read under the transaction, say why not (or keep the first start).
+   */
+  async startTask(
+    teamId: string,
+    id: string,
+    token: number,
+    options: LeaseHolderOptions = {},
+  ): Promise<Task> {
+    this.connection.assertOpen();
+    const nowMs = this.nowMs;
+    const row = this.one(
+      `UPDATE tasks SET lease_started_at = ?1, updated_at = ?1
+        WHERE team_id = ?2 AND id = ?3 AND state = 'WORKING' AND token = ?4
+          AND lease_started_at IS NULL AND lease_expires_at > ?1
+          AND (?5 IS NULL OR lease_runtime = ?5)
+        RETURNING ${COLUMNS}`,
+      nowMs,
+      teamId,
+      id,
+      token,
+      options.holder ?? null,
+    );
+    if (row) return rowToStored(row).task;
+    return this.mutate(teamId, id, { kind: 'updated' }, (stored, now) =>
+      plannedStart(stored, token, now, options.holder),
     );
   }
 

@@ -15,6 +15,7 @@ export const TASK_CASES = [
   'task-lease-holder',
   'task-idempotency-origin',
   'task-lease-expiry',
+  'task-started',
   'task-wait-expiry',
   'task-approval',
   'task-transitions',
@@ -271,6 +272,7 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
           runtime: 'claude-code',
           token: expect.any(Number),
           expiresAt: iso(LEASE),
+          startedAt: null,
         },
         updatedAt: iso(),
         expiresAt: null,
@@ -333,6 +335,7 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         runtime: 'claude-code',
         token: oldToken,
         expiresAt: iso(LEASE),
+        startedAt: null,
       });
       h.advance(LEASE);
       // The lease ran out: the old holder can neither renew nor finish.
@@ -605,6 +608,86 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       ]);
     },
 
+    async 'task-started'() {
+      const store = h.store();
+      const started = await create({ maxAttempts: 3 });
+      const unstarted = await create({ title: 'never started', maxAttempts: 3 });
+      const held = await claim('w-started');
+      const other = await claim('w-unstarted');
+      expect([held?.id, other?.id]).toEqual([started.id, unstarted.id]);
+      const token = held?.lease?.token ?? 0;
+      // Only the holder's runtime, with the claim's token, while the lease runs.
+      expect(await reason(store.startTask('acme', started.id, token + 1))).toBe('stale_lease');
+      expect(await reason(store.startTask('acme', started.id, token, { holder: 'openclaw' }))).toBe(
+        'not_lease_holder',
+      );
+      await rejectsWith(store.startTask('globex', started.id, token), 'not_found');
+      await rejectsWith(store.startTask('acme', 'task_unknown', token), 'not_found');
+      h.advance(SECOND);
+      const marked = await store.startTask('acme', started.id, token, { holder: 'claude-code' });
+      expect(marked).toMatchObject({
+        state: 'WORKING',
+        attempts: 1,
+        lease: { workerId: 'w-started', token, expiresAt: iso(LEASE - SECOND), startedAt: iso() },
+      });
+      // A repeat (a worker that lost the answer) keeps the first time; a renew keeps it too.
+      h.advance(SECOND);
+      const again = await store.startTask('acme', started.id, token, { holder: 'claude-code' });
+      expect(again.lease?.startedAt).toBe(iso(-SECOND));
+      const renewed = await store.renewLease('acme', started.id, token, LEASE);
+      expect(renewed.lease?.startedAt).toBe(iso(-SECOND));
+      expect((await store.getTask('acme', started.id))?.task.lease?.startedAt).toBe(iso(-SECOND));
+      // No event: the history is the creation and the claim.
+      expect(await path(started.id)).toEqual(['->SUBMITTED', 'SUBMITTED>WORKING']);
+      // Both leases run out: the started task fails (its command may have run), attempts left
+      // or not; the other goes back to the queue.
+      h.advance(LEASE);
+      expect(await reason(store.startTask('acme', unstarted.id, other?.lease?.token ?? 0))).toBe(
+        'stale_lease',
+      );
+      const expired = await store.expireLeases(iso());
+      const byId = new Map(expired.map((t) => [t.task.id, t]));
+      const lost = byId.get(started.id);
+      expect(lost?.task).toMatchObject({
+        state: 'FAILED',
+        attempts: 1,
+        lease: null,
+        error: { code: 'worker_lost' },
+      });
+      expect(lost?.task.error?.message).toContain('may or may not have run');
+      expect(lost?.task.error?.message).toContain('w-started');
+      expect(lost?.event).toMatchObject({ from: 'WORKING', to: 'FAILED', by: 'hub' });
+      expect(lost?.event.note).toContain('worker_lost');
+      expect(byId.get(unstarted.id)?.task).toMatchObject({ state: 'SUBMITTED', lease: null });
+      expect(byId.get(unstarted.id)?.event.note).toContain('before the command started');
+      // A new claim of the requeued task starts unstarted, whatever the last lease did.
+      const retaken = await claim('w-next');
+      expect(retaken).toMatchObject({ id: unstarted.id, attempts: 2 });
+      expect(retaken?.lease?.startedAt).toBeNull();
+      const next = retaken?.lease?.token ?? 0;
+      await store.startTask('acme', unstarted.id, next);
+      const handedBack = await store.failTask(
+        'acme',
+        unstarted.id,
+        next,
+        { code: 'busy', message: 'try elsewhere' },
+        { retry: true },
+      );
+      expect([handedBack.state, handedBack.lease]).toEqual(['SUBMITTED', null]);
+      const third = await claim('w-third');
+      expect([third?.id, third?.lease?.startedAt]).toEqual([unstarted.id, null]);
+      // A started task that finishes is simply completed; a finished one cannot be started.
+      await store.startTask('acme', unstarted.id, third?.lease?.token ?? 0);
+      const done = await store.completeTask('acme', unstarted.id, third?.lease?.token ?? 0, {
+        ok: true,
+      });
+      expect([done.state, done.lease]).toEqual(['COMPLETED', null]);
+      expect(await reason(store.startTask('acme', unstarted.id, third?.lease?.token ?? 0))).toBe(
+        'stale_lease',
+      );
+      expect(await store.expireLeases(iso(LEASE * 2))).toEqual([]);
+    },
+
     async 'task-wait-expiry'() {
       const store = h.store();
       const brief = await create({ ttlSeconds: 60 });
@@ -850,9 +933,12 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       const waiting = await create({ idempotencyKey: 'durable', ttlSeconds: 3600 });
       await create({ title: 'second' });
       const held = await claim('w1');
+      await store.startTask('acme', held?.id ?? '', held?.lease?.token ?? 0);
       const before = await store.getTask('acme', held?.id ?? '');
+      expect(before?.task.lease?.startedAt).toBe(iso());
       store = await h.reopen();
-      // Everything survives: tasks, leases, history, keys; a new claim gets a new token.
+      // Everything survives: tasks, leases (started or not), history, keys; a new claim gets a
+      // new token.
       expect(await store.getTask('acme', held?.id ?? '')).toEqual(before);
       expect((await store.createTask('acme', basic({ idempotencyKey: 'durable' }))).status).toBe(
         'existing',
@@ -862,12 +948,12 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         'SUBMITTED',
       ]);
       h.advance(LEASE);
-      expect((await store.expireLeases(iso())).map((t) => t.task.id)).toEqual([waiting.id]);
+      expect(
+        (await store.expireLeases(iso())).map((t) => [t.task.id, t.task.state, t.task.error?.code]),
+      ).toEqual([[waiting.id, 'FAILED', 'worker_lost']]);
       const next = await claim('w2');
-      expect(next?.id).toBe(waiting.id);
+      expect(next?.title).toBe('second');
       expect(next?.lease?.token).not.toBe(before?.task.lease?.token);
-      expect(next?.attempts).toBe(2);
-      expect((await claim('w3'))?.title).toBe('second');
     },
   };
 }

@@ -180,6 +180,31 @@ export function plannedRenew(
   };
 }
 
+/**
+ * The holder is about to start the command: the lease records when (no event; a second call
+ * keeps the first time). From then on a lease that runs out fails the task (worker_lost).
+ */
+export function plannedStart(
+  stored: StoredTask,
+  token: number,
+  nowMs: number,
+  holder?: string,
+): TaskMutation | null {
+  assertLease(stored, token, nowMs, holder);
+  const lease = stored.task.lease;
+  if (lease === null) throw new Error('unreachable: assertLease checked the lease');
+  if (lease.startedAt !== null) return null;
+  return {
+    task: {
+      ...stored.task,
+      lease: { ...lease, startedAt: iso(nowMs) },
+      updatedAt: iso(nowMs),
+    },
+    token: stored.token,
+    event: null,
+  };
+}
+
 export function plannedComplete(
   stored: StoredTask,
   token: number,
@@ -276,13 +301,43 @@ export function plannedCancel(
   return moved(stored, 'CANCELED', {}, by, text, nowMs);
 }
 
-/** A WORKING task whose lease ran out: requeued, or a dead letter after its last attempt. */
+/** The error of a task whose worker went silent after it started the command. */
+export const WORKER_LOST = 'worker_lost';
+
+/**
+ * A WORKING task whose lease ran out. Its worker had said it was starting the command: FAILED
+ * (`worker_lost`), never run again by the hub, since the command may have run and had its
+ * effects (its origin may create the task again). Otherwise the command never started:
+ * requeued, or a dead letter after its last attempt.
+ */
 export function plannedLeaseExpiry(stored: StoredTask, nowMs: number): TaskMutation {
   const { task } = stored;
   const worker = task.lease?.workerId ?? 'unknown';
   const note = `lease of ${worker} expired`;
+  const startedAt = task.lease?.startedAt ?? null;
+  if (startedAt !== null) {
+    const message =
+      `worker ${worker} started the command at ${startedAt}, then stopped answering until its ` +
+      `lease ended at ${task.lease?.expiresAt}: the command may or may not have run, so it ` +
+      'is not run again; create the task again to run it';
+    return moved(
+      stored,
+      'FAILED',
+      { error: { code: WORKER_LOST, message: message.slice(0, TASK_LIMITS.errorMessageChars) } },
+      HUB_ACTOR,
+      `${note} after the command started; not run again (${WORKER_LOST})`,
+      nowMs,
+    );
+  }
   if (task.attempts < task.maxAttempts) {
-    return moved(stored, 'SUBMITTED', {}, HUB_ACTOR, `${note}; requeued`, nowMs);
+    return moved(
+      stored,
+      'SUBMITTED',
+      {},
+      HUB_ACTOR,
+      `${note} before the command started; requeued`,
+      nowMs,
+    );
   }
   return moved(
     stored,
