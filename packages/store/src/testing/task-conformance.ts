@@ -378,10 +378,16 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         lease: null,
         result: { by: 'new', exitCode: 0 },
       });
-      // After completion no token works and the newer result stays.
+      // After completion no token works and the newer result stays; the same report sent
+      // again by its worker (the first answer lost) changes nothing and gets the task back.
       expect(await reason(store.completeTask('acme', task.id, newToken, { by: 'again' }))).toBe(
         'stale_lease',
       );
+      const resent = await store.completeTask('acme', task.id, newToken, {
+        by: 'new',
+        exitCode: 0,
+      });
+      expect(resent).toMatchObject({ state: 'COMPLETED', result: { by: 'new', exitCode: 0 } });
       expect(await reason(store.completeTask('acme', task.id, oldToken, { by: 'old' }))).toBe(
         'stale_lease',
       );
@@ -606,6 +612,18 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
         { code: 'exit_2', message: 'boom' },
         1,
       ]);
+      // Sent again by its worker: the same answer, no second event; another error is refused.
+      const token = held?.lease?.token ?? 0;
+      const again = await store.failTask('acme', once.id, token, {
+        code: 'exit_2',
+        message: 'boom',
+      });
+      expect(again).toEqual(failed);
+      expect(
+        await reason(store.failTask('acme', once.id, token, { code: 'exit_3', message: 'other' })),
+      ).toBe('stale_lease');
+      expect((await store.getTask('acme', once.id))?.history.at(-1)?.to).toBe('FAILED');
+      expect((await store.getTask('acme', once.id))?.history).toHaveLength(3);
     },
 
     async 'task-started'() {

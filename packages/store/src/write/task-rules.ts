@@ -211,11 +211,31 @@ export function plannedComplete(
   result: unknown,
   nowMs: number,
   holder?: string,
-): TaskMutation {
+): TaskMutation | null {
   const value = parseOrThrow(taskResultSchema, result, 'result');
+  if (alreadyReported(stored, token, 'COMPLETED', stored.task.result, value)) return null;
   assertLease(stored, token, nowMs, holder);
   const by = stored.task.lease?.workerId ?? HUB_ACTOR;
   return moved(stored, 'COMPLETED', { result: value, error: null }, by, null, nowMs);
+}
+
+/**
+ * A report sent again by the worker that made it (its claim's token, which only it knows),
+ * with the same content, after the task already ended so: the answer to the first was lost (the
+ * hub died after committing it). It changes nothing and is answered with the task as it is.
+ */
+function alreadyReported(
+  stored: StoredTask,
+  token: number,
+  state: TaskState,
+  kept: unknown,
+  sent: unknown,
+): boolean {
+  return (
+    stored.task.state === state &&
+    stored.token === token &&
+    JSON.stringify(kept) === JSON.stringify(sent)
+  );
 }
 
 /** The error of a task that ran out of attempts. */
@@ -237,8 +257,9 @@ export function plannedFail(
   retry: boolean,
   nowMs: number,
   holder?: string,
-): TaskMutation {
+): TaskMutation | null {
   const parsed = parseOrThrow(taskErrorSchema, error, 'error');
+  if (!retry && alreadyReported(stored, token, 'FAILED', stored.task.error, parsed)) return null;
   assertLease(stored, token, nowMs, holder);
   const by = stored.task.lease?.workerId ?? HUB_ACTOR;
   const note = `${parsed.code}: ${parsed.message}`.slice(0, TASK_LIMITS.noteChars);
