@@ -347,11 +347,11 @@ describe('A2A over the hub', () => {
     expect(await garbled.json()).toMatchObject({ id: null, error: { code: -32700 } });
   });
 
-  it("runs the README's A2A example as written", async () => {
-    const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('\n## A2A\n'));
+  it("runs the docs' A2A example as written", async () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../../docs/channels.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('\n## A2A\n'));
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-    if (!block) throw new Error('README has no sh block under "## A2A"');
+    if (!block) throw new Error('docs/channels.md has no sh block under "## A2A"');
     const { stdout } = await promisify(execFile)('bash', ['-euc', block], {
       env: { ...process.env, CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.claw },
     });
