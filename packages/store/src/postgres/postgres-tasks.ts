@@ -289,16 +289,30 @@ export class PostgresTasks implements TaskStore {
             return null;
           }
         }
+        // The row and its event in one statement (the event's task is the inserted row, read
+        // by the outbox with taskFromRow); none when another create with the key won.
         const [inserted] = await this.rows<{ rid: number }>(
           client,
-          `INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
-             origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
-             max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
-             $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
-           ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
-             DO NOTHING
-           RETURNING rid`,
+          `WITH inserted AS (
+             INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
+               origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
+               max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
+               $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
+             ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
+               DO NOTHING
+             RETURNING *
+           ), picked AS (
+             SELECT ${COLUMNS('i')} FROM inserted i
+           ), appended AS (
+             INSERT INTO ${this.s}.task_events
+               (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+             SELECT p.rid, p.id, p.team_id, $17::timestamptz, NULL, p.state, $18, $19, 'created',
+                    $20, row_to_json(p)
+               FROM picked p
+             RETURNING seq
+           )
+           SELECT rid FROM picked`,
           [
             task.id,
             teamId,
@@ -316,6 +330,10 @@ export class PostgresTasks implements TaskStore {
             task.ttlSeconds,
             task.createdAt,
             task.expiresAt,
+            new Date(event.atMs).toISOString(),
+            event.by,
+            event.note,
+            outboxActor({ kind: 'created' }, event.by),
           ],
         );
         if (!inserted) {
@@ -324,7 +342,6 @@ export class PostgresTasks implements TaskStore {
           if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
           return { task: winner, status: 'existing' };
         }
-        await this.appendEvent(client, task, inserted.rid, event, { kind: 'created' });
         return { task, status: 'created' };
       });
     return (await attempt(false)) ?? ((await attempt(true)) as CreateTaskOutcome);

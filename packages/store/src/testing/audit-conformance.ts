@@ -329,6 +329,8 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       expect(outbox[2]?.task.result).toEqual({ ok: true });
       // The task as each change left it, exactly as a read shows it (PostgreSQL writes the
       // claim's in SQL, from the claimed row).
+      expect(outbox[0]?.task).toEqual(task);
+      expect(outbox[0]?.event).toMatchObject({ from: null, to: 'SUBMITTED', by: 'openclaw' });
       expect(outbox[1]?.task).toEqual(claimed);
       expect(outbox[1]?.event).toMatchObject({ from: 'SUBMITTED', note: 'claimed (attempt 1)' });
       const [first, second] = outbox;
