@@ -68,6 +68,8 @@ interface RunResult {
   watch: PgWatchResult | null;
   /** ctxbus: claim calls its hub answered (GET /api/admin/tasks); null for the peers. */
   claimAttempts?: number;
+  /** ctxbus: task events its relay wrote per batch (status items and audit records). */
+  eventsPerBatch?: number;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -362,7 +364,11 @@ async function runCtxbus(
     const last = follow.last();
     const result = await endRun(measured, before, tasks, last - first, []);
     const stats = await call(hub.url, 'GET', '/api/admin/tasks', { token: hub.adminToken ?? '' });
-    if (stats.status === 200) result.claimAttempts = stats.body.claims.attempts as number;
+    if (stats.status === 200) {
+      result.claimAttempts = stats.body.claims.attempts as number;
+      const { batches, events } = stats.body.relay as { batches: number; events: number };
+      if (batches > 0) result.eventsPerBatch = events / batches;
+    }
     const started = await startedAt(hub, origin, timeline.ids.keys());
     for (const [id, index] of timeline.ids) {
       const at = started.get(id);
@@ -565,6 +571,13 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
       target: '<= 1.1',
       ok: ratio <= 1.1,
     });
+    if (run.eventsPerBatch !== undefined) {
+      rows.push({
+        section: SECTION,
+        metric: `${LABELS[system]}: task events per relay batch (each batch: one item write, one audit transaction)`,
+        value: run.eventsPerBatch.toFixed(1),
+      });
+    }
   }
   if (options.serverUrl === null)
     rows.push({

@@ -36,6 +36,8 @@ const taskStatsSchema = z.object({
       .int()
       .nonnegative()
       .meta({ description: 'Relay passes that failed (each retried).' }),
+    batches: z.int().nonnegative().meta({ description: 'Batches of task events relayed.' }),
+    events: z.int().nonnegative().meta({ description: 'Task events relayed in them.' }),
   }),
 });
 
@@ -134,7 +136,7 @@ export const adminRoutes = [
     operationId: 'taskStats',
     summary: "This hub's task counters (admin)",
     description:
-      'Since this hub started: claim attempts and how many took a task (attempts per task taken show whether idle workers herd on each new task), wakes of waiting claims, and task relay passes that failed.',
+      'Since this hub started: claim attempts and how many took a task (attempts per task taken show whether idle workers herd on each new task), wakes of waiting claims, and the batches, events and failed passes of the task relay.',
     tags: ['admin'],
     auth: 'admin',
     responses: {
@@ -145,7 +147,11 @@ export const adminRoutes = [
         status: 200,
         body: {
           claims: { ...services.tasks.claims, ...services.tasks.waiting },
-          relay: { failures: services.taskRelay.failures },
+          relay: {
+            failures: services.taskRelay.failures,
+            batches: services.taskRelay.batches,
+            events: services.taskRelay.events,
+          },
         },
       };
     },

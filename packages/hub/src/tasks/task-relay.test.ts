@@ -164,6 +164,11 @@ function relayCases(name: string, backend: () => Backend) {
       await hub.services.taskRelay.wake();
       await someChanges(hub, 'after');
       expectClean(await taskRelayReport(first, 'acme'), 10);
+      // Every event relayed once, in batches (counted for GET /api/admin/tasks).
+      const { batches, events } = hub.services.taskRelay;
+      expect(events).toBe(10);
+      expect(batches).toBeGreaterThan(0);
+      expect(batches).toBeLessThanOrEqual(events);
       await hub.close();
       open.splice(open.indexOf(hub), 1);
 

@@ -52,6 +52,9 @@ export interface TaskRelayOptions {
 export class TaskRelay {
   /** Passes that failed since the hub started (each logged, each retried). */
   failures = 0;
+  /** Batches relayed since the hub started, and the events in them. */
+  batches = 0;
+  events = 0;
   private readonly batch: number;
   private readonly retryMs: number;
   private readonly maxRetryMs: number;
@@ -204,6 +207,8 @@ export class TaskRelay {
       if (teamId !== undefined && records.length > 0) this.deps.onAudit?.(teamId, records);
     });
     await store.advanceTaskRelay(last.event.seq);
+    this.batches += 1;
+    this.events += events.length;
     return events.length;
   }
 
