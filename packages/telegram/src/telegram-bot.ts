@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { CtxbusClient } from '@ctxbus/client';
 import type { ContextItem, Logger, StreamEvent, Task, TaskState } from '@ctxbus/core';
-import { CtxbusError, silentLogger, tagSchema } from '@ctxbus/core';
+import { CtxbusError, silentLogger, tagSchema, taskStatusOf } from '@ctxbus/core';
 import { stableId } from '@ctxbus/core/light';
 import type { Context } from 'grammy';
 import { Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
@@ -306,8 +306,8 @@ export class CtxbusTelegramBot {
   private classify(item: ContextItem): 'approval' | 'request' | 'blocking' | 'digest' | null {
     // The bot's own writes (and the hub's notes of its decisions) are not news to the chat.
     if (item.source.runtime === this.identity?.runtime) return null;
-    const task = (item.runtimeOptions as { task?: { state?: string } } | undefined)?.task;
-    if (task?.state === 'AUTH_REQUIRED') return 'approval';
+    // Anyone can write an item that looks like this: the task itself is read before a button.
+    if (taskStatusOf(item)?.state === 'AUTH_REQUIRED') return 'approval';
     if (item.type === 'request' && item.urgency !== 'background') return 'request';
     if (item.urgency === 'blocking') return 'blocking';
     // A writer that addressed an item to Telegram (a model switch, say) wants it seen now.

@@ -1,3 +1,4 @@
+import { taskStatusOf } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { taskEventAudit } from './task-event-audit.js';
 import { taskEventItemId } from './task-status-item.js';
@@ -37,8 +38,8 @@ export async function taskRelayReport(store: Store, teamId: string): Promise<Tas
       expected.set(outbox.task.id, kinds);
       const viewer = { teamId, runtime: outbox.task.origin };
       const item = await store.getItem(viewer, taskEventItemId(outbox.task.id, outbox.event.seq));
-      const task = item?.runtimeOptions?.task as { state?: string } | undefined;
-      if (task?.state !== outbox.event.to) unannounced.push(outbox.event.seq);
+      const reported = item ? taskStatusOf(item) : null;
+      if (reported?.state !== outbox.event.to) unannounced.push(outbox.event.seq);
     }
     const last = page.at(-1);
     if (page.length < PAGE || !last) break;
