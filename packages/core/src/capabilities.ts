@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_TOKEN_BUDGET } from './api-schemas.js';
 
 // capabilities.yaml (seed 000, question 3): what each runtime can do, and how: the schema and
 // pure helpers. parse-capabilities.ts reads the YAML (errors name FILE:LINE:COL).
@@ -68,6 +69,10 @@ export const capabilitySchema = z
   })
   .meta({ description: 'How a runtime does one capability.' });
 
+/** The context formats a runtime can ask for (`context.format`; see core's resolvers). */
+export const CONTEXT_FORMATS = ['markdown', 'text', 'structured'] as const;
+export type ContextFormatName = (typeof CONTEXT_FORMATS)[number];
+
 export const runtimeEntrySchema = z
   .strictObject({
     description: z.string().min(1).max(500).meta({ description: 'What this runtime is.' }),
@@ -78,6 +83,16 @@ export const runtimeEntrySchema = z
         'restricted: never receives a proxied command, and a proxy it asks for needs a human approval.',
     }),
     endpoint: z.string().min(1).max(2_000).optional(),
+    context: z
+      .strictObject({
+        format: z.enum(CONTEXT_FORMATS),
+        tokenBudget: z.int().min(100).max(MAX_TOKEN_BUDGET).optional(),
+      })
+      .optional()
+      .meta({
+        description:
+          "How it wants its shared context: `markdown` (Claude Code's), `text` (one line per entry, OpenClaw's) or `structured` (sections with their items, the web's), and the budget a bundle gets when the caller does not say. Absent: the built-in default for claude-code, openclaw and web, else Markdown within 4,000 tokens.",
+      }),
     capabilities: z.record(matrixNameSchema, capabilitySchema).default({}).meta({
       description:
         'code_execution, file_operations, search, communication, memory, or your own names; absent means unavailable.',

@@ -88,11 +88,13 @@ export type {
   ResolvedContext,
   Resolver,
   ResolverWarning,
+  RuntimeContextSpec,
   SharedContextBundle,
   SharedContextRequest,
 } from './resolvers.js';
 export {
   DEFAULT_RESOLVER,
+  DEFAULT_RUNTIME_CONTEXT,
   getResolver,
   KNOWN_RUNTIMES,
   RESOLVERS,

@@ -58,3 +58,22 @@ describe('resolving one item for a runtime', () => {
     expect(getResolver('__proto__').item.format).toBe('markdown');
   });
 });
+
+describe("a runtime's format and budget as data", () => {
+  it('takes the declared format and budget, for a new runtime or over a built-in one', () => {
+    const codex = getResolver('codex', { format: 'markdown', tokenBudget: 3_000 });
+    expect(codex).toMatchObject({ runtime: 'codex', defaultTokenBudget: 3_000 });
+    expect(codex.formatter.format).toBe('markdown');
+    const chat = getResolver('my-chat', { format: 'text' });
+    expect(chat.formatter.format).toBe('text');
+    expect(chat.defaultTokenBudget).toBe(2_000);
+    expect(getResolver('openclaw', { format: 'structured' }).includeItems).toBe(true);
+    expect(resolveItem(stored('openclaw'), 'my-chat', { format: 'text' }).format).toBe('text');
+  });
+
+  it('falls back to the built-in runtimes, then to Markdown within 4,000 tokens', () => {
+    expect(getResolver('openclaw').formatter.format).toBe('text');
+    expect(getResolver('web').includeItems).toBe(true);
+    expect(getResolver('codex')).toMatchObject({ runtime: 'default', defaultTokenBudget: 4_000 });
+  });
+});

@@ -1,3 +1,4 @@
+import type { ContextFormatName } from './capabilities.js';
 import type {
   BuiltContext,
   BuiltSection,
@@ -80,10 +81,18 @@ const markdownItem: ItemDelivery = {
     `## Context Update: ${plainLine(item.title)}\n_${origin(item)}_\n\n${item.content || item.summary}`,
 };
 
-export const RESOLVERS: Readonly<Record<string, Resolver>> = {
-  'claude-code': {
-    runtime: 'claude-code',
-    description: 'Markdown, injected by the SessionStart/UserPromptSubmit hooks or read via MCP',
+/** How a runtime wants its context: a format and a default budget (capabilities.yaml `context`). */
+export interface RuntimeContextSpec {
+  format: ContextFormatName;
+  /** Tokens a bundle may use when the caller does not say (default: the format's). */
+  tokenBudget?: number;
+}
+
+/** Each format's resolver, as any runtime asking for it gets it (its `runtime` is the format). */
+const FORMATS: Readonly<Record<ContextFormatName, Resolver>> = {
+  markdown: {
+    runtime: 'markdown',
+    description: 'Markdown, injected by hooks or read via MCP (Claude Code)',
     formatter: markdownFormatter,
     defaultTokenBudget: 4_000,
     safetyMargin: 0.05,
@@ -91,9 +100,9 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
     warnings: noWarnings,
     item: markdownItem,
   },
-  openclaw: {
-    runtime: 'openclaw',
-    description: 'terse plain text for a chat assistant (Telegram)',
+  text: {
+    runtime: 'text',
+    description: 'terse plain text for a chat assistant (OpenClaw on Telegram)',
     formatter: plainTextFormatter,
     defaultTokenBudget: 2_000,
     safetyMargin: 0.1,
@@ -122,9 +131,9 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
       render: (item) => `[${origin(item)}] ${plainLine(item.summary || item.title)}`,
     },
   },
-  web: {
-    runtime: 'web',
-    description: 'structured sections with their items, plus Markdown',
+  structured: {
+    runtime: 'structured',
+    description: 'structured sections with their items, plus Markdown (a web UI)',
     formatter: markdownFormatter,
     defaultTokenBudget: 4_000,
     safetyMargin: 0.05,
@@ -138,6 +147,35 @@ export const RESOLVERS: Readonly<Record<string, Resolver>> = {
   },
 };
 
+/**
+ * The runtimes ctxbus ships adapters for, and the format each gets when capabilities.yaml
+ * does not say (`runtimes.<name>.context`). Any other runtime gets `DEFAULT_RESOLVER` unless
+ * its entry names a format: a new runtime is a YAML entry, not code here.
+ */
+export const DEFAULT_RUNTIME_CONTEXT: Readonly<Record<string, RuntimeContextSpec>> = {
+  'claude-code': { format: 'markdown' },
+  openclaw: { format: 'text' },
+  web: { format: 'structured' },
+};
+
+/** A format's resolver for `runtime`, with the budget its spec gives. */
+function resolverFromSpec(runtime: string, spec: RuntimeContextSpec): Resolver {
+  const format = FORMATS[spec.format];
+  return {
+    ...format,
+    runtime,
+    defaultTokenBudget: spec.tokenBudget ?? format.defaultTokenBudget,
+  };
+}
+
+/** The built-in runtimes' resolvers (their default specs). */
+export const RESOLVERS: Readonly<Record<string, Resolver>> = Object.fromEntries(
+  Object.entries(DEFAULT_RUNTIME_CONTEXT).map(([runtime, spec]) => [
+    runtime,
+    resolverFromSpec(runtime, spec),
+  ]),
+);
+
 /** Runtimes with a resolver of their own (the others get `DEFAULT_RESOLVER`). */
 export const KNOWN_RUNTIMES: readonly string[] = Object.keys(RESOLVERS).sort();
 
@@ -148,18 +186,18 @@ export const KNOWN_RUNTIMES: readonly string[] = Object.keys(RESOLVERS).sort();
  * names the runtime that asked.
  */
 export const DEFAULT_RESOLVER: Resolver = {
+  ...FORMATS.markdown,
   runtime: 'default',
   description: 'plain Markdown, for runtimes without a resolver of their own',
-  formatter: markdownFormatter,
-  defaultTokenBudget: 4_000,
-  safetyMargin: 0.05,
-  includeItems: false,
-  warnings: noWarnings,
-  item: markdownItem,
 };
 
-/** The runtime's own resolver, else `DEFAULT_RESOLVER`. Never throws. */
-export function getResolver(runtime: string): Resolver {
+/**
+ * The resolver for `runtime`: the spec capabilities.yaml declares for it (`declared`), else the
+ * built-in default for the runtimes ctxbus ships adapters for, else `DEFAULT_RESOLVER`.
+ * Never throws.
+ */
+export function getResolver(runtime: string, declared?: RuntimeContextSpec): Resolver {
+  if (declared) return resolverFromSpec(runtime, declared);
   // Own properties only: `constructor` or `__proto__` must not find Object's.
   return (Object.hasOwn(RESOLVERS, runtime) ? RESOLVERS[runtime] : undefined) ?? DEFAULT_RESOLVER;
 }
@@ -169,8 +207,12 @@ export function getResolver(runtime: string): Resolver {
  * then `injectContext(resolved)`): Markdown with a `## Context Update:` heading for Claude Code
  * and runtimes without a resolver, one plain line for OpenClaw, the item as JSON for the web.
  */
-export function resolveItem(item: ContextItem, runtime: string): ResolvedContext {
-  const { format, injection, render } = getResolver(runtime).item;
+export function resolveItem(
+  item: ContextItem,
+  runtime: string,
+  declared?: RuntimeContextSpec,
+): ResolvedContext {
+  const { format, injection, render } = getResolver(runtime, declared).item;
   return { format, content: render(item), injection, itemId: item.id, runtime };
 }
 
@@ -182,6 +224,8 @@ export interface SharedContextRequest {
   limits?: Partial<SharedContextLimits>;
   /** The team's non-terminal tasks from the task store (see `SelectOptions.tasks`). */
   tasks?: readonly Task[];
+  /** The runtime's `context` in capabilities.yaml, when it declares one. */
+  context?: RuntimeContextSpec;
 }
 
 /** One entry of a section under seed 000's names: its text and the items behind it. */
@@ -250,7 +294,7 @@ export function resolveSharedContext(
   candidates: SharedCandidates,
   request: SharedContextRequest,
 ): SharedContextBundle {
-  const resolver = getResolver(request.runtime);
+  const resolver = getResolver(request.runtime, request.context);
   const sections = selectSharedContext(candidates, {
     viewer: request.viewer,
     now: request.now,

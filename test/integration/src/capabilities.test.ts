@@ -117,6 +117,38 @@ describe('the capabilities file in a running hub', () => {
   });
 });
 
+describe("a runtime's context format is data", () => {
+  it('gives a runtime the format and budget its entry declares, and a built-in runtime its own unless declared', async () => {
+    const shared = async (runtime: string) => {
+      const response = await call(hub.url, 'GET', `/api/context/shared?runtime=${runtime}`, {
+        token: hub.tokens.code,
+      });
+      expect(response.status).toBe(200);
+      return response.body as { format: string; tokenBudget: number; formatted: string };
+    };
+    // Not declared: the built-in defaults (Markdown for Claude Code, text for OpenClaw) and
+    // Markdown within 4,000 tokens for anyone else.
+    expect(await shared('openclaw')).toMatchObject({ format: 'text', tokenBudget: 2_000 });
+    expect(await shared('codex')).toMatchObject({ format: 'markdown', tokenBudget: 4_000 });
+    const declared = `${readFileSync(file, 'utf8')}\n`.replace(
+      'runtimes:\n',
+      'runtimes:\n  codex:\n    description: OpenAI Codex CLI\n    context: { format: text, tokenBudget: 600 }\n',
+    );
+    saveOver(file, declared);
+    await waitUntil(async () => (await shared('codex')).format === 'text', 'the entry to load');
+    const codex = await shared('codex');
+    expect(codex.tokenBudget).toBe(600);
+    expect(codex.formatted).toMatch(/^SHARED CONTEXT \(CTXBUS\)/);
+    // A format the file does not know is refused, naming the field; the last good file stays.
+    saveOver(file, declared.replace('format: text', 'format: html'));
+    await waitUntil(async () => (await health()).error !== null, 'the bad format to be reported');
+    expect((await health()).error?.message).toMatch(/context\.format|format/);
+    expect((await shared('codex')).tokenBudget).toBe(600);
+    saveOver(file, readFileSync(repositoryFile, 'utf8'));
+    await waitUntil(async () => (await health()).error === null, 'the original file back');
+  });
+});
+
 describe('presence in a running hub', () => {
   it('announce -> online; heartbeat; a short time to live expires; DELETE leaves', async () => {
     const announced = await call(hub.url, 'POST', '/api/presence', {

@@ -23,6 +23,7 @@ import {
   writeRequestSchema,
   writeResponseSchema,
 } from '@ctxbus/core';
+import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
 import { forgetKey } from './forget-key.js';
@@ -86,6 +87,13 @@ export function listOptionsFromQuery(query: ListQuery): ListOptions {
 
 const asArray = <T>(value: T | T[] | undefined): T[] | undefined =>
   value === undefined ? undefined : Array.isArray(value) ? value : [value];
+
+/** The context format and budget capabilities.yaml declares for `runtime`, if any. */
+function declaredContext(services: HubServices, runtime: string) {
+  const runtimes = services.capabilities.matrix().runtimes;
+  const context = Object.hasOwn(runtimes, runtime) ? runtimes[runtime]?.context : undefined;
+  return context ? { context } : {};
+}
 
 export const contextRoutes = [
   defineRoute({
@@ -230,6 +238,7 @@ export const contextRoutes = [
         viewer,
         tasks,
         now: services.clock(),
+        ...declaredContext(services, runtime),
         ...(query.tokenBudget !== undefined && { tokenBudget: query.tokenBudget }),
       });
       return { status: 200, body: bundle };
@@ -267,10 +276,9 @@ export const contextRoutes = [
     async handler({ params, query, viewer, services }) {
       const item = await services.store.getItem(viewer, params.id);
       if (!item) throw notFound(params.id);
-      return {
-        status: 200,
-        body: { resolved: resolveItem(item, query.runtime ?? viewer.runtime) },
-      };
+      const runtime = query.runtime ?? viewer.runtime;
+      const { context } = declaredContext(services, runtime);
+      return { status: 200, body: { resolved: resolveItem(item, runtime, context) } };
     },
   }),
   defineRoute({
