@@ -415,6 +415,9 @@ function merge(runs: readonly RunResult[]): RunResult {
     ...(runs.every((run) => run.claimAttempts !== undefined) && {
       claimAttempts: total((run) => run.claimAttempts ?? 0),
     }),
+    ...(runs.every((run) => run.eventsPerBatch !== undefined) && {
+      eventsPerBatch: total((run) => run.eventsPerBatch ?? 0) / runs.length,
+    }),
     watch: runs.some((run) => run.watch)
       ? { backendsMs: 0, allPostgresMs: 0, samples, lockWaits, samplesWithLockWait }
       : null,
