@@ -23,6 +23,7 @@ export const AUDIT_KINDS = [
   'execution.finished',
   'execution.refused',
   'task.report-refused',
+  'context.removed',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 

@@ -110,6 +110,31 @@ function defineLayerTests(label: string, start?: () => Promise<HubProcess>) {
         body: { query: 'quartz switch' },
       });
       expect(search.body.results).toEqual([]);
+      // The removal is in the team's audit log: who removed which key.
+      const audit = await call(hub.url, 'GET', '/api/audit?limit=1000', { token: hub.tokens.code });
+      const removed = (audit.body.records as { kind: string; actor: string; subject: string }[])
+        .filter((record) => record.kind === 'context.removed')
+        .map(({ actor, subject }) => ({ actor, subject }));
+      expect(removed).toContainEqual({ actor: 'openclaw', subject: 'resource/runbooks/rollback' });
+    });
+
+    it("no token can erase a keyed decision's history: only resources and board entries go", async () => {
+      const decision = await call(hub.url, 'POST', '/api/context', {
+        token: hub.tokens.code,
+        body: { type: 'decision', title: 'Use PostgreSQL', key: 'db-choice' },
+      });
+      expect(decision.status).toBe(201);
+      const erase = await call(hub.url, 'DELETE', '/api/context?key=db-choice', {
+        token: hub.tokens.claw,
+      });
+      expect(erase.status).toBe(403);
+      expect(erase.body.error.details.reason).toBe('key_not_removable');
+      const still = await call(hub.url, 'GET', '/api/context?key=db-choice', {
+        token: hub.tokens.claw,
+      });
+      expect(still.body.items.map((item: { title: string }) => item.title)).toEqual([
+        'Use PostgreSQL',
+      ]);
     });
 
     it('a private resource or board entry never reaches another runtime', async () => {

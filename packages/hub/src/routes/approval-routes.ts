@@ -50,7 +50,7 @@ async function refused(
   error: CtxbusError,
 ): Promise<never> {
   // Audit (issue 12): who tried to decide what, and why it was refused.
-  await services.tasks.recordRefusal(teamId, {
+  await services.tasks.recordAudit(teamId, {
     kind: 'approval.refused',
     actor: runtime,
     subject: taskId,

@@ -1,11 +1,27 @@
 import type { ContextItem, ForgetKeyResponse, Viewer } from '@ctxbus/core';
-import { CtxbusError, contextItemInputSchema, prepareParsedItem, REMOVED_TAG } from '@ctxbus/core';
+import {
+  CtxbusError,
+  contextItemInputSchema,
+  parseBlackboardKey,
+  prepareParsedItem,
+  REMOVED_TAG,
+} from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
 
 // `DELETE /api/context?key=`: a key's value and its history leave the store. A marker (tagged
 // `removed`, no content) supersedes the live value, so every stream, subscriber and webhook
 // learns of the removal as of any change; then every value of the key up to the marker,
 // the marker too, expires at once: reads hide them, and the sweep takes them out.
+
+// Only what an agent keeps as working state may be removed: a persistent resource
+// (`resource/<name>`) or a blackboard entry. Every other key (a keyed decision, say) keeps its
+// history, so no token, an agent's included, can erase what the team decided; a new value
+// still supersedes the old one. Each removal is audited (`context.removed`).
+
+/** Whether `key` names a resource or a blackboard entry, the keys a removal may take out. */
+function removable(key: string): boolean {
+  return key.startsWith('resource/') || parseBlackboardKey(key) !== null;
+}
 
 /** How long the marker would live if nothing expired it first (it is expired at once). */
 const MARKER_SECONDS = 1;
@@ -54,6 +70,13 @@ export async function forgetKey(
   viewer: Viewer,
   key: string,
 ): Promise<ForgetKeyResponse> {
+  if (!removable(key)) {
+    throw new CtxbusError(
+      'forbidden',
+      `key ${key} keeps its history: only a resource (resource/<name>) or a blackboard entry (blackboard/<scope>/<id>/<entry>) can be removed; write a new value to supersede it`,
+      { details: { reason: 'key_not_removable', key } },
+    );
+  }
   const { live, newest } = await newestValue(services, viewer, key);
   if (!newest) {
     throw new CtxbusError(
@@ -68,5 +91,12 @@ export async function forgetKey(
     throughSeq: marker?.seq ?? newest.seq,
     at: now.toISOString(),
   });
-  return { key, removed: marker ? expired - 1 : expired, seq: marker?.seq ?? null };
+  const removed = marker ? expired - 1 : expired;
+  await services.tasks.recordAudit(viewer.teamId, {
+    kind: 'context.removed',
+    actor: viewer.runtime,
+    subject: key.slice(0, 200),
+    data: { key, removed, seq: marker?.seq ?? null },
+  });
+  return { key, removed, seq: marker?.seq ?? null };
 }

@@ -48,7 +48,7 @@ async function refusedReport(
     ? (error.details as { reason?: unknown } | undefined)?.reason
     : undefined;
   if (CtxbusError.isInstance(error) && AUDITED_REFUSALS.has(reason)) {
-    await services.tasks.recordRefusal(viewer.teamId, {
+    await services.tasks.recordAudit(viewer.teamId, {
       kind: 'task.report-refused',
       actor: viewer.runtime,
       subject: id,

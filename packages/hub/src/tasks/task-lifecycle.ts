@@ -252,11 +252,12 @@ export class TaskLifecycle {
   }
 
   /**
-   * An attempt the hub refused that changed nothing (a runtime that may not decide an
-   * approval, a report from a runtime that does not hold the lease): audited at once, so the
-   * log shows who tried what. It is no task event; a failure to record it fails the request.
+   * An act that is no task event, audited at once so the log shows who did or tried what: a
+   * refusal that changed nothing (a runtime that may not decide an approval, a report from a
+   * runtime that does not hold the lease), or a removal of a key's history. A failure to
+   * record it fails the request.
    */
-  async recordRefusal(teamId: string, event: AuditEvent): Promise<void> {
+  async recordAudit(teamId: string, event: AuditEvent): Promise<void> {
     const record = await this.deps.store.appendAudit(
       teamId,
       event,
