@@ -538,19 +538,37 @@ async function outageProxy(target: string, matches: (path: string) => boolean) {
   };
 }
 
+/** A directory whose check.js counts its runs in `runs`, then waits for a file `go`. */
+function gatedCheck(name: string): string {
+  const work = join(root, name);
+  mkdirSync(work, { recursive: true });
+  writeFileSync(
+    join(work, 'check.js'),
+    "const fs = require('node:fs'); fs.appendFileSync('runs', 'x'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); console.log('done'); } }, 20);\n",
+  );
+  return work;
+}
+
+/** Creates a task running `node check.js` in `work`. */
+function createCheck(url: string, token: string, title: string, work: string) {
+  return call(url, 'POST', '/api/tasks', {
+    token,
+    body: {
+      title,
+      requiredCapabilities: ['code_execution'],
+      input: { argv: ['node', 'check.js'], cwd: work },
+    },
+  });
+}
+
 describe('a result the hub cannot take for a moment', () => {
   it('is sent again with the same fencing token until the hub takes it: the command runs once', async () => {
     const dir = tempDir('ctxbus-worker-outage-');
     writeFileSync(join(dir, 'capabilities.yaml'), readFileSync(join(hubDir, 'capabilities.yaml')));
     const outage = await startHubProcess({ dataDir: dir });
     const proxy = await outageProxy(outage.url, (path) => path.endsWith('/complete'));
-    const work = join(root, 'outage');
-    mkdirSync(work, { recursive: true });
-    // Counts its runs, then waits for a file: the test takes the hub "down" meanwhile.
-    writeFileSync(
-      join(work, 'check.js'),
-      "const fs = require('node:fs'); fs.appendFileSync('runs', 'x'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); console.log('done'); } }, 20);\n",
-    );
+    // The test takes the hub "down" while the command waits.
+    const work = gatedCheck('outage');
     let worker: CliRun | undefined;
     try {
       const code = await runtimeToken(outage, 'acme', 'claude-code');
@@ -559,14 +577,7 @@ describe('a result the hub cannot take for a moment', () => {
         ['worker', '--capabilities', policyFile, '--id', 'behind-proxy', '--lease', '60'],
         { env: { CTXBUS_URL: proxy.url, CTXBUS_TOKEN: code }, timeoutMs: 300_000 },
       );
-      const created = await call(outage.url, 'POST', '/api/tasks', {
-        token: claw,
-        body: {
-          title: 'finish while the hub is away',
-          requiredCapabilities: ['code_execution'],
-          input: { argv: ['node', 'check.js'], cwd: work },
-        },
-      });
+      const created = await createCheck(outage.url, claw, 'finish while the hub is away', work);
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       const id = created.body.task.id as string;
       await waitUntil(() => existsSync(join(work, 'runs')), 'the command to start');
@@ -598,13 +609,8 @@ describe('a hub killed while the worker has a result to report', () => {
     writeFileSync(join(dir, 'capabilities.yaml'), readFileSync(join(hubDir, 'capabilities.yaml')));
     let hub = await startHubProcess({ dataDir: dir });
     const port = new URL(hub.url).port;
-    const work = join(root, 'hub-kill');
-    mkdirSync(work, { recursive: true });
-    // Counts its runs, then waits for a file: the test kills the hub meanwhile.
-    writeFileSync(
-      join(work, 'check.js'),
-      "const fs = require('node:fs'); fs.appendFileSync('runs', 'x'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); console.log('done'); } }, 20);\n",
-    );
+    // The test kills the hub while the command waits.
+    const work = gatedCheck('hub-kill');
     let worker: CliRun | undefined;
     try {
       const code = await runtimeToken(hub, 'acme', 'claude-code');
@@ -617,14 +623,7 @@ describe('a hub killed while the worker has a result to report', () => {
       worker.child.stderr?.on('data', (chunk: Buffer) => {
         log += chunk.toString();
       });
-      const created = await call(hub.url, 'POST', '/api/tasks', {
-        token: claw,
-        body: {
-          title: 'finish while the hub is dead',
-          requiredCapabilities: ['code_execution'],
-          input: { argv: ['node', 'check.js'], cwd: work },
-        },
-      });
+      const created = await createCheck(hub.url, claw, 'finish while the hub is dead', work);
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       const id = created.body.task.id as string;
       await waitUntil(() => existsSync(join(work, 'runs')), 'the command to start');
