@@ -31,6 +31,13 @@ interface Head {
   hash: string;
 }
 
+/** A record chained in memory, waiting for the batch's insert. */
+interface AuditInsert {
+  record: AuditRecord;
+  dataText: string;
+  eventSeq: number;
+}
+
 export class PostgresAudit implements AuditLog {
   private readonly s: string;
   private readonly query: PostgresQuery;
@@ -55,9 +62,11 @@ export class PostgresAudit implements AuditLog {
   }
 
   /**
-   * One transaction for the relay's batch. Each event's mark goes first: a second append of
-   * the same event waits on it (the primary key) until the first commits, then finds it and
-   * writes nothing. A team's head is locked and read once per batch, then followed in memory.
+   * One transaction for the relay's batch, in two statements whatever its size: the first
+   * marks every event (a second append of the same event waits on its mark, the primary key,
+   * until the first commits, then finds it and writes nothing) and locks and reads the heads of
+   * the batch's teams; the records are chained in memory; the second inserts them all, moves
+   * the heads and notes each event's last record on its mark.
    */
   async appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]> {
     this.assertOpen();
@@ -66,31 +75,107 @@ export class PostgresAudit implements AuditLog {
       at: checkAuditNow(entry.now),
       normalized: entry.events.map(normalizedAuditEvent),
     }));
+    if (prepared.length === 0) return [];
     return this.transaction('append task events to the audit log', async (client) => {
-      const heads = new Map<string, Head>();
-      const results: AuditRecord[][] = [];
-      for (const { teamId, eventSeq, normalized, at } of prepared) {
-        const marked = await client.query(
-          `INSERT INTO ${this.s}.audit_task_events (event_seq, team_id, audit_seq)
-           VALUES ($1, $2, 0) ON CONFLICT (event_seq) DO NOTHING RETURNING event_seq`,
-          [eventSeq, teamId],
-        );
-        if (marked.rowCount === 0) {
-          results.push([]);
-          continue;
-        }
-        const records: AuditRecord[] = [];
-        for (const event of normalized) {
-          records.push(await this.append(client, teamId, event, at, heads));
-        }
-        await client.query(
-          `UPDATE ${this.s}.audit_task_events SET audit_seq = $2 WHERE event_seq = $1`,
-          [eventSeq, records.at(-1)?.seq ?? 0],
-        );
-        results.push(records);
-      }
+      const { marked, heads } = await this.markAndLock(client, prepared);
+      const rows: AuditInsert[] = [];
+      const results = prepared.map(({ teamId, eventSeq, normalized, at }) => {
+        if (!marked.has(eventSeq)) return [];
+        return normalized.map(({ dataText, ...content }) => {
+          const head = heads.get(teamId) as Head;
+          const record = chainAuditRecord(
+            head.seq === 0 ? null : ({ hash: head.hash } as AuditRecord),
+            { seq: head.seq + 1, teamId, at, ...content },
+          );
+          heads.set(teamId, { seq: record.seq, hash: record.hash });
+          rows.push({ record, dataText, eventSeq });
+          return record;
+        });
+      });
+      if (rows.length > 0) await this.insertChained(client, rows, heads);
       return results;
     });
+  }
+
+  /** Marks the batch's events (the new ones come back) and locks its teams' heads. */
+  private async markAndLock(
+    client: PoolClient,
+    entries: readonly { teamId: string; eventSeq: number }[],
+  ): Promise<{ marked: Set<number>; heads: Map<string, Head> }> {
+    const sorted = [...entries].sort((a, b) => a.eventSeq - b.eventSeq);
+    const teams = [...new Set(entries.map((entry) => entry.teamId))].sort();
+    const { rows } = await client.query<{ mark: string | null; team: string | null } & HeadRow>(
+      `WITH marked AS (
+         INSERT INTO ${this.s}.audit_task_events (event_seq, team_id, audit_seq)
+         SELECT m.seq, m.team, 0 FROM unnest($1::int8[], $2::text[]) AS m(seq, team)
+         ON CONFLICT (event_seq) DO NOTHING
+         RETURNING event_seq
+       ), heads AS (
+         INSERT INTO ${this.s}.audit_heads AS h (team_id, seq, hash)
+         SELECT t.team, 0, $4 FROM unnest($3::text[]) AS t(team)
+         ON CONFLICT (team_id) DO UPDATE SET seq = h.seq
+         RETURNING team_id, seq, hash
+       )
+       SELECT event_seq::text AS mark, NULL AS team, NULL::int8 AS seq, NULL AS hash FROM marked
+       UNION ALL SELECT NULL, team_id, seq, hash FROM heads`,
+      [
+        sorted.map((entry) => entry.eventSeq),
+        sorted.map((entry) => entry.teamId),
+        teams,
+        AUDIT_GENESIS,
+      ],
+    );
+    const marked = new Set<number>();
+    const heads = new Map<string, Head>();
+    for (const row of rows) {
+      if (row.mark !== null) marked.add(Number(row.mark));
+      else if (row.team !== null) heads.set(row.team, { seq: Number(row.seq), hash: row.hash });
+    }
+    for (const team of teams) {
+      if (!heads.has(team)) throw new CtxbusError('internal', `no audit head for team ${team}`);
+    }
+    return { marked, heads };
+  }
+
+  /** Inserts chained records, moves their teams' heads and completes their events' marks. */
+  private async insertChained(
+    client: PoolClient,
+    rows: readonly AuditInsert[],
+    heads: ReadonlyMap<string, Head>,
+  ): Promise<void> {
+    const column = <T>(pick: (row: AuditInsert) => T) => rows.map(pick);
+    const lastOfEvent = new Map(rows.map((row) => [row.eventSeq, row.record.seq]));
+    const moved = [...heads].filter(([team]) => rows.some((row) => row.record.teamId === team));
+    await client.query(
+      `WITH appended AS (
+         INSERT INTO ${this.s}.audit_log (${AUDIT_COLUMNS})
+         SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::text[],
+           $6::text[], $7::text[], $8::text[], $9::text[])
+       ), moved AS (
+         UPDATE ${this.s}.audit_heads h SET seq = x.seq, hash = x.hash
+           FROM unnest($10::text[], $11::int8[], $12::text[]) AS x(team, seq, hash)
+          WHERE h.team_id = x.team
+       )
+       UPDATE ${this.s}.audit_task_events m SET audit_seq = x.audit_seq
+         FROM unnest($13::int8[], $14::int8[]) AS x(event_seq, audit_seq)
+        WHERE m.event_seq = x.event_seq`,
+      [
+        column((row) => row.record.teamId),
+        column((row) => row.record.seq),
+        column((row) => row.record.at),
+        column((row) => row.record.kind),
+        column((row) => row.record.actor),
+        column((row) => row.record.subject),
+        column((row) => row.dataText),
+        column((row) => row.record.prevHash),
+        column((row) => row.record.hash),
+        moved.map(([team]) => team),
+        moved.map(([, head]) => head.seq),
+        moved.map(([, head]) => head.hash),
+        [...lastOfEvent.keys()],
+        [...lastOfEvent.values()],
+      ],
+    );
   }
 
   /** Makes sure the team's head row exists, locks it and reads it (held until commit). */
