@@ -35,6 +35,7 @@ import type {
   PresenceAnnouncement,
   PresenceStore,
   ReadChangesOptions,
+  RelayedTaskBatch,
   SearchHit,
   SearchOptions,
   Store,
@@ -276,12 +277,11 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.taskRelayCursor();
   }
 
-  advanceTaskRelay(seq: number): Promise<void> {
-    return this.domains.tasks.advanceTaskRelay(seq);
-  }
-
-  holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
-    return this.domains.tasks.holdTaskRelay(work);
+  relayTaskBatch(
+    limit: number,
+    work: (events: readonly TaskOutboxEvent[]) => Promise<readonly TaskEventAudit[]>,
+  ): Promise<RelayedTaskBatch | null> {
+    return this.domains.tasks.relayTaskBatch(limit, work);
   }
 
   appendAudit(teamId: string, event: AuditEvent, now: string): Promise<AuditRecord> {

@@ -29,6 +29,7 @@ export type {
   PresenceAnnouncement,
   PresenceStore,
   ReadChangesOptions,
+  RelayedTaskBatch,
   SearchHit,
   SearchOptions,
   Store,

@@ -569,13 +569,17 @@ export interface TaskStore {
   listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]>;
   /** The relay's durable cursor. */
   taskRelayCursor(): Promise<TaskRelayCursor>;
-  /** Moves the cursor to `seq` (never back). */
-  advanceTaskRelay(seq: number): Promise<void>;
   /**
-   * Runs `work` as the only relay of this database while it runs (on PostgreSQL a lock every
-   * hub tries; on SQLite one per store): `{ value }`, or null when another holds it.
+   * One relay batch, as the only relay of this database while it runs (on PostgreSQL a lock
+   * every hub tries; on SQLite one per store): null when another relay holds it. Reads the
+   * events past the cursor (at most `limit`); `work` announces them and returns their audit
+   * entries; then the records are appended (each event once, as `appendTaskEventAudits`) and
+   * the cursor moved past the batch, in one transaction.
    */
-  holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null>;
+  relayTaskBatch(
+    limit: number,
+    work: (events: readonly TaskOutboxEvent[]) => Promise<readonly TaskEventAudit[]>,
+  ): Promise<RelayedTaskBatch | null>;
 }
 
 export interface ListAuditOptions {
@@ -601,6 +605,12 @@ export interface VerifyAuditOptions {
  *   `verifyAudit` finds.
  */
 /** The audit records one task event becomes (the relay's batch holds several). */
+/** What one relay batch did: its events, and the audit records appended per entry. */
+export interface RelayedTaskBatch {
+  events: number;
+  audited: { teamId: string; records: AuditRecord[] }[];
+}
+
 export interface TaskEventAudit {
   teamId: string;
   eventSeq: number;

@@ -25,7 +25,7 @@ interface Backend {
   dispose(): void;
 }
 
-type Step = 'writeItems' | 'appendTaskEventAudits' | 'advanceTaskRelay';
+type Step = 'writeItems' | 'relayTaskBatch';
 
 /** A store whose `step` throws once: before its write, or after it committed. */
 function failingOnce(store: Store, step: Step, when: 'before' | 'after'): Store {
@@ -128,7 +128,9 @@ function relayCases(name: string, backend: () => Backend) {
       return store;
     }
 
-    for (const step of ['writeItems', 'appendTaskEventAudits', 'advanceTaskRelay'] as const) {
+    // relayTaskBatch after its write: the audit records and the cursor committed, then the hub
+    // died; writeItems after its write: the status items committed, the audit not.
+    for (const step of ['writeItems', 'relayTaskBatch'] as const) {
       for (const when of ['before', 'after'] as const) {
         it(`${step} failing once (${when} its write): retried, nothing twice, nothing missed`, async () => {
           current = backend();

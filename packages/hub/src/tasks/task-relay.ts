@@ -18,16 +18,7 @@ import { taskEventItemId, taskEventStatusItem } from './task-status-item.js';
 // crashed one) left behind. On PostgreSQL one hub at a time relays (the store's relay lock).
 
 /** What the relay needs of the store. */
-export type TaskRelayStore = Pick<
-  Store,
-  | 'listTaskOutbox'
-  | 'taskRelayCursor'
-  | 'advanceTaskRelay'
-  | 'holdTaskRelay'
-  | 'appendTaskEventAudits'
-  | 'writeItems'
-  | 'getItem'
->;
+export type TaskRelayStore = Pick<Store, 'relayTaskBatch' | 'writeItems' | 'getItem'>;
 
 export interface TaskRelayDeps {
   store: TaskRelayStore;
@@ -109,10 +100,10 @@ export class TaskRelay {
     await this.running;
     let relayed = 0;
     for (;;) {
-      const held = await this.deps.store.holdTaskRelay(() => this.relayBatch());
-      if (held === null) return relayed;
-      relayed += held.value;
-      if (held.value < this.batch) return relayed;
+      const events = await this.relayBatch();
+      if (events === null) return relayed;
+      relayed += events;
+      if (events < this.batch) return relayed;
     }
   }
 
@@ -168,9 +159,9 @@ export class TaskRelay {
   private async pass(): Promise<boolean> {
     for (;;) {
       if (this.closed) return true;
-      const held = await this.deps.store.holdTaskRelay(() => this.relayBatch());
-      if (held === null) return false;
-      if (held.value < this.batch) return true;
+      const events = await this.relayBatch();
+      if (events === null) return false;
+      if (events < this.batch) return true;
     }
   }
 
@@ -184,32 +175,29 @@ export class TaskRelay {
   }
 
   /**
-   * The next batch past the cursor: its status items in one write, its audit records in one
-   * transaction, then the cursor past it. A crash between them repeats only no-op writes.
+   * The next batch past the cursor: its status items in one write, then (in the store's one
+   * transaction) its audit records and the cursor past it. A crash between them repeats only
+   * no-op writes. Null when another relay holds the outbox.
    */
-  private async relayBatch(): Promise<number> {
-    const { store } = this.deps;
-    const cursor = await store.taskRelayCursor();
-    const events = await store.listTaskOutbox(cursor.seq, this.batch);
-    const last = events.at(-1);
-    if (!last) return 0;
-    await this.announce(events);
-    const audited = await store.appendTaskEventAudits(
-      events.map((outbox) => ({
+  private async relayBatch(): Promise<number | null> {
+    const batch = await this.deps.store.relayTaskBatch(this.batch, async (events) => {
+      await this.announce(events);
+      return events.map((outbox) => ({
         teamId: outbox.teamId,
         eventSeq: outbox.event.seq,
         events: taskEventAudit(outbox),
         now: outbox.event.at,
-      })),
-    );
-    audited.forEach((records, index) => {
-      const teamId = events[index]?.teamId;
-      if (teamId !== undefined && records.length > 0) this.deps.onAudit?.(teamId, records);
+      }));
     });
-    await store.advanceTaskRelay(last.event.seq);
-    this.batches += 1;
-    this.events += events.length;
-    return events.length;
+    if (batch === null) return null;
+    for (const { teamId, records } of batch.audited) {
+      if (records.length > 0) this.deps.onAudit?.(teamId, records);
+    }
+    if (batch.events > 0) {
+      this.batches += 1;
+      this.events += batch.events;
+    }
+    return batch.events;
   }
 
   /**

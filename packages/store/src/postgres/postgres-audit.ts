@@ -31,6 +31,19 @@ interface Head {
   hash: string;
 }
 
+/** A task event's records, validated and normalized before any round trip. */
+type PreparedAudit = TaskEventAudit & {
+  at: string;
+  normalized: ReturnType<typeof normalizedAuditEvent>[];
+};
+
+const preparedAudits = (entries: readonly TaskEventAudit[]): PreparedAudit[] =>
+  entries.map((entry) => ({
+    ...entry,
+    at: checkAuditNow(entry.now),
+    normalized: entry.events.map(normalizedAuditEvent),
+  }));
+
 /** A record chained in memory, waiting for the batch's insert. */
 interface AuditInsert {
   record: AuditRecord;
@@ -70,37 +83,63 @@ export class PostgresAudit implements AuditLog {
    */
   async appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]> {
     this.assertOpen();
-    const prepared = entries.map((entry) => ({
-      ...entry,
-      at: checkAuditNow(entry.now),
-      normalized: entry.events.map(normalizedAuditEvent),
-    }));
+    const prepared = preparedAudits(entries);
     if (prepared.length === 0) return [];
-    return this.transaction('append task events to the audit log', async (client) => {
-      const { marked, heads } = await this.markAndLock(client, prepared);
-      const rows: AuditInsert[] = [];
-      const results = prepared.map(({ teamId, eventSeq, normalized, at }) => {
-        if (!marked.has(eventSeq)) return [];
-        return normalized.map(({ dataText, ...content }) => {
-          const head = heads.get(teamId) as Head;
-          const record = chainAuditRecord(
-            head.seq === 0 ? null : ({ hash: head.hash } as AuditRecord),
-            { seq: head.seq + 1, teamId, at, ...content },
-          );
-          heads.set(teamId, { seq: record.seq, hash: record.hash });
-          rows.push({ record, dataText, eventSeq });
-          return record;
-        });
-      });
-      if (rows.length > 0) await this.insertChained(client, rows, heads);
-      return results;
-    });
+    return this.transaction('append task events to the audit log', (client) =>
+      this.appendPrepared(client, prepared),
+    );
   }
 
-  /** Marks the batch's events (the new ones come back) and locks its teams' heads. */
+  /**
+   * The relay's batch on `client`, inside its transaction: `appendTaskEventAudits` without a
+   * transaction of its own, the task relay's cursor moved to `relayedTo` with the marks.
+   */
+  async appendTaskEventAuditsOn(
+    client: PoolClient,
+    entries: readonly TaskEventAudit[],
+    relayedTo: number,
+  ): Promise<AuditRecord[][]> {
+    const prepared = preparedAudits(entries);
+    if (prepared.length > 0) return this.appendPrepared(client, prepared, relayedTo);
+    await client.query(
+      `UPDATE ${this.s}.task_relay SET seq = greatest(seq, $1) WHERE name = 'tasks'`,
+      [relayedTo],
+    );
+    return [];
+  }
+
+  private async appendPrepared(
+    client: PoolClient,
+    prepared: readonly PreparedAudit[],
+    relayedTo: number | null = null,
+  ): Promise<AuditRecord[][]> {
+    const { marked, heads } = await this.markAndLock(client, prepared, relayedTo);
+    const rows: AuditInsert[] = [];
+    const results = prepared.map(({ teamId, eventSeq, normalized, at }) => {
+      if (!marked.has(eventSeq)) return [];
+      return normalized.map(({ dataText, ...content }) => {
+        const head = heads.get(teamId) as Head;
+        const record = chainAuditRecord(
+          head.seq === 0 ? null : ({ hash: head.hash } as AuditRecord),
+          { seq: head.seq + 1, teamId, at, ...content },
+        );
+        heads.set(teamId, { seq: record.seq, hash: record.hash });
+        rows.push({ record, dataText, eventSeq });
+        return record;
+      });
+    });
+    if (rows.length > 0) await this.insertChained(client, rows, heads);
+    return results;
+  }
+
+  /**
+   * Marks the batch's events (the new ones come back) and locks its teams' heads; with
+   * `relayedTo`, moves the task relay's cursor there too.
+   */
   private async markAndLock(
     client: PoolClient,
     entries: readonly { teamId: string; eventSeq: number }[],
+    relayedTo: number | null,
   ): Promise<{ marked: Set<number>; heads: Map<string, Head> }> {
     const sorted = [...entries].sort((a, b) => a.eventSeq - b.eventSeq);
     const teams = [...new Set(entries.map((entry) => entry.teamId))].sort();
@@ -115,6 +154,9 @@ export class PostgresAudit implements AuditLog {
          SELECT t.team, 0, $4 FROM unnest($3::text[]) AS t(team)
          ON CONFLICT (team_id) DO UPDATE SET seq = h.seq
          RETURNING team_id, seq, hash
+       ), relayed AS (
+         UPDATE ${this.s}.task_relay SET seq = greatest(seq, $5::int8)
+          WHERE name = 'tasks' AND $5::int8 IS NOT NULL
        )
        SELECT event_seq::text AS mark, NULL AS team, NULL::int8 AS seq, NULL AS hash FROM marked
        UNION ALL SELECT NULL, team_id, seq, hash FROM heads`,
@@ -123,6 +165,7 @@ export class PostgresAudit implements AuditLog {
         sorted.map((entry) => entry.teamId),
         teams,
         AUDIT_GENESIS,
+        relayedTo,
       ],
     );
     const marked = new Set<number>();

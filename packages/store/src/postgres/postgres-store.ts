@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CtxbusError } from '@ctxbus/core';
-import type { ClientConfig, PoolClient, QueryResultRow } from 'pg';
+import type { ClientConfig, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { StoreDomains } from '../composed-store.js';
 import { ComposedStore } from '../composed-store.js';
 import type { StoreInfo } from '../store.js';
@@ -26,6 +26,7 @@ import {
 import { sqlLiteral } from './postgres-prepare.js';
 import { PostgresPresence } from './postgres-presence.js';
 import { ROW_TYPES } from './postgres-sql.js';
+import type { Transaction } from './postgres-subscriptions.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { PostgresTasks } from './postgres-tasks.js';
 import { TermStatistics } from './postgres-term-stats.js';
@@ -148,20 +149,21 @@ export class PostgresStore extends ComposedStore {
       latestSeq: () => this.latestSeq(),
     });
     this.changes = new PostgresChangeLog(context, this.listener);
+    const transaction: Transaction = (action, work, opening) =>
+      this.transaction(action, work, opening);
+    const audit = new PostgresAudit(context, transaction);
     this.domains = {
       items: new PostgresItems(context, this.writes, this.termStats),
       changes: this.changes,
       vectors: new PostgresVectors(context, vectors, options.vectorMemoryMb ?? 256, target.logger),
       lifecycle: new PostgresLifecycle(target, this.termStats, () => this.assertOpen()),
-      subscriptions: new PostgresSubscriptions(context, (action, work) =>
-        this.transaction(action, work),
-      ),
+      subscriptions: new PostgresSubscriptions(context, transaction),
       tokens: new PostgresTokens(context),
-      tasks: new PostgresTasks(context, (action, work) => this.transaction(action, work), {
+      tasks: new PostgresTasks(context, transaction, audit, {
         maxWaitingPerRuntime: options.maxWaitingTasksPerRuntime,
       }),
-      audit: new PostgresAudit(context, (action, work) => this.transaction(action, work)),
-      presence: new PostgresPresence(context, (action, work) => this.transaction(action, work)),
+      audit,
+      presence: new PostgresPresence(context, transaction),
     };
     this.info = {
       backend: 'postgres',
@@ -285,17 +287,31 @@ export class PostgresStore extends ComposedStore {
     }
   }
 
-  /** Runs `work` in one READ COMMITTED transaction on one pooled connection. */
+  /**
+   * Runs `work` in one READ COMMITTED transaction on one pooled connection; `opening` (values
+   * inlined) goes in one message with BEGIN, and work gets its results.
+   */
   private async transaction<T>(
     action: string,
-    work: (client: PoolClient) => Promise<T>,
+    work: (client: PoolClient, opening: QueryResult[]) => Promise<T>,
+    opening?: string,
   ): Promise<T> {
     const client = await this.target.pool.connect().catch((error: unknown) => {
       throw toStoreError(error, action, this.target.location);
     });
     try {
-      await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-      const result = await work(client);
+      const begin = 'BEGIN ISOLATION LEVEL READ COMMITTED';
+      const results =
+        opening === undefined
+          ? []
+          : (
+              (await client.query({
+                text: `${begin};\n${opening}`,
+                types: ROW_TYPES,
+              })) as unknown as QueryResult[]
+            ).slice(1);
+      if (opening === undefined) await client.query(begin);
+      const result = await work(client, results);
       await client.query('COMMIT');
       return result;
     } catch (error) {

@@ -1,5 +1,5 @@
 import type { SubscriptionEvent, SubscriptionFilter } from '@ctxbus/core';
-import type { PoolClient } from 'pg';
+import type { PoolClient, QueryResult } from 'pg';
 import type {
   DeadLetter,
   ListSubscriptionsOptions,
@@ -14,10 +14,14 @@ import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
 // atomic without an explicit transaction (progress and its dead letters included), except a
 // create under the per-runtime limit, which counts under a lock.
 
-/** Runs `work` in one transaction on one pooled connection. */
+/**
+ * Runs `work` in one transaction on one pooled connection. `opening`: statements (values
+ * inlined) sent in the same message as BEGIN, saving round trips; work gets their results.
+ */
 export type Transaction = <T>(
   action: string,
-  work: (client: PoolClient) => Promise<T>,
+  work: (client: PoolClient, opening: QueryResult[]) => Promise<T>,
+  opening?: string,
 ) => Promise<T>;
 
 interface SubscriptionRow {

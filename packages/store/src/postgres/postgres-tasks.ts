@@ -13,6 +13,8 @@ import type {
   FailTaskOptions,
   LeaseHolderOptions,
   ListTasksOptions,
+  RelayedTaskBatch,
+  TaskEventAudit,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,
@@ -36,7 +38,9 @@ import {
   plannedUpdate,
   plannedWaitExpiry,
 } from '../write/task-rules.js';
+import type { PostgresAudit } from './postgres-audit.js';
 import type { PostgresContext, PostgresQuery } from './postgres-connection.js';
+import { sqlLiteral } from './postgres-prepare.js';
 import { ROW_TYPES, SqlParams } from './postgres-sql.js';
 import type { Transaction } from './postgres-subscriptions.js';
 
@@ -117,6 +121,7 @@ export class PostgresTasks implements TaskStore {
   constructor(
     context: PostgresContext,
     private readonly transaction: Transaction,
+    private readonly audit: Pick<PostgresAudit, 'appendTaskEventAuditsOn'>,
     options: PostgresTasksOptions = {},
   ) {
     this.s = context.s;
@@ -655,14 +660,27 @@ export class PostgresTasks implements TaskStore {
     this.assertOpen();
     const rows = await this.query<TaskOutboxColumns & SnapshotColumns>(
       'read the task outbox',
-      `SELECT ${EVENT_COLUMNS}, ${outboxColumns(`${this.s}.task_events`)},
-              pg_snapshot_xmin(pg_current_snapshot())::text AS snapshot_xmin,
-              pg_snapshot_xmax(pg_current_snapshot())::text AS snapshot_xmax
-         FROM ${this.s}.task_events e WHERE e.seq > $1 AND e.kind IS NOT NULL
-        ORDER BY e.seq LIMIT $2`,
+      this.outboxSql('$1', '$2'),
       [afterSeq, limit],
       true,
     );
+    return this.committedPrefix(afterSeq, rows);
+  }
+
+  /** The outbox read past `after` (an expression), up to `limit` rows, with its snapshot. */
+  private outboxSql(after: string, limit: string): string {
+    return `SELECT ${EVENT_COLUMNS}, ${outboxColumns(`${this.s}.task_events`)},
+              pg_snapshot_xmin(pg_current_snapshot())::text AS snapshot_xmin,
+              pg_snapshot_xmax(pg_current_snapshot())::text AS snapshot_xmax
+         FROM ${this.s}.task_events e WHERE e.seq > ${after} AND e.kind IS NOT NULL
+        ORDER BY e.seq LIMIT ${limit}`;
+  }
+
+  /** The rows up to the first sequence that may still commit (see listTaskOutbox). */
+  private committedPrefix(
+    afterSeq: number,
+    rows: readonly (TaskOutboxColumns & SnapshotColumns)[],
+  ): TaskOutboxEvent[] {
     const events: TaskOutboxEvent[] = [];
     let expected = afterSeq + 1;
     for (const row of rows) {
@@ -696,26 +714,44 @@ export class PostgresTasks implements TaskStore {
     return row ?? { seq: 0, since: 0 };
   }
 
-  async advanceTaskRelay(seq: number): Promise<void> {
+  /**
+   * One transaction on one connection, in four round trips whatever the batch's size: BEGIN
+   * with the relay lock, the cursor and the outbox read in one message; `work` (the status
+   * items, written on their own path); the audit marks, heads and the cursor's move; the
+   * records; then COMMIT. A failure anywhere rolls back the audit and the cursor
+   * together: the next pass repeats the batch, whose item writes are then no-ops.
+   */
+  async relayTaskBatch(
+    limit: number,
+    work: (events: readonly TaskOutboxEvent[]) => Promise<readonly TaskEventAudit[]>,
+  ): Promise<RelayedTaskBatch | null> {
     this.assertOpen();
-    await this.query(
-      'advance the task relay cursor',
-      `UPDATE ${this.s}.task_relay SET seq = greatest(seq, $1) WHERE name = 'tasks'`,
-      [seq],
-      true,
+    const cursor = `(SELECT seq FROM ${this.s}.task_relay WHERE name = 'tasks')`;
+    const opening = [
+      `SELECT pg_try_advisory_xact_lock(hashtextextended(${sqlLiteral(`${this.s}.task_relay`)}, 0)) AS held`,
+      `SELECT coalesce(${cursor}, 0)::int8 AS seq`,
+      this.outboxSql(`coalesce(${cursor}, 0)`, String(Math.max(1, Math.trunc(limit)))),
+    ].join(';\n');
+    return this.transaction(
+      'relay task events',
+      async (client, [lock, at, outbox]) => {
+        if (!(lock?.rows[0] as { held?: boolean } | undefined)?.held) return null;
+        const afterSeq = Number((at?.rows[0] as { seq?: number } | undefined)?.seq ?? 0);
+        const rows = (outbox?.rows ?? []) as (TaskOutboxColumns & SnapshotColumns)[];
+        const events = this.committedPrefix(afterSeq, rows);
+        const last = events.at(-1);
+        if (!last) return { events: 0, audited: [] };
+        const entries = await work(events);
+        const records = await this.audit.appendTaskEventAuditsOn(client, entries, last.event.seq);
+        return {
+          events: events.length,
+          audited: entries.map((entry, index) => ({
+            teamId: entry.teamId,
+            records: records[index] ?? [],
+          })),
+        };
+      },
+      opening,
     );
-  }
-
-  /** A transaction lock every hub on the database tries: one relay at a time. */
-  async holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
-    this.assertOpen();
-    return this.transaction('hold the task relay', async (client) => {
-      const [lock] = await this.rows<{ held: boolean }>(
-        client,
-        'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS held',
-        [`${this.s}.task_relay`],
-      );
-      return lock?.held ? { value: await work() } : null;
-    });
   }
 }

@@ -23,6 +23,13 @@ interface HeadRow {
   hash: string;
 }
 
+/** A task event's records, validated and normalized first. */
+const preparedAudit = (entry: TaskEventAudit) => ({
+  ...entry,
+  at: checkAuditNow(entry.now),
+  normalized: entry.events.map(normalizedAuditEvent),
+});
+
 export class SqliteAudit implements AuditLog {
   constructor(private readonly connection: SqliteConnection) {}
 
@@ -33,26 +40,27 @@ export class SqliteAudit implements AuditLog {
   }
 
   async appendTaskEventAudits(entries: readonly TaskEventAudit[]): Promise<AuditRecord[][]> {
-    const prepared = entries.map((entry) => ({
-      ...entry,
-      at: checkAuditNow(entry.now),
-      normalized: entry.events.map(normalizedAuditEvent),
-    }));
-    return this.connection.transaction(() =>
-      prepared.map(({ teamId, eventSeq, normalized, at }) => {
-        const marked = this.connection
-          .statement('SELECT 1 AS found FROM audit_task_events WHERE event_seq = ?')
-          .get(eventSeq);
-        if (marked) return [];
-        const records = normalized.map((event) => this.append(teamId, event, at));
-        this.connection
-          .statement(
-            'INSERT INTO audit_task_events (event_seq, team_id, audit_seq) VALUES (?, ?, ?)',
-          )
-          .run(eventSeq, teamId, records.at(-1)?.seq ?? this.head(teamId).seq);
-        return records;
-      }),
-    );
+    const prepared = entries.map(preparedAudit);
+    return this.connection.transaction(() => this.appendPrepared(prepared));
+  }
+
+  /** `appendTaskEventAudits` inside the caller's transaction (the relay's batch). */
+  appendTaskEventAuditsIn(entries: readonly TaskEventAudit[]): AuditRecord[][] {
+    return this.appendPrepared(entries.map(preparedAudit));
+  }
+
+  private appendPrepared(prepared: readonly ReturnType<typeof preparedAudit>[]): AuditRecord[][] {
+    return prepared.map(({ teamId, eventSeq, normalized, at }) => {
+      const marked = this.connection
+        .statement('SELECT 1 AS found FROM audit_task_events WHERE event_seq = ?')
+        .get(eventSeq);
+      if (marked) return [];
+      const records = normalized.map((event) => this.append(teamId, event, at));
+      this.connection
+        .statement('INSERT INTO audit_task_events (event_seq, team_id, audit_seq) VALUES (?, ?, ?)')
+        .run(eventSeq, teamId, records.at(-1)?.seq ?? this.head(teamId).seq);
+      return records;
+    });
   }
 
   /** Links one record to the team's head and moves it (inside the caller's transaction). */

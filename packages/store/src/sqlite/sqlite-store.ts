@@ -67,6 +67,7 @@ export class SqliteStore extends ComposedStore {
     const changes = new SqliteChangeLog(connection);
     this.items = new SqliteItems(connection, changes, search);
     const writes = this.items.writes;
+    const audit = new SqliteAudit(connection);
     this.domains = {
       items: this.items,
       changes,
@@ -80,8 +81,10 @@ export class SqliteStore extends ComposedStore {
       ),
       subscriptions: new SqliteSubscriptions(connection),
       tokens: new SqliteTokens(connection),
-      tasks: new SqliteTasks(connection, { maxWaitingPerRuntime: maxWaitingTasksPerRuntime }),
-      audit: new SqliteAudit(connection),
+      tasks: new SqliteTasks(connection, audit, {
+        maxWaitingPerRuntime: maxWaitingTasksPerRuntime,
+      }),
+      audit,
       presence: new SqlitePresence(connection),
     };
     this.info = {

@@ -13,6 +13,8 @@ import type {
   FailTaskOptions,
   LeaseHolderOptions,
   ListTasksOptions,
+  RelayedTaskBatch,
+  TaskEventAudit,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,
@@ -36,6 +38,7 @@ import {
   plannedUpdate,
   plannedWaitExpiry,
 } from '../write/task-rules.js';
+import type { SqliteAudit } from './sqlite-audit.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 
 // Tasks in the embedded store (times as epoch milliseconds, JSON as text). Every change runs
@@ -93,6 +96,7 @@ export class SqliteTasks implements TaskStore {
 
   constructor(
     private readonly connection: SqliteConnection,
+    private readonly audit: Pick<SqliteAudit, 'appendTaskEventAuditsIn'>,
     options: SqliteTasksOptions = {},
   ) {
     this.maxWaiting = options.maxWaitingPerRuntime ?? DEFAULT_MAX_WAITING_TASKS;
@@ -505,22 +509,36 @@ export class SqliteTasks implements TaskStore {
     return row ?? { seq: 0, since: 0 };
   }
 
-  async advanceTaskRelay(seq: number): Promise<void> {
-    this.connection.assertOpen();
-    this.connection
-      .statement(`UPDATE task_relay SET seq = max(seq, ?) WHERE name = 'tasks'`)
-      .run(seq);
-  }
-
   /**
    * One relay per store at a time. Processes sharing the file may each relay: the status
-   * item's id and the audit mark make the second pass write nothing.
+   * item's id and the audit mark make the second pass write nothing. The records and the
+   * cursor's move commit in one transaction.
    */
-  async holdTaskRelay<T>(work: () => Promise<T>): Promise<{ value: T } | null> {
+  async relayTaskBatch(
+    limit: number,
+    work: (events: readonly TaskOutboxEvent[]) => Promise<readonly TaskEventAudit[]>,
+  ): Promise<RelayedTaskBatch | null> {
     if (this.relayHeld) return null;
     this.relayHeld = true;
     try {
-      return { value: await work() };
+      const events = await this.listTaskOutbox((await this.taskRelayCursor()).seq, limit);
+      const last = events.at(-1);
+      if (!last) return { events: 0, audited: [] };
+      const entries = await work(events);
+      const records = this.connection.transaction(() => {
+        const appended = this.audit.appendTaskEventAuditsIn(entries);
+        this.connection
+          .statement(`UPDATE task_relay SET seq = max(seq, ?) WHERE name = 'tasks'`)
+          .run(last.event.seq);
+        return appended;
+      });
+      return {
+        events: events.length,
+        audited: entries.map((entry, index) => ({
+          teamId: entry.teamId,
+          records: records[index] ?? [],
+        })),
+      };
     } finally {
       this.relayHeld = false;
     }

@@ -1,7 +1,7 @@
 import type { AuditEvent } from '@ctxbus/core';
 import { AUDIT_GENESIS } from '@ctxbus/core';
 import { expect } from 'vitest';
-import type { Store } from '../store.js';
+import type { Store, TaskEventAudit } from '../store.js';
 import type { ConformanceHarness } from './conformance-harness.js';
 import { rejectsWith } from './conformance-harness.js';
 
@@ -333,12 +333,38 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       expect(outbox[0]?.event).toMatchObject({ from: null, to: 'SUBMITTED', by: 'openclaw' });
       expect(outbox[1]?.task).toEqual(claimed);
       expect(outbox[1]?.event).toMatchObject({ from: 'SUBMITTED', note: 'claimed (attempt 1)' });
-      const [first, second] = outbox;
-      await store.advanceTaskRelay(second?.event.seq ?? 0);
-      await store.advanceTaskRelay(first?.event.seq ?? 0);
-      expect(await store.taskRelayCursor()).toEqual({ ...start, seq: second?.event.seq });
-      expect((await store.listTaskOutbox(second?.event.seq ?? 0, 10)).length).toBe(1);
-      expect(await store.holdTaskRelay(async () => 'held')).toEqual({ value: 'held' });
+      // A relay batch: the events past the cursor (up to the limit), their audit records and
+      // the cursor's move in one transaction; a second relay meanwhile is refused (null).
+      const entry = (outboxEvent: (typeof outbox)[number]): TaskEventAudit => ({
+        teamId: outboxEvent.teamId,
+        eventSeq: outboxEvent.event.seq,
+        events: [
+          { kind: 'task.state' as const, actor: outboxEvent.actor, subject: outboxEvent.task.id },
+        ],
+        now: outboxEvent.event.at,
+      });
+      let nested: unknown = 'not tried';
+      const firstTwo = await store.relayTaskBatch(2, async (events) => {
+        nested = await store.relayTaskBatch(10, async () => []);
+        return events.map(entry);
+      });
+      expect(nested).toBeNull();
+      expect(firstTwo?.events).toBe(2);
+      expect(firstTwo?.audited.map((audited) => audited.records.length)).toEqual([1, 1]);
+      expect(await store.taskRelayCursor()).toEqual({ ...start, seq: outbox[1]?.event.seq });
+      // A failure after the work rolls back the audit and the cursor together.
+      await expect(
+        store.relayTaskBatch(10, async () => {
+          throw new Error('injected');
+        }),
+      ).rejects.toThrow('injected');
+      expect(await store.taskRelayCursor()).toEqual({ ...start, seq: outbox[1]?.event.seq });
+      const rest = await store.relayTaskBatch(10, async (events) => events.map(entry));
+      expect(rest?.events).toBe(1);
+      expect(await store.taskRelayCursor()).toEqual({ ...start, seq: outbox[2]?.event.seq });
+      // Relayed again (as after a crash): nothing appended twice.
+      expect(await store.relayTaskBatch(10, async () => [])).toEqual({ events: 0, audited: [] });
+      expect(await store.appendTaskEventAudits(outbox.map(entry))).toEqual([[], [], []]);
     },
   };
 }
