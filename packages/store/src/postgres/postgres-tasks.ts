@@ -72,6 +72,28 @@ interface SnapshotColumns {
 
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
+/** Values as SQL literals, for statements sent with the simple protocol (see createTask). */
+const inlined = {
+  text(value: string | null): string {
+    if (value === null) return 'NULL';
+    if (value.includes('\u0000')) {
+      throw new CtxbusError('validation_failed', 'text cannot contain the character U+0000');
+    }
+    return sqlLiteral(value);
+  },
+  json(value: unknown): string {
+    return value === null ? 'NULL' : `${sqlLiteral(JSON.stringify(value))}::json`;
+  },
+  int(value: number | null): string {
+    if (value === null) return 'NULL';
+    if (!Number.isSafeInteger(value)) throw new CtxbusError('internal', `not an integer: ${value}`);
+    return String(value);
+  },
+  time(value: string | null): string {
+    return value === null ? 'NULL' : `${sqlLiteral(new Date(value).toISOString())}::timestamptz`;
+  },
+};
+
 /** What a change writes to a task row: `$1` is the row id, `$2`..`$13` the fields. */
 const TASK_SET = `SET state = $2, attempts = $3, token = $4, lease_worker = $5,
   lease_expires_at = $6::timestamptz, result = $7::json, error = $8::json,
@@ -110,13 +132,12 @@ export interface PostgresTasksOptions {
 export class PostgresTasks implements TaskStore {
   private readonly s: string;
   private readonly query: PostgresQuery;
+  private readonly script: PostgresContext['script'];
   private readonly assertOpen: () => void;
   private readonly clock: () => Date;
   private readonly maxWaiting: number;
   /** Outbox sequences seen missing: each with the xmax of the first read that missed it. */
   private readonly gaps = new Map<number, bigint>();
-  /** The server's max_connections, once read (see createTask). */
-  private maxConnections: number | null = null;
 
   constructor(
     context: PostgresContext,
@@ -126,6 +147,7 @@ export class PostgresTasks implements TaskStore {
   ) {
     this.s = context.s;
     this.query = context.query;
+    this.script = context.script;
     this.assertOpen = context.assertOpen;
     this.clock = context.clock;
     this.maxWaiting = options.maxWaitingPerRuntime ?? DEFAULT_MAX_WAITING_TASKS;
@@ -277,87 +299,161 @@ export class PostgresTasks implements TaskStore {
    * starts again holding the lock exclusively, which waits for the creates in flight and
    * counts after them. The unique index on (team, origin, idempotency key) settles concurrent
    * creates with one key.
+   *
+   * The usual create is one round trip: BEGIN, the shared lock, then one statement that counts
+   * (its own snapshot, taken once the lock is held) and inserts the row and its event only
+   * when far from the cap, then COMMIT, in one message (values inlined as literals).
    */
   async createTask(teamId: string, input: NewTask): Promise<CreateTaskOutcome> {
     this.assertOpen();
     const { task, event } = plannedNewTask(teamId, input, this.clock().getTime());
     const waits = (WAITING_TASK_STATES as readonly string[]).includes(task.state);
-    const attempt = (exclusive: boolean) =>
-      this.transaction('create a task', async (client): Promise<CreateTaskOutcome | null> => {
-        if (waits) await this.lockQueue(client, task, exclusive);
-        const found = await this.byIdempotencyKey(client, task);
-        if (found) return { task: found, status: 'existing' };
-        if (waits) {
-          const waiting = await this.countWaiting(client, task);
-          if (waiting >= this.maxWaiting) throw taskLimitError(this.maxWaiting, task.targetRuntime);
-          if (!exclusive && waiting + (await this.inFlightBound(client)) > this.maxWaiting) {
-            return null;
-          }
-        }
-        // The row and its event in one statement (the event's task is the inserted row, read
-        // by the outbox with taskFromRow); none when another create with the key won.
-        const [inserted] = await this.rows<{ rid: number }>(
-          client,
-          `WITH inserted AS (
-             INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
-               origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
-               max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
-               $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
-             ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
-               DO NOTHING
-             RETURNING *
-           ), picked AS (
-             SELECT ${COLUMNS('i')} FROM inserted i
-           ), appended AS (
-             INSERT INTO ${this.s}.task_events
-               (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-             SELECT p.rid, p.id, p.team_id, $17::timestamptz, NULL, p.state, $18, $19, 'created',
-                    $20, row_to_json(p)
-               FROM picked p
-             RETURNING seq
-           )
-           SELECT rid FROM picked`,
-          [
-            task.id,
-            teamId,
-            task.title,
-            task.description,
-            JSON.stringify(task.requiredCapabilities),
-            task.origin,
-            task.scope,
-            json(task.input),
-            task.idempotencyKey,
-            task.state,
-            task.targetRuntime,
-            json(task.routing),
-            task.maxAttempts,
-            task.ttlSeconds,
-            task.createdAt,
-            task.expiresAt,
-            new Date(event.atMs).toISOString(),
-            event.by,
-            event.note,
-            outboxActor({ kind: 'created' }, event.by),
-          ],
-        );
-        if (!inserted) {
-          // Another create with the key committed meanwhile.
-          const winner = await this.byIdempotencyKey(client, task);
-          if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
-          return { task: winner, status: 'existing' };
-        }
-        return { task, status: 'created' };
-      });
-    return (await attempt(false)) ?? ((await attempt(true)) as CreateTaskOutcome);
+    const { rid, waiting, connections } = await this.insertFast(task, event, waits);
+    if (rid !== null) return { task, status: 'created' };
+    if (task.idempotencyKey !== null) {
+      const [found] = await this.query<TaskColumns>(
+        'create a task',
+        `SELECT ${COLUMNS('t')} FROM ${this.s}.tasks t
+          WHERE t.team_id = $1 AND t.origin = $2 AND t.idempotency_key = $3`,
+        [task.teamId, task.origin, task.idempotencyKey],
+      );
+      if (found) return { task: taskFromRow(found).task, status: 'existing' };
+    }
+    if (waits && waiting >= this.maxWaiting) {
+      throw taskLimitError(this.maxWaiting, task.targetRuntime);
+    }
+    if (!waits || waiting + connections <= this.maxWaiting) {
+      // Far from the cap, so the key stopped it: its holder is not visible yet.
+      throw new CtxbusError('conflict', 'the idempotency key is being used');
+    }
+    return this.createNearCap(task, event);
   }
 
-  /** The lock on the team's queue for the task's target runtime, held until commit. */
-  private async lockQueue(client: PoolClient, task: Task, exclusive: boolean): Promise<void> {
+  /**
+   * BEGIN, the shared queue lock, the count and the conditional insert, COMMIT: one message.
+   * `rid` null: not inserted (the key exists, or the cap is near: `waiting` says).
+   */
+  private async insertFast(
+    task: Task,
+    event: PlannedTaskEvent,
+    waits: boolean,
+  ): Promise<{ rid: number | null; waiting: number; connections: number }> {
+    const v = inlined;
+    const count = waits
+      ? `SELECT count(*)::int8 AS n FROM (
+           SELECT 1 FROM ${this.s}.tasks
+            WHERE team_id = ${v.text(task.teamId)} AND state IN ('SUBMITTED', 'AUTH_REQUIRED')
+              AND target_runtime ${task.targetRuntime === null ? 'IS NULL' : `= ${v.text(task.targetRuntime)}`}
+            LIMIT ${v.int(this.maxWaiting)}) waiting`
+      : 'SELECT 0::int8 AS n';
+    const statements = [
+      'BEGIN ISOLATION LEVEL READ COMMITTED',
+      ...(waits ? [`SELECT ${this.queueLockCall(task, false)}`] : []),
+      `WITH waiting AS (${count}), inserted AS (
+         INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
+           origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
+           max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
+         SELECT ${v.text(task.id)}, ${v.text(task.teamId)}, ${v.text(task.title)},
+           ${v.text(task.description)}, ${v.json(task.requiredCapabilities)}::jsonb,
+           ${v.text(task.origin)}, ${v.text(task.scope)}, ${v.json(task.input)},
+           ${v.text(task.idempotencyKey)}, ${v.text(task.state)}, ${v.text(task.targetRuntime)},
+           ${v.json(task.routing)}, 0, ${v.int(task.maxAttempts)}, ${v.int(task.ttlSeconds)}, 0,
+           ${v.time(task.createdAt)}, ${v.time(task.createdAt)}, ${v.time(task.expiresAt)}
+          WHERE (SELECT n FROM waiting) + current_setting('max_connections')::int8
+                <= ${v.int(this.maxWaiting)} OR NOT ${waits}
+         ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
+           DO NOTHING
+         RETURNING *
+       ), picked AS (
+         SELECT ${COLUMNS('i')} FROM inserted i
+       ), appended AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT p.rid, p.id, p.team_id, ${v.time(new Date(event.atMs).toISOString())}, NULL,
+                p.state, ${v.text(event.by)}, ${v.text(event.note)}, 'created',
+                ${v.text(outboxActor({ kind: 'created' }, event.by))}, row_to_json(p)
+           FROM picked p
+         RETURNING seq
+       )
+       SELECT (SELECT rid FROM picked) AS rid, (SELECT n FROM waiting) AS waiting,
+              current_setting('max_connections')::int8 AS connections`,
+      'COMMIT',
+    ];
+    const results = await this.script('create a task', statements.join(';\n'));
+    const row = results.at(-2)?.rows[0] as
+      | { rid: number | null; waiting: number; connections: number }
+      | undefined;
+    if (!row) throw new CtxbusError('internal', `task ${task.id}: the create was not answered`);
+    return { rid: row.rid, waiting: Number(row.waiting), connections: Number(row.connections) };
+  }
+
+  /** Near the cap: the queue lock held exclusively, then counted and inserted. */
+  private async createNearCap(task: Task, event: PlannedTaskEvent): Promise<CreateTaskOutcome> {
+    return this.transaction('create a task', async (client): Promise<CreateTaskOutcome> => {
+      await client.query(`SELECT ${this.queueLockCall(task, true)}`);
+      const found = await this.byIdempotencyKey(client, task);
+      if (found) return { task: found, status: 'existing' };
+      if ((await this.countWaiting(client, task)) >= this.maxWaiting) {
+        throw taskLimitError(this.maxWaiting, task.targetRuntime);
+      }
+      const [inserted] = await this.rows<{ rid: number }>(
+        client,
+        `WITH inserted AS (
+           INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
+             origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
+             max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
+             $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
+           ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
+             DO NOTHING
+           RETURNING *
+         ), picked AS (
+           SELECT ${COLUMNS('i')} FROM inserted i
+         ), appended AS (
+           INSERT INTO ${this.s}.task_events
+             (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+           SELECT p.rid, p.id, p.team_id, $17::timestamptz, NULL, p.state, $18, $19, 'created',
+                  $20, row_to_json(p)
+             FROM picked p
+           RETURNING seq
+         )
+         SELECT rid FROM picked`,
+        [
+          task.id,
+          task.teamId,
+          task.title,
+          task.description,
+          JSON.stringify(task.requiredCapabilities),
+          task.origin,
+          task.scope,
+          json(task.input),
+          task.idempotencyKey,
+          task.state,
+          task.targetRuntime,
+          json(task.routing),
+          task.maxAttempts,
+          task.ttlSeconds,
+          task.createdAt,
+          task.expiresAt,
+          new Date(event.atMs).toISOString(),
+          event.by,
+          event.note,
+          outboxActor({ kind: 'created' }, event.by),
+        ],
+      );
+      if (inserted) return { task, status: 'created' };
+      // Another create with the key committed meanwhile.
+      const winner = await this.byIdempotencyKey(client, task);
+      if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
+      return { task: winner, status: 'existing' };
+    });
+  }
+
+  /** The call locking the team's queue for the task's target runtime until commit. */
+  private queueLockCall(task: Task, exclusive: boolean): string {
     const lock = exclusive ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
-    await client.query(`SELECT ${lock}(hashtextextended($1, 0))`, [
-      `${this.s}.tasks/${task.teamId}/${task.targetRuntime ?? ''}`,
-    ]);
+    const key = `${this.s}.tasks/${task.teamId}/${task.targetRuntime ?? ''}`;
+    return `${lock}(hashtextextended(${inlined.text(key)}, 0))`;
   }
 
   /** The team's tasks waiting for the task's target runtime, counted up to the cap. */
@@ -372,15 +468,6 @@ export class PostgresTasks implements TaskStore {
       [task.teamId, task.targetRuntime, this.maxWaiting],
     );
     return Number(count?.waiting ?? 0);
-  }
-
-  /** The most transactions the server runs at once (its connection limit), read once. */
-  private async inFlightBound(client: PoolClient): Promise<number> {
-    if (this.maxConnections === null) {
-      const { rows } = await client.query<{ max_connections: string }>('SHOW max_connections');
-      this.maxConnections = Number(rows[0]?.max_connections ?? Number.POSITIVE_INFINITY);
-    }
-    return this.maxConnections;
   }
 
   /** The team's task created by the same origin with the same idempotency key, if any. */
