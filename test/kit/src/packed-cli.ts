@@ -53,11 +53,22 @@ export async function packTarball(outDir: string): Promise<string> {
  */
 function npmSettings(): { cache: string; userconfig: string; globalconfig: string } {
   const get = (key: string) =>
-    execFileSync('npm', ['config', 'get', key], { encoding: 'utf8' }).trim();
+    execFileSync('npm', ['config', 'get', key], { encoding: 'utf8', env: npmEnv() }).trim();
   return { cache: get('cache'), userconfig: get('userconfig'), globalconfig: get('globalconfig') };
 }
 
 let settings: ReturnType<typeof npmSettings> | undefined;
+
+/**
+ * This process's environment without the npm_* variables a package manager running it sets
+ * (pnpm's npm_config_* are not npm's settings).
+ */
+function npmEnv(home?: string): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')),
+  );
+  return home ? { ...env, HOME: home } : env;
+}
 
 /** `npm install --prefix <prefix> <tarball>` with HOME=<home>; rejects with npm's output. */
 export async function installTarball(tarball: string, prefix: string, home: string) {
@@ -80,7 +91,7 @@ export async function installTarball(tarball: string, prefix: string, home: stri
       '--loglevel=error',
       tarball,
     ],
-    { env: { ...process.env, HOME: home } },
+    { env: npmEnv(home) },
   );
   if (result.code !== 0) throw new Error(`npm install failed (${result.code}): ${result.stderr}`);
 }
