@@ -1,20 +1,23 @@
-import { runCli } from './cli.js';
+// The `ctxbus` command's entry. It imports nothing of ctxbus until it knows the Node.js is new
+// enough (an old Node gets one line saying what to do, not a syntax or import crash), and it
+// answers `--version` from package.json alone (no hub, store or tokenizer loaded).
+import { readFileSync } from 'node:fs';
 
-// A reader that stops early (`ctxbus list | head`) closes the pipe: stop quietly, as other
-// command-line tools do, instead of printing an EPIPE stack trace.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw error;
-  });
+const MIN_MAJOR = 22;
+const MIN_MINOR = 13;
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+
+if (major < MIN_MAJOR || (major === MIN_MAJOR && minor < MIN_MINOR)) {
+  process.stderr.write(
+    `ctxbus: error: needs Node.js ${MIN_MAJOR}.${MIN_MINOR} or later, and this is Node.js ${process.version} (${process.execPath}); install Node.js 24 (https://nodejs.org, or: nvm install 24) and run ctxbus with it\n`,
+  );
+  process.exit(1);
 }
 
-runCli(process.argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`ctxbus: error: ${(error as Error).message ?? String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+const args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  process.stdout.write(`${version}\n`);
+} else {
+  await import('./main.js');
+}

@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -17,6 +17,7 @@ import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchDashboard } from './dashboard-latency.ts';
 import { benchExecSpawn } from './exec-spawn.ts';
 import { benchHooks } from './hook-latency.ts';
+import { benchInstall } from './install-bench.ts';
 import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
 import { benchMcp } from './mcp-latency.ts';
 import { benchOpenClaw, benchSharedContextBridge } from './openclaw-latency.ts';
@@ -44,7 +45,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -97,6 +98,10 @@ if (flags.help) {
   dashboard the dashboard in headless Chromium (playwright-core): an item written over REST ->
             its row in the page's DOM p50/p99 (target p99 <= 150 ms); the built
             dashboard's size, gzipped (target <= 200 KB)
+  install   the published package (./dev pack): tarball size; installed into an empty prefix
+            on a clean HOME with a warm npm cache: size (du, target <= 40 MB) and seconds
+            (target <= 20 s); ctxbus --version p50 (target <= 300 ms); serve -> first /health
+            (target <= 1,000 ms)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -109,7 +114,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard'
+    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -538,6 +543,7 @@ async function main() {
       rows.push(...(await benchDashboard(hub, quick ? 20 : 200, log)));
     });
   }
+  if (sections.has('install')) rows.push(...(await benchInstall(quick, log)));
   printTable();
 }
 

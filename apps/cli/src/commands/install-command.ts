@@ -1,9 +1,11 @@
+import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import { CtxbusError, parseOrThrow, teamIdSchema } from '@ctxbus/core/contract';
 import type { Command } from 'commander';
 import { hubCredentials } from '../credentials.js';
 import { findAdminToken, hubUrl } from '../hub-target.js';
 import { printLine } from '../output.js';
+import { packagedRuntimeDir } from '../runtime-files.js';
 
 interface OpenClawFlags extends InstallFlags {
   profile?: string;
@@ -110,7 +112,13 @@ export function registerInstall(
         }
         const url = hubUrl(flags.url);
         const { token, minted } = await installToken(url, 'claude-code', flags);
-        const result = installClaudeCode({ target, url, token });
+        const packaged = packagedRuntimeDir('claude-code');
+        const result = installClaudeCode({
+          target,
+          url,
+          token,
+          ...(packaged && { scriptsDir: join(packaged, 'dist') }),
+        });
         printLine(
           `configured Claude Code for ${url}${minted ? ` with a new token for ${minted}` : ''}: ${result.files.join(', ')}`,
         );
@@ -147,8 +155,10 @@ export function registerInstall(
         const adapter = await import('@ctxbus/adapter-openclaw');
         const runner = adapter.openclawRunner(flags.openclaw, flags.profile);
         const progress = (line: string) => process.stderr.write(`ctxbus: ${line}\n`);
+        const packaged = packagedRuntimeDir('openclaw');
+        const pluginDir = packaged ? { pluginDir: packaged } : {};
         if (flags.uninstall) {
-          const result = await adapter.uninstallOpenClaw({ run: runner, progress });
+          const result = await adapter.uninstallOpenClaw({ run: runner, progress, ...pluginDir });
           printLine(
             result.changes.length
               ? `removed ctxbus from OpenClaw (${result.configPath}): ${result.changes.join('; ')}`
@@ -170,6 +180,7 @@ export function registerInstall(
           run: runner,
           current,
           progress,
+          ...pluginDir,
         });
         printLine(
           result.changes.length
