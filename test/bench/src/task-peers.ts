@@ -243,7 +243,13 @@ async function startCtxbusWorkers(hub: HubProcess, token: string, origin: string
         '--concurrency',
         String(CONCURRENCY),
       ],
-      { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token, CTXBUS_LOG_LEVEL: 'warn' },
+      {
+        CTXBUS_URL: hub.url,
+        CTXBUS_TOKEN: token,
+        CTXBUS_LOG_LEVEL: 'warn',
+        // Profiling a worker: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+        NODE_OPTIONS: process.env.CTXBUS_BENCH_WORKER_NODE_OPTIONS ?? '',
+      },
     ),
   );
   await waitWhileAlive(
