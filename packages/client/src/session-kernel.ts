@@ -123,10 +123,10 @@ export interface BeforeTurnInput {
   changes?: boolean;
   /** Leave the hub alone this turn (an agent that takes no team context). */
   offline?: boolean;
-  /** Local memory that is news in itself (the shared-context directory). */
-  memory?: TurnMemoryPointer[];
+  /** Local memory that is news in itself (the shared-context directory), read beside the hub. */
+  memory?: readonly TurnMemoryPointer[] | Promise<readonly TurnMemoryPointer[]>;
   /** Memory shown only alongside news (the files the session edited). */
-  background?: TurnMemoryPointer[];
+  background?: readonly TurnMemoryPointer[];
 }
 
 export interface BeforeTurnResult<Item> {
@@ -320,7 +320,12 @@ export function openSession<Item extends SessionItem>(
   const turnInput = (
     state: SessionState,
     input: BeforeTurnInput,
-    found: { changes: Item[]; bundle: string; resume: string | null },
+    found: {
+      changes: Item[];
+      bundle: string;
+      resume: string | null;
+      memory: readonly TurnMemoryPointer[];
+    },
     turnId: string,
   ): TurnContextInput => {
     const pending = pendingCount(options.stateDir);
@@ -346,7 +351,7 @@ export function openSession<Item extends SessionItem>(
         },
         memoryPointers: [
           ...(found.bundle ? [{ id: 'team-bundle', text: found.bundle }] : []),
-          ...(input.memory ?? []),
+          ...found.memory,
           ...(input.background ?? []),
         ],
         toolSnippets: [],
@@ -365,7 +370,11 @@ export function openSession<Item extends SessionItem>(
     const warnings: string[] = [];
     const building = input.prompt !== undefined;
     if (building) state.prompts += 1;
-    const [found, resume] = [await readHub(state, input, notices), readResume(state, notices)];
+    const [found, memory] = await Promise.all([
+      readHub(state, input, notices),
+      Promise.resolve(input.memory ?? []).catch(() => []),
+    ]);
+    const resume = readResume(state, notices);
     const result: BeforeTurnResult<Item> = {
       injection: '',
       snapshot: null,
@@ -382,7 +391,7 @@ export function openSession<Item extends SessionItem>(
       const log = options.turnLog ?? { dataDir: null, snapshots: false };
       const turnId = input.turnId ?? `prompt-${state.prompts}`;
       const built = recordTurn({
-        input: turnInput(state, input, { ...found, resume: inTurn }, turnId),
+        input: turnInput(state, input, { ...found, resume: inTurn, memory }, turnId),
         counter: log.counter ?? estimateTokenCounter,
         now: () => (options.now ?? (() => new Date()))().getTime(),
         dataDir: log.dataDir,
@@ -390,10 +399,7 @@ export function openSession<Item extends SessionItem>(
       });
       if (built.writeError) warnings.push(`ctxbus: turn snapshot not written: ${built.writeError}`);
       const news =
-        found.changes.length > 0 ||
-        found.bundle !== '' ||
-        (input.memory ?? []).length > 0 ||
-        inTurn !== null;
+        found.changes.length > 0 || found.bundle !== '' || memory.length > 0 || inTurn !== null;
       if (built.ok) {
         result.snapshot = built.context.snapshot;
         if (news) result.injection = built.context.injection;
@@ -405,7 +411,7 @@ export function openSession<Item extends SessionItem>(
           resume: inTurn,
           changes: found.changes,
           bundle: found.bundle,
-          memory: input.memory ?? [],
+          memory,
         });
       }
     }
