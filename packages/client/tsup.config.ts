@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 import { library } from '../../tsup.base.ts';
 
-// The root entry runs anywhere (fetch, WebCrypto); the light client, the outbox, the turn
+// The root entry runs anywhere (fetch, WebCrypto); the light client, the outbox, the session kernel, the turn
 // log and the atomic file write are for Node, behind their own subpaths so the root never loads node: modules.
 export default defineConfig({
   ...library(
@@ -9,6 +9,7 @@ export default defineConfig({
       index: 'src/index.ts',
       light: 'src/hub-lite.ts',
       outbox: 'src/outbox.ts',
+      session: 'src/session-kernel.ts',
       'turn-log': 'src/turn-log.ts',
       files: 'src/atomic-file.ts',
     },

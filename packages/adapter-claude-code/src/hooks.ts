@@ -1,19 +1,13 @@
 import { basename } from 'node:path';
 import type { HubApi, HubItem } from '@ctxbus/client/light';
-import { flushOutbox, pendingCount, queueItems } from '@ctxbus/client/outbox';
-import { recordTurn } from '@ctxbus/client/turn-log';
+import type { SessionKernel, SessionState } from '@ctxbus/client/session';
+import { byUrgencyDescending, clipText, liteSessionHub, openSession } from '@ctxbus/client/session';
 import type { ContextItemInput } from '@ctxbus/core/contract';
-import type { TokenCounter, TurnContextInput } from '@ctxbus/core/light';
-import { estimateTokenCounter, extractDecisions, stableId } from '@ctxbus/core/light';
+import type { TokenCounter } from '@ctxbus/core/light';
+import { stableId } from '@ctxbus/core/light';
 import { pendingResume } from '@ctxbus/handoff/light';
 import type { HookInput } from './hook-input.js';
-import type { SessionState } from './session-state.js';
-import {
-  readHandoffSeen,
-  readSessionState,
-  writeHandoffSeen,
-  writeSessionState,
-} from './session-state.js';
+import { readHandoffSeen, sessionStateFile, writeHandoffSeen } from './session-state.js';
 
 /** Claude Code caps injected hook output at 10,000 characters; stay clear of it. */
 export const MAX_INJECTED_CHARS = 9_500;
@@ -54,129 +48,16 @@ export interface HookOutput {
 const TOOL_HINT =
   'Share what others should know with the ctxbus MCP tools (mcp__ctxbus__context_write, context_search, memory_write). A line "Decision: ..." in your reply is recorded as a team decision.';
 
-function clip(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const cut = text.slice(0, max - 1);
-  return `${cut.slice(0, Math.max(cut.lastIndexOf('\n'), max / 2))}\n…`;
-}
-
-const URGENCY_RANK = { background: 0, attention: 1, blocking: 2 } as const;
-
-async function send(client: HubApi, items: ContextItemInput[]): Promise<void> {
-  await client.write(items);
-}
-
-/** Flushes the outbox, then sends `items`, queueing them when the hub is unreachable. */
-async function deliver(context: HookContext, items: ContextItemInput[]): Promise<boolean> {
-  const { client } = context;
-  if (!client) {
-    queueItems(context.stateDir, items);
-    return false;
-  }
-  try {
-    await flushOutbox(context.stateDir, (batch) => send(client, batch));
-    if (items.length > 0) await send(client, items);
-    return true;
-  } catch {
-    queueItems(context.stateDir, items);
-    return false;
-  }
-}
-
-function unreachable(context: HookContext, state: SessionState): HookOutput {
-  if (state.warnedUnreachable) return {};
-  state.warnedUnreachable = true;
-  const where = context.client
-    ? context.client.url
-    : 'no hub configured (CTXBUS_URL, CTXBUS_TOKEN)';
-  return { systemMessage: `ctxbus: hub unreachable (${where}); continuing without shared context` };
-}
-
-async function newestSeq(client: HubApi): Promise<number> {
-  const items = await client.list(0, 1);
-  return items[0]?.seq ?? 0;
-}
-
-async function sessionStart(context: HookContext, state: SessionState): Promise<HookOutput> {
-  const { client } = context;
-  if (!client) return unreachable(context, state);
-  try {
-    await flushOutbox(context.stateDir, (batch) => send(client, batch)).catch(() => 0);
-    let budget = SESSION_START_TOKEN_BUDGET;
-    let bundle = await client.shared(budget);
-    // The budget is in tokens and the cap in characters: shrink until the text fits.
-    for (let attempt = 0; bundle.formatted.length > MAX_INJECTED_CHARS && attempt < 3; attempt++) {
-      budget = Math.floor((budget * MAX_INJECTED_CHARS * 0.9) / bundle.formatted.length);
-      bundle = await client.shared(budget);
-    }
-    state.lastSeenSeq = Math.max(state.lastSeenSeq, await newestSeq(client));
-    state.warnedUnreachable = false;
-    return { additionalContext: clip(`${bundle.formatted}\n\n${TOOL_HINT}`, MAX_INJECTED_CHARS) };
-  } catch {
-    return unreachable(context, state);
-  }
-}
-
 function updateLine(item: HubItem): string {
   const urgency = item.urgency === 'background' ? '' : `[${item.urgency}] `;
   const summary = item.summary && item.summary !== item.title ? `: ${item.summary}` : '';
   return `- ${urgency}**${item.title}**${summary} _(${item.type} from ${item.source.runtime})_`;
 }
 
-/** The prompt's turn context inputs (seed 002): the bus's news as the chat window, the session's state. */
-function promptTurnInput(
-  input: Extract<HookInput, { hook_event_name: 'UserPromptSubmit' }>,
-  state: SessionState,
-  items: readonly HubItem[],
-  pending: number,
-): TurnContextInput {
-  // Least urgent and oldest first: trimming drops from the front, so the urgent stay longest.
-  const ordered = [...items].sort(
-    (a, b) => URGENCY_RANK[a.urgency] - URGENCY_RANK[b.urgency] || a.seq - b.seq,
-  );
-  return {
-    agentId: TURN_AGENT_ID,
-    sessionId: input.session_id,
-    turnId: `prompt-${state.prompts}`,
-    tokenizer: estimateTokenCounter.name,
-    budgets: {
-      maxContextTokens: PROMPT_TOKEN_BUDGET,
-      maxRecentMessages: PROMPT_UPDATE_ITEMS,
-      maxToolSnippetTokens: 0,
-    },
-    sources: {
-      recentMessages: ordered.map((item) => ({
-        id: `#${item.seq}`,
-        direction: 'inbound',
-        sender: { id: item.source.runtime },
-        text: updateLine(item).slice(2),
-      })),
-      runtimeState: {
-        ...(state.lastReply && {
-          lastCheckpointSummary: `turn ${state.turns}: ${state.lastReply}`,
-        }),
-        ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
-        ...(state.lastStatus && { lastTerminalStatus: state.lastStatus }),
-      },
-      memoryPointers: state.filesTouched
-        .slice(-5)
-        .map((file) => ({ id: file, text: `edited ${file}` })),
-      toolSnippets: [],
-      currentInput: {
-        id: `prompt-${state.prompts}`,
-        sender: { id: 'user', kind: 'human' },
-        text: input.prompt,
-      },
-    },
-  };
-}
-
 /** The plain list of changes: what the hook injects when the turn context cannot be built. */
 function updatesList(items: readonly HubItem[]): string {
-  const ordered = [...items].sort(
-    (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
-  );
-  const shown = ordered.slice(0, PROMPT_UPDATE_ITEMS);
+  if (items.length === 0) return '';
+  const shown = byUrgencyDescending(items).slice(0, PROMPT_UPDATE_ITEMS);
   const more = items.length - shown.length;
   return [
     '## New in the shared context (ctxbus) since your last prompt',
@@ -185,71 +66,110 @@ function updatesList(items: readonly HubItem[]): string {
   ].join('\n');
 }
 
+/** The session kernel for one Claude Code session: its state file, the outbox, the handoff. */
+function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> {
+  const { cwd, session_id: sessionId } = input;
+  return openSession<HubItem>({
+    hub: context.client ? liteSessionHub(context.client) : null,
+    stateDir: context.stateDir,
+    stateFile: sessionStateFile(context.stateDir, sessionId),
+    agentId: TURN_AGENT_ID,
+    sessionId,
+    now: context.now,
+    turnLog: context.turnLog ?? { dataDir: null, snapshots: false },
+    budget: { maxContextTokens: PROMPT_TOKEN_BUDGET, maxRecentMessages: PROMPT_UPDATE_ITEMS },
+    message: (item) => ({
+      id: `#${item.seq}`,
+      sender: item.source.runtime,
+      text: updateLine(item).slice(2),
+    }),
+    // What this session wrote itself (its decisions and status) is not news to it.
+    own: (item) => item.source.runtime === 'claude-code' && item.source.threadId === sessionId,
+    decision: (decision) => ({
+      id: stableId('claude-code-decision', sessionId, decision),
+      type: 'decision',
+      title: decision.length > 120 ? `${decision.slice(0, 117)}…` : decision,
+      content: decision,
+      source: { threadId: sessionId },
+      relevanceTags: ['claude-code'],
+    }),
+    checkpoint: 'last-reply',
+    hubless: 'no hub configured (CTXBUS_URL, CTXBUS_TOKEN)',
+    // Seed 003: a switch is told once per workspace, to whichever session looks first.
+    ...(cwd && {
+      resume: {
+        pending: (seen: number) => pendingResume(cwd, seen),
+        seen: {
+          read: () => readHandoffSeen(context.stateDir, cwd),
+          write: (sequence: number) => writeHandoffSeen(context.stateDir, cwd, sequence),
+        },
+      },
+    }),
+    fallback: ({ changes }) => clipText(updatesList(changes), MAX_INJECTED_CHARS),
+  });
+}
+
+/** The hook's output: the resume note first, then the context, within Claude Code's cap. */
+function output(context: string, resume: string | null, notice: string | null): HookOutput {
+  const parts = [resume && `## Model switch (ctxbus handoff)\n${resume}`, context].filter(
+    (part): part is string => Boolean(part),
+  );
+  return {
+    ...(parts.length > 0 && {
+      additionalContext: clipText(parts.join('\n\n'), MAX_INJECTED_CHARS),
+    }),
+    ...(notice && { systemMessage: notice }),
+  };
+}
+
+/** SessionStart: the team's shared bundle, shrunk until it fits the cap, and the tool hint. */
+async function sessionStart(session: SessionKernel<HubItem>): Promise<HookOutput> {
+  const turn = await session.beforeTurn({
+    changes: false,
+    bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: MAX_INJECTED_CHARS },
+  });
+  const context = turn.fromHub ? `${turn.bundle}\n\n${TOOL_HINT}` : '';
+  return output(context, turn.resume, turn.notice);
+}
+
 /**
- * Each prompt's context, built by core's turn builder (and recorded when snapshots are on):
- * injected when the bus has news since the session last looked. The hub being down leaves the
- * local flow (the session's own state, the snapshot) working; a failed build falls back to the
- * plain list and reports its `context_build_error` with the next action.
+ * Each prompt's context, built by the kernel's turn context (and recorded when snapshots are
+ * on): injected when the bus has news since the session last looked.
  */
 async function userPromptSubmit(
-  context: HookContext,
+  session: SessionKernel<HubItem>,
   input: Extract<HookInput, { hook_event_name: 'UserPromptSubmit' }>,
-  state: SessionState,
 ): Promise<HookOutput> {
-  const { client } = context;
-  state.prompts += 1;
-  let items: HubItem[] = [];
-  let notice: HookOutput = {};
-  if (!client) notice = unreachable(context, state);
-  else {
-    try {
-      await flushOutbox(context.stateDir, (batch) => send(client, batch)).catch(() => 0);
-      items = await client.list(state.lastSeenSeq, 100);
-    } catch {
-      notice = unreachable(context, state);
-    }
-  }
-  if (items.length > 0) {
-    state.lastSeenSeq = Math.max(state.lastSeenSeq, ...items.map((item) => item.seq));
-  }
-  const log = context.turnLog ?? { dataDir: null, snapshots: false };
-  const turn = recordTurn({
-    input: promptTurnInput(input, state, items, pendingCount(context.stateDir)),
-    counter: log.counter ?? estimateTokenCounter,
-    now: () => context.now().getTime(),
-    dataDir: log.dataDir,
-    snapshots: log.snapshots,
+  const files = session.state().filesTouched.slice(-5);
+  const turn = await session.beforeTurn({
+    prompt: input.prompt,
+    background: files.map((file) => ({ id: file, text: `edited ${file}` })),
   });
-  if (!turn.ok) {
-    const { message, nextAction } = turn.failure;
-    return {
-      ...(items.length > 0 && { additionalContext: clip(updatesList(items), MAX_INJECTED_CHARS) }),
-      systemMessage: `ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`,
-    };
+  let context = turn.injection;
+  if (turn.snapshot && context) {
+    const more = turn.changes.length - turn.snapshot.sourceCounts.messages;
+    context = [
+      '## Your turn context (ctxbus): new in the shared context since your last prompt',
+      context,
+      ...(more > 0 ? [`…and ${more} more changes (mcp__ctxbus__context_read)`] : []),
+    ].join('\n\n');
   }
-  if (items.length === 0) return notice;
-  const more = items.length - turn.context.snapshot.sourceCounts.messages;
-  const text = [
-    '## Your turn context (ctxbus): new in the shared context since your last prompt',
-    turn.context.injection,
-    ...(more > 0 ? [`…and ${more} more changes (mcp__ctxbus__context_read)`] : []),
-  ].join('\n\n');
-  return { ...notice, additionalContext: clip(text, MAX_INJECTED_CHARS) };
+  return output(context, turn.resume, turn.notice);
 }
 
 const EDIT_TOOLS = new Set(['Edit', 'Write', 'MultiEdit', 'NotebookEdit']);
 
 function postToolUse(
+  session: SessionKernel<HubItem>,
   input: Extract<HookInput, { hook_event_name: 'PostToolUse' }>,
-  state: SessionState,
 ): HookOutput {
   if (!EDIT_TOOLS.has(input.tool_name)) return {};
   const path = input.tool_input.file_path ?? input.tool_input.notebook_path;
-  if (typeof path !== 'string' || path === '') return {};
-  state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
+  if (typeof path === 'string' && path !== '') session.touchFile(path);
   return {};
 }
 
+/** The session's live status, keyed per session so the newest supersedes the last. */
 function statusItem(
   input: HookInput,
   state: SessionState,
@@ -277,103 +197,36 @@ function statusItem(
   };
 }
 
-async function stop(
-  context: HookContext,
-  input: Extract<HookInput, { hook_event_name: 'Stop' }>,
-  state: SessionState,
-): Promise<HookOutput> {
-  state.turns += 1;
-  const message = input.last_assistant_message.trim();
-  const decisions: ContextItemInput[] = extractDecisions(message).map((decision) => ({
-    id: stableId('claude-code-decision', input.session_id, decision),
-    type: 'decision',
-    title: decision.length > 120 ? `${decision.slice(0, 117)}…` : decision,
-    content: decision,
-    source: { threadId: input.session_id },
-    relevanceTags: ['claude-code'],
-  }));
-  const summary = message.split('\n').find((line) => line.trim() !== '') ?? 'working';
-  state.lastReply = clip(summary, 300);
-  state.lastStatus = `turn ${state.turns} completed`;
-  const status = statusItem(input, state, `Last reply: ${state.lastReply}`, 7 * 24 * 3600);
-  await deliver(context, [...decisions, status]);
-  return {};
-}
-
-async function sessionEnd(
-  context: HookContext,
-  input: Extract<HookInput, { hook_event_name: 'SessionEnd' }>,
-  state: SessionState,
-): Promise<HookOutput> {
-  state.turns += 1;
-  state.lastStatus = `session ended (${input.reason})`;
-  await deliver(context, [statusItem(input, state, `Session ended (${input.reason}).`, 24 * 3600)]);
-  return {};
-}
-
-/**
- * Seed 003's resume note: when the project holds a `.context-bus/` handoff whose newest switch
- * no session here has been told about, the note comes first ("Continuing from X's work on
- * ..."), once per switch. Local files only, so it comes even when the hub is down; a damaged
- * handoff is one notice, never a failed hook.
- */
-function withHandoff(output: HookOutput, cwd: string, context: HookContext): HookOutput {
-  if (!cwd) return output;
-  try {
-    const pending = pendingResume(cwd, readHandoffSeen(context.stateDir, cwd));
-    if (!pending) return output;
-    writeHandoffSeen(context.stateDir, cwd, pending.switchSequence);
-    if ('problem' in pending) {
-      const notice = `ctxbus: the model-switch handoff is unusable: ${pending.problem}`;
-      return {
-        ...output,
-        systemMessage: output.systemMessage ? `${output.systemMessage}\n${notice}` : notice,
-      };
-    }
-    const note = `## Model switch (ctxbus handoff)\n${pending.note}`;
-    return {
-      ...output,
-      additionalContext: clip(
-        output.additionalContext ? `${note}\n\n${output.additionalContext}` : note,
-        MAX_INJECTED_CHARS,
-      ),
-    };
-  } catch {
-    return output; // the handoff is a convenience; it must not fail the hook
-  }
-}
-
 /**
  * Runs one hook event. Never throws: a hub that is down, slow or misconfigured means no
- * context (and one notice per session), never a failed Claude Code turn.
+ * context (and one notice per outage), never a failed Claude Code turn.
  */
 export async function runHookEvent(input: HookInput, context: HookContext): Promise<HookOutput> {
-  const state = readSessionState(context.stateDir, input.session_id);
-  let output: HookOutput = {};
   try {
+    const session = kernel(context, input);
     switch (input.hook_event_name) {
       case 'SessionStart':
-        output = withHandoff(await sessionStart(context, state), input.cwd, context);
-        break;
+        return await sessionStart(session);
       case 'UserPromptSubmit':
-        output = withHandoff(await userPromptSubmit(context, input, state), input.cwd, context);
-        break;
+        return await userPromptSubmit(session, input);
       case 'PostToolUse':
-        output = postToolUse(input, state);
-        break;
+        return postToolUse(session, input);
       case 'Stop':
-        output = await stop(context, input, state);
-        break;
+        await session.afterTurn(input.last_assistant_message.trim(), {
+          status: (state) =>
+            statusItem(input, state, `Last reply: ${state.lastReply}`, 7 * 24 * 3600),
+        });
+        return {};
       case 'SessionEnd':
-        output = await sessionEnd(context, input, state);
-        break;
+        await session.afterTurn('', {
+          ended: input.reason,
+          status: (state) =>
+            statusItem(input, state, `Session ended (${input.reason}).`, 24 * 3600),
+        });
+        return {};
     }
-  } finally {
-    try {
-      writeSessionState(context.stateDir, input.session_id, state);
-    } catch {
-      // state is a convenience; losing it must not fail the hook
-    }
+  } catch {
+    // the hook must not fail Claude Code
   }
-  return output;
+  return {};
 }

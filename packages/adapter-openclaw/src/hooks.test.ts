@@ -241,7 +241,7 @@ describe('turn context (seed 002)', () => {
       await host.agentEnd({ messages: reply('Done.'), success: true }, context);
       const result = await host.promptBuild({ ...context, runId: 'run-2' });
       expect(result?.prependContext).toContain('Payments deploy is paused');
-      expect(result?.prependContext).toContain('Last terminal status: turn 1 completed');
+      expect(result?.prependContext).toContain('Last terminal status: last turn completed');
       const file = join(dataDir, 'agents', 'main', 'context', 'agent_main_chat.jsonl');
       const records = readFileSync(file, 'utf8')
         .trim()

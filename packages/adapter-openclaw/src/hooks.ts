@@ -1,11 +1,10 @@
 import type { CtxbusClient } from '@ctxbus/client';
-import { flushOutbox, pendingCount, queueItems } from '@ctxbus/client/outbox';
-import { recordTurn } from '@ctxbus/client/turn-log';
+import type { SessionHub, SessionKernel } from '@ctxbus/client/session';
+import { byUrgencyDescending, oneLine, openSession } from '@ctxbus/client/session';
 import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
-import type { TokenCounter, TurnContextInput } from '@ctxbus/core/light';
-import { estimateTokenCounter, extractDecisions, stableId } from '@ctxbus/core/light';
-import type { AgentState } from './agent-state.js';
-import { readAgentState, writeAgentState } from './agent-state.js';
+import type { TokenCounter } from '@ctxbus/core/light';
+import { extractDecisions, stableId } from '@ctxbus/core/light';
+import { agentStateFile } from './agent-state.js';
 import type {
   AgentEndEvent,
   AgentHookContext,
@@ -66,11 +65,6 @@ export function agentSettings(config: ResolvedConfig, agentId: string): AgentSet
   return config.agents[agentId] ?? {};
 }
 
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
-}
-
 function updateLine(item: ContextItem): string {
   const urgency = item.urgency === 'background' ? '' : `[${item.urgency}] `;
   const summary = item.summary && item.summary !== item.title ? `: ${item.summary}` : '';
@@ -80,14 +74,10 @@ function updateLine(item: ContextItem): string {
   return `- ${urgency}${oneLine(`${item.title}${summary}`, 240)} (${item.type} from ${who})`;
 }
 
-const URGENCY_RANK = { background: 0, attention: 1, blocking: 2 } as const;
-
 /** Items that changed since the agent's last turn, most urgent and newest first, within `maxTokens`. */
-function updatesSection(items: ContextItem[], maxTokens: number): string {
+function updatesSection(items: readonly ContextItem[], maxTokens: number): string {
   if (items.length === 0) return '';
-  const ordered = [...items].sort(
-    (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
-  );
+  const ordered = byUrgencyDescending(items);
   const lines = ['Changed since your last turn:'];
   let used = estimateTokens(lines[0] as string);
   let shown = 0;
@@ -115,8 +105,93 @@ export interface TurnContext {
   contextHash: string | null;
 }
 
+/** The hub as the session kernel reads it for one agent (its watched tags, if any). */
+function sessionHub(client: CtxbusClient, settings: AgentSettings): SessionHub<ContextItem> {
+  const tags = settings.watchTags;
+  return {
+    url: client.url,
+    filtered: Boolean(tags),
+    changes: async (since, limit) =>
+      (await client.list({ since, limit, ...(tags && { tags }) })).items,
+    newestSeq: async () => (await client.list({ limit: 1 })).items[0]?.seq ?? 0,
+    shared: async (tokenBudget) =>
+      (await client.shared({ runtime: 'openclaw', tokenBudget })).formatted,
+    write: async (items) => {
+      await client.write([...items]);
+    },
+  };
+}
+
+/** The decision item a "Decision: ..." line of an agent's reply records (a stable id). */
+function decisionItem(
+  deps: HookDeps,
+  agentId: string,
+  thread: string | undefined,
+  decision: string,
+): ContextItemInput {
+  const tags = [...new Set(['openclaw', ...(agentSettings(deps.config, agentId).tags ?? [])])];
+  return {
+    id: stableId('openclaw-decision', agentId, thread ?? '', decision),
+    type: 'decision',
+    title: decision.length > 120 ? `${decision.slice(0, 117)}…` : decision,
+    content: decision,
+    source: { agentId, ...(thread && { threadId: thread.slice(0, 200) }) },
+    relevanceTags: tags,
+  };
+}
+
+/** The session kernel for one OpenClaw agent: its state file, the outbox, its workspace's handoff. */
+export function agentSession(
+  deps: HookDeps,
+  agentId: string,
+  turn: { sessionId?: string; workspaceDir?: string } = {},
+): SessionKernel<ContextItem> {
+  const { client, config, logger } = deps;
+  const settings = agentSettings(config, agentId);
+  const { workspaceDir } = turn;
+  return openSession<ContextItem>({
+    hub: client ? sessionHub(client, settings) : null,
+    stateDir: config.stateDir,
+    stateFile: agentStateFile(config.stateDir, agentId),
+    agentId,
+    sessionId: turn.sessionId ?? agentId,
+    now: deps.now,
+    turnLog: {
+      dataDir: config.turnLog.dataDir,
+      snapshots: config.turnLog.snapshots,
+      ...(deps.turnCounter && { counter: deps.turnCounter }),
+    },
+    budget: { maxContextTokens: config.tokenBudget, maxRecentMessages: UPDATE_ITEMS },
+    message: (item) => ({
+      id: item.id,
+      sender: item.source.agentId
+        ? `${item.source.runtime}/${item.source.agentId}`
+        : item.source.runtime,
+      text: updateLine(item).slice(2),
+    }),
+    own: (item) => item.source.runtime === 'openclaw' && item.source.agentId === agentId,
+    decision: (decision) => decisionItem(deps, agentId, turn.sessionId, decision),
+    // The first turn after a model switch starts with whose work it continues (seed 003).
+    checkpoint: 'resume',
+    ...(workspaceDir && {
+      resume: { pending: (seen: number) => handoffResume(workspaceDir, seen, logger) },
+    }),
+    // The registration warned once already that no token is configured.
+    hubless: null,
+    fallback: ({ resume, changes, bundle, memory }) =>
+      [
+        resume ?? '',
+        updatesSection(changes, config.tokenBudget - estimateTokens(bundle) - 8),
+        bundle,
+        ...memory.map((pointer) => pointer.text),
+      ]
+        .filter((part) => part !== '')
+        .join('\n\n'),
+  });
+}
+
 /**
- * The context one agent turn starts with, built by core's turn builder (seed 002) in its order:
+ * The context one agent turn starts with, from the session kernel (seed 002's turn context):
  * the bus's changes since the agent's last turn as the chat window (without its own writes),
  * the session's state (the handoff's resume note as the latest checkpoint, the outbox, how the
  * last turn ended), the team's shared bundle and the local shared-context priorities as memory,
@@ -131,144 +206,31 @@ export async function buildTurnContext(
   workspaceDir?: string,
   turn: { prompt?: string; sessionId?: string; runId?: string } = {},
 ): Promise<TurnContext> {
-  const { client, config, logger } = deps;
-  const settings = agentSettings(config, agentId);
+  const { config, logger } = deps;
   const local = safeLocal(deps);
-  const state: AgentState = readAgentState(config.stateDir, agentId);
-  state.prompts += 1;
-  // The first turn after a model switch starts with whose work it continues (seed 003).
-  const resume = handoffResume(workspaceDir, state.handoffSwitchSeen, deps.logger);
-  if (resume) state.handoffSwitchSeen = resume.switchSequence;
-  let changes: ContextItem[] = [];
-  let bundleText = '';
-  let fromHub = false;
-  if (client && settings.inject !== false) {
-    try {
-      // One round trip: the changes, the newest sequence and the bundle, side by side. The
-      // bundle leaves room for the changes.
-      const first = state.lastSeenSeq === 0;
-      const [page, newest, bundle] = await Promise.all([
-        first
-          ? null
-          : client.list({
-              since: state.lastSeenSeq,
-              limit: 100,
-              ...(settings.watchTags && { tags: settings.watchTags }),
-            }),
-        first || settings.watchTags ? client.list({ limit: 1 }) : null,
-        client.shared({
-          runtime: 'openclaw',
-          tokenBudget: Math.floor(
-            config.tokenBudget * (first ? 1 : 1 - UPDATES_SHARE) * ESTIMATE_HEADROOM,
-          ),
-        }),
-      ]);
-      changes = (page?.items ?? []).filter(
-        (item) => !(item.source.runtime === 'openclaw' && item.source.agentId === agentId),
-      );
-      bundleText = bundle.formatted.trim();
-      const seqs = [...(page?.items ?? []), ...(newest?.items ?? [])].map((item) => item.seq);
-      state.lastSeenSeq = Math.max(state.lastSeenSeq, ...seqs);
-      state.warnedUnreachable = false;
-      fromHub = true;
-    } catch (error) {
-      if (!state.warnedUnreachable) {
-        logger.warn(
-          `ctxbus: hub unreachable (${client.url}): ${(error as Error).message}; turns go on without team context`,
-        );
-        state.warnedUnreachable = true;
-      }
-    }
-  }
-  const localText = (await local)?.trim() ?? '';
-  const input = turnInput(deps, agentId, state, turn, {
-    changes,
-    bundleText,
-    localText,
-    resumeNote: resume?.note ?? '',
+  const session = agentSession(deps, agentId, {
+    ...(turn.sessionId && { sessionId: turn.sessionId }),
+    ...(workspaceDir && { workspaceDir }),
   });
-  const built = recordTurn({
-    input,
-    counter: deps.turnCounter ?? estimateTokenCounter,
-    now: () => deps.now().getTime(),
-    dataDir: config.turnLog.dataDir,
-    snapshots: config.turnLog.snapshots,
+  const bundleShare = (first: boolean) =>
+    Math.floor(config.tokenBudget * (first ? 1 : 1 - UPDATES_SHARE) * ESTIMATE_HEADROOM);
+  const result = await session.beforeTurn({
+    prompt: turn.prompt ?? '',
+    ...(turn.runId && { turnId: turn.runId }),
+    // The bundle leaves room for the changes after the first turn.
+    bundle: { tokens: bundleShare },
+    offline: agentSettings(config, agentId).inject === false,
+    memory: local.then((text) =>
+      text?.trim() ? [{ id: 'shared-context', text: text.trim() }] : [],
+    ),
   });
-  if (built.writeError) logger.warn(`ctxbus: turn snapshot not written: ${built.writeError}`);
-  let text: string;
-  let contextHash: string | null = null;
-  if (built.ok) {
-    const counts = built.context.snapshot.sourceCounts;
-    const news = counts.messages + counts.memoryPointers > 0 || resume !== null;
-    text = news ? built.context.injection : '';
-    contextHash = built.context.contextHash;
-  } else {
-    const { message, nextAction } = built.failure;
-    logger.warn(`ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`);
-    text = [
-      resume?.note ?? '',
-      updatesSection(changes, config.tokenBudget - estimateTokens(bundleText) - 8),
-      bundleText,
-      localText,
-    ]
-      .filter((part) => part !== '')
-      .join('\n\n');
-  }
-  try {
-    writeAgentState(config.stateDir, agentId, state);
-  } catch {
-    // state is a convenience; losing it must not fail the turn
-  }
-  return { text, tokens: text ? estimateTokens(text) : 0, fromHub, contextHash };
-}
-
-/** The turn builder's inputs: what the agent's turn starts from, in the seed's five sources. */
-function turnInput(
-  deps: HookDeps,
-  agentId: string,
-  state: AgentState,
-  turn: { prompt?: string; sessionId?: string; runId?: string },
-  found: { changes: ContextItem[]; bundleText: string; localText: string; resumeNote: string },
-): TurnContextInput {
-  // Least urgent and oldest first: trimming drops from the front, so the urgent stay longest.
-  const ordered = [...found.changes].sort(
-    (a, b) => URGENCY_RANK[a.urgency] - URGENCY_RANK[b.urgency] || a.seq - b.seq,
-  );
-  const pending = pendingCount(deps.config.stateDir);
-  const turnId = turn.runId ?? `prompt-${state.prompts}`;
+  for (const line of [...(result.notice?.split('\n') ?? []), ...result.warnings]) logger.warn(line);
+  const text = result.injection;
   return {
-    agentId,
-    sessionId: turn.sessionId ?? agentId,
-    turnId,
-    tokenizer: (deps.turnCounter ?? estimateTokenCounter).name,
-    budgets: {
-      maxContextTokens: deps.config.tokenBudget,
-      maxRecentMessages: UPDATE_ITEMS,
-      maxToolSnippetTokens: 0,
-    },
-    sources: {
-      recentMessages: ordered.map((item) => ({
-        id: item.id,
-        direction: 'inbound',
-        sender: {
-          id: item.source.agentId
-            ? `${item.source.runtime}/${item.source.agentId}`
-            : item.source.runtime,
-        },
-        text: updateLine(item).slice(2),
-      })),
-      runtimeState: {
-        ...(found.resumeNote && { lastCheckpointSummary: found.resumeNote }),
-        ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
-        ...(state.lastOutcome && { lastTerminalStatus: state.lastOutcome }),
-      },
-      memoryPointers: [
-        ...(found.bundleText ? [{ id: 'team-bundle', text: found.bundleText }] : []),
-        ...(found.localText ? [{ id: 'shared-context', text: found.localText }] : []),
-      ],
-      toolSnippets: [],
-      currentInput: { id: turnId, sender: { id: 'user' }, text: turn.prompt ?? '' },
-    },
+    text,
+    tokens: text ? estimateTokens(text) : 0,
+    fromHub: result.fromHub,
+    contextHash: result.snapshot?.contextHash ?? null,
   };
 }
 
@@ -332,6 +294,36 @@ export function lastAssistantText(messages: readonly unknown[]): string {
   return '';
 }
 
+/** The agent's status after a turn: how it ended and the reply's first lines, keyed per agent. */
+function statusItem(
+  deps: HookDeps,
+  event: AgentEndEvent,
+  context: AgentHookContext,
+  turn: number,
+): ContextItemInput {
+  const agentId = agentOf(context);
+  const settings = agentSettings(deps.config, agentId);
+  const thread = context.sessionKey ?? context.sessionId;
+  const runRef = event.runId ?? context.runId ?? `${thread ?? 'session'}#${turn}`;
+  const tags = [...new Set(['openclaw', ...(settings.tags ?? [])])];
+  const reply = lastAssistantText(event.messages);
+  const outcome = event.success
+    ? 'Turn completed.'
+    : `Turn failed: ${oneLine(event.error ?? 'unknown error', 300)}`;
+  const firstLines = reply ? `\n\nLast reply: ${oneLine(reply, 600)}` : '';
+  return {
+    id: stableId('openclaw-status', agentId, runRef),
+    type: 'status',
+    title: `OpenClaw agent ${agentId}`,
+    content: `${outcome}${firstLines}`,
+    key: `sessions/openclaw/${agentId.replace(/[^A-Za-z0-9._-]/g, '_')}`,
+    source: { agentId, ...(thread && { threadId: thread.slice(0, 200) }) },
+    relevanceTags: [...tags, 'session'],
+    ...(!event.success && { urgency: 'attention' as const }),
+    expiresAfterSeconds: 7 * 24 * 3600,
+  };
+}
+
 /**
  * What a finished turn leaves on the bus: its explicit decisions and the agent's status (how the
  * turn ended, the reply's first lines), keyed per agent so the newest supersedes the last.
@@ -344,63 +336,21 @@ export function turnItems(
   turn: number,
 ): ContextItemInput[] {
   const agentId = agentOf(context);
-  const settings = agentSettings(deps.config, agentId);
   const thread = context.sessionKey ?? context.sessionId;
-  const runRef = event.runId ?? context.runId ?? `${thread ?? 'session'}#${turn}`;
-  const source = { agentId, ...(thread && { threadId: thread.slice(0, 200) }) };
-  const tags = [...new Set(['openclaw', ...(settings.tags ?? [])])];
-  const reply = lastAssistantText(event.messages);
   const decisions = deps.config.captureDecisions
-    ? extractDecisions(reply).map(
-        (decision): ContextItemInput => ({
-          id: stableId('openclaw-decision', agentId, thread ?? '', decision),
-          type: 'decision',
-          title: decision.length > 120 ? `${decision.slice(0, 117)}…` : decision,
-          content: decision,
-          source,
-          relevanceTags: tags,
-        }),
+    ? extractDecisions(lastAssistantText(event.messages)).map((decision) =>
+        decisionItem(deps, agentId, thread, decision),
       )
     : [];
-  const outcome = event.success
-    ? 'Turn completed.'
-    : `Turn failed: ${oneLine(event.error ?? 'unknown error', 300)}`;
-  const firstLines = reply ? `\n\nLast reply: ${oneLine(reply, 600)}` : '';
-  const status: ContextItemInput = {
-    id: stableId('openclaw-status', agentId, runRef),
-    type: 'status',
-    title: `OpenClaw agent ${agentId}`,
-    content: `${outcome}${firstLines}`,
-    key: `sessions/openclaw/${agentId.replace(/[^A-Za-z0-9._-]/g, '_')}`,
-    source,
-    relevanceTags: [...tags, 'session'],
-    ...(!event.success && { urgency: 'attention' as const }),
-    expiresAfterSeconds: 7 * 24 * 3600,
-  };
-  return [...decisions, status];
+  return [...decisions, statusItem(deps, event, context, turn)];
 }
 
 /**
  * Sends what is waiting in the outbox, then `items`; whatever the hub does not take waits in the
- * outbox (one JSON line per item, fsync-free but crash-safe by rename) for the next turn.
+ * outbox (one JSON line per item, crash-safe by rename) for the next turn.
  */
 export async function deliver(deps: HookDeps, items: ContextItemInput[]): Promise<boolean> {
-  const { client, config } = deps;
-  if (!client) {
-    queueItems(config.stateDir, items);
-    return false;
-  }
-  const send = async (batch: ContextItemInput[]) => {
-    await client.write(batch);
-  };
-  try {
-    await flushOutbox(config.stateDir, send);
-    if (items.length > 0) await send(items);
-    return true;
-  } catch {
-    queueItems(config.stateDir, items);
-    return false;
-  }
+  return agentSession(deps, DEFAULT_AGENT_ID).deliver(items);
 }
 
 /** `agent_end`: records the turn through the outbox. Never throws. */
@@ -409,21 +359,12 @@ export async function agentEnd(
   event: AgentEndEvent,
   context: AgentHookContext,
 ): Promise<void> {
-  const agentId = agentOf(context);
-  const state = readAgentState(deps.config.stateDir, agentId);
-  state.turns += 1;
-  state.lastOutcome = event.success
-    ? `turn ${state.turns} completed`
-    : `turn ${state.turns} failed: ${oneLine(event.error ?? 'unknown error', 200)}`;
-  try {
-    await deliver(deps, turnItems(deps, event, context, state.turns));
-  } catch (error) {
-    deps.logger.warn(`ctxbus: could not record the turn: ${(error as Error).message}`);
-  } finally {
-    try {
-      writeAgentState(deps.config.stateDir, agentId, state);
-    } catch {
-      // as above
-    }
-  }
+  const thread = context.sessionKey ?? context.sessionId;
+  const session = agentSession(deps, agentOf(context), { ...(thread && { sessionId: thread }) });
+  await session.afterTurn(lastAssistantText(event.messages), {
+    ok: event.success,
+    ...(event.error !== undefined && { error: event.error }),
+    decisions: deps.config.captureDecisions,
+    status: (state) => statusItem(deps, event, context, state.turns),
+  });
 }

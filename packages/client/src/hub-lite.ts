@@ -8,12 +8,13 @@ import type { ContextItemInput } from '@ctxbus/core/contract';
 
 /** The item fields the hooks show. */
 export interface HubItem {
+  id: string;
   seq: number;
   type: string;
   title: string;
   summary: string;
   urgency: 'background' | 'attention' | 'blocking';
-  source: { runtime: string };
+  source: { runtime: string; agentId?: string | null; threadId?: string | null };
 }
 
 /** What the hooks need from a hub. */
@@ -42,6 +43,7 @@ function isItem(value: unknown): value is HubItem {
   const item = value as Record<string, unknown>;
   const source = item.source as Record<string, unknown> | null | undefined;
   return (
+    typeof item.id === 'string' &&
     Number.isInteger(item.seq) &&
     typeof item.type === 'string' &&
     typeof item.title === 'string' &&

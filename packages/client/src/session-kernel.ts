@@ -1,0 +1,468 @@
+import type { ContextItemInput } from '@ctxbus/core/contract';
+import type {
+  ContextBuildFailure,
+  TokenCounter,
+  TurnContextInput,
+  TurnMemoryPointer,
+  TurnSnapshot,
+} from '@ctxbus/core/light';
+import { estimateTokenCounter, extractDecisions } from '@ctxbus/core/light';
+import type { HubApi, HubItem } from './hub-lite.js';
+import { flushOutbox, pendingCount, queueItems } from './outbox.js';
+import type { SessionState } from './session-state.js';
+import { readSessionState, writeSessionState } from './session-state.js';
+import { recordTurn } from './turn-log.js';
+
+// The runtime-neutral session loop (`@ctxbus/client/session`) every adapter runs: the session's
+// state file, `lastSeenSeq`, the outbox, the handoff's resume note, the turn context (seed 002)
+// and failing open, with one notice per outage. An adapter maps its runtime's events onto
+// `beforeTurn` and `afterTurn` and renders the result within its runtime's cap. No zod, no
+// tokenizer: a hook that is a process per call loads this on every call.
+
+export type Urgency = 'background' | 'attention' | 'blocking';
+
+/** What the kernel reads of an item; an adapter's items carry more for its rendering. */
+export interface SessionItem {
+  seq: number;
+  urgency: Urgency;
+}
+
+/** The hub as the kernel uses it: the adapter wraps whichever client it has. */
+export interface SessionHub<Item extends SessionItem> {
+  /** Where the hub is, for the notice. */
+  readonly url: string;
+  /** Items created after `since`, newest first. */
+  changes(since: number, limit: number): Promise<Item[]>;
+  /** The newest sequence on the bus (0 when it is empty). */
+  newestSeq(): Promise<number>;
+  /** The team's shared bundle, formatted for the runtime, within `tokenBudget`. */
+  shared(tokenBudget: number): Promise<string>;
+  write(items: readonly ContextItemInput[]): Promise<void>;
+  /** Whether `changes` leaves items out (a tag filter), so it cannot tell the newest sequence. */
+  readonly filtered?: boolean;
+}
+
+/** The light client (`@ctxbus/client/light`) as a session hub. */
+export function liteSessionHub(api: HubApi): SessionHub<HubItem> {
+  return {
+    url: api.url,
+    changes: (since, limit) => api.list(since, limit),
+    newestSeq: async () => (await api.list(0, 1))[0]?.seq ?? 0,
+    shared: async (tokenBudget) => (await api.shared(tokenBudget)).formatted,
+    write: (items) => api.write(items),
+  };
+}
+
+/** Seed 003's pending model switch, as the adapter's handoff reader finds it. */
+export type PendingResume =
+  | { switchSequence: number; note: string }
+  | { switchSequence: number; problem: string };
+
+export interface ResumeSource {
+  /** The switch newer than `seen` with its resume note (or why it is unusable), or null. */
+  pending(seen: number): PendingResume | null;
+  /**
+   * Where the newest announced switch is kept when not in the session's state (Claude Code keeps
+   * it per workspace, so a switch is told once to whichever session looks first).
+   */
+  seen?: { read(): number; write(sequence: number): void };
+}
+
+/** The parts a turn had, for the adapter's plain rendering when the turn context fails. */
+export interface FallbackParts<Item> {
+  resume: string | null;
+  changes: readonly Item[];
+  bundle: string;
+  memory: readonly TurnMemoryPointer[];
+}
+
+export interface SessionOptions<Item extends SessionItem> {
+  /** The hub, or null when none is configured. */
+  hub: SessionHub<Item> | null;
+  /** The outbox's directory (shared by the runtime's sessions on this machine). */
+  stateDir: string;
+  /** This session's state file. */
+  stateFile: string;
+  /** Who the turn contexts are recorded under (`<data>/agents/<agentId>/`) and for which session. */
+  agentId: string;
+  sessionId: string;
+  now?: () => Date;
+  /** Seed 002's local turn log; a failed build is audited whenever `dataDir` is set. */
+  turnLog?: { dataDir: string | null; snapshots: boolean; counter?: TokenCounter };
+  /** The turn context's budgets, in the counter's tokens. */
+  budget: { maxContextTokens: number; maxRecentMessages: number };
+  /** One change as a line of the turn's chat window. */
+  message(item: Item): { id: string; sender: string; text: string };
+  /** Whether an item is this session's own write (never shown back to it as news). */
+  own?(item: Item): boolean;
+  /** A "Decision: ..." line of a reply as the item that records it (a stable id). */
+  decision(text: string): ContextItemInput;
+  /**
+   * The turn's checkpoint: the handoff's resume note (OpenClaw: the note rides in the turn
+   * context), or the last reply (Claude Code: the note is returned for the adapter to place).
+   */
+  checkpoint: 'resume' | 'last-reply';
+  resume?: ResumeSource;
+  /** The plain text injected when the turn context cannot be built. */
+  fallback(parts: FallbackParts<Item>): string;
+  /** What the notice names when no hub is configured; null gives no notice for that. */
+  hubless?: string | null;
+}
+
+export interface BeforeTurnInput {
+  /** The user's prompt; without one (a session start) the hub is read but no turn is built. */
+  prompt?: string;
+  /** The runtime's id for the turn (default `prompt-<n>`). */
+  turnId?: string;
+  /**
+   * Ask the hub for the team's bundle within `tokens` (or `tokens(first)`, first: the session
+   * has not looked yet); `maxChars` asks again, smaller, until it fits.
+   */
+  bundle?: { tokens: number | ((first: boolean) => number); maxChars?: number };
+  /** Read what changed since the session last looked (default true). */
+  changes?: boolean;
+  /** Leave the hub alone this turn (an agent that takes no team context). */
+  offline?: boolean;
+  /** Local memory that is news in itself (the shared-context directory), read beside the hub. */
+  memory?: readonly TurnMemoryPointer[] | Promise<readonly TurnMemoryPointer[]>;
+  /** Memory shown only alongside news (the files the session edited). */
+  background?: readonly TurnMemoryPointer[];
+}
+
+export interface BeforeTurnResult<Item> {
+  /** The turn context's text for the model ('' when there is nothing new). */
+  injection: string;
+  /** The built turn's snapshot, or null (no turn built, or the build failed). */
+  snapshot: TurnSnapshot | null;
+  /** One line for the user: the hub's outage (once), an unusable handoff, a failed build. */
+  notice: string | null;
+  /** Lines for the log only (a turn snapshot that could not be written). */
+  warnings: string[];
+  /** The changes shown, the session's own writes left out. */
+  changes: Item[];
+  /** The bundle, when asked for and the hub answered. */
+  bundle: string;
+  /** The resume note when `checkpoint` is `last-reply`: the adapter places it. */
+  resume: string | null;
+  /** Whether the hub answered this turn. */
+  fromHub: boolean;
+  failure: ContextBuildFailure | null;
+}
+
+export interface TurnOutcome {
+  /** Whether the turn succeeded (default true). */
+  ok?: boolean;
+  error?: string;
+  /** The session ended (its reason) rather than a turn. */
+  ended?: string;
+  /** Record the reply's "Decision: ..." lines (default true). */
+  decisions?: boolean;
+  /** The session's status item for this turn, from the state after it. */
+  status?(state: Readonly<SessionState>): ContextItemInput | null;
+}
+
+export interface SessionKernel<Item extends SessionItem> {
+  beforeTurn(input: BeforeTurnInput): Promise<BeforeTurnResult<Item>>;
+  /** Records the turn (decisions, status) through the outbox. Never throws. */
+  afterTurn(
+    reply: string,
+    outcome?: TurnOutcome,
+  ): Promise<{ items: ContextItemInput[]; delivered: boolean }>;
+  /** Sends the outbox, then `items`; what the hub does not take waits in the outbox. */
+  deliver(items: readonly ContextItemInput[]): Promise<boolean>;
+  /** Notes a file the session edited (shown to later turns). */
+  touchFile(path: string): void;
+  /** The session's state as saved. */
+  state(): SessionState;
+}
+
+/** Changes read per turn at most; the rest are counted, not shown. */
+export const CHANGES_LIMIT = 100;
+
+const URGENCY_RANK: Record<Urgency, number> = { background: 0, attention: 1, blocking: 2 };
+
+/** Least urgent and oldest first: trimming drops from the front, so the urgent stay longest. */
+export function byUrgencyAscending<Item extends SessionItem>(items: readonly Item[]): Item[] {
+  return [...items].sort(
+    (a, b) => URGENCY_RANK[a.urgency] - URGENCY_RANK[b.urgency] || a.seq - b.seq,
+  );
+}
+
+/** Most urgent and newest first: the order of a plain list of changes. */
+export function byUrgencyDescending<Item extends SessionItem>(items: readonly Item[]): Item[] {
+  return [...items].sort(
+    (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || b.seq - a.seq,
+  );
+}
+
+/** `text` within `max` characters, cut at a line end where one is near. */
+export function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf('\n'), max / 2))}\n…`;
+}
+
+/** `text` on one line within `max` characters. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+const errorText = (error: unknown): string =>
+  error instanceof Error ? error.message : String(error);
+
+export function openSession<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+): SessionKernel<Item> {
+  const load = () => readSessionState(options.stateFile);
+  const save = (state: SessionState) => {
+    try {
+      writeSessionState(options.stateFile, state);
+    } catch {
+      // state is a convenience; losing it must not fail the turn
+    }
+  };
+
+  const unreachable = (state: SessionState, where: string, error: unknown): string | null => {
+    if (state.warnedUnreachable) return null;
+    state.warnedUnreachable = true;
+    const why = error === null ? '' : `: ${errorText(error)}`;
+    return `ctxbus: hub unreachable (${where})${why}; continuing without shared context`;
+  };
+
+  const deliver = async (items: readonly ContextItemInput[]): Promise<boolean> => {
+    const { hub, stateDir } = options;
+    try {
+      if (!hub) {
+        queueItems(stateDir, items);
+        return false;
+      }
+      try {
+        await flushOutbox(stateDir, (batch) => hub.write(batch));
+        if (items.length > 0) await hub.write(items);
+        return true;
+      } catch {
+        queueItems(stateDir, items);
+        return false;
+      }
+    } catch {
+      return false; // an unwritable outbox loses the write, never the turn
+    }
+  };
+
+  /** The pending switch's note, marking it told; a problem becomes a notice. */
+  const readResume = (state: SessionState, notices: string[]): string | null => {
+    const source = options.resume;
+    if (!source) return null;
+    try {
+      const seen = source.seen ? source.seen.read() : state.handoffSwitchSeen;
+      const pending = source.pending(seen);
+      if (!pending) return null;
+      if (source.seen) source.seen.write(pending.switchSequence);
+      else state.handoffSwitchSeen = pending.switchSequence;
+      if ('problem' in pending) {
+        notices.push(`ctxbus: the model-switch handoff is unusable: ${pending.problem}`);
+        return null;
+      }
+      return pending.note;
+    } catch {
+      return null; // the handoff is a convenience; it must not fail the turn
+    }
+  };
+
+  /** Every hub request of a turn at once: the outbox, the changes, the newest sequence, the bundle. */
+  const readHub = async (state: SessionState, input: BeforeTurnInput, notices: string[]) => {
+    const found = { changes: [] as Item[], bundle: '', fromHub: false };
+    const { hub } = options;
+    if (input.offline) return found;
+    if (!hub) {
+      const notice =
+        options.hubless === null
+          ? null
+          : unreachable(state, options.hubless ?? 'no hub configured', null);
+      if (notice) notices.push(notice);
+      return found;
+    }
+    const first = state.lastSeenSeq === 0;
+    const { bundle } = input;
+    const readChanges = input.changes !== false && !(first && bundle !== undefined);
+    let budget = bundle
+      ? typeof bundle.tokens === 'function'
+        ? bundle.tokens(first)
+        : bundle.tokens
+      : 0;
+    try {
+      const [, page, newest, formatted] = await Promise.all([
+        flushOutbox(options.stateDir, (batch) => hub.write(batch)).catch(() => 0),
+        readChanges ? hub.changes(state.lastSeenSeq, CHANGES_LIMIT) : [],
+        !readChanges || hub.filtered ? hub.newestSeq() : 0,
+        bundle ? hub.shared(budget) : '',
+      ]);
+      let text = formatted;
+      // The budget is in tokens and a runtime's cap may be in characters: shrink until it fits.
+      const maxChars = bundle?.maxChars;
+      for (let attempt = 0; maxChars && text.length > maxChars && attempt < 3; attempt++) {
+        budget = Math.floor((budget * maxChars * 0.9) / text.length);
+        text = await hub.shared(budget);
+      }
+      state.lastSeenSeq = Math.max(state.lastSeenSeq, newest, ...page.map((item) => item.seq));
+      state.warnedUnreachable = false;
+      found.changes = page.filter((item) => !options.own?.(item));
+      found.bundle = text.trim();
+      found.fromHub = true;
+    } catch (error) {
+      const notice = unreachable(state, hub.url, error);
+      if (notice) notices.push(notice);
+    }
+    return found;
+  };
+
+  const turnInput = (
+    state: SessionState,
+    input: BeforeTurnInput,
+    found: {
+      changes: Item[];
+      bundle: string;
+      resume: string | null;
+      memory: readonly TurnMemoryPointer[];
+    },
+    turnId: string,
+  ): TurnContextInput => {
+    const pending = pendingCount(options.stateDir);
+    const checkpoint =
+      options.checkpoint === 'resume'
+        ? found.resume
+        : state.lastReply && `turn ${state.turns}: ${state.lastReply}`;
+    return {
+      agentId: options.agentId,
+      sessionId: options.sessionId,
+      turnId,
+      tokenizer: (options.turnLog?.counter ?? estimateTokenCounter).name,
+      budgets: { ...options.budget, maxToolSnippetTokens: 0 },
+      sources: {
+        recentMessages: byUrgencyAscending(found.changes).map((item) => {
+          const { id, sender, text } = options.message(item);
+          return { id, direction: 'inbound', sender: { id: sender }, text };
+        }),
+        runtimeState: {
+          ...(checkpoint && { lastCheckpointSummary: checkpoint }),
+          ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
+          ...(state.lastOutcome && { lastTerminalStatus: state.lastOutcome }),
+        },
+        memoryPointers: [
+          ...(found.bundle ? [{ id: 'team-bundle', text: found.bundle }] : []),
+          ...found.memory,
+          ...(input.background ?? []),
+        ],
+        toolSnippets: [],
+        currentInput: {
+          id: turnId,
+          sender: { id: 'user', kind: 'human' },
+          text: input.prompt ?? '',
+        },
+      },
+    };
+  };
+
+  const beforeTurn = async (input: BeforeTurnInput): Promise<BeforeTurnResult<Item>> => {
+    const state = load();
+    const notices: string[] = [];
+    const warnings: string[] = [];
+    const building = input.prompt !== undefined;
+    if (building) state.prompts += 1;
+    const [found, memory] = await Promise.all([
+      readHub(state, input, notices),
+      Promise.resolve(input.memory ?? []).catch(() => []),
+    ]);
+    const resume = readResume(state, notices);
+    const result: BeforeTurnResult<Item> = {
+      injection: '',
+      snapshot: null,
+      notice: null,
+      warnings,
+      changes: found.changes,
+      bundle: found.bundle,
+      resume: options.checkpoint === 'resume' ? null : resume,
+      fromHub: found.fromHub,
+      failure: null,
+    };
+    if (building) {
+      const inTurn = options.checkpoint === 'resume' ? resume : null;
+      const log = options.turnLog ?? { dataDir: null, snapshots: false };
+      const turnId = input.turnId ?? `prompt-${state.prompts}`;
+      const built = recordTurn({
+        input: turnInput(state, input, { ...found, resume: inTurn, memory }, turnId),
+        counter: log.counter ?? estimateTokenCounter,
+        now: () => (options.now ?? (() => new Date()))().getTime(),
+        dataDir: log.dataDir,
+        snapshots: log.snapshots,
+      });
+      if (built.writeError) warnings.push(`ctxbus: turn snapshot not written: ${built.writeError}`);
+      const news =
+        found.changes.length > 0 || found.bundle !== '' || memory.length > 0 || inTurn !== null;
+      if (built.ok) {
+        result.snapshot = built.context.snapshot;
+        if (news) result.injection = built.context.injection;
+      } else {
+        const { message, nextAction } = built.failure;
+        result.failure = built.failure;
+        notices.push(`ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`);
+        result.injection = options.fallback({
+          resume: inTurn,
+          changes: found.changes,
+          bundle: found.bundle,
+          memory,
+        });
+      }
+    }
+    result.notice = notices.length > 0 ? notices.join('\n') : null;
+    save(state);
+    return result;
+  };
+
+  const afterTurn = async (
+    reply: string,
+    outcome: TurnOutcome = {},
+  ): Promise<{ items: ContextItemInput[]; delivered: boolean }> => {
+    const state = load();
+    let items: ContextItemInput[] = [];
+    try {
+      state.turns += 1;
+      if (outcome.ended !== undefined) state.lastOutcome = `session ended (${outcome.ended})`;
+      else {
+        const first = reply.split('\n').find((line) => line.trim() !== '') ?? 'working';
+        state.lastReply = clipText(first, 300);
+        state.lastOutcome =
+          outcome.ok === false
+            ? `last turn failed: ${oneLine(outcome.error ?? 'unknown error', 200)}`
+            : 'last turn completed';
+      }
+      const decisions =
+        outcome.decisions === false || outcome.ended !== undefined
+          ? []
+          : extractDecisions(reply).map((text) => options.decision(text));
+      const status = outcome.status?.(state) ?? null;
+      items = [...decisions, ...(status ? [status] : [])];
+      return { items, delivered: await deliver(items) };
+    } catch {
+      return { items, delivered: false };
+    } finally {
+      save(state);
+    }
+  };
+
+  return {
+    beforeTurn,
+    afterTurn,
+    deliver,
+    touchFile(path) {
+      const state = load();
+      state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
+      save(state);
+    },
+    state: load,
+  };
+}
+
+export type { SessionState } from './session-state.js';
+export { readSessionState, writeSessionState } from './session-state.js';

@@ -1,0 +1,57 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { writeFileAtomic } from './atomic-file.js';
+
+/** What the session kernel remembers per runtime session between turns (and processes). */
+export interface SessionState {
+  /** Sequence of the newest item this session has been shown. */
+  lastSeenSeq: number;
+  /** Turns ended so far (`afterTurn`); numbers the session's status updates. */
+  turns: number;
+  /** Turns started so far (`beforeTurn` with a prompt); numbers turn contexts without a turn id. */
+  prompts: number;
+  /** Whether the "hub unreachable" notice was given since the hub last answered. */
+  warnedUnreachable: boolean;
+  /** Sequence of the last model switch (seed 003 handoff) this session was told about. */
+  handoffSwitchSeen: number;
+  /** The first line of the last reply (the session's latest checkpoint), if any. */
+  lastReply: string;
+  /** How the last turn or the session ended, if it did. */
+  lastOutcome: string;
+  /** Files the session edited, newest last. */
+  filesTouched: string[];
+}
+
+const count = (value: unknown): number =>
+  Number.isInteger(value) && (value as number) >= 0 ? (value as number) : 0;
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+/** A session's state; a missing or damaged file starts fresh rather than failing the turn. */
+export function readSessionState(file: string): SessionState {
+  let raw: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    if (parsed !== null && typeof parsed === 'object') raw = parsed as Record<string, unknown>;
+  } catch {
+    // fresh state
+  }
+  return {
+    lastSeenSeq: count(raw.lastSeenSeq),
+    turns: count(raw.turns),
+    prompts: count(raw.prompts),
+    warnedUnreachable: raw.warnedUnreachable === true,
+    handoffSwitchSeen: count(raw.handoffSwitchSeen),
+    lastReply: text(raw.lastReply),
+    // Files written before the kernel named it lastStatus (Claude Code's hook).
+    lastOutcome: text(raw.lastOutcome) || text(raw.lastStatus),
+    filesTouched: Array.isArray(raw.filesTouched)
+      ? raw.filesTouched.filter((file): file is string => typeof file === 'string')
+      : [],
+  };
+}
+
+/** Writes atomically (temp file + rename), so a killed process never leaves half a file. */
+export function writeSessionState(file: string, state: SessionState): void {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  writeFileAtomic(file, JSON.stringify(state), { mode: 0o600 });
+}
