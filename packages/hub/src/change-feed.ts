@@ -229,25 +229,33 @@ export class ChangeFeed {
   }
 
   /**
-   * This process has just committed a write. When its new items are the very next changes
-   * after the feed's cursor (no gap, no read in flight, nothing superseded), they are offered
-   * as they are, without reading them back; otherwise this is `notify`. Subscribers still
-   * drop duplicates by sequence, so the hint for the same commit (NOTIFY) costs nothing.
+   * This process has just committed a write. When its changes (new items, and the items they
+   * replaced) are the very next changes after the feed's cursor (no gap, no read in flight),
+   * they are offered as they are, without reading them back; otherwise this is `notify`.
+   * Subscribers still drop duplicates by sequence, so the hint for the same commit (NOTIFY)
+   * costs nothing.
    */
   committed(outcomes: readonly WriteOutcome[]): void {
     if (this.closed) return;
-    const created = outcomes
-      .filter((outcome) => outcome.status === 'created')
-      .map((outcome) => outcome.item)
-      .sort((a, b) => a.seq - b.seq);
-    const last = created.at(-1);
+    const changes: Change[] = [];
+    let unknown = false;
+    for (const { status, item, superseded } of outcomes) {
+      if (status !== 'created') continue;
+      // A replacement the outcome does not describe: its change must be read.
+      if (item.supersedes !== null && !superseded) unknown = true;
+      changes.push({ seq: item.seq, kind: 'added', teamId: item.teamId, item });
+      if (superseded) {
+        const { seq, item: replaced } = superseded;
+        changes.push({ seq, kind: 'superseded', teamId: replaced.teamId, item: replaced });
+      }
+    }
+    changes.sort((a, b) => a.seq - b.seq);
+    const last = changes.at(-1);
     if (!last) return;
     const direct =
       !this.pumping &&
-      created[0]?.seq === this.cursor + 1 &&
-      created.every(
-        (item, index) => item.seq === this.cursor + 1 + index && item.supersedes === null,
-      );
+      !unknown &&
+      changes.every((change, index) => change.seq === this.cursor + 1 + index);
     if (!direct) {
       this.notify(last.seq);
       return;
@@ -255,12 +263,6 @@ export class ChangeFeed {
     for (const listener of this.listeners) listener();
     this.cursor = last.seq;
     if (this.unheard) return;
-    const changes: Change[] = created.map((item) => ({
-      seq: item.seq,
-      kind: 'added',
-      teamId: item.teamId,
-      item,
-    }));
     this.hand(changes);
   }
 

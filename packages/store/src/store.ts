@@ -28,6 +28,12 @@ export type WriteStatus = 'created' | 'existing';
 export interface WriteOutcome {
   item: ContextItem;
   status: WriteStatus;
+  /**
+   * A created item that replaced another: the replaced item as the write left it, and the
+   * sequence of its `superseded` change (the change feed hands both on without reading them
+   * back).
+   */
+  superseded?: { seq: number; item: ContextItem };
 }
 
 /** What a change did (core's contract names them). Every change has its own sequence number. */

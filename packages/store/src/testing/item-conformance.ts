@@ -145,10 +145,26 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
       });
       expect(replacement.supersedes).toBe(old.id);
       expect((await store.getItem(acme, old.id))?.supersededBy).toBe(replacement.id);
+      // The outcome names the replaced item and its change, exactly as the change log has them.
+      const [keyed] = await store.writeItems([
+        prepared({ type: 'decision', title: 'Keyed v1', key: 'db/engine' }, acme),
+      ]);
+      const [rekeyed] = await store.writeItems([
+        prepared({ type: 'decision', title: 'Keyed v2', key: 'db/engine' }, acme),
+      ]);
+      expect(keyed?.superseded).toBeUndefined();
+      const logged = await store.readChanges({ afterSeq: rekeyed?.item.seq ?? 0, limit: 1 });
+      expect(rekeyed?.superseded).toEqual({ seq: logged[0]?.seq, item: logged[0]?.item });
+      expect(logged[0]).toMatchObject({ kind: 'superseded', item: { id: keyed?.item.id } });
       const live = await store.listItems(acme, { limit: 10 });
-      expect(live.map((item) => item.title)).toEqual(['Use SQLite']);
+      expect(live.map((item) => item.title)).toEqual(['Keyed v2', 'Use SQLite']);
       const all = await store.listItems(acme, { limit: 10, includeSuperseded: true });
-      expect(all.map((item) => item.title)).toEqual(['Use SQLite', 'Use MySQL']);
+      expect(all.map((item) => item.title)).toEqual([
+        'Keyed v2',
+        'Keyed v1',
+        'Use SQLite',
+        'Use MySQL',
+      ]);
       await rejectsWith(write({ title: 'again', supersedes: old.id }), 'conflict');
       await rejectsWith(
         write({ title: 'ghost', supersedes: '0192f000-0000-7000-8000-00000000beef' }),

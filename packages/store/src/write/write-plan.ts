@@ -222,7 +222,8 @@ export class WritePlan<P extends PlannedInput> {
       });
       this.addChange('added', stored, Date.parse(stored.createdAt));
       created.set(item.id, { item: stored, inputHash });
-      outcomes.push({ item: stored, status: 'created' });
+      const outcome: WriteOutcome = { item: stored, status: 'created' };
+      outcomes.push(outcome);
       if (target) {
         const replaced = target.item;
         this.record(() => {
@@ -231,6 +232,7 @@ export class WritePlan<P extends PlannedInput> {
         replaced.supersededBy = item.id;
         this.touch(target);
         this.addChange('superseded', replaced, nowMs);
+        outcome.superseded = { seq: this.seq, item: clone(replaced) };
         const replacedOutcome = created.get(replaced.id);
         if (replacedOutcome) replacedOutcome.item.supersededBy = item.id;
       }
