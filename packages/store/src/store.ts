@@ -28,6 +28,12 @@ export type WriteStatus = 'created' | 'existing';
 export interface WriteOutcome {
   item: ContextItem;
   status: WriteStatus;
+  /**
+   * A created item that replaced another: the replaced item as it was when the write decided
+   * it (under the backend's lock), and whether the write named it (`supersedes`) or took over
+   * its key (`key`). What the hub's conflict detection reads (last-write-wins, made visible).
+   */
+  replaced?: { item: ContextItem; via: 'supersedes' | 'key' };
 }
 
 /** What a change did (core's contract names them). Every change has its own sequence number. */

@@ -222,7 +222,14 @@ export class WritePlan<P extends PlannedInput> {
       });
       this.addChange('added', stored, Date.parse(stored.createdAt));
       created.set(item.id, { item: stored, inputHash });
-      outcomes.push({ item: stored, status: 'created' });
+      const outcome: WriteOutcome = { item: stored, status: 'created' };
+      if (target) {
+        outcome.replaced = {
+          item: clone(target.item),
+          via: item.supersedes === null ? 'key' : 'supersedes',
+        };
+      }
+      outcomes.push(outcome);
       if (target) {
         const replaced = target.item;
         this.record(() => {
