@@ -103,8 +103,10 @@ export function registerConflictCommands(
       .option('--note <text>', 'why (kept with the resolution)')
       .option('--admin-token <token>', 'decide with an admin token (needs --team)')
       .option('--team <team>', 'the team (with --admin-token)'),
-  ).action((id: string, options: Connection & { keep: string; note?: string }) =>
+  ).action((id: string, _own: Connection, command: Command) =>
     run(async () => {
+      // `conflicts` takes the same connection options: whichever of the two parsed them.
+      const options = command.optsWithGlobals() as Connection & { keep: string; note?: string };
       const { client, team } = connect(options, true);
       const answer = await client.resolveConflict(id, {
         keep: options.keep,
