@@ -1,11 +1,13 @@
 import { call, runCli, useHubProcess } from '@ctxbus/test-kit';
+import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // Conflicts over a real `ctxbus serve` and the real CLI (issue 27, part 9): Claude Code and
 // OpenClaw write different values on one key; the hub keeps the newer (last-write-wins) and
 // raises a conflict item naming both; `ctxbus conflicts` lists it; `ctxbus conflicts resolve`
 // with an agent's token is refused (403; the CLI exits 3), with the CLI's token (a person) it
-// keeps the chosen value. A hub started with --conflict-window off raises none.
+// keeps the chosen value. A hub started with --conflict-window off raises none. On PostgreSQL,
+// two hubs taking writes of the same keys at the same moment raise exactly one conflict a key.
 
 const hub = useHubProcess({
   tokens: {
@@ -126,5 +128,41 @@ describe('a hub with --conflict-window off', () => {
       token: quiet.tokens.code,
     });
     expect(held.body.items.map((item: { title: string }) => item.title)).toEqual(['b']);
+  });
+});
+
+await withPostgres('conflicts on PostgreSQL', (url, schemas) => {
+  describe('two hubs on one PostgreSQL schema, racing writes', () => {
+    const { a, b } = useHubPair(url, schemas, 'conflicts');
+
+    it('raise exactly one conflict per key, naming both runtimes', async () => {
+      const keys = Array.from({ length: 12 }, (_, index) => `race/key-${index}`);
+      await Promise.all(
+        keys.flatMap((key) => [
+          call(a.url, 'POST', '/api/context', {
+            token: a.tokens.claw,
+            body: { type: 'decision', title: `openclaw on ${key}`, key },
+          }),
+          call(b.url, 'POST', '/api/context', {
+            token: a.tokens.code,
+            body: { type: 'decision', title: `claude-code on ${key}`, key },
+          }),
+        ]),
+      );
+      const listed = await call(a.url, 'GET', '/api/conflicts?limit=200', {
+        token: a.tokens.code,
+      });
+      const conflicts = listed.body.conflicts as {
+        key: string;
+        values: { runtime: string }[];
+      }[];
+      expect(conflicts.map((conflict) => conflict.key).sort()).toEqual([...keys].sort());
+      for (const conflict of conflicts) {
+        expect(conflict.values.map((value) => value.runtime).sort()).toEqual([
+          'claude-code',
+          'openclaw',
+        ]);
+      }
+    });
   });
 });
