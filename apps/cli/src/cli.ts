@@ -2,6 +2,7 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import { Command, CommanderError } from 'commander';
 import { registerAudit } from './commands/audit-command.js';
 import { registerCapabilities } from './commands/capabilities-command.js';
+import { registerConflictCommands } from './commands/conflict-commands.js';
 import { registerContextCommands } from './commands/context-commands.js';
 import { registerDoctor } from './commands/doctor-command.js';
 import { registerHandoff } from './commands/handoff-command.js';
@@ -83,6 +84,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerWorker(program, run);
   registerTaskCommands(program, run);
   registerAudit(program, run);
+  registerConflictCommands(program, run);
   registerSharedContext(program, run);
   registerHandoff(program, run);
   registerReplay(program, run);

@@ -320,6 +320,43 @@ describe.skipIf(unavailable !== null)(
       await close();
     });
 
+    it('a conflict shows both values with Keep this; a click keeps one through the hub', async () => {
+      const first = await write(hub.tokens.code, {
+        type: 'decision',
+        title: 'Ship on Tuesdays',
+        key: 'release/day',
+      });
+      await write(hub.tokens.claw, {
+        type: 'decision',
+        title: 'Ship on Thursdays',
+        key: 'release/day',
+      });
+      const listed = await call(hub.url, 'GET', '/api/conflicts', { token: hub.tokens.web });
+      const conflict = (listed.body.conflicts as { id: string; key: string }[]).find(
+        (entry) => entry.key === 'release/day',
+      );
+      if (!conflict) throw new Error('no conflict raised');
+      const { page, close } = await signedIn();
+      await go(page, `item/${conflict.id}`);
+      const panel = page.getByTestId('conflict');
+      await panel.waitFor();
+      expect(await panel.textContent()).toContain('Ship on Thursdays');
+      await panel
+        .locator('li', { hasText: 'Ship on Tuesdays' })
+        .getByRole('button', { name: 'Keep this' })
+        .click();
+      await panel.locator('li', { hasText: 'Ship on Tuesdays' }).getByText('Kept').waitFor();
+      const held = await call(hub.url, 'GET', '/api/context?key=release/day', {
+        token: hub.tokens.code,
+      });
+      expect(held.body.items[0]).toMatchObject({
+        title: 'Ship on Tuesdays',
+        source: { runtime: 'web' },
+        runtimeOptions: { ctxbus: { chosenBy: 'web', restoredFrom: first.id } },
+      });
+      await close();
+    });
+
     it('the write form stores an item as the signed-in runtime', async () => {
       const { page, close } = await signedIn();
       await go(page, 'write');

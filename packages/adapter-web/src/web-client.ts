@@ -6,6 +6,7 @@ import type {
   DeadLetterInfo,
   ListParams,
   ListResponse,
+  ResolveConflictResponse,
   RoutingDecision,
   SearchRequest,
   SearchResponse,
@@ -26,6 +27,7 @@ import {
   listResponseSchema,
   listSubscriptionsResponseSchema,
   listTasksResponseSchema,
+  resolveConflictResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
   taskResponseSchema,
@@ -187,6 +189,19 @@ export class WebClient {
         json: note === undefined ? {} : { note },
       })
     ).task;
+  }
+
+  /**
+   * A person keeps one value of a conflict (two runtimes wrote one key differently): the hub
+   * restores it as the key's live value and closes the conflict. People's runtimes only.
+   */
+  resolveConflict(id: string, keep: string, note?: string): Promise<ResolveConflictResponse> {
+    return this.#request(
+      resolveConflictResponseSchema,
+      'POST',
+      `/api/conflicts/${encodeURIComponent(id)}/resolve`,
+      { json: note === undefined ? { keep } : { keep, note } },
+    );
   }
 
   /** The capability matrix with each runtime's live presence in this team. */

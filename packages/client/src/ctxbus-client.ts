@@ -39,11 +39,13 @@ import {
   isSequenceText,
   itemResponseSchema,
   listAuditResponseSchema,
+  listConflictsResponseSchema,
   listResponseSchema,
   listSubscriptionsResponseSchema,
   listTasksResponseSchema,
   pendingResponseSchema,
   presenceAnnounceResponseSchema,
+  resolveConflictResponseSchema,
   resolveItemResponseSchema,
   searchResponseSchema,
   sharedResponseSchema,
@@ -467,6 +469,28 @@ export class CtxbusClient {
     return (
       await this.request(taskResponseSchema, 'post', `${taskPath(id)}/${decision}`, { json: body })
     ).task;
+  }
+
+  /**
+   * Conflicts: keys two runtimes wrote with different values within the hub's window
+   * (`status: 'all'` adds the resolved ones).
+   */
+  async conflicts(params: { status?: 'open' | 'all'; limit?: number } = {}) {
+    return (
+      await this.request(listConflictsResponseSchema, 'get', 'api/conflicts', {
+        searchParams: toSearchParams(params),
+      })
+    ).conflicts;
+  }
+
+  /** A person keeps one value of conflict `id` (only people's runtimes or an admin token). */
+  resolveConflict(id: string, body: { keep: string; note?: string; team?: string }) {
+    return this.request(
+      resolveConflictResponseSchema,
+      'post',
+      `api/conflicts/${encodeURIComponent(id)}/resolve`,
+      { json: body },
+    );
   }
 
   /** The hub's public key for verifying approvals. */

@@ -24,6 +24,8 @@ export const AUDIT_KINDS = [
   'execution.refused',
   'task.report-refused',
   'context.removed',
+  'conflict.resolved',
+  'conflict.refused',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 

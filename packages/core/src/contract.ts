@@ -114,6 +114,34 @@ export {
   runtimePresenceViewSchema,
 } from './capabilities-api-schemas.js';
 export type {
+  ConflictCandidate,
+  ConflictReport,
+  ConflictResolution,
+  ConflictValue,
+  ConflictView,
+  ListConflictsResponse,
+  ResolveConflictBody,
+  ResolveConflictResponse,
+} from './conflicts.js';
+export {
+  CONFLICT_TAG,
+  CONFLICT_WRITER,
+  conflictItemInput,
+  conflictKey,
+  conflictOf,
+  conflictReportSchema,
+  conflictView,
+  conflictViewSchema,
+  DEFAULT_CONFLICT_WINDOW_MS,
+  isConflict,
+  listConflictsQuerySchema,
+  listConflictsResponseSchema,
+  resolutionItemInput,
+  resolveConflictBodySchema,
+  resolveConflictResponseSchema,
+  sameValue,
+} from './conflicts.js';
+export type {
   ContextItem,
   ContextItemInput,
   ContextType,

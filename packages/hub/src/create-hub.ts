@@ -1,6 +1,7 @@
 import type { AuditRecord, Logger } from '@ctxbus/core';
 import {
   CtxbusError,
+  DEFAULT_CONFLICT_WINDOW_MS,
   DEFAULT_MAX_BODY_BYTES,
   healthResponseSchema,
   parseOrThrow,
@@ -40,6 +41,7 @@ import { approvalRoutes } from './routes/approval-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { capabilitiesRoute } from './routes/capabilities-route.js';
+import { conflictRoutes } from './routes/conflict-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
 import { presenceRoutes } from './routes/presence-routes.js';
 import { streamRoute } from './routes/stream-route.js';
@@ -116,6 +118,11 @@ export interface HubOptions {
   approvalKey?: ApprovalKey;
   /** How long an approval request waits for a human, and a signed approval lasts (default 30 min). */
   approvalTtlMs?: number;
+  /**
+   * A write that takes a key from another runtime's value written this recently, with a
+   * different value, raises a conflict item for a person to resolve (default 10 min; 0: never).
+   */
+  conflictWindowMs?: number;
   /**
    * Where the hub keeps the signed checkpoints that anchor each team's audit chain outside the
    * database (tasks/audit-anchor.ts); beside the approval key. None: the chain alone.
@@ -303,6 +310,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
     approvalKey,
     auditAnchor,
     approvalTtlMs: options.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
+    conflictWindowMs: options.conflictWindowMs ?? DEFAULT_CONFLICT_WINDOW_MS,
     tasks: new TaskLifecycle({
       store: options.store,
       capabilities,
@@ -339,6 +347,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       publicUrl: options.publicUrl === undefined ? null : normalizePublicUrl(options.publicUrl),
     }),
     ...approvalRoutes,
+    ...conflictRoutes,
     ...auditRoutes,
     ...adminRoutes,
   ];

@@ -39,6 +39,8 @@ export interface HubServices {
   auditAnchor: AuditAnchor | null;
   /** How long an approval request waits for an answer, and how long a signed approval lasts. */
   approvalTtlMs: number;
+  /** Two runtimes writing one key this close together raise a conflict (0: never). */
+  conflictWindowMs: number;
   /** The only way tasks change (each change is one event: announced and audited once). */
   tasks: TaskLifecycle;
   /** Turns task events into status items and audit records (see task-relay.ts). */

@@ -29,11 +29,12 @@ export interface WriteOutcome {
   item: ContextItem;
   status: WriteStatus;
   /**
-   * A created item that replaced another: the replaced item as the write left it, and the
+   * A created item that replaced another: the replaced item as the write left it, the
    * sequence of its `superseded` change (the change feed hands both on without reading them
-   * back).
+   * back), and whether the write named it (`supersedes`) or took over its key (`key`): what
+   * the hub's conflict detection reads (last-write-wins, made visible).
    */
-  superseded?: { seq: number; item: ContextItem };
+  superseded?: { seq: number; item: ContextItem; via: 'supersedes' | 'key' };
 }
 
 /** What a change did (core's contract names them). Every change has its own sequence number. */

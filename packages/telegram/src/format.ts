@@ -1,4 +1,4 @@
-import type { ContextEntry, ContextItem, Task } from '@ctxbus/core';
+import type { ConflictReport, ContextEntry, ContextItem, Task } from '@ctxbus/core';
 import { buildContext, getResolver, plainLine } from '@ctxbus/core';
 import type { DigestEntry } from './state-file.js';
 
@@ -31,6 +31,19 @@ export function pushText(item: ContextItem): string {
   if (text) lines.push(text);
   lines.push(footer(item));
   return lines.join('\n');
+}
+
+/** A conflict, pushed with one Keep button per value. */
+export function conflictText(report: ConflictReport): string {
+  const [older, newer] = report.values;
+  return [
+    `[CONFLICT] ${report.key}: two runtimes wrote different values`,
+    `1. ${older.runtime} (${older.createdAt}): ${plainLine(older.title)}`,
+    ...(older.summary ? [`   ${clip(plainLine(older.summary), 300)}`] : []),
+    `2. ${newer.runtime} (${newer.createdAt}): ${plainLine(newer.title)} (holds the key now)`,
+    ...(newer.summary ? [`   ${clip(plainLine(newer.summary), 300)}`] : []),
+    'Keep one:',
+  ].join('\n');
 }
 
 /** A request item, pushed with Approve / Deny buttons. */

@@ -484,3 +484,73 @@ describe('approvals', () => {
     expect(feedback[0]?.runtimeOptions).toMatchObject({ telegram: { requestId: id } });
   });
 });
+
+describe('conflicts', () => {
+  const answerOf = (query: string, what: string) =>
+    waitFor(
+      api.nextCall(
+        (c) => c.method === 'answerCallbackQuery' && c.params.callback_query_id === query,
+      ),
+      what,
+    );
+
+  it('pushes a conflict with one Keep button per value; a tap keeps it through the hub', async () => {
+    await start();
+    const key = `project/cache-${Date.now()}`;
+    const first = await claude.write({ type: 'decision', title: 'Cache in Redis', key });
+    const second = await openclaw.write({ type: 'decision', title: 'Cache in memory', key });
+    const call = await waitFor(
+      api.nextCall(
+        (c) => sentTo(100, `[CONFLICT] ${key}`)(c) && c.params.reply_markup !== undefined,
+      ),
+      'the conflict message',
+    );
+    const message = api.sent(100).find((m) => m.text === call.params.text);
+    if (!message) throw new Error('no message');
+    expect(message.text).toContain('1. claude-code');
+    expect(message.text).toContain('2. openclaw');
+    const [conflict] = await claude.conflicts();
+    if (!conflict) throw new Error('no conflict');
+    expect(message.replyMarkup?.inline_keyboard[0]?.map((b) => b.text)).toEqual([
+      'Keep 1: claude-code',
+      'Keep 2: openclaw',
+    ]);
+    for (const button of message.replyMarkup?.inline_keyboard[0] ?? []) {
+      expect(Buffer.byteLength(button.callback_data)).toBeLessThanOrEqual(64);
+    }
+    // A stranger's tap keeps nothing.
+    const stranger = await answerOf(
+      api.userTaps(100, message.messageId, `k1:${conflict.id}`, 555),
+      'the answer to the stranger',
+    );
+    expect(stranger.params.text).toMatch(/not one of this bot's approvers/);
+    const tap = await answerOf(
+      api.userTaps(100, message.messageId, `k1:${conflict.id}`),
+      'the answer to the tap',
+    );
+    expect(tap.params.text).toMatch(/Kept claude-code's value/);
+    const held = await claude.list({ key });
+    expect(held.items.map((item) => item.title)).toEqual(['Cache in Redis']);
+    expect(held.items[0]?.runtimeOptions).toMatchObject({
+      ctxbus: { chosenBy: 'telegram', restoredFrom: first.results[0]?.id },
+    });
+    expect(held.items[0]?.supersedes).toBe(second.results[0]?.id);
+    expect(await claude.conflicts()).toEqual([]);
+    // The same conflict in the other chat: told it is done, nothing kept twice.
+    const other = await waitFor(
+      api.nextCall(
+        (c) => sentTo(200, `[CONFLICT] ${key}`)(c) && c.params.reply_markup !== undefined,
+      ),
+      'the conflict message in chat 200',
+    );
+    const otherMessage = api.sent(200).find((m) => m.text === other.params.text);
+    const stale = await answerOf(
+      api.userTaps(200, otherMessage?.messageId ?? 0, `k2:${conflict.id}`),
+      'the answer to the stale tap',
+    );
+    expect(stale.params.text).toMatch(/already resolved by telegram/);
+    expect((await claude.list({ key })).items.map((item) => item.title)).toEqual([
+      'Cache in Redis',
+    ]);
+  });
+});

@@ -1,14 +1,22 @@
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { CtxbusClient } from '@ctxbus/client';
-import type { ContextItem, Logger, StreamEvent, Task, TaskState } from '@ctxbus/core';
-import { CtxbusError, silentLogger, tagSchema, taskStatusOf } from '@ctxbus/core';
+import type {
+  ConflictReport,
+  ContextItem,
+  Logger,
+  StreamEvent,
+  Task,
+  TaskState,
+} from '@ctxbus/core';
+import { CtxbusError, conflictOf, silentLogger, tagSchema, taskStatusOf } from '@ctxbus/core';
 import { stableId } from '@ctxbus/core/light';
 import type { Context } from 'grammy';
 import { Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
 import {
   approvalText,
+  conflictText,
   digestEntry,
   digestText,
   itemLine,
@@ -97,6 +105,11 @@ export function redactToken(text: string, token: string): string {
 }
 
 const CALLBACK = /^([ad]):(task_[0-9a-f-]{36}|[0-9a-f-]{36})$/;
+/** Keep value 1 or 2 of conflict <id> (the values are read from the conflict on the tap). */
+const KEEP_CALLBACK = /^k([12]):([0-9a-f-]{36})$/;
+
+type Kind = 'approval' | 'conflict' | 'request' | 'blocking' | 'digest';
+type Message = { text: string; keyboard?: InlineKeyboardMarkup; decides?: string };
 
 export class CtxbusTelegramBot {
   readonly bot: Bot;
@@ -303,11 +316,13 @@ export class CtxbusTelegramBot {
     }
   }
 
-  private classify(item: ContextItem): 'approval' | 'request' | 'blocking' | 'digest' | null {
+  private classify(item: ContextItem): Kind | null {
     // The bot's own writes (and the hub's notes of its decisions) are not news to the chat.
     if (item.source.runtime === this.identity?.runtime) return null;
     // Anyone can write an item that looks like this: the task itself is read before a button.
     if (taskStatusOf(item)?.state === 'AUTH_REQUIRED') return 'approval';
+    // The hub's conflict items: a person keeps one value (resolutions are no news).
+    if (conflictOf(item)?.status === 'open') return 'conflict';
     if (item.type === 'request' && item.urgency !== 'background') return 'request';
     if (item.urgency === 'blocking') return 'blocking';
     // A writer that addressed an item to Telegram (a model switch, say) wants it seen now.
@@ -318,13 +333,13 @@ export class CtxbusTelegramBot {
   }
 
   private watched(chat: ChatState, item: ContextItem, kind: string): boolean {
-    if (kind === 'approval' || chat.watch.length === 0) return true;
+    if (kind === 'approval' || kind === 'conflict' || chat.watch.length === 0) return true;
     return item.relevanceTags.some((tag) => chat.watch.includes(tag));
   }
 
   private async handleEvent(event: StreamEvent): Promise<void> {
     const kind = event.event === 'context-added' ? this.classify(event.item) : null;
-    let message: { text: string; keyboard?: InlineKeyboardMarkup; decides?: string } | null = null;
+    let message: Message | null = null;
     for (const chatId of this.options.chats) {
       const chat = this.chatState(chatId);
       if (chat.lastSeq >= event.seq) continue;
@@ -362,10 +377,19 @@ export class CtxbusTelegramBot {
   }
 
   private async messageFor(
-    kind: 'approval' | 'request' | 'blocking',
+    kind: Exclude<Kind, 'digest'>,
     item: ContextItem,
-  ): Promise<{ text: string; keyboard?: InlineKeyboardMarkup; decides?: string } | null> {
+  ): Promise<Message | null> {
     if (kind === 'blocking') return { text: pushText(item) };
+    if (kind === 'conflict') {
+      const report = conflictOf(item);
+      if (!report) return { text: pushText(item) };
+      return {
+        text: conflictText(report),
+        keyboard: keepButtons(item.id, report),
+        decides: item.id,
+      };
+    }
     if (kind === 'request') {
       return { text: requestText(item), keyboard: buttons(item.id, 'Approve'), decides: item.id };
     }
@@ -573,6 +597,13 @@ export class CtxbusTelegramBot {
 
   private async onTap(ctx: Context): Promise<void> {
     const data = ctx.callbackQuery?.data ?? '';
+    const keep = KEEP_CALLBACK.exec(data);
+    if (keep) {
+      await this.decide(ctx, keep[2] ?? '', 'keep', (who) =>
+        this.keepValue(keep[2] ?? '', keep[1] === '1' ? 0 : 1, who, ctx.chat?.id),
+      );
+      return;
+    }
     const match = CALLBACK.exec(data);
     if (!match) {
       await ctx.answerCallbackQuery({ text: 'Unknown button.' });
@@ -580,6 +611,20 @@ export class CtxbusTelegramBot {
     }
     const verdict: Verdict = match[1] === 'a' ? 'approve' : 'deny';
     const id = match[2] ?? '';
+    await this.decide(ctx, id, verdict, (who) =>
+      id.startsWith('task_')
+        ? this.decideTask(id, verdict, who, ctx.chat?.id)
+        : this.decideRequest(id, verdict, who, ctx.chat?.id),
+    );
+  }
+
+  /** Checks the tap (approver, button bound to this message), runs `work` once, answers. */
+  private async decide(
+    ctx: Context,
+    id: string,
+    verdict: Verdict | 'keep',
+    work: (who: string) => Promise<TapOutcome>,
+  ): Promise<void> {
     const who = ctx.from?.username ? `@${ctx.from.username}` : `user ${ctx.from?.id ?? '?'}`;
     const refusal = this.tapRefusal(ctx, id);
     if (refusal !== null) {
@@ -597,9 +642,7 @@ export class CtxbusTelegramBot {
     this.inflight.add(id);
     let outcome: TapOutcome;
     try {
-      outcome = id.startsWith('task_')
-        ? await this.decideTask(id, verdict, who, ctx.chat?.id)
-        : await this.decideRequest(id, verdict, who, ctx.chat?.id);
+      outcome = await work(who);
     } catch (error) {
       this.logger.error({ error: this.redact(error), id }, 'decision failed');
       outcome = { applied: false, answer: `Not decided: ${this.redact(error)}`, outcome: null };
@@ -693,6 +736,48 @@ export class CtxbusTelegramBot {
     }
   }
 
+  /** Keeps value `index` (0: the older, 1: the newer) of conflict `id` through the hub. */
+  private async keepValue(
+    id: string,
+    index: 0 | 1,
+    who: string,
+    chatId: number | undefined,
+  ): Promise<TapOutcome> {
+    let item: ContextItem;
+    try {
+      item = await this.client.get(id);
+    } catch (error) {
+      if (CtxbusError.isInstance(error) && error.code === 'not_found') {
+        const line = 'This conflict is gone (expired or removed): nothing kept.';
+        return { applied: false, answer: line, outcome: line };
+      }
+      throw error;
+    }
+    const report = conflictOf(item);
+    const value = report?.values[index];
+    if (!report || !value) {
+      return { applied: false, answer: 'Not a conflict: nothing kept.', outcome: null };
+    }
+    try {
+      await this.client.resolveConflict(id, {
+        keep: value.id,
+        note: `kept in Telegram by ${who}${chatId === undefined ? '' : ` (chat ${chatId})`}`,
+      });
+    } catch (error) {
+      // Resolved elsewhere, or replaced by a newer conflict on the key: say so, keep nothing.
+      if (CtxbusError.isInstance(error) && error.code === 'conflict') {
+        const line = `Not kept: ${error.message}`;
+        return { applied: false, answer: line, outcome: line };
+      }
+      throw error;
+    }
+    return {
+      applied: true,
+      answer: `Kept ${value.runtime}'s value of ${report.key}.`,
+      outcome: `Kept ${value.runtime}'s value (${value.title}) by ${who}.`,
+    };
+  }
+
   private async decideRequest(
     id: string,
     verdict: Verdict,
@@ -764,6 +849,18 @@ function buttons(id: string, approveLabel: string): InlineKeyboardMarkup {
   };
 }
 
+/** One Keep button per value; the tap names the conflict and the value's place (k1, k2). */
+function keepButtons(id: string, report: ConflictReport): InlineKeyboardMarkup {
+  return {
+    inline_keyboard: [
+      report.values.map((value, index) => ({
+        text: `Keep ${index + 1}: ${value.runtime}`.slice(0, 60),
+        callback_data: `k${index + 1}:${id}`,
+      })),
+    ],
+  };
+}
+
 /** What a tap on a task no longer waiting for approval is told; null while it waits. */
 function staleTask(task: Task): TapOutcome | null {
   const approval = task.approval;
@@ -793,6 +890,7 @@ function helpText(options: TelegramBotOptions): string {
     '',
     `Blocking items arrive at once; attention items in a digest every ${minutes} min.`,
     'Approvals come with buttons: Allow once (this exact command, this task only) or Deny.',
+    'Conflicts (two runtimes wrote one key differently) come with Keep 1 / Keep 2 buttons.',
     options.approvers && options.approvers.length > 0
       ? 'Only the approvers this bot was started with may tap them.'
       : 'No approver is configured: taps decide nothing (ctxbus telegram --approver USER_ID).',

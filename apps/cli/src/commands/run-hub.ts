@@ -49,6 +49,8 @@ export interface HubRunOptions {
   retention: RetentionOptions;
   /** How long an approval request waits for a human, and a signed approval lasts. */
   approvalTtlMs: number;
+  /** --conflict-window ($CTXBUS_CONFLICT_WINDOW): 0 raises no conflicts. */
+  conflictWindowMs: number;
   /** --approval-key ($CTXBUS_APPROVAL_KEY): the signing key's file (null: the default place). */
   approvalKey?: string | null;
   /** Memory per embedding model for the exact vector scan in the hub (MB). */
@@ -195,6 +197,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
       // Approvals are signed with a key kept in a directory of keys, outside the data tree;
       // hubs sharing a database must share it: $CTXBUS_APPROVAL_KEY names the file.
       approvalTtlMs: options.approvalTtlMs,
+      conflictWindowMs: options.conflictWindowMs,
       approvalKey: loadApprovalKey(place.key),
       // Signed checkpoints of the audit chains, beside the key, outside the database.
       auditAnchorDir: place.anchors,

@@ -150,6 +150,11 @@ export function addServeOptions(command: Command): Command {
       '30m',
     )
     .option(
+      '--conflict-window <duration>',
+      'two runtimes writing different values on one key this close together raise a conflict for a person to resolve (ctxbus conflicts); off (or 0s): never (default: $CTXBUS_CONFLICT_WINDOW, else 10m)',
+      process.env.CTXBUS_CONFLICT_WINDOW ?? '10m',
+    )
+    .option(
       '--approval-key <file>',
       "the Ed25519 key that signs approvals and audit checkpoints (the checkpoints go beside it; hubs sharing a PostgreSQL database share it) (default: $CTXBUS_APPROVAL_KEY, else a directory of keys in the config directory: see 'where the signing key lives' in the README)",
       process.env.CTXBUS_APPROVAL_KEY,

@@ -32,6 +32,7 @@ export interface ServeOptions {
   retain: string;
   sweepInterval: string;
   approvalTtl: string;
+  conflictWindow: string;
   approvalKey?: string;
   embeddingsUrl?: string;
   embeddingsModel?: string;
@@ -117,6 +118,13 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
   if (approvalTtlMs < 1_000 || approvalTtlMs > 7 * 86_400_000) {
     throw new CtxbusError('validation_failed', '--approval-ttl must be from 1s to 7d');
   }
+  const conflictWindowMs =
+    options.conflictWindow.trim() === 'off'
+      ? 0
+      : parseDuration(options.conflictWindow, '--conflict-window');
+  if (conflictWindowMs > 7 * 86_400_000) {
+    throw new CtxbusError('validation_failed', '--conflict-window must be at most 7d (or off)');
+  }
   const retention = {
     mode: options.retentionMode,
     maxAgeMs: parseRetention(options.retain),
@@ -160,6 +168,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
     json: options.json === true,
     retention,
     approvalTtlMs,
+    conflictWindowMs,
     approvalKey: options.approvalKey ? resolve(options.approvalKey) : null,
     webhooks: {
       allowPrivateEndpoints: options.allowPrivateWebhooks === true,

@@ -1,4 +1,5 @@
 import type { ContextItem, WebClient } from '@ctxbus/adapter-web';
+import { conflictOf } from '@ctxbus/core/contract';
 import { useEffect, useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
@@ -41,6 +42,56 @@ function Row({ label, children }: { label: string; children: preact.ComponentChi
       <dt>{label}</dt>
       <dd>{children}</dd>
     </>
+  );
+}
+
+/**
+ * An open conflict (two runtimes wrote one key differently): each value with a "Keep this"
+ * button. The hub decides who may pick (people's runtimes); its refusal is shown as is.
+ */
+function ConflictPanel({ item, client }: { item: ContextItem; client: WebClient }) {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [kept, setKept] = useState<string | null>(null);
+  const report = conflictOf(item);
+  if (report?.status !== 'open' || item.supersededBy !== null) return null;
+  const keep = async (id: string) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await client.resolveConflict(item.id, id, 'kept from the dashboard');
+      setKept(id);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="approval" data-testid="conflict">
+      <p>
+        Two runtimes wrote different values of <code>{report.key}</code>; the newer holds it until a
+        person keeps one.
+      </p>
+      <ol>
+        {report.values.map((value) => (
+          <li key={value.id}>
+            <a href={href('item', value.id)}>{value.title}</a>{' '}
+            <span class="muted">
+              by {value.runtime}, <Time iso={value.createdAt} />
+            </span>{' '}
+            {kept === value.id ? (
+              <strong>Kept</strong>
+            ) : (
+              <button type="button" disabled={busy || kept !== null} onClick={() => keep(value.id)}>
+                Keep this
+              </button>
+            )}
+          </li>
+        ))}
+      </ol>
+      <ErrorBox error={error} />
+    </div>
   );
 }
 
@@ -95,6 +146,7 @@ export function ItemView({ bus, client, id }: { bus: LiveBus; client: WebClient;
           </Badge>
         ))}
       </p>
+      <ConflictPanel item={item} client={client} />
       <pre class="content">{item.content}</pre>
       <h2>Provenance</h2>
       <dl class="facts" data-testid="provenance">

@@ -26,6 +26,7 @@ import {
 import type { HubServices } from '../hub-services.js';
 import { defineRoute } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
+import { raiseConflicts } from './conflicts.js';
 import { forgetKey } from './forget-key.js';
 
 function notFound(id: string): CtxbusError {
@@ -127,7 +128,10 @@ export const contextRoutes = [
       });
       const outcomes = await services.store.writeItems(prepared);
       const created = outcomes.some((outcome) => outcome.status === 'created');
-      if (created) services.feed.committed(outcomes);
+      if (created) {
+        services.feed.committed(outcomes);
+        await raiseConflicts(services, outcomes);
+      }
       return {
         status: created ? 201 : 200,
         body: {

@@ -154,7 +154,11 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
       ]);
       expect(keyed?.superseded).toBeUndefined();
       const logged = await store.readChanges({ afterSeq: rekeyed?.item.seq ?? 0, limit: 1 });
-      expect(rekeyed?.superseded).toEqual({ seq: logged[0]?.seq, item: logged[0]?.item });
+      expect(rekeyed?.superseded).toEqual({
+        seq: logged[0]?.seq,
+        item: logged[0]?.item,
+        via: 'key',
+      });
       expect(logged[0]).toMatchObject({ kind: 'superseded', item: { id: keyed?.item.id } });
       const live = await store.listItems(acme, { limit: 10 });
       expect(live.map((item) => item.title)).toEqual(['Keyed v2', 'Use SQLite']);

@@ -76,3 +76,21 @@ describe('WritePlan', () => {
     });
   });
 });
+
+describe('WritePlan: what a write replaced', () => {
+  it('reports the replaced item as it was, and whether the key or `supersedes` chose it', () => {
+    const plan = new WritePlan<PlannedInput>(0, []);
+    const claw: Viewer = { teamId: 'acme', runtime: 'openclaw' };
+    const [first] = plan.write([input({ title: 'v1', key: 'db' })], now.getTime());
+    const [second] = plan.write([input({ title: 'v2', key: 'db' }, claw)], now.getTime());
+    const [third] = plan.write(
+      [input({ title: 'v3', key: 'db', supersedes: second?.item.id })],
+      now.getTime(),
+    );
+    expect(first?.superseded).toBeUndefined();
+    expect(second?.superseded).toMatchObject({ via: 'key', item: { id: first?.item.id } });
+    expect(second?.superseded?.item.supersededBy).toBe(second?.item.id);
+    expect(second?.superseded?.item.source.runtime).toBe('claude-code');
+    expect(third?.superseded).toMatchObject({ via: 'supersedes', item: { id: second?.item.id } });
+  });
+});

@@ -232,7 +232,11 @@ export class WritePlan<P extends PlannedInput> {
         replaced.supersededBy = item.id;
         this.touch(target);
         this.addChange('superseded', replaced, nowMs);
-        outcome.superseded = { seq: this.seq, item: clone(replaced) };
+        outcome.superseded = {
+          seq: this.seq,
+          item: clone(replaced),
+          via: item.supersedes === null ? 'key' : 'supersedes',
+        };
         const replacedOutcome = created.get(replaced.id);
         if (replacedOutcome) replacedOutcome.item.supersededBy = item.id;
       }

@@ -1,0 +1,259 @@
+import type { ConflictReport, ContextItem, ContextItemInput, Viewer } from '@ctxbus/core';
+import {
+  approversOf,
+  CONFLICT_WRITER,
+  CtxbusError,
+  conflictItemInput,
+  conflictOf,
+  contextItemInputSchema,
+  isConflict,
+  prepareParsedItem,
+  resolutionItemInput,
+  sameValue,
+} from '@ctxbus/core';
+import type { WriteOutcome } from '@ctxbus/store';
+import type { Caller } from '../caller.js';
+import type { HubServices } from '../hub-services.js';
+
+// Conflicts made visible (docs/api.md, Conflicts). Last-write-wins decides a key's value as
+// before; the store reports what each write replaced, decided under its lock, so two racing
+// writes of one key are told apart exactly once. When a write took a key from another
+// runtime's value written within the window, with a different value, the hub writes a conflict
+// item (blocking: every stream, webhook and the Telegram bot hear of it), and a person picks
+// the value to keep: only people's channels decide (capabilities.yaml `approvers`, default cli,
+// telegram, web, or an admin token), as with approvals; agents never do. Each resolution, and
+// each refused attempt, is audited.
+
+const hubViewer = (teamId: string): Viewer => ({ teamId, runtime: CONFLICT_WRITER });
+
+function prepare(input: ContextItemInput, viewer: Viewer, now: Date) {
+  return prepareParsedItem(contextItemInputSchema.parse(input), viewer, { now });
+}
+
+/**
+ * Writes a conflict item for each write in `outcomes` that raised one. The writes themselves
+ * stand; a conflict that cannot be written is logged, never a failure of the write.
+ */
+export async function raiseConflicts(
+  services: HubServices,
+  outcomes: readonly WriteOutcome[],
+): Promise<void> {
+  const now = services.clock();
+  const raised = [];
+  for (const outcome of outcomes) {
+    if (outcome.status !== 'created' || !outcome.superseded) continue;
+    const candidate = {
+      winner: outcome.item,
+      replaced: outcome.superseded.item,
+      via: outcome.superseded.via,
+    };
+    if (!isConflict(candidate, services.conflictWindowMs)) continue;
+    raised.push(prepare(conflictItemInput(candidate), hubViewer(outcome.item.teamId), now));
+  }
+  if (raised.length === 0) return;
+  try {
+    services.feed.committed(await services.store.writeItems(raised));
+  } catch (error) {
+    services.logger.error(
+      { error: String(error), keys: raised.map((item) => item.key) },
+      'could not write a conflict item',
+    );
+  }
+}
+
+interface Chooser {
+  teamId: string;
+  by: string;
+  /** The choosing runtime; null for an admin token. */
+  runtime: string | null;
+}
+
+async function refuse(
+  services: HubServices,
+  teamId: string,
+  conflictId: string,
+  runtime: string,
+  error: CtxbusError,
+): Promise<never> {
+  await services.tasks.recordAudit(teamId, {
+    kind: 'conflict.refused',
+    actor: runtime,
+    subject: conflictId,
+    data: { runtime, ...(error.details as Record<string, unknown>), message: error.message },
+  });
+  throw error;
+}
+
+/** Who picks, for which team: an admin naming the team, or a people's runtime for its own. */
+export async function chooser(
+  caller: Caller,
+  team: string | undefined,
+  services: HubServices,
+  conflictId: string,
+): Promise<Chooser> {
+  if (caller.role === 'admin') {
+    if (team === undefined) {
+      throw new CtxbusError('validation_failed', 'body.team: an admin token must name the team');
+    }
+    return { teamId: team, by: `admin:${caller.tokenId}`, runtime: null };
+  }
+  if (caller.teamId === null || caller.runtime === null) {
+    throw new CtxbusError('forbidden', 'this token acts for no team');
+  }
+  if (team !== undefined && team !== caller.teamId) {
+    throw new CtxbusError('forbidden', `a runtime token picks for its own team (${caller.teamId})`);
+  }
+  const matrix = services.capabilities.matrix();
+  const approvers = approversOf(matrix);
+  const restricted = matrix.runtimes[caller.runtime]?.trust === 'restricted';
+  if (!approvers.runtimes.includes(caller.runtime) || restricted) {
+    await refuse(
+      services,
+      caller.teamId,
+      conflictId,
+      caller.runtime,
+      new CtxbusError(
+        'forbidden',
+        `runtime ${caller.runtime} cannot resolve conflicts: only people pick, through ${restricted ? 'a runtime that is not restricted' : `an approver runtime (${approvers.runtimes.join(', ') || 'none'})`} or an admin token`,
+        {
+          details: {
+            reason: 'approver_required',
+            runtime: caller.runtime,
+            role: restricted ? 'restricted' : 'not_an_approver',
+            approvers: approvers.runtimes,
+          },
+        },
+      ),
+    );
+  }
+  return { teamId: caller.teamId, by: caller.runtime, runtime: caller.runtime };
+}
+
+/** The open conflict `id`, or the error that says why it cannot be resolved. */
+export async function openConflict(
+  services: HubServices,
+  viewer: Viewer,
+  id: string,
+): Promise<{ item: ContextItem; report: ConflictReport }> {
+  const item = await services.store.getItem(viewer, id);
+  const report = item ? conflictOf(item) : null;
+  if (!item || !report) {
+    throw new CtxbusError('not_found', `no conflict ${id} in team ${viewer.teamId}`, {
+      details: { id },
+    });
+  }
+  if (report.status === 'resolved') {
+    throw new CtxbusError('conflict', `item ${id} records a resolution: nothing to pick`, {
+      details: { reason: 'already_resolved', id },
+    });
+  }
+  if (item.supersededBy !== null) {
+    const next = await services.store.getItem(viewer, item.supersededBy);
+    const closed = next ? conflictOf(next) : null;
+    if (closed?.status === 'resolved' && closed.conflictId === id) {
+      throw new CtxbusError(
+        'conflict',
+        `conflict ${id} was already resolved by ${closed.resolution?.by ?? '?'}: it kept ${closed.resolution?.keep ?? '?'}`,
+        { details: { reason: 'already_resolved', id, resolution: closed.resolution } },
+      );
+    }
+    throw new CtxbusError(
+      'conflict',
+      `conflict ${id} was replaced by a newer conflict on ${report.key} (${item.supersededBy}): resolve that one`,
+      { details: { reason: 'superseded', id, supersededBy: item.supersededBy } },
+    );
+  }
+  return { item, report };
+}
+
+/** The kept value as the key's new live item, unless it holds the key already (null). */
+function restoreInput(
+  kept: ContextItem,
+  holder: ContextItem | undefined,
+  provenance: Record<string, string>,
+): ContextItemInput | null {
+  if (holder && (holder.id === kept.id || sameValue(holder, kept))) return null;
+  return {
+    type: kept.type,
+    title: kept.title,
+    ...(kept.summary && { summary: kept.summary }),
+    ...(kept.content && { content: kept.content }),
+    scope: kept.scope,
+    ...(kept.scopeKey !== null && { scopeKey: kept.scopeKey }),
+    relevanceTags: kept.relevanceTags,
+    urgency: kept.urgency,
+    visibility: 'team',
+    ...(kept.key !== null && { key: kept.key }),
+    // Named: the person saw the value it replaces, so this write raises no conflict of its own
+    // (and fails if another write took the key meanwhile).
+    ...(holder && { supersedes: holder.id }),
+    runtimeOptions: { ...kept.runtimeOptions, ctxbus: provenance },
+  };
+}
+
+export interface Resolved {
+  resolution: ContextItem;
+  kept: ContextItem;
+}
+
+/** Keeps `keep`'s value as the key's live one and closes the conflict, in one write. */
+export async function resolveConflict(
+  services: HubServices,
+  who: Chooser,
+  id: string,
+  keep: string,
+  note: string | null,
+): Promise<Resolved> {
+  const viewer: Viewer = { teamId: who.teamId, runtime: who.runtime ?? CONFLICT_WRITER };
+  const { item, report } = await openConflict(services, viewer, id);
+  if (!report.values.some((value) => value.id === keep)) {
+    throw new CtxbusError(
+      'validation_failed',
+      `body.keep: conflict ${id} is between ${report.values.map((v) => v.id).join(' and ')}; keep one of them`,
+      { details: { field: 'keep', values: report.values.map((value) => value.id) } },
+    );
+  }
+  const kept = await services.store.getItem(viewer, keep);
+  if (!kept) {
+    throw new CtxbusError(
+      'conflict',
+      `item ${keep} is gone (expired or removed): it cannot be kept`,
+      {
+        details: { reason: 'value_gone', id: keep },
+      },
+    );
+  }
+  const [holder] = await services.store.listItems(viewer, { key: report.key, limit: 1 });
+  const now = services.clock();
+  const restore = restoreInput(kept, holder, {
+    restoredFrom: keep,
+    chosenBy: who.by,
+    conflictId: id,
+  });
+  const restored = restore ? prepare(restore, viewer, now) : null;
+  const closing = resolutionItemInput(item, report, {
+    keep,
+    by: who.by,
+    at: now.toISOString(),
+    restoredId: restored?.id ?? null,
+    note,
+  });
+  const writes = [...(restored ? [restored] : []), prepare(closing, hubViewer(who.teamId), now)];
+  const outcomes = await services.store.writeItems(writes);
+  services.feed.committed(outcomes);
+  const resolution = outcomes.at(-1)?.item;
+  if (!resolution) throw new CtxbusError('internal', 'the store wrote no resolution');
+  await services.tasks.recordAudit(who.teamId, {
+    kind: 'conflict.resolved',
+    actor: who.by,
+    subject: id,
+    data: {
+      key: report.key,
+      kept: keep,
+      discarded: report.values.filter((value) => value.id !== keep).map((value) => value.id),
+      restoredId: restored?.id ?? null,
+      resolutionId: resolution.id,
+    },
+  });
+  return { resolution, kept: restored ? (outcomes[0]?.item ?? kept) : (holder ?? kept) };
+}
