@@ -14,6 +14,8 @@ export type HookInput =
       hook_event_name: 'PostToolUse';
       tool_name: string;
       tool_input: Record<string, unknown>;
+      /** The tool's result (a string, or an object per tool: Bash's stdout and stderr, ...). */
+      tool_response: unknown;
     })
   | (Base & { hook_event_name: 'Stop'; last_assistant_message: string })
   | (Base & { hook_event_name: 'SessionEnd'; reason: string });
@@ -50,6 +52,7 @@ export function parseHookInput(value: unknown): HookInput | null {
         tool_name: text(raw.tool_name),
         tool_input:
           input !== null && typeof input === 'object' ? (input as Record<string, unknown>) : {},
+        tool_response: raw.tool_response,
       };
     }
     case 'Stop':

@@ -14,6 +14,8 @@ export const MAX_INJECTED_CHARS = 9_500;
 /** The shared context's default budget for a session start. */
 export const SESSION_START_TOKEN_BUDGET = 2_000;
 const PROMPT_UPDATE_ITEMS = 12;
+/** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens); older ones are summaries. */
+export const TOOL_SNIPPET_TOKENS = 300;
 /**
  * The turn context's budget, in estimated tokens (3.5 characters each: the hook never loads the
  * o200k tokenizer, and Claude Code's cap is in characters anyway): about 8,400 characters.
@@ -77,7 +79,11 @@ function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> 
     sessionId,
     now: context.now,
     turnLog: context.turnLog ?? { dataDir: null, snapshots: false },
-    budget: { maxContextTokens: PROMPT_TOKEN_BUDGET, maxRecentMessages: PROMPT_UPDATE_ITEMS },
+    budget: {
+      maxContextTokens: PROMPT_TOKEN_BUDGET,
+      maxRecentMessages: PROMPT_UPDATE_ITEMS,
+      maxToolSnippetTokens: TOOL_SNIPPET_TOKENS,
+    },
     message: (item) => ({
       id: `#${item.seq}`,
       sender: item.source.runtime,
@@ -122,13 +128,16 @@ function output(context: string, resume: string | null, notice: string | null): 
   };
 }
 
-/** SessionStart: the team's shared bundle, shrunk until it fits the cap, and the tool hint. */
+/**
+ * SessionStart: the team's shared bundle, shrunk until it fits the cap, and the tool hint; with
+ * the hub down, the last good bundle from the local cache (marked stale, with its age).
+ */
 async function sessionStart(session: SessionKernel<HubItem>): Promise<HookOutput> {
   const turn = await session.beforeTurn({
     changes: false,
     bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: MAX_INJECTED_CHARS },
   });
-  const context = turn.fromHub ? `${turn.bundle}\n\n${TOOL_HINT}` : '';
+  const context = turn.fromHub || turn.stale ? `${turn.bundle}\n\n${TOOL_HINT}` : '';
   return output(context, turn.resume, turn.notice);
 }
 
@@ -149,7 +158,9 @@ async function userPromptSubmit(
   if (turn.snapshot && context) {
     const more = turn.changes.length - turn.snapshot.sourceCounts.messages;
     context = [
-      '## Your turn context (ctxbus): new in the shared context since your last prompt',
+      turn.stale
+        ? `## Your turn context (ctxbus): the hub is unreachable; shared context from ${turn.stale.age}`
+        : '## Your turn context (ctxbus): new in the shared context since your last prompt',
       context,
       ...(more > 0 ? [`…and ${more} more changes (mcp__ctxbus__context_read)`] : []),
     ].join('\n\n');
@@ -159,10 +170,36 @@ async function userPromptSubmit(
 
 const EDIT_TOOLS = new Set(['Edit', 'Write', 'MultiEdit', 'NotebookEdit']);
 
+/** A tool's response as text: a string, Bash's stdout and stderr, text blocks, or its JSON. */
+export function toolResponseText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === null || value === undefined) return '';
+  if (Array.isArray(value)) return value.map(toolResponseText).filter(Boolean).join('\n');
+  if (typeof value !== 'object') return String(value);
+  const record = value as Record<string, unknown>;
+  if (typeof record.stdout === 'string' || typeof record.stderr === 'string') {
+    const err =
+      typeof record.stderr === 'string' && record.stderr ? `\nstderr: ${record.stderr}` : '';
+    return `${typeof record.stdout === 'string' ? record.stdout : ''}${err}`;
+  }
+  if (record.type === 'text' && typeof record.text === 'string') return record.text;
+  if (record.content !== undefined) return toolResponseText(record.content);
+  if (record.file !== undefined) return toolResponseText(record.file);
+  return JSON.stringify(value).slice(0, 4_000);
+}
+
+/** PostToolUse: the tool's result for later turns' tool snippets; an edit also notes its file. */
 function postToolUse(
   session: SessionKernel<HubItem>,
   input: Extract<HookInput, { hook_event_name: 'PostToolUse' }>,
 ): HookOutput {
+  const state = session.state();
+  const output = toolResponseText(input.tool_response).slice(0, 8_000);
+  session.noteTool({
+    id: stableId('claude-code-tool', String(state.prompts), input.tool_name, output),
+    tool: input.tool_name,
+    output,
+  });
   if (!EDIT_TOOLS.has(input.tool_name)) return {};
   const path = input.tool_input.file_path ?? input.tool_input.notebook_path;
   if (typeof path === 'string' && path !== '') session.touchFile(path);

@@ -36,7 +36,8 @@ export interface InstallResult {
 const HOOK_EVENTS: { event: HookEvent; matcher?: string; timeout: number }[] = [
   { event: 'SessionStart', matcher: 'startup|resume|clear|compact', timeout: 10 },
   { event: 'UserPromptSubmit', timeout: 10 },
-  { event: 'PostToolUse', matcher: 'Edit|Write|MultiEdit|NotebookEdit', timeout: 5 },
+  // Every tool: its result is the turn context's tool snippet (seed 002); edits are also noted.
+  { event: 'PostToolUse', timeout: 5 },
   { event: 'Stop', timeout: 10 },
   { event: 'SessionEnd', timeout: 5 },
 ];

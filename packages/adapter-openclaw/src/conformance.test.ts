@@ -37,14 +37,14 @@ runAdapterConformance({
         seen = host.logs.length;
         return fresh.map((log) => log.message);
       };
-      const turn = async (): Promise<AdapterTurn> => {
-        const result = await host.promptBuild(context);
+      const turn = async (prompt?: string): Promise<AdapterTurn> => {
+        const result = await host.promptBuild(context, prompt);
         return { injection: result?.prependContext ?? '', notices: notices() };
       };
       let runs = 0;
       return {
-        start: turn,
-        turn: () => turn(),
+        start: () => turn(),
+        turn: (prompt) => turn(prompt),
         async end(text) {
           await host.agentEnd(
             { runId: `${sessionId}-run-${++runs}`, success: true, messages: reply(text) },

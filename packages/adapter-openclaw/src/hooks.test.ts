@@ -38,7 +38,11 @@ describe('before_prompt_build', () => {
     expect(result?.prependContext).toContain('Use PostgreSQL 16 for the billing service');
     expect(result?.prependContext).toMatch(/^<team-context source="ctxbus">/);
     expect(result?.prependSystemContext).toContain('capability_request');
-    expect(host.hooks.map((hook) => hook.name)).toEqual(['before_prompt_build', 'agent_end']);
+    expect(host.hooks.map((hook) => hook.name)).toEqual([
+      'before_prompt_build',
+      'agent_end',
+      'after_tool_call',
+    ]);
   });
 
   it('lists what changed since the agent’s last turn first, without the agent’s own writes', async () => {
@@ -238,10 +242,22 @@ describe('turn context (seed 002)', () => {
         title: 'Payments deploy is paused',
         urgency: 'attention',
       });
+      // A tool call of the turn, as OpenClaw's after_tool_call reports it (seed 002's source 4).
+      await host.afterToolCall(
+        {
+          toolName: 'exec',
+          params: { command: 'pnpm test' },
+          toolCallId: 'call-1',
+          result: { content: [{ type: 'text', text: '3 test files passed' }], details: {} },
+        },
+        { toolName: 'exec', agentId: 'main', sessionKey: 'agent:main:chat', toolCallId: 'call-1' },
+      );
       await host.agentEnd({ messages: reply('Done.'), success: true }, context);
-      const result = await host.promptBuild({ ...context, runId: 'run-2' });
+      const result = await host.promptBuild({ ...context, runId: 'run-2' }, 'and the deploy?');
       expect(result?.prependContext).toContain('Payments deploy is paused');
       expect(result?.prependContext).toContain('Last terminal status: last turn completed');
+      // The session's own chat and tool results are in OpenClaw's transcript: not injected again.
+      expect(result?.prependContext).not.toContain('3 test files passed');
       const file = join(dataDir, 'agents', 'main', 'context', 'agent_main_chat.jsonl');
       const records = readFileSync(file, 'utf8')
         .trim()
@@ -251,10 +267,26 @@ describe('turn context (seed 002)', () => {
       const [, second] = records;
       expect(second.snapshot).toMatchObject({
         sessionId: 'agent:main:chat',
-        sourceCounts: { messages: 1, memoryPointers: 1, toolSnippets: 0 },
+        sourceCounts: { messages: 3, memoryPointers: 1, toolSnippets: 1 },
         trimmed: false,
       });
-      expect(second.input.sources.currentInput.text).toBe('hello');
+      // Seed 002's recent chat window: the session's own inbound and outbound messages, then
+      // what changed on the bus.
+      expect(
+        second.input.sources.recentMessages.map((message: { direction: string; text: string }) => [
+          message.direction,
+          message.text,
+        ]),
+      ).toEqual([
+        ['inbound', 'hello'],
+        ['outbound', 'Done.'],
+        ['inbound', expect.stringContaining('Payments deploy is paused')],
+      ]);
+      expect(second.input.sources.toolSnippets).toMatchObject([
+        { id: 'call-1', tool: 'exec', output: '3 test files passed' },
+      ]);
+      expect(second.input.budgets.maxToolSnippetTokens).toBeGreaterThan(0);
+      expect(second.input.sources.currentInput.text).toBe('and the deploy?');
       expect(buildTurnContext(second.input, estimateTokenCounter, 0).contextHash).toBe(
         second.snapshot.contextHash,
       );

@@ -1,16 +1,18 @@
 import type { CtxbusClient } from '@ctxbus/client';
 import type { SessionHub, SessionKernel } from '@ctxbus/client/session';
-import { byUrgencyDescending, oneLine, openSession } from '@ctxbus/client/session';
+import { bundleCacheKey, byUrgencyDescending, oneLine, openSession } from '@ctxbus/client/session';
 import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
 import type { TokenCounter } from '@ctxbus/core/light';
 import { extractDecisions, stableId } from '@ctxbus/core/light';
 import { agentStateFile } from './agent-state.js';
 import type {
+  AfterToolCallEvent,
   AgentEndEvent,
   AgentHookContext,
   BeforePromptBuildEvent,
   BeforePromptBuildResult,
   PluginLogger,
+  ToolHookContext,
 } from './openclaw-sdk.js';
 import type { AgentSettings, ResolvedConfig } from './plugin-config.js';
 import { handoffResume } from './resume-note.js';
@@ -20,6 +22,8 @@ export const DEFAULT_AGENT_ID = 'main';
 const UPDATE_ITEMS = 12;
 /** The "changed since your last turn" list takes at most this share of the budget. */
 const UPDATES_SHARE = 0.3;
+/** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens), as a budget share. */
+const TOOL_SNIPPET_SHARE = 0.15;
 /**
  * The hub counts the bundle in exact o200k tokens; the turn builder here estimates (3.5
  * characters a token, about 15% above o200k for English), so the bundle is asked for at this
@@ -106,10 +110,16 @@ export interface TurnContext {
 }
 
 /** The hub as the session kernel reads it for one agent (its watched tags, if any). */
-function sessionHub(client: CtxbusClient, settings: AgentSettings): SessionHub<ContextItem> {
+function sessionHub(
+  client: CtxbusClient,
+  config: ResolvedConfig,
+  settings: AgentSettings,
+): SessionHub<ContextItem> {
   const tags = settings.watchTags;
   return {
     url: client.url,
+    // The last good bundle is kept per runtime and token (one team), beside the agents' state.
+    ...(config.token && { cacheKey: bundleCacheKey('openclaw', config.token) }),
     filtered: Boolean(tags),
     changes: async (since, limit) =>
       (await client.list({ since, limit, ...(tags && { tags }) })).items,
@@ -150,7 +160,7 @@ export function agentSession(
   const settings = agentSettings(config, agentId);
   const { workspaceDir } = turn;
   return openSession<ContextItem>({
-    hub: client ? sessionHub(client, settings) : null,
+    hub: client ? sessionHub(client, config, settings) : null,
     stateDir: config.stateDir,
     stateFile: agentStateFile(config.stateDir, agentId),
     agentId,
@@ -161,7 +171,11 @@ export function agentSession(
       snapshots: config.turnLog.snapshots,
       ...(deps.turnCounter && { counter: deps.turnCounter }),
     },
-    budget: { maxContextTokens: config.tokenBudget, maxRecentMessages: UPDATE_ITEMS },
+    budget: {
+      maxContextTokens: config.tokenBudget,
+      maxRecentMessages: UPDATE_ITEMS,
+      maxToolSnippetTokens: Math.floor(config.tokenBudget * TOOL_SNIPPET_SHARE),
+    },
     message: (item) => ({
       id: item.id,
       sender: item.source.agentId
@@ -366,5 +380,35 @@ export async function agentEnd(
     ...(event.error !== undefined && { error: event.error }),
     decisions: deps.config.captureDecisions,
     status: (state) => statusItem(deps, event, context, state.turns),
+  });
+}
+
+/** A tool result's text: its text blocks (`{ content: [{ type: 'text', text }] }`), or its JSON. */
+export function toolResultText(result: unknown): string {
+  if (typeof result === 'string') return result;
+  if (result === null || result === undefined) return '';
+  const content = (result as { content?: unknown }).content;
+  if (Array.isArray(content)) return messageText({ content });
+  if (typeof content === 'string') return content;
+  return JSON.stringify(result).slice(0, 4_000);
+}
+
+/**
+ * `after_tool_call`: the result goes to the session's tool snippets (seed 002's source 4), for
+ * the agent's next turns. Synchronous and never throwing: the host does not wait for it.
+ */
+export function afterToolCall(
+  deps: HookDeps,
+  event: AfterToolCallEvent,
+  context: ToolHookContext,
+): void {
+  const thread = context.sessionKey ?? context.sessionId;
+  const session = agentSession(deps, agentOf(context), { ...(thread && { sessionId: thread }) });
+  const output = toolResultText(event.result).slice(0, 8_000);
+  session.noteTool({
+    id: event.toolCallId ?? context.toolCallId ?? stableId(event.toolName, output),
+    tool: event.toolName,
+    output,
+    ...(event.error !== undefined && { error: event.error }),
   });
 }

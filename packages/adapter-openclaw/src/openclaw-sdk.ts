@@ -45,6 +45,28 @@ export interface AgentEndEvent {
   durationMs?: number;
 }
 
+/** `after_tool_call`: a tool call finished (the host does not wait for the handler). */
+export interface AfterToolCallEvent {
+  toolName: string;
+  params: Record<string, unknown>;
+  runId?: string;
+  toolCallId?: string;
+  /** The tool's result (`{ content: [{ type: 'text', text }], details }` for plugin tools). */
+  result?: unknown;
+  error?: string;
+  durationMs?: number;
+}
+
+/** What `after_tool_call` gets besides its event. */
+export interface ToolHookContext {
+  toolName: string;
+  agentId?: string;
+  sessionKey?: string;
+  sessionId?: string;
+  runId?: string;
+  toolCallId?: string;
+}
+
 export interface ToolResult {
   content: { type: 'text'; text: string }[];
   details: unknown;
@@ -101,6 +123,11 @@ export interface OpenClawPluginApi {
   on(
     hook: 'agent_end',
     handler: (event: AgentEndEvent, context: AgentHookContext) => Promise<void>,
+    options?: HookOptions,
+  ): void;
+  on(
+    hook: 'after_tool_call',
+    handler: (event: AfterToolCallEvent, context: ToolHookContext) => Promise<void> | void,
     options?: HookOptions,
   ): void;
 }

@@ -1,6 +1,6 @@
 import { createClient } from '@ctxbus/client';
 import type { HookDeps } from './hooks.js';
-import { agentEnd, beforePromptBuild, DEFAULT_AGENT_ID, deliver } from './hooks.js';
+import { afterToolCall, agentEnd, beforePromptBuild, DEFAULT_AGENT_ID, deliver } from './hooks.js';
 import type { OpenClawPluginApi } from './openclaw-sdk.js';
 import type { ResolvedConfig } from './plugin-config.js';
 import { resolvePluginConfig } from './plugin-config.js';
@@ -83,6 +83,8 @@ export function registerCtxbus(
     { timeoutMs: config.timeoutMs * 2 + 500 },
   );
   api.on('agent_end', (event, context) => agentEnd(deps, event, context));
+  // Each tool result becomes a tool snippet of the agent's later turns (seed 002's source 4).
+  api.on('after_tool_call', (event, context) => afterToolCall(deps, event, context));
   api.registerTool(
     (context) => (toolClient ? agentTools(toolClient, config, api.logger, context) : null),
     { names: [...PLUGIN_TOOL_NAMES] },

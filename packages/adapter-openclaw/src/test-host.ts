@@ -13,12 +13,14 @@ import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import type {
+  AfterToolCallEvent,
   AgentEndEvent,
   AgentHookContext,
   AgentTool,
   BeforePromptBuildResult,
   OpenClawPluginApi,
   ToolFactoryContext,
+  ToolHookContext,
 } from './openclaw-sdk.js';
 
 export const REPO_CAPABILITIES = fileURLToPath(
@@ -102,6 +104,7 @@ type PromptHandler = (
   context: AgentHookContext,
 ) => Promise<BeforePromptBuildResult | undefined>;
 type EndHandler = (event: AgentEndEvent, context: AgentHookContext) => Promise<void>;
+type ToolHandler = (event: AfterToolCallEvent, context: ToolHookContext) => Promise<void> | void;
 type ToolFactory = (context: ToolFactoryContext) => AgentTool | AgentTool[] | null | undefined;
 
 /** What the plugin registered, and a way to run it as OpenClaw would. */
@@ -113,8 +116,13 @@ export interface RecordingHost {
   /** Every tool factory's names, in registration order. */
   toolGroups: (string[] | undefined)[];
   services: { id: string; start: () => void | Promise<void>; stop?: () => void | Promise<void> }[];
-  promptBuild(context: AgentHookContext): Promise<BeforePromptBuildResult | undefined>;
+  /** `before_prompt_build` for a user prompt (default "hello"). */
+  promptBuild(
+    context: AgentHookContext,
+    prompt?: string,
+  ): Promise<BeforePromptBuildResult | undefined>;
   agentEnd(event: AgentEndEvent, context: AgentHookContext): Promise<void>;
+  afterToolCall(event: AfterToolCallEvent, context: ToolHookContext): Promise<void>;
   tools(context: ToolFactoryContext): AgentTool[];
 }
 
@@ -123,6 +131,7 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
   const hooks: { name: string; timeoutMs: number | undefined }[] = [];
   let prompt: PromptHandler | undefined;
   let end: EndHandler | undefined;
+  let afterTool: ToolHandler | undefined;
   const factories: ToolFactory[] = [];
   const toolGroups: (string[] | undefined)[] = [];
   const services: RecordingHost['services'] = [];
@@ -138,10 +147,15 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
     registerService(service: RecordingHost['services'][number]) {
       services.push(service);
     },
-    on(name: string, handler: PromptHandler | EndHandler, options?: { timeoutMs?: number }) {
+    on(
+      name: string,
+      handler: PromptHandler | EndHandler | ToolHandler,
+      options?: { timeoutMs?: number },
+    ) {
       hooks.push({ name, timeoutMs: options?.timeoutMs });
       if (name === 'before_prompt_build') prompt = handler as PromptHandler;
       if (name === 'agent_end') end = handler as EndHandler;
+      if (name === 'after_tool_call') afterTool = handler as ToolHandler;
     },
   } as unknown as OpenClawPluginApi;
   return {
@@ -153,9 +167,12 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
     },
     toolGroups,
     services,
-    promptBuild: (context) =>
-      prompt ? prompt({ prompt: 'hello', messages: [] }, context) : Promise.resolve(undefined),
+    promptBuild: (context, text = 'hello') =>
+      prompt ? prompt({ prompt: text, messages: [] }, context) : Promise.resolve(undefined),
     agentEnd: (event, context) => (end ? end(event, context) : Promise.resolve()),
+    afterToolCall: async (event, context) => {
+      await afterTool?.(event, context);
+    },
     tools(context) {
       return factories.flatMap((factory) => {
         const made = factory(context);

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ContextItemInput } from '@ctxbus/core/contract';
+import { bundleCacheKey } from './bundle-cache.js';
 
 // A minimal hub client on node:http, for hooks a runtime starts once per call
 // (`@ctxbus/client/light`). The full client (ky, fetch, zod) costs ~100 ms of startup per hook
@@ -20,6 +21,8 @@ export interface HubItem {
 /** What the hooks need from a hub. */
 export interface HubApi {
   readonly url: string;
+  /** The session kernel's bundle-cache key for this runtime and token (`bundleCacheKey`). */
+  readonly cacheKey?: string;
   shared(tokenBudget: number): Promise<{ formatted: string }>;
   /** Items created after `since` (a sequence number), newest first. */
   list(since: number, limit: number): Promise<HubItem[]>;
@@ -117,6 +120,7 @@ export function createHubLite(settings: HubLiteSettings): HubApi {
 
   return {
     url: base,
+    cacheKey: bundleCacheKey(settings.runtime, settings.token),
     async shared(tokenBudget) {
       const bundle = (await call(
         'GET',

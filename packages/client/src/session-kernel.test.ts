@@ -40,6 +40,7 @@ afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 function session(overrides: Partial<SessionOptions<HubItem>> = {}) {
   const sessionId = 'sess-1';
+  // One state file for the tests' sessions: a sessionId override continues on it.
   return openSession<HubItem>({
     hub: liteSessionHub(
       createHubLite({ url: hub.url, token, timeoutMs: 30_000, runtime: 'codex' }),
@@ -79,7 +80,8 @@ describe('the session kernel', () => {
     expect(turn.injection).toContain('Staging is down');
     expect(turn.injection).toContain('Last checkpoint: turn 1: Done.');
     expect(turn.injection).not.toContain('freeze the schema');
-    expect(turn.snapshot?.sourceCounts.messages).toBe(1);
+    // The chat window: the session's own reply (held: the runtime has it) and the change.
+    expect(turn.snapshot?.sourceCounts.messages).toBe(2);
     const quiet = await kernel.beforeTurn({ prompt: 'and now?' });
     expect(quiet.injection).toBe('');
     expect(kernel.state()).toMatchObject({ prompts: 2, turns: 1 });
@@ -103,6 +105,114 @@ describe('the session kernel', () => {
       'ctxbus: the model-switch handoff is unusable: the checksum does not match',
     );
     expect((await kernel.beforeTurn({ prompt: 'more' })).notice).toBeNull();
+  });
+
+  it("holds seed 002's recent chat: the session's own inbound and outbound messages, oldest trimmed first", async () => {
+    const kernel = session({
+      budget: { maxContextTokens: 2_000, maxRecentMessages: 4, maxToolSnippetTokens: 400 },
+    });
+    for (const turn of [1, 2, 3]) {
+      await kernel.beforeTurn({ prompt: `question ${turn}` });
+      await kernel.afterTurn(`answer ${turn}`);
+    }
+    await other.write({ type: 'alert', title: 'Staging is down', urgency: 'blocking' });
+    const turn = await kernel.beforeTurn({ prompt: 'question 4' });
+    // The window holds the 4 newest of 6 own messages + 1 change: oldest dropped first.
+    expect(turn.snapshot?.sourceCounts.messages).toBe(4);
+    const text = turn.injection;
+    // Own messages are in the runtime's transcript: the injection carries only the news.
+    expect(text).toContain('Staging is down');
+    expect(text).not.toContain('question 3');
+    expect(text).not.toContain('→ codex');
+    expect(kernel.state().chat.map((entry) => [entry.direction, entry.text])).toEqual([
+      ['inbound', 'question 1'],
+      ['outbound', 'answer 1'],
+      ['inbound', 'question 2'],
+      ['outbound', 'answer 2'],
+      ['inbound', 'question 3'],
+      ['outbound', 'answer 3'],
+      ['inbound', 'question 4'],
+    ]);
+    // A new session on the same state file starts its own chat.
+    const next = session({ sessionId: 'sess-2' });
+    await next.beforeTurn({ prompt: 'fresh' });
+    expect(next.state().chat.map((entry) => entry.text)).toEqual(['fresh']);
+  });
+
+  it('gives tool results to source 4, raw within maxToolSnippetTokens and summaries beyond', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ctxbus-kernel-data-'));
+    try {
+      const kernel = session({
+        budget: { maxContextTokens: 4_000, maxRecentMessages: 12, maxToolSnippetTokens: 100 },
+        turnLog: { dataDir, snapshots: true },
+      });
+      await kernel.beforeTurn({ prompt: 'run the tests' });
+      kernel.noteTool({ id: 'call-1', tool: 'Bash', output: `${'old line\n'.repeat(40)}done` });
+      kernel.noteTool({ id: 'call-2', tool: 'Bash', output: '12 tests passed' });
+      kernel.noteTool({ id: 'call-3', tool: 'Read', output: '', error: 'no such file' });
+      await kernel.afterTurn('Ran them.');
+      const turn = await kernel.beforeTurn({ prompt: 'and?' });
+      expect(turn.snapshot?.sourceCounts.toolSnippets).toBe(3);
+      const file = join(dataDir, 'agents', 'codex', 'context', 'sess-1.jsonl');
+      const record = JSON.parse(readFileSync(file, 'utf8').trim().split('\n').at(-1) as string);
+      expect(record.input.budgets.maxToolSnippetTokens).toBe(100);
+      expect(
+        record.trace.parts
+          .filter((part: { source: string }) => part.source === 'toolSnippets')
+          .map((part: { id: string; mode: string }) => [part.id, part.mode]),
+      ).toEqual([
+        ['call-1', 'summary'],
+        ['call-2', 'full'],
+        ['call-3', 'full'],
+      ]);
+      expect(record.input.sources.toolSnippets[0].summary).toContain('41 lines');
+      expect(record.input.sources.toolSnippets[2].output).toContain('error: no such file');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('injects the last good bundle, marked stale with its age, when the hub stops answering', async () => {
+    await other.write({ type: 'decision', title: 'Bundle to remember' });
+    let clock = new Date('2026-11-28T10:00:00Z');
+    const now = () => clock;
+    const good = session({ now });
+    await good.beforeTurn({ prompt: 'hi', bundle: { tokens: 1_000 } });
+    await good.afterTurn('Noted.');
+    clock = new Date('2026-11-28T10:12:30Z');
+    const dead = createHubLite({
+      url: 'http://127.0.0.1:1',
+      token,
+      timeoutMs: 2_000,
+      runtime: 'codex',
+    });
+    const down = session({ now, hub: liteSessionHub(dead) });
+    const turn = await down.beforeTurn({ prompt: 'still there?' });
+    expect(turn.fromHub).toBe(false);
+    expect(turn.stale).toMatchObject({ age: '12 min ago' });
+    expect(turn.notice).toContain('hub unreachable');
+    expect(turn.injection).toContain(
+      'shared context from 12 min ago; the hub is unreachable, so it may be out of date',
+    );
+    expect(turn.injection).toContain('Bundle to remember');
+    expect(turn.injection).toContain('Last checkpoint: turn 1: Noted.');
+    // Later turns of the same outage that ask for no bundle stay quiet.
+    expect((await down.beforeTurn({ prompt: 'and?' })).injection).toBe('');
+    // A hub that refuses the token (401) is not an outage to paper over.
+    const refused = createHubLite({
+      url: hub.url,
+      token: 'ctxbus_nope',
+      timeoutMs: 2_000,
+      runtime: 'codex',
+    });
+    const denied = session({
+      now,
+      hub: { ...liteSessionHub(refused), cacheKey: liteSessionHub(dead).cacheKey as string },
+      sessionId: 'sess-3',
+    });
+    const refusedTurn = await denied.beforeTurn({ prompt: 'x', bundle: { tokens: 1_000 } });
+    expect(refusedTurn.stale).toBeNull();
+    expect(refusedTurn.injection).not.toContain('Bundle to remember');
   });
 
   it('stays cold-start cheap: the built subpath loads neither zod nor ky', () => {

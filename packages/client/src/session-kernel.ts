@@ -7,9 +7,10 @@ import type {
   TurnSnapshot,
 } from '@ctxbus/core/light';
 import { estimateTokenCounter, extractDecisions } from '@ctxbus/core/light';
+import { ageText, readCachedBundle, writeCachedBundle } from './bundle-cache.js';
 import type { HubApi, HubItem } from './hub-lite.js';
 import { flushOutbox, pendingCount, queueItems } from './outbox.js';
-import type { SessionState } from './session-state.js';
+import type { SessionState, ToolEntry } from './session-state.js';
 import { readSessionState, writeSessionState } from './session-state.js';
 import { recordTurn } from './turn-log.js';
 
@@ -40,12 +41,15 @@ export interface SessionHub<Item extends SessionItem> {
   write(items: readonly ContextItemInput[]): Promise<void>;
   /** Whether `changes` leaves items out (a tag filter), so it cannot tell the newest sequence. */
   readonly filtered?: boolean;
+  /** The bundle cache's key for this runtime and team (`bundleCacheKey`), if it keeps one. */
+  readonly cacheKey?: string;
 }
 
 /** The light client (`@ctxbus/client/light`) as a session hub. */
 export function liteSessionHub(api: HubApi): SessionHub<HubItem> {
   return {
     url: api.url,
+    ...(api.cacheKey && { cacheKey: api.cacheKey }),
     changes: (since, limit) => api.list(since, limit),
     newestSeq: async () => (await api.list(0, 1))[0]?.seq ?? 0,
     shared: async (tokenBudget) => (await api.shared(tokenBudget)).formatted,
@@ -89,8 +93,16 @@ export interface SessionOptions<Item extends SessionItem> {
   now?: () => Date;
   /** Seed 002's local turn log; a failed build is audited whenever `dataDir` is set. */
   turnLog?: { dataDir: string | null; snapshots: boolean; counter?: TokenCounter };
-  /** The turn context's budgets, in the counter's tokens. */
-  budget: { maxContextTokens: number; maxRecentMessages: number };
+  /**
+   * The turn context's budgets, in the counter's tokens: the chat window (the session's own
+   * prompts and replies and the bus's changes) and the raw tool output (default 400).
+   */
+  budget: { maxContextTokens: number; maxRecentMessages: number; maxToolSnippetTokens?: number };
+  /**
+   * The last good bundle, kept per runtime and team (`bundleCacheKey`) beside the session state,
+   * for turns the hub does not answer: default the hub's `cacheKey`; null keeps none.
+   */
+  cache?: { key: string; maxBytes?: number } | null;
   /** One change as a line of the turn's chat window. */
   message(item: Item): { id: string; sender: string; text: string };
   /** Whether an item is this session's own write (never shown back to it as news). */
@@ -146,7 +158,19 @@ export interface BeforeTurnResult<Item> {
   resume: string | null;
   /** Whether the hub answered this turn. */
   fromHub: boolean;
+  /** The bundle came from the local cache (the hub did not answer): when the hub gave it. */
+  stale: { savedAtMs: number; age: string } | null;
   failure: ContextBuildFailure | null;
+}
+
+/** A tool's result as the runtime reports it, for the turn context's tool snippets. */
+export interface ToolResultInput {
+  /** The runtime's id for the call (unique in the session). */
+  id: string;
+  tool: string;
+  output: string;
+  /** The call failed (its error message). */
+  error?: string;
 }
 
 export interface TurnOutcome {
@@ -172,12 +196,60 @@ export interface SessionKernel<Item extends SessionItem> {
   deliver(items: readonly ContextItemInput[]): Promise<boolean>;
   /** Notes a file the session edited (shown to later turns). */
   touchFile(path: string): void;
+  /** Notes a tool's result (seed 002's source 4: later turns' tool snippets). Never throws. */
+  noteTool(result: ToolResultInput): void;
   /** The session's state as saved. */
   state(): SessionState;
 }
 
 /** Changes read per turn at most; the rest are counted, not shown. */
 export const CHANGES_LIMIT = 100;
+/** The session's own messages kept for the chat window, and the characters each keeps. */
+export const CHAT_KEPT = 24;
+const CHAT_TEXT_MAX = 600;
+/** Tool results kept for the turn context, the raw output each keeps, and its summary. */
+export const TOOLS_KEPT = 8;
+const TOOL_OUTPUT_MAX = 2_000;
+const TOOL_SUMMARY_MAX = 200;
+/** The share of the turn budget a stale bundle may take (the rest: the local state, the chat). */
+const STALE_BUNDLE_SHARE = 0.6;
+
+/** A tool result as kept: its output clipped, its summary one line with the output's size. */
+export function toolEntry(result: ToolResultInput): ToolEntry {
+  const output = (result.error ? `error: ${result.error}\n${result.output}` : result.output).trim();
+  const lines = output === '' ? 0 : output.split('\n').length;
+  const head = output.split('\n').find((line) => line.trim() !== '') ?? '(no output)';
+  return {
+    id: result.id,
+    tool: result.tool,
+    output: clipText(output, TOOL_OUTPUT_MAX),
+    summary: oneLine(`${head} (${lines} lines, ${output.length} chars)`, TOOL_SUMMARY_MAX),
+  };
+}
+
+/** The state's chat and tools belong to `sessionId`: another session's are cleared. */
+function ownSession(state: SessionState, sessionId: string): void {
+  if (state.chatSession === sessionId) return;
+  state.chatSession = sessionId;
+  state.chat = [];
+  state.tools = [];
+}
+
+/** `text` cut (at line ends where near) until `counter` counts at most `limit` tokens. */
+function fitTokens(text: string, limit: number, counter: TokenCounter): string {
+  let fitted = text;
+  for (let count = counter.count(fitted); count > limit && fitted.length > 1; ) {
+    fitted = clipText(fitted, Math.max(1, Math.floor((fitted.length * limit * 0.95) / count)));
+    count = counter.count(fitted);
+  }
+  return fitted;
+}
+
+/** Whether the hub refused this runtime (a token it does not know or no longer takes). */
+const refused = (error: unknown): boolean => {
+  const status = (error as { status?: unknown } | null)?.status;
+  return status === 401 || status === 403;
+};
 
 const URGENCY_RANK: Record<Urgency, number> = { background: 0, attention: 1, blocking: 2 };
 
@@ -212,8 +284,13 @@ const errorText = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
 
 export function openSession<Item extends SessionItem>(
-  options: SessionOptions<Item>,
+  given: SessionOptions<Item>,
 ): SessionKernel<Item> {
+  const cacheKey = given.hub?.cacheKey;
+  const options: SessionOptions<Item> = {
+    ...given,
+    cache: given.cache === undefined ? (cacheKey ? { key: cacheKey } : null) : given.cache,
+  };
   const load = () => readSessionState(options.stateFile);
   const save = (state: SessionState) => {
     try {
@@ -270,9 +347,42 @@ export function openSession<Item extends SessionItem>(
     }
   };
 
+  const now = () => (options.now ?? (() => new Date()))().getTime();
+  const saveBundle = (text: string) => {
+    if (!options.cache) return;
+    try {
+      writeCachedBundle(
+        options.stateDir,
+        options.cache.key,
+        { text, savedAtMs: now() },
+        options.cache.maxBytes,
+      );
+    } catch {
+      // the cache is a convenience; an unwritable one must not fail the turn
+    }
+  };
+  /** The cached bundle into `found`, marked as possibly stale with its age. */
+  const staleBundle = (found: { bundle: string }): BeforeTurnResult<Item>['stale'] => {
+    if (!options.cache) return null;
+    try {
+      const cached = readCachedBundle(options.stateDir, options.cache.key);
+      if (!cached) return null;
+      const age = ageText(now() - cached.savedAtMs);
+      found.bundle = `(shared context from ${age}; the hub is unreachable, so it may be out of date)\n${cached.text}`;
+      return { savedAtMs: cached.savedAtMs, age };
+    } catch {
+      return null;
+    }
+  };
+
   /** Every hub request of a turn at once: the outbox, the changes, the newest sequence, the bundle. */
   const readHub = async (state: SessionState, input: BeforeTurnInput, notices: string[]) => {
-    const found = { changes: [] as Item[], bundle: '', fromHub: false };
+    const found = {
+      changes: [] as Item[],
+      bundle: '',
+      fromHub: false,
+      stale: null as BeforeTurnResult<Item>['stale'],
+    };
     const { hub } = options;
     if (input.offline) return found;
     if (!hub) {
@@ -310,9 +420,12 @@ export function openSession<Item extends SessionItem>(
       found.changes = page.filter((item) => !options.own?.(item));
       found.bundle = text.trim();
       found.fromHub = true;
+      if (found.bundle) saveBundle(found.bundle);
     } catch (error) {
       const notice = unreachable(state, hub.url, error);
       if (notice) notices.push(notice);
+      // The last good bundle, when the turn asked for one or the outage starts now.
+      if ((bundle || notice) && !refused(error)) found.stale = staleBundle(found);
     }
     return found;
   };
@@ -323,12 +436,15 @@ export function openSession<Item extends SessionItem>(
     found: {
       changes: Item[];
       bundle: string;
+      stale: BeforeTurnResult<Item>['stale'];
       resume: string | null;
       memory: readonly TurnMemoryPointer[];
     },
     turnId: string,
+    counter: TokenCounter,
   ): TurnContextInput => {
     const pending = pendingCount(options.stateDir);
+    const stale = found.stale !== null;
     const checkpoint =
       options.checkpoint === 'resume'
         ? found.resume
@@ -337,24 +453,52 @@ export function openSession<Item extends SessionItem>(
       agentId: options.agentId,
       sessionId: options.sessionId,
       turnId,
-      tokenizer: (options.turnLog?.counter ?? estimateTokenCounter).name,
-      budgets: { ...options.budget, maxToolSnippetTokens: 0 },
+      tokenizer: counter.name,
+      budgets: {
+        maxContextTokens: options.budget.maxContextTokens,
+        maxRecentMessages: options.budget.maxRecentMessages,
+        maxToolSnippetTokens: options.budget.maxToolSnippetTokens ?? 400,
+      },
       sources: {
-        recentMessages: byUrgencyAscending(found.changes).map((item) => {
-          const { id, sender, text } = options.message(item);
-          return { id, direction: 'inbound', sender: { id: sender }, text };
-        }),
+        // The session's own prompts and replies (already in the runtime's transcript: held),
+        // then what changed on the bus since its last prompt, least urgent first.
+        recentMessages: [
+          ...state.chat.map((entry) => ({
+            id: entry.id,
+            direction: entry.direction,
+            sender: { id: entry.direction === 'inbound' ? 'user' : options.agentId },
+            text: entry.text,
+            held: true,
+          })),
+          ...byUrgencyAscending(found.changes).map((item) => {
+            const { id, sender, text } = options.message(item);
+            return { id, direction: 'inbound' as const, sender: { id: sender }, text };
+          }),
+        ],
         runtimeState: {
           ...(checkpoint && { lastCheckpointSummary: checkpoint }),
           ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
           ...(state.lastOutcome && { lastTerminalStatus: state.lastOutcome }),
         },
         memoryPointers: [
-          ...(found.bundle ? [{ id: 'team-bundle', text: found.bundle }] : []),
+          ...(found.bundle
+            ? [
+                {
+                  id: 'team-bundle',
+                  text: stale
+                    ? fitTokens(
+                        found.bundle,
+                        Math.floor(options.budget.maxContextTokens * STALE_BUNDLE_SHARE),
+                        counter,
+                      )
+                    : found.bundle,
+                },
+              ]
+            : []),
           ...found.memory,
           ...(input.background ?? []),
         ],
-        toolSnippets: [],
+        toolSnippets: state.tools.map((tool) => ({ ...tool, held: true })),
         currentInput: {
           id: turnId,
           sender: { id: 'user', kind: 'human' },
@@ -364,11 +508,21 @@ export function openSession<Item extends SessionItem>(
     };
   };
 
+  /** One message of the session's own chat, kept for the next turns' window. */
+  const remember = (state: SessionState, entry: SessionState['chat'][number]) => {
+    const text = clipText(entry.text.trim(), CHAT_TEXT_MAX);
+    if (text === '') return;
+    state.chat = [...state.chat.filter((kept) => kept.id !== entry.id), { ...entry, text }].slice(
+      -CHAT_KEPT,
+    );
+  };
+
   const beforeTurn = async (input: BeforeTurnInput): Promise<BeforeTurnResult<Item>> => {
     const state = load();
     const notices: string[] = [];
     const warnings: string[] = [];
     const building = input.prompt !== undefined;
+    ownSession(state, options.sessionId);
     if (building) state.prompts += 1;
     const [found, memory] = await Promise.all([
       readHub(state, input, notices),
@@ -384,16 +538,18 @@ export function openSession<Item extends SessionItem>(
       bundle: found.bundle,
       resume: options.checkpoint === 'resume' ? null : resume,
       fromHub: found.fromHub,
+      stale: found.stale,
       failure: null,
     };
     if (building) {
       const inTurn = options.checkpoint === 'resume' ? resume : null;
       const log = options.turnLog ?? { dataDir: null, snapshots: false };
       const turnId = input.turnId ?? `prompt-${state.prompts}`;
+      const counter = log.counter ?? estimateTokenCounter;
       const built = recordTurn({
-        input: turnInput(state, input, { ...found, resume: inTurn, memory }, turnId),
-        counter: log.counter ?? estimateTokenCounter,
-        now: () => (options.now ?? (() => new Date()))().getTime(),
+        input: turnInput(state, input, { ...found, resume: inTurn, memory }, turnId, counter),
+        counter,
+        now,
         dataDir: log.dataDir,
         snapshots: log.snapshots,
       });
@@ -415,6 +571,9 @@ export function openSession<Item extends SessionItem>(
         });
       }
     }
+    if (building && input.prompt) {
+      remember(state, { id: `in:${state.prompts}`, direction: 'inbound', text: input.prompt });
+    }
     result.notice = notices.length > 0 ? notices.join('\n') : null;
     save(state);
     return result;
@@ -427,11 +586,13 @@ export function openSession<Item extends SessionItem>(
     const state = load();
     let items: ContextItemInput[] = [];
     try {
+      ownSession(state, options.sessionId);
       state.turns += 1;
       if (outcome.ended !== undefined) state.lastOutcome = `session ended (${outcome.ended})`;
       else {
         const first = reply.split('\n').find((line) => line.trim() !== '') ?? 'working';
         state.lastReply = clipText(first, 300);
+        remember(state, { id: `out:${state.turns}`, direction: 'outbound', text: reply });
         state.lastOutcome =
           outcome.ok === false
             ? `last turn failed: ${oneLine(outcome.error ?? 'unknown error', 200)}`
@@ -460,9 +621,28 @@ export function openSession<Item extends SessionItem>(
       state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
       save(state);
     },
+    noteTool(result) {
+      try {
+        const state = load();
+        ownSession(state, options.sessionId);
+        const entry = toolEntry(result);
+        state.tools = [...state.tools.filter((kept) => kept.id !== entry.id), entry].slice(
+          -TOOLS_KEPT,
+        );
+        save(state);
+      } catch {
+        // a tool snippet is a convenience; it must not fail the tool call
+      }
+    },
     state: load,
   };
 }
 
-export type { SessionState } from './session-state.js';
+export {
+  BUNDLE_CACHE_MAX_BYTES,
+  bundleCacheFile,
+  bundleCacheKey,
+  readCachedBundle,
+} from './bundle-cache.js';
+export type { ChatEntry, SessionState, ToolEntry } from './session-state.js';
 export { readSessionState, writeSessionState } from './session-state.js';

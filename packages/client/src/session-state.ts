@@ -20,6 +20,51 @@ export interface SessionState {
   lastOutcome: string;
   /** Files the session edited, newest last. */
   filesTouched: string[];
+  /** The session whose chat and tool results these are (a state file may outlive a session). */
+  chatSession: string;
+  /** The session's own chat, oldest first: its prompts (inbound) and replies (outbound). */
+  chat: ChatEntry[];
+  /** The session's recent tool results, oldest first. */
+  tools: ToolEntry[];
+}
+
+export interface ChatEntry {
+  id: string;
+  direction: 'inbound' | 'outbound';
+  text: string;
+}
+
+export interface ToolEntry {
+  id: string;
+  tool: string;
+  output: string;
+  summary: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object';
+
+function chatEntries(value: unknown): ChatEntry[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (entry): entry is ChatEntry =>
+      isObject(entry) &&
+      typeof entry.id === 'string' &&
+      (entry.direction === 'inbound' || entry.direction === 'outbound') &&
+      typeof entry.text === 'string',
+  );
+}
+
+function toolEntries(value: unknown): ToolEntry[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (entry): entry is ToolEntry =>
+      isObject(entry) &&
+      typeof entry.id === 'string' &&
+      typeof entry.tool === 'string' &&
+      typeof entry.output === 'string' &&
+      typeof entry.summary === 'string',
+  );
 }
 
 const count = (value: unknown): number =>
@@ -47,6 +92,9 @@ export function readSessionState(file: string): SessionState {
     filesTouched: Array.isArray(raw.filesTouched)
       ? raw.filesTouched.filter((file): file is string => typeof file === 'string')
       : [],
+    chatSession: text(raw.chatSession),
+    chat: chatEntries(raw.chat),
+    tools: toolEntries(raw.tools),
   };
 }
 

@@ -25,6 +25,7 @@ export const turnContextInputSchema = z.object({
         direction: z.enum(['inbound', 'outbound']),
         sender,
         text: z.string(),
+        held: z.boolean().optional(),
       }),
     ),
     runtimeState: z.object({
@@ -34,7 +35,13 @@ export const turnContextInputSchema = z.object({
     }),
     memoryPointers: z.array(z.object({ id: z.string(), text: z.string() })),
     toolSnippets: z.array(
-      z.object({ id: z.string(), tool: z.string(), output: z.string(), summary: z.string() }),
+      z.object({
+        id: z.string(),
+        tool: z.string(),
+        output: z.string(),
+        summary: z.string(),
+        held: z.boolean().optional(),
+      }),
     ),
     currentInput: z.object({ id: z.string(), sender, text: z.string() }),
   }),

@@ -240,6 +240,28 @@ describe('buildTurnContext', () => {
     );
   });
 
+  it('keeps held messages and tool results in the context and its hash, not in the injection', () => {
+    const held = sources({
+      recentMessages: [{ ...message(0), held: true }, { ...message(1), held: true }, message(2)],
+      toolSnippets: [{ id: 't1', tool: 'bash', output: '60 passing', summary: 'ok', held: true }],
+    });
+    const built = buildTurnContext(input({ sources: held }), estimateTokenCounter, NOW);
+    expect(built.text).toContain('message number 0');
+    expect(built.text).toContain('- bash: 60 passing');
+    expect(built.snapshot.sourceCounts).toMatchObject({ messages: 3, toolSnippets: 1 });
+    expect(built.injection).not.toContain('message number 0');
+    expect(built.injection).not.toContain('message number 1');
+    expect(built.injection).toContain('message number 2');
+    expect(built.injection).not.toContain('## Tool results');
+    // Whether a line is held changes what is injected, never the context or its hash.
+    const plain = sources({ ...held, recentMessages: [message(0), message(1), message(2)] });
+    plain.toolSnippets = [{ id: 't1', tool: 'bash', output: '60 passing', summary: 'ok' }];
+    const unheld = buildTurnContext(input({ sources: plain }), estimateTokenCounter, NOW);
+    expect(unheld.contextHash).toBe(built.contextHash);
+    const record = JSON.parse(JSON.stringify(turnContextRecord(input({ sources: held }), built)));
+    expect(turnContextRecordSchema.parse(record).input.sources.recentMessages[0]?.held).toBe(true);
+  });
+
   it('stores a record the schema reads back', () => {
     const base = input({ budgets: budget(120) });
     const built = buildTurnContext(base, estimateTokenCounter, NOW);

@@ -17,6 +17,11 @@ export interface TurnMessage {
   direction: 'inbound' | 'outbound';
   sender: TurnSender;
   text: string;
+  /**
+   * Already in the runtime's own transcript (the session's prompts and replies): part of the
+   * turn context, its budget and hash, but not repeated in `injection`.
+   */
+  held?: boolean;
 }
 
 /** The session's runtime state: the last checkpoint, the pending queue, the last terminal status. */
@@ -38,6 +43,8 @@ export interface TurnToolSnippet {
   tool: string;
   output: string;
   summary: string;
+  /** Already in the runtime's own transcript (its tool calls' results): not repeated in `injection`. */
+  held?: boolean;
 }
 
 export interface TurnCurrentInput {
@@ -140,7 +147,10 @@ export interface TurnSnapshot {
 export interface BuiltTurnContext {
   /** The whole context, current input last. */
   text: string;
-  /** The same without the current input: what a runtime injects beside the prompt it already has. */
+  /**
+   * The same without what the runtime already holds in its transcript (the current input and the
+   * held messages and tool results): what it injects beside them.
+   */
   injection: string;
   totalTokens: number;
   contextHash: string;
@@ -203,6 +213,7 @@ interface Line {
   mode: 'full' | 'summary' | 'dropped';
   fullTokens: number;
   summaryTokens: number;
+  held: boolean;
 }
 
 const flat = (text: string) => text.replace(/\s+/g, ' ').trim();
@@ -230,7 +241,13 @@ function assertInput(input: TurnContextInput): void {
 
 function lines(input: TurnContextInput, counter: TokenCounter): Line[] {
   const { sources } = input;
-  const line = (source: TurnSource, id: string, full: string, summary: string | null): Line => ({
+  const line = (
+    source: TurnSource,
+    id: string,
+    full: string,
+    summary: string | null,
+    held = false,
+  ): Line => ({
     source,
     id,
     full,
@@ -238,12 +255,19 @@ function lines(input: TurnContextInput, counter: TokenCounter): Line[] {
     mode: 'full',
     fullTokens: counter.count(full),
     summaryTokens: summary === null ? 0 : counter.count(summary),
+    held,
   });
   const out: Line[] = [];
   for (const message of sources.recentMessages) {
     const arrow = message.direction === 'inbound' ? '←' : '→';
     out.push(
-      line('messages', message.id, `- ${arrow} ${message.sender.id}: ${flat(message.text)}`, null),
+      line(
+        'messages',
+        message.id,
+        `- ${arrow} ${message.sender.id}: ${flat(message.text)}`,
+        null,
+        message.held === true,
+      ),
     );
   }
   for (const [key, label] of STATE_LINES) {
@@ -262,6 +286,7 @@ function lines(input: TurnContextInput, counter: TokenCounter): Line[] {
         snippet.id,
         `- ${snippet.tool}: ${snippet.output.trim()}`,
         `- ${snippet.tool} (summary): ${flat(snippet.summary)}`,
+        snippet.held === true,
       ),
     );
   }
@@ -275,11 +300,14 @@ const live = (line: Line) =>
 const shown = (line: Line) =>
   line.mode === 'dropped' ? '' : line.mode === 'full' ? line.full : (line.summary as string);
 
-function render(all: Line[], withInput: boolean): string {
+/** The context's text; `forInjection` leaves out what the runtime holds (the input, held lines). */
+function render(all: Line[], forInjection: boolean): string {
   const blocks: string[] = [];
   for (const source of SOURCE_ORDER) {
-    if (source === 'input' && !withInput) continue;
-    const body = all.filter((line) => line.source === source && line.mode !== 'dropped');
+    if (source === 'input' && forInjection) continue;
+    const body = all.filter(
+      (line) => line.source === source && line.mode !== 'dropped' && !(forInjection && line.held),
+    );
     if (body.length > 0) blocks.push([SECTION_TITLES[source], ...body.map(shown)].join('\n'));
   }
   return blocks.join('\n\n');
@@ -376,7 +404,7 @@ export function buildTurnContext(
     tokens: live(line),
     hash: hashValue([line.full, line.summary]),
   }));
-  const text = render(all, true);
+  const text = render(all, false);
   const contextHash = `ctx_${hashValue({
     builder: TURN_BUILDER_VERSION,
     tokenizer: input.tokenizer,
@@ -388,7 +416,7 @@ export function buildTurnContext(
     all.filter((line) => line.source === source && line.mode !== 'dropped').length;
   return {
     text,
-    injection: render(all, false),
+    injection: render(all, true),
     totalTokens,
     contextHash,
     parts,

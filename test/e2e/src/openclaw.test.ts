@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CliRun, HubProcess } from '@ctxbus/test-kit';
 import {
@@ -169,6 +169,7 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
         expect.arrayContaining(['context_write', 'memory_query', 'capability_request']),
       );
       expect(inspected.typedHooks.map((hook) => hook.name).sort()).toEqual([
+        'after_tool_call',
         'agent_end',
         'before_prompt_build',
       ]);
@@ -227,12 +228,52 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
               urgency: 'attention',
             })
           : { text: 'Told the team.' };
-      const run = await openclaw.agent('Tell the team the disk is nearly full', {
-        sessionId: randomUUID(),
-      });
+      // Seed 002's turn context recorded for both turns of one session (source 1 and 4 below).
+      const data = tempDir('ctxbus-e2e-openclaw-turns-');
+      openclaw.env.CTXBUS_TURN_SNAPSHOTS = '1';
+      openclaw.env.CTXBUS_DATA = data;
+      const sessionId = randomUUID();
+      const run = await openclaw.agent('Tell the team the disk is nearly full', { sessionId });
       expect(run.code, run.stderr).toBe(0);
       const second = model.requests[before + 1];
       expect(second && toolResults(second).join('\n')).toContain(title);
+      try {
+        reply = () => ({ text: 'It is recorded.' });
+        const next = await openclaw.agent('Is it recorded?', { sessionId });
+        expect(next.code, next.stderr).toBe(0);
+        const dir = join(data, 'agents', 'main', 'context');
+        const records = readdirSync(dir).flatMap((file) =>
+          readFileSync(join(dir, file), 'utf8')
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line)),
+        );
+        const turn = records.find((record) =>
+          String(record.input.sources.currentInput.text).includes('Is it recorded?'),
+        );
+        if (!turn) throw new Error('no turn context recorded for the second prompt');
+        // The chat window: the session's own prompt (inbound) and reply (outbound).
+        const chat = turn.input.sources.recentMessages as { direction: string; text: string }[];
+        expect(
+          chat.some(
+            (message) =>
+              message.direction === 'inbound' &&
+              message.text.includes('Tell the team the disk is nearly full'),
+          ),
+        ).toBe(true);
+        expect(chat).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ direction: 'outbound', text: 'Told the team.' }),
+          ]),
+        );
+        // Source 4: the tool result OpenClaw's after_tool_call reported.
+        const snippets = turn.input.sources.toolSnippets as { output: string }[];
+        expect(snippets.some((snippet) => snippet.output.includes(title))).toBe(true);
+      } finally {
+        delete openclaw.env.CTXBUS_TURN_SNAPSHOTS;
+        delete openclaw.env.CTXBUS_DATA;
+        removeDir(data);
+      }
       await subscriber.waitFor(
         () => subscriber.items().some((event) => event.item.title === title),
         15_000,
@@ -285,8 +326,14 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       expect(offline.json?.payloads).toEqual([
         expect.objectContaining({ text: expect.stringContaining('Working offline.') }),
       ]);
+      // Offline reads: the last good bundle from the local cache, marked as possibly stale.
       const first = model.requests[before];
-      expect(first && roleText(first, 'user')).not.toContain('<team-context');
+      const user = first ? roleText(first, 'user') : '';
+      expect(user).toContain('<team-context');
+      expect(user).toMatch(/shared context from [^;]+ ago; the hub is unreachable/);
+      expect(user).toContain('Release frozen until Friday (marker c41e)');
+      const cache = join(openclaw.stateDir, 'ctxbus', 'bundle-cache.json');
+      expect(statSync(cache).mode & 0o777).toBe(0o600);
       const outbox = join(openclaw.stateDir, 'ctxbus', 'outbox.jsonl');
       expect(existsSync(outbox)).toBe(true);
 

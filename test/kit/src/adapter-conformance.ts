@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import type { Server as HttpServer } from 'node:http';
 import { createServer as createHttpServer } from 'node:http';
 import type { Server, Socket } from 'node:net';
@@ -122,6 +122,18 @@ async function deadUrl(): Promise<string> {
   const { port } = server.address() as { port: number };
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}`;
+}
+
+/** Every file under `dir`, with its text and permission bits. */
+function filesUnder(dir: string): { path: string; text: string; mode: number }[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile())
+    .map((path) => ({
+      path,
+      text: readFileSync(path, 'utf8'),
+      mode: statSync(path).mode & 0o777,
+    }));
 }
 
 /** Another runtime than the adapter's, to write what the adapter should (or must not) see. */
@@ -294,6 +306,77 @@ export function runAdapterConformance(options: AdapterConformanceOptions): void 
       expect(seen).toContain(later);
       expect(seen).not.toContain(hidden);
       expect(seen).not.toContain(laterHidden);
+    });
+
+    it('hub down after a good turn: the next injection carries the cached bundle, marked stale, and the local state', async () => {
+      const team = marker('Cached team decision');
+      await write({ type: 'decision', title: team });
+      const id = sessionId();
+      const up = open(id);
+      await up.start();
+      await up.turn('first');
+      await up.end('Worked on it.');
+      const hung = await hungServer();
+      try {
+        for (const url of [await deadUrl(), hung.url]) {
+          const down = open(id, url);
+          const turn = await down.turn('still there?');
+          expect(turn.injection).toContain(team);
+          expect(turn.injection).toMatch(/shared context from .+ ago; the hub is unreachable/);
+          // The session's local state rides along: how its last turn ended.
+          expect(turn.injection).toContain('last turn completed');
+          expect(turn.notices).toHaveLength(1);
+          await open(id).turn('back');
+        }
+        // A session that starts during the outage gets the cached bundle too.
+        const fresh = await open(sessionId(), hung.url).start();
+        expect(fresh.injection).toContain(team);
+        expect(fresh.injection).toMatch(/the hub is unreachable/);
+      } finally {
+        await hung.close();
+      }
+    });
+
+    it('keeps the bundle cache bounded (one bundle per runtime and team) and private (0600)', async () => {
+      const long = 'a paragraph the bundle carries to fill the cache '.repeat(30);
+      for (let round = 0; round < 4; round += 1) {
+        await write(
+          ...Array.from({ length: 20 }, (_, index) => ({
+            type: 'decision',
+            title: marker(`Cached decision ${round}-${index}`),
+            summary: long.slice(0, 300),
+            content: long,
+          })),
+        );
+        const session = open(sessionId());
+        await session.start();
+        await session.turn('go');
+        await session.end('Done.');
+      }
+      const cached = filesUnder(stateDir).filter((file) => file.text.includes('Cached decision'));
+      expect(cached.length).toBeGreaterThan(0);
+      const total = cached.reduce((sum, file) => sum + driver.size(file.text), 0);
+      expect(total).toBeLessThanOrEqual(2 * driver.cap);
+      for (const file of cached) expect(file.mode, file.path).toBe(0o600);
+    });
+
+    it("never caches another runtime's private items, nor injects them offline", async () => {
+      const [shared, hidden] = [marker('Team item to cache'), marker('Private item not to cache')];
+      await write(
+        { type: 'decision', title: shared },
+        { type: 'decision', title: hidden, visibility: 'private' },
+      );
+      const id = sessionId();
+      const up = open(id);
+      await up.start();
+      await up.turn('look');
+      await up.end('Looked.');
+      const offline = await open(id, await deadUrl()).turn('offline');
+      expect(offline.injection).toContain(shared);
+      expect(offline.injection).not.toContain(hidden);
+      const files = filesUnder(stateDir);
+      expect(files.some((file) => file.text.includes(shared))).toBe(true);
+      for (const file of files) expect(file.text, file.path).not.toContain(hidden);
     });
 
     it('injects the same bytes each turn while the bus is unchanged (prompt-cache stable)', async () => {
