@@ -1,7 +1,7 @@
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mintToken, TokenVerifier } from './auth.js';
+import { mintToken, RESERVED_RUNTIMES, TokenVerifier } from './auth.js';
 
 // The verifier runs on an injected clock, and the store's token look-ups can be held open, so
 // "served without waiting for the store" is shown by a verdict that arrives while the look-up
@@ -145,5 +145,19 @@ describe('TokenVerifier', () => {
     await expect(verifier.verify(`Bearer ${token}`)).rejects.toMatchObject({
       code: 'unauthorized',
     });
+  });
+});
+
+describe('mintToken', () => {
+  it("refuses the hub's own runtime names, which its sweeps and conflict items are written as", async () => {
+    for (const runtime of RESERVED_RUNTIMES) {
+      await expect(
+        mintToken(store, { role: 'runtime', teamId: 't', runtime }),
+      ).rejects.toMatchObject({
+        code: 'validation_failed',
+        message: expect.stringContaining(`runtime ${runtime}`),
+      });
+    }
+    expect(RESERVED_RUNTIMES).toEqual(['ctxbus', 'hub']);
   });
 });

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { TokenInfo } from '@ctxbus/core';
-import { CtxbusError } from '@ctxbus/core';
+import { CONFLICT_WRITER, CtxbusError } from '@ctxbus/core';
 import type { Store, TokenRecord, TokenRole } from '@ctxbus/store';
 import type { Caller } from './caller.js';
+import { HUB_RUNTIME } from './tasks/task-status-item.js';
 
 /** Every ctxbus token starts with this, so secret scanners (and our redactor) can spot it. */
 export const TOKEN_PREFIX = 'cbx_';
@@ -24,6 +25,12 @@ export interface MintedToken {
   record: TokenRecord;
 }
 
+/**
+ * Runtime names no token may carry: the hub writes as them (task sweeps as HUB_RUNTIME,
+ * conflict items as CONFLICT_WRITER), and readers trust items by those names.
+ */
+export const RESERVED_RUNTIMES: readonly string[] = [HUB_RUNTIME, CONFLICT_WRITER];
+
 /** Creates a token (32 random bytes) and stores its SHA-256 hash. */
 export async function mintToken(
   store: Store,
@@ -32,6 +39,13 @@ export async function mintToken(
 ): Promise<MintedToken> {
   if (request.role === 'runtime' && (request.teamId === null || request.runtime === null)) {
     throw new CtxbusError('validation_failed', 'a runtime token needs a team and a runtime');
+  }
+  if (request.role === 'runtime' && RESERVED_RUNTIMES.includes(request.runtime ?? '')) {
+    throw new CtxbusError(
+      'validation_failed',
+      `runtime ${request.runtime} is the hub's own name (it writes task sweeps and conflict items as it); pick another`,
+      { details: { field: 'runtime', reserved: RESERVED_RUNTIMES } },
+    );
   }
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
   const record: TokenRecord = {
