@@ -1,6 +1,6 @@
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
@@ -206,5 +206,41 @@ describe('resolving a conflict', () => {
     expect(resolved.body.kept.id).toBe(second.id);
     expect(resolved.body.conflict.resolution).toMatchObject({ restoredId: null });
     expect(resolved.body.conflict.resolution.by).toMatch(/^admin:/);
+  });
+});
+
+describe('a conflict item the store refused', () => {
+  it('is written again until it is stored, once', async () => {
+    await hub.close();
+    let refusals = 0;
+    const flaky = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (property !== 'writeItems') return value.bind(target);
+        return async (items: { source: { runtime: string } }[]) => {
+          if (refusals < 2 && items.some((item) => item.source.runtime === 'hub')) {
+            refusals += 1;
+            throw new Error('injected: the conflict write failed');
+          }
+          return value.call(target, items);
+        };
+      },
+    });
+    hub = await createHub({
+      store: flaky,
+      clock: () => new Date(nowMs),
+      conflictWindowMs: 10 * 60_000,
+    });
+    await write('claude-code', 'Use PostgreSQL');
+    nowMs += 1_000;
+    await write('openclaw', 'Use MySQL');
+    await vi.waitFor(async () => expect(await openConflicts()).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    expect(refusals).toBe(2);
+    const all = await store.listItems({ teamId: 'acme', runtime: 'cli' }, { limit: 50 });
+    expect(all.filter((item) => item.source.runtime === 'hub')).toHaveLength(1);
   });
 });

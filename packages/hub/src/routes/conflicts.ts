@@ -10,6 +10,7 @@ import {
   prepareParsedItem,
   resolutionItemInput,
   sameValue,
+  stableId,
 } from '@ctxbus/core';
 import type { WriteOutcome } from '@ctxbus/store';
 import type { Caller } from '../caller.js';
@@ -30,9 +31,16 @@ function prepare(input: ContextItemInput, viewer: Viewer, now: Date) {
   return prepareParsedItem(contextItemInputSchema.parse(input), viewer, { now });
 }
 
+/** Conflict items waiting for a retry at most (each retry rewrites the same ids). */
+const MAX_RETRIED_CONFLICTS = 1_000;
+const RETRY_FIRST_MS = 200;
+const RETRY_MAX_MS = 30_000;
+
 /**
  * Writes a conflict item for each write in `outcomes` that raised one. The writes themselves
- * stand; a conflict that cannot be written is logged, never a failure of the write.
+ * stand. A conflict item's id follows from the two items, so writing it again is the same
+ * write: one that fails is retried with backoff until it is stored (up to
+ * MAX_RETRIED_CONFLICTS waiting at once; past that each is logged as lost).
  */
 export async function raiseConflicts(
   services: HubServices,
@@ -48,16 +56,42 @@ export async function raiseConflicts(
       via: outcome.superseded.via,
     };
     if (!isConflict(candidate, services.conflictWindowMs)) continue;
-    raised.push(prepare(conflictItemInput(candidate), hubViewer(outcome.item.teamId), now));
+    const input = {
+      ...conflictItemInput(candidate),
+      id: stableId('ctxbus-conflict', candidate.replaced.id, candidate.winner.id),
+    };
+    raised.push(prepare(input, hubViewer(outcome.item.teamId), now));
   }
-  if (raised.length === 0) return;
+  if (raised.length > 0) await writeConflicts(services, raised, RETRY_FIRST_MS);
+}
+
+let retrying = 0;
+
+async function writeConflicts(
+  services: HubServices,
+  items: ReturnType<typeof prepare>[],
+  delayMs: number,
+): Promise<void> {
   try {
-    services.feed.committed(await services.store.writeItems(raised));
+    services.feed.committed(await services.store.writeItems(items));
   } catch (error) {
+    const keys = items.map((item) => item.key);
+    if (retrying + items.length > MAX_RETRIED_CONFLICTS) {
+      services.logger.error(
+        { error: String(error), keys },
+        'conflict items lost: too many retries waiting',
+      );
+      return;
+    }
     services.logger.error(
-      { error: String(error), keys: raised.map((item) => item.key) },
-      'could not write a conflict item',
+      { error: String(error), keys, retryInMs: delayMs },
+      'could not write a conflict item; retrying',
     );
+    retrying += items.length;
+    setTimeout(() => {
+      retrying -= items.length;
+      void writeConflicts(services, items, Math.min(delayMs * 2, RETRY_MAX_MS));
+    }, delayMs).unref();
   }
 }
 
