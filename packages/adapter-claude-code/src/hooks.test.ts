@@ -80,18 +80,42 @@ describe('SessionStart', () => {
     expect(readSessionState(stateDir, 'sess-1').lastSeenSeq).toBeGreaterThan(0);
   });
 
-  it('shrinks the budget until a crowded context fits the cap', async () => {
+  it("asks for the seed's ~4K budget; on a busy team, compacts to the cap and points to the rest", async () => {
+    // A team of its own, so the crowd stays out of the other tests' turns.
+    const mint = async (runtime: string) =>
+      (await mintToken(store, { role: 'runtime', teamId: 'busy', runtime })).token;
+    const writer = createClient({ url: hub.url, token: await mint('openclaw') });
     const long = 'a long paragraph of reasoning about the architecture '.repeat(40);
-    await other.write(
+    await writer.write(
       Array.from({ length: 60 }, (_, index) => ({
         type: 'decision' as const,
         title: `Decision ${index} with a long title that takes space in the context`,
         content: long,
       })),
     );
-    const output = await runHookEvent(event({ hook_event_name: 'SessionStart' }), context());
-    expect(output.additionalContext?.length).toBeGreaterThan(2_000);
-    expect(output.additionalContext?.length).toBeLessThanOrEqual(MAX_INJECTED_CHARS);
+    const busy: HookContext = {
+      ...context(),
+      client: createHubLite({
+        url: hub.url,
+        token: await mint('claude-code'),
+        timeoutMs: 30_000,
+        runtime: 'claude-code',
+      }),
+    };
+    const output = await runHookEvent(event({ hook_event_name: 'SessionStart' }), busy);
+    const text = output.additionalContext ?? '';
+    expect(text.length).toBeGreaterThan(MAX_INJECTED_CHARS * 0.5);
+    expect(text.length).toBeLessThanOrEqual(MAX_INJECTED_CHARS);
+    expect(text.startsWith('# Shared context (ctxbus)')).toBe(true);
+    expect(text).toContain(
+      'the MCP resource team-context://current holds all of it, at 4,000 tokens',
+    );
+    // Compacted, not cut: ten decisions where four fit in full, the newest ones in full.
+    expect(text).toContain('Decision 50 with a long title');
+    expect(text).toContain(
+      '**Decision 59 with a long title that takes space in the context** _(from openclaw',
+    );
+    expect(text).toContain('mcp__ctxbus__context_write');
   });
 
   it('fails open with one notice per session when the hub is down', async () => {

@@ -11,8 +11,11 @@ import { readHandoffSeen, sessionStateFile, writeHandoffSeen } from './session-s
 
 /** Claude Code caps injected hook output at 10,000 characters; stay clear of it. */
 export const MAX_INJECTED_CHARS = 9_500;
-/** The shared context's default budget for a session start. */
-export const SESSION_START_TOKEN_BUDGET = 2_000;
+/** The shared context's budget for a session start: seed 002's layer plan (~4K tokens). */
+export const SESSION_START_TOKEN_BUDGET = 4_000;
+/** Where the whole bundle is when the cap cuts it (the ctxbus MCP server's resource). */
+export const FULL_CONTEXT_URI = 'team-context://current';
+const FULL_CONTEXT_POINTER = `_(ctxbus: the shared context is compacted to fit here; the MCP resource ${FULL_CONTEXT_URI} holds all of it, at ${SESSION_START_TOKEN_BUDGET.toLocaleString('en-US')} tokens)_`;
 const PROMPT_UPDATE_ITEMS = 12;
 /** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens); older ones are summaries. */
 export const TOOL_SNIPPET_TOKENS = 300;
@@ -129,16 +132,21 @@ function output(context: string, resume: string | null, notice: string | null): 
 }
 
 /**
- * SessionStart: the team's shared bundle, shrunk until it fits the cap, and the tool hint; with
- * the hub down, the last good bundle from the local cache (marked stale, with its age).
+ * SessionStart: the team's shared bundle at the seed's budget (~4K tokens), and the tool hint.
+ * Claude Code's cap is in characters: a bundle past it is asked for again, smaller (compact
+ * entries, every section kept), and points to the MCP resource that holds all of it. With the
+ * hub down, the last good bundle from the local cache (marked stale, with its age).
  */
 async function sessionStart(session: SessionKernel<HubItem>): Promise<HookOutput> {
+  const room = MAX_INJECTED_CHARS - TOOL_HINT.length - FULL_CONTEXT_POINTER.length - 200;
   const turn = await session.beforeTurn({
     changes: false,
-    bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: MAX_INJECTED_CHARS },
+    bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: room },
   });
-  const context = turn.fromHub || turn.stale ? `${turn.bundle}\n\n${TOOL_HINT}` : '';
-  return output(context, turn.resume, turn.notice);
+  if (!turn.fromHub && !turn.stale) return output('', turn.resume, turn.notice);
+  const cut = turn.fromHub && turn.bundleTokens < SESSION_START_TOKEN_BUDGET;
+  const bundle = cut ? `${turn.bundle}\n\n${FULL_CONTEXT_POINTER}` : turn.bundle;
+  return output(`${bundle}\n\n${TOOL_HINT}`, turn.resume, turn.notice);
 }
 
 /**

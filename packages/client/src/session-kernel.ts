@@ -154,6 +154,8 @@ export interface BeforeTurnResult<Item> {
   changes: Item[];
   /** The bundle, when asked for and the hub answered. */
   bundle: string;
+  /** The token budget the bundle was built at: below the one asked for when `maxChars` cut it. */
+  bundleTokens: number;
   /** The resume note when `checkpoint` is `last-reply`: the adapter places it. */
   resume: string | null;
   /** Whether the hub answered this turn. */
@@ -380,6 +382,7 @@ export function openSession<Item extends SessionItem>(
     const found = {
       changes: [] as Item[],
       bundle: '',
+      bundleTokens: 0,
       fromHub: false,
       stale: null as BeforeTurnResult<Item>['stale'],
     };
@@ -419,6 +422,7 @@ export function openSession<Item extends SessionItem>(
       state.warnedUnreachable = false;
       found.changes = page.filter((item) => !options.own?.(item));
       found.bundle = text.trim();
+      found.bundleTokens = budget;
       found.fromHub = true;
       if (found.bundle) saveBundle(found.bundle);
     } catch (error) {
@@ -536,6 +540,7 @@ export function openSession<Item extends SessionItem>(
       warnings,
       changes: found.changes,
       bundle: found.bundle,
+      bundleTokens: found.bundleTokens,
       resume: options.checkpoint === 'resume' ? null : resume,
       fromHub: found.fromHub,
       stale: found.stale,
