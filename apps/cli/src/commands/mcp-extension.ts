@@ -1,6 +1,6 @@
 import { createClient } from '@ctxbus/client';
 import type { Logger } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { HubExtension } from '@ctxbus/hub';
 import type { McpHttpHandler } from '@ctxbus/mcp';
 import { createMcpHttpHandler, LOCALHOST_NAMES } from '@ctxbus/mcp';
