@@ -14,6 +14,12 @@ export {
   DEFAULT_MAX_STREAMS_PER_TOKEN,
   MAX_BATCH_ITEMS,
 } from './hub-limits.js';
+export {
+  CONTEXT_TYPES,
+  SCOPES,
+  URGENCIES,
+  VISIBILITIES,
+} from './item-kinds.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
 export type { TaskState } from './task-states.js';
