@@ -181,5 +181,5 @@ export function hubTable(answer: CapabilitiesResponse): string[] {
   return lines;
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export { approversOf, capabilitiesJsonSchema, capabilityNames };

@@ -12,11 +12,14 @@ import type { CommonOptions } from './handoff.js';
 
 const WORKSPACE_HELP =
   "the agent's workspace, holding .context-bus/ (default: config.yaml's workspace, else the current directory)";
+
 const CONFIG_HELP =
   'config.yaml (default: $CONTEXT_BUS_CONFIG, else ~/.config/context-bus/config.yaml; absent: the defaults)';
+
 function list(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
+
 function percent(value: string): number {
   const number = Number(value);
   if (!/^\d+(\.\d+)?$/.test(value) || number > 100) {
@@ -27,6 +30,7 @@ function percent(value: string): number {
   }
   return number;
 }
+
 function whole(flag: string, unit: string, min: number) {
   return (value: string): number => {
     if (!/^\d+$/.test(value) || Number(value) < min) {
@@ -35,9 +39,13 @@ function whole(flag: string, unit: string, min: number) {
     return Number(value);
   };
 }
+
 const minutes = whole('--max-age', 'minutes', 1);
+
 const waitSeconds = whole('--wait', 'seconds', 0);
+
 const intervalMinutes = whole('--interval', 'minutes', 1);
+
 export function registerHandoff(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,

@@ -49,6 +49,7 @@ export function targetOf(options: CommonOptions) {
 }
 
 const HEARTBEAT_RULES_MARKER = '<!-- ctxbus handoff rules -->';
+
 const HEARTBEAT_RULES = `${HEARTBEAT_RULES_MARKER}
 ## Context Bus (model-switch handoff)
 
@@ -245,5 +246,5 @@ export function monitorLine(
   }
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export { heartbeat, monitorOnce, readHandoff, readHistory, resumeNote, switchModel, switchSafety };

@@ -65,5 +65,5 @@ export async function tokenWorks(url: string, token: string): Promise<boolean> {
   }
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export { hubUrl, packagedRuntimeDir };

@@ -82,5 +82,5 @@ export function readTask(argument: string): string {
   }
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export { loadCapabilities, routeTask };

@@ -8,6 +8,7 @@ import type { DirOptions } from './shared-context.js';
 // `ctxbus shared-context ...`: the commands; shared-context.ts and @ctxbus/shared-context load when one runs.
 
 const DIR_HELP = 'the shared-context directory (default: ~/.openclaw/workspace/shared-context)';
+
 const SHARED_CONTEXT_HELP = `
 The directory (seed 001): priorities.md (a curated top section), priorities.inbox.md and
 feedback/inbox.jsonl (append-only), agent-outputs/<agent>/ and staging/<agent>/ (each agent
@@ -23,6 +24,7 @@ Examples:
   ctxbus shared-context curate --date 2026-02-04
   ctxbus shared-context bridge --curate-at "15 6 * * *"
   openclaw cron add --name shared-context-curator --cron "15 6 * * *" --command "ctxbus shared-context curate" --no-deliver`;
+
 export function registerSharedContext(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,

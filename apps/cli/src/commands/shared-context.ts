@@ -61,7 +61,7 @@ export function llmFromEnvironment(env: NodeJS.ProcessEnv = process.env): LlmSet
   };
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export {
   bootstrapSharedContext,
   Cron,

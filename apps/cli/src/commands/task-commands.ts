@@ -13,6 +13,7 @@ function withConnection(command: Command): Command {
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
     .option('--json', 'print JSON');
 }
+
 export function registerTaskCommands(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,

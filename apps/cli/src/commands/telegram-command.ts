@@ -16,6 +16,7 @@ function minutes(value: string): number {
   }
   return Math.round(number * 60_000);
 }
+
 function port(value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65_535) {
     throw new CtxbusError(
@@ -25,6 +26,7 @@ function port(value: string): number {
   }
   return Number(value);
 }
+
 export function registerTelegram(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,

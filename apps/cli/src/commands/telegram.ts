@@ -60,5 +60,5 @@ export function parseApprovers(flags: string[] | undefined, env: string | undefi
   return [...new Set(approvers)];
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export { configDir, createClient, hubUrl, pino, runtimeToken };

@@ -22,6 +22,7 @@ function addTargetOptions(command: Command): Command {
     .option('--store <url>', 'a PostgreSQL store to open directly (default: $CTXBUS_STORE)')
     .option('--json', 'print JSON');
 }
+
 export function registerToken(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,

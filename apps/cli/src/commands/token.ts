@@ -43,5 +43,5 @@ export function tokenRow(info: TokenInfo): string {
   return `${info.id}  ${who}  created ${info.createdAt}${info.label ? `  "${info.label}"` : ''}${revoked}`;
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export { parseOrThrow, runtimeNameSchema, saveHubCredentials, teamIdSchema };

@@ -16,6 +16,7 @@ function positive(value: string, flag: string, max: number): number {
   }
   return Number(value);
 }
+
 export function registerWorker(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,

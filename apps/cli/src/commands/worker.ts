@@ -16,7 +16,7 @@ export interface WorkerOptions {
   inactivity: string;
 }
 
-// Used by the command's registration (loaded when the command runs).
+// For the command's actions, which import this module when they run.
 export {
   createWorkerHub,
   DEFAULT_CHILD_PATH,
