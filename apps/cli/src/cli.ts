@@ -1,4 +1,4 @@
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import { Command, CommanderError } from 'commander';
 import { registerAudit } from './commands/audit-command.js';
 import { registerCapabilities } from './commands/capabilities-command.js';

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { writeFileAtomic } from '@ctxbus/client/files';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import { z } from 'zod';
 
 // The CLI's credentials on this machine, as gh and npm keep theirs: one JSON file readable by

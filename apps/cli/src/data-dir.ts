@@ -8,7 +8,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 
 // The per-user data directory ($CTXBUS_DATA, else the platform's place) is shared with the
 // adapters, which write turn-context snapshots under it.

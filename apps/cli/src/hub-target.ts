@@ -1,4 +1,4 @@
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import { credentialsPath, hubCredentials, readCredentials } from './credentials.js';
 
 // Which hub a command talks to, and with which token: a flag, else the environment, else what

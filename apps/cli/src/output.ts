@@ -1,5 +1,5 @@
 import type { ContextItem } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 
 /** Exit codes, documented in `ctxbus --help`. */
 export const EXIT = {

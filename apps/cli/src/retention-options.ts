@@ -1,5 +1,5 @@
 import type { ContextType } from '@ctxbus/core/contract';
-import { CONTEXT_TYPES, CtxbusError } from '@ctxbus/core/contract';
+import { CONTEXT_TYPES, CtxbusError } from '@ctxbus/core/light';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

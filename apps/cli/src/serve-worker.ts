@@ -1,8 +1,12 @@
+import nodeModule from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
-import { CtxbusError } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { HubRunOptions } from './commands/run-hub.js';
-import { runHub } from './commands/run-hub.js';
 import type { WorkerMessage } from './commands/serve.js';
+
+// A worker does not share the main thread's compile cache (bin.ts): enable it here, before the
+// hub's modules load.
+nodeModule.enableCompileCache?.();
 
 // The hub's thread (started by `ctxbus serve`). It stops when the main thread says so.
 const port = parentPort;
@@ -15,6 +19,7 @@ const stopped = new Promise<string>((resolve) => {
 });
 
 try {
+  const { runHub } = await import('./commands/run-hub.js');
   await runHub(workerData as HubRunOptions, stopped);
   process.exit(0);
 } catch (error) {

@@ -1,4 +1,4 @@
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Store } from '@ctxbus/store';
 import { assertNoHub, databasePath, defaultDataDir } from './data-dir.js';
 

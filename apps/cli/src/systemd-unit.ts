@@ -1,6 +1,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 
 // The systemd user unit that runs the hub in the background (`ctxbus service install`), as
 // text: written, read back, and its command line quoted and split by systemd's rules

@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { CtxbusError } from './errors.js';
+import { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './item-kinds.js';
 import { MAX_JSON_DEPTH, tooDeep } from './validation.js';
 
-export const CONTEXT_TYPES = ['discovery', 'decision', 'status', 'request', 'alert'] as const;
-export const SCOPES = ['task', 'thread', 'space', 'global'] as const;
-export const URGENCIES = ['background', 'attention', 'blocking'] as const;
-export const VISIBILITIES = ['team', 'private'] as const;
+export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES };
 
 export const contextTypeSchema = z.enum(CONTEXT_TYPES);
 export const scopeSchema = z.enum(SCOPES);

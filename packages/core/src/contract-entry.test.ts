@@ -34,3 +34,13 @@ describe('@ctxbus/core/light', () => {
     });
   });
 });
+
+// The CLI's capabilities, route and worker commands import @ctxbus/core/capabilities: no tokenizer.
+describe('@ctxbus/core/capabilities', () => {
+  it('does not load gpt-tokenizer, directly or through a shared chunk', () => {
+    const seen = visitBundle('capabilities-entry.js', (code, file) => {
+      expect(code, file).not.toMatch(/gpt-tokenizer/);
+    });
+    expect(seen.size).toBeGreaterThan(1);
+  });
+});

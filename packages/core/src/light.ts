@@ -2,6 +2,8 @@
 // call, so every module they load is paid at each start. The contract entry re-exports it all.
 export { canonicalJson } from './canonical-json.js';
 export { extractDecisions, stableId } from './decision-capture.js';
+export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
+export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
 export {
   DEFAULT_HUB_HOST,
   DEFAULT_HUB_PORT,
@@ -12,8 +14,16 @@ export {
   DEFAULT_MAX_STREAMS_PER_TOKEN,
   MAX_BATCH_ITEMS,
 } from './hub-limits.js';
+export {
+  CONTEXT_TYPES,
+  SCOPES,
+  URGENCIES,
+  VISIBILITIES,
+} from './item-kinds.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
+export type { TaskState } from './task-states.js';
+export { TASK_STATES } from './task-states.js';
 // Seed 002's turn context: pure, tokenizer-free (the counter is passed in), hashed for replay.
 export type {
   BuiltTurnContext,

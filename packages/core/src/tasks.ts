@@ -2,25 +2,16 @@ import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import { runtimeNameSchema, scopeSchema } from './context-item.js';
 import { CtxbusError } from './errors.js';
+import type { TaskState } from './task-states.js';
+import { TASK_STATES } from './task-states.js';
 import { MAX_JSON_DEPTH, tooDeep } from './validation.js';
 
 // Tasks: work one runtime hands to another (issue 12, "Tasks in the hub"). Pure: the states
 // as A2A 1.0 names them on the wire, the moves between them, and the shapes the task store
 // keeps. The store enforces these rules in its transactions; the hub and workers share them.
 
-/** A2A 1.0 task states, exactly as on the wire. */
-export const TASK_STATES = [
-  'SUBMITTED',
-  'WORKING',
-  'INPUT_REQUIRED',
-  'AUTH_REQUIRED',
-  'COMPLETED',
-  'FAILED',
-  'CANCELED',
-  'REJECTED',
-] as const;
-
-export type TaskState = (typeof TASK_STATES)[number];
+export type { TaskState } from './task-states.js';
+export { TASK_STATES };
 
 export const taskStateSchema = z.enum(TASK_STATES);
 

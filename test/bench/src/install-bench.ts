@@ -1,10 +1,11 @@
 // `./dev bench --only install` (issue 28): the published package as a person gets it. Packs the
 // tarball, installs it once to warm npm's cache, then times an install into another empty
 // prefix on a clean HOME; measures the installed size (du), `ctxbus --version` and the time from
-// `ctxbus serve` to its first answered /health.
+// `ctxbus serve` to its first answered /health, and the CPU time and peak memory of
+// `ctxbus --help` and `ctxbus write` (issue 26: each command loads only what it runs).
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
 import {
@@ -22,6 +23,8 @@ const TARGET_INSTALL_MB = 40;
 const TARGET_INSTALL_S = 20;
 const TARGET_VERSION_MS = 300;
 const TARGET_HEALTH_MS = 1_000;
+const TARGET_COMMAND_CPU_MS = 150;
+const TARGET_COMMAND_RSS_MB = 60;
 
 const mb = (bytes: number) => bytes / 1024 / 1024;
 
@@ -64,6 +67,90 @@ async function healthMs(prefix: string, home: string): Promise<number> {
   }
 }
 
+/**
+ * Runs the installed `ctxbus ARGS` in a node whose exit records its own resource usage (user +
+ * system CPU, peak RSS): the command's whole cost, Node's start included.
+ */
+function commandCost(
+  prefix: string,
+  home: string,
+  args: string[],
+  runs: number,
+): { cpuMs: number; rssMb: number } {
+  const file = join(home, 'command-cost.json');
+  const record = `process.on('exit', () => { const u = process.resourceUsage(); require('node:fs').writeFileSync(process.env.BENCH_COST_FILE, JSON.stringify({ cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, rssMb: u.maxRSS / 1024 })); });
+import(require('node:url').pathToFileURL(process.argv[1]).href);`;
+  const cpu: number[] = [];
+  const rss: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    const result = spawnSync(
+      process.execPath,
+      ['-e', record, '--', installedBin(prefix), ...args],
+      {
+        env: { ...cleanHomeEnv(home), BENCH_COST_FILE: file },
+      },
+    );
+    if (result.status !== 0) throw new Error(`ctxbus ${args.join(' ')} failed: ${result.stderr}`);
+    const cost = JSON.parse(readFileSync(file, 'utf8')) as { cpuMs: number; rssMb: number };
+    cpu.push(cost.cpuMs);
+    rss.push(cost.rssMb);
+  }
+  return { cpuMs: percentile(cpu, 50), rssMb: percentile(rss, 50) };
+}
+
+/**
+ * `ctxbus write` against an installed hub, with a runtime token saved as a person would. `home`
+ * is a HOME of its own: the hub's first start there saves its admin token for `token create`.
+ */
+async function writeCost(prefix: string, home: string, runs: number) {
+  mkdirSync(home);
+  const hub = await startInstalledHub(prefix, home);
+  try {
+    const minted = spawnSync(
+      process.execPath,
+      [
+        installedBin(prefix),
+        'token',
+        'create',
+        '--url',
+        hub.url,
+        '--team',
+        'bench',
+        '--runtime',
+        'cli',
+        '--save',
+      ],
+      { env: cleanHomeEnv(home) },
+    );
+    if (minted.status !== 0) throw new Error(`ctxbus token create failed: ${minted.stderr}`);
+    return commandCost(
+      prefix,
+      home,
+      ['write', '--url', hub.url, '--type', 'status', '--title', 'bench', '--content', 'one write'],
+      runs,
+    );
+  } finally {
+    await hub.stop();
+  }
+}
+
+function costRows(command: string, cost: { cpuMs: number; rssMb: number }): Row[] {
+  return [
+    row(
+      `${command} CPU (user + sys) p50`,
+      ms(cost.cpuMs),
+      `<= ${TARGET_COMMAND_CPU_MS} ms`,
+      cost.cpuMs <= TARGET_COMMAND_CPU_MS,
+    ),
+    row(
+      `${command} peak RSS p50`,
+      `${cost.rssMb.toFixed(0)} MB`,
+      `<= ${TARGET_COMMAND_RSS_MB} MB`,
+      cost.rssMb <= TARGET_COMMAND_RSS_MB,
+    ),
+  ];
+}
+
 export async function benchInstall(quick: boolean, log: (line: string) => void): Promise<Row[]> {
   const root = tempDir('ctxbus-bench-install-');
   try {
@@ -82,6 +169,9 @@ export async function benchInstall(quick: boolean, log: (line: string) => void):
     const version = versionMs(prefix, home, quick ? 5 : 20);
     log('install: serve -> first /health');
     const health = await healthMs(prefix, home);
+    log('install: ctxbus --help and ctxbus write, CPU and memory');
+    const help = commandCost(prefix, home, ['--help'], quick ? 5 : 20);
+    const write = await writeCost(prefix, join(root, 'home-write'), quick ? 5 : 20);
     return [
       row('tarball size', `${mb(statSync(tarball).size).toFixed(1)} MB`),
       row(
@@ -108,6 +198,8 @@ export async function benchInstall(quick: boolean, log: (line: string) => void):
         `<= ${TARGET_HEALTH_MS} ms`,
         health <= TARGET_HEALTH_MS,
       ),
+      ...costRows('ctxbus --help', help),
+      ...costRows('ctxbus write', write),
     ];
   } finally {
     removeDir(root);

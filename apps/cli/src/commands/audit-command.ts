@@ -1,9 +1,7 @@
 import type { CtxbusClient } from '@ctxbus/client';
-import { createClient } from '@ctxbus/client';
 import type { VerifyAuditResponse } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { findAdminToken, hubUrl, runtimeToken } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
 import { storeTarget, withOfflineStore } from '../store-target.js';
 
@@ -30,7 +28,11 @@ interface ListOptions extends AuditOptions {
  * The client for a team's log: --token, else with --team an admin token (else the runtime
  * token, which may read only its own team), else the runtime token (its own team).
  */
-function auditClient(options: AuditOptions): CtxbusClient {
+async function auditClient(options: AuditOptions): Promise<CtxbusClient> {
+  const [{ createClient }, { findAdminToken, hubUrl, runtimeToken }] = await Promise.all([
+    import('@ctxbus/client'),
+    import('../hub-target.js'),
+  ]);
   const url = hubUrl(options.url);
   const token =
     options.token ??
@@ -116,7 +118,7 @@ export function registerAudit(
       const outcome =
         options.data !== undefined || options.store !== undefined
           ? await verifyOffline(options)
-          : await auditClient(options).verifyAudit({
+          : await (await auditClient(options)).verifyAudit({
               ...(options.team !== undefined && { team: options.team }),
             });
       if (options.json) printJson(outcome);
@@ -146,7 +148,7 @@ export function registerAudit(
       .option('--all', 'every record from --after on, page after page'),
   ).action((options: ListOptions) =>
     run(async () => {
-      const client = auditClient(options);
+      const client = await auditClient(options);
       let after = count(options.after, '--after', 0) ?? 0;
       const limit = count(options.limit, '--limit', 1);
       for (;;) {

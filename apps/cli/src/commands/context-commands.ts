@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { CtxbusClient, ListParams } from '@ctxbus/client';
-import { createClient } from '@ctxbus/client';
 import type { ContextItemInput } from '@ctxbus/core/contract';
-import { CtxbusError, parseWriteRequest } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { hubUrl, runtimeToken } from '../hub-target.js';
 import { itemLine, printJson, printLine } from '../output.js';
 
 interface ConnectionOptions {
@@ -13,7 +11,12 @@ interface ConnectionOptions {
   json?: boolean;
 }
 
-function connect(options: ConnectionOptions): CtxbusClient {
+/** The hub's client; loaded when a command runs, so `--help` loads no client or zod. */
+async function connect(options: ConnectionOptions): Promise<CtxbusClient> {
+  const [{ createClient }, { hubUrl, runtimeToken }] = await Promise.all([
+    import('@ctxbus/client'),
+    import('../hub-target.js'),
+  ]);
   const url = hubUrl(options.url);
   return createClient({ url, token: runtimeToken(url, options.token) });
 }
@@ -160,7 +163,7 @@ export function registerContextCommands(
       .option('--agent <id>', 'source agent id'),
   ).action((options: WriteOptions) =>
     run(async () => {
-      const client = connect(options);
+      const client = await connect(options);
       let items: ContextItemInput[];
       if (options.file !== undefined) {
         let json: unknown;
@@ -170,7 +173,7 @@ export function registerContextCommands(
           if (CtxbusError.isInstance(error)) throw error;
           throw new CtxbusError('bad_json', `${options.file}: ${(error as Error).message}`);
         }
-        items = parseWriteRequest(json);
+        items = (await import('@ctxbus/core/contract')).parseWriteRequest(json);
       } else {
         items = [itemFromFlags(options) as ContextItemInput];
       }
@@ -205,7 +208,7 @@ export function registerContextCommands(
       .option('-n, --limit <n>', 'at most this many (default 50, max 500)'),
   ).action((options: ConnectionOptions & Record<string, string | boolean | undefined>) =>
     run(async () => {
-      const response = await connect(options).list(listParams(options));
+      const response = await (await connect(options)).list(listParams(options));
       if (options.json) printJson(response);
       else if (response.items.length === 0) printLine('no items');
       else for (const item of response.items) printLine(itemLine(item));
@@ -216,7 +219,7 @@ export function registerContextCommands(
     program.command('get').description('show one item').argument('<id>', 'item id'),
   ).action((id: string, options: ConnectionOptions) =>
     run(async () => {
-      const item = await connect(options).get(id);
+      const item = await (await connect(options)).get(id);
       if (options.json) printJson(item);
       else {
         printLine(itemLine(item));
@@ -242,7 +245,7 @@ export function registerContextCommands(
     ) =>
       run(async () => {
         const limit = integer(options.limit, '--limit');
-        const response = await connect(options).search({
+        const response = await (await connect(options)).search({
           query: words.join(' '),
           ...(limit !== undefined && { limit }),
           ...(options.type && { type: options.type.split(',') as never }),
@@ -280,7 +283,7 @@ export function registerContextCommands(
   ).action((options: ConnectionOptions & { runtime?: string; budget?: string }) =>
     run(async () => {
       const tokenBudget = integer(options.budget, '--budget');
-      const bundle = await connect(options).shared({
+      const bundle = await (await connect(options)).shared({
         ...(options.runtime && { runtime: options.runtime }),
         ...(tokenBudget !== undefined && { tokenBudget }),
       });
@@ -296,7 +299,7 @@ export function registerContextCommands(
       .argument('<id>', 'item id'),
   ).action((id: string, options: ConnectionOptions) =>
     run(async () => {
-      const item = await connect(options).consume(id);
+      const item = await (await connect(options)).consume(id);
       if (options.json) printJson(item);
       else
         printLine(
@@ -327,7 +330,7 @@ export function registerContextCommands(
       },
     ) =>
       run(async () => {
-        const client = connect(options);
+        const client = await connect(options);
         const controller = new AbortController();
         const stop = () => controller.abort();
         process.once('SIGINT', stop);

@@ -14,7 +14,7 @@ import {
 } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { splitSystemdCommandLine } from '../systemd-unit.js';
-import { handoffKey } from './handoff-command.js';
+import { handoffKey } from './handoff.js';
 
 // `ctxbus handoff` run as the real command in a temporary workspace, publishing to a real hub.
 

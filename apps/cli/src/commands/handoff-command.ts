@@ -1,190 +1,20 @@
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
-import { createClient } from '@ctxbus/client';
-import type { ContextItemInput } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
-import type { Handoff, HandoffConfig, HandoffPaths, MonitorAction } from '@ctxbus/handoff';
-import {
-  handoffConfigPath,
-  handoffPaths,
-  heartbeat,
-  loadHandoffConfig,
-  monitorOnce,
-  readHandoff,
-  readHistory,
-  resumeNote,
-  switchModel,
-  switchSafety,
-} from '@ctxbus/handoff';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { CtxbusError } from '@ctxbus/core/light';
+import type { MonitorAction } from '@ctxbus/handoff';
 import type { Command } from 'commander';
-import { configDir } from '../credentials.js';
-import { findHubUrl, hubUrl, runtimeToken } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
 import { renderTimerUnits } from '../systemd-unit.js';
+import type { CommonOptions } from './handoff.js';
 
-// `ctxbus handoff ...`: seed 003's model-switch handoff in an agent's workspace
-// (`.context-bus/`), optionally published to the hub so the other runtimes see the switch.
-
-interface CommonOptions {
-  workspace?: string;
-  config?: string;
-  json?: boolean;
-  url?: string;
-  token?: string;
-  /** true: --publish; false: --no-publish; undefined: config.yaml decides. */
-  publish?: boolean;
-}
+// `ctxbus handoff ...`: the commands and their options; what they do (handoff.ts, and
+// @ctxbus/handoff with its YAML parser) loads when one runs.
 
 const WORKSPACE_HELP =
   "the agent's workspace, holding .context-bus/ (default: config.yaml's workspace, else the current directory)";
+
 const CONFIG_HELP =
   'config.yaml (default: $CONTEXT_BUS_CONFIG, else ~/.config/context-bus/config.yaml; absent: the defaults)';
-
-function configOf(options: CommonOptions): HandoffConfig {
-  return loadHandoffConfig(options.config ? resolve(options.config) : handoffConfigPath());
-}
-
-function workspaceOf(options: CommonOptions, config?: HandoffConfig): string {
-  return resolve(options.workspace ?? config?.workspace ?? process.cwd());
-}
-
-/** What every subcommand works on: the config, the workspace it names, its handoff files. */
-function targetOf(options: CommonOptions) {
-  const config = configOf(options);
-  const workspace = workspaceOf(options, config);
-  return { config, workspace, paths: handoffPaths(workspace) };
-}
-
-const HEARTBEAT_RULES_MARKER = '<!-- ctxbus handoff rules -->';
-const HEARTBEAT_RULES = `${HEARTBEAT_RULES_MARKER}
-## Context Bus (model-switch handoff)
-
-- At session start, read \`.context-bus/handoff.json\`. If \`model.previous\` is set, you are
-  continuing another model's work: read \`.context-bus/rolling-summary.md\` and say
-  "Continuing from <previous>'s work on <task>".
-- After each meaningful step, record it: \`ctxbus handoff heartbeat --model <you> --action "..."\`
-  (with \`--next\`, \`--decision\`, \`--blocker\`, \`--usage\` when they change).
-- When \`.context-bus/heartbeat-request.json\` exists, a model switch is waiting for your final
-  heartbeat: write one now, with your next steps (the switch goes ahead without it after
-  config.yaml's \`safety.max_wait_seconds\`).
-- Never edit \`.context-bus/\` by hand: every file there is checksummed.
-`;
-
-/** Creates `.context-bus/` and puts the rules in HEARTBEAT.md (added once, never replacing it). */
-function init(workspace: string): {
-  kind: 'openclaw' | 'project';
-  heartbeatFile: string;
-  added: boolean;
-} {
-  const openclaw =
-    existsSync(join(workspace, 'AGENTS.md')) && existsSync(join(workspace, 'HEARTBEAT.md'));
-  const heartbeatFile = join(workspace, 'HEARTBEAT.md');
-  const current = existsSync(heartbeatFile) ? readFileSync(heartbeatFile, 'utf8') : null;
-  let added = false;
-  if (current === null) {
-    writeFileSync(heartbeatFile, `# Heartbeat\n\n${HEARTBEAT_RULES}`);
-    added = true;
-  } else if (!current.includes(HEARTBEAT_RULES_MARKER)) {
-    writeFileSync(heartbeatFile, `${current.replace(/\n*$/, '\n\n')}${HEARTBEAT_RULES}`);
-    added = true;
-  }
-  return { kind: openclaw ? 'openclaw' : 'project', heartbeatFile, added };
-}
-
-/**
- * The handoff as a status item keyed per workspace: the newest supersedes the last. A switch is
- * an `attention` item, the seed's notification ("Switched opus -> codex (96%). Context
- * preserved."), which the Telegram bot pushes to its chats; heartbeats are background.
- */
-export function handoffItem(
-  workspace: string,
-  handoff: Handoff,
-  event: 'heartbeat' | 'switch',
-  config: HandoffConfig,
-  usageBefore: number | null = null,
-): ContextItemInput {
-  const switched = event === 'switch' && handoff.model.previous;
-  const note = resumeNote(handoff);
-  const task = handoff.task.description || 'no task';
-  const incomplete = handoff.model.switch_reason?.endsWith('(incomplete handoff)');
-  return {
-    type: 'status',
-    title: switched
-      ? `Switched ${handoff.model.previous} -> ${handoff.model.current}${usageBefore !== null ? ` (${usageBefore}%)` : ''}: ${task}. ${incomplete ? 'Handoff incomplete: check it.' : 'Context preserved.'}`
-      : `${handoff.model.current} working on ${task}`,
-    content: [
-      note ??
-        `Model ${handoff.model.current}${handoff.model.usage_percent !== null ? ` at ${handoff.model.usage_percent}% of its limit` : ''}.`,
-      handoff.context.next_steps.length ? `Next: ${handoff.context.next_steps.join('; ')}` : '',
-    ]
-      .filter(Boolean)
-      .join('\n'),
-    key: handoffKey(workspace),
-    relevanceTags: [
-      'handoff',
-      handoff.model.current,
-      ...(switched ? ['model-switch'] : []),
-      ...(switched && config.notifications.channel === 'telegram' ? ['telegram'] : []),
-    ],
-    ...(switched && { urgency: 'attention' as const }),
-  };
-}
-
-/**
- * The bus key of a workspace's handoff: its directory's name and a short hash of its whole
- * path, stable for the workspace and distinct between two of the same name, without putting
- * the path (a home directory, a client's name) on the team's bus.
- */
-export function handoffKey(workspace: string): string {
-  const name =
-    basename(workspace)
-      .replace(/[^A-Za-z0-9._-]+/g, '_')
-      .replace(/^[._-]+|_+$/g, '')
-      .slice(0, 60) || 'workspace';
-  const digest = createHash('sha256').update(resolve(workspace)).digest('hex').slice(0, 12);
-  return `handoff/${name}-${digest}`;
-}
-
-/** A hub URL and a runtime token for it, from the environment or saved: publishing can work. */
-function hubKnown(): boolean {
-  const url = findHubUrl(undefined);
-  if (url === null) return false;
-  try {
-    runtimeToken(url, undefined);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Publishes a heartbeat or switch to the hub: always with --publish (or --url/--token), never
- * with --no-publish, else when config.yaml's notifications are enabled and a hub and a token
- * are known ($CTXBUS_URL and $CTXBUS_TOKEN, or saved ones). A hub that fails is a warning only: the handoff is saved.
- */
-async function publish(
-  options: CommonOptions,
-  config: HandoffConfig,
-  workspace: string,
-  handoff: Handoff,
-  event: 'heartbeat' | 'switch',
-  usageBefore: number | null = null,
-): Promise<void> {
-  const asked = options.publish === true || Boolean(options.url || options.token);
-  if (options.publish === false) return;
-  if (!asked && !(config.notifications.enabled && hubKnown())) return;
-  try {
-    const url = hubUrl(options.url);
-    await createClient({ url, token: runtimeToken(url, options.token) }).write(
-      handoffItem(workspace, handoff, event, config, usageBefore),
-    );
-  } catch (error) {
-    process.stderr.write(
-      `ctxbus: warning: the handoff is saved, but not published to the hub: ${(error as Error).message}\n`,
-    );
-  }
-}
 
 function list(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -209,72 +39,12 @@ function whole(flag: string, unit: string, min: number) {
     return Number(value);
   };
 }
+
 const minutes = whole('--max-age', 'minutes', 1);
+
 const waitSeconds = whole('--wait', 'seconds', 0);
+
 const intervalMinutes = whole('--interval', 'minutes', 1);
-
-function describe(paths: HandoffPaths, handoff: Handoff, now: Date): string[] {
-  const age = Math.round((now.getTime() - Date.parse(handoff.timestamp)) / 60_000);
-  return [
-    `${paths.handoff}: sequence ${handoff.sequence}, ${age} min old, checksum ok, ${handoff.handoff_ready ? 'ready' : 'NOT ready'}`,
-    `model: ${handoff.model.current}${handoff.model.usage_percent !== null ? ` (${handoff.model.usage_percent}%)` : ''}${handoff.model.previous ? `, previously ${handoff.model.previous}${handoff.model.switch_reason ? ` (${handoff.model.switch_reason})` : ''}` : ''}`,
-    `task: ${handoff.task.description || '-'} [${handoff.task.status}]`,
-    ...handoff.context.next_steps.map((step) => `next: ${step}`),
-    ...handoff.context.blockers.map((blocker) => `blocker: ${blocker}`),
-  ];
-}
-
-/** The usage the handoff reports now (for the switch notice); null when it says none. */
-function readUsage(paths: HandoffPaths): number | null {
-  try {
-    return readHandoff(paths)?.model.usage_percent ?? null;
-  } catch {
-    return null; // the switch itself says what is wrong with the file
-  }
-}
-
-/** A word for a crontab line: single-quoted for the shell, `%` escaped for cron. */
-function cronWord(word: string): string {
-  const quoted = /^[A-Za-z0-9_@+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-  return quoted.replace(/%/g, '\\%');
-}
-
-/** What cron or a systemd timer runs: this CLI, `handoff monitor --once`, the same files. */
-function monitorCommand(workspace: string, options: CommonOptions) {
-  const entry = process.argv[1];
-  if (!entry) throw new CtxbusError('internal', 'cannot tell which script runs the ctxbus CLI');
-  const config = options.config ? resolve(options.config) : handoffConfigPath();
-  return {
-    execStart: [
-      process.execPath,
-      resolve(entry),
-      'handoff',
-      'monitor',
-      '--once',
-      '--workspace',
-      workspace,
-    ],
-    environment: [
-      ['CONTEXT_BUS_CONFIG', config],
-      ['CTXBUS_CONFIG_DIR', configDir()],
-    ] as Array<[string, string]>,
-  };
-}
-
-function monitorLine(paths: HandoffPaths, config: HandoffConfig, action: MonitorAction): string {
-  switch (action.action) {
-    case 'none':
-      return `monitor: nothing to do (${action.reason})`;
-    case 'ok':
-      return `monitor: ${action.handoff.model.current} at ${action.handoff.model.usage_percent}% (summary from ${config.thresholds.proactive_summary}%, switch at ${config.thresholds.switch_to_secondary}%)`;
-    case 'prepared':
-      return `monitor: ${action.handoff.model.current} at ${action.handoff.model.usage_percent}%: ${paths.summary} written`;
-    case 'switched':
-      return `monitor: switched ${action.from} -> ${action.result.handoff.model.current} (${action.result.handoff.model.switch_reason})`;
-    case 'stuck':
-      return `monitor: ${action.reason}`;
-  }
-}
 
 export function registerHandoff(
   program: Command,
@@ -314,6 +84,7 @@ Examples:
     .option('--config <file>', CONFIG_HELP)
     .action((options: CommonOptions) =>
       run(async () => {
+        const { init, targetOf } = await import('./handoff.js');
         const { workspace, paths } = targetOf(options);
         const result = init(workspace);
         mkdirSync(paths.dir, { recursive: true });
@@ -331,6 +102,7 @@ Examples:
     .option('--json', 'the handoff and its last history entries as JSON')
     .action((options: CommonOptions) =>
       run(async () => {
+        const { describe, readHandoff, readHistory, targetOf } = await import('./handoff.js');
         const { paths } = targetOf(options);
         const current = readHandoff(paths);
         if (!current) {
@@ -388,6 +160,7 @@ Examples:
         },
       ) =>
         run(async () => {
+          const { heartbeat, publish, targetOf } = await import('./handoff.js');
           const { config, workspace, paths } = targetOf(options);
           const written = await heartbeat(
             paths,
@@ -463,6 +236,8 @@ Examples:
         },
       ) =>
         run(async () => {
+          const { publish, readUsage, resumeNote, switchModel, switchSafety, targetOf } =
+            await import('./handoff.js');
           const { config, workspace, paths } = targetOf(options);
           const safety = switchSafety(config);
           const usageBefore = readUsage(paths);
@@ -532,6 +307,8 @@ Or a systemd user timer:
         },
       ) =>
         run(async () => {
+          const { cronWord, monitorCommand, monitorLine, monitorOnce, publish, targetOf } =
+            await import('./handoff.js');
           const { config, workspace, paths } = targetOf(options);
           const every = options.interval ?? 10;
           if (options.printTimer || options.printCron) {

@@ -1,4 +1,4 @@
-import { DEFAULT_HUB_URL } from '@ctxbus/core/contract';
+import { DEFAULT_HUB_URL } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 
 export function registerMcp(program: Command, run: (action: () => Promise<void>) => Promise<void>) {

@@ -1,9 +1,9 @@
-import { createClient } from '@ctxbus/client';
 import type { Logger } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
-import type { HubExtension } from '@ctxbus/hub';
+import { CtxbusError } from '@ctxbus/core/light';
+import type { HubExtension, HubServices } from '@ctxbus/hub';
 import type { McpHttpHandler } from '@ctxbus/mcp';
-import { createMcpHttpHandler, LOCALHOST_NAMES } from '@ctxbus/mcp';
+
+type HubApp = Parameters<HubExtension['mount']>[0];
 
 /** Where MCP clients connect (Streamable HTTP, session mode). */
 export const MCP_PATH = '/mcp';
@@ -20,48 +20,71 @@ export interface McpLimits {
   maxSessions: number;
 }
 
+/**
+ * The endpoint loads the MCP SDK (and its JSON Schema validator) on its first request, not at
+ * `ctxbus serve`: the hub answers /health without it, and a hub no MCP client uses never loads it.
+ */
 export function mcpExtension(options: {
   host: string;
   logger: Logger;
   limits: McpLimits;
 }): HubExtension {
-  let handler: McpHttpHandler | null = null;
-  const hosts =
-    LOCALHOST_NAMES.includes(options.host) || options.host === '::1' ? [] : [options.host];
+  let handler: Promise<McpHttpHandler> | null = null;
+  let closed = false;
+  const load = (app: HubApp, services: HubServices) => {
+    handler ??= createHandler(app, services, options);
+    return handler;
+  };
   return {
     name: 'mcp',
     mount(app, services) {
-      handler = createMcpHttpHandler({
-        async verifyToken(token) {
-          const caller = await services.verifier.verify(`Bearer ${token}`);
-          if (caller.role !== 'runtime') {
-            throw new CtxbusError(
-              'forbidden',
-              'MCP needs a runtime token; admin tokens manage tokens only',
-            );
-          }
-          return caller;
-        },
-        createBackend: (token) =>
-          createClient({
-            url: 'http://ctxbus.internal',
-            token,
-            retries: 0,
-            fetch: (input, init) =>
-              Promise.resolve(app.request(input instanceof Request ? input : String(input), init)),
-          }),
-        allowedHosts: [...LOCALHOST_NAMES, ...hosts],
-        logger: options.logger,
-        maxRequestBodyBytes: services.maxBodyBytes,
-        maxSessionsPerToken: options.limits.maxSessionsPerToken,
-        maxSessionsPerTeam: options.limits.maxSessionsPerTeam,
-        maxSessions: options.limits.maxSessions,
+      app.all(MCP_PATH, async (context) => {
+        if (closed) throw new CtxbusError('unavailable', 'the hub is shutting down');
+        return (await load(app, services)).handle(context.req.raw);
       });
-      const mounted = handler;
-      app.all(MCP_PATH, (context) => mounted.handle(context.req.raw));
     },
     async close() {
-      await handler?.close();
+      closed = true;
+      await (await handler)?.close();
     },
   };
+}
+
+async function createHandler(
+  app: HubApp,
+  services: HubServices,
+  options: { host: string; logger: Logger; limits: McpLimits },
+): Promise<McpHttpHandler> {
+  const [{ createMcpHttpHandler, LOCALHOST_NAMES }, { createClient }] = await Promise.all([
+    import('@ctxbus/mcp'),
+    import('@ctxbus/client'),
+  ]);
+  const hosts =
+    LOCALHOST_NAMES.includes(options.host) || options.host === '::1' ? [] : [options.host];
+  return createMcpHttpHandler({
+    async verifyToken(token) {
+      const caller = await services.verifier.verify(`Bearer ${token}`);
+      if (caller.role !== 'runtime') {
+        throw new CtxbusError(
+          'forbidden',
+          'MCP needs a runtime token; admin tokens manage tokens only',
+        );
+      }
+      return caller;
+    },
+    createBackend: (token) =>
+      createClient({
+        url: 'http://ctxbus.internal',
+        token,
+        retries: 0,
+        fetch: (input, init) =>
+          Promise.resolve(app.request(input instanceof Request ? input : String(input), init)),
+      }),
+    allowedHosts: [...LOCALHOST_NAMES, ...hosts],
+    logger: options.logger,
+    maxRequestBodyBytes: services.maxBodyBytes,
+    maxSessionsPerToken: options.limits.maxSessionsPerToken,
+    maxSessionsPerTeam: options.limits.maxSessionsPerTeam,
+    maxSessions: options.limits.maxSessions,
+  });
 }

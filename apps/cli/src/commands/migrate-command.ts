@@ -1,4 +1,4 @@
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
 import { storeTarget } from '../store-target.js';

@@ -1,5 +1,5 @@
 import type { TokenInfo } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import { mintToken, tokenInfo } from '@ctxbus/hub';
 import type { TokenRole } from '@ctxbus/store';
 import type { StoreTarget } from '../store-target.js';

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { hubUrl } from '../hub-target.js';
 import { printLine } from '../output.js';
 
 // `ctxbus open`: the dashboard of the hub this machine talks to, in the browser. The URL never
@@ -81,6 +80,7 @@ xdg-open (Linux), open (macOS) or start (Windows).`,
     )
     .action((options: { url?: string; print?: boolean }) =>
       run(async () => {
+        const { hubUrl } = await import('../hub-target.js');
         const url = hubUrl(options.url);
         await checkDashboard(url);
         const page = `${url}/`;

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { defaultDataDir } from '../data-dir.js';
 import { printJson, printLine } from '../output.js';
-import { replaySession } from '../turn-replay.js';
 
 // `ctxbus replay SESSION [--turn T]`: seed 002's replay of recorded turn contexts, from the
 // snapshot files under the data directory alone.
@@ -40,6 +39,7 @@ agents (name one with --agent), 4 no such session or turn.`,
     )
     .action((session: string, options: ReplayCommandOptions) =>
       run(async () => {
+        const { replaySession } = await import('../turn-replay.js');
         const replay = replaySession({
           dataDir: options.data ?? defaultDataDir(),
           sessionId: session,

@@ -5,7 +5,7 @@ import {
   DEFAULT_MAX_STREAM_PENDING_BYTES,
   DEFAULT_MAX_STREAMS_PER_TEAM,
   DEFAULT_MAX_STREAMS_PER_TOKEN,
-} from '@ctxbus/core/contract';
+} from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { defaultDataDir } from '../data-dir.js';
 import type { ServeOptions } from './serve.js';

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ErrorCode } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import { parseDuration, parseRetention } from '../retention-options.js';
 import { storeTarget } from '../store-target.js';
 import type { HubRunOptions } from './run-hub.js';

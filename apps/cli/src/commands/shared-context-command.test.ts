@@ -17,7 +17,7 @@ import {
   waitUntil,
 } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { llmFromEnvironment, parseDateOption } from './shared-context-command.js';
+import { llmFromEnvironment, parseDateOption } from './shared-context.js';
 
 // `ctxbus shared-context` run as the real command, on a temporary directory and a real hub.
 

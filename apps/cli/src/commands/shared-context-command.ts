@@ -1,70 +1,13 @@
 import { join } from 'node:path';
-import { createClient } from '@ctxbus/client';
-import { CtxbusError } from '@ctxbus/core/contract';
-import type { LlmSettings, SharedContextPaths } from '@ctxbus/shared-context';
-import {
-  bootstrapSharedContext,
-  createSharedContextBridge,
-  curateDaily,
-  detectCrossSignals,
-  sharedContextPaths,
-  weeklyCompound,
-} from '@ctxbus/shared-context';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { Cron } from 'croner';
-import { pino } from 'pino';
-import { hubUrl, runtimeToken } from '../hub-target.js';
+import type { Cron } from 'croner';
 import { printJson, printLine } from '../output.js';
+import type { DirOptions } from './shared-context.js';
 
-// `ctxbus shared-context ...`: seed 001's shared-context directory (init, the daily curator,
-// cross-signals, the weekly compound) and the bridge that keeps it in step with a hub.
-
-interface DirOptions {
-  dir?: string;
-  json?: boolean;
-}
+// `ctxbus shared-context ...`: the commands; shared-context.ts and @ctxbus/shared-context load when one runs.
 
 const DIR_HELP = 'the shared-context directory (default: ~/.openclaw/workspace/shared-context)';
-
-function pathsOf(options: DirOptions): SharedContextPaths {
-  return sharedContextPaths(options.dir === undefined ? {} : { dir: options.dir });
-}
-
-/** `--date YYYY-MM-DD` as noon UTC of that day (the curator's "now"), else the current time. */
-export function parseDateOption(value: string | undefined): Date {
-  if (value === undefined) return new Date();
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(`${value}T12:00:00Z`))) {
-    throw new CtxbusError('validation_failed', `--date must be YYYY-MM-DD (got "${value}")`);
-  }
-  return new Date(`${value}T12:00:00.000Z`);
-}
-
-function positiveInt(value: string, flag: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1) {
-    throw new CtxbusError(
-      'validation_failed',
-      `${flag} must be a positive whole number (got "${value}")`,
-    );
-  }
-  return Number(value);
-}
-
-/**
- * The optional cross-signal enhancer from the environment: off unless
- * CTXBUS_SHARED_CONTEXT_LLM_URL (an OpenAI-compatible base, `.../v1`) and _MODEL are set.
- */
-export function llmFromEnvironment(env: NodeJS.ProcessEnv = process.env): LlmSettings | undefined {
-  const baseUrl = env.CTXBUS_SHARED_CONTEXT_LLM_URL;
-  const model = env.CTXBUS_SHARED_CONTEXT_LLM_MODEL;
-  if (!baseUrl || !model) return undefined;
-  const timeout = env.CTXBUS_SHARED_CONTEXT_LLM_TIMEOUT_MS;
-  return {
-    baseUrl,
-    model,
-    ...(env.CTXBUS_SHARED_CONTEXT_LLM_API_KEY && { apiKey: env.CTXBUS_SHARED_CONTEXT_LLM_API_KEY }),
-    ...(timeout && { timeoutMs: positiveInt(timeout, 'CTXBUS_SHARED_CONTEXT_LLM_TIMEOUT_MS') }),
-  };
-}
 
 const SHARED_CONTEXT_HELP = `
 The directory (seed 001): priorities.md (a curated top section), priorities.inbox.md and
@@ -98,6 +41,7 @@ export function registerSharedContext(
     .option('--json', 'print JSON')
     .action((options: DirOptions) =>
       run(async () => {
+        const { bootstrapSharedContext, pathsOf } = await import('./shared-context.js');
         const paths = pathsOf(options);
         const result = bootstrapSharedContext(paths);
         if (options.json) return printJson({ root: paths.root, ...result });
@@ -119,6 +63,9 @@ export function registerSharedContext(
     .option('--json', 'print JSON')
     .action((options: DirOptions & { date?: string }) =>
       run(async () => {
+        const { curateDaily, llmFromEnvironment, parseDateOption, pathsOf } = await import(
+          './shared-context.js'
+        );
         const llm = llmFromEnvironment();
         const result = await curateDaily(pathsOf(options), {
           now: parseDateOption(options.date),
@@ -143,6 +90,8 @@ export function registerSharedContext(
     .option('--json', 'print the report')
     .action((options: DirOptions & { date?: string; window: string; minAgents: string }) =>
       run(async () => {
+        const { detectCrossSignals, llmFromEnvironment, parseDateOption, pathsOf, positiveInt } =
+          await import('./shared-context.js');
         const llm = llmFromEnvironment();
         const report = await detectCrossSignals(pathsOf(options), {
           now: parseDateOption(options.date),
@@ -174,6 +123,8 @@ export function registerSharedContext(
     .action(
       (options: DirOptions & { date?: string; promote?: boolean; url?: string; token?: string }) =>
         run(async () => {
+          const { createClient, hubUrl, parseDateOption, pathsOf, runtimeToken, weeklyCompound } =
+            await import('./shared-context.js');
           const result = await weeklyCompound(pathsOf(options), {
             now: parseDateOption(options.date),
           });
@@ -221,6 +172,19 @@ export function registerSharedContext(
         },
       ) =>
         run(async () => {
+          const {
+            Cron,
+            bootstrapSharedContext,
+            createClient,
+            createSharedContextBridge,
+            curateDaily,
+            hubUrl,
+            llmFromEnvironment,
+            pathsOf,
+            pino,
+            positiveInt,
+            runtimeToken,
+          } = await import('./shared-context.js');
           const paths = pathsOf(options);
           bootstrapSharedContext(paths);
           const url = hubUrl(options.url);

@@ -1,49 +1,9 @@
-import { createClient } from '@ctxbus/client';
-import type { TokenInfo } from '@ctxbus/core/contract';
-import { CtxbusError, parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { saveHubCredentials } from '../credentials.js';
-import { adminToken, findHubUrl, hubUrl } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
-import type { StoreTarget } from '../store-target.js';
-import { storeTarget } from '../store-target.js';
+import type { TargetOptions } from './token.js';
 
-interface TargetOptions {
-  url?: string;
-  adminToken?: string;
-  data?: string;
-  store?: string;
-  json?: boolean;
-}
-
-type Target =
-  | { kind: 'online'; url: string; client: ReturnType<typeof createClient> }
-  | { kind: 'offline'; store: StoreTarget };
-
-/**
- * A running hub (--url, $CTXBUS_URL, or the hub saved by `ctxbus serve` when no --data or
- * --store is given) with an admin token; otherwise the store is opened directly.
- */
-function target(options: TargetOptions): Target {
-  const url =
-    options.data || options.store ? options.url && hubUrl(options.url) : findHubUrl(options.url);
-  if (url) {
-    return {
-      kind: 'online',
-      url,
-      client: createClient({ url, token: adminToken(url, options.adminToken) }),
-    };
-  }
-  return { kind: 'offline', store: storeTarget(options) };
-}
-
-const offline = () => import('./offline-tokens.js');
-
-function tokenRow(info: TokenInfo): string {
-  const who = info.role === 'admin' ? 'admin' : `${info.teamId}/${info.runtime}`;
-  const revoked = info.revokedAt ? ` revoked ${info.revokedAt}` : '';
-  return `${info.id}  ${who}  created ${info.createdAt}${info.label ? `  "${info.label}"` : ''}${revoked}`;
-}
+// `ctxbus token`: the command and its options; what it does (token.ts) loads when it runs.
 
 function addTargetOptions(command: Command): Command {
   return command
@@ -96,6 +56,14 @@ export function registerToken(
       },
     ) =>
       run(async () => {
+        const {
+          offline,
+          parseOrThrow,
+          runtimeNameSchema,
+          saveHubCredentials,
+          target,
+          teamIdSchema,
+        } = await import('./token.js');
         const where = target(options);
         if (options.admin) {
           if (where.kind === 'online') {
@@ -160,6 +128,7 @@ export function registerToken(
       .option('--all', 'include revoked tokens'),
   ).action((options: TargetOptions & { team?: string; all?: boolean }) =>
     run(async () => {
+      const { offline, target, tokenRow } = await import('./token.js');
       const where = target(options);
       const params = {
         ...(options.team && { team: options.team }),
@@ -185,6 +154,7 @@ export function registerToken(
       .argument('<id>', 'token id (tok_...)'),
   ).action((id: string, options: TargetOptions) =>
     run(async () => {
+      const { offline, target } = await import('./token.js');
       const where = target(options);
       const revoked =
         where.kind === 'online'

@@ -1,25 +1,11 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { CtxbusError } from '@ctxbus/core/contract';
-import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
-import { createWorkerHub, TaskWorker } from '@ctxbus/exec/worker';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { hubUrl, runtimeToken } from '../hub-target.js';
 import { printLine } from '../output.js';
-import { loadCapabilities } from './capabilities-command.js';
+import type { WorkerOptions } from './worker.js';
 
-interface WorkerOptions {
-  url?: string;
-  token?: string;
-  capabilities: string;
-  root?: string[];
-  id?: string;
-  concurrency: string;
-  lease: string;
-  timeout: string;
-  inactivity: string;
-}
+// `ctxbus worker`: the command and its options; what it does (worker.ts) loads when it runs.
 
 function positive(value: string, flag: string, max: number): number {
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) {
@@ -76,6 +62,15 @@ Example:
     )
     .action((options: WorkerOptions) =>
       run(async () => {
+        const {
+          DEFAULT_CHILD_PATH,
+          TaskWorker,
+          createWorkerHub,
+          hubUrl,
+          loadCapabilities,
+          pino,
+          runtimeToken,
+        } = await import('./worker.js');
         const matrix = loadCapabilities(options.capabilities);
         const roots =
           options.root ??

@@ -1,0 +1,69 @@
+import { createClient } from '@ctxbus/client';
+import { parseOrThrow, teamIdSchema } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
+import { hubCredentials } from '../credentials.js';
+import { findAdminToken, hubUrl } from '../hub-target.js';
+import { packagedRuntimeDir } from '../runtime-files.js';
+
+export interface OpenClawFlags extends InstallFlags {
+  profile?: string;
+  openclaw?: string;
+}
+
+export interface InstallFlags {
+  project?: string | boolean;
+  user?: boolean;
+  url?: string;
+  token?: string;
+  team?: string;
+  adminToken?: string;
+  uninstall?: boolean;
+}
+
+/**
+ * The token a runtime is installed with: --token; else one minted for it on the hub with an
+ * admin token (--admin-token, $CTXBUS_ADMIN_TOKEN, or the one `ctxbus serve` saved), in --team
+ * or the team of the CLI's saved token; else $CTXBUS_TOKEN.
+ */
+export async function installToken(
+  url: string,
+  runtime: string,
+  flags: InstallFlags,
+): Promise<{ token: string; minted: string | null }> {
+  if (flags.token) return { token: flags.token, minted: null };
+  const admin = findAdminToken(url, flags.adminToken);
+  if (admin) {
+    const team = flags.team ?? hubCredentials(url).teamId;
+    if (!team) {
+      throw new CtxbusError(
+        'validation_failed',
+        `which team? pass --team (a new ${runtime} token is minted for it), or --token`,
+      );
+    }
+    const teamId = parseOrThrow(teamIdSchema, team, '--team');
+    const created = await createClient({ url, token: admin }).createToken({
+      teamId,
+      runtime,
+      label: `ctxbus install ${runtime}`,
+    });
+    return { token: created.token, minted: `${teamId}/${runtime}` };
+  }
+  if (process.env.CTXBUS_TOKEN) return { token: process.env.CTXBUS_TOKEN, minted: null };
+  throw new CtxbusError(
+    'validation_failed',
+    `no token for ${runtime}: pass --token, or an admin token (--admin-token, CTXBUS_ADMIN_TOKEN, or a hub started here with ctxbus serve) to mint one`,
+  );
+}
+
+/** Whether the hub accepts `token` (a re-run keeps a working token instead of minting). */
+export async function tokenWorks(url: string, token: string): Promise<boolean> {
+  try {
+    await createClient({ url, token, timeoutMs: 5_000 }).list({ limit: 1 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// For the command's actions, which import this module when they run.
+export { hubUrl, packagedRuntimeDir };

@@ -1,0 +1,28 @@
+import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
+import { createWorkerHub, TaskWorker } from '@ctxbus/exec/worker';
+import { pino } from 'pino';
+import { hubUrl, runtimeToken } from '../hub-target.js';
+import { loadCapabilities } from './capabilities.js';
+
+export interface WorkerOptions {
+  url?: string;
+  token?: string;
+  capabilities: string;
+  root?: string[];
+  id?: string;
+  concurrency: string;
+  lease: string;
+  timeout: string;
+  inactivity: string;
+}
+
+// For the command's actions, which import this module when they run.
+export {
+  createWorkerHub,
+  DEFAULT_CHILD_PATH,
+  hubUrl,
+  loadCapabilities,
+  pino,
+  runtimeToken,
+  TaskWorker,
+};
