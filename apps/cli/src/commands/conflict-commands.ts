@@ -1,70 +1,20 @@
-import { createClient } from '@ctxbus/client';
-import type { ConflictView } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { hubCredentials } from '../credentials.js';
-import { findAdminToken, hubUrl } from '../hub-target.js';
 import { printJson, printLine } from '../output.js';
+import type { Connection } from './conflicts.js';
 
 // `ctxbus conflicts`: keys two runtimes wrote with different values within the hub's conflict
 // window (the newer value holds the key: last-write-wins), and `ctxbus conflicts resolve ID
 // --keep ITEM`: a person keeps one of the two values. Only people pick: the hub accepts a token
 // of an approver runtime (capabilities.yaml `approvers`, default cli, telegram, web) or an admin
-// token with --team, and refuses an agent's token (403, audited).
-
-interface Connection {
-  url?: string;
-  token?: string;
-  adminToken?: string;
-  team?: string;
-  json?: boolean;
-}
-
-/**
- * --token, else (to resolve) $CTXBUS_APPROVER_TOKEN, else $CTXBUS_TOKEN or the saved runtime
- * token, else the admin token with --team.
- */
-function connect(options: Connection, deciding: boolean) {
-  const url = hubUrl(options.url);
-  const runtime =
-    options.token ||
-    (deciding ? process.env.CTXBUS_APPROVER_TOKEN : undefined) ||
-    (options.adminToken ? undefined : process.env.CTXBUS_TOKEN || hubCredentials(url).token);
-  if (runtime) return { client: createClient({ url, token: runtime }), team: undefined };
-  const admin = findAdminToken(url, options.adminToken);
-  if (!deciding || !admin) {
-    throw new CtxbusError(
-      'validation_failed',
-      `no runtime token for ${url}: pass --token${deciding ? ' (or --admin-token with --team)' : ''}`,
-    );
-  }
-  if (!options.team) {
-    throw new CtxbusError('validation_failed', 'with an admin token, name the team: --team TEAM');
-  }
-  return { client: createClient({ url, token: admin }), team: options.team };
-}
+// token with --team, and refuses an agent's token (403, audited). conflicts.ts (the hub client)
+// loads when one runs.
 
 function withConnection(command: Command): Command {
   return command
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
     .option('--token <token>', 'runtime token (default: $CTXBUS_TOKEN, else the saved one)')
     .option('--json', 'print JSON');
-}
-
-export function conflictLines(conflict: ConflictView): string[] {
-  const [older, newer] = conflict.values;
-  const head = `${conflict.id}  ${conflict.status.padEnd(8)} ${conflict.key}  (${conflict.raisedAt})`;
-  const kept = conflict.resolution?.keep;
-  const mark = (id: string, holds: boolean) =>
-    kept === id ? '  [kept]' : kept === undefined && holds ? '  [holds the key]' : '';
-  return [
-    head,
-    `  1. ${older.id}  ${older.runtime}: ${older.title}${mark(older.id, false)}`,
-    `  2. ${newer.id}  ${newer.runtime}: ${newer.title}${mark(newer.id, true)}`,
-    ...(conflict.resolution
-      ? [`  resolved by ${conflict.resolution.by} at ${conflict.resolution.at}`]
-      : []),
-  ];
 }
 
 export function registerConflictCommands(
@@ -85,6 +35,7 @@ export function registerConflictCommands(
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
         throw new CtxbusError('validation_failed', '--limit must be an integer from 1 to 200');
       }
+      const { connect, conflictLines } = await import('./conflicts.js');
       const { client } = connect(options, false);
       const list = await client.conflicts({ status: options.all ? 'all' : 'open', limit });
       if (options.json) printJson({ conflicts: list });
@@ -107,6 +58,7 @@ export function registerConflictCommands(
     run(async () => {
       // `conflicts` takes the same connection options: whichever of the two parsed them.
       const options = command.optsWithGlobals() as Connection & { keep: string; note?: string };
+      const { connect } = await import('./conflicts.js');
       const { client, team } = connect(options, true);
       const answer = await client.resolveConflict(id, {
         keep: options.keep,

@@ -1,0 +1,55 @@
+import { createClient } from '@ctxbus/client';
+import type { ConflictView } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
+import { hubCredentials } from '../credentials.js';
+import { findAdminToken, hubUrl } from '../hub-target.js';
+
+// `ctxbus conflicts`: the hub client side, loaded when a conflicts command runs.
+
+export interface Connection {
+  url?: string;
+  token?: string;
+  adminToken?: string;
+  team?: string;
+  json?: boolean;
+}
+
+/**
+ * --token, else (to resolve) $CTXBUS_APPROVER_TOKEN, else $CTXBUS_TOKEN or the saved runtime
+ * token, else the admin token with --team.
+ */
+export function connect(options: Connection, deciding: boolean) {
+  const url = hubUrl(options.url);
+  const runtime =
+    options.token ||
+    (deciding ? process.env.CTXBUS_APPROVER_TOKEN : undefined) ||
+    (options.adminToken ? undefined : process.env.CTXBUS_TOKEN || hubCredentials(url).token);
+  if (runtime) return { client: createClient({ url, token: runtime }), team: undefined };
+  const admin = findAdminToken(url, options.adminToken);
+  if (!deciding || !admin) {
+    throw new CtxbusError(
+      'validation_failed',
+      `no runtime token for ${url}: pass --token${deciding ? ' (or --admin-token with --team)' : ''}`,
+    );
+  }
+  if (!options.team) {
+    throw new CtxbusError('validation_failed', 'with an admin token, name the team: --team TEAM');
+  }
+  return { client: createClient({ url, token: admin }), team: options.team };
+}
+
+export function conflictLines(conflict: ConflictView): string[] {
+  const [older, newer] = conflict.values;
+  const head = `${conflict.id}  ${conflict.status.padEnd(8)} ${conflict.key}  (${conflict.raisedAt})`;
+  const kept = conflict.resolution?.keep;
+  const mark = (id: string, holds: boolean) =>
+    kept === id ? '  [kept]' : kept === undefined && holds ? '  [holds the key]' : '';
+  return [
+    head,
+    `  1. ${older.id}  ${older.runtime}: ${older.title}${mark(older.id, false)}`,
+    `  2. ${newer.id}  ${newer.runtime}: ${newer.title}${mark(newer.id, true)}`,
+    ...(conflict.resolution
+      ? [`  resolved by ${conflict.resolution.by} at ${conflict.resolution.at}`]
+      : []),
+  ];
+}
