@@ -8,7 +8,7 @@ import {
 } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { CtxbusError, canonicalJson } from '@ctxbus/core';
+import { CtxbusError, canonicalJson } from '@ctxbus/core/light';
 import { z } from 'zod';
 import { programName } from './command-policy.js';
 import { projectTreeHash } from './project-tree.js';

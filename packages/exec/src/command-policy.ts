@@ -1,5 +1,5 @@
 import { basename, isAbsolute, relative, resolve } from 'node:path';
-import { CtxbusError } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core/light';
 
 // Which commands a remote-execution worker may run: an allow-list matched on argv, never on a
 // shell string. Entries come from capabilities.yaml's `remote_execution.allow`.

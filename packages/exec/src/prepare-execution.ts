@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { CtxbusError } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core/light';
 import { z } from 'zod';
 import { commandDigest, scriptHashFor, verifyApproval } from './approval.js';
 import { checkCommand, parseAllowList } from './command-policy.js';
