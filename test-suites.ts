@@ -1,0 +1,199 @@
+/**
+ * Runs every workspace package's test suite (`pnpm run test`: vitest), two at a time by
+ * default so that both cores of a small machine work, and reports every failure.
+ *
+ *   node test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]
+ *
+ * The suites that start many processes or a browser (EXCLUSIVE) never run beside each other:
+ * each runs beside the in-process suites, which keeps the machine's load within what the
+ * suites' hang guards allow. The longest suites start first (ORDER), so the two lanes end
+ * together. Every suite runs to its end whatever the others did (as `turbo --continue`); the
+ * summary lists each suite's time and result, and the exit code is 1 when any failed.
+ * The packages must be built first (`turbo run build`, as `./dev test` does).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const ROOT = import.meta.dirname;
+
+/** Suites that must not run beside each other (hub processes by the dozen, Chromium, real runtimes). */
+const EXCLUSIVE = new Set(['@ctxbus/e2e', '@ctxbus/integration-tests', '@ctxbus/web']);
+
+/** Start order, longest first (measured on the 2-core CI machine); unlisted suites come after. */
+const ORDER = [
+  '@ctxbus/e2e',
+  '@ctxbus/bench',
+  'ctxbus',
+  '@ctxbus/exec',
+  '@ctxbus/hub',
+  '@ctxbus/telegram',
+  '@ctxbus/integration-tests',
+  '@ctxbus/web',
+  '@ctxbus/store',
+];
+
+interface Suite {
+  name: string;
+  dir: string;
+}
+
+interface Outcome {
+  suite: Suite;
+  code: number | null;
+  seconds: number;
+}
+
+function workspaceSuites(): Suite[] {
+  const suites: Suite[] = [];
+  for (const group of ['packages', 'apps', 'test']) {
+    for (const entry of readdirSync(join(ROOT, group), { withFileTypes: true })) {
+      const manifest = join(ROOT, group, entry.name, 'package.json');
+      if (!entry.isDirectory() || !existsSync(manifest)) continue;
+      const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
+        name: string;
+        scripts?: Record<string, string>;
+      };
+      if (pkg.scripts?.test) suites.push({ name: pkg.name, dir: join(ROOT, group, entry.name) });
+    }
+  }
+  const rank = (suite: Suite) => {
+    const at = ORDER.indexOf(suite.name);
+    return at < 0 ? ORDER.length : at;
+  };
+  return suites.sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name));
+}
+
+/** Writes a child's output line by line, each line prefixed with its suite's name. */
+function prefixed(name: string, out: NodeJS.WriteStream) {
+  let pending = '';
+  return {
+    write(chunk: Buffer) {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) out.write(`${name}: ${line}\n`);
+    },
+    flush() {
+      if (pending) out.write(`${name}: ${pending}\n`);
+      pending = '';
+    },
+  };
+}
+
+function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
+  const began = performance.now();
+  process.stdout.write(`${suite.name}: started (${relative(ROOT, suite.dir)})\n`);
+  const child = spawn(
+    'pnpm',
+    ['--silent', 'run', 'test', ...(args.length ? ['--', ...args] : [])],
+    {
+      cwd: suite.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const out = prefixed(suite.name, process.stdout);
+  const err = prefixed(suite.name, process.stderr);
+  child.stdout.on('data', out.write);
+  child.stderr.on('data', err.write);
+  return new Promise((resolve) => {
+    const finish = (code: number | null) => {
+      out.flush();
+      err.flush();
+      resolve({ suite, code, seconds: (performance.now() - began) / 1000 });
+    };
+    child.once('error', (error) => {
+      process.stderr.write(`${suite.name}: could not start: ${error.message}\n`);
+      finish(null);
+    });
+    child.once('close', (code) => finish(code));
+  });
+}
+
+const USAGE = 'node test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]';
+
+interface Options {
+  concurrency: number;
+  /** Only these suites (package names); empty: every suite. */
+  only: string[];
+  vitestArgs: string[];
+}
+
+function options(argv: string[]): Options {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { concurrency: { type: 'string' }, only: { type: 'string', multiple: true } },
+    allowPositionals: true,
+  });
+  const concurrency = Number(
+    values.concurrency ?? Math.min(Math.max(2, availableParallelism()), 4),
+  );
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new Error(`--concurrency takes a whole number of at least 1 (usage: ${USAGE})`);
+  }
+  const only = (values.only ?? []).flatMap((names) => names.split(',')).filter(Boolean);
+  return { concurrency, only, vitestArgs: positionals };
+}
+
+async function main(): Promise<number> {
+  let parsed: Options;
+  try {
+    parsed = options(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`test-suites: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const { concurrency, only, vitestArgs } = parsed;
+  const queue = workspaceSuites().filter((suite) => only.length === 0 || only.includes(suite.name));
+  const unknown = only.filter((name) => !queue.some((suite) => suite.name === name));
+  if (unknown.length > 0) {
+    process.stderr.write(`test-suites: no test suite named ${unknown.join(', ')}\n`);
+    return 2;
+  }
+  const began = performance.now();
+  const outcomes: Outcome[] = [];
+  const running = new Set<string>();
+  process.stdout.write(
+    `running ${queue.length} test suites, ${concurrency} at a time (${[...EXCLUSIVE].join(', ')} one at a time)\n`,
+  );
+  await new Promise<void>((done) => {
+    const next = () => {
+      if (queue.length === 0 && running.size === 0) return done();
+      while (running.size < concurrency) {
+        const exclusiveBusy = [...running].some((name) => EXCLUSIVE.has(name));
+        const at = queue.findIndex((suite) => !(exclusiveBusy && EXCLUSIVE.has(suite.name)));
+        if (at < 0) return;
+        const [suite] = queue.splice(at, 1);
+        if (!suite) return;
+        running.add(suite.name);
+        void runSuite(suite, vitestArgs).then((outcome) => {
+          outcomes.push(outcome);
+          running.delete(suite.name);
+          next();
+        });
+      }
+    };
+    next();
+  });
+  const failed = outcomes.filter((outcome) => outcome.code !== 0);
+  const lines = outcomes
+    .sort((a, b) => b.seconds - a.seconds)
+    .map(({ suite, code, seconds }) => {
+      const result = code === 0 ? 'passed' : `FAILED (exit ${code})`;
+      return `  ${seconds.toFixed(1).padStart(7)} s  ${suite.name}  ${result}`;
+    });
+  const total = ((performance.now() - began) / 1000).toFixed(1);
+  process.stdout.write(`\ntest suites, ${total} s in all:\n${lines.join('\n')}\n`);
+  if (failed.length > 0) {
+    process.stdout.write(
+      `\n${failed.length} of ${outcomes.length} suites failed: ${failed.map((o) => o.suite.name).join(', ')}\n`,
+    );
+    return 1;
+  }
+  process.stdout.write(`\nall ${outcomes.length} suites passed\n`);
+  return 0;
+}
+
+process.exitCode = await main();
