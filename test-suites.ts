@@ -4,10 +4,11 @@
  *
  *   node test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]
  *
- * The suites that start many processes or a browser (EXCLUSIVE) never run beside each other:
- * each runs beside the in-process suites, which keeps the machine's load within what the
- * suites' hang guards allow. The longest suites start first (ORDER), so the two lanes end
- * together. Every suite runs to its end whatever the others did (as `turbo --continue`); the
+ * Two suites of one group (APART) never run beside each other: those that start processes by
+ * the dozen, a browser or the real runtimes (which keeps the load within the suites' hang
+ * guards), and those that open PostgreSQL connections by the hundred (two at once passed the
+ * server's 100 connections: "sorry, too many clients already"). The longest suites start
+ * first (ORDER). Every suite runs to its end whatever the others did (as `turbo --continue`); the
  * summary lists each suite's time and result, and the exit code is 1 when any failed.
  * The packages must be built first (`turbo run build`, as `./dev test` does).
  */
@@ -19,8 +20,17 @@ import { parseArgs } from 'node:util';
 
 const ROOT = import.meta.dirname;
 
-/** Suites that must not run beside each other (hub processes by the dozen, Chromium, real runtimes). */
-const EXCLUSIVE = new Set(['@ctxbus/e2e', '@ctxbus/integration-tests', '@ctxbus/web']);
+/** Groups of suites of which one at a time runs. */
+const APART: ReadonlyArray<ReadonlySet<string>> = [
+  // Hub processes by the dozen, Chromium, Claude Code and OpenClaw.
+  new Set(['@ctxbus/e2e', '@ctxbus/integration-tests', '@ctxbus/web']),
+  // PostgreSQL connections by the hundred (hubs, workers, pg-boss and graphile-worker).
+  new Set(['@ctxbus/integration-tests', '@ctxbus/bench']),
+];
+
+/** Whether `name` may start while the suites in `running` run. */
+const mayStart = (name: string, running: ReadonlySet<string>) =>
+  !APART.some((group) => group.has(name) && [...running].some((other) => group.has(other)));
 
 /** Start order, longest first (measured on the 2-core CI machine); unlisted suites come after. */
 const ORDER = [
@@ -156,14 +166,13 @@ async function main(): Promise<number> {
   const outcomes: Outcome[] = [];
   const running = new Set<string>();
   process.stdout.write(
-    `running ${queue.length} test suites, ${concurrency} at a time (${[...EXCLUSIVE].join(', ')} one at a time)\n`,
+    `running ${queue.length} test suites, ${concurrency} at a time; one at a time of ${APART.map((group) => [...group].join(', ')).join('; of ')}\n`,
   );
   await new Promise<void>((done) => {
     const next = () => {
       if (queue.length === 0 && running.size === 0) return done();
       while (running.size < concurrency) {
-        const exclusiveBusy = [...running].some((name) => EXCLUSIVE.has(name));
-        const at = queue.findIndex((suite) => !(exclusiveBusy && EXCLUSIVE.has(suite.name)));
+        const at = queue.findIndex((suite) => mayStart(suite.name, running));
         if (at < 0) return;
         const [suite] = queue.splice(at, 1);
         if (!suite) return;
