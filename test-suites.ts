@@ -2,7 +2,7 @@
  * Runs every workspace package's test suite (`pnpm run test`: vitest), two at a time by
  * default so that both cores of a small machine work, and reports every failure.
  *
- *   node test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]
+ *   node --experimental-strip-types test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]
  *
  * Two suites of one group (APART) never run beside each other: those that start processes by
  * the dozen, a browser or the real runtimes (which keeps the load within the suites' hang
