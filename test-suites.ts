@@ -1,16 +1,18 @@
 /**
- * Runs every workspace package's test suite (`pnpm run test`: vitest), two at a time by
- * default so that both cores of a small machine work, and reports every failure.
+ * Runs every workspace package's test suite (`pnpm run test`: vitest) and the typecheck
+ * (`pnpm typecheck`), two at a time by default so that both cores of a small machine work,
+ * and reports every failure.
  *
- *   node --experimental-strip-types test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]
+ *   node --experimental-strip-types test-suites.ts [--concurrency N] [--only NAME,...]
+ *     [-- vitest args]
  *
- * Two suites of one group (APART) never run beside each other: those that start processes by
- * the dozen, a browser or the real runtimes (which keeps the load within the suites' hang
- * guards), and those that open PostgreSQL connections by the hundred (two at once passed the
- * server's 100 connections: "sorry, too many clients already"). The longest suites start
- * first (ORDER). Every suite runs to its end whatever the others did (as `turbo --continue`); the
- * summary lists each suite's time and result, and the exit code is 1 when any failed.
- * The packages must be built first (`turbo run build`, as `./dev test` does).
+ * Two suites of one group (APART) never run beside each other: the integration tests (hub
+ * processes by the dozen) run beside neither the real runtimes nor Chromium, which keeps the
+ * load within the suites' hang guards, nor the benchmarks (PostgreSQL connections by the
+ * hundred: the two at once passed the server's 100, "sorry, too many clients already"). The
+ * longest suites start first (ORDER). Every suite runs to its end whatever the others did (as
+ * `turbo --continue`); the summary lists each suite's time and result, and the exit code is 1
+ * when any failed. The packages must be built first (`turbo run build`, as `./dev test` does).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -19,11 +21,14 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const ROOT = import.meta.dirname;
+/** The name of the typecheck job (`pnpm typecheck`: tsc -b over the project references). */
+const TYPECHECK = 'typecheck';
 
 /** Groups of suites of which one at a time runs. */
 const APART: ReadonlyArray<ReadonlySet<string>> = [
-  // Hub processes by the dozen, Chromium, Claude Code and OpenClaw.
-  new Set(['@ctxbus/e2e', '@ctxbus/integration-tests', '@ctxbus/web']),
+  // Hub processes by the dozen beside Claude Code and OpenClaw, or beside Chromium.
+  new Set(['@ctxbus/integration-tests', '@ctxbus/e2e']),
+  new Set(['@ctxbus/integration-tests', '@ctxbus/web']),
   // PostgreSQL connections by the hundred (hubs, workers, pg-boss and graphile-worker).
   new Set(['@ctxbus/integration-tests', '@ctxbus/bench']),
 ];
@@ -48,6 +53,8 @@ const ORDER = [
 interface Suite {
   name: string;
   dir: string;
+  /** The package script to run: `test` (vitest, which takes the extra arguments) or `typecheck`. */
+  script: 'test' | 'typecheck';
 }
 
 interface Outcome {
@@ -66,9 +73,13 @@ function workspaceSuites(): Suite[] {
         name: string;
         scripts?: Record<string, string>;
       };
-      if (pkg.scripts?.test) suites.push({ name: pkg.name, dir: join(ROOT, group, entry.name) });
+      if (pkg.scripts?.test) {
+        suites.push({ name: pkg.name, dir: join(ROOT, group, entry.name), script: 'test' });
+      }
     }
   }
+  // The whole repo's typecheck (tsc -b) is one more job: it fills a lane that would idle.
+  suites.push({ name: TYPECHECK, dir: ROOT, script: 'typecheck' });
   const rank = (suite: Suite) => {
     const at = ORDER.indexOf(suite.name);
     return at < 0 ? ORDER.length : at;
@@ -98,7 +109,12 @@ function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
   process.stdout.write(`${suite.name}: started (${relative(ROOT, suite.dir)})\n`);
   const child = spawn(
     'pnpm',
-    ['--silent', 'run', 'test', ...(args.length ? ['--', ...args] : [])],
+    [
+      '--silent',
+      'run',
+      suite.script,
+      ...(suite.script === 'test' && args.length ? ['--', ...args] : []),
+    ],
     {
       cwd: suite.dir,
       stdio: ['ignore', 'pipe', 'pipe'],
