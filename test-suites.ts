@@ -8,11 +8,12 @@
  *
  * Two suites of one group (APART) never run beside each other: the integration tests (hub
  * processes by the dozen) run beside neither the real runtimes nor Chromium, which keeps the
- * load within the suites' hang guards, nor the benchmarks (PostgreSQL connections by the
- * hundred: the two at once passed the server's 100, "sorry, too many clients already"). The
- * longest suites start first (ORDER). Every suite runs to its end whatever the others did (as
- * `turbo --continue`); the summary lists each suite's time and result, and the exit code is 1
- * when any failed. The packages must be built first (`turbo run build`, as `./dev test` does).
+ * load within the suites' hang guards; of the suites that open PostgreSQL connections by the
+ * dozen (integration, bench, store) one runs at a time (two at once passed the server's
+ * default 100: "sorry, too many clients already"). The longest suites start first (ORDER).
+ * Every suite runs to its end whatever the others did (as `turbo --continue`); the summary
+ * lists each suite's time and result, and the exit code is 1 when any failed. The packages
+ * must be built first (`turbo run build`, as `./dev test` does).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -29,8 +30,9 @@ const APART: ReadonlyArray<ReadonlySet<string>> = [
   // Hub processes by the dozen beside Claude Code and OpenClaw, or beside Chromium.
   new Set(['@ctxbus/integration-tests', '@ctxbus/e2e']),
   new Set(['@ctxbus/integration-tests', '@ctxbus/web']),
-  // PostgreSQL connections by the hundred (hubs, workers, pg-boss and graphile-worker).
-  new Set(['@ctxbus/integration-tests', '@ctxbus/bench']),
+  // PostgreSQL connections by the dozen to the hundred (hubs, pools, claimers, pg-boss and
+  // graphile-worker): two of these at once passed the server's default 100 connections.
+  new Set(['@ctxbus/integration-tests', '@ctxbus/bench', '@ctxbus/store']),
 ];
 
 /** Whether `name` may start while the suites in `running` run. */
