@@ -39,17 +39,22 @@ const APART: ReadonlyArray<ReadonlySet<string>> = [
 const mayStart = (name: string, running: ReadonlySet<string>) =>
   !APART.some((group) => group.has(name) && [...running].some((other) => group.has(other)));
 
-/** Start order, longest first (measured on the 2-core CI machine); unlisted suites come after. */
+/**
+ * Start order: the longest first (measured on the 2-core CI machine), integration right after
+ * e2e so that it takes the first lane free once e2e (and bench) are done; web and store early,
+ * beside e2e, where they may run. Unlisted suites and the typecheck come after, filling the
+ * lane beside integration.
+ */
 const ORDER = [
   '@ctxbus/e2e',
-  '@ctxbus/bench',
-  'ctxbus',
-  '@ctxbus/exec',
-  '@ctxbus/hub',
-  '@ctxbus/telegram',
   '@ctxbus/integration-tests',
+  '@ctxbus/bench',
   '@ctxbus/web',
   '@ctxbus/store',
+  'ctxbus',
+  '@ctxbus/hub',
+  '@ctxbus/exec',
+  '@ctxbus/telegram',
 ];
 
 interface Suite {
