@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import type { InlineConfig, Reporter, TestModule } from 'vitest/node';
@@ -28,11 +29,20 @@ export class SkipReasonsReporter implements Reporter {
  */
 export const TEST_TIMEOUT_MS = 300_000;
 
+/**
+ * Test files run side by side: at least two at a time, so a 2-core machine runs two (vitest's
+ * default there is one: its cores less one). Most files wait on processes, sockets or
+ * PostgreSQL more than they compute, and no file shares state with another (scratch schemas,
+ * data directories and ports of their own).
+ */
+export const TEST_WORKERS = Math.max(2, availableParallelism() - 1);
+
 /** The test configuration every package shares; `test` adds to it. */
 export function testConfig(test: InlineConfig = {}) {
   return defineConfig({
     test: {
       reporters: ['default', new SkipReasonsReporter()],
+      maxWorkers: TEST_WORKERS,
       testTimeout: TEST_TIMEOUT_MS,
       hookTimeout: TEST_TIMEOUT_MS,
       // expect.poll's default (1 s) is a speed bound in disguise: the same guard as the kit's waits.

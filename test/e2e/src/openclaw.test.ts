@@ -1,149 +1,29 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import type { CliRun, HubProcess } from '@ctxbus/test-kit';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { call, openStream, removeDir, tempDir } from '@ctxbus/test-kit';
+import { describe, expect } from 'vitest';
+import { OPENCLAW_BIN } from './openclaw-harness.js';
 import {
-  CLI,
-  call,
-  openStream,
-  removeDir,
-  runtimeToken,
-  spawnCli,
-  startHubProcess,
-  tempDir,
-  waitUntil,
-  workerPolicy,
-} from '@ctxbus/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenClawHome } from './openclaw-harness.js';
-import { createOpenClawHome, OPENCLAW_BIN, openClawUnavailable } from './openclaw-harness.js';
-import type {
-  ChatCompletionsRequest,
-  ScriptedOpenAiModel,
-  ScriptedOpenAiReply,
-} from './scripted-openai-model.js';
-import { roleText, startScriptedOpenAiModel, toolResults } from './scripted-openai-model.js';
+  because,
+  callTool,
+  openClawIt,
+  PLUGIN_DIR,
+  useOpenClawInstalled,
+} from './openclaw-installed.js';
+import { roleText, toolResults } from './scripted-openai-model.js';
 
-// The real OpenClaw CLI from npm with the ctxbus plugin installed by `ctxbus install openclaw`,
-// against a real `ctxbus serve` and a running `ctxbus worker` (Claude Code's machine), the model
-// played by a local OpenAI-compatible server. Each `openclaw agent --local` turn takes 20-60 s.
-// Skips, saying why, when the binary or a recent enough Node is missing, unless
-// CTXBUS_REQUIRE_OPENCLAW=1 (CI), where it fails instead.
-
-const PLUGIN_DIR = resolve(import.meta.dirname, '../../../packages/adapter-openclaw/plugin');
-const required = process.env.CTXBUS_REQUIRE_OPENCLAW === '1';
-const unavailable = openClawUnavailable();
-const skip = unavailable !== null && !required;
-const because = unavailable ? ` (skipped: ${unavailable})` : '';
-const openClawIt = skip ? it.skip : it;
-
-let reply: (request: ChatCompletionsRequest, index: number) => ScriptedOpenAiReply = () => ({
-  text: 'ok',
-});
-let model: ScriptedOpenAiModel;
-let openclaw: OpenClawHome;
-let hub: HubProcess;
-let adminToken: string | null;
-let clawToken: string;
-let codeToken: string;
-let worker: CliRun | undefined;
-const port = 20_000 + Math.floor(Math.random() * 20_000);
-
-// Claude Code's machine: a project under the worker's one root, and its policy, which allows
-// `node check.js` there for tasks from OpenClaw.
-const machine = tempDir('ctxbus-e2e-openclaw-machine-');
-const project = join(machine, 'projects', 'demo');
-const policyFile = join(machine, 'capabilities.yaml');
-
-/**
- * `ctxbus <args>` in OpenClaw's home, with only that home's environment: under vitest
- * (NODE_ENV=test, VITEST_WORKER_ID) OpenClaw takes itself for a test and prints nothing.
- */
-function ctxbus(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...openclaw.env, CTXBUS_CONFIG_DIR: join(openclaw.home, 'ctxbus-config') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`ctxbus ${args.join(' ')} timed out; stderr: ${stderr}`));
-    }, 240_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, stdout, stderr });
-    });
-  });
-}
-
-function install() {
-  return ctxbus([
-    'install',
-    'openclaw',
-    '--url',
-    hub.url,
-    '--token',
-    clawToken,
-    '--openclaw',
-    OPENCLAW_BIN,
-  ]);
-}
-
-/** The model's tool call through OpenClaw's Tool Search bridge (plugin tools are listed, not sent). */
-function callTool(name: string, args: Record<string, unknown>): ScriptedOpenAiReply {
-  return { toolCall: { name: 'tool_call', arguments: { id: name, args } } };
-}
-
-beforeAll(async () => {
-  if (skip) return;
-  model = await startScriptedOpenAiModel((request, index) => reply(request, index));
-  const dataDir = tempDir('ctxbus-e2e-openclaw-hub-');
-  writeFileSync(
-    join(dataDir, 'capabilities.yaml'),
-    readFileSync(resolve(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
-  );
-  hub = await startHubProcess({ dataDir, args: ['--port', String(port)] });
-  adminToken = hub.adminToken;
-  clawToken = await runtimeToken(hub, 'acme', 'openclaw');
-  codeToken = await runtimeToken(hub, 'acme', 'claude-code');
-  openclaw = createOpenClawHome({ modelBaseUrl: model.baseUrl });
-
-  mkdirSync(project, { recursive: true });
-  writeFileSync(join(project, 'check.js'), "console.log('42 checks passed in', process.cwd());\n");
-  writeFileSync(policyFile, workerPolicy(join(machine, 'projects'), ['node check.js']));
-  worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'e2e-worker'], {
-    env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: codeToken },
-    timeoutMs: 900_000,
-  });
-
-  const installed = await install();
-  expect(installed.code, installed.stdout + installed.stderr).toBe(0);
-  expect(installed.stdout).toContain('configured OpenClaw for');
-}, 300_000);
-
-afterAll(async () => {
-  worker?.child.kill('SIGKILL');
-  await model?.close();
-  await hub?.stop();
-  openclaw?.remove();
-  removeDir(machine);
-  if (hub) removeDir(hub.dataDir);
-});
+// OpenClaw with ctxbus installed (see openclaw-installed.ts): the plugin loads, the team's
+// context reaches the model, the model writes through the plugin's tool, uninstall is clean.
+// The worker and hub-outage turns are in openclaw-offline.test.ts, run beside this file.
 
 describe(`OpenClaw with ctxbus installed${because}`, () => {
+  const world = useOpenClawInstalled();
+
   openClawIt(
     'loads the plugin with its hooks and tools; installing again changes nothing',
     async () => {
-      const config = openclaw.readConfig() as {
+      const config = world.openclaw.readConfig() as {
         plugins: { load: { paths: string[] }; entries: Record<string, unknown> };
         mcp: { servers: Record<string, unknown> };
       };
@@ -151,13 +31,13 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       expect(config.plugins.entries.ctxbus).toMatchObject({
         enabled: true,
         hooks: { allowConversationAccess: true },
-        config: { url: hub.url, token: clawToken },
+        config: { url: world.hub.url, token: world.clawToken },
       });
       expect(config.mcp.servers.ctxbus).toMatchObject({
-        url: `${hub.url}/mcp`,
+        url: `${world.hub.url}/mcp`,
         transport: 'streamable-http',
       });
-      const { run, json } = await openclaw.inspectPlugin('ctxbus');
+      const { run, json } = await world.openclaw.inspectPlugin('ctxbus');
       expect(run.code, run.stderr).toBe(0);
       const inspected = json as {
         plugin: { status: string; toolNames: string[] };
@@ -175,7 +55,7 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       ]);
       expect(inspected.diagnostics).toEqual([]);
 
-      const again = await install();
+      const again = await world.install();
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toContain('nothing changed');
     },
@@ -184,26 +64,35 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
   openClawIt(
     'puts what Claude Code wrote into the request OpenClaw sends the model, and records the decision it states',
     async () => {
-      const written = await call(hub.url, 'POST', '/api/context', {
-        token: codeToken,
+      const written = await call(world.hub.url, 'POST', '/api/context', {
+        token: world.codeToken,
         body: { type: 'decision', title: 'Release frozen until Friday (marker c41e)' },
       });
       expect(written.status).toBe(201);
-      const before = model.requests.length;
-      reply = () => ({ text: 'Noted.\nDecision: no deploys before the freeze ends (marker c41e)' });
-      const run = await openclaw.agent('What is the team up to?', { sessionId: randomUUID() });
+      const before = world.model.requests.length;
+      world.reply = () => ({
+        text: 'Noted.\nDecision: no deploys before the freeze ends (marker c41e)',
+      });
+      const run = await world.openclaw.agent('What is the team up to?', {
+        sessionId: randomUUID(),
+      });
       expect(run.code, run.stderr).toBe(0);
       expect(run.json?.payloads).toEqual([expect.objectContaining({ text: expect.any(String) })]);
-      const first = model.requests[before];
+      const first = world.model.requests[before];
       expect(first && roleText(first, 'user')).toContain(
         'Release frozen until Friday (marker c41e)',
       );
       expect(first && roleText(first, 'user')).toContain('<team-context source="ctxbus">');
       expect(first && roleText(first, 'system')).toContain('capability_request');
 
-      const decisions = await call(hub.url, 'GET', '/api/context?type=decision&runtime=openclaw', {
-        token: codeToken,
-      });
+      const decisions = await call(
+        world.hub.url,
+        'GET',
+        '/api/context?type=decision&runtime=openclaw',
+        {
+          token: world.codeToken,
+        },
+      );
       const recorded = decisions.body.items.find(
         (item: { title: string }) =>
           item.title === 'no deploys before the freeze ends (marker c41e)',
@@ -215,11 +104,11 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
   openClawIt(
     'runs context_write for the model; a live subscriber standing in for Claude Code gets the item',
     async () => {
-      const subscriber = openStream(hub.url, codeToken, { query: 'tags=ops' });
+      const subscriber = openStream(world.hub.url, world.codeToken, { query: 'tags=ops' });
       await subscriber.ready;
       const title = 'Disk on build-2 is 95% full (marker 77b0)';
-      const before = model.requests.length;
-      reply = (_request, index) =>
+      const before = world.model.requests.length;
+      world.reply = (_request, index) =>
         index === before
           ? callTool('context_write', {
               type: 'status',
@@ -230,16 +119,18 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
           : { text: 'Told the team.' };
       // Seed 002's turn context recorded for both turns of one session (source 1 and 4 below).
       const data = tempDir('ctxbus-e2e-openclaw-turns-');
-      openclaw.env.CTXBUS_TURN_SNAPSHOTS = '1';
-      openclaw.env.CTXBUS_DATA = data;
+      world.openclaw.env.CTXBUS_TURN_SNAPSHOTS = '1';
+      world.openclaw.env.CTXBUS_DATA = data;
       const sessionId = randomUUID();
-      const run = await openclaw.agent('Tell the team the disk is nearly full', { sessionId });
+      const run = await world.openclaw.agent('Tell the team the disk is nearly full', {
+        sessionId,
+      });
       expect(run.code, run.stderr).toBe(0);
-      const second = model.requests[before + 1];
+      const second = world.model.requests[before + 1];
       expect(second && toolResults(second).join('\n')).toContain(title);
       try {
-        reply = () => ({ text: 'It is recorded.' });
-        const next = await openclaw.agent('Is it recorded?', { sessionId });
+        world.reply = () => ({ text: 'It is recorded.' });
+        const next = await world.openclaw.agent('Is it recorded?', { sessionId });
         expect(next.code, next.stderr).toBe(0);
         const dir = join(data, 'agents', 'main', 'context');
         const records = readdirSync(dir).flatMap((file) =>
@@ -270,8 +161,8 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
         const snippets = turn.input.sources.toolSnippets as { output: string }[];
         expect(snippets.some((snippet) => snippet.output.includes(title))).toBe(true);
       } finally {
-        delete openclaw.env.CTXBUS_TURN_SNAPSHOTS;
-        delete openclaw.env.CTXBUS_DATA;
+        delete world.openclaw.env.CTXBUS_TURN_SNAPSHOTS;
+        delete world.openclaw.env.CTXBUS_DATA;
         removeDir(data);
       }
       await subscriber.waitFor(
@@ -284,86 +175,8 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
     },
   );
 
-  openClawIt(
-    'hands a command to the worker with capability_request and gets its result back in the turn',
-    async () => {
-      const before = model.requests.length;
-      reply = (_request, index) =>
-        index === before
-          ? callTool('capability_request', {
-              title: 'Run the checks of demo',
-              argv: ['node', 'check.js'],
-              cwd: project,
-              waitSeconds: 90,
-            })
-          : { text: 'The checks passed.' };
-      const run = await openclaw.agent('Run the checks of the demo project', {
-        sessionId: randomUUID(),
-        timeoutMs: 170_000,
-      });
-      expect(run.code, run.stderr).toBe(0);
-      const second = model.requests[before + 1];
-      const result = second ? toolResults(second).join('\n') : '';
-      expect(result).toContain('COMPLETED');
-      expect(result).toContain('42 checks passed in');
-      expect(result).toContain('claude-code');
-      const tasks = await call(hub.url, 'GET', '/api/tasks?state=COMPLETED', { token: codeToken });
-      const task = tasks.body.tasks.find(
-        (entry: { title: string }) => entry.title === 'Run the checks of demo',
-      );
-      expect(task).toMatchObject({ origin: 'openclaw', targetRuntime: 'claude-code' });
-    },
-  );
-
-  openClawIt(
-    'finishes its turn with the hub down, and the outbox reaches the hub once it is back',
-    async () => {
-      expect(await hub.stop()).toBe(0);
-      const before = model.requests.length;
-      reply = () => ({ text: 'Working offline.\nDecision: offline decisions reach the hub later' });
-      const offline = await openclaw.agent('Keep going', { sessionId: randomUUID() });
-      expect(offline.code, offline.stderr).toBe(0);
-      expect(offline.json?.payloads).toEqual([
-        expect.objectContaining({ text: expect.stringContaining('Working offline.') }),
-      ]);
-      // Offline reads: the last good bundle from the local cache, marked as possibly stale.
-      const first = model.requests[before];
-      const user = first ? roleText(first, 'user') : '';
-      expect(user).toContain('<team-context');
-      expect(user).toMatch(/shared context from [^;]+ ago; the hub is unreachable/);
-      expect(user).toContain('Release frozen until Friday (marker c41e)');
-      const cache = join(openclaw.stateDir, 'ctxbus', 'bundle-cache.json');
-      expect(statSync(cache).mode & 0o777).toBe(0o600);
-      const outbox = join(openclaw.stateDir, 'ctxbus', 'outbox.jsonl');
-      expect(existsSync(outbox)).toBe(true);
-
-      hub = await startHubProcess({ dataDir: hub.dataDir, args: ['--port', String(port)] });
-      hub.adminToken = adminToken;
-      reply = () => ({ text: 'Back online.' });
-      const online = await openclaw.agent('And now?', { sessionId: randomUUID() });
-      expect(online.code, online.stderr).toBe(0);
-      await waitUntil(async () => {
-        const found = await call(hub.url, 'GET', '/api/context?type=decision&limit=500', {
-          token: codeToken,
-        });
-        return found.body.items.some(
-          (item: { title: string }) => item.title === 'offline decisions reach the hub later',
-        );
-      }, 'the offline decision to reach the hub');
-      const decisions = await call(hub.url, 'GET', '/api/context?type=decision&limit=500', {
-        token: codeToken,
-      });
-      expect(
-        decisions.body.items.filter(
-          (item: { title: string }) => item.title === 'offline decisions reach the hub later',
-        ),
-      ).toHaveLength(1);
-      expect(existsSync(outbox)).toBe(false);
-    },
-  );
-
   openClawIt('uninstall removes exactly what install added', async () => {
-    const removed = await ctxbus([
+    const removed = await world.ctxbus([
       'install',
       'openclaw',
       '--uninstall',
@@ -371,7 +184,7 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       OPENCLAW_BIN,
     ]);
     expect(removed.code, removed.stderr).toBe(0);
-    const config = openclaw.readConfig() as {
+    const config = world.openclaw.readConfig() as {
       plugins?: { load?: { paths?: string[] }; entries?: Record<string, unknown> };
       mcp?: { servers?: Record<string, unknown> };
       models?: unknown;

@@ -53,7 +53,7 @@ await withPostgres('Supabase deployment', (url, schemas) => {
       );
       expect(first.stdout).not.toContain(password);
       const again = await runCli(['migrate', '--store', standIn.ownerUrl, '--supabase', '--json']);
-      expect(again.code).toBe(0);
+      expect(again.code, again.stderr).toBe(0);
       const report = JSON.parse(again.stdout);
       expect(report).toMatchObject({
         schema: 'ctxbus',

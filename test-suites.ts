@@ -1,0 +1,231 @@
+/**
+ * Runs every workspace package's test suite (`pnpm run test`: vitest) and the typecheck
+ * (`pnpm typecheck`), two at a time by default so that both cores of a small machine work,
+ * and reports every failure.
+ *
+ *   node --experimental-strip-types test-suites.ts [--concurrency N] [--only NAME,...]
+ *     [-- vitest args]
+ *
+ * Two suites of one group (APART) never run beside each other: the integration tests (hub
+ * processes by the dozen) run beside neither the real runtimes nor Chromium, which keeps the
+ * load within the suites' hang guards; of the suites that open PostgreSQL connections by the
+ * dozen (integration, bench, store) one runs at a time (two at once passed the server's
+ * default 100: "sorry, too many clients already"). The longest suites start first (ORDER).
+ * Every suite runs to its end whatever the others did (as `turbo --continue`); the summary
+ * lists each suite's time and result, and the exit code is 1 when any failed. The packages
+ * must be built first (`turbo run build`, as `./dev test` does).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const ROOT = import.meta.dirname;
+/** The name of the typecheck job (`pnpm typecheck`: tsc -b over the project references). */
+const TYPECHECK = 'typecheck';
+
+/** Groups of suites of which one at a time runs. */
+const APART: ReadonlyArray<ReadonlySet<string>> = [
+  // Hub processes by the dozen beside Claude Code and OpenClaw, or beside Chromium.
+  new Set(['@ctxbus/integration-tests', '@ctxbus/e2e']),
+  new Set(['@ctxbus/integration-tests', '@ctxbus/web']),
+  // PostgreSQL connections by the dozen to the hundred (hubs, pools, claimers, pg-boss and
+  // graphile-worker): two of these at once passed the server's default 100 connections.
+  new Set(['@ctxbus/integration-tests', '@ctxbus/bench', '@ctxbus/store']),
+];
+
+/** Whether `name` may start while the suites in `running` run. */
+const mayStart = (name: string, running: ReadonlySet<string>) =>
+  !APART.some((group) => group.has(name) && [...running].some((other) => group.has(other)));
+
+/**
+ * Start order: the longest first (measured on the 2-core CI machine), integration right after
+ * e2e so that it takes the first lane free once e2e (and bench) are done; web and store early,
+ * beside e2e, where they may run. Unlisted suites and the typecheck come after, filling the
+ * lane beside integration.
+ */
+const ORDER = [
+  '@ctxbus/e2e',
+  '@ctxbus/integration-tests',
+  '@ctxbus/bench',
+  '@ctxbus/web',
+  '@ctxbus/store',
+  'ctxbus',
+  '@ctxbus/hub',
+  '@ctxbus/exec',
+  '@ctxbus/telegram',
+];
+
+interface Suite {
+  name: string;
+  dir: string;
+  /** The package script to run: `test` (vitest, which takes the extra arguments) or `typecheck`. */
+  script: 'test' | 'typecheck';
+}
+
+interface Outcome {
+  suite: Suite;
+  code: number | null;
+  seconds: number;
+}
+
+function workspaceSuites(): Suite[] {
+  const suites: Suite[] = [];
+  for (const group of ['packages', 'apps', 'test']) {
+    for (const entry of readdirSync(join(ROOT, group), { withFileTypes: true })) {
+      const manifest = join(ROOT, group, entry.name, 'package.json');
+      if (!entry.isDirectory() || !existsSync(manifest)) continue;
+      const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
+        name: string;
+        scripts?: Record<string, string>;
+      };
+      if (pkg.scripts?.test) {
+        suites.push({ name: pkg.name, dir: join(ROOT, group, entry.name), script: 'test' });
+      }
+    }
+  }
+  // The whole repo's typecheck (tsc -b) is one more job: it fills a lane that would idle.
+  suites.push({ name: TYPECHECK, dir: ROOT, script: 'typecheck' });
+  const rank = (suite: Suite) => {
+    const at = ORDER.indexOf(suite.name);
+    return at < 0 ? ORDER.length : at;
+  };
+  return suites.sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name));
+}
+
+/** Writes a child's output line by line, each line prefixed with its suite's name. */
+function prefixed(name: string, out: NodeJS.WriteStream) {
+  let pending = '';
+  return {
+    write(chunk: Buffer) {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) out.write(`${name}: ${line}\n`);
+    },
+    flush() {
+      if (pending) out.write(`${name}: ${pending}\n`);
+      pending = '';
+    },
+  };
+}
+
+function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
+  const began = performance.now();
+  process.stdout.write(`${suite.name}: started (${relative(ROOT, suite.dir)})\n`);
+  const child = spawn(
+    'pnpm',
+    [
+      '--silent',
+      'run',
+      suite.script,
+      ...(suite.script === 'test' && args.length ? ['--', ...args] : []),
+    ],
+    {
+      cwd: suite.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const out = prefixed(suite.name, process.stdout);
+  const err = prefixed(suite.name, process.stderr);
+  child.stdout.on('data', out.write);
+  child.stderr.on('data', err.write);
+  return new Promise((resolve) => {
+    const finish = (code: number | null) => {
+      out.flush();
+      err.flush();
+      resolve({ suite, code, seconds: (performance.now() - began) / 1000 });
+    };
+    child.once('error', (error) => {
+      process.stderr.write(`${suite.name}: could not start: ${error.message}\n`);
+      finish(null);
+    });
+    child.once('close', (code) => finish(code));
+  });
+}
+
+const USAGE = 'node test-suites.ts [--concurrency N] [--only NAME,...] [-- vitest args]';
+
+interface Options {
+  concurrency: number;
+  /** Only these suites (package names); empty: every suite. */
+  only: string[];
+  vitestArgs: string[];
+}
+
+function options(argv: string[]): Options {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { concurrency: { type: 'string' }, only: { type: 'string', multiple: true } },
+    allowPositionals: true,
+  });
+  const concurrency = Number(
+    values.concurrency ?? Math.min(Math.max(2, availableParallelism()), 4),
+  );
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new Error(`--concurrency takes a whole number of at least 1 (usage: ${USAGE})`);
+  }
+  const only = (values.only ?? []).flatMap((names) => names.split(',')).filter(Boolean);
+  return { concurrency, only, vitestArgs: positionals };
+}
+
+async function main(): Promise<number> {
+  let parsed: Options;
+  try {
+    parsed = options(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`test-suites: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const { concurrency, only, vitestArgs } = parsed;
+  const queue = workspaceSuites().filter((suite) => only.length === 0 || only.includes(suite.name));
+  const unknown = only.filter((name) => !queue.some((suite) => suite.name === name));
+  if (unknown.length > 0) {
+    process.stderr.write(`test-suites: no test suite named ${unknown.join(', ')}\n`);
+    return 2;
+  }
+  const began = performance.now();
+  const outcomes: Outcome[] = [];
+  const running = new Set<string>();
+  process.stdout.write(
+    `running ${queue.length} test suites, ${concurrency} at a time; one at a time of ${APART.map((group) => [...group].join(', ')).join('; of ')}\n`,
+  );
+  await new Promise<void>((done) => {
+    const next = () => {
+      if (queue.length === 0 && running.size === 0) return done();
+      while (running.size < concurrency) {
+        const at = queue.findIndex((suite) => mayStart(suite.name, running));
+        if (at < 0) return;
+        const [suite] = queue.splice(at, 1);
+        if (!suite) return;
+        running.add(suite.name);
+        void runSuite(suite, vitestArgs).then((outcome) => {
+          outcomes.push(outcome);
+          running.delete(suite.name);
+          next();
+        });
+      }
+    };
+    next();
+  });
+  const failed = outcomes.filter((outcome) => outcome.code !== 0);
+  const lines = outcomes
+    .sort((a, b) => b.seconds - a.seconds)
+    .map(({ suite, code, seconds }) => {
+      const result = code === 0 ? 'passed' : `FAILED (exit ${code})`;
+      return `  ${seconds.toFixed(1).padStart(7)} s  ${suite.name}  ${result}`;
+    });
+  const total = ((performance.now() - began) / 1000).toFixed(1);
+  process.stdout.write(`\ntest suites, ${total} s in all:\n${lines.join('\n')}\n`);
+  if (failed.length > 0) {
+    process.stdout.write(
+      `\n${failed.length} of ${outcomes.length} suites failed: ${failed.map((o) => o.suite.name).join(', ')}\n`,
+    );
+    return 1;
+  }
+  process.stdout.write(`\nall ${outcomes.length} suites passed\n`);
+  return 0;
+}
+
+process.exitCode = await main();
