@@ -349,7 +349,31 @@ export class PostgresTasks implements TaskStore {
     const statements = [
       'BEGIN ISOLATION LEVEL READ COMMITTED',
       ...(waits ? [`SELECT ${this.queueLockCall(task, false)}`] : []),
-      `WITH waiting AS (${count}), inserted AS (
+      `WITH waiting AS (${count}), ${this.insertCtes(
+        task,
+        event,
+        `(SELECT n FROM waiting) + current_setting('max_connections')::int8 <= ${inlined.int(this.maxWaiting)} OR NOT ${waits}`,
+      )}
+       SELECT (SELECT rid FROM picked) AS rid, (SELECT n FROM waiting) AS waiting,
+              current_setting('max_connections')::int8 AS connections`,
+      'COMMIT',
+    ];
+    const results = await this.script('create a task', statements.join(';\n'));
+    const row = results.at(-2)?.rows[0] as
+      | { rid: number | null; waiting: number; connections: number }
+      | undefined;
+    if (!row) throw new CtxbusError('internal', `task ${task.id}: the create was not answered`);
+    return { rid: row.rid, waiting: Number(row.waiting), connections: Number(row.connections) };
+  }
+
+  /**
+   * The CTEs inserting the task's row (only when `guard`, SQL, holds; none when another create
+   * holds its idempotency key) and its event (`picked`: the inserted row, read by the outbox
+   * with taskFromRow). Values inlined as literals.
+   */
+  private insertCtes(task: Task, event: PlannedTaskEvent, guard: string): string {
+    const v = inlined;
+    return `inserted AS (
          INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
            origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
            max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
@@ -359,8 +383,7 @@ export class PostgresTasks implements TaskStore {
            ${v.text(task.idempotencyKey)}, ${v.text(task.state)}, ${v.text(task.targetRuntime)},
            ${v.json(task.routing)}, 0, ${v.int(task.maxAttempts)}, ${v.int(task.ttlSeconds)}, 0,
            ${v.time(task.createdAt)}, ${v.time(task.createdAt)}, ${v.time(task.expiresAt)}
-          WHERE (SELECT n FROM waiting) + current_setting('max_connections')::int8
-                <= ${v.int(this.maxWaiting)} OR NOT ${waits}
+          WHERE ${guard}
          ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
            DO NOTHING
          RETURNING *
@@ -374,17 +397,7 @@ export class PostgresTasks implements TaskStore {
                 ${v.text(outboxActor({ kind: 'created' }, event.by))}, row_to_json(p)
            FROM picked p
          RETURNING seq
-       )
-       SELECT (SELECT rid FROM picked) AS rid, (SELECT n FROM waiting) AS waiting,
-              current_setting('max_connections')::int8 AS connections`,
-      'COMMIT',
-    ];
-    const results = await this.script('create a task', statements.join(';\n'));
-    const row = results.at(-2)?.rows[0] as
-      | { rid: number | null; waiting: number; connections: number }
-      | undefined;
-    if (!row) throw new CtxbusError('internal', `task ${task.id}: the create was not answered`);
-    return { rid: row.rid, waiting: Number(row.waiting), connections: Number(row.connections) };
+       )`;
   }
 
   /** Near the cap: the queue lock held exclusively, then counted and inserted. */
@@ -396,51 +409,11 @@ export class PostgresTasks implements TaskStore {
       if ((await this.countWaiting(client, task)) >= this.maxWaiting) {
         throw taskLimitError(this.maxWaiting, task.targetRuntime);
       }
-      const [inserted] = await this.rows<{ rid: number }>(
-        client,
-        `WITH inserted AS (
-           INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
-             origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
-             max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::json, $9, $10, $11, $12::json, 0, $13,
-             $14, 0, $15::timestamptz, $15::timestamptz, $16::timestamptz)
-           ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
-             DO NOTHING
-           RETURNING *
-         ), picked AS (
-           SELECT ${COLUMNS('i')} FROM inserted i
-         ), appended AS (
-           INSERT INTO ${this.s}.task_events
-             (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-           SELECT p.rid, p.id, p.team_id, $17::timestamptz, NULL, p.state, $18, $19, 'created',
-                  $20, row_to_json(p)
-             FROM picked p
-           RETURNING seq
-         )
-         SELECT rid FROM picked`,
-        [
-          task.id,
-          task.teamId,
-          task.title,
-          task.description,
-          JSON.stringify(task.requiredCapabilities),
-          task.origin,
-          task.scope,
-          json(task.input),
-          task.idempotencyKey,
-          task.state,
-          task.targetRuntime,
-          json(task.routing),
-          task.maxAttempts,
-          task.ttlSeconds,
-          task.createdAt,
-          task.expiresAt,
-          new Date(event.atMs).toISOString(),
-          event.by,
-          event.note,
-          outboxActor({ kind: 'created' }, event.by),
-        ],
-      );
+      const { rows } = await client.query<{ rid: number }>({
+        text: `WITH ${this.insertCtes(task, event, 'true')} SELECT rid FROM picked`,
+        types: ROW_TYPES,
+      });
+      const inserted = rows[0];
       if (inserted) return { task, status: 'created' };
       // Another create with the key committed meanwhile.
       const winner = await this.byIdempotencyKey(client, task);
