@@ -7,6 +7,7 @@ export {
   capabilitiesJsonSchema,
   capabilityMode,
   capabilityNames,
+  personRefusal,
 } from './capabilities.js';
 export type { CapabilitiesResponse } from './capabilities-api-schemas.js';
 export { capabilitiesResponseSchema } from './capabilities-api-schemas.js';

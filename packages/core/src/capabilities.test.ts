@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { capabilitiesJsonSchema, capabilityMode, capabilityNames } from './capabilities.js';
+import {
+  capabilitiesJsonSchema,
+  capabilityMode,
+  capabilityNames,
+  personRefusal,
+} from './capabilities.js';
 import { parseCapabilities } from './parse-capabilities.js';
 
 const ROOT_FILE = new URL('../../../capabilities.yaml', import.meta.url);
@@ -88,5 +93,35 @@ describe('capabilitiesJsonSchema', () => {
     expect(readFileSync(ROOT_FILE, 'utf8').split('\n')[0]).toBe(
       '# yaml-language-server: $schema=./schemas/capabilities.schema.json',
     );
+  });
+});
+
+describe('personRefusal', () => {
+  const matrix = parseCapabilities(
+    [
+      'version: 1',
+      'approvers: [cli, telegram, kiosk]',
+      'runtimes:',
+      '  cli: { description: a person at a terminal, capabilities: {} }',
+      '  telegram: { description: a person on a phone, capabilities: {} }',
+      '  kiosk: { description: a shared screen, trust: restricted, capabilities: {} }',
+      '  claude-code: { description: an agent, capabilities: {} }',
+    ].join('\n'),
+  );
+
+  it('lets an approver runtime decide, and refuses agents, undeclared and restricted runtimes', () => {
+    expect(personRefusal(matrix, 'cli')).toBeNull();
+    expect(personRefusal(matrix, 'telegram')).toBeNull();
+    expect(personRefusal(matrix, 'claude-code')).toMatchObject({
+      role: 'not_an_approver',
+      declared: true,
+      source: 'file',
+    });
+    expect(personRefusal(matrix, 'ghost')).toMatchObject({
+      role: 'not_an_approver',
+      declared: false,
+    });
+    expect(personRefusal(matrix, 'kiosk')).toMatchObject({ role: 'restricted' });
+    expect(personRefusal(matrix, '__proto__')).toMatchObject({ role: 'not_an_approver' });
   });
 });

@@ -157,6 +157,31 @@ export function approversOf(matrix: CapabilitiesFile): {
     : { runtimes: [...DEFAULT_APPROVERS], source: 'default' };
 }
 
+/**
+ * Why `runtime` may not decide for a person (approve or deny a command, keep a conflict's
+ * value), or null when it may: it must be an approver runtime and not restricted. The one rule
+ * every people-only decision checks.
+ */
+export function personRefusal(
+  matrix: CapabilitiesFile,
+  runtime: string,
+): {
+  role: 'not_an_approver' | 'restricted';
+  approvers: string[];
+  source: 'file' | 'default';
+  declared: boolean;
+} | null {
+  const { runtimes, source } = approversOf(matrix);
+  const declared = Object.hasOwn(matrix.runtimes, runtime);
+  if (!runtimes.includes(runtime)) {
+    return { role: 'not_an_approver', approvers: runtimes, source, declared };
+  }
+  if (declared && matrix.runtimes[runtime]?.trust === 'restricted') {
+    return { role: 'restricted', approvers: runtimes, source, declared };
+  }
+  return null;
+}
+
 /** A runtime's mode for a capability (absent: unavailable). */
 export function capabilityMode(
   matrix: CapabilitiesFile,

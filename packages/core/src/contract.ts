@@ -103,6 +103,7 @@ export {
   capabilityNames,
   DEFAULT_APPROVERS,
   matrixNameSchema,
+  personRefusal,
   TRUST_LEVELS,
   WELL_KNOWN_CAPABILITIES,
 } from './capabilities.js';

@@ -381,6 +381,8 @@ describe('the OpenAPI document', () => {
         'denyTask',
         'updateTask',
         'forgetKey',
+        'listConflicts',
+        'resolveConflict',
       ].sort(),
     );
     // Route conformance, driven by the document: every secured route refuses a missing token,
@@ -398,9 +400,11 @@ describe('the OpenAPI document', () => {
         const response = await call(hub.url, method.toUpperCase(), concrete);
         expect(response.status, `${method} ${path} without a token`).toBe(401);
       }
-      // Decisions are people's: an agent's token is refused (403) before the task is looked up,
-      // so the unknown id is tried with the admin token (which names the team).
-      const decision = ['approveTask', 'denyTask'].includes(operation.operationId);
+      // Decisions are people's: an agent's token is refused (403) before the task or conflict is
+      // looked up, so the unknown id is tried with the admin token (which names the team).
+      const decision = ['approveTask', 'denyTask', 'resolveConflict'].includes(
+        operation.operationId,
+      );
       const token = path.includes('/admin/') || decision ? hub.adminToken : hub.tokens.code;
       if (operation.requestBody && !path.includes('{id}')) {
         const response = await call(hub.url, method.toUpperCase(), concrete, {
@@ -427,6 +431,7 @@ describe('the OpenAPI document', () => {
           },
           approveTask: { team: 'acme' },
           denyTask: { team: 'acme' },
+          resolveConflict: { team: 'acme', keep: '019a0000-0000-7000-8000-00000000beef' },
         };
         const body = bodies[operation.operationId];
         const response = await call(hub.url, method.toUpperCase(), concrete, { token, body });

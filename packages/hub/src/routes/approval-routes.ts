@@ -3,8 +3,8 @@ import {
   approvalDecisionBodySchema,
   approvalKeyResponseSchema,
   approvalRequestBodySchema,
-  approversOf,
   CtxbusError,
+  personRefusal,
   taskIdParamsSchema,
   taskResponseSchema,
 } from '@ctxbus/core';
@@ -94,10 +94,9 @@ async function decider(
       `a runtime token decides for its own team (${caller.teamId}) only`,
     );
   }
-  const matrix = services.capabilities.matrix();
-  const approvers = approversOf(matrix);
-  if (!approvers.runtimes.includes(caller.runtime)) {
-    const declared = Object.hasOwn(matrix.runtimes, caller.runtime);
+  const refusal = personRefusal(services.capabilities.matrix(), caller.runtime);
+  if (refusal?.role === 'not_an_approver') {
+    const { approvers, source, declared } = refusal;
     await refused(
       services,
       caller.teamId,
@@ -105,12 +104,12 @@ async function decider(
       decision,
       caller.runtime,
       approverRequired(
-        `runtime ${caller.runtime} cannot ${decision} commands: only people decide, through an approver runtime (${approvers.runtimes.join(', ') || 'none'}${approvers.source === 'default' ? ', the default' : ', from capabilities.yaml approvers'}) or an admin token${declared ? '' : `; ${caller.runtime} is not even declared in capabilities.yaml`}`,
-        { runtime: caller.runtime, role: 'not_an_approver', approvers: approvers.runtimes },
+        `runtime ${caller.runtime} cannot ${decision} commands: only people decide, through an approver runtime (${approvers.join(', ') || 'none'}${source === 'default' ? ', the default' : ', from capabilities.yaml approvers'}) or an admin token${declared ? '' : `; ${caller.runtime} is not even declared in capabilities.yaml`}`,
+        { runtime: caller.runtime, role: 'not_an_approver', approvers },
       ),
     );
   }
-  if (matrix.runtimes[caller.runtime]?.trust === 'restricted') {
+  if (refusal?.role === 'restricted') {
     await refused(
       services,
       caller.teamId,

@@ -1,12 +1,12 @@
 import type { ConflictReport, ContextItem, ContextItemInput, Viewer } from '@ctxbus/core';
 import {
-  approversOf,
   CONFLICT_WRITER,
   CtxbusError,
   conflictItemInput,
   conflictOf,
   contextItemInputSchema,
   isConflict,
+  personRefusal,
   prepareParsedItem,
   resolutionItemInput,
   sameValue,
@@ -137,10 +137,9 @@ export async function chooser(
   if (team !== undefined && team !== caller.teamId) {
     throw new CtxbusError('forbidden', `a runtime token picks for its own team (${caller.teamId})`);
   }
-  const matrix = services.capabilities.matrix();
-  const approvers = approversOf(matrix);
-  const restricted = matrix.runtimes[caller.runtime]?.trust === 'restricted';
-  if (!approvers.runtimes.includes(caller.runtime) || restricted) {
+  const refusal = personRefusal(services.capabilities.matrix(), caller.runtime);
+  if (refusal) {
+    const restricted = refusal.role === 'restricted';
     await refuse(
       services,
       caller.teamId,
@@ -148,13 +147,13 @@ export async function chooser(
       caller.runtime,
       new CtxbusError(
         'forbidden',
-        `runtime ${caller.runtime} cannot resolve conflicts: only people pick, through ${restricted ? 'a runtime that is not restricted' : `an approver runtime (${approvers.runtimes.join(', ') || 'none'})`} or an admin token`,
+        `runtime ${caller.runtime} cannot resolve conflicts: only people pick, through ${restricted ? 'a runtime that is not restricted' : `an approver runtime (${refusal.approvers.join(', ') || 'none'})`} or an admin token`,
         {
           details: {
             reason: 'approver_required',
             runtime: caller.runtime,
-            role: restricted ? 'restricted' : 'not_an_approver',
-            approvers: approvers.runtimes,
+            role: refusal.role,
+            approvers: refusal.approvers,
           },
         },
       ),
