@@ -19,6 +19,7 @@ import { registerSupabase } from './commands/supabase-command.js';
 import { registerTaskCommands } from './commands/task-commands.js';
 import { registerTelegram } from './commands/telegram-command.js';
 import { registerToken } from './commands/token-command.js';
+import { registerWhoamiCommand } from './commands/whoami-command.js';
 import { registerWorker } from './commands/worker-command.js';
 import { EXIT, exitCodeFor } from './output.js';
 import { VERSION } from './version.js';
@@ -26,7 +27,8 @@ import { VERSION } from './version.js';
 const HELP_FOOTER = `
 Hub and tokens (the first that is set wins):
   hub URL        --url, $CTXBUS_URL, else the hub \`ctxbus serve\` saved on this machine
-  runtime token  --token, $CTXBUS_TOKEN, else the one \`token create --save\` saved
+  runtime token  --token, $CTXBUS_TOKEN, else the one \`token create --save\` saved (the CLI's:
+                 a cli token; a worker's and the bot's: their runtime's; see ctxbus whoami)
   admin token    --admin-token, $CTXBUS_ADMIN_TOKEN, else the one \`ctxbus serve\` saved
   Saved in $CTXBUS_CONFIG_DIR/credentials.json (default ~/.config/ctxbus), readable by you alone.
 
@@ -85,6 +87,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerTaskCommands(program, run);
   registerAudit(program, run);
   registerConflictCommands(program, run);
+  registerWhoamiCommand(program, run);
   registerSharedContext(program, run);
   registerHandoff(program, run);
   registerReplay(program, run);

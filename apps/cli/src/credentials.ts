@@ -18,6 +18,13 @@ const hubCredentialsSchema = z.strictObject({
   /** Its team and runtime, as minted (shown by doctor, default team of installers). */
   teamId: z.string().min(1).optional(),
   runtime: z.string().min(1).optional(),
+  /**
+   * Each runtime's own token on this machine (a worker's, the Telegram bot's), kept apart from
+   * the CLI's: `token create --save` of another runtime never changes whom the CLI acts as.
+   */
+  runtimes: z
+    .record(z.string(), z.strictObject({ token: z.string().min(1), teamId: z.string().min(1) }))
+    .optional(),
 });
 
 const credentialsSchema = z.strictObject({
@@ -77,6 +84,57 @@ export function readCredentials(path = credentialsPath()): Credentials {
 /** The credentials saved for `url`'s hub, if any. */
 export function hubCredentials(url: string, path = credentialsPath()): HubCredentials {
   return readCredentials(path).hubs[hubKey(url)] ?? {};
+}
+
+/** The runtime the CLI's own commands act as when `token create --save` names it. */
+export const CLI_RUNTIME = 'cli';
+
+/**
+ * Saves a minted runtime token for `url`'s hub under its runtime. It becomes the identity the
+ * CLI's own commands act as only for the CLI's runtime (`cli`), or with `asCli`; what it
+ * replaced, if anything, is returned so the caller says so (never a silent switch).
+ */
+export function saveRuntimeToken(
+  url: string,
+  minted: { token: string; teamId: string; runtime: string },
+  options: { asCli?: boolean; path?: string } = {},
+): { path: string; cli: boolean; replaced: string | null } {
+  const saved = hubCredentials(url, options.path);
+  const cli = options.asCli === true || minted.runtime === CLI_RUNTIME;
+  const runtimes = {
+    ...saved.runtimes,
+    [minted.runtime]: { token: minted.token, teamId: minted.teamId },
+  };
+  const before = saved.token ? `${saved.teamId ?? '?'}/${saved.runtime ?? '?'}` : null;
+  const after = `${minted.teamId}/${minted.runtime}`;
+  const path = saveHubCredentials(
+    url,
+    cli
+      ? { runtimes, token: minted.token, teamId: minted.teamId, runtime: minted.runtime }
+      : { runtimes },
+    options.path === undefined ? {} : { path: options.path },
+  );
+  return { path, cli, replaced: cli && before !== null && before !== after ? before : null };
+}
+
+/**
+ * The token saved for `runtime` on `url`'s hub; without a runtime, the one saved runtime that
+ * is not the CLI's (a worker's machine has one). Null when none, or when several could be meant.
+ */
+export function savedRuntimeToken(
+  url: string,
+  runtime: string | undefined,
+  path?: string,
+): { runtime: string; token: string; teamId: string } | null {
+  const saved = hubCredentials(url, path).runtimes ?? {};
+  if (runtime !== undefined) {
+    const entry = saved[runtime];
+    return entry ? { runtime, ...entry } : null;
+  }
+  const others = Object.entries(saved).filter(([name]) => name !== CLI_RUNTIME);
+  if (others.length !== 1) return null;
+  const [name, entry] = others[0] as [string, { token: string; teamId: string }];
+  return { runtime: name, ...entry };
 }
 
 /**

@@ -1,5 +1,10 @@
 import { CtxbusError } from '@ctxbus/core/light';
-import { credentialsPath, hubCredentials, readCredentials } from './credentials.js';
+import {
+  credentialsPath,
+  hubCredentials,
+  readCredentials,
+  savedRuntimeToken,
+} from './credentials.js';
 
 // Which hub a command talks to, and with which token: a flag, else the environment, else what
 // this machine saved (see credentials.ts). One rule for every command.
@@ -49,6 +54,29 @@ export function runtimeToken(url: string, flag: string | undefined): string {
     );
   }
   return token;
+}
+
+/**
+ * A runtime's own token (a worker's, the bot's): --token, else $CTXBUS_TOKEN, else the token
+ * saved for `runtime` (`token create --save`; without a runtime, the one saved that is not the
+ * CLI's), else, from credentials saved before runtimes were kept apart, the CLI's.
+ */
+export function ownRuntimeToken(
+  url: string,
+  flag: string | undefined,
+  runtime: string | undefined,
+): string {
+  if (flag || process.env.CTXBUS_TOKEN) return (flag || process.env.CTXBUS_TOKEN) as string;
+  const saved = savedRuntimeToken(url, runtime);
+  if (saved) return saved.token;
+  const all = Object.keys(hubCredentials(url).runtimes ?? {});
+  if (all.length === 0) return runtimeToken(url, undefined);
+  throw new CtxbusError(
+    'validation_failed',
+    runtime === undefined
+      ? `several runtime tokens are saved for ${url} (${all.join(', ')}): pick one with --runtime, or pass --token`
+      : `no ${runtime} token saved for ${url} (saved: ${all.join(', ')}): \`ctxbus token create --team TEAM --runtime ${runtime} --save\`, or pass --token`,
+  );
 }
 
 /** --admin-token, else $CTXBUS_ADMIN_TOKEN, else the admin token saved for `url`. */

@@ -93,8 +93,15 @@ Example:
     )
     .action((flags: TelegramFlags) =>
       run(async () => {
-        const { configDir, createClient, hubUrl, parseApprovers, parseChats, pino, runtimeToken } =
-          await import('./telegram.js');
+        const {
+          configDir,
+          createClient,
+          hubUrl,
+          ownRuntimeToken,
+          parseApprovers,
+          parseChats,
+          pino,
+        } = await import('./telegram.js');
         const botToken = process.env.CTXBUS_TELEGRAM_TOKEN;
         if (!botToken) {
           throw new CtxbusError(
@@ -110,7 +117,10 @@ Example:
           );
         }
         const url = hubUrl(flags.url);
-        const client = createClient({ url, token: runtimeToken(url, flags.token) });
+        const client = createClient({
+          url,
+          token: ownRuntimeToken(url, flags.token, 'telegram'),
+        });
         const secret = flags.webhookSecret ?? process.env.CTXBUS_TELEGRAM_WEBHOOK_SECRET;
         if (flags.webhookUrl && !secret) {
           throw new CtxbusError(

@@ -2,7 +2,7 @@ import { createClient } from '@ctxbus/client';
 import { CtxbusError } from '@ctxbus/core/light';
 import { pino } from 'pino';
 import { configDir } from '../credentials.js';
-import { hubUrl, runtimeToken } from '../hub-target.js';
+import { hubUrl, ownRuntimeToken } from '../hub-target.js';
 
 export interface TelegramFlags {
   url?: string;
@@ -61,4 +61,4 @@ export function parseApprovers(flags: string[] | undefined, env: string | undefi
 }
 
 // For the command's actions, which import this module when they run.
-export { configDir, createClient, hubUrl, pino, runtimeToken };
+export { configDir, createClient, hubUrl, ownRuntimeToken, pino };

@@ -43,8 +43,9 @@ export function registerToken(
       .option('--admin', 'mint an admin token instead (offline only; for recovery)')
       .option(
         '--save',
-        "keep the token in this machine's credentials: the CLI's own commands then use it for this hub",
-      ),
+        "keep the token in this machine's credentials for its runtime (a worker's or the Telegram bot's); a cli token is also whom the CLI's own commands act as",
+      )
+      .option('--as-cli', "with --save: the CLI's own commands act as this token too"),
   ).action(
     (
       options: TargetOptions & {
@@ -53,14 +54,16 @@ export function registerToken(
         label?: string;
         admin?: boolean;
         save?: boolean;
+        asCli?: boolean;
       },
     ) =>
       run(async () => {
         const {
           offline,
+          hubCredentials,
           parseOrThrow,
           runtimeNameSchema,
-          saveHubCredentials,
+          saveRuntimeToken,
           target,
           teamIdSchema,
         } = await import('./token.js');
@@ -103,6 +106,9 @@ export function registerToken(
                 runtime,
                 label: options.label ?? null,
               });
+        if (options.asCli && !options.save) {
+          throw new CtxbusError('validation_failed', '--as-cli goes with --save');
+        }
         if (options.save) {
           if (where.kind !== 'online') {
             throw new CtxbusError(
@@ -110,9 +116,16 @@ export function registerToken(
               '--save needs a running hub (--url, $CTXBUS_URL or the one ctxbus serve saved): the token is saved for its URL',
             );
           }
-          const path = saveHubCredentials(where.url, { token: created.token, teamId, runtime });
+          const saved = saveRuntimeToken(
+            where.url,
+            { token: created.token, teamId, runtime },
+            { asCli: options.asCli === true },
+          );
+          const cli = hubCredentials(where.url);
           process.stderr.write(
-            `saved for ${where.url} in ${path}: write, read, search, shared and watch use it\n`,
+            saved.cli
+              ? `saved for ${where.url} in ${saved.path}: the CLI's own commands act as ${teamId}/${runtime}${saved.replaced ? ` (they acted as ${saved.replaced})` : ''}\n`
+              : `saved for ${where.url} in ${saved.path} as ${runtime}'s token (ctxbus worker, ctxbus telegram); the CLI's own commands ${cli.token ? `still act as ${cli.teamId}/${cli.runtime}` : 'act as no one yet: save a cli token, or add --as-cli'}\n`,
           );
         }
         if (options.json) printJson(created);

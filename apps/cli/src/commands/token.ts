@@ -1,7 +1,7 @@
 import { createClient } from '@ctxbus/client';
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
-import { saveHubCredentials } from '../credentials.js';
+import { hubCredentials, saveRuntimeToken } from '../credentials.js';
 import { adminToken, findHubUrl, hubUrl } from '../hub-target.js';
 import type { StoreTarget } from '../store-target.js';
 import { storeTarget } from '../store-target.js';
@@ -44,4 +44,4 @@ export function tokenRow(info: TokenInfo): string {
 }
 
 // For the command's actions, which import this module when they run.
-export { parseOrThrow, runtimeNameSchema, saveHubCredentials, teamIdSchema };
+export { hubCredentials, parseOrThrow, runtimeNameSchema, saveRuntimeToken, teamIdSchema };

@@ -27,6 +27,10 @@ export function registerWorker(
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
     .option('--token <token>', "the runtime's token (default: $CTXBUS_TOKEN, else the saved one)")
     .option(
+      '--runtime <runtime>',
+      "use the token saved for this runtime (default: the one saved that is not the CLI's)",
+    )
+    .option(
       '--capabilities <file>',
       "this machine's policy: remote_execution.allow and workdir, and each origin's trust",
       'capabilities.yaml',
@@ -69,7 +73,7 @@ Example:
           hubUrl,
           loadCapabilities,
           pino,
-          runtimeToken,
+          ownRuntimeToken,
         } = await import('./worker.js');
         const matrix = loadCapabilities(options.capabilities);
         const roots =
@@ -82,7 +86,10 @@ Example:
           );
         }
         const url = hubUrl(options.url);
-        const hub = createWorkerHub({ url, token: runtimeToken(url, options.token) });
+        const hub = createWorkerHub({
+          url,
+          token: ownRuntimeToken(url, options.token, options.runtime),
+        });
         const workerId = options.id ?? `${hostname()}-${process.pid}`;
         const logger = pino(
           { base: { workerId }, level: process.env.CTXBUS_LOG_LEVEL ?? 'info' },

@@ -1,12 +1,13 @@
 import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
 import { createWorkerHub, TaskWorker } from '@ctxbus/exec/worker';
 import { pino } from 'pino';
-import { hubUrl, runtimeToken } from '../hub-target.js';
+import { hubUrl, ownRuntimeToken } from '../hub-target.js';
 import { loadCapabilities } from './capabilities.js';
 
 export interface WorkerOptions {
   url?: string;
   token?: string;
+  runtime?: string;
   capabilities: string;
   root?: string[];
   id?: string;
@@ -22,7 +23,7 @@ export {
   DEFAULT_CHILD_PATH,
   hubUrl,
   loadCapabilities,
+  ownRuntimeToken,
   pino,
-  runtimeToken,
   TaskWorker,
 };

@@ -1,0 +1,146 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import {
+  call,
+  removeDir,
+  runCli,
+  spawnCli,
+  startHubProcess,
+  tempDir,
+  workerPolicy,
+} from '@ctxbus/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// One identity per role (issue 28): a worker's or the bot's token saved on this machine never
+// becomes whom the person's CLI acts as, `ctxbus whoami` says who is who (no secrets), and the
+// worker finds its own runtime's token.
+
+const dirs: string[] = [];
+let hub: HubProcess;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  const configDir = tempDir('ctxbus-config-');
+  env = { CTXBUS_CONFIG_DIR: configDir, HOME: tempDir('ctxbus-home-') };
+  dirs.push(configDir, env.HOME as string);
+  hub = await startHubProcess({ env });
+});
+
+afterAll(async () => {
+  expect(await hub.stop()).toBe(0);
+  for (const dir of dirs) removeDir(dir);
+});
+
+describe('saved identities', () => {
+  it("keeps the person's CLI identity apart from each runtime's, and says who is who", async () => {
+    const before = await runCli(['whoami'], { env });
+    expect(before.code).toBe(0);
+    expect(before.stdout).toContain(`hub       ${hub.url} (the saved default)`);
+    expect(before.stdout).toContain('cli       acts as no one');
+    expect(before.stdout).toContain('admin     saved');
+
+    const person = await runCli(
+      ['token', 'create', '--team', 'acme', '--runtime', 'cli', '--save'],
+      { env },
+    );
+    expect(person.code, person.stderr).toBe(0);
+    expect(person.stderr).toContain("the CLI's own commands act as acme/cli");
+    const worker = await runCli(
+      ['token', 'create', '--team', 'acme', '--runtime', 'claude-code', '--save'],
+      { env },
+    );
+    expect(worker.code, worker.stderr).toBe(0);
+    expect(worker.stderr).toContain("as claude-code's token (ctxbus worker, ctxbus telegram)");
+    expect(worker.stderr).toContain("the CLI's own commands still act as acme/cli");
+
+    const who = await runCli(['whoami', '--json'], { env });
+    expect(JSON.parse(who.stdout)).toMatchObject({
+      cli: { from: 'saved', teamId: 'acme', runtime: 'cli' },
+      admin: 'saved',
+      runtimes: [
+        { runtime: 'cli', teamId: 'acme' },
+        { runtime: 'claude-code', teamId: 'acme' },
+      ],
+    });
+    expect(who.stdout).not.toMatch(/cbx_/);
+
+    // The person's writes are the person's.
+    const written = await runCli(
+      ['write', '--type', 'decision', '--title', 'Mine, not the agent'],
+      {
+        env,
+      },
+    );
+    expect(written.code, written.stderr).toBe(0);
+    const read = await runCli(['read', '--json'], { env });
+    expect(JSON.parse(read.stdout).items[0]).toMatchObject({
+      title: 'Mine, not the agent',
+      source: { runtime: 'cli' },
+    });
+
+    // --as-cli switches on purpose, and says from whom.
+    const switched = await runCli(
+      ['token', 'create', '--team', 'acme', '--runtime', 'web', '--save', '--as-cli'],
+      { env },
+    );
+    expect(switched.stderr).toContain(
+      "the CLI's own commands act as acme/web (they acted as acme/cli)",
+    );
+    const refused = await runCli(
+      ['token', 'create', '--team', 'acme', '--runtime', 'web', '--as-cli'],
+      {
+        env,
+      },
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--as-cli goes with --save');
+  });
+
+  it("runs a worker with its runtime's saved token, not the CLI's", async () => {
+    const root = tempDir('ctxbus-worker-root-');
+    dirs.push(root);
+    const policy = join(root, 'capabilities.yaml');
+    writeFileSync(policy, workerPolicy(root, ['true']));
+    const run = spawnCli(
+      [
+        'worker',
+        '--capabilities',
+        policy,
+        '--root',
+        root,
+        '--id',
+        'identities-worker',
+        '--runtime',
+        'claude-code',
+      ],
+      { env, timeoutMs: 120_000 },
+    );
+    try {
+      const admin = hub.adminToken ?? '';
+      await expect
+        .poll(
+          async () => {
+            const view = await call(hub.url, 'GET', '/api/capabilities?team=acme', {
+              token: admin,
+            });
+            const runtimes = (view.body.runtimes ?? []) as {
+              id: string;
+              presence: { workers: number };
+            }[];
+            return runtimes.find((entry) => entry.id === 'claude-code')?.presence.workers ?? 0;
+          },
+          { timeout: 60_000, interval: 200 },
+        )
+        .toBe(1);
+    } finally {
+      run.child.kill('SIGTERM');
+      const ended = await run.done;
+      expect(ended.stderr).not.toContain('several runtime tokens');
+    }
+    // Without --runtime, with two runtimes saved beside the CLI's, it asks which.
+    const ambiguous = await runCli(['worker', '--capabilities', policy, '--root', root], { env });
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain('several runtime tokens are saved');
+  });
+});
