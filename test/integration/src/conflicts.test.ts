@@ -1,12 +1,13 @@
-import { call, runCli, useHubProcess } from '@ctxbus/test-kit';
+import { call, runCli, runCliInTerminal, useHubProcess } from '@ctxbus/test-kit';
 import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // Conflicts over a real `ctxbus serve` and the real CLI (issue 27, part 9): Claude Code and
 // OpenClaw write different values on one key; the hub keeps the newer (last-write-wins) and
 // raises a conflict item naming both; `ctxbus conflicts` lists it; `ctxbus conflicts resolve`
-// with an agent's token is refused (403; the CLI exits 3), with the CLI's token (a person) it
-// keeps the chosen value. A hub started with --conflict-window off raises none. On PostgreSQL,
+// runs only at a terminal (an agent's shell has none) and keeps a value once the person types
+// the end of its id; with an agent's token the hub refuses it (403; the CLI exits 3), with the
+// CLI's token (a person) it keeps the chosen value. A hub started with --conflict-window off raises none. On PostgreSQL,
 // two hubs taking writes of the same keys at the same moment raise exactly one conflict a key.
 
 const hub = useHubProcess({
@@ -54,34 +55,50 @@ describe('conflicts through the CLI', () => {
     expect(text.stdout).toContain(`${conflict.id}  open`);
     expect(text.stdout).toContain('claude-code: Queue on PostgreSQL');
 
-    const refused = await cli(
-      hub.tokens.code,
-      'conflicts',
-      'resolve',
-      conflict.id,
-      '--keep',
-      first.id,
-    );
-    expect(refused.code).toBe(3);
-    expect(refused.stderr).toMatch(/cannot resolve conflicts: only people pick/);
-    const direct = await call(hub.url, 'POST', `/api/conflicts/${conflict.id}/resolve`, {
-      token: hub.tokens.claw,
-      body: { keep: second.id },
-    });
-    expect(direct.status).toBe(403);
-    expect(direct.body.error.details.reason).toBe('approver_required');
-
-    const kept = await cli(
+    // No terminal (an agent's shell): refused before anything is sent.
+    const headless = await cli(
       hub.tokens.cli,
       'conflicts',
       'resolve',
       conflict.id,
       '--keep',
       first.id,
-      '--note',
-      'PostgreSQL is already there',
     );
-    expect(kept.code).toBe(0);
+    expect(headless.code).toBe(2);
+    expect(headless.stderr).toContain('ctxbus conflicts resolve needs a person at a terminal');
+    const atTerminal = (token: string, keep: string, answer: (shown: string) => string) =>
+      runCliInTerminal(
+        [
+          'conflicts',
+          'resolve',
+          conflict.id,
+          '--keep',
+          keep,
+          '--note',
+          'PostgreSQL is already there',
+          '--url',
+          hub.url,
+        ],
+        { env: { CTXBUS_TOKEN: token }, prompt: 'characters of its id', answer },
+      );
+    // An agent's token at a terminal: the hub refuses it.
+    const refused = await atTerminal(hub.tokens.code, first.id, () => first.id.slice(-6));
+    expect(refused.code, refused.stdout).toBe(3);
+    expect(refused.stdout).toMatch(/cannot resolve conflicts: only people pick/);
+    const direct = await call(hub.url, 'POST', `/api/conflicts/${conflict.id}/resolve`, {
+      token: hub.tokens.claw,
+      body: { keep: second.id },
+    });
+    expect(direct.status).toBe(403);
+    expect(direct.body.error.details.reason).toBe('approver_required');
+    // A person, a wrong answer: nothing kept.
+    const wrong = await atTerminal(hub.tokens.cli, first.id, () => 'yes');
+    expect(wrong.code, wrong.stdout).toBe(2);
+    expect(wrong.stdout).toContain('claude-code\'s value "Queue on PostgreSQL"');
+    expect(wrong.stdout).toContain('not resolved');
+
+    const kept = await atTerminal(hub.tokens.cli, first.id, () => first.id.slice(-6));
+    expect(kept.code, kept.stdout).toBe(0);
     expect(kept.stdout).toContain(`Kept ${first.id} as ${key}`);
     const held = await call(hub.url, 'GET', `/api/context?key=${key}`, { token: hub.tokens.claw });
     expect(held.body.items).toHaveLength(1);

@@ -2,6 +2,7 @@ import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
 import type { Connection } from './conflicts.js';
+import { noTerminalReason } from './task-confirm.js';
 
 // `ctxbus conflicts`: keys two runtimes wrote with different values within the hub's conflict
 // window (the newer value holds the key: last-write-wins), and `ctxbus conflicts resolve ID
@@ -47,19 +48,36 @@ export function registerConflictCommands(
     conflicts
       .command('resolve')
       .description(
-        'keep one of the two values of a conflict (people only: cli, telegram, web, or an admin token)',
+        'keep one of the two values of a conflict, at a terminal (people only: cli, telegram, web, or an admin token)',
       )
       .argument('<id>', 'the conflict item id (ctxbus conflicts)')
       .requiredOption('--keep <item>', 'the item id of the value to keep')
       .option('--note <text>', 'why (kept with the resolution)')
       .option('--admin-token <token>', 'decide with an admin token (needs --team)')
-      .option('--team <team>', 'the team (with --admin-token)'),
+      .option('--team <team>', 'the team (with --admin-token)')
+      .addHelpText(
+        'after',
+        `
+Only a person at a terminal: it shows both values and keeps one once you type the last 6
+characters of its item id (an agent's shell has no terminal; Telegram's Keep buttons and the
+dashboard are the other ways).`,
+      ),
   ).action((id: string, _own: Connection, command: Command) =>
     run(async () => {
       // `conflicts` takes the same connection options: whichever of the two parsed them.
       const options = command.optsWithGlobals() as Connection & { keep: string; note?: string };
-      const { connect } = await import('./conflicts.js');
+      const why = noTerminalReason(
+        process.stdin.isTTY === true,
+        process.stdout.isTTY === true,
+        'ctxbus conflicts resolve',
+      );
+      if (why) throw new CtxbusError('validation_failed', why);
+      const { confirmKeep, connect } = await import('./conflicts.js');
       const { client, team } = connect(options, true);
+      const found = (await client.conflicts({ status: 'all', limit: 200 })).find(
+        (conflict) => conflict.id === id,
+      );
+      await confirmKeep(id, found, options.keep);
       const answer = await client.resolveConflict(id, {
         keep: options.keep,
         ...(options.note !== undefined && { note: options.note }),

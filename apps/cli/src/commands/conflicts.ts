@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline/promises';
 import { createClient } from '@ctxbus/client';
 import type { ConflictView } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
@@ -52,4 +53,42 @@ export function conflictLines(conflict: ConflictView): string[] {
       ? [`  resolved by ${conflict.resolution.by} at ${conflict.resolution.at}`]
       : []),
   ];
+}
+
+/** Characters of the kept item's id (its end: ids begin alike) a person types to keep it. */
+export const KEEP_CHARS = 6;
+
+/**
+ * Shows the conflict and the value to keep, and asks the person at the terminal to type the
+ * last KEEP_CHARS characters of its id; anything else keeps nothing.
+ */
+export async function confirmKeep(
+  conflictId: string,
+  conflict: ConflictView | undefined,
+  keep: string,
+): Promise<void> {
+  const value = conflict?.values.find((entry) => entry.id === keep);
+  const text = [
+    ...(conflict
+      ? conflictLines(conflict)
+      : [`${conflictId}  (not among the latest conflicts read)`]),
+    '',
+    value
+      ? `Keep ${value.runtime}'s value "${value.title}" (item ${keep}) for ${conflict?.key}?`
+      : `Keep item ${keep}? (not one of the values shown: the hub refuses what is not)`,
+    `Type the last ${KEEP_CHARS} characters of its id (anything else cancels): `,
+  ].join('\n');
+  const prompt = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
+  let answer: string;
+  try {
+    answer = await prompt.question(text);
+  } finally {
+    prompt.close();
+  }
+  if (answer.trim().toLowerCase() !== keep.slice(-KEEP_CHARS).toLowerCase()) {
+    throw new CtxbusError(
+      'validation_failed',
+      `not resolved: "${answer.trim()}" is not the last ${KEEP_CHARS} characters of ${keep}`,
+    );
+  }
 }

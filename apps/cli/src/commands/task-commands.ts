@@ -2,7 +2,7 @@ import type { Task } from '@ctxbus/core/contract';
 import { CtxbusError, TASK_STATES } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
-import { CONFIRM_CHARS } from './task-confirm.js';
+import { CONFIRM_CHARS, noTerminalReason } from './task-confirm.js';
 import type { Connection } from './tasks.js';
 
 // `ctxbus task ...`: the commands; tasks.ts (the hub client) loads when one runs.
@@ -110,8 +110,7 @@ See what it would run first: ctxbus task <task-id>`,
         ),
     ).action((id: string, options: Connection & { note?: string }) =>
       run(async () => {
-        const { approvalLines, confirmAtTerminal, connect, noTerminalReason, taskLine } =
-          await import('./tasks.js');
+        const { approvalLines, confirmAtTerminal, connect, taskLine } = await import('./tasks.js');
         if (decision === 'approve') {
           const why = noTerminalReason(process.stdin.isTTY === true, process.stdout.isTTY === true);
           if (why !== null) throw new CtxbusError('validation_failed', why);

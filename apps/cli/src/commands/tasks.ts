@@ -134,16 +134,6 @@ export async function confirmAtTerminal(task: Task): Promise<string> {
   return digest;
 }
 
-/** Why `ctxbus approve` will not run here, or null at a terminal. */
-export function noTerminalReason(stdinTty: boolean, stdoutTty: boolean): string | null {
-  if (stdinTty && stdoutTty) return null;
-  const missing =
-    !stdinTty && !stdoutTty
-      ? 'stdin and stdout are not TTYs'
-      : `${stdinTty ? 'stdout' : 'stdin'} is not a TTY`;
-  return `ctxbus approve needs a person at a terminal (${missing}): run it yourself in a terminal, or answer in Telegram or the dashboard`;
-}
-
 export function approvalLines(task: Task): string[] {
   const approval = task.approval;
   if (!approval) return [];
