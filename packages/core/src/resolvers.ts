@@ -226,6 +226,8 @@ export interface SharedContextRequest {
   tasks?: readonly Task[];
   /** The runtime's `context` in capabilities.yaml, when it declares one. */
   context?: RuntimeContextSpec;
+  /** The team's runtimes and their trust (see `SelectOptions.runtimes`). */
+  runtimes?: readonly { id: string; trust: string }[];
 }
 
 /** One entry of a section under seed 000's names: its text and the items behind it. */
@@ -300,6 +302,7 @@ export function resolveSharedContext(
     now: request.now,
     ...(request.limits ? { limits: request.limits } : {}),
     ...(request.tasks ? { tasks: request.tasks } : {}),
+    ...(request.runtimes ? { runtimes: request.runtimes } : {}),
   });
   const options = {
     tokenBudget: request.tokenBudget ?? resolver.defaultTokenBudget,

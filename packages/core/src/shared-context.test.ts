@@ -28,6 +28,38 @@ function sectionTitles(items: ReturnType<typeof storedItem>[]) {
 }
 
 describe('selectSharedContext', () => {
+  it("keeps a keyed decision under recent decisions (seed 000's layer 2), other keys as knowledge", () => {
+    const items = [
+      storedItem({ type: 'decision', title: 'Queue on PostgreSQL', key: 'project/queue' }),
+      storedItem({ type: 'decision', title: 'Ship Friday' }),
+      storedItem({ type: 'discovery', title: 'Stack', key: 'project/ctxbus/stack' }),
+      storedItem({ type: 'decision', title: 'I am Charles', key: 'identity/user' }),
+    ];
+    expect(sectionTitles(items)).toMatchObject({
+      identity: ['You', 'I am Charles'],
+      recentDecisions: ['Ship Friday', 'Queue on PostgreSQL'],
+      projectContext: ['Stack'],
+    });
+  });
+
+  it("names each runtime's trust in the identity layer when the runtimes are given", () => {
+    const sections = selectSharedContext(of([]), {
+      viewer,
+      now,
+      runtimes: [
+        { id: 'claude-code', trust: 'trusted' },
+        { id: 'web', trust: 'restricted' },
+      ],
+    });
+    expect(sections.find((section) => section.id === 'identity')?.entries).toEqual([
+      expect.objectContaining({ title: 'You' }),
+      expect.objectContaining({
+        title: 'Runtimes',
+        body: 'claude-code (trusted), web (restricted)',
+      }),
+    ]);
+  });
+
   it('places items in seed 000 sections and keeps the rules', () => {
     const old = storedItem({ type: 'decision', title: 'Use MySQL' });
     const replacement = storedItem({ type: 'decision', title: 'Use SQLite', supersedes: old.id });

@@ -97,6 +97,11 @@ export interface SelectOptions {
    * know), and a task's status item shows only while it tells the task's current state.
    */
   tasks?: readonly Task[];
+  /**
+   * The team's runtimes and the trust capabilities.yaml gives each (seed 000's per-runtime
+   * trust level): one identity line when given.
+   */
+  runtimes?: readonly { id: string; trust: string }[];
 }
 
 /**
@@ -195,9 +200,8 @@ export function sharedCandidateQueries(
         limit: limits.activeTasks + limits.blockedItems,
       },
     ],
-    recentDecisions: [
-      { types: ['decision'], hasKey: false, limit: limits.recentDecisions + limits.blockedItems },
-    ],
+    // A keyed decision is a decision too: it stays here (identity and focus keys go first).
+    recentDecisions: [{ types: ['decision'], limit: limits.recentDecisions + blocked }],
     threadSummaries: [
       {
         scopeKinds: ['thread'],
@@ -206,7 +210,9 @@ export function sharedCandidateQueries(
         limit: limits.threadSummaries + limits.blockedItems + limits.recentDecisions,
       },
     ],
-    projectContext: [{ hasKey: true, limit: limits.projectContext + blocked }],
+    projectContext: [
+      { hasKey: true, limit: limits.projectContext + blocked + limits.recentDecisions },
+    ],
     recentInteractions: [
       {
         types: ACTIVITY_TYPES,
@@ -367,9 +373,23 @@ export function selectSharedContext(
     summary: `${viewer.runtime} in team ${viewer.teamId}`,
     meta: {},
   };
+  const trustEntry: ContextEntry[] =
+    options.runtimes && options.runtimes.length > 0
+      ? [
+          {
+            id: 'identity:runtimes',
+            refs: [],
+            title: 'Runtimes',
+            body: options.runtimes.map((entry) => `${entry.id} (${entry.trust})`).join(', '),
+            summary: `${options.runtimes.length} runtimes with their trust`,
+            meta: {},
+          },
+        ]
+      : [];
   const entries: Record<SharedSectionId, ContextEntry[]> = {
     identity: [
       identityEntry,
+      ...trustEntry,
       ...chosen.identity.map((item) => toEntry(item, limits, item.key ?? undefined)),
     ],
     activeTasks: [

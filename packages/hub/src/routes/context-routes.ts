@@ -243,6 +243,10 @@ export const contextRoutes = [
         tasks,
         now: services.clock(),
         ...declaredContext(services, runtime),
+        runtimes: Object.entries(services.capabilities.matrix().runtimes).map(([id, entry]) => ({
+          id,
+          trust: entry.trust,
+        })),
         ...(query.tokenBudget !== undefined && { tokenBudget: query.tokenBudget }),
       });
       return { status: 200, body: bundle };
