@@ -40,9 +40,53 @@ describe('before_prompt_build', () => {
     expect(result?.prependSystemContext).toContain('capability_request');
     expect(host.hooks.map((hook) => hook.name)).toEqual([
       'before_prompt_build',
+      'before_message_write',
       'agent_end',
       'after_tool_call',
     ]);
+  });
+
+  it('writes the block into the history with its prompt; a later turn gets only the change, small', async () => {
+    await claude.write({ type: 'decision', title: 'Ship the billing service on Monday' });
+    const host = plugin();
+    const context = { agentId: 'main', sessionKey: 'agent:main:cache' };
+    const first = await host.promptBuild(context, 'Question 1', []);
+    const block = first?.prependContext ?? '';
+    expect(block).toContain('Ship the billing service on Monday');
+    // OpenClaw writes the bare prompt; the plugin makes it what the model got.
+    const written = host.writeMessage({ role: 'user', content: 'Question 1' }, context);
+    expect(written).toEqual({ role: 'user', content: `${block}\n\nQuestion 1` });
+    // Only the turn's own user message: the next one is left as it is.
+    const untouched = { role: 'user', content: [{ type: 'text', text: 'steer' }] };
+    expect(host.writeMessage(untouched, context)).toBe(untouched);
+    expect(host.writeMessage({ role: 'assistant', content: 'ok' }, context)).toEqual({
+      role: 'assistant',
+      content: 'ok',
+    });
+
+    await claude.write({ type: 'status', title: 'CI is red on main', urgency: 'blocking' });
+    const history = [written, { role: 'assistant', content: 'Noted.' }];
+    const second = await host.promptBuild(context, 'Question 2', history);
+    const later = second?.prependContext ?? '';
+    expect(later).toContain('[blocking] CI is red on main');
+    expect(later).not.toContain('Ship the billing service on Monday');
+    // At most 10% of the default 2,000-token budget (3.5 characters a token).
+    expect(later.length).toBeLessThanOrEqual(200 * 3.5);
+    expect(second?.prependSystemContext).toBe(first?.prependSystemContext);
+    const text = host.writeMessage(
+      { role: 'user', content: [{ type: 'text', text: 'Question 2' }] },
+      context,
+    );
+    expect(text).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: `${later}\n\nQuestion 2` }],
+    });
+
+    // Nothing changed: nothing injected, and the prompt is written as it is.
+    const quiet = await host.promptBuild(context, 'Question 3', [...history, text]);
+    expect(quiet?.prependContext).toBeUndefined();
+    const bare = { role: 'user', content: 'Question 3' };
+    expect(host.writeMessage(bare, context)).toBe(bare);
   });
 
   it('lists what changed since the agent’s last turn first, without the agent’s own writes', async () => {

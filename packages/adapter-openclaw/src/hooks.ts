@@ -9,6 +9,8 @@ import type {
   AfterToolCallEvent,
   AgentEndEvent,
   AgentHookContext,
+  BeforeMessageWriteEvent,
+  BeforeMessageWriteResult,
   BeforePromptBuildEvent,
   BeforePromptBuildResult,
   PluginLogger,
@@ -22,6 +24,13 @@ export const DEFAULT_AGENT_ID = 'main';
 const UPDATE_ITEMS = 12;
 /** The "changed since your last turn" list takes at most this share of the budget. */
 const UPDATES_SHARE = 0.3;
+/**
+ * A later turn of a session carries only what changed since the last, within this share of the
+ * budget: the session's first block (the bundle) stays in its history, unchanged (issue 29).
+ */
+const LATER_TURN_SHARE = 0.1;
+const BLOCK_OPEN = '<team-context source="ctxbus">';
+const BLOCK_CLOSE = '</team-context>';
 /** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens), as a budget share. */
 const TOOL_SNIPPET_SHARE = 0.15;
 /**
@@ -218,7 +227,7 @@ export async function buildTurnContext(
   deps: HookDeps,
   agentId: string,
   workspaceDir?: string,
-  turn: { prompt?: string; sessionId?: string; runId?: string } = {},
+  turn: { prompt?: string; sessionId?: string; runId?: string; later?: boolean } = {},
 ): Promise<TurnContext> {
   const { config, logger } = deps;
   const local = safeLocal(deps);
@@ -231,15 +240,21 @@ export async function buildTurnContext(
   const result = await session.beforeTurn({
     prompt: turn.prompt ?? '',
     ...(turn.runId && { turnId: turn.runId }),
-    // The bundle leaves room for the changes after the first turn.
-    bundle: { tokens: bundleShare },
     offline: agentSettings(config, agentId).inject === false,
-    memory: local.then((text) =>
-      text?.trim() ? [{ id: 'shared-context', text: text.trim() }] : [],
-    ),
+    // A later turn of a session: its history holds the first bundle; only the changes are news.
+    ...(!turn.later && {
+      // The bundle leaves room for the changes after the first turn.
+      bundle: { tokens: bundleShare },
+      memory: local.then((text) =>
+        text?.trim() ? [{ id: 'shared-context', text: text.trim() }] : [],
+      ),
+    }),
   });
   for (const line of [...(result.notice?.split('\n') ?? []), ...result.warnings]) logger.warn(line);
-  const text = result.injection;
+  const wrapper = estimateTokens(`${BLOCK_OPEN}\n\n${BLOCK_CLOSE}`);
+  const text = turn.later
+    ? updatesSection(result.changes, Math.floor(config.tokenBudget * LATER_TURN_SHARE) - wrapper)
+    : result.injection;
   return {
     text,
     tokens: text ? estimateTokens(text) : 0,
@@ -258,7 +273,22 @@ async function safeLocal(deps: HookDeps): Promise<string | null> {
   }
 }
 
-/** `before_prompt_build`: the team context before the prompt, the tool guide in the system prompt. */
+/** Whether the session's history already holds a team-context block: this is a later turn. */
+export function injectedBefore(messages: readonly unknown[] | undefined): boolean {
+  return (messages ?? []).some(
+    (message) =>
+      (message as { role?: unknown } | null)?.role === 'user' &&
+      messageText(message).includes(BLOCK_OPEN),
+  );
+}
+
+/**
+ * `before_prompt_build`: the tool guide in the system prompt (static, cacheable) and the team
+ * context before the prompt. The session's first turn gets the whole turn context; a later turn
+ * (its history holds a block already) only what changed since, within 10% of the budget. Each
+ * block is written into the history with its prompt (before_message_write), so every turn's
+ * request starts with what the last one sent.
+ */
 export async function beforePromptBuild(
   deps: HookDeps,
   context: AgentHookContext,
@@ -269,13 +299,60 @@ export async function beforePromptBuild(
     ...(event && { prompt: event.prompt }),
     ...(session && { sessionId: session }),
     ...(context.runId && { runId: context.runId }),
+    later: injectedBefore(event?.messages),
   });
+  const block = turn.text ? `${BLOCK_OPEN}\n${turn.text}\n${BLOCK_CLOSE}` : '';
+  // OpenClaw sends prependContext before this turn's prompt but writes the bare prompt to the
+  // session's history: the block waits here for before_message_write, which persists it.
+  injected.set(historyKey(context), block);
   return {
     prependSystemContext: TOOL_GUIDE,
-    ...(turn.text && {
-      prependContext: `<team-context source="ctxbus">\n${turn.text}\n</team-context>`,
-    }),
+    ...(block && { prependContext: block }),
   };
+}
+
+/** What before_prompt_build injected, per session, until the turn's user message is written. */
+const injected = new Map<string, string>();
+
+function historyKey(context: { agentId?: string | undefined; sessionKey?: string | undefined }) {
+  return `${agentOf(context)}\u0000${context.sessionKey ?? ''}`;
+}
+
+/**
+ * `before_message_write`: the turn's user message goes into the session's history exactly as
+ * the model got it (the team-context block, a blank line, the prompt), so the next turn's
+ * request starts with what this one sent (the provider's prompt cache stays warm).
+ */
+export function beforeMessageWrite(
+  event: BeforeMessageWriteEvent,
+  context: { agentId?: string; sessionKey?: string },
+): BeforeMessageWriteResult | undefined {
+  const message = event.message as { role?: unknown; content?: unknown } | null;
+  if (message?.role !== 'user') return undefined;
+  const key = historyKey({
+    agentId: event.agentId ?? context.agentId,
+    sessionKey: event.sessionKey ?? context.sessionKey,
+  });
+  const block = injected.get(key);
+  injected.delete(key);
+  if (!block) return undefined;
+  const { content } = message;
+  if (typeof content === 'string')
+    return { message: { ...message, content: `${block}\n\n${content}` } };
+  if (!Array.isArray(content)) return undefined;
+  let done = false;
+  const next = content.map((part) => {
+    if (
+      done ||
+      part === null ||
+      typeof part !== 'object' ||
+      (part as { type?: unknown }).type !== 'text'
+    )
+      return part;
+    done = true;
+    return { ...part, text: `${block}\n\n${(part as { text: string }).text}` };
+  });
+  return done ? { message: { ...message, content: next } } : undefined;
 }
 
 /** The text of a message in OpenClaw's transcript (string content or text blocks). */

@@ -37,6 +37,19 @@ export interface BeforePromptBuildResult {
   appendSystemContext?: string;
 }
 
+/** `before_message_write`: a message is about to be appended to the session's history (synchronous). */
+export interface BeforeMessageWriteEvent {
+  message: unknown;
+  sessionKey?: string;
+  agentId?: string;
+}
+
+/** `{ message }` replaces what is written; `{ block: true }` writes nothing. */
+export interface BeforeMessageWriteResult {
+  block?: boolean;
+  message?: unknown;
+}
+
 export interface AgentEndEvent {
   runId?: string;
   messages: unknown[];
@@ -118,6 +131,14 @@ export interface OpenClawPluginApi {
       event: BeforePromptBuildEvent,
       context: AgentHookContext,
     ) => Promise<BeforePromptBuildResult | undefined>,
+    options?: HookOptions,
+  ): void;
+  on(
+    hook: 'before_message_write',
+    handler: (
+      event: BeforeMessageWriteEvent,
+      context: { agentId?: string; sessionKey?: string },
+    ) => BeforeMessageWriteResult | undefined,
     options?: HookOptions,
   ): void;
   on(

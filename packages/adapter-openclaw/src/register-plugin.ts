@@ -1,6 +1,13 @@
 import { createClient } from '@ctxbus/client';
 import type { HookDeps } from './hooks.js';
-import { afterToolCall, agentEnd, beforePromptBuild, DEFAULT_AGENT_ID, deliver } from './hooks.js';
+import {
+  afterToolCall,
+  agentEnd,
+  beforeMessageWrite,
+  beforePromptBuild,
+  DEFAULT_AGENT_ID,
+  deliver,
+} from './hooks.js';
 import type { OpenClawPluginApi } from './openclaw-sdk.js';
 import type { ResolvedConfig } from './plugin-config.js';
 import { resolvePluginConfig } from './plugin-config.js';
@@ -82,6 +89,8 @@ export function registerCtxbus(
     // Our own requests give up after timeoutMs; the host's budget is a backstop.
     { timeoutMs: config.timeoutMs * 2 + 500 },
   );
+  // The injected block is written into the session's history with the prompt it went before.
+  api.on('before_message_write', (event, context) => beforeMessageWrite(event, context));
   api.on('agent_end', (event, context) => agentEnd(deps, event, context));
   // Each tool result becomes a tool snippet of the agent's later turns (seed 002's source 4).
   api.on('after_tool_call', (event, context) => afterToolCall(deps, event, context));

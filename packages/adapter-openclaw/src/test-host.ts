@@ -17,6 +17,8 @@ import type {
   AgentEndEvent,
   AgentHookContext,
   AgentTool,
+  BeforeMessageWriteEvent,
+  BeforeMessageWriteResult,
   BeforePromptBuildResult,
   OpenClawPluginApi,
   ToolFactoryContext,
@@ -104,6 +106,10 @@ type PromptHandler = (
   context: AgentHookContext,
 ) => Promise<BeforePromptBuildResult | undefined>;
 type EndHandler = (event: AgentEndEvent, context: AgentHookContext) => Promise<void>;
+type WriteHandler = (
+  event: BeforeMessageWriteEvent,
+  context: { agentId?: string; sessionKey?: string },
+) => BeforeMessageWriteResult | undefined;
 type ToolHandler = (event: AfterToolCallEvent, context: ToolHookContext) => Promise<void> | void;
 type ToolFactory = (context: ToolFactoryContext) => AgentTool | AgentTool[] | null | undefined;
 
@@ -116,11 +122,14 @@ export interface RecordingHost {
   /** Every tool factory's names, in registration order. */
   toolGroups: (string[] | undefined)[];
   services: { id: string; start: () => void | Promise<void>; stop?: () => void | Promise<void> }[];
-  /** `before_prompt_build` for a user prompt (default "hello"). */
+  /** `before_prompt_build` for a user prompt (default "hello"), with the session's history. */
   promptBuild(
     context: AgentHookContext,
     prompt?: string,
+    messages?: unknown[],
   ): Promise<BeforePromptBuildResult | undefined>;
+  /** `before_message_write`: the message OpenClaw would append to the session's history. */
+  writeMessage(message: unknown, context: AgentHookContext): unknown;
   agentEnd(event: AgentEndEvent, context: AgentHookContext): Promise<void>;
   afterToolCall(event: AfterToolCallEvent, context: ToolHookContext): Promise<void>;
   tools(context: ToolFactoryContext): AgentTool[];
@@ -131,6 +140,7 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
   const hooks: { name: string; timeoutMs: number | undefined }[] = [];
   let prompt: PromptHandler | undefined;
   let end: EndHandler | undefined;
+  let write: WriteHandler | undefined;
   let afterTool: ToolHandler | undefined;
   const factories: ToolFactory[] = [];
   const toolGroups: (string[] | undefined)[] = [];
@@ -149,12 +159,13 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
     },
     on(
       name: string,
-      handler: PromptHandler | EndHandler | ToolHandler,
+      handler: PromptHandler | EndHandler | ToolHandler | WriteHandler,
       options?: { timeoutMs?: number },
     ) {
       hooks.push({ name, timeoutMs: options?.timeoutMs });
       if (name === 'before_prompt_build') prompt = handler as PromptHandler;
       if (name === 'agent_end') end = handler as EndHandler;
+      if (name === 'before_message_write') write = handler as unknown as WriteHandler;
       if (name === 'after_tool_call') afterTool = handler as ToolHandler;
     },
   } as unknown as OpenClawPluginApi;
@@ -167,8 +178,13 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
     },
     toolGroups,
     services,
-    promptBuild: (context, text = 'hello') =>
-      prompt ? prompt({ prompt: text, messages: [] }, context) : Promise.resolve(undefined),
+    promptBuild: (context, text = 'hello', messages = []) =>
+      prompt ? prompt({ prompt: text, messages }, context) : Promise.resolve(undefined),
+    writeMessage(message, context) {
+      const result = write?.({ message }, context);
+      if (result?.block) return null;
+      return result?.message ?? message;
+    },
     agentEnd: (event, context) => (end ? end(event, context) : Promise.resolve()),
     afterToolCall: async (event, context) => {
       await afterTool?.(event, context);

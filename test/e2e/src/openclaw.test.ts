@@ -11,7 +11,10 @@ import {
   PLUGIN_DIR,
   useOpenClawInstalled,
 } from './openclaw-installed.js';
-import { roleText, toolResults } from './scripted-openai-model.js';
+import type { ChatCompletionsRequest } from './scripted-openai-model.js';
+import { contentText, requestText, roleText, toolResults } from './scripted-openai-model.js';
+
+const OPEN_BLOCK = '<team-context source="ctxbus">';
 
 // OpenClaw with ctxbus installed (see openclaw-installed.ts): the plugin loads, the team's
 // context reaches the model, the model writes through the plugin's tool, uninstall is clean.
@@ -51,6 +54,7 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       expect(inspected.typedHooks.map((hook) => hook.name).sort()).toEqual([
         'after_tool_call',
         'agent_end',
+        'before_message_write',
         'before_prompt_build',
       ]);
       expect(inspected.diagnostics).toEqual([]);
@@ -172,6 +176,64 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       const event = subscriber.items().find((entry) => entry.item.title === title);
       expect(event?.item.source).toMatchObject({ runtime: 'openclaw', agentId: 'main' });
       subscriber.close();
+    },
+  );
+
+  openClawIt(
+    'keeps each turn of a session a prefix of the next (prompt cache), with what another runtime wrote between turns',
+    async () => {
+      const sessionId = randomUUID();
+      const sent: ChatCompletionsRequest[] = [];
+      const markers = ['cache-a1f0', 'cache-b2e1', 'cache-c3d2'];
+      world.reply = () => ({ text: 'Understood.' });
+      for (const [turn, marker] of markers.entries()) {
+        const written = await call(world.hub.url, 'POST', '/api/context', {
+          token: world.codeToken,
+          body: { type: 'status', title: `Build ${turn + 1} is green (marker ${marker})` },
+        });
+        expect(written.status).toBe(201);
+        const before = world.model.requests.length;
+        const run = await world.openclaw.agent(`Question ${turn + 1}: what changed?`, {
+          sessionId,
+        });
+        expect(run.code, run.stderr).toBe(0);
+        expect(world.model.requests.length).toBe(before + 1);
+        const request = world.model.requests[before] as ChatCompletionsRequest;
+        // What Claude Code wrote since the last turn reached this turn's request.
+        expect(requestText(request)).toContain(`marker ${marker}`);
+        sent.push(request);
+      }
+      const blocks = sent.map((request) => {
+        const texts = request.messages.map((message) => contentText(message.content));
+        const last = texts.findLast((text) => text.includes(OPEN_BLOCK)) ?? '';
+        return last.slice(last.indexOf(OPEN_BLOCK), last.indexOf('</team-context>') + 15);
+      });
+      // The first turn carries the team's bundle; later ones only the change, small (<= 10% of
+      // the 2,000-token default budget, 3.5 characters a token), not the bundle again.
+      expect(blocks[0]).toContain('SHARED CONTEXT');
+      for (const block of blocks.slice(1)) {
+        expect(block).not.toContain('SHARED CONTEXT');
+        expect(block.length).toBeLessThanOrEqual(200 * 3.5);
+      }
+      for (const [index, later] of sent.entries()) {
+        const earlier = sent[index - 1];
+        if (!earlier) continue;
+        // OpenClaw itself ends a request to an openai-completions model with its own runtime
+        // context (exec sessions, subagents), which it does not keep in the history; everything
+        // before it, the system prompt and each turn's team-context block included, is resent
+        // byte for byte.
+        const kept = earlier.messages.filter((message, at) => {
+          const own =
+            at === earlier.messages.length - 1 &&
+            contentText(message.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>');
+          return !own;
+        });
+        expect(kept.length).toBeGreaterThanOrEqual(earlier.messages.length - 1);
+        expect(kept.some((message) => contentText(message.content).includes(OPEN_BLOCK))).toBe(
+          true,
+        );
+        expect(JSON.stringify(later.messages.slice(0, kept.length))).toBe(JSON.stringify(kept));
+      }
     },
   );
 
