@@ -115,7 +115,9 @@ function stringsOrNull(value: unknown): string[] | null {
 }
 
 /** The task a status item reports, or null when it is no task status item. */
-export function taskStatusOf(item: ContextItem): TaskStatusReport | null {
+export function taskStatusOf(
+  item: Pick<ContextItem, 'type' | 'relevanceTags' | 'runtimeOptions'>,
+): TaskStatusReport | null {
   if (item.type !== 'status' || !item.relevanceTags.includes(TASK_TAG)) return null;
   const task = (item.runtimeOptions as { task?: Record<string, unknown> } | null)?.task;
   if (!task || typeof task.id !== 'string' || typeof task.state !== 'string') return null;

@@ -1,5 +1,5 @@
 import type { ContextItem, NewContextItem } from '@ctxbus/core';
-import { CtxbusError, scopeKindOf, URGENCY_RANK } from '@ctxbus/core';
+import { CtxbusError, scopeKindOf, taskStatusOf, URGENCY_RANK } from '@ctxbus/core';
 import { searchDocument } from './postgres-search.js';
 
 // Per-item work done when a write is queued, before its group commit takes the counter lock:
@@ -116,17 +116,20 @@ function assertStorable(item: NewContextItem): void {
   }
 }
 
+const UNINDEXED = { vector: '', stems: [] as string[] };
+
 /** Checks one item and computes the fixed part of its row. Throws `validation_failed`. */
 export function prepareItemRow(input: NewContextItem): PreparedItem {
   assertStorable(input);
   const item = wellFormed(input);
   const tags = JSON.stringify(item.relevanceTags);
-  const document = searchDocument({
-    title: item.title,
-    content: item.content,
-    summary: item.summary,
-    tags,
-  });
+  // A task's status item is bookkeeping (the task itself is in the task store): no full-text
+  // entry, so its three writes per task touch no search index or term statistics. Removal
+  // reads the row's own (empty) vector, so the statistics stay exact.
+  const document =
+    taskStatusOf(item) === null
+      ? searchDocument({ title: item.title, content: item.content, summary: item.summary, tags })
+      : UNINDEXED;
   const kind = scopeKindOf(item.scopeKey);
   const fixed = JSON.stringify({
     id: item.id,

@@ -176,6 +176,31 @@ function definePostgresTests(url: string): void {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it("keeps a task's status items out of full-text search (bookkeeping), other items in", async () => {
+    const store = await openPostgresStore({ connectionString: url, schema: schemas.next('fts') });
+    const status = (state: string) =>
+      prepared({
+        type: 'status',
+        title: `Task ${state}: rebuild the zanzibar index`,
+        scopeKey: 'task:task_019a0000-0000-7000-8000-0000000000aa',
+        relevanceTags: ['task'],
+        runtimeOptions: {
+          task: { id: 'task_019a0000-0000-7000-8000-0000000000aa', state },
+        },
+      });
+    await store.writeItems([status('SUBMITTED')]);
+    await store.writeItems([status('WORKING')]);
+    const [note] = await store.writeItems([
+      prepared({ type: 'discovery', title: 'The zanzibar index is rebuilt nightly' }),
+    ]);
+    const hits = await store.searchItems(acme, { query: 'zanzibar index', limit: 10 });
+    expect(hits.map((hit) => hit.item.id)).toEqual([note?.item.id]);
+    // Still read by everything else (the feed, the bundle): only search leaves them out.
+    const listed = await store.listItems(acme, { tags: ['task'], limit: 10 });
+    expect(listed).toHaveLength(2);
+    await store.close();
+  });
+
   it('never lets another team’s item with the same id change a write', async () => {
     const store = await openPostgresStore({ connectionString: url, schema: schemas.next('ids') });
     const globex: Viewer = { teamId: 'globex', runtime: 'claude-code' };
