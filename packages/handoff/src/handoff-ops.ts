@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { isStale, readHandoff, updateHandoff, writeFileAtomic } from './handoff-file.js';
 import type { HandoffPaths } from './handoff-paths.js';
@@ -28,18 +28,51 @@ export interface HeartbeatInput {
   ready?: boolean;
 }
 
+/**
+ * The author of the handoff `ctxbus handoff init` writes: no model has worked yet, so the first
+ * heartbeat still names the current model (as on a workspace without a handoff).
+ */
+export const INIT_AUTHOR = 'ctxbus-init';
+
+const EMPTY_CONTEXT: HandoffContent['context'] = {
+  recent_actions: [],
+  decisions: [],
+  next_steps: [],
+  blockers: [],
+};
+
+/**
+ * The first handoff of a workspace (`handoff init`): valid (checksummed, sequence 1), naming
+ * the model expected to start, not ready (nothing to resume yet). Null when one exists.
+ */
+export async function startHandoff(
+  paths: HandoffPaths,
+  model: string,
+  options: { now?: Date } = {},
+): Promise<Handoff | null> {
+  if (existsSync(paths.handoff)) return null;
+  return updateHandoff(
+    paths,
+    () => ({
+      author: INIT_AUTHOR,
+      handoff_ready: false,
+      model: { current: model, previous: null, usage_percent: null, switch_reason: null },
+      task: { description: 'not started', status: 'not_started', project: null },
+      context: EMPTY_CONTEXT,
+      files_touched: [],
+    }),
+    { event: 'init', ...(options.now && { now: options.now }) },
+  );
+}
+
 function heartbeatContent(current: Handoff | null, input: HeartbeatInput): HandoffContent {
-  const context = current?.context ?? {
-    recent_actions: [],
-    decisions: [],
-    next_steps: [],
-    blockers: [],
-  };
+  const context = current?.context ?? EMPTY_CONTEXT;
+  const started = current === null || current.author === INIT_AUTHOR;
   return {
     author: input.model,
     handoff_ready: input.ready ?? true,
     model: {
-      current: current?.model.current ?? input.model,
+      current: started ? input.model : (current?.model.current ?? input.model),
       previous: current?.model.previous ?? null,
       usage_percent: input.usagePercent ?? current?.model.usage_percent ?? null,
       switch_reason: current?.model.switch_reason ?? null,

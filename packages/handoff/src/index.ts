@@ -32,7 +32,9 @@ export type {
 } from './handoff-ops.js';
 export {
   heartbeat,
+  INIT_AUTHOR,
   RECENT_ACTIONS,
+  startHandoff,
   summaryDue,
   summaryOf,
   switchModel,

@@ -49,10 +49,38 @@ describe('ctxbus handoff', () => {
     const first = await runCli(['handoff', 'init', '--workspace', workspace]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(
-      /^OpenClaw agent workspace .*: .*\.context-bus ready; rules added to/,
+      /^OpenClaw agent workspace .*: .*\.context-bus ready; .*handoff\.json written \(opus, not started\); rules added to/,
     );
-    const again = await runCli(['handoff', 'init', '--workspace', workspace]);
+    // A valid first handoff.json: status reads it (checksum, sequence 1), not ready yet.
+    const status = await runCli(['handoff', 'status', '--workspace', workspace, '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout).handoff).toMatchObject({
+      sequence: 1,
+      author: 'ctxbus-init',
+      model: { current: 'opus' },
+      task: { description: 'not started', status: 'not_started' },
+      handoff_ready: false,
+    });
+    const again = await runCli(['handoff', 'init', '--workspace', workspace, '--model', 'codex']);
     expect(again.stdout).toContain('already has the rules');
+    expect(again.stdout).toContain('handoff.json kept');
+    // The first heartbeat names the model that works, whatever init expected.
+    const beat = await runCli([
+      'handoff',
+      'heartbeat',
+      '--workspace',
+      workspace,
+      '--model',
+      'claude-opus',
+      '--no-publish',
+    ]);
+    expect(beat.code, beat.stderr).toBe(0);
+    const after = await runCli(['handoff', 'status', '--workspace', workspace, '--json']);
+    expect(JSON.parse(after.stdout).handoff).toMatchObject({
+      sequence: 2,
+      author: 'claude-opus',
+      model: { current: 'claude-opus' },
+    });
     const heartbeatFile = readFileSync(join(workspace, 'HEARTBEAT.md'), 'utf8');
     expect(heartbeatFile).toMatch(
       /^# Heartbeat\n\n- check the inbox\n\n<!-- ctxbus handoff rules -->/,

@@ -78,18 +78,24 @@ Examples:
   handoff
     .command('init')
     .description(
-      'create .context-bus/ and add the handoff rules to HEARTBEAT.md (never replacing it)',
+      'create .context-bus/ with a first handoff.json, and add the handoff rules to HEARTBEAT.md (never replacing either)',
     )
+    .option('--model <name>', "the model expected to start (default: config.yaml's primary)")
     .option('--workspace <dir>', WORKSPACE_HELP)
     .option('--config <file>', CONFIG_HELP)
-    .action((options: CommonOptions) =>
+    .action((options: CommonOptions & { model?: string }) =>
       run(async () => {
-        const { init, targetOf } = await import('./handoff.js');
-        const { workspace, paths } = targetOf(options);
+        const { init, startHandoff, targetOf } = await import('./handoff.js');
+        const { config, workspace, paths } = targetOf(options);
         const result = init(workspace);
         mkdirSync(paths.dir, { recursive: true });
+        const model = options.model ?? config.models.primary;
+        const started = await startHandoff(paths, model);
+        const first = started
+          ? `${paths.handoff} written (${model}, not started)`
+          : `${paths.handoff} kept`;
         printLine(
-          `${result.kind === 'openclaw' ? 'OpenClaw agent workspace' : 'project'} ${workspace}: ${paths.dir} ready; ${result.added ? `rules added to ${result.heartbeatFile}` : `${result.heartbeatFile} already has the rules`}`,
+          `${result.kind === 'openclaw' ? 'OpenClaw agent workspace' : 'project'} ${workspace}: ${paths.dir} ready; ${first}; ${result.added ? `rules added to ${result.heartbeatFile}` : `${result.heartbeatFile} already has the rules`}`,
         );
       }),
     );

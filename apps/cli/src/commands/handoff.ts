@@ -14,6 +14,7 @@ import {
   readHandoff,
   readHistory,
   resumeNote,
+  startHandoff,
   switchModel,
   switchSafety,
 } from '@ctxbus/handoff';
@@ -247,4 +248,13 @@ export function monitorLine(
 }
 
 // For the command's actions, which import this module when they run.
-export { heartbeat, monitorOnce, readHandoff, readHistory, resumeNote, switchModel, switchSafety };
+export {
+  heartbeat,
+  monitorOnce,
+  readHandoff,
+  readHistory,
+  resumeNote,
+  startHandoff,
+  switchModel,
+  switchSafety,
+};
