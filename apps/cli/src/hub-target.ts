@@ -1,5 +1,6 @@
 import { CtxbusError } from '@ctxbus/core/light';
 import {
+  CLI_RUNTIME,
   credentialsPath,
   hubCredentials,
   readCredentials,
@@ -66,15 +67,20 @@ export function ownRuntimeToken(
   flag: string | undefined,
   runtime: string | undefined,
 ): string {
-  if (flag || process.env.CTXBUS_TOKEN) return (flag || process.env.CTXBUS_TOKEN) as string;
+  const given = flag || process.env.CTXBUS_TOKEN;
+  if (given) return given;
   const saved = savedRuntimeToken(url, runtime);
   if (saved) return saved.token;
   const all = Object.keys(hubCredentials(url).runtimes ?? {});
-  if (all.length === 0) return runtimeToken(url, undefined);
+  const others = all.filter((name) => name !== CLI_RUNTIME);
+  // Credentials from before runtimes were kept apart, or only the CLI's: the CLI's token.
+  if (all.length === 0 || (runtime === undefined && others.length === 0)) {
+    return runtimeToken(url, undefined);
+  }
   throw new CtxbusError(
     'validation_failed',
     runtime === undefined
-      ? `several runtime tokens are saved for ${url} (${all.join(', ')}): pick one with --runtime, or pass --token`
+      ? `several runtime tokens are saved for ${url} (${others.join(', ')}): pick one with --runtime, or pass --token`
       : `no ${runtime} token saved for ${url} (saved: ${all.join(', ')}): \`ctxbus token create --team TEAM --runtime ${runtime} --save\`, or pass --token`,
   );
 }
