@@ -8,15 +8,9 @@ import type { Handoff, HandoffConfig, HandoffPaths, MonitorAction } from '@ctxbu
 import {
   handoffConfigPath,
   handoffPaths,
-  heartbeat,
   loadHandoffConfig,
-  monitorOnce,
   readHandoff,
-  readHistory,
   resumeNote,
-  startHandoff,
-  switchModel,
-  switchSafety,
 } from '@ctxbus/handoff';
 import { configDir } from '../credentials.js';
 import { findHubUrl, hubUrl, runtimeToken } from '../hub-target.js';
@@ -251,10 +245,9 @@ export function monitorLine(
 export {
   heartbeat,
   monitorOnce,
-  readHandoff,
   readHistory,
-  resumeNote,
   startHandoff,
   switchModel,
   switchSafety,
-};
+} from '@ctxbus/handoff';
+export { readHandoff, resumeNote };
