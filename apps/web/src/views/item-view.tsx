@@ -54,7 +54,11 @@ function ConflictPanel({ item, client }: { item: ContextItem; client: WebClient 
   const [busy, setBusy] = useState(false);
   const [kept, setKept] = useState<string | null>(null);
   const report = conflictOf(item);
-  if (report?.status !== 'open' || item.supersededBy !== null) return null;
+  // Once kept here, the panel stays to say so: the resolution supersedes the conflict item at
+  // once, and the live update must not take the answer away before the person has seen it.
+  if (!report || (kept === null && (report.status !== 'open' || item.supersededBy !== null))) {
+    return null;
+  }
   const keep = async (id: string) => {
     setBusy(true);
     setError(null);
