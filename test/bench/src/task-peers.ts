@@ -541,10 +541,14 @@ export interface TaskPeersOptions {
 
 export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> {
   const tasks = options.tasks ?? (options.quick ? 200 : 1_000);
+  // CTXBUS_BENCH_PEER_SYSTEMS=ctxbus-pg,graphile-worker: only these (profiling one system).
+  const only = process.env.CTXBUS_BENCH_PEER_SYSTEMS?.split(',') ?? null;
   const order: System[] =
     options.serverUrl === null
       ? ['ctxbus-sqlite']
-      : ['graphile-worker', 'ctxbus-pg', 'pg-boss', 'ctxbus-sqlite'];
+      : (['graphile-worker', 'ctxbus-pg', 'pg-boss', 'ctxbus-sqlite'] as const).filter(
+          (system) => only === null || only.includes(system),
+        );
   const rounds = options.quick ? 1 : 2;
   const runs = new Map<System, RunResult[]>();
   const loadBefore = loadavg()[0] ?? 0;
