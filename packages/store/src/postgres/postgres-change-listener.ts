@@ -1,4 +1,5 @@
 import type { Client, ClientConfig, Notification } from 'pg';
+import { loadPg } from './load-pg.js';
 import type { PostgresLogger } from './postgres-connection.js';
 
 export interface ChangeListenerOptions {
@@ -77,7 +78,7 @@ export class PostgresChangeListener {
   }
 
   private async open(): Promise<void> {
-    const { Client: PgClient } = (await import('pg')).default;
+    const { Client: PgClient } = await loadPg();
     const client = new PgClient({
       ...this.options.config,
       keepAlive: true,

@@ -1,6 +1,7 @@
 import type { Logger } from '@ctxbus/core';
 import { CtxbusError, silentLogger } from '@ctxbus/core';
 import type { Pool, PoolConfig, QueryResult, QueryResultRow } from 'pg';
+import { loadPg } from './load-pg.js';
 
 /** The store logs through core's Logger (a subset of pino's); the name stays for callers. */
 export type PostgresLogger = Logger;
@@ -107,7 +108,7 @@ export async function connectPostgres(options: PostgresConnectionOptions): Promi
       );
     }
     config = { connectionString, max: 10, application_name: 'ctxbus' };
-    const { default: pg } = await import('pg');
+    const pg = await loadPg();
     pool = new pg.Pool(config);
     ownsPool = true;
     // An idle client's error (server restart, network) is emitted on the pool; unhandled,
