@@ -1,3 +1,5 @@
+import { parse } from 'yaml';
+
 /** A document's front matter (`---` lines at the top) and the body after it. */
 export interface ParsedDocument {
   meta: Record<string, unknown>;
@@ -18,14 +20,13 @@ export function renderFrontMatter(meta: Record<string, unknown>): string {
   return `---\n${lines.join('\n')}\n---\n`;
 }
 
-function parseValue(raw: string): unknown {
+function lenientValue(raw: string): unknown {
   const text = raw.trim();
   if (text === '') return '';
   if (/^[[{"]/.test(text) || /^-?\d+(\.\d+)?$/.test(text) || text === 'true' || text === 'false') {
     try {
       return JSON.parse(text);
     } catch {
-      // YAML flow lists without quotes: [a, b]
       if (text.startsWith('[') && text.endsWith(']')) {
         return text
           .slice(1, -1)
@@ -40,24 +41,18 @@ function parseValue(raw: string): unknown {
 }
 
 /**
- * Reads the front matter this package writes, and the simple YAML people write by hand:
- * `key: value` lines, JSON or flow-list values, and `- item` block lists under a bare key.
- * A document without front matter has `meta` `{}`.
+ * What people write that YAML refuses (`title: Decision: use Postgres`, a colon in a plain
+ * value): read line by line, `key: value` lines and `- item` block lists under a bare key, so a
+ * hand-written note keeps its fields.
  */
-export function parseDocument(text: string): ParsedDocument {
-  const normalised = text.replace(/\r\n/g, '\n');
-  if (!normalised.startsWith('---\n')) return { meta: {}, body: normalised };
-  const end = normalised.indexOf('\n---', 4);
-  if (end < 0) return { meta: {}, body: normalised };
-  const after = normalised.indexOf('\n', end + 4);
-  const body = after < 0 ? '' : normalised.slice(after + 1);
+function lenientMeta(block: string): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
   let listKey: string | null = null;
-  for (const line of normalised.slice(4, end).split('\n')) {
+  for (const line of block.split('\n')) {
     const item = /^\s+-\s+(.*)$/.exec(line);
     if (item && listKey !== null) {
       const list = meta[listKey];
-      if (Array.isArray(list)) list.push(parseValue(item[1] ?? ''));
+      if (Array.isArray(list)) list.push(lenientValue(item[1] ?? ''));
       continue;
     }
     const field = /^([A-Za-z_][\w-]*):\s*(.*)$/.exec(line);
@@ -66,11 +61,40 @@ export function parseDocument(text: string): ParsedDocument {
       meta[field[1]] = [];
       listKey = field[1];
     } else {
-      meta[field[1]] = parseValue(field[2] ?? '');
+      meta[field[1]] = lenientValue(field[2] ?? '');
       listKey = null;
     }
   }
-  return { meta, body };
+  return meta;
+}
+
+/** The front matter as YAML (the `yaml` package, YAML 1.2 core schema), or null if refused. */
+function yamlMeta(block: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = parse(block);
+    if (value === null || value === undefined) return {};
+    return typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Reads a document's front matter as YAML (block and flow lists, multi-line strings, nested
+ * maps); one that YAML refuses is read line by line instead (`lenientMeta`). A document
+ * without front matter has `meta` `{}`.
+ */
+export function parseDocument(text: string): ParsedDocument {
+  const normalised = text.replace(/\r\n/g, '\n');
+  if (!normalised.startsWith('---\n')) return { meta: {}, body: normalised };
+  const end = normalised.indexOf('\n---', 4);
+  if (end < 0) return { meta: {}, body: normalised };
+  const after = normalised.indexOf('\n', end + 4);
+  const body = after < 0 ? '' : normalised.slice(after + 1);
+  const block = normalised.slice(4, end);
+  return { meta: yamlMeta(block) ?? lenientMeta(block), body };
 }
 
 /** A list field of the front matter as strings (a lone string becomes a one-item list). */
