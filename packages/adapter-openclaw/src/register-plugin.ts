@@ -5,7 +5,6 @@ import {
   agentEnd,
   beforeMessageWrite,
   beforePromptBuild,
-  DEFAULT_AGENT_ID,
   deliver,
 } from './hooks.js';
 import type { OpenClawPluginApi } from './openclaw-sdk.js';
@@ -103,9 +102,7 @@ export function registerCtxbus(
     const log = pluginLogger(api.logger);
     api.registerTool(
       (context) =>
-        sharedContextTools(paths, context.agentId?.trim() || DEFAULT_AGENT_ID, now).map((tool) =>
-          toAgentTool(() => tool, log),
-        ),
+        sharedContextTools(paths, context.agentId, now).map((tool) => toAgentTool(() => tool, log)),
       { names: [...SHARED_CONTEXT_TOOL_NAMES] },
     );
     if (client) api.registerService(sharedContextBridgeService(paths, client, config, log));

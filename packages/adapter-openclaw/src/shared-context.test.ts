@@ -90,6 +90,54 @@ describe('the shared-context directory in OpenClaw', () => {
     ).rejects.toThrow(/shared_context_feedback failed: invalid input: verdict/);
   });
 
+  it('honours an explicit agent (seed 001) where the session names none or the same one', async () => {
+    const host = plugin(hub.url);
+    const write = (agentId: string | undefined, input: Record<string, unknown>) => {
+      const [tool] = host
+        .tools(agentId === undefined ? {} : { agentId })
+        .filter((candidate) => candidate.name === 'shared_context_write_output');
+      return tool?.execute('call-agent', { title: 'Scan', body: 'Acme.', ...input });
+    };
+    const path = async (result: ReturnType<typeof write>) =>
+      ((await result)?.details as { path: string } | undefined)?.path;
+    // No agent id from OpenClaw: the explicit one is who writes (before: always "main").
+    expect(await path(write(undefined, { agent: 'scout' }))).toBe(
+      'agent-outputs/scout/2026-11-25/scan.md',
+    );
+    expect(await path(write(undefined, {}))).toBe('agent-outputs/main/2026-11-25/scan.md');
+    expect(await path(write('research', { agent: 'research', title: 'Own' }))).toBe(
+      'agent-outputs/research/2026-11-25/own.md',
+    );
+    // Another agent's folder is not this session's to write.
+    await expect(write('research', { agent: 'sales' })).rejects.toThrow(
+      /writes as agent "research".*"sales" is refused/,
+    );
+    expect(existsSync(join(dir, 'agent-outputs', 'sales'))).toBe(false);
+    await expect(write('research', { agent: '../etc' })).rejects.toThrow(/invalid input: agent/);
+  });
+
+  it('redacts secrets before they touch the directory, and a retried write stays one file', async () => {
+    const host = plugin(hub.url);
+    const tools = new Map(host.tools({ agentId: 'ops' }).map((tool) => [tool.name, tool]));
+    const secret = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789';
+    const input = { title: 'Deploy notes', body: `Used token ${secret} for the deploy.` };
+    const first = await tools.get('shared_context_write_output')?.execute('call-s1', input);
+    const again = await tools.get('shared_context_write_output')?.execute('call-s2', input);
+    const path = (first?.details as { path: string } | undefined)?.path ?? '';
+    expect((again?.details as { path: string; created: boolean } | undefined)?.path).toBe(path);
+    const text = readFileSync(join(dir, path), 'utf8');
+    expect(text).not.toContain(secret);
+    expect(text).toContain('[REDACTED:');
+    await tools.get('shared_context_feedback')?.execute('call-s3', {
+      verdict: 'rejected',
+      subject: 'Deploy',
+      reason: `never paste ${secret}`,
+    });
+    const inbox = readFileSync(join(dir, 'feedback', 'inbox.jsonl'), 'utf8');
+    expect(inbox).not.toContain(secret);
+    expect(JSON.parse(inbox.trim()).reason).toMatch(/never paste \[REDACTED:/);
+  });
+
   it('curates and finds cross-signals from two agents’ outputs', async () => {
     const host = plugin(hub.url);
     for (const agent of ['research', 'sales']) {

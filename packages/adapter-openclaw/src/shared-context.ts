@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { CtxbusClient } from '@ctxbus/client';
 import type { Logger } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/contract';
 import type { AnyToolDefinition } from '@ctxbus/mcp/tools';
 import { defineTool } from '@ctxbus/mcp/tools';
 import type { SharedContextPaths } from '@ctxbus/shared-context';
@@ -13,6 +14,7 @@ import {
   writeAgentOutput,
 } from '@ctxbus/shared-context';
 import { z } from 'zod';
+import { DEFAULT_AGENT_ID } from './hooks.js';
 import type { ResolvedConfig } from './plugin-config.js';
 
 // Seed 001's shared-context directory in OpenClaw: priorities (and today's roundtable) in each
@@ -71,12 +73,33 @@ const tagList = z
   .array(z.string().regex(/^[^\s,]{1,64}$/, 'a tag has no spaces or commas'))
   .max(16);
 
-/** The directory's tools for one agent: everything goes through the write policy. */
+/**
+ * Who an output is written as (seed 001: "default from the session's agent, or explicit"):
+ * the session's agent; an explicit `agent` when the session names none (OpenClaw gave no agent
+ * id), or when it names the session's own. Writing as another agent of the session is refused:
+ * each agent owns its `agent-outputs/<agent>/` folder.
+ */
+export function outputAgent(sessionAgent: string | undefined, explicit: string | undefined) {
+  const own = sessionAgent?.trim() || undefined;
+  if (explicit === undefined || explicit === own) return own ?? DEFAULT_AGENT_ID;
+  if (own === undefined) return explicit;
+  throw new CtxbusError(
+    'forbidden',
+    `this session writes as agent "${own}": agent-outputs/${own}/ is its folder, so writing as "${explicit}" is refused (leave agent out)`,
+    { details: { field: 'agent' } },
+  );
+}
+
+/**
+ * The directory's tools for one agent (`sessionAgent`: the agent id OpenClaw gave the tool's
+ * context, if any): everything goes through the write policy.
+ */
 export function sharedContextTools(
   paths: SharedContextPaths,
-  agentId: string,
+  sessionAgent: string | undefined,
   now: () => Date,
 ): AnyToolDefinition[] {
+  const agentId = sessionAgent?.trim() || DEFAULT_AGENT_ID;
   return [
     defineTool({
       name: 'shared_context_write_output',
@@ -84,6 +107,11 @@ export function sharedContextTools(
       description:
         'Publish a piece of your work for the other agents: it lands in shared-context/agent-outputs/<you>/<date>/ (and, through the bridge, on the team bus). Name the entities and topics it is about, so cross-signals can connect it to what other agents found.\nExample: {"title": "Weekly competitor scan", "body": "...markdown...", "entities": ["Acme Corp"], "tags": ["market"]}',
       input: z.object({
+        agent: z
+          .string()
+          .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, 'an agent id: letters, digits, - and _')
+          .optional()
+          .describe('Who writes it; by default the agent of this session.'),
         title: z.string().trim().min(1).max(200),
         body: z.string().min(1).max(100_000).describe('Markdown.'),
         tags: tagList.optional(),
@@ -92,7 +120,7 @@ export function sharedContextTools(
       output: z.object({ path: z.string(), created: z.boolean() }),
       async run(input) {
         const written = writeAgentOutput(paths, {
-          agent: agentId,
+          agent: outputAgent(sessionAgent, input.agent),
           title: input.title,
           body: input.body,
           ...(input.tags && { tags: input.tags }),

@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError, redactSecrets } from '@ctxbus/core/contract';
 import type { SharedContextPaths } from './paths.js';
 import type { WriteRequest } from './policy.js';
 import { assertWriteAllowed, prepareParent } from './policy.js';
@@ -8,6 +8,14 @@ import { assertWriteAllowed, prepareParent } from './policy.js';
 /** Whole-file writes go through a temporary file and a rename: readers never see half. */
 export function writeFileAtomic(target: string, text: string): void {
   writeAtomic(target, text, { mode: 0o644 });
+}
+
+/**
+ * What a writer may put on disk: secrets (keys, tokens, passwords in URLs, ...) replaced by
+ * `[REDACTED:<kind>]` first. Idempotent, so a retried write compares equal to its file.
+ */
+export function redactedForDisk(text: string): string {
+  return redactSecrets(text, 'file').text;
 }
 
 /** A whole-file write under the policy (`create` refuses an existing file). Returns the path. */
@@ -23,7 +31,7 @@ export function policyWrite(
   if (request.mode === 'create' && existsSync(target)) {
     throw new CtxbusError('conflict', `${relPath} exists already`, { details: { path: relPath } });
   }
-  writeFileAtomic(target, text);
+  writeFileAtomic(target, redactedForDisk(text));
   return target;
 }
 
@@ -36,7 +44,7 @@ export function policyAppend(
 ): string {
   const target = assertWriteAllowed(paths, relPath, { ...request, mode: 'append' });
   prepareParent(paths, relPath, target);
-  appendFileSync(target, text, { encoding: 'utf8', flag: 'a' });
+  appendFileSync(target, redactedForDisk(text), { encoding: 'utf8', flag: 'a' });
   return target;
 }
 

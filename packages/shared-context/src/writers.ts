@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { FeedbackEntry } from './feedback.js';
 import { assertInboxText, feedbackLine, parseFeedbackEntry } from './feedback.js';
-import { policyAppend, policyWrite, readTextOrNull } from './files.js';
+import { policyAppend, policyWrite, readTextOrNull, redactedForDisk } from './files.js';
 import { renderFrontMatter } from './front-matter.js';
 import type { SharedContextPaths } from './paths.js';
 import { assertAgentId, isoDate, isoWeek } from './paths.js';
@@ -68,7 +68,7 @@ function writeUnique(
     const relPath = `${relDir}/${attempt === 1 ? base : `${base}-${attempt}`}.md`;
     const absolute = join(paths.root, ...relPath.split('/'));
     if (existsSync(absolute)) {
-      if (readFileSync(absolute, 'utf8') === text)
+      if (readFileSync(absolute, 'utf8') === redactedForDisk(text))
         return { path: absolute, relPath, created: false };
       continue;
     }
