@@ -115,7 +115,19 @@ export interface OpenClawPluginApi {
   id: string;
   pluginConfig?: Record<string, unknown>;
   logger: PluginLogger;
-  runtime?: { state?: { resolveStateDir?: () => string } };
+  runtime?: {
+    state?: { resolveStateDir?: () => string };
+    /** The gateway's own model (the agent's provider and credentials). */
+    llm?: {
+      complete(params: {
+        messages: { role: 'user'; content: string }[];
+        systemPrompt?: string;
+        temperature?: number;
+        purpose?: string;
+        signal?: AbortSignal;
+      }): Promise<{ text: string; model?: string }>;
+    };
+  };
   registerTool(
     tool: AgentTool | ((context: ToolFactoryContext) => AgentTool | AgentTool[] | null | undefined),
     options?: { name?: string; names?: string[]; optional?: boolean },

@@ -94,6 +94,20 @@ export const pluginConfigSchema = z.strictObject({
     .max(60_000)
     .optional()
     .describe('Most characters of priorities and roundtable injected per turn (default 4000).'),
+  crossSignalsSemanticEnabled: z
+    .boolean()
+    .optional()
+    .describe(
+      "Let the gateway's own model merge fuzzy duplicates in cross-signals (seed 001's semantic enhancer; default false).",
+    ),
+  crossSignalsSemanticTimeoutMs: z
+    .int()
+    .min(1_000)
+    .max(600_000)
+    .optional()
+    .describe(
+      'How long the semantic enhancer may take before the deterministic result stands (default 15000).',
+    ),
 });
 
 export type PluginConfig = z.infer<typeof pluginConfigSchema>;
@@ -107,7 +121,13 @@ export interface ResolvedConfig {
   stateDir: string;
   captureDecisions: boolean;
   agents: Record<string, AgentSettings>;
-  sharedContext: { enabled: boolean; dir: string | undefined; maxInjectChars: number };
+  sharedContext: {
+    enabled: boolean;
+    dir: string | undefined;
+    maxInjectChars: number;
+    /** Seed 001's semantic enhancer: the gateway's model, off unless enabled. */
+    semantic: { enabled: boolean; timeoutMs: number };
+  };
   /** Seed 002's turn log: where snapshots and failed builds go, and whether snapshots are on. */
   turnLog: { dataDir: string; snapshots: boolean };
 }
@@ -144,6 +164,10 @@ export function resolvePluginConfig(
       enabled: config.sharedContextEnabled ?? false,
       dir: sharedDir,
       maxInjectChars: config.sharedContextMaxInjectChars ?? 4_000,
+      semantic: {
+        enabled: config.crossSignalsSemanticEnabled ?? false,
+        timeoutMs: config.crossSignalsSemanticTimeoutMs ?? 15_000,
+      },
     },
     turnLog: {
       dataDir: config.dataDir ? expandHome(config.dataDir) : defaultDataDir(env),

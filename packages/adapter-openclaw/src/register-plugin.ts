@@ -5,6 +5,7 @@ import {
   agentEnd,
   beforeMessageWrite,
   beforePromptBuild,
+  DEFAULT_AGENT_ID,
   deliver,
 } from './hooks.js';
 import type { OpenClawPluginApi } from './openclaw-sdk.js';
@@ -12,6 +13,7 @@ import type { ResolvedConfig } from './plugin-config.js';
 import { resolvePluginConfig } from './plugin-config.js';
 import type { SharedContextSetup } from './shared-context.js';
 import {
+  gatewayModel,
   SHARED_CONTEXT_TOOL_NAMES,
   setUpSharedContext,
   sharedContextBridgeService,
@@ -100,9 +102,15 @@ export function registerCtxbus(
   if (shared) {
     const { paths } = shared;
     const log = pluginLogger(api.logger);
+    const llm = gatewayModel(api, config.sharedContext.semantic);
     api.registerTool(
       (context) =>
-        sharedContextTools(paths, context.agentId, now).map((tool) => toAgentTool(() => tool, log)),
+        sharedContextTools(
+          paths,
+          { session: context.agentId, fallback: DEFAULT_AGENT_ID },
+          now,
+          llm,
+        ).map((tool) => toAgentTool(() => tool, log)),
       { names: [...SHARED_CONTEXT_TOOL_NAMES] },
     );
     if (client) api.registerService(sharedContextBridgeService(paths, client, config, log));

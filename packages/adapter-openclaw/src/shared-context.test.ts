@@ -23,15 +23,22 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-function plugin(url: string, extra: Record<string, unknown> = {}) {
-  const host = recordingHost({
-    url,
-    token,
-    stateDir: join(root, 'state'),
-    sharedContextEnabled: true,
-    sharedContextDir: dir,
-    ...extra,
-  });
+function plugin(
+  url: string,
+  extra: Record<string, unknown> = {},
+  runtime?: Parameters<typeof recordingHost>[1],
+) {
+  const host = recordingHost(
+    {
+      url,
+      token,
+      stateDir: join(root, 'state'),
+      sharedContextEnabled: true,
+      sharedContextDir: dir,
+      ...extra,
+    },
+    runtime,
+  );
   registerCtxbus(host.api, { env: {}, now });
   return host;
 }
@@ -156,5 +163,63 @@ describe('the shared-context directory in OpenClaw', () => {
     const curated = await tools.get('shared_context_curate_daily')?.execute('call-c', {});
     const roundtable = (curated?.details as { roundtable: string } | undefined)?.roundtable ?? '';
     expect(readFileSync(join(dir, roundtable), 'utf8')).toContain('Globex');
+  });
+
+  it("merges fuzzy duplicates with the gateway's own model only when the semantic enhancer is on", async () => {
+    const asked: { systemPrompt?: string; content: string; purpose?: string }[] = [];
+    const runtime = {
+      llm: {
+        async complete(params: {
+          messages: { role: 'user'; content: string }[];
+          systemPrompt?: string;
+          purpose?: string;
+        }) {
+          asked.push({
+            content: params.messages[0]?.content ?? '',
+            ...(params.systemPrompt !== undefined && { systemPrompt: params.systemPrompt }),
+            ...(params.purpose !== undefined && { purpose: params.purpose }),
+          });
+          const merges = [{ into: 'acme corp', from: ['acme'], reason: 'the same company' }];
+          return { text: JSON.stringify({ merges }), model: 'gateway-model' };
+        },
+      },
+    };
+    const outputs = async (host: ReturnType<typeof plugin>) => {
+      for (const [agent, entity] of [
+        ['research', 'Acme Corp'],
+        ['sales', 'Acme'],
+      ] as const) {
+        const [write] = host
+          .tools({ agentId: agent })
+          .filter((tool) => tool.name === 'shared_context_write_output');
+        await write?.execute(`call-${agent}`, { title: 'notes', body: 'x', entities: [entity] });
+      }
+      const [run] = host
+        .tools({ agentId: 'curator' })
+        .filter((tool) => tool.name === 'shared_context_cross_signals_run');
+      return run?.execute('call-run', {});
+    };
+    // Off by default: the host's model is never asked, and the two names stay apart.
+    const off = await outputs(plugin(hub.url, {}, runtime));
+    expect(asked).toEqual([]);
+    expect(off?.content[0]?.text).toMatch(/^0 cross-signal/);
+
+    rmSync(dir, { recursive: true, force: true });
+    const on = await outputs(
+      plugin(
+        hub.url,
+        { crossSignalsSemanticEnabled: true, crossSignalsSemanticTimeoutMs: 5_000 },
+        runtime,
+      ),
+    );
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.purpose).toBe('ctxbus.cross-signals');
+    expect(asked[0]?.systemPrompt).toMatch(/merge/i);
+    expect(JSON.parse(asked[0]?.content ?? '{}')).toEqual({ terms: ['acme', 'acme corp'] });
+    expect(on?.content[0]?.text).toMatch(/acme corp: research, sales/i);
+
+    // On, but this OpenClaw has no model helper: deterministic, with a warning in the log.
+    const bare = plugin(hub.url, { crossSignalsSemanticEnabled: true });
+    expect(bare.logs.some((line) => /offers plugins no model/.test(line.message))).toBe(true);
   });
 });

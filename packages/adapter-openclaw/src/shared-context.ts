@@ -4,7 +4,7 @@ import type { Logger } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { AnyToolDefinition } from '@ctxbus/mcp/tools';
 import { defineTool } from '@ctxbus/mcp/tools';
-import type { SharedContextPaths } from '@ctxbus/shared-context';
+import type { LlmCompleter, SharedContextPaths } from '@ctxbus/shared-context';
 import {
   appendFeedback,
   bootstrapSharedContext,
@@ -14,7 +14,7 @@ import {
   writeAgentOutput,
 } from '@ctxbus/shared-context';
 import { z } from 'zod';
-import { DEFAULT_AGENT_ID } from './hooks.js';
+import type { OpenClawPluginApi } from './openclaw-sdk.js';
 import type { ResolvedConfig } from './plugin-config.js';
 
 // Seed 001's shared-context directory in OpenClaw: priorities (and today's roundtable) in each
@@ -73,15 +73,21 @@ const tagList = z
   .array(z.string().regex(/^[^\s,]{1,64}$/, 'a tag has no spaces or commas'))
   .max(16);
 
+/** The agent id OpenClaw gave the tool's context (if any), and the id used without one. */
+export interface ToolAgent {
+  session: string | undefined;
+  fallback: string;
+}
+
 /**
  * Who an output is written as (seed 001: "default from the session's agent, or explicit"):
  * the session's agent; an explicit `agent` when the session names none (OpenClaw gave no agent
  * id), or when it names the session's own. Writing as another agent of the session is refused:
  * each agent owns its `agent-outputs/<agent>/` folder.
  */
-export function outputAgent(sessionAgent: string | undefined, explicit: string | undefined) {
-  const own = sessionAgent?.trim() || undefined;
-  if (explicit === undefined || explicit === own) return own ?? DEFAULT_AGENT_ID;
+export function outputAgent(agent: ToolAgent, explicit: string | undefined) {
+  const own = agent.session?.trim() || undefined;
+  if (explicit === undefined || explicit === own) return own ?? agent.fallback;
   if (own === undefined) return explicit;
   throw new CtxbusError(
     'forbidden',
@@ -90,16 +96,15 @@ export function outputAgent(sessionAgent: string | undefined, explicit: string |
   );
 }
 
-/**
- * The directory's tools for one agent (`sessionAgent`: the agent id OpenClaw gave the tool's
- * context, if any): everything goes through the write policy.
- */
+/** The directory's tools for one agent: everything goes through the write policy. */
 export function sharedContextTools(
   paths: SharedContextPaths,
-  sessionAgent: string | undefined,
+  agent: ToolAgent,
   now: () => Date,
+  /** Seed 001's semantic enhancer (the gateway's model), when enabled. */
+  llm?: LlmCompleter,
 ): AnyToolDefinition[] {
-  const agentId = sessionAgent?.trim() || DEFAULT_AGENT_ID;
+  const agentId = agent.session?.trim() || agent.fallback;
   return [
     defineTool({
       name: 'shared_context_write_output',
@@ -120,7 +125,7 @@ export function sharedContextTools(
       output: z.object({ path: z.string(), created: z.boolean() }),
       async run(input) {
         const written = writeAgentOutput(paths, {
-          agent: outputAgent(sessionAgent, input.agent),
+          agent: outputAgent(agent, input.agent),
           title: input.title,
           body: input.body,
           ...(input.tags && { tags: input.tags }),
@@ -178,7 +183,7 @@ export function sharedContextTools(
         // Loaded on use: the curator builds its digest with the tokenizer (megabytes), which a
         // turn never needs.
         const { curateDaily } = await import('@ctxbus/shared-context');
-        const result = await curateDaily(paths, { now: now() });
+        const result = await curateDaily(paths, { now: now(), ...(llm && { llm }) });
         return {
           structured: result,
           text: `Curated ${result.date}: ${result.stagedMerged.length} staged and ${result.inboxMerged.length} inbox entries merged; roundtable ${result.roundtable}; cross-signals ${result.crossSignals}${result.warnings.length ? `; warnings: ${result.warnings.join('; ')}` : ''}`,
@@ -199,6 +204,7 @@ export function sharedContextTools(
       async run(input) {
         const { detectCrossSignals } = await import('@ctxbus/shared-context');
         const report = await detectCrossSignals(paths, {
+          ...(llm && { llm }),
           now: now(),
           windowDays: input.windowDays,
         });
@@ -221,6 +227,41 @@ export function sharedContextTools(
       },
     }),
   ];
+}
+
+/**
+ * Seed 001's semantic enhancer on the gateway's own model (`api.runtime.llm`: the agent's
+ * provider and credentials, no key of ours), when `crossSignalsSemanticEnabled`. Undefined when
+ * off, or when this OpenClaw has no model helper (then the deterministic result stands and a
+ * warning says why).
+ */
+export function gatewayModel(
+  api: Pick<OpenClawPluginApi, 'runtime' | 'logger'>,
+  semantic: ResolvedConfig['sharedContext']['semantic'],
+): LlmCompleter | undefined {
+  if (!semantic.enabled) return undefined;
+  const llm = api.runtime?.llm;
+  if (!llm) {
+    api.logger.warn(
+      'ctxbus: crossSignalsSemanticEnabled is set, but this OpenClaw offers plugins no model (api.runtime.llm): cross-signals stay deterministic',
+    );
+    return undefined;
+  }
+  return {
+    timeoutMs: semantic.timeoutMs,
+    async complete(messages, signal) {
+      const system = messages.filter((message) => message.role === 'system');
+      const user = messages.filter((message) => message.role === 'user');
+      const answer = await llm.complete({
+        systemPrompt: system.map((message) => message.content).join('\n\n'),
+        messages: [{ role: 'user', content: user.map((message) => message.content).join('\n\n') }],
+        temperature: 0,
+        purpose: 'ctxbus.cross-signals',
+        signal,
+      });
+      return answer.text;
+    },
+  };
 }
 
 /**

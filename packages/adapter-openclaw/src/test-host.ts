@@ -135,7 +135,14 @@ export interface RecordingHost {
   tools(context: ToolFactoryContext): AgentTool[];
 }
 
-export function recordingHost(pluginConfig: Record<string, unknown>): RecordingHost {
+/**
+ * `runtime`: what the host offers as `api.runtime` (its model helper, say); the gateway's model
+ * itself is outside this package's tests, so a test gives the answers it would.
+ */
+export function recordingHost(
+  pluginConfig: Record<string, unknown>,
+  runtime?: OpenClawPluginApi['runtime'],
+): RecordingHost {
   const logs: { level: string; message: string }[] = [];
   const hooks: { name: string; timeoutMs: number | undefined }[] = [];
   let prompt: PromptHandler | undefined;
@@ -149,6 +156,7 @@ export function recordingHost(pluginConfig: Record<string, unknown>): RecordingH
   const api = {
     id: 'ctxbus',
     pluginConfig,
+    ...(runtime && { runtime }),
     logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     registerTool(tool: ToolFactory, options?: { names?: string[] }) {
       factories.push(tool);

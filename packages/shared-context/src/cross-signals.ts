@@ -2,8 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { policyWrite } from './files.js';
-import type { LlmSettings } from './llm.js';
-import { chatCompletion } from './llm.js';
+import type { LlmOption } from './llm.js';
+import { completeWith } from './llm.js';
 import type { AgentOutput } from './outputs.js';
 import { listAgentOutputs, normaliseTerm } from './outputs.js';
 import type { SharedContextPaths } from './paths.js';
@@ -51,7 +51,7 @@ export interface CrossSignalOptions {
   windowDays?: number;
   minAgents?: number;
   /** The semantic enhancer: off unless given. */
-  llm?: LlmSettings;
+  llm?: LlmOption;
   /** Write `cross-signals/<date>.json` (default true). */
   write?: boolean;
 }
@@ -142,10 +142,10 @@ nothing should be merged. Never invent terms.`;
 
 /** Asks the model which terms to merge; returns the merges that name known terms only. */
 async function askForMerges(
-  llm: LlmSettings,
+  llm: LlmOption,
   terms: readonly string[],
 ): Promise<z.infer<typeof mergesSchema>['merges']> {
-  const answer = await chatCompletion(llm, [
+  const answer = await completeWith(llm, [
     { role: 'system', content: ENHANCER_PROMPT },
     { role: 'user', content: JSON.stringify({ terms }) },
   ]);
@@ -198,7 +198,7 @@ export async function detectCrossSignals(
   for (const [key, list] of mentions) merged.set(key, { mentions: [...list], mergedFrom: [] });
 
   if (options.llm && mentions.size > 1) {
-    enhancer.model = options.llm.model;
+    if (options.llm.model) enhancer.model = options.llm.model;
     const agentsOf = (list: readonly Mention[]) => new Set(list.map((m) => m.output.agent)).size;
     const terms = [...mentions.entries()]
       .sort((a, b) => agentsOf(b[1]) - agentsOf(a[1]) || a[0].localeCompare(b[0]))

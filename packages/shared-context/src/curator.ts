@@ -11,7 +11,7 @@ import type { FeedbackEntry } from './feedback.js';
 import { feedbackEntrySchema, readFeedbackFile } from './feedback.js';
 import { policyAppend, policyWrite, readTextOrNull } from './files.js';
 import { parseDocument } from './front-matter.js';
-import type { LlmSettings } from './llm.js';
+import type { LlmOption } from './llm.js';
 import { listAgentOutputs, walkFiles, withoutEntitiesSection } from './outputs.js';
 import type { SharedContextPaths } from './paths.js';
 import { AGENT_ID_PATTERN, assertAgentId, isoDate, isoWeek } from './paths.js';
@@ -47,7 +47,7 @@ export interface CurateOptions {
   /** The curator's agent id (default `curator`). */
   agent?: string;
   /** The cross-signal enhancer (off unless given). */
-  llm?: LlmSettings;
+  llm?: LlmOption;
   /** Cross-signal window (default 7 days). */
   windowDays?: number;
   /** Token budget of the roundtable (default 6000). */

@@ -12,6 +12,57 @@ export interface LlmSettings {
   fetch?: typeof fetch;
 }
 
+/**
+ * A model the host already has (OpenClaw's `api.runtime.llm.complete`: the gateway's own
+ * provider, model and credentials), as a function from messages to the answer's text.
+ */
+export interface LlmCompleter {
+  complete(
+    messages: { role: 'system' | 'user'; content: string }[],
+    signal: AbortSignal,
+  ): Promise<string>;
+  /** Named in the report when known. */
+  model?: string;
+  /** Whole-request timeout (default 15 000 ms). */
+  timeoutMs?: number;
+}
+
+/** Either kind of model an enhancer may use. */
+export type LlmOption = LlmSettings | LlmCompleter;
+
+/**
+ * One completion with either kind; a host's completer is cut off at its timeout with the same
+ * `unavailable` error as an endpoint that does not answer.
+ */
+export async function completeWith(
+  llm: LlmOption,
+  messages: { role: 'system' | 'user'; content: string }[],
+): Promise<string> {
+  if (!('complete' in llm)) return chatCompletion(llm, messages);
+  const timeoutMs = llm.timeoutMs ?? 15_000;
+  const signal = AbortSignal.timeout(timeoutMs);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new CtxbusError('unavailable', `the host's model did not answer within ${timeoutMs} ms`),
+        ),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([llm.complete(messages, signal), timedOut]);
+  } catch (error) {
+    if (CtxbusError.isInstance(error)) throw error;
+    throw new CtxbusError('unavailable', `the host's model failed: ${(error as Error).message}`, {
+      cause: error,
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const chatResponseSchema = z.object({
   choices: z.array(z.object({ message: z.object({ content: z.string().nullable() }) })).min(1),
 });
