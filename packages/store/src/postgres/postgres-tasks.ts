@@ -25,7 +25,9 @@ import type {
 import { DEFAULT_MAX_WAITING_TASKS, taskLimitError } from '../store.js';
 import type { PlannedTaskEvent, TaskMutation } from '../write/task-rules.js';
 import {
+  checkedResult,
   checkLeaseMs,
+  HUB_ACTOR,
   newFencingToken,
   plannedApprovalExpiry,
   plannedCancel,
@@ -615,9 +617,66 @@ export class PostgresTasks implements TaskStore {
     options: CompleteTaskOptions = {},
   ): Promise<Task> {
     const origin = { kind: 'completed' as const, ...(options.actor && { actor: options.actor }) };
+    const held = await this.completeHeld(teamId, id, token, checkedResult(result), options);
+    if (held) return held;
     return this.mutate('complete a task', teamId, id, origin, (stored, now) =>
       plannedComplete(stored, token, result, now, options.holder),
     );
+  }
+
+  /**
+   * The usual complete in one statement: the task is WORKING under this token, its lease has
+   * not ended and (with a holder) is that runtime's. It is what `plannedComplete` decides for
+   * such a row (COMPLETED, the result, no lease, the event by the lease's worker), written with
+   * its event as the claim is. Null when the row is not so; the rules then read it and say why
+   * (or answer a repeated report).
+   */
+  private async completeHeld(
+    teamId: string,
+    id: string,
+    token: number,
+    result: unknown,
+    options: CompleteTaskOptions,
+  ): Promise<Task | null> {
+    this.assertOpen();
+    const [row] = await this.query<TaskColumns>(
+      'complete a task',
+      `WITH held AS (
+         SELECT rid, lease_worker FROM ${this.s}.tasks
+          WHERE team_id = $1 AND id = $2 AND state = 'WORKING' AND token = $3
+            AND lease_expires_at > $4::timestamptz AND ($5::text IS NULL OR lease_runtime = $5)
+       ), changed AS (
+         UPDATE ${this.s}.tasks t SET state = 'COMPLETED', result = $6::json, error = NULL,
+           lease_worker = NULL, lease_expires_at = NULL, lease_runtime = NULL,
+           lease_started_at = NULL, updated_at = $4::timestamptz, expires_at = NULL
+          FROM held h
+          WHERE t.rid = h.rid AND t.state = 'WORKING' AND t.token = $3
+            AND t.lease_expires_at > $4::timestamptz
+         RETURNING t.*, coalesce(h.lease_worker, $8) AS held_by
+       ), picked AS (
+         SELECT ${COLUMNS('c')} FROM changed c
+       ), appended AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT p.rid, p.id, p.team_id, $4::timestamptz, 'WORKING', 'COMPLETED', c.held_by, NULL,
+                'completed', coalesce($7, c.held_by), row_to_json(p)
+           FROM picked p JOIN changed c ON c.rid = p.rid
+         RETURNING seq
+       )
+       SELECT p.* FROM picked p`,
+      [
+        teamId,
+        id,
+        token,
+        this.clock().toISOString(),
+        options.holder ?? null,
+        json(result),
+        options.actor ?? null,
+        HUB_ACTOR,
+      ],
+      true,
+    );
+    return row ? taskFromRow(row).task : null;
   }
 
   async failTask(

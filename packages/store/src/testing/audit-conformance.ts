@@ -303,7 +303,7 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
         workerId: 'w1',
         leaseMs: 30_000,
       });
-      await store.completeTask(
+      const completed = await store.completeTask(
         'acme',
         task.id,
         claimed?.lease?.token ?? 0,
@@ -333,6 +333,12 @@ export function auditCases(h: AuditHarness): Record<AuditCase, () => Promise<voi
       expect(outbox[0]?.event).toMatchObject({ from: null, to: 'SUBMITTED', by: 'openclaw' });
       expect(outbox[1]?.task).toEqual(claimed);
       expect(outbox[1]?.event).toMatchObject({ from: 'SUBMITTED', note: 'claimed (attempt 1)' });
+      // The usual complete (PostgreSQL: one statement) is what the rules decide: by the lease's
+      // worker, no lease left, the task as a read shows it.
+      expect(outbox[2]?.task).toEqual(completed);
+      expect(completed.lease).toBeNull();
+      expect(outbox[2]?.event).toMatchObject({ from: 'WORKING', to: 'COMPLETED', by: 'w1' });
+      expect((await store.getTask('acme', task.id))?.task).toEqual(completed);
       // A relay batch: the events past the cursor (up to the limit), their audit records and
       // the cursor's move in one transaction; a second relay meanwhile is refused (null).
       const entry = (outboxEvent: (typeof outbox)[number]): TaskEventAudit => ({

@@ -205,6 +205,11 @@ export function plannedStart(
   };
 }
 
+/** A worker's result as the task keeps it (checked against the result schema and limits). */
+export function checkedResult(result: unknown) {
+  return parseOrThrow(taskResultSchema, result, 'result');
+}
+
 export function plannedComplete(
   stored: StoredTask,
   token: number,
@@ -212,7 +217,7 @@ export function plannedComplete(
   nowMs: number,
   holder?: string,
 ): TaskMutation | null {
-  const value = parseOrThrow(taskResultSchema, result, 'result');
+  const value = checkedResult(result);
   if (alreadyReported(stored, token, 'COMPLETED', stored.task.result, value)) return null;
   assertLease(stored, token, nowMs, holder);
   const by = stored.task.lease?.workerId ?? HUB_ACTOR;
