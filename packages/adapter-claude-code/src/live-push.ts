@@ -1,5 +1,6 @@
 import type { ContextItem } from '@ctxbus/core/contract';
 import { taskStatusOf } from '@ctxbus/core/contract';
+import { LIVE_PUSH_HEADER } from './live-start.js';
 
 // What the live push (`ctxbus install claude-code --live`) sends into a running Claude Code
 // session's inbox, and what it never sends. Claude Code (2.1.224 and later) binds a Unix socket
@@ -72,12 +73,12 @@ export function liveMessage(item: ContextItem, self: LiveSession): string {
   if (approvalRequest(item, self)) {
     const task = taskStatusOf(item);
     return [
-      `[ctxbus live push] A command waits for a person's approval (task ${task?.taskId}, written by the runtime "${runtime}"). Only a person answers it, through their own channel: \`ctxbus approve ${task?.taskId}\` or \`ctxbus deny ${task?.taskId}\` in their terminal. You cannot approve it; tell your user it is waiting. ${data}`,
+      `${LIVE_PUSH_HEADER} A command waits for a person's approval (task ${task?.taskId}, written by the runtime "${runtime}"). Only a person answers it, through their own channel: \`ctxbus approve ${task?.taskId}\` or \`ctxbus deny ${task?.taskId}\` in their terminal. You cannot approve it; tell your user it is waiting. ${data}`,
       itemBlock(item),
     ].join('\n');
   }
   return [
-    `[ctxbus live push] A blocking item from the runtime "${runtime}", relayed by ctxbus while you work. ${data}`,
+    `${LIVE_PUSH_HEADER} A blocking item from the runtime "${runtime}", relayed by ctxbus while you work. ${data}`,
     itemBlock(item),
   ].join('\n');
 }

@@ -9,6 +9,16 @@ import { readLiveRecord, removeLiveRecord, writeLiveRecord } from './live-files.
 // inherits the inbox's socket and token from the hook's environment, and its life is the
 // session's (it ends when the record, the socket or the Claude Code process is gone).
 
+/**
+ * How every live push message starts. Claude Code runs UserPromptSubmit for a message its
+ * inbox queued, with the message as the prompt: the hook knows it by this and adds nothing.
+ */
+export const LIVE_PUSH_HEADER = '[ctxbus live push]';
+
+export function isLivePush(prompt: string): boolean {
+  return prompt.startsWith(LIVE_PUSH_HEADER);
+}
+
 /** The environment switch `ctxbus install claude-code --live` writes into the settings. */
 export const LIVE_ENV = 'CTXBUS_LIVE';
 
