@@ -222,6 +222,75 @@ describe('Claude Code with live push (install --live)', () => {
     }
   });
 
+  it('starts a new turn in an idle session with the item, labelled with its runtime', async () => {
+    const dir = await project(true);
+    try {
+      reply = () => ({ text: 'Idle now (reply 8f2c).' });
+      const first = model.requests.length;
+      const id = randomUUID();
+      // A session that stays open between turns: stream-json input, stdin kept open.
+      const child = spawn(
+        CLAUDE,
+        [
+          '-p',
+          '--input-format',
+          'stream-json',
+          '--output-format',
+          'stream-json',
+          '--verbose',
+        ].concat(['--session-id', id]),
+        {
+          cwd: dir,
+          env: {
+            PATH: process.env.PATH,
+            HOME: home,
+            ANTHROPIC_BASE_URL: model.url,
+            ANTHROPIC_API_KEY: 'sk-ant-test-scripted-model',
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+            DISABLE_TELEMETRY: '1',
+          },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      let stdout = '';
+      child.stdout?.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+      const exited = new Promise<number | null>((done) => child.once('exit', done));
+      const session = { id } as Session;
+      child.stdin?.write(
+        `${JSON.stringify({ type: 'user', message: { role: 'user', content: 'Hello.' } })}\n`,
+      );
+      await waitUntil(
+        () => stdout.includes('"type":"result"') && liveLog(session).includes('started'),
+        'the first turn to end with the live push started',
+      );
+      const pushed = await writeItem(chatToken, {
+        type: 'alert',
+        title: 'Incident opened while idle (marker idle-4e)',
+        urgency: 'blocking',
+      });
+      await waitUntil(
+        () => holding(model.requests.slice(first), 'marker idle-4e').length > 0,
+        'a new model request with the pushed item',
+      );
+      const requests = model.requests.slice(first);
+      const [index] = holding(requests, 'marker idle-4e');
+      const text = requestText(requests[index ?? 0] as MessagesRequest);
+      expect(text).toContain('Another Claude session sent a message');
+      expect(text).toContain('A blocking item from the runtime \\"openclaw\\"');
+      expect(text).toContain(`seq=\\"${pushed}\\"`);
+      await waitUntil(
+        () => stdout.split('"type":"result"').length - 1 === 2,
+        'the pushed turn to end',
+      );
+      child.stdin?.end();
+      expect(await waitFor(exited, 'the session to end')).toBe(0);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
   it('pushes nothing when live push is off (the default)', async () => {
     const dir = await project(false);
     try {
