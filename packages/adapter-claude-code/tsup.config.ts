@@ -10,6 +10,8 @@ export default defineConfig([
     entry: {
       'ctxbus-claude-hook': 'src/hook-entry.ts',
       'ctxbus-claude-hook-main': 'src/hook-main.ts',
+      // The live push process (install --live): one per session, started by SessionStart.
+      'ctxbus-claude-live': 'src/live-main.ts',
       'ctxbus-mcp': 'src/mcp-entry.ts',
       'ctxbus-mcp-main': 'src/mcp-main.ts',
     },

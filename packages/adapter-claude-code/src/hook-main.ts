@@ -1,9 +1,13 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createHubLite } from '@ctxbus/client/light';
 import { defaultDataDir } from '@ctxbus/client/turn-log';
+import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
 import { runHookEvent } from './hooks.js';
+import { startLivePush, stopLivePush } from './live-start.js';
+import { readSessionState } from './session-state.js';
 
 // The command Claude Code runs for each hook: `node hook.js`, the event's JSON on stdin.
 // It always exits 0 (a hook that fails must not block Claude Code) and prints only what
@@ -22,6 +26,22 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * Live push (`ctxbus install claude-code --live`): a session start spawns the session's live
+ * process (detached, when Claude Code gave the hook an inbox socket), a session end ends it.
+ */
+function livePush(input: HookInput, dir: string): void {
+  if (input.hook_event_name === 'SessionEnd') stopLivePush(dir, input.session_id);
+  if (input.hook_event_name !== 'SessionStart') return;
+  startLivePush({
+    env: process.env,
+    stateDir: dir,
+    sessionId: input.session_id,
+    since: readSessionState(dir, input.session_id).lastSeenSeq,
+    script: fileURLToPath(new URL('./ctxbus-claude-live.js', import.meta.url)),
+  });
+}
+
 async function main(): Promise<void> {
   const input = parseHookInput(JSON.parse((await readStdin()) || '{}'));
   if (!input) return;
@@ -30,9 +50,10 @@ async function main(): Promise<void> {
   const timeoutMs = input.hook_event_name === 'SessionEnd' ? 1_000 : 2_500;
   const client =
     url && token ? createHubLite({ url, token, timeoutMs, runtime: 'claude-code' }) : null;
+  const dir = stateDir(process.env);
   const output = await runHookEvent(input, {
     client,
-    stateDir: stateDir(process.env),
+    stateDir: dir,
     now: () => new Date(),
     // Seed 002: snapshots of each prompt's turn context when CTXBUS_TURN_SNAPSHOTS is on; a
     // failed build is audited under the data directory either way.
@@ -41,6 +62,7 @@ async function main(): Promise<void> {
       snapshots: /^(1|true|yes|on)$/i.test(process.env.CTXBUS_TURN_SNAPSHOTS ?? ''),
     },
   });
+  livePush(input, dir);
   const reply: Record<string, unknown> = {};
   if (output.additionalContext) {
     reply.hookSpecificOutput = {

@@ -22,6 +22,7 @@ import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
 import type { HookContext } from './hooks.js';
 import { MAX_INJECTED_CHARS, runHookEvent } from './hooks.js';
+import { rememberDelivered } from './live-files.js';
 import { readSessionState } from './session-state.js';
 
 let store: Store;
@@ -167,6 +168,35 @@ describe('UserPromptSubmit', () => {
       context(),
     );
     expect(seen).toEqual({});
+  });
+
+  it('adds nothing for a live push Claude Code queued as a prompt, and never repeats a pushed item later', async () => {
+    await runHookEvent(event({ hook_event_name: 'SessionStart' }), context());
+    const pushed = await other.write({
+      type: 'alert',
+      title: 'Pushed blocker (marker p4)',
+      urgency: 'blocking',
+    });
+    await other.write({ type: 'discovery', title: 'Not pushed (marker n5)' });
+    const item = pushed.items[0];
+    if (!item) throw new Error('no item written');
+    rememberDelivered(stateDir, 'sess-1', { seqs: [], ids: [] }, item);
+    const before = readSessionState(stateDir, 'sess-1');
+    const live = await runHookEvent(
+      event({
+        hook_event_name: 'UserPromptSubmit',
+        prompt: '[ctxbus live push] A blocking item from the runtime "openclaw" ...',
+      }),
+      context(),
+    );
+    expect(live).toEqual({});
+    expect(readSessionState(stateDir, 'sess-1')).toEqual(before);
+    const next = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'go on' }),
+      context(),
+    );
+    expect(next.additionalContext).toContain('marker n5');
+    expect(next.additionalContext).not.toContain('marker p4');
   });
 
   it("records each prompt's turn context when snapshots are on, a hash a rebuild proves", async () => {

@@ -7,6 +7,8 @@ import type { TokenCounter } from '@ctxbus/core/light';
 import { stableId } from '@ctxbus/core/light';
 import { pendingResume } from '@ctxbus/handoff/light';
 import type { HookInput } from './hook-input.js';
+import { readDelivered } from './live-files.js';
+import { isLivePush } from './live-start.js';
 import { readHandoffSeen, sessionStateFile, writeHandoffSeen } from './session-state.js';
 
 /** Claude Code caps injected hook output at 10,000 characters; stay clear of it. */
@@ -74,6 +76,8 @@ function updatesList(items: readonly HubItem[]): string {
 /** The session kernel for one Claude Code session: its state file, the outbox, the handoff. */
 function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> {
   const { cwd, session_id: sessionId } = input;
+  // What the live push already put into this session's conversation is not news either.
+  const pushed = new Set(readDelivered(context.stateDir, sessionId).seqs);
   return openSession<HubItem>({
     hub: context.client ? liteSessionHub(context.client) : null,
     stateDir: context.stateDir,
@@ -93,7 +97,9 @@ function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> 
       text: updateLine(item).slice(2),
     }),
     // What this session wrote itself (its decisions and status) is not news to it.
-    own: (item) => item.source.runtime === 'claude-code' && item.source.threadId === sessionId,
+    own: (item) =>
+      (item.source.runtime === 'claude-code' && item.source.threadId === sessionId) ||
+      pushed.has(item.seq),
     decision: (decision) => ({
       id: stableId('claude-code-decision', sessionId, decision),
       type: 'decision',
@@ -248,6 +254,9 @@ function statusItem(
  */
 export async function runHookEvent(input: HookInput, context: HookContext): Promise<HookOutput> {
   try {
+    // A live push that Claude Code's inbox queued comes as a prompt: the item is the message
+    // (already labelled), so the hook adds nothing and records no turn.
+    if (input.hook_event_name === 'UserPromptSubmit' && isLivePush(input.prompt)) return {};
     const session = kernel(context, input);
     switch (input.hook_event_name) {
       case 'SessionStart':

@@ -220,6 +220,7 @@ describe('inspectClaudeCode', () => {
       nodePath: null,
       hookScript: null,
       mcpServer: false,
+      live: false,
     });
     installClaudeCode({ ...options, nodePath: '/opt/my "node"/bin/node', target });
     expect(inspectClaudeCode(target)).toEqual({
@@ -229,9 +230,30 @@ describe('inspectClaudeCode', () => {
       nodePath: '/opt/my "node"/bin/node',
       hookScript: `/opt/ctxbus/${HOOK_SCRIPT}`,
       mcpServer: true,
+      live: false,
     });
     uninstallClaudeCode(target);
     expect(inspectClaudeCode(target).settings).toBeNull();
     expect(inspectClaudeCode(target).mcpServer).toBe(false);
+  });
+});
+
+describe('installClaudeCode --live', () => {
+  it('turns live push on in the env, off again on an install without it, and uninstalls it', () => {
+    const target = { kind: 'project' as const, dir: fresh(), home: fresh() };
+    const settingsFile = join(target.dir, '.claude', 'settings.local.json');
+    installClaudeCode({ ...options, target });
+    expect(read(settingsFile).env.CTXBUS_LIVE).toBeUndefined();
+    expect(inspectClaudeCode(target).live).toBe(false);
+    installClaudeCode({ ...options, target, live: true });
+    expect(read(settingsFile).env.CTXBUS_LIVE).toBe('1');
+    expect(inspectClaudeCode(target).live).toBe(true);
+    installClaudeCode({ ...options, target, live: true });
+    expect(read(settingsFile).env.CTXBUS_LIVE).toBe('1');
+    installClaudeCode({ ...options, target });
+    expect(read(settingsFile).env.CTXBUS_LIVE).toBeUndefined();
+    installClaudeCode({ ...options, target, live: true });
+    uninstallClaudeCode(target);
+    expect(existsSync(settingsFile)).toBe(false);
   });
 });

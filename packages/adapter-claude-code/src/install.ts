@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { excludeFromGit, unexcludeFromGit } from './git-exclude.js';
 import type { HookEvent } from './hook-input.js';
+import { LIVE_ENV } from './live-start.js';
 import type { JsonObject } from './settings-file.js';
 import { arrayAt, objectAt, readJsonFile, writeJsonFile } from './settings-file.js';
 
@@ -26,6 +27,12 @@ export interface InstallOptions {
   nodePath?: string;
   /** Directory holding the built hook and MCP scripts (default: this package's plugin/dist). */
   scriptsDir?: string;
+  /**
+   * Live push (off by default): a blocking item, and an approval request for a person here,
+   * reach a running session through its inbox socket (between tool calls, or as a new message
+   * when idle). Installing without it turns it off again.
+   */
+  live?: boolean;
 }
 
 export interface InstallResult {
@@ -170,6 +177,8 @@ export function installClaudeCode(options: InstallOptions): InstallResult {
   const env = objectAt(settings, 'env');
   env.CTXBUS_URL = options.url;
   env.CTXBUS_TOKEN = options.token;
+  if (options.live) env[LIVE_ENV] = '1';
+  else delete env[LIVE_ENV];
   removeHooks(settings);
   const hooks = objectAt(settings, 'hooks');
   for (const { event, matcher, timeout } of HOOK_EVENTS) {
@@ -224,7 +233,7 @@ export function uninstallClaudeCode(target: InstallTarget): InstallResult {
   let settingsChanged = removeHooks(settings);
   const env = settings.env;
   if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
-    for (const key of ['CTXBUS_URL', 'CTXBUS_TOKEN']) {
+    for (const key of ['CTXBUS_URL', 'CTXBUS_TOKEN', LIVE_ENV]) {
       if (key in (env as JsonObject)) {
         delete (env as JsonObject)[key];
         settingsChanged = true;
@@ -287,6 +296,8 @@ export interface ClaudeCodeInstall {
   hookScript: string | null;
   /** Our MCP server is registered in Claude Code's state for this scope. */
   mcpServer: boolean;
+  /** Live push is on (install --live). */
+  live: boolean;
 }
 
 /** Our hook command, as installClaudeCode writes it: `"<node>" "<scripts>/<HOOK_SCRIPT>"`. */
@@ -324,5 +335,6 @@ export function inspectClaudeCode(target: InstallTarget): ClaudeCodeInstall {
     nodePath: unquote(parts?.[1]),
     hookScript: unquote(parts?.[2]),
     mcpServer: isOurServer(servers[MCP_SERVER_NAME]),
+    live: env[LIVE_ENV] === '1',
   };
 }

@@ -195,6 +195,21 @@ describe('./dev bench --only stalled', () => {
   });
 });
 
+describe('./dev bench --only live', () => {
+  it('drives the real Claude Code CLI: every pushed item rides in the request after its tool call', async () => {
+    const result = await runBench(['--quick', '--only', 'live', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { metric: string; value: string; ok?: boolean }[];
+    };
+    const same = rows.find((row) => row.metric.startsWith('items in the request right after'));
+    expect(same?.value).toBe('5 / 5');
+    const metrics = rows.map((row) => row.metric);
+    expect(metrics).toContain('tool call returned -> model request with the item p50 / p99');
+    expect(metrics).toContain('machine load (1 / 5 min)');
+  });
+});
+
 describe('./dev bench --only dashboard', () => {
   it('times a write reaching the dashboard in Chromium, and weighs the dashboard', async () => {
     const result = await runBench(['--quick', '--only', 'dashboard', '--json']);

@@ -31,6 +31,10 @@ export function registerInstall(
       '--admin-token <token>',
       'admin token to mint with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
     )
+    .option(
+      '--live',
+      "live push (off by default): a blocking item from another runtime, and an approval request for a person here, reach a running session through Claude Code's inbox socket (between tool calls, or as a new message when idle); installing without --live turns it off",
+    )
     .option('--uninstall', 'remove exactly what install added')
     .addHelpText(
       'after',
@@ -68,9 +72,10 @@ export function registerInstall(
           url,
           token,
           ...(packaged && { scriptsDir: join(packaged, 'dist') }),
+          ...(flags.live && { live: true }),
         });
         printLine(
-          `configured Claude Code for ${url}${minted ? ` with a new token for ${minted}` : ''}: ${result.files.join(', ')}`,
+          `configured Claude Code for ${url}${minted ? ` with a new token for ${minted}` : ''}${flags.live ? ', live push on' : ''}: ${result.files.join(', ')}`,
         );
       }),
     );

@@ -18,6 +18,8 @@ export interface InstallFlags {
   team?: string;
   adminToken?: string;
   uninstall?: boolean;
+  /** Claude Code only: live push into running sessions. */
+  live?: boolean;
 }
 
 /**
