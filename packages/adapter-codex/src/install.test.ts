@@ -49,7 +49,9 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
   it('adds our hooks and server, trusts and approves them, keeps the rest; a re-run changes nothing', async () => {
     const home = codexHome();
     const first = await installCodex(options(home));
-    expect(first.changes.join('; ')).toMatch(/hooks in .*MCP server ctxbus.*4 hooks trusted.*ctxbus tools approved/s);
+    expect(first.changes.join('; ')).toMatch(
+      /hooks in .*MCP server ctxbus.*4 hooks trusted.*ctxbus tools approved/s,
+    );
     const hooks = JSON.parse(readFileSync(join(home, 'hooks.json'), 'utf8'));
     expect(Object.keys(hooks.hooks).sort()).toEqual([
       'PostToolUse',
