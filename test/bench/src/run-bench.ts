@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -13,6 +13,7 @@ import {
   tempDir,
 } from '@ctxbus/test-kit';
 import { benchAuditLog } from './audit-log.ts';
+import { benchCodexHooks } from './codex-hook-latency.ts';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchDashboard } from './dashboard-latency.ts';
 import { benchExecSpawn } from './exec-spawn.ts';
@@ -45,12 +46,14 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
   scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
   hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
+  codex     Codex hook latency (SessionStart, UserPromptSubmit, Stop; target p99 <= 100 ms)
+            and tokens injected at session start and per turn
   openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected;
             the shared-context bridge: agent output file -> bus -> SSE
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
@@ -114,7 +117,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
+    'writes,delivery,scale,hooks,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -468,6 +471,12 @@ async function main() {
     log('hooks: Claude Code hook latency');
     await withHub(async (hub) => {
       rows.push(...(await benchHooks(hub, quick ? 10 : 50)));
+    });
+  }
+  if (sections.has('codex')) {
+    log('codex: Codex hook latency');
+    await withHub(async (hub) => {
+      rows.push(...(await benchCodexHooks(hub, quick ? 10 : 50)));
     });
   }
   if (sections.has('openclaw')) {
