@@ -151,6 +151,14 @@ describe(`Codex with ctxbus installed${because}`, () => {
       expect(config).toContain('[mcp_servers.ctxbus]');
       expect(config).toMatch(/trusted_hash = "sha256:/);
 
+      // ctxbus doctor reads the install through Codex's own tools (codex on PATH).
+      const doctor = await runCli(['doctor', '--url', hub.url], {
+        env: { ...env(), PATH: `${resolve(CODEX, '..')}:${process.env.PATH}` },
+      });
+      expect(doctor.stdout).toMatch(
+        /Codex.*4 hooks, trusted, and the MCP server, token acts as acme\/codex/,
+      );
+
       const again = await ctxbus(['install', 'codex', '--codex', CODEX, '--url', hub.url]);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toContain('nothing changed');
