@@ -5,7 +5,7 @@
 // package the code imports is bundled too (see BUNDLED_WHY), its licence in
 // THIRD-PARTY-LICENSES.md. Nothing else is installed: no test runtimes, build tools or
 // declarations. Beside dist/: the dashboard (dist/web) and the adapters' runtime files
-// (runtimes/claude-code, runtimes/openclaw), where the CLI's install commands look for them.
+// (runtimes/claude-code, runtimes/openclaw, runtimes/codex), where the CLI's install commands look for them.
 // Needs the workspace built first (`./dev pack` does that).
 
 import { execFileSync } from 'node:child_process';
@@ -196,8 +196,8 @@ function manifest(dependencies: Ranges): Json {
     name: 'ctxbus',
     version: cli.version,
     description:
-      'One shared, structured, real-time context for your AI agent runtimes: the ctxbus hub, dashboard, worker and command, with the Claude Code and OpenClaw adapters.',
-    keywords: ['ai', 'agents', 'context', 'claude-code', 'openclaw', 'mcp', 'memory'],
+      'One shared, structured, real-time context for your AI agent runtimes: the ctxbus hub, dashboard, worker and command, with the Claude Code, OpenClaw and Codex adapters.',
+    keywords: ['ai', 'agents', 'context', 'claude-code', 'openclaw', 'codex', 'mcp', 'memory'],
     license: 'MIT',
     type: 'module',
     bin: { ctxbus: 'dist/bin.js' },
@@ -235,6 +235,12 @@ export async function pack(outDir: string): Promise<PackResult> {
     join(stage, 'runtimes/openclaw'),
     'dist/index.js',
     'the OpenClaw plugin',
+  );
+  copyBuilt(
+    join(adapters, 'adapter-codex/plugin'),
+    join(stage, 'runtimes/codex'),
+    'dist/ctxbus-codex-hook.js',
+    'the Codex hooks',
   );
   cpSync(join(CLI_DIR, 'pack/README.md'), join(stage, 'README.md'));
   cpSync(join(ROOT, 'LICENSE'), join(stage, 'LICENSE'));

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The runtimes whose files (hook scripts, plugins) ship with the published package. */
-export type PackagedRuntime = 'claude-code' | 'openclaw';
+export type PackagedRuntime = 'claude-code' | 'openclaw' | 'codex';
 
 /**
  * A runtime's files inside the published `ctxbus` package: `./dev pack` bundles the adapters

@@ -1,7 +1,13 @@
 import { basename } from 'node:path';
 import type { HubApi, HubItem } from '@ctxbus/client/light';
 import type { SessionKernel, SessionState } from '@ctxbus/client/session';
-import { byUrgencyDescending, clipText, liteSessionHub, openSession } from '@ctxbus/client/session';
+import {
+  byUrgencyDescending,
+  clipText,
+  liteSessionHub,
+  openSession,
+  workspaceResumeSeen,
+} from '@ctxbus/client/session';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { TokenCounter } from '@ctxbus/core/light';
 import { stableId } from '@ctxbus/core/light';
@@ -9,7 +15,7 @@ import { pendingResume } from '@ctxbus/handoff/light';
 import type { HookInput } from './hook-input.js';
 import { readDelivered } from './live-files.js';
 import { isLivePush } from './live-start.js';
-import { readHandoffSeen, sessionStateFile, writeHandoffSeen } from './session-state.js';
+import { sessionStateFile } from './session-state.js';
 
 /** Claude Code caps injected hook output at 10,000 characters; stay clear of it. */
 export const MAX_INJECTED_CHARS = 9_500;
@@ -114,10 +120,7 @@ function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> 
     ...(cwd && {
       resume: {
         pending: (seen: number) => pendingResume(cwd, seen),
-        seen: {
-          read: () => readHandoffSeen(context.stateDir, cwd),
-          write: (sequence: number) => writeHandoffSeen(context.stateDir, cwd, sequence),
-        },
+        seen: workspaceResumeSeen(context.stateDir, cwd),
       },
     }),
     fallback: ({ changes }) => clipText(updatesList(changes), MAX_INJECTED_CHARS),

@@ -650,4 +650,4 @@ export {
   readCachedBundle,
 } from './bundle-cache.js';
 export type { ChatEntry, SessionState, ToolEntry } from './session-state.js';
-export { readSessionState, writeSessionState } from './session-state.js';
+export { readSessionState, workspaceResumeSeen, writeSessionState } from './session-state.js';

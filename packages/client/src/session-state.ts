@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 
 /** What the session kernel remembers per runtime session between turns (and processes). */
@@ -102,4 +102,38 @@ export function readSessionState(file: string): SessionState {
 export function writeSessionState(file: string, state: SessionState): void {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileAtomic(file, JSON.stringify(state), { mode: 0o600 });
+}
+
+/**
+ * The newest model switch (its handoff sequence) announced per workspace, shared by every
+ * session of a runtime on this machine (`<stateDir>/handoff-seen.json`): a switch is told once,
+ * to whichever session looks first. For `ResumeSource.seen`.
+ */
+export function workspaceResumeSeen(
+  stateDir: string,
+  workspace: string,
+): { read(): number; write(sequence: number): void } {
+  const file = join(stateDir, 'handoff-seen.json');
+  const readMap = (): Record<string, number> => {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+      return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+        ? (parsed as Record<string, number>)
+        : {};
+    } catch {
+      return {};
+    }
+  };
+  return {
+    read: () => {
+      const seen = readMap()[workspace];
+      return Number.isInteger(seen) && (seen as number) >= 0 ? (seen as number) : 0;
+    },
+    write: (sequence) => {
+      mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+      writeFileAtomic(file, JSON.stringify({ ...readMap(), [workspace]: sequence }), {
+        mode: 0o600,
+      });
+    },
+  };
 }

@@ -24,7 +24,7 @@ describe('agentCardFor', () => {
     ]);
     const code = card.skills[0];
     expect(code?.description).toBe(
-      'claude-code does it natively; openclaw does it through an API; web does it in a sandbox',
+      'claude-code does it natively; codex does it natively; openclaw does it through an API; web does it in a sandbox',
     );
     expect(code?.tags).toEqual(['code_execution', 'native', 'sandboxed', 'via-api']);
     expect(card.capabilities.extensions.map((extension) => extension.uri)).toEqual([

@@ -21,9 +21,9 @@ const errorOf = (text: string) => {
 };
 
 describe('parseCapabilities', () => {
-  it("reads the repository's capabilities.yaml: the seed's three runtimes", () => {
+  it("reads the repository's capabilities.yaml: the seed's three runtimes and Codex", () => {
     const matrix = parseCapabilities(readFileSync(ROOT_FILE, 'utf8'));
-    expect(Object.keys(matrix.runtimes)).toEqual(['claude-code', 'openclaw', 'web']);
+    expect(Object.keys(matrix.runtimes)).toEqual(['claude-code', 'openclaw', 'codex', 'web']);
     expect(capabilityMode(matrix, 'claude-code', 'code_execution')).toBe('native');
     expect(capabilityMode(matrix, 'openclaw', 'code_execution')).toBe('via-api');
     expect(matrix.runtimes.openclaw?.capabilities.code_execution?.target).toBe('claude-code');

@@ -77,6 +77,7 @@ describe('routeTask on the repository capabilities.yaml', () => {
     expect(decision.reason).toBe('claude-code does it itself: code_execution native (Bash)');
     expect(decision.candidates.map((entry) => entry.runtime)).toEqual([
       'claude-code',
+      'codex',
       'web',
       'openclaw',
     ]);
@@ -102,7 +103,7 @@ describe('routeTask on the repository capabilities.yaml', () => {
     });
   });
 
-  it("proxy: OpenClaw's code goes to its declared target, Claude Code, ahead of the web sandbox", () => {
+  it("proxy: OpenClaw's code goes to its declared target, Claude Code, ahead of Codex and the web sandbox", () => {
     const decision = route({ requiredCapabilities: ['code_execution'], origin: 'openclaw' });
     expect(decision).toMatchObject({
       kind: 'proxy',
@@ -111,7 +112,7 @@ describe('routeTask on the repository capabilities.yaml', () => {
       requiresApproval: false,
       approvalReason: null,
     });
-    expect(decision.reason).toContain("ranked above web: the origin's declared target");
+    expect(decision.reason).toContain("ranked above codex: the origin's declared target");
     expect(decision.candidates).toEqual([
       {
         runtime: 'openclaw',
@@ -123,6 +124,14 @@ describe('routeTask on the repository capabilities.yaml', () => {
       },
       {
         runtime: 'claude-code',
+        role: 'peer',
+        kept: true,
+        reason: 'can: code_execution native; online, 1 worker',
+        online: true,
+        workers: 1,
+      },
+      {
+        runtime: 'codex',
         role: 'peer',
         kept: true,
         reason: 'can: code_execution native; online, 1 worker',
@@ -192,7 +201,8 @@ describe('routeTask on the repository capabilities.yaml', () => {
   });
 
   it('without queueing an offline target is dropped: the web sandbox takes it, or no one', () => {
-    const presence = presenceFor(repoMatrix, ['claude-code']);
+    // Codex, which runs code natively too, is offline as well.
+    const presence = presenceFor(repoMatrix, ['claude-code', 'codex']);
     const request = {
       requiredCapabilities: ['code_execution'],
       origin: 'openclaw',

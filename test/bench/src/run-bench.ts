@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -13,6 +13,7 @@ import {
   tempDir,
 } from '@ctxbus/test-kit';
 import { benchAuditLog } from './audit-log.ts';
+import { benchCodexHooks } from './codex-hook-latency.ts';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchDashboard } from './dashboard-latency.ts';
 import { benchExecSpawn } from './exec-spawn.ts';
@@ -46,7 +47,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -55,6 +56,8 @@ if (flags.help) {
   live      live push (install --live) with the real Claude Code CLI and a scripted model: a
             blocking item written during a running tool call -> the session's inbox, -> the
             model request (p50/p99), tool call returned -> that request (target p99 <= 1 s)
+  codex     Codex hook latency (SessionStart, UserPromptSubmit, Stop; target p99 <= 100 ms)
+            and tokens injected at session start and per turn
   openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected;
             the shared-context bridge: agent output file -> bus -> SSE
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
@@ -118,7 +121,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,live,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
+    'writes,delivery,scale,hooks,live,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -478,6 +481,12 @@ async function main() {
     log('live: push into a running Claude Code session');
     await withHub(async (hub) => {
       rows.push(...(await benchLivePush(hub, quick ? 5 : 30)));
+    });
+  }
+  if (sections.has('codex')) {
+    log('codex: Codex hook latency');
+    await withHub(async (hub) => {
+      rows.push(...(await benchCodexHooks(hub, quick ? 10 : 50)));
     });
   }
   if (sections.has('openclaw')) {

@@ -269,11 +269,11 @@ describe('ctxbus CLI', () => {
     const file = fileURLToPath(new URL('../../../capabilities.yaml', import.meta.url));
     const checked = await runCli(['capabilities', 'check', file]);
     expect(checked.code, checked.stderr).toBe(0);
-    expect(checked.stdout).toBe(`${file}: ok, 3 runtimes, 5 capabilities\n`);
+    expect(checked.stdout).toBe(`${file}: ok, 4 runtimes, 5 capabilities\n`);
     const shown = await runCli(['capabilities', 'show', file]);
-    expect(shown.stdout.split('\n')[0]).toMatch(/^capability +claude-code +openclaw +web$/);
+    expect(shown.stdout.split('\n')[0]).toMatch(/^capability +claude-code +openclaw +codex +web$/);
     expect(shown.stdout).toMatch(
-      /^code_execution +native \(Bash\) +via-api \(remote-exec\) +sandboxed/m,
+      /^code_execution +native \(Bash\) +via-api \(remote-exec\) +native \(exec_command\) +sandboxed/m,
     );
     const json = JSON.parse((await runCli(['capabilities', 'show', file, '--json'])).stdout);
     expect(json.runtimes.openclaw.capabilities.code_execution).toMatchObject({

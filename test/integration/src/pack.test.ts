@@ -85,6 +85,8 @@ describe('the packed ctxbus package', () => {
       'runtimes/openclaw/package.json',
       'runtimes/openclaw/openclaw.plugin.json',
       'runtimes/openclaw/dist/index.js',
+      'runtimes/codex/dist/ctxbus-codex-hook.js',
+      'runtimes/codex/dist/ctxbus-codex-mcp.js',
     ]) {
       expect(existsSync(join(pkg, file)), file).toBe(true);
     }

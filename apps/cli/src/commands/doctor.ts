@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import { CtxbusError } from '@ctxbus/core/light';
 import { credentialsPath, hubCredentials } from '../credentials.js';
@@ -134,6 +135,25 @@ function nodeVersionOf(path: string): string | null {
   return result.status === 0 ? result.stdout.trim() : null;
 }
 
+/** What is wrong with the Node and hook script an installed runtime's hooks run, if anything. */
+function scriptProblems(nodePath: string | null, hookScript: string | null): string[] {
+  const problems: string[] = [];
+  if (!nodePath || !existsSync(nodePath)) {
+    problems.push(`its hooks run ${nodePath ?? 'an unknown node'}, which is gone`);
+  } else {
+    const version = nodeVersionOf(nodePath);
+    if (!version || !nodeAtLeast(version)) {
+      problems.push(`its hooks run Node ${version ?? '?'} (${nodePath}); they need 22.13+`);
+    }
+  }
+  if (!hookScript || !existsSync(hookScript)) {
+    problems.push(
+      `the hook script ${hookScript ?? ''} is gone (ctxbus moved or was rebuilt elsewhere)`,
+    );
+  }
+  return problems;
+}
+
 async function checkClaudeCode(projectDir: string): Promise<Check[]> {
   const { inspectClaudeCode } = await import('@ctxbus/adapter-claude-code');
   const checks: Check[] = [];
@@ -152,20 +172,7 @@ async function checkClaudeCode(projectDir: string): Promise<Check[]> {
     }
     if (found.settings === null) continue;
     installedAnywhere = true;
-    const problems: string[] = [];
-    if (!found.nodePath || !existsSync(found.nodePath)) {
-      problems.push(`its hooks run ${found.nodePath ?? 'an unknown node'}, which is gone`);
-    } else {
-      const version = nodeVersionOf(found.nodePath);
-      if (!version || !nodeAtLeast(version)) {
-        problems.push(`its hooks run Node ${version ?? '?'} (${found.nodePath}); they need 22.13+`);
-      }
-    }
-    if (!found.hookScript || !existsSync(found.hookScript)) {
-      problems.push(
-        `the hook script ${found.hookScript ?? ''} is gone (ctxbus moved or was rebuilt elsewhere)`,
-      );
-    }
+    const problems = scriptProblems(found.nodePath, found.hookScript);
     if (!found.mcpServer) problems.push('the ctxbus MCP server is not registered');
     let who = '';
     if (!found.url || !found.token) {
@@ -198,6 +205,48 @@ async function checkClaudeCode(projectDir: string): Promise<Check[]> {
     });
   }
   return checks;
+}
+
+/** Codex's install, read through Codex's own tools (`codex` on PATH). */
+async function checkCodex(): Promise<Check> {
+  const adapter = await import('@ctxbus/adapter-codex');
+  const name = 'Codex';
+  const hooksFile = join(adapter.codexHomeDir(), 'hooks.json');
+  if (!existsSync(hooksFile) || !readFileSync(hooksFile, 'utf8').includes(adapter.HOOK_SCRIPT)) {
+    return { name, status: 'info', detail: 'not installed here', fix: '`ctxbus install codex`' };
+  }
+  let found: Awaited<ReturnType<typeof adapter.inspectCodex>>;
+  try {
+    found = await adapter.inspectCodex({ run: adapter.codexRunner() });
+  } catch (error) {
+    return { name, status: 'fail', detail: message(error) };
+  }
+  const problems = scriptProblems(found.nodePath, found.hookScript);
+  if (found.trusted < found.hooks) {
+    problems.push(
+      `${found.hooks - found.trusted} of its ${found.hooks} hooks are not trusted: Codex skips them`,
+    );
+  }
+  if (!found.mcpServer) problems.push('the ctxbus MCP server is not registered');
+  const token = found.url ? hubCredentials(found.url).runtimes?.codex?.token : undefined;
+  let who = '';
+  if (!found.url || !token) {
+    problems.push(`no token saved for Codex on ${found.url ?? 'its hub'}`);
+  } else {
+    try {
+      who = `, token acts as ${await whoIs(found.url, token)} on ${found.url}`;
+    } catch (error) {
+      problems.push(message(error));
+    }
+  }
+  return problems.length === 0
+    ? { name, status: 'ok', detail: `${found.hooks} hooks, trusted, and the MCP server${who}` }
+    : {
+        name,
+        status: 'fail',
+        detail: problems.join('; '),
+        fix: 'run `ctxbus install codex` again (or trust the hooks in Codex with /hooks)',
+      };
 }
 
 /** Whether `ctxbus service install` put the hub in the background, and systemd runs it. */
@@ -248,5 +297,6 @@ export async function runDoctor(options: { url?: string; project: string }): Pro
   checks.push(...(await checkHub(options.url)).checks);
   checks.push(checkService());
   checks.push(...(await checkClaudeCode(options.project)));
+  checks.push(await checkCodex());
   return checks;
 }

@@ -3,6 +3,7 @@ import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printLine } from '../output.js';
 import type { InstallFlags, OpenClawFlags } from './install.js';
+import type { CodexFlags } from './install-codex.js';
 
 // `ctxbus install`: the command and its options; what it does (install.ts) loads when it runs.
 
@@ -144,6 +145,50 @@ export function registerInstall(
           result.changes.length
             ? `configured OpenClaw for ${url}${minted ? ` with a new token for ${minted}` : ''} (${result.configPath}): ${result.changes.join('; ')}`
             : `OpenClaw already configured for ${url} (${result.configPath}); nothing changed`,
+        );
+      }),
+    );
+
+  install
+    .command('codex')
+    .description(
+      "plug the Codex CLI in: hooks that inject the shared context and record decisions ($CODEX_HOME/hooks.json, trusted through Codex's app-server), and the ctxbus MCP server (codex mcp add); Codex's token is saved in ctxbus's credentials, never in Codex's files",
+    )
+    .option('--codex <path>', 'the codex command (default: codex on PATH)')
+    .option('--codex-home <dir>', "Codex's home (default: $CODEX_HOME, else ~/.codex)")
+    .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
+    .option(
+      '--token <token>',
+      'a runtime token for codex (default: the one saved for this hub if it still works, else a new one minted with the admin token, else $CTXBUS_TOKEN)',
+    )
+    .option('--team <team>', "the token's team (default: the team of the CLI's saved token)")
+    .option(
+      '--admin-token <token>',
+      'admin token to mint with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
+    )
+    .option('--no-trust', "leave trusting the hooks to Codex's /hooks review")
+    .option('--uninstall', 'remove exactly what install added (hooks, their trust, the MCP server)')
+    .addHelpText(
+      'after',
+      '\nRe-running install changes nothing; your other Codex hooks, MCP servers and settings are kept. Restart running Codex sessions afterwards.',
+    )
+    .action((flags: CodexFlags) =>
+      run(async () => {
+        const { installCodexRuntime } = await import('./install-codex.js');
+        const progress = (line: string) => process.stderr.write(`ctxbus: ${line}\n`);
+        const result = await installCodexRuntime(flags, progress);
+        if (flags.uninstall) {
+          printLine(
+            result.changes.length
+              ? `removed ctxbus from Codex: ${result.changes.join('; ')}`
+              : 'nothing to remove',
+          );
+          return;
+        }
+        printLine(
+          result.changes.length
+            ? `configured Codex for ${result.url}${result.minted ? ` with a new token for ${result.minted}` : ''}: ${result.changes.join('; ')}`
+            : `Codex already configured for ${result.url}; nothing changed`,
         );
       }),
     );

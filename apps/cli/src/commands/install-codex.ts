@@ -1,0 +1,79 @@
+import { join } from 'node:path';
+import { CtxbusError } from '@ctxbus/core/light';
+import { configDir, hubCredentials, saveRuntimeToken } from '../credentials.js';
+import type { InstallFlags } from './install.js';
+import { hubUrl, installToken, packagedRuntimeDir, tokenWorks } from './install.js';
+
+// `ctxbus install codex` as a function (the command in install-command.ts, and `ctxbus connect`,
+// call it): Codex's hooks and MCP server through Codex's own files and commands, its runtime
+// token saved in ctxbus's credentials (0600), where the hook and the MCP server read it.
+
+export interface CodexFlags extends InstallFlags {
+  /** The codex command (default: codex on PATH). */
+  codex?: string;
+  /** Codex's home (default: $CODEX_HOME, else ~/.codex). */
+  codexHome?: string;
+  /** false: leave trusting the hooks to Codex's /hooks review. */
+  trust?: boolean;
+}
+
+export interface CodexInstallReport {
+  /** What changed, one phrase each; empty when nothing did. */
+  changes: string[];
+  url: string | null;
+  /** `team/codex` when a token was minted. */
+  minted: string | null;
+}
+
+/** The token Codex gets: --token, else the one saved for this hub if it works, else minted. */
+async function codexToken(
+  url: string,
+  flags: CodexFlags,
+): Promise<{ token: string; teamId: string; minted: string | null; saved: boolean }> {
+  const saved = hubCredentials(url).runtimes?.codex;
+  if (!flags.token && saved && (await tokenWorks(url, saved.token))) {
+    return { ...saved, minted: null, saved: true };
+  }
+  const { token, minted } = await installToken(url, 'codex', flags);
+  const teamId = minted?.split('/')[0] ?? flags.team ?? hubCredentials(url).teamId;
+  if (!teamId) {
+    throw new CtxbusError(
+      'validation_failed',
+      "which team is the token's? pass --team with --token",
+    );
+  }
+  return { token, teamId, minted, saved: false };
+}
+
+/** Installs (or with `uninstall`, removes) ctxbus in Codex. */
+export async function installCodexRuntime(
+  flags: CodexFlags,
+  progress: (line: string) => void = () => {},
+): Promise<CodexInstallReport> {
+  const adapter = await import('@ctxbus/adapter-codex');
+  const run = adapter.codexRunner(flags.codex, flags.codexHome);
+  const home = flags.codexHome ? { codexHome: flags.codexHome } : {};
+  if (flags.uninstall) {
+    const result = await adapter.uninstallCodex({ run, ...home });
+    return { changes: result.changes, url: null, minted: null };
+  }
+  const url = hubUrl(flags.url);
+  const { token, teamId, minted, saved } = await codexToken(url, flags);
+  const changes: string[] = [];
+  if (!saved) {
+    const { path } = saveRuntimeToken(url, { token, teamId, runtime: 'codex' });
+    changes.push(`Codex's token saved in ${path}`);
+  }
+  const packaged = packagedRuntimeDir('codex');
+  const result = await adapter.installCodex({
+    url,
+    run,
+    ...home,
+    ...(packaged && { scriptsDir: join(packaged, 'dist') }),
+    // Codex starts MCP servers with a few variables only: the server is told where the token is.
+    mcpEnv: { CTXBUS_CONFIG_DIR: configDir() },
+    ...(flags.trust === false && { trust: false }),
+    progress,
+  });
+  return { changes: [...changes, ...result.changes], url, minted };
+}

@@ -1,0 +1,35 @@
+// The file Codex runs, on the `node` the installer pinned. It checks the Node version first
+// (every import here exists on old Nodes too), so an old Node fails open with one notice
+// instead of crashing at import; then it turns on Node's compile cache (after the first run the
+// hook's code is not compiled again) and loads the hook.
+import * as nodeModule from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const MIN_NODE_MAJOR = 22;
+const major = Number(process.versions.node.split('.')[0]);
+
+if (major < MIN_NODE_MAJOR) {
+  let input = '';
+  for await (const chunk of process.stdin) input += chunk;
+  let event = '';
+  try {
+    event = (JSON.parse(input) as { hook_event_name?: string }).hook_event_name ?? '';
+  } catch {}
+  if (event === 'SessionStart') {
+    process.stdout.write(
+      `${JSON.stringify({
+        systemMessage: `ctxbus: no shared context: its hooks need Node.js ${MIN_NODE_MAJOR} or later, and \`node\` here is ${process.version}. Run \`ctxbus install codex\` again with a newer Node: it pins the Node it runs on.`,
+      })}\n`,
+    );
+  }
+} else {
+  try {
+    nodeModule.enableCompileCache?.(
+      process.env.CTXBUS_COMPILE_CACHE ?? join(tmpdir(), 'ctxbus-compile-cache'),
+    );
+  } catch {
+    // an unwritable cache only costs speed
+  }
+  await import(new URL('./ctxbus-codex-hook-main.js', import.meta.url).href);
+}

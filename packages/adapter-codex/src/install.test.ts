@@ -1,0 +1,116 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { removeDir, tempDir } from '@ctxbus/test-kit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { codexRunner } from './codex-commands.js';
+import { HOOK_SCRIPT, inspectCodex, installCodex, uninstallCodex } from './install-codex.js';
+
+// The installer against the real Codex CLI from npm (this package's devDependency): Codex's own
+// commands and app-server write its config, in a Codex home of the test's own.
+
+const CODEX = resolve(import.meta.dirname, '../node_modules/.bin/codex');
+const missing = existsSync(CODEX) ? null : `no Codex CLI at ${CODEX}: run pnpm install`;
+const skip = missing !== null && process.env.CTXBUS_REQUIRE_CODEX !== '1';
+const because = missing ? ` (skipped: ${missing})` : '';
+
+const homes: string[] = [];
+afterAll(() => {
+  for (const home of homes) removeDir(home);
+});
+
+/** A Codex home holding a person's own hook, MCP server and setting. */
+function codexHome(): string {
+  const home = tempDir('ctxbus-codex-home-');
+  homes.push(home);
+  mkdirSync(home, { recursive: true });
+  writeFileSync(
+    join(home, 'config.toml'),
+    'model = "gpt-5"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\nargs = ["--stdio"]\n',
+  );
+  writeFileSync(
+    join(home, 'hooks.json'),
+    JSON.stringify({
+      hooks: { Stop: [{ hooks: [{ type: 'command', command: 'notify-send done' }] }] },
+    }),
+  );
+  return home;
+}
+
+const options = (home: string) => ({
+  url: 'http://127.0.0.1:7420',
+  run: codexRunner(CODEX, home),
+  codexHome: home,
+  nodePath: '/usr/bin/node',
+  scriptsDir: '/opt/ctxbus/codex',
+  mcpEnv: { CTXBUS_CONFIG_DIR: '/home/me/.config/ctxbus' },
+});
+
+describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
+  it('adds our hooks and server, trusts and approves them, keeps the rest; a re-run changes nothing', async () => {
+    const home = codexHome();
+    const first = await installCodex(options(home));
+    expect(first.changes.join('; ')).toMatch(
+      /hooks in .*MCP server ctxbus.*4 hooks trusted.*ctxbus tools approved/s,
+    );
+    const hooks = JSON.parse(readFileSync(join(home, 'hooks.json'), 'utf8'));
+    expect(Object.keys(hooks.hooks).sort()).toEqual([
+      'PostToolUse',
+      'SessionStart',
+      'Stop',
+      'UserPromptSubmit',
+    ]);
+    expect(JSON.stringify(hooks.hooks.Stop)).toContain('notify-send done');
+    expect(JSON.stringify(hooks)).toContain(HOOK_SCRIPT);
+    const config = readFileSync(join(home, 'config.toml'), 'utf8');
+    expect(config).toContain('[mcp_servers.docs]');
+    expect(config).toContain('model = "gpt-5"');
+    expect(config).toContain('default_tools_approval_mode = "approve"');
+
+    expect(await inspectCodex({ run: codexRunner(CODEX, home), codexHome: home })).toEqual({
+      hooksFile: join(home, 'hooks.json'),
+      url: 'http://127.0.0.1:7420',
+      nodePath: '/usr/bin/node',
+      hookScript: '/opt/ctxbus/codex/ctxbus-codex-hook.js',
+      hooks: 4,
+      trusted: 4,
+      mcpServer: true,
+    });
+    const again = await installCodex(options(home));
+    expect(again.changes).toEqual([]);
+    expect(readFileSync(join(home, 'config.toml'), 'utf8')).toBe(config);
+  });
+
+  it('a new hub URL changes the hooks, and they are trusted again at their new hash', async () => {
+    const home = codexHome();
+    await installCodex(options(home));
+    const moved = await installCodex({ ...options(home), url: 'http://127.0.0.1:7999' });
+    expect(moved.changes.join('; ')).toContain('4 hooks trusted');
+    const found = await inspectCodex({ run: codexRunner(CODEX, home), codexHome: home });
+    expect(found).toMatchObject({ url: 'http://127.0.0.1:7999', hooks: 4, trusted: 4 });
+  });
+
+  it('uninstall removes exactly ours: hooks, their trust, the server', async () => {
+    const home = codexHome();
+    await installCodex(options(home));
+    const removed = await uninstallCodex({ run: codexRunner(CODEX, home), codexHome: home });
+    expect(removed.changes.join('; ')).toMatch(/hook trust.*hooks in .*MCP server ctxbus/s);
+    const config = readFileSync(join(home, 'config.toml'), 'utf8');
+    expect(config).not.toContain('ctxbus');
+    expect(config).not.toContain('trusted_hash');
+    expect(config).toContain('[mcp_servers.docs]');
+    expect(JSON.parse(readFileSync(join(home, 'hooks.json'), 'utf8'))).toEqual({
+      hooks: { Stop: [{ hooks: [{ type: 'command', command: 'notify-send done' }] }] },
+    });
+    const twice = await uninstallCodex({ run: codexRunner(CODEX, home), codexHome: home });
+    expect(twice.changes).toEqual([]);
+  });
+
+  it('refuses to replace another MCP server named ctxbus', async () => {
+    const home = codexHome();
+    writeFileSync(
+      join(home, 'config.toml'),
+      '[mcp_servers.ctxbus]\ncommand = "someone-else"\nargs = []\n',
+    );
+    await expect(installCodex(options(home))).rejects.toThrow(/not ctxbus's/);
+  });
+});
