@@ -1,12 +1,14 @@
 import { defineConfig } from 'tsup';
 import { library } from '../../tsup.base.ts';
 
-// The root entry runs anywhere (fetch, WebCrypto); the light client, the outbox, the session kernel, the turn
-// log and the atomic file write are for Node, behind their own subpaths so the root never loads node: modules.
+// The root entry and the wire entry run anywhere (fetch, WebCrypto); the light client, the
+// outbox, the session kernel, the turn log and the atomic file write are for Node, behind their
+// own subpaths so the root never loads node: modules.
 export default defineConfig({
   ...library(
     {
       index: 'src/index.ts',
+      wire: 'src/wire.ts',
       light: 'src/hub-lite.ts',
       outbox: 'src/outbox.ts',
       session: 'src/session-kernel.ts',

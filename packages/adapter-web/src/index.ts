@@ -1,3 +1,5 @@
+// The hub's errors arrive as CtxbusError (`error.code`: unauthorized, not_found, ...).
+export { errorFromResponse } from '@ctxbus/client/wire';
 export type {
   CapabilitiesResponse,
   CapabilitiesRuntime,
@@ -11,7 +13,6 @@ export type {
   Task,
   TaskEvent,
 } from '@ctxbus/core/contract';
-// The hub's errors arrive as CtxbusError (`error.code`: unauthorized, not_found, ...).
 export { CtxbusError } from '@ctxbus/core/contract';
 export type { MarkdownBundle, SidebarBundle, SidebarEntry, SidebarSection } from './bundles.js';
 export { DEFAULT_MARKDOWN_BUDGET, toMarkdownBundle, toSidebarBundle } from './bundles.js';
@@ -28,7 +29,6 @@ export {
   taskScopeKey,
   taskStatusOf,
 } from './capability-request.js';
-export { errorFromResponse } from './hub-errors.js';
 export type { CacheFilter, ItemCacheOptions } from './item-cache.js';
 export { ItemCache } from './item-cache.js';
 export type { LiveCache, LiveCacheOptions } from './live-cache.js';

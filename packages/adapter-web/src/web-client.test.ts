@@ -193,7 +193,7 @@ describe('ItemCache fed by the stream', () => {
     expect(titles({ urgency: 'attention' })).toEqual(['cache: written by web']);
     // Consumed and superseded changes update the item in place.
     const alertId = idOf(cache, 'cache: blocking alert');
-    await writer.send(`/api/context/${alertId}/consume`, { method: 'POST' });
+    await writer.call('consumeContextItem', { params: { id: alertId } });
     await waitUntil(() => cache.get(alertId)?.consumed === true, 'the consumed change');
     expect(titles({ unconsumed: true, minUrgency: 'blocking' })).toEqual([]);
     const noteId = idOf(cache, 'cache: background note');
@@ -223,7 +223,11 @@ describe('bundles', () => {
       { type: 'request', title: 'Bundle: review the cache', urgency: 'blocking' },
     ]);
     const raw = async (query: string) =>
-      (await (await client.send(`/api/context/shared?${query}`)).json()) as {
+      (await (
+        await client.open('sharedContext', {
+          query: Object.fromEntries(new URLSearchParams(query)),
+        })
+      ).json()) as {
         sections: { id: string; title: string; entries: { id: string; text: string }[] }[];
         formattedMarkdown: string;
         contextHash: string;
@@ -293,18 +297,11 @@ describe('capability requests', () => {
     await waitUntil(() => states.includes('SUBMITTED'), 'the SUBMITTED status item');
     // A claude-code worker takes it and finishes it.
     const worker = createWebClient({ url: hub.url, token: await hub.mint('claude-code') });
-    const claim = (await (
-      await worker.send('/api/tasks/claim', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ workerId: 'laptop-1' }),
-      })
-    ).json()) as { task: { id: string; lease: { token: number } } | null };
+    const claim = await worker.call('claimTask', { body: { workerId: 'laptop-1' } });
     expect(claim.task?.id).toBe(request.task.id);
-    const completed = await worker.send(`/api/tasks/${request.task.id}/complete`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ token: claim.task?.lease.token, result: { exitCode: 0 } }),
+    const completed = await worker.open('completeTask', {
+      params: { id: request.task.id },
+      body: { token: claim.task?.lease?.token ?? 0, result: { exitCode: 0 } },
     });
     expect(completed.status).toBe(200);
     await waitFor(followed, 'following to end at COMPLETED');
@@ -331,23 +328,18 @@ describe('capability requests', () => {
     await waitUntil(() => states.includes('SUBMITTED'), 'the SUBMITTED status item');
     // Claude Code's worker takes it, finds the command outside its allow-list, and asks.
     const worker = createWebClient({ url: hub.url, token: await hub.mint('claude-code') });
-    const post = (path: string, body: unknown) =>
-      worker.send(path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-    const claim = (await (await post('/api/tasks/claim', { workerId: 'laptop-2' })).json()) as {
-      task: { id: string; lease: { token: number } } | null;
-    };
+    const claim = await worker.call('claimTask', { body: { workerId: 'laptop-2' } });
     expect(claim.task?.id).toBe(request.task.id);
-    const asked = await post(`/api/tasks/${request.task.id}/approval-request`, {
-      token: claim.task?.lease.token,
-      request: {
-        argv: ['./deploy.sh'],
-        cwd: '/home/me/app',
-        scriptHash: null,
-        because: 'not_allowed',
+    const asked = await worker.open('requestApproval', {
+      params: { id: request.task.id },
+      body: {
+        token: claim.task?.lease?.token ?? 0,
+        request: {
+          argv: ['./deploy.sh'],
+          cwd: '/home/me/app',
+          scriptHash: null,
+          because: 'not_allowed',
+        },
       },
     });
     expect(asked.status).toBe(200);

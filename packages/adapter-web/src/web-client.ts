@@ -1,3 +1,5 @@
+import type { HubCall } from '@ctxbus/client/wire';
+import { createHubCall, fetchTransport } from '@ctxbus/client/wire';
 import type {
   CapabilitiesResponse,
   ContextItem,
@@ -17,26 +19,9 @@ import type {
   TaskState,
   WriteResponse,
 } from '@ctxbus/core/contract';
-import {
-  CtxbusError,
-  capabilitiesResponseSchema,
-  createTaskResponseSchema,
-  deadLettersResponseSchema,
-  healthResponseSchema,
-  itemResponseSchema,
-  listResponseSchema,
-  listSubscriptionsResponseSchema,
-  listTasksResponseSchema,
-  resolveConflictResponseSchema,
-  searchResponseSchema,
-  sharedResponseSchema,
-  taskResponseSchema,
-  taskWithHistoryResponseSchema,
-  writeResponseSchema,
-} from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/contract';
 import type { MarkdownBundle, SidebarBundle } from './bundles.js';
 import { DEFAULT_MARKDOWN_BUDGET, toMarkdownBundle, toSidebarBundle } from './bundles.js';
-import { errorFromResponse, toSearchParams } from './hub-errors.js';
 import type { StreamOptions } from './live-stream.js';
 import { openLiveStream } from './live-stream.js';
 
@@ -61,99 +46,59 @@ export interface WebTaskListParams {
   after?: string;
 }
 
-interface Schema<T> {
-  safeParse(value: unknown): { success: true; data: T } | { success: false; error: Error };
-}
-
 /**
- * A typed client over `fetch` for what a web UI needs. Every answer is checked against the
- * contract's schemas; a hub error becomes a `CtxbusError` with the hub's code (`unauthorized`,
- * `not_found`, ...), an unreachable hub `unavailable`.
+ * A typed client over `fetch` for what a web UI needs: calls of core's wire table
+ * (`call(operationId, ...)`, also public), every answer checked against the table's schema; a
+ * hub error becomes a `CtxbusError` with the hub's code (`unauthorized`, `not_found`, ...), an
+ * unreachable hub `unavailable`.
  */
 export class WebClient {
   readonly url: string;
-  readonly #token: string;
-  readonly #fetch: typeof fetch;
+  /** Calls any operation of the wire table by its id; the answer is checked by its schema. */
+  readonly call: HubCall['call'];
+  /** Sends an operation's request and returns the successful response unread (the stream). */
+  readonly open: HubCall['open'];
 
   constructor(settings: WebClientSettings) {
     if (!settings.url) throw new CtxbusError('validation_failed', 'no hub URL given');
     if (!settings.token) throw new CtxbusError('validation_failed', 'no token given');
     this.url = settings.url.replace(/\/+$/, '');
-    this.#token = settings.token;
-    // Called unbound, a page's fetch throws "Illegal invocation": keep it on globalThis.
-    this.#fetch = settings.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  }
-
-  /** A raw authorized request (the stream uses it); `path` starts with `/`. */
-  async send(path: string, init: RequestInit = {}): Promise<Response> {
-    const headers = new Headers(init.headers);
-    headers.set('authorization', `Bearer ${this.#token}`);
-    try {
-      return await this.#fetch(`${this.url}${path}`, { ...init, headers });
-    } catch (error) {
-      if (init.signal?.aborted) throw error;
-      throw new CtxbusError(
-        'unavailable',
-        `cannot reach the ctxbus hub at ${this.url}: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
-
-  async #request<T>(
-    schema: Schema<T>,
-    method: 'GET' | 'POST',
-    path: string,
-    options: { json?: unknown; query?: object; signal?: AbortSignal } = {},
-  ): Promise<T> {
-    const query = options.query ? toSearchParams(options.query).toString() : '';
-    const response = await this.send(query ? `${path}?${query}` : path, {
-      method,
-      ...(options.json !== undefined && {
-        body: JSON.stringify(options.json),
-        headers: { 'content-type': 'application/json' },
+    const hub = createHubCall({
+      url: this.url,
+      transport: fetchTransport({
+        url: this.url,
+        token: settings.token,
+        ...(settings.fetch && { fetch: settings.fetch }),
       }),
-      ...(options.signal && { signal: options.signal }),
     });
-    if (!response.ok) throw await errorFromResponse(response);
-    const result = schema.safeParse(await response.json());
-    if (!result.success) {
-      throw new CtxbusError(
-        'internal',
-        `unexpected response from ${method} ${path}: ${result.error.message}`,
-      );
-    }
-    return result.data;
+    this.call = hub.call;
+    this.open = hub.open;
   }
 
   health() {
-    return this.#request(healthResponseSchema, 'GET', '/health');
+    return this.call('health');
   }
 
   /** Writes one item or a batch (atomic). An item with an `id` is idempotent. */
   write(items: ContextItemInput | ContextItemInput[]): Promise<WriteResponse> {
-    return this.#request(writeResponseSchema, 'POST', '/api/context', {
-      json: Array.isArray(items) ? { items } : items,
-    });
+    return this.call('writeContext', { body: Array.isArray(items) ? { items } : items });
   }
 
   list(params: WebListParams = {}): Promise<ListResponse> {
-    return this.#request(listResponseSchema, 'GET', '/api/context', { query: params });
+    return this.call('listContext', { query: params });
   }
 
   async get(id: string): Promise<ContextItem> {
-    return (
-      await this.#request(itemResponseSchema, 'GET', `/api/context/${encodeURIComponent(id)}`)
-    ).item;
+    return (await this.call('getContextItem', { params: { id } })).item;
   }
 
   search(request: SearchRequest): Promise<SearchResponse> {
-    return this.#request(searchResponseSchema, 'POST', '/api/context/search', { json: request });
+    return this.call('searchContext', { body: request });
   }
 
   /** The shared context bundle (`runtime` defaults to `web`: sections with items, and Markdown). */
   shared(params: { runtime?: string; tokenBudget?: number } = {}): Promise<SharedContextResponse> {
-    return this.#request(sharedResponseSchema, 'GET', '/api/context/shared', {
+    return this.call('sharedContext', {
       query: { runtime: params.runtime ?? 'web', tokenBudget: params.tokenBudget },
     });
   }
@@ -170,25 +115,23 @@ export class WebClient {
 
   /** Hands work to the hub: it routes the task (`routing`) and stores it. */
   createTask(request: CreateTaskRequest): Promise<{ task: Task; routing: RoutingDecision }> {
-    return this.#request(createTaskResponseSchema, 'POST', '/api/tasks', { json: request });
+    return this.call('createTask', { body: request });
   }
 
   /** A task of this team with its history. */
   task(id: string): Promise<{ task: Task; history: TaskEvent[] }> {
-    return this.#request(taskWithHistoryResponseSchema, 'GET', taskPath(id));
+    return this.call('getTask', { params: { id } });
   }
 
   tasks(params: WebTaskListParams = {}) {
-    return this.#request(listTasksResponseSchema, 'GET', '/api/tasks', { query: params });
+    return this.call('listTasks', { query: params });
   }
 
   /** A human's answer to a task waiting in AUTH_REQUIRED. */
   async decideTask(id: string, decision: 'approve' | 'deny', note?: string): Promise<Task> {
-    return (
-      await this.#request(taskResponseSchema, 'POST', `${taskPath(id)}/${decision}`, {
-        json: note === undefined ? {} : { note },
-      })
-    ).task;
+    const operation = decision === 'approve' ? 'approveTask' : 'denyTask';
+    const body = note === undefined ? {} : { note };
+    return (await this.call(operation, { params: { id }, body })).task;
   }
 
   /**
@@ -196,41 +139,34 @@ export class WebClient {
    * restores it as the key's live value and closes the conflict. People's runtimes only.
    */
   resolveConflict(id: string, keep: string, note?: string): Promise<ResolveConflictResponse> {
-    return this.#request(
-      resolveConflictResponseSchema,
-      'POST',
-      `/api/conflicts/${encodeURIComponent(id)}/resolve`,
-      { json: note === undefined ? { keep } : { keep, note } },
-    );
+    const body = note === undefined ? { keep } : { keep, note };
+    return this.call('resolveConflict', { params: { id }, body });
   }
 
   /** The capability matrix with each runtime's live presence in this team. */
   capabilities(): Promise<CapabilitiesResponse> {
-    return this.#request(capabilitiesResponseSchema, 'GET', '/api/capabilities');
+    return this.call('getCapabilities');
   }
 
   /** This runtime's subscriptions (webhooks and pull), with their delivery health. */
   async subscriptions(): Promise<Subscription[]> {
-    return (await this.#request(listSubscriptionsResponseSchema, 'GET', '/api/subscriptions'))
-      .subscriptions;
+    return (await this.call('listSubscriptions')).subscriptions;
   }
 
   /** Changes a push subscription gave up on after its retries. */
   async deadLetters(subscriptionId: string): Promise<DeadLetterInfo[]> {
-    const path = `/api/subscriptions/${encodeURIComponent(subscriptionId)}/dead-letters`;
-    return (await this.#request(deadLettersResponseSchema, 'GET', path)).deadLetters;
+    return (await this.call('listDeadLetters', { params: { id: subscriptionId } })).deadLetters;
   }
 
   /**
    * Live changes (`context-added`, `-consumed`, `-superseded`), resumed after a dropped
-   * connection with `Last-Event-ID` so none is missed or repeated. Ends when `signal` aborts.
+   * connection with `Last-Event-ID` after a jittered backoff, so none is missed or repeated.
+   * Ends when `signal` aborts.
    */
   stream(options: StreamOptions = {}) {
     return openLiveStream(this, options);
   }
 }
-
-const taskPath = (id: string) => `/api/tasks/${encodeURIComponent(id)}`;
 
 export function createWebClient(settings: WebClientSettings): WebClient {
   return new WebClient(settings);

@@ -4,7 +4,6 @@ import type {
   CreateSubscriptionRequest,
   CreateTaskRequest,
   DeadLetterInfo,
-  ErrorCode,
   ForgetKeyResponse,
   ListParams,
   ListResponse,
@@ -22,47 +21,13 @@ import type {
   UpdateTaskRequest,
   WriteResponse,
 } from '@ctxbus/core/contract';
-import {
-  approvalKeyResponseSchema,
-  BLACKBOARD_EVENT,
-  blackboardEventSchema,
-  CtxbusError,
-  claimTaskResponseSchema,
-  createSubscriptionResponseSchema,
-  createTaskResponseSchema,
-  createTokenResponseSchema,
-  deadLettersResponseSchema,
-  ERROR_CODES,
-  errorResponseSchema,
-  forgetKeyResponseSchema,
-  healthResponseSchema,
-  isSequenceText,
-  itemResponseSchema,
-  listAuditResponseSchema,
-  listConflictsResponseSchema,
-  listResponseSchema,
-  listSubscriptionsResponseSchema,
-  listTasksResponseSchema,
-  pendingResponseSchema,
-  presenceAnnounceResponseSchema,
-  resolveConflictResponseSchema,
-  resolveItemResponseSchema,
-  searchResponseSchema,
-  sharedResponseSchema,
-  streamDisconnectSchema,
-  streamEventNames,
-  streamEventSchema,
-  subscriptionResponseSchema,
-  taskResponseSchema,
-  taskWithHistoryResponseSchema,
-  tokenInfoSchema,
-  verifyAuditResponseSchema,
-  writeResponseSchema,
-} from '@ctxbus/core/contract';
-import { createParser } from 'eventsource-parser';
+import { CtxbusError } from '@ctxbus/core/contract';
 import type { KyInstance } from 'ky';
-import ky, { isNetworkError, isTimeoutError } from 'ky';
-import { z } from 'zod';
+import ky from 'ky';
+import type { HubCall, WireTransport } from './hub-call.js';
+import { createHubCall, fetchTransport } from './hub-call.js';
+import type { StreamMessage } from './hub-stream.js';
+import { parseBlackboardStreamEvent, parseStreamEvent, readHubStream } from './hub-stream.js';
 
 export interface CtxbusClientSettings {
   /** Hub URL; falls back to the CTXBUS_URL environment variable. */
@@ -115,135 +80,72 @@ function setting(value: string | undefined, variable: string, what: string, flag
   return resolved;
 }
 
-function toSearchParams(params: Record<string, unknown>): URLSearchParams {
-  const search = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) {
-    if (value === undefined || value === null) continue;
-    search.set(name, Array.isArray(value) ? value.join(',') : String(value));
-  }
-  return search;
-}
-
-async function errorFromResponse(response: Response): Promise<CtxbusError> {
-  const text = await response.text().catch(() => '');
-  let parsed: z.infer<typeof errorResponseSchema> | undefined;
-  try {
-    parsed = errorResponseSchema.parse(JSON.parse(text));
-  } catch {
-    parsed = undefined;
-  }
-  const known = parsed && parsed.error.code in ERROR_CODES;
-  const code = (
-    known ? parsed?.error.code : response.status >= 500 ? 'unavailable' : 'internal'
-  ) as ErrorCode;
-  const message =
-    parsed?.error.message ?? `the hub answered ${response.status} ${response.statusText}`;
-  return new CtxbusError(code, message, {
-    details: {
-      status: response.status,
-      ...(parsed?.error.details !== undefined && { details: parsed.error.details }),
-    },
-    retryable: response.status >= 500 || response.status === 429,
-  });
-}
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
+/** The ky instance as a transport: its timeout and retries of idempotent requests apply. */
+function kyTransport(http: KyInstance, timeoutMs: number): WireTransport {
+  return (request) =>
+    http(request.target.slice(1), {
+      method: request.method.toLowerCase(),
+      ...(request.body !== undefined && { json: request.body }),
+      ...(request.headers && { headers: request.headers }),
+      ...(request.signal && { signal: request.signal }),
+      ...(request.extraTimeoutMs && { timeout: timeoutMs + request.extraTimeoutMs }),
     });
-  });
+}
 
-/** A typed client for one hub and one token. */
+const id = (value: string) => ({ id: value });
+
+/**
+ * A typed client for one hub and one token. Every method is a call of the wire table
+ * (`call(operationId, {params, query, body})`, also public), over ky with a timeout and
+ * retries; streams go over plain fetch, with no timeout.
+ */
 export class CtxbusClient {
   readonly url: string;
-  private readonly token: string;
-  private readonly http: KyInstance;
-  private readonly fetchImpl: typeof fetch;
-  private readonly timeoutMs: number;
+  /** Calls any operation of the wire table by its id; the answer is checked by its schema. */
+  readonly call: HubCall['call'];
+  private readonly streams: HubCall;
 
   constructor(settings: CtxbusClientSettings = {}) {
     this.url = setting(settings.url, 'CTXBUS_URL', 'hub URL', '--url').replace(/\/+$/, '');
-    this.token = setting(settings.token, 'CTXBUS_TOKEN', 'token', '--token');
-    this.fetchImpl = settings.fetch ?? fetch;
-    this.timeoutMs = settings.timeoutMs ?? 10_000;
-    this.http = ky.create({
+    const token = setting(settings.token, 'CTXBUS_TOKEN', 'token', '--token');
+    const fetchImpl = settings.fetch ?? fetch;
+    const timeoutMs = settings.timeoutMs ?? 10_000;
+    const http = ky.create({
       baseUrl: `${this.url}/`,
-      headers: { authorization: `Bearer ${this.token}` },
-      timeout: this.timeoutMs,
+      headers: { authorization: `Bearer ${token}` },
+      timeout: timeoutMs,
       retry: { limit: settings.retries ?? 1 },
       throwHttpErrors: false,
-      fetch: this.fetchImpl,
+      fetch: fetchImpl,
+    });
+    this.call = createHubCall({ url: this.url, transport: kyTransport(http, timeoutMs) }).call;
+    this.streams = createHubCall({
+      url: this.url,
+      transport: fetchTransport({ url: this.url, token, fetch: fetchImpl }),
     });
   }
 
-  private async request<T extends z.ZodType>(
-    schema: T,
-    method: 'get' | 'post' | 'delete',
-    path: string,
-    options: { json?: unknown; searchParams?: URLSearchParams; extraTimeoutMs?: number } = {},
-  ): Promise<z.output<T>> {
-    let response: Response;
-    try {
-      response = await this.http(path, {
-        method,
-        ...(options.json !== undefined && { json: options.json }),
-        ...(options.searchParams && { searchParams: options.searchParams }),
-        ...(options.extraTimeoutMs && { timeout: this.timeoutMs + options.extraTimeoutMs }),
-      });
-    } catch (error) {
-      if (isNetworkError(error) || isTimeoutError(error) || error instanceof TypeError) {
-        throw new CtxbusError(
-          'unavailable',
-          `cannot reach the ctxbus hub at ${this.url}: ${(error as Error).message}`,
-          {
-            cause: error,
-          },
-        );
-      }
-      throw error;
-    }
-    if (!response.ok) throw await errorFromResponse(response);
-    const body: unknown = await response.json();
-    const result = schema.safeParse(body);
-    if (!result.success) {
-      throw new CtxbusError(
-        'internal',
-        `unexpected response from ${method.toUpperCase()} /${path}: ${result.error.message}`,
-      );
-    }
-    return result.data;
-  }
-
   health() {
-    return this.request(healthResponseSchema, 'get', 'health');
+    return this.call('health');
   }
 
   /** Writes one item or a batch (atomic). Items with an id are idempotent. */
   write(items: ContextItemInput | ContextItemInput[]): Promise<WriteResponse> {
-    return this.request(writeResponseSchema, 'post', 'api/context', {
-      json: Array.isArray(items) ? { items } : items,
-    });
+    return this.call('writeContext', { body: Array.isArray(items) ? { items } : items });
   }
 
   list(params: ListParams = {}): Promise<ListResponse> {
-    return this.request(listResponseSchema, 'get', 'api/context', {
-      searchParams: toSearchParams(params),
-    });
+    return this.call('listContext', { query: params });
   }
 
-  async get(id: string) {
-    return (await this.request(itemResponseSchema, 'get', `api/context/${encodeURIComponent(id)}`))
-      .item;
+  async get(itemId: string) {
+    return (await this.call('getContextItem', { params: id(itemId) })).item;
   }
 
   /** One item as `runtime` (default: this token's) should inject it: `{format, content, injection}`. */
-  async resolve(id: string, runtime?: string) {
-    const path = `api/context/${encodeURIComponent(id)}/resolved`;
-    const searchParams = toSearchParams(runtime === undefined ? {} : { runtime });
-    return (await this.request(resolveItemResponseSchema, 'get', path, { searchParams })).resolved;
+  async resolve(itemId: string, runtime?: string) {
+    return (await this.call('resolveContextItem', { params: id(itemId), query: { runtime } }))
+      .resolved;
   }
 
   /**
@@ -251,48 +153,31 @@ export class CtxbusClient {
    * persistent resource or a blackboard entry. `not_found` when the caller sees no value of it.
    */
   forget(key: string): Promise<ForgetKeyResponse> {
-    return this.request(forgetKeyResponseSchema, 'delete', 'api/context', {
-      searchParams: toSearchParams({ key }),
-    });
+    return this.call('forgetKey', { query: { key } });
   }
 
   search(request: SearchRequest): Promise<SearchResponse> {
-    return this.request(searchResponseSchema, 'post', 'api/context/search', { json: request });
+    return this.call('searchContext', { body: request });
   }
 
   shared(params: { runtime?: string; tokenBudget?: number } = {}): Promise<SharedContextResponse> {
-    return this.request(sharedResponseSchema, 'get', 'api/context/shared', {
-      searchParams: toSearchParams(params),
-    });
+    return this.call('sharedContext', { query: params });
   }
 
-  async consume(id: string) {
-    return (
-      await this.request(
-        itemResponseSchema,
-        'post',
-        `api/context/${encodeURIComponent(id)}/consume`,
-      )
-    ).item;
+  async consume(itemId: string) {
+    return (await this.call('consumeContextItem', { params: id(itemId) })).item;
   }
 
   createToken(request: { teamId: string; runtime: string; label?: string }) {
-    return this.request(createTokenResponseSchema, 'post', 'api/admin/tokens', { json: request });
+    return this.call('createToken', { body: request });
   }
 
   async listTokens(params: { team?: string; includeRevoked?: boolean } = {}): Promise<TokenInfo[]> {
-    const schema = z.object({ tokens: z.array(tokenInfoSchema) });
-    return (
-      await this.request(schema, 'get', 'api/admin/tokens', {
-        searchParams: toSearchParams(params),
-      })
-    ).tokens;
+    return (await this.call('listTokens', { query: params })).tokens;
   }
 
-  async revokeToken(id: string): Promise<TokenInfo> {
-    const schema = z.object({ token: tokenInfoSchema });
-    return (await this.request(schema, 'delete', `api/admin/tokens/${encodeURIComponent(id)}`))
-      .token;
+  async revokeToken(tokenId: string): Promise<TokenInfo> {
+    return (await this.call('revokeToken', { params: id(tokenId) })).token;
   }
 
   /**
@@ -302,59 +187,47 @@ export class CtxbusClient {
   subscribe(
     request: CreateSubscriptionRequest,
   ): Promise<{ subscription: Subscription; secret: string | null }> {
-    return this.request(createSubscriptionResponseSchema, 'post', 'api/subscriptions', {
-      json: request,
-    });
+    return this.call('createSubscription', { body: request });
   }
 
   async subscriptions(): Promise<Subscription[]> {
-    return (await this.request(listSubscriptionsResponseSchema, 'get', 'api/subscriptions'))
-      .subscriptions;
+    return (await this.call('listSubscriptions')).subscriptions;
   }
 
-  async subscription(id: string): Promise<Subscription> {
-    return (await this.request(subscriptionResponseSchema, 'get', subscriptionPath(id)))
-      .subscription;
+  async subscription(subscriptionId: string): Promise<Subscription> {
+    return (await this.call('getSubscription', { params: id(subscriptionId) })).subscription;
   }
 
-  async unsubscribe(id: string): Promise<void> {
-    await this.request(z.object({ deleted: z.literal(true) }), 'delete', subscriptionPath(id));
+  async unsubscribe(subscriptionId: string): Promise<void> {
+    await this.call('deleteSubscription', { params: id(subscriptionId) });
   }
 
   /** Pull: the matching changes after the cursor; `ack(id, result.next)` once handled. */
-  pending(id: string, params: { limit?: number } = {}): Promise<PendingResponse> {
-    return this.request(pendingResponseSchema, 'get', `${subscriptionPath(id)}/pending`, {
-      searchParams: toSearchParams(params),
-    });
+  pending(subscriptionId: string, params: { limit?: number } = {}): Promise<PendingResponse> {
+    return this.call('pendingChanges', { params: id(subscriptionId), query: params });
   }
 
-  async ack(id: string, seq: number): Promise<Subscription> {
-    return (
-      await this.request(subscriptionResponseSchema, 'post', `${subscriptionPath(id)}/ack`, {
-        json: { seq },
-      })
-    ).subscription;
+  async ack(subscriptionId: string, seq: number): Promise<Subscription> {
+    return (await this.call('acknowledgeChanges', { params: id(subscriptionId), body: { seq } }))
+      .subscription;
   }
 
   async deadLetters(
-    id: string,
+    subscriptionId: string,
     params: { after?: number; limit?: number } = {},
   ): Promise<DeadLetterInfo[]> {
-    return (
-      await this.request(deadLettersResponseSchema, 'get', `${subscriptionPath(id)}/dead-letters`, {
-        searchParams: toSearchParams(params),
-      })
-    ).deadLetters;
+    return (await this.call('listDeadLetters', { params: id(subscriptionId), query: params }))
+      .deadLetters;
   }
 
   /** Hands work to the hub: it routes the task (see `routing`) and stores it. */
   createTask(request: CreateTaskRequest) {
-    return this.request(createTaskResponseSchema, 'post', 'api/tasks', { json: request });
+    return this.call('createTask', { body: request });
   }
 
   /** A task of this team with its history. */
-  task(id: string): Promise<{ task: Task; history: TaskEvent[] }> {
-    return this.request(taskWithHistoryResponseSchema, 'get', taskPath(id));
+  task(taskId: string): Promise<{ task: Task; history: TaskEvent[] }> {
+    return this.call('getTask', { params: id(taskId) });
   }
 
   tasks(
@@ -368,27 +241,20 @@ export class CtxbusClient {
       after?: string;
     } = {},
   ) {
-    return this.request(listTasksResponseSchema, 'get', 'api/tasks', {
-      searchParams: toSearchParams(params),
-    });
+    return this.call('listTasks', { query: params });
   }
 
-  async cancelTask(id: string, note?: string): Promise<Task> {
-    return (
-      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/cancel`, {
-        json: note === undefined ? {} : { note },
-      })
-    ).task;
+  async cancelTask(taskId: string, note?: string): Promise<Task> {
+    const body = note === undefined ? {} : { note };
+    return (await this.call('cancelTask', { params: id(taskId), body })).task;
   }
 
   /**
    * Records progress (the task's current state: the note only) or moves the task to SUBMITTED,
    * INPUT_REQUIRED, FAILED or CANCELED. A WORKING task moves only with its fencing token.
    */
-  async updateTask(id: string, body: UpdateTaskRequest): Promise<Task> {
-    return (
-      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/update`, { json: body })
-    ).task;
+  async updateTask(taskId: string, body: UpdateTaskRequest): Promise<Task> {
+    return (await this.call('updateTask', { params: id(taskId), body })).task;
   }
 
   /** Worker: the oldest task routed to this runtime, now WORKING under a lease; null if none. */
@@ -399,49 +265,41 @@ export class CtxbusClient {
     leaseMs?: number;
     waitMs?: number;
   }) {
-    const options = { json: body, extraTimeoutMs: body.waitMs ?? 0 };
-    return (await this.request(claimTaskResponseSchema, 'post', 'api/tasks/claim', options)).task;
+    return (await this.call('claimTask', { body }, { extraTimeoutMs: body.waitMs ?? 0 })).task;
   }
 
   /** Worker: extends the lease; a `conflict` means the task is someone else's now. */
-  async renewTask(id: string, body: { token: number; leaseMs?: number }): Promise<Task> {
-    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/renew`, { json: body }))
-      .task;
+  async renewTask(taskId: string, body: { token: number; leaseMs?: number }): Promise<Task> {
+    return (await this.call('renewTask', { params: id(taskId), body })).task;
   }
 
   /**
    * Worker: the command is about to start. From then on a lost lease fails the task
    * (`worker_lost`) instead of requeueing it: the command never runs twice.
    */
-  async startTask(id: string, body: { token: number }): Promise<Task> {
-    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/start`, { json: body }))
-      .task;
+  async startTask(taskId: string, body: { token: number }): Promise<Task> {
+    return (await this.call('startTask', { params: id(taskId), body })).task;
   }
 
   /** Worker: the latest output of a running command (the origin watches it on its stream). */
-  async taskProgress(id: string, body: { token: number; output: string }): Promise<Task> {
-    return (
-      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/progress`, { json: body })
-    ).task;
+  async taskProgress(taskId: string, body: { token: number; output: string }): Promise<Task> {
+    return (await this.call('taskProgress', { params: id(taskId), body })).task;
   }
 
-  async completeTask(id: string, body: { token: number; result: unknown }): Promise<Task> {
-    return (
-      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/complete`, { json: body })
-    ).task;
+  async completeTask(taskId: string, body: { token: number; result: unknown }): Promise<Task> {
+    return (await this.call('completeTask', { params: id(taskId), body })).task;
   }
 
   async failTask(
-    id: string,
+    taskId: string,
     body: { token: number; error: TaskError; retry?: boolean },
   ): Promise<Task> {
-    return (await this.request(taskResponseSchema, 'post', `${taskPath(id)}/fail`, { json: body }))
-      .task;
+    return (await this.call('failTask', { params: id(taskId), body })).task;
   }
 
   /** Worker: asks a human to approve the exact command it was refused (the task waits). */
   async requestApproval(
-    id: string,
+    taskId: string,
     body: {
       token: number;
       request: {
@@ -453,22 +311,17 @@ export class CtxbusClient {
       note?: string;
     },
   ): Promise<Task> {
-    return (
-      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/approval-request`, {
-        json: body,
-      })
-    ).task;
+    return (await this.call('requestApproval', { params: id(taskId), body })).task;
   }
 
   /** A human's answer to a task waiting for approval (admin tokens name the team). */
   async decideTask(
-    id: string,
+    taskId: string,
     decision: 'approve' | 'deny',
     body: { note?: string; team?: string; digest?: string } = {},
   ) {
-    return (
-      await this.request(taskResponseSchema, 'post', `${taskPath(id)}/${decision}`, { json: body })
-    ).task;
+    const operation = decision === 'approve' ? 'approveTask' : 'denyTask';
+    return (await this.call(operation, { params: id(taskId), body })).task;
   }
 
   /**
@@ -476,26 +329,17 @@ export class CtxbusClient {
    * (`status: 'all'` adds the resolved ones).
    */
   async conflicts(params: { status?: 'open' | 'all'; limit?: number } = {}) {
-    return (
-      await this.request(listConflictsResponseSchema, 'get', 'api/conflicts', {
-        searchParams: toSearchParams(params),
-      })
-    ).conflicts;
+    return (await this.call('listConflicts', { query: params })).conflicts;
   }
 
   /** A person keeps one value of conflict `id` (only people's runtimes or an admin token). */
-  resolveConflict(id: string, body: { keep: string; note?: string; team?: string }) {
-    return this.request(
-      resolveConflictResponseSchema,
-      'post',
-      `api/conflicts/${encodeURIComponent(id)}/resolve`,
-      { json: body },
-    );
+  resolveConflict(conflictId: string, body: { keep: string; note?: string; team?: string }) {
+    return this.call('resolveConflict', { params: id(conflictId), body });
   }
 
   /** The hub's public key for verifying approvals. */
   approvalKey() {
-    return this.request(approvalKeyResponseSchema, 'get', 'api/approvals/key');
+    return this.call('approvalKey');
   }
 
   /**
@@ -503,16 +347,12 @@ export class CtxbusClient {
    * reads its own). Next page: `after` = the answer's `nextAfter`.
    */
   listAudit(params: { team?: string; after?: number; limit?: number } = {}) {
-    return this.request(listAuditResponseSchema, 'get', 'api/audit', {
-      searchParams: toSearchParams(params),
-    });
+    return this.call('listAudit', { query: params });
   }
 
   /** Checks a team's audit chain end to end: `{ok, records, head}` or `{ok: false, seq, reason}`. */
   verifyAudit(params: { team?: string } = {}) {
-    return this.request(verifyAuditResponseSchema, 'get', 'api/audit/verify', {
-      searchParams: toSearchParams(params),
-    });
+    return this.call('verifyAudit', { query: params });
   }
 
   /** Presence: announces this instance (again, as a heartbeat) so the router counts it. */
@@ -523,25 +363,21 @@ export class CtxbusClient {
     capacity?: number;
     ttlSeconds?: number;
   }) {
-    return this.request(presenceAnnounceResponseSchema, 'post', 'api/presence', { json: body });
+    return this.call('announcePresence', { body });
   }
 
   async leave(instanceId: string): Promise<void> {
-    await this.request(z.unknown(), 'delete', `api/presence/${encodeURIComponent(instanceId)}`);
+    await this.call('leavePresence', { params: { instanceId } });
   }
 
   /**
    * Live changes as an async iterable. When the connection drops it reconnects with
-   * `Last-Event-ID`, so no event is missed or repeated. Ends when `signal` aborts; throws on
-   * errors that retrying cannot fix (bad token, bad filter). Events of kinds this client does
-   * not know are skipped.
+   * `Last-Event-ID` after a jittered backoff, so no event is missed or repeated. Ends when
+   * `signal` aborts; throws on errors that retrying cannot fix (bad token, bad filter). Events
+   * of kinds this client does not know are skipped.
    */
   stream(options: StreamOptions = {}): AsyncGenerator<StreamEvent> {
-    return this.events(options, {}, (event) =>
-      (streamEventNames as readonly string[]).includes(event.event ?? '')
-        ? streamEventSchema.parse(JSON.parse(event.data))
-        : null,
-    );
+    return this.events(options, {}, parseStreamEvent);
   }
 
   /**
@@ -549,101 +385,31 @@ export class CtxbusClient {
    * `blackboard-updated` event (board, entry, item), every other change as before.
    */
   streamWithBlackboard(options: StreamOptions = {}): AsyncGenerator<StreamEvent | BlackboardEvent> {
-    return this.events(options, { blackboard: true }, (event) => {
-      if (event.event === BLACKBOARD_EVENT)
-        return blackboardEventSchema.parse(JSON.parse(event.data));
-      return (streamEventNames as readonly string[]).includes(event.event ?? '')
-        ? streamEventSchema.parse(JSON.parse(event.data))
-        : null;
-    });
+    return this.events(options, { blackboard: true }, parseBlackboardStreamEvent);
   }
 
-  private async *events<T extends { seq: number }>(
+  private events<T extends { seq: number }>(
     options: StreamOptions,
-    extra: Record<string, unknown>,
-    parse: (event: { event?: string | undefined; data: string }) => T | null,
+    extra: { blackboard?: boolean },
+    parse: (message: StreamMessage) => T | null,
   ): AsyncGenerator<T> {
-    const { since, signal, reconnect = true, onReady, onReconnect, ...filter } = options;
-    let lastId = since;
-    let delay = 250;
-    while (!signal?.aborted) {
-      try {
-        const response = await this.fetchImpl(
-          `${this.url}/api/stream?${toSearchParams({ ...filter, ...extra })}`,
-          {
-            headers: {
-              authorization: `Bearer ${this.token}`,
-              accept: 'text/event-stream',
-              ...(lastId !== undefined && { 'last-event-id': String(lastId) }),
-            },
-            ...(signal && { signal }),
-          },
-        );
-        if (!response.ok || !response.body) throw await errorFromResponse(response);
-        const events: { id?: string; event?: string; data: string }[] = [];
-        let ended: CtxbusError | null = null;
-        const parser = createParser({ onEvent: (event) => events.push(event) });
-        const decoder = new TextDecoder();
-        const reader = response.body.getReader();
-        try {
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            parser.feed(decoder.decode(value, { stream: true }));
-            while (events.length > 0) {
-              const event = events.shift();
-              if (!event) break;
-              if (event.event === 'ready') {
-                delay = 250;
-                onReady?.();
-                continue;
-              }
-              if (event.event === 'disconnect') {
-                const end = streamDisconnectSchema.parse(JSON.parse(event.data));
-                // A revoked token cannot resume; a slow reader resumes from its last id.
-                if (end.reason === 'token_revoked')
-                  throw new CtxbusError('unauthorized', end.message);
-                ended = new CtxbusError('unavailable', `the hub ended the stream: ${end.message}`);
-                continue;
-              }
-              if (event.id !== undefined && isSequenceText(event.id)) lastId = Number(event.id);
-              const parsed = parse(event);
-              if (parsed === null) continue;
-              lastId = parsed.seq;
-              yield parsed;
-            }
-          }
-        } finally {
-          reader.releaseLock();
-          await response.body.cancel().catch(() => {});
-        }
-        if (!reconnect) return;
-        onReconnect?.(ended ?? new CtxbusError('unavailable', 'the hub closed the stream'));
-      } catch (error) {
-        if (signal?.aborted) return;
-        const retryable = CtxbusError.isInstance(error) ? error.retryable : true;
-        if (!reconnect || !retryable) {
-          if (CtxbusError.isInstance(error)) throw error;
-          throw new CtxbusError(
-            'unavailable',
-            `stream from ${this.url} failed: ${(error as Error).message}`,
-            {
-              cause: error,
-            },
-          );
-        }
-        onReconnect?.(error);
-      }
-      await sleep(delay, signal);
-      delay = Math.min(delay * 2, 5_000);
-    }
+    const { since, signal, reconnect, onReady, onReconnect, ...filter } = options;
+    return readHubStream({
+      hub: this.streams,
+      query: { ...filter, ...extra },
+      parse,
+      ...(since !== undefined && { since }),
+      ...(signal && { signal }),
+      ...(reconnect !== undefined && { reconnect }),
+      onState: (state, cause) => {
+        if (state === 'live') onReady?.();
+        else if (state === 'reconnecting') onReconnect?.(cause);
+      },
+    });
   }
 }
 
 /** Creates a client; settings fall back to CTXBUS_URL and CTXBUS_TOKEN. */
-const subscriptionPath = (id: string) => `api/subscriptions/${encodeURIComponent(id)}`;
-const taskPath = (id: string) => `api/tasks/${encodeURIComponent(id)}`;
-
 export function createClient(settings: CtxbusClientSettings = {}): CtxbusClient {
   return new CtxbusClient(settings);
 }

@@ -1,13 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { wireRoutes } from '@ctxbus/core/contract';
 import { stableId } from '@ctxbus/core/light';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHubLite, HubRequestError } from './hub-lite.js';
+import { createHubLite, HubRequestError, LITE_ROUTES } from './hub-lite.js';
 import { flushOutbox, pendingCount, queueItems } from './outbox.js';
 
 let store: Store;
@@ -29,6 +30,13 @@ afterAll(async () => {
 });
 
 describe('@ctxbus/client/light', () => {
+  it('calls routes of the wire table, as the table has them', () => {
+    for (const [operationId, route] of Object.entries(LITE_ROUTES)) {
+      const wire = wireRoutes[operationId as keyof typeof LITE_ROUTES];
+      expect(route, operationId).toEqual({ method: wire.method, path: wire.path });
+    }
+  });
+
   it('writes, lists and reads the shared context in the runtime it names', async () => {
     const hub = createHubLite({ url: `${running.url}/`, token, timeoutMs: 30_000, runtime: 'web' });
     expect(hub.url).toBe(running.url);

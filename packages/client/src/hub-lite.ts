@@ -56,6 +56,16 @@ function isItem(value: unknown): value is HubItem {
   );
 }
 
+/**
+ * The routes of core's wire table this client calls, written out here rather than imported:
+ * the table is zod schemas, which a hook must not load (a test checks they match the table).
+ */
+export const LITE_ROUTES = {
+  sharedContext: { method: 'GET', path: '/api/context/shared' },
+  listContext: { method: 'GET', path: '/api/context' },
+  writeContext: { method: 'POST', path: '/api/context' },
+} as const;
+
 export interface HubLiteSettings {
   url: string;
   token: string;
@@ -122,10 +132,9 @@ export function createHubLite(settings: HubLiteSettings): HubApi {
     url: base,
     cacheKey: bundleCacheKey(settings.runtime, settings.token),
     async shared(tokenBudget) {
-      const bundle = (await call(
-        'GET',
-        `/api/context/shared?runtime=${encodeURIComponent(settings.runtime)}&tokenBudget=${tokenBudget}`,
-      )) as {
+      const { method, path } = LITE_ROUTES.sharedContext;
+      const query = `runtime=${encodeURIComponent(settings.runtime)}&tokenBudget=${tokenBudget}`;
+      const bundle = (await call(method, `${path}?${query}`)) as {
         formatted?: unknown;
       };
       if (typeof bundle?.formatted !== 'string')
@@ -133,7 +142,8 @@ export function createHubLite(settings: HubLiteSettings): HubApi {
       return { formatted: bundle.formatted };
     },
     async list(since, limit) {
-      const response = (await call('GET', `/api/context?since=${since}&limit=${limit}`)) as {
+      const { method, path } = LITE_ROUTES.listContext;
+      const response = (await call(method, `${path}?since=${since}&limit=${limit}`)) as {
         items?: unknown;
       };
       if (!Array.isArray(response?.items) || !response.items.every(isItem)) {
@@ -143,7 +153,7 @@ export function createHubLite(settings: HubLiteSettings): HubApi {
     },
     async write(items) {
       if (items.length === 0) return;
-      await call('POST', '/api/context', { items });
+      await call(LITE_ROUTES.writeContext.method, LITE_ROUTES.writeContext.path, { items });
     },
   };
 }

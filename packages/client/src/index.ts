@@ -13,6 +13,8 @@ export type {
   StreamParams,
 } from './ctxbus-client.js';
 export { CtxbusClient, createClient } from './ctxbus-client.js';
+export type { CallOptions, HubCall } from './hub-call.js';
+export type { StreamState } from './hub-stream.js';
 export type {
   ListResourcesOptions,
   PersistentResourcesSettings,

@@ -1,5 +1,7 @@
 // What hooks and light clients need, without zod or the tokenizer: they run once per hook
 // call, so every module they load is paid at each start. The contract entry re-exports it all.
+export type { Backoff, BackoffOptions } from './backoff.js';
+export { backoffDelay, createBackoff } from './backoff.js';
 export { canonicalJson } from './canonical-json.js';
 export { extractDecisions, stableId } from './decision-capture.js';
 export type { CtxbusErrorOptions, ErrorCode } from './errors.js';

@@ -3,7 +3,6 @@ import {
   CtxbusError,
   DEFAULT_CONFLICT_WINDOW_MS,
   DEFAULT_MAX_BODY_BYTES,
-  healthResponseSchema,
   parseOrThrow,
   silentLogger,
 } from '@ctxbus/core';
@@ -13,7 +12,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { normalizePublicUrl } from './a2a/a2a-base-url.js';
 import { a2aRoutes } from './a2a/a2a-routes.js';
 import { TokenVerifier } from './auth.js';
@@ -35,7 +34,7 @@ import type {
   RouteDefinition,
   RouteIdentity,
 } from './route-definition.js';
-import { defineRoute } from './route-definition.js';
+import { implement } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
@@ -215,7 +214,7 @@ async function handleRoute<A extends RouteAuth>(
   const result = await route.handler({ params, query, body, services, context, ...identity });
   if (result instanceof Response) return result;
   if (services.validateResponses) {
-    const schema = route.responses[result.status]?.schema;
+    const schema = route.responses[result.status];
     const check = schema?.safeParse(result.body);
     if (!schema || !check?.success) {
       services.logger.error(
@@ -353,15 +352,11 @@ export async function createHub(options: HubOptions): Promise<Hub> {
   ];
   let openapi: ReturnType<typeof buildOpenApiDocument> | undefined;
   const systemRoutes = [
-    defineRoute({
-      method: 'GET',
-      path: '/health',
-      operationId: 'health',
+    implement('health', {
       summary:
         "Liveness, version, store, newest sequence and the capabilities file's state (no auth)",
       tags: ['system'],
-      auth: 'public',
-      responses: { 200: { description: 'The hub is up.', schema: healthResponseSchema } },
+      statuses: { 200: 'The hub is up.' },
       async handler() {
         return {
           status: 200,
@@ -376,16 +371,10 @@ export async function createHub(options: HubOptions): Promise<Hub> {
         };
       },
     }),
-    defineRoute({
-      method: 'GET',
-      path: '/api/openapi.json',
-      operationId: 'openapi',
+    implement('openapi', {
       summary: 'This API as an OpenAPI 3.1 document',
       tags: ['system'],
-      auth: 'any-token',
-      responses: {
-        200: { description: 'The document.', schema: z.record(z.string(), z.unknown()) },
-      },
+      statuses: { 200: 'The document.' },
       handler() {
         // Built on the first request: converting every route's schemas costs ~0.1 s of CPU,
         // which a hub's start (and its first /health) should not wait for.

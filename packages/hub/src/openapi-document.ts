@@ -74,14 +74,13 @@ export function buildOpenApiDocument(
   for (const route of routes) {
     const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     const responses: Record<string, unknown> = {};
-    for (const [status, response] of Object.entries(route.responses)) {
+    for (const [status, description] of Object.entries(route.statuses)) {
+      const schema = route.responses[Number(status)];
       responses[status] = {
-        description: response.description,
-        ...(response.schema && {
+        description,
+        ...(schema && {
           content: {
-            [response.contentType ?? 'application/json']: {
-              schema: jsonSchema(response.schema, 'output'),
-            },
+            [route.contentType ?? 'application/json']: { schema: jsonSchema(schema, 'output') },
           },
         }),
       };

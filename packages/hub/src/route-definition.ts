@@ -1,13 +1,18 @@
-import type { Viewer } from '@ctxbus/core';
+import type {
+  HttpMethod,
+  RouteAuth,
+  Viewer,
+  WireOperationId,
+  WireRoute,
+  WireRoutes,
+} from '@ctxbus/core';
+import { wireRoutes } from '@ctxbus/core';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { AdminCaller, Caller, RuntimeCaller } from './caller.js';
 import type { HubServices } from './hub-services.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
-
-/** Who may call a route: a runtime token, an admin token, any token, or anyone (health). */
-export type RouteAuth = 'runtime' | 'admin' | 'any-token' | 'public';
+export type { HttpMethod, RouteAuth };
 
 /**
  * What a handler learns about its caller, by the route's auth: a public route nothing, an
@@ -18,13 +23,6 @@ export interface RouteIdentity {
   'any-token': { caller: Caller };
   admin: { caller: AdminCaller };
   runtime: { caller: RuntimeCaller; viewer: Viewer };
-}
-
-export interface RouteResponse {
-  description: string;
-  schema?: z.ZodType;
-  /** Media type when not JSON (e.g. text/event-stream). */
-  contentType?: string;
 }
 
 export interface RouteRequest<P, Q, B> {
@@ -40,47 +38,66 @@ export type RouteInput<P, Q, B, A extends RouteAuth> = RouteRequest<P, Q, B> & R
 export type RouteResult = { status: number; body: unknown } | Response;
 
 /**
- * A route as data: its method, path, schemas and handler. The same table drives
- * registration, validation, the OpenAPI document and the route tests.
+ * The hub's half of a route: its docs and its handler. The wire half (method, path, auth,
+ * schemas) comes from core's table by operation id.
  */
-export interface RouteDefinition<
+export interface RouteImplementation<
   P extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
   A extends RouteAuth = RouteAuth,
 > {
-  method: HttpMethod;
-  /** Hono path syntax (`/api/context/:id`). */
-  path: string;
-  operationId: string;
   summary: string;
   description?: string;
   tags: string[];
-  auth: A;
-  params?: P;
-  query?: Q;
-  body?: B;
   /** Custom body parsing (after JSON decoding) when one schema cannot give good errors. */
   parseBody?: (body: unknown) => z.output<B>;
   /** Extra headers the route reads, for the docs. */
   headers?: { name: string; description: string }[];
-  responses: Record<number, RouteResponse>;
+  /** What each status means, for the docs: every success status of the wire route, and refusals. */
+  statuses: Record<number, string>;
   handler(
     input: RouteInput<z.output<P>, z.output<Q>, z.output<B>, A>,
   ): Promise<RouteResult> | RouteResult;
 }
+
+/**
+ * A route as data: the wire half and the hub's half. The same table drives registration,
+ * validation, the OpenAPI document and the route tests.
+ */
+export type RouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  A extends RouteAuth = RouteAuth,
+> = Omit<WireRoute, 'auth' | 'params' | 'query' | 'body'> & {
+  operationId: string;
+  auth: A;
+  params?: P;
+  query?: Q;
+  body?: B;
+} & RouteImplementation<P, Q, B, A>;
 
 /** A route in the table, its handler's input still paired with its auth. */
 export type AnyRouteDefinition = {
   [A in RouteAuth]: RouteDefinition<z.ZodType, z.ZodType, z.ZodType, A>;
 }[RouteAuth];
 
-/** Declares a route with its handler typed from its schemas and its auth. */
-export function defineRoute<
-  A extends RouteAuth,
-  P extends z.ZodType = z.ZodUndefined,
-  Q extends z.ZodType = z.ZodUndefined,
-  B extends z.ZodType = z.ZodUndefined,
->(route: RouteDefinition<P, Q, B, A>): AnyRouteDefinition {
-  return route as unknown as AnyRouteDefinition;
+/** The schema of a wire route's field, or `undefined`'s when the route has none. */
+type WireField<
+  Id extends WireOperationId,
+  F extends 'params' | 'query' | 'body',
+> = WireRoutes[Id] extends { readonly [K in F]: infer S extends z.ZodType } ? S : z.ZodUndefined;
+
+/** Implements the wire route `operationId`: its handler is typed from the table's schemas. */
+export function implement<Id extends WireOperationId>(
+  operationId: Id,
+  route: RouteImplementation<
+    WireField<Id, 'params'>,
+    WireField<Id, 'query'>,
+    WireField<Id, 'body'>,
+    WireRoutes[Id]['auth']
+  >,
+): AnyRouteDefinition {
+  return { ...wireRoutes[operationId], ...route } as unknown as AnyRouteDefinition;
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '@ctxbus/core';
+import { createBackoff } from '@ctxbus/core/light';
 import type { Transformer } from 'grammy';
 import { HttpError } from 'grammy';
 
@@ -49,7 +50,7 @@ export function retryTransformer(options: RetryOptions): Transformer {
   } = options;
   return async (prev, method, payload, signal) => {
     if (method === 'getUpdates') return prev(method, payload, signal);
-    let backoff = initialBackoffMs;
+    const backoff = createBackoff({ initialMs: initialBackoffMs, maxMs: maxBackoffMs });
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await prev(method, payload, signal);
@@ -60,12 +61,12 @@ export function retryTransformer(options: RetryOptions): Transformer {
         await sleep(waitMs, platformSignal(signal));
       } catch (error) {
         if (!(error instanceof HttpError) || attempt >= maxRetries || signal?.aborted) throw error;
+        const backoffMs = backoff.next();
         logger.warn(
-          { method, backoffMs: backoff, attempt, error: error.message },
+          { method, backoffMs, attempt, error: error.message },
           'telegram unreachable: retrying',
         );
-        await sleep(backoff, platformSignal(signal));
-        backoff = Math.min(backoff * 2, maxBackoffMs);
+        await sleep(backoffMs, platformSignal(signal));
       }
       if (signal?.aborted) return prev(method, payload, signal);
     }

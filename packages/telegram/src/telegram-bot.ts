@@ -10,7 +10,7 @@ import type {
   TaskState,
 } from '@ctxbus/core';
 import { CtxbusError, conflictOf, silentLogger, tagSchema, taskStatusOf } from '@ctxbus/core';
-import { stableId } from '@ctxbus/core/light';
+import { createBackoff, stableId } from '@ctxbus/core/light';
 import type { Context } from 'grammy';
 import { Bot, GrammyError, HttpError, webhookCallback } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
@@ -423,7 +423,7 @@ export class CtxbusTelegramBot {
     onButtons?: (messageId: number) => void,
   ): Promise<'sent' | 'refused' | 'stopped'> {
     const parts = splitMessage(text);
-    let backoff = 1_000;
+    const backoff = createBackoff({ initialMs: 1_000, maxMs: 60_000 });
     for (let index = 0; index < parts.length; index++) {
       const last = index === parts.length - 1;
       for (;;) {
@@ -444,12 +444,12 @@ export class CtxbusTelegramBot {
             return 'refused';
           }
           if (!(error instanceof HttpError) && !(error instanceof GrammyError)) throw error;
+          const backoffMs = backoff.next();
           this.logger.warn(
-            { chatId, backoffMs: backoff, error: this.redact(error) },
+            { chatId, backoffMs, error: this.redact(error) },
             'push failed: retrying',
           );
-          await this.sleep(backoff, this.abort.signal);
-          backoff = Math.min(backoff * 2, 60_000);
+          await this.sleep(backoffMs, this.abort.signal);
         }
       }
     }

@@ -3,7 +3,7 @@ import { createPublicKey } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
 import { DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/light';
+import { backoffDelay, CtxbusError, createBackoff } from '@ctxbus/core/light';
 import type { ExecutionPolicy } from '../prepare-execution.js';
 import { executePlan, prepareExecution } from '../prepare-execution.js';
 import type { RunCommandResult } from '../run-command.js';
@@ -206,7 +206,7 @@ export class TaskWorker {
     await announce();
     const heartbeat = setInterval(() => void announce(), (ttlSeconds * 1000) / 3);
     const inFlight = new Set<Promise<void>>();
-    let backoffMs = 0;
+    const claimBackoff = createBackoff({ initialMs: 250, maxMs: 5_000 });
     try {
       while (!signal.aborted) {
         if (this.running >= this.concurrency) {
@@ -217,15 +217,15 @@ export class TaskWorker {
         const task = await hub
           .claimTask({ ...claim, waitMs: CLAIM_WAIT_MS }, signal)
           .then((claimed) => {
-            backoffMs = 0;
+            claimBackoff.reset();
             return claimed;
           })
           .catch(async (error: unknown) => {
             if (signal.aborted) return null;
             // The hub is down or refused: try again after a growing pause (to 5 s).
-            backoffMs = Math.min(Math.max(backoffMs * 2, 250), 5_000);
-            logger.warn({ err: error, retryInMs: backoffMs }, 'claim failed');
-            await sleep(backoffMs, undefined, { signal }).catch(() => {});
+            const retryInMs = claimBackoff.next();
+            logger.warn({ err: error, retryInMs }, 'claim failed');
+            await sleep(retryInMs, undefined, { signal }).catch(() => {});
             return null;
           });
         if (!task) continue;
@@ -271,7 +271,8 @@ export class TaskWorker {
     // not cost a finished command its result (and a second run).
     let leaseEndsAt = Date.now() + this.leaseMs;
     const deliver = async (what: string, send: () => Promise<unknown>): Promise<boolean> => {
-      for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+      for (let attempt = 0; ; attempt++) {
+        const delay = backoffDelay(attempt, { initialMs: 250, maxMs: 5_000 });
         try {
           await send();
           return true;

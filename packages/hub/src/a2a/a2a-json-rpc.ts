@@ -41,17 +41,6 @@ export const jsonRpcRequestSchema = z.object({
   params: z.unknown().optional(),
 });
 
-export const jsonRpcResponseSchema = z
-  .object({
-    jsonrpc: z.literal('2.0'),
-    id: z.union([z.string(), z.number(), z.null()]),
-    result: z.unknown().optional(),
-    error: z
-      .object({ code: z.int(), message: z.string(), data: z.unknown().optional() })
-      .optional(),
-  })
-  .meta({ description: 'A JSON-RPC 2.0 response: `result`, or `error` with an A2A code.' });
-
 /** A success envelope. */
 export function rpcResult(id: JsonRpcId, result: unknown) {
   return { jsonrpc: '2.0' as const, id, result };

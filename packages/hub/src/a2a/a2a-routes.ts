@@ -3,7 +3,6 @@ import {
   agentCardFor,
   CtxbusError,
   isTerminalTaskState,
-  runtimeNameSchema,
   TASK_STATES,
   TASK_TAG,
   taskIdSchema,
@@ -13,7 +12,7 @@ import { z } from 'zod';
 import type { RuntimeCaller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
 import type { AnyRouteDefinition } from '../route-definition.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
 import { cardBaseUrl } from './a2a-base-url.js';
@@ -21,7 +20,6 @@ import type { JsonRpcId } from './a2a-json-rpc.js';
 import {
   A2aRpcError,
   jsonRpcRequestSchema,
-  jsonRpcResponseSchema,
   parseParams,
   rpcError,
   rpcResult,
@@ -54,20 +52,6 @@ export interface A2aRouteOptions {
 }
 
 const A2A_VERSION = '1.0';
-
-const agentCardSchema = z
-  .looseObject({
-    name: z.string(),
-    description: z.string(),
-    version: z.string(),
-    supportedInterfaces: z.array(
-      z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string() }),
-    ),
-    skills: z.array(z.looseObject({ id: z.string(), name: z.string() })),
-  })
-  .meta({ description: 'An A2A 1.0 Agent Card (proto3 JSON).' });
-
-const runtimeParamsSchema = z.strictObject({ runtime: runtimeNameSchema });
 
 const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
 
@@ -387,20 +371,14 @@ const RPC_DESCRIPTION =
 /** The A2A routes: the hub's card, each runtime's card, and the JSON-RPC endpoints. */
 export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
   return [
-    defineRoute({
-      method: 'GET',
-      path: '/.well-known/agent-card.json',
-      operationId: 'getAgentCard',
+    implement('getAgentCard', {
       summary: "The hub's A2A Agent Card (no auth)",
       description:
         "Skills are the capabilities some declared runtime can do; the JSON-RPC interface is `/a2a`. URLs in it are the hub's `--public-url`, else the request's origin when that is a loopback name (any other name: 503).",
       tags: ['a2a'],
-      auth: 'public',
-      responses: {
-        200: { description: 'The card.', schema: agentCardSchema },
-        503: {
-          description: 'No public URL configured, and the request is not to a loopback name.',
-        },
+      statuses: {
+        200: 'The card.',
+        503: 'No public URL configured, and the request is not to a loopback name.',
       },
       handler({ services, context }) {
         const card = agentCardFor(services.capabilities.matrix(), {
@@ -410,19 +388,14 @@ export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
         return { status: 200, body: card };
       },
     }),
-    defineRoute({
-      method: 'GET',
-      path: '/a2a/:runtime/.well-known/agent-card.json',
-      operationId: 'getRuntimeAgentCard',
+    implement('getRuntimeAgentCard', {
       summary: "A declared runtime's A2A Agent Card (no auth)",
       description:
         "Discover it with the runtime's base URL, `<hub>/a2a/<runtime>/`. Its skills are what that runtime can do; its interface `/a2a/<runtime>` is the hub's endpoint, with tasks preferring that runtime.",
       tags: ['a2a'],
-      auth: 'public',
-      params: runtimeParamsSchema,
-      responses: {
-        200: { description: 'The card.', schema: agentCardSchema },
-        404: { description: 'The runtime is not declared in the capability matrix (`not_found`).' },
+      statuses: {
+        200: 'The card.',
+        404: 'The runtime is not declared in the capability matrix (`not_found`).',
       },
       handler({ params, services, context }) {
         const matrix = services.capabilities.matrix();
@@ -441,39 +414,21 @@ export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
         return { status: 200, body: card };
       },
     }),
-    defineRoute({
-      method: 'POST',
-      path: '/a2a',
-      operationId: 'a2aJsonRpc',
+    implement('a2aJsonRpc', {
       summary: 'A2A 1.0 JSON-RPC: send a message that creates a task, get, cancel, stream',
       description: RPC_DESCRIPTION,
       tags: ['a2a'],
-      auth: 'runtime',
       headers: [{ name: 'A2A-Version', description: 'The A2A version the client speaks (1.0).' }],
-      responses: {
-        200: {
-          description:
-            'A JSON-RPC response (or, for the streaming methods, an SSE stream of them).',
-          schema: jsonRpcResponseSchema,
-        },
+      statuses: {
+        200: 'A JSON-RPC response (or, for the streaming methods, an SSE stream of them).',
       },
       handler: (input) => handleRpc(input),
     }),
-    defineRoute({
-      method: 'POST',
-      path: '/a2a/:runtime',
-      operationId: 'a2aRuntimeJsonRpc',
+    implement('a2aRuntimeJsonRpc', {
       summary: "A2A 1.0 JSON-RPC through a runtime's card: its tasks prefer that runtime",
       description: `${RPC_DESCRIPTION} Tasks sent here put the runtime first in \`preferences.prefer\`.`,
       tags: ['a2a'],
-      auth: 'runtime',
-      params: runtimeParamsSchema,
-      responses: {
-        200: {
-          description: 'A JSON-RPC response (or an SSE stream of them).',
-          schema: jsonRpcResponseSchema,
-        },
-      },
+      statuses: { 200: 'A JSON-RPC response (or an SSE stream of them).' },
       handler: (input) => handleRpc(input, input.params.runtime),
     }),
   ];

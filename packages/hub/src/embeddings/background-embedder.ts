@@ -1,4 +1,5 @@
 import type { Logger } from '@ctxbus/core';
+import { backoffDelay } from '@ctxbus/core';
 import type { EmbeddingSource, ItemVector, Store } from '@ctxbus/store';
 import type { EmbeddingProvider } from './embedding-provider.js';
 import { EmbeddingError } from './embedding-provider.js';
@@ -129,7 +130,10 @@ export class BackgroundEmbedder {
     } catch (error) {
       if (this.closed) return;
       this.failures += 1;
-      const delay = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (this.failures - 1));
+      const delay = backoffDelay(this.failures - 1, {
+        initialMs: this.backoffMs,
+        maxMs: this.maxBackoffMs,
+      });
       this.state.lastError = (error as Error).message;
       this.logger.warn(
         { err: error, retryInMs: delay, failures: this.failures },

@@ -1,16 +1,9 @@
-import {
-  CtxbusError,
-  createTokenRequestSchema,
-  createTokenResponseSchema,
-  listTokensQuerySchema,
-  tokenIdParamsSchema,
-  tokenInfoSchema,
-} from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core';
 import { z } from 'zod';
 import { mintToken, tokenInfo } from '../auth.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 
-const streamStatsSchema = z.object({
+const _streamStatsSchema = z.object({
   open: z.int().nonnegative(),
   maxPendingBytes: z.int().positive(),
   ended: z.object({ slow_reader: z.int().nonnegative(), token_revoked: z.int().nonnegative() }),
@@ -19,7 +12,7 @@ const streamStatsSchema = z.object({
   }),
 });
 
-const taskStatsSchema = z.object({
+const _taskStatsSchema = z.object({
   claims: z
     .object({
       attempts: z.int().nonnegative(),
@@ -42,16 +35,11 @@ const taskStatsSchema = z.object({
 });
 
 export const adminRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: '/api/admin/tokens',
-    operationId: 'createToken',
+  implement('createToken', {
     summary: 'Create a runtime token (admin)',
     description: 'The secret is in this response only; the hub stores its SHA-256 hash.',
     tags: ['admin'],
-    auth: 'admin',
-    body: createTokenRequestSchema,
-    responses: { 201: { description: 'The new token.', schema: createTokenResponseSchema } },
+    statuses: { 201: 'The new token.' },
     async handler({ body, services }) {
       const minted = await mintToken(
         services.store,
@@ -61,20 +49,10 @@ export const adminRoutes = [
       return { status: 201, body: { token: minted.token, info: tokenInfo(minted.record) } };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/admin/tokens',
-    operationId: 'listTokens',
+  implement('listTokens', {
     summary: 'List tokens (admin)',
     tags: ['admin'],
-    auth: 'admin',
-    query: listTokensQuerySchema,
-    responses: {
-      200: {
-        description: 'Tokens, oldest first.',
-        schema: z.object({ tokens: z.array(tokenInfoSchema) }),
-      },
-    },
+    statuses: { 200: 'Tokens, oldest first.' },
     async handler({ query, services }) {
       const records = await services.store.listTokens({
         ...(query.team !== undefined && { teamId: query.team }),
@@ -83,19 +61,12 @@ export const adminRoutes = [
       return { status: 200, body: { tokens: records.map(tokenInfo) } };
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: '/api/admin/tokens/:id',
-    operationId: 'revokeToken',
+  implement('revokeToken', {
     summary: 'Revoke a token (admin)',
     description:
       "Takes effect at once on this hub, where the token's open streams end with a `token_revoked` disconnect; other hubs sharing the store refuse it, and end its streams, within their token-verdict interval (5 s). Revoking twice is not an error.",
     tags: ['admin'],
-    auth: 'admin',
-    params: tokenIdParamsSchema,
-    responses: {
-      200: { description: 'The revoked token.', schema: z.object({ token: tokenInfoSchema }) },
-    },
+    statuses: { 200: 'The revoked token.' },
     async handler({ params, services }) {
       const record = await services.store.revokeToken(params.id);
       if (!record) {
@@ -106,18 +77,12 @@ export const adminRoutes = [
       return { status: 200, body: { token: tokenInfo(record) } };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/admin/streams',
-    operationId: 'streamStats',
+  implement('streamStats', {
     summary: "This hub's live streams (admin)",
     description:
       'Open SSE and WebSocket subscriptions on this hub, how many streams it ended since it started, by reason: `slow_reader` (held more than the per-stream byte bound of undelivered changes) and `token_revoked`, and how many store reads streams made to catch up.',
     tags: ['admin'],
-    auth: 'admin',
-    responses: {
-      200: { description: 'The counts.', schema: streamStatsSchema },
-    },
+    statuses: { 200: 'The counts.' },
     handler({ services }) {
       return {
         status: 200,
@@ -130,18 +95,12 @@ export const adminRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/admin/tasks',
-    operationId: 'taskStats',
+  implement('taskStats', {
     summary: "This hub's task counters (admin)",
     description:
       'Since this hub started: claim attempts and how many took a task (attempts per task taken show whether idle workers herd on each new task), wakes of waiting claims, and the batches, events and failed passes of the task relay.',
     tags: ['admin'],
-    auth: 'admin',
-    responses: {
-      200: { description: 'The counts.', schema: taskStatsSchema },
-    },
+    statuses: { 200: 'The counts.' },
     handler({ services }) {
       return {
         status: 200,

@@ -1,17 +1,9 @@
 import type { Task, TaskApproval } from '@ctxbus/core';
-import {
-  approvalDecisionBodySchema,
-  approvalKeyResponseSchema,
-  approvalRequestBodySchema,
-  CtxbusError,
-  personRefusal,
-  taskIdParamsSchema,
-  taskResponseSchema,
-} from '@ctxbus/core';
+import { CtxbusError, personRefusal } from '@ctxbus/core';
 import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 
 // A human approves exactly one command: the worker that was refused it asks (the task waits in
 // AUTH_REQUIRED, showing the command to every runtime as a blocking item), a person answers
@@ -183,16 +175,10 @@ async function pendingTask(services: HubServices, teamId: string, id: string): P
 }
 
 export const approvalRoutes = [
-  defineRoute({
-    method: 'GET',
-    path: '/api/approvals/key',
-    operationId: 'approvalKey',
+  implement('approvalKey', {
     summary: "The hub's public key: workers verify signed approvals with it",
     tags: ['tasks'],
-    auth: 'any-token',
-    responses: {
-      200: { description: 'The Ed25519 public key.', schema: approvalKeyResponseSchema },
-    },
+    statuses: { 200: 'The Ed25519 public key.' },
     handler({ services }) {
       return {
         status: 200,
@@ -200,21 +186,12 @@ export const approvalRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/approval-request',
-    operationId: 'requestApproval',
+  implement('requestApproval', {
     summary: 'Worker: ask a human to approve the exact command it was refused',
     description:
       'The task (WORKING, with this fencing token) moves to AUTH_REQUIRED and waits, showing the command to every runtime as a blocking item, until a human approves (it returns to the queue with a signed approval) or denies it, or the request lapses (REJECTED, approval_expired).',
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: approvalRequestBodySchema,
-    responses: {
-      200: { description: 'The task, waiting.', schema: taskResponseSchema },
-      409: { description: 'A stale fencing token.' },
-    },
+    statuses: { 200: 'The task, waiting.', 409: 'A stale fencing token.' },
     async handler({ params, body, viewer, services }) {
       const now = services.clock();
       const request = { ...body.request, digest: commandDigest(body.request) };
@@ -241,21 +218,15 @@ export const approvalRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/approve',
-    operationId: 'approveTask',
+  implement('approveTask', {
     summary: "A human approves the task's exact command, once",
     description:
       "The hub signs the digest of the command the worker asked about (argv, real working directory, the hash of the script it runs; valid 30 min) and puts the task back in the queue. Only people decide: a token of an approver runtime (capabilities.yaml `approvers`, default cli, telegram, web) that is neither the task's origin nor the runtime that runs it, or an admin token naming the team. Anything else is refused with 403 (reason `approver_required`) and audited (approval.refused).",
     tags: ['tasks'],
-    auth: 'any-token',
-    params: taskIdParamsSchema,
-    body: approvalDecisionBodySchema,
-    responses: {
-      200: { description: 'The task, approved and queued.', schema: taskResponseSchema },
-      403: { description: 'Not an approver, or a party to the task (reason approver_required).' },
-      409: { description: 'It waits for no approval.' },
+    statuses: {
+      200: 'The task, approved and queued.',
+      403: 'Not an approver, or a party to the task (reason approver_required).',
+      409: 'It waits for no approval.',
     },
     async handler({ params, body, caller, services }) {
       const who = await decider(caller, body.team, services, params.id, 'approve');
@@ -293,21 +264,15 @@ export const approvalRoutes = [
       return { status: 200, body: { task: updated } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/deny',
-    operationId: 'denyTask',
+  implement('denyTask', {
     summary: "A human denies the task's command: the task is REJECTED",
     description:
       'Who may deny is who may approve (an approver runtime that is not a party to the task, or an admin token): a refusal is 403 (reason `approver_required`), audited.',
     tags: ['tasks'],
-    auth: 'any-token',
-    params: taskIdParamsSchema,
-    body: approvalDecisionBodySchema,
-    responses: {
-      200: { description: 'The task, rejected.', schema: taskResponseSchema },
-      403: { description: 'Not an approver, or a party to the task (reason approver_required).' },
-      409: { description: 'It waits for no approval.' },
+    statuses: {
+      200: 'The task, rejected.',
+      403: 'Not an approver, or a party to the task (reason approver_required).',
+      409: 'It waits for no approval.',
     },
     async handler({ params, body, caller, services }) {
       const who = await decider(caller, body.team, services, params.id, 'deny');

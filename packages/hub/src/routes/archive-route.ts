@@ -1,17 +1,11 @@
-import { archiveQuerySchema, archiveResponseSchema } from '@ctxbus/core';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 
-export const archiveRoute = defineRoute({
-  method: 'GET',
-  path: '/api/archive',
-  operationId: 'listArchive',
+export const archiveRoute = implement('listArchive', {
   summary: 'Items the lifecycle sweep archived, newest first',
   description:
     'With retention mode `archive`, expired items and items past their age limit leave the live store (lists, search, streams) and land here, as they were. Team-scoped; private items only to their runtime. Page with `before` = the last `archiveId`.',
   tags: ['context'],
-  auth: 'runtime',
-  query: archiveQuerySchema,
-  responses: { 200: { description: 'Archived items.', schema: archiveResponseSchema } },
+  statuses: { 200: 'Archived items.' },
   async handler({ query, viewer, services }) {
     const items = await services.store.listArchivedItems(viewer, {
       limit: query.limit,

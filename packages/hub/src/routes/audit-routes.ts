@@ -1,12 +1,6 @@
-import {
-  CtxbusError,
-  listAuditQuerySchema,
-  listAuditResponseSchema,
-  verifyAuditQuerySchema,
-  verifyAuditResponseSchema,
-} from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core';
 import type { Caller } from '../caller.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import { checkpointBreach } from '../tasks/audit-anchor.js';
 
 // The audit log over HTTP (issue 12): a team's records page by page, and its verification.
@@ -31,20 +25,15 @@ function auditTeam(caller: Caller, team: string | undefined): string {
 const FORBIDDEN = "A runtime token asked for another team's log.";
 
 export const auditRoutes = [
-  defineRoute({
-    method: 'GET',
-    path: '/api/audit',
-    operationId: 'listAudit',
+  implement('listAudit', {
     summary: "The team's audit log, oldest first",
     description:
       "Routing decisions (`task.routed`), task state changes (`task.state`, sweeps included), execution results (`execution.finished`) and approvals (`approval.*`), each linked to the one before by `prevHash` (SHA-256 over the previous hash and the record's canonical JSON). Page with `after` = the previous page's `nextAfter`.",
     tags: ['audit'],
-    auth: 'any-token',
-    query: listAuditQuerySchema,
-    responses: {
-      200: { description: 'One page of records.', schema: listAuditResponseSchema },
-      400: { description: 'An admin token without `team`.' },
-      403: { description: FORBIDDEN },
+    statuses: {
+      200: 'One page of records.',
+      400: 'An admin token without `team`.',
+      403: FORBIDDEN,
     },
     async handler({ query, caller, services }) {
       const team = auditTeam(caller, query.team);
@@ -63,21 +52,12 @@ export const auditRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/audit/verify',
-    operationId: 'verifyAudit',
+  implement('verifyAudit', {
     summary: "Check the team's audit chain end to end",
     description:
       'Reads the whole chain in pages and recomputes every hash: `{ok: true, records, head}` when it is intact, else `{ok: false, seq, reason}` naming the first record that was changed, removed or moved (also records removed from the end). It also checks that every task event the hub has relayed has its records (a hole names the task event). A broken chain is a 200 with `ok: false`: the check itself worked. The chain is also checked against the latest checkpoint the hub signed outside the database (`anchor`): a record it covers that was rewritten, or removed with the records after it, or the whole log dropped, is `ok: false` too, even when the rewritten chain is consistent.',
     tags: ['audit'],
-    auth: 'any-token',
-    query: verifyAuditQuerySchema,
-    responses: {
-      200: { description: 'The outcome.', schema: verifyAuditResponseSchema },
-      400: { description: 'An admin token without `team`.' },
-      403: { description: FORBIDDEN },
-    },
+    statuses: { 200: 'The outcome.', 400: 'An admin token without `team`.', 403: FORBIDDEN },
     async handler({ query, caller, services }) {
       const team = auditTeam(caller, query.team);
       const outcome = await services.store.verifyAudit(team);

@@ -1,13 +1,6 @@
 import type { CapabilitiesFile, CapabilitiesRuntime, PresenceInstance } from '@ctxbus/core';
-import {
-  approversOf,
-  CtxbusError,
-  capabilitiesQuerySchema,
-  capabilitiesResponseSchema,
-  capabilityNames,
-  summarizePresence,
-} from '@ctxbus/core';
-import { defineRoute } from '../route-definition.js';
+import { approversOf, CtxbusError, capabilityNames, summarizePresence } from '@ctxbus/core';
+import { implement } from '../route-definition.js';
 
 /** The matrix with each runtime's live presence: declared runtimes first, then the others. */
 export function capabilitiesView(
@@ -71,19 +64,14 @@ function callerApprovers(matrix: CapabilitiesFile, runtime: string | null) {
   };
 }
 
-export const capabilitiesRoute = defineRoute({
-  method: 'GET',
-  path: '/api/capabilities',
-  operationId: 'getCapabilities',
+export const capabilitiesRoute = implement('getCapabilities', {
   summary: "The capability matrix, with each runtime's live presence",
   description:
     "The matrix the hub loaded from its capabilities file (reloaded when the file changes; a bad edit keeps the last good one and `source.error` says why), and for each runtime the instances announced through POST /api/presence to any hub on this database, in the caller's team. Runtimes with live instances that the file does not declare appear with `declared: false`.",
   tags: ['capabilities'],
-  auth: 'any-token',
-  query: capabilitiesQuerySchema,
-  responses: {
-    200: { description: 'The matrix and presence.', schema: capabilitiesResponseSchema },
-    403: { description: "A runtime token asked for another team's presence." },
+  statuses: {
+    200: 'The matrix and presence.',
+    403: "A runtime token asked for another team's presence.",
   },
   async handler({ query, caller, services }) {
     if (caller.role === 'runtime' && query.team !== undefined && query.team !== caller.teamId) {

@@ -1,5 +1,6 @@
 import type { ConflictReport, ContextItem, ContextItemInput, Viewer } from '@ctxbus/core';
 import {
+  backoffDelay,
   CONFLICT_WRITER,
   CtxbusError,
   conflictItemInput,
@@ -62,7 +63,7 @@ export async function raiseConflicts(
     };
     raised.push(prepare(input, hubViewer(outcome.item.teamId), now));
   }
-  if (raised.length > 0) await writeConflicts(services, raised, RETRY_FIRST_MS);
+  if (raised.length > 0) await writeConflicts(services, raised, 0);
 }
 
 let retrying = 0;
@@ -70,7 +71,7 @@ let retrying = 0;
 async function writeConflicts(
   services: HubServices,
   items: ReturnType<typeof prepare>[],
-  delayMs: number,
+  attempt: number,
 ): Promise<void> {
   try {
     services.feed.committed(await services.store.writeItems(items));
@@ -83,6 +84,7 @@ async function writeConflicts(
       );
       return;
     }
+    const delayMs = backoffDelay(attempt, { initialMs: RETRY_FIRST_MS, maxMs: RETRY_MAX_MS });
     services.logger.error(
       { error: String(error), keys, retryInMs: delayMs },
       'could not write a conflict item; retrying',
@@ -90,7 +92,7 @@ async function writeConflicts(
     retrying += items.length;
     setTimeout(() => {
       retrying -= items.length;
-      void writeConflicts(services, items, Math.min(delayMs * 2, RETRY_MAX_MS));
+      void writeConflicts(services, items, attempt + 1);
     }, delayMs).unref();
   }
 }

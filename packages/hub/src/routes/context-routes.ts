@@ -2,29 +2,15 @@ import type { ContextItem, ListOptions, ListQuery, SharedSectionId } from '@ctxb
 import {
   CtxbusError,
   DEFAULT_SHARED_LIMITS,
-  forgetKeyQuerySchema,
-  forgetKeyResponseSchema,
-  itemIdParamsSchema,
-  itemResponseSchema,
-  listQuerySchema,
-  listResponseSchema,
   parseWriteRequest,
   prepareParsedItem,
   resolveItem,
-  resolveItemQuerySchema,
-  resolveItemResponseSchema,
   resolveSharedContext,
-  searchRequestSchema,
-  searchResponseSchema,
   sharedCandidateQueries,
-  sharedQuerySchema,
-  sharedResponseSchema,
   sharedTaskQueries,
-  writeRequestSchema,
-  writeResponseSchema,
 } from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
 import { raiseConflicts } from './conflicts.js';
 import { forgetKey } from './forget-key.js';
@@ -97,23 +83,15 @@ function declaredContext(services: HubServices, runtime: string) {
 }
 
 export const contextRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: '/api/context',
-    operationId: 'writeContext',
+  implement('writeContext', {
     summary: 'Write one item or a batch',
     description:
       'Body: one item, an array of items, or `{ "items": [...] }` (at most 500). A batch is stored whole or not at all. An item whose `id` was already written with the same content is returned with status "existing" and is not stored twice; the same id with other content is a 409. Secrets in the text are redacted before storage (see `redactions`).',
     tags: ['context'],
-    auth: 'runtime',
-    body: writeRequestSchema,
     parseBody: parseWriteRequest,
-    responses: {
-      200: {
-        description: 'Every item already existed (idempotent retry).',
-        schema: writeResponseSchema,
-      },
-      201: { description: 'At least one item was created.', schema: writeResponseSchema },
+    statuses: {
+      200: 'Every item already existed (idempotent retry).',
+      201: 'At least one item was created.',
     },
     async handler({ body, viewer: writer, services }) {
       const now = services.clock();
@@ -141,17 +119,12 @@ export const contextRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/context',
-    operationId: 'listContext',
+  implement('listContext', {
     summary: 'List items, newest first',
     description:
       "Filters combine with AND; list values are comma-separated and match any. Superseded and expired items are left out. `totalTokens` is the sum of the items' o200k token counts.",
     tags: ['context'],
-    auth: 'runtime',
-    query: listQuerySchema,
-    responses: { 200: { description: 'The items.', schema: listResponseSchema } },
+    statuses: { 200: 'The items.' },
     async handler({ query, viewer, services }) {
       const options = listOptionsFromQuery(query);
       const items = await services.store.listItems(viewer, options);
@@ -166,32 +139,22 @@ export const contextRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: '/api/context',
-    operationId: 'forgetKey',
+  implement('forgetKey', {
     summary: "Remove a key's value and its history",
     description:
       "Removes the value a key holds and every earlier value of it that the caller sees (its team's; private ones only of its own runtime): what deletes a persistent resource or a blackboard entry. A marker item tagged `removed` (no content, the same scope, visibility and tags) supersedes the live value, so streams, subscriptions and webhooks get the removal as `context-superseded` and `context-added`; then every value up to the marker, the marker too, expires at once: lists, search and `includeSuperseded` reads no longer show them, and the lifecycle sweep takes them out (into the archive only with retention mode `archive`). A value written after the removal is a new one. 404 when the caller sees no value of the key.",
     tags: ['context'],
-    auth: 'runtime',
-    query: forgetKeyQuerySchema,
-    responses: { 200: { description: 'What was removed.', schema: forgetKeyResponseSchema } },
+    statuses: { 200: 'What was removed.' },
     async handler({ query, viewer, services }) {
       return { status: 200, body: await forgetKey(services, viewer, query.key) };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/context/search',
-    operationId: 'searchContext',
+  implement('searchContext', {
     summary: 'Ranked search: full text, or hybrid with vectors',
     description:
       'Natural-language questions work: stop words are dropped and any remaining term may match. Full-text candidates (BM25 over title, content, summary and tags) are re-ranked by how much of the question they cover and by their neighbours in the same thread (`source.threadId`). With an embedding provider configured (`ctxbus serve --embeddings-url`), the question is also embedded and the nearest items by cosine are fused with the full-text ranking by reciprocal rank (`mode: "hybrid"`); `mode` and `vector` say what was used. `highlight` is the best passage with matched words in **.',
     tags: ['context'],
-    auth: 'runtime',
-    body: searchRequestSchema,
-    responses: { 200: { description: 'Results, best first.', schema: searchResponseSchema } },
+    statuses: { 200: 'Results, best first.' },
     async handler({ body, viewer, services }) {
       const scopes = asArray(body.scope);
       const types = asArray(body.type);
@@ -207,17 +170,12 @@ export const contextRoutes = [
       return { status: 200, body: response };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/context/shared',
-    operationId: 'sharedContext',
+  implement('sharedContext', {
     summary: 'The shared context bundle for a runtime',
     description:
       "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`.",
     tags: ['context'],
-    auth: 'runtime',
-    query: sharedQuerySchema,
-    responses: { 200: { description: 'The bundle.', schema: sharedResponseSchema } },
+    statuses: { 200: 'The bundle.' },
     async handler({ query, viewer, services }) {
       const runtime = query.runtime ?? viewer.runtime;
       const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
@@ -252,35 +210,22 @@ export const contextRoutes = [
       return { status: 200, body: bundle };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/context/:id',
-    operationId: 'getContextItem',
+  implement('getContextItem', {
     summary: 'One item by id',
     tags: ['context'],
-    auth: 'runtime',
-    params: itemIdParamsSchema,
-    responses: { 200: { description: 'The item.', schema: itemResponseSchema } },
+    statuses: { 200: 'The item.' },
     async handler({ params, viewer, services }) {
       const item = await services.store.getItem(viewer, params.id);
       if (!item) throw notFound(params.id);
       return { status: 200, body: { item } };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/context/:id/resolved',
-    operationId: 'resolveContextItem',
+  implement('resolveContextItem', {
     summary: 'One item as a runtime should inject it (seed 000: resolve, then inject)',
     description:
       "`{format, content, injection}`: Markdown under a `## Context Update:` heading for Claude Code (and runtimes without a resolver of their own), one plain line for OpenClaw, the item as JSON for the web; the content names the runtime the item came from. Resolves for the caller's runtime unless `runtime` names another; the caller must be able to read the item.",
     tags: ['context'],
-    auth: 'runtime',
-    params: itemIdParamsSchema,
-    query: resolveItemQuerySchema,
-    responses: {
-      200: { description: 'The resolved item.', schema: resolveItemResponseSchema },
-    },
+    statuses: { 200: 'The resolved item.' },
     async handler({ params, query, viewer, services }) {
       const item = await services.store.getItem(viewer, params.id);
       if (!item) throw notFound(params.id);
@@ -289,16 +234,11 @@ export const contextRoutes = [
       return { status: 200, body: { resolved: resolveItem(item, runtime, context) } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/context/:id/consume',
-    operationId: 'consumeContextItem',
+  implement('consumeContextItem', {
     summary: 'Mark an item consumed by the calling runtime',
     description: 'Idempotent: consuming twice records one consumption.',
     tags: ['context'],
-    auth: 'runtime',
-    params: itemIdParamsSchema,
-    responses: { 200: { description: 'The item after consumption.', schema: itemResponseSchema } },
+    statuses: { 200: 'The item after consumption.' },
     async handler({ params, viewer, services }) {
       const item = await services.store.consumeItem(viewer, params.id);
       if (!item) throw notFound(params.id);

@@ -4,8 +4,7 @@ import {
   CHANGE_EVENT_NAMES,
   CtxbusError,
   isSequenceText,
-  streamEventSchema,
-  streamQuerySchema,
+  type streamQuerySchema,
 } from '@ctxbus/core';
 import type { Change } from '@ctxbus/store';
 import type { Context } from 'hono';
@@ -14,7 +13,7 @@ import { bearerHash } from '../auth.js';
 import type { Caller } from '../caller.js';
 import type { FeedSubscriber, StreamEnd, StreamOwner } from '../change-feed.js';
 import type { HubServices } from '../hub-services.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import type { EventSink } from './event-sink.js';
 import { openEventSink } from './event-sink.js';
 
@@ -111,29 +110,19 @@ export function streamFilter(query: StreamQuery): ItemFilter {
 
 type StreamQuery = z.output<typeof streamQuerySchema>;
 
-export const streamRoute = defineRoute({
-  method: 'GET',
-  path: '/api/stream',
-  operationId: 'streamContext',
+export const streamRoute = implement('streamContext', {
   summary: 'Live changes as Server-Sent Events',
   description:
     "Events `context-added`, `context-consumed` and `context-superseded`, each with `id` = the change's sequence and `data` = `{seq, event, item}` (with `blackboard=true`, a blackboard entry's change is a `blackboard-updated` event instead, `data` = `{seq, event, change, board, entry, item}`), for the caller's team (private items only to their runtime), filtered by scope, scopeKey, type, tags (any) and minUrgency. Without `since` or `Last-Event-ID` the stream starts at the newest change; with either it first replays every later change, with no gap. A `ready` event (no id) says the subscription is live; `: keep-alive` comments keep proxies from closing an idle stream. When the hub ends the stream it says why first, in a `disconnect` event (no id) with `{reason, message, resumeAfter}`: `slow_reader` (the reader held more than the per-stream byte bound of undelivered changes; reconnect with Last-Event-ID, as EventSource does) or `token_revoked`.",
   tags: ['stream'],
-  auth: 'runtime',
-  query: streamQuerySchema,
   headers: [
     {
       name: 'Last-Event-ID',
       description: 'Resume after this sequence (set by EventSource on reconnect).',
     },
   ],
-  responses: {
-    200: {
-      description:
-        "An event stream; each event's data matches this schema (a `blackboard-updated` event's, with `blackboard=true`, matches blackboardEventSchema).",
-      schema: streamEventSchema,
-      contentType: 'text/event-stream',
-    },
+  statuses: {
+    200: "An event stream; each event's data matches this schema (a `blackboard-updated` event's, with `blackboard=true`, matches blackboardEventSchema).",
   },
   async handler({ query, caller, viewer, services, context }) {
     const afterSeq = resumeSeq(

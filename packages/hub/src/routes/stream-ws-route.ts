@@ -1,8 +1,7 @@
-import { streamEventSchema, streamQuerySchema } from '@ctxbus/core';
 import { upgradeWebSocket } from '@hono/node-server';
 import type { WebSocket } from 'ws';
 import type { FeedSubscriber } from '../change-feed.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import {
   resumeSeq,
   streamFilter,
@@ -62,23 +61,13 @@ async function pipeMessages(
   }
 }
 
-export const streamWebSocketRoute = defineRoute({
-  method: 'GET',
-  path: '/api/stream/ws',
-  operationId: 'streamContextWebSocket',
+export const streamWebSocketRoute = implement('streamContextWebSocket', {
   summary: 'Live changes over a WebSocket',
   description:
     'The same changes, filters and resume rules as `/api/stream`, as JSON text messages: first `{"type":"ready","afterSeq"}`, then `{"type":"event","seq","event","item"}` per change (with `blackboard=true`, the change of a blackboard entry is `{"type":"event","seq","event":"blackboard-updated","change","board","entry","item"}`). Resume with `since` or a `Last-Event-ID` header on the upgrade request. The token goes in the upgrade request\'s Authorization header. When the hub ends the stream (a reader holding more than the per-stream byte bound of undelivered changes; a revoked token) it sends `{"type":"disconnect","reason","message","resumeAfter"}` and closes with 4008 (`slow_reader`: resume with `since=resumeAfter`) or 4001 (`token_revoked`). Frames from the client are capped at 4 KiB.',
   tags: ['stream'],
-  auth: 'runtime',
-  query: streamQuerySchema,
   headers: [{ name: 'Last-Event-ID', description: 'Resume after this sequence.' }],
-  responses: {
-    101: {
-      description: 'Switching to the WebSocket protocol; each message carries one event.',
-      schema: streamEventSchema,
-    },
-  },
+  statuses: { 101: 'Switching to the WebSocket protocol; each message carries one event.' },
   async handler({ query, caller, viewer, services, context }) {
     const afterSeq = resumeSeq(
       context.req.header('last-event-id'),

@@ -1,22 +1,8 @@
 import type { PendingResponse, Subscription, Viewer } from '@ctxbus/core';
-import {
-  ackRequestSchema,
-  CHANGE_EVENT_NAMES,
-  CtxbusError,
-  createSubscriptionRequestSchema,
-  createSubscriptionResponseSchema,
-  deadLettersResponseSchema,
-  listSubscriptionsResponseSchema,
-  newItemId,
-  pendingQuerySchema,
-  pendingResponseSchema,
-  subscriptionIdParamsSchema,
-  subscriptionResponseSchema,
-} from '@ctxbus/core';
+import { CHANGE_EVENT_NAMES, CtxbusError, newItemId } from '@ctxbus/core';
 import type { SubscriptionRecord } from '@ctxbus/store';
-import { z } from 'zod';
 import type { HubServices } from '../hub-services.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import { checkEndpoint } from '../webhooks/endpoint-guard.js';
 import { subscriptionMatcher } from '../webhooks/push-dispatcher.js';
 import { newWebhookSecret } from '../webhooks/webhook-signature.js';
@@ -78,27 +64,18 @@ function pullOnly(record: SubscriptionRecord): void {
   }
 }
 
-const idParams = { params: subscriptionIdParamsSchema };
-const notFound = { 404: { description: 'No such subscription for this runtime.' } };
+const notFound = { 404: 'No such subscription for this runtime.' };
 
 export const subscriptionRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: '/api/subscriptions',
-    operationId: 'createSubscription',
+  implement('createSubscription', {
     summary: 'Subscribe this runtime to changes (push to a webhook, or pull)',
     description:
       'Push: the hub POSTs each matching change, in sequence order, to `endpoint`, signed as Standard Webhooks do (`webhook-id` = idempotency key, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>` keyed by the secret returned here, once). Failures are retried with exponential backoff, then dead-lettered. Pull: the hub keeps a cursor; read with GET .../pending, move it with POST .../ack. Endpoints must be http(s) on public addresses unless the hub allows private ones.',
     tags: ['subscriptions'],
-    auth: 'runtime',
-    body: createSubscriptionRequestSchema,
-    responses: {
-      201: {
-        description: 'The subscription (and its secret, for push).',
-        schema: createSubscriptionResponseSchema,
-      },
-      403: { description: 'The body names another runtime than the token.' },
-      422: { description: 'The endpoint is not allowed (private address, bad scheme...).' },
+    statuses: {
+      201: 'The subscription (and its secret, for push).',
+      403: 'The body names another runtime than the token.',
+      422: 'The endpoint is not allowed (private address, bad scheme...).',
     },
     async handler({ body, viewer, services }) {
       if (body.runtime !== undefined && body.runtime !== viewer.runtime) {
@@ -141,16 +118,10 @@ export const subscriptionRoutes = [
       return { status: 201, body: { subscription: subscriptionView(record), secret } };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/subscriptions',
-    operationId: 'listSubscriptions',
+  implement('listSubscriptions', {
     summary: "This runtime's subscriptions",
     tags: ['subscriptions'],
-    auth: 'runtime',
-    responses: {
-      200: { description: 'Oldest first.', schema: listSubscriptionsResponseSchema },
-    },
+    statuses: { 200: 'Oldest first.' },
     async handler({ viewer, services }) {
       const records = await services.store.listSubscriptions({ teamId: viewer.teamId });
       return {
@@ -163,57 +134,31 @@ export const subscriptionRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/subscriptions/:id',
-    operationId: 'getSubscription',
+  implement('getSubscription', {
     summary: 'One subscription with its delivery state',
     tags: ['subscriptions'],
-    auth: 'runtime',
-    ...idParams,
-    responses: {
-      200: { description: 'The subscription.', schema: subscriptionResponseSchema },
-      ...notFound,
-    },
+    statuses: { 200: 'The subscription.', ...notFound },
     async handler({ params, viewer, services }) {
       const record = await ownSubscription(services, viewer, params.id);
       return { status: 200, body: { subscription: subscriptionView(record) } };
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: '/api/subscriptions/:id',
-    operationId: 'deleteSubscription',
+  implement('deleteSubscription', {
     summary: 'Unsubscribe (its dead letters go with it)',
     tags: ['subscriptions'],
-    auth: 'runtime',
-    ...idParams,
-    responses: {
-      200: { description: 'Deleted.', schema: z.object({ deleted: z.literal(true) }) },
-      ...notFound,
-    },
+    statuses: { 200: 'Deleted.', ...notFound },
     async handler({ params, viewer, services }) {
       await ownSubscription(services, viewer, params.id);
       await services.store.deleteSubscription(params.id);
       return { status: 200, body: { deleted: true } };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/subscriptions/:id/pending',
-    operationId: 'pendingChanges',
+  implement('pendingChanges', {
     summary: 'Pull: the matching changes after the cursor (the cursor does not move)',
     description:
       'Reads changes after the subscription cursor, keeping those that match (as this runtime sees them), up to `limit`. Reading twice returns the same changes: acknowledge `next` with POST .../ack once they are handled.',
     tags: ['subscriptions'],
-    auth: 'runtime',
-    ...idParams,
-    query: pendingQuerySchema,
-    responses: {
-      200: { description: 'Pending changes.', schema: pendingResponseSchema },
-      409: { description: 'A push subscription.' },
-      ...notFound,
-    },
+    statuses: { 200: 'Pending changes.', 409: 'A push subscription.', ...notFound },
     async handler({ params, query, viewer, services }) {
       const record = await ownSubscription(services, viewer, params.id);
       pullOnly(record);
@@ -249,20 +194,10 @@ export const subscriptionRoutes = [
       }
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/subscriptions/:id/ack',
-    operationId: 'acknowledgeChanges',
+  implement('acknowledgeChanges', {
     summary: 'Pull: move the cursor to `seq` (never backwards)',
     tags: ['subscriptions'],
-    auth: 'runtime',
-    ...idParams,
-    body: ackRequestSchema,
-    responses: {
-      200: { description: 'The subscription after the move.', schema: subscriptionResponseSchema },
-      409: { description: 'A push subscription.' },
-      ...notFound,
-    },
+    statuses: { 200: 'The subscription after the move.', 409: 'A push subscription.', ...notFound },
     async handler({ params, body, viewer, services }) {
       const record = await ownSubscription(services, viewer, params.id);
       pullOnly(record);
@@ -279,22 +214,10 @@ export const subscriptionRoutes = [
       return { status: 200, body: { subscription: subscriptionView(after) } };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/subscriptions/:id/dead-letters',
-    operationId: 'listDeadLetters',
+  implement('listDeadLetters', {
     summary: 'Push: changes given up on after the last retry',
     tags: ['subscriptions'],
-    auth: 'runtime',
-    ...idParams,
-    query: z.strictObject({
-      after: z.coerce.number().int().nonnegative().optional(),
-      limit: z.coerce.number().int().min(1).max(500).default(100),
-    }),
-    responses: {
-      200: { description: 'In sequence order.', schema: deadLettersResponseSchema },
-      ...notFound,
-    },
+    statuses: { 200: 'In sequence order.', ...notFound },
     async handler({ params, query, viewer, services }) {
       const record = await ownSubscription(services, viewer, params.id);
       const letters = await services.store.listDeadLetters(record.id, {

@@ -1,27 +1,7 @@
 import type { Viewer } from '@ctxbus/core';
-import {
-  CtxbusError,
-  cancelTaskRequestSchema,
-  claimTaskRequestSchema,
-  claimTaskResponseSchema,
-  completeTaskRequestSchema,
-  createTaskRequestSchema,
-  createTaskResponseSchema,
-  failTaskRequestSchema,
-  listTasksQuerySchema,
-  listTasksResponseSchema,
-  notLeaseHolderError,
-  renewTaskRequestSchema,
-  staleLeaseError,
-  startTaskRequestSchema,
-  taskIdParamsSchema,
-  taskProgressRequestSchema,
-  taskResponseSchema,
-  taskWithHistoryResponseSchema,
-  updateTaskRequestSchema,
-} from '@ctxbus/core';
+import { CtxbusError, notLeaseHolderError, staleLeaseError } from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
-import { defineRoute } from '../route-definition.js';
+import { implement } from '../route-definition.js';
 import { taskView, taskViews } from '../tasks/task-view.js';
 
 function notFound(id: string): CtxbusError {
@@ -64,23 +44,12 @@ const NOT_HOLDER =
   "The caller's runtime did not claim the task (reason `not_lease_holder`): only the worker holding the lease reports on it, whatever token another runtime presents.";
 
 export const taskRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks',
-    operationId: 'createTask',
+  implement('createTask', {
     summary: 'Create a task; the hub routes it to a runtime that can do it',
     description:
       "The origin is the caller's runtime. The hub routes the task with the capability matrix and live presence (`routing` in the response says why) and stores it SUBMITTED for the chosen runtime, AUTH_REQUIRED when a human must approve first, or REJECTED when no runtime can. The same `idempotencyKey` returns the task already created (200). Every change is also a status item (tag `task`, scope key `task:<id>`).",
     tags: ['tasks'],
-    auth: 'runtime',
-    body: createTaskRequestSchema,
-    responses: {
-      200: {
-        description: 'A task with this idempotency key exists.',
-        schema: createTaskResponseSchema,
-      },
-      201: { description: 'The task, routed.', schema: createTaskResponseSchema },
-    },
+    statuses: { 200: 'A task with this idempotency key exists.', 201: 'The task, routed.' },
     async handler({ body, viewer, services }) {
       const outcome = await services.tasks.create(viewer, body);
       return {
@@ -93,15 +62,10 @@ export const taskRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/tasks',
-    operationId: 'listTasks',
+  implement('listTasks', {
     summary: "The team's tasks, oldest first (or newest first with order=newest)",
     tags: ['tasks'],
-    auth: 'runtime',
-    query: listTasksQuerySchema,
-    responses: { 200: { description: 'Tasks.', schema: listTasksResponseSchema } },
+    statuses: { 200: 'Tasks.' },
     async handler({ query, viewer, services }) {
       const tasks = await services.store.listTasks(viewer.teamId, {
         limit: query.limit,
@@ -121,52 +85,31 @@ export const taskRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/api/tasks/:id',
-    operationId: 'getTask',
+  implement('getTask', {
     summary: 'One task with its history',
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    responses: { 200: { description: 'The task.', schema: taskWithHistoryResponseSchema } },
+    statuses: { 200: 'The task.' },
     async handler({ params, viewer, services }) {
       const found = await services.store.getTask(viewer.teamId, params.id);
       if (!found) throw notFound(params.id);
       return { status: 200, body: { ...found, task: taskView(found.task) } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/cancel',
-    operationId: 'cancelTask',
+  implement('cancelTask', {
     summary: 'Cancel a task that has not ended',
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: cancelTaskRequestSchema,
-    responses: {
-      200: { description: 'The canceled task.', schema: taskResponseSchema },
-      409: { description: 'The task already ended otherwise.' },
-    },
+    statuses: { 200: 'The canceled task.', 409: 'The task already ended otherwise.' },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks.cancel(viewer.teamId, params.id, viewer.runtime, body.note);
       return { status: 200, body: { task: taskView(task) } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/claim',
-    operationId: 'claimTask',
+  implement('claimTask', {
     summary: "Worker: take the oldest task routed to the caller's runtime",
     description:
       'Moves it to WORKING under a lease (default 30 s) and returns it with its fencing token (`task.lease.token`), which every renew, start, progress report, complete and fail must carry. Only this answer (and a renew) shows the token: reads never do, so keep it. Renew at a third of the lease, and say when the command starts (POST /api/tasks/:id/start). A lease that runs out before that start puts the task back in the queue (or dead-letters it after its last attempt); after it, the task ends FAILED (`worker_lost`) and is never run twice. `task` is null when none is waiting (with `waitMs`, when none came in that time): a worker long-polls with `waitMs` instead of polling, and each new task wakes one waiting claim that can take it.',
     tags: ['tasks'],
-    auth: 'runtime',
-    body: claimTaskRequestSchema,
-    responses: {
-      200: { description: 'The claimed task, or null.', schema: claimTaskResponseSchema },
-    },
+    statuses: { 200: 'The claimed task, or null.' },
     async handler({ body, viewer, services, context }) {
       const task = await services.tasks.claim(
         {
@@ -181,20 +124,10 @@ export const taskRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/renew',
-    operationId: 'renewTask',
+  implement('renewTask', {
     summary: "Worker: extend a claim's lease",
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: renewTaskRequestSchema,
-    responses: {
-      200: { description: 'The task with its new lease.', schema: taskResponseSchema },
-      403: { description: NOT_HOLDER },
-      409: { description: STALE },
-    },
+    statuses: { 200: 'The task with its new lease.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks
         .renew(viewer.teamId, params.id, body.token, body.leaseMs, viewer.runtime)
@@ -202,22 +135,12 @@ export const taskRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/start',
-    operationId: 'startTask',
+  implement('startTask', {
     summary: "Worker: say the claimed task's command is about to start",
     description:
       'Send it just before starting the command (after every check, so a refused or held command never counts as started). The lease records the time (`task.lease.startedAt`; no event, nothing announced; a repeat keeps the first time, so a worker that lost the answer may send it again). From then on the hub never runs the command again by itself: if the lease runs out (the worker died, hung or lost the hub for longer than the lease), the task ends FAILED with code `worker_lost`, since the command may or may not have run; its origin may create it again. A claimed task whose lease runs out before this call goes back to the queue (or dead-letters after its last attempt). Does not renew the lease.',
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: startTaskRequestSchema,
-    responses: {
-      200: { description: 'The task, its lease started.', schema: taskResponseSchema },
-      403: { description: NOT_HOLDER },
-      409: { description: STALE },
-    },
+    statuses: { 200: 'The task, its lease started.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks
         .start(viewer.teamId, params.id, body.token, viewer.runtime)
@@ -225,22 +148,12 @@ export const taskRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/progress',
-    operationId: 'taskProgress',
+  implement('taskProgress', {
     summary: "Worker: the latest output of a claimed task's command, for the origin to watch",
     description:
       "Published as the task's status item (same scope key), so the origin and every stream see it live. Needs the current fencing token and the runtime that claimed the task; does not renew the lease.",
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: taskProgressRequestSchema,
-    responses: {
-      200: { description: 'The task.', schema: taskResponseSchema },
-      403: { description: NOT_HOLDER },
-      409: { description: STALE },
-    },
+    statuses: { 200: 'The task.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
       const found = await services.store.getTask(viewer.teamId, params.id);
       if (!found) throw notFound(params.id);
@@ -269,20 +182,10 @@ export const taskRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/complete',
-    operationId: 'completeTask',
+  implement('completeTask', {
     summary: 'Worker: finish a claimed task with its result',
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: completeTaskRequestSchema,
-    responses: {
-      200: { description: 'The completed task.', schema: taskResponseSchema },
-      403: { description: NOT_HOLDER },
-      409: { description: STALE },
-    },
+    statuses: { 200: 'The completed task.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks
         .complete(viewer.teamId, params.id, body.token, body.result, viewer.runtime)
@@ -290,20 +193,10 @@ export const taskRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/fail',
-    operationId: 'failTask',
+  implement('failTask', {
     summary: 'Worker: give up on a claimed task (or put it back with retry)',
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: failTaskRequestSchema,
-    responses: {
-      200: { description: 'The failed (or requeued) task.', schema: taskResponseSchema },
-      403: { description: NOT_HOLDER },
-      409: { description: STALE },
-    },
+    statuses: { 200: 'The failed (or requeued) task.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks
         .fail(viewer.teamId, params.id, body.token, body.error, {
@@ -314,21 +207,15 @@ export const taskRoutes = [
       return { status: 200, body: { task } };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/api/tasks/:id/update',
-    operationId: 'updateTask',
+  implement('updateTask', {
     summary:
       'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
     description:
       "For the origin or the doer (any runtime of the team). `state` equal to the task's current state (not terminal) records the note only, as the task's status item. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
     tags: ['tasks'],
-    auth: 'runtime',
-    params: taskIdParamsSchema,
-    body: updateTaskRequestSchema,
-    responses: {
-      200: { description: 'The task after the update.', schema: taskResponseSchema },
-      409: { description: `${STALE} Or a state an update never sets.` },
+    statuses: {
+      200: 'The task after the update.',
+      409: `${STALE} Or a state an update never sets.`,
     },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks

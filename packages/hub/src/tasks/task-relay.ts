@@ -1,5 +1,5 @@
 import type { AuditRecord, ContextItemInput, Logger } from '@ctxbus/core';
-import { CtxbusError, prepareParsedItem } from '@ctxbus/core';
+import { backoffDelay, CtxbusError, prepareParsedItem } from '@ctxbus/core';
 import type { Store, TaskOutboxEvent, WriteOutcome } from '@ctxbus/store';
 import { taskEventAudit } from './task-event-audit.js';
 import { taskEventItemId, taskEventStatusItem } from './task-status-item.js';
@@ -139,7 +139,9 @@ export class TaskRelay {
           { err: error, retry: this.retries + 1 },
           'task relay failed: task changes wait to be announced and audited; retrying',
         );
-        this.retryLater(Math.min(this.retryMs * 2 ** this.retries, this.maxRetryMs));
+        this.retryLater(
+          backoffDelay(this.retries, { initialMs: this.retryMs, maxMs: this.maxRetryMs }),
+        );
         this.retries += 1;
         this.settle(this.requested);
         return;

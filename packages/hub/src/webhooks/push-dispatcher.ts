@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ItemFilter, Logger, SubscriptionEvent, WebhookPayload } from '@ctxbus/core';
-import { CHANGE_EVENT_NAMES, itemMatches } from '@ctxbus/core';
+import { backoffDelay, CHANGE_EVENT_NAMES, itemMatches } from '@ctxbus/core';
 import type { Change, DeadLetter, Store, SubscriptionRecord } from '@ctxbus/store';
 import type { ChangeFeed } from '../change-feed.js';
 import type { SendOptions, SendResult } from './webhook-sender.js';
@@ -63,7 +63,10 @@ export function retryDelayMs(
   attempts: number,
   options: Pick<Required<WebhookOptions>, 'backoffBaseMs' | 'backoffMaxMs'>,
 ): number {
-  const plain = Math.min(options.backoffMaxMs, options.backoffBaseMs * 2 ** (attempts - 1));
+  const plain = backoffDelay(attempts - 1, {
+    initialMs: options.backoffBaseMs,
+    maxMs: options.backoffMaxMs,
+  });
   return Math.round(plain * (0.8 + Math.random() * 0.4));
 }
 

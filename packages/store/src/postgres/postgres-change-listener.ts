@@ -1,3 +1,4 @@
+import { backoffDelay } from '@ctxbus/core/light';
 import type { Client, ClientConfig, Notification } from 'pg';
 import { loadPg } from './load-pg.js';
 import type { PostgresLogger } from './postgres-connection.js';
@@ -17,8 +18,8 @@ export interface ChangeListenerOptions {
   probeTimeoutMs?: number;
 }
 
-const MIN_BACKOFF_MS = 250;
-const MAX_BACKOFF_MS = 5_000;
+/** Waits between reconnections. */
+const BACKOFF = { initialMs: 250, maxMs: 5_000 };
 
 /**
  * One LISTEN connection for a process, shared by every watcher. Notifications carry only a
@@ -33,7 +34,8 @@ export class PostgresChangeListener {
   private client: Client | null = null;
   private keepalive: NodeJS.Timeout | null = null;
   private retry: NodeJS.Timeout | null = null;
-  private backoff = MIN_BACKOFF_MS;
+  /** Reconnections since the last connection that held. */
+  private reconnects = 0;
   private stopped = false;
   private connecting: Promise<void> | null = null;
   /** How many times the connection was (re)established; for tests and metrics. */
@@ -67,7 +69,7 @@ export class PostgresChangeListener {
     this.connecting = this.open()
       .catch((error: unknown) => {
         this.options.logger.warn(
-          { err: error, retryInMs: this.backoff },
+          { err: error, retryInMs: backoffDelay(this.reconnects, BACKOFF) },
           'postgres: LISTEN connection failed',
         );
         this.scheduleReconnect();
@@ -104,7 +106,7 @@ export class PostgresChangeListener {
     }
     this.client = client;
     this.connections += 1;
-    this.backoff = MIN_BACKOFF_MS;
+    this.reconnects = 0;
     this.startKeepalive(client, lost);
     // Whatever was committed while nobody listened.
     this.emit(await this.options.latestSeq());
@@ -145,8 +147,8 @@ export class PostgresChangeListener {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.watchers.size === 0 || this.retry) return;
-    const wait = this.backoff;
-    this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
+    const wait = backoffDelay(this.reconnects, BACKOFF);
+    this.reconnects += 1;
     this.retry = setTimeout(() => {
       this.retry = null;
       this.connect();

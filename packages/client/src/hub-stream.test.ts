@@ -1,0 +1,96 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CtxbusError } from '@ctxbus/core';
+import { describe, expect, it } from 'vitest';
+import { createHubCall, fetchTransport } from './hub-call.js';
+import type { StreamState } from './hub-stream.js';
+import { readHubStream } from './hub-stream.js';
+
+/**
+ * A local server speaking the hub's SSE wire format, one script per connection, recording the
+ * Last-Event-ID each connection sent (a hub that repeats itself, to test the reader's rule).
+ */
+async function sseServer(scripts: ((response: ServerResponse) => void)[]) {
+  const lastEventIds: (string | undefined)[] = [];
+  const server = createServer((request, response) => {
+    const header = request.headers['last-event-id'];
+    lastEventIds.push(typeof header === 'string' ? header : undefined);
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    (scripts[lastEventIds.length - 1] ?? (() => {}))(response);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const close = () => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { url, lastEventIds, close };
+}
+
+const ready = (afterSeq: number) => `event: ready\ndata: ${JSON.stringify({ afterSeq })}\n\n`;
+const change = (seq: number) =>
+  `event: context-added\ndata: ${JSON.stringify({ seq })}\nid: ${seq}\n\n`;
+
+describe('readHubStream', () => {
+  it('resumes with Last-Event-ID from ready or the last change, and delivers each sequence once', async () => {
+    const server = await sseServer([
+      (response) => response.end(ready(7)),
+      (response) => response.end(ready(7) + change(8)),
+      (response) => response.write(ready(8) + change(8) + change(9)),
+    ]);
+    const controller = new AbortController();
+    const states: StreamState[] = [];
+    const seen: number[] = [];
+    try {
+      const hub = createHubCall({
+        url: server.url,
+        transport: fetchTransport({ ...server, token: 't' }),
+      });
+      for await (const event of readHubStream({
+        hub,
+        parse: (message) => JSON.parse(message.data) as { seq: number },
+        signal: controller.signal,
+        backoff: { initialMs: 1, maxMs: 1 },
+        onState: (state) => states.push(state),
+      })) {
+        seen.push(event.seq);
+        if (event.seq === 9) controller.abort();
+      }
+    } finally {
+      await server.close();
+    }
+    expect(seen).toEqual([8, 9]);
+    expect(server.lastEventIds).toEqual([undefined, '7', '8']);
+    expect(states).toEqual([
+      'connecting',
+      'live',
+      'reconnecting',
+      'connecting',
+      'live',
+      'reconnecting',
+      'connecting',
+      'live',
+      'closed',
+    ]);
+  });
+
+  it('ends with unauthorized when the hub says the token was revoked', async () => {
+    const disconnect = { reason: 'token_revoked', message: 'revoked', resumeAfter: 3 };
+    const server = await sseServer([
+      (response) =>
+        response.end(`${ready(3)}event: disconnect\ndata: ${JSON.stringify(disconnect)}\n\n`),
+    ]);
+    try {
+      const hub = createHubCall({
+        url: server.url,
+        transport: fetchTransport({ ...server, token: 't' }),
+      });
+      const stream = readHubStream({ hub, parse: () => ({ seq: 0 }) });
+      const error = await stream.next().catch((caught: unknown) => caught);
+      expect(CtxbusError.isInstance(error) && error.code).toBe('unauthorized');
+      expect(server.lastEventIds).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+});
