@@ -43,6 +43,42 @@ describe('credentials file', () => {
     writeFileSync(path, JSON.stringify({ version: 2, defaultHub: null, hubs: {} }));
     expect(() => readCredentials(path)).toThrow(/credentials\.json: version: .*fix or delete it/);
   });
+
+  it('names the first bad path of a file that is JSON but not credentials', () => {
+    const path = fresh();
+    saveHubCredentials('http://127.0.0.1:7420', {}, { path });
+    const file = (hubs: unknown, extra: Record<string, unknown> = {}) =>
+      writeFileSync(path, JSON.stringify({ version: 1, defaultHub: null, hubs, ...extra }));
+    const hub = 'http://127.0.0.1:7420';
+    const cases: [unknown, Record<string, unknown>, RegExp][] = [
+      [
+        { [hub]: { token: '' } },
+        {},
+        /hubs\.http:\/\/127\.0\.0\.1:7420\.token: expected a non-empty string/,
+      ],
+      [{ [hub]: { token: 'x', colour: 'red' } }, {}, /hubs\..*\.colour: unknown field/],
+      [{ [hub]: { runtimes: { codex: { token: 'x' } } } }, {}, /runtimes\.codex\.teamId: expected/],
+      [{ [hub]: { runtimes: [] } }, {}, /runtimes: expected an object/],
+      [[], {}, /hubs: expected an object/],
+      [{}, { defaultHub: 7 }, /defaultHub: expected a string or null/],
+      [{}, { extra: true }, /extra: unknown field/],
+    ];
+    for (const [hubs, extra, message] of cases) {
+      file(hubs, extra);
+      expect(() => readCredentials(path)).toThrow(message);
+    }
+    const saved = {
+      [hub]: {
+        adminToken: 'cbx_a',
+        token: 'cbx_t',
+        teamId: 'acme',
+        runtime: 'cli',
+        runtimes: { codex: { token: 'cbx_c', teamId: 'acme' } },
+      },
+    };
+    file(saved, { defaultHub: hub });
+    expect(readCredentials(path)).toEqual({ version: 1, defaultHub: hub, hubs: saved });
+  });
 });
 
 describe('hub URLs', () => {

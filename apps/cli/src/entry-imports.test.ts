@@ -96,14 +96,14 @@ describe('the ctxbus entry loads what a command needs', () => {
   describe('commands that run', () => {
     const hub = useHubProcess({ tokens: { writer: ['acme', 'cli'] } });
 
-    it('ctxbus write loads the hub client, and no hub, store or tokenizer', async () => {
+    it('ctxbus write loads the light request only: no zod, hub client, hub, store or tokenizer', async () => {
       const { result, modules } = await modulesLoadedBy(
         ['write', '--type', 'decision', '--title', 'Imports', '--content', 'Only the client.'],
         { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.writer },
       );
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toMatch(/^created /);
-      expect(loadedOf(modules, HEAVY)).toEqual([]);
+      expect(loadedOf(modules, NOT_FOR_HELP)).toEqual([]);
     });
 
     it('ctxbus route --explain loads the router, and no tokenizer, hub or store', async () => {

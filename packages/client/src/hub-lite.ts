@@ -1,6 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ContextItemInput } from '@ctxbus/core/contract';
+import type { ErrorCode } from '@ctxbus/core/light';
+import { CtxbusError, ERROR_CODES } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
 
 // A minimal hub client on node:http, for hooks a runtime starts once per call
@@ -74,58 +76,98 @@ export interface HubLiteSettings {
   runtime: string;
 }
 
+/** Where a light request goes, and how long it may take. */
+export interface HubRequestTarget {
+  url: string;
+  token: string;
+  timeoutMs: number;
+}
+
+/** The hub's refusal as the CtxbusError it names (its code), else one the status implies. */
+function refusal(status: number, json: unknown): CtxbusError {
+  const error = (json as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const code: ErrorCode =
+    typeof error?.code === 'string' && Object.hasOwn(ERROR_CODES, error.code)
+      ? (error.code as ErrorCode)
+      : status >= 500
+        ? 'unavailable'
+        : 'internal';
+  const message = typeof error?.message === 'string' ? error.message : `the hub answered ${status}`;
+  return new CtxbusError(code, message, {
+    details: { status },
+    retryable: status >= 500 || status === 429,
+  });
+}
+
+/**
+ * One JSON request on node:http (no fetch, ky or zod: a command or hook pays ~10 ms for it):
+ * the answer's JSON, or a CtxbusError with the hub's code (`unavailable` when it cannot be
+ * reached or does not answer in time). The answer is the hub's word, not checked here.
+ */
+export function hubRequest(
+  target: HubRequestTarget,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
+  const base = target.url.replace(/\/+$/, '');
+  const unreachable = (message: string, cause?: unknown) =>
+    new CtxbusError('unavailable', `cannot reach the ctxbus hub at ${base}: ${message}`, {
+      retryable: true,
+      ...(cause !== undefined && { cause }),
+    });
+  return new Promise((resolve, reject) => {
+    const url = new URL(`${base}${path}`);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(
+      url,
+      {
+        method,
+        timeout: target.timeoutMs,
+        headers: {
+          authorization: `Bearer ${target.token}`,
+          accept: 'application/json',
+          ...(payload !== undefined && { 'content-type': 'application/json' }),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', (error) => reject(unreachable(error.message, error)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300 && json !== undefined) resolve(json);
+          else if (status >= 200 && status < 300) {
+            reject(new CtxbusError('internal', `the hub answered ${status} with no JSON`));
+          } else reject(refusal(status, json));
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(unreachable(`no answer in ${target.timeoutMs} ms`)));
+    req.on('error', (error) =>
+      reject(CtxbusError.isInstance(error) ? error : unreachable(error.message, error)),
+    );
+    req.end(payload);
+  });
+}
+
 export function createHubLite(settings: HubLiteSettings): HubApi {
   const base = settings.url.replace(/\/+$/, '');
   const call = (method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> =>
-    new Promise((resolve, reject) => {
-      const url = new URL(`${base}${path}`);
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-      const req = send(
-        url,
-        {
-          method,
-          timeout: settings.timeoutMs,
-          headers: {
-            authorization: `Bearer ${settings.token}`,
-            accept: 'application/json',
-            ...(payload !== undefined && { 'content-type': 'application/json' }),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let json: unknown;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            const status = res.statusCode ?? 0;
-            if (status >= 200 && status < 300 && json !== undefined) resolve(json);
-            else {
-              const message = (json as { error?: { message?: string } } | undefined)?.error
-                ?.message;
-              reject(new HubRequestError(message ?? `the hub answered ${status}`, status));
-            }
-          });
-        },
+    hubRequest(settings, method, path, body).catch((error: unknown) => {
+      const status = ((error as CtxbusError).details as { status?: unknown } | undefined)?.status;
+      throw new HubRequestError(
+        (error as Error).message,
+        typeof status === 'number' ? status : null,
       );
-      req.on('timeout', () =>
-        req.destroy(
-          new HubRequestError(`no answer from ${base} in ${settings.timeoutMs} ms`, null),
-        ),
-      );
-      req.on('error', (error) =>
-        reject(
-          error instanceof HubRequestError
-            ? error
-            : new HubRequestError(`cannot reach ${base}: ${error.message}`, null),
-        ),
-      );
-      req.end(payload);
     });
 
   return {

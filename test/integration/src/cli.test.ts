@@ -124,6 +124,21 @@ describe('ctxbus CLI', () => {
     );
     const batch = await runCli(['write', '--file', fromFile], { env });
     expect(batch.stdout.trim().split('\n')).toHaveLength(2);
+    // The hub checks what write sends (the command loads no schemas): a bad field is exit 2
+    // with the hub's reason naming it, a bad token exit 3, each on one line; nothing written.
+    const badType = await runCli(['write', '--type', 'rumour', '--title', 'x'], { env });
+    expect(badType.code).toBe(2);
+    expect(badType.stderr.trim().split('\n')).toHaveLength(1);
+    expect(badType.stderr).toMatch(/^ctxbus: error: .*type/);
+    writeFileSync(fromFile, JSON.stringify({ items: [{ type: 'status', title: '' }] }));
+    const badFile = await runCli(['write', '--file', fromFile], { env });
+    expect(badFile.code).toBe(2);
+    expect(badFile.stderr).toMatch(/title/);
+    const badToken = await runCli(['write', '--type', 'status', '--title', 'x'], {
+      env: { ...env, CTXBUS_TOKEN: 'cbx_not_a_token' },
+    });
+    expect(badToken.code).toBe(3);
+    expect(badToken.stderr.trim().split('\n')).toHaveLength(1);
     const stdin = await runCli(['write', '--file', '-'], {
       env,
       input: '{"type":"alert","title":"from stdin","urgency":"attention"}',

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { CtxbusClient, ListParams } from '@ctxbus/client';
-import type { ContextItemInput } from '@ctxbus/core/contract';
+import type { WriteResponse } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { itemLine, printJson, printLine } from '../output.js';
@@ -69,6 +69,27 @@ interface WriteOptions extends ConnectionOptions {
   task?: string;
   thread?: string;
   agent?: string;
+}
+
+/** How long a write waits for the hub's answer. */
+const WRITE_TIMEOUT_MS = 30_000;
+
+/**
+ * The items of a JSON file: one item, an array, or `{"items": [...]}` (the hub's write body),
+ * each checked by the hub.
+ */
+function itemsFromFile(file: string): unknown[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(readInput(file));
+  } catch (error) {
+    if (CtxbusError.isInstance(error)) throw error;
+    throw new CtxbusError('bad_json', `${file}: ${(error as Error).message}`);
+  }
+  if (Array.isArray(json)) return json;
+  const items = (json as { items?: unknown } | null)?.items;
+  if (json !== null && typeof json === 'object' && Array.isArray(items)) return items;
+  return [json];
 }
 
 /** Builds the item from flags; the hub validates it (and names any bad field). */
@@ -163,21 +184,22 @@ export function registerContextCommands(
       .option('--agent <id>', 'source agent id'),
   ).action((options: WriteOptions) =>
     run(async () => {
-      const client = await connect(options);
-      let items: ContextItemInput[];
-      if (options.file !== undefined) {
-        let json: unknown;
-        try {
-          json = JSON.parse(readInput(options.file));
-        } catch (error) {
-          if (CtxbusError.isInstance(error)) throw error;
-          throw new CtxbusError('bad_json', `${options.file}: ${(error as Error).message}`);
-        }
-        items = (await import('@ctxbus/core/contract')).parseWriteRequest(json);
-      } else {
-        items = [itemFromFlags(options) as ContextItemInput];
-      }
-      const response = await client.write(items.length === 1 && items[0] ? items[0] : items);
+      // The light path (node:http, no client or zod): a write is one request, and the hub
+      // validates every item and names any bad field.
+      const items =
+        options.file === undefined ? [itemFromFlags(options)] : itemsFromFile(options.file);
+      const [{ hubRequest, LITE_ROUTES }, { hubUrl, runtimeToken }] = await Promise.all([
+        import('@ctxbus/client/light'),
+        import('../hub-target.js'),
+      ]);
+      const url = hubUrl(options.url);
+      const { method, path } = LITE_ROUTES.writeContext;
+      const response = (await hubRequest(
+        { url, token: runtimeToken(url, options.token), timeoutMs: WRITE_TIMEOUT_MS },
+        method,
+        path,
+        { items },
+      )) as WriteResponse;
       if (options.json) printJson(response);
       else {
         for (const [index, result] of response.results.entries()) {
