@@ -326,3 +326,9 @@ export function inspectClaudeCode(target: InstallTarget): ClaudeCodeInstall {
     mcpServer: isOurServer(servers[MCP_SERVER_NAME]),
   };
 }
+
+/** The files install and uninstall may change for `target` (some may not exist yet). */
+export function installFiles(target: InstallTarget): string[] {
+  const where = paths(target);
+  return [where.settings, where.state, ...(where.legacyMcp ? [where.legacyMcp] : [])];
+}
