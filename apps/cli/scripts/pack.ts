@@ -5,7 +5,10 @@
 // package the code imports is bundled too (see BUNDLED_WHY), its licence in
 // THIRD-PARTY-LICENSES.md. Nothing else is installed: no test runtimes, build tools or
 // declarations. Beside dist/: the dashboard (dist/web) and the adapters' runtime files
-// (runtimes/claude-code, runtimes/openclaw, runtimes/codex), where the CLI's install commands look for them.
+// (runtimes/claude-code, runtimes/openclaw, runtimes/codex), where the CLI's install commands
+// look for them. The OpenClaw plugin is its own npm package too (@ctxbus/openclaw-plugin, self-contained):
+// its tarball goes in DIR, for `openclaw plugins install npm-pack:<tgz>`, and in
+// runtimes/openclaw, where `ctxbus install openclaw` and `ctxbus connect` install it from.
 // Needs the workspace built first (`./dev pack` does that).
 
 import { execFileSync } from 'node:child_process';
@@ -19,7 +22,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { isBuiltin } from 'node:module';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'tsup';
 
@@ -207,8 +210,54 @@ function manifest(dependencies: Ranges): Json {
   };
 }
 
+/** npm pack of `dir` into `outDir`: the tarball's path and sizes. */
+function npmPack(
+  dir: string,
+  outDir: string,
+): { tarball: string; size: number; unpackedSize: number } {
+  const output = execFileSync(
+    'npm',
+    ['pack', '--json', '--ignore-scripts', '--pack-destination', outDir],
+    { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const [packed] = JSON.parse(output) as { filename: string; size: number; unpackedSize: number }[];
+  if (!packed) fail(`npm pack printed nothing for ${dir}`);
+  return {
+    tarball: join(outDir, packed.filename),
+    size: packed.size,
+    unpackedSize: packed.unpackedSize,
+  };
+}
+
+/**
+ * The OpenClaw plugin as an npm package: the adapter's plugin folder (manifest, bundled
+ * modules; it needs no dependency, OpenClaw provides its SDK), versioned with ctxbus.
+ */
+function packOpenClawPlugin(outDir: string, version: unknown): string {
+  const stage = join(outDir, 'openclaw-plugin');
+  rmSync(stage, { recursive: true, force: true });
+  copyBuilt(
+    join(ROOT, 'packages/adapter-openclaw/plugin'),
+    stage,
+    'dist/index.js',
+    'the OpenClaw plugin',
+  );
+  const { private: _private, ...plugin } = readJson(join(stage, 'package.json'));
+  writeFileSync(
+    join(stage, 'package.json'),
+    `${JSON.stringify({ ...plugin, version, files: ['dist', 'openclaw.plugin.json'] }, null, 2)}\n`,
+  );
+  cpSync(join(CLI_DIR, 'pack/openclaw-plugin-README.md'), join(stage, 'README.md'));
+  cpSync(join(ROOT, 'LICENSE'), join(stage, 'LICENSE'));
+  const { tarball } = npmPack(stage, outDir);
+  rmSync(stage, { recursive: true, force: true });
+  return tarball;
+}
+
 export interface PackResult {
   tarball: string;
+  /** The OpenClaw plugin's own tarball (@ctxbus/openclaw-plugin). */
+  pluginTarball: string;
   /** Bytes of the .tgz. */
   size: number;
   unpackedSize: number;
@@ -231,33 +280,19 @@ export async function pack(outDir: string): Promise<PackResult> {
     'the Claude Code plugin',
   );
   copyBuilt(
-    join(adapters, 'adapter-openclaw/plugin'),
-    join(stage, 'runtimes/openclaw'),
-    'dist/index.js',
-    'the OpenClaw plugin',
-  );
-  copyBuilt(
     join(adapters, 'adapter-codex/plugin'),
     join(stage, 'runtimes/codex'),
     'dist/ctxbus-codex-hook.js',
     'the Codex hooks',
   );
+  const pluginTarball = packOpenClawPlugin(outDir, readJson(join(CLI_DIR, 'package.json')).version);
+  mkdirSync(join(stage, 'runtimes/openclaw'), { recursive: true });
+  cpSync(pluginTarball, join(stage, 'runtimes/openclaw', basename(pluginTarball)));
   cpSync(join(CLI_DIR, 'pack/README.md'), join(stage, 'README.md'));
   cpSync(join(ROOT, 'LICENSE'), join(stage, 'LICENSE'));
   writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest(deps), null, 2)}\n`);
-  const output = execFileSync(
-    'npm',
-    ['pack', '--json', '--ignore-scripts', '--pack-destination', outDir],
-    { cwd: stage, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const [packed] = JSON.parse(output) as { filename: string; size: number; unpackedSize: number }[];
-  if (!packed) fail('npm pack printed nothing');
-  return {
-    tarball: join(outDir, packed.filename),
-    size: packed.size,
-    unpackedSize: packed.unpackedSize,
-    dependencies: deps,
-  };
+  const packed = npmPack(stage, outDir);
+  return { ...packed, pluginTarball, dependencies: deps };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === import.meta.filename) {
@@ -266,7 +301,7 @@ if (process.argv[1] && resolve(process.argv[1]) === import.meta.filename) {
   const result = await pack(outDir);
   const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
   process.stderr.write(
-    `ctxbus pack: ${result.tarball} (${mb(result.size)}, ${mb(result.unpackedSize)} unpacked); dependencies: ${Object.keys(result.dependencies).join(', ')}\n`,
+    `ctxbus pack: ${result.tarball} (${mb(result.size)}, ${mb(result.unpackedSize)} unpacked); dependencies: ${Object.keys(result.dependencies).join(', ')}\nctxbus pack: ${result.pluginTarball} (the OpenClaw plugin: openclaw plugins install npm-pack:<path>)\n`,
   );
   process.stdout.write(`${result.tarball}\n`);
 }

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAudit } from './commands/audit-command.js';
 import { registerCapabilities } from './commands/capabilities-command.js';
 import { registerConflictCommands } from './commands/conflict-commands.js';
+import { registerConnect } from './commands/connect-command.js';
 import { registerContextCommands } from './commands/context-commands.js';
 import { registerDoctor } from './commands/doctor-command.js';
 import { registerHandoff } from './commands/handoff-command.js';
@@ -43,6 +44,7 @@ Exit codes:
 Quick start:
   ctxbus serve                                   # prints the URL and, once, an admin token (saved)
   ctxbus service install                         # or: the hub in the background (systemd)
+  ctxbus connect                                 # wire Claude Code and OpenClaw, a token each
   ctxbus token create --team acme --runtime cli --save
   ctxbus write --type decision --title "Use SQLite" --content "Embedded, fast, trusted."
   ctxbus install claude-code --project .         # mints Claude Code's own token
@@ -78,6 +80,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerMigrate(program, run);
   registerSupabase(program, run);
   registerContextCommands(program, run);
+  registerConnect(program, run);
   registerInstall(program, run);
   registerMcp(program, run);
   registerDoctor(program, run);

@@ -214,3 +214,22 @@ export function saveHubCredentials(
   writeFileAtomic(path, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return path;
 }
+
+/**
+ * Forgets the token saved for `runtime` on `url`'s hub (what `ctxbus disconnect` saved); the
+ * CLI's own identity and the admin token stay. Whether there was one.
+ */
+export function forgetRuntimeToken(
+  url: string,
+  runtime: string,
+  path = credentialsPath(),
+): boolean {
+  const credentials = readCredentials(path);
+  const entry = credentials.hubs[hubKey(url)];
+  if (!entry?.runtimes?.[runtime]) return false;
+  const { [runtime]: _forgotten, ...rest } = entry.runtimes;
+  if (Object.keys(rest).length === 0) delete entry.runtimes;
+  else entry.runtimes = rest;
+  writeFileAtomic(path, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  return true;
+}

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -7,10 +7,25 @@ export type PackagedRuntime = 'claude-code' | 'openclaw' | 'codex';
 
 /**
  * A runtime's files inside the published `ctxbus` package: `./dev pack` bundles the adapters
- * into the CLI's dist/ and puts each adapter's plugin folder in runtimes/<runtime> beside it.
+ * into the CLI's dist/ and puts each adapter's runtime files in runtimes/<runtime> beside it
+ * (Claude Code's plugin folder; OpenClaw's plugin as a packed npm tarball).
  * Undefined in a clone (no runtimes/ there): each adapter then uses its own plugin folder.
  */
 export function packagedRuntimeDir(runtime: PackagedRuntime): string | undefined {
   const dir = join(fileURLToPath(new URL('../runtimes/', import.meta.url)), runtime);
   return existsSync(dir) ? dir : undefined;
+}
+
+/** The file name `./dev pack` gives the OpenClaw plugin's tarball. */
+export const OPENCLAW_PLUGIN_TARBALL = /^ctxbus-openclaw-plugin-(\d[^/]*)\.tgz$/;
+
+/** The packed OpenClaw plugin in the published package (undefined in a clone). */
+export function packagedOpenClawPlugin(): { tarball: string; version: string } | undefined {
+  const dir = packagedRuntimeDir('openclaw');
+  if (!dir) return undefined;
+  for (const name of readdirSync(dir)) {
+    const version = OPENCLAW_PLUGIN_TARBALL.exec(name)?.[1];
+    if (version) return { tarball: join(dir, name), version };
+  }
+  return undefined;
 }

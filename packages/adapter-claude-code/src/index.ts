@@ -12,6 +12,7 @@ export {
   HOOK_SCRIPT,
   inspectClaudeCode,
   installClaudeCode,
+  installFiles,
   MCP_SCRIPT,
   MCP_SERVER_NAME,
   pluginDir,

@@ -338,3 +338,9 @@ export function inspectClaudeCode(target: InstallTarget): ClaudeCodeInstall {
     live: env[LIVE_ENV] === '1',
   };
 }
+
+/** The files install and uninstall may change for `target` (some may not exist yet). */
+export function installFiles(target: InstallTarget): string[] {
+  const where = paths(target);
+  return [where.settings, where.state, ...(where.legacyMcp ? [where.legacyMcp] : [])];
+}

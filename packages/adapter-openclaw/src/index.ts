@@ -3,13 +3,16 @@ export { readAgentState } from './agent-state.js';
 export type { HookDeps, TurnContext } from './hooks.js';
 export { buildTurnContext, lastAssistantText, TOOL_GUIDE, turnItems } from './hooks.js';
 export type {
+  InstalledPlugin,
   InstallPlan,
   OpenClawInstallOptions,
   OpenClawInstallResult,
+  OpenClawPluginSource,
   OpenClawRunner,
   UninstallPlan,
 } from './install-openclaw.js';
 export {
+  installedPlugin,
   installedToken,
   installOpenClaw,
   MCP_SERVER_NAME,
@@ -18,6 +21,7 @@ export {
   openclawRunner,
   planInstall,
   planUninstall,
+  pluginSource,
   readOpenClawConfig,
   uninstallOpenClaw,
 } from './install-openclaw.js';

@@ -52,7 +52,11 @@ describe('planInstall', () => {
   });
 
   it('changes nothing when the config already holds it, whatever else the user set', () => {
-    expect(planInstall(installed(), settings)).toEqual({ linkPlugin: false, patch: null });
+    expect(planInstall(installed(), settings)).toEqual({
+      linkPlugin: false,
+      installPackage: false,
+      patch: null,
+    });
   });
 
   it('a new token or URL is one patch; the user’s other plugin settings stay (merge)', () => {
@@ -76,6 +80,7 @@ describe('planUninstall', () => {
   it('removes exactly what install added', () => {
     expect(planUninstall(installed(), '/opt/ctxbus/plugin')).toEqual({
       unlinkPlugin: true,
+      removePackage: false,
       patch: {
         plugins: { entries: { ctxbus: null } },
         mcp: { servers: { ctxbus: null } },
@@ -86,7 +91,38 @@ describe('planUninstall', () => {
   it('does nothing on a config without ctxbus', () => {
     expect(planUninstall({ plugins: { entries: { other: {} } } }, '/opt/ctxbus/plugin')).toEqual({
       unlinkPlugin: false,
+      removePackage: false,
       patch: null,
     });
+  });
+});
+
+describe('the packed plugin', () => {
+  const plugin = {
+    kind: 'package',
+    tarball: '/opt/ctxbus-openclaw-plugin-0.2.0.tgz',
+    version: '0.2.0',
+  } as const;
+  const npm = (version: string) => ({ version, rootDir: '/x', installSource: 'npm' });
+
+  it('installs the package when OpenClaw has none, another version, or a linked folder', () => {
+    for (const present of [null, npm('0.1.0'), { ...npm('0.2.0'), installSource: 'path' }]) {
+      const plan = planInstall(installed(), { ...settings, plugin, installed: present });
+      expect(plan).toMatchObject({ linkPlugin: false, installPackage: true, patch: null });
+    }
+  });
+
+  it('changes nothing when that version is installed and configured', () => {
+    expect(planInstall(installed(), { ...settings, plugin, installed: npm('0.2.0') })).toEqual({
+      linkPlugin: false,
+      installPackage: false,
+      patch: null,
+    });
+  });
+
+  it('uninstall removes an npm-installed plugin, never a linked folder', () => {
+    expect(planUninstall(installed(), plugin, npm('0.2.0')).removePackage).toBe(true);
+    expect(planUninstall(installed(), plugin, null).removePackage).toBe(false);
+    expect(planUninstall(installed(), plugin, npm('0.2.0')).unlinkPlugin).toBe(false);
   });
 });

@@ -3,12 +3,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import JSON5 from 'json5';
+import { z } from 'zod';
 import { PLUGIN_ID } from './plugin-config.js';
 
 // `ctxbus install openclaw`: everything goes through OpenClaw's own commands (`plugins
-// install --link`, `config patch`, `plugins uninstall`), so OpenClaw validates and writes its
-// config the way it always does; ctxbus only reads the file to change nothing that is already
-// right. The plugin is linked, not copied: upgrading ctxbus upgrades the plugin.
+// install`, `config patch`, `plugins uninstall`), so OpenClaw validates and writes its config
+// the way it always does; ctxbus only reads the file to change nothing that is already right.
+// From a clone the plugin folder is linked (rebuilding updates it); from the published package
+// the packed plugin (an npm tarball) is installed as OpenClaw installs any npm plugin.
 
 /** The MCP server name ctxbus registers in OpenClaw (`mcp.servers.ctxbus`). */
 export const MCP_SERVER_NAME = 'ctxbus';
@@ -23,30 +25,99 @@ export type JsonObject = { [key: string]: unknown };
 /** Runs one `openclaw` command; resolves with its stdout, rejects with a one-line reason. */
 export type OpenClawRunner = (args: string[], input?: string) => Promise<string>;
 
-export function openclawRunner(bin = 'openclaw', profile?: string): OpenClawRunner {
+/** The lines of OpenClaw's stderr that say what went wrong (its own `openclaw:` or error lines first). */
+function failureDetail(stderr: string): string {
+  const lines = stderr
+    .trim()
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const telling = lines.filter((line) => /^(openclaw:|error|Error)/i.test(line));
+  return (telling.length > 0 ? telling : lines).slice(-3).join(' | ');
+}
+
+export function openclawRunner(bin = 'openclaw', profile?: string, node?: string): OpenClawRunner {
   const prefix = profile ? ['--profile', profile] : [];
+  const [file, head] = node ? [node, [bin]] : [bin, []];
   return (args, input) =>
     new Promise((resolve, reject) => {
       const child = execFile(
-        bin,
-        [...prefix, ...args],
+        file,
+        [...head, ...prefix, ...args],
         { timeout: 180_000, maxBuffer: 32 * 1024 * 1024, env: process.env },
         (error, stdout, stderr) => {
           if (!error) return resolve(stdout);
           const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-          const detail = `${stderr}`.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
           reject(
-            new CtxbusError(
-              'unavailable',
-              missing
-                ? `cannot run ${bin}: not found (install OpenClaw, or pass --openclaw <path>)`
-                : `openclaw ${args.slice(0, 2).join(' ')} failed: ${detail || error.message}`,
-            ),
+            missing
+              ? new CtxbusError(
+                  'not_found',
+                  `cannot run ${file}: not found (install OpenClaw, or pass --openclaw <path>)`,
+                )
+              : // OpenClaw itself failed: a failure (exit 1), not an unreachable hub (6).
+                new CtxbusError(
+                  'internal',
+                  `openclaw ${args.slice(0, 2).join(' ')} failed: ${failureDetail(`${stderr}`) || error.message}`,
+                  { retryable: false },
+                ),
           );
         },
       );
       if (input !== undefined) child.stdin?.end(input);
+      else child.stdin?.end();
     });
+}
+
+/** Where the ctxbus plugin comes from: a folder linked in place, or a packed npm tarball. */
+export type OpenClawPluginSource =
+  | { kind: 'link'; dir: string }
+  | { kind: 'package'; tarball: string; version: string };
+
+/** The ctxbus plugin as OpenClaw lists it (`openclaw plugins list --json`). */
+export interface InstalledPlugin {
+  version: string | null;
+  rootDir: string | null;
+  /** How OpenClaw installed it (`npm` for a package or tarball), when it recorded that. */
+  installSource: string | null;
+}
+
+const pluginListSchema = z.object({
+  plugins: z.array(
+    z.looseObject({
+      id: z.string(),
+      version: z.string().optional(),
+      rootDir: z.string().optional(),
+      trust: z.looseObject({ installSource: z.string().optional() }).optional(),
+    }),
+  ),
+});
+
+/** The ctxbus plugin OpenClaw knows of, or null (`openclaw plugins list --json`). */
+export async function installedPlugin(run: OpenClawRunner): Promise<InstalledPlugin | null> {
+  const output = await run(['plugins', 'list', '--json']);
+  const start = output.indexOf('{');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(output.slice(start));
+  } catch {
+    throw new CtxbusError('internal', 'openclaw plugins list --json printed no JSON', {
+      retryable: false,
+    });
+  }
+  const list = pluginListSchema.safeParse(parsed);
+  if (!list.success) {
+    throw new CtxbusError('internal', 'openclaw plugins list --json: unexpected output', {
+      retryable: false,
+    });
+  }
+  const plugin = list.data.plugins.find((entry) => entry.id === PLUGIN_ID);
+  return plugin
+    ? {
+        version: plugin.version ?? null,
+        rootDir: plugin.rootDir ?? null,
+        installSource: plugin.trust?.installSource ?? null,
+      }
+    : null;
 }
 
 function objectAt(value: unknown, ...path: string[]): JsonObject | undefined {
@@ -84,8 +155,10 @@ function holds(current: unknown, patch: unknown): boolean {
 }
 
 export interface InstallPlan {
-  /** Link the plugin (`openclaw plugins install --link`). */
+  /** Link the plugin folder (`openclaw plugins install --link`). */
   linkPlugin: boolean;
+  /** Install the packed plugin (`openclaw plugins install npm-pack:<tarball>`). */
+  installPackage: boolean;
   /** What `openclaw config patch` must merge in; null when the config already holds it. */
   patch: JsonObject | null;
 }
@@ -93,7 +166,19 @@ export interface InstallPlan {
 export interface OpenClawInstallSettings {
   url: string;
   token: string;
-  pluginDir: string;
+  /** A folder to link (the clone's plugin/); `plugin` wins when both are given. */
+  pluginDir?: string;
+  plugin?: OpenClawPluginSource;
+  /** The ctxbus plugin OpenClaw already has (installedPlugin), for a package source. */
+  installed?: InstalledPlugin | null;
+}
+
+/** The plugin source of install and uninstall options: `plugin`, else `pluginDir` linked. */
+export function pluginSource(options: {
+  plugin?: OpenClawPluginSource;
+  pluginDir?: string;
+}): OpenClawPluginSource {
+  return options.plugin ?? { kind: 'link', dir: options.pluginDir ?? openclawPluginDir() };
 }
 
 /** The MCP server entry: the hub's Streamable HTTP endpoint with the runtime token. */
@@ -105,14 +190,24 @@ export function mcpServerEntry(url: string, token: string): JsonObject {
   };
 }
 
+function isLinked(config: JsonObject, dir: string): boolean {
+  const paths = objectAt(config, 'plugins', 'load')?.paths;
+  return Array.isArray(paths) && paths.includes(dir);
+}
+
+/** A package install of this version that OpenClaw recorded as an npm install. */
+function holdsPackage(installed: InstalledPlugin | null | undefined, version: string): boolean {
+  return installed?.installSource === 'npm' && installed.version === version;
+}
+
 /**
  * What install must change in a config (the parsed openclaw.json, `{}` when there is none): the
- * plugin linked and enabled with conversation access for its hooks, its hub URL and token (other
- * settings of the user's kept), and the hub's MCP server. Nothing, when all of it is there.
+ * plugin linked (or its package installed) and enabled with conversation access for its hooks,
+ * its hub URL and token (other settings of the user's kept), and the hub's MCP server.
+ * Nothing, when all of it is there.
  */
 export function planInstall(config: JsonObject, settings: OpenClawInstallSettings): InstallPlan {
-  const paths = objectAt(config, 'plugins', 'load')?.paths;
-  const linked = Array.isArray(paths) && paths.includes(settings.pluginDir);
+  const source = pluginSource(settings);
   const patch: JsonObject = {
     plugins: {
       entries: {
@@ -125,26 +220,40 @@ export function planInstall(config: JsonObject, settings: OpenClawInstallSetting
     },
     mcp: { servers: { [MCP_SERVER_NAME]: mcpServerEntry(settings.url, settings.token) } },
   };
-  return { linkPlugin: !linked, patch: holds(config, patch) ? null : patch };
+  return {
+    linkPlugin: source.kind === 'link' && !isLinked(config, source.dir),
+    installPackage: source.kind === 'package' && !holdsPackage(settings.installed, source.version),
+    patch: holds(config, patch) ? null : patch,
+  };
 }
 
 export interface UninstallPlan {
   /** Remove the plugin's install record and load path (`openclaw plugins uninstall`). */
   unlinkPlugin: boolean;
+  /** Remove the installed package (`openclaw plugins uninstall`, its files too). */
+  removePackage: boolean;
   patch: JsonObject | null;
 }
 
 /** What uninstall must remove: exactly what install added, nothing else. */
-export function planUninstall(config: JsonObject, pluginDir: string): UninstallPlan {
-  const paths = objectAt(config, 'plugins', 'load')?.paths;
-  const linked = Array.isArray(paths) && paths.includes(pluginDir);
+export function planUninstall(
+  config: JsonObject,
+  source: OpenClawPluginSource | string,
+  installed?: InstalledPlugin | null,
+): UninstallPlan {
+  const plugin: OpenClawPluginSource =
+    typeof source === 'string' ? { kind: 'link', dir: source } : source;
   const entry = objectAt(config, 'plugins', 'entries', PLUGIN_ID);
   const server = objectAt(config, 'mcp', 'servers', MCP_SERVER_NAME);
   const patch: JsonObject = {
     ...(entry && { plugins: { entries: { [PLUGIN_ID]: null } } }),
     ...(server && { mcp: { servers: { [MCP_SERVER_NAME]: null } } }),
   };
-  return { unlinkPlugin: linked, patch: Object.keys(patch).length > 0 ? patch : null };
+  return {
+    unlinkPlugin: plugin.kind === 'link' && isLinked(config, plugin.dir),
+    removePackage: plugin.kind === 'package' && installed?.installSource === 'npm',
+    patch: Object.keys(patch).length > 0 ? patch : null,
+  };
 }
 
 export interface OpenClawInstallOptions {
@@ -156,7 +265,10 @@ export interface OpenClawInstallOptions {
   openclawBin?: string;
   /** OpenClaw's --profile: another state directory (~/.openclaw-<profile>). */
   profile?: string;
+  /** A plugin folder to link (default: this package's plugin/); `plugin` wins. */
   pluginDir?: string;
+  /** Where the plugin comes from: a folder to link, or a packed tarball to install. */
+  plugin?: OpenClawPluginSource;
   /** Runs OpenClaw (default: `openclawRunner(openclawBin, profile)`). */
   run?: OpenClawRunner;
   /** One line per step, as it starts (OpenClaw's commands take seconds each). */
@@ -198,16 +310,30 @@ export async function installOpenClaw(
   options: OpenClawInstallOptions,
 ): Promise<OpenClawInstallResult> {
   const run = options.run ?? openclawRunner(options.openclawBin, options.profile);
-  const pluginDir = options.pluginDir ?? openclawPluginDir();
+  const plugin = pluginSource(options);
   const progress = options.progress ?? (() => undefined);
   if (!options.current) progress('reading the OpenClaw config');
   const { path, config } = options.current ?? (await readOpenClawConfig(run));
-  const plan = planInstall(config, { url: options.url, token: options.token, pluginDir });
+  const installed = plugin.kind === 'package' ? await installedPlugin(run) : null;
+  const plan = planInstall(config, { url: options.url, token: options.token, plugin, installed });
   const changes: string[] = [];
-  if (plan.linkPlugin) {
-    progress(`linking the ctxbus plugin (${pluginDir})`);
-    await run(['plugins', 'install', '--link', pluginDir, '--force', '--accept-capabilities']);
-    changes.push(`plugin ${PLUGIN_ID} linked from ${pluginDir}`);
+  if (plan.linkPlugin && plugin.kind === 'link') {
+    progress(`linking the ctxbus plugin (${plugin.dir})`);
+    await run(['plugins', 'install', '--link', plugin.dir, '--force', '--accept-capabilities']);
+    changes.push(`plugin ${PLUGIN_ID} linked from ${plugin.dir}`);
+  }
+  if (plan.installPackage && plugin.kind === 'package') {
+    progress(`installing the ctxbus plugin ${plugin.version} (${plugin.tarball})`);
+    // --force: confirms a source outside ClawHub (OpenClaw asks otherwise) and replaces an
+    // older ctxbus plugin.
+    await run([
+      'plugins',
+      'install',
+      `npm-pack:${plugin.tarball}`,
+      '--force',
+      '--accept-capabilities',
+    ]);
+    changes.push(`plugin ${PLUGIN_ID} ${plugin.version} installed from ${plugin.tarball}`);
   }
   if (plan.patch) {
     progress('configuring the plugin and the ctxbus MCP server');
@@ -225,11 +351,12 @@ export async function uninstallOpenClaw(
   options: Omit<OpenClawInstallOptions, 'url' | 'token'>,
 ): Promise<OpenClawInstallResult> {
   const run = options.run ?? openclawRunner(options.openclawBin, options.profile);
-  const pluginDir = options.pluginDir ?? openclawPluginDir();
+  const plugin = pluginSource(options);
   const progress = options.progress ?? (() => undefined);
   progress('reading the OpenClaw config');
   const { path, config } = await readOpenClawConfig(run);
-  const plan = planUninstall(config, pluginDir);
+  const installed = plugin.kind === 'package' ? await installedPlugin(run) : null;
+  const plan = planUninstall(config, plugin, installed);
   const changes: string[] = [];
   if (plan.unlinkPlugin) {
     progress('unlinking the ctxbus plugin');
@@ -237,8 +364,15 @@ export async function uninstallOpenClaw(
     await run(['plugins', 'uninstall', PLUGIN_ID, '--force', '--keep-files']);
     changes.push(`plugin ${PLUGIN_ID} unlinked`);
   }
-  const after = plan.unlinkPlugin ? (await readOpenClawConfig(run)).config : config;
-  const rest = planUninstall(after, pluginDir);
+  if (plan.removePackage) {
+    progress('removing the ctxbus plugin');
+    // Its files are OpenClaw's copy of the package: they go with it.
+    await run(['plugins', 'uninstall', PLUGIN_ID, '--force']);
+    changes.push(`plugin ${PLUGIN_ID} removed`);
+  }
+  const removed = plan.unlinkPlugin || plan.removePackage;
+  const after = removed ? (await readOpenClawConfig(run)).config : config;
+  const rest = planUninstall(after, plugin, null);
   if (rest.patch) {
     progress('removing the plugin config and the ctxbus MCP server');
     await run(['config', 'patch', '--stdin'], JSON.stringify(rest.patch));

@@ -82,11 +82,10 @@ describe('the packed ctxbus package', () => {
       'runtimes/claude-code/dist/ctxbus-claude-hook.js',
       'runtimes/claude-code/dist/ctxbus-mcp.js',
       'runtimes/claude-code/hooks/hooks.json',
-      'runtimes/openclaw/package.json',
-      'runtimes/openclaw/openclaw.plugin.json',
-      'runtimes/openclaw/dist/index.js',
       'runtimes/codex/dist/ctxbus-codex-hook.js',
       'runtimes/codex/dist/ctxbus-codex-mcp.js',
+      // The OpenClaw plugin as its own package (openclaw plugins install npm-pack:<it>).
+      `runtimes/openclaw/ctxbus-openclaw-plugin-${String(installedManifest(prefix).version)}.tgz`,
     ]) {
       expect(existsSync(join(pkg, file)), file).toBe(true);
     }

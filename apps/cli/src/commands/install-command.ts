@@ -84,7 +84,7 @@ export function registerInstall(
   install
     .command('openclaw')
     .description(
-      "plug OpenClaw in: link the ctxbus plugin (team context in every turn, decisions back to the bus, capability requests routed to a runtime that can) and register the hub's MCP server, through OpenClaw's own commands",
+      "plug OpenClaw in: install the ctxbus plugin (team context in every turn, decisions back to the bus, capability requests routed to a runtime that can) and register the hub's MCP server, through OpenClaw's own commands",
     )
     .option('--profile <name>', "OpenClaw's profile (its --profile: state in ~/.openclaw-<name>)")
     .option('--openclaw <path>', 'the openclaw command (default: openclaw on PATH)')
@@ -100,24 +100,21 @@ export function registerInstall(
     )
     .option(
       '--uninstall',
-      'remove exactly what install added (the plugin link, its config, the MCP server)',
+      'remove exactly what install added (the plugin, its config, the MCP server)',
     )
     .addHelpText(
       'after',
-      '\nRe-running install changes nothing; your other OpenClaw settings, plugins and MCP servers are kept. Each OpenClaw command takes a few seconds.\nRestart the gateway afterwards (openclaw gateway restart) if one is running.',
+      '\nFrom the published package the plugin is installed from its packed tarball (openclaw plugins install npm-pack:...); from a clone, its plugin folder is linked. OpenClaw needs Node >= 24.16: when the node on PATH is older, install runs OpenClaw with a newer Node this machine has, or says which to install.\nRe-running install changes nothing; your other OpenClaw settings, plugins and MCP servers are kept. Each OpenClaw command takes a few seconds.\nRestart the gateway afterwards (openclaw gateway restart) if one is running.',
     )
     .action((flags: OpenClawFlags) =>
       run(async () => {
-        const { hubUrl, installToken, packagedRuntimeDir, tokenWorks } = await import(
-          './install.js'
-        );
+        const { hubUrl, installToken, tokenWorks } = await import('./install.js');
+        const { openclawSetup } = await import('../connect/openclaw-setup.js');
         const adapter = await import('@ctxbus/adapter-openclaw');
-        const runner = adapter.openclawRunner(flags.openclaw, flags.profile);
         const progress = (line: string) => process.stderr.write(`ctxbus: ${line}\n`);
-        const packaged = packagedRuntimeDir('openclaw');
-        const pluginDir = packaged ? { pluginDir: packaged } : {};
+        const { run: runner, plugin } = openclawSetup(flags, progress);
         if (flags.uninstall) {
-          const result = await adapter.uninstallOpenClaw({ run: runner, progress, ...pluginDir });
+          const result = await adapter.uninstallOpenClaw({ run: runner, progress, plugin });
           printLine(
             result.changes.length
               ? `removed ctxbus from OpenClaw (${result.configPath}): ${result.changes.join('; ')}`
@@ -139,7 +136,7 @@ export function registerInstall(
           run: runner,
           current,
           progress,
-          ...pluginDir,
+          plugin,
         });
         printLine(
           result.changes.length

@@ -31,8 +31,8 @@ export async function installToken(
   url: string,
   runtime: string,
   flags: InstallFlags,
-): Promise<{ token: string; minted: string | null }> {
-  if (flags.token) return { token: flags.token, minted: null };
+): Promise<{ token: string; minted: string | null; tokenId: string | null }> {
+  if (flags.token) return { token: flags.token, minted: null, tokenId: null };
   const admin = findAdminToken(url, flags.adminToken);
   if (admin) {
     const team = flags.team ?? hubCredentials(url).teamId;
@@ -48,9 +48,11 @@ export async function installToken(
       runtime,
       label: `ctxbus install ${runtime}`,
     });
-    return { token: created.token, minted: `${teamId}/${runtime}` };
+    return { token: created.token, minted: `${teamId}/${runtime}`, tokenId: created.info.id };
   }
-  if (process.env.CTXBUS_TOKEN) return { token: process.env.CTXBUS_TOKEN, minted: null };
+  if (process.env.CTXBUS_TOKEN) {
+    return { token: process.env.CTXBUS_TOKEN, minted: null, tokenId: null };
+  }
   throw new CtxbusError(
     'validation_failed',
     `no token for ${runtime}: pass --token, or an admin token (--admin-token, CTXBUS_ADMIN_TOKEN, or a hub started here with ctxbus serve) to mint one`,

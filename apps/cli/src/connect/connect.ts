@@ -1,0 +1,304 @@
+import { userInfo } from 'node:os';
+import { createClient } from '@ctxbus/client';
+import { CtxbusError, DEFAULT_HUB_URL } from '@ctxbus/core/light';
+import { installToken, tokenWorks } from '../commands/install.js';
+import {
+  forgetRuntimeToken,
+  hubCredentials,
+  savedRuntimeToken,
+  saveRuntimeToken,
+} from '../credentials.js';
+import { findAdminToken, findHubUrl } from '../hub-target.js';
+import type { Connection, ConnectState } from './connect-state.js';
+import {
+  fileHash,
+  pruneBackups,
+  readConnectState,
+  restoreFile,
+  snapshotFile,
+  untouchedSince,
+  writeConnectState,
+} from './connect-state.js';
+import type { ConnectContext, RuntimeConnector, Wiring } from './connectors.js';
+import { CONNECTORS } from './connectors.js';
+
+// `ctxbus connect` and `ctxbus disconnect`: find the runtimes on this machine, show what will
+// change, wire each with a token of its own through its adapter's installer, and record what
+// was added (connect-state.ts) so disconnect takes out exactly that.
+
+export interface ConnectOptions {
+  url?: string;
+  team?: string;
+  adminToken?: string;
+  only?: string;
+  dryRun?: boolean;
+}
+
+export interface Output {
+  /** What the person reads: the plan and the result (stdout). */
+  line: (text: string) => void;
+  /** Slow steps as they start (stderr). */
+  progress: (text: string) => void;
+}
+
+/** --url, $CTXBUS_URL, the saved hub, else the default local one. */
+function connectUrl(flag: string | undefined): string {
+  return findHubUrl(flag) ?? DEFAULT_HUB_URL;
+}
+
+async function requireHub(url: string): Promise<void> {
+  try {
+    await createClient({ url, token: 'none', retries: 0, timeoutMs: 5_000 }).health();
+  } catch {
+    throw new CtxbusError(
+      'unavailable',
+      `no hub answers at ${url}: start one with \`ctxbus serve\` (or in the background: \`ctxbus service install\`), then run this again`,
+    );
+  }
+}
+
+/** The connectors --only names (all when it is absent); an unknown name is bad input. */
+function selected(only: string | undefined): readonly RuntimeConnector[] {
+  if (only === undefined) return CONNECTORS;
+  const names = only
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const known = CONNECTORS.map((connector) => connector.runtime);
+  const unknown = names.filter((name) => !known.includes(name));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--only takes runtimes among ${known.join(', ')} (got "${only}")`,
+    );
+  }
+  return CONNECTORS.filter((connector) => names.includes(connector.runtime));
+}
+
+/** --team, else the team of the tokens saved for this hub, else the user's login name. */
+function teamFor(url: string, flag: string | undefined): string {
+  if (flag) return flag;
+  const saved = hubCredentials(url);
+  const team = saved.teamId ?? Object.values(saved.runtimes ?? {})[0]?.teamId;
+  if (team) return team;
+  const name = userInfo()
+    .username.replace(/[^A-Za-z0-9._-]/g, '')
+    .slice(0, 64);
+  return /^[A-Za-z0-9]/.test(name) ? name : 'local';
+}
+
+type TokenSource = { kind: 'saved' | 'configured'; token: string } | { kind: 'mint' };
+
+/** The token to wire with: the saved one, else the one already configured, if the hub takes it. */
+async function chooseToken(
+  url: string,
+  runtime: string,
+  wiring: Wiring,
+): Promise<{ source: TokenSource; connected: boolean }> {
+  const saved = savedRuntimeToken(url, runtime)?.token;
+  for (const [kind, token] of [
+    ['saved', saved],
+    ['configured', wiring.token],
+  ] as const) {
+    if (token && (await tokenWorks(url, token))) {
+      return { source: { kind, token }, connected: wiring.wiredWith(token) };
+    }
+  }
+  return { source: { kind: 'mint' }, connected: false };
+}
+
+interface Planned {
+  connector: RuntimeConnector;
+  setup: unknown;
+  wiring: Wiring;
+  source: TokenSource;
+}
+
+const tokenPhrase = (source: TokenSource, team: string, runtime: string) =>
+  source.kind === 'mint'
+    ? `a new token ${team}/${runtime}`
+    : source.kind === 'saved'
+      ? 'its saved token'
+      : 'the token it already has';
+
+/** Wires one runtime, recording before the first write what to undo. */
+async function wire(
+  plan: Planned,
+  context: ConnectContext,
+  options: ConnectOptions,
+  team: string,
+  state: ConnectState,
+): Promise<string[]> {
+  const { connector, source } = plan;
+  const previous = state.connections[connector.runtime];
+  const kept = previous?.hub === context.url ? previous : undefined;
+  const files = plan.wiring.files.map(
+    (path) => kept?.files.find((file) => file.path === path) ?? snapshotFile(path),
+  );
+  let token: string;
+  let tokenId = kept?.tokenId ?? null;
+  let teamId = kept?.teamId ?? team;
+  if (source.kind === 'mint') {
+    const minted = await installToken(context.url, connector.runtime, {
+      team,
+      ...(options.adminToken && { adminToken: options.adminToken }),
+    });
+    token = minted.token;
+    tokenId = minted.tokenId;
+    teamId = team;
+  } else token = source.token;
+  const saves = savedRuntimeToken(context.url, connector.runtime)?.token !== token;
+  if (saves) saveRuntimeToken(context.url, { token, teamId, runtime: connector.runtime });
+  const connection: Connection = {
+    hub: context.url,
+    connectedAt: new Date().toISOString(),
+    teamId,
+    tokenId,
+    savedToken: saves || (kept?.savedToken ?? false),
+    files,
+  };
+  state.connections[connector.runtime] = connection;
+  writeConnectState(state);
+  const changes = await connector.apply(plan.setup, context, plan.wiring, token);
+  for (const file of files) file.after = fileHash(file.path);
+  writeConnectState(state);
+  return changes;
+}
+
+/** `ctxbus connect`: find, show, wire. */
+export async function connect(options: ConnectOptions, out: Output): Promise<void> {
+  const connectors = selected(options.only);
+  const url = connectUrl(options.url);
+  await requireHub(url);
+  const context: ConnectContext = { url, progress: out.progress };
+  const team = teamFor(url, options.team);
+  out.line(`hub ${url}, team ${team}`);
+  const problems: CtxbusError[] = [];
+  const plans: Planned[] = [];
+  let found = 0;
+  for (const connector of connectors) {
+    const detected = connector.detect();
+    if (detected.status === 'missing') {
+      out.line(`${connector.label}: not found (to install it: ${detected.hint})`);
+      if (options.only) {
+        problems.push(new CtxbusError('not_found', `${connector.label} is not installed here`));
+      }
+      continue;
+    }
+    if (detected.status === 'unusable') {
+      out.line(`${connector.label}: cannot run here: ${detected.reason}`);
+      problems.push(
+        new CtxbusError('internal', `${connector.label}: ${detected.reason}`, { retryable: false }),
+      );
+      continue;
+    }
+    found++;
+    const where = `${connector.label} ${detected.version} (${detected.command}${detected.note ? `; ${detected.note}` : ''})`;
+    const wiring = await connector.inspect(detected.setup, context);
+    const { source, connected } = await chooseToken(url, connector.runtime, wiring);
+    if (connected) {
+      out.line(`${where}: already connected`);
+      continue;
+    }
+    out.line(
+      `${where}: will add ${wiring.what} with ${tokenPhrase(source, team, connector.runtime)}, in ${wiring.files.join(', ')}`,
+    );
+    plans.push({ connector, setup: detected.setup, wiring, source });
+  }
+  if (
+    plans.some((plan) => plan.source.kind === 'mint') &&
+    !findAdminToken(url, options.adminToken)
+  ) {
+    throw new CtxbusError(
+      'validation_failed',
+      `no admin token for ${url} to mint the runtimes' tokens: pass --admin-token or set CTXBUS_ADMIN_TOKEN (ctxbus serve saves a new hub's)`,
+    );
+  }
+  if (options.dryRun) {
+    out.line(
+      plans.length ? 'dry run: nothing changed (run without --dry-run to do it)' : 'dry run',
+    );
+  } else {
+    const state = readConnectState();
+    for (const plan of plans) {
+      const changes = await wire(plan, context, options, team, state);
+      out.line(
+        `connected ${plan.connector.label}${changes.length ? `: ${changes.join('; ')}` : ''}`,
+      );
+    }
+    if (plans.length > 0) out.line('undo with: ctxbus disconnect');
+  }
+  finish(problems, found);
+}
+
+/** The exit: the first problem's code and line; no runtime found at all is not found (4). */
+function finish(problems: CtxbusError[], found: number): void {
+  const [first] = problems;
+  if (first) throw first;
+  if (found === 0) {
+    throw new CtxbusError(
+      'not_found',
+      `no runtime to connect found here (${CONNECTORS.map((connector) => connector.label).join(', ')}): install one, then run ctxbus connect again`,
+    );
+  }
+}
+
+export interface DisconnectOptions {
+  only?: string;
+  adminToken?: string;
+}
+
+/** Revokes the token connect minted, if the hub answers; a line saying what happened. */
+async function revoke(connection: Connection, runtime: string, flag?: string): Promise<string> {
+  if (!connection.tokenId) return '';
+  const admin = findAdminToken(connection.hub, flag);
+  try {
+    if (!admin) throw new Error('no admin token');
+    await createClient({
+      url: connection.hub,
+      token: admin,
+      retries: 0,
+      timeoutMs: 5_000,
+    }).revokeToken(connection.tokenId);
+    return `token ${connection.teamId}/${runtime} revoked`;
+  } catch (error) {
+    return `token ${connection.teamId}/${runtime} not revoked (${(error as Error).message}): ctxbus token revoke ${connection.tokenId}`;
+  }
+}
+
+/** `ctxbus disconnect`: removes exactly what connect added. */
+export async function disconnect(options: DisconnectOptions, out: Output): Promise<void> {
+  const connectors = selected(options.only);
+  const state = readConnectState();
+  const recorded = connectors.filter((connector) => state.connections[connector.runtime]);
+  if (recorded.length === 0) {
+    out.line('nothing to disconnect: ctxbus connect has wired no runtime here');
+    return;
+  }
+  for (const connector of recorded) {
+    const connection = state.connections[connector.runtime] as Connection;
+    const context: ConnectContext = { url: connection.hub, progress: out.progress };
+    const untouched = connection.files.filter(untouchedSince);
+    const found = connector.detect();
+    const changes = found.status === 'ready' ? await connector.remove(found.setup, context) : [];
+    if (found.status !== 'ready') out.line(`${connector.label} not found now: its files only`);
+    for (const file of connection.files) {
+      if (untouched.includes(file)) restoreFile(file);
+      else out.line(`${file.path} changed since connect: only ctxbus's entries were taken out`);
+    }
+    const revoked = await revoke(connection, connector.runtime, options.adminToken);
+    if (connection.savedToken) forgetRuntimeToken(connection.hub, connector.runtime);
+    delete state.connections[connector.runtime];
+    writeConnectState(state);
+    pruneBackups(state);
+    const paths = (before: boolean) =>
+      untouched.filter((file) => (file.before !== null) === before).map((file) => file.path);
+    const done = [
+      ...(paths(true).length ? [`put back ${paths(true).join(', ')}`] : []),
+      ...(paths(false).length ? [`removed ${paths(false).join(', ')} (connect made them)`] : []),
+      ...(untouched.length === 0 ? changes : []),
+      ...(revoked ? [revoked] : []),
+    ];
+    out.line(`disconnected ${connector.label}${done.length ? `: ${done.join('; ')}` : ''}`);
+  }
+}

@@ -1,0 +1,130 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { CLI, removeDir, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import type { CommandResult } from '@ctxbus/test-kit/packed-cli';
+import { runProgram } from '@ctxbus/test-kit/packed-cli';
+import { afterAll, beforeAll, it } from 'vitest';
+import type { OpenClawHome } from './openclaw-harness.js';
+import { createOpenClawHome, openClawUnavailable } from './openclaw-harness.js';
+
+// A machine for `ctxbus connect`: a real `ctxbus serve` (its admin token saved in the
+// machine's own CTXBUS_CONFIG_DIR), a HOME with the person's own Claude Code and OpenClaw
+// settings in it, and the real `claude` and `openclaw` from this package's node_modules on PATH.
+// Skips, saying why, where OpenClaw cannot run, unless CTXBUS_REQUIRE_OPENCLAW=1.
+
+export const BIN_DIR = resolve(import.meta.dirname, '../node_modules/.bin');
+const required = process.env.CTXBUS_REQUIRE_OPENCLAW === '1';
+const unavailable = openClawUnavailable();
+const skip = unavailable !== null && !required;
+const because = unavailable ? ` (skipped: ${unavailable})` : '';
+
+/** `it`, or `it.skip` (its name saying why) where OpenClaw cannot run and CI does not ask for it. */
+export function connectIt(name: string, test: () => Promise<void>): void {
+  (skip ? it.skip : it)(`${name}${skip ? because : ''}`, test);
+}
+
+export interface ConnectMachine {
+  hub: HubProcess;
+  openclaw: OpenClawHome;
+  configDir: string;
+  /** The person's files that connect writes: Claude Code's two and OpenClaw's config. */
+  files: string[];
+  /** Their bytes, by path. */
+  snapshot(): Record<string, Buffer>;
+  /** PATH with the runtimes' commands and the Node running the tests. */
+  path: string;
+  /** `ctxbus <args>` (the clone's CLI, or `cli`) on this machine, with only its environment. */
+  ctxbus(args: string[], env?: NodeJS.ProcessEnv, cli?: string): Promise<CommandResult>;
+}
+
+/** A port nothing listens on (bound, then closed). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  await new Promise((done) => server.close(done));
+  return typeof address === 'object' && address ? address.port : 9;
+}
+
+/**
+ * What OpenClaw's own `npm install` of a plugin package needs from the person running the tests
+ * once HOME is elsewhere: their npm configuration (registry, audit, CA) and TLS and proxy
+ * variables, as a person's own HOME would give it.
+ */
+function npmEnvironment(): NodeJS.ProcessEnv {
+  const get = (key: string) =>
+    execFileSync('npm', ['config', 'get', key], { encoding: 'utf8' }).trim();
+  const passed = Object.entries(process.env).filter(([key]) =>
+    /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(https?|no)_proxy)$/i.test(key),
+  );
+  return {
+    ...Object.fromEntries(passed),
+    npm_config_userconfig: get('userconfig'),
+    npm_config_globalconfig: get('globalconfig'),
+  };
+}
+
+export function useConnectMachine(): ConnectMachine {
+  const machine = {} as ConnectMachine;
+  beforeAll(async () => {
+    if (skip) return;
+    machine.configDir = tempDir('ctxbus-connect-config-');
+    machine.hub = await startHubProcess({ env: { CTXBUS_CONFIG_DIR: machine.configDir } });
+    // No model runs here: OpenClaw's config only needs to be valid.
+    machine.openclaw = createOpenClawHome({ modelBaseUrl: 'http://127.0.0.1:9/v1' });
+    const home = machine.openclaw.home;
+    mkdirSync(join(home, '.claude'));
+    // The person's own settings, formatted their way: disconnect must give these bytes back.
+    writeFileSync(
+      join(home, '.claude', 'settings.json'),
+      '{\n    "model": "opus",\n    "hooks": { "Stop": [{ "hooks": [{ "type": "command", "command": "echo mine" }] }] }\n}\n',
+    );
+    writeFileSync(join(home, '.claude.json'), '{"numStartups":3,"projects":{}}');
+    const config = machine.openclaw.configPath;
+    writeFileSync(config, `// my OpenClaw\n${readFileSync(config, 'utf8')}`);
+    machine.files = [join(home, '.claude', 'settings.json'), join(home, '.claude.json'), config];
+    machine.snapshot = () =>
+      Object.fromEntries(machine.files.map((file) => [file, readFileSync(file)]));
+    const npm = npmEnvironment();
+    machine.path = [BIN_DIR, dirname(process.execPath), '/usr/bin', '/bin'].join(delimiter);
+    machine.ctxbus = (args, env = {}, cli = CLI) =>
+      runProgram(process.execPath, [cli, ...args], {
+        // Under vitest (NODE_ENV=test) OpenClaw prints nothing: only this machine's environment.
+        env: {
+          ...npm,
+          ...machine.openclaw.env,
+          PATH: machine.path,
+          CTXBUS_CONFIG_DIR: machine.configDir,
+          ...env,
+        },
+        cwd: home,
+        timeoutMs: 600_000,
+      });
+  }, 120_000);
+  afterAll(async () => {
+    await machine.hub?.stop();
+    machine.openclaw?.remove();
+    if (machine.configDir) removeDir(machine.configDir);
+  });
+  return machine;
+}
+
+/** Whether the hub accepts `token` (a runtime token reads one item). */
+export async function tokenAccepted(hub: HubProcess, token: string): Promise<boolean> {
+  const response = await fetch(`${hub.url}/api/context?limit=1`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return response.ok;
+}
+
+/** The saved credentials of the machine, parsed. */
+export function savedCredentials(configDir: string): {
+  hubs: Record<string, { runtimes?: Record<string, { token: string; teamId: string }> }>;
+} {
+  return JSON.parse(readFileSync(join(configDir, 'credentials.json'), 'utf8'));
+}
+
+export { removeDir, tempDir };
