@@ -85,7 +85,15 @@ export function useConnectMachine(): ConnectMachine {
     writeFileSync(join(home, '.claude.json'), '{"numStartups":3,"projects":{}}');
     const config = machine.openclaw.configPath;
     writeFileSync(config, `// my OpenClaw\n${readFileSync(config, 'utf8')}`);
-    machine.files = [join(home, '.claude', 'settings.json'), join(home, '.claude.json'), config];
+    // Codex's own config (Codex home: $HOME/.codex), a person's setting and comment in it.
+    mkdirSync(join(home, '.codex'));
+    writeFileSync(join(home, '.codex', 'config.toml'), '# mine\nmodel = "gpt-5-codex"\n');
+    machine.files = [
+      join(home, '.claude', 'settings.json'),
+      join(home, '.claude.json'),
+      config,
+      join(home, '.codex', 'config.toml'),
+    ];
     machine.snapshot = () =>
       Object.fromEntries(machine.files.map((file) => [file, readFileSync(file)]));
     const npm = npmEnvironment();

@@ -60,6 +60,7 @@ describe('ctxbus connect', () => {
       expect(result.stdout).toMatch(
         /OpenClaw 2026\.\d+\.\d+ \(.*openclaw\): will add the ctxbus plugin/,
       );
+      expect(result.stdout).toMatch(/Codex 0\.\d+\.\d+ \(.*codex\): will add hooks/);
       expect(result.stdout).toContain('dry run: nothing changed');
       expect(machine.snapshot()).toEqual(original);
       expect(existsSync(statePath())).toBe(false);
@@ -70,7 +71,7 @@ describe('ctxbus connect', () => {
   connectIt('--only takes known runtimes (exit 2 otherwise)', async () => {
     const result = await machine.ctxbus(['connect', '--only', 'claude-code,nope']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('--only takes runtimes among claude-code, openclaw');
+    expect(result.stderr).toContain('--only takes runtimes among claude-code, openclaw, codex');
   });
 
   connectIt('--only claude-code wires Claude Code alone, with a token of its own', async () => {
@@ -85,11 +86,12 @@ describe('ctxbus connect', () => {
     expect(readFileSync(machine.files[2] as string)).toEqual(original[machine.files[2] as string]);
   });
 
-  connectIt('then wires OpenClaw; Claude Code is already connected', async () => {
+  connectIt('then wires OpenClaw and Codex; Claude Code is already connected', async () => {
     const result = await machine.ctxbus(['connect']);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/Claude Code .*: already connected/);
     expect(result.stdout).toContain('connected OpenClaw');
+    expect(result.stdout).toContain('connected Codex');
     const plugin = (await openclawPlugins()).find((entry) => entry.id === 'ctxbus');
     expect(plugin?.status).toBe('loaded');
     const config = machine.openclaw.readConfig() as {
@@ -99,10 +101,16 @@ describe('ctxbus connect', () => {
     expect(url).toBe(machine.hub.url);
     expect(token).not.toBe(claudeToken());
     expect(await tokenAccepted(machine.hub, token)).toBe(true);
-    tokens = [claudeToken(), token];
     const saved = Object.values(savedCredentials(machine.configDir).hubs)[0]?.runtimes ?? {};
-    expect(Object.keys(saved).sort()).toEqual(['claude-code', 'openclaw']);
+    expect(Object.keys(saved).sort()).toEqual(['claude-code', 'codex', 'openclaw']);
     expect(saved['claude-code']?.token).toBe(claudeToken());
+    // Codex's token is in ctxbus's credentials alone, never in Codex's files.
+    const codexToken = saved.codex?.token ?? '';
+    expect(await tokenAccepted(machine.hub, codexToken)).toBe(true);
+    expect(new Set([claudeToken(), token, codexToken]).size).toBe(3);
+    expect(readFileSync(machine.files[3] as string, 'utf8')).toContain('[mcp_servers.ctxbus]');
+    expect(readFileSync(machine.files[3] as string, 'utf8')).not.toContain(codexToken);
+    tokens = [claudeToken(), token, codexToken];
     connected = machine.snapshot();
   });
 
@@ -110,7 +118,7 @@ describe('ctxbus connect', () => {
     const state = readFileSync(statePath());
     const result = await machine.ctxbus(['connect']);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout.match(/already connected/g)).toHaveLength(2);
+    expect(result.stdout.match(/already connected/g)).toHaveLength(3);
     expect(machine.snapshot()).toEqual(connected);
     expect(readFileSync(statePath())).toEqual(state);
   });
@@ -120,6 +128,7 @@ describe('ctxbus connect', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('disconnected Claude Code');
     expect(result.stdout).toContain('disconnected OpenClaw');
+    expect(result.stdout).toContain('disconnected Codex');
     expect(machine.snapshot()).toEqual(original);
     for (const token of tokens) expect(await tokenAccepted(machine.hub, token)).toBe(false);
     expect(Object.values(savedCredentials(machine.configDir).hubs)[0]?.runtimes).toBeUndefined();

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { CodexRunner } from '@ctxbus/adapter-codex';
 import { CtxbusError } from '@ctxbus/core/light';
 import { configDir, hubCredentials, saveRuntimeToken } from '../credentials.js';
 import type { InstallFlags } from './install.js';
@@ -64,16 +65,44 @@ export async function installCodexRuntime(
     const { path } = saveRuntimeToken(url, { token, teamId, runtime: 'codex' });
     changes.push(`Codex's token saved in ${path}`);
   }
-  const packaged = packagedRuntimeDir('codex');
-  const result = await adapter.installCodex({
-    url,
+  const result = await wireCodex(url, {
     run,
     ...home,
-    ...(packaged && { scriptsDir: join(packaged, 'dist') }),
-    // Codex starts MCP servers with a few variables only: the server is told where the token is.
-    mcpEnv: { CTXBUS_CONFIG_DIR: configDir() },
     ...(flags.trust === false && { trust: false }),
     progress,
   });
   return { changes: [...changes, ...result.changes], url, minted };
+}
+
+/** Where install puts Codex's hook and MCP scripts: the package's, or the clone's. */
+export function codexScriptsDir(): string | undefined {
+  const packaged = packagedRuntimeDir('codex');
+  return packaged ? join(packaged, 'dist') : undefined;
+}
+
+/**
+ * The adapter's install against `url` (its token already saved in ctxbus's credentials, where
+ * the hook and the MCP server read it): `install codex` and `ctxbus connect` both wire so.
+ */
+export async function wireCodex(
+  url: string,
+  options: {
+    run: CodexRunner;
+    codexHome?: string;
+    trust?: boolean;
+    progress: (line: string) => void;
+  },
+) {
+  const { installCodex } = await import('@ctxbus/adapter-codex');
+  const scriptsDir = codexScriptsDir();
+  return installCodex({
+    url,
+    run: options.run,
+    ...(options.codexHome && { codexHome: options.codexHome }),
+    ...(scriptsDir && { scriptsDir }),
+    // Codex starts MCP servers with a few variables only: the server is told where the token is.
+    mcpEnv: { CTXBUS_CONFIG_DIR: configDir() },
+    ...(options.trust === false && { trust: false }),
+    progress: options.progress,
+  });
 }

@@ -6,6 +6,7 @@ import {
   installFiles,
   uninstallClaudeCode,
 } from '@ctxbus/adapter-claude-code';
+import { codexHomeDir, codexRunner, inspectCodex, uninstallCodex } from '@ctxbus/adapter-codex';
 import {
   installedPlugin,
   installedToken,
@@ -14,14 +15,16 @@ import {
   readOpenClawConfig,
   uninstallOpenClaw,
 } from '@ctxbus/adapter-openclaw';
+import { codexScriptsDir, wireCodex } from '../commands/install-codex.js';
+import { hubCredentials } from '../credentials.js';
 import { packagedRuntimeDir } from '../runtime-files.js';
 import type { Detection, OpenClawSetup } from './detect.js';
-import { detectClaudeCode, detectOpenClaw } from './detect.js';
+import { detectClaudeCode, detectCodex, detectOpenClaw } from './detect.js';
 import { openclawPlugin, openclawRun } from './openclaw-setup.js';
 
 // The runtimes `ctxbus connect` knows, one entry each: how to find it, what it has of ctxbus
-// for a hub, and the adapter's own install and uninstall. A new runtime (Codex) is one more
-// entry in CONNECTORS, built on its adapter's installer.
+// for a hub, and the adapter's own install and uninstall. A new runtime is one more entry in
+// CONNECTORS, built on its adapter's installer (Codex was).
 
 export interface ConnectContext {
   url: string;
@@ -149,8 +152,50 @@ const openclaw: RuntimeConnector<OpenClawSetup> = {
   },
 };
 
+/**
+ * Codex: its hooks (trusted) and the ctxbus MCP server in Codex's home, through Codex's own
+ * commands; its token lives in ctxbus's credentials (connect saves it there), never in Codex's
+ * files, so the wiring is whole when Codex points at the hub and the saved token is `token`.
+ */
+const codex: RuntimeConnector<{ bin: string }> = {
+  runtime: 'codex',
+  label: 'Codex',
+  detect: () => detectCodex(),
+  async inspect(setup, context) {
+    context.progress('reading the Codex config');
+    const found = await inspectCodex({ run: codexRunner(setup.bin) });
+    const saved = hubCredentials(context.url).runtimes?.codex?.token ?? null;
+    const scripts = codexScriptsDir();
+    const home = codexHomeDir();
+    return {
+      token: found.url === context.url ? saved : null,
+      wiredWith: (token) =>
+        found.url === context.url &&
+        found.hooks > 0 &&
+        found.trusted === found.hooks &&
+        found.mcpServer &&
+        found.nodePath === process.execPath &&
+        saved === token &&
+        (scripts === undefined || found.hookScript?.startsWith(scripts) === true),
+      files: [join(home, 'hooks.json'), join(home, 'config.toml')],
+      what: 'hooks (trusted) and the ctxbus MCP server, in Codex home',
+    };
+  },
+  async apply(setup, context) {
+    const result = await wireCodex(context.url, {
+      run: codexRunner(setup.bin),
+      progress: context.progress,
+    });
+    return result.changes;
+  },
+  async remove(setup) {
+    return (await uninstallCodex({ run: codexRunner(setup.bin) })).changes;
+  },
+};
+
 /** Every runtime connect knows, in the order it wires them. */
 export const CONNECTORS: readonly RuntimeConnector[] = [
   claudeCode as RuntimeConnector,
   openclaw as RuntimeConnector,
+  codex as RuntimeConnector,
 ];

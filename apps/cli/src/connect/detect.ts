@@ -135,19 +135,33 @@ export function detectClaudeCode(home = homedir()): Detection<{ bin: string }> {
       hint: 'npm install -g @anthropic-ai/claude-code (or https://claude.com/claude-code)',
     };
   }
+  const found = versionOf(bin, 'reinstall Claude Code (npm install -g @anthropic-ai/claude-code)');
+  if ('reason' in found) return { status: 'unusable', reason: found.reason };
+  return { status: 'ready', version: found.version, command: bin, note: null, setup: { bin } };
+}
+
+/** A command's `--version`, or the one line saying why it failed and what to do. */
+function versionOf(bin: string, reinstall: string): { version: string } | { reason: string } {
   try {
     const output = execFileSync(bin, ['--version'], {
       encoding: 'utf8',
       timeout: 15_000,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const version = /\d+\.\d+\.\d+/.exec(output)?.[0] ?? output.trim();
-    return { status: 'ready', version, command: bin, note: null, setup: { bin } };
+    return { version: /\d+\.\d+\.\d+/.exec(output)?.[0] ?? output.trim() };
   } catch (error) {
     const stderr = `${(error as { stderr?: string }).stderr ?? ''}`.trim().split('\n')[0];
     return {
-      status: 'unusable',
-      reason: `${bin} --version failed (${stderr || (error as Error).message}): reinstall Claude Code (npm install -g @anthropic-ai/claude-code) and run again`,
+      reason: `${bin} --version failed (${stderr || (error as Error).message}): ${reinstall} and run again`,
     };
   }
+}
+
+/** Codex: `codex` on PATH and `codex --version`. */
+export function detectCodex(): Detection<{ bin: string }> {
+  const bin = findOnPath('codex');
+  if (!bin) return { status: 'missing', hint: 'npm install -g @openai/codex' };
+  const found = versionOf(bin, 'reinstall Codex (npm install -g @openai/codex)');
+  if ('reason' in found) return { status: 'unusable', reason: found.reason };
+  return { status: 'ready', version: found.version, command: bin, note: null, setup: { bin } };
 }
