@@ -185,8 +185,6 @@ export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-
 export * from './light.js';
 export type { PermissionRequestBody } from './permission-api-schemas.js';
 export {
-  MAX_PERMISSION_WAIT_SECONDS,
-  PERMISSION_REQUEST_BECAUSE,
   permissionRequestBodySchema,
   permissionRequestResponseSchema,
 } from './permission-api-schemas.js';

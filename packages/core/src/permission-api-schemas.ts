@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_PERMISSION_WAIT_SECONDS, MIN_PERMISSION_WAIT_SECONDS } from './permission-limits.js';
 import { TASK_LIMITS, taskNoteSchema, taskSchema } from './tasks.js';
 
 // POST /api/approvals: a runtime asks the team's people to approve one exact command it runs
@@ -6,12 +7,6 @@ import { TASK_LIMITS, taskNoteSchema, taskSchema } from './tasks.js';
 // records it as a task waiting in AUTH_REQUIRED, from and for the asking runtime, so the
 // approval routes refuse that runtime's own decision as they refuse a worker's; a person answers
 // through `ctxbus approve`, Telegram or the dashboard.
-
-/** What `approval.request.because` says for a runtime's own permission request. */
-export const PERMISSION_REQUEST_BECAUSE = 'permission_request';
-
-/** Longest a permission request waits for a person (then it lapses: a deny). */
-export const MAX_PERMISSION_WAIT_SECONDS = 30 * 60;
 
 export const permissionRequestBodySchema = z.strictObject({
   request: z.strictObject({
@@ -41,7 +36,7 @@ export const permissionRequestBodySchema = z.strictObject({
   }),
   waitSeconds: z
     .int()
-    .min(10)
+    .min(MIN_PERMISSION_WAIT_SECONDS)
     .max(MAX_PERMISSION_WAIT_SECONDS)
     .meta({ description: 'How long people have to answer; unanswered then: a deny.' }),
   note: taskNoteSchema.optional(),
