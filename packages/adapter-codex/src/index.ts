@@ -26,3 +26,13 @@ export {
   pluginDir,
   uninstallCodex,
 } from './install-codex.js';
+export type { CodexPermissionInput, PermissionContext, PermissionOutput } from './permission.js';
+export {
+  approvalWaitSeconds,
+  DEFAULT_APPROVAL_WAIT_SECONDS,
+  PERMISSION_TOOL,
+  parsePermissionInput,
+  runPermissionRequest,
+} from './permission.js';
+export type { PermissionHub, PermissionTask } from './permission-hub.js';
+export { PermissionHubError, permissionHub } from './permission-hub.js';

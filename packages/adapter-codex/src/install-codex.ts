@@ -7,6 +7,7 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import type { CodexAppServer, CodexRunner } from './codex-commands.js';
 import { runOrFail } from './codex-commands.js';
 import type { CodexHookEvent } from './hook-input.js';
+import { PERMISSION_TOOL } from './permission.js';
 
 // `ctxbus install codex`: the hooks in Codex's user hooks file ($CODEX_HOME/hooks.json), the
 // MCP server through `codex mcp add`, and the hooks trusted through Codex's app-server (the
@@ -43,6 +44,12 @@ export interface CodexInstallOptions {
   mcpEnv?: Record<string, string>;
   /** Trust ctxbus's hooks in Codex (default true; false leaves it to Codex's /hooks review). */
   trust?: boolean;
+  /**
+   * Route Codex's permission requests for shell commands to the team's people (the
+   * PermissionRequest hook, `waitSeconds` for them to answer); absent: Codex asks its own user
+   * as without ctxbus (and a re-install without it removes the hook).
+   */
+  approvals?: { waitSeconds: number };
   progress?: (line: string) => void;
 }
 
@@ -105,15 +112,54 @@ function removeHooks(file: JsonObject): void {
   if (Object.keys(hooks).length === 0) delete file.hooks;
 }
 
+/** What the person sees in Codex while the PermissionRequest hook waits for the team. */
+const APPROVAL_STATUS =
+  'ctxbus: asking the team to approve this command (ctxbus approve, Telegram or the dashboard)';
+
+/** What Codex may wait past the hook's own wait before it kills it (no decision then). */
+const APPROVAL_TIMEOUT_SLACK_SECONDS = 30;
+
+/** Our hook groups, by event: the four context hooks, and the approvals hook when asked. */
+function ourHookGroups(command: string, approvals: CodexInstallOptions['approvals']) {
+  const groups: { event: string; group: JsonObject }[] = HOOK_EVENTS.map(
+    ({ event, matcher, timeout }) => ({
+      event,
+      group: { ...(matcher && { matcher }), hooks: [{ type: 'command', command, timeout }] },
+    }),
+  );
+  if (approvals) {
+    const wait = approvals.waitSeconds;
+    groups.push({
+      event: 'PermissionRequest',
+      group: {
+        matcher: PERMISSION_TOOL,
+        hooks: [
+          {
+            type: 'command',
+            command: `${command} --approval-wait ${wait}`,
+            timeout: wait + APPROVAL_TIMEOUT_SLACK_SECONDS,
+            statusMessage: APPROVAL_STATUS,
+          },
+        ],
+      },
+    });
+  }
+  return groups;
+}
+
 /** The hooks file with ours (for `command`) in place of any earlier ones. */
-function withOurHooks(file: JsonObject, command: string): JsonObject {
+function withOurHooks(
+  file: JsonObject,
+  command: string,
+  approvals: CodexInstallOptions['approvals'],
+): JsonObject {
   const next = structuredClone(file);
   removeHooks(next);
   if (!isObject(next.hooks)) next.hooks = {};
   const hooks = next.hooks as JsonObject;
-  for (const { event, matcher, timeout } of HOOK_EVENTS) {
+  for (const { event, group } of ourHookGroups(command, approvals)) {
     const groups = Array.isArray(hooks[event]) ? (hooks[event] as unknown[]) : [];
-    groups.push({ ...(matcher && { matcher }), hooks: [{ type: 'command', command, timeout }] });
+    groups.push(group);
     hooks[event] = groups;
   }
   return next;
@@ -182,6 +228,8 @@ async function ensureMcpServer(
 
 interface HookEntry {
   key: string;
+  /** Codex's name for the event (camelCase: `permissionRequest`). */
+  eventName?: string;
   command?: string;
   currentHash: string;
   trustStatus: 'managed' | 'untrusted' | 'trusted' | 'modified';
@@ -301,7 +349,13 @@ export async function installCodex(options: CodexInstallOptions): Promise<CodexI
   );
   const text = existsSync(hooksFile) ? readFileSync(hooksFile, 'utf8') : null;
   const command = `${quote(node)} ${quote(join(scripts, HOOK_SCRIPT))} --url ${quote(options.url)}`;
-  if (writeHooksFile(hooksFile, text, withOurHooks(readJsonFile(hooksFile), command))) {
+  if (
+    writeHooksFile(
+      hooksFile,
+      text,
+      withOurHooks(readJsonFile(hooksFile), command, options.approvals),
+    )
+  ) {
     changes.push(`hooks in ${hooksFile}`);
   }
   progress('registering the MCP server');
@@ -368,6 +422,8 @@ export interface CodexInstall {
   hooks: number;
   trusted: number;
   mcpServer: boolean;
+  /** Whether Codex's permission requests go to the team's people (the PermissionRequest hook). */
+  approvals: boolean;
 }
 
 /** Reads what installCodex wrote, without changing anything. */
@@ -380,7 +436,9 @@ export async function inspectCodex(options: {
   const hooks = await withAppServer(options.run, (server) => ourHooks(server, home));
   const command = hooks[0]?.command ?? null;
   const parts = command
-    ? /^"((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" --url "((?:[^"\\]|\\.)*)"$/.exec(command)
+    ? /^"((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" --url "((?:[^"\\]|\\.)*)"(?: --approval-wait \d+)?$/.exec(
+        command,
+      )
     : null;
   const unquote = (value: string | undefined) => value?.replace(/\\(["\\$`])/g, '$1') ?? null;
   return {
@@ -391,5 +449,6 @@ export async function inspectCodex(options: {
     hooks: hooks.length,
     trusted: hooks.filter((hook) => hook.trustStatus === 'trusted').length,
     mcpServer: isOurServer(await currentMcpServer(options.run)),
+    approvals: hooks.some((hook) => hook.eventName === 'permissionRequest'),
   };
 }

@@ -74,6 +74,7 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
       hooks: 4,
       trusted: 4,
       mcpServer: true,
+      approvals: false,
     });
     const again = await installCodex(options(home));
     expect(again.changes).toEqual([]);
@@ -87,6 +88,45 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
     expect(moved.changes.join('; ')).toContain('4 hooks trusted');
     const found = await inspectCodex({ run: codexRunner(CODEX, home), codexHome: home });
     expect(found).toMatchObject({ url: 'http://127.0.0.1:7999', hooks: 4, trusted: 4 });
+  });
+
+  it('--approvals adds the PermissionRequest hook for shell commands, trusted; a re-install without it removes it', async () => {
+    const home = codexHome();
+    await installCodex(options(home));
+    const on = await installCodex({ ...options(home), approvals: { waitSeconds: 120 } });
+    expect(on.changes.join('; ')).toMatch(/hooks in .*1 hooks trusted/s);
+    const hooks = JSON.parse(readFileSync(join(home, 'hooks.json'), 'utf8'));
+    expect(hooks.hooks.PermissionRequest).toEqual([
+      {
+        matcher: 'Bash',
+        hooks: [
+          {
+            type: 'command',
+            command: `"/usr/bin/node" "/opt/ctxbus/codex/${HOOK_SCRIPT}" --url "http://127.0.0.1:7420" --approval-wait 120`,
+            timeout: 150,
+            statusMessage: expect.stringContaining('asking the team'),
+          },
+        ],
+      },
+    ]);
+    const run = codexRunner(CODEX, home);
+    expect(await inspectCodex({ run, codexHome: home })).toMatchObject({
+      url: 'http://127.0.0.1:7420',
+      hooks: 5,
+      trusted: 5,
+      approvals: true,
+    });
+    expect(
+      (await installCodex({ ...options(home), approvals: { waitSeconds: 120 } })).changes,
+    ).toEqual([]);
+    await installCodex(options(home));
+    const off = JSON.parse(readFileSync(join(home, 'hooks.json'), 'utf8'));
+    expect(off.hooks.PermissionRequest).toBeUndefined();
+    expect(await inspectCodex({ run, codexHome: home })).toMatchObject({
+      hooks: 4,
+      trusted: 4,
+      approvals: false,
+    });
   });
 
   it('uninstall removes exactly ours: hooks, their trust, the server', async () => {

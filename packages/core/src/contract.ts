@@ -183,6 +183,11 @@ export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.j
 export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
 // The light entry's own list is the reviewed one; the contract carries all of it.
 export * from './light.js';
+export type { PermissionRequestBody } from './permission-api-schemas.js';
+export {
+  permissionRequestBodySchema,
+  permissionRequestResponseSchema,
+} from './permission-api-schemas.js';
 export type { ResourceType, ResourceView } from './persistent-resource.js';
 export {
   DEFAULT_RESOURCE_TYPE,

@@ -24,6 +24,11 @@ export {
 } from './item-kinds.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
+export {
+  MAX_PERMISSION_WAIT_SECONDS,
+  MIN_PERMISSION_WAIT_SECONDS,
+  PERMISSION_REQUEST_BECAUSE,
+} from './permission-limits.js';
 export type { TaskState } from './task-states.js';
 export { TASK_STATES } from './task-states.js';
 // Seed 002's turn context: pure, tokenizer-free (the counter is passed in), hashed for replay.

@@ -42,6 +42,7 @@ import { auditRoutes } from './routes/audit-routes.js';
 import { capabilitiesRoute } from './routes/capabilities-route.js';
 import { conflictRoutes } from './routes/conflict-routes.js';
 import { contextRoutes } from './routes/context-routes.js';
+import { permissionRoutes } from './routes/permission-routes.js';
 import { presenceRoutes } from './routes/presence-routes.js';
 import { streamRoute } from './routes/stream-route.js';
 import { streamWebSocketRoute } from './routes/stream-ws-route.js';
@@ -346,6 +347,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       publicUrl: options.publicUrl === undefined ? null : normalizePublicUrl(options.publicUrl),
     }),
     ...approvalRoutes,
+    ...permissionRoutes,
     ...conflictRoutes,
     ...auditRoutes,
     ...adminRoutes,

@@ -1,6 +1,10 @@
 import { join } from 'node:path';
 import type { CodexRunner } from '@ctxbus/adapter-codex';
-import { CtxbusError } from '@ctxbus/core/light';
+import {
+  CtxbusError,
+  MAX_PERMISSION_WAIT_SECONDS,
+  MIN_PERMISSION_WAIT_SECONDS,
+} from '@ctxbus/core/light';
 import { configDir, hubCredentials, saveRuntimeToken } from '../credentials.js';
 import type { InstallFlags } from './install.js';
 import { hubUrl, installToken, packagedRuntimeDir, tokenWorks } from './install.js';
@@ -16,6 +20,29 @@ export interface CodexFlags extends InstallFlags {
   codexHome?: string;
   /** false: leave trusting the hooks to Codex's /hooks review. */
   trust?: boolean;
+  /** Codex's permission requests to the team's people: true (the default wait) or seconds. */
+  approvals?: boolean | string;
+}
+
+/** `--approvals [seconds]` as the installer takes it; undefined when not asked for. */
+export function approvalsOption(
+  value: CodexFlags['approvals'],
+  defaultSeconds: number,
+): { waitSeconds: number } | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { waitSeconds: defaultSeconds };
+  const seconds = Number(value);
+  if (
+    !Number.isInteger(seconds) ||
+    seconds < MIN_PERMISSION_WAIT_SECONDS ||
+    seconds > MAX_PERMISSION_WAIT_SECONDS
+  ) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--approvals takes whole seconds from ${MIN_PERMISSION_WAIT_SECONDS} to ${MAX_PERMISSION_WAIT_SECONDS} (got "${value}")`,
+    );
+  }
+  return { waitSeconds: seconds };
 }
 
 export interface CodexInstallReport {
@@ -58,6 +85,7 @@ export async function installCodexRuntime(
     const result = await adapter.uninstallCodex({ run, ...home });
     return { changes: result.changes, url: null, minted: null };
   }
+  const approvals = approvalsOption(flags.approvals, adapter.DEFAULT_APPROVAL_WAIT_SECONDS);
   const url = hubUrl(flags.url);
   const { token, teamId, minted, saved } = await codexToken(url, flags);
   const changes: string[] = [];
@@ -69,6 +97,7 @@ export async function installCodexRuntime(
     run,
     ...home,
     ...(flags.trust === false && { trust: false }),
+    ...(approvals && { approvals }),
     progress,
   });
   return { changes: [...changes, ...result.changes], url, minted };
@@ -90,6 +119,8 @@ export async function wireCodex(
     run: CodexRunner;
     codexHome?: string;
     trust?: boolean;
+    /** The PermissionRequest hook to people's approvals (`--approvals`). */
+    approvals?: { waitSeconds: number };
     progress: (line: string) => void;
   },
 ) {
@@ -103,6 +134,7 @@ export async function wireCodex(
     // Codex starts MCP servers with a few variables only: the server is told where the token is.
     mcpEnv: { CTXBUS_CONFIG_DIR: configDir() },
     ...(options.trust === false && { trust: false }),
+    ...(options.approvals && { approvals: options.approvals }),
     progress: options.progress,
   });
 }

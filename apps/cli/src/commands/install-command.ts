@@ -164,10 +164,14 @@ export function registerInstall(
       'admin token to mint with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
     )
     .option('--no-trust', "leave trusting the hooks to Codex's /hooks review")
+    .option(
+      '--approvals [seconds]',
+      "ask the team's people (ctxbus approve, Telegram, the dashboard) when Codex wants approval for a shell command, waiting this long for an answer (default 300, at most 1800); unanswered or hub down: Codex asks you itself",
+    )
     .option('--uninstall', 'remove exactly what install added (hooks, their trust, the MCP server)')
     .addHelpText(
       'after',
-      '\nRe-running install changes nothing; your other Codex hooks, MCP servers and settings are kept. Restart running Codex sessions afterwards.',
+      '\nRe-running install changes nothing; your other Codex hooks, MCP servers and settings are kept (run it without --approvals to turn approvals through the team off). Restart running Codex sessions afterwards.',
     )
     .action((flags: CodexFlags) =>
       run(async () => {

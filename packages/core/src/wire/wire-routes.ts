@@ -40,6 +40,10 @@ import {
   resolveConflictResponseSchema,
 } from '../conflicts.js';
 import {
+  permissionRequestBodySchema,
+  permissionRequestResponseSchema,
+} from '../permission-api-schemas.js';
+import {
   presenceAnnounceRequestSchema,
   presenceAnnounceResponseSchema,
   presenceInstanceParamsSchema,
@@ -266,6 +270,13 @@ export const wireRoutes = defineWireTable({
     auth: 'runtime',
     body: createTaskRequestSchema,
     responses: { 200: createTaskResponseSchema, 201: createTaskResponseSchema },
+  },
+  requestPermission: {
+    method: 'POST',
+    path: '/api/approvals',
+    auth: 'runtime',
+    body: permissionRequestBodySchema,
+    responses: { 200: permissionRequestResponseSchema, 201: permissionRequestResponseSchema },
   },
   listTasks: {
     method: 'GET',

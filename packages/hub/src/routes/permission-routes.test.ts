@@ -1,0 +1,230 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { commandDigest } from '@ctxbus/exec';
+import type { Store } from '@ctxbus/store';
+import { openSqliteStore } from '@ctxbus/store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mintToken } from '../auth.js';
+import type { Hub } from '../create-hub.js';
+import { createHub } from '../create-hub.js';
+
+// A runtime's own permission request (Codex's PermissionRequest hook) through the hub's HTTP
+// handler: stored as a task waiting for a person, decided only through the approval routes,
+// where the asking runtime's own token and every agent runtime are refused (and audited), a
+// decision about another command is refused, and only a person's answer moves it.
+
+let store: Store;
+let hub: Hub;
+let dir: string;
+let nowMs: number;
+const tokens: Record<string, string> = {};
+
+const COMMAND = { argv: ['rm -rf build && make'], cwd: '/home/dev/app' };
+const DIGEST = commandDigest({ ...COMMAND, scriptHash: null });
+
+async function openHub(approvers: string) {
+  writeFileSync(
+    join(dir, 'capabilities.yaml'),
+    [
+      'version: 1',
+      approvers,
+      'runtimes:',
+      '  codex:',
+      '    description: Codex CLI',
+      '    capabilities:',
+      '      code_execution: { mode: native }',
+      '  claude-code:',
+      '    description: Claude Code',
+      '    capabilities:',
+      '      code_execution: { mode: native }',
+      '',
+    ].join('\n'),
+  );
+  hub = await createHub({
+    store,
+    clock: () => new Date(nowMs),
+    validateResponses: true,
+    sweep: false,
+    capabilities: { file: join(dir, 'capabilities.yaml'), pollMs: 0 },
+  });
+}
+
+beforeEach(async () => {
+  nowMs = Date.parse('2026-11-29T09:00:00.000Z');
+  dir = mkdtempSync(join(tmpdir(), 'ctxbus-permission-'));
+  store = openSqliteStore({ path: ':memory:' });
+  for (const runtime of ['codex', 'claude-code', 'cli', 'telegram']) {
+    tokens[runtime] = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
+  }
+  tokens.admin = (await mintToken(store, { role: 'admin', teamId: null, runtime: null })).token;
+});
+
+afterEach(async () => {
+  await hub?.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function call(method: string, path: string, runtime: string, body?: unknown) {
+  const response = await hub.app.request(path, {
+    method,
+    headers: {
+      authorization: `Bearer ${tokens[runtime]}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+const ask = (key = 'codex-permission:s1:t1:a', extra: Record<string, unknown> = {}) =>
+  call('POST', '/api/approvals', 'codex', {
+    request: { ...COMMAND, tool: 'Bash', reason: 'clean the build' },
+    idempotencyKey: key,
+    waitSeconds: 120,
+    ...extra,
+  });
+
+const refusals = async () =>
+  (await store.listAudit('acme', { limit: 100 })).filter(
+    (record) => record.kind === 'approval.refused',
+  );
+
+describe('POST /api/approvals: a runtime asks people to approve its own command', () => {
+  beforeEach(() => openHub(''));
+
+  it('stores a task from and for the runtime, waiting for a person on the exact command', async () => {
+    const asked = await ask();
+    expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+    const { task } = asked.body;
+    expect(task).toMatchObject({
+      state: 'AUTH_REQUIRED',
+      origin: 'codex',
+      targetRuntime: 'codex',
+      input: { permission: { tool: 'Bash', command: COMMAND.argv, cwd: COMMAND.cwd } },
+      approval: {
+        status: 'pending',
+        requestedBy: 'codex',
+        expiresAt: '2026-11-29T09:02:00.000Z',
+        request: { ...COMMAND, scriptHash: null, because: 'permission_request', digest: DIGEST },
+      },
+    });
+    // No worker runs it: the input has no argv.
+    expect(task.input.argv).toBeUndefined();
+    const again = await ask();
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ status: 'existing', task: { id: task.id } });
+    const requested = (await store.listAudit('acme', { limit: 100 })).filter(
+      (record) => record.kind === 'approval.requested',
+    );
+    expect(requested.map((record) => record.data.digest)).toEqual([DIGEST]);
+  });
+
+  it("refuses Codex's own token and another agent's, for approve and deny, and audits each", async () => {
+    const { task } = (await ask()).body;
+    for (const runtime of ['codex', 'claude-code']) {
+      for (const decision of ['approve', 'deny']) {
+        const refused = await call('POST', `/api/tasks/${task.id}/${decision}`, runtime, {
+          digest: DIGEST,
+        });
+        expect(refused.status, `${runtime} ${decision}`).toBe(403);
+        expect(refused.body.error.details).toMatchObject({
+          reason: 'approver_required',
+          role: 'not_an_approver',
+        });
+      }
+    }
+    expect((await refusals()).map((record) => record.actor)).toEqual([
+      'codex',
+      'codex',
+      'claude-code',
+      'claude-code',
+    ]);
+    const read = await call('GET', `/api/tasks/${task.id}`, 'codex');
+    expect(read.body.task).toMatchObject({
+      state: 'AUTH_REQUIRED',
+      approval: { status: 'pending' },
+    });
+  });
+
+  it("refuses a person's decision about another command (digest mismatch), then takes the right one", async () => {
+    const { task } = (await ask()).body;
+    const other = commandDigest({ argv: ['make'], cwd: COMMAND.cwd, scriptHash: null });
+    const mismatched = await call('POST', `/api/tasks/${task.id}/approve`, 'cli', {
+      digest: other,
+    });
+    expect(mismatched.status).toBe(409);
+    expect(mismatched.body.error.details.reason).toBe('digest_mismatch');
+    const pending = await call('GET', `/api/tasks/${task.id}`, 'codex');
+    expect(pending.body.task.approval.status).toBe('pending');
+
+    const approved = await call('POST', `/api/tasks/${task.id}/approve`, 'cli', {
+      digest: DIGEST,
+    });
+    expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+    expect(approved.body.task).toMatchObject({
+      state: 'SUBMITTED',
+      approval: { status: 'approved', decidedBy: 'cli' },
+    });
+    // The runtime closes it once it has the answer.
+    const closed = await call('POST', `/api/tasks/${task.id}/cancel`, 'codex', {
+      note: 'allowed: codex runs it in its session',
+    });
+    expect(closed.body.task).toMatchObject({ state: 'CANCELED', approval: { status: 'approved' } });
+  });
+
+  it('takes a deny from a person and an admin naming the team', async () => {
+    const first = (await ask('k1')).body.task;
+    const denied = await call('POST', `/api/tasks/${first.id}/deny`, 'telegram', {
+      note: 'not on main',
+    });
+    expect(denied.body.task).toMatchObject({
+      state: 'REJECTED',
+      approval: { status: 'denied', decidedBy: 'telegram', note: 'not on main' },
+    });
+    const second = (await ask('k2')).body.task;
+    const admin = await call('POST', `/api/tasks/${second.id}/approve`, 'admin', {
+      team: 'acme',
+      digest: DIGEST,
+    });
+    expect(admin.body.task.approval.status).toBe('approved');
+  });
+
+  it('refuses what is not one absolute command with a bounded wait (400)', async () => {
+    for (const body of [
+      {
+        request: { argv: ['ls'], cwd: 'relative', tool: 'Bash' },
+        idempotencyKey: 'x',
+        waitSeconds: 60,
+      },
+      { request: { argv: [], cwd: '/tmp', tool: 'Bash' }, idempotencyKey: 'x', waitSeconds: 60 },
+      {
+        request: { argv: ['ls'], cwd: '/tmp', tool: 'Bash' },
+        idempotencyKey: 'x',
+        waitSeconds: 4000,
+      },
+      { request: { argv: ['ls'], cwd: '/tmp', tool: 'Bash' }, waitSeconds: 60 },
+    ]) {
+      const refused = await call('POST', '/api/approvals', 'codex', body);
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+    }
+  });
+});
+
+describe('POST /api/approvals with Codex listed as an approver', () => {
+  beforeEach(() => openHub('approvers: [cli, codex]'));
+
+  it('still refuses Codex deciding its own request (a party to the task), audited', async () => {
+    const { task } = (await ask()).body;
+    const refused = await call('POST', `/api/tasks/${task.id}/approve`, 'codex', {
+      digest: DIGEST,
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.details).toMatchObject({
+      reason: 'approver_required',
+      role: 'origin',
+    });
+    expect((await refusals()).map((record) => record.data.role)).toEqual(['origin']);
+  });
+});

@@ -1,0 +1,105 @@
+import type { Task, TaskApproval, Viewer } from '@ctxbus/core';
+import { PERMISSION_REQUEST_BECAUSE, type PermissionRequestBody } from '@ctxbus/core';
+import { commandDigest } from '@ctxbus/exec';
+import type { HubServices } from '../hub-services.js';
+import { implement } from '../route-definition.js';
+import { taskView } from '../tasks/task-view.js';
+
+// A runtime that runs commands itself (Codex: its PermissionRequest hook) asks the team's people
+// to approve one exact command, through the approvals a worker's command goes through. No new
+// way to decide: the request is a task from and for the asking runtime, waiting in AUTH_REQUIRED
+// with the command's digest, so `POST /api/tasks/:id/approve|deny` (approval-routes.ts) refuse
+// the asking runtime's own token (a party to the task) and any agent runtime, audit every
+// refusal, and take a person's answer from the CLI, Telegram or the dashboard. The runtime
+// follows the task and lets its command run only on an approval of that same command.
+//
+// The task's input names the command under `permission`, not `argv`: a worker never runs it
+// (the runtime runs it itself, once approved). After an approval the task is back in
+// SUBMITTED for the asking runtime only; the runtime closes it (cancel, with a note), and its
+// short wait is the backstop when the runtime went away.
+
+/** How long an approved request stays queued when the asking runtime never closes it. */
+const APPROVED_WAIT_SECONDS = 120;
+
+const TITLE_CHARS = 300;
+
+function title(runtime: string, argv: readonly string[]): string {
+  const text = `${runtime} asks to run: ${argv.join(' ')}`.replace(/\s+/g, ' ');
+  return text.length <= TITLE_CHARS ? text : `${text.slice(0, TITLE_CHARS - 1)}…`;
+}
+
+/** The approval request as a person sees it, with the digest the hub binds the answer to. */
+function pendingApproval(
+  viewer: Viewer,
+  body: PermissionRequestBody,
+  services: HubServices,
+): TaskApproval {
+  const { argv, cwd, tool, reason } = body.request;
+  const now = services.clock();
+  const waitMs = Math.min(body.waitSeconds * 1000, services.approvalTtlMs);
+  return {
+    status: 'pending',
+    request: {
+      argv,
+      cwd,
+      scriptHash: null,
+      because: PERMISSION_REQUEST_BECAUSE,
+      tool,
+      ...(reason !== undefined && { reason }),
+      digest: commandDigest({ argv, cwd, scriptHash: null }),
+    },
+    requestedBy: viewer.runtime,
+    requestedAt: now.toISOString(),
+    expiresAt: new Date(now.getTime() + waitMs).toISOString(),
+    decidedBy: null,
+    decidedAt: null,
+    note: null,
+    token: null,
+  };
+}
+
+/** Stores the request (or finds it by its key) and puts it before the team's people. */
+async function askPeople(
+  viewer: Viewer,
+  body: PermissionRequestBody,
+  services: HubServices,
+): Promise<{ task: Task; status: 'created' | 'existing' }> {
+  const { argv, cwd, tool } = body.request;
+  const outcome = await services.store.createTask(viewer.teamId, {
+    title: title(viewer.runtime, argv),
+    requiredCapabilities: ['code_execution'],
+    origin: viewer.runtime,
+    input: { permission: { tool, command: argv, cwd } },
+    idempotencyKey: body.idempotencyKey,
+    ttlSeconds: APPROVED_WAIT_SECONDS,
+    maxAttempts: 1,
+    targetRuntime: viewer.runtime,
+    initialState: 'SUBMITTED',
+  });
+  // A retry after the create but before the move finds the task still SUBMITTED: move it now.
+  if (outcome.task.state !== 'SUBMITTED' || outcome.task.approval !== null) return outcome;
+  const task = await services.tasks.move(viewer.teamId, outcome.task.id, {
+    state: 'AUTH_REQUIRED',
+    by: viewer.runtime,
+    note: body.note ?? `approve or deny: ${argv.join(' ')} in ${cwd} (asked by ${viewer.runtime})`,
+    approval: pendingApproval(viewer, body, services),
+  });
+  return { task, status: outcome.status };
+}
+
+export const permissionRoutes = [
+  implement('requestPermission', {
+    summary: "A runtime asks the team's people to approve a command it runs itself",
+    description:
+      "For a runtime that runs commands in its own session (Codex's PermissionRequest hook). The hub stores a task from and for the caller's runtime, waiting in AUTH_REQUIRED with the command's digest (`approval.request`, because `permission_request`) until a person approves or denies it through `POST /api/tasks/:id/approve|deny` (the caller's own token, and any runtime not in `approvers`, is refused there and audited) or `waitSeconds` pass (REJECTED, approval_expired). The caller follows the task and runs the command only when `approval.status` is approved for the same argv and directory; then it cancels the task (approved requests are never run by a worker: the input has no argv). The same idempotency key returns the task already stored (200).",
+    tags: ['tasks'],
+    statuses: {
+      200: 'A request with this idempotency key exists.',
+      201: 'The request, waiting for a person.',
+    },
+    async handler({ body, viewer, services }) {
+      const { task, status } = await askPeople(viewer, body, services);
+      return { status: status === 'created' ? 201 : 200, body: { task: taskView(task), status } };
+    },
+  }),
+];
