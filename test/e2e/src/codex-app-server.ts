@@ -20,7 +20,8 @@ export interface CodexAppServerClient {
   /** Resolves with the first notification (past or future) that `match` accepts. */
   next(match: (method: string, params: Record<string, unknown>) => boolean): Promise<unknown>;
   stderr(): string;
-  close(): void;
+  /** Ends the server and resolves once its process has exited (its files are then still). */
+  close(): Promise<void>;
 }
 
 interface Message {
@@ -100,9 +101,12 @@ export async function startCodexAppServer(
         else watchers.push({ match, done: resolve });
       }),
     stderr: () => stderr,
-    close: () => {
-      child.stdin.end();
-      child.kill();
-    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.stdin.end();
+        child.kill();
+      }),
   };
 }

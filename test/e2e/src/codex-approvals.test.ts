@@ -113,7 +113,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  server?.close();
+  await server?.close();
   await model?.close();
   if (hub && !hubStopped) await hub.stop();
   if (home) removeDir(home);
