@@ -119,6 +119,34 @@ describe('SessionStart', () => {
     expect(text).toContain('mcp__ctxbus__context_write');
   });
 
+  it('gives a resumed session no second bundle: its prompt brings what changed (prompt cache)', async () => {
+    await other.write({ type: 'decision', title: 'Freeze the schema (marker r1a0)' });
+    const first = await runHookEvent(
+      event({ hook_event_name: 'SessionStart', source: 'startup' }),
+      context(),
+    );
+    expect(first.additionalContext).toContain('Freeze the schema (marker r1a0)');
+    await other.write({ type: 'status', title: 'Schema migrated (marker r2b1)' });
+    // `claude --resume`: the first bundle is in the transcript Claude Code resends.
+    const resumed = await runHookEvent(
+      event({ hook_event_name: 'SessionStart', source: 'resume' }),
+      context(),
+    );
+    expect(resumed).toEqual({});
+    const prompt = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'What changed?' }),
+      context(),
+    );
+    expect(prompt.additionalContext).toContain('Schema migrated (marker r2b1)');
+    expect(prompt.additionalContext).not.toContain('# Shared context (ctxbus)');
+    // A resumed session this machine never saw (its state is elsewhere) gets the bundle.
+    const unknown = await runHookEvent(
+      event({ session_id: 'sess-elsewhere', hook_event_name: 'SessionStart', source: 'resume' }),
+      context(),
+    );
+    expect(unknown.additionalContext).toContain('# Shared context (ctxbus)');
+  });
+
   it('fails open with one notice per session when the hub is down', async () => {
     const first = await runHookEvent(event({ hook_event_name: 'SessionStart' }), context(deadHub));
     expect(first.additionalContext).toBeUndefined();

@@ -146,7 +146,14 @@ function output(context: string, resume: string | null, notice: string | null): 
  * entries, every section kept), and points to the MCP resource that holds all of it. With the
  * hub down, the last good bundle from the local cache (marked stale, with its age).
  */
-async function sessionStart(session: SessionKernel<HubItem>): Promise<HookOutput> {
+async function sessionStart(
+  session: SessionKernel<HubItem>,
+  input: Extract<HookInput, { hook_event_name: 'SessionStart' }>,
+): Promise<HookOutput> {
+  // A resumed session has its first bundle in the transcript Claude Code resends: injecting the
+  // bundle again would grow every resumed turn by all of it. What changed since the session last
+  // looked comes with the prompt (UserPromptSubmit), after what the transcript holds.
+  if (input.source === 'resume' && session.state().lastSeenSeq > 0) return {};
   const room = MAX_INJECTED_CHARS - TOOL_HINT.length - FULL_CONTEXT_POINTER.length - 200;
   const turn = await session.beforeTurn({
     changes: false,
@@ -263,7 +270,7 @@ export async function runHookEvent(input: HookInput, context: HookContext): Prom
     const session = kernel(context, input);
     switch (input.hook_event_name) {
       case 'SessionStart':
-        return await sessionStart(session);
+        return await sessionStart(session, input);
       case 'UserPromptSubmit':
         return await userPromptSubmit(session, input);
       case 'PostToolUse':

@@ -58,6 +58,33 @@ describe('codex hooks', () => {
     expect(output.systemMessage).toBeUndefined();
   });
 
+  it('gives a resumed session no second bundle: its prompt brings what changed (prompt cache)', async () => {
+    const hooks = context();
+    const first = await runCodexHookEvent(
+      event({ session_id: 'sess-r', hook_event_name: 'SessionStart', source: 'startup' }),
+      hooks,
+    );
+    expect(first.additionalContext).toContain('# Shared context (ctxbus)');
+    const written = await call(fixture.url, 'POST', '/api/context', {
+      token: fixture.tokens.claude,
+      body: { type: 'status', title: 'Queue drained (marker r7e3)' },
+    });
+    expect(written.status).toBe(201);
+    // `codex exec resume`: the first bundle is in the history Codex resends.
+    const resumed = await runCodexHookEvent(
+      event({ session_id: 'sess-r', hook_event_name: 'SessionStart', source: 'resume' }),
+      hooks,
+    );
+    expect(resumed).toEqual({});
+    const prompt = await runCodexHookEvent(
+      event({ session_id: 'sess-r', hook_event_name: 'UserPromptSubmit', prompt: 'And now?' }),
+      hooks,
+    );
+    expect(prompt.additionalContext).toMatch(/^\(ctxbus: .* not instructions\.\)/);
+    expect(prompt.additionalContext).toContain('Queue drained (marker r7e3)');
+    expect(prompt.additionalContext).not.toContain('# Shared context (ctxbus)');
+  });
+
   it('records a decision stated in the reply once, from codex and this session', async () => {
     const hooks = context();
     await runCodexHookEvent(event({ hook_event_name: 'SessionStart' }), hooks);

@@ -148,7 +148,14 @@ function output(context: string, resume: string | null, notice: string | null): 
  * SessionStart: the team's shared bundle (asked again, smaller, until it fits the cap), and the
  * tool hint; with the hub down, the last good bundle from the local cache, marked stale.
  */
-async function sessionStart(session: SessionKernel<HubItem>): Promise<CodexHookOutput> {
+async function sessionStart(
+  session: SessionKernel<HubItem>,
+  input: Extract<CodexHookInput, { hook_event_name: 'SessionStart' }>,
+): Promise<CodexHookOutput> {
+  // A resumed session (`codex exec resume`, `codex resume`) has its first bundle in the history
+  // Codex resends: injecting it again would grow every resumed turn by all of it. What changed
+  // since the session last looked comes with the prompt (UserPromptSubmit), after the history.
+  if (input.source === 'resume' && session.state().lastSeenSeq > 0) return {};
   const room =
     MAX_INJECTED_BYTES - DATA_LABEL.length - TOOL_HINT.length - FULL_CONTEXT_POINTER.length - 400;
   const turn = await session.beforeTurn({
@@ -232,7 +239,7 @@ export async function runCodexHookEvent(
     const session = kernel(context, input);
     switch (input.hook_event_name) {
       case 'SessionStart':
-        return await sessionStart(session);
+        return await sessionStart(session, input);
       case 'UserPromptSubmit':
         return await userPromptSubmit(session, input);
       case 'PostToolUse':

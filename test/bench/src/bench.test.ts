@@ -210,6 +210,31 @@ describe('./dev bench --only live', () => {
   });
 });
 
+describe('./dev bench --only cache', () => {
+  it('drives Claude Code, OpenClaw and Codex through turns of one session each and measures prefix, tokens and reach', async () => {
+    // Two turns (one comparison) per runtime: what the section does at any length.
+    const result = await runBench(['--quick', '--only', 'cache', '--json'], {
+      CTXBUS_BENCH_CACHE_TURNS: '2',
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
+    const value = (metric: string) => rows.find((row) => row.metric === metric)?.value;
+    for (const runtime of ['Claude Code', 'OpenClaw', 'Codex']) {
+      expect(value(`${runtime}: turns whose request starts with the previous turn's`)).toMatch(
+        /^[01] \/ 1 \(/,
+      );
+      expect(value(`${runtime}: tokens injected, first turn; later turns p50 / max`)).toMatch(
+        /^\d+; \d+ \/ \d+$/,
+      );
+      expect(value(`${runtime}: new items in the next turn's request`)).toMatch(/^[0-2] \/ 2 \(/);
+    }
+    expect(
+      value("OpenClaw: the same, less the runtime's own trailing context it does not keep"),
+    ).toMatch(/^[01] \/ 1 \(/);
+    expect(value('machine load (1 / 5 min)')).toMatch(/^\d+\.\d+ \/ \d+\.\d+$/);
+  });
+});
+
 describe('./dev bench --only dashboard', () => {
   it('times a write reaching the dashboard in Chromium, and weighs the dashboard', async () => {
     const result = await runBench(['--quick', '--only', 'dashboard', '--json']);

@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -13,6 +13,7 @@ import {
   tempDir,
 } from '@ctxbus/test-kit';
 import { benchAuditLog } from './audit-log.ts';
+import { benchCache } from './cache-stability.ts';
 import { benchCodexHooks } from './codex-hook-latency.ts';
 import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
 import { benchDashboard } from './dashboard-latency.ts';
@@ -47,7 +48,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -60,6 +61,15 @@ if (flags.help) {
             and tokens injected at session start and per turn
   openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected;
             the shared-context bridge: agent output file -> bus -> SSE
+  cache     prompt-cache stability (issue 29): a session of 50 turns (8 with --quick) per
+            runtime, each the real CLI (Claude Code: claude -p --resume; OpenClaw: openclaw
+            agent --session-id; Codex: codex exec resume) against a scripted model that logs
+            its requests, another runtime writing one new item before every turn: turns whose
+            request starts with the previous turn's (target >= 98%), tokens injected per turn
+            p50/max, new items in the next turn's request (target 100%), the machine load
+            (CTXBUS_BENCH_CACHE_RUNTIMES=claude-code,openclaw,codex picks runtimes;
+            CTXBUS_BENCH_CACHE_TURNS=N sets the turns; CTXBUS_BENCH_CACHE_DUMP=DIR keeps
+            each turn's request)
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)
   locomo    search quality on ../shared/data/locomo-dev (evidence turn in top 5/10)
   postgres  two hubs on one PostgreSQL schema (CTXBUS_TEST_POSTGRES_URL, else the local
@@ -121,7 +131,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,live,codex,openclaw,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
+    'writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -494,6 +504,12 @@ async function main() {
     await withHub(async (hub) => {
       rows.push(...(await benchOpenClaw(hub, quick ? 40 : 300)));
       rows.push(...(await benchSharedContextBridge(hub, quick ? 10 : 50)));
+    });
+  }
+  if (sections.has('cache')) {
+    const turns = Number(process.env.CTXBUS_BENCH_CACHE_TURNS ?? (quick ? 8 : 50));
+    await withHub(async (hub) => {
+      rows.push(...(await benchCache(hub, turns, log)));
     });
   }
   if (sections.has('mcp')) {

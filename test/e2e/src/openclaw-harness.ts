@@ -1,236 +1,25 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { removeDir } from '@ctxbus/test-kit';
+import { resolve } from 'node:path';
+import type { OpenClawHome, OpenClawHomeOptions } from '@ctxbus/test-kit/openclaw-home';
+import {
+  createOpenClawHome as createHome,
+  openClawUnavailable as unavailable,
+} from '@ctxbus/test-kit/openclaw-home';
 
-// Runs the real OpenClaw CLI (npm `openclaw`, a devDependency of this package) in a home of its
-// own: HOME, OPENCLAW_STATE_DIR and OPENCLAW_CONFIG_PATH all point into a temp directory, so
-// nothing touches the OpenClaw state of the person running the tests, and the model is a local
-// scripted server (an `openai-completions` provider). Update checks and telemetry are off.
+// The OpenClaw home lives in the test kit (the benchmarks drive OpenClaw with it too); the
+// end-to-end tests run this package's pinned `openclaw` through it.
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const OPENCLAW_BIN = resolve(here, '../node_modules/.bin/openclaw');
-/** The Node versions OpenClaw 2026.9.x accepts (its package.json `engines`). */
-const NODE_RANGE = { major: 24, minor: 16 };
+export type { OpenClawAgentRun, OpenClawHome, OpenClawRun } from '@ctxbus/test-kit/openclaw-home';
+export {
+  OPENCLAW_QUIET_ENV,
+  openClawConfig,
+  parseJsonOutput,
+} from '@ctxbus/test-kit/openclaw-home';
+
+export const OPENCLAW_BIN = resolve(import.meta.dirname, '../node_modules/.bin/openclaw');
 
 /** Why OpenClaw cannot run here (binary missing, Node too old), or null when it can. */
-export function openClawUnavailable(): string | null {
-  if (!existsSync(OPENCLAW_BIN)) return `no openclaw binary at ${OPENCLAW_BIN} (pnpm install)`;
-  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
-  const tooOld =
-    major < NODE_RANGE.major || (major === NODE_RANGE.major && minor < NODE_RANGE.minor);
-  if (tooOld) return `OpenClaw needs Node >= 24.16, this is ${process.versions.node}`;
-  return null;
-}
+export const openClawUnavailable = (): string | null => unavailable(OPENCLAW_BIN);
 
-export interface OpenClawRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** Wall time of the process, in milliseconds. */
-  ms: number;
-}
-
-export interface OpenClawAgentRun extends OpenClawRun {
-  /** `--json` output, parsed; null when stdout held no JSON. */
-  json: Record<string, unknown> | null;
-}
-
-export interface OpenClawHome {
-  /** The temp directory that is HOME for OpenClaw. */
-  home: string;
-  /** `$HOME/.openclaw`: OPENCLAW_STATE_DIR. */
-  stateDir: string;
-  /** `$HOME/.openclaw/openclaw.json`: OPENCLAW_CONFIG_PATH. */
-  configPath: string;
-  /** The environment every `openclaw` process of this home gets. */
-  env: NodeJS.ProcessEnv;
-  /** The config file, parsed (OpenClaw writes plain JSON when it rewrites it). */
-  readConfig(): Record<string, unknown>;
-  writeConfig(config: Record<string, unknown>): void;
-  /** Runs `openclaw <args>` in this home. */
-  run(args: string[], options?: { timeoutMs?: number; cwd?: string }): Promise<OpenClawRun>;
-  /** One embedded agent turn: `openclaw agent --local --agent main -m <message> --json`. */
-  agent(
-    message: string,
-    options?: { timeoutMs?: number; sessionId?: string; extraArgs?: string[] },
-  ): Promise<OpenClawAgentRun>;
-  /** `openclaw plugins inspect <id> --runtime --json`, parsed. */
-  inspectPlugin(id: string): Promise<{ run: OpenClawRun; json: Record<string, unknown> | null }>;
-  /** `openclaw config get <path> --json`, parsed (null when the path is unset or not JSON). */
-  configGet(path: string): Promise<unknown>;
-  /** `openclaw mcp set <name> <json>`: writes `mcp.servers.<name>`. */
-  mcpSet(name: string, server: Record<string, unknown>): Promise<OpenClawRun>;
-  remove(): void;
-}
-
-export interface OpenClawHomeOptions {
-  /** The scripted model's base URL (`http://127.0.0.1:PORT/v1`). */
-  modelBaseUrl: string;
-  /** The model id the provider lists and the agent uses. */
-  modelId?: string;
-  /** Merged over the generated config at the top level (e.g. `plugins`, `mcp`). */
-  extraConfig?: Record<string, unknown>;
-}
-
-/** The environment variables that keep OpenClaw off the network and quiet. */
-export const OPENCLAW_QUIET_ENV: Record<string, string> = {
-  // No npm update check at startup (also implied by CI=true).
-  OPENCLAW_NO_AUTO_UPDATE: '1',
-  // No install telemetry ping; DO_NOT_TRACK covers the usage telemetry.
-  OPENCLAW_TELEMETRY: '0',
-  DO_NOT_TRACK: '1',
-  // No downloads of helper tools (ripgrep and the like) by the agent's tools manager.
-  OPENCLAW_OFFLINE: '1',
-  // The Gateway's side services, in case a command starts one.
-  OPENCLAW_SKIP_CHANNELS: '1',
-  OPENCLAW_SKIP_GMAIL_WATCHER: '1',
-  OPENCLAW_SKIP_CANVAS_HOST: '1',
-  OPENCLAW_SKIP_BROWSER_CONTROL_SERVER: '1',
-  OPENCLAW_SKIP_STARTUP_MODEL_PREWARM: '1',
-  OPENCLAW_DISABLE_BONJOUR: '1',
-};
-
-/** The config OpenClaw needs to run an agent turn against the scripted model. */
-export function openClawConfig(
-  modelBaseUrl: string,
-  modelId = 'fake-model',
-  workspace?: string,
-): Record<string, unknown> {
-  return {
-    update: { checkOnStart: false },
-    agents: {
-      defaults: {
-        model: { primary: `local/${modelId}` },
-        ...(workspace ? { workspace } : {}),
-      },
-    },
-    models: {
-      mode: 'merge',
-      providers: {
-        local: {
-          baseUrl: modelBaseUrl,
-          apiKey: 'sk-scripted-model',
-          api: 'openai-completions',
-          models: [
-            {
-              id: modelId,
-              name: 'Scripted model',
-              reasoning: false,
-              input: ['text'],
-              cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-              contextWindow: 128_000,
-              maxTokens: 4_096,
-            },
-          ],
-        },
-      },
-    },
-  };
-}
-
-function spawnOpenClaw(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-  timeoutMs: number,
-): Promise<OpenClawRun> {
-  const started = performance.now();
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(OPENCLAW_BIN, args, {
-      cwd,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (part: Buffer) => {
-      stdout += part.toString();
-    });
-    child.stderr.on('data', (part: Buffer) => {
-      stderr += part.toString();
-    });
-    const timer = setTimeout(() => {
-      // The whole process group: OpenClaw may respawn itself or start workers.
-      if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      reject(
-        new Error(`openclaw ${args.join(' ')} timed out after ${timeoutMs} ms; stderr: ${stderr}`),
-      );
-    }, timeoutMs);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, stdout, stderr, ms: Math.round(performance.now() - started) });
-    });
-  });
-}
-
-/** The JSON OpenClaw printed: all of stdout, or the last block starting on a line with `{`. */
-export function parseJsonOutput(text: string): Record<string, unknown> | null {
-  const trimmed = text.trim();
-  const starts = [0];
-  for (let at = trimmed.indexOf('\n{'); at >= 0; at = trimmed.indexOf('\n{', at + 1)) {
-    starts.push(at + 1);
-  }
-  for (const start of starts) {
-    try {
-      return JSON.parse(trimmed.slice(start)) as Record<string, unknown>;
-    } catch {}
-  }
-  return null;
-}
-
-/** Creates an isolated OpenClaw home whose config points the `main` agent at the scripted model. */
-export function createOpenClawHome(options: OpenClawHomeOptions): OpenClawHome {
-  const home = mkdtempSync(join(tmpdir(), 'ctxbus-e2e-openclaw-'));
-  const stateDir = join(home, '.openclaw');
-  const configPath = join(stateDir, 'openclaw.json');
-  const workspace = join(stateDir, 'workspace');
-  mkdirSync(workspace, { recursive: true });
-  const config = {
-    ...openClawConfig(options.modelBaseUrl, options.modelId, workspace),
-    ...options.extraConfig,
-  };
-  writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: home,
-    OPENCLAW_STATE_DIR: stateDir,
-    OPENCLAW_CONFIG_PATH: configPath,
-    ...OPENCLAW_QUIET_ENV,
-  };
-  const run = (args: string[], runOptions: { timeoutMs?: number; cwd?: string } = {}) =>
-    spawnOpenClaw(args, env, runOptions.cwd ?? workspace, runOptions.timeoutMs ?? 180_000);
-  return {
-    home,
-    stateDir,
-    configPath,
-    env,
-    readConfig: () => JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>,
-    writeConfig: (next) => writeFileSync(configPath, `${JSON.stringify(next, null, 2)}\n`),
-    run,
-    async agent(message, agentOptions = {}) {
-      const args = ['agent', '--local', '--agent', 'main', '-m', message, '--json'];
-      if (agentOptions.sessionId) args.push('--session-id', agentOptions.sessionId);
-      args.push(...(agentOptions.extraArgs ?? []));
-      const result = await run(args, { timeoutMs: agentOptions.timeoutMs ?? 120_000 });
-      return { ...result, json: parseJsonOutput(result.stdout) };
-    },
-    async inspectPlugin(id) {
-      const result = await run(['plugins', 'inspect', id, '--runtime', '--json']);
-      return { run: result, json: parseJsonOutput(result.stdout) };
-    },
-    async configGet(path) {
-      const result = await run(['config', 'get', path, '--json']);
-      return result.code === 0 ? parseJsonOutput(result.stdout) : null;
-    },
-    mcpSet: (name, server) => run(['mcp', 'set', name, JSON.stringify(server)]),
-    remove: () => removeDir(home),
-  };
-}
+/** An isolated OpenClaw home, running this package's `openclaw`. */
+export const createOpenClawHome = (options: Omit<OpenClawHomeOptions, 'bin'>): OpenClawHome =>
+  createHome({ bin: OPENCLAW_BIN, ...options });

@@ -1,0 +1,92 @@
+// The real OpenClaw CLI for the cache section: `ctxbus install openclaw` into an OpenClaw home
+// of its own, then one `openclaw agent --local --session-id <id>` per turn, the model played by
+// the scripted Chat Completions server.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import type { HubProcess } from '@ctxbus/test-kit';
+import { CLI, runtimeToken } from '@ctxbus/test-kit';
+import type { OpenClawHome } from '@ctxbus/test-kit/openclaw-home';
+import { createOpenClawHome, openClawUnavailable } from '@ctxbus/test-kit/openclaw-home';
+import { startScriptedOpenAiModel } from '@ctxbus/test-kit/scripted-openai-model';
+import type { CacheSession } from './cache-session.ts';
+import { contentText, lastUserText } from './cache-session.ts';
+
+const OPENCLAW = resolve(import.meta.dirname, '../node_modules/.bin/openclaw');
+/** What OpenClaw appends to a Chat Completions request itself (exec sessions, subagents). */
+export const OPENCLAW_OWN = '<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>';
+const BLOCK_OPEN = '<team-context source="ctxbus">';
+const BLOCK_CLOSE = '</team-context>';
+
+/** The ctxbus block in a user message (the plugin puts it before the prompt), or ''. */
+function teamContext(text: string): string {
+  const start = text.indexOf(BLOCK_OPEN);
+  const end = text.indexOf(BLOCK_CLOSE, start);
+  return start < 0 || end < 0 ? '' : text.slice(start, end + BLOCK_CLOSE.length);
+}
+
+/**
+ * `ctxbus install openclaw` with only the OpenClaw home's environment: under vitest
+ * (NODE_ENV=test, VITEST_WORKER_ID) OpenClaw takes itself for a test and prints nothing.
+ */
+function install(openclaw: OpenClawHome, url: string, token: string): Promise<string> {
+  const args = ['install', 'openclaw', '--url', url, '--token', token, '--openclaw', OPENCLAW];
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...openclaw.env, CTXBUS_CONFIG_DIR: join(openclaw.home, 'ctxbus-config') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.once('exit', (code) =>
+      code === 0 ? done(output) : fail(new Error(`install openclaw exited ${code}: ${output}`)),
+    );
+  });
+}
+
+export async function openClawSession(hub: HubProcess): Promise<CacheSession> {
+  const unavailable = openClawUnavailable(OPENCLAW);
+  if (unavailable) throw new Error(`OpenClaw cannot run: ${unavailable}`);
+  const token = await runtimeToken(hub, 'bench', 'openclaw');
+  const model = await startScriptedOpenAiModel(() => ({ text: 'Understood.' }));
+  const openclaw = createOpenClawHome({ bin: OPENCLAW, modelBaseUrl: model.baseUrl });
+  try {
+    await install(openclaw, hub.url, token);
+  } catch (error) {
+    await model.close();
+    openclaw.remove();
+    throw error;
+  }
+  const sessionId = randomUUID();
+  return {
+    runtime: 'OpenClaw',
+    format: 'chat-completions',
+    async turn(prompt) {
+      const from = model.requests.length;
+      const run = await openclaw.agent(prompt, { sessionId });
+      if (run.code !== 0) throw new Error(`openclaw agent exited ${run.code}: ${run.stderr}`);
+      const sent = model.requests.slice(from).filter((request) =>
+        // The prompt is in the last user message but the runtime context OpenClaw appends.
+        lastUserText(
+          request.messages.filter(
+            (message) => !contentText(message.content).startsWith(OPENCLAW_OWN),
+          ),
+        ).includes(prompt),
+      );
+      const last = sent.at(-1);
+      if (!last) throw new Error(`no request of OpenClaw carried the prompt "${prompt}"`);
+      return last as unknown as Record<string, unknown>;
+    },
+    ours: teamContext,
+    unkept: (item) => item.role === 'user' && contentText(item.content).startsWith(OPENCLAW_OWN),
+    async close() {
+      await model.close();
+      openclaw.remove();
+    },
+  };
+}

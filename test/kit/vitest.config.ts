@@ -1,0 +1,3 @@
+import { testConfig } from '../../vitest.base.ts';
+
+export default testConfig();
