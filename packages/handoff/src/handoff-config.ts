@@ -26,7 +26,7 @@ export const handoffConfigSchema = z.strictObject({
     .strictObject({
       /** Usage at which the monitor switches to the next model. */
       switch_to_secondary: percent.default(95),
-      /** Not acted on yet: switching back needs the primary's usage, which no heartbeat reports. */
+      /** Away from the primary, the monitor switches back once its runtime reports it at or below this. */
       switch_back: percent.default(50),
       /** Usage from which heartbeats and the monitor write rolling-summary.md. */
       proactive_summary: percent.default(80),

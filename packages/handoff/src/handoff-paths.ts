@@ -10,6 +10,8 @@ export interface HandoffPaths {
   lock: string;
   /** Written by a switch that waits for a final heartbeat; the next heartbeat removes it. */
   heartbeatRequest: string;
+  /** The latest usage each model's runtime reported (Claude Code's status line, OpenClaw). */
+  usage: string;
 }
 
 export function handoffPaths(workspace: string): HandoffPaths {
@@ -21,5 +23,6 @@ export function handoffPaths(workspace: string): HandoffPaths {
     history: join(dir, 'history.jsonl'),
     lock: join(dir, '.lock'),
     heartbeatRequest: join(dir, 'heartbeat-request.json'),
+    usage: join(dir, 'usage.json'),
   };
 }

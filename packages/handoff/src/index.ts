@@ -20,7 +20,7 @@ export {
 export type { HistoryEntry } from './handoff-history.js';
 export { readHistory } from './handoff-history.js';
 export type { MonitorAction, MonitorOptions } from './handoff-monitor.js';
-export { monitorOnce, switchSafety } from './handoff-monitor.js';
+export { currentSince, monitorOnce, switchSafety } from './handoff-monitor.js';
 export type {
   Clock,
   HeartbeatInput,
@@ -48,3 +48,25 @@ export { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
 export { resumeNote } from './resume-note.js';
 export type { PendingResume } from './resume-pending.js';
 export { pendingResume } from './resume-pending.js';
+export type {
+  ClaudeStatusLine,
+  CurrentUsage,
+  OpenClawStatus,
+  UsageReport,
+  UsageSource,
+} from './runtime-usage.js';
+export {
+  claudeStatusLineSchema,
+  currentUsage,
+  openClawStatusSchema,
+  parseClaudeStatusLine,
+  parseOpenClawStatus,
+  readUsageReports,
+  recordUsage,
+  USAGE_SOURCES,
+  usageAt,
+  usageFromClaudeStatusLine,
+  usageFromOpenClawStatus,
+  usageReportSchema,
+  usageSince,
+} from './runtime-usage.js';

@@ -1,11 +1,10 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { MonitorAction } from '@ctxbus/handoff';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
-import { renderTimerUnits } from '../systemd-unit.js';
 import type { CommonOptions } from './handoff.js';
+import { SCHEDULERS, type Scheduler } from './handoff-schedule.js';
 
 // `ctxbus handoff ...`: the commands and their options; what they do (handoff.ts, and
 // @ctxbus/handoff with its YAML parser) loads when one runs.
@@ -20,15 +19,46 @@ function list(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-function percent(value: string): number {
+function percent(value: string, flag = '--usage'): number {
   const number = Number(value);
   if (!/^\d+(\.\d+)?$/.test(value) || number > 100) {
     throw new CtxbusError(
       'validation_failed',
-      `--usage must be a percentage 0-100 (got "${value}")`,
+      `${flag} must be a percentage 0-100 (got "${value}")`,
     );
   }
   return number;
+}
+
+function isoTime(value: string): string {
+  const time = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(time)) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--resets-at must be an ISO 8601 time (got "${value}")`,
+    );
+  }
+  return new Date(time).toISOString();
+}
+
+function scheduler(value: string): Scheduler {
+  if (!(SCHEDULERS as readonly string[]).includes(value)) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--scheduler must be one of ${SCHEDULERS.join(', ')} (got "${value}")`,
+    );
+  }
+  return value as Scheduler;
+}
+
+function usageRuntime(value: string): 'openclaw' {
+  if (value !== 'openclaw') {
+    throw new CtxbusError(
+      'validation_failed',
+      `the runtime to ask must be openclaw (got "${value}"); Claude Code reports through its status line (ctxbus handoff statusline)`,
+    );
+  }
+  return value;
 }
 
 function whole(flag: string, unit: string, min: number) {
@@ -63,16 +93,19 @@ history.jsonl (append-only), .lock, heartbeat-request.json (while a switch waits
 heartbeat). A file changed by hand fails its checksum and is refused.
 
 Config: ~/.config/context-bus/config.yaml ($CONTEXT_BUS_CONFIG or --config to use another):
-models (primary, secondary, tertiary), thresholds (switch_to_secondary, proactive_summary),
-safety (max_handoff_age_minutes, require_handoff_ready, retry_on_incomplete,
-max_wait_seconds), notifications (enabled, channel: bus | telegram). Absent: seed 003's values.
+models (primary, secondary, tertiary), thresholds (switch_to_secondary, switch_back,
+proactive_summary), safety (max_handoff_age_minutes, require_handoff_ready,
+retry_on_incomplete, max_wait_seconds), notifications (enabled, channel: bus | telegram). Absent: seed 003's values.
 
 Examples:
   ctxbus handoff init
   ctxbus handoff heartbeat --model opus --usage 87 --action "Pushed the fix" --next "Review"
   ctxbus handoff switch --to codex --reason "opus at 95%"
+  ctxbus handoff switch --back         # to model.previous
   ctxbus handoff status
-  ctxbus handoff monitor --once        # from cron or a systemd timer (--print-timer)`,
+  ctxbus handoff monitor --install     # systemd timer, crontab entry or launchd agent
+  ctxbus handoff statusline            # Claude Code's statusLine command: records plan usage
+  ctxbus handoff usage --from openclaw # records OpenClaw's provider usage`,
     );
 
   handoff
@@ -208,8 +241,12 @@ Examples:
     .description(
       'move the agent to another model: a stale or unready handoff first gets a final heartbeat asked for and waited on; a damaged or stale one is refused unless --force; an unready one switches with a warning',
     )
-    .requiredOption('--to <model>', 'the model to switch to')
-    .requiredOption('--reason <text>', 'why (a limit reached, a failure, ...)')
+    .option('--to <model>', 'the model to switch to')
+    .option(
+      '--back',
+      "switch back to the model before this one (model.previous), as the monitor does at config.yaml's switch_back",
+    )
+    .option('--reason <text>', 'why (a limit reached, a failure, ...; required with --to)')
     .option(
       '--max-age <minutes>',
       "refuse a handoff older than this (default: config.yaml's safety.max_handoff_age_minutes, 5)",
@@ -234,22 +271,32 @@ Examples:
     .action(
       (
         options: CommonOptions & {
-          to: string;
-          reason: string;
+          to?: string;
+          back?: boolean;
+          reason?: string;
           maxAge?: number;
           wait?: number;
           force?: boolean;
         },
       ) =>
         run(async () => {
-          const { publish, readUsage, resumeNote, switchModel, switchSafety, targetOf } =
-            await import('./handoff.js');
+          const {
+            publish,
+            readHandoff,
+            readUsage,
+            resumeNote,
+            switchModel,
+            switchSafety,
+            switchTarget,
+            targetOf,
+          } = await import('./handoff.js');
           const { config, workspace, paths } = targetOf(options);
+          const { to, reason } = switchTarget(options, options.back ? readHandoff(paths) : null);
           const safety = switchSafety(config);
           const usageBefore = readUsage(paths);
           const result = await switchModel(paths, {
-            to: options.to,
-            reason: options.reason,
+            to,
+            reason,
             ...safety,
             ...(options.maxAge !== undefined && { maxAgeMs: options.maxAge * 60_000 }),
             ...(options.wait !== undefined && { waitMs: options.wait * 1_000 }),
@@ -270,19 +317,46 @@ Examples:
   handoff
     .command('monitor')
     .description(
-      "seed 003's background monitor: reads the usage heartbeats report and acts at config.yaml's thresholds (proactive_summary: writes rolling-summary.md; switch_to_secondary: switches to the next model, after asking for a final heartbeat)",
+      "seed 003's background monitor: reads the usage (the runtime's report, else the agent's heartbeat) and acts at config.yaml's thresholds (proactive_summary: writes rolling-summary.md; switch_to_secondary: switches to the next model, after asking for a final heartbeat; switch_back: returns to the primary once its runtime reports it that low)",
     )
-    .option('--once', 'one pass, then exit (for cron or a systemd timer)')
+    .option('--once', 'one pass, then exit (what the scheduler runs)')
     .option(
       '--interval <minutes>',
-      'minutes between passes in the loop, and for the timer (default 10)',
+      'minutes between passes in the loop, and for the scheduler (default 10)',
       intervalMinutes,
     )
     .option(
-      '--print-timer',
-      'print a systemd user service and timer running `monitor --once`, and how to install them',
+      '--install',
+      'schedule `monitor --once` for this workspace: launchd on macOS, a systemd user timer where systemctl --user works, else a crontab entry',
     )
-    .option('--print-cron', 'print a crontab line running `monitor --once`')
+    .option(
+      '--uninstall',
+      "remove this workspace's scheduled monitor (from systemd, cron and launchd)",
+    )
+    .option(
+      '--scheduler <name>',
+      `with --install: ${SCHEDULERS.join(', ')} (default auto)`,
+      scheduler,
+    )
+    .option('--dry-run', 'with --install: print what would be written, change nothing')
+    .option(
+      '--usage-from <runtime>',
+      'before each pass, record the usage the runtime reports: openclaw (`openclaw status --usage --json`)',
+      usageRuntime,
+    )
+    .option(
+      '--provider <id>',
+      'with --usage-from openclaw: the provider whose windows count (default: the first with any)',
+    )
+    .option(
+      '--usage-model <name>',
+      "with --usage-from: the model the report is for (default: the handoff's current model)",
+    )
+    .option(
+      '--print-timer',
+      'print the systemd user service and timer (--install --dry-run --scheduler systemd)',
+    )
+    .option('--print-cron', 'print the crontab line (--install --dry-run --scheduler cron)')
     .option('--workspace <dir>', WORKSPACE_HELP)
     .option('--config <file>', CONFIG_HELP)
     .option('--publish', 'tell the hub about a switch (also on --url or --token)')
@@ -297,57 +371,78 @@ Examples:
       `
 Exit codes (--once): 0 acted or nothing to do, 5 at the switch threshold with no model left,
 2 a bad config.yaml or a damaged handoff. The loop logs a failed pass and goes on.
+--install: 6 when the machine has no scheduler (no systemd user manager, no crontab).
 
-Every 10 minutes from cron (crontab -e):
-  ctxbus handoff monitor --print-cron --workspace ~/clawd
-Or a systemd user timer:
-  ctxbus handoff monitor --print-timer --workspace ~/clawd`,
+Usage: Claude Code reports its plan's rate limits to its status line command (ctxbus handoff
+statusline); --usage-from openclaw asks OpenClaw before each pass. A runtime's report since
+the model became current wins over the heartbeat's --usage.
+
+Schedule it (every 10 minutes; the crontab command is $CTXBUS_CRONTAB, else crontab):
+  ctxbus handoff monitor --install --workspace ~/clawd
+  ctxbus handoff monitor --install --dry-run --scheduler cron
+  ctxbus handoff monitor --uninstall --workspace ~/clawd`,
     )
     .action(
       (
         options: CommonOptions & {
           once?: boolean;
           interval?: number;
+          install?: boolean;
+          uninstall?: boolean;
+          scheduler?: Scheduler;
+          dryRun?: boolean;
+          usageFrom?: 'openclaw';
+          provider?: string;
+          usageModel?: string;
           printTimer?: boolean;
           printCron?: boolean;
         },
       ) =>
         run(async () => {
-          const { cronWord, monitorCommand, monitorLine, monitorOnce, publish, targetOf } =
-            await import('./handoff.js');
+          const { monitorJob, monitorLine, monitorOnce, publish, targetOf } = await import(
+            './handoff.js'
+          );
           const { config, workspace, paths } = targetOf(options);
           const every = options.interval ?? 10;
-          if (options.printTimer || options.printCron) {
-            const command = monitorCommand(workspace, options);
-            if (options.printCron) {
-              const words = [
-                ...command.environment.map(([name, value]) => `${name}=${cronWord(value)}`),
-                ...command.execStart.map(cronWord),
-              ];
-              printLine(
-                `*/${every} * * * * ${words.join(' ')} >> ${cronWord(join(paths.dir, 'monitor.log'))} 2>&1`,
-              );
+          if (options.install || options.uninstall || options.printTimer || options.printCron) {
+            const extra = [
+              ...(options.usageFrom ? ['--usage-from', options.usageFrom] : []),
+              ...(options.provider ? ['--provider', options.provider] : []),
+              ...(options.usageModel ? ['--usage-model', options.usageModel] : []),
+            ];
+            const job = monitorJob(workspace, paths, options, every, extra);
+            const install = await import('./handoff-install.js');
+            if (options.uninstall) return install.uninstallMonitor(job);
+            const asked = options.printTimer
+              ? 'systemd'
+              : options.printCron
+                ? 'cron'
+                : options.scheduler;
+            if (options.dryRun || options.printTimer || options.printCron) {
+              const chosen = install.pickScheduler(asked ?? 'auto');
+              return void process.stdout.write(install.describeInstall(job, chosen));
             }
-            if (options.printTimer) {
-              const name = 'ctxbus-handoff-monitor';
-              const units = renderTimerUnits({
-                ...command,
-                name,
-                description: `ctxbus handoff monitor for ${workspace}`,
-                everyMinutes: every,
-              });
-              printLine(`# ~/.config/systemd/user/${name}.service\n${units.service}`);
-              printLine(`# ~/.config/systemd/user/${name}.timer\n${units.timer}`);
-              printLine(
-                `# then: systemctl --user daemon-reload && systemctl --user enable --now ${name}.timer`,
-              );
-            }
-            return;
+            return install.installMonitor(job, asked ?? 'auto');
           }
+          const collect = async () => {
+            if (options.usageFrom !== 'openclaw') return;
+            const { collectOpenClawUsage, describeReport, reportModel } = await import(
+              './handoff-usage.js'
+            );
+            const model = reportModel(paths, config, options.usageModel);
+            const report = await collectOpenClawUsage(paths, model, options.provider);
+            printLine(`usage: ${describeReport(model, report)}`);
+          };
           const pass = async (): Promise<MonitorAction> => {
+            try {
+              await collect();
+            } catch (error) {
+              // The agent's heartbeat is the fallback: a runtime that cannot say is no reason to stop.
+              process.stderr.write(`ctxbus: warning: ${(error as Error).message}\n`);
+            }
             const action = await monitorOnce(paths, config);
             printLine(monitorLine(paths, config, action));
-            if (action.action === 'switched') {
+            if (action.action === 'switched' || action.action === 'switched-back') {
               for (const warning of action.result.warnings) {
                 process.stderr.write(`ctxbus: warning: ${warning}\n`);
               }
@@ -357,7 +452,7 @@ Or a systemd user timer:
                 workspace,
                 action.result.handoff,
                 'switch',
-                action.usage,
+                action.action === 'switched' ? action.usage : null,
               );
             }
             return action;
@@ -399,6 +494,98 @@ Or a systemd user timer:
             process.off('SIGINT', onSignal);
             process.off('SIGTERM', onSignal);
           }
+        }),
+    );
+
+  handoff
+    .command('statusline')
+    .description(
+      "Claude Code's status line command: reads the JSON Claude Code gives it on stdin, records the plan usage it reports (rate_limits: five_hour, seven_day) for the monitor, and prints the line to show",
+    )
+    .option(
+      '--model <name>',
+      "the config.yaml model Claude Code runs (default: config.yaml's primary)",
+    )
+    .option('--workspace <dir>', WORKSPACE_HELP)
+    .option('--config <file>', CONFIG_HELP)
+    .addHelpText(
+      'after',
+      `
+In ~/.claude/settings.json (or a project's .claude/settings.json):
+  "statusLine": { "type": "command", "command": "ctxbus handoff statusline --workspace ~/clawd" }
+
+Claude Code reports rate_limits for plan (Pro, Max, Team) sessions only; with an API key the
+line shows "no plan usage reported" and the agent's heartbeats stay the monitor's source. A
+problem is shown on the line itself, never as a failure (Claude Code would blank the line).`,
+    )
+    .action((options: CommonOptions & { model?: string }) =>
+      run(async () => {
+        const { targetOf } = await import('./handoff.js');
+        const { statusLine } = await import('./handoff-usage.js');
+        const { config, paths } = targetOf(options);
+        let stdin = '';
+        for await (const chunk of process.stdin) stdin += chunk;
+        printLine(await statusLine(stdin, paths, config, options.model));
+      }),
+    );
+
+  handoff
+    .command('usage')
+    .description(
+      "record a model's usage as its runtime reports it (what the monitor reads): --from openclaw asks `openclaw status --usage --json`; --percent records a number read elsewhere (Claude Code's /usage)",
+    )
+    .option('--from <runtime>', 'openclaw: run `openclaw status --usage --json`', usageRuntime)
+    .option('--percent <percent>', 'the usage to record, 0-100 (source: manual)')
+    .option('--resets-at <time>', 'with --percent: when its window resets (ISO 8601)')
+    .option(
+      '--provider <id>',
+      'with --from openclaw: the provider whose windows count (default: the first with any)',
+    )
+    .option('--model <name>', "the model the report is for (default: the handoff's current model)")
+    .option('--workspace <dir>', WORKSPACE_HELP)
+    .option('--config <file>', CONFIG_HELP)
+    .option('--json', "print every model's latest report as JSON")
+    .action(
+      (
+        options: CommonOptions & {
+          from?: 'openclaw';
+          percent?: string;
+          resetsAt?: string;
+          provider?: string;
+          model?: string;
+        },
+      ) =>
+        run(async () => {
+          const { targetOf } = await import('./handoff.js');
+          const { collectOpenClawUsage, describeReport, reportModel } = await import(
+            './handoff-usage.js'
+          );
+          const { readUsageReports, recordUsage } = await import('@ctxbus/handoff');
+          const { config, paths } = targetOf(options);
+          const model = reportModel(paths, config, options.model);
+          if (options.from && options.percent !== undefined) {
+            throw new CtxbusError('validation_failed', 'give --from or --percent, not both');
+          }
+          if (options.from === 'openclaw') {
+            const report = await collectOpenClawUsage(paths, model, options.provider);
+            if (!options.json) printLine(describeReport(model, report));
+          } else if (options.percent !== undefined) {
+            const resetsAt = options.resetsAt ? isoTime(options.resetsAt) : null;
+            const report = await recordUsage(paths, model, {
+              usage_percent: percent(options.percent, '--percent'),
+              window: null,
+              resets_at: resetsAt,
+              source: 'manual',
+              reported_at: new Date().toISOString(),
+            });
+            if (!options.json) printLine(describeReport(model, report));
+          } else if (!options.json) {
+            const reports = readUsageReports(paths);
+            const names = Object.keys(reports);
+            if (names.length === 0) printLine(`no runtime has reported usage in ${paths.usage}`);
+            for (const name of names) printLine(describeReport(name, reports[name] ?? null));
+          }
+          if (options.json) printJson(readUsageReports(paths));
         }),
     );
 }

@@ -14,6 +14,7 @@ import {
 } from '@ctxbus/handoff';
 import { configDir } from '../credentials.js';
 import { findHubUrl, hubUrl, runtimeToken } from '../hub-target.js';
+import { type MonitorJob, monitorJobName } from './handoff-schedule.js';
 
 // `ctxbus handoff ...`: seed 003's model-switch handoff in an agent's workspace
 // (`.context-bus/`), optionally published to the hub so the other runtimes see the switch.
@@ -185,6 +186,39 @@ export function describe(paths: HandoffPaths, handoff: Handoff, now: Date): stri
   ];
 }
 
+/**
+ * Where `handoff switch` goes: `--to` (with `--reason`), or `--back` to the model before the
+ * current one (the reason says so unless given).
+ */
+export function switchTarget(
+  options: { to?: string; back?: boolean; reason?: string },
+  current: Handoff | null,
+): { to: string; reason: string } {
+  if (options.back && options.to) {
+    throw new CtxbusError('validation_failed', 'give --to or --back, not both');
+  }
+  if (options.back) {
+    const previous = current?.model.previous;
+    if (!current || !previous) {
+      throw new CtxbusError(
+        'conflict',
+        'nothing to switch back to: the handoff names no previous model (model.previous)',
+      );
+    }
+    return {
+      to: previous,
+      reason: options.reason ?? `switch_back: from ${current.model.current} to ${previous}`,
+    };
+  }
+  if (!options.to || !options.reason) {
+    throw new CtxbusError(
+      'validation_failed',
+      'handoff switch needs --to <model> and --reason <text> (or --back)',
+    );
+  }
+  return { to: options.to, reason: options.reason };
+}
+
 /** The usage the handoff reports now (for the switch notice); null when it says none. */
 export function readUsage(paths: HandoffPaths): number | null {
   try {
@@ -194,14 +228,12 @@ export function readUsage(paths: HandoffPaths): number | null {
   }
 }
 
-/** A word for a crontab line: single-quoted for the shell, `%` escaped for cron. */
-export function cronWord(word: string): string {
-  const quoted = /^[A-Za-z0-9_@+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-  return quoted.replace(/%/g, '\\%');
-}
-
-/** What cron or a systemd timer runs: this CLI, `handoff monitor --once`, the same files. */
-export function monitorCommand(workspace: string, options: CommonOptions) {
+/**
+ * What the scheduler runs: this CLI (the Node binary and entry script running now), `handoff
+ * monitor --once` on the workspace, with `extra` options (`--usage-from openclaw`), and the
+ * same config.yaml and credentials directory.
+ */
+export function monitorCommand(workspace: string, options: CommonOptions, extra: string[] = []) {
   const entry = process.argv[1];
   if (!entry) throw new CtxbusError('internal', 'cannot tell which script runs the ctxbus CLI');
   const config = options.config ? resolve(options.config) : handoffConfigPath();
@@ -214,12 +246,34 @@ export function monitorCommand(workspace: string, options: CommonOptions) {
       '--once',
       '--workspace',
       workspace,
+      ...extra,
     ],
     environment: [
       ['CONTEXT_BUS_CONFIG', config],
       ['CTXBUS_CONFIG_DIR', configDir()],
     ] as Array<[string, string]>,
   };
+}
+
+/** The scheduled job for a workspace's monitor, every `everyMinutes`. */
+export function monitorJob(
+  workspace: string,
+  paths: HandoffPaths,
+  options: CommonOptions,
+  everyMinutes: number,
+  extra: string[] = [],
+): MonitorJob {
+  return {
+    ...monitorCommand(workspace, options, extra),
+    name: monitorJobName(handoffKey(workspace)),
+    workspace,
+    everyMinutes,
+    logPath: join(paths.dir, 'monitor.log'),
+  };
+}
+
+function sourceNote(source: string): string {
+  return source === 'agent' ? '' : ` (${source})`;
 }
 
 export function monitorLine(
@@ -231,11 +285,12 @@ export function monitorLine(
     case 'none':
       return `monitor: nothing to do (${action.reason})`;
     case 'ok':
-      return `monitor: ${action.handoff.model.current} at ${action.handoff.model.usage_percent}% (summary from ${config.thresholds.proactive_summary}%, switch at ${config.thresholds.switch_to_secondary}%)`;
+      return `monitor: ${action.handoff.model.current} at ${action.usage.percent}%${sourceNote(action.usage.source)} (summary from ${config.thresholds.proactive_summary}%, switch at ${config.thresholds.switch_to_secondary}%)`;
     case 'prepared':
-      return `monitor: ${action.handoff.model.current} at ${action.handoff.model.usage_percent}%: ${paths.summary} written`;
+      return `monitor: ${action.handoff.model.current} at ${action.usage.percent}%${sourceNote(action.usage.source)}: ${paths.summary} written`;
     case 'switched':
-      return `monitor: switched ${action.from} -> ${action.result.handoff.model.current} (${action.result.handoff.model.switch_reason})`;
+    case 'switched-back':
+      return `monitor: ${action.action === 'switched' ? 'switched' : 'switched back'} ${action.from} -> ${action.result.handoff.model.current} (${action.result.handoff.model.switch_reason})`;
     case 'stuck':
       return `monitor: ${action.reason}`;
   }
