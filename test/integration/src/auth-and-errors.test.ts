@@ -377,6 +377,7 @@ describe('the OpenAPI document', () => {
         'taskProgress',
         'approvalKey',
         'requestApproval',
+        'requestPermission',
         'approveTask',
         'denyTask',
         'updateTask',

@@ -62,11 +62,12 @@ const runtimeOf = (body: any, id: string) =>
 describe('the capabilities file in a running hub', () => {
   it('loads the data directory file at start, reloads a rename-over edit, keeps the last good on a bad edit, and clears the error on a fix', async () => {
     const first = await health();
-    expect(first).toMatchObject({ file, status: 'loaded', runtimes: 3, error: null });
+    expect(first).toMatchObject({ file, status: 'loaded', runtimes: 4, error: null });
     let view = await capabilities(hub.tokens.code);
     expect(view.runtimes.map((runtime: any) => runtime.id)).toEqual([
       'claude-code',
       'openclaw',
+      'codex',
       'web',
     ]);
     expect(runtimeOf(view, 'openclaw').capabilities.code_execution).toEqual({
@@ -76,13 +77,13 @@ describe('the capabilities file in a running hub', () => {
     });
     expect(view.source.digest).toBe(first.digest);
 
-    // An edit: a fourth runtime.
+    // An edit: a fifth runtime.
     const edited = `${readFileSync(file, 'utf8')}\n`.replace(
       'runtimes:\n',
       'runtimes:\n  ci:\n    description: the CI runner\n    capabilities:\n      code_execution: { mode: native, via: sh }\n',
     );
     saveOver(file, edited);
-    await waitUntil(async () => (await health()).runtimes === 4, 'the edit to load');
+    await waitUntil(async () => (await health()).runtimes === 5, 'the edit to load');
     const second = await health();
     expect(second.digest).not.toBe(first.digest);
     expect(second.error).toBeNull();
@@ -100,7 +101,7 @@ describe('the capabilities file in a running hub', () => {
       new RegExp(`capabilities\\.yaml:${badLine}:\\d+: .*mode`),
     );
     expect(failed.digest).toBe(second.digest);
-    expect(failed.runtimes).toBe(4);
+    expect(failed.runtimes).toBe(5);
     view = await capabilities(hub.tokens.code);
     expect(view.source.error?.message).toBe(failed.error?.message);
     expect(runtimeOf(view, 'claude-code').capabilities.code_execution.mode).toBe('native');
@@ -129,21 +130,23 @@ describe("a runtime's context format is data", () => {
     // Not declared: the built-in defaults (Markdown for Claude Code, text for OpenClaw) and
     // Markdown within 4,000 tokens for anyone else.
     expect(await shared('openclaw')).toMatchObject({ format: 'text', tokenBudget: 2_000 });
-    expect(await shared('codex')).toMatchObject({ format: 'markdown', tokenBudget: 4_000 });
+    expect(await shared('aider')).toMatchObject({ format: 'markdown', tokenBudget: 4_000 });
+    // Declared in the repository's file (Codex): its entry's format and budget.
+    expect(await shared('codex')).toMatchObject({ format: 'markdown', tokenBudget: 2_000 });
     const declared = `${readFileSync(file, 'utf8')}\n`.replace(
       'runtimes:\n',
-      'runtimes:\n  codex:\n    description: OpenAI Codex CLI\n    context: { format: text, tokenBudget: 600 }\n',
+      'runtimes:\n  aider:\n    description: Aider\n    context: { format: text, tokenBudget: 600 }\n',
     );
     saveOver(file, declared);
-    await waitUntil(async () => (await shared('codex')).format === 'text', 'the entry to load');
-    const codex = await shared('codex');
-    expect(codex.tokenBudget).toBe(600);
-    expect(codex.formatted).toMatch(/^SHARED CONTEXT \(CTXBUS\)/);
+    await waitUntil(async () => (await shared('aider')).format === 'text', 'the entry to load');
+    const aider = await shared('aider');
+    expect(aider.tokenBudget).toBe(600);
+    expect(aider.formatted).toMatch(/^SHARED CONTEXT \(CTXBUS\)/);
     // A format the file does not know is refused, naming the field; the last good file stays.
     saveOver(file, declared.replace('format: text', 'format: html'));
     await waitUntil(async () => (await health()).error !== null, 'the bad format to be reported');
     expect((await health()).error?.message).toMatch(/context\.format|format/);
-    expect((await shared('codex')).tokenBudget).toBe(600);
+    expect((await shared('aider')).tokenBudget).toBe(600);
     saveOver(file, readFileSync(repositoryFile, 'utf8'));
     await waitUntil(async () => (await health()).error === null, 'the original file back');
   });
@@ -310,7 +313,7 @@ describe('where the file comes from', () => {
       mkdirSync(bare.dataDir, { recursive: true });
       saveOver(join(bare.dataDir, 'capabilities.yaml'), readFileSync(repositoryFile, 'utf8'));
       await waitUntil(
-        async () => (await call(bare.url, 'GET', '/health')).body.capabilities.runtimes === 3,
+        async () => (await call(bare.url, 'GET', '/health')).body.capabilities.runtimes === 4,
         'the new file to load',
       );
     } finally {

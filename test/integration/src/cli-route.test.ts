@@ -24,13 +24,14 @@ describe('ctxbus route --explain', () => {
     expect(result.stdout).toBe(
       [
         'proxy: openclaw -> claude-code',
-        "  why:      openclaw cannot do it itself (code_execution goes via-api to claude-code, a proxy); proxied to claude-code (can: code_execution native; online, 1 worker), ranked above web: the origin's declared target",
+        "  why:      openclaw cannot do it itself (code_execution goes via-api to claude-code, a proxy); proxied to claude-code (can: code_execution native; online, 1 worker), ranked above codex: the origin's declared target",
         '  how:      code_execution native (Bash)',
         '  approval: not needed',
         '',
         'candidates (* chosen, + could, - could not):',
         '  - openclaw     origin  cannot do it itself: code_execution goes via-api to claude-code, a proxy',
         '  * claude-code  kept    can: code_execution native; online, 1 worker',
+        '  + codex        kept    can: code_execution native; online, 1 worker',
         '  + web          kept    can: code_execution sandboxed; online, 1 worker',
         '',
       ].join('\n'),
@@ -41,7 +42,8 @@ describe('ctxbus route --explain', () => {
     const result = await explain(
       '{"requiredCapabilities":["code_execution"],"origin":"my-agent","constraints":{"network":true}}',
       '--offline',
-      'claude-code',
+      // Both runtimes that run code natively away: the task waits (Codex would take it).
+      'claude-code,codex',
     );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^queue: my-agent -> claude-code\n/);
@@ -60,7 +62,7 @@ describe('ctxbus route --explain', () => {
       'route',
       '--explain',
       '--offline',
-      'claude-code',
+      'claude-code,codex',
       task,
       '--capabilities',
       FILE,
@@ -80,7 +82,16 @@ describe('ctxbus route --explain', () => {
 
   it('prints the decision object with --json, the task read from stdin with -', async () => {
     const result = await runCli(
-      ['route', '--explain', '-', '--capabilities', FILE, '--json', '--offline', 'claude-code'],
+      [
+        'route',
+        '--explain',
+        '-',
+        '--capabilities',
+        FILE,
+        '--json',
+        '--offline',
+        'claude-code,codex',
+      ],
       {
         input:
           '{"requiredCapabilities":["code_execution"],"origin":"openclaw","preferences":{"allowQueue":false}}',
@@ -98,8 +109,10 @@ describe('ctxbus route --explain', () => {
       'openclaw',
       'web',
       'claude-code',
+      'codex',
     ]);
     expect(decision.candidates[2].reason).toBe('offline, and the task does not allow queueing');
+    expect(decision.candidates[3].reason).toBe('offline, and the task does not allow queueing');
   });
 
   it('refuses bad JSON, a bad field, an undeclared --offline runtime and a bad file: exit 2, one line', async () => {
@@ -115,7 +128,7 @@ describe('ctxbus route --explain', () => {
       ],
       [
         ['{"requiredCapabilities":["search"],"origin":"web"}', '--offline', 'nope'],
-        /^ctxbus: error: --offline: "nope" is not declared in the capabilities file \(declared: claude-code, openclaw, web\)$/,
+        /^ctxbus: error: --offline: "nope" is not declared in the capabilities file \(declared: claude-code, openclaw, codex, web\)$/,
       ],
     ];
     for (const [args, expected] of cases) {
