@@ -287,26 +287,36 @@ async function trustHooks(server: CodexAppServer, home: string, before: readonly
 }
 
 /**
- * Codex asks before each MCP tool call unless the server's tools are approved; ctxbus's write
- * only to the bus (a task that runs a command waits for a person's approval on the hub), as
- * Claude Code's install allows `mcp__ctxbus`. True when it changed.
+ * How long Codex waits for our MCP server to start (its default, 10 s, was passed on a loaded
+ * machine: Codex then ran the turn without the ctxbus tools, and the request's prefix changed).
+ */
+const MCP_STARTUP_TIMEOUT_SEC = 30;
+
+/**
+ * Our MCP server's settings in Codex's config: its tools approved (Codex asks before each MCP
+ * tool call unless they are; ctxbus's write only to the bus, and a task that runs a command
+ * waits for a person's approval on the hub, as Claude Code's install allows `mcp__ctxbus`), and
+ * a startup timeout of MCP_STARTUP_TIMEOUT_SEC. True when it changed.
  */
 async function approveTools(server: CodexAppServer): Promise<boolean> {
   const read = await server.call<{ config: { mcp_servers?: Record<string, JsonObject> } }>(
     'config/read',
     {},
   );
-  const mode = read.config.mcp_servers?.[MCP_SERVER_NAME]?.default_tools_approval_mode;
-  if (mode === 'approve') return false;
-  await server.call('config/batchWrite', {
-    edits: [
-      {
-        keyPath: `mcp_servers.${MCP_SERVER_NAME}.default_tools_approval_mode`,
-        value: 'approve',
-        mergeStrategy: 'upsert',
-      },
-    ],
-  });
+  const ours = read.config.mcp_servers?.[MCP_SERVER_NAME];
+  const wanted: [string, unknown][] = [
+    ['default_tools_approval_mode', 'approve'],
+    ['startup_timeout_sec', MCP_STARTUP_TIMEOUT_SEC],
+  ];
+  const edits = wanted
+    .filter(([key, value]) => ours?.[key] !== value)
+    .map(([key, value]) => ({
+      keyPath: `mcp_servers.${MCP_SERVER_NAME}.${key}`,
+      value,
+      mergeStrategy: 'upsert',
+    }));
+  if (edits.length === 0) return false;
+  await server.call('config/batchWrite', { edits });
   return true;
 }
 

@@ -211,15 +211,18 @@ describe('./dev bench --only live', () => {
 });
 
 describe('./dev bench --only cache', () => {
-  it('drives Claude Code, OpenClaw and Codex through turns of one session each and measures prefix, tokens and reach', async () => {
-    // Two turns (one comparison) per runtime: what the section does at any length.
+  it('drives Claude Code and Codex through turns of one session each and measures prefix, tokens and reach', async () => {
+    // Two turns (one comparison) per runtime: what the section does at any length. OpenClaw is
+    // left to `./dev bench --only cache`: a turn of it is 40-60 s here, and its prefix across
+    // turns is proven in test/e2e (openclaw.test.ts); the section's code is the same for all.
     const result = await runBench(['--quick', '--only', 'cache', '--json'], {
       CTXBUS_BENCH_CACHE_TURNS: '2',
+      CTXBUS_BENCH_CACHE_RUNTIMES: 'claude-code,codex',
     });
     expect(result.code, result.stderr).toBe(0);
     const { rows } = JSON.parse(result.stdout) as { rows: { metric: string; value: string }[] };
     const value = (metric: string) => rows.find((row) => row.metric === metric)?.value;
-    for (const runtime of ['Claude Code', 'OpenClaw', 'Codex']) {
+    for (const runtime of ['Claude Code', 'Codex']) {
       expect(value(`${runtime}: turns whose request starts with the previous turn's`)).toMatch(
         /^[01] \/ 1 \(/,
       );
@@ -228,9 +231,6 @@ describe('./dev bench --only cache', () => {
       );
       expect(value(`${runtime}: new items in the next turn's request`)).toMatch(/^[0-2] \/ 2 \(/);
     }
-    expect(
-      value("OpenClaw: the same, less the runtime's own trailing context it does not keep"),
-    ).toMatch(/^[01] \/ 1 \(/);
     expect(value('machine load (1 / 5 min)')).toMatch(/^\d+\.\d+ \/ \d+\.\d+$/);
   });
 });
