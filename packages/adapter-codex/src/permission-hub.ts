@@ -11,7 +11,7 @@ export interface PermissionTask {
   state: string;
   approval: {
     status: 'pending' | 'approved' | 'denied' | 'expired';
-    request: { argv?: unknown; cwd?: unknown };
+    request: { argv?: unknown; cwd?: unknown; digest?: unknown };
     decidedBy: string | null;
     note: string | null;
     expiresAt: string;

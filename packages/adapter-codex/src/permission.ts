@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { MAX_PERMISSION_WAIT_SECONDS, MIN_PERMISSION_WAIT_SECONDS } from '@ctxbus/core/light';
+import {
+  commandDigest,
+  MAX_PERMISSION_WAIT_SECONDS,
+  MIN_PERMISSION_WAIT_SECONDS,
+} from '@ctxbus/core/light';
 import type { PermissionHub, PermissionTask } from './permission-hub.js';
 
 // Codex's PermissionRequest hook (installed with `ctxbus install codex --approvals`): when Codex
@@ -78,14 +82,16 @@ export function parsePermissionInput(value: unknown): CodexPermissionInput | nul
 
 const notice = (line: string): PermissionOutput => ({ systemMessage: `ctxbus: ${line}` });
 
-/** True when `task`'s approval is for exactly this command in this directory. */
+/**
+ * True when `task`'s approval is for exactly this command in this directory: its digest (the
+ * hub shows the command with secrets redacted, and binds the answer to the digest of the one
+ * sent).
+ */
 function sameCommand(task: PermissionTask, input: CodexPermissionInput): boolean {
-  const request = task.approval?.request;
+  const digest = task.approval?.request?.digest;
   return (
-    Array.isArray(request?.argv) &&
-    request.argv.length === 1 &&
-    request.argv[0] === input.command &&
-    request.cwd === input.cwd
+    typeof digest === 'string' &&
+    digest === commandDigest({ argv: [input.command], cwd: input.cwd, scriptHash: null })
   );
 }
 

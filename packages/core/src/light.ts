@@ -3,6 +3,8 @@
 export type { Backoff, BackoffOptions } from './backoff.js';
 export { backoffDelay, createBackoff } from './backoff.js';
 export { canonicalJson } from './canonical-json.js';
+export type { CommandIdentity } from './command-digest.js';
+export { commandDigest } from './command-digest.js';
 export { extractDecisions, stableId } from './decision-capture.js';
 export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
 export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';

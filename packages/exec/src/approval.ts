@@ -8,7 +8,7 @@ import {
 } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { CtxbusError, canonicalJson } from '@ctxbus/core/light';
+import { CtxbusError, canonicalJson, commandDigest } from '@ctxbus/core/light';
 import { z } from 'zod';
 import { programName } from './command-policy.js';
 import { projectTreeHash } from './project-tree.js';
@@ -20,21 +20,10 @@ import { projectTreeHash } from './project-tree.js';
 /** How long an approval lasts unless the hub says otherwise. */
 export const DEFAULT_APPROVAL_LIFETIME_MS = 30 * 60 * 1000;
 
-export interface CommandIdentity {
-  argv: readonly string[];
-  cwd: string;
-  /** SHA-256 of the script file the command runs (scriptHashFor), or null. */
-  scriptHash: string | null;
-}
-
-/** Hex SHA-256 of the canonical JSON of { argv, cwd, scriptHash }. */
-export function commandDigest(command: CommandIdentity): string {
-  return createHash('sha256')
-    .update(
-      canonicalJson({ argv: [...command.argv], cwd: command.cwd, scriptHash: command.scriptHash }),
-    )
-    .digest('hex');
-}
+// The digest an approval is bound to is core's (the hub, this worker and a runtime's permission
+// hook compute it one way).
+export type { CommandIdentity } from '@ctxbus/core/light';
+export { commandDigest } from '@ctxbus/core/light';
 
 /** Programs whose first file argument is the script they run. */
 const INTERPRETERS = new Set([

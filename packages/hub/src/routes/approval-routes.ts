@@ -235,9 +235,13 @@ export const approvalRoutes = [
       checkDigest(task, body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
-      const digest = commandDigest(
-        approval.request as unknown as Parameters<typeof commandDigest>[0],
-      );
+      // The digest stored with the request (computed from the command as the asker sent it,
+      // before any redaction of what the hub shows); the worker recomputes it before it runs.
+      const stored = approval.request.digest;
+      const digest =
+        typeof stored === 'string'
+          ? stored
+          : commandDigest(approval.request as unknown as Parameters<typeof commandDigest>[0]);
       const token = signApproval(
         services.approvalKey.privateKey,
         {

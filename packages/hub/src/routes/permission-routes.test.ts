@@ -121,6 +121,35 @@ describe('POST /api/approvals: a runtime asks people to approve its own command'
     expect(requested.map((record) => record.data.digest)).toEqual([DIGEST]);
   });
 
+  it('keeps and shows a command with its secrets redacted, bound to the digest of the one sent', async () => {
+    const secret = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789';
+    const sent = {
+      argv: [`curl -H "Authorization: token ${secret}" https://api.github.com`],
+      cwd: '/w',
+    };
+    const asked = await call('POST', '/api/approvals', 'codex', {
+      request: { ...sent, tool: 'Bash' },
+      idempotencyKey: 'codex-permission:secret',
+      waitSeconds: 120,
+    });
+    expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+    const digest = commandDigest({ ...sent, scriptHash: null });
+    const { task } = asked.body;
+    expect(task.approval.request.digest).toBe(digest);
+    expect(JSON.stringify(task)).not.toContain(secret);
+    expect(task.title).toContain('[REDACTED:');
+    expect(task.approval.request.argv[0]).toContain('[REDACTED:');
+    const stored = await store.getTask('acme', task.id);
+    expect(JSON.stringify(stored)).not.toContain(secret);
+    // A person approves what they were shown (its digest); the signed answer is for the command
+    // as sent, which the asking runtime checks against its own.
+    const approved = await call('POST', `/api/tasks/${task.id}/approve`, 'cli', { digest });
+    expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+    const token = approved.body.task.approval.token as string;
+    const payload = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString());
+    expect(payload.digest).toBe(digest);
+  });
+
   it("refuses Codex's own token and another agent's, for approve and deny, and audits each", async () => {
     const { task } = (await ask()).body;
     for (const runtime of ['codex', 'claude-code']) {

@@ -1,6 +1,10 @@
 import type { Task, TaskApproval, Viewer } from '@ctxbus/core';
-import { PERMISSION_REQUEST_BECAUSE, type PermissionRequestBody } from '@ctxbus/core';
-import { commandDigest } from '@ctxbus/exec';
+import {
+  commandDigest,
+  PERMISSION_REQUEST_BECAUSE,
+  type PermissionRequestBody,
+  redactSecrets,
+} from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
 import { taskView } from '../tasks/task-view.js';
@@ -28,13 +32,26 @@ function title(runtime: string, argv: readonly string[]): string {
   return text.length <= TITLE_CHARS ? text : `${text.slice(0, TITLE_CHARS - 1)}…`;
 }
 
+/**
+ * The command as the hub keeps and shows it: secrets in it (a token in a header, a password in
+ * a URL) replaced by `[REDACTED:<kind>]` before they touch the store or a feed. The runtime
+ * runs its own copy; the approval is bound to the digest of the command as sent.
+ */
+function shown(body: PermissionRequestBody): { argv: string[]; cwd: string } {
+  return {
+    argv: body.request.argv.map((arg) => redactSecrets(arg, 'argv').text),
+    cwd: redactSecrets(body.request.cwd, 'cwd').text,
+  };
+}
+
 /** The approval request as a person sees it, with the digest the hub binds the answer to. */
 function pendingApproval(
   viewer: Viewer,
   body: PermissionRequestBody,
   services: HubServices,
 ): TaskApproval {
-  const { argv, cwd, tool, reason } = body.request;
+  const { tool, reason } = body.request;
+  const { argv, cwd } = shown(body);
   const now = services.clock();
   const waitMs = Math.min(body.waitSeconds * 1000, services.approvalTtlMs);
   return {
@@ -46,7 +63,7 @@ function pendingApproval(
       because: PERMISSION_REQUEST_BECAUSE,
       tool,
       ...(reason !== undefined && { reason }),
-      digest: commandDigest({ argv, cwd, scriptHash: null }),
+      digest: commandDigest({ argv: body.request.argv, cwd: body.request.cwd, scriptHash: null }),
     },
     requestedBy: viewer.runtime,
     requestedAt: now.toISOString(),
@@ -64,7 +81,8 @@ async function askPeople(
   body: PermissionRequestBody,
   services: HubServices,
 ): Promise<{ task: Task; status: 'created' | 'existing' }> {
-  const { argv, cwd, tool } = body.request;
+  const { tool } = body.request;
+  const { argv, cwd } = shown(body);
   const outcome = await services.store.createTask(viewer.teamId, {
     title: title(viewer.runtime, argv),
     requiredCapabilities: ['code_execution'],
