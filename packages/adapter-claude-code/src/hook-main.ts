@@ -6,6 +6,7 @@ import { defaultDataDir } from '@ctxbus/client/turn-log';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
 import { runHookEvent } from './hooks.js';
+import { CLAUDE_CODE_RUNTIME, findHubTarget } from './hub-target.js';
 import { startLivePush, stopLivePush } from './live-start.js';
 import { readSessionState } from './session-state.js';
 
@@ -45,11 +46,12 @@ function livePush(input: HookInput, dir: string): void {
 async function main(): Promise<void> {
   const input = parseHookInput(JSON.parse((await readStdin()) || '{}'));
   if (!input) return;
-  const { CTXBUS_URL: url, CTXBUS_TOKEN: token } = process.env;
+  const target = findHubTarget(process.env);
   // SessionEnd gets 1.5 s from Claude Code; the others may take a little longer.
   const timeoutMs = input.hook_event_name === 'SessionEnd' ? 1_000 : 2_500;
-  const client =
-    url && token ? createHubLite({ url, token, timeoutMs, runtime: 'claude-code' }) : null;
+  const client = target
+    ? createHubLite({ ...target, timeoutMs, runtime: CLAUDE_CODE_RUNTIME })
+    : null;
   const dir = stateDir(process.env);
   const output = await runHookEvent(input, {
     client,
