@@ -204,10 +204,26 @@ function manifest(dependencies: Ranges): Json {
     license: 'MIT',
     type: 'module',
     bin: { ctxbus: 'dist/bin.js' },
-    files: ['dist', 'runtimes', 'THIRD-PARTY-LICENSES.md'],
+    files: ['dist', 'runtimes', '.claude-plugin', 'THIRD-PARTY-LICENSES.md'],
     engines: cli.engines,
     dependencies,
   };
+}
+
+/**
+ * The repository's Claude Code marketplace manifest, its plugin at `runtimes/claude-code`: the
+ * installed package is a marketplace too (`claude plugin marketplace add <its folder>`).
+ */
+function writeMarketplace(stage: string) {
+  const marketplace = readJson(join(ROOT, '.claude-plugin/marketplace.json'));
+  const plugins = (marketplace.plugins as Json[]).map((plugin) =>
+    plugin.name === 'ctxbus' ? { ...plugin, source: './runtimes/claude-code' } : plugin,
+  );
+  mkdirSync(join(stage, '.claude-plugin'), { recursive: true });
+  writeFileSync(
+    join(stage, '.claude-plugin/marketplace.json'),
+    `${JSON.stringify({ ...marketplace, plugins }, null, 2)}\n`,
+  );
 }
 
 /** npm pack of `dir` into `outDir`: the tarball's path and sizes. */
@@ -279,6 +295,7 @@ export async function pack(outDir: string): Promise<PackResult> {
     'dist/ctxbus-claude-hook.js',
     'the Claude Code plugin',
   );
+  writeMarketplace(stage);
   copyBuilt(
     join(adapters, 'adapter-codex/plugin'),
     join(stage, 'runtimes/codex'),

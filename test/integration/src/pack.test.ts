@@ -82,6 +82,8 @@ describe('the packed ctxbus package', () => {
       'runtimes/claude-code/dist/ctxbus-claude-hook.js',
       'runtimes/claude-code/dist/ctxbus-mcp.js',
       'runtimes/claude-code/hooks/hooks.json',
+      // A Claude Code marketplace (claude plugin marketplace add <this folder>).
+      '.claude-plugin/marketplace.json',
       'runtimes/codex/dist/ctxbus-codex-hook.js',
       'runtimes/codex/dist/ctxbus-codex-mcp.js',
       // The OpenClaw plugin as its own package (openclaw plugins install npm-pack:<it>).
@@ -89,6 +91,12 @@ describe('the packed ctxbus package', () => {
     ]) {
       expect(existsSync(join(pkg, file)), file).toBe(true);
     }
+    const marketplace = JSON.parse(
+      readFileSync(join(pkg, '.claude-plugin/marketplace.json'), 'utf8'),
+    ) as { plugins: { name: string; source: string }[] };
+    expect(marketplace.plugins).toContainEqual(
+      expect.objectContaining({ name: 'ctxbus', source: './runtimes/claude-code' }),
+    );
     const bytes = diskUsage(join(prefix, 'node_modules'));
     process.stdout.write(
       `packed ctxbus: installed size (du) ${(bytes / 1024 / 1024).toFixed(1)} MB\n`,
