@@ -115,7 +115,8 @@ function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> 
       relevanceTags: ['claude-code'],
     }),
     checkpoint: 'last-reply',
-    hubless: 'no hub configured (CTXBUS_URL, CTXBUS_TOKEN)',
+    hubless:
+      'no hub configured (CTXBUS_URL and CTXBUS_TOKEN, or ctxbus token create --runtime claude-code --save)',
     // Seed 003: a switch is told once per workspace, to whichever session looks first.
     ...(cwd && {
       resume: {
