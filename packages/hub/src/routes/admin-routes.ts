@@ -1,38 +1,6 @@
 import { CtxbusError } from '@ctxbus/core';
-import { z } from 'zod';
 import { mintToken, tokenInfo } from '../auth.js';
 import { implement } from '../route-definition.js';
-
-const _streamStatsSchema = z.object({
-  open: z.int().nonnegative(),
-  maxPendingBytes: z.int().positive(),
-  ended: z.object({ slow_reader: z.int().nonnegative(), token_revoked: z.int().nonnegative() }),
-  catchUpReads: z.int().nonnegative().meta({
-    description: 'Store reads that streams made to catch up (since or Last-Event-ID), in all.',
-  }),
-});
-
-const _taskStatsSchema = z.object({
-  claims: z
-    .object({
-      attempts: z.int().nonnegative(),
-      taken: z.int().nonnegative(),
-      wakes: z.int().nonnegative(),
-      parked: z.int().nonnegative(),
-    })
-    .meta({
-      description:
-        'Claim attempts (store claims) this hub made, how many took a task, how many waiting claims a new task woke, and how many wait now.',
-    }),
-  relay: z.object({
-    failures: z
-      .int()
-      .nonnegative()
-      .meta({ description: 'Relay passes that failed (each retried).' }),
-    batches: z.int().nonnegative().meta({ description: 'Batches of task events relayed.' }),
-    events: z.int().nonnegative().meta({ description: 'Task events relayed in them.' }),
-  }),
-});
 
 export const adminRoutes = [
   implement('createToken', {
