@@ -44,7 +44,7 @@ Exit codes:
 Quick start:
   ctxbus serve                                   # prints the URL and, once, an admin token (saved)
   ctxbus service install                         # or: the hub in the background (systemd)
-  ctxbus connect                                 # wire Claude Code and OpenClaw, a token each
+  ctxbus connect                                 # wire Claude Code, OpenClaw and Codex, a token each
   ctxbus token create --team acme --runtime cli --save
   ctxbus write --type decision --title "Use SQLite" --content "Embedded, fast, trusted."
   ctxbus install claude-code --project .         # mints Claude Code's own token

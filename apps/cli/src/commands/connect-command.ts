@@ -5,12 +5,13 @@ import { printLine } from '../output.js';
 // (connect/connect.ts) loads when they run.
 
 const CONNECT_HELP = `
-What it does, for each runtime it finds (Claude Code, OpenClaw):
+What it does, for each runtime it finds (Claude Code, OpenClaw, Codex):
   - checks that it runs here (its version, and for OpenClaw a Node.js in its engines range:
     the node on PATH, else one this machine already has; else it says which to install);
   - prints what it will add, then wires it through the same installer as \`ctxbus install\`:
     Claude Code: hooks and the MCP server for every project (~/.claude/settings.json,
     ~/.claude.json); OpenClaw: the ctxbus plugin and MCP server (through openclaw's commands);
+    Codex: its hooks (trusted) and the MCP server in ~/.codex (through codex's own commands);
   - gives it a token of its own, minted with the admin token \`ctxbus serve\` saved, and saves
     it as \`token create --save\` would (see ctxbus whoami); the CLI's own identity is unchanged.
 Running it again changes nothing ("already connected"). \`ctxbus disconnect\` removes exactly
@@ -39,10 +40,10 @@ export function registerConnect(
   program
     .command('connect')
     .description(
-      'find the agent runtimes on this machine (Claude Code, OpenClaw) and wire each to the running hub with a token of its own',
+      'find the agent runtimes on this machine (Claude Code, OpenClaw, Codex) and wire each to the running hub with a token of its own',
     )
     .option('--dry-run', 'print what it would do; change nothing')
-    .option('--only <runtimes>', 'only these, comma-separated: claude-code, openclaw')
+    .option('--only <runtimes>', 'only these, comma-separated: claude-code, openclaw, codex')
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
     .option(
       '--team <team>',
@@ -69,7 +70,7 @@ export function registerConnect(
   program
     .command('disconnect')
     .description('remove exactly what ctxbus connect added (files put back, its tokens revoked)')
-    .option('--only <runtimes>', 'only these, comma-separated: claude-code, openclaw')
+    .option('--only <runtimes>', 'only these, comma-separated: claude-code, openclaw, codex')
     .option(
       '--admin-token <token>',
       'admin token to revoke with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
