@@ -5,7 +5,7 @@ import { createHubLite } from '@ctxbus/client/light';
 import { defaultDataDir } from '@ctxbus/client/turn-log';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
-import { runHookEvent } from './hooks.js';
+import { INSTALLED_TOOL_PREFIX, PLUGIN_TOOL_PREFIX, runHookEvent } from './hooks.js';
 import { CLAUDE_CODE_RUNTIME, findHubTarget } from './hub-target.js';
 import { startLivePush, stopLivePush } from './live-start.js';
 import { readSessionState } from './session-state.js';
@@ -56,6 +56,8 @@ async function main(): Promise<void> {
   const output = await runHookEvent(input, {
     client,
     stateDir: dir,
+    // The plugin's hooks.json runs `hook.js --plugin`: its MCP tools carry the plugin's names.
+    toolPrefix: process.argv.includes('--plugin') ? PLUGIN_TOOL_PREFIX : INSTALLED_TOOL_PREFIX,
     now: () => new Date(),
     // Seed 002: snapshots of each prompt's turn context when CTXBUS_TURN_SNAPSHOTS is on; a
     // failed build is audited under the data directory either way.

@@ -21,7 +21,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
 import type { HookContext } from './hooks.js';
-import { MAX_INJECTED_CHARS, runHookEvent } from './hooks.js';
+import { MAX_INJECTED_CHARS, PLUGIN_TOOL_PREFIX, runHookEvent } from './hooks.js';
 import { rememberDelivered } from './live-files.js';
 import { readSessionState } from './session-state.js';
 
@@ -79,6 +79,28 @@ describe('SessionStart', () => {
     expect(output.additionalContext).toContain('mcp__ctxbus__context_write');
     expect(output.systemMessage).toBeUndefined();
     expect(readSessionState(stateDir, 'sess-1').lastSeenSeq).toBeGreaterThan(0);
+  });
+
+  it("names the MCP tools as the plugin's server exposes them when run as the plugin's hook", async () => {
+    const plugin: HookContext = { ...context(), toolPrefix: PLUGIN_TOOL_PREFIX };
+    await other.write({ type: 'decision', title: 'Ship on Tuesdays' });
+    const start = await runHookEvent(
+      event({ hook_event_name: 'SessionStart', source: 'startup' }),
+      plugin,
+    );
+    expect(start.additionalContext).toContain('mcp__plugin_ctxbus_ctxbus__context_write');
+    expect(start.additionalContext).toContain('mcp__plugin_ctxbus_ctxbus__memory_write');
+    expect(start.additionalContext).not.toContain('mcp__ctxbus__');
+    // More changes than the turn context lists: the pointer to the rest names the same server.
+    for (let n = 0; n < 15; n++) await other.write({ type: 'discovery', title: `Finding ${n}` });
+    const prompt = await runHookEvent(
+      event({ hook_event_name: 'UserPromptSubmit', prompt: 'go' }),
+      plugin,
+    );
+    expect(prompt.additionalContext).toMatch(
+      /more changes \(mcp__plugin_ctxbus_ctxbus__context_read\)/,
+    );
+    expect(prompt.additionalContext).not.toContain('mcp__ctxbus__');
   });
 
   it("asks for the seed's ~4K budget; on a busy team, compacts to the cap and points to the rest", async () => {

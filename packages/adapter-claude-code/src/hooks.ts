@@ -48,6 +48,11 @@ export interface HookContext {
   /** The hub, or null when no URL/token is configured. */
   client: HubApi | null;
   stateDir: string;
+  /**
+   * How this session's model names the ctxbus MCP tools (default `mcp__ctxbus__`, the
+   * installer's server; the plugin's server is `mcp__plugin_ctxbus_ctxbus__`).
+   */
+  toolPrefix?: string;
   now: () => Date;
   turnLog?: TurnLogOptions;
 }
@@ -58,8 +63,13 @@ export interface HookOutput {
   systemMessage?: string;
 }
 
-const TOOL_HINT =
-  'Share what others should know with the ctxbus MCP tools (mcp__ctxbus__context_write, context_search, memory_write). A line "Decision: ..." in your reply is recorded as a team decision.';
+/** The MCP tools' names as `ctxbus install claude-code` registers the server. */
+export const INSTALLED_TOOL_PREFIX = 'mcp__ctxbus__';
+/** The same tools under the Claude Code plugin: `mcp__plugin_<plugin>_<server>__<tool>`. */
+export const PLUGIN_TOOL_PREFIX = 'mcp__plugin_ctxbus_ctxbus__';
+
+const toolHint = (prefix: string): string =>
+  `Share what others should know with the ctxbus MCP tools (${prefix}context_write, ${prefix}context_search, ${prefix}memory_write). A line "Decision: ..." in your reply is recorded as a team decision.`;
 
 function updateLine(item: HubItem): string {
   const urgency = item.urgency === 'background' ? '' : `[${item.urgency}] `;
@@ -67,15 +77,17 @@ function updateLine(item: HubItem): string {
   return `- ${urgency}**${item.title}**${summary} _(${item.type} from ${item.source.runtime})_`;
 }
 
+const prefix = (context: HookContext): string => context.toolPrefix ?? INSTALLED_TOOL_PREFIX;
+
 /** The plain list of changes: what the hook injects when the turn context cannot be built. */
-function updatesList(items: readonly HubItem[]): string {
+function updatesList(items: readonly HubItem[], prefix: string): string {
   if (items.length === 0) return '';
   const shown = byUrgencyDescending(items).slice(0, PROMPT_UPDATE_ITEMS);
   const more = items.length - shown.length;
   return [
     '## New in the shared context (ctxbus) since your last prompt',
     ...shown.map(updateLine),
-    ...(more > 0 ? [`- …and ${more} more (mcp__ctxbus__context_read)`] : []),
+    ...(more > 0 ? [`- …and ${more} more (${prefix}context_read)`] : []),
   ].join('\n');
 }
 
@@ -124,7 +136,7 @@ function kernel(context: HookContext, input: HookInput): SessionKernel<HubItem> 
         seen: workspaceResumeSeen(context.stateDir, cwd),
       },
     }),
-    fallback: ({ changes }) => clipText(updatesList(changes), MAX_INJECTED_CHARS),
+    fallback: ({ changes }) => clipText(updatesList(changes, prefix(context)), MAX_INJECTED_CHARS),
   });
 }
 
@@ -150,12 +162,14 @@ function output(context: string, resume: string | null, notice: string | null): 
 async function sessionStart(
   session: SessionKernel<HubItem>,
   input: Extract<HookInput, { hook_event_name: 'SessionStart' }>,
+  tools: string,
 ): Promise<HookOutput> {
   // A resumed session has its first bundle in the transcript Claude Code resends: injecting the
   // bundle again would grow every resumed turn by all of it. What changed since the session last
   // looked comes with the prompt (UserPromptSubmit), after what the transcript holds.
   if (input.source === 'resume' && session.state().lastSeenSeq > 0) return {};
-  const room = MAX_INJECTED_CHARS - TOOL_HINT.length - FULL_CONTEXT_POINTER.length - 200;
+  const hint = toolHint(tools);
+  const room = MAX_INJECTED_CHARS - hint.length - FULL_CONTEXT_POINTER.length - 200;
   const turn = await session.beforeTurn({
     changes: false,
     bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: room },
@@ -163,7 +177,7 @@ async function sessionStart(
   if (!turn.fromHub && !turn.stale) return output('', turn.resume, turn.notice);
   const cut = turn.fromHub && turn.bundleTokens < SESSION_START_TOKEN_BUDGET;
   const bundle = cut ? `${turn.bundle}\n\n${FULL_CONTEXT_POINTER}` : turn.bundle;
-  return output(`${bundle}\n\n${TOOL_HINT}`, turn.resume, turn.notice);
+  return output(`${bundle}\n\n${hint}`, turn.resume, turn.notice);
 }
 
 /**
@@ -173,6 +187,7 @@ async function sessionStart(
 async function userPromptSubmit(
   session: SessionKernel<HubItem>,
   input: Extract<HookInput, { hook_event_name: 'UserPromptSubmit' }>,
+  tools: string,
 ): Promise<HookOutput> {
   const files = session.state().filesTouched.slice(-5);
   const turn = await session.beforeTurn({
@@ -187,7 +202,7 @@ async function userPromptSubmit(
         ? `## Your turn context (ctxbus): the hub is unreachable; shared context from ${turn.stale.age}`
         : '## Your turn context (ctxbus): new in the shared context since your last prompt',
       context,
-      ...(more > 0 ? [`…and ${more} more changes (mcp__ctxbus__context_read)`] : []),
+      ...(more > 0 ? [`…and ${more} more changes (${tools}context_read)`] : []),
     ].join('\n\n');
   }
   return output(context, turn.resume, turn.notice);
@@ -271,9 +286,9 @@ export async function runHookEvent(input: HookInput, context: HookContext): Prom
     const session = kernel(context, input);
     switch (input.hook_event_name) {
       case 'SessionStart':
-        return await sessionStart(session, input);
+        return await sessionStart(session, input, prefix(context));
       case 'UserPromptSubmit':
-        return await userPromptSubmit(session, input);
+        return await userPromptSubmit(session, input, prefix(context));
       case 'PostToolUse':
         return postToolUse(session, input);
       case 'Stop':

@@ -141,6 +141,10 @@ describe('Claude Code with the ctxbus plugin from the marketplace', () => {
     expect(run.code, run.err).toBe(0);
     const first = model.requests.find((request) => request.tools?.length);
     expect(first && requestText(first)).toContain('Release frozen until Friday (marker 5b1e)');
+    // The injected hint names the tools as the plugin's server exposes them, not the
+    // installer's `mcp__ctxbus__*`, which this session does not have.
+    expect(first && requestText(first)).toContain(`ctxbus MCP tools (${WRITE_TOOL}`);
+    expect(first && requestText(first)).not.toContain('mcp__ctxbus__');
     expect(toolResults(model.requests.at(-1) ?? { messages: [] }).join(' ')).toContain(title);
     const mine = await call(hub.url, 'GET', '/api/context?runtime=claude-code', {
       token: chatToken,
