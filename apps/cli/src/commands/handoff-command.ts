@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { CtxbusError } from '@ctxbus/core/light';
-import type { MonitorAction } from '@ctxbus/handoff';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
 import type { CommonOptions } from './handoff.js';
+import type { MonitorOptions } from './handoff-monitor.js';
 import { SCHEDULERS, type Scheduler } from './handoff-schedule.js';
 
 // `ctxbus handoff ...`: the commands and their options; what they do (handoff.ts, and
@@ -76,10 +76,9 @@ const waitSeconds = whole('--wait', 'seconds', 0);
 
 const intervalMinutes = whole('--interval', 'minutes', 1);
 
-export function registerHandoff(
-  program: Command,
-  run: (action: () => Promise<void>) => Promise<void>,
-) {
+type Run = (action: () => Promise<void>) => Promise<void>;
+
+export function registerHandoff(program: Command, run: Run): void {
   const handoff = program
     .command('handoff')
     .description(
@@ -108,6 +107,16 @@ Examples:
   ctxbus handoff usage --from openclaw # records OpenClaw's provider usage`,
     );
 
+  initCommand(handoff, run);
+  statusCommand(handoff, run);
+  heartbeatCommand(handoff, run);
+  switchCommand(handoff, run);
+  monitorCommand(handoff, run);
+  statuslineCommand(handoff, run);
+  usageCommand(handoff, run);
+}
+
+function initCommand(handoff: Command, run: Run): void {
   handoff
     .command('init')
     .description(
@@ -132,7 +141,9 @@ Examples:
         );
       }),
     );
+}
 
+function statusCommand(handoff: Command, run: Run): void {
   handoff
     .command('status')
     .description('the handoff: model, task, age, whether it is ready; exit 4 when there is none')
@@ -155,7 +166,9 @@ Examples:
         for (const line of describe(paths, current, new Date())) printLine(line);
       }),
     );
+}
 
+function heartbeatCommand(handoff: Command, run: Run): void {
   handoff
     .command('heartbeat')
     .description('record where the work stands (creates the handoff the first time)')
@@ -235,7 +248,9 @@ Examples:
           );
         }),
     );
+}
 
+function switchCommand(handoff: Command, run: Run): void {
   handoff
     .command('switch')
     .description(
@@ -313,7 +328,9 @@ Examples:
           printLine(resumeNote(result.handoff) ?? `switched to ${result.handoff.model.current}`);
         }),
     );
+}
 
+function monitorCommand(handoff: Command, run: Run): void {
   handoff
     .command('monitor')
     .description(
@@ -382,121 +399,15 @@ Schedule it (every 10 minutes; the crontab command is $CTXBUS_CRONTAB, else cron
   ctxbus handoff monitor --install --dry-run --scheduler cron
   ctxbus handoff monitor --uninstall --workspace ~/clawd`,
     )
-    .action(
-      (
-        options: CommonOptions & {
-          once?: boolean;
-          interval?: number;
-          install?: boolean;
-          uninstall?: boolean;
-          scheduler?: Scheduler;
-          dryRun?: boolean;
-          usageFrom?: 'openclaw';
-          provider?: string;
-          usageModel?: string;
-          printTimer?: boolean;
-          printCron?: boolean;
-        },
-      ) =>
-        run(async () => {
-          const { monitorJob, monitorLine, monitorOnce, publish, targetOf } = await import(
-            './handoff.js'
-          );
-          const { config, workspace, paths } = targetOf(options);
-          const every = options.interval ?? 10;
-          if (options.install || options.uninstall || options.printTimer || options.printCron) {
-            const extra = [
-              ...(options.usageFrom ? ['--usage-from', options.usageFrom] : []),
-              ...(options.provider ? ['--provider', options.provider] : []),
-              ...(options.usageModel ? ['--usage-model', options.usageModel] : []),
-            ];
-            const job = monitorJob(workspace, paths, options, every, extra);
-            const install = await import('./handoff-install.js');
-            if (options.uninstall) return install.uninstallMonitor(job);
-            const asked = options.printTimer
-              ? 'systemd'
-              : options.printCron
-                ? 'cron'
-                : options.scheduler;
-            if (options.dryRun || options.printTimer || options.printCron) {
-              const chosen = install.pickScheduler(asked ?? 'auto');
-              return void process.stdout.write(install.describeInstall(job, chosen));
-            }
-            return install.installMonitor(job, asked ?? 'auto');
-          }
-          const collect = async () => {
-            if (options.usageFrom !== 'openclaw') return;
-            const { collectOpenClawUsage, describeReport, reportModel } = await import(
-              './handoff-usage.js'
-            );
-            const model = reportModel(paths, config, options.usageModel);
-            const report = await collectOpenClawUsage(paths, model, options.provider);
-            printLine(`usage: ${describeReport(model, report)}`);
-          };
-          const pass = async (): Promise<MonitorAction> => {
-            try {
-              await collect();
-            } catch (error) {
-              // The agent's heartbeat is the fallback: a runtime that cannot say is no reason to stop.
-              process.stderr.write(`ctxbus: warning: ${(error as Error).message}\n`);
-            }
-            const action = await monitorOnce(paths, config);
-            printLine(monitorLine(paths, config, action));
-            if (action.action === 'switched' || action.action === 'switched-back') {
-              for (const warning of action.result.warnings) {
-                process.stderr.write(`ctxbus: warning: ${warning}\n`);
-              }
-              await publish(
-                options,
-                config,
-                workspace,
-                action.result.handoff,
-                'switch',
-                action.action === 'switched' ? action.usage : null,
-              );
-            }
-            return action;
-          };
-          if (options.once) {
-            const action = await pass();
-            if (action.action === 'stuck') throw new CtxbusError('conflict', action.reason);
-            return;
-          }
-          // The loop: a pass now, then one every --interval minutes, until SIGINT or SIGTERM.
-          let stop: () => void = () => {};
-          const stopped = new Promise<void>((resolveStop) => {
-            stop = resolveStop;
-          });
-          let stopping = false;
-          const onSignal = () => {
-            stopping = true;
-            stop();
-          };
-          process.once('SIGINT', onSignal);
-          process.once('SIGTERM', onSignal);
-          try {
-            while (!stopping) {
-              try {
-                await pass();
-              } catch (error) {
-                process.stderr.write(`ctxbus: monitor: ${(error as Error).message}\n`);
-              }
-              let timer: NodeJS.Timeout | undefined;
-              await Promise.race([
-                stopped,
-                new Promise((resolveWait) => {
-                  timer = setTimeout(resolveWait, every * 60_000);
-                }),
-              ]);
-              clearTimeout(timer);
-            }
-          } finally {
-            process.off('SIGINT', onSignal);
-            process.off('SIGTERM', onSignal);
-          }
-        }),
+    .action((options: MonitorOptions) =>
+      run(async () => {
+        const { runMonitor } = await import('./handoff-monitor.js');
+        await runMonitor(options);
+      }),
     );
+}
 
+function statuslineCommand(handoff: Command, run: Run): void {
   handoff
     .command('statusline')
     .description(
@@ -528,7 +439,9 @@ problem is shown on the line itself, never as a failure (Claude Code would blank
         printLine(await statusLine(stdin, paths, config, options.model));
       }),
     );
+}
 
+function usageCommand(handoff: Command, run: Run): void {
   handoff
     .command('usage')
     .description(
