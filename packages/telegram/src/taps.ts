@@ -1,0 +1,150 @@
+import type { ConflictReport } from '@ctxbus/core';
+import type { Context } from 'grammy';
+import { Composer } from 'grammy';
+import type { InlineKeyboardMarkup } from 'grammy/types';
+import type { BotDeps } from './bot-deps.js';
+import type { TapOutcome, Verdict } from './tap-decisions.js';
+import { decideRequest, decideTask, keepValue } from './tap-decisions.js';
+
+// Taps on the bot's buttons: Approve / Allow once / Deny (a:<id>, d:<id>) and Keep 1 / Keep 2
+// (k1:<id>, k2:<id>). A tap counts only from an approver, on the message that carries the
+// buttons for exactly that id, once at a time per id.
+
+const CALLBACK = /^([ad]):(task_[0-9a-f-]{36}|[0-9a-f-]{36})$/;
+/** Keep value 1 or 2 of conflict <id> (the values are read from the conflict on the tap). */
+const KEEP_CALLBACK = /^k([12]):([0-9a-f-]{36})$/;
+
+export function buttons(id: string, approveLabel: string): InlineKeyboardMarkup {
+  return {
+    inline_keyboard: [
+      [
+        { text: approveLabel, callback_data: `a:${id}` },
+        { text: 'Deny', callback_data: `d:${id}` },
+      ],
+    ],
+  };
+}
+
+/** One Keep button per value; the tap names the conflict and the value's place (k1, k2). */
+export function keepButtons(id: string, report: ConflictReport): InlineKeyboardMarkup {
+  return {
+    inline_keyboard: [
+      report.values.map((value, index) => ({
+        text: `Keep ${index + 1}: ${value.runtime}`.slice(0, 60),
+        callback_data: `k${index + 1}:${id}`,
+      })),
+    ],
+  };
+}
+
+interface Taps extends BotDeps {
+  /** The Telegram user ids whose taps count. */
+  approvers: ReadonlySet<number>;
+  /** The ids being decided now: a second tap meanwhile is told so. */
+  inflight: Set<string>;
+}
+
+/** The tap handler; `approvers` are the Telegram user ids whose taps count. */
+export function tapsComposer(deps: BotDeps, approvers: ReadonlySet<number>): Composer<Context> {
+  const taps: Taps = { ...deps, approvers, inflight: new Set<string>() };
+  const composer = new Composer<Context>();
+  composer.on('callback_query:data', (ctx) => onTap(taps, ctx));
+  return composer;
+}
+
+async function onTap(taps: Taps, ctx: Context): Promise<void> {
+  const data = ctx.callbackQuery?.data ?? '';
+  const keep = KEEP_CALLBACK.exec(data);
+  if (keep) {
+    await decide(taps, ctx, keep[2] ?? '', 'keep', (who) =>
+      keepValue(taps, keep[2] ?? '', keep[1] === '1' ? 0 : 1, who, ctx.chat?.id),
+    );
+    return;
+  }
+  const match = CALLBACK.exec(data);
+  if (!match) {
+    await ctx.answerCallbackQuery({ text: 'Unknown button.' });
+    return;
+  }
+  const verdict: Verdict = match[1] === 'a' ? 'approve' : 'deny';
+  const id = match[2] ?? '';
+  await decide(taps, ctx, id, verdict, (who) =>
+    id.startsWith('task_')
+      ? decideTask(taps, id, verdict, who, ctx.chat?.id)
+      : decideRequest(taps, id, verdict, who, ctx.chat?.id),
+  );
+}
+
+/** Checks the tap (approver, button bound to this message), runs `work` once, answers. */
+async function decide(
+  taps: Taps,
+  ctx: Context,
+  id: string,
+  verdict: Verdict | 'keep',
+  work: (who: string) => Promise<TapOutcome>,
+): Promise<void> {
+  const who = ctx.from?.username ? `@${ctx.from.username}` : `user ${ctx.from?.id ?? '?'}`;
+  const refusal = tapRefusal(taps, ctx, id);
+  if (refusal !== null) {
+    taps.logger.warn(
+      { fromId: ctx.from?.id ?? null, chatId: ctx.chat?.id ?? null, id, verdict },
+      `refused a tap: ${refusal}`,
+    );
+    await ctx.answerCallbackQuery({ text: refusal.slice(0, 200), show_alert: true });
+    return;
+  }
+  if (taps.inflight.has(id)) {
+    await ctx.answerCallbackQuery({ text: 'Already being decided.', show_alert: true });
+    return;
+  }
+  taps.inflight.add(id);
+  let outcome: TapOutcome;
+  try {
+    outcome = await work(who);
+  } catch (error) {
+    taps.logger.error({ error: taps.redact(error), id }, 'decision failed');
+    outcome = { applied: false, answer: `Not decided: ${taps.redact(error)}`, outcome: null };
+  } finally {
+    taps.inflight.delete(id);
+  }
+  await ctx.answerCallbackQuery({
+    text: outcome.answer.slice(0, 200),
+    show_alert: !outcome.applied,
+  });
+  const message = ctx.callbackQuery?.message;
+  if (outcome.outcome !== null && message && 'text' in message) {
+    await ctx
+      .editMessageText(`${message.text ?? ''}\n\n${outcome.outcome}`.slice(0, 4_096), {
+        reply_markup: { inline_keyboard: [] },
+      })
+      .catch((error: unknown) =>
+        taps.logger.warn({ error: taps.redact(error) }, 'could not edit the message'),
+      );
+  }
+  if (!outcome.applied && ctx.chat) await taps.reply(ctx, outcome.answer);
+}
+
+/**
+ * Why a tap on a button deciding `id` does not count, or null when it does: it must come from
+ * one of the bot's approvers (Telegram user ids, --approver), on a message the bot sent with
+ * the buttons for exactly `id`.
+ */
+function tapRefusal(taps: Taps, ctx: Context, id: string): string | null {
+  if (taps.approvers.size === 0) {
+    return 'Not decided: this bot has no approver configured (ctxbus telegram --approver USER_ID), so no tap decides anything.';
+  }
+  const from = ctx.from?.id;
+  if (from === undefined || !taps.approvers.has(from)) {
+    return `Not decided: user ${from ?? '?'} is not one of this bot's approvers.`;
+  }
+  const message = ctx.callbackQuery?.message;
+  const chat = ctx.chat?.id;
+  if (
+    message === undefined ||
+    chat === undefined ||
+    !taps.state.buttonsOf(id, chat, message.message_id)
+  ) {
+    return 'Not decided: this button does not belong to this message (it decides nothing here).';
+  }
+  return null;
+}
