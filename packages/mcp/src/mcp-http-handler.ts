@@ -13,6 +13,8 @@ import {
   tokenDigest,
 } from './http-guards.js';
 import { jsonRpcErrorResponse, refusal, WWW_AUTHENTICATE, watchBody } from './http-responses.js';
+import type { Session } from './mcp-sessions.js';
+import { McpSessions } from './mcp-sessions.js';
 
 export interface McpHttpHandlerOptions {
   /**
@@ -79,18 +81,6 @@ export interface McpHttpHandler {
   close(): Promise<void>;
 }
 
-interface Session {
-  transport: WebStandardStreamableHTTPServerTransport;
-  digest: Buffer;
-  /** The digest as hex: sessions of one token share it. */
-  owner: string;
-  lastSeen: number;
-  /** Requests whose responses are still being sent (an open GET event stream included). */
-  busy: number;
-  /** The token's team, when `verifyToken` says (null: not counted per team). */
-  team: string | null;
-}
-
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_MAX_SESSIONS = 1_000;
 const DEFAULT_MAX_SESSIONS_PER_TOKEN = 32;
@@ -101,6 +91,93 @@ function teamOf(verdict: unknown): string | null {
   if (typeof verdict !== 'object' || verdict === null || !('teamId' in verdict)) return null;
   const { teamId } = verdict as { teamId: unknown };
   return typeof teamId === 'string' ? teamId : null;
+}
+
+/** What every request must pass before it reaches a session. */
+interface Gate {
+  allowedHosts: ReadonlySet<string>;
+  allowedOrigins: ReadonlySet<string> | undefined;
+  verifyToken: McpHttpHandlerOptions['verifyToken'];
+  logger: Logger;
+}
+
+/**
+ * Host (DNS rebinding), Origin, method and bearer token, then the token verifier: the caller's
+ * token and team, or the refusal.
+ */
+async function admit(
+  request: Request,
+  gate: Gate,
+): Promise<Response | { token: string; team: string | null }> {
+  const hostHeader = request.headers.get('host');
+  const host = hostNameOf(hostHeader);
+  if (host === undefined || !gate.allowedHosts.has(host)) {
+    gate.logger.warn({ host: hostHeader }, 'MCP request refused: host not allowed');
+    return jsonRpcErrorResponse(403, `Invalid Host header: ${hostHeader ?? '(none)'}`, {
+      ctxbusCode: 'forbidden',
+    });
+  }
+  const origin = request.headers.get('origin');
+  if (origin !== null && gate.allowedOrigins && !gate.allowedOrigins.has(origin)) {
+    return jsonRpcErrorResponse(403, `Invalid Origin header: ${origin}`, {
+      ctxbusCode: 'forbidden',
+    });
+  }
+  if (request.method !== 'POST' && request.method !== 'GET' && request.method !== 'DELETE') {
+    return jsonRpcErrorResponse(405, `${request.method} is not allowed; use POST, GET or DELETE`, {
+      ctxbusCode: 'method_not_allowed',
+      headers: { allow: 'POST, GET, DELETE' },
+    });
+  }
+  const token = bearerToken(request.headers.get('authorization'));
+  if (token === undefined) {
+    return jsonRpcErrorResponse(
+      401,
+      'missing or malformed Authorization header; send "Authorization: Bearer <token>"',
+      { ctxbusCode: 'unauthorized', headers: WWW_AUTHENTICATE },
+    );
+  }
+  if (!gate.verifyToken) return { token, team: null };
+  try {
+    return { token, team: teamOf(await gate.verifyToken(token)) };
+  } catch (error) {
+    return refusal(error, gate.logger);
+  }
+}
+
+/** The session counts as busy until the response has been sent (or the reader left). */
+function untilSent(session: Session, response: Response): Response {
+  return watchBody(response, () => {
+    session.busy -= 1;
+    session.lastSeen = Date.now();
+  });
+}
+
+/** A request of an open session, which must carry the token that opened it. */
+async function inSession(
+  request: Request,
+  session: Session | undefined,
+  token: string,
+): Promise<Response> {
+  if (!session) {
+    // 404 tells a client to start a new session (MCP Streamable HTTP).
+    return jsonRpcErrorResponse(404, 'Session not found', { code: -32001 });
+  }
+  if (!sameDigest(session.digest, tokenDigest(token))) {
+    return jsonRpcErrorResponse(403, 'this MCP session was opened with another token', {
+      ctxbusCode: 'forbidden',
+    });
+  }
+  session.lastSeen = Date.now();
+  session.busy += 1;
+  let response: Response;
+  try {
+    response = await session.transport.handleRequest(request);
+  } catch (error) {
+    session.busy -= 1;
+    throw error;
+  }
+  return untilSent(session, response);
 }
 
 /**
@@ -115,67 +192,28 @@ function teamOf(verdict: unknown): string | null {
  */
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const logger = options.logger ?? silentLogger;
-  const allowedHosts = new Set(
-    (options.allowedHosts ?? LOCALHOST_NAMES).map((host) => host.toLowerCase()),
-  );
-  const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
-  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
-  const maxPerToken = options.maxSessionsPerToken ?? DEFAULT_MAX_SESSIONS_PER_TOKEN;
-  const maxPerTeam = options.maxSessionsPerTeam ?? DEFAULT_MAX_SESSIONS_PER_TEAM;
-  const sessions = new Map<string, Session>();
-  /**
-   * `initialize` requests under way, per token and in all: each becomes a session (or fails)
-   * once the transport has answered it, so the limits count them beforehand. Without this,
-   * concurrent initializes all pass the checks before any of them is a session.
-   */
-  const starting = new Map<string, number>();
-  const startingTeams = new Map<string, number>();
-  let startingTotal = 0;
-
-  /** The sessions a team holds or is opening. */
-  const teamCount = (team: string) =>
-    [...sessions.values()].filter((session) => session.team === team).length +
-    (startingTeams.get(team) ?? 0);
-
-  /** The sessions of one token, least recently used first. */
-  const sessionsOf = (owner: string) =>
-    [...sessions.values()]
-      .filter((session) => session.owner === owner)
-      .sort((a, b) => a.lastSeen - b.lastSeen);
-
-  /**
-   * A token past its limit (a new session just initialized) closes its least recently used
-   * idle session. Done once the new session exists, so a request that starts none evicts none.
-   */
-  function trimSessionsOf(owner: string, keep: Session): void {
-    const mine = sessionsOf(owner);
-    if (mine.length <= maxPerToken) return;
-    const idle = mine.find((session) => session !== keep && session.busy === 0);
-    if (!idle) return;
-    logger.info(
-      { sessionId: idle.transport.sessionId },
-      'closing the least recently used MCP session of a token at its session limit',
-    );
-    void idle.transport.close();
-  }
-
-  let closed = false;
-
-  const sweep = setInterval(
-    () => {
-      const now = Date.now();
-      for (const [id, session] of sessions) {
-        if (session.busy === 0 && now - session.lastSeen > idleTimeoutMs) {
-          logger.info({ sessionId: id }, 'closing idle MCP session');
-          void session.transport.close();
-        }
-      }
+  const gate: Gate = {
+    allowedHosts: new Set((options.allowedHosts ?? LOCALHOST_NAMES).map((h) => h.toLowerCase())),
+    allowedOrigins: options.allowedOrigins ? new Set(options.allowedOrigins) : undefined,
+    verifyToken: options.verifyToken?.bind(options),
+    logger,
+  };
+  const sessions = new McpSessions(
+    {
+      total: options.maxSessions ?? DEFAULT_MAX_SESSIONS,
+      perToken: options.maxSessionsPerToken ?? DEFAULT_MAX_SESSIONS_PER_TOKEN,
+      perTeam: options.maxSessionsPerTeam ?? DEFAULT_MAX_SESSIONS_PER_TEAM,
     },
+    logger,
+  );
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const sweep = setInterval(
+    () => sessions.closeIdle(idleTimeoutMs),
     Math.max(50, Math.min(idleTimeoutMs / 2, 60_000)),
   );
   // The sweep must not keep a process alive on its own.
   sweep.unref();
+  let closed = false;
 
   async function startSession(
     request: Request,
@@ -188,56 +226,12 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     } catch (error) {
       return refusal(error, logger);
     }
-    // Per token first (only a token's own sessions make room for it), then the endpoint's cap.
-    // From here to the reservation below nothing awaits, so concurrent initializes count in turn.
     const digest = tokenDigest(token);
     const owner = digest.toString('hex');
-    const mine = sessionsOf(owner);
-    const pending = starting.get(owner) ?? 0;
-    const idle = mine.filter((session) => session.busy === 0).length;
-    // Room: free places under the limit, and idle sessions a new one may replace, less what
-    // the initializes under way will take.
-    if (Math.max(0, maxPerToken - mine.length) + idle - pending <= 0) {
-      return jsonRpcErrorResponse(
-        429,
-        `this token already holds or is opening ${maxPerToken} MCP sessions, none of them idle (each has a request in progress or an open event stream); end one (DELETE /mcp) or retry when one is idle`,
-        { ctxbusCode: 'limit_reached' },
-      );
-    }
-    // A session that will replace one of the token's own adds none to the endpoint.
-    const grows = mine.length + pending < maxPerToken;
-    if (grows && team !== null && teamCount(team) >= maxPerTeam) {
-      return jsonRpcErrorResponse(
-        429,
-        `team ${team} already holds or is opening ${maxPerTeam} MCP sessions across its tokens; end one (DELETE /mcp) or retry later`,
-        { ctxbusCode: 'limit_reached' },
-      );
-    }
-    if (grows && sessions.size + startingTotal >= maxSessions) {
-      return jsonRpcErrorResponse(503, `too many open MCP sessions (${maxSessions}); retry later`, {
-        ctxbusCode: 'unavailable',
-      });
-    }
-    starting.set(owner, pending + 1);
-    if (team !== null) startingTeams.set(team, (startingTeams.get(team) ?? 0) + 1);
-    startingTotal += 1;
-    let reserved = true;
-    // Once the session exists (or the request failed), it no longer counts as under way.
-    const release = () => {
-      if (!reserved) return;
-      reserved = false;
-      startingTotal -= 1;
-      const left = (starting.get(owner) ?? 1) - 1;
-      if (left > 0) starting.set(owner, left);
-      else starting.delete(owner);
-      if (team !== null) {
-        const teamLeft = (startingTeams.get(team) ?? 1) - 1;
-        if (teamLeft > 0) startingTeams.set(team, teamLeft);
-        else startingTeams.delete(team);
-      }
-    };
+    const release = sessions.reserve(owner, team);
+    if (release instanceof Response) return release;
     try {
-      return await initialize(request, backend, digest, owner, team, release);
+      return await initialize(request, backend, { digest, owner, team }, release);
     } finally {
       release();
     }
@@ -246,9 +240,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   async function initialize(
     request: Request,
     backend: ContextBackend,
-    digest: Buffer,
-    owner: string,
-    team: string | null,
+    who: Pick<Session, 'digest' | 'owner' | 'team'>,
     release: () => void,
   ): Promise<Response> {
     const server = createCtxbusMcpServer({
@@ -260,17 +252,16 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          sessions.set(id, session);
+          sessions.open.set(id, session);
+          // Once the session exists, it no longer counts as under way.
           release();
-          trimSessionsOf(owner, session);
+          sessions.trim(who.owner, session);
           logger.debug({ sessionId: id }, 'MCP session opened');
         },
         maxRequestBodySize: options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
         ...(options.keepAliveMs !== undefined && { keepAliveMs: options.keepAliveMs }),
       }),
-      digest,
-      owner,
-      team,
+      ...who,
       lastSeen: Date.now(),
       // The initialize request itself, until its response is sent.
       busy: 1,
@@ -279,7 +270,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     // Whatever closes the transport (DELETE, idle sweep, close()) forgets the session; the
     // server, chained behind this by connect(), then stops its live stream.
     transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      if (transport.sessionId !== undefined) sessions.open.delete(transport.sessionId);
       logger.debug({ sessionId: transport.sessionId }, 'MCP session closed');
     };
     await server.connect(transport);
@@ -295,91 +286,23 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     return untilSent(session, response);
   }
 
-  /** The session counts as busy until the response has been sent (or the reader left). */
-  function untilSent(session: Session, response: Response): Response {
-    return watchBody(response, () => {
-      session.busy -= 1;
-      session.lastSeen = Date.now();
-    });
-  }
-
   async function handleRequest(request: Request): Promise<Response> {
     if (closed) {
       return jsonRpcErrorResponse(503, 'the MCP endpoint is shutting down', {
         ctxbusCode: 'unavailable',
       });
     }
-    const hostHeader = request.headers.get('host');
-    const host = hostNameOf(hostHeader);
-    if (host === undefined || !allowedHosts.has(host)) {
-      logger.warn({ host: hostHeader }, 'MCP request refused: host not allowed');
-      return jsonRpcErrorResponse(403, `Invalid Host header: ${hostHeader ?? '(none)'}`, {
-        ctxbusCode: 'forbidden',
-      });
-    }
-    const origin = request.headers.get('origin');
-    if (origin !== null && allowedOrigins && !allowedOrigins.has(origin)) {
-      return jsonRpcErrorResponse(403, `Invalid Origin header: ${origin}`, {
-        ctxbusCode: 'forbidden',
-      });
-    }
-    if (request.method !== 'POST' && request.method !== 'GET' && request.method !== 'DELETE') {
-      return jsonRpcErrorResponse(
-        405,
-        `${request.method} is not allowed; use POST, GET or DELETE`,
-        {
-          ctxbusCode: 'method_not_allowed',
-          headers: { allow: 'POST, GET, DELETE' },
-        },
-      );
-    }
-    const token = bearerToken(request.headers.get('authorization'));
-    if (token === undefined) {
-      return jsonRpcErrorResponse(
-        401,
-        'missing or malformed Authorization header; send "Authorization: Bearer <token>"',
-        { ctxbusCode: 'unauthorized', headers: WWW_AUTHENTICATE },
-      );
-    }
-    let team: string | null = null;
-    if (options.verifyToken) {
-      try {
-        team = teamOf(await options.verifyToken(token));
-      } catch (error) {
-        return refusal(error, logger);
-      }
-    }
-
+    const admitted = await admit(request, gate);
+    if (admitted instanceof Response) return admitted;
     const sessionId = request.headers.get('mcp-session-id');
-    if (sessionId === null) {
-      if (request.method !== 'POST') {
-        return jsonRpcErrorResponse(
-          400,
-          'Bad Request: Mcp-Session-Id header is required; start a session with an initialize POST',
-        );
-      }
-      return startSession(request, token, team);
+    if (sessionId !== null) return inSession(request, sessions.open.get(sessionId), admitted.token);
+    if (request.method !== 'POST') {
+      return jsonRpcErrorResponse(
+        400,
+        'Bad Request: Mcp-Session-Id header is required; start a session with an initialize POST',
+      );
     }
-    const session = sessions.get(sessionId);
-    if (!session) {
-      // 404 tells a client to start a new session (MCP Streamable HTTP).
-      return jsonRpcErrorResponse(404, 'Session not found', { code: -32001 });
-    }
-    if (!sameDigest(session.digest, tokenDigest(token))) {
-      return jsonRpcErrorResponse(403, 'this MCP session was opened with another token', {
-        ctxbusCode: 'forbidden',
-      });
-    }
-    session.lastSeen = Date.now();
-    session.busy += 1;
-    let response: Response;
-    try {
-      response = await session.transport.handleRequest(request);
-    } catch (error) {
-      session.busy -= 1;
-      throw error;
-    }
-    return untilSent(session, response);
+    return startSession(request, admitted.token, admitted.team);
   }
 
   return {
@@ -391,13 +314,12 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       }
     },
     get sessionCount() {
-      return sessions.size;
+      return sessions.open.size;
     },
     async close() {
       closed = true;
       clearInterval(sweep);
-      await Promise.all([...sessions.values()].map((session) => session.transport.close()));
-      sessions.clear();
+      await sessions.closeAll();
     },
   };
 }
