@@ -23,6 +23,13 @@ registerHooks({
     return next(url, context);
   },
 });
+// Node's own internals the hook does not see: undici (fetch, and node:http's lazy WebSocket
+// getters, which an ESM import of node:http runs) is recorded as builtin:undici.
+process.on('exit', () => {
+  if (process.moduleLoadList.some((name) => name.includes('undici'))) {
+    appendFileSync(process.env.CTXBUS_TEST_MODULE_LOG, 'builtin:undici\\n');
+  }
+});
 `,
 );
 
@@ -54,6 +61,7 @@ const HEAVY = {
   hono: /\/hono[@/]/,
   pg: /\/pg[@/]/,
   'MCP SDK': /@modelcontextprotocol/,
+  "undici (Node's fetch)": /^builtin:undici$/,
 };
 
 /** What `--help` loads beyond commander and the light entries. */
