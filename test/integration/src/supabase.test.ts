@@ -149,6 +149,93 @@ await withPostgres('Supabase deployment', (url, schemas) => {
       expect(JSON.stringify(health.body)).not.toContain(new URL(standIn.ownerUrl).password);
     });
 
+    it("maps the seed's tables as docs/supabase.md says: its fields written through the hub, read back by the documented queries", async () => {
+      if (!hub) throw new Error('the hub of the previous test did not start');
+      const claude = await runtimeToken(hub, 'acme', 'claude-code');
+      const web = await runtimeToken(hub, 'acme', 'web');
+      // Seed 000's write, flat as the seed writes it.
+      const seedItem = (title: string, scope: string, urgency: string) =>
+        write(hub as HubProcess, claude, {
+          type: 'alert',
+          title,
+          content: 'from the seed mapping test',
+          sourceRuntime: 'claude-code',
+          scope,
+          urgency,
+          relevanceTags: ['supabase-map'],
+        });
+      const globalBlocking = await seedItem('Map: global blocking', 'global', 'blocking');
+      const spaceAttention = await seedItem('Map: space attention', 'space', 'attention');
+      await seedItem('Map: global background', 'global', 'background');
+      await seedItem('Map: task blocking', 'task', 'blocking');
+      // The documented retrieval, as a Supabase user of the team.
+      const seen = await queryAsSupabaseRole(
+        standIn.ownerUrl,
+        'authenticated',
+        acmeClaims,
+        `SELECT id, title, source_runtime, scope, urgency, tags
+         FROM ctxbus.items
+         WHERE scope IN ('global', 'space') AND urgency >= 1 AND superseded_by IS NULL
+           AND 'supabase-map' = ANY (tags)
+         ORDER BY rid DESC`,
+      );
+      expect(seen).toEqual({
+        rows: [
+          {
+            id: spaceAttention.id,
+            title: 'Map: space attention',
+            source_runtime: 'claude-code',
+            scope: 'space',
+            urgency: 1,
+            tags: ['supabase-map'],
+          },
+          {
+            id: globalBlocking.id,
+            title: 'Map: global blocking',
+            source_runtime: 'claude-code',
+            scope: 'global',
+            urgency: 2,
+            tags: ['supabase-map'],
+          },
+        ],
+      });
+      // Seed 000's ContextSubscription, stored as the table says.
+      const subscribed = await call(hub.url, 'POST', '/api/subscriptions', {
+        token: web,
+        body: {
+          runtimeId: 'web-tab-7',
+          runtimeType: 'web',
+          scopes: ['global', 'space'],
+          relevanceTags: ['supabase-map'],
+          minUrgency: 'attention',
+          deliveryMode: 'pull',
+        },
+      });
+      expect(subscribed.status, JSON.stringify(subscribed.body)).toBe(201);
+      const rows = await sql(
+        standIn.ownerUrl,
+        `SELECT runtime, label, delivery, endpoint, filter FROM ctxbus.subscriptions WHERE id = '${subscribed.body.subscription.id}'`,
+      );
+      expect(rows).toEqual([
+        {
+          runtime: 'web',
+          label: 'web-tab-7',
+          delivery: 'pull',
+          endpoint: null,
+          filter: { scopes: ['global', 'space'], tags: ['supabase-map'], minUrgency: 'attention' },
+        },
+      ]);
+      // Not readable through Supabase: the hub's API manages subscriptions.
+      expect(
+        await queryAsSupabaseRole(
+          standIn.ownerUrl,
+          'authenticated',
+          acmeClaims,
+          'SELECT * FROM ctxbus.subscriptions',
+        ),
+      ).toEqual({ denied: '42501' });
+    });
+
     it('`ctxbus supabase sql` prints the script; run as printed, it sets up another schema', async () => {
       const other = storeUrl(standIn.ownerUrl, 'team_bus');
       expect((await runCli(['migrate', '--store', other])).code).toBe(0);
