@@ -21,6 +21,10 @@ tokens are revoked. What it added is recorded in $CTXBUS_CONFIG_DIR/connections.
 Exit codes: 0 done, 1 a runtime cannot run here (the line says what to do), 2 bad input or no
 admin token, 4 no runtime found, 6 no hub answers (start one: ctxbus serve).
 
+No hub answering at a loopback URL: where a systemd user manager runs, connect starts one as a
+user service first (what \`ctxbus service install --port <its port>\` does: the unit, enabled,
+started, lingering) and waits for it to answer; --no-service fails instead.
+
 Examples:
   ctxbus serve &                  # or: ctxbus service install (systemd user service)
   ctxbus connect --dry-run        # what it would do, nothing written
@@ -46,6 +50,10 @@ export function registerConnect(
     .option('--only <runtimes>', 'only these, comma-separated: claude-code, openclaw, codex')
     .option('--url <url>', 'hub URL (default: $CTXBUS_URL, else the hub saved by ctxbus serve)')
     .option(
+      '--no-service',
+      'when no hub answers, fail instead of starting one as a systemd user service',
+    )
+    .option(
       '--team <team>',
       "the runtimes' team (default: the team of the tokens saved for the hub, else your user name)",
     )
@@ -58,6 +66,7 @@ export function registerConnect(
       (options: {
         dryRun?: boolean;
         only?: string;
+        service?: boolean;
         url?: string;
         team?: string;
         adminToken?: string;

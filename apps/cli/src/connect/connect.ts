@@ -32,6 +32,8 @@ export interface ConnectOptions {
   adminToken?: string;
   only?: string;
   dryRun?: boolean;
+  /** false (`--no-service`): never start a hub as a systemd user service. */
+  service?: boolean;
 }
 
 export interface Output {
@@ -46,15 +48,71 @@ function connectUrl(flag: string | undefined): string {
   return findHubUrl(flag) ?? DEFAULT_HUB_URL;
 }
 
-async function requireHub(url: string): Promise<void> {
+async function hubAnswers(url: string): Promise<boolean> {
   try {
     await createClient({ url, token: 'none', retries: 0, timeoutMs: 5_000 }).health();
+    return true;
   } catch {
-    throw new CtxbusError(
-      'unavailable',
-      `no hub answers at ${url}: start one with \`ctxbus serve\` (or in the background: \`ctxbus service install\`), then run this again`,
-    );
+    return false;
   }
+}
+
+const noHub = (url: string, why = '') =>
+  new CtxbusError(
+    'unavailable',
+    `no hub answers at ${url}: start one with \`ctxbus serve\` (or in the background: \`ctxbus service install\`), then run this again${why}`,
+  );
+
+/** The port of a plain-HTTP loopback URL (a hub this machine would serve), else null. */
+function loopbackPort(url: string): number | null {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:') return null;
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname)) return null;
+  return Number(parsed.port || 80);
+}
+
+/**
+ * The hub connect wires against: the one that answers, else (a loopback URL, a systemd user
+ * manager, no --no-service) one started as a user service, as `ctxbus service install` does.
+ * A dry run only says it would start one.
+ */
+async function ensureHub(
+  url: string,
+  options: ConnectOptions,
+  out: Output,
+): Promise<'running' | 'would start'> {
+  if (await hubAnswers(url)) return 'running';
+  const port = loopbackPort(url);
+  if (options.service === false || port === null) throw noHub(url);
+  const { userManager } = await import('../systemd-user.js');
+  const manager = userManager();
+  if (!manager.reachable) {
+    throw noHub(url, ` (no systemd user manager to start one as a service: ${manager.reason})`);
+  }
+  const command = `ctxbus service install --port ${port}`;
+  if (options.dryRun) {
+    out.line(`no hub answers at ${url}: would start one as a systemd user service (${command})`);
+    return 'would start';
+  }
+  out.line(`no hub answers at ${url}: starting one as a systemd user service (${command})`);
+  const { install } = await import('../commands/service.js');
+  await install(['--port', String(port)], {});
+  out.progress(`waiting for the hub at ${url} to answer`);
+  await waitForHub(url, 60_000);
+  return 'running';
+}
+
+/** Polls /health until the hub answers, or fails after `ms` saying where to look. */
+async function waitForHub(url: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (let delay = 100; Date.now() < deadline; delay = Math.min(delay * 2, 2_000)) {
+    if (await hubAnswers(url)) return;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+  throw new CtxbusError(
+    'unavailable',
+    `the service started, but no hub answered at ${url} within ${ms / 1000} s: see ctxbus service status and ctxbus service logs`,
+  );
 }
 
 /** The connectors --only names (all when it is absent); an unknown name is bad input. */
@@ -169,7 +227,7 @@ async function wire(
 export async function connect(options: ConnectOptions, out: Output): Promise<void> {
   const connectors = selected(options.only);
   const url = connectUrl(options.url);
-  await requireHub(url);
+  const hub = await ensureHub(url, options, out);
   const context: ConnectContext = { url, progress: out.progress };
   const team = teamFor(url, options.team);
   out.line(`hub ${url}, team ${team}`);
@@ -205,7 +263,9 @@ export async function connect(options: ConnectOptions, out: Output): Promise<voi
     );
     plans.push({ connector, setup: detected.setup, wiring, source });
   }
+  // A hub the service will start saves its admin token then (ctxbus serve does).
   if (
+    hub === 'running' &&
     plans.some((plan) => plan.source.kind === 'mint') &&
     !findAdminToken(url, options.adminToken)
   ) {

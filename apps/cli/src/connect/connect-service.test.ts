@@ -1,0 +1,150 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { removeDir, runCli, tempDir } from '@ctxbus/test-kit';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// `ctxbus connect` with no hub running (issue 28): where a systemd user manager answers, it
+// starts one as a user service (the unit `ctxbus service install` writes) and waits for it.
+// systemd's user manager does not run in this sandbox: the stand-in systemctl answers
+// show-environment, and its `restart` starts the unit's ExecStart, with its Environment=,
+// as systemd would. The hub it starts is the real one.
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) {
+    const pidFile = join(dir, 'hub.pid');
+    if (existsSync(pidFile)) {
+      try {
+        process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    removeDir(dir);
+  }
+});
+
+const FAKE_SYSTEMCTL = `#!/bin/sh
+echo "$(basename "$0") $*" >> "$FAKE_SYSTEMD_LOG"
+[ "$FAKE_SYSTEMD" = absent ] && { echo "Failed to connect to bus: No medium found" >&2; exit 1; }
+case "$(basename "$0") $*" in
+  "systemctl --user restart ctxbus.service")
+    unit="$HOME/.config/systemd/user/ctxbus.service"
+    exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+    environment=$(sed -n 's/^Environment=//p' "$unit")
+    env $environment $exec_start > "$HOME/hub.log" 2>&1 &
+    echo $! > "$HOME/hub.pid" ;;
+esac
+exit 0
+`;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** A HOME with stand-in systemctl and loginctl, no runtime on PATH, no hub, no credentials. */
+function machine(systemd: 'running' | 'absent') {
+  const home = tempDir('ctxbus-connect-service-');
+  dirs.push(home);
+  const bin = join(home, 'bin');
+  mkdirSync(bin);
+  for (const tool of ['systemctl', 'loginctl']) {
+    writeFileSync(join(bin, tool), FAKE_SYSTEMCTL);
+    chmodSync(join(bin, tool), 0o755);
+  }
+  const log = join(home, 'systemd.log');
+  writeFileSync(log, '');
+  const configDir = join(home, '.config', 'ctxbus');
+  return {
+    home,
+    configDir,
+    calls: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
+    env: {
+      HOME: home,
+      USER: 'tester',
+      XDG_CONFIG_HOME: '',
+      XDG_DATA_HOME: '',
+      CTXBUS_CONFIG_DIR: configDir,
+      // No Claude Code, OpenClaw or Codex here: only the stand-ins, Node and the system's tools.
+      PATH: `${bin}:${dirname(process.execPath)}:/usr/bin:/bin`,
+      FAKE_SYSTEMD: systemd,
+      FAKE_SYSTEMD_LOG: log,
+    },
+  };
+}
+
+describe('ctxbus connect with no hub running', () => {
+  it('starts one as a systemd user service, waits for it, then looks for runtimes', async () => {
+    const box = machine('running');
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const result = await runCli(['connect', '--url', url, '--only', 'claude-code'], {
+      env: box.env,
+    });
+    // No Claude Code on this machine: exit 4, after the hub was started and answered.
+    expect(result.code, result.stderr).toBe(4);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toBe(
+      `no hub answers at ${url}: starting one as a systemd user service (ctxbus service install --port ${new URL(url).port})`,
+    );
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^hub ${url}, team \\S+$`)));
+    expect(result.stdout).toMatch(/Claude Code: not found/);
+    expect(box.calls()).toEqual(
+      expect.arrayContaining([
+        'systemctl --user daemon-reload',
+        'systemctl --user enable ctxbus.service',
+        'systemctl --user restart ctxbus.service',
+      ]),
+    );
+    // The unit's hub runs and saved its admin token where connect mints with it.
+    const health = await fetch(`${url}/health`);
+    expect(health.ok).toBe(true);
+    const credentials = JSON.parse(readFileSync(join(box.configDir, 'credentials.json'), 'utf8'));
+    expect(credentials.defaultHub).toBe(url);
+    // Again: the hub answers, so nothing is installed or restarted.
+    const before = box.calls().length;
+    const again = await runCli(['connect', '--url', url, '--only', 'claude-code'], {
+      env: box.env,
+    });
+    expect(again.code).toBe(4);
+    expect(again.stdout).not.toContain('starting one');
+    expect(box.calls().slice(before)).toEqual([]);
+  });
+
+  it('--dry-run says it would start one and starts nothing', async () => {
+    const box = machine('running');
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const result = await runCli(['connect', '--dry-run', '--url', url], { env: box.env });
+    expect(result.stdout.split('\n')[0]).toBe(
+      `no hub answers at ${url}: would start one as a systemd user service (ctxbus service install --port ${new URL(url).port})`,
+    );
+    expect(box.calls()).toEqual(['systemctl --user show-environment']);
+    expect(existsSync(join(box.home, '.config', 'systemd', 'user', 'ctxbus.service'))).toBe(false);
+  });
+
+  it('--no-service, a remote URL or no systemd: exit 6 with how to start one, nothing written', async () => {
+    const box = machine('running');
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const refused = await runCli(['connect', '--no-service', '--url', url], { env: box.env });
+    expect(refused.code).toBe(6);
+    expect(refused.stderr).toContain(`no hub answers at ${url}: start one with \`ctxbus serve\``);
+    const remote = await runCli(['connect', '--url', 'https://hub.example.invalid'], {
+      env: box.env,
+    });
+    expect(remote.code).toBe(6);
+    expect(box.calls()).toEqual([]);
+    const bare = machine('absent');
+    const none = await runCli(['connect', '--url', url], { env: bare.env });
+    expect(none.code).toBe(6);
+    expect(none.stderr).toContain(`no hub answers at ${url}: start one with \`ctxbus serve\``);
+    expect(none.stderr).toContain(
+      '(no systemd user manager to start one as a service: Failed to connect to bus',
+    );
+    expect(existsSync(join(bare.home, '.config', 'systemd'))).toBe(false);
+  });
+});
