@@ -63,6 +63,20 @@ export async function decideTask(
   }
 }
 
+/** The item a button decides, or `gone` when the hub no longer has it (expired, removed). */
+async function itemOrGone(
+  deps: BotDeps,
+  id: string,
+  gone: TapOutcome,
+): Promise<ContextItem | TapOutcome> {
+  try {
+    return await deps.client.get(id);
+  } catch (error) {
+    if (CtxbusError.isInstance(error) && error.code === 'not_found') return gone;
+    throw error;
+  }
+}
+
 /** Keeps value `index` (0: the older, 1: the newer) of conflict `id` through the hub. */
 export async function keepValue(
   deps: BotDeps,
@@ -71,16 +85,9 @@ export async function keepValue(
   who: string,
   chatId: number | undefined,
 ): Promise<TapOutcome> {
-  let item: ContextItem;
-  try {
-    item = await deps.client.get(id);
-  } catch (error) {
-    if (CtxbusError.isInstance(error) && error.code === 'not_found') {
-      const line = 'This conflict is gone (expired or removed): nothing kept.';
-      return { applied: false, answer: line, outcome: line };
-    }
-    throw error;
-  }
+  const gone = 'This conflict is gone (expired or removed): nothing kept.';
+  const item = await itemOrGone(deps, id, { applied: false, answer: gone, outcome: gone });
+  if (!('id' in item)) return item;
   const report = conflictOf(item);
   const value = report?.values[index];
   if (!report || !value) {
@@ -113,19 +120,12 @@ export async function decideRequest(
   who: string,
   chatId: number | undefined,
 ): Promise<TapOutcome> {
-  let request: ContextItem;
-  try {
-    request = await deps.client.get(id);
-  } catch (error) {
-    if (CtxbusError.isInstance(error) && error.code === 'not_found') {
-      return {
-        applied: false,
-        answer: 'This request is gone (expired or withdrawn): nothing recorded.',
-        outcome: 'Gone: expired or withdrawn.',
-      };
-    }
-    throw error;
-  }
+  const request = await itemOrGone(deps, id, {
+    applied: false,
+    answer: 'This request is gone (expired or withdrawn): nothing recorded.',
+    outcome: 'Gone: expired or withdrawn.',
+  });
+  if (!('id' in request)) return request;
   const word = verdict === 'approve' ? 'approved' : 'denied';
   // One feedback item per request (its id comes from the request's): a second tap, here or
   // in another chat, finds the first answer instead of recording another.

@@ -4,6 +4,7 @@ export type {
   EmbeddingsServerOptions,
 } from './embeddings-server.ts';
 export { DEFAULT_CONCEPTS, startEmbeddingsServer } from './embeddings-server.ts';
+export { freePort } from './free-port.ts';
 export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './http.ts';
 export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
 export type { HubFixture, HubFixtureOptions } from './hub-fixture.ts';

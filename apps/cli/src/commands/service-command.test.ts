@@ -12,9 +12,8 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { CLI, removeDir, runCli, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
+import { CLI, freePort, removeDir, runCli, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { unitEnvironment, unitExecStart } from '../systemd-unit.js';
 
@@ -91,15 +90,6 @@ function sandbox(systemd: 'absent' | 'running', extra: NodeJS.ProcessEnv = {}): 
     },
     calls: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 async function answers(url: string): Promise<boolean> {

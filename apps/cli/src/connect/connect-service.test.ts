@@ -1,7 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { removeDir, runCli, tempDir } from '@ctxbus/test-kit';
+import { freePort, removeDir, runCli, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // `ctxbus connect` with no hub running (issue 28): where a systemd user manager answers, it
@@ -38,15 +37,6 @@ case "$(basename "$0") $*" in
 esac
 exit 0
 `;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** A HOME with stand-in systemctl and loginctl, no runtime on PATH, no hub, no credentials. */
 function machine(systemd: 'running' | 'absent') {
