@@ -1,5 +1,23 @@
 // The wire contract without the tokenizer: schemas, errors, filters and validation. Clients
 // that only talk to a hub import this entry and skip loading the o200k vocabulary.
+
+export type { ListAuditResponse, VerifyAuditResponse } from './audit/audit-api-schemas.js';
+export {
+  auditRecordSchema,
+  listAuditQuerySchema,
+  listAuditResponseSchema,
+  MAX_AUDIT_PAGE,
+  verifyAuditQuerySchema,
+  verifyAuditResponseSchema,
+} from './audit/audit-api-schemas.js';
+// Pure text formatting (no tokenizer): clients render with the hub's formatters.
+export { markdownFormatter, plainLine, plainTextFormatter } from './context/formatters.js';
+export {
+  contextBuildFailureSchema,
+  turnContextInputSchema,
+  turnContextRecordSchema,
+  turnSnapshotSchema,
+} from './context/turn-context-schema.js';
 export type {
   ArchiveResponse,
   CapabilitiesStatus,
@@ -16,7 +34,7 @@ export type {
   StreamEvent,
   TokenInfo,
   WriteResponse,
-} from './api-schemas.js';
+} from './items/api-schemas.js';
 export {
   archivedItemSchema,
   archiveQuerySchema,
@@ -57,63 +75,7 @@ export {
   writeRequestSchema,
   writeResponseSchema,
   writeResultSchema,
-} from './api-schemas.js';
-export type { ListAuditResponse, VerifyAuditResponse } from './audit-api-schemas.js';
-export {
-  auditRecordSchema,
-  listAuditQuerySchema,
-  listAuditResponseSchema,
-  MAX_AUDIT_PAGE,
-  verifyAuditQuerySchema,
-  verifyAuditResponseSchema,
-} from './audit-api-schemas.js';
-export type {
-  BlackboardEntryKind,
-  BlackboardEvent,
-  BlackboardRef,
-  BlackboardScope,
-} from './blackboard-contract.js';
-export {
-  BLACKBOARD_ENTRY_KINDS,
-  BLACKBOARD_EVENT,
-  BLACKBOARD_SCOPES,
-  BLACKBOARD_TAG,
-  blackboardEntryKey,
-  blackboardEntryNameSchema,
-  blackboardEventOf,
-  blackboardEventSchema,
-  blackboardKeyPrefix,
-  blackboardRefSchema,
-  itemValue,
-  parseBlackboardKey,
-  REMOVED_TAG,
-  RESOURCE_TAG,
-  resourceKey,
-  resourceNameSchema,
-} from './blackboard-contract.js';
-// Canonical JSON and its SHA-256 (no tokenizer): content hashes and file checksums.
-export { hashValue, sha256Hex } from './canonical-hash.js';
-export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
-export {
-  approversOf,
-  CAPABILITY_MODES,
-  capabilitiesFileSchema,
-  capabilitiesJsonSchema,
-  capabilityMode,
-  capabilityNames,
-  DEFAULT_APPROVERS,
-  matrixNameSchema,
-  personRefusal,
-  TRUST_LEVELS,
-  WELL_KNOWN_CAPABILITIES,
-} from './capabilities.js';
-export type { CapabilitiesResponse, CapabilitiesRuntime } from './capabilities-api-schemas.js';
-export {
-  capabilitiesQuerySchema,
-  capabilitiesResponseSchema,
-  capabilitiesRuntimeSchema,
-  runtimePresenceViewSchema,
-} from './capabilities-api-schemas.js';
+} from './items/api-schemas.js';
 export type {
   ConflictCandidate,
   ConflictReport,
@@ -123,7 +85,7 @@ export type {
   ListConflictsResponse,
   ResolveConflictBody,
   ResolveConflictResponse,
-} from './conflicts.js';
+} from './items/conflicts.js';
 export {
   CONFLICT_TAG,
   CONFLICT_WRITER,
@@ -141,7 +103,7 @@ export {
   resolveConflictBodySchema,
   resolveConflictResponseSchema,
   sameValue,
-} from './conflicts.js';
+} from './items/conflicts.js';
 export type {
   ContextItem,
   ContextItemInput,
@@ -150,7 +112,7 @@ export type {
   Scope,
   Urgency,
   Visibility,
-} from './context-item.js';
+} from './items/context-item.js';
 export {
   CONTEXT_TYPES,
   contextItemInputSchema,
@@ -172,73 +134,13 @@ export {
   urgencySchema,
   VISIBILITIES,
   visibilitySchema,
-} from './context-item.js';
-export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
-export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
-// Pure text formatting (no tokenizer): clients render with the hub's formatters.
-export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
-export type { ItemRowColumns, StoredItemValues } from './item-columns.js';
-export { itemFromColumns } from './item-columns.js';
-export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
-export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
-// The light entry's own list is the reviewed one; the contract carries all of it.
-export * from './light.js';
-export type { PermissionRequestBody } from './permission-api-schemas.js';
-export {
-  permissionRequestBodySchema,
-  permissionRequestResponseSchema,
-} from './permission-api-schemas.js';
-export type { ResourceType, ResourceView } from './persistent-resource.js';
-export {
-  DEFAULT_RESOURCE_TYPE,
-  RESOURCE_TYPES,
-  resourceNameOf,
-  resourceOf,
-  resourceTypeOf,
-  resourceTypeSchema,
-  resourceTypeTag,
-  resourceViewSchema,
-} from './persistent-resource.js';
-export type {
-  PresenceAnnounceRequest,
-  PresenceInstance,
-  PresenceKind,
-  RuntimePresenceEntry,
-} from './presence.js';
-export {
-  DEFAULT_PRESENCE_TTL_SECONDS,
-  defaultCapacity,
-  MAX_PRESENCE_CAPABILITIES,
-  MAX_PRESENCE_CAPACITY,
-  MAX_PRESENCE_TTL_SECONDS,
-  MIN_PRESENCE_TTL_SECONDS,
-  PRESENCE_KINDS,
-  presenceAnnounceRequestSchema,
-  presenceAnnounceResponseSchema,
-  presenceInstanceIdSchema,
-  presenceInstanceParamsSchema,
-  presenceInstanceSchema,
-  summarizePresence,
-} from './presence.js';
-export type { RedactionResult } from './redact-secrets.js';
-export { redactJson, redactSecrets } from './redact-secrets.js';
-export type {
-  RouteRequest,
-  RoutingCandidate,
-  RoutingDecision,
-  RoutingKind,
-  RuntimePresence,
-} from './routing.js';
-export {
-  ROUTING_KINDS,
-  routeRequestSchema,
-  routeTask,
-  routingCandidateSchema,
-  routingDecisionSchema,
-  runtimePresenceSchema,
-} from './routing.js';
-// A type only: the run context itself (and its id maker) stays out of this entry.
-export type { JsonValue } from './run-context.js';
+} from './items/context-item.js';
+export type { ItemRowColumns, StoredItemValues } from './items/item-columns.js';
+export { itemFromColumns } from './items/item-columns.js';
+export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './items/item-filter.js';
+export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './items/item-filter.js';
+export type { RedactionResult } from './items/redact-secrets.js';
+export { redactJson, redactSecrets } from './items/redact-secrets.js';
 export type {
   CreateSubscriptionRequest,
   DeadLetterInfo,
@@ -248,7 +150,7 @@ export type {
   SubscriptionEvent,
   SubscriptionFilter,
   WebhookPayload,
-} from './subscription-schemas.js';
+} from './items/subscription-schemas.js';
 export {
   ackRequestSchema,
   createSubscriptionRequestSchema,
@@ -266,13 +168,50 @@ export {
   subscriptionResponseSchema,
   subscriptionSchema,
   webhookPayloadSchema,
-} from './subscription-schemas.js';
+} from './items/subscription-schemas.js';
+export type {
+  BlackboardEntryKind,
+  BlackboardEvent,
+  BlackboardRef,
+  BlackboardScope,
+} from './layers/blackboard-contract.js';
+export {
+  BLACKBOARD_ENTRY_KINDS,
+  BLACKBOARD_EVENT,
+  BLACKBOARD_SCOPES,
+  BLACKBOARD_TAG,
+  blackboardEntryKey,
+  blackboardEntryNameSchema,
+  blackboardEventOf,
+  blackboardEventSchema,
+  blackboardKeyPrefix,
+  blackboardRefSchema,
+  itemValue,
+  parseBlackboardKey,
+  REMOVED_TAG,
+  RESOURCE_TAG,
+  resourceKey,
+  resourceNameSchema,
+} from './layers/blackboard-contract.js';
+export type { ResourceType, ResourceView } from './layers/persistent-resource.js';
+export {
+  DEFAULT_RESOURCE_TYPE,
+  RESOURCE_TYPES,
+  resourceNameOf,
+  resourceOf,
+  resourceTypeOf,
+  resourceTypeSchema,
+  resourceTypeTag,
+  resourceViewSchema,
+} from './layers/persistent-resource.js';
+// A type only: the run context itself (and its id maker) stays out of this entry.
+export type { JsonValue } from './layers/run-context.js';
 export type {
   BlackboardNote,
   BoardListField,
   NotePriority,
   SwarmBlackboard,
-} from './swarm-blackboard.js';
+} from './layers/swarm-blackboard.js';
 export {
   BOARD_LIST_FIELD_NAMES,
   BOARD_LIST_FIELDS,
@@ -286,8 +225,89 @@ export {
   swarmBlackboardOf,
   swarmBlackboardSchema,
   writerOf,
-} from './swarm-blackboard.js';
-export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
+} from './layers/swarm-blackboard.js';
+// The light entry's own list is the reviewed one; the contract carries all of it.
+export * from './light.js';
+export type { CapabilitiesFile, Capability, CapabilityMode } from './routing/capabilities.js';
+export {
+  approversOf,
+  CAPABILITY_MODES,
+  capabilitiesFileSchema,
+  capabilitiesJsonSchema,
+  capabilityMode,
+  capabilityNames,
+  DEFAULT_APPROVERS,
+  matrixNameSchema,
+  personRefusal,
+  TRUST_LEVELS,
+  WELL_KNOWN_CAPABILITIES,
+} from './routing/capabilities.js';
+export type {
+  CapabilitiesResponse,
+  CapabilitiesRuntime,
+} from './routing/capabilities-api-schemas.js';
+export {
+  capabilitiesQuerySchema,
+  capabilitiesResponseSchema,
+  capabilitiesRuntimeSchema,
+  runtimePresenceViewSchema,
+} from './routing/capabilities-api-schemas.js';
+export type {
+  PresenceAnnounceRequest,
+  PresenceInstance,
+  PresenceKind,
+  RuntimePresenceEntry,
+} from './routing/presence.js';
+export {
+  DEFAULT_PRESENCE_TTL_SECONDS,
+  defaultCapacity,
+  MAX_PRESENCE_CAPABILITIES,
+  MAX_PRESENCE_CAPACITY,
+  MAX_PRESENCE_TTL_SECONDS,
+  MIN_PRESENCE_TTL_SECONDS,
+  PRESENCE_KINDS,
+  presenceAnnounceRequestSchema,
+  presenceAnnounceResponseSchema,
+  presenceInstanceIdSchema,
+  presenceInstanceParamsSchema,
+  presenceInstanceSchema,
+  summarizePresence,
+} from './routing/presence.js';
+export type {
+  RouteRequest,
+  RoutingCandidate,
+  RoutingDecision,
+  RoutingKind,
+  RuntimePresence,
+} from './routing/routing.js';
+export {
+  ROUTING_KINDS,
+  routeRequestSchema,
+  routeTask,
+  routingCandidateSchema,
+  routingDecisionSchema,
+  runtimePresenceSchema,
+} from './routing/routing.js';
+// Canonical JSON and its SHA-256 (no tokenizer): content hashes and file checksums.
+export { hashValue, sha256Hex } from './shared/canonical-hash.js';
+export type { CtxbusErrorOptions, ErrorCode } from './shared/errors.js';
+export { CtxbusError, ERROR_CODES, errorStatus } from './shared/errors.js';
+export type { ValidationIssue } from './shared/validation.js';
+export {
+  assertJsonDepth,
+  firstNul,
+  MAX_JSON_DEPTH,
+  parseOrThrow,
+  tooDeep,
+  validationError,
+  wellFormed,
+} from './shared/validation.js';
+export type { PermissionRequestBody } from './tasks/permission-api-schemas.js';
+export {
+  permissionRequestBodySchema,
+  permissionRequestResponseSchema,
+} from './tasks/permission-api-schemas.js';
+export type { CreateTaskRequest, UpdateTaskRequest } from './tasks/task-api-schemas.js';
 export {
   ACTIVE_TASK_STATES,
   approvalDecisionBodySchema,
@@ -310,12 +330,12 @@ export {
   taskWithHistoryResponseSchema,
   UPDATE_TASK_STATES,
   updateTaskRequestSchema,
-} from './task-api-schemas.js';
+} from './tasks/task-api-schemas.js';
 export type {
   TaskStatusEvent,
   TaskStatusReport,
   TaskStreamEvent,
-} from './task-status-item.js';
+} from './tasks/task-status-item.js';
 export {
   followTaskStatus,
   NEEDS_SOMEONE_TASK_STATES,
@@ -324,7 +344,7 @@ export {
   taskScopeKey,
   taskStatusItem,
   taskStatusOf,
-} from './task-status-item.js';
+} from './tasks/task-status-item.js';
 export type {
   JsonObject,
   NewTask,
@@ -335,7 +355,7 @@ export type {
   TaskEvent,
   TaskLease,
   TaskState,
-} from './tasks.js';
+} from './tasks/tasks.js';
 export {
   assertTransition,
   boundedJsonObject,
@@ -364,23 +384,7 @@ export {
   taskSchema,
   taskStateSchema,
   WAITING_TASK_STATES,
-} from './tasks.js';
-export {
-  contextBuildFailureSchema,
-  turnContextInputSchema,
-  turnContextRecordSchema,
-  turnSnapshotSchema,
-} from './turn-context-schema.js';
-export type { ValidationIssue } from './validation.js';
-export {
-  assertJsonDepth,
-  firstNul,
-  MAX_JSON_DEPTH,
-  parseOrThrow,
-  tooDeep,
-  validationError,
-  wellFormed,
-} from './validation.js';
+} from './tasks/tasks.js';
 export type {
   HttpMethod,
   QueryValue,

@@ -1,15 +1,15 @@
 // The whole package: the wire contract (./contract.js, also its own entry) and what needs the
 // tokenizer or Node-free builders on top of it: context building, formatters, resolvers.
 
-export type { AgentCardJson, AgentCardOptions, AgentSkillJson } from './agent-card.js';
-export { A2A_PROTOCOL_VERSION, agentCardFor, ROUTING_EXTENSION_URI } from './agent-card.js';
+export type { AgentCardJson, AgentCardOptions, AgentSkillJson } from './a2a/agent-card.js';
+export { A2A_PROTOCOL_VERSION, agentCardFor, ROUTING_EXTENSION_URI } from './a2a/agent-card.js';
 export type {
   AuditContent,
   AuditEvent,
   AuditKind,
   AuditRecord,
   AuditVerification,
-} from './audit-chain.js';
+} from './audit/audit-chain.js';
 export {
   AUDIT_GENESIS,
   AUDIT_KINDS,
@@ -18,9 +18,7 @@ export {
   auditHash,
   chainAuditRecord,
   verifyAuditChain,
-} from './audit-chain.js';
-export { hashValue, sha256Hex } from './canonical-hash.js';
-export { canonicalJson } from './canonical-json.js';
+} from './audit/audit-chain.js';
 export type {
   BuildConfig,
   BuiltContext,
@@ -38,8 +36,49 @@ export type {
   TrimAction,
   TrimRecord,
   TrimStep,
-} from './context-builder.js';
-export { BUILDER_VERSION, buildContext } from './context-builder.js';
+} from './context/context-builder.js';
+export { BUILDER_VERSION, buildContext } from './context/context-builder.js';
+export { markdownFormatter, plainLine, plainTextFormatter } from './context/formatters.js';
+export type {
+  ItemDelivery,
+  ItemInjection,
+  ResolvedContext,
+  Resolver,
+  ResolverWarning,
+  RuntimeContextSpec,
+  SharedContextBundle,
+  SharedContextRequest,
+} from './context/resolvers.js';
+export {
+  DEFAULT_RESOLVER,
+  DEFAULT_RUNTIME_CONTEXT,
+  getResolver,
+  KNOWN_RUNTIMES,
+  RESOLVERS,
+  resolveItem,
+  resolveSharedContext,
+} from './context/resolvers.js';
+export type {
+  SelectOptions,
+  SharedCandidates,
+  SharedContextLimits,
+  SharedContextViewer,
+  SharedSectionId,
+} from './context/shared-context.js';
+export {
+  candidatesFromItems,
+  DEFAULT_SHARED_LIMITS,
+  DONE_TAGS,
+  SHARED_SECTIONS,
+  SHARED_TRIM_ORDER,
+  selectSharedContext,
+  sharedCandidateQueries,
+  sharedTaskQueries,
+} from './context/shared-context.js';
+export * from './contract.js';
+export { stableId } from './items/decision-capture.js';
+export type { NewContextItem, PrepareOptions, Writer } from './items/prepare-item.js';
+export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './items/prepare-item.js';
 export type {
   BlackboardWriter,
   ExportConfiguration,
@@ -50,14 +89,14 @@ export type {
   ExportTargets,
   ExportTrigger,
   ResourceWriter,
-} from './context-exporter.js';
+} from './layers/context-exporter.js';
 export {
   ContextExporter,
   EXPORT_LAYERS,
   exportConfigurationSchema,
   exportFilterSchema,
   exportTriggerSchema,
-} from './context-exporter.js';
+} from './layers/context-exporter.js';
 export type {
   LayerBounds,
   LayerEntry,
@@ -65,7 +104,7 @@ export type {
   OptimizationAction,
   OptimizationTechnique,
   OptimizerConfig,
-} from './context-optimizer.js';
+} from './layers/context-optimizer.js';
 export {
   ContextOptimizer,
   compactValue,
@@ -75,32 +114,7 @@ export {
   SUMMARY_ENTRY,
   SUMMARY_NAMES,
   summarizeSteps,
-} from './context-optimizer.js';
-export * from './contract.js';
-export { stableId } from './decision-capture.js';
-export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
-export { parseCapabilities } from './parse-capabilities.js';
-export type { NewContextItem, PrepareOptions, Writer } from './prepare-item.js';
-export { deriveSummary, newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
-export type {
-  ItemDelivery,
-  ItemInjection,
-  ResolvedContext,
-  Resolver,
-  ResolverWarning,
-  RuntimeContextSpec,
-  SharedContextBundle,
-  SharedContextRequest,
-} from './resolvers.js';
-export {
-  DEFAULT_RESOLVER,
-  DEFAULT_RUNTIME_CONTEXT,
-  getResolver,
-  KNOWN_RUNTIMES,
-  RESOLVERS,
-  resolveItem,
-  resolveSharedContext,
-} from './resolvers.js';
+} from './layers/context-optimizer.js';
 export type {
   ExecutionStep,
   ExecutionSummary,
@@ -109,7 +123,7 @@ export type {
   RunBounds,
   RunContextOptions,
   StepStatus,
-} from './run-context.js';
+} from './layers/run-context.js';
 export {
   createRunContext,
   DEFAULT_RUN_BOUNDS,
@@ -118,28 +132,14 @@ export {
   runBoundsSchema,
   runVariableNameSchema,
   STEP_STATUSES,
-} from './run-context.js';
-export type {
-  SelectOptions,
-  SharedCandidates,
-  SharedContextLimits,
-  SharedContextViewer,
-  SharedSectionId,
-} from './shared-context.js';
-export {
-  candidatesFromItems,
-  DEFAULT_SHARED_LIMITS,
-  DONE_TAGS,
-  SHARED_SECTIONS,
-  SHARED_TRIM_ORDER,
-  selectSharedContext,
-  sharedCandidateQueries,
-  sharedTaskQueries,
-} from './shared-context.js';
+} from './layers/run-context.js';
+export { parseCapabilities } from './routing/parse-capabilities.js';
+export { hashValue, sha256Hex } from './shared/canonical-hash.js';
+export { canonicalJson } from './shared/canonical-json.js';
 export {
   countTokens,
   effectiveBudget,
   o200kTokenCounter,
   TOKENIZER,
   truncateToTokens,
-} from './tokens.js';
+} from './shared/tokens.js';
