@@ -1,7 +1,8 @@
 // Capabilities and routing without the tokenizer: what `ctxbus capabilities`, `ctxbus route`
 // and `ctxbus worker` need (the YAML parser, the matrix, the router), and nothing that counts
-// tokens. The root entry re-exports it all.
-export type { CapabilitiesFile, Capability, CapabilityMode } from './routing/capabilities.js';
+// tokens; each name straight from its file. The root entry re-exports it all.
+
+export type { CapabilitiesFile } from './routing/capabilities.js';
 export {
   approversOf,
   capabilitiesJsonSchema,

@@ -1,48 +1,29 @@
 // What hooks and light clients need, without zod or the tokenizer: they run once per hook
-// call, so every module they load is paid at each start. The contract entry re-exports it all.
-
-// Seed 002's turn context: pure, tokenizer-free (the counter is passed in), hashed for replay.
+// call, so every module they load is paid at each start. Each name comes straight from its
+// file, never through a folder's index. The contract entry re-exports it all.
 export type {
   BuiltTurnContext,
   ContextBuildFailure,
   TokenCounter,
-  TurnBudgets,
   TurnBuildResult,
   TurnContextInput,
   TurnContextRecord,
-  TurnCurrentInput,
   TurnMemoryPointer,
-  TurnMessage,
-  TurnPart,
-  TurnRuntimeState,
-  TurnSender,
   TurnSnapshot,
-  TurnSource,
-  TurnSources,
-  TurnToolSnippet,
-  TurnTrimAction,
-  TurnTrimNote,
 } from './context/turn-context.js';
 export {
   buildTurnContext,
   DEFAULT_TURN_BUDGETS,
   estimateTokenCounter,
-  TURN_BUILDER_VERSION,
   tryBuildTurnContext,
   turnContextRecord,
 } from './context/turn-context.js';
 export { extractDecisions, stableId } from './items/decision-capture.js';
-export {
-  CONTEXT_TYPES,
-  SCOPES,
-  URGENCIES,
-  VISIBILITIES,
-} from './items/item-kinds.js';
-export type { Backoff, BackoffOptions } from './shared/backoff.js';
+export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './items/item-kinds.js';
 export { backoffDelay, createBackoff } from './shared/backoff.js';
 export { canonicalJson } from './shared/canonical-json.js';
-export type { CtxbusErrorOptions, ErrorCode } from './shared/errors.js';
-export { CtxbusError, ERROR_CODES, errorStatus } from './shared/errors.js';
+export type { ErrorCode } from './shared/errors.js';
+export { CtxbusError, ERROR_CODES } from './shared/errors.js';
 export {
   DEFAULT_HUB_HOST,
   DEFAULT_HUB_PORT,
