@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
+import type { CapabilitiesFile, Capability, CapabilityMode, TRUST_LEVELS } from './capabilities.js';
 import { CAPABILITY_MODES, matrixNameSchema } from './capabilities.js';
 
 /**
@@ -183,52 +183,89 @@ const KEY_NAMES = [
   'name order',
 ] as const;
 
-/** Routes a task to the runtime that does it; see the module comment for the rules. */
-export function routeTask(
-  request: RouteRequest,
+/** The request, read once: what the task needs and how it would like to be routed. */
+interface TaskNeeds {
+  /** The required capabilities, each once, in the request's order. */
+  required: string[];
+  origin: string;
+  prefer: readonly string[];
+  avoid: ReadonlySet<string>;
+  allowQueue: boolean;
+  constraints: Constraints;
+}
+
+function taskNeeds(request: RouteRequest): TaskNeeds {
+  return {
+    required: [...new Set(request.requiredCapabilities)],
+    origin: request.origin,
+    prefer: request.preferences?.prefer ?? [],
+    avoid: new Set(request.preferences?.avoid ?? []),
+    allowQueue: request.preferences?.allowQueue ?? true,
+    constraints: {
+      network: request.constraints?.network === true,
+      seconds: request.constraints?.seconds,
+    },
+  };
+}
+
+/** A runtime missing from presence is offline; an offline one has no workers. */
+function presenceOf(presence: RuntimePresence, runtime: string) {
+  const seen = own(presence, runtime);
+  return { online: seen?.online === true, workers: seen?.online ? seen.workers : 0 };
+}
+
+type RuntimeEntry = CapabilitiesFile['runtimes'][string];
+
+/** The origin: what it does itself, reaches through a path, or hands to a declared target. */
+interface OriginView {
+  /** Its entry in the file; none when the file does not declare it. */
+  entry: RuntimeEntry | undefined;
+  /** An origin the file does not declare is treated as restricted. */
+  trust: (typeof TRUST_LEVELS)[number];
+  modes: Record<string, CapabilityMode>;
+  via: Record<string, string | null>;
+  /** Why it cannot do the task itself; empty when it can. */
+  problems: string[];
+  /** The runtimes its via-api/via-mcp capabilities name as `target`, in the required order. */
+  targets: string[];
+  /** Some capability goes through a path of its own (and some through an API). */
+  throughPath: boolean;
+  throughApi: boolean;
+  can: boolean;
+  candidate: RoutingCandidate;
+}
+
+function viewOrigin(
+  needs: TaskNeeds,
   matrix: CapabilitiesFile,
   presence: RuntimePresence,
-): RoutingDecision {
-  const required = [...new Set(request.requiredCapabilities)];
-  const origin = request.origin;
-  const prefer = request.preferences?.prefer ?? [];
-  const avoid = new Set(request.preferences?.avoid ?? []);
-  const allowQueue = request.preferences?.allowQueue ?? true;
-  const constraints: Constraints = {
-    network: request.constraints?.network === true,
-    seconds: request.constraints?.seconds,
-  };
-  const presenceOf = (runtime: string) => {
-    const seen = own(presence, runtime);
-    return { online: seen?.online === true, workers: seen?.online ? seen.workers : 0 };
-  };
-
-  // The origin: what it does itself, reaches through a path, or hands to a declared target.
-  const originEntry = own(matrix.runtimes, origin);
-  const originTrust = originEntry ? (originEntry.trust ?? 'standard') : 'restricted';
-  const originModes: Record<string, CapabilityMode> = {};
-  const originVia: Record<string, string | null> = {};
-  const originProblems: string[] = [];
+): OriginView {
+  const { origin, required, constraints } = needs;
+  const entry = own(matrix.runtimes, origin);
+  const modes: Record<string, CapabilityMode> = {};
+  const via: Record<string, string | null> = {};
+  const problems: string[] = [];
   const targets: string[] = [];
   let throughPath = false;
   let throughApi = false;
   for (const name of required) {
-    const entry = originEntry ? own(originEntry.capabilities, name) : undefined;
-    const mode = entry?.mode ?? 'unavailable';
-    originModes[name] = mode;
-    originVia[name] = entry?.via ?? null;
-    if (!entry || mode === 'unavailable') {
-      originProblems.push(`${name} unavailable`);
+    const capability = entry ? own(entry.capabilities, name) : undefined;
+    const mode = capability?.mode ?? 'unavailable';
+    modes[name] = mode;
+    via[name] = capability?.via ?? null;
+    if (!capability || mode === 'unavailable') {
+      problems.push(`${name} unavailable`);
       continue;
     }
-    const limited = limitProblem(name, entry, constraints);
+    const limited = limitProblem(name, capability, constraints);
     if (limited) {
-      originProblems.push(limited);
+      problems.push(limited);
       continue;
     }
-    if ((mode === 'via-api' || mode === 'via-mcp') && entry.target && entry.target !== origin) {
-      originProblems.push(`${name} goes ${mode} to ${entry.target}, a proxy`);
-      if (!targets.includes(entry.target)) targets.push(entry.target);
+    const target = capability.target;
+    if ((mode === 'via-api' || mode === 'via-mcp') && target && target !== origin) {
+      problems.push(`${name} goes ${mode} to ${target}, a proxy`);
+      if (!targets.includes(target)) targets.push(target);
       continue;
     }
     if (mode === 'via-api' || mode === 'via-mcp') {
@@ -236,74 +273,99 @@ export function routeTask(
       if (mode === 'via-api') throughApi = true;
     }
   }
-  const originPresence = presenceOf(origin);
-  const originCan = originEntry !== undefined && originProblems.length === 0;
-  const originCandidate: RoutingCandidate = {
+  const { online, workers } = presenceOf(presence, origin);
+  const can = entry !== undefined && problems.length === 0;
+  const candidate: RoutingCandidate = {
     runtime: origin,
     role: 'origin',
-    kept: originCan,
-    reason: !originEntry
+    kept: can,
+    reason: !entry
       ? 'not declared in capabilities.yaml: treated as restricted, does nothing itself'
-      : originCan
-        ? `does it itself: ${required.map((name) => `${name} ${originModes[name]}`).join(', ')}`
-        : `cannot do it itself: ${originProblems.join('; ')}`,
-    online: originPresence.online,
-    workers: originPresence.workers,
+      : can
+        ? `does it itself: ${required.map((name) => `${name} ${modes[name]}`).join(', ')}`
+        : `cannot do it itself: ${problems.join('; ')}`,
+    online,
+    workers,
   };
+  const trust = entry ? (entry.trust ?? 'standard') : 'restricted';
+  return { entry, trust, modes, via, problems, targets, throughPath, throughApi, can, candidate };
+}
 
-  // Every other runtime, as a proxy (or queue) target.
+/** Another runtime as a proxy (or queue) target: what it cannot do, and its ranking keys. */
+function viewPeer(
+  runtime: string,
+  entry: RuntimeEntry,
+  needs: TaskNeeds,
+  targets: readonly string[],
+  presence: RuntimePresence,
+): Peer {
+  const { required, constraints, prefer, avoid } = needs;
+  const problems: string[] = [];
+  const modes: Record<string, CapabilityMode> = {};
+  const via: Record<string, string | null> = {};
+  let sandboxed = 0;
+  for (const name of required) {
+    const capability = own(entry.capabilities, name);
+    const mode = capability?.mode ?? 'unavailable';
+    modes[name] = mode;
+    via[name] = capability?.via ?? null;
+    if (!capability || mode === 'unavailable') problems.push(`${name} unavailable`);
+    else if (mode !== 'native' && mode !== 'sandboxed') {
+      problems.push(`${name} only ${mode}: a proxy target must do it natively or sandboxed`);
+    } else {
+      const limited = limitProblem(name, capability, constraints);
+      if (limited) problems.push(limited);
+      else if (mode === 'sandboxed') sandboxed++;
+    }
+  }
+  if ((entry.trust ?? 'standard') === 'restricted') {
+    problems.push('trust restricted: never receives proxied commands');
+  }
+  const { online, workers } = presenceOf(presence, runtime);
+  const available = online && workers > 0;
+  if (problems.length === 0 && !available && !needs.allowQueue) {
+    problems.push(
+      `${online ? 'no worker connected' : 'offline'}, and the task does not allow queueing`,
+    );
+  }
+  const preferred = prefer.indexOf(runtime);
+  const targeted = targets.indexOf(runtime);
+  return {
+    runtime,
+    problems,
+    online,
+    workers,
+    keys: [
+      preferred < 0 ? prefer.length : preferred,
+      targeted < 0 ? targets.length : targeted,
+      avoid.has(runtime) ? 1 : 0,
+      available ? 0 : 1,
+      sandboxed,
+      -workers,
+    ],
+    modes,
+    via,
+  };
+}
+
+/** Every runtime but the origin, viewed as a peer, in the file's order. */
+function viewPeers(
+  needs: TaskNeeds,
+  matrix: CapabilitiesFile,
+  targets: readonly string[],
+  presence: RuntimePresence,
+): Peer[] {
   const peers: Peer[] = [];
   for (const runtime of Object.keys(matrix.runtimes)) {
-    if (runtime === origin) continue;
+    if (runtime === needs.origin) continue;
     const entry = matrix.runtimes[runtime];
-    if (!entry) continue;
-    const problems: string[] = [];
-    const modes: Record<string, CapabilityMode> = {};
-    const via: Record<string, string | null> = {};
-    let sandboxed = 0;
-    for (const name of required) {
-      const capability = own(entry.capabilities, name);
-      const mode = capability?.mode ?? 'unavailable';
-      modes[name] = mode;
-      via[name] = capability?.via ?? null;
-      if (!capability || mode === 'unavailable') problems.push(`${name} unavailable`);
-      else if (mode !== 'native' && mode !== 'sandboxed') {
-        problems.push(`${name} only ${mode}: a proxy target must do it natively or sandboxed`);
-      } else {
-        const limited = limitProblem(name, capability, constraints);
-        if (limited) problems.push(limited);
-        else if (mode === 'sandboxed') sandboxed++;
-      }
-    }
-    if ((entry.trust ?? 'standard') === 'restricted') {
-      problems.push('trust restricted: never receives proxied commands');
-    }
-    const { online, workers } = presenceOf(runtime);
-    const available = online && workers > 0;
-    if (problems.length === 0 && !available && !allowQueue) {
-      problems.push(
-        `${online ? 'no worker connected' : 'offline'}, and the task does not allow queueing`,
-      );
-    }
-    const preferred = prefer.indexOf(runtime);
-    const targeted = targets.indexOf(runtime);
-    peers.push({
-      runtime,
-      problems,
-      online,
-      workers,
-      keys: [
-        preferred < 0 ? prefer.length : preferred,
-        targeted < 0 ? targets.length : targeted,
-        avoid.has(runtime) ? 1 : 0,
-        available ? 0 : 1,
-        sandboxed,
-        -workers,
-      ],
-      modes,
-      via,
-    });
+    if (entry) peers.push(viewPeer(runtime, entry, needs, targets, presence));
   }
+  return peers;
+}
+
+/** The peers that can take the task, best first, and those that cannot, by name. */
+function rankPeers(peers: readonly Peer[]): { kept: Peer[]; dropped: Peer[] } {
   const compare = (a: Peer, b: Peer) => {
     for (let index = 0; index < a.keys.length; index++) {
       const difference = (a.keys[index] as number) - (b.keys[index] as number);
@@ -311,94 +373,127 @@ export function routeTask(
     }
     return byCodePoint(a.runtime, b.runtime);
   };
-  const kept = peers.filter((peer) => peer.problems.length === 0).sort(compare);
-  const dropped = peers
-    .filter((peer) => peer.problems.length > 0)
-    .sort((a, b) => byCodePoint(a.runtime, b.runtime));
-  const describePeer = (peer: Peer) => {
-    const how = required.map((name) => `${name} ${peer.modes[name]}`).join(', ');
-    const where =
-      peer.keys[3] === 0
-        ? `online, ${peer.workers} worker${peer.workers === 1 ? '' : 's'}`
-        : peer.online
-          ? 'online but no worker connected'
-          : 'offline';
-    return `can: ${how}; ${where}`;
+  return {
+    kept: peers.filter((peer) => peer.problems.length === 0).sort(compare),
+    dropped: peers
+      .filter((peer) => peer.problems.length > 0)
+      .sort((a, b) => byCodePoint(a.runtime, b.runtime)),
   };
-  const candidates: RoutingCandidate[] = [
-    originCandidate,
-    ...kept.map((peer) => ({
-      runtime: peer.runtime,
-      role: 'peer' as const,
-      kept: true,
-      reason: describePeer(peer),
-      online: peer.online,
-      workers: peer.workers,
-    })),
-    ...dropped.map((peer) => ({
-      runtime: peer.runtime,
-      role: 'peer' as const,
-      kept: false,
-      reason: peer.problems.join('; '),
-      online: peer.online,
-      workers: peer.workers,
-    })),
+}
+
+/** Online with a worker: the ranking key that says the peer can take work now. */
+const isAvailable = (peer: Peer) => peer.keys[3] === 0;
+
+function describePeer(peer: Peer, required: readonly string[]): string {
+  const how = required.map((name) => `${name} ${peer.modes[name]}`).join(', ');
+  const where = isAvailable(peer)
+    ? `online, ${peer.workers} worker${peer.workers === 1 ? '' : 's'}`
+    : peer.online
+      ? 'online but no worker connected'
+      : 'offline';
+  return `can: ${how}; ${where}`;
+}
+
+/** The origin first, then the kept peers best first, then the dropped ones by name. */
+function candidateList(
+  origin: OriginView,
+  ranked: { kept: readonly Peer[]; dropped: readonly Peer[] },
+  required: readonly string[],
+): RoutingCandidate[] {
+  const peer = (entry: Peer, kept: boolean, reason: string): RoutingCandidate => ({
+    runtime: entry.runtime,
+    role: 'peer',
+    kept,
+    reason,
+    online: entry.online,
+    workers: entry.workers,
+  });
+  return [
+    origin.candidate,
+    ...ranked.kept.map((entry) => peer(entry, true, describePeer(entry, required))),
+    ...ranked.dropped.map((entry) => peer(entry, false, entry.problems.join('; '))),
   ];
+}
 
-  if (originCan) {
-    const kind: RoutingKind = !throughPath ? 'native' : throughApi ? 'via-api' : 'via-mcp';
-    const how = required
-      .map((name) => {
-        const through = originVia[name];
-        return `${name} ${originModes[name]}${through ? ` (${through})` : ''}`;
-      })
-      .join(', ');
-    return {
-      kind,
-      runtime: origin,
-      modes: originModes,
-      via: originVia,
-      requiresApproval: false,
-      approvalReason: null,
-      candidates,
-      reason: `${origin} does it itself: ${how}`,
-    };
-  }
+/** Kinds 1 and 2: the origin does it, natively or through a path of its own. */
+function doItself(
+  needs: TaskNeeds,
+  origin: OriginView,
+  candidates: RoutingCandidate[],
+): RoutingDecision {
+  const kind: RoutingKind = !origin.throughPath
+    ? 'native'
+    : origin.throughApi
+      ? 'via-api'
+      : 'via-mcp';
+  const how = needs.required
+    .map((name) => {
+      const through = origin.via[name];
+      return `${name} ${origin.modes[name]}${through ? ` (${through})` : ''}`;
+    })
+    .join(', ');
+  return {
+    kind,
+    runtime: needs.origin,
+    modes: origin.modes,
+    via: origin.via,
+    requiresApproval: false,
+    approvalReason: null,
+    candidates,
+    reason: `${needs.origin} does it itself: ${how}`,
+  };
+}
 
-  const best = kept[0];
-  if (!best) {
-    return {
-      kind: 'escalate',
-      runtime: null,
-      modes: {},
-      via: {},
-      requiresApproval: false,
-      approvalReason: null,
-      candidates,
-      reason: `no runtime can do ${list(required)}${
-        constraints.network || constraints.seconds !== undefined ? ' within the constraints' : ''
-      }: a human must. ${
-        originEntry
-          ? `${origin} cannot do it itself (${originProblems.join('; ')})`
-          : `${origin} is not declared in capabilities.yaml`
-      }, and no other runtime can${allowQueue ? '' : ' now (the task does not allow queueing)'}`,
-    };
-  }
-  const runnerUp = kept[1];
-  let ranked = 'the only runtime that can';
-  if (runnerUp) {
-    let index = 0;
-    while (index < best.keys.length && best.keys[index] === runnerUp.keys[index]) index++;
-    ranked = `ranked above ${runnerUp.runtime}: ${KEY_NAMES[index] ?? 'name order'}`;
-  }
-  const available = best.keys[3] === 0;
+/** Kind 5: no runtime can; a human must. */
+function escalate(
+  needs: TaskNeeds,
+  origin: OriginView,
+  candidates: RoutingCandidate[],
+): RoutingDecision {
+  const { constraints } = needs;
+  return {
+    kind: 'escalate',
+    runtime: null,
+    modes: {},
+    via: {},
+    requiresApproval: false,
+    approvalReason: null,
+    candidates,
+    reason: `no runtime can do ${list(needs.required)}${
+      constraints.network || constraints.seconds !== undefined ? ' within the constraints' : ''
+    }: a human must. ${
+      origin.entry
+        ? `${needs.origin} cannot do it itself (${origin.problems.join('; ')})`
+        : `${needs.origin} is not declared in capabilities.yaml`
+    }, and no other runtime can${needs.allowQueue ? '' : ' now (the task does not allow queueing)'}`,
+  };
+}
+
+/** Why `best` ranks first: the first key on which it beats the runner-up. */
+function rankReason(best: Peer, runnerUp: Peer | undefined): string {
+  if (!runnerUp) return 'the only runtime that can';
+  let index = 0;
+  while (index < best.keys.length && best.keys[index] === runnerUp.keys[index]) index++;
+  return `ranked above ${runnerUp.runtime}: ${KEY_NAMES[index] ?? 'name order'}`;
+}
+
+/** Kinds 3 and 4: the best peer takes the task now (proxy), or the task waits for it (queue). */
+function handOver(
+  needs: TaskNeeds,
+  origin: OriginView,
+  best: Peer,
+  runnerUp: Peer | undefined,
+  candidates: RoutingCandidate[],
+): RoutingDecision {
+  const ranked = rankReason(best, runnerUp);
+  const available = isAvailable(best);
   const approval =
-    originTrust === 'restricted'
-      ? `${origin} is ${originEntry ? 'restricted' : 'not declared in capabilities.yaml (treated as restricted)'}: a human approves the exact command first`
+    origin.trust === 'restricted'
+      ? `${needs.origin} is ${origin.entry ? 'restricted' : 'not declared in capabilities.yaml (treated as restricted)'}: a human approves the exact command first`
       : null;
-  const originSide = originEntry
-    ? `${origin} cannot do it itself (${originProblems.join('; ')})`
-    : `${origin} is not declared in capabilities.yaml`;
+  const originSide = origin.entry
+    ? `${needs.origin} cannot do it itself (${origin.problems.join('; ')})`
+    : `${needs.origin} is not declared in capabilities.yaml`;
   return {
     kind: available ? 'proxy' : 'queue',
     runtime: best.runtime,
@@ -408,7 +503,23 @@ export function routeTask(
     approvalReason: approval,
     candidates,
     reason: available
-      ? `${originSide}; proxied to ${best.runtime} (${describePeer(best)}), ${ranked}`
+      ? `${originSide}; proxied to ${best.runtime} (${describePeer(best, needs.required)}), ${ranked}`
       : `${originSide}; ${best.runtime} can but ${best.online ? 'has no worker connected' : 'is offline'}: the task waits for it (${ranked})`,
   };
+}
+
+/** Routes a task to the runtime that does it; see the module comment for the rules. */
+export function routeTask(
+  request: RouteRequest,
+  matrix: CapabilitiesFile,
+  presence: RuntimePresence,
+): RoutingDecision {
+  const needs = taskNeeds(request);
+  const origin = viewOrigin(needs, matrix, presence);
+  const ranked = rankPeers(viewPeers(needs, matrix, origin.targets, presence));
+  const candidates = candidateList(origin, ranked, needs.required);
+  if (origin.can) return doItself(needs, origin, candidates);
+  const [best, runnerUp] = ranked.kept;
+  if (!best) return escalate(needs, origin, candidates);
+  return handOver(needs, origin, best, runnerUp, candidates);
 }
