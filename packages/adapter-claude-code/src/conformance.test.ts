@@ -1,10 +1,9 @@
 import { createHubLite } from '@ctxbus/client/light';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
 import type { AdapterTurn } from '@ctxbus/test-kit/adapter-conformance';
 import { runAdapterConformance } from '@ctxbus/test-kit/adapter-conformance';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll } from 'vitest';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
@@ -14,17 +13,12 @@ import { runHookEvent } from './hooks.js';
 // The shared adapter suite (test/kit) for Claude Code: each event runs through `runHookEvent`,
 // the code the hook process runs, against an in-process hub over HTTP.
 
-let store: Store;
-let hub: RunningHub;
+let hub: InProcessHub;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await startHub({ store, port: 0 });
+  hub = await startInProcessHub({ startHub, mintToken });
 });
-afterAll(async () => {
-  await hub.close();
-  await store.close();
-});
+afterAll(() => hub.close());
 
 const turnOf = (output: HookOutput): AdapterTurn => ({
   injection: output.additionalContext ?? '',
@@ -35,8 +29,7 @@ runAdapterConformance({
   name: 'claude-code',
   hub: () => ({
     url: hub.url,
-    token: async (runtime) =>
-      (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token,
+    token: async (runtime) => (await hub.mint(runtime)).token,
   }),
   driver: {
     runtime: 'claude-code',

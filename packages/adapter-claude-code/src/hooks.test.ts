@@ -13,10 +13,9 @@ import { createHubLite } from '@ctxbus/client/light';
 import { pendingCount } from '@ctxbus/client/outbox';
 import { buildTurnContext, estimateTokenCounter } from '@ctxbus/core/light';
 import { handoffPaths, heartbeat, switchModel } from '@ctxbus/handoff';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
@@ -25,26 +24,21 @@ import { MAX_INJECTED_CHARS, PLUGIN_TOOL_PREFIX, runHookEvent } from './hooks.js
 import { rememberDelivered } from './live-files.js';
 import { readSessionState } from './session-state.js';
 
-let store: Store;
-let hub: RunningHub;
+let hub: InProcessHub<'code' | 'chat'>;
 let token: string;
 let other: ReturnType<typeof createClient>;
 let stateDir: string;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await startHub({ store, port: 0 });
-  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'claude-code' }))
-    .token;
-  const chat = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'openclaw' }))
-    .token;
-  other = createClient({ url: hub.url, token: chat });
+  hub = await startInProcessHub(
+    { startHub, mintToken },
+    { tokens: { code: ['acme', 'claude-code'], chat: ['acme', 'openclaw'] } },
+  );
+  token = hub.tokens.code;
+  other = createClient({ url: hub.url, token: hub.tokens.chat });
 });
 
-afterAll(async () => {
-  await hub.close();
-  await store.close();
-});
+afterAll(() => hub.close());
 
 beforeEach(() => {
   stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-hook-state-'));
@@ -105,8 +99,7 @@ describe('SessionStart', () => {
 
   it("asks for the seed's ~4K budget; on a busy team, compacts to the cap and points to the rest", async () => {
     // A team of its own, so the crowd stays out of the other tests' turns.
-    const mint = async (runtime: string) =>
-      (await mintToken(store, { role: 'runtime', teamId: 'busy', runtime })).token;
+    const mint = async (runtime: string) => (await hub.mint(runtime, 'busy')).token;
     const writer = createClient({ url: hub.url, token: await mint('openclaw') });
     const long = 'a long paragraph of reasoning about the architecture '.repeat(40);
     await writer.write(

@@ -5,11 +5,10 @@ import { join } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import type { ContextItem } from '@ctxbus/core/contract';
 import { taskStatusItem } from '@ctxbus/core/contract';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
 import { waitFor } from '@ctxbus/test-kit';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inboxLines, sendToInbox } from './inbox-socket.js';
 import { readDelivered, rememberDelivered } from './live-files.js';
@@ -208,23 +207,19 @@ describe('sendToInbox', () => {
 });
 
 describe('followLive against a real hub', () => {
-  let store: Store;
-  let hub: RunningHub;
+  let hub: InProcessHub<'chat' | 'code'>;
   let chat: ReturnType<typeof createClient>;
   let code: ReturnType<typeof createClient>;
 
   beforeAll(async () => {
-    store = openSqliteStore({ path: ':memory:' });
-    hub = await startHub({ store, port: 0 });
-    const mint = async (runtime: string) =>
-      (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
-    chat = createClient({ url: hub.url, token: await mint('openclaw') });
-    code = createClient({ url: hub.url, token: await mint('claude-code') });
+    hub = await startInProcessHub(
+      { startHub, mintToken },
+      { tokens: { chat: ['acme', 'openclaw'], code: ['acme', 'claude-code'] } },
+    );
+    chat = createClient({ url: hub.url, token: hub.tokens.chat });
+    code = createClient({ url: hub.url, token: hub.tokens.code });
   });
-  afterAll(async () => {
-    await hub.close();
-    await store.close();
-  });
+  afterAll(() => hub.close());
 
   const run = (since: number | undefined, stop: AbortController) =>
     followLive({

@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@ctxbus/client';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
 import { waitFor, waitUntil } from '@ctxbus/test-kit';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLiveLog, readLiveRecord } from './live-files.js';
 import { processAlive, startLivePush, stopLivePush } from './live-start.js';
@@ -19,8 +18,7 @@ import { processAlive, startLivePush, stopLivePush } from './live-start.js';
 
 const SCRIPT = fileURLToPath(new URL('../plugin/dist/ctxbus-claude-live.js', import.meta.url));
 
-let store: Store;
-let hub: RunningHub;
+let hub: InProcessHub<'code' | 'chat'>;
 let token: string;
 let chat: ReturnType<typeof createClient>;
 let dir: string;
@@ -30,12 +28,12 @@ const received: string[] = [];
 let wake: (() => void) | null = null;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await startHub({ store, port: 0 });
-  const mint = async (runtime: string) =>
-    (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
-  token = await mint('claude-code');
-  chat = createClient({ url: hub.url, token: await mint('openclaw') });
+  hub = await startInProcessHub(
+    { startHub, mintToken },
+    { tokens: { code: ['acme', 'claude-code'], chat: ['acme', 'openclaw'] } },
+  );
+  token = hub.tokens.code;
+  chat = createClient({ url: hub.url, token: hub.tokens.chat });
   dir = mkdtempSync(join(tmpdir(), 'ctxbus-live-start-'));
   inbox = createServer((connection) => {
     let buffer = '';
@@ -58,7 +56,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise<void>((resolve) => inbox.close(() => resolve()));
   await hub.close();
-  await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

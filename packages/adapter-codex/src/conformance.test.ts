@@ -1,10 +1,9 @@
 import { createHubLite } from '@ctxbus/client/light';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
 import type { AdapterTurn } from '@ctxbus/test-kit/adapter-conformance';
 import { runAdapterConformance } from '@ctxbus/test-kit/adapter-conformance';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll } from 'vitest';
 import { parseCodexHookInput } from './hook-input.js';
 import type { CodexHookOutput } from './hooks.js';
@@ -13,17 +12,12 @@ import { runCodexHookEvent } from './hooks.js';
 // The shared adapter suite (test/kit) for Codex: each event runs through `runCodexHookEvent`,
 // the code the hook process runs, against an in-process hub over HTTP.
 
-let store: Store;
-let hub: RunningHub;
+let hub: InProcessHub;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await startHub({ store, port: 0 });
+  hub = await startInProcessHub({ startHub, mintToken });
 });
-afterAll(async () => {
-  await hub.close();
-  await store.close();
-});
+afterAll(() => hub.close());
 
 const turnOf = (output: CodexHookOutput): AdapterTurn => ({
   injection: output.additionalContext ?? '',
@@ -36,8 +30,7 @@ runAdapterConformance({
   name: 'codex',
   hub: () => ({
     url: hub.url,
-    token: async (runtime) =>
-      (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token,
+    token: async (runtime) => (await hub.mint(runtime)).token,
   }),
   driver: {
     runtime: 'codex',

@@ -1,16 +1,15 @@
-// Shared by this package's tests: a real hub on an in-memory SQLite store, and a recorder of
+// Shared by this package's tests: a real hub in process (the test kit's), and a recorder of
 // what the plugin registers with OpenClaw (the real OpenClaw loads it in test/e2e). Not built.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import { REPO_CAPABILITIES, startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import type {
   AfterToolCallEvent,
@@ -25,9 +24,7 @@ import type {
   ToolHookContext,
 } from './openclaw-sdk.js';
 
-export const REPO_CAPABILITIES = fileURLToPath(
-  new URL('../../../capabilities.yaml', import.meta.url),
-);
+export { REPO_CAPABILITIES } from '@ctxbus/test-kit/in-process-hub';
 
 export interface TestHub {
   url: string;
@@ -39,25 +36,18 @@ export interface TestHub {
 }
 
 export async function startTestHub(): Promise<TestHub> {
-  const store = openSqliteStore({ path: ':memory:' });
-  const running = await startHub({
-    store,
-    port: 0,
-    validateResponses: true,
-    capabilities: { file: REPO_CAPABILITIES, pollMs: 0 },
-  });
-  const mint = async (runtime: string, teamId = 'acme') =>
-    (await mintToken(store, { role: 'runtime', teamId, runtime })).token;
+  const hub = await startInProcessHub(
+    { startHub, mintToken },
+    { hub: { capabilities: { file: REPO_CAPABILITIES, pollMs: 0 } } },
+  );
+  const mint = async (runtime: string, teamId?: string) => (await hub.mint(runtime, teamId)).token;
   return {
-    url: running.url,
-    store,
-    running,
+    url: hub.url,
+    store: hub.store,
+    running: hub.running,
     mint,
-    client: async (runtime) => createClient({ url: running.url, token: await mint(runtime) }),
-    async close() {
-      await running.close();
-      await store.close();
-    },
+    client: async (runtime) => createClient({ url: hub.url, token: await mint(runtime) }),
+    close: () => hub.close(),
   };
 }
 

@@ -1,18 +1,12 @@
-// Shared by this package's tests (not part of the build): a real hub on a SQLite file that
-// can restart on the same port, which cuts every open stream the way a dropped network does.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { RunningHub } from '@ctxbus/hub';
+// Shared by this package's tests (not part of the build): a real hub in process (the test
+// kit's) on a SQLite file that can restart on the same port, which cuts every open stream the
+// way a dropped network does.
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import { REPO_CAPABILITIES, startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 
 /** The repository's capabilities.yaml (web asks, claude-code runs code). */
-export const REPO_CAPABILITIES = fileURLToPath(
-  new URL('../../../capabilities.yaml', import.meta.url),
-);
+export { REPO_CAPABILITIES } from '@ctxbus/test-kit/in-process-hub';
 
 export interface TestHub {
   readonly url: string;
@@ -26,39 +20,22 @@ export interface TestHub {
 }
 
 export async function startTestHub(): Promise<TestHub> {
-  const dir = mkdtempSync(join(tmpdir(), 'ctxbus-adapter-web-'));
-  const path = join(dir, 'hub.db');
-  const start = (store: Store, port: number) =>
-    startHub({
-      store,
-      port,
-      validateResponses: true,
-      capabilities: { file: REPO_CAPABILITIES, pollMs: 0 },
-    });
-  let store: Store = openSqliteStore({ path });
-  let running: RunningHub = await start(store, 0);
-  const port = Number(new URL(running.url).port);
-  const mint = async (runtime: string, teamId = 'acme') =>
-    (await mintToken(store, { role: 'runtime', teamId, runtime })).token;
+  const hub = await startInProcessHub(
+    { startHub, mintToken },
+    {
+      tokens: { web: ['acme', 'web'] },
+      hub: { capabilities: { file: REPO_CAPABILITIES, pollMs: 0 } },
+    },
+  );
   return {
-    url: running.url,
+    url: hub.url,
     get store() {
-      return store;
+      return hub.store;
     },
-    token: await mint('web'),
-    mint,
-    async restart(between) {
-      await running.close();
-      await store.close();
-      await between?.();
-      store = openSqliteStore({ path });
-      running = await start(store, port);
-    },
-    async close() {
-      await running.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    token: hub.tokens.web,
+    mint: async (runtime, teamId) => (await hub.mint(runtime, teamId)).token,
+    restart: (between) => hub.restart(between),
+    close: () => hub.close(),
   };
 }
 

@@ -1,36 +1,28 @@
 import { ContextOptimizer } from '@ctxbus/core';
 import type { BlackboardEvent } from '@ctxbus/core/contract';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Blackboard } from './blackboard.js';
 import type { CtxbusClient } from './ctxbus-client.js';
 import { createClient } from './ctxbus-client.js';
 import { PersistentResources } from './persistent-resources.js';
 
-let store: Store;
-let running: RunningHub;
+let hub: InProcessHub<'acme' | 'globex'>;
 let client: CtxbusClient;
 let outsider: CtxbusClient;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  running = await startHub({ store, port: 0, validateResponses: true });
-  const mint = async (teamId: string, runtime: string) =>
-    createClient({
-      url: running.url,
-      token: (await mintToken(store, { role: 'runtime', teamId, runtime })).token,
-    });
-  client = await mint('acme', 'web');
-  outsider = await mint('globex', 'web');
+  hub = await startInProcessHub(
+    { startHub, mintToken },
+    { tokens: { acme: ['acme', 'web'], globex: ['globex', 'web'] } },
+  );
+  client = createClient({ url: hub.url, token: hub.tokens.acme });
+  outsider = createClient({ url: hub.url, token: hub.tokens.globex });
 });
 
-afterAll(async () => {
-  await running.close();
-  await store.close();
-});
+afterAll(() => hub.close());
 
 describe('Blackboard', () => {
   it('holds the latest value of each entry, per board and per team', async () => {

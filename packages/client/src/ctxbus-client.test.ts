@@ -3,25 +3,24 @@ import { CtxbusError, prepareItem } from '@ctxbus/core';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from './ctxbus-client.js';
 import { verifyWebhook } from './verify-webhook.js';
 
+let hub: InProcessHub<'web', RunningHub>;
 let store: Store;
 let running: RunningHub;
 let token: string;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  running = await startHub({ store, port: 0, validateResponses: true });
-  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' })).token;
+  hub = await startInProcessHub({ startHub, mintToken }, { tokens: { web: ['acme', 'web'] } });
+  ({ store, running } = hub);
+  token = hub.tokens.web;
 });
 
-afterAll(async () => {
-  await running.close();
-  await store.close();
-});
+afterAll(() => hub.close());
 
 describe('subscriptions', () => {
   it('subscribe, pending, ack, list and unsubscribe', async () => {

@@ -1,27 +1,23 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CtxbusError } from '@ctxbus/core';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WireRequest } from './hub-call.js';
 import { createHubCall, fetchTransport } from './hub-call.js';
 
-let store: Store;
-let running: RunningHub;
+let running: InProcessHub<'own'>;
 let token: string;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  running = await startHub({ store, port: 0, validateResponses: true });
-  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' })).token;
+  running = await startInProcessHub({ startHub, mintToken }, { tokens: { own: ['acme', 'web'] } });
+  token = running.tokens.own;
 });
 
 afterAll(async () => {
   await running.close();
-  await store.close();
 });
 
 /** A local server answering every request with `answer` (a hub that misbehaves). */

@@ -3,29 +3,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wireRoutes } from '@ctxbus/core/contract';
 import { stableId } from '@ctxbus/core/light';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHubLite, HubRequestError, LITE_ROUTES } from './hub-lite.js';
 import { flushOutbox, pendingCount, queueItems } from './outbox.js';
 
-let store: Store;
-let running: RunningHub;
+let running: InProcessHub<'own'>;
 let token: string;
 let stateDir: string;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  running = await startHub({ store, port: 0, validateResponses: true });
-  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'openclaw' })).token;
+  running = await startInProcessHub(
+    { startHub, mintToken },
+    { tokens: { own: ['acme', 'openclaw'] } },
+  );
+  token = running.tokens.own;
   stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-outbox-'));
 });
 
 afterAll(async () => {
   await running.close();
-  await store.close();
   rmSync(stateDir, { recursive: true, force: true });
 });
 

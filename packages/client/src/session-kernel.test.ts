@@ -2,10 +2,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stableId } from '@ctxbus/core/light';
-import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
-import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from './ctxbus-client.js';
 import type { HubItem } from './hub-lite.js';
@@ -16,23 +15,20 @@ import { liteSessionHub, openSession } from './session-kernel.js';
 // The session kernel on its own, against a real in-process hub; what every adapter must do on
 // it is test/kit's adapter conformance suite, run by each adapter.
 
-let store: Store;
-let hub: RunningHub;
+let hub: InProcessHub<'codex' | 'web'>;
 let token: string;
 let other: ReturnType<typeof createClient>;
 let stateDir: string;
 
 beforeAll(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await startHub({ store, port: 0 });
-  token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'codex' })).token;
-  const web = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' })).token;
-  other = createClient({ url: hub.url, token: web });
+  hub = await startInProcessHub(
+    { startHub, mintToken },
+    { tokens: { codex: ['acme', 'codex'], web: ['acme', 'web'] } },
+  );
+  token = hub.tokens.codex;
+  other = createClient({ url: hub.url, token: hub.tokens.web });
 });
-afterAll(async () => {
-  await hub.close();
-  await store.close();
-});
+afterAll(() => hub.close());
 beforeEach(() => {
   stateDir = mkdtempSync(join(tmpdir(), 'ctxbus-session-kernel-'));
 });

@@ -1,16 +1,17 @@
 // Capabilities and routing without the tokenizer: what `ctxbus capabilities`, `ctxbus route`
 // and `ctxbus worker` need (the YAML parser, the matrix, the router), and nothing that counts
-// tokens. The root entry re-exports it all.
-export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
+// tokens; each name straight from its file. The root entry re-exports it all.
+
+export type { CapabilitiesFile } from './routing/capabilities.js';
 export {
   approversOf,
   capabilitiesJsonSchema,
   capabilityMode,
   capabilityNames,
   personRefusal,
-} from './capabilities.js';
-export type { CapabilitiesResponse } from './capabilities-api-schemas.js';
-export { capabilitiesResponseSchema } from './capabilities-api-schemas.js';
-export { parseCapabilities } from './parse-capabilities.js';
-export type { RoutingDecision, RuntimePresence } from './routing.js';
-export { routeRequestSchema, routeTask } from './routing.js';
+} from './routing/capabilities.js';
+export type { CapabilitiesResponse } from './routing/capabilities-api-schemas.js';
+export { capabilitiesResponseSchema } from './routing/capabilities-api-schemas.js';
+export { parseCapabilities } from './routing/parse-capabilities.js';
+export type { RoutingDecision, RuntimePresence } from './routing/routing.js';
+export { routeRequestSchema, routeTask } from './routing/routing.js';

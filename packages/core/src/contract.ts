@@ -1,9 +1,29 @@
 // The wire contract without the tokenizer: schemas, errors, filters and validation. Clients
-// that only talk to a hub import this entry and skip loading the o200k vocabulary.
+// that only talk to a hub import this entry and skip loading the o200k vocabulary (a test
+// follows its chunks). Each name comes straight from its file: a folder's index would bring
+// the folder's tokenizer-bound files into the bundle. The light entry's names are all here too.
+export type { VerifyAuditResponse } from './audit/audit-api-schemas.js';
+export { markdownFormatter, plainLine } from './context/formatters.js';
 export type {
-  ArchiveResponse,
+  BuiltTurnContext,
+  ContextBuildFailure,
+  TokenCounter,
+  TurnBuildResult,
+  TurnContextInput,
+  TurnContextRecord,
+  TurnMemoryPointer,
+  TurnSnapshot,
+} from './context/turn-context.js';
+export {
+  buildTurnContext,
+  DEFAULT_TURN_BUDGETS,
+  estimateTokenCounter,
+  tryBuildTurnContext,
+  turnContextRecord,
+} from './context/turn-context.js';
+export { turnContextRecordSchema } from './context/turn-context-schema.js';
+export type {
   CapabilitiesStatus,
-  ChangeEventName,
   ChangeKind,
   ForgetKeyResponse,
   ListParams,
@@ -12,71 +32,84 @@ export type {
   SearchRequest,
   SearchResponse,
   SharedContextResponse,
-  StreamDisconnect,
   StreamEvent,
   TokenInfo,
   WriteResponse,
-} from './api-schemas.js';
+} from './items/api-schemas.js';
 export {
-  archivedItemSchema,
-  archiveQuerySchema,
-  archiveResponseSchema,
   CHANGE_EVENT_NAMES,
-  capabilitiesStatusSchema,
-  createTokenRequestSchema,
-  createTokenResponseSchema,
   errorResponseSchema,
-  forgetKeyQuerySchema,
-  forgetKeyResponseSchema,
-  healthResponseSchema,
   isSequenceText,
-  itemIdParamsSchema,
-  itemResponseSchema,
-  listQuerySchema,
-  listResponseSchema,
-  listTokensQuerySchema,
-  MAX_FILTER_VALUES,
   MAX_LIST_LIMIT,
   MAX_TOKEN_BUDGET,
   parseWriteRequest,
-  resolveItemQuerySchema,
-  resolveItemResponseSchema,
-  searchRequestSchema,
-  searchResponseSchema,
-  searchResultSchema,
-  sequenceTextSchema,
-  sharedQuerySchema,
-  sharedResponseSchema,
   streamDisconnectSchema,
   streamEventNames,
   streamEventSchema,
   streamQuerySchema,
-  tokenIdParamsSchema,
-  tokenInfoSchema,
-  tokenRoleSchema,
-  writeRequestSchema,
-  writeResponseSchema,
-  writeResultSchema,
-} from './api-schemas.js';
-export type { ListAuditResponse, VerifyAuditResponse } from './audit-api-schemas.js';
+} from './items/api-schemas.js';
+export type { ConflictReport, ConflictView, ResolveConflictResponse } from './items/conflicts.js';
 export {
-  auditRecordSchema,
-  listAuditQuerySchema,
-  listAuditResponseSchema,
-  MAX_AUDIT_PAGE,
-  verifyAuditQuerySchema,
-  verifyAuditResponseSchema,
-} from './audit-api-schemas.js';
+  CONFLICT_TAG,
+  CONFLICT_WRITER,
+  conflictItemInput,
+  conflictOf,
+  conflictView,
+  DEFAULT_CONFLICT_WINDOW_MS,
+  isConflict,
+  resolutionItemInput,
+  sameValue,
+} from './items/conflicts.js';
+export type {
+  ContextItem,
+  ContextItemInput,
+  ContextType,
+  Scope,
+  Urgency,
+  Visibility,
+} from './items/context-item.js';
+export {
+  contextItemInputSchema,
+  contextItemSchema,
+  contextTypeSchema,
+  itemIdSchema,
+  LIMITS,
+  memoryKeySchema,
+  runtimeNameSchema,
+  scopeKeySchema,
+  scopeSchema,
+  tagSchema,
+  teamIdSchema,
+  URGENCY_RANK,
+  urgencySchema,
+  visibilitySchema,
+} from './items/context-item.js';
+export { extractDecisions, stableId } from './items/decision-capture.js';
+export type { ItemRowColumns, StoredItemValues } from './items/item-columns.js';
+export { itemFromColumns } from './items/item-columns.js';
+export type { ItemFilter, ListOptions, Viewer } from './items/item-filter.js';
+export { applyListOptions, itemMatches, scopeKindOf } from './items/item-filter.js';
+export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './items/item-kinds.js';
+export { redactSecrets } from './items/redact-secrets.js';
+export type {
+  CreateSubscriptionRequest,
+  DeadLetterInfo,
+  DeliveryMode,
+  PendingResponse,
+  Subscription,
+  SubscriptionEvent,
+  SubscriptionFilter,
+  WebhookPayload,
+} from './items/subscription-schemas.js';
+export { webhookPayloadSchema } from './items/subscription-schemas.js';
 export type {
   BlackboardEntryKind,
   BlackboardEvent,
   BlackboardRef,
-  BlackboardScope,
-} from './blackboard-contract.js';
+} from './layers/blackboard-contract.js';
 export {
   BLACKBOARD_ENTRY_KINDS,
   BLACKBOARD_EVENT,
-  BLACKBOARD_SCOPES,
   BLACKBOARD_TAG,
   blackboardEntryKey,
   blackboardEntryNameSchema,
@@ -90,10 +123,30 @@ export {
   RESOURCE_TAG,
   resourceKey,
   resourceNameSchema,
-} from './blackboard-contract.js';
-// Canonical JSON and its SHA-256 (no tokenizer): content hashes and file checksums.
-export { hashValue, sha256Hex } from './canonical-hash.js';
-export type { CapabilitiesFile, Capability, CapabilityMode } from './capabilities.js';
+} from './layers/blackboard-contract.js';
+export type { ResourceType, ResourceView } from './layers/persistent-resource.js';
+export {
+  DEFAULT_RESOURCE_TYPE,
+  RESOURCE_TYPES,
+  resourceOf,
+  resourceTypeSchema,
+  resourceTypeTag,
+  resourceViewSchema,
+} from './layers/persistent-resource.js';
+export type { JsonValue } from './layers/run-context.js';
+export type { BoardListField, NotePriority, SwarmBlackboard } from './layers/swarm-blackboard.js';
+export {
+  BOARD_LIST_FIELD_NAMES,
+  BOARD_LIST_FIELDS,
+  boardListValueSchema,
+  entryKindOf,
+  listEntryName,
+  notePrioritySchema,
+  priorityTag,
+  swarmBlackboardOf,
+  swarmBlackboardSchema,
+} from './layers/swarm-blackboard.js';
+export type { CapabilitiesFile } from './routing/capabilities.js';
 export {
   approversOf,
   CAPABILITY_MODES,
@@ -101,315 +154,93 @@ export {
   capabilitiesJsonSchema,
   capabilityMode,
   capabilityNames,
-  DEFAULT_APPROVERS,
-  matrixNameSchema,
   personRefusal,
-  TRUST_LEVELS,
-  WELL_KNOWN_CAPABILITIES,
-} from './capabilities.js';
-export type { CapabilitiesResponse, CapabilitiesRuntime } from './capabilities-api-schemas.js';
-export {
-  capabilitiesQuerySchema,
-  capabilitiesResponseSchema,
-  capabilitiesRuntimeSchema,
-  runtimePresenceViewSchema,
-} from './capabilities-api-schemas.js';
+} from './routing/capabilities.js';
 export type {
-  ConflictCandidate,
-  ConflictReport,
-  ConflictResolution,
-  ConflictValue,
-  ConflictView,
-  ListConflictsResponse,
-  ResolveConflictBody,
-  ResolveConflictResponse,
-} from './conflicts.js';
-export {
-  CONFLICT_TAG,
-  CONFLICT_WRITER,
-  conflictItemInput,
-  conflictKey,
-  conflictOf,
-  conflictReportSchema,
-  conflictView,
-  conflictViewSchema,
-  DEFAULT_CONFLICT_WINDOW_MS,
-  isConflict,
-  listConflictsQuerySchema,
-  listConflictsResponseSchema,
-  resolutionItemInput,
-  resolveConflictBodySchema,
-  resolveConflictResponseSchema,
-  sameValue,
-} from './conflicts.js';
-export type {
-  ContextItem,
-  ContextItemInput,
-  ContextType,
-  Redaction,
-  Scope,
-  Urgency,
-  Visibility,
-} from './context-item.js';
-export {
-  CONTEXT_TYPES,
-  contextItemInputSchema,
-  contextItemSchema,
-  contextTypeSchema,
-  itemIdSchema,
-  LIMITS,
-  memoryKeySchema,
-  runtimeNameSchema,
-  SCOPES,
-  scopeKeySchema,
-  scopeSchema,
-  sourceOf,
-  tagSchema,
-  teamIdSchema,
-  URGENCIES,
-  URGENCY_RANK,
-  urgencyAtLeast,
-  urgencySchema,
-  VISIBILITIES,
-  visibilitySchema,
-} from './context-item.js';
-export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
-export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
-// Pure text formatting (no tokenizer): clients render with the hub's formatters.
-export { markdownFormatter, plainLine, plainTextFormatter } from './formatters.js';
-export type { ItemRowColumns, StoredItemValues } from './item-columns.js';
-export { itemFromColumns } from './item-columns.js';
-export type { ItemFilter, ListOptions, ScopeKind, Viewer } from './item-filter.js';
-export { applyListOptions, itemMatches, SCOPE_KINDS, scopeKindOf } from './item-filter.js';
-// The light entry's own list is the reviewed one; the contract carries all of it.
-export * from './light.js';
-export type { PermissionRequestBody } from './permission-api-schemas.js';
-export {
-  permissionRequestBodySchema,
-  permissionRequestResponseSchema,
-} from './permission-api-schemas.js';
-export type { ResourceType, ResourceView } from './persistent-resource.js';
-export {
-  DEFAULT_RESOURCE_TYPE,
-  RESOURCE_TYPES,
-  resourceNameOf,
-  resourceOf,
-  resourceTypeOf,
-  resourceTypeSchema,
-  resourceTypeTag,
-  resourceViewSchema,
-} from './persistent-resource.js';
-export type {
-  PresenceAnnounceRequest,
-  PresenceInstance,
-  PresenceKind,
-  RuntimePresenceEntry,
-} from './presence.js';
-export {
-  DEFAULT_PRESENCE_TTL_SECONDS,
-  defaultCapacity,
-  MAX_PRESENCE_CAPABILITIES,
-  MAX_PRESENCE_CAPACITY,
-  MAX_PRESENCE_TTL_SECONDS,
-  MIN_PRESENCE_TTL_SECONDS,
-  PRESENCE_KINDS,
-  presenceAnnounceRequestSchema,
-  presenceAnnounceResponseSchema,
-  presenceInstanceIdSchema,
-  presenceInstanceParamsSchema,
-  presenceInstanceSchema,
-  summarizePresence,
-} from './presence.js';
-export type { RedactionResult } from './redact-secrets.js';
-export { redactJson, redactSecrets } from './redact-secrets.js';
+  CapabilitiesResponse,
+  CapabilitiesRuntime,
+} from './routing/capabilities-api-schemas.js';
+export { capabilitiesResponseSchema } from './routing/capabilities-api-schemas.js';
+export type { PresenceInstance, PresenceKind, RuntimePresenceEntry } from './routing/presence.js';
+export { defaultCapacity, summarizePresence } from './routing/presence.js';
 export type {
   RouteRequest,
-  RoutingCandidate,
   RoutingDecision,
   RoutingKind,
   RuntimePresence,
-} from './routing.js';
+} from './routing/routing.js';
+export { routeRequestSchema, routeTask, routingDecisionSchema } from './routing/routing.js';
+export { backoffDelay, createBackoff } from './shared/backoff.js';
+export { hashValue } from './shared/canonical-hash.js';
+export { canonicalJson } from './shared/canonical-json.js';
+export type { ErrorCode } from './shared/errors.js';
+export { CtxbusError, ERROR_CODES } from './shared/errors.js';
 export {
-  ROUTING_KINDS,
-  routeRequestSchema,
-  routeTask,
-  routingCandidateSchema,
-  routingDecisionSchema,
-  runtimePresenceSchema,
-} from './routing.js';
-// A type only: the run context itself (and its id maker) stays out of this entry.
-export type { JsonValue } from './run-context.js';
-export type {
-  CreateSubscriptionRequest,
-  DeadLetterInfo,
-  DeliveryMode,
-  PendingResponse,
-  Subscription,
-  SubscriptionEvent,
-  SubscriptionFilter,
-  WebhookPayload,
-} from './subscription-schemas.js';
+  DEFAULT_HUB_HOST,
+  DEFAULT_HUB_PORT,
+  DEFAULT_HUB_URL,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_STREAM_PENDING_BYTES,
+  DEFAULT_MAX_STREAMS_PER_TEAM,
+  DEFAULT_MAX_STREAMS_PER_TOKEN,
+  MAX_BATCH_ITEMS,
+} from './shared/hub-limits.js';
+export type { Logger } from './shared/logger.js';
+export { silentLogger } from './shared/logger.js';
 export {
-  ackRequestSchema,
-  createSubscriptionRequestSchema,
-  createSubscriptionResponseSchema,
-  deadLetterSchema,
-  deadLettersResponseSchema,
-  deliveryModeSchema,
-  listSubscriptionsResponseSchema,
-  MAX_ENDPOINT_LENGTH,
-  pendingQuerySchema,
-  pendingResponseSchema,
-  subscriptionEventSchema,
-  subscriptionFilterSchema,
-  subscriptionIdParamsSchema,
-  subscriptionResponseSchema,
-  subscriptionSchema,
-  webhookPayloadSchema,
-} from './subscription-schemas.js';
-export type {
-  BlackboardNote,
-  BoardListField,
-  NotePriority,
-  SwarmBlackboard,
-} from './swarm-blackboard.js';
-export {
-  BOARD_LIST_FIELD_NAMES,
-  BOARD_LIST_FIELDS,
-  blackboardNoteSchema,
-  boardListValueSchema,
-  entryKindOf,
-  listEntryName,
-  NOTE_PRIORITIES,
-  notePrioritySchema,
-  priorityTag,
-  swarmBlackboardOf,
-  swarmBlackboardSchema,
-  writerOf,
-} from './swarm-blackboard.js';
-export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
-export {
-  ACTIVE_TASK_STATES,
-  approvalDecisionBodySchema,
-  approvalKeyResponseSchema,
-  approvalRequestBodySchema,
-  cancelTaskRequestSchema,
-  claimTaskRequestSchema,
-  claimTaskResponseSchema,
-  completeTaskRequestSchema,
-  createTaskRequestSchema,
-  createTaskResponseSchema,
-  failTaskRequestSchema,
-  listTasksQuerySchema,
-  listTasksResponseSchema,
-  renewTaskRequestSchema,
-  startTaskRequestSchema,
-  taskIdParamsSchema,
-  taskProgressRequestSchema,
-  taskResponseSchema,
-  taskWithHistoryResponseSchema,
-  UPDATE_TASK_STATES,
-  updateTaskRequestSchema,
-} from './task-api-schemas.js';
-export type {
-  TaskStatusEvent,
-  TaskStatusReport,
-  TaskStreamEvent,
-} from './task-status-item.js';
-export {
-  followTaskStatus,
-  NEEDS_SOMEONE_TASK_STATES,
-  TASK_TAG,
-  taskNeedsSomeone,
-  taskScopeKey,
-  taskStatusItem,
-  taskStatusOf,
-} from './task-status-item.js';
-export type {
-  JsonObject,
-  NewTask,
-  ParsedNewTask,
-  Task,
-  TaskApproval,
-  TaskError,
-  TaskEvent,
-  TaskLease,
-  TaskState,
-} from './tasks.js';
-export {
-  assertTransition,
-  boundedJsonObject,
-  canTransition,
-  capabilityNameSchema,
-  DEFAULT_TASK_LEASE_MS,
-  DEFAULT_TASK_MAX_ATTEMPTS,
-  INITIAL_TASK_STATES,
-  isTerminalTaskState,
-  newTaskId,
-  newTaskSchema,
-  notLeaseHolderError,
-  staleLeaseError,
-  TASK_APPROVAL_STATUSES,
-  TASK_LIMITS,
-  TASK_STATES,
-  TASK_TRANSITIONS,
-  TERMINAL_TASK_STATES,
-  taskApprovalSchema,
-  taskErrorSchema,
-  taskEventSchema,
-  taskIdSchema,
-  taskLeaseSchema,
-  taskNoteSchema,
-  taskResultSchema,
-  taskSchema,
-  taskStateSchema,
-  WAITING_TASK_STATES,
-} from './tasks.js';
-export {
-  contextBuildFailureSchema,
-  turnContextInputSchema,
-  turnContextRecordSchema,
-  turnSnapshotSchema,
-} from './turn-context-schema.js';
-export type { ValidationIssue } from './validation.js';
-export {
-  assertJsonDepth,
-  firstNul,
   MAX_JSON_DEPTH,
   parseOrThrow,
   tooDeep,
   validationError,
   wellFormed,
-} from './validation.js';
-export type {
-  HttpMethod,
-  QueryValue,
-  RouteAuth,
-  WireBody,
-  WireInput,
-  WireOperationId,
-  WireOutput,
-  WireParams,
-  WireQuery,
-  WireRoute,
-  WireRoutes,
-  WireTable,
-} from './wire/index.js';
+} from './shared/validation.js';
+export type { CommandIdentity } from './tasks/command-digest.js';
+export { commandDigest } from './tasks/command-digest.js';
+export type { PermissionRequestBody } from './tasks/permission-api-schemas.js';
 export {
-  agentCardSchema,
-  deadLettersQuerySchema,
-  defineWireTable,
-  deleteSubscriptionResponseSchema,
-  jsonRpcResponseSchema,
-  leavePresenceResponseSchema,
-  listTokensResponseSchema,
-  openApiDocumentSchema,
-  revokeTokenResponseSchema,
-  runtimeParamsSchema,
-  streamStatsSchema,
-  taskStatsSchema,
-  wirePath,
-  wireQueryString,
-  wireRoutes,
-  wireTarget,
-} from './wire/index.js';
+  MAX_PERMISSION_WAIT_SECONDS,
+  MIN_PERMISSION_WAIT_SECONDS,
+  PERMISSION_REQUEST_BECAUSE,
+} from './tasks/permission-limits.js';
+export type { CreateTaskRequest, UpdateTaskRequest } from './tasks/task-api-schemas.js';
+export {
+  ACTIVE_TASK_STATES,
+  createTaskRequestSchema,
+  UPDATE_TASK_STATES,
+  updateTaskRequestSchema,
+} from './tasks/task-api-schemas.js';
+export type { TaskState } from './tasks/task-states.js';
+export { TASK_STATES } from './tasks/task-states.js';
+export type { TaskStatusEvent, TaskStatusReport } from './tasks/task-status-item.js';
+export {
+  followTaskStatus,
+  TASK_TAG,
+  taskNeedsSomeone,
+  taskScopeKey,
+  taskStatusItem,
+  taskStatusOf,
+} from './tasks/task-status-item.js';
+export type { NewTask, Task, TaskApproval, TaskError, TaskEvent } from './tasks/tasks.js';
+export {
+  assertTransition,
+  capabilityNameSchema,
+  DEFAULT_TASK_LEASE_MS,
+  DEFAULT_TASK_MAX_ATTEMPTS,
+  isTerminalTaskState,
+  newTaskId,
+  newTaskSchema,
+  notLeaseHolderError,
+  staleLeaseError,
+  TASK_LIMITS,
+  taskApprovalSchema,
+  taskErrorSchema,
+  taskIdSchema,
+  taskNoteSchema,
+  taskResultSchema,
+  WAITING_TASK_STATES,
+} from './tasks/tasks.js';
+export { wireTarget } from './wire/wire-request.js';
+export type { HttpMethod, RouteAuth, WireRoute } from './wire/wire-route.js';
+export type { WireOperationId, WireRoutes } from './wire/wire-routes.js';
+export { wireRoutes } from './wire/wire-routes.js';
+export type { WireInput, WireOutput, WireQuery } from './wire/wire-types.js';

@@ -1,13 +1,29 @@
 // What hooks and light clients need, without zod or the tokenizer: they run once per hook
-// call, so every module they load is paid at each start. The contract entry re-exports it all.
-export type { Backoff, BackoffOptions } from './backoff.js';
-export { backoffDelay, createBackoff } from './backoff.js';
-export { canonicalJson } from './canonical-json.js';
-export type { CommandIdentity } from './command-digest.js';
-export { commandDigest } from './command-digest.js';
-export { extractDecisions, stableId } from './decision-capture.js';
-export type { CtxbusErrorOptions, ErrorCode } from './errors.js';
-export { CtxbusError, ERROR_CODES, errorStatus } from './errors.js';
+// call, so every module they load is paid at each start. Each name comes straight from its
+// file, never through a folder's index. The contract entry re-exports it all.
+export type {
+  BuiltTurnContext,
+  ContextBuildFailure,
+  TokenCounter,
+  TurnBuildResult,
+  TurnContextInput,
+  TurnContextRecord,
+  TurnMemoryPointer,
+  TurnSnapshot,
+} from './context/turn-context.js';
+export {
+  buildTurnContext,
+  DEFAULT_TURN_BUDGETS,
+  estimateTokenCounter,
+  tryBuildTurnContext,
+  turnContextRecord,
+} from './context/turn-context.js';
+export { extractDecisions, stableId } from './items/decision-capture.js';
+export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './items/item-kinds.js';
+export { backoffDelay, createBackoff } from './shared/backoff.js';
+export { canonicalJson } from './shared/canonical-json.js';
+export type { ErrorCode } from './shared/errors.js';
+export { CtxbusError, ERROR_CODES } from './shared/errors.js';
 export {
   DEFAULT_HUB_HOST,
   DEFAULT_HUB_PORT,
@@ -17,49 +33,15 @@ export {
   DEFAULT_MAX_STREAMS_PER_TEAM,
   DEFAULT_MAX_STREAMS_PER_TOKEN,
   MAX_BATCH_ITEMS,
-} from './hub-limits.js';
-export {
-  CONTEXT_TYPES,
-  SCOPES,
-  URGENCIES,
-  VISIBILITIES,
-} from './item-kinds.js';
-export type { Logger } from './logger.js';
-export { silentLogger } from './logger.js';
+} from './shared/hub-limits.js';
+export type { Logger } from './shared/logger.js';
+export { silentLogger } from './shared/logger.js';
+export type { CommandIdentity } from './tasks/command-digest.js';
+export { commandDigest } from './tasks/command-digest.js';
 export {
   MAX_PERMISSION_WAIT_SECONDS,
   MIN_PERMISSION_WAIT_SECONDS,
   PERMISSION_REQUEST_BECAUSE,
-} from './permission-limits.js';
-export type { TaskState } from './task-states.js';
-export { TASK_STATES } from './task-states.js';
-// Seed 002's turn context: pure, tokenizer-free (the counter is passed in), hashed for replay.
-export type {
-  BuiltTurnContext,
-  ContextBuildFailure,
-  TokenCounter,
-  TurnBudgets,
-  TurnBuildResult,
-  TurnContextInput,
-  TurnContextRecord,
-  TurnCurrentInput,
-  TurnMemoryPointer,
-  TurnMessage,
-  TurnPart,
-  TurnRuntimeState,
-  TurnSender,
-  TurnSnapshot,
-  TurnSource,
-  TurnSources,
-  TurnToolSnippet,
-  TurnTrimAction,
-  TurnTrimNote,
-} from './turn-context.js';
-export {
-  buildTurnContext,
-  DEFAULT_TURN_BUDGETS,
-  estimateTokenCounter,
-  TURN_BUILDER_VERSION,
-  tryBuildTurnContext,
-  turnContextRecord,
-} from './turn-context.js';
+} from './tasks/permission-limits.js';
+export type { TaskState } from './tasks/task-states.js';
+export { TASK_STATES } from './tasks/task-states.js';

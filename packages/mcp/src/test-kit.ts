@@ -1,15 +1,14 @@
-// Shared by this package's tests: a real hub on an in-memory SQLite store, and MCP clients
+// Shared by this package's tests: a real hub in process (the test kit's), and MCP clients
 // connected the way real ones are. Not part of the build (only index and stdio-bin are).
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -28,37 +27,31 @@ export interface TestHub {
 }
 
 /** The repository's capabilities.yaml: claude-code runs code, openclaw hands it over. */
-export const REPO_CAPABILITIES = fileURLToPath(
-  new URL('../../../capabilities.yaml', import.meta.url),
-);
+export { REPO_CAPABILITIES } from '@ctxbus/test-kit/in-process-hub';
 
 export async function startTestHub(
   runtime = 'claude-code',
   options: { capabilitiesFile?: string } = {},
 ): Promise<TestHub> {
-  const store = openSqliteStore({ path: ':memory:' });
-  const running = await startHub({
-    store,
-    port: 0,
-    validateResponses: true,
-    ...(options.capabilitiesFile !== undefined && {
-      capabilities: { file: options.capabilitiesFile, pollMs: 0 },
-    }),
-  });
-  const mint = async (name: string, teamId = 'acme') =>
-    (await mintToken(store, { role: 'runtime', teamId, runtime: name })).token;
-  const token = await mint(runtime);
-  return {
-    url: running.url,
-    store,
-    running,
-    token,
-    client: createClient({ url: running.url, token }),
-    mint,
-    async close() {
-      await running.close();
-      await store.close();
+  const hub = await startInProcessHub(
+    { startHub, mintToken },
+    {
+      tokens: { own: ['acme', runtime] },
+      hub: {
+        ...(options.capabilitiesFile !== undefined && {
+          capabilities: { file: options.capabilitiesFile, pollMs: 0 },
+        }),
+      },
     },
+  );
+  return {
+    url: hub.url,
+    store: hub.store,
+    running: hub.running,
+    token: hub.tokens.own,
+    client: createClient({ url: hub.url, token: hub.tokens.own }),
+    mint: async (name, teamId) => (await hub.mint(name, teamId)).token,
+    close: () => hub.close(),
   };
 }
 

@@ -1,24 +1,21 @@
-// Shared by this package's tests (not part of the build): a real hub on an in-memory SQLite
-// store with the repository's capabilities.yaml and a clock the test turns, and the bot wired
+// Shared by this package's tests (not part of the build): a real hub in process (the test
+// kit's) with the repository's capabilities.yaml and a clock the test turns, and the bot wired
 // to a local Bot API server (test-bot-api.ts) with the digest timer and retry waits turned by
 // the test.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
 import type { RunningHub } from '@ctxbus/hub';
 import { mintToken, startHub } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
+import { REPO_CAPABILITIES, startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import type { TelegramBotOptions } from './telegram-bot.js';
 import { CtxbusTelegramBot } from './telegram-bot.js';
 import type { TestBotApi } from './test-bot-api.js';
 
 export const BOT_TOKEN = '123456:TEST-token_abcdefghijklmnopqrstuvwxyz';
-
-const REPO_CAPABILITIES = fileURLToPath(new URL('../../../capabilities.yaml', import.meta.url));
 
 export interface TestHub {
   url: string;
@@ -36,25 +33,26 @@ export interface TestHub {
 export async function startTestHub(): Promise<TestHub> {
   let offset = 0;
   const now = () => new Date(Date.now() + offset);
-  const store = openSqliteStore({ path: ':memory:' });
-  const running = await startHub({
-    store,
-    port: 0,
-    validateResponses: true,
-    clock: now,
-    taskSweepMs: 25,
-    // Streams of revoked tokens end within this.
-    tokenCacheMs: 100,
-    capabilities: { file: REPO_CAPABILITIES, pollMs: 0 },
-  });
+  const hub = await startInProcessHub(
+    { startHub, mintToken },
+    {
+      hub: {
+        clock: now,
+        taskSweepMs: 25,
+        // Streams of revoked tokens end within this.
+        tokenCacheMs: 100,
+        capabilities: { file: REPO_CAPABILITIES, pollMs: 0 },
+      },
+    },
+  );
   const minted = async (runtime: string) => {
-    const { token, record } = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime });
-    return { client: createClient({ url: running.url, token }), tokenId: record.id };
+    const { token, tokenId } = await hub.mint(runtime);
+    return { client: createClient({ url: hub.url, token }), tokenId };
   };
   return {
-    url: running.url,
-    store,
-    running,
+    url: hub.url,
+    store: hub.store,
+    running: hub.running,
     now,
     advance(ms) {
       offset += ms;
@@ -63,10 +61,7 @@ export async function startTestHub(): Promise<TestHub> {
     async client(runtime) {
       return (await minted(runtime)).client;
     },
-    async close() {
-      await running.close();
-      await store.close();
-    },
+    close: () => hub.close(),
   };
 }
 

@@ -1,4 +1,4 @@
-import { CtxbusError } from '../errors.js';
+import { CtxbusError } from '../shared/errors.js';
 
 /** A query parameter as a client passes it: lists become comma lists, absent values drop out. */
 export type QueryValue =

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { CtxbusError } from '../errors.js';
+import { CtxbusError } from '../shared/errors.js';
 import { wirePath, wireQueryString, wireTarget } from './wire-request.js';
 import type { WireRoute } from './wire-route.js';
 import { wireRoutes } from './wire-routes.js';

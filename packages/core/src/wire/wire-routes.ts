@@ -1,4 +1,10 @@
 import {
+  listAuditQuerySchema,
+  listAuditResponseSchema,
+  verifyAuditQuerySchema,
+  verifyAuditResponseSchema,
+} from '../audit/audit-api-schemas.js';
+import {
   archiveQuerySchema,
   archiveResponseSchema,
   createTokenRequestSchema,
@@ -22,32 +28,13 @@ import {
   tokenIdParamsSchema,
   writeRequestSchema,
   writeResponseSchema,
-} from '../api-schemas.js';
-import {
-  listAuditQuerySchema,
-  listAuditResponseSchema,
-  verifyAuditQuerySchema,
-  verifyAuditResponseSchema,
-} from '../audit-api-schemas.js';
-import {
-  capabilitiesQuerySchema,
-  capabilitiesResponseSchema,
-} from '../capabilities-api-schemas.js';
+} from '../items/api-schemas.js';
 import {
   listConflictsQuerySchema,
   listConflictsResponseSchema,
   resolveConflictBodySchema,
   resolveConflictResponseSchema,
-} from '../conflicts.js';
-import {
-  permissionRequestBodySchema,
-  permissionRequestResponseSchema,
-} from '../permission-api-schemas.js';
-import {
-  presenceAnnounceRequestSchema,
-  presenceAnnounceResponseSchema,
-  presenceInstanceParamsSchema,
-} from '../presence.js';
+} from '../items/conflicts.js';
 import {
   ackRequestSchema,
   createSubscriptionRequestSchema,
@@ -58,7 +45,20 @@ import {
   pendingResponseSchema,
   subscriptionIdParamsSchema,
   subscriptionResponseSchema,
-} from '../subscription-schemas.js';
+} from '../items/subscription-schemas.js';
+import {
+  capabilitiesQuerySchema,
+  capabilitiesResponseSchema,
+} from '../routing/capabilities-api-schemas.js';
+import {
+  presenceAnnounceRequestSchema,
+  presenceAnnounceResponseSchema,
+  presenceInstanceParamsSchema,
+} from '../routing/presence.js';
+import {
+  permissionRequestBodySchema,
+  permissionRequestResponseSchema,
+} from '../tasks/permission-api-schemas.js';
 import {
   approvalDecisionBodySchema,
   approvalKeyResponseSchema,
@@ -79,7 +79,7 @@ import {
   taskResponseSchema,
   taskWithHistoryResponseSchema,
   updateTaskRequestSchema,
-} from '../task-api-schemas.js';
+} from '../tasks/task-api-schemas.js';
 import { defineWireTable } from './wire-route.js';
 import {
   agentCardSchema,

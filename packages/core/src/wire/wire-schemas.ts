@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { tokenInfoSchema } from '../api-schemas.js';
-import { runtimeNameSchema } from '../context-item.js';
+import { tokenInfoSchema } from '../items/api-schemas.js';
+import { runtimeNameSchema } from '../items/context-item.js';
 
 // The schemas of routes whose shapes no other module names: they live with the wire table.
 
