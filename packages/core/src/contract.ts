@@ -1,6 +1,27 @@
 // The wire contract without the tokenizer: schemas, errors, filters and validation. Clients
 // that only talk to a hub import this entry and skip loading the o200k vocabulary.
 export type {
+  AnalyticsItem,
+  AnalyticsQuery,
+  AnalyticsResponse,
+  UsageCounts,
+  UsageKind,
+} from './analytics-api-schemas.js';
+export {
+  ANALYTICS_MAX_WINDOW_DAYS,
+  analyticsItemSchema,
+  analyticsQuerySchema,
+  analyticsResponseSchema,
+  DEFAULT_STALE_DAYS,
+  daysBetween,
+  staleCutoff,
+  staleRuleText,
+  USAGE_KINDS,
+  usageCountsSchema,
+  usageDay,
+  windowDays,
+} from './analytics-api-schemas.js';
+export type {
   ArchiveResponse,
   CapabilitiesStatus,
   ChangeEventName,

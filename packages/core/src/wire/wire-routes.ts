@@ -1,3 +1,4 @@
+import { analyticsQuerySchema, analyticsResponseSchema } from '../analytics-api-schemas.js';
 import {
   archiveQuerySchema,
   archiveResponseSchema,
@@ -152,6 +153,13 @@ export const wireRoutes = defineWireTable({
     auth: 'runtime',
     query: sharedQuerySchema,
     responses: { 200: sharedResponseSchema },
+  },
+  contextAnalytics: {
+    method: 'GET',
+    path: '/api/analytics',
+    auth: 'runtime',
+    query: analyticsQuerySchema,
+    responses: { 200: analyticsResponseSchema },
   },
   getContextItem: {
     method: 'GET',
