@@ -184,7 +184,7 @@ function UnusedList({
   if (total === 0) return <Empty>{empty}</Empty>;
   return (
     <>
-      <ul class="items" data-testid={testId}>
+      <ul class="items usage-list" data-testid={testId}>
         {entries.map((entry) => (
           <li key={entry.item.id} data-id={entry.item.id}>
             <ItemLink item={entry.item} /> <span class="muted small">{entry.note}</span>
