@@ -34,6 +34,7 @@ export class UsageRecorder {
   private closed = false;
   /** Uses dropped because the buffer was full. */
   dropped = 0;
+  private droppedLogged = 0;
   /** Flushes that failed (their rows are kept for the next one while they fit). */
   failures = 0;
 
@@ -95,6 +96,13 @@ export class UsageRecorder {
   }
 
   private async flushOnce(): Promise<void> {
+    if (this.dropped > this.droppedLogged) {
+      this.logger.warn(
+        { dropped: this.dropped - this.droppedLogged },
+        'usage: the buffer was full; uses were dropped from the analytics',
+      );
+      this.droppedLogged = this.dropped;
+    }
     if (this.pending.size > 0) {
       const batch = this.pending;
       this.pending = new Map();
