@@ -203,41 +203,38 @@ export class PostgresUsage implements ItemUsageStore {
   ): Promise<{ total: number; items: UnusedItemRow[] }> {
     this.context.assertOpen();
     const p = new SqlParams();
-    const clauses = [filterSql(viewer, {}, Date.parse(options.now), p)];
+    // Each item's last use, aggregated once and joined (not a subquery per item and clause).
     const runtime =
       options.runtime !== undefined ? ` AND t.runtime = ${p.add(options.runtime)}` : '';
-    const lastUse = `(SELECT max(${LAST_USE}) FROM ${this.s}.item_usage t
-      WHERE t.team_id = i.team_id AND t.item_id = i.id${runtime})`;
+    const used = `LEFT JOIN (SELECT t.item_id, max(${LAST_USE}) AS last_use
+      FROM ${this.s}.item_usage t WHERE t.team_id = ${p.add(viewer.teamId)}${runtime}
+      GROUP BY t.item_id) u ON u.item_id = i.id`;
+    const clauses = [filterSql(viewer, {}, Date.parse(options.now), p)];
     if (options.idleBefore === undefined) {
-      clauses.push(`${lastUse} IS NULL`);
+      clauses.push('u.item_id IS NULL');
       // Consumptions from before usage was recorded (every runtime's only).
       if (options.runtime === undefined) clauses.push('NOT i.consumed');
     } else {
       const cutoff = p.add(options.idleBefore);
       clauses.push(
         `i.created_at < ${cutoff}::timestamptz`,
-        `coalesce(${lastUse}, 0) < (extract(epoch FROM ${cutoff}::timestamptz) * 1000)::int8`,
+        `coalesce(u.last_use, 0) < (extract(epoch FROM ${cutoff}::timestamptz) * 1000)::int8`,
       );
     }
-    const where = clauses.join(' AND ');
     const order =
       options.idleBefore === undefined
         ? 'i.rid'
-        : `coalesce(${lastUse}, (extract(epoch FROM i.created_at) * 1000)::int8), i.rid`;
-    const counted = await this.context.query<{ total: number }>(
-      'count unused items',
-      `SELECT count(*)::int8 AS total FROM ${this.s}.items i WHERE ${where}`,
-      [...p.values],
-    );
+        : 'coalesce(u.last_use, (extract(epoch FROM i.created_at) * 1000)::int8), i.rid';
     const limit = p.add(options.limit);
-    const rows = await this.context.query<ItemRow & { last_use: number | null }>(
+    // One pass: the window count is taken before the LIMIT (no rows: none match).
+    const rows = await this.context.query<ItemRow & { last_use: number | null; total: number }>(
       'read unused items',
-      `SELECT ${ITEM_COLUMNS}, ${lastUse} AS last_use FROM ${this.s}.items i
-       WHERE ${where} ORDER BY ${order} LIMIT ${limit}`,
+      `SELECT ${ITEM_COLUMNS}, u.last_use, count(*) OVER ()::int8 AS total
+       FROM ${this.s}.items i ${used} WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`,
       p.values,
     );
     return {
-      total: counted[0]?.total ?? 0,
+      total: rows[0]?.total ?? 0,
       items: rows.map((row) => ({
         item: rowToItem(row),
         lastUsedAt: row.last_use ? iso(row.last_use) : null,

@@ -169,35 +169,39 @@ export class SqliteUsage implements ItemUsageStore {
   ): Promise<{ total: number; items: UnusedItemRow[] }> {
     this.connection.assertOpen();
     const filter = filterSql(viewer, {}, Date.parse(options.now));
+    // Each item's last use, aggregated once and joined (not a subquery per item and clause).
     const byRuntime = options.runtime !== undefined ? ' AND t.runtime = ?' : '';
-    const runtimeParams = options.runtime !== undefined ? [options.runtime] : [];
-    const lastUse = `(SELECT max(${LAST_USE}) FROM item_usage t
-      WHERE t.team_id = i.team_id AND t.item_id = i.id${byRuntime})`;
+    const used = `LEFT JOIN (SELECT t.item_id, max(${LAST_USE}) AS last_use FROM item_usage t
+      WHERE t.team_id = ?${byRuntime} GROUP BY t.item_id) u ON u.item_id = i.id`;
+    const params: SQLInputValue[] = [
+      viewer.teamId,
+      ...(options.runtime !== undefined ? [options.runtime] : []),
+      ...filter.params,
+    ];
     const clauses = [filter.where];
-    const params: SQLInputValue[] = [...runtimeParams, ...filter.params];
     if (options.idleBefore === undefined) {
-      clauses.push(`${lastUse} IS NULL`);
-      params.push(...runtimeParams);
+      clauses.push('u.item_id IS NULL');
       // Consumptions from before usage was recorded (every runtime's only).
       if (options.runtime === undefined) clauses.push('i.consumed = 0');
     } else {
       const cutoff = Date.parse(options.idleBefore);
-      clauses.push('i.created_at < ?', `coalesce(${lastUse}, 0) < ?`);
-      params.push(cutoff, ...runtimeParams, cutoff);
+      clauses.push('i.created_at < ?', 'coalesce(u.last_use, 0) < ?');
+      params.push(cutoff, cutoff);
     }
-    const where = clauses.join(' AND ');
     const order =
-      options.idleBefore === undefined ? 'i.rid' : 'coalesce(last_use, i.created_at), i.rid';
+      options.idleBefore === undefined ? 'i.rid' : 'coalesce(u.last_use, i.created_at), i.rid';
+    // One pass: the window count is taken before the LIMIT (no rows: none match).
     const rows = this.connection
       .statement(
-        `SELECT i.*, ${lastUse} AS last_use FROM items i WHERE ${where} ORDER BY ${order} LIMIT ?`,
+        `SELECT i.*, u.last_use AS last_use, count(*) OVER () AS total FROM items i ${used}
+         WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ?`,
       )
-      .all(...params, options.limit) as unknown as (ItemRow & { last_use: number | null })[];
-    const counted = this.connection
-      .statement(`SELECT count(*) AS total FROM items i WHERE ${where}`)
-      .get(...params.slice(runtimeParams.length)) as { total: number };
+      .all(...params, options.limit) as unknown as (ItemRow & {
+      last_use: number | null;
+      total: number;
+    })[];
     return {
-      total: counted.total,
+      total: rows[0]?.total ?? 0,
       items: rows.map((row) => ({
         item: rowToItem(row),
         lastUsedAt: row.last_use ? iso(row.last_use) : null,
