@@ -226,11 +226,18 @@ export class PostgresUsage implements ItemUsageStore {
         ? 'i.rid'
         : 'coalesce(u.last_use, (extract(epoch FROM i.created_at) * 1000)::int8), i.rid';
     const limit = p.add(options.limit);
-    // One pass: the window count is taken before the LIMIT (no rows: none match).
+    // The page by rid first (the window count is taken before its LIMIT; no rows: none
+    // match), then only its rows read whole: not every matching item's content.
     const rows = await this.context.query<ItemRow & { last_use: number | null; total: number }>(
       'read unused items',
-      `SELECT ${ITEM_COLUMNS}, u.last_use, count(*) OVER ()::int8 AS total
-       FROM ${this.s}.items i ${used} WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`,
+      `WITH page AS (
+         SELECT i.rid, u.last_use, row_number() OVER (ORDER BY ${order}) AS position,
+           count(*) OVER () AS total
+         FROM ${this.s}.items i ${used} WHERE ${clauses.join(' AND ')}
+         ORDER BY position LIMIT ${limit}
+       )
+       SELECT ${ITEM_COLUMNS}, page.last_use, page.total::int8 AS total
+       FROM page JOIN ${this.s}.items i ON i.rid = page.rid ORDER BY page.position`,
       p.values,
     );
     return {

@@ -190,11 +190,17 @@ export class SqliteUsage implements ItemUsageStore {
     }
     const order =
       options.idleBefore === undefined ? 'i.rid' : 'coalesce(u.last_use, i.created_at), i.rid';
-    // One pass: the window count is taken before the LIMIT (no rows: none match).
+    // The page by rid first (the window count is taken before its LIMIT; no rows: none
+    // match), then only its rows read whole: not every matching item's content.
     const rows = this.connection
       .statement(
-        `SELECT i.*, u.last_use AS last_use, count(*) OVER () AS total FROM items i ${used}
-         WHERE ${clauses.join(' AND ')} ORDER BY ${order} LIMIT ?`,
+        `WITH page AS (
+           SELECT i.rid, u.last_use, row_number() OVER (ORDER BY ${order}) AS position,
+             count(*) OVER () AS total
+           FROM items i ${used} WHERE ${clauses.join(' AND ')} ORDER BY position LIMIT ?
+         )
+         SELECT i.*, page.last_use AS last_use, page.total AS total
+         FROM page JOIN items i ON i.rid = page.rid ORDER BY page.position`,
       )
       .all(...params, options.limit) as unknown as (ItemRow & {
       last_use: number | null;
