@@ -1,5 +1,6 @@
 import { CtxbusError } from '@ctxbus/core/light';
 import { Command, CommanderError } from 'commander';
+import { registerAnalytics } from './commands/analytics-command.js';
 import { registerAudit } from './commands/audit-command.js';
 import { registerCapabilities } from './commands/capabilities-command.js';
 import { registerConflictCommands } from './commands/conflict-commands.js';
@@ -90,6 +91,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerTaskCommands(program, run);
   registerAudit(program, run);
   registerConflictCommands(program, run);
+  registerAnalytics(program, run);
   registerWhoamiCommand(program, run);
   registerSharedContext(program, run);
   registerHandoff(program, run);

@@ -6,6 +6,7 @@ import { href, useRoute, VIEWS } from './router.js';
 import type { Session } from './session.js';
 import { forgetToken, signIn, storedToken } from './session.js';
 import { ErrorBox } from './ui.js';
+import { AnalyticsView } from './views/analytics-view.js';
 import { BoardsView } from './views/boards-view.js';
 import { CapabilitiesView } from './views/capabilities-view.js';
 import { FeedView } from './views/feed-view.js';
@@ -97,6 +98,8 @@ function View({ route, session, bus }: { route: Route; session: Session; bus: Li
       return <BoardsView bus={bus} />;
     case 'insights':
       return <InsightsView bus={bus} />;
+    case 'analytics':
+      return <AnalyticsView bus={bus} client={client} />;
     default:
       return <FeedView bus={bus} client={client} />;
   }

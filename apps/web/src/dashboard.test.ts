@@ -658,6 +658,7 @@ describe.skipIf(unavailable !== null)(
         'handoff',
         'boards',
         'insights',
+        'analytics',
       ];
       for (const [size, viewport] of Object.entries({ desktop: DESKTOP, phone: PHONE })) {
         const { page, close } = await signedIn(hub.tokens.web, viewport);

@@ -12,6 +12,7 @@ export const VIEWS = [
   { id: 'handoff', label: 'Handoff' },
   { id: 'boards', label: 'Boards' },
   { id: 'insights', label: 'Insights' },
+  { id: 'analytics', label: 'Analytics' },
 ] as const;
 
 export type ViewId = (typeof VIEWS)[number]['id'] | 'item';

@@ -36,7 +36,7 @@ export function forgetToken(): void {
 export async function signIn(token: string, origin = location.origin): Promise<Session> {
   const client = createWebClient({ url: origin, token });
   // The shared bundle names the token's team and runtime: the smallest call that says both.
-  const bundle = await client.shared({ tokenBudget: 64 });
+  const bundle = await client.shared({ tokenBudget: 64, preview: true });
   sessionStorage.setItem(TOKEN_KEY, token);
   return { client, identity: { teamId: bundle.identity.teamId, runtime: bundle.identity.runtime } };
 }

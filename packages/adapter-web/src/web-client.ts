@@ -96,10 +96,16 @@ export class WebClient {
     return this.call('searchContext', { body: request });
   }
 
-  /** The shared context bundle (`runtime` defaults to `web`: sections with items, and Markdown). */
-  shared(params: { runtime?: string; tokenBudget?: number } = {}): Promise<SharedContextResponse> {
+  /** The shared context bundle (`runtime` defaults to `web`: sections with items, and Markdown); `preview: true` for a look that is not an injection (not in the analytics). */
+  shared(
+    params: { runtime?: string; tokenBudget?: number; preview?: boolean } = {},
+  ): Promise<SharedContextResponse> {
     return this.call('sharedContext', {
-      query: { runtime: params.runtime ?? 'web', tokenBudget: params.tokenBudget },
+      query: {
+        runtime: params.runtime ?? 'web',
+        tokenBudget: params.tokenBudget,
+        ...(params.preview && { preview: true }),
+      },
     });
   }
 

@@ -160,7 +160,10 @@ export class CtxbusClient {
     return this.call('searchContext', { body: request });
   }
 
-  shared(params: { runtime?: string; tokenBudget?: number } = {}): Promise<SharedContextResponse> {
+  /** The shared bundle; `preview: true` for a look that is not an injection (not in the analytics). */
+  shared(
+    params: { runtime?: string; tokenBudget?: number; preview?: boolean } = {},
+  ): Promise<SharedContextResponse> {
     return this.call('sharedContext', { query: params });
   }
 

@@ -22,6 +22,7 @@ export {
   turnContextRecord,
 } from './context/turn-context.js';
 export { turnContextRecordSchema } from './context/turn-context-schema.js';
+export type { AnalyticsItem, AnalyticsResponse } from './items/analytics-api-schemas.js';
 export type {
   CapabilitiesStatus,
   ChangeKind,

@@ -54,6 +54,9 @@ export {
   turnContextRecordSchema,
 } from './context/index.js';
 export type {
+  AnalyticsItem,
+  AnalyticsQuery,
+  AnalyticsResponse,
   CapabilitiesStatus,
   ChangeKind,
   ConflictReport,
@@ -85,12 +88,15 @@ export type {
   SubscriptionFilter,
   TokenInfo,
   Urgency,
+  UsageCounts,
+  UsageKind,
   Viewer,
   Visibility,
   WebhookPayload,
   WriteResponse,
 } from './items/index.js';
 export {
+  ANALYTICS_MAX_WINDOW_DAYS,
   applyListOptions,
   CHANGE_EVENT_NAMES,
   CONFLICT_TAG,
@@ -103,6 +109,7 @@ export {
   contextItemSchema,
   contextTypeSchema,
   DEFAULT_CONFLICT_WINDOW_MS,
+  daysBetween,
   errorResponseSchema,
   extractDecisions,
   isConflict,
@@ -127,6 +134,8 @@ export {
   scopeKindOf,
   scopeSchema,
   stableId,
+  staleCutoff,
+  staleRuleText,
   streamDisconnectSchema,
   streamEventNames,
   streamEventSchema,
@@ -136,9 +145,11 @@ export {
   URGENCIES,
   URGENCY_RANK,
   urgencySchema,
+  usageDay,
   VISIBILITIES,
   visibilitySchema,
   webhookPayloadSchema,
+  windowDays,
 } from './items/index.js';
 export type {
   BlackboardEntryKind,

@@ -36,6 +36,7 @@ import type {
 } from './route-definition.js';
 import { implement } from './route-definition.js';
 import { adminRoutes } from './routes/admin-routes.js';
+import { analyticsRoutes } from './routes/analytics-route.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { archiveRoute } from './routes/archive-route.js';
 import { auditRoutes } from './routes/audit-routes.js';
@@ -56,6 +57,8 @@ import { TaskLifecycle } from './tasks/task-lifecycle.js';
 import type { TaskRelayOptions } from './tasks/task-relay.js';
 import { TaskRelay } from './tasks/task-relay.js';
 import { DEFAULT_TASK_SWEEP_MS, TaskSweeper } from './tasks/task-sweeper.js';
+import type { UsageRecorderOptions } from './usage/usage-recorder.js';
+import { UsageRecorder } from './usage/usage-recorder.js';
 import type { WebhookOptions } from './webhooks/push-dispatcher.js';
 import { DEFAULT_WEBHOOK_OPTIONS, PushDispatcher } from './webhooks/push-dispatcher.js';
 
@@ -133,6 +136,8 @@ export interface HubOptions {
    * stream cross-origin. None by default: only the hub's own dashboard (same origin) can.
    */
   corsOrigins?: readonly string[];
+  /** Context analytics: how often the usage recorder writes its counters, and its bound. */
+  usage?: UsageRecorderOptions;
 }
 
 /** Headers a cross-origin page sends (the token, JSON bodies, the stream's resume point). */
@@ -322,6 +327,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       waiters: claimWaiters,
     }),
     taskRelay,
+    usage: new UsageRecorder(options.store, clock, logger, options.usage),
   };
   if (options.deliverWebhooks ?? true) {
     services.dispatcher = new PushDispatcher(
@@ -336,6 +342,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
 
   const routes: AnyRouteDefinition[] = [
     ...contextRoutes,
+    ...analyticsRoutes,
     streamRoute,
     streamWebSocketRoute,
     archiveRoute,
@@ -491,6 +498,7 @@ export async function createHub(options: HubOptions): Promise<Hub> {
       await taskSweeper?.close();
       claimWaiters.close();
       await taskRelay.close();
+      await services.usage.close();
       auditAnchor?.close();
       await services.dispatcher?.close();
       await services.embeddings?.close();

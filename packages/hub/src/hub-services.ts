@@ -9,6 +9,7 @@ import type { ApprovalKey } from './tasks/approval-key.js';
 import type { AuditAnchor } from './tasks/audit-anchor.js';
 import type { TaskLifecycle } from './tasks/task-lifecycle.js';
 import type { TaskRelay } from './tasks/task-relay.js';
+import type { UsageRecorder } from './usage/usage-recorder.js';
 import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.js';
 
 /** What route handlers work with. */
@@ -45,4 +46,6 @@ export interface HubServices {
   tasks: TaskLifecycle;
   /** Turns task events into status items and audit records (see task-relay.ts). */
   taskRelay: TaskRelay;
+  /** Counts what each runtime was injected, consumed and found (context analytics). */
+  usage: UsageRecorder;
 }

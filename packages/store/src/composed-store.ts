@@ -12,6 +12,16 @@ import type {
   Viewer,
 } from '@ctxbus/core';
 import type {
+  DailyUsageRow,
+  ItemUsageDelta,
+  ItemUsageRow,
+  ItemUsageStore,
+  RuntimeUsageRow,
+  UnusedItemRow,
+  UnusedItemsOptions,
+  UsageWindow,
+} from './item-usage.js';
+import type {
   ArchivedItem,
   AuditLog,
   Change,
@@ -72,6 +82,7 @@ export interface StoreDomains {
   tasks: TaskStore;
   audit: AuditLog;
   presence: PresenceStore;
+  usage: ItemUsageStore;
 }
 
 /**
@@ -319,5 +330,32 @@ export abstract class ComposedStore implements Store {
 
   sweepPresence(now: string): Promise<number> {
     return this.domains.presence.sweepPresence(now);
+  }
+
+  recordItemUsage(deltas: readonly ItemUsageDelta[]): Promise<void> {
+    return this.domains.usage.recordItemUsage(deltas);
+  }
+
+  dailyUsage(viewer: Viewer, window: UsageWindow): Promise<DailyUsageRow[]> {
+    return this.domains.usage.dailyUsage(viewer, window);
+  }
+
+  runtimeUsage(viewer: Viewer, window: UsageWindow): Promise<RuntimeUsageRow[]> {
+    return this.domains.usage.runtimeUsage(viewer, window);
+  }
+
+  topUsedItems(viewer: Viewer, window: UsageWindow & { limit: number }): Promise<ItemUsageRow[]> {
+    return this.domains.usage.topUsedItems(viewer, window);
+  }
+
+  unusedItems(
+    viewer: Viewer,
+    options: UnusedItemsOptions,
+  ): Promise<{ total: number; items: UnusedItemRow[] }> {
+    return this.domains.usage.unusedItems(viewer, options);
+  }
+
+  pruneItemUsage(beforeDay: string): Promise<number> {
+    return this.domains.usage.pruneItemUsage(beforeDay);
   }
 }

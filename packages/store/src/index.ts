@@ -1,6 +1,18 @@
 // `@ctxbus/store`: the Store contract and the embedded SQLite backend. PostgreSQL is on
 // `@ctxbus/store/postgres` (so `pg` loads only there), the conformance suite and test servers
 // on `@ctxbus/store/testing`.
+
+export type {
+  DailyUsageRow,
+  ItemUsageDelta,
+  ItemUsageRow,
+  ItemUsageStore,
+  RuntimeUsageRow,
+  UnusedItemRow,
+  UnusedItemsOptions,
+  UsageCountRow,
+  UsageWindow,
+} from './item-usage.js';
 export { SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
 export type { SqliteStoreOptions } from './sqlite/sqlite-store.js';
 export { openSqliteStore, SqliteStore } from './sqlite/sqlite-store.js';

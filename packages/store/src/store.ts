@@ -22,6 +22,7 @@ import type {
   Viewer,
 } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
+import type { ItemUsageStore } from './item-usage.js';
 
 export type WriteStatus = 'created' | 'existing';
 
@@ -712,7 +713,8 @@ export interface Store
     TokenStore,
     TaskStore,
     AuditLog,
-    PresenceStore {
+    PresenceStore,
+    ItemUsageStore {
   readonly info: StoreInfo;
   close(): Promise<void>;
 }

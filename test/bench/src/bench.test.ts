@@ -195,6 +195,22 @@ describe('./dev bench --only stalled', () => {
   });
 });
 
+describe('./dev bench --only analytics', () => {
+  it('counts every injection it serves, and compares recorded bundles with previews in one run', async () => {
+    const result = await runBench(['--quick', '--only', 'analytics', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { rows } = JSON.parse(result.stdout) as {
+      rows: { metric: string; value: string; ok?: boolean }[];
+    };
+    const counted = rows.find((row) => row.metric === 'injections counted / served');
+    expect(counted?.ok, counted?.value).toBe(true);
+    expect(counted?.value).toMatch(/^[1-9]\d* \/ [1-9]\d*$/);
+    const metrics = rows.map((row) => row.metric);
+    expect(metrics).toContain('recorded / preview p50');
+    expect(metrics).toContain('GET /api/analytics p50 (7 days)');
+  });
+});
+
 describe('./dev bench --only live', () => {
   it('drives the real Claude Code CLI: every pushed item rides in the request after its tool call', async () => {
     const result = await runBench(['--quick', '--only', 'live', '--json']);

@@ -1,5 +1,5 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
-// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+// over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install,analytics] [--json]
 
 import { parseArgs } from 'node:util';
 import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
@@ -12,6 +12,7 @@ import {
   startHubProcess,
   tempDir,
 } from '@ctxbus/test-kit';
+import { benchAnalytics } from './analytics-bench.ts';
 import { benchAuditLog } from './audit-log.ts';
 import { benchCache } from './cache-stability.ts';
 import { benchCodexHooks } from './codex-hook-latency.ts';
@@ -48,7 +49,7 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   process.stdout.write(`ctxbus benchmarks (a real hub process on a fresh embedded store)
 
-  ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install] [--json]
+  ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install,analytics] [--json]
 
   writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
@@ -119,6 +120,10 @@ if (flags.help) {
             on a clean HOME with a warm npm cache: size (du, target <= 40 MB) and seconds
             (target <= 20 s); ctxbus --version p50 (target <= 300 ms); serve -> first /health
             (target <= 1,000 ms)
+  analytics context analytics' cost on the hot path: the shared bundle with its injections
+            recorded against the same bundle as a preview (not recorded), alternated in one
+            run at 20k items: p50 each and their ratio (target <= 1.10); GET /api/analytics p50;
+            injections counted = items served (target equal)
   --quick   small sizes (a smoke run of every section, ~30 s)
 
   CTXBUS_BENCH_HUB_NODE_OPTIONS  NODE_OPTIONS for the postgres section's hubs, e.g.
@@ -131,7 +136,7 @@ const quick = flags.quick;
 const sections = new Set(
   (
     flags.only ??
-    'writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install'
+    'writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,telegram,dashboard,install,analytics'
   ).split(','),
 );
 const rows: Row[] = [];
@@ -579,6 +584,17 @@ async function main() {
     });
   }
   if (sections.has('install')) rows.push(...(await benchInstall(quick, log)));
+  if (sections.has('analytics')) {
+    await withHub(async (hub, token) => {
+      rows.push(
+        ...(await benchAnalytics(hub, token, {
+          items: quick ? 2_000 : 20_000,
+          repeats: quick ? 100 : 400,
+          log,
+        })),
+      );
+    });
+  }
   printTable();
 }
 

@@ -337,6 +337,7 @@ describe('the OpenAPI document', () => {
         'acknowledgeChanges',
         'announcePresence',
         'consumeContextItem',
+        'contextAnalytics',
         'createSubscription',
         'createToken',
         'deleteSubscription',

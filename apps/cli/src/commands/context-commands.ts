@@ -296,7 +296,9 @@ export function registerContextCommands(
   withConnection(
     program
       .command('shared')
-      .description('the shared context bundle, formatted for a runtime')
+      .description(
+        'the shared context bundle, formatted for a runtime (a look: not an injection in ctxbus analytics)',
+      )
       .option(
         '-r, --runtime <runtime>',
         "claude-code | openclaw | web (default: the token's runtime)",
@@ -306,6 +308,7 @@ export function registerContextCommands(
     run(async () => {
       const tokenBudget = integer(options.budget, '--budget');
       const bundle = await (await connect(options)).shared({
+        preview: true,
         ...(options.runtime && { runtime: options.runtime }),
         ...(tokenBudget !== undefined && { tokenBudget }),
       });

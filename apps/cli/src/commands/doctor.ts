@@ -38,7 +38,10 @@ async function checkToken(url: string, token: string): Promise<void> {
 
 /** Who a token of a runtime with a resolver is (its shared context says), e.g. acme/claude-code. */
 async function whoIs(url: string, token: string): Promise<string> {
-  const bundle = await createClient({ url, token, retries: 0 }).shared({ tokenBudget: 200 });
+  const bundle = await createClient({ url, token, retries: 0 }).shared({
+    tokenBudget: 200,
+    preview: true,
+  });
   return `${bundle.identity.teamId}/${bundle.identity.runtime}`;
 }
 

@@ -32,7 +32,7 @@ export function PreviewView({
   );
   const tokenBudget = Number(budget) > 0 ? Number(budget) : undefined;
   const bundle = useHubData(
-    () => client.shared({ runtime, ...(tokenBudget && { tokenBudget }) }),
+    () => client.shared({ runtime, preview: true, ...(tokenBudget && { tokenBudget }) }),
     [client, runtime, tokenBudget, changes],
   );
   const choices = [...new Set([ownRuntime, ...(runtimes.data ?? [])])];

@@ -183,6 +183,10 @@ export const sharedQuerySchema = z.strictObject({
     description: "Runtime to format for; defaults to the token's runtime.",
   }),
   tokenBudget: z.coerce.number().int().min(1).max(MAX_TOKEN_BUDGET).optional(),
+  preview: booleanQuery.optional().meta({
+    description:
+      "A look at the bundle, not an injection: not counted in the analytics (GET /api/analytics). A bundle for another runtime than the token's is always a preview.",
+  }),
 });
 
 const itemRefSchema = z.object({ id: z.string(), seq: z.int().nonnegative() });

@@ -1,6 +1,23 @@
 // Context items: the item schema and its kinds, preparing a write (redaction, ids, summaries),
 // filters and columns, conflicts, decisions captured from replies, and the item and subscription
-// halves of the hub's API.
+// halves of the hub's API, and context analytics (what was injected, consumed, searched).
+export type {
+  AnalyticsItem,
+  AnalyticsQuery,
+  AnalyticsResponse,
+  UsageCounts,
+  UsageKind,
+} from './analytics-api-schemas.js';
+export {
+  ANALYTICS_MAX_WINDOW_DAYS,
+  analyticsQuerySchema,
+  analyticsResponseSchema,
+  daysBetween,
+  staleCutoff,
+  staleRuleText,
+  usageDay,
+  windowDays,
+} from './analytics-api-schemas.js';
 export type {
   CapabilitiesStatus,
   ChangeKind,

@@ -4,6 +4,7 @@ import {
   verifyAuditQuerySchema,
   verifyAuditResponseSchema,
 } from '../audit/audit-api-schemas.js';
+import { analyticsQuerySchema, analyticsResponseSchema } from '../items/analytics-api-schemas.js';
 import {
   archiveQuerySchema,
   archiveResponseSchema,
@@ -152,6 +153,13 @@ export const wireRoutes = defineWireTable({
     auth: 'runtime',
     query: sharedQuerySchema,
     responses: { 200: sharedResponseSchema },
+  },
+  contextAnalytics: {
+    method: 'GET',
+    path: '/api/analytics',
+    auth: 'runtime',
+    query: analyticsQuerySchema,
+    responses: { 200: analyticsResponseSchema },
   },
   getContextItem: {
     method: 'GET',

@@ -12,6 +12,7 @@ import {
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
+import { bundleItemIds } from './analytics-route.js';
 import { raiseConflicts } from './conflicts.js';
 import { forgetKey } from './forget-key.js';
 
@@ -167,13 +168,18 @@ export const contextRoutes = [
         ...(body.scopeKey !== undefined && { scopeKey: body.scopeKey }),
         ...(body.includeSuperseded !== undefined && { includeSuperseded: body.includeSuperseded }),
       });
+      services.usage.record(
+        viewer,
+        'searched',
+        response.results.map((result) => result.item.id),
+      );
       return { status: 200, body: response };
     },
   }),
   implement('sharedContext', {
     summary: 'The shared context bundle for a runtime',
     description:
-      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`.",
+      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`. A bundle for the token's own runtime counts as an injection of its items in the analytics (`GET /api/analytics`) unless `preview=true`.",
     tags: ['context'],
     statuses: { 200: 'The bundle.' },
     async handler({ query, viewer, services }) {
@@ -207,6 +213,10 @@ export const contextRoutes = [
         })),
         ...(query.tokenBudget !== undefined && { tokenBudget: query.tokenBudget }),
       });
+      // An injection: the bundle of the caller's own runtime, unless it only looks (a preview).
+      if (runtime === viewer.runtime && query.preview !== true) {
+        services.usage.record(viewer, 'injected', bundleItemIds(bundle));
+      }
       return { status: 200, body: bundle };
     },
   }),
@@ -236,12 +246,14 @@ export const contextRoutes = [
   }),
   implement('consumeContextItem', {
     summary: 'Mark an item consumed by the calling runtime',
-    description: 'Idempotent: consuming twice records one consumption.',
+    description:
+      'Idempotent: consuming twice records one consumption on the item (the analytics, `GET /api/analytics`, count each call).',
     tags: ['context'],
     statuses: { 200: 'The item after consumption.' },
     async handler({ params, viewer, services }) {
       const item = await services.store.consumeItem(viewer, params.id);
       if (!item) throw notFound(params.id);
+      services.usage.record(viewer, 'consumed', [item.id]);
       services.feed.notify();
       return { status: 200, body: { item } };
     },

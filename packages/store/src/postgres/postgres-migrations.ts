@@ -405,6 +405,37 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.tasks ADD COLUMN lease_started_at timestamptz;
     `,
   },
+  {
+    version: 13,
+    name: 'item-usage',
+    sql: (s) => `
+      -- Context analytics (postgres-usage.ts): how often each runtime was injected, consumed
+      -- or found each item, per UTC day (pruned after the longest window), and each item's
+      -- totals and last uses per runtime (kept while the item is).
+      CREATE TABLE ${s}.item_usage_days (
+        team_id text COLLATE "C" NOT NULL,
+        day text COLLATE "C" NOT NULL,
+        runtime text COLLATE "C" NOT NULL,
+        item_id text COLLATE "C" NOT NULL,
+        injected int8 NOT NULL,
+        consumed int8 NOT NULL,
+        searched int8 NOT NULL,
+        PRIMARY KEY (team_id, day, runtime, item_id)
+      );
+      CREATE TABLE ${s}.item_usage (
+        team_id text COLLATE "C" NOT NULL,
+        item_id text COLLATE "C" NOT NULL,
+        runtime text COLLATE "C" NOT NULL,
+        injected int8 NOT NULL,
+        consumed int8 NOT NULL,
+        searched int8 NOT NULL,
+        last_injected_at timestamptz,
+        last_consumed_at timestamptz,
+        last_searched_at timestamptz,
+        PRIMARY KEY (team_id, item_id, runtime)
+      );
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

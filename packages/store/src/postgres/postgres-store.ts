@@ -31,6 +31,7 @@ import { PostgresSubscriptions } from './postgres-subscriptions.js';
 import { PostgresTasks } from './postgres-tasks.js';
 import { TermStatistics } from './postgres-term-stats.js';
 import { PostgresTokens } from './postgres-tokens.js';
+import { PostgresUsage } from './postgres-usage.js';
 import type { VectorComparison } from './postgres-vectors.js';
 import { detectVectorComparison, PostgresVectors } from './postgres-vectors.js';
 import { transactionPoolerWarning } from './supabase-pooler.js';
@@ -165,6 +166,7 @@ export class PostgresStore extends ComposedStore {
       }),
       audit,
       presence: new PostgresPresence(context, transaction),
+      usage: new PostgresUsage(context, transaction),
     };
     this.info = {
       backend: 'postgres',

@@ -424,6 +424,37 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE tasks ADD COLUMN lease_started_at INTEGER;
     `,
   },
+  {
+    version: 15,
+    name: 'item-usage',
+    sql: `
+      -- Context analytics (sqlite-usage.ts): how often each runtime was injected, consumed or
+      -- found each item, per UTC day (pruned after the longest window), and each item's
+      -- totals and last uses per runtime (kept while the item is).
+      CREATE TABLE item_usage_days (
+        team_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        injected INTEGER NOT NULL,
+        consumed INTEGER NOT NULL,
+        searched INTEGER NOT NULL,
+        PRIMARY KEY (team_id, day, runtime, item_id)
+      ) WITHOUT ROWID;
+      CREATE TABLE item_usage (
+        team_id TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        injected INTEGER NOT NULL,
+        consumed INTEGER NOT NULL,
+        searched INTEGER NOT NULL,
+        last_injected_at INTEGER,
+        last_consumed_at INTEGER,
+        last_searched_at INTEGER,
+        PRIMARY KEY (team_id, item_id, runtime)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

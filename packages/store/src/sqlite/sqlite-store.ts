@@ -15,6 +15,7 @@ import { SqliteSearch } from './sqlite-search.js';
 import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 import { SqliteTasks } from './sqlite-tasks.js';
 import { SqliteTokens } from './sqlite-tokens.js';
+import { SqliteUsage } from './sqlite-usage.js';
 import { SqliteVectors } from './sqlite-vectors.js';
 
 export interface SqliteStoreOptions {
@@ -86,6 +87,7 @@ export class SqliteStore extends ComposedStore {
       }),
       audit,
       presence: new SqlitePresence(connection),
+      usage: new SqliteUsage(connection),
     };
     this.info = {
       backend: 'sqlite',

@@ -13,11 +13,12 @@ import { SEARCH_CASES, searchCases } from './search-conformance.js';
 import { SUBSCRIPTION_CASES, subscriptionCases } from './subscription-conformance.js';
 import { TASK_CASES, taskCases } from './task-conformance.js';
 import { TOKEN_CASES, tokenCases } from './token-conformance.js';
+import { USAGE_CASES, usageCases } from './usage-conformance.js';
 import { VECTOR_CASES, vectorCases } from './vector-conformance.js';
 
 // The runner of the store contract's cases: one file of cases per domain of the contract
 // (item-, change-log-, token-, subscription-, lifecycle-, vector-, search-, task-,
-// audit-conformance.ts, presence-conformance.ts),
+// audit-conformance.ts, presence-conformance.ts, usage-conformance.ts),
 // each given the same harness.
 
 export interface ConformanceContext {
@@ -56,6 +57,7 @@ export const CONFORMANCE_CASES = [
   ...TASK_CASES,
   ...AUDIT_CASES,
   ...PRESENCE_CASES,
+  ...USAGE_CASES,
 ] as const;
 
 export type ConformanceCase = (typeof CONFORMANCE_CASES)[number];
@@ -155,5 +157,6 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
         ...(openSibling && { sibling: () => openSibling(store, { clock }) }),
       }),
     );
+    run(USAGE_CASES, usageCases(harness));
   });
 }
