@@ -288,9 +288,10 @@ async function trustHooks(server: CodexAppServer, home: string, before: readonly
 
 /**
  * How long Codex waits for our MCP server to start (its default, 10 s, was passed on a loaded
- * machine: Codex then ran the turn without the ctxbus tools, and the request's prefix changed).
+ * machine: Codex then ran the turn without the ctxbus tools, and the request's prefix changed;
+ * 30 s was passed at load 20 on 2 cores). Only a server that hangs makes Codex wait this long.
  */
-const MCP_STARTUP_TIMEOUT_SEC = 30;
+const MCP_STARTUP_TIMEOUT_SEC = 60;
 
 /**
  * Our MCP server's settings in Codex's config: its tools approved (Codex asks before each MCP

@@ -66,7 +66,7 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
     expect(config).toContain('model = "gpt-5"');
     expect(config).toContain('default_tools_approval_mode = "approve"');
     // Codex waits 30 s (not its 10) for the ctxbus server: on a loaded machine 10 s was passed.
-    expect(config).toContain('startup_timeout_sec = 30');
+    expect(config).toContain('startup_timeout_sec = 60');
 
     expect(await inspectCodex({ run: codexRunner(CODEX, home), codexHome: home })).toEqual({
       hooksFile: join(home, 'hooks.json'),

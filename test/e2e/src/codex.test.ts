@@ -55,7 +55,10 @@ interface CodexRun {
 /** `codex exec <prompt>` in the project, the model played by the scripted server. */
 function runCodex(prompt: string): Promise<CodexRun> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(CODEX, ['exec', '--skip-git-repo-check', prompt], {
+    // The installer's MCP startup timeout is for a person's machine; on this loaded CI machine
+    // the ctxbus server's Node start can take longer, and Codex would run the turn without it.
+    const slowMachine = ['-c', 'mcp_servers.ctxbus.startup_timeout_sec=300'];
+    const child = spawn(CODEX, ['exec', ...slowMachine, '--skip-git-repo-check', prompt], {
       cwd: project,
       env: env(),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -229,7 +232,9 @@ describe(`Codex with ctxbus installed${because}`, () => {
     };
     const run = await runCodex('Ask a machine that can to run the invoice tests.');
     expect(run.code, run.stderr).toBe(0);
-    expect(offered, offered.join(', ')).toContain('mcp__ctxbus/task_create');
+    expect(offered, `${offered.join(', ')}\n${run.stderr.slice(-1500)}`).toContain(
+      'mcp__ctxbus/task_create',
+    );
     expect(
       functionOutputs(model.requests.at(-1) ?? { input: [] }).join(' '),
       functionOutputs(model.requests.at(-1) ?? { input: [] }).join(' '),
