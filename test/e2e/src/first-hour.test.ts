@@ -20,7 +20,10 @@ import { requestText, startScriptedModel } from './scripted-model.js';
 //
 // The machine's own Node (older than 22 here) makes ./dev fetch Node 24, as on a new machine.
 // Packages come from the machine's pnpm store when it has them (a real first install would
-// also download them: that time depends on the network, not on ctxbus).
+// also download them: that time depends on the network, not on ctxbus), and the build's
+// outputs from this checkout's turbo cache when they are there for the cloned commit (./dev
+// link still runs turbo, which restores them; a build from nothing is what CI's own fresh
+// clone runs before the tests, and it took two of this test's three minutes).
 
 const here = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(here, '../../..');
@@ -45,6 +48,15 @@ afterAll(async () => {
   removeDir(root);
 });
 
+/** The turbo cache this checkout's builds fill (a git worktree's is the main checkout's). */
+function turboCache(): string {
+  const common = execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], {
+    cwd: REPO,
+    encoding: 'utf8',
+  }).trim();
+  return join(dirname(common), '.turbo', 'cache');
+}
+
 /** The reader's shell: their PATH with the linked bin first, their HOME, no ctxbus settings. */
 function shellEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -61,6 +73,7 @@ function shellEnv(): NodeJS.ProcessEnv {
       .filter((dir) => !dir.includes('/.tools/'))
       .join(':')}`,
     npm_config_store_dir: dirname(store),
+    TURBO_CACHE_DIR: process.env.TURBO_CACHE_DIR ?? turboCache(),
   };
 }
 
@@ -107,7 +120,7 @@ describe('the first hour, from a fresh clone', () => {
     await run('git', ['clone', '--quiet', '--depth', '1', `file://${REPO}`, clone], root, env);
     lap('cloned');
     await run('./dev', ['link', bin], clone, env);
-    lap('./dev link (Node, install, build)');
+    lap('./dev link (Node, install, build from the turbo cache)');
 
     // `ctxbus serve` in another terminal: it prints its URL once listening.
     const port = 20_000 + Math.floor(Math.random() * 20_000);

@@ -27,7 +27,6 @@ describe(`OpenClaw with ctxbus installed, its worker and an outage${because}`, (
           : { text: 'The checks passed.' };
       const run = await world.openclaw.agent('Run the checks of the demo project', {
         sessionId: randomUUID(),
-        timeoutMs: 170_000,
       });
       expect(run.code, run.stderr).toBe(0);
       const second = world.model.requests[before + 1];

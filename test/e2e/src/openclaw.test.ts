@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, openStream, removeDir, tempDir } from '@ctxbus/test-kit';
-import { describe, expect } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { OPENCLAW_BIN } from './openclaw-harness.js';
 import {
   because,
@@ -65,29 +65,58 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
     },
   );
 
+  // One session for the next three tests (an OpenClaw turn costs 20-60 s): a turn whose context
+  // holds what Claude Code wrote and whose reply states a decision, a turn where the model calls
+  // context_write, and a turn that reads that turn back; before each, Claude Code writes
+  // something new, and the last test checks that each turn's request starts with the one before.
+  const sessionId = randomUUID();
+  /** The first model request of each turn of the session. */
+  const sent: ChatCompletionsRequest[] = [];
+  /** Seed 002's turn context recorded for the session's turns (read by the second test). */
+  const turnData = tempDir('ctxbus-e2e-openclaw-turns-');
+  beforeAll(() => {
+    world.openclaw.env.CTXBUS_TURN_SNAPSHOTS = '1';
+    world.openclaw.env.CTXBUS_DATA = turnData;
+  });
+  afterAll(() => {
+    delete world.openclaw.env.CTXBUS_TURN_SNAPSHOTS;
+    delete world.openclaw.env.CTXBUS_DATA;
+    removeDir(turnData);
+  });
+  /** Claude Code writes `title` (of `type`), then one turn of the session with `prompt`. */
+  async function turnAfter(type: string, title: string, prompt: string, requests: number) {
+    const written = await call(world.hub.url, 'POST', '/api/context', {
+      token: world.codeToken,
+      body: { type, title },
+    });
+    expect(written.status).toBe(201);
+    const before = world.model.requests.length;
+    const run = await world.openclaw.agent(prompt, { sessionId });
+    expect(run.code, run.stderr).toBe(0);
+    expect(world.model.requests.length).toBe(before + requests);
+    const first = world.model.requests[before] as ChatCompletionsRequest;
+    // What Claude Code wrote since the last turn reached this turn's request.
+    expect(requestText(first)).toContain(title);
+    sent.push(first);
+    return { run, first, before };
+  }
+
   openClawIt(
     'puts what Claude Code wrote into the request OpenClaw sends the model, and records the decision it states',
     async () => {
-      const written = await call(world.hub.url, 'POST', '/api/context', {
-        token: world.codeToken,
-        body: { type: 'decision', title: 'Release frozen until Friday (marker c41e)' },
-      });
-      expect(written.status).toBe(201);
-      const before = world.model.requests.length;
       world.reply = () => ({
         text: 'Noted.\nDecision: no deploys before the freeze ends (marker c41e)',
       });
-      const run = await world.openclaw.agent('What is the team up to?', {
-        sessionId: randomUUID(),
-      });
-      expect(run.code, run.stderr).toBe(0);
-      expect(run.json?.payloads).toEqual([expect.objectContaining({ text: expect.any(String) })]);
-      const first = world.model.requests[before];
-      expect(first && roleText(first, 'user')).toContain(
+      const { run, first } = await turnAfter(
+        'decision',
         'Release frozen until Friday (marker c41e)',
+        'What is the team up to?',
+        1,
       );
-      expect(first && roleText(first, 'user')).toContain('<team-context source="ctxbus">');
-      expect(first && roleText(first, 'system')).toContain('capability_request');
+      expect(run.json?.payloads).toEqual([expect.objectContaining({ text: expect.any(String) })]);
+      expect(roleText(first, 'user')).toContain('Release frozen until Friday (marker c41e)');
+      expect(roleText(first, 'user')).toContain('<team-context source="ctxbus">');
+      expect(roleText(first, 'system')).toContain('capability_request');
 
       const decisions = await call(
         world.hub.url,
@@ -111,9 +140,9 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       const subscriber = openStream(world.hub.url, world.codeToken, { query: 'tags=ops' });
       await subscriber.ready;
       const title = 'Disk on build-2 is 95% full (marker 77b0)';
-      const before = world.model.requests.length;
+      const at = world.model.requests.length;
       world.reply = (_request, index) =>
-        index === before
+        index === at
           ? callTool('context_write', {
               type: 'status',
               title,
@@ -121,54 +150,46 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
               urgency: 'attention',
             })
           : { text: 'Told the team.' };
-      // Seed 002's turn context recorded for both turns of one session (source 1 and 4 below).
-      const data = tempDir('ctxbus-e2e-openclaw-turns-');
-      world.openclaw.env.CTXBUS_TURN_SNAPSHOTS = '1';
-      world.openclaw.env.CTXBUS_DATA = data;
-      const sessionId = randomUUID();
-      const run = await world.openclaw.agent('Tell the team the disk is nearly full', {
-        sessionId,
-      });
-      expect(run.code, run.stderr).toBe(0);
+      const { before } = await turnAfter(
+        'status',
+        'Build 2 is green (marker cache-b2e1)',
+        'Tell the team the disk is nearly full',
+        2,
+      );
       const second = world.model.requests[before + 1];
       expect(second && toolResults(second).join('\n')).toContain(title);
-      try {
-        world.reply = () => ({ text: 'It is recorded.' });
-        const next = await world.openclaw.agent('Is it recorded?', { sessionId });
-        expect(next.code, next.stderr).toBe(0);
-        const dir = join(data, 'agents', 'main', 'context');
-        const records = readdirSync(dir).flatMap((file) =>
-          readFileSync(join(dir, file), 'utf8')
-            .trim()
-            .split('\n')
-            .map((line) => JSON.parse(line)),
-        );
-        const turn = records.find((record) =>
-          String(record.input.sources.currentInput.text).includes('Is it recorded?'),
-        );
-        if (!turn) throw new Error('no turn context recorded for the second prompt');
-        // The chat window: the session's own prompt (inbound) and reply (outbound).
-        const chat = turn.input.sources.recentMessages as { direction: string; text: string }[];
-        expect(
-          chat.some(
-            (message) =>
-              message.direction === 'inbound' &&
-              message.text.includes('Tell the team the disk is nearly full'),
-          ),
-        ).toBe(true);
-        expect(chat).toEqual(
-          expect.arrayContaining([
-            expect.objectContaining({ direction: 'outbound', text: 'Told the team.' }),
-          ]),
-        );
-        // Source 4: the tool result OpenClaw's after_tool_call reported.
-        const snippets = turn.input.sources.toolSnippets as { output: string }[];
-        expect(snippets.some((snippet) => snippet.output.includes(title))).toBe(true);
-      } finally {
-        delete world.openclaw.env.CTXBUS_TURN_SNAPSHOTS;
-        delete world.openclaw.env.CTXBUS_DATA;
-        removeDir(data);
-      }
+      // Seed 002's turn context recorded for the next turn of the session: its chat window and
+      // the tool result of this one.
+      world.reply = () => ({ text: 'It is recorded.' });
+      await turnAfter('status', 'Build 3 is green (marker cache-c3d2)', 'Is it recorded?', 1);
+      const dir = join(turnData, 'agents', 'main', 'context');
+      const records = readdirSync(dir).flatMap((file) =>
+        readFileSync(join(dir, file), 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line)),
+      );
+      const turn = records.find((record) =>
+        String(record.input.sources.currentInput.text).includes('Is it recorded?'),
+      );
+      if (!turn) throw new Error('no turn context recorded for the third prompt');
+      // The chat window: the session's own prompt (inbound) and reply (outbound).
+      const chat = turn.input.sources.recentMessages as { direction: string; text: string }[];
+      expect(
+        chat.some(
+          (message) =>
+            message.direction === 'inbound' &&
+            message.text.includes('Tell the team the disk is nearly full'),
+        ),
+      ).toBe(true);
+      expect(chat).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ direction: 'outbound', text: 'Told the team.' }),
+        ]),
+      );
+      // Source 4: the tool result OpenClaw's after_tool_call reported.
+      const snippets = turn.input.sources.toolSnippets as { output: string }[];
+      expect(snippets.some((snippet) => snippet.output.includes(title))).toBe(true);
       await subscriber.waitFor(
         () => subscriber.items().some((event) => event.item.title === title),
         15_000,
@@ -182,27 +203,8 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
   openClawIt(
     'keeps each turn of a session a prefix of the next (prompt cache), with what another runtime wrote between turns',
     async () => {
-      const sessionId = randomUUID();
-      const sent: ChatCompletionsRequest[] = [];
-      const markers = ['cache-a1f0', 'cache-b2e1', 'cache-c3d2'];
-      world.reply = () => ({ text: 'Understood.' });
-      for (const [turn, marker] of markers.entries()) {
-        const written = await call(world.hub.url, 'POST', '/api/context', {
-          token: world.codeToken,
-          body: { type: 'status', title: `Build ${turn + 1} is green (marker ${marker})` },
-        });
-        expect(written.status).toBe(201);
-        const before = world.model.requests.length;
-        const run = await world.openclaw.agent(`Question ${turn + 1}: what changed?`, {
-          sessionId,
-        });
-        expect(run.code, run.stderr).toBe(0);
-        expect(world.model.requests.length).toBe(before + 1);
-        const request = world.model.requests[before] as ChatCompletionsRequest;
-        // What Claude Code wrote since the last turn reached this turn's request.
-        expect(requestText(request)).toContain(`marker ${marker}`);
-        sent.push(request);
-      }
+      // The three turns above, each after a write of Claude Code's.
+      expect(sent).toHaveLength(3);
       const blocks = sent.map((request) => {
         const texts = request.messages.map((message) => contentText(message.content));
         const last = texts.findLast((text) => text.includes(OPEN_BLOCK)) ?? '';

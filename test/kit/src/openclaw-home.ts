@@ -131,6 +131,15 @@ export function openClawConfig(
   };
 }
 
+/**
+ * How long one `openclaw` process may run before it is called hung: a guard, never a speed
+ * bound. An agent turn costs 25-35 s of CPU (OpenClaw loads its modules in several workers):
+ * 18-26 s on an idle 2-core machine, 100-160 s with the machine at load 15-20, where the
+ * earlier guard of 120 s failed turns that were still working. The test's own guard
+ * (vitest.base.ts) is above it.
+ */
+export const OPENCLAW_HANG_MS = 300_000;
+
 function spawnOpenClaw(
   bin: string,
   args: string[],
@@ -212,7 +221,7 @@ export function createOpenClawHome(options: OpenClawHomeOptions): OpenClawHome {
       args,
       env,
       runOptions.cwd ?? workspace,
-      runOptions.timeoutMs ?? 180_000,
+      runOptions.timeoutMs ?? OPENCLAW_HANG_MS,
     );
   return {
     home,
@@ -226,7 +235,7 @@ export function createOpenClawHome(options: OpenClawHomeOptions): OpenClawHome {
       const args = ['agent', '--local', '--agent', 'main', '-m', message, '--json'];
       if (agentOptions.sessionId) args.push('--session-id', agentOptions.sessionId);
       args.push(...(agentOptions.extraArgs ?? []));
-      const result = await run(args, { timeoutMs: agentOptions.timeoutMs ?? 120_000 });
+      const result = await run(args, { timeoutMs: agentOptions.timeoutMs ?? OPENCLAW_HANG_MS });
       return { ...result, json: parseJsonOutput(result.stdout) };
     },
     async inspectPlugin(id) {
