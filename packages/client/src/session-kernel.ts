@@ -285,6 +285,10 @@ export function oneLine(text: string, max: number): string {
 const errorText = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
 
+/**
+ * Opens a session's kernel: each call reads the session's state file and saves it back, so a
+ * runtime whose hook is a process per call keeps its session across calls.
+ */
 export function openSession<Item extends SessionItem>(
   given: SessionOptions<Item>,
 ): SessionKernel<Item> {
@@ -293,354 +297,471 @@ export function openSession<Item extends SessionItem>(
     ...given,
     cache: given.cache === undefined ? (cacheKey ? { key: cacheKey } : null) : given.cache,
   };
-  const load = () => readSessionState(options.stateFile);
-  const save = (state: SessionState) => {
-    try {
-      writeSessionState(options.stateFile, state);
-    } catch {
-      // state is a convenience; losing it must not fail the turn
-    }
+  return {
+    beforeTurn: (input) => beforeTurn(options, input),
+    afterTurn: (reply, outcome) => afterTurn(options, reply, outcome),
+    deliver: (items) => deliver(options, items),
+    touchFile: (path) => touchFile(options, path),
+    noteTool: (result) => noteTool(options, result),
+    state: () => loadState(options),
   };
+}
 
-  const unreachable = (state: SessionState, where: string, error: unknown): string | null => {
-    if (state.warnedUnreachable) return null;
-    state.warnedUnreachable = true;
-    const why = error === null ? '' : `: ${errorText(error)}`;
-    return `ctxbus: hub unreachable (${where})${why}; continuing without shared context`;
-  };
+// The state file and the outbox.
 
-  const deliver = async (items: readonly ContextItemInput[]): Promise<boolean> => {
-    const { hub, stateDir } = options;
-    try {
-      if (!hub) {
-        queueItems(stateDir, items);
-        return false;
-      }
-      try {
-        await flushOutbox(stateDir, (batch) => hub.write(batch));
-        if (items.length > 0) await hub.write(items);
-        return true;
-      } catch {
-        queueItems(stateDir, items);
-        return false;
-      }
-    } catch {
-      return false; // an unwritable outbox loses the write, never the turn
-    }
-  };
+function loadState(options: SessionOptions<SessionItem>): SessionState {
+  return readSessionState(options.stateFile);
+}
 
-  /** The pending switch's note, marking it told; a problem becomes a notice. */
-  const readResume = (state: SessionState, notices: string[]): string | null => {
-    const source = options.resume;
-    if (!source) return null;
-    try {
-      const seen = source.seen ? source.seen.read() : state.handoffSwitchSeen;
-      const pending = source.pending(seen);
-      if (!pending) return null;
-      if (source.seen) source.seen.write(pending.switchSequence);
-      else state.handoffSwitchSeen = pending.switchSequence;
-      if ('problem' in pending) {
-        notices.push(`ctxbus: the model-switch handoff is unusable: ${pending.problem}`);
-        return null;
-      }
-      return pending.note;
-    } catch {
-      return null; // the handoff is a convenience; it must not fail the turn
-    }
-  };
+function saveState(options: SessionOptions<SessionItem>, state: SessionState): void {
+  try {
+    writeSessionState(options.stateFile, state);
+  } catch {
+    // state is a convenience; losing it must not fail the turn
+  }
+}
 
-  const now = () => (options.now ?? (() => new Date()))().getTime();
-  const saveBundle = (text: string) => {
-    if (!options.cache) return;
-    try {
-      writeCachedBundle(
-        options.stateDir,
-        options.cache.key,
-        { text, savedAtMs: now() },
-        options.cache.maxBytes,
-      );
-    } catch {
-      // the cache is a convenience; an unwritable one must not fail the turn
+/** Sends the outbox, then `items`; what the hub does not take waits in the outbox. */
+async function deliver(
+  { hub, stateDir }: SessionOptions<SessionItem>,
+  items: readonly ContextItemInput[],
+): Promise<boolean> {
+  try {
+    if (!hub) {
+      queueItems(stateDir, items);
+      return false;
     }
-  };
-  /** The cached bundle into `found`, marked as possibly stale with its age. */
-  const staleBundle = (found: { bundle: string }): BeforeTurnResult<Item>['stale'] => {
-    if (!options.cache) return null;
     try {
-      const cached = readCachedBundle(options.stateDir, options.cache.key);
-      if (!cached) return null;
-      const age = ageText(now() - cached.savedAtMs);
-      found.bundle = `(shared context from ${age}; the hub is unreachable, so it may be out of date)\n${cached.text}`;
-      return { savedAtMs: cached.savedAtMs, age };
+      await flushOutbox(stateDir, (batch) => hub.write(batch));
+      if (items.length > 0) await hub.write(items);
+      return true;
     } catch {
+      queueItems(stateDir, items);
+      return false;
+    }
+  } catch {
+    return false; // an unwritable outbox loses the write, never the turn
+  }
+}
+
+function touchFile(options: SessionOptions<SessionItem>, path: string): void {
+  const state = loadState(options);
+  state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
+  saveState(options, state);
+}
+
+function noteTool(options: SessionOptions<SessionItem>, result: ToolResultInput): void {
+  try {
+    const state = loadState(options);
+    ownSession(state, options.sessionId);
+    const entry = toolEntry(result);
+    state.tools = [...state.tools.filter((kept) => kept.id !== entry.id), entry].slice(-TOOLS_KEPT);
+    saveState(options, state);
+  } catch {
+    // a tool snippet is a convenience; it must not fail the tool call
+  }
+}
+
+/** One message of the session's own chat, kept for the next turns' window. */
+function remember(state: SessionState, entry: SessionState['chat'][number]): void {
+  const text = clipText(entry.text.trim(), CHAT_TEXT_MAX);
+  if (text === '') return;
+  state.chat = [...state.chat.filter((kept) => kept.id !== entry.id), { ...entry, text }].slice(
+    -CHAT_KEPT,
+  );
+}
+
+// Failing open: one notice per outage, and the last good bundle while the hub is away.
+
+/** The outage's notice, once: null while the session has been told already. */
+function unreachable(state: SessionState, where: string, error: unknown): string | null {
+  if (state.warnedUnreachable) return null;
+  state.warnedUnreachable = true;
+  const why = error === null ? '' : `: ${errorText(error)}`;
+  return `ctxbus: hub unreachable (${where})${why}; continuing without shared context`;
+}
+
+function nowMs(options: SessionOptions<SessionItem>): number {
+  return (options.now ?? (() => new Date()))().getTime();
+}
+
+function saveBundle(options: SessionOptions<SessionItem>, text: string): void {
+  if (!options.cache) return;
+  try {
+    writeCachedBundle(
+      options.stateDir,
+      options.cache.key,
+      { text, savedAtMs: nowMs(options) },
+      options.cache.maxBytes,
+    );
+  } catch {
+    // the cache is a convenience; an unwritable one must not fail the turn
+  }
+}
+
+type Stale = BeforeTurnResult<SessionItem>['stale'];
+
+/** The cached bundle into `found`, marked as possibly stale with its age. */
+function staleBundle(options: SessionOptions<SessionItem>, found: { bundle: string }): Stale {
+  if (!options.cache) return null;
+  try {
+    const cached = readCachedBundle(options.stateDir, options.cache.key);
+    if (!cached) return null;
+    const age = ageText(nowMs(options) - cached.savedAtMs);
+    found.bundle = `(shared context from ${age}; the hub is unreachable, so it may be out of date)\n${cached.text}`;
+    return { savedAtMs: cached.savedAtMs, age };
+  } catch {
+    return null;
+  }
+}
+
+// The resume note of a model switch.
+
+/** The pending switch's note, marking it told; a problem becomes a notice. */
+function readResume(
+  source: ResumeSource | undefined,
+  state: SessionState,
+  notices: string[],
+): string | null {
+  if (!source) return null;
+  try {
+    const seen = source.seen ? source.seen.read() : state.handoffSwitchSeen;
+    const pending = source.pending(seen);
+    if (!pending) return null;
+    if (source.seen) source.seen.write(pending.switchSequence);
+    else state.handoffSwitchSeen = pending.switchSequence;
+    if ('problem' in pending) {
+      notices.push(`ctxbus: the model-switch handoff is unusable: ${pending.problem}`);
       return null;
     }
-  };
+    return pending.note;
+  } catch {
+    return null; // the handoff is a convenience; it must not fail the turn
+  }
+}
 
-  /** Every hub request of a turn at once: the outbox, the changes, the newest sequence, the bundle. */
-  const readHub = async (state: SessionState, input: BeforeTurnInput, notices: string[]) => {
-    const found = {
-      changes: [] as Item[],
-      bundle: '',
-      bundleTokens: 0,
-      fromHub: false,
-      stale: null as BeforeTurnResult<Item>['stale'],
-    };
-    const { hub } = options;
-    if (input.offline) return found;
-    if (!hub) {
-      const notice =
-        options.hubless === null
-          ? null
-          : unreachable(state, options.hubless ?? 'no hub configured', null);
-      if (notice) notices.push(notice);
-      return found;
-    }
-    const first = state.lastSeenSeq === 0;
-    const { bundle } = input;
-    const readChanges = input.changes !== false && !(first && bundle !== undefined);
-    let budget = bundle
-      ? typeof bundle.tokens === 'function'
-        ? bundle.tokens(first)
-        : bundle.tokens
-      : 0;
-    try {
-      const [, page, newest, formatted] = await Promise.all([
-        flushOutbox(options.stateDir, (batch) => hub.write(batch)).catch(() => 0),
-        readChanges ? hub.changes(state.lastSeenSeq, CHANGES_LIMIT) : [],
-        !readChanges || hub.filtered ? hub.newestSeq() : 0,
-        bundle ? hub.shared(budget) : '',
-      ]);
-      let text = formatted;
-      // The budget is in tokens and a runtime's cap may be in characters: shrink until it fits.
-      const maxChars = bundle?.maxChars;
-      for (let attempt = 0; maxChars && text.length > maxChars && attempt < 3; attempt++) {
-        budget = Math.floor((budget * maxChars * 0.9) / text.length);
-        text = await hub.shared(budget);
-      }
-      state.lastSeenSeq = Math.max(state.lastSeenSeq, newest, ...page.map((item) => item.seq));
-      state.warnedUnreachable = false;
-      found.changes = page.filter((item) => !options.own?.(item));
-      found.bundle = text.trim();
-      found.bundleTokens = budget;
-      found.fromHub = true;
-      if (found.bundle) saveBundle(found.bundle);
-    } catch (error) {
-      const notice = unreachable(state, hub.url, error);
-      if (notice) notices.push(notice);
-      // The last good bundle, when the turn asked for one or the outage starts now.
-      if ((bundle || notice) && !refused(error)) found.stale = staleBundle(found);
-    }
+// Reading the hub for a turn.
+
+/** What a turn found on the hub (or, failing open, in the bundle cache). */
+interface HubRead<Item> {
+  changes: Item[];
+  bundle: string;
+  bundleTokens: number;
+  fromHub: boolean;
+  stale: Stale;
+}
+
+/** What the turn asks the hub for: its changes, and the bundle at a token budget. */
+interface HubAsk {
+  readChanges: boolean;
+  bundle: BeforeTurnInput['bundle'];
+  budget: number;
+}
+
+function hubAsk(state: SessionState, input: BeforeTurnInput): HubAsk {
+  const first = state.lastSeenSeq === 0;
+  const { bundle } = input;
+  const readChanges = input.changes !== false && !(first && bundle !== undefined);
+  const budget = bundle
+    ? typeof bundle.tokens === 'function'
+      ? bundle.tokens(first)
+      : bundle.tokens
+    : 0;
+  return { readChanges, bundle, budget };
+}
+
+/** The turn's hub read, failing open: an outage gives a notice (once) and the cached bundle. */
+async function readHub<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  state: SessionState,
+  input: BeforeTurnInput,
+  notices: string[],
+): Promise<HubRead<Item>> {
+  const found: HubRead<Item> = {
+    changes: [],
+    bundle: '',
+    bundleTokens: 0,
+    fromHub: false,
+    stale: null,
+  };
+  const { hub } = options;
+  if (input.offline) return found;
+  if (!hub) {
+    const notice =
+      options.hubless === null
+        ? null
+        : unreachable(state, options.hubless ?? 'no hub configured', null);
+    if (notice) notices.push(notice);
     return found;
-  };
+  }
+  const ask = hubAsk(state, input);
+  try {
+    Object.assign(found, await askHub(options, hub, state, ask), { fromHub: true });
+  } catch (error) {
+    const notice = unreachable(state, hub.url, error);
+    if (notice) notices.push(notice);
+    // The last good bundle, when the turn asked for one or the outage starts now.
+    if ((ask.bundle || notice) && !refused(error)) found.stale = staleBundle(options, found);
+  }
+  return found;
+}
 
-  const turnInput = (
-    state: SessionState,
-    input: BeforeTurnInput,
-    found: {
-      changes: Item[];
-      bundle: string;
-      stale: BeforeTurnResult<Item>['stale'];
-      resume: string | null;
-      memory: readonly TurnMemoryPointer[];
-    },
-    turnId: string,
-    counter: TokenCounter,
-  ): TurnContextInput => {
-    const pending = pendingCount(options.stateDir);
-    const stale = found.stale !== null;
-    const checkpoint =
-      options.checkpoint === 'resume'
-        ? found.resume
-        : state.lastReply && `turn ${state.turns}: ${state.lastReply}`;
-    return {
-      agentId: options.agentId,
-      sessionId: options.sessionId,
-      turnId,
-      tokenizer: counter.name,
-      budgets: {
-        maxContextTokens: options.budget.maxContextTokens,
-        maxRecentMessages: options.budget.maxRecentMessages,
-        maxToolSnippetTokens: options.budget.maxToolSnippetTokens ?? 400,
-      },
-      sources: {
-        // The session's own prompts and replies (already in the runtime's transcript: held),
-        // then what changed on the bus since its last prompt, least urgent first.
-        recentMessages: [
-          ...state.chat.map((entry) => ({
-            id: entry.id,
-            direction: entry.direction,
-            sender: { id: entry.direction === 'inbound' ? 'user' : options.agentId },
-            text: entry.text,
-            held: true,
-          })),
-          ...byUrgencyAscending(found.changes).map((item) => {
-            const { id, sender, text } = options.message(item);
-            return { id, direction: 'inbound' as const, sender: { id: sender }, text };
-          }),
-        ],
-        runtimeState: {
-          ...(checkpoint && { lastCheckpointSummary: checkpoint }),
-          ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
-          ...(state.lastOutcome && { lastTerminalStatus: state.lastOutcome }),
-        },
-        memoryPointers: [
-          ...(found.bundle
-            ? [
-                {
-                  id: 'team-bundle',
-                  text: stale
-                    ? fitTokens(
-                        found.bundle,
-                        Math.floor(options.budget.maxContextTokens * STALE_BUNDLE_SHARE),
-                        counter,
-                      )
-                    : found.bundle,
-                },
-              ]
-            : []),
-          ...found.memory,
-          ...(input.background ?? []),
-        ],
-        toolSnippets: state.tools.map((tool) => ({ ...tool, held: true })),
-        currentInput: {
-          id: turnId,
-          sender: { id: 'user', kind: 'human' },
-          text: input.prompt ?? '',
-        },
-      },
-    };
-  };
+/** Every hub request of a turn at once: the outbox, the changes, the newest sequence, the bundle. */
+async function askHub<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  hub: SessionHub<Item>,
+  state: SessionState,
+  { readChanges, bundle, budget }: HubAsk,
+): Promise<Pick<HubRead<Item>, 'changes' | 'bundle' | 'bundleTokens'>> {
+  const [, page, newest, formatted] = await Promise.all([
+    flushOutbox(options.stateDir, (batch) => hub.write(batch)).catch(() => 0),
+    readChanges ? hub.changes(state.lastSeenSeq, CHANGES_LIMIT) : [],
+    !readChanges || hub.filtered ? hub.newestSeq() : 0,
+    bundle ? hub.shared(budget) : '',
+  ]);
+  const fitted = await fitBundle(hub, formatted, budget, bundle?.maxChars);
+  state.lastSeenSeq = Math.max(state.lastSeenSeq, newest, ...page.map((item) => item.seq));
+  state.warnedUnreachable = false;
+  const changes = page.filter((item) => !options.own?.(item));
+  const text = fitted.text.trim();
+  if (text) saveBundle(options, text);
+  return { changes, bundle: text, bundleTokens: fitted.budget };
+}
 
-  /** One message of the session's own chat, kept for the next turns' window. */
-  const remember = (state: SessionState, entry: SessionState['chat'][number]) => {
-    const text = clipText(entry.text.trim(), CHAT_TEXT_MAX);
-    if (text === '') return;
-    state.chat = [...state.chat.filter((kept) => kept.id !== entry.id), { ...entry, text }].slice(
-      -CHAT_KEPT,
-    );
-  };
+/**
+ * The bundle within `maxChars`: the budget is in tokens and a runtime's cap may be in
+ * characters, so the hub is asked again, smaller, until it fits (three tries).
+ */
+async function fitBundle(
+  hub: SessionHub<SessionItem>,
+  formatted: string,
+  budget: number,
+  maxChars: number | undefined,
+): Promise<{ text: string; budget: number }> {
+  let text = formatted;
+  let fitted = budget;
+  for (let attempt = 0; maxChars && text.length > maxChars && attempt < 3; attempt++) {
+    fitted = Math.floor((fitted * maxChars * 0.9) / text.length);
+    text = await hub.shared(fitted);
+  }
+  return { text, budget: fitted };
+}
 
-  const beforeTurn = async (input: BeforeTurnInput): Promise<BeforeTurnResult<Item>> => {
-    const state = load();
-    const notices: string[] = [];
-    const warnings: string[] = [];
-    const building = input.prompt !== undefined;
-    ownSession(state, options.sessionId);
-    if (building) state.prompts += 1;
-    const [found, memory] = await Promise.all([
-      readHub(state, input, notices),
-      Promise.resolve(input.memory ?? []).catch(() => []),
-    ]);
-    const resume = readResume(state, notices);
-    const result: BeforeTurnResult<Item> = {
-      injection: '',
-      snapshot: null,
-      notice: null,
-      warnings,
-      changes: found.changes,
-      bundle: found.bundle,
-      bundleTokens: found.bundleTokens,
-      resume: options.checkpoint === 'resume' ? null : resume,
-      fromHub: found.fromHub,
-      stale: found.stale,
-      failure: null,
-    };
-    if (building) {
-      const inTurn = options.checkpoint === 'resume' ? resume : null;
-      const log = options.turnLog ?? { dataDir: null, snapshots: false };
-      const turnId = input.turnId ?? `prompt-${state.prompts}`;
-      const counter = log.counter ?? estimateTokenCounter;
-      const built = recordTurn({
-        input: turnInput(state, input, { ...found, resume: inTurn, memory }, turnId, counter),
-        counter,
-        now,
-        dataDir: log.dataDir,
-        snapshots: log.snapshots,
-      });
-      if (built.writeError) warnings.push(`ctxbus: turn snapshot not written: ${built.writeError}`);
-      const news =
-        found.changes.length > 0 || found.bundle !== '' || memory.length > 0 || inTurn !== null;
-      if (built.ok) {
-        result.snapshot = built.context.snapshot;
-        if (news) result.injection = built.context.injection;
-      } else {
-        const { message, nextAction } = built.failure;
-        result.failure = built.failure;
-        notices.push(`ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`);
-        result.injection = options.fallback({
-          resume: inTurn,
-          changes: found.changes,
-          bundle: found.bundle,
-          memory,
-        });
-      }
-    }
-    if (building && input.prompt) {
-      remember(state, { id: `in:${state.prompts}`, direction: 'inbound', text: input.prompt });
-    }
-    result.notice = notices.length > 0 ? notices.join('\n') : null;
-    save(state);
-    return result;
-  };
+// The turn: its context input, its injection.
 
-  const afterTurn = async (
-    reply: string,
-    outcome: TurnOutcome = {},
-  ): Promise<{ items: ContextItemInput[]; delivered: boolean }> => {
-    const state = load();
-    let items: ContextItemInput[] = [];
-    try {
-      ownSession(state, options.sessionId);
-      state.turns += 1;
-      if (outcome.ended !== undefined) state.lastOutcome = `session ended (${outcome.ended})`;
-      else {
-        const first = reply.split('\n').find((line) => line.trim() !== '') ?? 'working';
-        state.lastReply = clipText(first, 300);
-        remember(state, { id: `out:${state.turns}`, direction: 'outbound', text: reply });
-        state.lastOutcome =
-          outcome.ok === false
-            ? `last turn failed: ${oneLine(outcome.error ?? 'unknown error', 200)}`
-            : 'last turn completed';
-      }
-      const decisions =
-        outcome.decisions === false || outcome.ended !== undefined
-          ? []
-          : extractDecisions(reply).map((text) => options.decision(text));
-      const status = outcome.status?.(state) ?? null;
-      items = [...decisions, ...(status ? [status] : [])];
-      return { items, delivered: await deliver(items) };
-    } catch {
-      return { items, delivered: false };
-    } finally {
-      save(state);
-    }
+async function beforeTurn<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  input: BeforeTurnInput,
+): Promise<BeforeTurnResult<Item>> {
+  const state = loadState(options);
+  const notices: string[] = [];
+  const building = input.prompt !== undefined;
+  ownSession(state, options.sessionId);
+  if (building) state.prompts += 1;
+  const [found, memory] = await Promise.all([
+    readHub(options, state, input, notices),
+    Promise.resolve(input.memory ?? []).catch(() => []),
+  ]);
+  const resume = readResume(options.resume, state, notices);
+  const result: BeforeTurnResult<Item> = {
+    injection: '',
+    snapshot: null,
+    notice: null,
+    warnings: [],
+    changes: found.changes,
+    bundle: found.bundle,
+    bundleTokens: found.bundleTokens,
+    resume: options.checkpoint === 'resume' ? null : resume,
+    fromHub: found.fromHub,
+    stale: found.stale,
+    failure: null,
   };
+  if (building) buildTurn(options, state, input, { ...found, resume, memory }, result, notices);
+  if (building && input.prompt) {
+    remember(state, { id: `in:${state.prompts}`, direction: 'inbound', text: input.prompt });
+  }
+  result.notice = notices.length > 0 ? notices.join('\n') : null;
+  saveState(options, state);
+  return result;
+}
 
+/** What goes into a turn's context beside the session's state. */
+interface TurnParts<Item> {
+  changes: Item[];
+  bundle: string;
+  stale: Stale;
+  /** The resume note: in the turn's context when `checkpoint` is `resume`. */
+  resume: string | null;
+  memory: readonly TurnMemoryPointer[];
+}
+
+/**
+ * Builds and records the turn's context into `result`: its injection when there is news, or
+ * the adapter's plain fallback (and a notice) when the build fails.
+ */
+function buildTurn<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  state: SessionState,
+  input: BeforeTurnInput,
+  parts: TurnParts<Item>,
+  result: BeforeTurnResult<Item>,
+  notices: string[],
+): void {
+  const inTurn = options.checkpoint === 'resume' ? parts.resume : null;
+  const log = options.turnLog ?? { dataDir: null, snapshots: false };
+  const turnId = input.turnId ?? `prompt-${state.prompts}`;
+  const counter = log.counter ?? estimateTokenCounter;
+  const built = recordTurn({
+    input: turnInput(options, state, input, { ...parts, resume: inTurn }, turnId, counter),
+    counter,
+    now: () => nowMs(options),
+    dataDir: log.dataDir,
+    snapshots: log.snapshots,
+  });
+  if (built.writeError) {
+    result.warnings.push(`ctxbus: turn snapshot not written: ${built.writeError}`);
+  }
+  const { changes, bundle, memory } = parts;
+  const news = changes.length > 0 || bundle !== '' || memory.length > 0 || inTurn !== null;
+  if (built.ok) {
+    result.snapshot = built.context.snapshot;
+    if (news) result.injection = built.context.injection;
+    return;
+  }
+  const { message, nextAction } = built.failure;
+  result.failure = built.failure;
+  notices.push(`ctxbus: context_build_error (turn failed): ${message}; next: ${nextAction}`);
+  result.injection = options.fallback({ resume: inTurn, changes, bundle, memory });
+}
+
+/** Seed 002's turn context input: the session's chat and tools, the bus's changes, memory. */
+function turnInput<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  state: SessionState,
+  input: BeforeTurnInput,
+  parts: TurnParts<Item>,
+  turnId: string,
+  counter: TokenCounter,
+): TurnContextInput {
   return {
-    beforeTurn,
-    afterTurn,
-    deliver,
-    touchFile(path) {
-      const state = load();
-      state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
-      save(state);
+    agentId: options.agentId,
+    sessionId: options.sessionId,
+    turnId,
+    tokenizer: counter.name,
+    budgets: {
+      maxContextTokens: options.budget.maxContextTokens,
+      maxRecentMessages: options.budget.maxRecentMessages,
+      maxToolSnippetTokens: options.budget.maxToolSnippetTokens ?? 400,
     },
-    noteTool(result) {
-      try {
-        const state = load();
-        ownSession(state, options.sessionId);
-        const entry = toolEntry(result);
-        state.tools = [...state.tools.filter((kept) => kept.id !== entry.id), entry].slice(
-          -TOOLS_KEPT,
-        );
-        save(state);
-      } catch {
-        // a tool snippet is a convenience; it must not fail the tool call
-      }
+    sources: {
+      recentMessages: recentMessages(options, state, parts.changes),
+      runtimeState: runtimeState(options, state, parts.resume),
+      memoryPointers: [
+        ...bundlePointer(options, parts, counter),
+        ...parts.memory,
+        ...(input.background ?? []),
+      ],
+      toolSnippets: state.tools.map((tool) => ({ ...tool, held: true })),
+      currentInput: { id: turnId, sender: { id: 'user', kind: 'human' }, text: input.prompt ?? '' },
     },
-    state: load,
   };
+}
+
+type TurnSources = TurnContextInput['sources'];
+
+/**
+ * The session's own prompts and replies (already in the runtime's transcript: held), then what
+ * changed on the bus since its last prompt, least urgent first.
+ */
+function recentMessages<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  state: SessionState,
+  changes: readonly Item[],
+): TurnSources['recentMessages'] {
+  return [
+    ...state.chat.map((entry) => ({
+      id: entry.id,
+      direction: entry.direction,
+      sender: { id: entry.direction === 'inbound' ? 'user' : options.agentId },
+      text: entry.text,
+      held: true,
+    })),
+    ...byUrgencyAscending(changes).map((item) => {
+      const { id, sender, text } = options.message(item);
+      return { id, direction: 'inbound' as const, sender: { id: sender }, text };
+    }),
+  ];
+}
+
+/** The checkpoint (the resume note or the last reply), the outbox's backlog, the last outcome. */
+function runtimeState(
+  options: SessionOptions<SessionItem>,
+  state: SessionState,
+  resume: string | null,
+): TurnSources['runtimeState'] {
+  const pending = pendingCount(options.stateDir);
+  const checkpoint =
+    options.checkpoint === 'resume'
+      ? resume
+      : state.lastReply && `turn ${state.turns}: ${state.lastReply}`;
+  return {
+    ...(checkpoint && { lastCheckpointSummary: checkpoint }),
+    ...(pending > 0 && { pendingQueueSummary: `${pending} writes wait for the hub` }),
+    ...(state.lastOutcome && { lastTerminalStatus: state.lastOutcome }),
+  };
+}
+
+/** The team's bundle as a memory pointer; a stale one cut to its share of the budget. */
+function bundlePointer(
+  options: SessionOptions<SessionItem>,
+  { bundle, stale }: Pick<TurnParts<SessionItem>, 'bundle' | 'stale'>,
+  counter: TokenCounter,
+): TurnMemoryPointer[] {
+  if (!bundle) return [];
+  const share = Math.floor(options.budget.maxContextTokens * STALE_BUNDLE_SHARE);
+  return [{ id: 'team-bundle', text: stale !== null ? fitTokens(bundle, share, counter) : bundle }];
+}
+
+// After the turn.
+
+async function afterTurn<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  reply: string,
+  outcome: TurnOutcome = {},
+): Promise<{ items: ContextItemInput[]; delivered: boolean }> {
+  const state = loadState(options);
+  let items: ContextItemInput[] = [];
+  try {
+    ownSession(state, options.sessionId);
+    recordOutcome(state, reply, outcome);
+    const decisions =
+      outcome.decisions === false || outcome.ended !== undefined
+        ? []
+        : extractDecisions(reply).map((text) => options.decision(text));
+    const status = outcome.status?.(state) ?? null;
+    items = [...decisions, ...(status ? [status] : [])];
+    return { items, delivered: await deliver(options, items) };
+  } catch {
+    return { items, delivered: false };
+  } finally {
+    saveState(options, state);
+  }
+}
+
+/** The turn's count, its reply (first line, and into the chat window) and its outcome. */
+function recordOutcome(state: SessionState, reply: string, outcome: TurnOutcome): void {
+  state.turns += 1;
+  if (outcome.ended !== undefined) {
+    state.lastOutcome = `session ended (${outcome.ended})`;
+    return;
+  }
+  const first = reply.split('\n').find((line) => line.trim() !== '') ?? 'working';
+  state.lastReply = clipText(first, 300);
+  remember(state, { id: `out:${state.turns}`, direction: 'outbound', text: reply });
+  state.lastOutcome =
+    outcome.ok === false
+      ? `last turn failed: ${oneLine(outcome.error ?? 'unknown error', 200)}`
+      : 'last turn completed';
 }
 
 export {

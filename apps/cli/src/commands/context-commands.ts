@@ -152,10 +152,35 @@ function listParams(options: Record<string, string | boolean | undefined>): List
   };
 }
 
-export function registerContextCommands(
-  program: Command,
-  run: (action: () => Promise<void>) => Promise<void>,
-): void {
+interface SearchOptions extends ConnectionOptions {
+  limit?: string;
+  type?: string;
+  scope?: string;
+}
+
+interface WatchOptions extends ConnectionOptions {
+  scope?: string;
+  scopeKey?: string;
+  type?: string;
+  tags?: string;
+  minUrgency?: string;
+  since?: string;
+}
+
+type Run = (action: () => Promise<void>) => Promise<void>;
+
+export function registerContextCommands(program: Command, run: Run): void {
+  writeCommand(program, run);
+  readCommand(program, run);
+  getCommand(program, run);
+  searchCommand(program, run);
+  sharedCommand(program, run);
+  consumeCommand(program, run);
+  watchCommand(program, run);
+}
+
+/** `ctxbus write`: one item from flags, or items from a JSON file, through the light path. */
+function writeCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('write')
@@ -182,37 +207,41 @@ export function registerContextCommands(
       .option('--task <id>', 'source task id')
       .option('--thread <id>', 'source thread id')
       .option('--agent <id>', 'source agent id'),
-  ).action((options: WriteOptions) =>
-    run(async () => {
-      // The light path (node:http, no client or zod): a write is one request, and the hub
-      // validates every item and names any bad field.
-      const items =
-        options.file === undefined ? [itemFromFlags(options)] : itemsFromFile(options.file);
-      const [{ hubRequest, LITE_ROUTES }, { hubUrl, runtimeToken }] = await Promise.all([
-        import('@ctxbus/client/light'),
-        import('../hub-target.js'),
-      ]);
-      const url = hubUrl(options.url);
-      const { method, path } = LITE_ROUTES.writeContext;
-      const response = (await hubRequest(
-        { url, token: runtimeToken(url, options.token), timeoutMs: WRITE_TIMEOUT_MS },
-        method,
-        path,
-        { items },
-      )) as WriteResponse;
-      if (options.json) printJson(response);
-      else {
-        for (const [index, result] of response.results.entries()) {
-          const item = response.items[index];
-          const redacted = item?.redactions.length
-            ? ` (redacted: ${item.redactions.map((r) => r.kind).join(', ')})`
-            : '';
-          printLine(`${result.status} ${result.id} seq ${result.seq}${redacted}`);
-        }
-      }
-    }),
-  );
+  ).action((options: WriteOptions) => run(() => writeItems(options)));
+}
 
+/**
+ * The light path (node:http, no client or zod): a write is one request, and the hub validates
+ * every item and names any bad field.
+ */
+async function writeItems(options: WriteOptions): Promise<void> {
+  const items = options.file === undefined ? [itemFromFlags(options)] : itemsFromFile(options.file);
+  const [{ hubRequest, LITE_ROUTES }, { hubUrl, runtimeToken }] = await Promise.all([
+    import('@ctxbus/client/light'),
+    import('../hub-target.js'),
+  ]);
+  const url = hubUrl(options.url);
+  const { method, path } = LITE_ROUTES.writeContext;
+  const response = (await hubRequest(
+    { url, token: runtimeToken(url, options.token), timeoutMs: WRITE_TIMEOUT_MS },
+    method,
+    path,
+    { items },
+  )) as WriteResponse;
+  if (options.json) printJson(response);
+  else {
+    for (const [index, result] of response.results.entries()) {
+      const item = response.items[index];
+      const redacted = item?.redactions.length
+        ? ` (redacted: ${item.redactions.map((r) => r.kind).join(', ')})`
+        : '';
+      printLine(`${result.status} ${result.id} seq ${result.seq}${redacted}`);
+    }
+  }
+}
+
+/** `ctxbus read`: items, newest first, by the list filters. */
+function readCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('read')
@@ -236,7 +265,10 @@ export function registerContextCommands(
       else for (const item of response.items) printLine(itemLine(item));
     }),
   );
+}
 
+/** `ctxbus get <id>`: one item and its content. */
+function getCommand(program: Command, run: Run): void {
   withConnection(
     program.command('get').description('show one item').argument('<id>', 'item id'),
   ).action((id: string, options: ConnectionOptions) =>
@@ -249,7 +281,10 @@ export function registerContextCommands(
       }
     }),
   );
+}
 
+/** `ctxbus search <query...>`: ranked results, and whether vectors were used. */
+function searchCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('search')
@@ -260,39 +295,39 @@ export function registerContextCommands(
       .option('-n, --limit <n>', 'at most this many (default 10, max 100)')
       .option('-t, --type <types>', 'comma-separated types')
       .option('--scope <scopes>', 'comma-separated scopes'),
-  ).action(
-    (
-      words: string[],
-      options: ConnectionOptions & { limit?: string; type?: string; scope?: string },
-    ) =>
-      run(async () => {
-        const limit = integer(options.limit, '--limit');
-        const response = await (await connect(options)).search({
-          query: words.join(' '),
-          ...(limit !== undefined && { limit }),
-          ...(options.type && { type: options.type.split(',') as never }),
-          ...(options.scope && { scope: options.scope.split(',') as never }),
-        });
-        if (options.json) printJson(response);
-        else if (response.results.length === 0) printLine('no results');
-        else {
-          // Fused scores are small (reciprocal ranks): more digits keep them apart.
-          const digits = response.mode === 'hybrid' ? 4 : 2;
-          for (const result of response.results) {
-            printLine(`${result.score.toFixed(digits)}  ${itemLine(result.item)}`);
-            printLine(`      ${result.highlight.replace(/\s+/g, ' ')}`);
-          }
-        }
-        if (!options.json && response.vector) {
-          printLine(
-            response.vector.used
-              ? `(hybrid: full text and ${response.vector.model} vectors)`
-              : `(full text only: ${response.vector.reason ?? 'vectors not used'})`,
-          );
-        }
-      }),
-  );
+  ).action((words: string[], options: SearchOptions) => run(() => searchItems(words, options)));
+}
 
+/** Prints the ranked results (more digits for hybrid scores) and how the hub searched. */
+async function searchItems(words: string[], options: SearchOptions): Promise<void> {
+  const limit = integer(options.limit, '--limit');
+  const response = await (await connect(options)).search({
+    query: words.join(' '),
+    ...(limit !== undefined && { limit }),
+    ...(options.type && { type: options.type.split(',') as never }),
+    ...(options.scope && { scope: options.scope.split(',') as never }),
+  });
+  if (options.json) printJson(response);
+  else if (response.results.length === 0) printLine('no results');
+  else {
+    // Fused scores are small (reciprocal ranks): more digits keep them apart.
+    const digits = response.mode === 'hybrid' ? 4 : 2;
+    for (const result of response.results) {
+      printLine(`${result.score.toFixed(digits)}  ${itemLine(result.item)}`);
+      printLine(`      ${result.highlight.replace(/\s+/g, ' ')}`);
+    }
+  }
+  if (!options.json && response.vector) {
+    printLine(
+      response.vector.used
+        ? `(hybrid: full text and ${response.vector.model} vectors)`
+        : `(full text only: ${response.vector.reason ?? 'vectors not used'})`,
+    );
+  }
+}
+
+/** `ctxbus shared`: the team's bundle, formatted for a runtime. */
+function sharedCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('shared')
@@ -316,7 +351,10 @@ export function registerContextCommands(
       else printLine(bundle.formatted);
     }),
   );
+}
 
+/** `ctxbus consume <id>`: marks an item consumed by this runtime. */
+function consumeCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('consume')
@@ -332,7 +370,10 @@ export function registerContextCommands(
         );
     }),
   );
+}
 
+/** `ctxbus watch`: live changes until Ctrl-C. */
+function watchCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('watch')
@@ -343,40 +384,31 @@ export function registerContextCommands(
       .option('--tags <tags>', 'comma-separated tags (any)')
       .option('--min-urgency <urgency>', 'attention or blocking')
       .option('--since <seq>', 'replay changes after this sequence first'),
-  ).action(
-    (
-      options: ConnectionOptions & {
-        scope?: string;
-        scopeKey?: string;
-        type?: string;
-        tags?: string;
-        minUrgency?: string;
-        since?: string;
-      },
-    ) =>
-      run(async () => {
-        const client = await connect(options);
-        const controller = new AbortController();
-        const stop = () => controller.abort();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-        const since = integer(options.since, '--since');
-        const stream = client.stream({
-          ...(options.scope && { scope: options.scope }),
-          ...(options.scopeKey && { scopeKey: options.scopeKey }),
-          ...(options.type && { type: options.type }),
-          ...(options.tags && { tags: options.tags }),
-          ...(options.minUrgency && { minUrgency: options.minUrgency }),
-          ...(since !== undefined && { since }),
-          signal: controller.signal,
-          onReady: () => process.stderr.write(`watching ${client.url} (Ctrl-C to stop)\n`),
-          onReconnect: (error) =>
-            process.stderr.write(`connection lost (${(error as Error).message}); reconnecting\n`),
-        });
-        for await (const event of stream) {
-          if (options.json) printLine(JSON.stringify(event));
-          else printLine(`${event.event.replace('context-', '')}: ${itemLine(event.item)}`);
-        }
-      }),
-  );
+  ).action((options: WatchOptions) => run(() => watchChanges(options)));
+}
+
+/** Prints each change until Ctrl-C (SIGINT or SIGTERM ends the stream). */
+async function watchChanges(options: WatchOptions): Promise<void> {
+  const client = await connect(options);
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const since = integer(options.since, '--since');
+  const stream = client.stream({
+    ...(options.scope && { scope: options.scope }),
+    ...(options.scopeKey && { scopeKey: options.scopeKey }),
+    ...(options.type && { type: options.type }),
+    ...(options.tags && { tags: options.tags }),
+    ...(options.minUrgency && { minUrgency: options.minUrgency }),
+    ...(since !== undefined && { since }),
+    signal: controller.signal,
+    onReady: () => process.stderr.write(`watching ${client.url} (Ctrl-C to stop)\n`),
+    onReconnect: (error) =>
+      process.stderr.write(`connection lost (${(error as Error).message}); reconnecting\n`),
+  });
+  for await (const event of stream) {
+    if (options.json) printLine(JSON.stringify(event));
+    else printLine(`${event.event.replace('context-', '')}: ${itemLine(event.item)}`);
+  }
 }

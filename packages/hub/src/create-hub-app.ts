@@ -1,0 +1,120 @@
+import type { Logger } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core';
+import type { Context, NotFoundHandler } from 'hono';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { HTTPException } from 'hono/http-exception';
+import { errorBody, handleRoute } from './handle-route.js';
+import type { HubOptions } from './hub-options.js';
+import type { HubServices } from './hub-services.js';
+import type { AnyRouteDefinition } from './route-definition.js';
+
+/** Headers a cross-origin page sends (the token, JSON bodies, the stream's resume point). */
+const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'last-event-id'];
+
+/**
+ * The hub's HTTP app: CORS and body limits, `routes` mounted on `services`, then the
+ * extensions, and the JSON answers for unknown routes and errors.
+ */
+export function createHubApp(
+  services: HubServices,
+  routes: readonly AnyRouteDefinition[],
+  options: Pick<HubOptions, 'corsOrigins' | 'extensions'>,
+): Hono {
+  const app = new Hono();
+  if (options.corsOrigins && options.corsOrigins.length > 0) {
+    allowCors(app, options.corsOrigins);
+  }
+  const limitBody = bodyLimiter(services.maxBodyBytes);
+  app.use('/api/*', limitBody);
+  app.use('/a2a', limitBody);
+  app.use('/a2a/*', limitBody);
+  for (const route of routes) {
+    app.on(route.method, route.path, (context) => handleRoute(route, services, context));
+  }
+  for (const extension of options.extensions ?? []) extension.mount(app, services);
+  app.notFound(notFound(routes));
+  app.onError(onError(services.logger));
+  return app;
+}
+
+/**
+ * Exact origins only, no cookies (the token travels in the Authorization header): an origin
+ * not listed gets no CORS headers, so the browser keeps the answer from its page.
+ */
+function allowCors(app: Hono, origins: readonly string[]): void {
+  const allowCors = cors({
+    origin: [...origins],
+    allowMethods: ['GET', 'POST', 'DELETE'],
+    allowHeaders: CORS_ALLOW_HEADERS,
+    exposeHeaders: ['retry-after', 'allow'],
+    maxAge: 600,
+  });
+  app.use('/api/*', allowCors);
+  app.use('/health', allowCors);
+}
+
+/**
+ * Refuses a body over `maxBytes` (413). A declared length is checked from the header alone;
+ * only a body of unknown length is counted as it streams (hono's bodyLimit). Checking the
+ * header first keeps the request body from being turned into a web stream before the route
+ * reads it.
+ */
+function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
+  const tooLarge = (context: Context) =>
+    context.json(
+      errorBody('payload_too_large', `the request body is larger than ${maxBytes} bytes`, {
+        limit: maxBytes,
+      }).toJSON(),
+      413,
+    );
+  const limitStream = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
+  return async (context, next) => {
+    const length = context.req.header('content-length');
+    if (length === undefined || context.req.header('transfer-encoding') !== undefined) {
+      return limitStream(context, next);
+    }
+    if (Number(length) > maxBytes) return tooLarge(context);
+    await next();
+  };
+}
+
+/** 405 with `Allow` when the path is a route's under another method, 404 otherwise. */
+function notFound(routes: readonly AnyRouteDefinition[]): NotFoundHandler {
+  return (context) => {
+    const path = context.req.path;
+    const allowed = routes
+      .filter((route) => new RegExp(`^${route.path.replace(/:[^/]+/g, '[^/]+')}$`).test(path))
+      .map((route) => route.method);
+    if (allowed.length > 0) {
+      context.header('Allow', [...new Set(allowed)].join(', '));
+      return context.json(
+        errorBody(
+          'method_not_allowed',
+          `${context.req.method} is not allowed on ${path}; use ${allowed.join(' or ')}`,
+        ).toJSON(),
+        405,
+      );
+    }
+    return context.json(
+      errorBody('not_found', `no route ${context.req.method} ${path}`).toJSON(),
+      404,
+    );
+  };
+}
+
+/** A typed error answers as itself; anything else is logged and answers 500. */
+function onError(logger: Logger): Parameters<Hono['onError']>[0] {
+  return (error, context) => {
+    if (CtxbusError.isInstance(error)) {
+      if (error.status >= 500) logger.error({ err: error }, error.message);
+      return context.json(error.toJSON(), error.status as 400);
+    }
+    if (error instanceof HTTPException) {
+      return context.json(errorBody('validation_failed', error.message).toJSON(), error.status);
+    }
+    logger.error({ err: error, path: context.req.path }, 'unhandled error');
+    return context.json(errorBody('internal', 'internal error; see the hub log').toJSON(), 500);
+  };
+}
