@@ -184,6 +184,8 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'changes',
         'counter',
         'dead_letters',
+        'item_usage',
+        'item_usage_days',
         'item_vectors',
         'items',
         'presence',
