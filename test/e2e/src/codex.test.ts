@@ -55,9 +55,16 @@ interface CodexRun {
 /** `codex exec <prompt>` in the project, the model played by the scripted server. */
 function runCodex(prompt: string): Promise<CodexRun> {
   return new Promise((resolvePromise, reject) => {
-    // The installer's MCP startup timeout is for a person's machine; on this loaded CI machine
-    // the ctxbus server's Node start can take longer, and Codex would run the turn without it.
-    const slowMachine = ['-c', 'mcp_servers.ctxbus.startup_timeout_sec=300'];
+    // Codex starts MCP servers beside the first turn and does not wait for them: on this loaded
+    // CI machine the ctxbus server's Node start can lose that race, and the turn runs without
+    // its tools (seen: task_create not offered). `required` makes Codex wait for it to
+    // initialize (a person's install leaves it off: a missing ctxbus must not block Codex).
+    const slowMachine = [
+      '-c',
+      'mcp_servers.ctxbus.startup_timeout_sec=300',
+      '-c',
+      'mcp_servers.ctxbus.required=true',
+    ];
     const child = spawn(CODEX, ['exec', ...slowMachine, '--skip-git-repo-check', prompt], {
       cwd: project,
       env: env(),
