@@ -533,6 +533,62 @@ function definePostgresTests(url: string): void {
         await store.close();
       }
     });
+    it('waits for an open event whose transaction id is newer than a later committed one', async () => {
+      // The transaction that commits the later event took its id first; the open one took its
+      // id after, then its sequence first. A snapshot's xmax (the newest ended id plus one)
+      // then lies at or below the open transaction's id: it is not a bound on the holder.
+      const schema = schemas.next('outboxxid');
+      const store = await openPostgresStore({ connectionString: url, schema });
+      const newTask = (title: string) =>
+        store.createTask('acme', {
+          title,
+          requiredCapabilities: ['search'],
+          origin: 'openclaw',
+          targetRuntime: 'claude-code',
+        });
+      const seqs = async (after: number) =>
+        (await store.listTaskOutbox(after, 100)).map((outbox) => outbox.event.seq);
+      try {
+        const first = await newTask('first');
+        const second = await newTask('second');
+        const [, lastSeq = 0] = await seqs(0);
+        await withClient((early) =>
+          withClient(async (late) => {
+            for (const client of [early, late]) {
+              await client.query(`SET search_path TO "${schema}"`);
+              await client.query('BEGIN');
+            }
+            const touch = (client: pg.Client, id: string) =>
+              client.query('UPDATE tasks SET updated_at = updated_at WHERE id = $1', [id]);
+            const append = async (client: pg.Client, id: string) => {
+              const { rows } = await client.query<{ seq: string }>(
+                `INSERT INTO task_events
+                   (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+                 SELECT rid, id, team_id, now(), state, state, 'test', 'open', 'updated', 'test',
+                        (SELECT task FROM task_events WHERE seq = $2)
+                   FROM tasks WHERE id = $1
+                 RETURNING seq`,
+                [id, lastSeq],
+              );
+              return Number(rows[0]?.seq);
+            };
+            await touch(early, first.task.id); // the older transaction id
+            await touch(late, second.task.id); // the newer one
+            const open = await append(late, second.task.id); // takes its sequence first
+            const committed = await append(early, first.task.id);
+            await early.query('COMMIT');
+            expect(committed).toBe(open + 1);
+            // Read twice while it is open: the gap is neither closed at once nor on the next read.
+            expect(await seqs(lastSeq)).toEqual([]);
+            expect(await seqs(lastSeq)).toEqual([]);
+            await late.query('COMMIT');
+            expect(await seqs(lastSeq)).toEqual([open, committed]);
+          }),
+        );
+      } finally {
+        await store.close();
+      }
+    });
   });
 
   describe('postgres group commit and sequence', () => {

@@ -72,6 +72,10 @@ interface SnapshotColumns {
   snapshot_xmax: string;
 }
 
+/** A transaction id assigned now (the statement's transaction takes one if it has none). */
+const NEW_XID_SQL = 'SELECT pg_current_xact_id()::text AS xid';
+const MAX_ROLLED_BACK = 1_000;
+
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
 /** Values as SQL literals, for statements sent with the simple protocol (see createTask). */
@@ -138,8 +142,10 @@ export class PostgresTasks implements TaskStore {
   private readonly assertOpen: () => void;
   private readonly clock: () => Date;
   private readonly maxWaiting: number;
-  /** Outbox sequences seen missing: each with the xmax of the first read that missed it. */
+  /** Outbox sequences seen missing: each with an id assigned after the first read that missed it. */
   private readonly gaps = new Map<number, bigint>();
+  /** Gaps found rolled back: first missing sequence -> the next sequence that committed. */
+  private readonly rolledBack = new Map<number, number>();
 
   constructor(
     context: PostgresContext,
@@ -771,9 +777,12 @@ export class PostgresTasks implements TaskStore {
    * commit. Appends take no lock, so a sequence can be missing from a read because its
    * transaction is still running (it will commit later, behind events after it) or because it
    * rolled back (it never will). Every appending transaction holds its transaction id before
-   * it takes its sequence, so the first read that misses a sequence bounds its holder by that
-   * snapshot's xmax; once a snapshot's xmin has passed that bound, the holder has ended, and a
-   * sequence still missing in that same snapshot rolled back: it is passed over.
+   * it takes its sequence, so its id is older than any id assigned after a read that missed
+   * the sequence: the first such read takes a new transaction id as the gap's bound. A later
+   * snapshot whose xmin has passed the bound (and whose xmax shows the bound ended, so every
+   * transaction still running below it is in the snapshot) has no holder running: a sequence
+   * still missing then rolled back and is passed over. (A snapshot's xmax is not a bound: it is
+   * the newest ended id plus one, and a running transaction can hold an id at or above it.)
    */
   async listTaskOutbox(afterSeq: number, limit: number): Promise<TaskOutboxEvent[]> {
     this.assertOpen();
@@ -783,7 +792,9 @@ export class PostgresTasks implements TaskStore {
       [afterSeq, limit],
       true,
     );
-    return this.committedPrefix(afterSeq, rows);
+    return this.committedPrefix(afterSeq, rows, () =>
+      this.query<{ xid: string }>('bound a task outbox gap', NEW_XID_SQL, []),
+    );
   }
 
   /** The outbox read past `after` (an expression), up to `limit` rows, with its snapshot. */
@@ -795,16 +806,20 @@ export class PostgresTasks implements TaskStore {
         ORDER BY e.seq LIMIT ${limit}`;
   }
 
-  /** The rows up to the first sequence that may still commit (see listTaskOutbox). */
-  private committedPrefix(
+  /**
+   * The rows up to the first sequence that may still commit (see listTaskOutbox); `newXid`
+   * assigns a transaction id after the read (a gap's bound).
+   */
+  private async committedPrefix(
     afterSeq: number,
     rows: readonly (TaskOutboxColumns & SnapshotColumns)[],
-  ): TaskOutboxEvent[] {
+    newXid: () => Promise<readonly { xid: string }[]>,
+  ): Promise<TaskOutboxEvent[]> {
     const events: TaskOutboxEvent[] = [];
     let expected = afterSeq + 1;
     for (const row of rows) {
       const seq = Number(row.seq);
-      if (seq !== expected && !this.gapClosed(expected, row)) break;
+      if (seq !== expected && !(await this.gapClosed(expected, seq, row, newXid))) break;
       events.push(taskOutboxFromRow(row));
       expected = seq + 1;
     }
@@ -812,14 +827,30 @@ export class PostgresTasks implements TaskStore {
     return events;
   }
 
-  /** Whether the missing sequences from `from` up to `row`'s have ended without committing. */
-  private gapClosed(from: number, row: SnapshotColumns): boolean {
+  /** Whether the missing sequences from `from` up to `seq` have ended without committing. */
+  private async gapClosed(
+    from: number,
+    seq: number,
+    row: SnapshotColumns,
+    newXid: () => Promise<readonly { xid: string }[]>,
+  ): Promise<boolean> {
+    if ((this.rolledBack.get(from) ?? 0) >= seq) return true;
     const bound = this.gaps.get(from);
     if (bound === undefined) {
-      this.gaps.set(from, BigInt(row.snapshot_xmax));
-      return BigInt(row.snapshot_xmin) >= BigInt(row.snapshot_xmax);
+      const [assigned] = await newXid();
+      if (assigned) this.gaps.set(from, BigInt(assigned.xid));
+      return false;
     }
-    return BigInt(row.snapshot_xmin) >= bound;
+    if (BigInt(row.snapshot_xmin) < bound || BigInt(row.snapshot_xmax) <= bound) return false;
+    // Remembered for reads from before it (a report's); a few, as rollbacks are rare.
+    this.rolledBack.set(from, seq);
+    if (this.rolledBack.size > MAX_ROLLED_BACK) {
+      for (const oldest of this.rolledBack.keys()) {
+        this.rolledBack.delete(oldest);
+        break;
+      }
+    }
+    return true;
   }
 
   async taskRelayCursor(): Promise<TaskRelayCursor> {
@@ -857,7 +888,9 @@ export class PostgresTasks implements TaskStore {
         if (!(lock?.rows[0] as { held?: boolean } | undefined)?.held) return null;
         const afterSeq = Number((at?.rows[0] as { seq?: number } | undefined)?.seq ?? 0);
         const rows = (outbox?.rows ?? []) as (TaskOutboxColumns & SnapshotColumns)[];
-        const events = this.committedPrefix(afterSeq, rows);
+        const events = await this.committedPrefix(afterSeq, rows, () =>
+          this.rows<{ xid: string }>(client, NEW_XID_SQL, []),
+        );
         const last = events.at(-1);
         if (!last) return { events: 0, audited: [] };
         const entries = await work(events);
