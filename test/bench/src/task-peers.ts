@@ -267,6 +267,9 @@ async function startCtxbusWorkers(hub: HubProcess, token: string, origin: string
 }
 
 /** The origin follows its tasks on its stream, as an origin runtime does. */
+/** A stall in the announcements that fails the run (a lost announcement, not a slow one). */
+const STALL_MS = 120_000;
+
 async function followCompletions(hub: HubProcess, origin: string) {
   const completed = new Map<string, number>();
   let failure: string | null = null;
@@ -282,10 +285,22 @@ async function followCompletions(hub: HubProcess, origin: string) {
     },
   });
   await stream.ready;
+  let progressAt = now();
+  let seen = 0;
   return {
-    /** How many completed so far; throws when one failed. */
-    completed() {
+    /**
+     * How many completed so far; throws when one failed, or when every task was sent and none
+     * more was announced for STALL_MS (a task whose end is never announced: name it, not hang).
+     */
+    completed(sent?: ReadonlyMap<string, number>) {
       if (failure) throw new Error(failure);
+      if (completed.size !== seen) [seen, progressAt] = [completed.size, now()];
+      if (sent && now() - progressAt > STALL_MS) {
+        const missing = [...sent.keys()].filter((id) => !completed.has(id));
+        throw new Error(
+          `no completion announced on the origin's stream for ${STALL_MS / 1000} s; ${missing.length} tasks never announced: ${missing.slice(0, 5).join(', ')}`,
+        );
+      }
       return completed.size;
     },
     last: () => Math.max(...completed.values()),
@@ -362,7 +377,7 @@ async function runCtxbus(
     const before = await startRun(measured);
     await waitWhileAlive(
       children,
-      () => timeline.produced && follow.completed() >= tasks,
+      () => timeline.produced && follow.completed(timeline.ids) >= tasks,
       `${tasks} ctxbus tasks completed on the origin's stream`,
     );
     follow.close();
