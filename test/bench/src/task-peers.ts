@@ -266,10 +266,10 @@ async function startCtxbusWorkers(hub: HubProcess, token: string, origin: string
   return workers;
 }
 
-/** The origin follows its tasks on its stream, as an origin runtime does. */
 /** A stall in the announcements that fails the run (a lost announcement, not a slow one). */
 const STALL_MS = 120_000;
 
+/** The origin follows its tasks on its stream, as an origin runtime does. */
 async function followCompletions(hub: HubProcess, origin: string) {
   const completed = new Map<string, number>();
   let failure: string | null = null;
