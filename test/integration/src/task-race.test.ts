@@ -1,12 +1,16 @@
 import { join } from 'node:path';
+import { taskRelayReport } from '@ctxbus/hub';
+import { openPostgresStore } from '@ctxbus/store/postgres';
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, useHubProcess } from '@ctxbus/test-kit';
-import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
+import { call, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
 // 16 workers racing over 1,000 tasks through real hubs (HTTP claim and complete, each with its
 // fencing token): every task runs exactly once to completion, none lost, none claimed twice.
 // On PostgreSQL the workers are split over two hubs sharing one schema; on SQLite one hub.
+// On PostgreSQL, where task changes commit side by side in any order, every committed change
+// is then announced (its status item) and audited exactly once: the relay passes no event.
 
 const TASKS = 1_000;
 const WORKERS = 16;
@@ -134,6 +138,31 @@ await withPostgres('tasks racing through two hubs on PostgreSQL', (url, schemas)
       const workers = new Set(result.claimed.map((entry) => Number(entry.worker.slice(1)) % 2));
       expect(workers).toEqual(new Set([0, 1]));
       await expectEachOnce(a, a.tokens.code, ids, result);
+      await expectEveryEventRelayed(url, schema);
     });
   });
 });
+
+/** Once the relays' cursor has passed the last event: each event announced and audited once. */
+async function expectEveryEventRelayed(url: string, schema: string) {
+  const [last] = await sql<{ seq: string }>(
+    url,
+    `SELECT max(seq) AS seq FROM "${schema}".task_events`,
+  );
+  await waitUntil(async () => {
+    const [cursor] = await sql<{ seq: string }>(
+      url,
+      `SELECT seq FROM "${schema}".task_relay WHERE name = 'tasks'`,
+    );
+    return Number(cursor?.seq) >= Number(last?.seq);
+  }, 'the task relays to pass the last task event');
+  const store = await openPostgresStore({ connectionString: url, schema, migrate: false });
+  try {
+    const report = await taskRelayReport(store, 'race');
+    expect(report.events).toBe(TASKS * 3); // created, claimed, completed
+    expect(report).toMatchObject({ unannounced: [], misaudited: [] });
+    expect(report.auditRecords).toBe(report.expectedAuditRecords);
+  } finally {
+    await store.close();
+  }
+}
