@@ -6,10 +6,56 @@ const PLAIN_TEXT = { disallowedSpecial: new Set<string>() } as const;
 /** Name of the tokenizer every ctxbus token count uses. */
 export const TOKENIZER = 'o200k_base';
 
+/**
+ * The longest text handed to the tokenizer at once. Its byte-pair merges take time quadratic in
+ * the length of one pre-tokenized chunk, and a chunk is any unbroken run: CJK prose without
+ * punctuation, one character repeated, a run of spaces. Whole, 128,000 of one letter held the
+ * hub's event loop for 14 s and 64,000 CJK characters for 27 s (an item may hold 100,000); in
+ * pieces of this size, milliseconds and 0.2 s. Text up to this length is counted exactly as it
+ * is; longer text is cut before a word's leading whitespace where the piece's second half has
+ * one (where o200k's chunks break anyway), else at this length, which may shift the count of a
+ * long unbroken run by a token per cut.
+ */
+export const MAX_TOKENIZER_PIECE = 1_000;
+
+const isSpace = (code: number) => code === 32 || (code >= 9 && code <= 13) || code === 0xa0;
+
+/** Where the piece starting at `start` ends (see MAX_TOKENIZER_PIECE). */
+function pieceEnd(text: string, start: number): number {
+  const end = start + MAX_TOKENIZER_PIECE;
+  for (let at = end - 1; at > start + MAX_TOKENIZER_PIECE / 2; at--) {
+    if (isSpace(text.charCodeAt(at)) && !isSpace(text.charCodeAt(at - 1))) return at;
+  }
+  const last = text.charCodeAt(end - 1);
+  return last >= 0xd800 && last <= 0xdbff ? end - 1 : end;
+}
+
+/** `text` in the pieces the tokenizer takes one at a time; joined, they are `text`. */
+export function tokenizerPieces(text: string): string[] {
+  const pieces: string[] = [];
+  let start = 0;
+  while (text.length - start > MAX_TOKENIZER_PIECE) {
+    const end = pieceEnd(text, start);
+    pieces.push(text.slice(start, end));
+    start = end;
+  }
+  pieces.push(text.slice(start));
+  return pieces;
+}
+
 /** Number of o200k tokens in `text`. */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
-  return countO200k(text, PLAIN_TEXT);
+  if (text.length <= MAX_TOKENIZER_PIECE) return countO200k(text, PLAIN_TEXT);
+  let count = 0;
+  for (const piece of tokenizerPieces(text)) count += countO200k(piece, PLAIN_TEXT);
+  return count;
+}
+
+/** The o200k tokens of `text`, piece by piece (see MAX_TOKENIZER_PIECE). */
+function encodeText(text: string): number[] {
+  if (text.length <= MAX_TOKENIZER_PIECE) return encode(text, PLAIN_TEXT);
+  return tokenizerPieces(text).flatMap((piece) => encode(piece, PLAIN_TEXT));
 }
 
 /** Cuts `text` to `length` UTF-16 units without splitting a surrogate pair. */
@@ -25,7 +71,7 @@ function sliceSafe(text: string, length: number): string {
  */
 export function truncateToTokens(text: string, maxTokens: number): string {
   if (maxTokens <= 0) return '';
-  const tokens = encode(text, PLAIN_TEXT);
+  const tokens = encodeText(text);
   if (tokens.length <= maxTokens) return text;
   const guess = decode(tokens.slice(0, maxTokens)).replace(/\uFFFD+$/u, '');
   if (text.startsWith(guess) && countTokens(guess) <= maxTokens) return guess;
