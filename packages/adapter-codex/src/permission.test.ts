@@ -47,7 +47,10 @@ function context(extra: Partial<PermissionContext> = {}): PermissionContext {
 interface WaitingTask {
   id: string;
   state: string;
-  approval: { status: string; request: { argv: string[]; digest: string } } | null;
+  approval: {
+    status: string;
+    request: { argv: string[]; cwd: string; digest: string; tool?: string; reason?: string };
+  } | null;
 }
 
 /** The pending request for `command`, once the hook has asked. */
@@ -131,6 +134,56 @@ describe('the PermissionRequest hook', () => {
     });
   });
 
+  it("asks about Codex's network request as the command that wants the network, with Codex's description", async () => {
+    // What Codex 0.171.0 sent when a sandboxed command reached a host outside the network
+    // allowlist (managed network requirements, approval_policy on-request): tool_name Bash, the
+    // command that opened the connection, and "network-access <target>" as the description.
+    const command = 'curl -sS -m 10 http://blocked-host.example/ ; echo exit=$? # marker n5';
+    const captured = parsePermissionInput({
+      session_id: '01a226b3-41e0-7973-a7b1-22a0a5cd5513',
+      turn_id: '01a226b3-423d-7d33-a7a5-d149174a62ca',
+      transcript_path: '/home/dev/.codex/sessions/rollout.jsonl',
+      cwd: CWD,
+      hook_event_name: 'PermissionRequest',
+      model: 'fake-model',
+      permission_mode: 'default',
+      tool_name: 'Bash',
+      tool_input: { command, description: 'network-access http://blocked-host.example:80' },
+    });
+    expect(captured).not.toBeNull();
+    const answer = runPermissionRequest(captured as CodexPermissionInput, context());
+    const task = await pendingFor(command);
+    // Bound to the command and its directory (the digest); the destination is Codex's words.
+    expect(task.approval?.request).toMatchObject({
+      argv: [command],
+      cwd: CWD,
+      tool: 'Bash',
+      reason: 'network-access http://blocked-host.example:80',
+    });
+    const other = await decide('person', task.id, 'approve', { digest: '0'.repeat(64) });
+    expect(other.status).toBe(409);
+    expect(other.body.error.details.reason).toBe('digest_mismatch');
+    await decide('person', task.id, 'approve', { digest: task.approval?.request.digest });
+    expect(await answerOf(answer)).toEqual({ decision: { behavior: 'allow' } });
+  });
+
+  it('asks about a network request Codex cannot tie to one command as its destination', async () => {
+    // Codex's form when no single running command owns the connection.
+    const command = 'network-access https://api.example.com:443';
+    const answer = runPermissionRequest(
+      input(command, { tool_input: { command, description: command } }),
+      context(),
+    );
+    const task = await pendingFor(command);
+    await decide('person', task.id, 'deny', { note: 'no calls to that API' });
+    expect(await answerOf(answer)).toEqual({
+      decision: {
+        behavior: 'deny',
+        message: `Denied by cli through ctxbus (task ${task.id}): no calls to that API`,
+      },
+    });
+  });
+
   it("leaves it to Codex's own prompt when nobody answers in time, and closes the request", async () => {
     const command = 'make deploy # marker t3';
     let clock = 0;
@@ -209,4 +262,49 @@ describe(`the built hook as Codex runs it${built}`, () => {
       hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } },
     });
   });
+
+  it.skipIf(built !== '')(
+    'prints nothing for a NetworkAccess request (no decision: Codex asks its own user)',
+    async () => {
+      // Codex's hook schema names this tool; 0.171.0 sends network requests as Bash instead.
+      const child = spawn(process.execPath, [HOOK, '--url', fixture.url, '--approval-wait', '60'], {
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          CTXBUS_CODEX_TOKEN: fixture.tokens.codex,
+          CTXBUS_CONFIG_DIR: join(CWD, 'none'),
+        },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const command = 'network-access https://api.example.com:443 # marker x6';
+      child.stdin.end(
+        JSON.stringify({
+          session_id: 'sess-built',
+          turn_id: 'turn-2',
+          cwd: CWD,
+          hook_event_name: 'PermissionRequest',
+          model: 'fake-model',
+          permission_mode: 'default',
+          tool_name: 'NetworkAccess',
+          tool_input: { command, description: command },
+          transcript_path: null,
+        }),
+      );
+      expect(await waitFor(exited, 'the hook to exit')).toBe(0);
+      expect(stdout).toBe('');
+      const asked = await call(fixture.url, 'GET', '/api/tasks?origin=codex', {
+        token: fixture.tokens.person,
+      });
+      expect(
+        (asked.body.tasks as WaitingTask[]).some((task) =>
+          task.approval?.request.argv[0]?.includes('marker x6'),
+        ),
+      ).toBe(false);
+    },
+  );
 });

@@ -18,6 +18,13 @@ import type { PermissionHub, PermissionTask } from './permission-hub.js';
 // Codex's contract (codex-rs/hooks/src/events/permission_request.rs, checked with 0.171.0's
 // app-server): stdout `{hookSpecificOutput: {hookEventName, decision: {behavior, message}}}`;
 // empty stdout is no decision; a hook killed at its timeout is no decision either.
+// Network requests (a sandboxed command reaching a host outside Codex's network allowlist)
+// come as this tool too (0.171.0, codex-rs/core/src/tools/approvals.rs): the command that
+// opened the connection (or `network-access <target>` when Codex cannot tie it to one) and the
+// description `network-access <protocol>://<host>:<port>`. People approve that command in that
+// directory, as for any command; the destination is only Codex's description (for a shell
+// command the description is the model's justification), so it is shown, never bound. An
+// allow then lets that command's connection through once: less than running it.
 
 /** What Codex sends the hook (the fields used). */
 export interface CodexPermissionInput {
@@ -56,7 +63,10 @@ export function approvalWaitSeconds(argv: readonly string[]): number {
   return Math.min(MAX_PERMISSION_WAIT_SECONDS, Math.max(MIN_PERMISSION_WAIT_SECONDS, value));
 }
 
-/** The tool whose permission requests go to the team: Codex's shell commands. */
+/**
+ * The tool whose permission requests go to the team: Codex's shell commands, and its network
+ * requests, which Codex 0.171.0 sends under this name (any other name gets no decision).
+ */
 export const PERMISSION_TOOL = 'Bash';
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');

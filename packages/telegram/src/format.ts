@@ -60,6 +60,8 @@ interface ApprovalRequest {
   cwd?: string;
   scriptHash?: string | null;
   because?: string;
+  /** The asking runtime's own words (a Codex network request: `network-access <target>`). */
+  reason?: string;
 }
 
 /** A task waiting in AUTH_REQUIRED for a human's approval of one exact command. */
@@ -70,6 +72,9 @@ export function approvalText(task: Task): string {
     `Command: ${(request.argv ?? []).join(' ')}`,
     `In: ${request.cwd ?? '?'}`,
   ];
+  if (request.reason) {
+    lines.push(`Reason (${task.origin}'s words): ${clip(plainLine(request.reason), 300)}`);
+  }
   if (request.scriptHash) lines.push(`Script sha256: ${request.scriptHash.slice(0, 16)}…`);
   lines.push(
     `From: ${task.origin}; run by ${task.approval?.requestedBy ?? task.targetRuntime ?? '?'}${request.because ? ` (${request.because.replaceAll('_', ' ')})` : ''}`,

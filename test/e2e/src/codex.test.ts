@@ -1,8 +1,18 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, removeDir, runCli, runtimeToken, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import type { CliRun, HubProcess } from '@ctxbus/test-kit';
+import {
+  call,
+  openStream,
+  removeDir,
+  runCli,
+  runtimeToken,
+  spawnCli,
+  startHubProcess,
+  TEST_WAIT_MS,
+  tempDir,
+} from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
   ResponsesRequest,
@@ -19,10 +29,14 @@ import {
 // The real Codex CLI from npm (`codex exec`, non-interactive) with ctxbus installed by the real
 // `ctxbus install codex` (hooks trusted through Codex's app-server, the MCP server through
 // `codex mcp add`), against a real `ctxbus serve`, the model played by a local server speaking
-// the Responses API. Skips, saying why, when the binary is missing, unless
-// CTXBUS_REQUIRE_CODEX=1 (CI), where it fails instead.
+// the Responses API. A task Codex creates with task_create runs on a real `ctxbus worker` holding
+// Codex's token (the repository's capabilities.yaml: Codex runs code natively, so its tasks go
+// to its workers), and Codex reads the result with task_status. Skips, saying why, when the
+// binary is missing, unless CTXBUS_REQUIRE_CODEX=1 (CI), where it fails instead.
 
 const CODEX = resolve(import.meta.dirname, '../node_modules/.bin/codex');
+/** The repository's capabilities.yaml (Codex runs code natively: its tasks go to its workers). */
+const CAPABILITIES = resolve(import.meta.dirname, '../../../capabilities.yaml');
 const required = process.env.CTXBUS_REQUIRE_CODEX === '1';
 const missing = existsSync(CODEX) ? null : `no Codex CLI at ${CODEX}: run pnpm install`;
 const codexIt = missing && !required ? it.skip : it;
@@ -36,6 +50,9 @@ let hub: HubProcess;
 let claudeToken: string;
 let home: string;
 let project: string;
+/** The checkout on the machine of Codex's worker, under its one root. */
+let checkout: string;
+let worker: CliRun | undefined;
 
 /** Codex's and ctxbus's state for this file: all under the temporary HOME. */
 const env = () => ({
@@ -102,12 +119,18 @@ const sentSince = (from: number) =>
 beforeAll(async () => {
   if (missing && !required) return;
   model = await startScriptedResponsesModel((request, index) => reply(request, index));
-  hub = await startHubProcess();
+  hub = await startHubProcess({ args: ['--capabilities', CAPABILITIES] });
   claudeToken = await runtimeToken(hub, 'acme', 'claude-code');
   home = tempDir('ctxbus-e2e-codex-home-');
   project = join(home, 'project');
   mkdirSync(join(home, '.codex'), { recursive: true });
   mkdirSync(project, { recursive: true });
+  checkout = join(home, 'box', 'invoices');
+  mkdirSync(checkout, { recursive: true });
+  writeFileSync(
+    join(checkout, 'report.js'),
+    "console.log('invoice tests passed (marker t45k-ran) in', process.cwd());\n",
+  );
   // The model provider: the scripted server, speaking the Responses API.
   writeFileSync(
     join(home, '.codex', 'config.toml'),
@@ -139,6 +162,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
+  worker?.child.kill('SIGKILL');
   await model?.close();
   await hub?.stop();
   if (home) removeDir(home);
@@ -220,39 +244,118 @@ describe(`Codex with ctxbus installed${because}`, () => {
     );
   });
 
-  codexIt('creates a task through the ctxbus MCP tool task_create', async () => {
-    let offered: string[] = [];
-    reply = (request) => {
-      if (functionOutputs(request).length > 0) return { text: 'Asked the team to run it.' };
-      offered = toolNames(request);
-      return {
-        functionCall: {
-          namespace: 'mcp__ctxbus',
-          name: 'task_create',
-          arguments: {
-            title: 'Run the invoice migration tests (marker t45k)',
-            requiredCapabilities: ['code_execution'],
-            input: { argv: ['npm', 'test'], cwd: '~/projects/invoices' },
+  let taskId = '';
+  codexIt(
+    "creates a task through the ctxbus MCP tool task_create, for Codex's workers",
+    async () => {
+      let offered: string[] = [];
+      reply = (request) => {
+        if (functionOutputs(request).length > 0) return { text: 'Asked the team to run it.' };
+        offered = toolNames(request);
+        return {
+          functionCall: {
+            namespace: 'mcp__ctxbus',
+            name: 'task_create',
+            arguments: {
+              title: 'Run the invoice migration tests (marker t45k)',
+              requiredCapabilities: ['code_execution'],
+              input: { argv: ['node', 'report.js'], cwd: checkout },
+            },
           },
-        },
+        };
       };
-    };
-    const run = await runCodex('Ask a machine that can to run the invoice tests.');
-    expect(run.code, run.stderr).toBe(0);
-    expect(offered, `${offered.join(', ')}\n${run.stderr.slice(-1500)}`).toContain(
-      'mcp__ctxbus/task_create',
-    );
-    expect(
-      functionOutputs(model.requests.at(-1) ?? { input: [] }).join(' '),
-      functionOutputs(model.requests.at(-1) ?? { input: [] }).join(' '),
-    ).toContain('t45k');
-    const tasks = await call(hub.url, 'GET', '/api/tasks', { token: claudeToken });
-    expect(tasks.status).toBe(200);
-    const created = (tasks.body.tasks as { title: string; origin: string }[]).find((task) =>
-      task.title.includes('t45k'),
-    );
-    expect(created?.origin).toBe('codex');
-  });
+      const run = await runCodex('Ask a machine that can to run the invoice tests.');
+      expect(run.code, run.stderr).toBe(0);
+      expect(offered, `${offered.join(', ')}\n${run.stderr.slice(-1500)}`).toContain(
+        'mcp__ctxbus/task_create',
+      );
+      const output = functionOutputs(model.requests.at(-1) ?? { input: [] }).join(' ');
+      expect(output, output).toContain('t45k');
+      const tasks = await call(hub.url, 'GET', '/api/tasks', { token: claudeToken });
+      expect(tasks.status).toBe(200);
+      const created = (
+        tasks.body.tasks as { id: string; title: string; origin: string; targetRuntime: string }[]
+      ).find((task) => task.title.includes('t45k'));
+      expect(created).toMatchObject({ origin: 'codex', targetRuntime: 'codex' });
+      taskId = created?.id ?? '';
+      expect(output).toContain(taskId);
+    },
+  );
+
+  codexIt(
+    "runs the task Codex created on a `ctxbus worker`; Codex's next turn reads the result",
+    async () => {
+      expect(taskId, 'the task_create test ran first').not.toBe('');
+      // The worker machine's own policy: it runs Codex's code_execution tasks, trusts Codex
+      // (standard trust), and allows exactly this command in its one root.
+      const policy = join(home, 'box', 'capabilities.yaml');
+      writeFileSync(
+        policy,
+        [
+          'version: 1',
+          'runtimes:',
+          '  codex:',
+          '    description: Codex on this box',
+          '    capabilities:',
+          '      code_execution: { mode: native }',
+          'remote_execution:',
+          '  allow: ["node report.js"]',
+          `  workdir: ${checkout}`,
+        ].join('\n'),
+      );
+      const stream = openStream(hub.url, claudeToken, { query: 'tags=task' });
+      await stream.ready;
+      // The token `ctxbus install codex` saved for acme/codex: the worker takes codex's tasks.
+      worker = spawnCli(
+        ['worker', '--url', hub.url, '--runtime', 'codex', '--capabilities', policy, '--id', 'box'],
+        { env: env(), timeoutMs: 600_000 },
+      );
+      const ended = stream.waitFor(
+        () =>
+          stream
+            .items()
+            .some(
+              (event) =>
+                event.item.scopeKey === `task:${taskId}` &&
+                ['COMPLETED', 'FAILED'].includes(event.item.runtimeOptions.task.state),
+            ),
+        TEST_WAIT_MS,
+      );
+      const died = worker.done.then(({ code, stderr }) => {
+        throw new Error(`ctxbus worker exited (${code}) before the task ended: ${stderr}`);
+      });
+      await Promise.race([ended, died]);
+      stream.close();
+      const read = await call(hub.url, 'GET', `/api/tasks/${taskId}`, { token: claudeToken });
+      expect(read.body.task, JSON.stringify(read.body.task)).toMatchObject({
+        state: 'COMPLETED',
+        lease: null,
+        result: { argv: ['node', 'report.js'], exitCode: 0 },
+      });
+      expect(read.body.task.result.stdout).toBe(
+        `invoice tests passed (marker t45k-ran) in ${checkout}\n`,
+      );
+
+      // Codex's next turn: the model asks task_status, and reads the worker's output (an ended
+      // task leaves the injected context's active tasks: the tool is how an agent follows it).
+      reply = (request) => {
+        if (functionOutputs(request).length > 0) return { text: 'The invoice tests passed.' };
+        return {
+          functionCall: {
+            namespace: 'mcp__ctxbus',
+            name: 'task_status',
+            arguments: { taskId },
+          },
+        };
+      };
+      const run = await runCodex('Did the invoice tests pass?');
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain('The invoice tests passed.');
+      const status = functionOutputs(model.requests.at(-1) ?? { input: [] }).join(' ');
+      expect(status, status).toContain('COMPLETED');
+      expect(status).toContain('t45k-ran');
+    },
+  );
 
   codexIt(
     "gives Codex's first turn after `ctxbus handoff switch --to codex` the resume note",

@@ -76,10 +76,17 @@ interface ApprovalRequestView {
   cwd?: string;
   scriptHash?: string | null;
   because?: string;
+  /** The asking runtime's own words (a Codex network request: `network-access <target>`). */
+  reason?: string;
   digest?: string;
 }
 
-/** What a person is asked to approve: every detail the digest covers, then the digest. */
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500);
+
+/**
+ * What a person is asked to approve: every detail the digest covers, the asking runtime's
+ * reason when it gave one (shown as its words: the digest does not cover it), then the digest.
+ */
 export function confirmationText(task: Task, digest: string): string {
   const approval = task.approval;
   const request = (approval?.request ?? {}) as ApprovalRequestView;
@@ -88,6 +95,11 @@ export function confirmationText(task: Task, digest: string): string {
     `  asked by:   ${task.origin}; run by ${approval?.requestedBy ?? '?'}${request.because ? ` (${request.because})` : ''}`,
     `  command:    ${JSON.stringify(request.argv ?? [])}`,
     `  in:         ${request.cwd ?? '?'}`,
+    ...(request.reason
+      ? [
+          `  reason:     ${JSON.stringify(oneLine(request.reason))} (${task.origin}'s words, not in the digest)`,
+        ]
+      : []),
     `  script:     ${request.scriptHash ? `sha256 ${request.scriptHash}` : 'none'}`,
     `  answer by:  ${approval?.expiresAt ?? '?'}`,
     `  digest:     ${digest}`,

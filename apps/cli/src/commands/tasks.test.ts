@@ -1,0 +1,44 @@
+import type { Task } from '@ctxbus/core/contract';
+import { describe, expect, it } from 'vitest';
+import { confirmationText } from './tasks.js';
+
+// What `ctxbus approve` asks a person at the terminal: the command, its directory and the
+// digest, and the asking runtime's reason as its words (the digest does not cover it).
+
+function waiting(request: Record<string, unknown>): Task {
+  return {
+    id: 'task_019a0000-0000-7000-8000-000000000001',
+    title: 'codex asks to run: curl -sS http://blocked-host.example/',
+    origin: 'codex',
+    approval: {
+      status: 'pending',
+      request: {
+        argv: ['curl -sS http://blocked-host.example/'],
+        cwd: '/home/dev/app',
+        ...request,
+      },
+      requestedBy: 'codex',
+      expiresAt: '2026-11-29T10:00:00.000Z',
+    },
+  } as unknown as Task;
+}
+
+describe('the approval a person confirms at the terminal', () => {
+  it("shows a runtime's reason as its words, on one escaped line", () => {
+    const text = confirmationText(
+      waiting({ reason: 'network-access http://blocked-host.example:80\n\u001b[2J' }),
+      'ab'.repeat(32),
+    );
+    expect(text).toContain('  command:    ["curl -sS http://blocked-host.example/"]');
+    expect(text).toContain(
+      `  reason:     "network-access http://blocked-host.example:80 \\u001b[2J" (codex's words, not in the digest)`,
+    );
+    expect(text).not.toContain('\u001b');
+  });
+
+  it('has no reason line when the runtime gave none (a worker asks with its script hash)', () => {
+    const text = confirmationText(waiting({ scriptHash: 'f'.repeat(64) }), 'cd'.repeat(32));
+    expect(text).not.toContain('reason:');
+    expect(text).toContain(`  script:     sha256 ${'f'.repeat(64)}`);
+  });
+});

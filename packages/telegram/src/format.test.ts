@@ -1,0 +1,42 @@
+import type { Task } from '@ctxbus/core';
+import { describe, expect, it } from 'vitest';
+import { approvalText } from './format.js';
+
+// The approval message a person answers in Telegram: the command and directory it binds, and
+// the asking runtime's reason as its words (a Codex network request names its destination).
+
+function waiting(request: Record<string, unknown>): Task {
+  return {
+    id: 'task_019a0000-0000-7000-8000-000000000002',
+    title: 'codex asks to run: curl -sS http://blocked-host.example/',
+    origin: 'codex',
+    targetRuntime: 'codex',
+    approval: {
+      status: 'pending',
+      request: {
+        argv: ['curl -sS http://blocked-host.example/'],
+        cwd: '/home/dev/app',
+        ...request,
+      },
+      requestedBy: 'codex',
+      expiresAt: '2026-11-29T10:00:00.000Z',
+    },
+  } as unknown as Task;
+}
+
+describe('the approval message', () => {
+  it("shows a runtime's reason as its words, on one line", () => {
+    const text = approvalText(
+      waiting({
+        because: 'permission_request',
+        reason: 'network-access\nhttp://blocked-host.example:80',
+      }),
+    );
+    expect(text).toContain('Command: curl -sS http://blocked-host.example/');
+    expect(text).toContain("Reason (codex's words): network-access http://blocked-host.example:80");
+  });
+
+  it('has no reason line when the runtime gave none', () => {
+    expect(approvalText(waiting({}))).not.toContain('Reason');
+  });
+});
