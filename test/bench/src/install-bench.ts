@@ -24,6 +24,7 @@ import {
   createJourneyMachine,
   journeyLine,
   runDecisionJourney,
+  stepsLine,
 } from '@ctxbus/test-kit/packed-journey';
 import { contentText } from '@ctxbus/test-kit/scripted-openai-model';
 import type { Row } from './stats.ts';
@@ -183,6 +184,7 @@ async function journeyRows(tarball: string, prefix: string, log: (line: string) 
       throw new Error("the decision Claude Code stated is not in OpenClaw's model request");
     }
     log(`install: ${journeyLine(journey.times)}`);
+    log(`install: ctxbus connect, step by step: ${stepsLine(journey.connect)}`);
     const { times } = journey;
     return [
       row(

@@ -11,6 +11,7 @@ import {
   createJourneyMachine,
   journeyLine,
   runDecisionJourney,
+  stepsLine,
 } from '@ctxbus/test-kit/packed-journey';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { BIN_DIR, connectIt, removeDir, tempDir, useConnectMachine } from './connect-world.js';
@@ -59,6 +60,7 @@ describe('from the packed tarball on a clean HOME', () => {
       const installedEarlier = installing !== undefined;
       const journey = await runDecisionJourney(on, prefix, () => install(on.home));
       console.log(journeyLine(journey.times, installedEarlier ? ' (done earlier, not timed)' : ''));
+      console.log(`ctxbus connect, step by step: ${stepsLine(journey.connect)}`);
       expect(journey.connect.stdout).toContain('connected Claude Code');
       expect(journey.connect.stdout).toContain('connected OpenClaw');
       const sent = journey.seenRequest;

@@ -13,7 +13,7 @@ import { delimiter, dirname, join } from 'node:path';
 import type { OpenClawAgentRun, OpenClawHome } from './openclaw-home.ts';
 import { createOpenClawHome } from './openclaw-home.ts';
 import type { CommandResult, InstalledHub } from './packed-cli.ts';
-import { installedBin, personNpmEnv, runProgram, startInstalledHub } from './packed-cli.ts';
+import { installedBin, personNpmEnv, startInstalledHub } from './packed-cli.ts';
 import type { ScriptedModel } from './scripted-model.ts';
 import { startScriptedModel } from './scripted-model.ts';
 import type { ChatCompletionsRequest, ScriptedOpenAiModel } from './scripted-openai-model.ts';
@@ -116,20 +116,64 @@ function claudeTurn(machine: JourneyMachine, prompt: string): Promise<ClaudeTurn
   });
 }
 
+/** A command's result, with when each line of its stderr came (seconds after its start). */
+export interface TimedResult extends CommandResult {
+  stderrLines: { line: string; seconds: number }[];
+  seconds: number;
+}
+
 /**
  * `ctxbus <args>` from the installed package on the machine's HOME, with only the machine's
- * environment: under vitest (NODE_ENV=test) OpenClaw takes itself for a test and prints nothing.
+ * environment (under vitest, NODE_ENV=test, OpenClaw takes itself for a test and prints
+ * nothing); each stderr line timed (connect prints its slow steps there as they start).
  */
 export function installedCtxbus(
   machine: JourneyMachine,
   prefix: string,
   args: string[],
-): Promise<CommandResult> {
-  return runProgram(process.execPath, [installedBin(prefix), ...args], {
-    env: { ...personNpmEnv(), ...machine.openclaw.env, PATH: machine.path },
-    cwd: machine.home,
-    timeoutMs: 600_000,
+): Promise<TimedResult> {
+  const start = performance.now();
+  const since = () => (performance.now() - start) / 1000;
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [installedBin(prefix), ...args], {
+      env: { ...personNpmEnv(), ...machine.openclaw.env, PATH: machine.path },
+      cwd: machine.home,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    const stderrLines: TimedResult['stderrLines'] = [];
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      const seconds = since();
+      stderr += chunk.toString();
+      const lines = stderr.split('\n').slice(0, -1);
+      for (const line of lines.slice(stderrLines.length)) stderrLines.push({ line, seconds });
+    });
+    // A guard against a hung process, not a speed bound.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`ctxbus ${args.join(' ')} hung for 600 s; stderr: ${stderr}`));
+    }, 600_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code: code ?? -1, stdout, stderr, stderrLines, seconds: since() });
+    });
   });
+}
+
+/** connect's slow steps (its `ctxbus: ...` stderr lines), each with the seconds it took. */
+export function stepsLine(result: TimedResult): string {
+  const steps = result.stderrLines.filter((entry) => entry.line.startsWith('ctxbus: '));
+  const first = steps[0]?.seconds ?? result.seconds;
+  const timed = steps.map((step, at) => {
+    const end = steps[at + 1]?.seconds ?? result.seconds;
+    return `${step.line.slice('ctxbus: '.length)} ${(end - step.seconds).toFixed(1)} s`;
+  });
+  return [`start, hub check and detection ${first.toFixed(1)} s`, ...timed].join('; ');
 }
 
 /** Seconds since the tarball was present, at the end of each step. */
@@ -148,7 +192,7 @@ export interface DecisionJourney {
   /** The decision Claude Code's reply stated. */
   decision: string;
   times: JourneyTimes;
-  connect: CommandResult;
+  connect: TimedResult;
   claude: ClaudeTurn;
   openclaw: OpenClawAgentRun;
   /** OpenClaw's first model request of its turn: where the decision must be. */
