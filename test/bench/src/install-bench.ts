@@ -2,12 +2,16 @@
 // tarball, installs it once to warm npm's cache, then times an install into another empty
 // prefix on a clean HOME; measures the installed size (du), `ctxbus --version` and the time from
 // `ctxbus serve` to its first answered /health, and the CPU time and peak memory of
-// `ctxbus --help` and `ctxbus write` (issue 26: each command loads only what it runs).
+// `ctxbus --help` and `ctxbus write` (issue 26: each command loads only what it runs). Last,
+// the whole way from the tarball to a decision shared across runtimes (test-kit's
+// packed-journey.ts): a fresh install, serve, connect, a Claude Code turn stating a decision,
+// and the seconds until OpenClaw's next model request carries it (target <= 60 s).
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
+import { openClawUnavailable } from '@ctxbus/test-kit/openclaw-home';
 import {
   cleanHomeEnv,
   diskUsage,
@@ -16,6 +20,13 @@ import {
   packTarball,
   startInstalledHub,
 } from '@ctxbus/test-kit/packed-cli';
+import {
+  createJourneyMachine,
+  journeyLine,
+  runDecisionJourney,
+  stepsLine,
+} from '@ctxbus/test-kit/packed-journey';
+import { contentText } from '@ctxbus/test-kit/scripted-openai-model';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
@@ -25,6 +36,9 @@ const TARGET_VERSION_MS = 300;
 const TARGET_HEALTH_MS = 1_000;
 const TARGET_COMMAND_CPU_MS = 150;
 const TARGET_COMMAND_RSS_MB = 60;
+const TARGET_JOURNEY_S = 60;
+/** The real runtimes the journey connects (this package's devDependencies). */
+const BIN_DIR = resolve(import.meta.dirname, '../node_modules/.bin');
 
 const mb = (bytes: number) => bytes / 1024 / 1024;
 
@@ -151,6 +165,48 @@ function costRows(command: string, cost: { cpuMs: number; rssMb: number }): Row[
   ];
 }
 
+/**
+ * Tarball present -> OpenClaw's model request carrying the decision Claude Code stated: an
+ * install into an empty prefix (npm's cache warm), serve, connect, one turn of each runtime.
+ */
+async function journeyRows(tarball: string, prefix: string, log: (line: string) => void) {
+  const unavailable = openClawUnavailable(join(BIN_DIR, 'openclaw'));
+  const metric = 'tarball -> decision in the other runtime (install, serve, connect, 2 turns)';
+  if (unavailable) return [row(metric, `skipped: ${unavailable}`)];
+  log('install: tarball -> serve -> connect -> Claude Code decides -> OpenClaw sees it');
+  const machine = await createJourneyMachine(BIN_DIR);
+  try {
+    const journey = await runDecisionJourney(machine, prefix, () =>
+      installTarball(tarball, prefix, machine.home),
+    );
+    const sent = journey.seenRequest?.messages.map((message) => contentText(message.content));
+    if (!sent?.join('\n').includes(journey.decision)) {
+      throw new Error("the decision Claude Code stated is not in OpenClaw's model request");
+    }
+    log(`install: ${journeyLine(journey.times)}`);
+    log(`install: ctxbus connect, step by step: ${stepsLine(journey.connect)}`);
+    const { times } = journey;
+    return [
+      row(
+        metric,
+        `${times.seen.toFixed(1)} s`,
+        `<= ${TARGET_JOURNEY_S} s`,
+        times.seen <= TARGET_JOURNEY_S,
+      ),
+      row(
+        'journey step: ctxbus connect (Claude Code, OpenClaw, Codex)',
+        `${(times.connected - times.serving).toFixed(1)} s`,
+      ),
+      row(
+        'journey step: OpenClaw start -> its model request',
+        `${(times.seen - times.decided).toFixed(1)} s`,
+      ),
+    ];
+  } finally {
+    await machine.close();
+  }
+}
+
 export async function benchInstall(quick: boolean, log: (line: string) => void): Promise<Row[]> {
   const root = tempDir('ctxbus-bench-install-');
   try {
@@ -172,6 +228,7 @@ export async function benchInstall(quick: boolean, log: (line: string) => void):
     log('install: ctxbus --help and ctxbus write, CPU and memory');
     const help = commandCost(prefix, home, ['--help'], quick ? 5 : 20);
     const write = await writeCost(prefix, join(root, 'home-write'), quick ? 5 : 20);
+    const journey = await journeyRows(tarball, join(root, 'prefix-journey'), log);
     return [
       row('tarball size', `${mb(statSync(tarball).size).toFixed(1)} MB`),
       row(
@@ -200,6 +257,7 @@ export async function benchInstall(quick: boolean, log: (line: string) => void):
       ),
       ...costRows('ctxbus --help', help),
       ...costRows('ctxbus write', write),
+      ...journey,
     ];
   } finally {
     removeDir(root);

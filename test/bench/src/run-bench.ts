@@ -119,7 +119,9 @@ if (flags.help) {
   install   the published package (./dev pack): tarball size; installed into an empty prefix
             on a clean HOME with a warm npm cache: size (du, target <= 40 MB) and seconds
             (target <= 20 s); ctxbus --version p50 (target <= 300 ms); serve -> first /health
-            (target <= 1,000 ms)
+            (target <= 1,000 ms); tarball present -> a decision stated in the real Claude Code
+            in the real OpenClaw's next model request, through a fresh install, serve and
+            connect on a clean HOME (target <= 60 s)
   analytics context analytics' cost on the hot path: the shared bundle with its injections
             recorded against the same bundle as a preview (not recorded), alternated in one
             run at 20k items: p50 each and their ratio (target <= 1.10); GET /api/analytics p50;

@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
 import { CLI, removeDir, startHubProcess, tempDir } from '@ctxbus/test-kit';
 import type { CommandResult } from '@ctxbus/test-kit/packed-cli';
-import { runProgram } from '@ctxbus/test-kit/packed-cli';
+import { personNpmEnv, runProgram } from '@ctxbus/test-kit/packed-cli';
 import { afterAll, beforeAll, it } from 'vitest';
 import type { OpenClawHome } from './openclaw-harness.js';
 import { createOpenClawHome, openClawUnavailable } from './openclaw-harness.js';
@@ -49,24 +48,6 @@ export async function closedPort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 9;
 }
 
-/**
- * What OpenClaw's own `npm install` of a plugin package needs from the person running the tests
- * once HOME is elsewhere: their npm configuration (registry, audit, CA) and TLS and proxy
- * variables, as a person's own HOME would give it.
- */
-function npmEnvironment(): NodeJS.ProcessEnv {
-  const get = (key: string) =>
-    execFileSync('npm', ['config', 'get', key], { encoding: 'utf8' }).trim();
-  const passed = Object.entries(process.env).filter(([key]) =>
-    /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(https?|no)_proxy)$/i.test(key),
-  );
-  return {
-    ...Object.fromEntries(passed),
-    npm_config_userconfig: get('userconfig'),
-    npm_config_globalconfig: get('globalconfig'),
-  };
-}
-
 export function useConnectMachine(): ConnectMachine {
   const machine = {} as ConnectMachine;
   beforeAll(async () => {
@@ -96,7 +77,8 @@ export function useConnectMachine(): ConnectMachine {
     ];
     machine.snapshot = () =>
       Object.fromEntries(machine.files.map((file) => [file, readFileSync(file)]));
-    const npm = npmEnvironment();
+    // OpenClaw's own npm (installing a plugin package) with the person's npm settings and cache.
+    const npm = personNpmEnv();
     machine.path = [BIN_DIR, dirname(process.execPath), '/usr/bin', '/bin'].join(delimiter);
     machine.ctxbus = (args, env = {}, cli = CLI) =>
       runProgram(process.execPath, [cli, ...args], {

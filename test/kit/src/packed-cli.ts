@@ -70,6 +70,24 @@ function npmEnv(home?: string): NodeJS.ProcessEnv {
   return home ? { ...env, HOME: home } : env;
 }
 
+/**
+ * What a program that runs npm itself (OpenClaw installing a plugin package) needs from the
+ * person running this once HOME is elsewhere: their npm cache and configuration (registry, CA),
+ * and the TLS and proxy variables, as their own HOME would give it.
+ */
+export function personNpmEnv(): NodeJS.ProcessEnv {
+  settings ??= npmSettings();
+  const passed = Object.entries(process.env).filter(([key]) =>
+    /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(https?|no)_proxy)$/i.test(key),
+  );
+  return {
+    ...Object.fromEntries(passed),
+    npm_config_cache: settings.cache,
+    npm_config_userconfig: settings.userconfig,
+    npm_config_globalconfig: settings.globalconfig,
+  };
+}
+
 /** `npm install --prefix <prefix> <tarball>` with HOME=<home>; rejects with npm's output. */
 export async function installTarball(tarball: string, prefix: string, home: string) {
   settings ??= npmSettings();
