@@ -51,7 +51,8 @@ if (flags.help) {
 
   ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install,analytics] [--json]
 
-  writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500)
+  writes    write latency p50/p99 (1 client), throughput (16 clients, single items; batches of 500),
+            100,000-character items built to slow tokenizing and secret scanning, vs prose
   delivery  write -> SSE delivery latency p50/p99 with 1 and 100 subscribers
   scale     shared bundle and search latency, and hub RSS, at 10k and 100k items
   hooks     Claude Code hook latency (SessionStart, UserPromptSubmit) and tokens injected
@@ -218,6 +219,46 @@ async function benchWrites(hub: HubProcess, token: string) {
   });
   row('writes', 'throughput, 1 client, batches of 500', perSecond(batches * 500, batchedMs));
   row('writes', 'batch of 500 latency p50', ms(percentile(batchLatencies, 50)));
+  await benchHostileWrites(hub, token);
+}
+
+/**
+ * Items of 100,000 characters built to make tokenizing and secret scanning slow (one unbroken
+ * run of a letter, of CJK, of `a-`/`a.`/`eyJ-` word boundaries): each write beside plain prose
+ * of the same length. Quadratic work here held the hub's event loop for seconds per item.
+ */
+async function benchHostileWrites(hub: HubProcess, token: string) {
+  const length = 100_000;
+  const cjk = Array.from({ length }, (_, index) =>
+    String.fromCodePoint(0x4e00 + ((index * 7919) % 20_000)),
+  ).join('');
+  const contents: Record<string, string> = {
+    'prose (baseline)': 'We keep the invoices in Postgres. '.repeat(length / 34).slice(0, length),
+    'one letter': 'q'.repeat(length),
+    CJK: cjk,
+    'a-a-a-': 'a-'.repeat(length / 2),
+    'a.a.a.': 'a.'.repeat(length / 2),
+    'eyJ-eyJ-': 'eyJ-'.repeat(length / 4),
+  };
+  const times: Record<string, number> = {};
+  for (const [name, content] of Object.entries(contents)) {
+    times[name] = await timed(() => post(hub, token, { type: 'discovery', title: name, content }));
+  }
+  const baseline = times['prose (baseline)'] ?? 1;
+  for (const [name, time] of Object.entries(times)) {
+    if (name === 'prose (baseline)') {
+      row('writes', 'one 100,000-character item, prose', ms(time));
+      continue;
+    }
+    const ratio = time / baseline;
+    row(
+      'writes',
+      `one 100,000-character item, ${name} (vs prose)`,
+      `${ms(time)} (${ratio.toFixed(1)}x)`,
+      '<= 20x',
+      ratio <= 20,
+    );
+  }
 }
 
 async function benchDelivery(hub: HubProcess, token: string, subscribers: number) {

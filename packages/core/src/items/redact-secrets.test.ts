@@ -53,6 +53,32 @@ describe('redactSecrets', () => {
     expect(result.redactions).toEqual([{ field: 'x', kind: 'bearer-token', count: 2 }]);
   });
 
+  it('finds secrets where its linear-time patterns start', () => {
+    const redacted = (text: string) => redactSecrets(text, 'content').text;
+    // An assignment is found from its key word on; the rest of the name stays.
+    expect(redacted('my_service_api_key = "s3cr3tv4lue99"')).toBe(
+      'my_service_api_key = "[REDACTED:secret-assignment]"',
+    );
+    expect(redacted('DB_PASSWORD: hunter2hunter2')).toBe(
+      'DB_PASSWORD: [REDACTED:secret-assignment]',
+    );
+    // URL schemes of up to 32 characters; longer ones are not schemes.
+    expect(redacted('mongodb+srv://app:pa55word@db.example')).toBe(
+      'mongodb+srv://app:[REDACTED:url-password]@db.example',
+    );
+    expect(redacted(`${'s'.repeat(40)}://app:pa55word@db.example`)).toContain('pa55word');
+    // A JWT where a run of token characters starts: after a space, a dot, a quote, `=`.
+    const jwt =
+      'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+    for (const before of [' ', '.', '"', '=', ':']) {
+      expect(redacted(`x${before}${jwt}`)).toBe(`x${before}[REDACTED:jwt]`);
+    }
+    // Text built to make a pattern start at every word boundary of a long run: nothing found.
+    for (const run of ['a-'.repeat(20_000), 'a.'.repeat(20_000), 'eyJ-'.repeat(10_000)]) {
+      expect(redactSecrets(run, 'content')).toEqual({ text: run, redactions: [] });
+    }
+  });
+
   it('leaves ordinary prose alone', () => {
     const prose =
       'We decided to use SQLite with WAL mode. The token budget is 4000 tokens; password rules are documented. See https://example.com/docs.';

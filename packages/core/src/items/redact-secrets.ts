@@ -8,6 +8,10 @@ interface SecretPattern {
 }
 
 // Ordered: specific formats first, so a key is named for what it is, then generic shapes.
+// Each runs in time linear in the text: a pattern that can start at every word boundary of a
+// long run (`a.a.a.…`, `a-a-a-…`, `eyJ-eyJ-…`) reads at most a bounded stretch from each start
+// before it fails, or has no such run to read (an unbounded one made one 100,000-character item
+// cost the hub tens of seconds).
 const PATTERNS: readonly SecretPattern[] = [
   {
     kind: 'private-key',
@@ -35,19 +39,24 @@ const PATTERNS: readonly SecretPattern[] = [
   { kind: 'ctxbus-token', pattern: /\bcbx_[A-Za-z0-9_-]{20,}/g, group: 0 },
   {
     kind: 'jwt',
-    pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
+    // Starts where a run of token characters starts (not after a `-` either: `eyJ-eyJ-…` would
+    // be a start every four characters, each reading the whole run).
+    pattern: /(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
     group: 0,
   },
   { kind: 'bearer-token', pattern: /\b(Bearer\s+)([A-Za-z0-9._~+/-]{16,}=*)/gi, group: 2 },
   {
     kind: 'url-password',
-    pattern: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)([^\s@/]{3,})(@)/gi,
+    // A URL scheme is short (postgresql, mongodb+srv, git+ssh).
+    pattern: /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/@]+:)([^\s@/]{3,})(@)/gi,
     group: 2,
   },
   {
     kind: 'secret-assignment',
     pattern:
-      /\b((?:[A-Za-z0-9_-]*(?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|client[_-]?secret))["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
+      // From the key word on (`my_api_key = …` matches at `api_key`): the rest of the name stays
+      // as it is, outside the match.
+      /((?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
     group: 2,
   },
 ];
