@@ -30,6 +30,8 @@ import { functionOutputs, startScriptedResponsesModel } from './scripted-respons
 // /tmp, so Codex's home is under node_modules/.cache.
 
 const CODEX = resolve(import.meta.dirname, '../node_modules/.bin/codex');
+/** Whether /tmp/.git was there before this file ran (see the sandbox settings below). */
+const TMP_GIT_BEFORE = existsSync('/tmp/.git');
 const missing = existsSync(CODEX) ? null : `no Codex CLI at ${CODEX}: run pnpm install`;
 const noNamespace =
   process.getuid?.() === 0 && existsSync('/usr/bin/unshare')
@@ -103,6 +105,11 @@ beforeAll(async () => {
       '',
       '[sandbox_workspace_write]',
       'network_access = true',
+      // Codex makes /tmp and $TMPDIR writable in its sandbox by default and creates a `.git`
+      // in each writable root to mount read-only: a /tmp/.git would make every temporary
+      // directory of the machine part of a git work tree (other tests then failed).
+      'exclude_slash_tmp = true',
+      'exclude_tmpdir_env_var = true',
       '',
     ].join('\n'),
   );
@@ -206,4 +213,8 @@ describe(`Codex's network requests answered by the team's people${because}`, () 
       expect(server.requests.slice(asked)).toEqual([]);
     },
   );
+
+  netIt("leaves the machine's /tmp out of any git work tree", () => {
+    expect(existsSync('/tmp/.git')).toBe(TMP_GIT_BEFORE);
+  });
 });
