@@ -55,7 +55,8 @@ const session = { agentId: 'main', sessionKey: 'agent:main:main' };
 
 async function started(system: OpenClawSystemRuntime) {
   const host = plugin({ livePush: true }, system);
-  await host.promptBuild(session);
+  const first = await host.promptBuild(session, 'Question 1', []);
+  const written = host.writeMessage({ role: 'user', content: 'Question 1' }, session);
   const service = host.services.find((entry) => entry.id === LIVE_SERVICE_ID);
   if (!service) throw new Error('no live push service');
   await service.start();
@@ -63,7 +64,9 @@ async function started(system: OpenClawSystemRuntime) {
     () => host.logs.some((line) => line.message.endsWith(LIVE_READY_LINE)),
     'the live push on the stream',
   );
-  return { host, service };
+  // The session's history after its first turn, as OpenClaw keeps it.
+  const history = [written, { role: 'assistant', content: 'Noted.' }];
+  return { host, service, first, history };
 }
 
 describe('the live push service', () => {
@@ -151,6 +154,21 @@ describe('the live push service', () => {
       'once',
       'twice',
     ]);
+  });
+
+  it("leaves a pushed item out of that session's next turn context, not another session's", async () => {
+    const recorder = systemRecorder();
+    const { host, service, history } = await started(recorder.system);
+    await claude.write({ type: 'alert', urgency: 'blocking', title: 'Pushed freeze 3f1d' });
+    await waitUntil(() => recorder.queued.length === 1, 'the push');
+    await service.stop?.();
+    // The session's next turn gets what changed since its first, less what was pushed.
+    await claude.write({ type: 'alert', urgency: 'blocking', title: 'After the push 8c0e' });
+    const pushed = await host.promptBuild(session, 'Question 2', history);
+    expect(pushed?.prependContext).toContain('After the push 8c0e');
+    expect(pushed?.prependContext).not.toContain('Pushed freeze 3f1d');
+    const other = await host.promptBuild({ agentId: 'main', sessionKey: 'agent:main:other' });
+    expect(other?.prependContext).toContain('Pushed freeze 3f1d');
   });
 
   it('fails open: a refused event is logged, the next one still goes out', async () => {

@@ -19,7 +19,8 @@ export function recordSessionTurn(
   session: { sessionKey: string | undefined; agentId: string },
   now: Date,
 ): void {
-  if (!session.sessionKey) return;
+  // An isolated heartbeat session (`<key>:heartbeat`) is the push's own turn, not a session.
+  if (!session.sessionKey || session.sessionKey.endsWith(':heartbeat')) return;
   try {
     const state = readLiveState(stateDir);
     const { sessionKey, agentId } = session;
