@@ -11,7 +11,8 @@ import { contentText, requestText } from './scripted-openai-model.js';
 // Claude Code reaches no model request while the push is off; `ctxbus install openclaw --live`
 // changes the plugin's config, the gateway reloads the plugin by itself, and the next blocking
 // item reaches OpenClaw's model in a turn nobody sent a message for. Then a gateway restart:
-// the push still knows the session. Each gateway turn costs ~30 s of CPU, so there are few.
+// the push still knows the session; and installing without --live turns it off again. Each
+// gateway turn costs ~30 s of CPU, so there are few.
 
 const world = useOpenClawInstalled();
 const SESSION_KEY = 'agent:main:main';
@@ -122,8 +123,11 @@ describe(`OpenClaw live push through the real gateway${because}`, () => {
       expect(world.model.requests.length).toBe(afterTurn);
 
       const title = 'Live alert 9e4b: the payments API is down, do not deploy';
+      const writtenAt = performance.now();
       await write(title);
       const pushed = await requestWith(title, afterTurn);
+      // A measurement, not a bound (250 ms polling): write -> the model request of the push.
+      console.log(`pushed (live after reload): ${Math.round(performance.now() - writtenAt)} ms`);
       // The first request after the user's turn is the pushed one: no message was sent for it.
       expect(pushed).toBe(afterTurn);
       expectPushed(world.model.requests[pushed], 'claude-code', title);
@@ -138,10 +142,24 @@ describe(`OpenClaw live push through the real gateway${because}`, () => {
       await gateway.waitForOutput(/live on the hub's stream/, 'the live push service to start');
       const before = world.model.requests.length;
       const title = 'After-restart alert 2d7f: rotate the API keys';
+      const writtenAt = performance.now();
       await write(title);
       const pushed = await requestWith(title, before);
+      console.log(`pushed (after restart): ${Math.round(performance.now() - writtenAt)} ms`);
       expect(pushed).toBe(before);
       expectPushed(world.model.requests[pushed], 'claude-code', title);
     },
   );
+
+  openClawIt('installing again without --live turns the push off in the config', async () => {
+    const entry = () =>
+      (world.openclaw.readConfig() as { plugins: { entries: { ctxbus: { config: object } } } })
+        .plugins.entries.ctxbus.config;
+    expect(entry()).toMatchObject({ livePush: true });
+    const off = await world.install();
+    expect(off.code, off.stdout + off.stderr).toBe(0);
+    expect(off.stdout).toContain('live push off');
+    expect(entry()).not.toHaveProperty('livePush');
+    expect(entry()).toMatchObject({ url: world.hub.url, token: world.clawToken });
+  });
 });
