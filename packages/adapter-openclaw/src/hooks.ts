@@ -5,6 +5,7 @@ import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
 import type { TokenCounter } from '@ctxbus/core/light';
 import { extractDecisions, stableId } from '@ctxbus/core/light';
 import { agentStateFile } from './agent-state.js';
+import { readLiveState } from './live-state.js';
 import type {
   AfterToolCallEvent,
   AgentEndEvent,
@@ -168,6 +169,8 @@ export function agentSession(
   const { client, config, logger } = deps;
   const settings = agentSettings(config, agentId);
   const { workspaceDir } = turn;
+  // What the live push already queued into this session is not news to it either.
+  const pushed = new Set(readLiveState(config.stateDir).delivered[turn.sessionId ?? ''] ?? []);
   return openSession<ContextItem>({
     hub: client ? sessionHub(client, config, settings) : null,
     stateDir: config.stateDir,
@@ -192,7 +195,9 @@ export function agentSession(
         : item.source.runtime,
       text: updateLine(item).slice(2),
     }),
-    own: (item) => item.source.runtime === 'openclaw' && item.source.agentId === agentId,
+    own: (item) =>
+      (item.source.runtime === 'openclaw' && item.source.agentId === agentId) ||
+      pushed.has(item.id),
     decision: (decision) => decisionItem(deps, agentId, turn.sessionId, decision),
     // The first turn after a model switch starts with whose work it continues (seed 003).
     checkpoint: 'resume',

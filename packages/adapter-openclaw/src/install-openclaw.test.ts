@@ -35,7 +35,7 @@ describe('planInstall', () => {
           ctxbus: {
             enabled: true,
             hooks: { allowConversationAccess: true },
-            config: { url: 'http://127.0.0.1:4100', token: 'tok-1' },
+            config: { url: 'http://127.0.0.1:4100', token: 'tok-1', livePush: null },
           },
         },
       },
@@ -64,8 +64,20 @@ describe('planInstall', () => {
     expect(plan.linkPlugin).toBe(false);
     const entry = (plan.patch as { plugins: { entries: { ctxbus: { config: object } } } }).plugins
       .entries.ctxbus;
-    expect(entry.config).toEqual({ url: 'http://127.0.0.1:4100', token: 'tok-2' });
+    expect(entry.config).toEqual({ url: 'http://127.0.0.1:4100', token: 'tok-2', livePush: null });
     expect(entry.config).not.toHaveProperty('tokenBudget'); // merged by OpenClaw, not replaced
+  });
+
+  it('--live turns the live push on; installing without it turns it off again', () => {
+    const on = planInstall(installed(), { ...settings, live: true });
+    const config = (patch: unknown) =>
+      (patch as { plugins: { entries: { ctxbus: { config: object } } } }).plugins.entries.ctxbus
+        .config;
+    expect(config(on.patch)).toMatchObject({ livePush: true });
+    const live = installed();
+    Object.assign(config(live), { livePush: true });
+    expect(planInstall(live, { ...settings, live: true }).patch).toBeNull();
+    expect(config(planInstall(live, settings).patch)).toMatchObject({ livePush: null });
   });
 
   it('re-enables a plugin the user disabled', () => {

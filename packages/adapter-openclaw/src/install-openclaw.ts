@@ -171,6 +171,8 @@ export interface OpenClawInstallSettings {
   plugin?: OpenClawPluginSource;
   /** The ctxbus plugin OpenClaw already has (installedPlugin), for a package source. */
   installed?: InstalledPlugin | null;
+  /** Live push on (`--live`); without it an earlier install's live push is turned off. */
+  live?: boolean;
 }
 
 /** The plugin source of install and uninstall options: `plugin`, else `pluginDir` linked. */
@@ -214,7 +216,12 @@ export function planInstall(config: JsonObject, settings: OpenClawInstallSetting
         [PLUGIN_ID]: {
           enabled: true,
           hooks: { allowConversationAccess: true },
-          config: { url: settings.url, token: settings.token },
+          // livePush null: a merge patch removes it (install without --live turns it off).
+          config: {
+            url: settings.url,
+            token: settings.token,
+            livePush: settings.live ? true : null,
+          },
         },
       },
     },
@@ -273,6 +280,8 @@ export interface OpenClawInstallOptions {
   run?: OpenClawRunner;
   /** One line per step, as it starts (OpenClaw's commands take seconds each). */
   progress?: (line: string) => void;
+  /** Live push into active sessions (plugin config `livePush`); off when not given. */
+  live?: boolean;
 }
 
 export interface OpenClawInstallResult {
@@ -315,7 +324,13 @@ export async function installOpenClaw(
   if (!options.current) progress('reading the OpenClaw config');
   const { path, config } = options.current ?? (await readOpenClawConfig(run));
   const installed = plugin.kind === 'package' ? await installedPlugin(run) : null;
-  const plan = planInstall(config, { url: options.url, token: options.token, plugin, installed });
+  const plan = planInstall(config, {
+    url: options.url,
+    token: options.token,
+    plugin,
+    installed,
+    ...(options.live && { live: true }),
+  });
   const changes: string[] = [];
   if (plan.linkPlugin && plugin.kind === 'link') {
     progress(`linking the ctxbus plugin (${plugin.dir})`);
@@ -339,7 +354,7 @@ export async function installOpenClaw(
     progress('configuring the plugin and the ctxbus MCP server');
     await run(['config', 'patch', '--stdin'], JSON.stringify(plan.patch));
     changes.push(
-      `plugins.entries.${PLUGIN_ID} (enabled, hooks.allowConversationAccess, config.url/token)`,
+      `plugins.entries.${PLUGIN_ID} (enabled, hooks.allowConversationAccess, config.url/token, live push ${options.live ? 'on' : 'off'})`,
       `mcp.servers.${MCP_SERVER_NAME} (${options.url.replace(/\/+$/, '')}/mcp)`,
     );
   }

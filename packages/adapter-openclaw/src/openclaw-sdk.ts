@@ -111,12 +111,33 @@ export interface HookOptions {
   timeoutMs?: number;
 }
 
+/**
+ * `api.runtime.system` (openclaw 2026.9.x): queue a system event for a session (held in the
+ * gateway's memory, at most 20 per session, read when the session's next prompt is prepared)
+ * and ask for a heartbeat run. A `hook` wake with `immediate` intent, a `hook:` reason and a
+ * session key runs that session's turn even when no heartbeat schedule is configured.
+ */
+export interface OpenClawSystemRuntime {
+  enqueueSystemEvent(
+    text: string,
+    options: { sessionKey: string; agentId?: string; contextKey?: string | null },
+  ): boolean;
+  requestHeartbeat(options: {
+    source: 'hook';
+    intent: 'immediate';
+    reason?: string;
+    agentId?: string;
+    sessionKey?: string;
+  }): void;
+}
+
 export interface OpenClawPluginApi {
   id: string;
   pluginConfig?: Record<string, unknown>;
   logger: PluginLogger;
   runtime?: {
     state?: { resolveStateDir?: () => string };
+    system?: OpenClawSystemRuntime;
     /** The gateway's own model (the agent's provider and credentials). */
     llm?: {
       complete(params: {

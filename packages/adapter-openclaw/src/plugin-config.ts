@@ -100,6 +100,12 @@ export const pluginConfigSchema = z.strictObject({
     .describe(
       "Let the gateway's own model merge fuzzy duplicates in cross-signals (seed 001's semantic enhancer; default false).",
     ),
+  livePush: z
+    .boolean()
+    .optional()
+    .describe(
+      'Push blocking items other runtimes write (and approval requests for a person) into active OpenClaw sessions as system events, with a heartbeat so an idle session takes a turn at once (default false; `ctxbus install openclaw --live`).',
+    ),
   crossSignalsSemanticTimeoutMs: z
     .int()
     .min(1_000)
@@ -128,6 +134,8 @@ export interface ResolvedConfig {
     /** Seed 001's semantic enhancer: the gateway's model, off unless enabled. */
     semantic: { enabled: boolean; timeoutMs: number };
   };
+  /** Live push into active sessions (`ctxbus install openclaw --live`). */
+  livePush: boolean;
   /** Seed 002's turn log: where snapshots and failed builds go, and whether snapshots are on. */
   turnLog: { dataDir: string; snapshots: boolean };
 }
@@ -169,6 +177,7 @@ export function resolvePluginConfig(
         timeoutMs: config.crossSignalsSemanticTimeoutMs ?? 15_000,
       },
     },
+    livePush: config.livePush ?? false,
     turnLog: {
       dataDir: config.dataDir ? expandHome(config.dataDir) : defaultDataDir(env),
       snapshots: config.turnSnapshots ?? /^(1|true|yes|on)$/i.test(env.CTXBUS_TURN_SNAPSHOTS ?? ''),

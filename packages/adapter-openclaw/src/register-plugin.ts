@@ -1,3 +1,4 @@
+import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
 import type { HookDeps } from './hooks.js';
 import {
@@ -8,6 +9,7 @@ import {
   DEFAULT_AGENT_ID,
   deliver,
 } from './hooks.js';
+import { livePushService, recordSessionTurn } from './live-service.js';
 import type { OpenClawPluginApi } from './openclaw-sdk.js';
 import type { ResolvedConfig } from './plugin-config.js';
 import { resolvePluginConfig } from './plugin-config.js';
@@ -80,6 +82,12 @@ export function registerCtxbus(
   api.on(
     'before_prompt_build',
     async (event, context) => {
+      // The live push's sessions: any session that had a turn (this instance or an earlier one).
+      recordSessionTurn(
+        config.stateDir,
+        { sessionKey: context.sessionKey, agentId: context.agentId ?? DEFAULT_AGENT_ID },
+        now(),
+      );
       try {
         return await beforePromptBuild(deps, context, event);
       } catch (error) {
@@ -115,7 +123,28 @@ export function registerCtxbus(
     );
     if (client) api.registerService(sharedContextBridgeService(paths, client, config, log));
   }
+  registerLivePush(api, client, config, now);
   // Whatever waited in the outbox while the hub was away goes out now (not awaited).
   if (client) deliver(deps, []).catch(() => undefined);
   return deps;
+}
+
+/** The live push's gateway service, when the install turned it on and the host can push. */
+function registerLivePush(
+  api: OpenClawPluginApi,
+  client: CtxbusClient | null,
+  config: ResolvedConfig,
+  now: () => Date,
+): void {
+  if (!config.livePush) return;
+  const system = api.runtime?.system;
+  if (!client || !system?.enqueueSystemEvent || !system.requestHeartbeat) {
+    api.logger.warn(
+      `ctxbus: live push is on but ${client ? 'this OpenClaw has no system events' : 'there is no hub token'}; items reach sessions at their next turn`,
+    );
+    return;
+  }
+  api.registerService(
+    livePushService({ client, system, stateDir: config.stateDir, logger: api.logger, now }),
+  );
 }

@@ -15,6 +15,15 @@ export type {
 export { CtxbusClient, createClient } from './ctxbus-client.js';
 export type { CallOptions, HubCall } from './hub-call.js';
 export type { StreamState } from './hub-stream.js';
+export type { LiveSession } from './live-push.js';
+export {
+  isApprovalRequest,
+  LIVE_DATA_NOTICE,
+  LIVE_TEXT_CHARS,
+  liveItemBlock,
+  liveText,
+  shouldPush,
+} from './live-push.js';
 export type {
   ListResourcesOptions,
   PersistentResourcesSettings,

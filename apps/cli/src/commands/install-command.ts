@@ -99,6 +99,10 @@ export function registerInstall(
       'admin token to mint with (default: $CTXBUS_ADMIN_TOKEN, else the one saved by ctxbus serve)',
     )
     .option(
+      '--live',
+      "live push (off by default): a blocking item from another runtime, and an approval request for a person here, are queued for OpenClaw's active sessions as system events with a heartbeat (an idle session takes a turn at once, a busy one reads it at its next turn; a gateway restart drops what is queued); installing without --live turns it off",
+    )
+    .option(
       '--uninstall',
       'remove exactly what install added (the plugin, its config, the MCP server)',
     )
@@ -137,10 +141,11 @@ export function registerInstall(
           current,
           progress,
           plugin,
+          ...(flags.live && { live: true }),
         });
         printLine(
           result.changes.length
-            ? `configured OpenClaw for ${url}${minted ? ` with a new token for ${minted}` : ''} (${result.configPath}): ${result.changes.join('; ')}`
+            ? `configured OpenClaw for ${url}${minted ? ` with a new token for ${minted}` : ''}${flags.live ? ', live push on' : ''} (${result.configPath}): ${result.changes.join('; ')}`
             : `OpenClaw already configured for ${url} (${result.configPath}); nothing changed`,
         );
       }),

@@ -18,7 +18,7 @@ export interface InstallFlags {
   team?: string;
   adminToken?: string;
   uninstall?: boolean;
-  /** Claude Code only: live push into running sessions. */
+  /** Claude Code and OpenClaw: live push into running sessions. */
   live?: boolean;
 }
 
