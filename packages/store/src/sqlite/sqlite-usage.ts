@@ -5,11 +5,14 @@ import type {
   ItemUsageDelta,
   ItemUsageRow,
   ItemUsageStore,
+  MostUsedOptions,
   RuntimeUsageRow,
   UnusedItemRow,
   UnusedItemsOptions,
   UsageWindow,
+  UsedItemRow,
 } from '../item-usage.js';
+import { usesSql } from '../item-usage.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
@@ -161,6 +164,49 @@ export class SqliteUsage implements ItemUsageStore {
       });
     }
     return rows;
+  }
+
+  async mostUsedItems(viewer: Viewer, options: MostUsedOptions): Promise<UsedItemRow[]> {
+    this.connection.assertOpen();
+    if (options.filters.length === 0 || options.kinds.length === 0) return [];
+    const uses = usesSql(options.kinds);
+    const nowMs = Date.parse(options.now);
+    const matches = options.filters.map((filter) => filterSql(viewer, filter, nowMs));
+    const match = `(${matches.map((m) => `(${m.where})`).join(' OR ')})`;
+    const matchParams = matches.flatMap((m) => m.params);
+    // The uses per document (a key, or an unkeyed item's id), then the live items holding it.
+    const rows = this.connection
+      .statement(
+        `WITH used AS (
+           SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
+             sum(${uses}) AS uses
+           FROM item_usage_days u JOIN items v ON v.team_id = u.team_id AND v.id = u.item_id
+             AND (v.visibility = 'team' OR v.source_runtime = ?)
+           WHERE u.team_id = ? AND u.day >= ? AND u.day <= ?
+           GROUP BY k, vid HAVING sum(${uses}) > 0
+         ), ranked AS (
+           SELECT i.rid AS rid, i.id AS id, used.uses AS uses FROM used
+             JOIN items i ON i.team_id = ? AND i.item_key = used.k
+           WHERE used.k IS NOT NULL AND ${match}
+           UNION ALL
+           SELECT i.rid, i.id, used.uses FROM used JOIN items i ON i.team_id = ? AND i.id = used.vid
+           WHERE used.k IS NULL AND ${match}
+         )
+         SELECT i.*, ranked.uses AS uses FROM ranked JOIN items i ON i.rid = ranked.rid
+         ORDER BY ranked.uses DESC, ranked.id LIMIT ?`,
+      )
+      .all(
+        viewer.runtime,
+        viewer.teamId,
+        options.fromDay,
+        options.toDay,
+        viewer.teamId,
+        ...matchParams,
+        viewer.teamId,
+        ...matchParams,
+        options.limit,
+      ) as unknown as (ItemRow & { uses: number })[];
+    return rows.map((row) => ({ item: rowToItem(row), uses: Number(row.uses) }));
   }
 
   async unusedItems(
