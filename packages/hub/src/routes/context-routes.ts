@@ -1,7 +1,11 @@
-import type { ContextItem, ListOptions, ListQuery, SharedSectionId } from '@ctxbus/core';
+import type { ContextItem, ListOptions, ListQuery, SharedSectionId, Viewer } from '@ctxbus/core';
 import {
   CtxbusError,
   DEFAULT_SHARED_LIMITS,
+  documentFilters,
+  FREQUENT_DOC_USES,
+  frequentDocsCandidateLimit,
+  frequentDocsWindow,
   parseWriteRequest,
   prepareParsedItem,
   resolveItem,
@@ -81,6 +85,21 @@ function declaredContext(services: HubServices, runtime: string) {
   const runtimes = services.capabilities.matrix().runtimes;
   const context = Object.hasOwn(runtimes, runtime) ? runtimes[runtime]?.context : undefined;
   return context ? { context } : {};
+}
+
+/**
+ * The team's most used documents the viewer may read (seed 000's frequently accessed docs),
+ * ranked by the uses of the whole UTC days before today (see core's `frequent-documents`).
+ */
+function frequentDocuments(services: HubServices, viewer: Viewer) {
+  const now = services.clock();
+  return services.store.mostUsedItems(viewer, {
+    ...frequentDocsWindow(now),
+    kinds: FREQUENT_DOC_USES,
+    filters: documentFilters(),
+    now: now.toISOString(),
+    limit: frequentDocsCandidateLimit(DEFAULT_SHARED_LIMITS),
+  });
 }
 
 export const contextRoutes = [
@@ -179,7 +198,7 @@ export const contextRoutes = [
   implement('sharedContext', {
     summary: 'The shared context bundle for a runtime',
     description:
-      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`. A bundle for the token's own runtime counts as an injection of its items in the analytics (`GET /api/analytics`) unless `preview=true`.",
+      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context, frequently used documents), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`. A bundle for the token's own runtime counts as an injection of its items in the analytics (`GET /api/analytics`) unless `preview=true`.",
     tags: ['context'],
     statuses: { 200: 'The bundle.' },
     async handler({ query, viewer, services }) {
@@ -201,7 +220,10 @@ export const contextRoutes = [
         ),
       );
       const tasks = [...new Map(taskLists.flat().map((task) => [task.id, task])).values()];
+      const documents = await frequentDocuments(services, viewer);
+      candidates.frequentlyAccessedDocs = documents.map((row) => row.item);
       const bundle = resolveSharedContext(candidates, {
+        documentUses: new Map(documents.map((row) => [row.item.id, row.uses])),
         runtime,
         viewer,
         tasks,
