@@ -208,19 +208,22 @@ export class PostgresUsage implements ItemUsageStore {
     const uses = usesSql(options.kinds);
     const nowMs = Date.parse(options.now);
     const team = p.add(viewer.teamId);
-    const used = `SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
-        sum(${uses})::int8 AS uses
-      FROM ${s}.item_usage_days u JOIN ${s}.items v ON v.team_id = u.team_id AND v.id = u.item_id
-        AND (v.visibility = 'team' OR v.source_runtime = ${p.add(viewer.runtime)})
+    const perItem = `SELECT u.item_id, sum(${uses})::int8 AS uses FROM ${s}.item_usage_days u
       WHERE u.team_id = ${team} AND u.day >= ${p.add(options.fromDay)}
-        AND u.day <= ${p.add(options.toDay)}
-      GROUP BY 1, 2 HAVING sum(${uses}) > 0`;
+        AND u.day <= ${p.add(options.toDay)} AND ${uses} > 0
+      GROUP BY u.item_id`;
+    const used = `SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
+        sum(per_item.uses)::int8 AS uses
+      FROM per_item JOIN ${s}.items v ON v.team_id = ${team} AND v.id = per_item.item_id
+        AND (v.visibility = 'team' OR v.source_runtime = ${p.add(viewer.runtime)})
+      GROUP BY 1, 2`;
     const match = () =>
       `(${options.filters.map((filter) => `(${filterSql(viewer, filter, nowMs, p)})`).join(' OR ')})`;
-    // The uses per document (a key, or an unkeyed item's id), then the live items holding it.
+    // The uses per item (the days with consumptions or searches: item_usage_days_active),
+    // then per document (a key, or an unkeyed item's id), then the live items holding it.
     const rows = await this.context.query<ItemRow & { uses: number }>(
       'read the most used items of a kind',
-      `WITH used AS (${used}), ranked AS (
+      `WITH per_item AS MATERIALIZED (${perItem}), used AS MATERIALIZED (${used}), ranked AS (
          SELECT i.rid, i.id, used.uses FROM used
            JOIN ${s}.items i ON i.team_id = ${team} AND i.item_key = used.k
          WHERE used.k IS NOT NULL AND ${match()}

@@ -174,16 +174,20 @@ export class SqliteUsage implements ItemUsageStore {
     const matches = options.filters.map((filter) => filterSql(viewer, filter, nowMs));
     const match = `(${matches.map((m) => `(${m.where})`).join(' OR ')})`;
     const matchParams = matches.flatMap((m) => m.params);
-    // The uses per document (a key, or an unkeyed item's id), then the live items holding it.
+    // The uses per item (the days with consumptions or searches: item_usage_days_active),
+    // then per document (a key, or an unkeyed item's id), then the live items holding it.
     const rows = this.connection
       .statement(
-        `WITH used AS (
+        `WITH per_item AS MATERIALIZED (
+           SELECT u.item_id AS item_id, sum(${uses}) AS uses FROM item_usage_days u
+           WHERE u.team_id = ? AND u.day >= ? AND u.day <= ? AND ${uses} > 0
+           GROUP BY u.item_id
+         ), used AS MATERIALIZED (
            SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
-             sum(${uses}) AS uses
-           FROM item_usage_days u JOIN items v ON v.team_id = u.team_id AND v.id = u.item_id
+             sum(p.uses) AS uses
+           FROM per_item p JOIN items v ON v.team_id = ? AND v.id = p.item_id
              AND (v.visibility = 'team' OR v.source_runtime = ?)
-           WHERE u.team_id = ? AND u.day >= ? AND u.day <= ?
-           GROUP BY k, vid HAVING sum(${uses}) > 0
+           GROUP BY k, vid
          ), ranked AS (
            SELECT i.rid AS rid, i.id AS id, used.uses AS uses FROM used
              JOIN items i ON i.team_id = ? AND i.item_key = used.k
@@ -196,10 +200,11 @@ export class SqliteUsage implements ItemUsageStore {
          ORDER BY ranked.uses DESC, ranked.id LIMIT ?`,
       )
       .all(
-        viewer.runtime,
         viewer.teamId,
         options.fromDay,
         options.toDay,
+        viewer.teamId,
+        viewer.runtime,
         viewer.teamId,
         ...matchParams,
         viewer.teamId,
