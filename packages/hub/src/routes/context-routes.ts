@@ -102,6 +102,41 @@ function frequentDocuments(services: HubServices, viewer: Viewer) {
   });
 }
 
+/**
+ * What the shared bundle is built from, read at once: each section's candidates, the open
+ * tasks (newest first, see sharedTaskQueries) and the most used documents with their uses.
+ */
+async function sharedInputs(services: HubServices, viewer: Viewer) {
+  const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
+  const sections = Object.keys(queries) as SharedSectionId[];
+  const [lists, taskLists, documents] = await Promise.all([
+    Promise.all(
+      sections.map(async (section) =>
+        (
+          await Promise.all(
+            queries[section].map((options) => services.store.listItems(viewer, options)),
+          )
+        ).flat(),
+      ),
+    ),
+    Promise.all(
+      sharedTaskQueries(DEFAULT_SHARED_LIMITS).map((options) =>
+        services.store.listTasks(viewer.teamId, { ...options, order: 'newest' }),
+      ),
+    ),
+    frequentDocuments(services, viewer),
+  ]);
+  const candidates = Object.fromEntries(
+    sections.map((section, index) => [section, lists[index] ?? []]),
+  ) as Record<SharedSectionId, ContextItem[]>;
+  candidates.frequentlyAccessedDocs = documents.map((row) => row.item);
+  return {
+    candidates,
+    tasks: [...new Map(taskLists.flat().map((task) => [task.id, task])).values()],
+    documentUses: new Map(documents.map((row) => [row.item.id, row.uses])),
+  };
+}
+
 export const contextRoutes = [
   implement('writeContext', {
     summary: 'Write one item or a batch',
@@ -203,27 +238,9 @@ export const contextRoutes = [
     statuses: { 200: 'The bundle.' },
     async handler({ query, viewer, services }) {
       const runtime = query.runtime ?? viewer.runtime;
-      const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
-      const candidates = {} as Record<SharedSectionId, ContextItem[]>;
-      await Promise.all(
-        (Object.keys(queries) as SharedSectionId[]).map(async (section) => {
-          const lists = await Promise.all(
-            queries[section].map((options) => services.store.listItems(viewer, options)),
-          );
-          candidates[section] = lists.flat();
-        }),
-      );
-      // Active tasks come from the task store (see sharedTaskQueries), newest first.
-      const taskLists = await Promise.all(
-        sharedTaskQueries(DEFAULT_SHARED_LIMITS).map((options) =>
-          services.store.listTasks(viewer.teamId, { ...options, order: 'newest' }),
-        ),
-      );
-      const tasks = [...new Map(taskLists.flat().map((task) => [task.id, task])).values()];
-      const documents = await frequentDocuments(services, viewer);
-      candidates.frequentlyAccessedDocs = documents.map((row) => row.item);
+      const { candidates, tasks, documentUses } = await sharedInputs(services, viewer);
       const bundle = resolveSharedContext(candidates, {
-        documentUses: new Map(documents.map((row) => [row.item.id, row.uses])),
+        documentUses,
         runtime,
         viewer,
         tasks,
