@@ -138,6 +138,9 @@ function sessionHub(
     write: async (items) => {
       await client.write([...items]);
     },
+    reportInjections: async (itemIds) => {
+      await client.reportInjections(itemIds);
+    },
   };
 }
 

@@ -123,6 +123,7 @@ export {
   daysBetween,
   errorResponseSchema,
   extractDecisions,
+  injectionReportSchema,
   isConflict,
   isSequenceText,
   itemFromColumns,
