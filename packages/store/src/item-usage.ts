@@ -144,3 +144,17 @@ const USAGE_COLUMNS = {
 export function usesSql(kinds: readonly UsageKind[]): string {
   return kinds.map((kind) => `u.${USAGE_COLUMNS[kind]}`).join(' + ');
 }
+
+/**
+ * What every version whose uses count for `filters` must be, when the filters tell: keyed (a
+ * filter on the key matches the key's current holder, whatever the version), or carrying one
+ * of `tags` (an unkeyed item is its own current version). Null when some filter names neither
+ * a key nor tags. Lets a backend skip the uses of items that can be no match.
+ */
+export function versionHint(filters: readonly ItemFilter[]): { tags: string[] } | null {
+  const onKey = (filter: ItemFilter) =>
+    filter.keyPrefix !== undefined || filter.key !== undefined || filter.hasKey === true;
+  if (!filters.every((filter) => onKey(filter) || (filter.tags?.length ?? 0) > 0)) return null;
+  const tags = filters.flatMap((filter) => (onKey(filter) ? [] : (filter.tags ?? [])));
+  return { tags: [...new Set(tags.map((tag) => tag.toLowerCase()))] };
+}

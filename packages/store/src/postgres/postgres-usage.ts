@@ -11,7 +11,7 @@ import type {
   UsageWindow,
   UsedItemRow,
 } from '../item-usage.js';
-import { usesSql } from '../item-usage.js';
+import { usesSql, versionHint } from '../item-usage.js';
 import type { PostgresContext } from './postgres-connection.js';
 import type { ItemRow } from './postgres-sql.js';
 import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
@@ -212,10 +212,17 @@ export class PostgresUsage implements ItemUsageStore {
       WHERE u.team_id = ${team} AND u.day >= ${p.add(options.fromDay)}
         AND u.day <= ${p.add(options.toDay)} AND ${uses} > 0
       GROUP BY u.item_id`;
+    const versions = versionHint(options.filters);
+    const hint =
+      versions === null
+        ? ''
+        : versions.tags.length === 0
+          ? ' AND v.item_key IS NOT NULL'
+          : ` AND (v.item_key IS NOT NULL OR v.tags && ${p.add(versions.tags)}::text[])`;
     const used = `SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
         sum(per_item.uses)::int8 AS uses
       FROM per_item JOIN ${s}.items v ON v.team_id = ${team} AND v.id = per_item.item_id
-        AND (v.visibility = 'team' OR v.source_runtime = ${p.add(viewer.runtime)})
+        AND (v.visibility = 'team' OR v.source_runtime = ${p.add(viewer.runtime)})${hint}
       GROUP BY 1, 2`;
     const match = () =>
       `(${options.filters.map((filter) => `(${filterSql(viewer, filter, nowMs, p)})`).join(' OR ')})`;

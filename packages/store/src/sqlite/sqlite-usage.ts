@@ -12,7 +12,7 @@ import type {
   UsageWindow,
   UsedItemRow,
 } from '../item-usage.js';
-import { usesSql } from '../item-usage.js';
+import { usesSql, versionHint } from '../item-usage.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
@@ -53,6 +53,18 @@ const SUMS =
 /** The last use of any kind of a totals row (alias `t`), in ms. */
 const LAST_USE = `max(coalesce(t.last_injected_at, 0), coalesce(t.last_consumed_at, 0),
   coalesce(t.last_searched_at, 0))`;
+
+/** The versions that can count (`versionHint`), as a condition on `v`. */
+function hintSql(filters: MostUsedOptions['filters']): { sql: string; params: SQLInputValue[] } {
+  const hint = versionHint(filters);
+  if (hint === null) return { sql: '', params: [] };
+  if (hint.tags.length === 0) return { sql: ' AND v.item_key IS NOT NULL', params: [] };
+  const tags = hint.tags.map(() => '?').join(', ');
+  return {
+    sql: ` AND (v.item_key IS NOT NULL OR v.rid IN (SELECT rid FROM item_tags WHERE tag IN (${tags})))`,
+    params: hint.tags,
+  };
+}
 
 export class SqliteUsage implements ItemUsageStore {
   constructor(private readonly connection: SqliteConnection) {}
@@ -174,6 +186,7 @@ export class SqliteUsage implements ItemUsageStore {
     const matches = options.filters.map((filter) => filterSql(viewer, filter, nowMs));
     const match = `(${matches.map((m) => `(${m.where})`).join(' OR ')})`;
     const matchParams = matches.flatMap((m) => m.params);
+    const hint = hintSql(options.filters);
     // The uses per item (the days with consumptions or searches: item_usage_days_active),
     // then per document (a key, or an unkeyed item's id), then the live items holding it.
     const rows = this.connection
@@ -186,7 +199,7 @@ export class SqliteUsage implements ItemUsageStore {
            SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
              sum(p.uses) AS uses
            FROM per_item p JOIN items v ON v.team_id = ? AND v.id = p.item_id
-             AND (v.visibility = 'team' OR v.source_runtime = ?)
+             AND (v.visibility = 'team' OR v.source_runtime = ?)${hint.sql}
            GROUP BY k, vid
          ), ranked AS (
            SELECT i.rid AS rid, i.id AS id, used.uses AS uses FROM used
@@ -205,6 +218,7 @@ export class SqliteUsage implements ItemUsageStore {
         options.toDay,
         viewer.teamId,
         viewer.runtime,
+        ...hint.params,
         viewer.teamId,
         ...matchParams,
         viewer.teamId,
