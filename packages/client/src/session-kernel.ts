@@ -143,6 +143,12 @@ export interface BeforeTurnInput {
   memory?: readonly TurnMemoryPointer[] | Promise<readonly TurnMemoryPointer[]>;
   /** Memory shown only alongside news (the files the session edited). */
   background?: readonly TurnMemoryPointer[];
+  /**
+   * Note the changes the built turn kept as injected (default true). False when the adapter
+   * injects its own rendering of `changes` instead: it tells the kernel what it showed
+   * (`noteInjected`).
+   */
+  noteInjections?: boolean;
 }
 
 export interface BeforeTurnResult<Item> {
@@ -202,6 +208,8 @@ export interface SessionKernel<Item extends SessionItem> {
   deliver(items: readonly ContextItemInput[]): Promise<boolean>;
   /** Notes a file the session edited (shown to later turns). */
   touchFile(path: string): void;
+  /** Notes bus items the adapter put into the turn's context itself, for the hub's analytics. */
+  noteInjected(itemIds: readonly string[]): void;
   /** Notes a tool's result (seed 002's source 4: later turns' tool snippets). Never throws. */
   noteTool(result: ToolResultInput): void;
   /** The session's state as saved. */
@@ -306,6 +314,11 @@ export function openSession<Item extends SessionItem>(
     afterTurn: (reply, outcome) => afterTurn(options, reply, outcome),
     deliver: (items) => deliver(options, items),
     touchFile: (path) => touchFile(options, path),
+    noteInjected: (itemIds) => {
+      const state = loadState(options);
+      addInjected(state, itemIds);
+      saveState(options, state);
+    },
     noteTool: (result) => noteTool(options, result),
     state: () => loadState(options),
   };
@@ -539,7 +552,12 @@ function noteInjected<Item extends SessionItem>(
     parts.filter((part) => part.source === 'messages' && part.mode !== 'dropped').map((p) => p.id),
   );
   const ids = changes.filter((item) => kept.has(options.message(item).id)).map((item) => item.id);
-  const fresh = ids.filter((id) => !state.injected.includes(id));
+  addInjected(state, ids);
+}
+
+/** Adds items to those waiting to be reported, each once, the newest INJECTED_KEPT kept. */
+function addInjected(state: SessionState, itemIds: readonly string[]): void {
+  const fresh = [...new Set(itemIds)].filter((id) => !state.injected.includes(id));
   state.injected = [...state.injected, ...fresh].slice(-INJECTED_KEPT);
 }
 
@@ -666,7 +684,9 @@ function buildTurn<Item extends SessionItem>(
     result.snapshot = built.context.snapshot;
     if (news) {
       result.injection = built.context.injection;
-      noteInjected(options, state, changes, built.context.parts);
+      if (input.noteInjections !== false) {
+        noteInjected(options, state, changes, built.context.parts);
+      }
     }
     return;
   }
