@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CtxbusClient } from '@ctxbus/client';
+import { createClient } from '@ctxbus/client';
 import { pendingCount } from '@ctxbus/client/outbox';
 import { buildTurnContext, countTokens, estimateTokenCounter } from '@ctxbus/core';
 import { describe, expect, it } from 'vitest';
@@ -87,6 +88,36 @@ describe('before_prompt_build', () => {
     expect(quiet?.prependContext).toBeUndefined();
     const bare = { role: 'user', content: 'Question 3' };
     expect(host.writeMessage(bare, context)).toBe(bare);
+  });
+
+  it('counts in the analytics the changes a later turn showed, not those left out', async () => {
+    const host = plugin();
+    const context = { agentId: 'analytics', sessionKey: 'agent:analytics:main' };
+    const first = await host.promptBuild(context, 'Question 1', []);
+    const written = host.writeMessage({ role: 'user', content: 'Question 1' }, context);
+    expect(first?.prependContext).toBeTruthy();
+    const ids: string[] = [];
+    for (let index = 0; index < 14; index++) {
+      const title = `Flaky test number ${index} in the billing service`;
+      ids.push((await claude.write({ type: 'discovery', title })).items[0]?.id as string);
+    }
+    const history = [written, { role: 'assistant', content: 'Noted.' }];
+    const later = (await host.promptBuild(context, 'Question 2', history))?.prependContext ?? '';
+    const shown = ids.filter((_, index) => later.includes(`number ${index} in`));
+    // The later turn's list is short (10% of the budget, at most 12 lines): some are left out.
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown.length).toBeLessThan(ids.length);
+    expect(readAgentState(stateDir, 'analytics').injected).toEqual(expect.arrayContaining(shown));
+    expect(readAgentState(stateDir, 'analytics').injected).toHaveLength(shown.length);
+    await host.agentEnd({ runId: 'run-analytics', success: true, messages: reply('Ok.') }, context);
+    expect(readAgentState(stateDir, 'analytics').injected).toEqual([]);
+    const openclaw = createClient({ url: hub.url, token });
+    const report = await openclaw.call('contextAnalytics', {
+      query: { runtime: 'openclaw', limit: 100 },
+    });
+    const counted = (id: string) =>
+      report.topItems.find((row) => row.item.id === id)?.injected ?? 0;
+    expect(ids.map(counted)).toEqual(ids.map((id) => (shown.includes(id) ? 1 : 0)));
   });
 
   it('lists what changed since the agent’s last turn first, without the agent’s own writes', async () => {

@@ -89,23 +89,29 @@ function updateLine(item: ContextItem): string {
 }
 
 /** Items that changed since the agent's last turn, most urgent and newest first, within `maxTokens`. */
-function updatesSection(items: readonly ContextItem[], maxTokens: number): string {
-  if (items.length === 0) return '';
+function updatesSection(
+  items: readonly ContextItem[],
+  maxTokens: number,
+): { text: string; shown: ContextItem[] } {
+  const none = { text: '', shown: [] };
+  if (items.length === 0) return none;
   const ordered = byUrgencyDescending(items);
   const lines = ['Changed since your last turn:'];
   let used = estimateTokens(lines[0] as string);
-  let shown = 0;
+  const shown: ContextItem[] = [];
   for (const item of ordered.slice(0, UPDATE_ITEMS)) {
     const line = updateLine(item);
     const cost = estimateTokens(line) + 1;
     if (used + cost > maxTokens) break;
     lines.push(line);
     used += cost;
-    shown += 1;
+    shown.push(item);
   }
-  if (shown === 0) return '';
-  if (items.length > shown) lines.push(`- …and ${items.length - shown} more (context_read)`);
-  return lines.join('\n');
+  if (shown.length === 0) return none;
+  if (items.length > shown.length) {
+    lines.push(`- …and ${items.length - shown.length} more (context_read)`);
+  }
+  return { text: lines.join('\n'), shown };
 }
 
 export interface TurnContext {
@@ -138,6 +144,9 @@ function sessionHub(
       (await client.shared({ runtime: 'openclaw', tokenBudget })).formatted,
     write: async (items) => {
       await client.write([...items]);
+    },
+    reportInjections: async (itemIds) => {
+      await client.reportInjections(itemIds);
     },
   };
 }
@@ -209,7 +218,7 @@ export function agentSession(
     fallback: ({ resume, changes, bundle, memory }) =>
       [
         resume ?? '',
-        updatesSection(changes, config.tokenBudget - estimateTokens(bundle) - 8),
+        updatesSection(changes, config.tokenBudget - estimateTokens(bundle) - 8).text,
         bundle,
         ...memory.map((pointer) => pointer.text),
       ]
@@ -246,6 +255,8 @@ export async function buildTurnContext(
     prompt: turn.prompt ?? '',
     ...(turn.runId && { turnId: turn.runId }),
     offline: agentSettings(config, agentId).inject === false,
+    // A later turn shows its own list of the changes (below), and notes what it showed.
+    noteInjections: !turn.later,
     // A later turn of a session: its history holds the first bundle; only the changes are news.
     ...(!turn.later && {
       // The bundle leaves room for the changes after the first turn.
@@ -257,9 +268,14 @@ export async function buildTurnContext(
   });
   for (const line of [...(result.notice?.split('\n') ?? []), ...result.warnings]) logger.warn(line);
   const wrapper = estimateTokens(`${BLOCK_OPEN}\n\n${BLOCK_CLOSE}`);
-  const text = turn.later
-    ? updatesSection(result.changes, Math.floor(config.tokenBudget * LATER_TURN_SHARE) - wrapper)
-    : result.injection;
+  let text = result.injection;
+  if (turn.later) {
+    const budget = Math.floor(config.tokenBudget * LATER_TURN_SHARE) - wrapper;
+    const updates = updatesSection(result.changes, budget);
+    text = updates.text;
+    // What this turn showed of the changes, for the hub's analytics (not the kernel's build).
+    session.noteInjected(updates.shown.map((item) => item.id));
+  }
   return {
     text,
     tokens: text ? estimateTokens(text) : 0,

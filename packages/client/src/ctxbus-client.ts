@@ -171,6 +171,11 @@ export class CtxbusClient {
     return (await this.call('consumeContextItem', { params: id(itemId) })).item;
   }
 
+  /** Reports items put into a turn's context as injected (`POST /api/analytics/injections`). */
+  async reportInjections(itemIds: readonly string[]): Promise<number> {
+    return (await this.call('reportInjections', { body: { itemIds: [...itemIds] } })).recorded;
+  }
+
   createToken(request: { teamId: string; runtime: string; label?: string }) {
     return this.call('createToken', { body: request });
   }

@@ -41,6 +41,8 @@ export interface HubApi {
   /** Items created after `since` (a sequence number), newest first. */
   list(since: number, limit: number): Promise<HubItem[]>;
   write(items: readonly ContextItemInput[]): Promise<void>;
+  /** Reports items a turn's context took from `list` as injected (the analytics). */
+  reportInjections(itemIds: readonly string[]): Promise<void>;
 }
 
 export class HubRequestError extends Error {
@@ -78,6 +80,7 @@ export const LITE_ROUTES = {
   sharedContext: { method: 'GET', path: '/api/context/shared' },
   listContext: { method: 'GET', path: '/api/context' },
   writeContext: { method: 'POST', path: '/api/context' },
+  reportInjections: { method: 'POST', path: '/api/analytics/injections' },
 } as const;
 
 export interface HubLiteSettings {
@@ -208,6 +211,11 @@ export function createHubLite(settings: HubLiteSettings): HubApi {
     async write(items) {
       if (items.length === 0) return;
       await call(LITE_ROUTES.writeContext.method, LITE_ROUTES.writeContext.path, { items });
+    },
+    async reportInjections(itemIds) {
+      if (itemIds.length === 0) return;
+      const { method, path } = LITE_ROUTES.reportInjections;
+      await call(method, path, { itemIds });
     },
   };
 }

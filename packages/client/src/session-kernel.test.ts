@@ -83,6 +83,57 @@ describe('the session kernel', () => {
     expect(kernel.state()).toMatchObject({ prompts: 2, turns: 1 });
   });
 
+  it("counts what a turn took from the bus as injected, once, and only what went in (part 13's hook reads)", async () => {
+    const codex = createClient({ url: hub.url, token });
+    const injected = async (ids: string[]) => {
+      const report = await codex.call('contextAnalytics', {
+        query: { runtime: 'codex', limit: 100 },
+      });
+      return ids.map((id) => report.topItems.find((row) => row.item.id === id)?.injected ?? 0);
+    };
+    const kernel = session({
+      budget: { maxContextTokens: 2_000, maxRecentMessages: 2, maxToolSnippetTokens: 400 },
+    });
+    await kernel.beforeTurn({ changes: false });
+    const written = [];
+    for (const title of ['Oldest news', 'Older news', 'Newer news', 'Newest news']) {
+      written.push((await other.write({ type: 'discovery', title })).items[0]?.id as string);
+    }
+    const turn = await kernel.beforeTurn({ prompt: 'what changed?' });
+    expect(turn.changes).toHaveLength(4);
+    // The window holds two messages: the two oldest changes are dropped, not injected.
+    expect(turn.injection).not.toContain('Oldest news');
+    expect(turn.injection).toContain('Newest news');
+    const went = written.filter((id) => kernel.state().injected.includes(id));
+    expect(went).toHaveLength(2);
+    // Told after the turn; the next turn has nothing left to tell (no double count).
+    expect((await kernel.afterTurn('Noted.')).delivered).toBe(true);
+    expect(kernel.state().injected).toEqual([]);
+    await kernel.beforeTurn({ prompt: 'anything else?' });
+    expect(await injected(written)).toEqual(written.map((id) => (went.includes(id) ? 1 : 0)));
+
+    // When the hub does not take the report, the injection waits in the session's state.
+    let refuse = true;
+    const lite = createHubLite({ url: hub.url, token, timeoutMs: 30_000, runtime: 'codex' });
+    const flaky = session({
+      hub: {
+        ...liteSessionHub(lite),
+        reportInjections: async (ids) => {
+          if (refuse) throw new Error('the hub is not answering');
+          await lite.reportInjections(ids);
+        },
+      },
+    });
+    const late = (await other.write({ type: 'alert', title: 'Latest news' })).items[0]?.id ?? '';
+    await flaky.beforeTurn({ prompt: 'and now?' });
+    await flaky.afterTurn('Seen.');
+    expect(flaky.state().injected).toEqual([late]);
+    refuse = false;
+    await flaky.beforeTurn({ prompt: 'still there?' });
+    expect(flaky.state().injected).toEqual([]);
+    expect(await injected([late])).toEqual([1]);
+  });
+
   it('tells a model switch once, and an unusable handoff as one notice', async () => {
     const pending: PendingResume[] = [
       { switchSequence: 3, note: 'Continuing from opus on the billing migration.' },

@@ -24,6 +24,7 @@ export type Urgency = 'background' | 'attention' | 'blocking';
 
 /** What the kernel reads of an item; an adapter's items carry more for its rendering. */
 export interface SessionItem {
+  id: string;
   seq: number;
   urgency: Urgency;
 }
@@ -43,6 +44,8 @@ export interface SessionHub<Item extends SessionItem> {
   readonly filtered?: boolean;
   /** The bundle cache's key for this runtime and team (`bundleCacheKey`), if it keeps one. */
   readonly cacheKey?: string;
+  /** Tells the hub which of `changes`' items went into turn contexts (the analytics). */
+  reportInjections?(itemIds: readonly string[]): Promise<void>;
 }
 
 /** The light client (`@ctxbus/client/light`) as a session hub. */
@@ -54,6 +57,7 @@ export function liteSessionHub(api: HubApi): SessionHub<HubItem> {
     newestSeq: async () => (await api.list(0, 1))[0]?.seq ?? 0,
     shared: async (tokenBudget) => (await api.shared(tokenBudget)).formatted,
     write: (items) => api.write(items),
+    reportInjections: (itemIds) => api.reportInjections(itemIds),
   };
 }
 
@@ -139,6 +143,12 @@ export interface BeforeTurnInput {
   memory?: readonly TurnMemoryPointer[] | Promise<readonly TurnMemoryPointer[]>;
   /** Memory shown only alongside news (the files the session edited). */
   background?: readonly TurnMemoryPointer[];
+  /**
+   * Note the changes the built turn kept as injected (default true). False when the adapter
+   * injects its own rendering of `changes` instead: it tells the kernel what it showed
+   * (`noteInjected`).
+   */
+  noteInjections?: boolean;
 }
 
 export interface BeforeTurnResult<Item> {
@@ -198,6 +208,8 @@ export interface SessionKernel<Item extends SessionItem> {
   deliver(items: readonly ContextItemInput[]): Promise<boolean>;
   /** Notes a file the session edited (shown to later turns). */
   touchFile(path: string): void;
+  /** Notes bus items the adapter put into the turn's context itself, for the hub's analytics. */
+  noteInjected(itemIds: readonly string[]): void;
   /** Notes a tool's result (seed 002's source 4: later turns' tool snippets). Never throws. */
   noteTool(result: ToolResultInput): void;
   /** The session's state as saved. */
@@ -302,6 +314,11 @@ export function openSession<Item extends SessionItem>(
     afterTurn: (reply, outcome) => afterTurn(options, reply, outcome),
     deliver: (items) => deliver(options, items),
     touchFile: (path) => touchFile(options, path),
+    noteInjected: (itemIds) => {
+      const state = loadState(options);
+      addInjected(state, itemIds);
+      saveState(options, state);
+    },
     noteTool: (result) => noteTool(options, result),
     state: () => loadState(options),
   };
@@ -506,6 +523,44 @@ async function readHub<Item extends SessionItem>(
   return found;
 }
 
+/** How many reported injections a session keeps waiting for the hub (its per-request limit). */
+const INJECTED_KEPT = 100;
+
+/**
+ * Tells the hub which bus items turn contexts took (each once: sent ids leave the state);
+ * kept for the next try when the hub does not answer. Never fails the turn.
+ */
+async function reportInjected(hub: SessionHub<SessionItem>, state: SessionState): Promise<void> {
+  const sent = state.injected.slice(0, INJECTED_KEPT);
+  if (sent.length === 0 || !hub.reportInjections) return;
+  try {
+    await hub.reportInjections(sent);
+    state.injected = state.injected.filter((id) => !sent.includes(id));
+  } catch {
+    // kept for the next turn
+  }
+}
+
+/** Notes the bus items a built turn put into its context (whole or summarised). */
+function noteInjected<Item extends SessionItem>(
+  options: SessionOptions<Item>,
+  state: SessionState,
+  changes: readonly Item[],
+  parts: readonly { source: string; id: string; mode: string }[],
+): void {
+  const kept = new Set(
+    parts.filter((part) => part.source === 'messages' && part.mode !== 'dropped').map((p) => p.id),
+  );
+  const ids = changes.filter((item) => kept.has(options.message(item).id)).map((item) => item.id);
+  addInjected(state, ids);
+}
+
+/** Adds items to those waiting to be reported, each once, the newest INJECTED_KEPT kept. */
+function addInjected(state: SessionState, itemIds: readonly string[]): void {
+  const fresh = [...new Set(itemIds)].filter((id) => !state.injected.includes(id));
+  state.injected = [...state.injected, ...fresh].slice(-INJECTED_KEPT);
+}
+
 /** Every hub request of a turn at once: the outbox, the changes, the newest sequence, the bundle. */
 async function askHub<Item extends SessionItem>(
   options: SessionOptions<Item>,
@@ -518,6 +573,8 @@ async function askHub<Item extends SessionItem>(
     readChanges ? hub.changes(state.lastSeenSeq, CHANGES_LIMIT) : [],
     !readChanges || hub.filtered ? hub.newestSeq() : 0,
     bundle ? hub.shared(budget) : '',
+    // What earlier turns injected and the hub was not told yet (afterTurn tells it first).
+    reportInjected(hub, state),
   ]);
   const fitted = await fitBundle(hub, formatted, budget, bundle?.maxChars);
   state.lastSeenSeq = Math.max(state.lastSeenSeq, newest, ...page.map((item) => item.seq));
@@ -625,7 +682,12 @@ function buildTurn<Item extends SessionItem>(
   const news = changes.length > 0 || bundle !== '' || memory.length > 0 || inTurn !== null;
   if (built.ok) {
     result.snapshot = built.context.snapshot;
-    if (news) result.injection = built.context.injection;
+    if (news) {
+      result.injection = built.context.injection;
+      if (input.noteInjections !== false) {
+        noteInjected(options, state, changes, built.context.parts);
+      }
+    }
     return;
   }
   const { message, nextAction } = built.failure;
@@ -740,7 +802,11 @@ async function afterTurn<Item extends SessionItem>(
         : extractDecisions(reply).map((text) => options.decision(text));
     const status = outcome.status?.(state) ?? null;
     items = [...decisions, ...(status ? [status] : [])];
-    return { items, delivered: await deliver(options, items) };
+    const [delivered] = await Promise.all([
+      deliver(options, items),
+      options.hub ? reportInjected(options.hub, state) : undefined,
+    ]);
+    return { items, delivered };
   } catch {
     return { items, delivered: false };
   } finally {

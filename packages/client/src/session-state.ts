@@ -26,6 +26,11 @@ export interface SessionState {
   chat: ChatEntry[];
   /** The session's recent tool results, oldest first. */
   tools: ToolEntry[];
+  /**
+   * Items turn contexts took from the bus that the hub has not been told about yet (the
+   * analytics' injections, `POST /api/analytics/injections`), oldest first.
+   */
+  injected: string[];
 }
 
 export interface ChatEntry {
@@ -95,6 +100,9 @@ export function readSessionState(file: string): SessionState {
     chatSession: text(raw.chatSession),
     chat: chatEntries(raw.chat),
     tools: toolEntries(raw.tools),
+    injected: Array.isArray(raw.injected)
+      ? raw.injected.filter((id): id is string => typeof id === 'string')
+      : [],
   };
 }
 

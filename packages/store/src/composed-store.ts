@@ -16,10 +16,12 @@ import type {
   ItemUsageDelta,
   ItemUsageRow,
   ItemUsageStore,
+  MostUsedOptions,
   RuntimeUsageRow,
   UnusedItemRow,
   UnusedItemsOptions,
   UsageWindow,
+  UsedItemRow,
 } from './item-usage.js';
 import type {
   ArchivedItem,
@@ -346,6 +348,10 @@ export abstract class ComposedStore implements Store {
 
   topUsedItems(viewer: Viewer, window: UsageWindow & { limit: number }): Promise<ItemUsageRow[]> {
     return this.domains.usage.topUsedItems(viewer, window);
+  }
+
+  mostUsedItems(viewer: Viewer, options: MostUsedOptions): Promise<UsedItemRow[]> {
+    return this.domains.usage.mostUsedItems(viewer, options);
   }
 
   unusedItems(

@@ -7,11 +7,13 @@ export type {
   ItemUsageDelta,
   ItemUsageRow,
   ItemUsageStore,
+  MostUsedOptions,
   RuntimeUsageRow,
   UnusedItemRow,
   UnusedItemsOptions,
   UsageCountRow,
   UsageWindow,
+  UsedItemRow,
 } from './item-usage.js';
 export { SQLITE_SCHEMA_VERSION } from './sqlite/sqlite-migrations.js';
 export type { SqliteStoreOptions } from './sqlite/sqlite-store.js';

@@ -1,4 +1,4 @@
-import type { ContextItem, Viewer } from '@ctxbus/core';
+import type { ContextItem, ItemFilter, UsageKind, Viewer } from '@ctxbus/core';
 
 // The usage of items by runtimes (context analytics): how often each runtime was injected an
 // item, consumed it or found it in a search, per UTC day, and when it last did. The hub
@@ -74,6 +74,26 @@ export interface UnusedItemRow {
   lastUsedAt: string | null;
 }
 
+/** Which items, and which of their uses, rank them (`mostUsedItems`). */
+export interface MostUsedOptions {
+  /** First and last day counted (inclusive, `YYYY-MM-DD`); every runtime's uses. */
+  fromDay: string;
+  toDay: string;
+  /** The kinds of use that count. */
+  kinds: readonly UsageKind[];
+  /** Items matching any of these (live and current: expiry and supersession as listings). */
+  filters: readonly ItemFilter[];
+  /** The reader's now (expiry). */
+  now: string;
+  limit: number;
+}
+
+export interface UsedItemRow {
+  item: ContextItem;
+  /** The window's uses of the kinds asked for, of every version the viewer may read. */
+  uses: number;
+}
+
 /**
  * Item usage. Every read is bounded by the viewer's team and sees usage only of items the
  * viewer may read (private ones of its own runtime); items swept out of the store leave it.
@@ -92,6 +112,13 @@ export interface ItemUsageStore {
   /** The items used most in the window (all kinds together), ties by item id. */
   topUsedItems(viewer: Viewer, window: UsageWindow & { limit: number }): Promise<ItemUsageRow[]>;
   /**
+   * The live, current items matching any of the filters that were used most in the window
+   * (core's `rankDocuments` is the reference). A keyed item counts the uses of every version
+   * of its key the viewer may read, superseded ones too; an unkeyed item its own. Most used
+   * first, ties by item id (byte order); items without such uses are left out.
+   */
+  mostUsedItems(viewer: Viewer, options: MostUsedOptions): Promise<UsedItemRow[]>;
+  /**
    * Live, current items (not expired, not superseded) nobody used (never, or not since
    * `idleBefore`): oldest first (never used), least recently used first (idle), with how many
    * there are in all. An item consumed before usage was recorded counts as used.
@@ -105,4 +132,29 @@ export interface ItemUsageStore {
    * stored; how many rows went.
    */
   pruneItemUsage(beforeDay: string): Promise<number>;
+}
+
+const USAGE_COLUMNS = {
+  injected: 'injected',
+  consumed: 'consumed',
+  searched: 'searched',
+} as const satisfies Record<UsageKind, string>;
+
+/** The sum of the kinds of use asked for, of a per-day usage row (alias `u`), in SQL. */
+export function usesSql(kinds: readonly UsageKind[]): string {
+  return kinds.map((kind) => `u.${USAGE_COLUMNS[kind]}`).join(' + ');
+}
+
+/**
+ * What every version whose uses count for `filters` must be, when the filters tell: keyed (a
+ * filter on the key matches the key's current holder, whatever the version), or carrying one
+ * of `tags` (an unkeyed item is its own current version). Null when some filter names neither
+ * a key nor tags. Lets a backend skip the uses of items that can be no match.
+ */
+export function versionHint(filters: readonly ItemFilter[]): { tags: string[] } | null {
+  const onKey = (filter: ItemFilter) =>
+    filter.keyPrefix !== undefined || filter.key !== undefined || filter.hasKey === true;
+  if (!filters.every((filter) => onKey(filter) || (filter.tags?.length ?? 0) > 0)) return null;
+  const tags = filters.flatMap((filter) => (onKey(filter) ? [] : (filter.tags ?? [])));
+  return { tags: [...new Set(tags.map((tag) => tag.toLowerCase()))] };
 }

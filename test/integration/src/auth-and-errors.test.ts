@@ -338,6 +338,7 @@ describe('the OpenAPI document', () => {
         'announcePresence',
         'consumeContextItem',
         'contextAnalytics',
+        'reportInjections',
         'createSubscription',
         'createToken',
         'deleteSubscription',

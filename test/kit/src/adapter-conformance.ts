@@ -308,6 +308,31 @@ export function runAdapterConformance(options: AdapterConformanceOptions): void 
       expect(seen).not.toContain(laterHidden);
     });
 
+    it('reports the changes a turn injected to the analytics, once (POST /api/analytics/injections)', async () => {
+      const session = open(sessionId());
+      await session.start();
+      await session.end('Looked.');
+      const news = marker('Injected news');
+      const written = await call(hub().url, 'POST', '/api/context', {
+        token: writerToken,
+        body: { type: 'discovery', title: news },
+      });
+      expect(written.status, JSON.stringify(written.body)).toBe(201);
+      const id = written.body.items[0].id as string;
+      const injected = async () => {
+        const path = `/api/analytics?runtime=${driver.runtime}&limit=100`;
+        const response = await call(hub().url, 'GET', path, { token });
+        expect(response.status, JSON.stringify(response.body)).toBe(200);
+        const rows = response.body.topItems as { item: { id: string }; injected: number }[];
+        return rows.find((row) => row.item.id === id)?.injected ?? 0;
+      };
+      expect((await session.turn('news?')).injection).toContain(news);
+      await session.end('Seen.');
+      // One turn put it before the model once: in the bundle the hub served (counted then), or
+      // among the changes the adapter read itself (reported after the turn), not both.
+      expect(await injected()).toBe(1);
+    });
+
     it('hub down after a good turn: the next injection carries the cached bundle, marked stale, and the local state', async () => {
       const team = marker('Cached team decision');
       await write({ type: 'decision', title: team });

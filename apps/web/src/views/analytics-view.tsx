@@ -226,8 +226,9 @@ export function AnalyticsView({ bus, client }: { bus: LiveBus; client: WebClient
         Analytics
       </h1>
       <p class="muted">
-        Which items each runtime was injected (in a bundle the hub served it), consumed or found in
-        a search; the items nobody used, and the stale ones.
+        Which items each runtime was injected (in a bundle the hub served it, or among the changes
+        its hooks put into a turn), consumed or found in a search; the items nobody used, and the
+        stale ones.
       </p>
       <form class="filters" onSubmit={(event) => event.preventDefault()}>
         <SelectField

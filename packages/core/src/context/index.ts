@@ -3,6 +3,17 @@
 export type { ContextEntry, ContextSection } from './context-builder.js';
 export { buildContext } from './context-builder.js';
 export { markdownFormatter, plainLine } from './formatters.js';
+export type { ItemUses, UsedItem } from './frequent-documents.js';
+export {
+  DOCUMENT_KEY_ROOTS,
+  DOCUMENT_TAGS,
+  documentFilters,
+  FREQUENT_DOC_USES,
+  FREQUENT_DOCS_WINDOW_DAYS,
+  frequentDocsWindow,
+  isDocument,
+  rankDocuments,
+} from './frequent-documents.js';
 export {
   DEFAULT_RESOLVER,
   DEFAULT_RUNTIME_CONTEXT,
@@ -15,6 +26,7 @@ export {
   candidatesFromItems,
   DEFAULT_SHARED_LIMITS,
   DONE_TAGS,
+  frequentDocsCandidateLimit,
   selectSharedContext,
   sharedCandidateQueries,
   sharedTaskQueries,

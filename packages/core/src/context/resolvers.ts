@@ -228,6 +228,8 @@ export interface SharedContextRequest {
   context?: RuntimeContextSpec;
   /** The team's runtimes and their trust (see `SelectOptions.runtimes`). */
   runtimes?: readonly { id: string; trust: string }[];
+  /** The frequently-used-documents candidates' uses (see `SelectOptions.documentUses`). */
+  documentUses?: ReadonlyMap<string, number>;
 }
 
 /** One entry of a section under seed 000's names: its text and the items behind it. */
@@ -247,6 +249,8 @@ export interface SeedSharedFields {
   recentInteractionSummaries: SeedEntry[];
   threadSummaries: SeedEntry[];
   projectContext: SeedEntry[];
+  /** Seed 000's `frequently_accessed_docs (pinned references)`, ranked by use. */
+  frequentlyAccessedDocs: SeedEntry[];
 }
 
 export interface SharedContextBundle extends Omit<BuiltContext, 'text'>, SeedSharedFields {
@@ -284,6 +288,7 @@ function seedFields(
     recentInteractionSummaries: entries('recentInteractions'),
     threadSummaries: entries('threadSummaries'),
     projectContext: entries('projectContext'),
+    frequentlyAccessedDocs: entries('frequentlyAccessedDocs'),
   };
 }
 
@@ -303,6 +308,7 @@ export function resolveSharedContext(
     ...(request.limits ? { limits: request.limits } : {}),
     ...(request.tasks ? { tasks: request.tasks } : {}),
     ...(request.runtimes ? { runtimes: request.runtimes } : {}),
+    ...(request.documentUses ? { documentUses: request.documentUses } : {}),
   });
   const options = {
     tokenBudget: request.tokenBudget ?? resolver.defaultTokenBudget,

@@ -107,6 +107,7 @@ describe('selectSharedContext', () => {
       recentInteractions: ['Private to me', 'Found a race', 'Answered already'],
       threadSummaries: ['Thread news'],
       projectContext: ['Stack'],
+      frequentlyAccessedDocs: [],
     });
   });
 });

@@ -6,6 +6,8 @@ import { truncateToTokens } from '../shared/tokens.js';
 import { taskStatusOf } from '../tasks/task-status-item.js';
 import type { Task } from '../tasks/tasks.js';
 import type { ContextEntry, ContextSection, TrimStep } from './context-builder.js';
+import type { UsedItem } from './frequent-documents.js';
+import { compareIds, FREQUENT_DOC_ENTRY_TOKENS, isDocument } from './frequent-documents.js';
 
 /**
  * Seed 000's "minimum shared context", in display order. Each item lands in at most one
@@ -20,6 +22,7 @@ export const SHARED_SECTIONS = [
   { id: 'recentInteractions', title: 'Recent activity' },
   { id: 'threadSummaries', title: 'Threads' },
   { id: 'projectContext', title: 'Project context' },
+  { id: 'frequentlyAccessedDocs', title: 'Frequently used documents' },
 ] as const;
 
 export type SharedSectionId = (typeof SHARED_SECTIONS)[number]['id'];
@@ -33,6 +36,7 @@ export interface SharedContextLimits {
   recentInteractions: number;
   threadSummaries: number;
   projectContext: number;
+  frequentlyAccessedDocs: number;
   /** Cap on one entry's full text, in tokens. */
   maxEntryTokens: number;
 }
@@ -46,6 +50,7 @@ export const DEFAULT_SHARED_LIMITS: Readonly<SharedContextLimits> = {
   recentInteractions: 5,
   threadSummaries: 3,
   projectContext: 5,
+  frequentlyAccessedDocs: 5,
   maxEntryTokens: 300,
 };
 
@@ -56,6 +61,8 @@ export const DEFAULT_SHARED_LIMITS: Readonly<SharedContextLimits> = {
 export const SHARED_TRIM_ORDER: readonly TrimStep[] = [
   { section: 'recentInteractions', action: 'compact' },
   { section: 'recentInteractions', action: 'drop' },
+  { section: 'frequentlyAccessedDocs', action: 'compact' },
+  { section: 'frequentlyAccessedDocs', action: 'drop' },
   { section: 'threadSummaries', action: 'compact' },
   { section: 'threadSummaries', action: 'drop' },
   { section: 'projectContext', action: 'compact' },
@@ -102,6 +109,11 @@ export interface SelectOptions {
    * trust level): one identity line when given.
    */
   runtimes?: readonly { id: string; trust: string }[];
+  /**
+   * The uses that rank the frequently-used-documents candidates, by item id (the store's
+   * `mostUsedItems` for `documentFilters()`); without it that section is empty.
+   */
+  documentUses?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -181,6 +193,7 @@ export function sharedCandidateQueries(
 ): Record<SharedSectionId, ListOptions[]> {
   const keyed = limits.identity + limits.currentFocus;
   const blocked = limits.blockedItems + keyed;
+  const docs = limits.frequentlyAccessedDocs;
   const doneTags = [...DONE_TAGS];
   return {
     identity: [{ keyPrefix: 'identity', limit: limits.identity }],
@@ -211,37 +224,56 @@ export function sharedCandidateQueries(
       },
     ],
     projectContext: [
-      { hasKey: true, limit: limits.projectContext + blocked + limits.recentDecisions },
+      { hasKey: true, limit: limits.projectContext + blocked + limits.recentDecisions + docs },
     ],
+    // Ranked by use, not listed: see `frequentDocsCandidateLimit` and `documentFilters`.
+    frequentlyAccessedDocs: [],
     recentInteractions: [
       {
         types: ACTIVITY_TYPES,
         scopeKinds: ['none', 'task', 'user', 'team'],
         hasKey: false,
-        limit: limits.recentInteractions + limits.blockedItems,
+        limit: limits.recentInteractions + limits.blockedItems + docs,
       },
       {
         types: ['status'],
         scopeKinds: ['none', 'user', 'team'],
         hasKey: false,
-        limit: limits.recentInteractions + limits.blockedItems,
+        limit: limits.recentInteractions + limits.blockedItems + docs,
       },
     ],
   };
 }
 
-/** Section candidates computed in memory from a full set of items (tests, local tools). */
+/**
+ * How many of the most used documents the store returns (`mostUsedItems`): the section's own
+ * and every entry the sections assigned before it can take, so the selection is exact.
+ */
+export function frequentDocsCandidateLimit(
+  limits: SharedContextLimits = DEFAULT_SHARED_LIMITS,
+): number {
+  const before = ASSIGNMENT_ORDER.slice(0, ASSIGNMENT_ORDER.indexOf('frequentlyAccessedDocs'));
+  return before.reduce((sum, section) => sum + limits[section], limits.frequentlyAccessedDocs);
+}
+
+/**
+ * Section candidates computed in memory from a full set of items (tests, local tools). The
+ * frequently used documents come ranked (`rankDocuments`, or the store's `mostUsedItems`);
+ * pass their uses to the selection too (`documentUses`).
+ */
 export function candidatesFromItems(
   items: readonly ContextItem[],
   viewer: SharedContextViewer,
   now: Date,
   limits: SharedContextLimits = DEFAULT_SHARED_LIMITS,
+  documents: readonly UsedItem[] = [],
 ): SharedCandidates {
   const queries = sharedCandidateQueries(limits);
   const result = {} as Record<SharedSectionId, ContextItem[]>;
   for (const { id } of SHARED_SECTIONS) {
     result[id] = queries[id].flatMap((query) => applyListOptions(items, viewer, query, now));
   }
+  result.frequentlyAccessedDocs = documents.map((entry) => entry.item);
   return result;
 }
 
@@ -284,14 +316,40 @@ const ASSIGNMENT_ORDER: readonly SharedSectionId[] = [
   'activeTasks',
   'recentDecisions',
   'threadSummaries',
+  'frequentlyAccessedDocs',
   'projectContext',
   'recentInteractions',
 ];
 
-const SECTION_ORDER: Partial<Record<SharedSectionId, (a: ContextItem, b: ContextItem) => number>> =
-  {
-    blockedItems: (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || newestFirst(a, b),
+type ItemOrder = (a: ContextItem, b: ContextItem) => number;
+
+/** The order in which a section takes its candidates. */
+function sectionOrder(section: SharedSectionId, uses: ReadonlyMap<string, number>): ItemOrder {
+  if (section === 'blockedItems') {
+    return (a, b) => URGENCY_RANK[b.urgency] - URGENCY_RANK[a.urgency] || newestFirst(a, b);
+  }
+  if (section === 'frequentlyAccessedDocs') {
+    return (a, b) => (uses.get(b.id) ?? 0) - (uses.get(a.id) ?? 0) || compareIds(a.id, b.id);
+  }
+  return newestFirst;
+}
+
+/** Shown by label, so a change of rank among the same documents keeps the text as it was. */
+function byLabel(a: ContextItem, b: ContextItem): number {
+  const label = (item: ContextItem) => (item.key ?? item.title).toLowerCase();
+  return compareIds(label(a), label(b)) || compareIds(a.id, b.id);
+}
+
+/** A listed document points to the item (key, title, short summary); it does not quote it. */
+function documentEntry(item: ContextItem, limits: SharedContextLimits): ContextEntry {
+  const tokens = Math.min(limits.maxEntryTokens, FREQUENT_DOC_ENTRY_TOKENS);
+  const summary = item.summary.trim();
+  const cut = truncateToTokens(summary, tokens);
+  return {
+    ...toEntry(item, limits, item.key ?? undefined),
+    body: cut.length < summary.length ? `${cut.trimEnd()}…` : cut,
   };
+}
 
 /**
  * Picks the shared-context sections from each section's candidates. Pure and deterministic:
@@ -318,6 +376,9 @@ export function selectSharedContext(
     return reported.state === 'REJECTED' || taskById.get(reported.id)?.state === reported.state;
   };
   const visible = (item: ContextItem) => itemMatches(item, viewer, {}, now) && current(item);
+  const uses = options.documentUses ?? new Map<string, number>();
+  /** A frequently used document: a document with uses in the window. */
+  const used = (item: ContextItem) => (uses.get(item.id) ?? 0) > 0 && isDocument(item, viewer, now);
   const placed = new Set<string>();
   /** Hub tasks whose current status item a section already shows. */
   const shownTasks = new Set<string>();
@@ -332,9 +393,10 @@ export function selectSharedContext(
       if (section === 'activeTasks' && tasks !== undefined && hubTaskIdOf(item) !== undefined) {
         continue;
       }
+      if (section === 'frequentlyAccessedDocs' && !used(item)) continue;
       unique.set(item.id, item);
     }
-    const ordered = [...unique.values()].sort(SECTION_ORDER[section] ?? newestFirst);
+    const ordered = [...unique.values()].sort(sectionOrder(section, uses));
     const free = ordered.filter((item) => {
       if (placed.has(item.id)) return false;
       const reported = reportOf(item);
@@ -362,8 +424,10 @@ export function selectSharedContext(
     for (const item of taken) placed.add(item.id);
     chosen[section] = taken;
   }
-  // Identity reads best in key order; every other section stays newest (or most urgent) first.
+  // Identity reads best in key order, documents by label; every other section stays newest (or most
+  // urgent) first.
   chosen.identity.sort((a, b) => (a.key ?? '').localeCompare(b.key ?? '') || newestFirst(a, b));
+  chosen.frequentlyAccessedDocs.sort(byLabel);
 
   const identityEntry: ContextEntry = {
     id: 'identity:viewer',
@@ -407,6 +471,9 @@ export function selectSharedContext(
     ),
     projectContext: chosen.projectContext.map((item) =>
       toEntry(item, limits, item.key ?? undefined),
+    ),
+    frequentlyAccessedDocs: chosen.frequentlyAccessedDocs.map((item) =>
+      documentEntry(item, limits),
     ),
   };
   return SHARED_SECTIONS.map(({ id, title }) => ({ id, title, entries: entries[id] }));

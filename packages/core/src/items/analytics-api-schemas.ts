@@ -53,6 +53,27 @@ export function daysBetween(from: string, now: Date): number {
   return Math.max(0, Math.floor((now.getTime() - Date.parse(from)) / DAY_MS));
 }
 
+/** Most item ids one injection report may carry. */
+export const MAX_REPORTED_INJECTIONS = 100;
+
+/**
+ * Body of `POST /api/analytics/injections`: the items a runtime put into a turn's context from
+ * its own reads (a hook's `GET /api/context?since=`), which the hub cannot see being injected.
+ */
+export const injectionReportSchema = z.strictObject({
+  itemIds: z
+    .array(itemIdSchema)
+    .min(1)
+    .max(MAX_REPORTED_INJECTIONS)
+    .meta({ description: "Items in the turn's context; repeated ids count once." }),
+});
+
+export const injectionReportResponseSchema = z.object({
+  recorded: z.int().nonnegative().meta({
+    description: 'Injections counted: the ids the caller may read, each once.',
+  }),
+});
+
 /** Query of `GET /api/analytics`. */
 export const analyticsQuerySchema = z.strictObject({
   window: z.coerce

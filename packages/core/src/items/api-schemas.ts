@@ -229,6 +229,9 @@ export const sharedResponseSchema = z.object({
   recentInteractionSummaries: seedSection('Seed 000: the `recentInteractions` section.'),
   threadSummaries: seedSection('Seed 000: the `threadSummaries` section.'),
   projectContext: seedSection('Seed 000: the `projectContext` section.'),
+  frequentlyAccessedDocs: seedSection(
+    "Seed 000's `frequently_accessed_docs`: the team's documents used most in the 14 whole UTC days before today (found in searches or consumed, by any runtime).",
+  ),
   totalTokens: z.int().nonnegative(),
   tokenBudget: z.int().positive(),
   effectiveBudget: z.int().nonnegative(),

@@ -13,6 +13,8 @@ export {
   analyticsQuerySchema,
   analyticsResponseSchema,
   daysBetween,
+  injectionReportSchema,
+  MAX_REPORTED_INJECTIONS,
   staleCutoff,
   staleRuleText,
   usageDay,

@@ -4,7 +4,12 @@ import {
   verifyAuditQuerySchema,
   verifyAuditResponseSchema,
 } from '../audit/audit-api-schemas.js';
-import { analyticsQuerySchema, analyticsResponseSchema } from '../items/analytics-api-schemas.js';
+import {
+  analyticsQuerySchema,
+  analyticsResponseSchema,
+  injectionReportResponseSchema,
+  injectionReportSchema,
+} from '../items/analytics-api-schemas.js';
 import {
   archiveQuerySchema,
   archiveResponseSchema,
@@ -160,6 +165,13 @@ export const wireRoutes = defineWireTable({
     auth: 'runtime',
     query: analyticsQuerySchema,
     responses: { 200: analyticsResponseSchema },
+  },
+  reportInjections: {
+    method: 'POST',
+    path: '/api/analytics/injections',
+    auth: 'runtime',
+    body: injectionReportSchema,
+    responses: { 200: injectionReportResponseSchema },
   },
   getContextItem: {
     method: 'GET',

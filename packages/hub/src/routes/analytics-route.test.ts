@@ -223,6 +223,36 @@ function analyticsCases(name: string, backend: () => Backend) {
       expect(other.neverUsed).toEqual({ total: 0, items: [] });
     });
 
+    it("counts a hook's reported injections: readable items only, each once a report", async () => {
+      const code = tokens.code as string;
+      const shared = await write(tokens.claw as string, { type: 'discovery', title: 'Team news' });
+      const secret = await write(tokens.claw as string, {
+        type: 'discovery',
+        title: "OpenClaw's own",
+        visibility: 'private',
+      });
+      const theirs = await write(tokens.other as string, { type: 'discovery', title: 'Globex' });
+      const report = (token: string, itemIds: string[]) =>
+        api(token, 'POST', '/api/analytics/injections', { itemIds });
+      const answer = await report(code, [shared.id, shared.id, secret.id, theirs.id]);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toEqual({ recorded: 1 });
+      expect((await report(code, [shared.id])).body).toEqual({ recorded: 1 });
+      const seen = await analytics(code, '?runtime=claude-code');
+      expect(seen.topItems.map((row: any) => [row.item.id, row.injected])).toEqual([
+        [shared.id, 2],
+      ]);
+      // Nothing of it reached the private item's counts or the other team's.
+      const own = await analytics(tokens.claw as string);
+      expect(own.topItems.map((row: any) => row.item.id)).toEqual([shared.id]);
+      expect((await analytics(tokens.other as string)).totals.injected).toBe(0);
+      for (const body of [{ itemIds: [] }, { itemIds: ['not-a-uuid'] }, { ids: [shared.id] }]) {
+        const refused = await api(code, 'POST', '/api/analytics/injections', body);
+        expect(refused.status).toBe(400);
+        expect(refused.body.error.code).toBe('validation_failed');
+      }
+    });
+
     it('refuses bad input with a typed 400, and callers without a runtime token', async () => {
       for (const query of [
         '?window=0',

@@ -15,7 +15,8 @@ import { implement } from '../route-definition.js';
 // GET /api/analytics: context analytics for the caller's team, as the caller may see it
 // (private items only its own runtime's). The uses come from the hub's usage recorder:
 // injected = in a shared-context bundle served to that runtime (`GET /api/context/shared`
-// for its own runtime, not a preview), consumed = `POST /api/context/:id/consume`, searched =
+// for its own runtime, not a preview) or reported by a hook that put it into a turn's context
+// (`POST /api/analytics/injections`), consumed = `POST /api/context/:id/consume`, searched =
 // returned by `POST /api/context/search`.
 
 /** The item ids a bundle carries (its entries' references). */
@@ -127,15 +128,39 @@ export async function analyticsReport(
   };
 }
 
+/** Counts the reported items the caller may read as injected into its context, each once. */
+async function recordReportedInjections(
+  services: HubServices,
+  viewer: Viewer,
+  itemIds: readonly string[],
+): Promise<number> {
+  const unique = [...new Set(itemIds)];
+  const readable = await Promise.all(unique.map((id) => services.store.getItem(viewer, id)));
+  const ids = readable.flatMap((item) => (item ? [item.id] : []));
+  services.usage.record(viewer, 'injected', ids);
+  return ids.length;
+}
+
 export const analyticsRoutes = [
   implement('contextAnalytics', {
     summary: 'Context analytics: what each runtime was injected, consumed and found',
     description:
-      "Seed 000's context analytics (what context is used, what's stale), for the caller's team; private items count and show only for their own runtime. Uses per runtime and per UTC day over the last `window` days: **injected** (the item was in a shared-context bundle the hub served to that runtime: `GET /api/context/shared` for the token's own runtime, not with `preview=true`), **consumed** (`POST /api/context/:id/consume`, each call) and **searched** (returned by `POST /api/context/search`). `topItems`: the most used items in the window. `neverUsed`: live, current items no runtime ever injected, consumed or found. `stale`: live, current items older than `staleDays` (default 14) that no runtime used in the last `staleDays` days, least recently used first. With `runtime`, every figure is that runtime's use only. Uses are batched in memory and written every few seconds; this hub's are written before it answers. Per-day counts are kept 90 days; an item's totals as long as the item.",
+      "Seed 000's context analytics (what context is used, what's stale), for the caller's team; private items count and show only for their own runtime. Uses per runtime and per UTC day over the last `window` days: **injected** (the item was in a shared-context bundle the hub served to that runtime: `GET /api/context/shared` for the token's own runtime, not with `preview=true`; or a hook reported it in a turn's context: `POST /api/analytics/injections`), **consumed** (`POST /api/context/:id/consume`, each call) and **searched** (returned by `POST /api/context/search`). `topItems`: the most used items in the window. `neverUsed`: live, current items no runtime ever injected, consumed or found. `stale`: live, current items older than `staleDays` (default 14) that no runtime used in the last `staleDays` days, least recently used first. With `runtime`, every figure is that runtime's use only. Uses are batched in memory and written every few seconds; this hub's are written before it answers. Per-day counts are kept 90 days; an item's totals as long as the item.",
     tags: ['context'],
     statuses: { 200: 'The report.' },
     async handler({ query, viewer, services }) {
       return { status: 200, body: await analyticsReport(services, viewer, query) };
+    },
+  }),
+  implement('reportInjections', {
+    summary: "Count items a runtime put into a turn's context as injected",
+    description:
+      "For reads the hub cannot tell are injections: a hook reads what changed (`GET /api/context?since=`) and puts only some of it into the turn's context (its window and budget decide). After building the turn, the adapter reports the items that went in, and each counts as one injection by the caller's runtime in the analytics (`GET /api/analytics`), on the hub's day. Ids the caller may not read (another team's, another runtime's private items, unknown or expired ones) are not counted. The shared bundle is counted when it is served (`GET /api/context/shared`) and is not reported again.",
+    tags: ['context'],
+    statuses: { 200: 'What was counted.' },
+    async handler({ body, viewer, services }) {
+      const recorded = await recordReportedInjections(services, viewer, body.itemIds);
+      return { status: 200, body: { recorded } };
     },
   }),
 ];

@@ -1,7 +1,11 @@
-import type { ContextItem, ListOptions, ListQuery, SharedSectionId } from '@ctxbus/core';
+import type { ContextItem, ListOptions, ListQuery, SharedSectionId, Viewer } from '@ctxbus/core';
 import {
   CtxbusError,
   DEFAULT_SHARED_LIMITS,
+  documentFilters,
+  FREQUENT_DOC_USES,
+  frequentDocsCandidateLimit,
+  frequentDocsWindow,
   parseWriteRequest,
   prepareParsedItem,
   resolveItem,
@@ -81,6 +85,56 @@ function declaredContext(services: HubServices, runtime: string) {
   const runtimes = services.capabilities.matrix().runtimes;
   const context = Object.hasOwn(runtimes, runtime) ? runtimes[runtime]?.context : undefined;
   return context ? { context } : {};
+}
+
+/**
+ * The team's most used documents the viewer may read (seed 000's frequently accessed docs),
+ * ranked by the uses of the whole UTC days before today (see core's `frequent-documents`).
+ */
+function frequentDocuments(services: HubServices, viewer: Viewer) {
+  const now = services.clock();
+  return services.store.mostUsedItems(viewer, {
+    ...frequentDocsWindow(now),
+    kinds: FREQUENT_DOC_USES,
+    filters: documentFilters(),
+    now: now.toISOString(),
+    limit: frequentDocsCandidateLimit(DEFAULT_SHARED_LIMITS),
+  });
+}
+
+/**
+ * What the shared bundle is built from, read at once: each section's candidates, the open
+ * tasks (newest first, see sharedTaskQueries) and the most used documents with their uses.
+ */
+async function sharedInputs(services: HubServices, viewer: Viewer) {
+  const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
+  const sections = Object.keys(queries) as SharedSectionId[];
+  const [lists, taskLists, documents] = await Promise.all([
+    Promise.all(
+      sections.map(async (section) =>
+        (
+          await Promise.all(
+            queries[section].map((options) => services.store.listItems(viewer, options)),
+          )
+        ).flat(),
+      ),
+    ),
+    Promise.all(
+      sharedTaskQueries(DEFAULT_SHARED_LIMITS).map((options) =>
+        services.store.listTasks(viewer.teamId, { ...options, order: 'newest' }),
+      ),
+    ),
+    frequentDocuments(services, viewer),
+  ]);
+  const candidates = Object.fromEntries(
+    sections.map((section, index) => [section, lists[index] ?? []]),
+  ) as Record<SharedSectionId, ContextItem[]>;
+  candidates.frequentlyAccessedDocs = documents.map((row) => row.item);
+  return {
+    candidates,
+    tasks: [...new Map(taskLists.flat().map((task) => [task.id, task])).values()],
+    documentUses: new Map(documents.map((row) => [row.item.id, row.uses])),
+  };
 }
 
 export const contextRoutes = [
@@ -179,29 +233,14 @@ export const contextRoutes = [
   implement('sharedContext', {
     summary: 'The shared context bundle for a runtime',
     description:
-      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`. A bundle for the token's own runtime counts as an injection of its items in the analytics (`GET /api/analytics`) unless `preview=true`.",
+      "Seed 000's minimum shared context (identity, active tasks, blocked items, recent decisions, current focus, recent activity, threads, project context, frequently used documents), built deterministically within the token budget and formatted for the runtime: Markdown for claude-code, terse text for openclaw, sections with items plus Markdown for web, plain Markdown for any other runtime (the default resolver). The same items and budget always give the same `contextHash`. A bundle for the token's own runtime counts as an injection of its items in the analytics (`GET /api/analytics`) unless `preview=true`.",
     tags: ['context'],
     statuses: { 200: 'The bundle.' },
     async handler({ query, viewer, services }) {
       const runtime = query.runtime ?? viewer.runtime;
-      const queries = sharedCandidateQueries(DEFAULT_SHARED_LIMITS);
-      const candidates = {} as Record<SharedSectionId, ContextItem[]>;
-      await Promise.all(
-        (Object.keys(queries) as SharedSectionId[]).map(async (section) => {
-          const lists = await Promise.all(
-            queries[section].map((options) => services.store.listItems(viewer, options)),
-          );
-          candidates[section] = lists.flat();
-        }),
-      );
-      // Active tasks come from the task store (see sharedTaskQueries), newest first.
-      const taskLists = await Promise.all(
-        sharedTaskQueries(DEFAULT_SHARED_LIMITS).map((options) =>
-          services.store.listTasks(viewer.teamId, { ...options, order: 'newest' }),
-        ),
-      );
-      const tasks = [...new Map(taskLists.flat().map((task) => [task.id, task])).values()];
+      const { candidates, tasks, documentUses } = await sharedInputs(services, viewer);
       const bundle = resolveSharedContext(candidates, {
+        documentUses,
         runtime,
         viewer,
         tasks,

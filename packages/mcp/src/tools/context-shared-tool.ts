@@ -29,7 +29,7 @@ export const contextSharedOutput = z.object({
   sections: z.array(z.object({ id: z.string(), title: z.string(), entries: z.number().int() })),
 });
 
-const DESCRIPTION = `Get the team's shared context bundle: who you are in the team, active tasks, what is blocked or waiting on someone, recent decisions, the current focus, recent activity, conversation threads and project knowledge. Built within a token budget and formatted for your runtime; every runtime gets the same picture.
+const DESCRIPTION = `Get the team's shared context bundle: who you are in the team, active tasks, what is blocked or waiting on someone, recent decisions, the current focus, recent activity, conversation threads, project knowledge and the team's most used documents. Built within a token budget and formatted for your runtime; every runtime gets the same picture.
 
 Call it at the start of a session, after a long pause, or when the user asks "where are we?". It is the quickest way to get oriented; then use context_read or context_search for details. Unchanged context gives the same contextHash, so there is no need to re-read it when the hash has not moved.`;
 

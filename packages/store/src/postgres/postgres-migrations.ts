@@ -436,6 +436,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'item-usage-active',
+    sql: (s) => `
+      -- The frequently used documents (postgres-usage.ts, mostUsedItems) read only the days on
+      -- which an item was consumed or found: most rows hold injections alone.
+      CREATE INDEX item_usage_days_active ON ${s}.item_usage_days
+        (team_id, day, item_id) INCLUDE (consumed, searched) WHERE consumed + searched > 0;
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -4,11 +4,14 @@ import type {
   ItemUsageDelta,
   ItemUsageRow,
   ItemUsageStore,
+  MostUsedOptions,
   RuntimeUsageRow,
   UnusedItemRow,
   UnusedItemsOptions,
   UsageWindow,
+  UsedItemRow,
 } from '../item-usage.js';
+import { usesSql, versionHint } from '../item-usage.js';
 import type { PostgresContext } from './postgres-connection.js';
 import type { ItemRow } from './postgres-sql.js';
 import { filterSql, ITEM_COLUMNS, rowToItem, SqlParams } from './postgres-sql.js';
@@ -195,6 +198,52 @@ export class PostgresUsage implements ItemUsageStore {
       runtimes: [...row.runtimes].sort(),
       lastUsedAt: iso(row.last_use),
     }));
+  }
+
+  async mostUsedItems(viewer: Viewer, options: MostUsedOptions): Promise<UsedItemRow[]> {
+    this.context.assertOpen();
+    if (options.filters.length === 0 || options.kinds.length === 0) return [];
+    const { s } = this;
+    const p = new SqlParams();
+    const uses = usesSql(options.kinds);
+    const nowMs = Date.parse(options.now);
+    const team = p.add(viewer.teamId);
+    const perItem = `SELECT u.item_id, sum(${uses})::int8 AS uses FROM ${s}.item_usage_days u
+      WHERE u.team_id = ${team} AND u.day >= ${p.add(options.fromDay)}
+        AND u.day <= ${p.add(options.toDay)} AND ${uses} > 0
+      GROUP BY u.item_id`;
+    const versions = versionHint(options.filters);
+    const hint =
+      versions === null
+        ? ''
+        : versions.tags.length === 0
+          ? ' AND v.item_key IS NOT NULL'
+          : ` AND (v.item_key IS NOT NULL OR v.tags && ${p.add(versions.tags)}::text[])`;
+    const used = `SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
+        sum(per_item.uses)::int8 AS uses
+      FROM per_item JOIN ${s}.items v ON v.team_id = ${team} AND v.id = per_item.item_id
+        AND (v.visibility = 'team' OR v.source_runtime = ${p.add(viewer.runtime)})${hint}
+      GROUP BY 1, 2`;
+    const match = () =>
+      `(${options.filters.map((filter) => `(${filterSql(viewer, filter, nowMs, p)})`).join(' OR ')})`;
+    // The uses per item (the days with consumptions or searches: item_usage_days_active),
+    // then per document (a key, or an unkeyed item's id), then the live items holding it.
+    const rows = await this.context.query<ItemRow & { uses: number }>(
+      'read the most used items of a kind',
+      `WITH per_item AS MATERIALIZED (${perItem}), used AS MATERIALIZED (${used}), ranked AS (
+         SELECT i.rid, i.id, used.uses FROM used
+           JOIN ${s}.items i ON i.team_id = ${team} AND i.item_key = used.k
+         WHERE used.k IS NOT NULL AND ${match()}
+         UNION ALL
+         SELECT i.rid, i.id, used.uses FROM used
+           JOIN ${s}.items i ON i.team_id = ${team} AND i.id = used.vid
+         WHERE used.k IS NULL AND ${match()}
+       )
+       SELECT ${ITEM_COLUMNS}, ranked.uses FROM ranked JOIN ${s}.items i ON i.rid = ranked.rid
+       ORDER BY ranked.uses DESC, ranked.id COLLATE "C" LIMIT ${p.add(options.limit)}`,
+      p.values,
+    );
+    return rows.map((row) => ({ item: rowToItem(row), uses: Number(row.uses) }));
   }
 
   async unusedItems(

@@ -455,6 +455,16 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 16,
+    name: 'item-usage-active',
+    sql: `
+      -- The frequently used documents (sqlite-usage.ts, mostUsedItems) read only the days on
+      -- which an item was consumed or found: most rows hold injections alone.
+      CREATE INDEX item_usage_days_active ON item_usage_days
+        (team_id, day, item_id, consumed, searched) WHERE consumed + searched > 0;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

@@ -5,11 +5,14 @@ import type {
   ItemUsageDelta,
   ItemUsageRow,
   ItemUsageStore,
+  MostUsedOptions,
   RuntimeUsageRow,
   UnusedItemRow,
   UnusedItemsOptions,
   UsageWindow,
+  UsedItemRow,
 } from '../item-usage.js';
+import { usesSql, versionHint } from '../item-usage.js';
 import type { SqliteConnection } from './sqlite-connection.js';
 import type { ItemRow } from './sqlite-rows.js';
 import { rowToItem } from './sqlite-rows.js';
@@ -50,6 +53,18 @@ const SUMS =
 /** The last use of any kind of a totals row (alias `t`), in ms. */
 const LAST_USE = `max(coalesce(t.last_injected_at, 0), coalesce(t.last_consumed_at, 0),
   coalesce(t.last_searched_at, 0))`;
+
+/** The versions that can count (`versionHint`), as a condition on `v`. */
+function hintSql(filters: MostUsedOptions['filters']): { sql: string; params: SQLInputValue[] } {
+  const hint = versionHint(filters);
+  if (hint === null) return { sql: '', params: [] };
+  if (hint.tags.length === 0) return { sql: ' AND v.item_key IS NOT NULL', params: [] };
+  const tags = hint.tags.map(() => '?').join(', ');
+  return {
+    sql: ` AND (v.item_key IS NOT NULL OR v.rid IN (SELECT rid FROM item_tags WHERE tag IN (${tags})))`,
+    params: hint.tags,
+  };
+}
 
 export class SqliteUsage implements ItemUsageStore {
   constructor(private readonly connection: SqliteConnection) {}
@@ -161,6 +176,56 @@ export class SqliteUsage implements ItemUsageStore {
       });
     }
     return rows;
+  }
+
+  async mostUsedItems(viewer: Viewer, options: MostUsedOptions): Promise<UsedItemRow[]> {
+    this.connection.assertOpen();
+    if (options.filters.length === 0 || options.kinds.length === 0) return [];
+    const uses = usesSql(options.kinds);
+    const nowMs = Date.parse(options.now);
+    const matches = options.filters.map((filter) => filterSql(viewer, filter, nowMs));
+    const match = `(${matches.map((m) => `(${m.where})`).join(' OR ')})`;
+    const matchParams = matches.flatMap((m) => m.params);
+    const hint = hintSql(options.filters);
+    // The uses per item (the days with consumptions or searches: item_usage_days_active),
+    // then per document (a key, or an unkeyed item's id), then the live items holding it.
+    const rows = this.connection
+      .statement(
+        `WITH per_item AS MATERIALIZED (
+           SELECT u.item_id AS item_id, sum(${uses}) AS uses FROM item_usage_days u
+           WHERE u.team_id = ? AND u.day >= ? AND u.day <= ? AND ${uses} > 0
+           GROUP BY u.item_id
+         ), used AS MATERIALIZED (
+           SELECT v.item_key AS k, CASE WHEN v.item_key IS NULL THEN v.id END AS vid,
+             sum(p.uses) AS uses
+           FROM per_item p JOIN items v ON v.team_id = ? AND v.id = p.item_id
+             AND (v.visibility = 'team' OR v.source_runtime = ?)${hint.sql}
+           GROUP BY k, vid
+         ), ranked AS (
+           SELECT i.rid AS rid, i.id AS id, used.uses AS uses FROM used
+             JOIN items i ON i.team_id = ? AND i.item_key = used.k
+           WHERE used.k IS NOT NULL AND ${match}
+           UNION ALL
+           SELECT i.rid, i.id, used.uses FROM used JOIN items i ON i.team_id = ? AND i.id = used.vid
+           WHERE used.k IS NULL AND ${match}
+         )
+         SELECT i.*, ranked.uses AS uses FROM ranked JOIN items i ON i.rid = ranked.rid
+         ORDER BY ranked.uses DESC, ranked.id LIMIT ?`,
+      )
+      .all(
+        viewer.teamId,
+        options.fromDay,
+        options.toDay,
+        viewer.teamId,
+        viewer.runtime,
+        ...hint.params,
+        viewer.teamId,
+        ...matchParams,
+        viewer.teamId,
+        ...matchParams,
+        options.limit,
+      ) as unknown as (ItemRow & { uses: number })[];
+    return rows.map((row) => ({ item: rowToItem(row), uses: Number(row.uses) }));
   }
 
   async unusedItems(

@@ -9,10 +9,17 @@ import {
   applyListOptions,
   type CtxbusError,
   candidatesFromItems,
+  documentFilters,
+  FREQUENT_DOC_USES,
+  frequentDocsCandidateLimit,
+  frequentDocsWindow,
+  rankDocuments,
   resolveSharedContext,
   sharedCandidateQueries,
+  usageDay,
 } from '@ctxbus/core';
 import { expect } from 'vitest';
+import type { ItemUsageDelta } from '../item-usage.js';
 import type { Store } from '../store.js';
 import type { ConformanceHarness } from './conformance-harness.js';
 import {
@@ -23,6 +30,29 @@ import {
   rejectsWith,
   seededRandom,
 } from './conformance-harness.js';
+
+const DAY_MS = 86_400_000;
+
+/** A random use of an item by its team, in the last few days (the reference-semantics data). */
+function randomUse(
+  item: ContextItem,
+  pick: <T>(list: readonly T[]) => T,
+  random: () => number,
+): ItemUsageDelta {
+  const day = usageDay(Date.parse(item.createdAt) - pick([0, 1, 1, 2, 20]) * DAY_MS);
+  return {
+    teamId: item.teamId,
+    itemId: item.id,
+    runtime: pick(['claude-code', 'openclaw']),
+    day,
+    injected: Math.floor(random() * 5),
+    consumed: pick([0, 0, 1]),
+    searched: pick([0, 1, 2, 3]),
+    lastInjectedAt: null,
+    lastConsumedAt: null,
+    lastSearchedAt: null,
+  };
+}
 
 // Items: writes, reads, supersession, expiry, filters, consumption (see runStoreConformance, which runs these).
 
@@ -402,6 +432,7 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
         const random = seededRandom(seed);
         const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
         const written: string[] = [];
+        const usage: ItemUsageDelta[] = [];
         for (let index = 0; index < 160; index++) {
           const writer = pick([acme, acme, acmeChat, globex]);
           const scopeKey = pick([
@@ -421,7 +452,7 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
             type: pick(['discovery', 'decision', 'status', 'status', 'request', 'alert'] as const),
             title: `item ${seed}-${index}`,
             urgency: pick(['background', 'background', 'attention', 'blocking'] as const),
-            relevanceTags: ['done', 'ops', 'ci'].filter(() => random() < 0.2),
+            relevanceTags: ['done', 'ops', 'ci', 'reference'].filter(() => random() < 0.2),
             ...(scopeKey && { scopeKey }),
             ...(random() < 0.15 && {
               key: pick([
@@ -432,6 +463,9 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
                 'project/a/b',
                 'project/c',
                 'notes/x',
+                'docs/a',
+                'docs/b',
+                'resource/r',
               ]),
             }),
             ...(random() < 0.15 && { visibility: 'private' as const }),
@@ -441,6 +475,7 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
           try {
             const item = await write(input, writer);
             written.push(item.id);
+            if (random() < 0.5) usage.push(randomUse(item, pick, random));
             if (random() < 0.2)
               await store.consumeItem(
                 { teamId: writer.teamId, runtime: pick(['claude-code', 'openclaw']) },
@@ -451,6 +486,7 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
             expect(['invalid_reference', 'conflict']).toContain((error as CtxbusError).code);
           }
         }
+        await store.recordItemUsage(usage);
         const all = new Map<string, ContextItem>();
         for (const viewer of viewers) {
           for (const item of await store.listItems(viewer, {
@@ -470,6 +506,7 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
           recentInteractions: 2,
           threadSummaries: 1,
           projectContext: 2,
+          frequentlyAccessedDocs: 2,
           maxEntryTokens: 300,
         };
         const queries: ListOptions[] = [
@@ -503,12 +540,39 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
               await Promise.all(list.map((query) => store.listItems(viewer, query)))
             ).flat();
           }
+          // The frequently used documents: the store's ranking and the reference's.
+          const window = frequentDocsWindow(now);
+          const limit = frequentDocsCandidateLimit();
+          const documents = await store.mostUsedItems(viewer, {
+            ...window,
+            kinds: FREQUENT_DOC_USES,
+            filters: documentFilters(),
+            now: now.toISOString(),
+            limit,
+          });
+          const uses = usage
+            .filter((d) => d.teamId === viewer.teamId && d.day >= window.fromDay)
+            .filter((d) => d.day <= window.toDay)
+            .map((d) => ({ itemId: d.itemId, uses: d.consumed + d.searched }));
+          const ranked = rankDocuments([...all.values()], uses, viewer, now, limit);
+          const label = `seed ${seed}, ${viewer.teamId}/${viewer.runtime}, documents`;
+          expect(
+            documents.map((row) => [row.item.id, row.uses]),
+            label,
+          ).toEqual(ranked.map((row) => [row.item.id, row.uses]));
+          fromStore.frequentlyAccessedDocs = documents.map((row) => row.item);
           for (const runtime of ['claude-code', 'openclaw', 'web']) {
-            const request = { runtime, viewer, now, tokenBudget: 1500 };
+            const request = {
+              runtime,
+              viewer,
+              now,
+              tokenBudget: 1500,
+              documentUses: new Map(documents.map((row) => [row.item.id, row.uses])),
+            };
             const built = resolveSharedContext(fromStore as unknown as SharedCandidates, request);
             const reference = resolveSharedContext(
-              candidatesFromItems([...all.values()], viewer, now),
-              request,
+              candidatesFromItems([...all.values()], viewer, now, undefined, ranked),
+              { ...request, documentUses: new Map(ranked.map((row) => [row.item.id, row.uses])) },
             );
             expect(built.formatted).toBe(reference.formatted);
             expect(built.contextHash).toBe(reference.contextHash);

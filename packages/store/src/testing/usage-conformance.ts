@@ -1,3 +1,5 @@
+import type { ContextItem, ItemUses, Viewer } from '@ctxbus/core';
+import { documentFilters, FREQUENT_DOC_USES, rankDocuments } from '@ctxbus/core';
 import { expect } from 'vitest';
 import type { ItemUsageDelta } from '../item-usage.js';
 import type { ConformanceHarness } from './conformance-harness.js';
@@ -11,6 +13,7 @@ export const USAGE_CASES = [
   'usage-record-and-read',
   'usage-unused-and-idle',
   'usage-prune',
+  'usage-most-used-documents',
 ] as const;
 
 export type UsageCase = (typeof USAGE_CASES)[number];
@@ -132,6 +135,69 @@ export function usageCases(h: ConformanceHarness): Record<UsageCase, () => Promi
       expect(idle.total).toBe(3);
       expect(idle.items.map((row) => row.item.id)).toContain(never.id);
       expect((await store.unusedItems(globex, { now, limit: 10 })).total).toBe(1);
+    },
+
+    async 'usage-most-used-documents'() {
+      const store = h.store();
+      const runbook = await h.write({ title: 'Runbook', key: 'docs/runbook' });
+      const guide = await h.write({ title: 'Guide', relevanceTags: ['reference'] });
+      const api = await h.write({ title: 'Billing API', key: 'resource/billing-api' });
+      const adr = await h.write({ type: 'decision', title: 'ADR 1', key: 'docs/adr-1' });
+      const finding = await h.write({ title: 'A finding, not a document' });
+      const gone = await h.write({ title: 'Expiring', key: 'docs/old', expiresAfterSeconds: 60 });
+      const secret = await h.write(
+        { title: 'Secret plan', key: 'docs/secret', visibility: 'private' },
+        acmeChat,
+      );
+      const theirs = await h.write({ title: 'Their runbook', key: 'docs/runbook' }, globex);
+      // Rewritten: the new version keeps the uses of the old one.
+      const runbook2 = await h.write({ title: 'Runbook v2', key: 'docs/runbook' });
+      const deltas = [
+        delta({ itemId: runbook.id, day: day(-1), searched: 3, lastSearchedAt: at(-1) }),
+        delta({ itemId: runbook2.id, day: day(-2), consumed: 1, lastConsumedAt: at(-2) }),
+        delta({ itemId: runbook2.id, day: day(-1), injected: 90, lastInjectedAt: at(-1) }),
+        delta({ itemId: guide.id, runtime: 'openclaw', searched: 4, lastSearchedAt: at() }),
+        delta({ itemId: api.id, searched: 1, lastSearchedAt: at() }),
+        delta({ itemId: api.id, day: day(-30), searched: 50, lastSearchedAt: at(-30) }),
+        delta({ itemId: adr.id, searched: 10, lastSearchedAt: at() }),
+        delta({ itemId: finding.id, searched: 10, lastSearchedAt: at() }),
+        delta({ itemId: gone.id, searched: 10, lastSearchedAt: at() }),
+        delta({ itemId: secret.id, runtime: 'openclaw', consumed: 20, lastConsumedAt: at() }),
+        delta({ itemId: theirs.id, teamId: 'globex', searched: 7, lastSearchedAt: at() }),
+      ];
+      await store.recordItemUsage(deltas);
+      const fromDay = day(-13);
+      const now = new Date(h.now().getTime() + 120_000);
+      const options = { fromDay, toDay: day(), kinds: FREQUENT_DOC_USES, now: now.toISOString() };
+      const most = (viewer: Viewer, limit = 10) =>
+        store.mostUsedItems(viewer, { ...options, filters: documentFilters(), limit });
+      const [tied, other] = [runbook2, guide].sort((a, b) => (a.id < b.id ? -1 : 1));
+      const rows = (list: { item: ContextItem; uses: number }[]) =>
+        list.map((row) => [row.item.title, row.uses]);
+      // Ties by id; the decision, the non-document, the expired document and the uses outside
+      // the window do not count; injections are not asked for; the other runtime's private
+      // document and the other team's never show.
+      expect(rows(await most(acme))).toEqual([
+        [tied?.title, 4],
+        [other?.title, 4],
+        ['Billing API', 1],
+      ]);
+      expect(rows(await most(acme, 2))).toEqual([
+        [tied?.title, 4],
+        [other?.title, 4],
+      ]);
+      expect(rows(await most(acmeChat, 1))).toEqual([['Secret plan', 20]]);
+      expect(rows(await most(globex))).toEqual([['Their runbook', 7]]);
+      expect(await store.mostUsedItems(acme, { ...options, filters: [], limit: 10 })).toEqual([]);
+      // The same answer as the reference in memory, for every viewer.
+      for (const viewer of [acme, acmeChat, globex]) {
+        const all = await store.listItems(viewer, { limit: 100, includeSuperseded: true });
+        const uses: ItemUses[] = deltas
+          .filter((d) => d.teamId === viewer.teamId && d.day >= fromDay && d.day <= day())
+          .map((d) => ({ itemId: d.itemId, uses: d.consumed + d.searched }));
+        const reference = rankDocuments([...all, gone], uses, viewer, now, 10);
+        expect(rows(await most(viewer))).toEqual(rows(reference));
+      }
     },
 
     async 'usage-prune'() {
