@@ -103,9 +103,11 @@ describe('the built hook and the handoff', () => {
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }
-    // Every hook call loads this file: the handoff adds its reader, not zod or a YAML parser.
+    // Every hook call loads this file: the handoff adds its reader, not zod or a YAML parser
+    // (each hundreds of KB). 40,261 bytes with the shared live-push rule and the injection
+    // report; the bound catches a library pulled in, not a few hundred bytes of our own.
     const bundle = readFileSync(`${DIST}ctxbus-claude-hook-main.js`, 'utf8');
     expect(bundle).not.toMatch(/ZodError|\$ZodType|YAMLParseError/);
-    expect(bundle.length).toBeLessThan(40_000);
+    expect(bundle.length).toBeLessThan(48_000);
   });
 });
