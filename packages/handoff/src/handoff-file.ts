@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -7,6 +9,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
@@ -107,9 +110,10 @@ function holderGone(lockPath: string, staleMs: number): boolean {
     return false; // released meanwhile: just try again
   }
   if (Date.now() - modified > staleMs) return true;
-  // Empty: its holder created it a moment ago and is writing its pid (not stale, not gone).
+  // A lock is made whole (see takeLock): one without a pid was left by a writer killed between
+  // creating and writing it (an older ctxbus), or by something else. A moment's grace, then gone.
   const pid = Number(text.trim().split(' ')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (!Number.isInteger(pid) || pid <= 0) return Date.now() - modified > NO_PID_GRACE_MS;
   try {
     process.kill(pid, 0);
     return false;
@@ -118,7 +122,50 @@ function holderGone(lockPath: string, staleMs: number): boolean {
   }
 }
 
-/** Runs `fn` holding `.lock` (created exclusively; a dead holder's lock is taken over). */
+/** How long a lock without a pid may be in the making (by an older ctxbus) before it is gone. */
+const NO_PID_GRACE_MS = 2_000;
+
+/**
+ * Creates `.lock` holding this process's pid, or false when another writer holds it. The lock
+ * is a hard link to a temporary file already written, so it is never seen empty: created
+ * empty and then written, a writer killed in between left a lock that read as "being written"
+ * until it went stale, past every other writer's wait. Where hard links are refused, the lock
+ * is created exclusively and written.
+ */
+function takeLock(lockPath: string): boolean {
+  const line = `${process.pid} ${Date.now()}\n`;
+  const temp = `${lockPath}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  writeFileSync(temp, line, { mode: 0o600 });
+  try {
+    linkSync(temp, lockPath);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+    return takeLockExclusively(lockPath, line);
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+function takeLockExclusively(lockPath: string, line: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(lockPath, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    writeSync(fd, line);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+/** Runs `fn` holding `.lock` (created whole and exclusively; a dead holder's lock is taken over). */
 export async function withLock<T>(
   paths: HandoffPaths,
   fn: () => T,
@@ -128,16 +175,8 @@ export async function withLock<T>(
   mkdirSync(paths.dir, { recursive: true });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    let fd: number | undefined;
-    try {
-      fd = openSync(paths.lock, 'wx', 0o600);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    if (fd !== undefined) {
+    if (takeLock(paths.lock)) {
       try {
-        writeSync(fd, `${process.pid} ${Date.now()}\n`);
-        closeSync(fd);
         return fn();
       } finally {
         rmSync(paths.lock, { force: true });

@@ -1,10 +1,18 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { removeDir, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checksumOf, readHandoff } from './handoff-file.js';
+import { checksumOf, readHandoff, withLock } from './handoff-file.js';
 import { readHistory } from './handoff-history.js';
 import type { Clock } from './handoff-ops.js';
 import { heartbeat, switchModel, writeRollingSummary } from './handoff-ops.js';
@@ -353,6 +361,24 @@ describe('concurrent writers', () => {
       expect(aside, plant).toHaveLength(1);
       expect(readdirSync(paths.dir)).not.toContain('.lock');
     }
+  });
+
+  it('a lock without a pid (a writer killed between creating and writing it) is waited on a moment, then taken over', async () => {
+    const dir = workspace();
+    const paths = handoffPaths(dir);
+    mkdirSync(paths.dir, { recursive: true });
+    writeFileSync(paths.lock, '');
+    // Just made: perhaps being written by an older ctxbus; a short wait gives up.
+    await expect(withLock(paths, () => 'taken', { timeoutMs: 200 })).rejects.toThrow(
+      /held by another writer/,
+    );
+    // Past the grace (2 s): gone, taken over at once, whatever the wait.
+    const past = new Date(Date.now() - 5_000);
+    utimesSync(paths.lock, past, past);
+    expect(await withLock(paths, () => 'taken', { timeoutMs: 200 })).toBe('taken');
+    expect(existsSync(paths.lock)).toBe(false);
+    // This writer's own lock is made whole: no temporary file is left beside it.
+    expect(readdirSync(paths.dir).filter((name) => name.startsWith('.lock'))).toEqual([]);
   });
 
   it('a writer killed with -9 mid-write leaves the last good file, and the next writer goes on', async () => {
