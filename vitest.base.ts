@@ -28,7 +28,7 @@ export class SkipReasonsReporter implements Reporter {
  * its own, so on a fresh clone (CI) a long but short-to-read file started last and ran alone at
  * the end.
  */
-export function longestFirst(names: readonly string[]) {
+export function longestFirst(names: readonly string[]): typeof BaseSequencer {
   return class LongestFirst extends BaseSequencer {
     override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
       const rank = (spec: TestSpecification) => {
