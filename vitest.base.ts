@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
-import { relative } from 'node:path';
+import { basename, relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
-import type { InlineConfig, Reporter, TestModule } from 'vitest/node';
+import type { InlineConfig, Reporter, TestModule, TestSpecification } from 'vitest/node';
+import { BaseSequencer } from 'vitest/node';
 
 /**
  * Lists every skipped test after the run, by file and full name. A skip's reason is in its
@@ -19,6 +20,24 @@ export class SkipReasonsReporter implements Reporter {
     const lines = skipped.map((line) => `   - ${line}\n`).join('');
     process.stdout.write(`\n ${skipped.length} skipped, each with its reason:\n${lines}`);
   }
+}
+
+/**
+ * A sequencer that starts the named files first, in the order given (the longest first), then
+ * the others in vitest's own order. Vitest starts the larger file first until it has timings of
+ * its own, so on a fresh clone (CI) a long but short-to-read file started last and ran alone at
+ * the end.
+ */
+export function longestFirst(names: readonly string[]): typeof BaseSequencer {
+  return class LongestFirst extends BaseSequencer {
+    override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+      const rank = (spec: TestSpecification) => {
+        const at = names.indexOf(basename(spec.moduleId));
+        return at < 0 ? names.length : at;
+      };
+      return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+    }
+  };
 }
 
 /**
