@@ -1,5 +1,6 @@
 export type { AgentState } from './agent-state.js';
 export { readAgentState } from './agent-state.js';
+export { knownConfigPath } from './config-path.js';
 export type { HookDeps, TurnContext } from './hooks.js';
 export { buildTurnContext, lastAssistantText, TOOL_GUIDE, turnItems } from './hooks.js';
 export type {
@@ -22,6 +23,7 @@ export {
   planInstall,
   planUninstall,
   pluginSource,
+  pluginToInstallOver,
   readOpenClawConfig,
   uninstallOpenClaw,
 } from './install-openclaw.js';

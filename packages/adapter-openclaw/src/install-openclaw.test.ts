@@ -1,5 +1,15 @@
-import { describe, expect, it } from 'vitest';
-import { mcpServerEntry, planInstall, planUninstall } from './install-openclaw.js';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  installOpenClaw,
+  mcpServerEntry,
+  planInstall,
+  planUninstall,
+  readOpenClawConfig,
+  uninstallOpenClaw,
+} from './install-openclaw.js';
 
 // The plans are what decides idempotence and exact uninstall; test/e2e runs them through the
 // real `openclaw` command (install, twice, uninstall) and loads the plugin.
@@ -136,5 +146,71 @@ describe('the packed plugin', () => {
     expect(planUninstall(installed(), plugin, npm('0.2.0')).removePackage).toBe(true);
     expect(planUninstall(installed(), plugin, null).removePackage).toBe(false);
     expect(planUninstall(installed(), plugin, npm('0.2.0')).unlinkPlugin).toBe(false);
+  });
+});
+
+describe('the OpenClaw commands install and uninstall run', () => {
+  const plugin = {
+    kind: 'package',
+    tarball: '/opt/ctxbus-openclaw-plugin-0.2.0.tgz',
+    version: '0.2.0',
+  } as const;
+  let home: string;
+  let configPath: string;
+  beforeEach(() => {
+    home = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-runs-'));
+    configPath = join(home, '.openclaw', 'openclaw.json');
+    mkdirSync(join(home, '.openclaw'));
+    writeFileSync(configPath, '// mine\n{ agents: { defaults: {} } }\n');
+  });
+  afterEach(() => rmSync(home, { recursive: true, force: true }));
+
+  /** A stand-in for OpenClaw that records each command; OpenClaw has `plugins` installed. */
+  function recorder(plugins: object[] = []) {
+    const calls: string[] = [];
+    const run = Object.assign(
+      async (args: string[]) => {
+        calls.push(args.slice(0, 2).join(' '));
+        return args[1] === 'list' ? JSON.stringify({ plugins }) : '';
+      },
+      { where: { env: { HOME: home } } },
+    );
+    return { run, calls };
+  }
+
+  it('on a config without ctxbus: install and one config patch, nothing asked', async () => {
+    const { run, calls } = recorder();
+    const result = await installOpenClaw({ url: 'http://127.0.0.1:4100', token: 't', run, plugin });
+    expect(result.configPath).toBe(configPath);
+    expect(calls).toEqual(['plugins install', 'config patch']);
+  });
+
+  it('with the plugin configured: asks which one OpenClaw has, then nothing when it is this one', async () => {
+    writeFileSync(configPath, JSON.stringify(installed()));
+    const { run, calls } = recorder([
+      { id: 'ctxbus', version: '0.2.0', trust: { installSource: 'npm' } },
+    ]);
+    const result = await installOpenClaw({ ...settings, run, plugin });
+    expect(result.changes).toEqual([]);
+    expect(calls).toEqual(['plugins list']);
+  });
+
+  it('a runner that does not say where OpenClaw runs: OpenClaw is asked for its config file', async () => {
+    const calls: string[] = [];
+    const run = async (args: string[]) => {
+      calls.push(args.slice(0, 2).join(' '));
+      return args[1] === 'file' ? `${configPath}\n` : '';
+    };
+    expect((await readOpenClawConfig(run)).path).toBe(configPath);
+    expect(calls).toEqual(['config file']);
+  });
+
+  it('uninstall reads the config once, then removes the package and the rest', async () => {
+    writeFileSync(configPath, JSON.stringify(installed()));
+    const { run, calls } = recorder([
+      { id: 'ctxbus', version: '0.2.0', trust: { installSource: 'npm' } },
+    ]);
+    await uninstallOpenClaw({ run, plugin });
+    expect(calls).toEqual(['plugins list', 'plugins uninstall', 'config patch']);
   });
 });

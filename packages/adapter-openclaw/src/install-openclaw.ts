@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import JSON5 from 'json5';
 import { z } from 'zod';
+import { knownConfigPath } from './config-path.js';
 import { PLUGIN_ID } from './plugin-config.js';
 
 // `ctxbus install openclaw`: everything goes through OpenClaw's own commands (`plugins
@@ -11,6 +12,9 @@ import { PLUGIN_ID } from './plugin-config.js';
 // the way it always does; ctxbus only reads the file to change nothing that is already right.
 // From a clone the plugin folder is linked (rebuilding updates it); from the published package
 // the packed plugin (an npm tarball) is installed as OpenClaw installs any npm plugin.
+// Each start of OpenClaw costs seconds, so none is made whose answer is already known: the
+// config file is read where OpenClaw's documented rules put it (config-path.ts), and OpenClaw
+// is asked which ctxbus plugin it has only when its config shows one.
 
 /** The MCP server name ctxbus registers in OpenClaw (`mcp.servers.ctxbus`). */
 export const MCP_SERVER_NAME = 'ctxbus';
@@ -23,7 +27,14 @@ export function openclawPluginDir(): string {
 export type JsonObject = { [key: string]: unknown };
 
 /** Runs one `openclaw` command; resolves with its stdout, rejects with a one-line reason. */
-export type OpenClawRunner = (args: string[], input?: string) => Promise<string>;
+export interface OpenClawRunner {
+  (args: string[], input?: string): Promise<string>;
+  /**
+   * The environment and --profile OpenClaw runs with, which say where its config is; without
+   * them, OpenClaw is asked (`openclaw config file`).
+   */
+  readonly where?: { env: NodeJS.ProcessEnv; profile?: string | undefined };
+}
 
 /** The lines of OpenClaw's stderr that say what went wrong (its own `openclaw:` or error lines first). */
 function failureDetail(stderr: string): string {
@@ -39,8 +50,8 @@ function failureDetail(stderr: string): string {
 export function openclawRunner(bin = 'openclaw', profile?: string, node?: string): OpenClawRunner {
   const prefix = profile ? ['--profile', profile] : [];
   const [file, head] = node ? [node, [bin]] : [bin, []];
-  return (args, input) =>
-    new Promise((resolve, reject) => {
+  const run = (args: string[], input?: string) =>
+    new Promise<string>((resolve, reject) => {
       const child = execFile(
         file,
         [...head, ...prefix, ...args],
@@ -66,6 +77,7 @@ export function openclawRunner(bin = 'openclaw', profile?: string, node?: string
       if (input !== undefined) child.stdin?.end(input);
       else child.stdin?.end();
     });
+  return Object.assign(run, { where: { env: process.env, profile } });
 }
 
 /** Where the ctxbus plugin comes from: a folder linked in place, or a packed npm tarball. */
@@ -92,7 +104,10 @@ const pluginListSchema = z.object({
   ),
 });
 
-/** The ctxbus plugin OpenClaw knows of, or null (`openclaw plugins list --json`). */
+/**
+ * The ctxbus plugin OpenClaw knows of, or null (`openclaw plugins list --json`). For deciding
+ * whether to install it, use pluginToInstallOver (it asks only when the answer matters).
+ */
 export async function installedPlugin(run: OpenClawRunner): Promise<InstalledPlugin | null> {
   const output = await run(['plugins', 'list', '--json']);
   const start = output.indexOf('{');
@@ -197,6 +212,19 @@ function isLinked(config: JsonObject, dir: string): boolean {
   return Array.isArray(paths) && paths.includes(dir);
 }
 
+/**
+ * The ctxbus plugin OpenClaw has, for deciding whether to install the package: asked only when
+ * the config has `plugins.entries.ctxbus`, which OpenClaw's install always writes. Without it,
+ * null: the package is installed either way (with --force, so over a copy whose entry was
+ * removed by hand too, giving the same result), and one start of OpenClaw is saved.
+ */
+export async function pluginToInstallOver(
+  run: OpenClawRunner,
+  config: JsonObject,
+): Promise<InstalledPlugin | null> {
+  return objectAt(config, 'plugins', 'entries', PLUGIN_ID) ? installedPlugin(run) : null;
+}
+
 /** A package install of this version that OpenClaw recorded as an npm install. */
 function holdsPackage(installed: InstalledPlugin | null | undefined, version: string): boolean {
   return installed?.installSource === 'npm' && installed.version === version;
@@ -268,6 +296,8 @@ export interface OpenClawInstallOptions {
   token: string;
   /** The config already read (readOpenClawConfig), to skip reading it again. */
   current?: { path: string; config: JsonObject };
+  /** The ctxbus plugin OpenClaw has, already asked (pluginToInstallOver), to skip asking again. */
+  installed?: InstalledPlugin | null;
   /** The `openclaw` command (default: `openclaw` on PATH). */
   openclawBin?: string;
   /** OpenClaw's --profile: another state directory (~/.openclaw-<profile>). */
@@ -291,12 +321,26 @@ export interface OpenClawInstallResult {
   changes: string[];
 }
 
-/** OpenClaw's config file (`openclaw config file`) and its content (`{}` when absent). */
+/**
+ * OpenClaw's config file and its content (`{}` when absent): where OpenClaw's documented rules
+ * put it for the runner's environment (knownConfigPath), else where `openclaw config file` says.
+ */
 export async function readOpenClawConfig(
   run: OpenClawRunner,
 ): Promise<{ path: string; config: JsonObject }> {
+  const known = run.where ? knownConfigPath(run.where.env, run.where.profile) : null;
+  return readConfigAt(known ?? (await askConfigPath(run)));
+}
+
+/** The config file OpenClaw uses (`openclaw config file`). */
+async function askConfigPath(run: OpenClawRunner): Promise<string> {
   const path = (await run(['config', 'file'])).trim().split('\n').at(-1)?.trim() ?? '';
   if (!path) throw new CtxbusError('unavailable', 'openclaw config file printed no path');
+  return path;
+}
+
+/** The config file at `path`, parsed as OpenClaw does (JSON5); `{}` when there is none yet. */
+function readConfigAt(path: string): { path: string; config: JsonObject } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -323,7 +367,12 @@ export async function installOpenClaw(
   const progress = options.progress ?? (() => undefined);
   if (!options.current) progress('reading the OpenClaw config');
   const { path, config } = options.current ?? (await readOpenClawConfig(run));
-  const installed = plugin.kind === 'package' ? await installedPlugin(run) : null;
+  const installed =
+    plugin.kind !== 'package'
+      ? null
+      : options.installed !== undefined
+        ? options.installed
+        : await pluginToInstallOver(run, config);
   const plan = planInstall(config, {
     url: options.url,
     token: options.token,
@@ -386,7 +435,7 @@ export async function uninstallOpenClaw(
     changes.push(`plugin ${PLUGIN_ID} removed`);
   }
   const removed = plan.unlinkPlugin || plan.removePackage;
-  const after = removed ? (await readOpenClawConfig(run)).config : config;
+  const after = removed ? readConfigAt(path).config : config;
   const rest = planUninstall(after, plugin, null);
   if (rest.patch) {
     progress('removing the plugin config and the ctxbus MCP server');

@@ -14,7 +14,14 @@ import {
   stepsLine,
 } from '@ctxbus/test-kit/packed-journey';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { BIN_DIR, connectIt, removeDir, tempDir, useConnectMachine } from './connect-world.js';
+import {
+  BIN_DIR,
+  connectIt,
+  countOpenClawStarts,
+  removeDir,
+  tempDir,
+  useConnectMachine,
+} from './connect-world.js';
 import { roleText } from './scripted-openai-model.js';
 
 // The published ctxbus (./dev pack, installed with npm into an empty prefix), end to end
@@ -27,6 +34,7 @@ import { roleText } from './scripted-openai-model.js';
 // once, by whichever test runs first (CI time: a pack and an install cost ~10 s).
 
 const machine = useConnectMachine();
+const openclaw = countOpenClawStarts(machine);
 const root = tempDir('ctxbus-connect-packed-');
 const prefix = join(root, 'prefix');
 let tarball = '';
@@ -93,8 +101,11 @@ describe('the packed OpenClaw plugin', () => {
       const version = JSON.parse(
         readFileSync(join(installedPackage(prefix), 'package.json'), 'utf8'),
       ).version as string;
-      const result = await machine.ctxbus(['connect', '--only', 'openclaw'], {}, installed());
+      const path = { PATH: openclaw.path };
+      const result = await machine.ctxbus(['connect', '--only', 'openclaw'], path, installed());
       expect(result.code, result.stderr).toBe(0);
+      // OpenClaw started only to change something (its config read in place, no plugin in it).
+      expect(openclaw.take()).toEqual(['plugins install', 'config patch']);
       expect(result.stdout).toContain(`will add the ctxbus plugin (package ${version})`);
       expect(result.stdout).toContain(`plugin ctxbus ${version} installed from`);
       const plugin = await ctxbusPlugin();
@@ -104,12 +115,14 @@ describe('the packed OpenClaw plugin', () => {
       expect(String(plugin?.rootDir)).toContain(machine.openclaw.stateDir);
       expect(JSON.stringify(machine.openclaw.readConfig())).not.toContain(prefix);
 
-      const again = await machine.ctxbus(['connect', '--only', 'openclaw'], {}, installed());
+      const again = await machine.ctxbus(['connect', '--only', 'openclaw'], path, installed());
       expect(again.code, again.stderr).toBe(0);
+      expect(openclaw.take()).toEqual(['plugins list']); // which version OpenClaw has
       expect(again.stdout).toMatch(/OpenClaw .*: already connected/);
 
-      const undone = await machine.ctxbus(['disconnect'], {}, installed());
+      const undone = await machine.ctxbus(['disconnect'], path, installed());
       expect(undone.code, undone.stderr).toBe(0);
+      expect(openclaw.take()).toEqual(['plugins list', 'plugins uninstall', 'config patch']);
       expect(await ctxbusPlugin()).toBeUndefined();
       expect(readFileSync(config)).toEqual(original[config]);
     },

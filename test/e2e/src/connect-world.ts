@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -100,6 +100,42 @@ export function useConnectMachine(): ConnectMachine {
     if (machine.configDir) removeDir(machine.configDir);
   });
   return machine;
+}
+
+/** The `openclaw` commands a connect started, counted by a wrapper put first on PATH. */
+export interface CountedOpenClaw {
+  /** PATH with the wrapper first, then the machine's. */
+  path: string;
+  /** Each start since the last call, as `<subcommand> <subcommand>` (e.g. `plugins install`). */
+  take(): string[];
+}
+
+/**
+ * A wrapper `openclaw` that writes one line per start, then runs the real one (each start of
+ * OpenClaw costs 1-3 s of CPU: connect makes none whose answer it already knows). Connect then
+ * sees OpenClaw without its package (its version unknown), which changes nothing it does.
+ */
+export function countOpenClawStarts(machine: ConnectMachine): CountedOpenClaw {
+  const dir = tempDir('ctxbus-openclaw-counter-');
+  const log = join(dir, 'starts.log');
+  const wrapper = join(dir, 'openclaw');
+  writeFileSync(log, '');
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\necho "$1 $2" >> '${log}'\nexec '${join(BIN_DIR, 'openclaw')}' "$@"\n`,
+  );
+  chmodSync(wrapper, 0o755);
+  afterAll(() => removeDir(dir));
+  return {
+    get path() {
+      return [dir, machine.path].join(delimiter);
+    },
+    take() {
+      const starts = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      writeFileSync(log, '');
+      return starts;
+    },
+  };
 }
 
 /** Whether the hub accepts `token` (a runtime token reads one item). */

@@ -6,6 +6,7 @@ import {
   BIN_DIR,
   closedPort,
   connectIt,
+  countOpenClawStarts,
   removeDir,
   savedCredentials,
   tempDir,
@@ -19,6 +20,7 @@ import {
 // tokens it minted. Then what it says when a runtime cannot run here (exit codes by cause).
 
 const machine = useConnectMachine();
+const openclaw = countOpenClawStarts(machine);
 
 type Json = Record<string, unknown>;
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Json;
@@ -87,8 +89,10 @@ describe('ctxbus connect', () => {
   });
 
   connectIt('then wires OpenClaw and Codex; Claude Code is already connected', async () => {
-    const result = await machine.ctxbus(['connect']);
+    const result = await machine.ctxbus(['connect'], { PATH: openclaw.path });
     expect(result.code, result.stderr).toBe(0);
+    // OpenClaw started only to change something: its config is read in place.
+    expect(openclaw.take()).toEqual(['plugins install', 'config patch']);
     expect(result.stdout).toMatch(/Claude Code .*: already connected/);
     expect(result.stdout).toContain('connected OpenClaw');
     expect(result.stdout).toContain('connected Codex');
@@ -116,16 +120,18 @@ describe('ctxbus connect', () => {
 
   connectIt('a re-run changes nothing', async () => {
     const state = readFileSync(statePath());
-    const result = await machine.ctxbus(['connect']);
+    const result = await machine.ctxbus(['connect'], { PATH: openclaw.path });
     expect(result.code, result.stderr).toBe(0);
+    expect(openclaw.take()).toEqual([]); // the linked folder and the config say it all
     expect(result.stdout.match(/already connected/g)).toHaveLength(3);
     expect(machine.snapshot()).toEqual(connected);
     expect(readFileSync(statePath())).toEqual(state);
   });
 
   connectIt('disconnect gives every file back byte for byte and revokes its tokens', async () => {
-    const result = await machine.ctxbus(['disconnect']);
+    const result = await machine.ctxbus(['disconnect'], { PATH: openclaw.path });
     expect(result.code, result.stderr).toBe(0);
+    expect(openclaw.take()).toEqual(['plugins uninstall', 'config patch']);
     expect(result.stdout).toContain('disconnected Claude Code');
     expect(result.stdout).toContain('disconnected OpenClaw');
     expect(result.stdout).toContain('disconnected Codex');

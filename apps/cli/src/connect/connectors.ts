@@ -7,11 +7,12 @@ import {
   uninstallClaudeCode,
 } from '@ctxbus/adapter-claude-code';
 import { codexHomeDir, codexRunner, inspectCodex, uninstallCodex } from '@ctxbus/adapter-codex';
+import type { InstalledPlugin } from '@ctxbus/adapter-openclaw';
 import {
-  installedPlugin,
   installedToken,
   installOpenClaw,
   planInstall,
+  pluginToInstallOver,
   readOpenClawConfig,
   uninstallOpenClaw,
 } from '@ctxbus/adapter-openclaw';
@@ -106,6 +107,8 @@ const claudeCode: RuntimeConnector<{ bin: string }> = {
 
 interface OpenClawWiring extends Wiring {
   current: Awaited<ReturnType<typeof readOpenClawConfig>>;
+  /** The ctxbus plugin OpenClaw has, as inspect found it (apply does not ask again). */
+  installed: InstalledPlugin | null;
 }
 
 const openclaw: RuntimeConnector<OpenClawSetup> = {
@@ -117,11 +120,13 @@ const openclaw: RuntimeConnector<OpenClawSetup> = {
     context.progress('reading the OpenClaw config');
     const current = await readOpenClawConfig(run);
     const plugin = openclawPlugin();
-    const installed = plugin.kind === 'package' ? await installedPlugin(run) : null;
+    const installed =
+      plugin.kind === 'package' ? await pluginToInstallOver(run, current.config) : null;
     const plan = (token: string) =>
       planInstall(current.config, { url: context.url, token, plugin, installed });
     return {
       current,
+      installed,
       token: installedToken(current.config, context.url) ?? null,
       wiredWith: (token) => {
         const steps = plan(token);
@@ -137,6 +142,7 @@ const openclaw: RuntimeConnector<OpenClawSetup> = {
       token,
       run: openclawRun(setup),
       current: (wiring as OpenClawWiring).current,
+      installed: (wiring as OpenClawWiring).installed,
       plugin: openclawPlugin(),
       progress: context.progress,
     });
