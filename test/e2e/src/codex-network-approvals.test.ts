@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
 import {
@@ -27,7 +28,7 @@ import { functionOutputs, startScriptedResponsesModel } from './scripted-respons
 // requirements (/etc/codex/requirements.toml): the app-server runs in a private mount namespace
 // where /etc is a copy with that file, so the machine's /etc is untouched. That needs root and
 // unshare; without them the file skips, saying why. Codex's sandbox helpers are refused under
-// /tmp, so Codex's home is under node_modules/.cache.
+// /tmp, so Codex's home is under the user's ~/.cache (a checkout may itself be under /tmp).
 
 const CODEX = resolve(import.meta.dirname, '../node_modules/.bin/codex');
 /** Whether /tmp/.git was there before this file ran (see the sandbox settings below). */
@@ -80,7 +81,8 @@ function codexWithRequirements(): string {
 
 beforeAll(async () => {
   if (why) return;
-  const cache = resolve(import.meta.dirname, '../node_modules/.cache');
+  // Not under /tmp (Codex refuses its sandbox helper there), wherever the checkout is.
+  const cache = join(homedir(), '.cache', 'ctxbus-e2e');
   mkdirSync(cache, { recursive: true });
   home = mkdtempSync(join(cache, 'ctxbus-codex-net-'));
   mkdirSync(join(home, '.codex'), { recursive: true });
