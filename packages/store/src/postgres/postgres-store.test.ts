@@ -477,8 +477,9 @@ function definePostgresTests(url: string): void {
   });
 
   describe('postgres task outbox', () => {
-    it('hands the relay events in sequence order, past a missing sequence only once its transaction has ended', async () => {
-      const schema = schemas.next('outbox');
+    /** A store on a new schema, a task maker and the outbox's sequences past `after`. */
+    async function outboxStore(name: string) {
+      const schema = schemas.next(name);
       const store = await openPostgresStore({ connectionString: url, schema });
       const newTask = (title: string) =>
         store.createTask('acme', {
@@ -489,6 +490,25 @@ function definePostgresTests(url: string): void {
         });
       const seqs = async (after: number) =>
         (await store.listTaskOutbox(after, 100)).map((outbox) => outbox.event.seq);
+      return { schema, store, newTask, seqs };
+    }
+
+    /** Appends an event to task `id` on `client`'s open transaction, as a task change does. */
+    async function appendEvent(client: pg.Client, id: string, copyOf: number): Promise<number> {
+      const { rows } = await client.query<{ seq: string }>(
+        `INSERT INTO task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT rid, id, team_id, now(), state, state, 'test', 'open', 'updated', 'test',
+                (SELECT task FROM task_events WHERE seq = $2)
+           FROM tasks WHERE id = $1
+         RETURNING seq`,
+        [id, copyOf],
+      );
+      return Number(rows[0]?.seq);
+    }
+
+    it('hands the relay events in sequence order, past a missing sequence only once its transaction has ended', async () => {
+      const { schema, store, newTask, seqs } = await outboxStore('outbox');
       try {
         const first = await newTask('first');
         const [firstSeq = 0] = await seqs(0);
@@ -500,16 +520,7 @@ function definePostgresTests(url: string): void {
             await client.query('UPDATE tasks SET updated_at = updated_at WHERE id = $1', [
               first.task.id,
             ]);
-            const { rows } = await client.query<{ seq: string }>(
-              `INSERT INTO task_events
-                 (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-               SELECT rid, id, team_id, now(), state, state, 'test', 'open', 'updated', 'test',
-                      (SELECT task FROM task_events WHERE seq = $2)
-                 FROM tasks WHERE id = $1
-               RETURNING seq`,
-              [first.task.id, firstSeq],
-            );
-            return Number(rows[0]?.seq);
+            return appendEvent(client, first.task.id, firstSeq);
           };
           // A later event commits while an earlier one is still open: the read stops before
           // the open one, then hands both, in sequence order, once it commits.
@@ -537,17 +548,7 @@ function definePostgresTests(url: string): void {
       // The transaction that commits the later event took its id first; the open one took its
       // id after, then its sequence first. A snapshot's xmax (the newest ended id plus one)
       // then lies at or below the open transaction's id: it is not a bound on the holder.
-      const schema = schemas.next('outboxxid');
-      const store = await openPostgresStore({ connectionString: url, schema });
-      const newTask = (title: string) =>
-        store.createTask('acme', {
-          title,
-          requiredCapabilities: ['search'],
-          origin: 'openclaw',
-          targetRuntime: 'claude-code',
-        });
-      const seqs = async (after: number) =>
-        (await store.listTaskOutbox(after, 100)).map((outbox) => outbox.event.seq);
+      const { schema, store, newTask, seqs } = await outboxStore('outboxxid');
       try {
         const first = await newTask('first');
         const second = await newTask('second');
@@ -560,18 +561,7 @@ function definePostgresTests(url: string): void {
             }
             const touch = (client: pg.Client, id: string) =>
               client.query('UPDATE tasks SET updated_at = updated_at WHERE id = $1', [id]);
-            const append = async (client: pg.Client, id: string) => {
-              const { rows } = await client.query<{ seq: string }>(
-                `INSERT INTO task_events
-                   (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-                 SELECT rid, id, team_id, now(), state, state, 'test', 'open', 'updated', 'test',
-                        (SELECT task FROM task_events WHERE seq = $2)
-                   FROM tasks WHERE id = $1
-                 RETURNING seq`,
-                [id, lastSeq],
-              );
-              return Number(rows[0]?.seq);
-            };
+            const append = (client: pg.Client, id: string) => appendEvent(client, id, lastSeq);
             await touch(early, first.task.id); // the older transaction id
             await touch(late, second.task.id); // the newer one
             const open = await append(late, second.task.id); // takes its sequence first
