@@ -12,6 +12,7 @@ import {
   runCli,
   runtimeToken,
   startHubProcess,
+  TASK_HUB_CAPABILITIES,
   TEST_WAIT_MS,
   tempDir,
   waitFor,
@@ -36,11 +37,16 @@ let hub: HubProcess;
 let codeToken: string;
 let chatToken: string;
 let home: string;
+let capsDir: string;
 const port = 20_000 + Math.floor(Math.random() * 20_000);
 
 beforeAll(async () => {
   model = await startScriptedModel((request) => reply(request));
-  hub = await startHubProcess({ args: ['--port', String(port)] });
+  // OpenClaw's code tasks go to Claude Code's workers (the approval-request case).
+  capsDir = tempDir('ctxbus-e2e-live-caps-');
+  const capabilities = join(capsDir, 'capabilities.yaml');
+  writeFileSync(capabilities, TASK_HUB_CAPABILITIES);
+  hub = await startHubProcess({ args: ['--port', String(port), '--capabilities', capabilities] });
   codeToken = await runtimeToken(hub, 'acme', 'claude-code');
   chatToken = await runtimeToken(hub, 'acme', 'openclaw');
   home = mkdtempSync(join(tmpdir(), 'ctxbus-e2e-live-home-'));
@@ -50,6 +56,7 @@ afterAll(async () => {
   await model?.close();
   await hub?.stop();
   removeDir(home);
+  removeDir(capsDir);
   if (hub) removeDir(hub.dataDir);
 });
 
@@ -217,6 +224,65 @@ describe('Claude Code with live push (install --live)', () => {
       expect(liveLog(session)).toContain(`delivered seq ${second} from openclaw`);
       // The session ended, and so does its live push.
       await waitUntil(() => /ended: /.test(liveLog(session)), 'the live push to end');
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  it('puts an approval request for a command of this runtime into the running turn, saying only a person answers it', async () => {
+    const dir = await project(true);
+    try {
+      scriptTurn(dir, 1);
+      const first = model.requests.length;
+      const session = startClaude(dir, 'Run the build step.');
+      await waitUntil(
+        () => existsSync(join(dir, 'running-1')) && liveLog(session).includes('started'),
+        'tool call 1 running and the live push started',
+      );
+      // OpenClaw asks for a command that Claude Code's machine runs; the worker (this test, on
+      // Claude Code's token, over the hub's API) binds it and asks a person.
+      const created = await call(hub.url, 'POST', '/api/tasks', {
+        token: chatToken,
+        body: {
+          title: 'Deploy the site (marker approve-6f)',
+          requiredCapabilities: ['code_execution'],
+          input: { argv: ['pnpm', 'deploy'], cwd: dir },
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const taskId = created.body.task.id as string;
+      const claimed = await call(hub.url, 'POST', '/api/tasks/claim', {
+        token: codeToken,
+        body: { workerId: 'live-e2e-worker' },
+      });
+      expect(claimed.body.task?.id).toBe(taskId);
+      const asked = await call(hub.url, 'POST', `/api/tasks/${taskId}/approval-request`, {
+        token: codeToken,
+        body: {
+          token: claimed.body.task.lease.token,
+          request: { argv: ['pnpm', 'deploy'], cwd: dir, scriptHash: null, because: 'not_allowed' },
+        },
+      });
+      expect(asked.body.task?.state, JSON.stringify(asked.body)).toBe('AUTH_REQUIRED');
+      await waitUntil(() => queued(session) === 1, 'Claude Code to queue the approval request');
+      writeFileSync(join(dir, 'go-1'), '');
+      const run = await waitFor(session.exited, 'claude -p to finish', { timeoutMs: TEST_WAIT_MS });
+      expect(run.code, run.stderr).toBe(0);
+
+      const requests = model.requests.slice(first);
+      const afterTool = holding(requests, 'released-1')[0];
+      expect(afterTool).toBeDefined();
+      // The request that carries the tool call's result carries the request: the same turn.
+      expect(holding(requests, `task ${taskId}`)[0]).toBe(afterTool);
+      const text = requestText(requests[afterTool ?? 0] as MessagesRequest);
+      expect(text).toContain("A command waits for a person's approval");
+      expect(text).toContain('Only a person answers it');
+      expect(text).toContain('You cannot approve it');
+      expect(text).toContain('it answers no permission prompt');
+      expect(count(text, `task ${taskId}`)).toBe(1);
+      // Still waiting for a person: nothing the session did answered it.
+      const task = await call(hub.url, 'GET', `/api/tasks/${taskId}`, { token: chatToken });
+      expect(task.body.task.state).toBe('AUTH_REQUIRED');
     } finally {
       removeDir(dir);
     }
