@@ -51,6 +51,32 @@ function failingOnce(store: Store, step: Step, when: 'before' | 'after'): Store 
   });
 }
 
+/** A store whose status-item writes wait while held: the relay's pass cannot end. */
+function heldWrites(store: Store) {
+  let gate: Promise<void> = Promise.resolve();
+  let release = () => {};
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property !== 'writeItems') return value.bind(target);
+      return async (...args: unknown[]) => {
+        await gate;
+        return value.apply(target, args);
+      };
+    },
+  });
+  return {
+    store: proxy,
+    hold() {
+      gate = new Promise((resolve) => {
+        release = resolve;
+      });
+    },
+    release: () => release(),
+  };
+}
+
 const byId = (a: unknown, b: unknown) =>
   String((a as { id: string }).id).localeCompare(String((b as { id: string }).id));
 
@@ -181,6 +207,51 @@ function relayCases(name: string, backend: () => Backend) {
       expect(await next.services.taskRelay.drain()).toBe(0);
       expect(await taskRelayReport(again, 'acme')).toEqual(before);
       expect(await again.verifyAudit('acme')).toMatchObject({ ok: true });
+    });
+
+    it("answers a worker's claim, completion and failure once committed, not after the relay's pass; a creation waits for it", async () => {
+      current = backend();
+      const store = await openStore();
+      const held = heldWrites(store);
+      const hub = await start(held.store);
+      // Closed first (the list closes in reverse): a hub cannot close with its relay stuck.
+      open.push({ close: async () => held.release() } as Hub);
+      const { tasks } = hub.services;
+      for (const n of [1, 2]) {
+        await tasks.create(claw, { title: `held ${n}`, requiredCapabilities: ['search'] });
+      }
+      held.hold();
+      // With the relay's pass stuck, these answer anyway (waiting for it, they would hang).
+      const claim = () =>
+        tasks.claim({ teamId: 'acme', runtime: 'openclaw', workerId: 'w1', leaseMs: 30_000 });
+      const first = await claim();
+      const second = await claim();
+      if (!first?.lease || !second?.lease) throw new Error('nothing to claim');
+      const done = await tasks.complete('acme', first.id, first.lease.token ?? 0, {}, 'openclaw');
+      expect(done.state).toBe('COMPLETED');
+      const failed = await tasks.fail(
+        'acme',
+        second.id,
+        second.lease.token ?? 0,
+        { code: 'exit', message: 'exit 1' },
+        { actor: 'openclaw' },
+      );
+      expect(failed.state).toBe('FAILED');
+      // Nothing of them is announced yet; a creation waits for the pass that announces it.
+      expect((await taskRelayReport(store, 'acme')).unannounced.length).toBeGreaterThanOrEqual(4);
+      let created = false;
+      const creating = tasks
+        .create(claw, { title: 'held 3', requiredCapabilities: ['search'] })
+        .then(() => {
+          created = true;
+        });
+      await store.getTask('acme', first.id);
+      expect(created).toBe(false);
+      held.release();
+      await creating;
+      // Every change announced and audited once, in order.
+      expectClean(await taskRelayReport(store, 'acme'), 7);
+      expect(await store.verifyAudit('acme')).toMatchObject({ ok: true });
     });
 
     it("supersedes each task's previous status item: one live line per task", async () => {
