@@ -298,6 +298,11 @@ export class GroupCommit {
     const items = ITEM_INSERT_COLUMNS.join(', ');
     const changes = CHANGE_INSERT_COLUMNS.join(', ');
     const itemsJson = `E'[${rows.items.join(',')}]'::json`;
+    // The updated rows' ids again as a literal array: the planner takes a JSON recordset for
+    // 100 rows of unknown keys and joined it to a sequential scan of every item (measured: a
+    // status item's supersede cost 26 ms per 30-event batch once 3,000 items were stored); with
+    // `rid = ANY(...)` it looks each one up in the primary key.
+    const rids = `'{${rows.updates.map((update) => Math.trunc(Number(update.rid))).join(',')}}'::int8[]`;
     return `WITH new_items AS (
         INSERT INTO ${s}.items (${items})
         SELECT ${items} FROM json_populate_recordset(NULL::${s}.items, ${itemsJson})
@@ -308,7 +313,7 @@ export class GroupCommit {
         UPDATE ${s}.items AS i
            SET superseded_by = u.superseded_by, consumed = u.consumed, consumed_by = u.consumed_by
           FROM json_populate_recordset(NULL::${s}.items, ${json(rows.updates)}) AS u
-         WHERE i.rid = u.rid
+         WHERE i.rid = u.rid AND i.rid = ANY(${rids})
       )
       UPDATE ${s}.counter SET seq = ${Math.trunc(rows.seq)}, items = items + ${Math.trunc(rows.createdItems)}`;
   }
