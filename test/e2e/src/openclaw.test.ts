@@ -39,8 +39,10 @@ const MARKER = 'probe-marker-5d1e';
 
 /** A request's JSON less the probe's per-turn text around the prompt (and its blank line). */
 function withoutProbeTurnText(json: string): string {
-  const field = (name: string) => JSON.stringify(`[${MARKER}:${name}]\n\n`).slice(1, -1);
-  return json.replaceAll(field('prependContext'), '').replaceAll(field('appendContext'), '');
+  const text = (raw: string) => JSON.stringify(raw).slice(1, -1);
+  return json
+    .replaceAll(text(`[${MARKER}:prependContext]\n\n`), '')
+    .replaceAll(text(`\n\n[${MARKER}:appendContext]`), '');
 }
 
 /** What the probe's agent_end saw of the last turn, from its transcript file. */
