@@ -1,15 +1,20 @@
 import { longestFirst, testConfig } from '../../vitest.base.ts';
 
 /**
- * The files that take longest, longest first (on the 2-core CI machine: 2-5 minutes each; an
- * agent turn is 20-60 s), the others about a minute or less. By vitest's own order (the larger
- * file first, until it has timings) they started last on a fresh clone, and one ran alone at
- * the end.
+ * The files that take longest, longest first (in CI on the 2-core machine: the OpenClaw files
+ * 1-3 minutes each, an agent turn 20-60 s; connect's a minute; the others half a minute or
+ * less). Vitest's own order (the larger file first, until it has timings) started long files
+ * last on a fresh clone, where one ran alone at the end; in this order the two lanes end
+ * together (each file goes to the lane free first).
  */
 const LONGEST = [
   'openclaw.test.ts',
   'openclaw-offline.test.ts',
-  'openclaw-probe.test.ts',
+  'openclaw-live.test.ts',
+  'connect-packed.test.ts',
+  'connect.test.ts',
+  'claude-code.test.ts',
+  'codex.test.ts',
   'first-hour.test.ts',
 ];
 

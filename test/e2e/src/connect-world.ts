@@ -18,6 +18,8 @@ export const BIN_DIR = resolve(import.meta.dirname, '../node_modules/.bin');
 const required = process.env.CTXBUS_REQUIRE_OPENCLAW === '1';
 const unavailable = openClawUnavailable();
 const skip = unavailable !== null && !required;
+/** Whether the connect tests skip (OpenClaw cannot run here and CI does not ask for it). */
+export const connectSkipped = skip;
 const because = unavailable ? ` (skipped: ${unavailable})` : '';
 
 /** `it`, or `it.skip` (its name saying why) where OpenClaw cannot run and CI does not ask for it. */
@@ -115,7 +117,7 @@ export interface CountedOpenClaw {
  * OpenClaw costs 1-3 s of CPU: connect makes none whose answer it already knows). Connect then
  * sees OpenClaw without its package (its version unknown), which changes nothing it does.
  */
-export function countOpenClawStarts(machine: ConnectMachine): CountedOpenClaw {
+export function countOpenClawStarts(machine: { readonly path: string }): CountedOpenClaw {
   const dir = tempDir('ctxbus-openclaw-counter-');
   const log = join(dir, 'starts.log');
   const wrapper = join(dir, 'openclaw');

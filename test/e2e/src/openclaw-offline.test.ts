@@ -3,32 +3,46 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, startHubProcess, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect } from 'vitest';
-import { because, callTool, openClawIt, useOpenClawInstalled } from './openclaw-installed.js';
-import { roleText, toolResults } from './scripted-openai-model.js';
+import { because, openClawIt, useOpenClawInstalled } from './openclaw-installed.js';
+import { roleText, toolNames, toolResults } from './scripted-openai-model.js';
 
 // OpenClaw with ctxbus installed (see openclaw-installed.ts): a command handed to Claude Code's
 // worker in the turn, and a turn with the hub down whose outbox reaches the hub once it is back.
+// Here OpenClaw runs with tools.toolSearch false, where a plugin's tools are direct tools the
+// model calls by name (openclaw.test.ts has the default, Tool Search's `tool_call` bridge).
 
 describe(`OpenClaw with ctxbus installed, its worker and an outage${because}`, () => {
   const world = useOpenClawInstalled();
 
   openClawIt(
-    'hands a command to the worker with capability_request and gets its result back in the turn',
+    'with tools.toolSearch false, capability_request is a direct tool: it hands a command to the worker and gets its result back in the turn',
     async () => {
+      const config = world.openclaw.readConfig() as { tools?: Record<string, unknown> };
+      world.openclaw.writeConfig({ ...config, tools: { ...config.tools, toolSearch: false } });
       const before = world.model.requests.length;
       world.reply = (_request, index) =>
         index === before
-          ? callTool('capability_request', {
-              title: 'Run the checks of demo',
-              argv: ['node', 'check.js'],
-              cwd: world.project,
-              waitSeconds: 90,
-            })
+          ? {
+              text: 'Calling it.',
+              toolCall: {
+                name: 'capability_request',
+                arguments: {
+                  title: 'Run the checks of demo',
+                  argv: ['node', 'check.js'],
+                  cwd: world.project,
+                  waitSeconds: 90,
+                },
+              },
+            }
           : { text: 'The checks passed.' };
       const run = await world.openclaw.agent('Run the checks of the demo project', {
         sessionId: randomUUID(),
       });
       expect(run.code, run.stderr).toBe(0);
+      const first = world.model.requests[before];
+      // The plugin's tool is in the request's `tools` itself, not behind the bridge.
+      expect(first && toolNames(first)).toContain('capability_request');
+      expect(first && toolResults(first)).toEqual([]);
       const second = world.model.requests[before + 1];
       const result = second ? toolResults(second).join('\n') : '';
       expect(result).toContain('COMPLETED');
@@ -41,6 +55,7 @@ describe(`OpenClaw with ctxbus installed, its worker and an outage${because}`, (
         (entry: { title: string }) => entry.title === 'Run the checks of demo',
       );
       expect(task).toMatchObject({ origin: 'openclaw', targetRuntime: 'claude-code' });
+      expect(run.json?.payloads).toEqual([expect.objectContaining({ text: 'The checks passed.' })]);
     },
   );
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { call, openStream, removeDir, tempDir } from '@ctxbus/test-kit';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { call, openStream, removeDir, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { OPENCLAW_BIN } from './openclaw-harness.js';
+import { OPENCLAW_BIN, parseJsonOutput } from './openclaw-harness.js';
 import {
   because,
   callTool,
@@ -12,19 +12,77 @@ import {
   useOpenClawInstalled,
 } from './openclaw-installed.js';
 import type { ChatCompletionsRequest } from './scripted-openai-model.js';
-import { contentText, requestText, roleText, toolResults } from './scripted-openai-model.js';
+import {
+  contentText,
+  requestText,
+  roleText,
+  toolNames,
+  toolResults,
+} from './scripted-openai-model.js';
 
 const OPEN_BLOCK = '<team-context source="ctxbus">';
 
 // OpenClaw with ctxbus installed (see openclaw-installed.ts): the plugin loads, the team's
 // context reaches the model, the model writes through the plugin's tool, uninstall is clean.
 // The worker and hub-outage turns are in openclaw-offline.test.ts, run beside this file.
+//
+// Beside ctxbus, the same OpenClaw has a probe plugin (fixtures/openclaw-probe-plugin) installed
+// the way a user installs a local one (copied into the state dir): it proves the plugin surface
+// the adapter relies on (every before_prompt_build field, a tool through Tool Search's bridge,
+// agent_end's view of the turn) on the turns below, without an OpenClaw home and turns of its
+// own (an OpenClaw turn costs 20-60 s). With tools.toolSearch false, a plugin tool is a direct
+// tool: openclaw-offline.test.ts's worker turn.
+
+const PROBE = resolve(import.meta.dirname, '../fixtures/openclaw-probe-plugin');
+const PROBE_ID = 'ctxbus-probe';
+const MARKER = 'probe-marker-5d1e';
+
+/** A request's JSON less the probe's per-turn text around the prompt (and its blank line). */
+function withoutProbeTurnText(json: string): string {
+  const text = (raw: string) => JSON.stringify(raw).slice(1, -1);
+  return json
+    .replaceAll(text(`[${MARKER}:prependContext]\n\n`), '')
+    .replaceAll(text(`\n\n[${MARKER}:appendContext]`), '');
+}
+
+/** What the probe's agent_end saw of the last turn, from its transcript file. */
+function probeTranscript(file: string): {
+  success: boolean;
+  messages: { role: string; content: unknown }[];
+} {
+  return JSON.parse(readFileSync(file, 'utf8'));
+}
 
 describe(`OpenClaw with ctxbus installed${because}`, () => {
   const world = useOpenClawInstalled();
+  let transcriptFile = '';
+
+  beforeAll(async () => {
+    if (!world.openclaw) return; // skipped: the world was not set up
+    transcriptFile = join(world.openclaw.home, 'agent-end.json');
+    // A local directory is copied into $OPENCLAW_STATE_DIR/extensions/<id>; --force confirms a
+    // source outside ClawHub, --accept-capabilities the tools the manifest declares.
+    const installed = await world.openclaw.run([
+      'plugins',
+      'install',
+      '--force',
+      '--accept-capabilities',
+      PROBE,
+    ]);
+    expect(installed.code, installed.stdout + installed.stderr).toBe(0);
+    // Install writes `plugins.entries.<id>: { enabled: true }` only; conversation hooks stay
+    // blocked until allowConversationAccess, and `config` becomes the plugin's api.pluginConfig.
+    const config = world.openclaw.readConfig() as { plugins: { entries: Record<string, object> } };
+    config.plugins.entries[PROBE_ID] = {
+      ...config.plugins.entries[PROBE_ID],
+      hooks: { allowConversationAccess: true },
+      config: { transcriptFile, marker: MARKER },
+    };
+    world.openclaw.writeConfig(config);
+  }, 300_000);
 
   openClawIt(
-    'loads the plugin with its hooks and tools; installing again changes nothing',
+    'loads the plugin with its hooks and tools, beside a local plugin installed into the state dir; installing again changes nothing',
     async () => {
       const config = world.openclaw.readConfig() as {
         plugins: { load: { paths: string[] }; entries: Record<string, unknown> };
@@ -40,13 +98,18 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
         url: `${world.hub.url}/mcp`,
         transport: 'streamable-http',
       });
-      const { run, json } = await world.openclaw.inspectPlugin('ctxbus');
+      // Both plugins in one OpenClaw start (`inspect --all`: every plugin, the bundled ones too).
+      const run = await world.openclaw.run(['plugins', 'inspect', '--all', '--runtime', '--json']);
       expect(run.code, run.stderr).toBe(0);
-      const inspected = json as {
-        plugin: { status: string; toolNames: string[] };
+      type Inspected = {
+        plugin: { id: string; status: string; toolNames: string[]; enabled: boolean };
         typedHooks: { name: string }[];
         diagnostics: { message: string }[];
+        install?: { source: string; installPath: string };
       };
+      const all = parseJsonOutput(run.stdout) as unknown as Inspected[];
+      const byId = (id: string) => all.find((entry) => entry.plugin.id === id) as Inspected;
+      const inspected = byId('ctxbus');
       expect(inspected.plugin.status).toBe('loaded');
       expect(inspected.plugin.toolNames).toEqual(
         expect.arrayContaining(['context_write', 'memory_query', 'capability_request']),
@@ -58,6 +121,19 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
         'before_prompt_build',
       ]);
       expect(inspected.diagnostics).toEqual([]);
+
+      // The probe, copied into the state dir, loaded with its tool and both conversation hooks.
+      const probeDir = join(world.openclaw.stateDir, 'extensions', PROBE_ID);
+      expect(existsSync(join(probeDir, 'index.js'))).toBe(true);
+      const probe = byId(PROBE_ID);
+      expect(probe.plugin).toMatchObject({ status: 'loaded', enabled: true });
+      expect(probe.plugin.toolNames).toEqual(['probe_echo']);
+      expect(probe.typedHooks.map((hook) => hook.name).sort()).toEqual([
+        'agent_end',
+        'before_prompt_build',
+      ]);
+      expect(probe.diagnostics).toEqual([]);
+      expect(probe.install).toMatchObject({ source: 'path', installPath: probeDir });
 
       const again = await world.install();
       expect(again.code, again.stderr).toBe(0);
@@ -117,6 +193,21 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       expect(roleText(first, 'user')).toContain('Release frozen until Friday (marker c41e)');
       expect(roleText(first, 'user')).toContain('<team-context source="ctxbus">');
       expect(roleText(first, 'system')).toContain('capability_request');
+      // Every field the probe's before_prompt_build returns reaches the model: the System ones
+      // in the system message, the others around the user's prompt.
+      const system = roleText(first, 'system');
+      expect(system).toContain(`[${MARKER}:prependSystemContext]`);
+      expect(system).toContain(`[${MARKER}:appendSystemContext]`);
+      expect(roleText(first, 'user')).toMatch(
+        new RegExp(
+          `\\[${MARKER}:prependContext\\][\\s\\S]*What is the team up to\\?[\\s\\S]*\\[${MARKER}:appendContext\\]`,
+        ),
+      );
+      // Tool Search is on by default: plugin tools are not in `tools` but listed in the system
+      // prompt, and the model calls them through the `tool_call` bridge.
+      expect(toolNames(first)).toContain('tool_call');
+      expect(toolNames(first)).not.toContain('probe_echo');
+      expect(system).toContain('- probe_echo (ctxbus-probe): Returns its input unchanged.');
 
       const decisions = await call(
         world.hub.url,
@@ -159,9 +250,44 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
       const second = world.model.requests[before + 1];
       expect(second && toolResults(second).join('\n')).toContain(title);
       // Seed 002's turn context recorded for the next turn of the session: its chat window and
-      // the tool result of this one.
-      world.reply = () => ({ text: 'It is recorded.' });
-      await turnAfter('status', 'Build 3 is green (marker cache-c3d2)', 'Is it recorded?', 1);
+      // the tool result of this one. In that turn the model calls the probe's tool through the
+      // bridge, and the probe's agent_end sees the turn.
+      rmSync(transcriptFile, { force: true }); // the earlier turns' agent_end wrote it too
+      const echoAt = world.model.requests.length;
+      world.reply = (_request, index) =>
+        index === echoAt
+          ? callTool('probe_echo', { text: 'ping-42' })
+          : { text: 'It is recorded.' };
+      const third = await turnAfter(
+        'status',
+        'Build 3 is green (marker cache-c3d2)',
+        'Is it recorded?',
+        2,
+      );
+      const echoed = world.model.requests[third.before + 1];
+      expect(echoed && toolResults(echoed).join('\n')).toContain('echo: ping-42');
+      expect(third.run.json?.payloads).toEqual([
+        expect.objectContaining({ text: 'It is recorded.' }),
+      ]);
+      await waitUntil(() => existsSync(transcriptFile), 'agent_end to write the turn');
+      const transcript = probeTranscript(transcriptFile);
+      expect(transcript.success).toBe(true);
+      // From the turn's user message: the tool call, its result and the reply (then OpenClaw's
+      // own `custom` entries, e.g. its tool-search catalog state, may follow). agent_end sees the
+      // user's own text, without what before_prompt_build added.
+      const asked = transcript.messages.findLastIndex(
+        (message) =>
+          message.role === 'user' && JSON.stringify(message.content).includes('Is it recorded?'),
+      );
+      expect(asked).toBeGreaterThanOrEqual(0);
+      expect(transcript.messages.slice(asked, asked + 4).map((message) => message.role)).toEqual([
+        'user',
+        'assistant',
+        'toolResult',
+        'assistant',
+      ]);
+      expect(JSON.stringify(transcript.messages[asked])).not.toContain(MARKER);
+      expect(JSON.stringify(transcript.messages[asked])).not.toContain(OPEN_BLOCK);
       const dir = join(turnData, 'agents', 'main', 'context');
       const records = readdirSync(dir).flatMap((file) =>
         readFileSync(join(dir, file), 'utf8')
@@ -234,7 +360,12 @@ describe(`OpenClaw with ctxbus installed${because}`, () => {
         expect(kept.some((message) => contentText(message.content).includes(OPEN_BLOCK))).toBe(
           true,
         );
-        expect(JSON.stringify(later.messages.slice(0, kept.length))).toBe(JSON.stringify(kept));
+        // The probe's prependContext and appendContext reach only the request of the turn they
+        // were returned for: OpenClaw keeps the prompt in the history without them (ctxbus keeps
+        // its block there through before_message_write), so they come out of the earlier request.
+        const resent = JSON.stringify(later.messages.slice(0, kept.length));
+        expect(resent).not.toContain(`[${MARKER}:prependContext]`);
+        expect(resent).toBe(withoutProbeTurnText(JSON.stringify(kept)));
       }
     },
   );

@@ -197,6 +197,8 @@ export interface DecisionJourney {
   openclaw: OpenClawAgentRun;
   /** OpenClaw's first model request of its turn: where the decision must be. */
   seenRequest: ChatCompletionsRequest | undefined;
+  /** The hub, still serving, when the caller asked to keep it (`keepHub`): it stops it. */
+  hub: InstalledHub | undefined;
 }
 
 function check(ok: boolean, step: string, output: { stdout: string; stderr: string }): void {
@@ -216,12 +218,14 @@ async function waitForHealth(hub: InstalledHub): Promise<void> {
  * The journey, from the moment the tarball is present: `install` puts the package in `prefix`
  * (npm install of the tarball; it may be a no-op when the caller installed it earlier), then
  * serve, connect, Claude Code's turn, OpenClaw's turn. Throws, naming the step, when a command
- * fails; whether the decision reached OpenClaw's request is for the caller to judge.
+ * fails; whether the decision reached OpenClaw's request is for the caller to judge. The hub
+ * stops at the end, unless `keepHub` (a caller that goes on with the connected machine).
  */
 export async function runDecisionJourney(
   machine: JourneyMachine,
   prefix: string,
   install: () => Promise<unknown>,
+  options: { keepHub?: boolean } = {},
 ): Promise<DecisionJourney> {
   const start = performance.now();
   const since = () => (performance.now() - start) / 1000;
@@ -229,6 +233,7 @@ export async function runDecisionJourney(
   await install();
   const installed = since();
   const hub = await startInstalledHub(prefix, machine.home);
+  let kept = false;
   try {
     await waitForHealth(hub);
     const serving = since();
@@ -244,6 +249,7 @@ export async function runDecisionJourney(
     const openclaw = await machine.openclaw.agent('What did the team decide about releases?');
     check(openclaw.code === 0, 'openclaw agent', openclaw);
     const arrived = machine.arrivals[from];
+    kept = options.keepHub === true;
     return {
       decision,
       times: {
@@ -257,9 +263,10 @@ export async function runDecisionJourney(
       claude,
       openclaw,
       seenRequest: machine.openclawModel.requests[from],
+      hub: kept ? hub : undefined,
     };
   } finally {
-    await hub.stop();
+    if (!kept) await hub.stop();
   }
 }
 
