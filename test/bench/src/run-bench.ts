@@ -1,41 +1,27 @@
 // ctxbus benchmarks: starts a real `ctxbus serve` on a fresh embedded store and measures it
 // over HTTP. Usage: ./dev bench [--quick] [--only writes,delivery,scale,hooks,live,codex,openclaw,cache,mcp,locomo,hybrid,postgres,vectors,stalled,tasks,task-peers,task-crash,telegram,dashboard,install,analytics] [--json]
 
+import nodeModule from 'node:module';
 import { parseArgs } from 'node:util';
-import { postgresRequired, probePostgres } from '@ctxbus/store/testing';
 import type { HubProcess } from '@ctxbus/test-kit';
-import {
-  call,
-  openStream,
-  removeDir,
-  runtimeToken,
-  startHubProcess,
-  tempDir,
-} from '@ctxbus/test-kit';
-import { benchAnalytics } from './analytics-bench.ts';
-import { benchAuditLog } from './audit-log.ts';
-import { benchCache } from './cache-stability.ts';
-import { benchCodexHooks } from './codex-hook-latency.ts';
-import { corpusQueries, corpusTexts, locomoAvailable } from './corpus.ts';
-import { benchDashboard } from './dashboard-latency.ts';
-import { benchExecSpawn } from './exec-spawn.ts';
-import { benchHooks } from './hook-latency.ts';
-import { benchInstall } from './install-bench.ts';
-import { benchLivePush } from './live-push-latency.ts';
-import { runHybridLocomo, runLocomo } from './locomo-recall.ts';
-import { benchMcp } from './mcp-latency.ts';
-import { benchOpenClaw, benchSharedContextBridge } from './openclaw-latency.ts';
-import { benchPostgres, skipReason } from './postgres-bench.ts';
-import { benchRouting } from './routing-bench.ts';
-import { benchStalled, STALLED_FULL, STALLED_QUICK } from './stalled-readers.ts';
 import type { Row } from './stats.ts';
-import { ms, percentile, perSecond, rssMb } from './stats.ts';
-import { benchTaskCrash } from './task-crash.ts';
-import { benchTaskLatency } from './task-latency.ts';
-import { benchTaskPeers } from './task-peers.ts';
-import { benchTaskStore } from './task-store.ts';
-import { benchTelegram } from './telegram-latency.ts';
-import { benchVectorSearch } from './vector-search.ts';
+
+// Each section's module (and what it loads: the store, PostgreSQL's client, Playwright, the
+// MCP SDK...) is imported when the section runs, through V8's code cache (as the CLI does): a
+// run of one section (each test of bench.test.ts and bench-postgres.test.ts is one) loads only that section's code.
+nodeModule.enableCompileCache?.();
+const { call, openStream, removeDir, runtimeToken, startHubProcess, tempDir } = await import(
+  '@ctxbus/test-kit'
+);
+const { ms, percentile, perSecond, rssMb } = await import('./stats.ts');
+/** The store's PostgreSQL probe and the reason a section skips, loaded when a section needs them. */
+const postgresProbe = async () => {
+  const [{ postgresRequired, probePostgres }, { skipReason }] = await Promise.all([
+    import('@ctxbus/store/testing'),
+    import('./postgres-bench.ts'),
+  ]);
+  return { postgresRequired, probePostgres, skipReason };
+};
 
 const { values: flags } = parseArgs({
   options: {
@@ -104,7 +90,7 @@ if (flags.help) {
             database, alternated: tasks/s, CPU ms per task (producer, hub, workers, database;
             the command apart), create -> started p50/p99, the ratios issue 24 targets, and
             lock waits sampled from pg_stat_activity. 1,000 tasks, twice each (200 once with
-            --quick; CTXBUS_BENCH_PEER_TASKS=N sets N, 0 skips it; the tasks test of bench.test.ts skips it, and a test of its own runs it with 10 tasks)
+            --quick; CTXBUS_BENCH_PEER_TASKS=N sets N, 0 skips it; the tasks test of bench-postgres.test.ts skips it, and a test of its own runs it with 10 tasks)
   task-crash tasks through real workers and a real hub killed at random points (issue 24):
             1,000 tasks (200 with --quick; CTXBUS_BENCH_CRASH_TASKS=N sets N, 0 skips it)
             through 4 \`ctxbus worker\` processes x 4, each a node script logging its run,
@@ -363,6 +349,7 @@ async function fillTo(hub: HubProcess, token: string, target: number, texts: rea
 }
 
 async function benchScale(hub: HubProcess, token: string) {
+  const { corpusQueries, corpusTexts } = await import('./corpus.ts');
   const texts = corpusTexts();
   const queries = corpusQueries();
   const checkpoints = quick ? [2_000, 5_000] : [10_000, 100_000];
@@ -450,6 +437,7 @@ async function taskPeers() {
     );
     return;
   }
+  const { postgresRequired, probePostgres, skipReason } = await postgresProbe();
   const server = await probePostgres();
   if (server.url === null && postgresRequired()) {
     throw new Error(
@@ -457,7 +445,9 @@ async function taskPeers() {
     );
   }
   rows.push(
-    ...(await benchTaskPeers({
+    ...(await (
+      await import('./task-peers.ts')
+    ).benchTaskPeers({
       quick,
       log,
       serverUrl: server.url,
@@ -479,6 +469,7 @@ async function taskCrash() {
     );
     return;
   }
+  const { postgresRequired, probePostgres, skipReason } = await postgresProbe();
   const server = await probePostgres();
   if (server.url === null && postgresRequired()) {
     throw new Error(
@@ -486,7 +477,9 @@ async function taskCrash() {
     );
   }
   rows.push(
-    ...(await benchTaskCrash({
+    ...(await (
+      await import('./task-crash.ts')
+    ).benchTaskCrash({
       quick,
       log,
       serverUrl: server.url,
@@ -532,40 +525,51 @@ async function main() {
   if (sections.has('hooks')) {
     log('hooks: Claude Code hook latency');
     await withHub(async (hub) => {
-      rows.push(...(await benchHooks(hub, quick ? 10 : 50)));
+      rows.push(...(await (await import('./hook-latency.ts')).benchHooks(hub, quick ? 10 : 50)));
     });
   }
   if (sections.has('live')) {
     log('live: push into a running Claude Code session');
     await withHub(async (hub) => {
-      rows.push(...(await benchLivePush(hub, quick ? 5 : 30)));
+      rows.push(
+        ...(await (await import('./live-push-latency.ts')).benchLivePush(hub, quick ? 5 : 30)),
+      );
     });
   }
   if (sections.has('codex')) {
     log('codex: Codex hook latency');
     await withHub(async (hub) => {
-      rows.push(...(await benchCodexHooks(hub, quick ? 10 : 50)));
+      rows.push(
+        ...(await (await import('./codex-hook-latency.ts')).benchCodexHooks(hub, quick ? 10 : 50)),
+      );
     });
   }
   if (sections.has('openclaw')) {
     log('openclaw: plugin turn latency');
     await withHub(async (hub) => {
-      rows.push(...(await benchOpenClaw(hub, quick ? 40 : 300)));
-      rows.push(...(await benchSharedContextBridge(hub, quick ? 10 : 50)));
+      rows.push(
+        ...(await (await import('./openclaw-latency.ts')).benchOpenClaw(hub, quick ? 40 : 300)),
+      );
+      rows.push(
+        ...(await (
+          await import('./openclaw-latency.ts')
+        ).benchSharedContextBridge(hub, quick ? 10 : 50)),
+      );
     });
   }
   if (sections.has('cache')) {
     const turns = Number(process.env.CTXBUS_BENCH_CACHE_TURNS ?? (quick ? 8 : 50));
     await withHub(async (hub) => {
-      rows.push(...(await benchCache(hub, turns, log)));
+      rows.push(...(await (await import('./cache-stability.ts')).benchCache(hub, turns, log)));
     });
   }
   if (sections.has('mcp')) {
     log('mcp: tool-call latency');
     await withHub(async (hub) => {
-      rows.push(...(await benchMcp(hub, quick ? 20 : 200)));
+      rows.push(...(await (await import('./mcp-latency.ts')).benchMcp(hub, quick ? 20 : 200)));
     });
   }
+  const { locomoAvailable } = await import('./corpus.ts');
   if (sections.has('locomo')) {
     if (!locomoAvailable()) {
       row(
@@ -575,7 +579,7 @@ async function main() {
       );
     } else {
       log('locomo: search quality');
-      rows.push(...(await runLocomo()));
+      rows.push(...(await (await import('./locomo-recall.ts')).runLocomo()));
     }
   }
   if (sections.has('hybrid')) {
@@ -587,10 +591,11 @@ async function main() {
       );
     } else {
       log('hybrid: LoCoMo recall, full text against hybrid with a weak embedding model');
-      rows.push(...(await runHybridLocomo()));
+      rows.push(...(await (await import('./locomo-recall.ts')).runHybridLocomo()));
     }
   }
   if (sections.has('postgres')) {
+    const { postgresRequired, probePostgres, skipReason } = await postgresProbe();
     const server = await probePostgres();
     if (server.url === null) {
       const reason = skipReason(server);
@@ -600,37 +605,55 @@ async function main() {
       log(`postgres: skipped: ${reason}`);
       row('postgres', 'PostgreSQL benchmarks', `skipped: ${reason}`);
     } else {
-      rows.push(...(await benchPostgres(server.url, { quick, log })));
+      rows.push(
+        ...(await (await import('./postgres-bench.ts')).benchPostgres(server.url, { quick, log })),
+      );
     }
   }
-  if (sections.has('vectors')) rows.push(...(await benchVectorSearch(quick, log)));
+  if (sections.has('vectors'))
+    rows.push(...(await (await import('./vector-search.ts')).benchVectorSearch(quick, log)));
   if (sections.has('stalled')) {
-    rows.push(...(await benchStalled(quick ? STALLED_QUICK : STALLED_FULL, log)).rows);
+    const stalled = await import('./stalled-readers.ts');
+    rows.push(
+      ...(await stalled.benchStalled(quick ? stalled.STALLED_QUICK : stalled.STALLED_FULL, log))
+        .rows,
+    );
   }
   if (sections.has('tasks')) {
-    rows.push(...benchRouting(quick ? 2_000 : 20_000, log));
-    rows.push(...(await benchExecSpawn(quick, log)));
-    rows.push(...(await benchTaskStore(quick, log)));
-    rows.push(...(await benchTaskLatency(quick, log)));
-    rows.push(...(await benchAuditLog(quick, log)));
+    rows.push(...(await import('./routing-bench.ts')).benchRouting(quick ? 2_000 : 20_000, log));
+    rows.push(...(await (await import('./exec-spawn.ts')).benchExecSpawn(quick, log)));
+    rows.push(...(await (await import('./task-store.ts')).benchTaskStore(quick, log)));
+    rows.push(...(await (await import('./task-latency.ts')).benchTaskLatency(quick, log)));
+    rows.push(...(await (await import('./audit-log.ts')).benchAuditLog(quick, log)));
   }
   if (sections.has('tasks') || sections.has('task-peers')) await taskPeers();
   if (sections.has('tasks') || sections.has('task-crash')) await taskCrash();
   if (sections.has('telegram')) {
     await withHub(async (hub) => {
-      rows.push(...(await benchTelegram(hub, quick ? 20 : 200, log)));
+      rows.push(
+        ...(await (
+          await import('./telegram-latency.ts')
+        ).benchTelegram(hub, quick ? 20 : 200, log)),
+      );
     });
   }
   if (sections.has('dashboard')) {
     await withHub(async (hub) => {
-      rows.push(...(await benchDashboard(hub, quick ? 20 : 200, log)));
+      rows.push(
+        ...(await (
+          await import('./dashboard-latency.ts')
+        ).benchDashboard(hub, quick ? 20 : 200, log)),
+      );
     });
   }
-  if (sections.has('install')) rows.push(...(await benchInstall(quick, log)));
+  if (sections.has('install'))
+    rows.push(...(await (await import('./install-bench.ts')).benchInstall(quick, log)));
   if (sections.has('analytics')) {
     await withHub(async (hub, token) => {
       rows.push(
-        ...(await benchAnalytics(hub, token, {
+        ...(await (
+          await import('./analytics-bench.ts')
+        ).benchAnalytics(hub, token, {
           items: quick ? 2_000 : 20_000,
           repeats: quick ? 100 : 400,
           log,

@@ -81,7 +81,9 @@ export async function benchTaskCrash(options: TaskCrashBenchOptions): Promise<Ro
     tasks: options.tasks ?? (options.quick ? 200 : 1_000),
     workers: 4,
     concurrency: 4,
-    leaseSeconds: 10,
+    // What a killed worker's tasks wait out before they end or run again: most of a quick
+    // run's drain (5 s, as the integration test's under CI load).
+    leaseSeconds: options.quick ? 5 : 10,
     workerKills: 3,
     hubKills: 2,
     drainMs: 600_000,

@@ -2,6 +2,7 @@ export type { ServerProbe } from './postgres-test-server.js';
 export {
   postgresRequired,
   probePostgres,
+  ReusedSchemas,
   ScratchSchemas,
 } from './postgres-test-server.js';
 export type {
