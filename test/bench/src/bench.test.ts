@@ -81,7 +81,9 @@ describe('./dev bench --only cache', () => {
   it('drives Claude Code and Codex through turns of one session each and measures prefix, tokens and reach', async () => {
     // Two turns (one comparison) per runtime: what the section does at any length. OpenClaw is
     // left to `./dev bench --only cache`: a turn of it is 40-60 s here, and its prefix across
-    // turns is proven in test/e2e (openclaw.test.ts); the section's code is the same for all.
+    // turns is proven in test/e2e (openclaw.test.ts on Chat Completions, less OpenClaw's own
+    // trailing context; openclaw-responses.test.ts on OpenAI's Responses API, strict); the
+    // section's code is the same for all.
     const result = await runBench(['--quick', '--only', 'cache', '--json'], {
       CTXBUS_BENCH_CACHE_TURNS: '2',
       CTXBUS_BENCH_CACHE_RUNTIMES: 'claude-code,codex',

@@ -40,7 +40,7 @@ export interface CacheTurn {
   injectedTokens: number;
 }
 
-type Message = { role?: string; content?: unknown };
+export type Message = { role?: string; content?: unknown };
 
 /** The text of a content value: a string, or the `text` of its parts. */
 export function contentText(content: unknown): string {
@@ -164,7 +164,7 @@ function dumpTurn(
   request: Record<string, unknown>,
   injected: string,
 ): void {
-  const folder = join(dir, runtime.toLowerCase().replaceAll(' ', '-'));
+  const folder = join(dir, runtime.toLowerCase().replaceAll(/[^a-z0-9]+/g, '-'));
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, `turn-${turn}.json`), JSON.stringify(request, null, 2));
   writeFileSync(join(folder, `turn-${turn}-injected.txt`), injected);

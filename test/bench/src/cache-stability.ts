@@ -15,12 +15,25 @@ import { runCacheSession } from './cache-session.ts';
 import type { Row } from './stats.ts';
 import { percentile } from './stats.ts';
 
-/** The runtimes the section drives, by the name `CTXBUS_BENCH_CACHE_RUNTIMES` takes. */
+/**
+ * The runtimes the section drives, by the name `CTXBUS_BENCH_CACHE_RUNTIMES` takes. OpenClaw's
+ * request prefix depends on the provider (its transcript policy), so it can be driven three
+ * ways: `openclaw` is what a user of OpenAI gets (OpenClaw's bundled `openai` provider, the
+ * Responses API, its base URL the scripted model); `openclaw-chat` a provider of the config's
+ * own on Chat Completions (a local or OpenAI-compatible server); `openclaw-responses-custom`
+ * such a provider on the Responses API. The last two only when listed: an OpenClaw turn is
+ * 20-60 s, and their prefix breaks the same way at every turn (adapter-openclaw's README).
+ */
 const RUNTIMES: Record<string, (hub: HubProcess) => Promise<CacheSession>> = {
   'claude-code': claudeCodeSession,
-  openclaw: openClawSession,
+  openclaw: (hub) => openClawSession(hub, { provider: 'openai', api: 'openai-responses' }),
+  'openclaw-chat': (hub) => openClawSession(hub, { provider: 'local', api: 'openai-completions' }),
+  'openclaw-responses-custom': (hub) =>
+    openClawSession(hub, { provider: 'local', api: 'openai-responses' }),
   codex: codexSession,
 };
+/** The runtimes driven when `CTXBUS_BENCH_CACHE_RUNTIMES` is unset. */
+const DEFAULT_RUNTIMES = ['claude-code', 'openclaw', 'codex'];
 
 const share = (count: number, of: number) =>
   `${count} / ${of} (${of === 0 ? 'n/a' : `${((100 * count) / of).toFixed(1)}%`})`;
@@ -73,10 +86,10 @@ function runtimeRows(runtime: string, turns: CacheTurn[]): Row[] {
   return rows;
 }
 
-/** The runtimes to drive: all, or those `CTXBUS_BENCH_CACHE_RUNTIMES` lists. */
+/** The runtimes to drive: the defaults, or those `CTXBUS_BENCH_CACHE_RUNTIMES` lists. */
 export function cacheRuntimes(): string[] {
   const listed = process.env.CTXBUS_BENCH_CACHE_RUNTIMES;
-  const names = listed ? listed.split(',') : Object.keys(RUNTIMES);
+  const names = listed ? listed.split(',') : DEFAULT_RUNTIMES;
   for (const name of names) {
     if (!RUNTIMES[name]) throw new Error(`CTXBUS_BENCH_CACHE_RUNTIMES: no runtime "${name}"`);
   }

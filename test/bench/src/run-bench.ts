@@ -55,7 +55,10 @@ if (flags.help) {
             its requests, another runtime writing one new item before every turn: turns whose
             request starts with the previous turn's (target >= 98%), tokens injected per turn
             p50/max, new items in the next turn's request (target 100%), the machine load
-            (CTXBUS_BENCH_CACHE_RUNTIMES=claude-code,openclaw,codex picks runtimes;
+            (CTXBUS_BENCH_CACHE_RUNTIMES=claude-code,openclaw,codex picks runtimes, those the
+            default; openclaw is OpenClaw's openai provider on the Responses API, also
+            openclaw-chat and openclaw-responses-custom: a provider of the config's own on
+            Chat Completions or Responses;
             CTXBUS_BENCH_CACHE_TURNS=N sets the turns; CTXBUS_BENCH_CACHE_DUMP=DIR keeps
             each turn's request)
   mcp       MCP tool-call latency over Streamable HTTP (/mcp) and stdio (ctxbus mcp)

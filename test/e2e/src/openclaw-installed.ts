@@ -74,7 +74,7 @@ export function callTool(name: string, args: Record<string, unknown>): ScriptedO
  * Under vitest (NODE_ENV=test, VITEST_WORKER_ID) OpenClaw takes itself for a test and prints
  * nothing: `ctxbus` runs with only the OpenClaw home's environment.
  */
-function runCtxbus(openclaw: OpenClawHome, args: string[]): Promise<CommandResult> {
+export function runCtxbus(openclaw: OpenClawHome, args: string[]): Promise<CommandResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       env: { ...openclaw.env, CTXBUS_CONFIG_DIR: join(openclaw.home, 'ctxbus-config') },

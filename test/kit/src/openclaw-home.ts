@@ -71,6 +71,8 @@ export interface OpenClawHomeOptions {
   modelBaseUrl: string;
   /** The model id the provider lists and the agent uses. */
   modelId?: string;
+  /** The provider's wire API and id (`openClawConfig`); Chat Completions as `local` unless set. */
+  model?: OpenClawModelOptions;
   /** Merged over the generated config at the top level (e.g. `plugins`, `mcp`). */
   extraConfig?: Record<string, unknown>;
 }
@@ -93,27 +95,45 @@ export const OPENCLAW_QUIET_ENV: Record<string, string> = {
   OPENCLAW_DISABLE_BONJOUR: '1',
 };
 
+/** The model API OpenClaw speaks to the scripted model, and the provider it calls it. */
+export interface OpenClawModelOptions {
+  /**
+   * `openai-completions` (Chat Completions, `startScriptedOpenAiModel`) or `openai-responses`
+   * (the Responses API, `startScriptedResponsesModel`).
+   */
+  api?: 'openai-completions' | 'openai-responses';
+  /**
+   * The provider id: `local` (a provider of the config's own, no plugin owning it) unless set;
+   * `openai` is OpenClaw's bundled OpenAI provider with its base URL pointed at the scripted
+   * model, so OpenAI's plugin owns the transport and its transcript policy (what a user of
+   * OpenAI gets).
+   */
+  provider?: string;
+}
+
 /** The config OpenClaw needs to run an agent turn against the scripted model. */
 export function openClawConfig(
   modelBaseUrl: string,
   modelId = 'fake-model',
   workspace?: string,
+  model: OpenClawModelOptions = {},
 ): Record<string, unknown> {
+  const provider = model.provider ?? 'local';
   return {
     update: { checkOnStart: false },
     agents: {
       defaults: {
-        model: { primary: `local/${modelId}` },
+        model: { primary: `${provider}/${modelId}` },
         ...(workspace ? { workspace } : {}),
       },
     },
     models: {
       mode: 'merge',
       providers: {
-        local: {
+        [provider]: {
           baseUrl: modelBaseUrl,
           apiKey: 'sk-scripted-model',
-          api: 'openai-completions',
+          api: model.api ?? 'openai-completions',
           models: [
             {
               id: modelId,
@@ -204,7 +224,7 @@ export function createOpenClawHome(options: OpenClawHomeOptions): OpenClawHome {
   const workspace = join(stateDir, 'workspace');
   mkdirSync(workspace, { recursive: true });
   const config = {
-    ...openClawConfig(options.modelBaseUrl, options.modelId, workspace),
+    ...openClawConfig(options.modelBaseUrl, options.modelId, workspace, options.model),
     ...options.extraConfig,
   };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
