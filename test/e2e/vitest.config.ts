@@ -11,6 +11,7 @@ const LONGEST = [
   'openclaw.test.ts',
   'openclaw-offline.test.ts',
   'openclaw-live.test.ts',
+  'openclaw-responses.test.ts',
   'connect-packed.test.ts',
   'connect.test.ts',
   'claude-code.test.ts',
