@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readLiveRecord, removeLiveRecord, writeLiveRecord } from './live-files.js';
 
@@ -77,7 +76,8 @@ export function startLivePush(options: LiveStartOptions): string {
     const socket = env.CLAUDE_CODE_MESSAGING_SOCKET as string;
     const claudePid = Number(env.CLAUDE_PID);
     const record = {
-      nonce: randomUUID(),
+      // node:crypto only when a live process starts: loading it costs every hook run ~5 ms.
+      nonce: process.getBuiltinModule('node:crypto').randomUUID(),
       socket,
       claudePid: Number.isInteger(claudePid) && claudePid > 0 ? claudePid : null,
       pid: null,

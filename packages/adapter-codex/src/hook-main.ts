@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createHubLite } from '@ctxbus/client/light';
@@ -23,10 +24,18 @@ function stateDir(env: NodeJS.ProcessEnv): string {
   return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'ctxbus', CODEX_RUNTIME);
 }
 
+/**
+ * The event's JSON. Read from fd 0 directly: process.stdin's stream costs a hook run ~3 ms of
+ * CPU (measured); the stream only when fd 0 cannot be read so (non-blocking: EAGAIN).
+ */
 async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  try {
+    return readFileSync(0, 'utf8');
+  } catch {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
 }
 
 const hardStop = setTimeout(() => process.exit(0), HARD_LIMIT_MS);
