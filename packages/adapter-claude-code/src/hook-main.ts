@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createHubLite } from '@ctxbus/client/light';
+import { createHubLite, readHookStdin } from '@ctxbus/client/light';
 import { defaultDataDir } from '@ctxbus/client/turn-log';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
@@ -22,20 +21,6 @@ function stateDir(env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The event's JSON. Read from fd 0 directly: process.stdin's stream costs a hook run ~3 ms of
- * CPU (measured); the stream only when fd 0 cannot be read so (non-blocking: EAGAIN).
- */
-async function readStdin(): Promise<string> {
-  try {
-    return readFileSync(0, 'utf8');
-  } catch {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
-  }
-}
-
-/**
  * Live push (`ctxbus install claude-code --live`): a session start spawns the session's live
  * process (detached, when Claude Code gave the hook an inbox socket), a session end ends it.
  */
@@ -53,7 +38,7 @@ function livePush(input: HookInput, dir: string): void {
 }
 
 async function main(): Promise<void> {
-  const input = parseHookInput(JSON.parse((await readStdin()) || '{}'));
+  const input = parseHookInput(JSON.parse((await readHookStdin()) || '{}'));
   if (!input) return;
   const target = findHubTarget(process.env);
   // SessionEnd gets 1.5 s from Claude Code; the others may take a little longer.

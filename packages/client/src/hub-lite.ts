@@ -3,6 +3,9 @@ import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
 import { CtxbusError, ERROR_CODES } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
+
+export { readHookStdin } from './hook-stdin.js';
+
 import { socketRequest } from './socket-request.js';
 
 // A minimal hub client, for hooks a runtime starts once per call (`@ctxbus/client/light`): plain
