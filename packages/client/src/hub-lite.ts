@@ -3,10 +3,10 @@ import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
 import { CtxbusError, ERROR_CODES } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
-
-export { readHookStdin } from './hook-stdin.js';
-
 import { socketRequest } from './socket-request.js';
+
+/** The event's JSON on stdin, for hooks (hook-stdin.ts). */
+export { readHookStdin } from './hook-stdin.js';
 
 // A minimal hub client, for hooks a runtime starts once per call (`@ctxbus/client/light`): plain
 // HTTP on a bare socket (socket-request.ts), HTTPS on node:https. The full client (ky, fetch,
