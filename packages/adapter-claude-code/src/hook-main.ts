@@ -1,7 +1,6 @@
 import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createHubLite } from '@ctxbus/client/light';
+import { dirname, join } from 'node:path';
+import { createHubLite, readHookStdin } from '@ctxbus/client/light';
 import { defaultDataDir } from '@ctxbus/client/turn-log';
 import type { HookInput } from './hook-input.js';
 import { parseHookInput } from './hook-input.js';
@@ -21,12 +20,6 @@ function stateDir(env: NodeJS.ProcessEnv): string {
   return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'ctxbus', 'claude-code');
 }
 
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /**
  * Live push (`ctxbus install claude-code --live`): a session start spawns the session's live
  * process (detached, when Claude Code gave the hook an inbox socket), a session end ends it.
@@ -39,12 +32,13 @@ function livePush(input: HookInput, dir: string): void {
     stateDir: dir,
     sessionId: input.session_id,
     since: readSessionState(dir, input.session_id).lastSeenSeq,
-    script: fileURLToPath(new URL('./ctxbus-claude-live.js', import.meta.url)),
+    // Beside the entry Claude Code ran (this CommonJS bundle has no import.meta).
+    script: join(dirname(process.argv[1] ?? '.'), 'ctxbus-claude-live.js'),
   });
 }
 
 async function main(): Promise<void> {
-  const input = parseHookInput(JSON.parse((await readStdin()) || '{}'));
+  const input = parseHookInput(JSON.parse((await readHookStdin()) || '{}'));
   if (!input) return;
   const target = findHubTarget(process.env);
   // SessionEnd gets 1.5 s from Claude Code; the others may take a little longer.

@@ -23,7 +23,9 @@ export const MAX_INJECTED_CHARS = 9_500;
 export const SESSION_START_TOKEN_BUDGET = 4_000;
 /** Where the whole bundle is when the cap cuts it (the ctxbus MCP server's resource). */
 export const FULL_CONTEXT_URI = 'team-context://current';
-const FULL_CONTEXT_POINTER = `_(ctxbus: the shared context is compacted to fit here; the MCP resource ${FULL_CONTEXT_URI} holds all of it, at ${SESSION_START_TOKEN_BUDGET.toLocaleString('en-US')} tokens)_`;
+/** 4000 as '4,000'. Not toLocaleString: at load, Intl's number format costs a hook run ~10 ms. */
+const thousands = (value: number) => String(value).replace(/\B(?=(\d{3})+$)/g, ',');
+const FULL_CONTEXT_POINTER = `_(ctxbus: the shared context is compacted to fit here; the MCP resource ${FULL_CONTEXT_URI} holds all of it, at ${thousands(SESSION_START_TOKEN_BUDGET)} tokens)_`;
 const PROMPT_UPDATE_ITEMS = 12;
 /** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens); older ones are summaries. */
 export const TOOL_SNIPPET_TOKENS = 300;

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readLiveRecord, removeLiveRecord, writeLiveRecord } from './live-files.js';
 
@@ -77,13 +75,16 @@ export function startLivePush(options: LiveStartOptions): string {
     const socket = env.CLAUDE_CODE_MESSAGING_SOCKET as string;
     const claudePid = Number(env.CLAUDE_PID);
     const record = {
-      nonce: randomUUID(),
+      // node:crypto only when a live process starts: loading it costs every hook run ~5 ms.
+      nonce: process.getBuiltinModule('node:crypto').randomUUID(),
       socket,
       claudePid: Number.isInteger(claudePid) && claudePid > 0 ? claudePid : null,
       pid: null,
       startedAt: new Date().toISOString(),
     };
     writeLiveRecord(stateDir, sessionId, record);
+    // node:child_process only here: loaded by every hook run, it costs each ~3 ms of CPU.
+    const { spawn } = process.getBuiltinModule('node:child_process');
     const child = spawn(options.nodePath ?? process.execPath, [options.script], {
       detached: true,
       stdio: 'ignore',

@@ -106,7 +106,7 @@ describe('the built hook and the handoff', () => {
     // Every hook call loads this file: the handoff adds its reader, not zod or a YAML parser
     // (each hundreds of KB). 40,261 bytes with the shared live-push rule and the injection
     // report; the bound catches a library pulled in, not a few hundred bytes of our own.
-    const bundle = readFileSync(`${DIST}ctxbus-claude-hook-main.js`, 'utf8');
+    const bundle = readFileSync(`${DIST}ctxbus-claude-hook-main.cjs`, 'utf8');
     expect(bundle).not.toMatch(/ZodError|\$ZodType|YAMLParseError/);
     expect(bundle.length).toBeLessThan(48_000);
   });

@@ -1,6 +1,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { createHubLite } from '@ctxbus/client/light';
+import { createHubLite, readHookStdin } from '@ctxbus/client/light';
 import { defaultDataDir } from '@ctxbus/client/turn-log';
 import { parseCodexHookInput } from './hook-input.js';
 import { runCodexHookEvent } from './hooks.js';
@@ -21,12 +21,6 @@ const PERMISSION_SLACK_SECONDS = 10;
 function stateDir(env: NodeJS.ProcessEnv): string {
   if (env.CTXBUS_STATE_DIR) return env.CTXBUS_STATE_DIR;
   return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'ctxbus', CODEX_RUNTIME);
-}
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 const hardStop = setTimeout(() => process.exit(0), HARD_LIMIT_MS);
@@ -59,7 +53,7 @@ async function permissionRequest(raw: unknown): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const raw: unknown = JSON.parse((await readStdin()) || '{}');
+  const raw: unknown = JSON.parse((await readHookStdin()) || '{}');
   if ((raw as { hook_event_name?: unknown } | null)?.hook_event_name === 'PermissionRequest') {
     return permissionRequest(raw);
   }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sha256Hex } from '@ctxbus/core/light';
 import { writeFileAtomic } from './atomic-file.js';
 
 // The last good bundle per runtime and team, beside the session state (`<stateDir>/
@@ -30,7 +30,8 @@ export function bundleCacheFile(stateDir: string): string {
  * is left out: a hub that moved, or is reached another way, still serves the same team.
  */
 export function bundleCacheKey(runtime: string, token: string): string {
-  const digest = createHash('sha256').update(token).digest('hex');
+  // core's SHA-256 (JavaScript): node:crypto would cost each hook run ~5 ms to load.
+  const digest = sha256Hex(token);
   return `${runtime}:${digest.slice(0, 24)}`;
 }
 

@@ -1,23 +1,29 @@
 import type { request as httpRequest } from 'node:http';
-import { createRequire } from 'node:module';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
 import { CtxbusError, ERROR_CODES } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
+import { socketRequest } from './socket-request.js';
 
-// A minimal hub client on node:http, for hooks a runtime starts once per call
-// (`@ctxbus/client/light`). The full client (ky, fetch, zod) costs ~100 ms of startup per hook
-// run (measured); this costs ~10. Responses are checked structurally, not with zod.
+/** The event's JSON on stdin, for hooks (hook-stdin.ts). */
+export { readHookStdin } from './hook-stdin.js';
 
-// node:http and node:https come through require, and only when a request is sent: an ESM
-// import of node:http builds its module namespace, whose lazy WebSocket / MessageEvent getters
-// load undici (~0.1 s of CPU and ~15 MB per hook run on Node 24, measured), and node:https
-// loads TLS, which a hub on plain loopback HTTP never needs.
-const requireBuiltin = createRequire(import.meta.url);
+// A minimal hub client, for hooks a runtime starts once per call (`@ctxbus/client/light`): plain
+// HTTP on a bare socket (socket-request.ts), HTTPS on node:https. The full client (ky, fetch,
+// zod) costs ~100 ms of startup per hook run (measured); this costs a few. Responses are checked
+// structurally, not with zod.
 
+// node:https (and node:http, under NODE_USE_ENV_PROXY) are loaded only when such a request is
+// sent, and as plain builtins (`process.getBuiltinModule`), not ESM imports: an ESM import of
+// node:http builds its module namespace, whose lazy WebSocket / MessageEvent getters load
+// undici (~0.1 s of CPU and ~15 MB per hook run on Node 24, measured), and node:https loads
+// TLS, which a hub on plain loopback HTTP never needs. (No createRequire(import.meta.url)
+// either: the hooks' bundles are CommonJS.)
 function requestFor(protocol: string): typeof httpRequest {
-  const module: typeof import('node:http') =
-    protocol === 'https:' ? requireBuiltin('node:https') : requireBuiltin('node:http');
+  const module =
+    protocol === 'https:'
+      ? process.getBuiltinModule('node:https')
+      : process.getBuiltinModule('node:http');
   return module.request;
 }
 
@@ -115,11 +121,12 @@ function refusal(status: number, json: unknown): CtxbusError {
 }
 
 /**
- * One JSON request on node:http (no fetch, ky or zod: a command or hook pays ~10 ms for it):
- * the answer's JSON, or a CtxbusError with the hub's code (`unavailable` when it cannot be
- * reached or does not answer in time). The answer is the hub's word, not checked here.
+ * One JSON request on a bare socket for http:, node:https for https: (no fetch, ky or zod: a
+ * command or hook pays a few ms for it): the answer's JSON, or a CtxbusError with the hub's
+ * code (`unavailable` when it cannot be reached or does not answer in time). The answer is the
+ * hub's word, not checked here.
  */
-export function hubRequest(
+export async function hubRequest(
   target: HubRequestTarget,
   method: 'GET' | 'POST' | 'DELETE',
   path: string,
@@ -131,41 +138,51 @@ export function hubRequest(
       retryable: true,
       ...(cause !== undefined && { cause }),
     });
-  return new Promise((resolve, reject) => {
-    const url = new URL(`${base}${path}`);
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const send = requestFor(url.protocol);
-    const req = send(
-      url,
-      {
-        method,
-        timeout: target.timeoutMs,
-        headers: {
-          authorization: `Bearer ${target.token}`,
-          accept: 'application/json',
-          ...(payload !== undefined && { 'content-type': 'application/json' }),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', (error) => reject(unreachable(error.message, error)));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300 && json !== undefined) resolve(json);
-          else if (status >= 200 && status < 300) {
-            reject(new CtxbusError('internal', `the hub answered ${status} with no JSON`));
-          } else reject(refusal(status, json));
-        });
+  const url = new URL(`${base}${path}`);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${target.token}`,
+    accept: 'application/json',
+    ...(payload !== undefined && { 'content-type': 'application/json' }),
+  };
+  /** The hub's answer: its JSON, or the refusal it names. */
+  const answered = (status: number, text: string): unknown => {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (status >= 200 && status < 300 && json !== undefined) return json;
+    if (status >= 200 && status < 300) {
+      throw new CtxbusError('internal', `the hub answered ${status} with no JSON`);
+    }
+    throw refusal(status, json);
+  };
+  // Plain HTTP goes on a bare socket (socket-request.ts), unless Node is told to use the
+  // environment's proxy, which only node:http knows.
+  if (url.protocol === 'http:' && !process.env.NODE_USE_ENV_PROXY) {
+    return socketRequest({ url, method, headers, payload, timeoutMs: target.timeoutMs }).then(
+      (answer) => answered(answer.status, answer.body),
+      (error: Error) => {
+        throw unreachable(error.message, error);
       },
     );
+  }
+  return new Promise((resolve, reject) => {
+    const send = requestFor(url.protocol);
+    const req = send(url, { method, timeout: target.timeoutMs, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', (error) => reject(unreachable(error.message, error)));
+      res.on('end', () => {
+        try {
+          resolve(answered(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')));
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
     req.on('timeout', () => req.destroy(unreachable(`no answer in ${target.timeoutMs} ms`)));
     req.on('error', (error) =>
       reject(CtxbusError.isInstance(error) ? error : unreachable(error.message, error)),

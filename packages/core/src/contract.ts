@@ -172,7 +172,7 @@ export type {
 } from './routing/routing.js';
 export { routeRequestSchema, routeTask, routingDecisionSchema } from './routing/routing.js';
 export { backoffDelay, createBackoff } from './shared/backoff.js';
-export { hashValue } from './shared/canonical-hash.js';
+export { hashValue, sha256Hex } from './shared/canonical-hash.js';
 export { canonicalJson } from './shared/canonical-json.js';
 export type { ErrorCode } from './shared/errors.js';
 export { CtxbusError, ERROR_CODES } from './shared/errors.js';

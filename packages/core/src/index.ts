@@ -265,6 +265,7 @@ export {
   MAX_JSON_DEPTH,
   o200kTokenCounter,
   parseOrThrow,
+  sha256Hex,
   silentLogger,
   tooDeep,
   validationError,

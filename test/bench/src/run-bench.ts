@@ -45,8 +45,10 @@ if (flags.help) {
   live      live push (install --live) with the real Claude Code CLI and a scripted model: a
             blocking item written during a running tool call -> the session's inbox, -> the
             model request (p50/p99), tool call returned -> that request (target p99 <= 1 s)
-  codex     Codex hook latency (SessionStart, UserPromptSubmit, Stop; target p99 <= 100 ms)
-            and tokens injected at session start and per turn
+  codex     Codex hook latency (SessionStart, UserPromptSubmit, Stop; target p99 <= 100 ms),
+            node -e '' in the same loop (the floor), tokens injected at session start and per
+            turn; CTXBUS_BENCH_CODEX_BASELINE=<another build's ctxbus-codex-hook.js> also runs
+            that hook, alternated with this one (an A/B on the same load, with ratios)
   openclaw  OpenClaw plugin: latency before_prompt_build adds to a turn, tokens injected;
             the shared-context bridge: agent output file -> bus -> SSE
   cache     prompt-cache stability (issue 29): a session of 50 turns (8 with --quick) per

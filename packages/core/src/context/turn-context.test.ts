@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { hashValue } from '../shared/canonical-hash.js';
 import { canonicalJson } from '../shared/canonical-json.js';
 import { o200kTokenCounter } from '../shared/tokens.js';
 import type { TurnContextInput, TurnMessage, TurnSources } from './turn-context.js';
 import {
   buildTurnContext,
   estimateTokenCounter,
+  TURN_BUILDER_VERSION,
   tryBuildTurnContext,
   turnContextRecord,
 } from './turn-context.js';
@@ -194,6 +196,41 @@ describe('buildTurnContext', () => {
       expect(agent.trim).toEqual(human.trim);
       expect(agent.text).toBe(human.text);
     }
+  });
+
+  it('hashes when read, as it did when built: the same values, keys and JSON', () => {
+    const built = buildTurnContext(input(), estimateTokenCounter, NOW);
+    // The input of the context hash, spelled out: what every earlier build hashed at once.
+    const expected = `ctx_${hashValue({
+      builder: TURN_BUILDER_VERSION,
+      tokenizer: estimateTokenCounter.name,
+      budgets: input().budgets,
+      text: built.text,
+      parts: built.parts.map(({ source, id, mode }) => ({ source, id, mode })),
+    })}`;
+    const json = JSON.parse(JSON.stringify(built));
+    expect(Object.keys(json)).toEqual([
+      'text',
+      'injection',
+      'totalTokens',
+      'contextHash',
+      'parts',
+      'trim',
+      'snapshot',
+    ]);
+    expect(Object.keys(json.snapshot)).toEqual([
+      'sessionId',
+      'turnId',
+      'contextHash',
+      'sourceCounts',
+      'trimmed',
+      'timestampMs',
+    ]);
+    expect(json.contextHash).toBe(expected);
+    expect(built.snapshot.contextHash).toBe(expected);
+    expect(Object.keys(json.parts[0])).toEqual(['source', 'id', 'mode', 'tokens', 'hash']);
+    expect(built.parts[0]?.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect({ ...built.parts[0] }).toEqual(json.parts[0]);
   });
 
   it('gives the same hash for the same inputs whatever their key order, and counts with o200k', () => {

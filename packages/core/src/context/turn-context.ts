@@ -397,34 +397,34 @@ export function buildTurnContext(
     overBudget: totalTokens > budgets.maxContextTokens,
     actions,
   };
-  const parts: TurnPart[] = all.map((line) => ({
-    source: line.source,
-    id: line.id,
-    mode: line.mode,
-    tokens: live(line),
-    hash: hashValue([line.full, line.summary]),
-  }));
+  const parts: TurnPart[] = all.map((line) => {
+    const { full, summary } = line;
+    return withLazyHash(
+      { source: line.source, id: line.id, mode: line.mode, tokens: live(line) },
+      () => hashValue([full, summary]),
+    );
+  });
   const text = render(all, false);
-  const contextHash = `ctx_${hashValue({
+  const hashed = {
     builder: TURN_BUILDER_VERSION,
     tokenizer: input.tokenizer,
-    budgets,
+    budgets: { ...budgets },
     text,
     parts: parts.map(({ source, id, mode }) => ({ source, id, mode })),
-  })}`;
+  };
+  let contextHash: string | undefined;
+  const hashOfContext = () => {
+    contextHash ??= `ctx_${hashValue(hashed)}`;
+    return contextHash;
+  };
   const kept = (source: TurnSource) =>
     all.filter((line) => line.source === source && line.mode !== 'dropped').length;
-  return {
-    text,
-    injection: render(all, true),
-    totalTokens,
-    contextHash,
-    parts,
-    trim,
-    snapshot: {
+  // The placeholders keep each object's key order (JSON, the turn log's lines) as it was.
+  const snapshot = lazyField(
+    {
       sessionId: input.sessionId,
       turnId: input.turnId,
-      contextHash,
+      contextHash: '',
       sourceCounts: {
         messages: kept('messages'),
         memoryPointers: kept('memoryPointers'),
@@ -433,7 +433,44 @@ export function buildTurnContext(
       trimmed,
       timestampMs,
     },
-  };
+    'contextHash',
+    hashOfContext,
+  );
+  return lazyField(
+    { text, injection: render(all, true), totalTokens, contextHash: '', parts, trim, snapshot },
+    'contextHash',
+    hashOfContext,
+  );
+}
+
+/**
+ * `target` with `key` computed on first read and kept (an enumerable property, as if it had
+ * been set: JSON, spreads and equality see the value). The hashes of a turn are SHA-256 in
+ * JavaScript, ~30 per turn: a hook, a process per call, pays milliseconds of CPU for them
+ * (measured), and only a snapshot (seed 002's log) or a caller that looks reads them.
+ */
+function lazyField<T extends object, K extends string>(
+  target: T,
+  key: K,
+  compute: () => string,
+): T & Record<K, string> {
+  // Defined over an existing key, a property keeps its place in the key order.
+  return Object.defineProperty(target, key, {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const value = compute();
+      Object.defineProperty(target, key, { value, enumerable: true, writable: true });
+      return value;
+    },
+    set(value: string) {
+      Object.defineProperty(target, key, { value, enumerable: true, writable: true });
+    },
+  }) as T & Record<K, string>;
+}
+
+function withLazyHash(part: Omit<TurnPart, 'hash'>, compute: () => string): TurnPart {
+  return lazyField({ ...part, hash: '' }, 'hash', compute);
 }
 
 /** The record a snapshot file stores for one built turn. */
