@@ -8,9 +8,8 @@ import { longestFirst, testConfig } from '../../vitest.base.ts';
  * together (each file goes to the lane free first).
  */
 const LONGEST = [
+  'openclaw-offline-live.test.ts',
   'openclaw.test.ts',
-  'openclaw-offline.test.ts',
-  'openclaw-live.test.ts',
   'openclaw-responses.test.ts',
   'connect-packed.test.ts',
   'connect.test.ts',

@@ -12,7 +12,7 @@ import { recordingHost, usePluginTestbed } from './test-host.js';
 
 // The OpenClaw live push against a real hub: the plugin's gateway service follows the stream
 // and queues system events through a recorder of OpenClaw's `api.runtime.system` (the real
-// gateway runs it in test/e2e/src/openclaw-live.test.ts).
+// gateway runs it in test/e2e/src/openclaw-offline-live.test.ts).
 
 let hub: TestHub;
 let token: string;

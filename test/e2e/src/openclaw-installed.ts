@@ -24,8 +24,8 @@ import { startScriptedOpenAiModel } from './scripted-openai-model.js';
 // The real OpenClaw CLI from npm with the ctxbus plugin installed by `ctxbus install openclaw`,
 // against a real `ctxbus serve` and a running `ctxbus worker` (Claude Code's machine), the model
 // played by a local OpenAI-compatible server. Each `openclaw agent --local` turn takes 20-60 s,
-// so the tests are in two files (openclaw.test.ts, openclaw-offline.test.ts) that run side by
-// side, each with a world of its own. Skips, saying why, when the binary or a recent enough
+// so the tests are in two files (openclaw.test.ts, openclaw-offline-live.test.ts) that run side
+// by side, each with a world of its own. Skips, saying why, when the binary or a recent enough
 // Node is missing, unless CTXBUS_REQUIRE_OPENCLAW=1 (CI), where it fails instead.
 
 export const PLUGIN_DIR = resolve(import.meta.dirname, '../../../packages/adapter-openclaw/plugin');

@@ -24,14 +24,15 @@ const OPEN_BLOCK = '<team-context source="ctxbus">';
 
 // OpenClaw with ctxbus installed (see openclaw-installed.ts): the plugin loads, the team's
 // context reaches the model, the model writes through the plugin's tool, uninstall is clean.
-// The worker and hub-outage turns are in openclaw-offline.test.ts, run beside this file.
+// The worker and hub-outage turns and the gateway's live push are in
+// openclaw-offline-live.test.ts, run beside this file.
 //
 // Beside ctxbus, the same OpenClaw has a probe plugin (fixtures/openclaw-probe-plugin) installed
 // the way a user installs a local one (copied into the state dir): it proves the plugin surface
 // the adapter relies on (every before_prompt_build field, a tool through Tool Search's bridge,
 // agent_end's view of the turn) on the turns below, without an OpenClaw home and turns of its
 // own (an OpenClaw turn costs 20-60 s). With tools.toolSearch false, a plugin tool is a direct
-// tool: openclaw-offline.test.ts's worker turn.
+// tool: openclaw-offline-live.test.ts's worker turn.
 
 const PROBE = resolve(import.meta.dirname, '../fixtures/openclaw-probe-plugin');
 const PROBE_ID = 'ctxbus-probe';
