@@ -19,3 +19,29 @@ export function library(entry: Options['entry'], platform: 'node' | 'neutral'): 
     ...(platform === 'node' && { removeNodeProtocol: false }),
   };
 }
+
+/**
+ * A self-contained entry a runtime starts with plain `node` from a folder with no node_modules
+ * (a hook, an MCP server): everything bundled, minified, one file per entry. `cjs` for a hook's
+ * main file: its builtins then load through require, not as ESM namespaces whose getters load
+ * more of Node (see the adapters' hook-entry.ts).
+ */
+export function selfContained(
+  entry: Record<string, string>,
+  outDir: string,
+  format: 'esm' | 'cjs',
+): Options {
+  return {
+    entry,
+    outDir,
+    format: [format],
+    platform: 'node',
+    target: 'node22',
+    noExternal: [/.*/],
+    removeNodeProtocol: false,
+    clean: false,
+    sourcemap: false,
+    minify: true,
+    splitting: false,
+  };
+}
