@@ -62,7 +62,8 @@ export interface OpenClawWorld {
   /** `ctxbus <args>` in OpenClaw's home, with only that home's environment. */
   ctxbus(args: string[]): Promise<CommandResult>;
   /** `ctxbus install openclaw` with the hub's URL and OpenClaw's token. */
-  install(): Promise<CommandResult>;
+  /** `ctxbus install openclaw` against the world's hub, with `extra` options (`--live`). */
+  install(extra?: string[]): Promise<CommandResult>;
 }
 
 /** The model's tool call through OpenClaw's Tool Search bridge (plugin tools are listed, not sent). */
@@ -114,7 +115,7 @@ export function useOpenClawInstalled(): OpenClawWorld {
     port: 20_000 + Math.floor(Math.random() * 20_000),
     project: join(machine, 'projects', 'demo'),
     ctxbus: (args: string[]) => runCtxbus(world.openclaw, args),
-    install: () =>
+    install: (extra: string[] = []) =>
       world.ctxbus([
         'install',
         'openclaw',
@@ -124,6 +125,7 @@ export function useOpenClawInstalled(): OpenClawWorld {
         world.clawToken,
         '--openclaw',
         OPENCLAW_BIN,
+        ...extra,
       ]),
   } as Partial<OpenClawWorld> as OpenClawWorld;
 

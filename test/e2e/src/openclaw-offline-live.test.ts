@@ -5,7 +5,6 @@ import { call, startHubProcess, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { OpenClawGateway } from './openclaw-gateway.js';
 import { configureGateway, startGateway } from './openclaw-gateway.js';
-import { OPENCLAW_BIN } from './openclaw-harness.js';
 import { because, openClawIt, useOpenClawInstalled } from './openclaw-installed.js';
 import type { ChatCompletionsRequest } from './scripted-openai-model.js';
 import {
@@ -232,17 +231,7 @@ describe(`OpenClaw with ctxbus installed: its worker, an outage, the live push${
         await write('Off-mode alert 71c2: staging is read-only');
 
         // Live push on: OpenClaw sees its plugin config change and reloads the plugin itself.
-        const live = await world.ctxbus([
-          'install',
-          'openclaw',
-          '--url',
-          world.hub.url,
-          '--token',
-          world.clawToken,
-          '--openclaw',
-          OPENCLAW_BIN,
-          '--live',
-        ]);
+        const live = await world.install(['--live']);
         expect(live.code, live.stdout + live.stderr).toBe(0);
         expect(live.stdout).toContain('live push on');
         await gateway?.waitForOutput(/live on the hub's stream/, 'the live push service to start');
