@@ -4,10 +4,11 @@
 // code is not compiled again, and loads the hook, a CommonJS bundle: its builtins come through
 // require, where an ESM import would build each one's namespace and run its lazy getters
 // (node:fs loads fs/promises, readline and more: milliseconds of CPU per hook run, measured).
-const MIN_NODE_MAJOR = 22;
+// 22.3: the hook loads builtins with process.getBuiltinModule, new in 22.3.
+const MIN_NODE = '22.3';
 const major = Number(process.versions.node.split('.')[0]);
 
-if (major < MIN_NODE_MAJOR) {
+if (major < 22 || typeof process.getBuiltinModule !== 'function') {
   // One notice per session (at its start), nothing on the other events; exit 0 either way.
   let input = '';
   for await (const chunk of process.stdin) input += chunk;
@@ -18,7 +19,7 @@ if (major < MIN_NODE_MAJOR) {
   if (event === 'SessionStart') {
     process.stdout.write(
       `${JSON.stringify({
-        systemMessage: `ctxbus: no shared context: its hooks need Node.js ${MIN_NODE_MAJOR} or later, and \`node\` here is ${process.version}. Install a newer Node, or run \`ctxbus install claude-code\` again: it pins the Node it runs on.`,
+        systemMessage: `ctxbus: no shared context: its hooks need Node.js ${MIN_NODE} or later, and \`node\` here is ${process.version}. Install a newer Node, or run \`ctxbus install claude-code\` again: it pins the Node it runs on.`,
       })}\n`,
     );
   }

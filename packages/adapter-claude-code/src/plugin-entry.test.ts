@@ -48,7 +48,7 @@ describe('plugin entries on an older Node', () => {
     expect(start.status, start.stderr).toBe(0);
     expect(start.stderr).toBe('');
     expect(JSON.parse(start.stdout)).toEqual({
-      systemMessage: `ctxbus: no shared context: its hooks need Node.js 22 or later, and \`node\` here is ${old.version}. Install a newer Node, or run \`ctxbus install claude-code\` again: it pins the Node it runs on.`,
+      systemMessage: `ctxbus: no shared context: its hooks need Node.js 22.3 or later, and \`node\` here is ${old.version}. Install a newer Node, or run \`ctxbus install claude-code\` again: it pins the Node it runs on.`,
     });
     for (const event of ['UserPromptSubmit', 'Stop', 'SessionEnd']) {
       const other = run(node, 'ctxbus-claude-hook.js', `{"hook_event_name":"${event}"}`);

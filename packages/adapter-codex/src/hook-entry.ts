@@ -4,10 +4,11 @@
 // compiled again) and loads the hook, a CommonJS bundle: its builtins come through require,
 // where an ESM import would build each one's namespace and run its lazy getters (node:fs loads
 // fs/promises, readline and more: milliseconds of CPU per hook run, measured).
-const MIN_NODE_MAJOR = 22;
+// 22.3: the hook loads builtins with process.getBuiltinModule, new in 22.3.
+const MIN_NODE = '22.3';
 const major = Number(process.versions.node.split('.')[0]);
 
-if (major < MIN_NODE_MAJOR) {
+if (major < 22 || typeof process.getBuiltinModule !== 'function') {
   let input = '';
   for await (const chunk of process.stdin) input += chunk;
   let event = '';
@@ -17,7 +18,7 @@ if (major < MIN_NODE_MAJOR) {
   if (event === 'SessionStart') {
     process.stdout.write(
       `${JSON.stringify({
-        systemMessage: `ctxbus: no shared context: its hooks need Node.js ${MIN_NODE_MAJOR} or later, and \`node\` here is ${process.version}. Run \`ctxbus install codex\` again with a newer Node: it pins the Node it runs on.`,
+        systemMessage: `ctxbus: no shared context: its hooks need Node.js ${MIN_NODE} or later, and \`node\` here is ${process.version}. Run \`ctxbus install codex\` again with a newer Node: it pins the Node it runs on.`,
       })}\n`,
     );
   }
