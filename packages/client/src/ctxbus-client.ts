@@ -298,6 +298,19 @@ export class CtxbusClient {
     return (await this.call('completeTask', { params: id(taskId), body })).task;
   }
 
+  /** Worker: completes the task and claims its next one in the same call (`next`: or null). */
+  async completeAndClaim(
+    taskId: string,
+    body: {
+      token: number;
+      result: unknown;
+      next: { workerId: string; capabilities?: string[]; leaseMs?: number };
+    },
+  ): Promise<{ task: Task; next: Task | null }> {
+    const answer = await this.call('completeTask', { params: id(taskId), body });
+    return { task: answer.task, next: answer.next ?? null };
+  }
+
   async failTask(
     taskId: string,
     body: { token: number; error: TaskError; retry?: boolean },

@@ -68,6 +68,8 @@ interface RunResult {
   watch: PgWatchResult | null;
   /** ctxbus: claim calls its hub answered (GET /api/admin/tasks); null for the peers. */
   claimAttempts?: number;
+  /** ctxbus: tasks a worker's completion claimed (its `next`), not a claim call of its own. */
+  claimedWithCompletion?: number;
   /** ctxbus: task events its relay wrote per batch (status items and audit records). */
   eventsPerBatch?: number;
 }
@@ -387,6 +389,7 @@ async function runCtxbus(
     const stats = await call(hub.url, 'GET', '/api/admin/tasks', { token: hub.adminToken ?? '' });
     if (stats.status === 200) {
       result.claimAttempts = stats.body.claims.attempts as number;
+      result.claimedWithCompletion = stats.body.claims.takenWithCompletion as number;
       const { batches, events } = stats.body.relay as { batches: number; events: number };
       if (batches > 0) result.eventsPerBatch = events / batches;
     }
@@ -435,6 +438,9 @@ function merge(runs: readonly RunResult[]): RunResult {
     createToStart: runs.flatMap((run) => run.createToStart),
     ...(runs.every((run) => run.claimAttempts !== undefined) && {
       claimAttempts: total((run) => run.claimAttempts ?? 0),
+    }),
+    ...(runs.every((run) => run.claimedWithCompletion !== undefined) && {
+      claimedWithCompletion: total((run) => run.claimedWithCompletion ?? 0),
     }),
     ...(runs.every((run) => run.eventsPerBatch !== undefined) && {
       eventsPerBatch: total((run) => run.eventsPerBatch ?? 0) / runs.length,
@@ -599,6 +605,13 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
       target: '<= 1.1',
       ok: ratio <= 1.1,
     });
+    if (run.claimedWithCompletion !== undefined) {
+      rows.push({
+        section: SECTION,
+        metric: `${LABELS[system]}: tasks claimed by a completion (the worker's next task in the same call)`,
+        value: `${((100 * run.claimedWithCompletion) / run.tasks).toFixed(0)}%`,
+      });
+    }
     if (run.eventsPerBatch !== undefined) {
       rows.push({
         section: SECTION,

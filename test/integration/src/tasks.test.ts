@@ -235,4 +235,75 @@ describe('tasks routed and run through the hub', () => {
     });
     expect(badToken.status).toBe(400);
   });
+
+  it("takes the worker's next task with its completion (`next`): the oldest waiting, or null; a refused completion claims nothing", async () => {
+    // Earlier tests may leave tasks waiting: cancel them, so the queue holds only these.
+    for (let left = await claim(hub.tokens.code, 'drain'); left; ) {
+      await call(hub.url, 'POST', `/api/tasks/${left.id}/cancel`, {
+        token: hub.tokens.code,
+        body: {},
+      });
+      left = await claim(hub.tokens.code, 'drain');
+    }
+    const stats = async () =>
+      (await call(hub.url, 'GET', '/api/admin/tasks', { token: hub.adminToken ?? '' })).body
+        .claims as { taken: number; takenWithCompletion: number };
+    const before = await stats();
+    const ids: string[] = [];
+    for (const title of ['first', 'second', 'third']) {
+      ids.push((await create(hub.tokens.claw, codeTask(title))).body.task.id as string);
+    }
+    const next = { workerId: 'chained', leaseMs: 30_000 };
+    const complete = (id: string, token: number, body: Record<string, unknown> = {}) =>
+      call(hub.url, 'POST', `/api/tasks/${id}/complete`, {
+        token: hub.tokens.code,
+        body: { token, result: { exitCode: 0 }, next, ...body },
+      });
+
+    const first = await claimThis(ids[0] as string, 'chained');
+    const one = await complete(first.id, first.lease.token);
+    expect(one.status, JSON.stringify(one.body)).toBe(200);
+    expect(one.body.task).toMatchObject({ id: ids[0], state: 'COMPLETED', lease: null });
+    expect(one.body.next).toMatchObject({
+      id: ids[1],
+      state: 'WORKING',
+      attempts: 1,
+      lease: { workerId: 'chained', token: expect.any(Number) },
+    });
+    const second = one.body.next;
+
+    // A completion the hub refuses (not this claim's token) completes and claims nothing.
+    const refused = await complete(second.id, second.lease.token + 1);
+    expect(refused.status).toBe(409);
+    expect((await getTask(ids[1] as string)).body.task.state).toBe('WORKING');
+    expect((await getTask(ids[2] as string)).body.task.state).toBe('SUBMITTED');
+
+    const two = await complete(second.id, second.lease.token);
+    expect(two.body.next).toMatchObject({ id: ids[2], state: 'WORKING' });
+    // Without `next`, the answer is the completed task alone.
+    const three = await call(hub.url, 'POST', `/api/tasks/${ids[2]}/complete`, {
+      token: hub.tokens.code,
+      body: { token: two.body.next.lease.token, result: { exitCode: 0 } },
+    });
+    expect(three.status).toBe(200);
+    expect(three.body).not.toHaveProperty('next');
+    // None waiting: the completion stands and `next` is null.
+    const fourth = await create(hub.tokens.claw, codeTask('fourth'));
+    const last = await claimThis(fourth.body.task.id, 'chained');
+    const none = await complete(last.id, last.lease.token);
+    expect(none.status).toBe(200);
+    expect(none.body).toMatchObject({ task: { state: 'COMPLETED' }, next: null });
+
+    for (const id of [...ids, fourth.body.task.id]) {
+      const { body } = await getTask(id);
+      expect(body.task.state).toBe('COMPLETED');
+      expect(body.history.map((event: { to: string }) => event.to)).toEqual([
+        'SUBMITTED',
+        'WORKING',
+        'COMPLETED',
+      ]);
+    }
+    const after = await stats();
+    expect(after.takenWithCompletion - before.takenWithCompletion).toBe(2);
+  });
 });

@@ -109,9 +109,24 @@ export const renewTaskRequestSchema = z.strictObject({
 });
 /** Worker: it is about to start the command (a lease that runs out after this fails the task). */
 export const startTaskRequestSchema = z.strictObject({ token: fencingTokenSchema });
+/**
+ * A claim made with a completion (`next` of POST /api/tasks/:id/complete): the worker's next
+ * task in the same call, without waiting.
+ */
+export const claimNextSchema = claimTaskRequestSchema.omit({ waitMs: true }).meta({
+  description:
+    "Also take the next task routed to the caller's runtime, as POST /api/tasks/claim without `waitMs` would, once the completion is committed: a worker that completes a task and wants another saves a request per task. Answered as `next` (null when none is waiting, or when the claim could not be made: then claim as usual).",
+});
 export const completeTaskRequestSchema = z.strictObject({
   token: fencingTokenSchema,
   result: taskResultSchema,
+  next: claimNextSchema.optional(),
+});
+export const completeTaskResponseSchema = z.object({
+  task: taskSchema,
+  next: taskSchema.nullable().optional().meta({
+    description: 'With `next` in the request: the task claimed for the caller, or null.',
+  }),
 });
 export const failTaskRequestSchema = z.strictObject({
   token: fencingTokenSchema,

@@ -73,6 +73,7 @@ import {
   claimTaskRequestSchema,
   claimTaskResponseSchema,
   completeTaskRequestSchema,
+  completeTaskResponseSchema,
   createTaskRequestSchema,
   createTaskResponseSchema,
   failTaskRequestSchema,
@@ -351,7 +352,7 @@ export const wireRoutes = defineWireTable({
     path: '/api/tasks/:id/complete',
     ...task,
     body: completeTaskRequestSchema,
-    responses: taskAnswer,
+    responses: { 200: completeTaskResponseSchema },
   },
   failTask: {
     method: 'POST',

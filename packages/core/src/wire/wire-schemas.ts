@@ -22,12 +22,13 @@ export const taskStatsSchema = z.object({
     .object({
       attempts: z.int().nonnegative(),
       taken: z.int().nonnegative(),
+      takenWithCompletion: z.int().nonnegative(),
       wakes: z.int().nonnegative(),
       parked: z.int().nonnegative(),
     })
     .meta({
       description:
-        'Claim attempts (store claims) this hub made, how many took a task, how many waiting claims a new task woke, and how many wait now.',
+        "Claim attempts (store claims) this hub made, how many took a task (of which a worker's completion took `takenWithCompletion`, its `next`), how many waiting claims a new task woke, and how many wait now.",
     }),
   relay: z.object({
     failures: z

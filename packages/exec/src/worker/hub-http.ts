@@ -145,6 +145,13 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
     renewTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'renew'), body)),
     startTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'start'), body)),
     completeTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'complete'), body)),
+    async completeAndClaim(id, body) {
+      const answer = (await call('POST', taskPath(id, 'complete'), body)) as {
+        next?: unknown;
+      } | null;
+      const next = answer?.next ?? null;
+      return { task: taskOf(answer), next: next === null ? null : checkedTask(next) };
+    },
     failTask: async (id, body) => taskOf(await call('POST', taskPath(id, 'fail'), body)),
     requestApproval: async (id, body) =>
       taskOf(await call('POST', taskPath(id, 'approval-request'), body)),

@@ -18,6 +18,13 @@ import { detectPidNamespace } from '../sandbox.js';
 /** How long one claim waits on the hub for a task before the worker asks again. */
 const CLAIM_WAIT_MS = 20_000;
 
+/** A claim as the worker makes it (without the long poll's wait). */
+export interface ClaimNext {
+  workerId: string;
+  capabilities: string[];
+  leaseMs: number;
+}
+
 /** What the worker needs from a hub (CtxbusClient implements it). */
 export interface WorkerHubApi {
   announce(body: {
@@ -43,6 +50,14 @@ export interface WorkerHubApi {
    */
   startTask(id: string, body: { token: number }): Promise<Task>;
   completeTask(id: string, body: { token: number; result: unknown }): Promise<Task>;
+  /**
+   * Completes the task and, in the same call, claims the next one without waiting (`next`:
+   * null when none is waiting). Optional: a port without it completes, then claims.
+   */
+  completeAndClaim?(
+    id: string,
+    body: { token: number; result: unknown; next: ClaimNext },
+  ): Promise<{ task: Task; next: Task | null }>;
   failTask(id: string, body: { token: number; error: TaskError; retry?: boolean }): Promise<Task>;
   requestApproval(
     id: string,
@@ -230,19 +245,33 @@ export class TaskWorker {
           });
         if (!task) continue;
         this.running += 1;
-        const work = this.process(task)
-          .catch((error: unknown) => logger.error({ err: error, taskId: task.id }, 'task failed'))
-          .finally(() => {
-            this.running -= 1;
-            inFlight.delete(work);
-            this.poke();
-          });
+        const work = this.slot(task, claim, signal).finally(() => {
+          this.running -= 1;
+          inFlight.delete(work);
+          this.poke();
+        });
         inFlight.add(work);
       }
     } finally {
       clearInterval(heartbeat);
       await Promise.allSettled(inFlight);
       await hub.leave(workerId).catch(() => {});
+    }
+  }
+
+  /**
+   * Runs `first`, then each task its completion claimed: a slot that completes a task takes
+   * its next one in the same call (one request per task fewer). A stopping worker claims no
+   * more; a task claimed as it stopped is run like the one before it (the worker drains).
+   */
+  private async slot(first: Task, claim: ClaimNext, signal: AbortSignal): Promise<void> {
+    let task: Task | null = first;
+    while (task !== null) {
+      const current: Task = task;
+      task = await this.process(current, signal.aborted ? null : claim).catch((error: unknown) => {
+        this.options.logger.error({ err: error, taskId: current.id }, 'task failed');
+        return null;
+      });
     }
   }
 
@@ -259,8 +288,11 @@ export class TaskWorker {
     });
   }
 
-  /** Runs one claimed task to its end: completed, failed (with a reason), or lost (stale lease). */
-  async process(task: Task): Promise<void> {
+  /**
+   * Runs one claimed task to its end: completed, failed (with a reason), or lost (stale lease).
+   * With `claimNext`, a completion also claims the worker's next task: returned (else null).
+   */
+  async process(task: Task, claimNext: ClaimNext | null = null): Promise<Task | null> {
     const claimedAt = performance.now();
     const { hub, matrix, logger } = this.options;
     const token = task.lease?.token;
@@ -332,7 +364,7 @@ export class TaskWorker {
         logger.warn({ err: error, taskId: task.id }, 'could not ask for approval');
         await fail({ code: preparation.code, message: preparation.reason });
       }
-      return;
+      return null;
     }
     if (!preparation.ok) {
       logger.info({ taskId: task.id, code: preparation.code }, preparation.reason);
@@ -340,7 +372,7 @@ export class TaskWorker {
         code: preparation.code,
         message: reasonForOrigin(preparation.reason, preparation.code, input),
       });
-      return;
+      return null;
     }
 
     // The hub must know the command may start before it does: if this worker dies from here
@@ -352,7 +384,7 @@ export class TaskWorker {
     );
     if (!started) {
       this.options.onTaskDone?.(task, 'lost');
-      return;
+      return null;
     }
 
     // Renew at a third of the lease; a refused renew means another worker has the task now.
@@ -401,11 +433,11 @@ export class TaskWorker {
     }
     if (lost.signal.aborted) {
       this.options.onTaskDone?.(task, 'lost');
-      return;
+      return null;
     }
     if (!execution.ok) {
       await fail({ code: execution.code, message: execution.reason });
-      return;
+      return null;
     }
     const result = commandResult(
       preparation.plan.argv,
@@ -418,10 +450,16 @@ export class TaskWorker {
       // The report stays within what the hub takes as a result (TASK_LIMITS.resultBytes of
       // JSON); a hub with a lower body limit says 413, and the result is cut further.
       let budget: number = TASK_LIMITS.resultBytes;
+      let next: Task | null = null;
+      const complete = (fitted: CommandResult) =>
+        claimNext && hub.completeAndClaim
+          ? hub.completeAndClaim(task.id, { token, result: fitted, next: claimNext })
+          : hub.completeTask(task.id, { token, result: fitted }).then(() => ({ next: null }));
       const completed = await deliver('report the result', async () => {
         for (;;) {
           try {
-            return await hub.completeTask(task.id, { token, result: fitResult(result, budget) });
+            ({ next } = await complete(fitResult(result, budget)));
+            return;
           } catch (error) {
             if (!CtxbusError.isInstance(error) || error.code !== 'payload_too_large') throw error;
             if (budget < 4_096) throw error;
@@ -430,7 +468,7 @@ export class TaskWorker {
         }
       });
       this.options.onTaskDone?.(task, completed ? 'completed' : 'lost');
-      return;
+      return next;
     }
     const why = result.timedOut
       ? `timed out (${result.timedOut})`
@@ -441,6 +479,7 @@ export class TaskWorker {
       code: result.timedOut ? 'timeout' : 'exit_status',
       message: `${result.argv.join(' ')} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
     });
+    return null;
   }
 }
 

@@ -185,12 +185,37 @@ export const taskRoutes = [
   implement('completeTask', {
     summary: 'Worker: finish a claimed task with its result',
     tags: ['tasks'],
-    statuses: { 200: 'The completed task.', 403: NOT_HOLDER, 409: STALE },
+    description:
+      "With `next`, the same call also claims the caller's next task once the completion is committed (as a claim without `waitMs`): `next` in the answer is that task with its lease, or null. A claim that fails leaves the completion standing and answers null.",
+    statuses: {
+      200: 'The completed task (and, with `next`, the next claimed task or null).',
+      403: NOT_HOLDER,
+      409: STALE,
+    },
     async handler({ params, body, viewer, services }) {
       const task = await services.tasks
         .complete(viewer.teamId, params.id, body.token, body.result, viewer.runtime)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'complete', error));
-      return { status: 200, body: { task } };
+      if (!body.next) return { status: 200, body: { task } };
+      const { workerId, leaseMs, capabilities } = body.next;
+      // The completion stands whatever the claim does: a failed claim answers null, and the
+      // worker claims as usual.
+      const next = await services.tasks
+        .claimWithCompletion({
+          teamId: viewer.teamId,
+          runtime: viewer.runtime,
+          workerId,
+          leaseMs,
+          ...(capabilities && { capabilities }),
+        })
+        .catch((error: unknown) => {
+          services.logger.warn(
+            { err: error, taskId: task.id },
+            'the claim made with a completion failed',
+          );
+          return null;
+        });
+      return { status: 200, body: { task, next } };
     },
   }),
   implement('failTask', {

@@ -93,8 +93,11 @@ function updateRefusal(task: Task, state: TaskState): string {
 }
 
 export class TaskLifecycle {
-  /** Claim attempts (store claims) since the hub started, and how many took a task. */
-  readonly claims = { attempts: 0, taken: 0 };
+  /**
+   * Claim attempts (store claims) since the hub started, how many took a task, and how many of
+   * those a completion made (`next`: the worker's next task in its completion's call).
+   */
+  readonly claims = { attempts: 0, taken: 0, takenWithCompletion: 0 };
 
   constructor(private readonly deps: TaskLifecycleDeps) {}
 
@@ -213,6 +216,13 @@ export class TaskLifecycle {
       }
       if (!(await ticket.wait(deadline - performance.now(), wait.signal))) return null;
     }
+  }
+
+  /** A claim made with the caller's completion (`next`): at once, never waiting. */
+  async claimWithCompletion(options: ClaimTaskOptions): Promise<Task | null> {
+    const task = await this.claimOnce(options);
+    if (task !== null) this.claims.takenWithCompletion += 1;
+    return task;
   }
 
   private async claimOnce(options: ClaimTaskOptions): Promise<Task | null> {

@@ -313,7 +313,7 @@ function relayCases(name: string, backend: () => Backend) {
         leaseMs: 30_000,
       });
       expect(empty).toBeNull();
-      expect(hub.services.tasks.claims).toEqual({ attempts: 3, taken: 2 });
+      expect(hub.services.tasks.claims).toEqual({ attempts: 3, taken: 2, takenWithCompletion: 0 });
     });
 
     it('audit verification finds a task event without its audit records', async () => {
