@@ -4,6 +4,7 @@
 export type { WorkerHub, WorkerHubSettings } from './hub-http.js';
 export { createWorkerHub } from './hub-http.js';
 export type {
+  ClaimNext,
   CommandResult,
   TaskWorkerOptions,
   WorkerHubApi,

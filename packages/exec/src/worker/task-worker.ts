@@ -188,6 +188,8 @@ export class TaskWorker {
   /** Resolves the wait for a free slot. */
   private wake: (() => void) | null = null;
   private approvalKey: KeyObject | null = null;
+  /** The hub refused `next` with a completion (a hub older than it). */
+  private hubRefusesNext = false;
   /**
    * The environment commands' allowed variables come from, read once: reading process.env
    * walks the process's environment block on every access (it cost ~5 ms a task).
@@ -451,10 +453,22 @@ export class TaskWorker {
       // JSON); a hub with a lower body limit says 413, and the result is cut further.
       let budget: number = TASK_LIMITS.resultBytes;
       let next: Task | null = null;
-      const complete = (fitted: CommandResult) =>
-        claimNext && hub.completeAndClaim
-          ? hub.completeAndClaim(task.id, { token, result: fitted, next: claimNext })
-          : hub.completeTask(task.id, { token, result: fitted }).then(() => ({ next: null }));
+      const complete = async (fitted: CommandResult): Promise<{ next: Task | null }> => {
+        if (claimNext && hub.completeAndClaim && !this.hubRefusesNext) {
+          try {
+            return await hub.completeAndClaim(task.id, { token, result: fitted, next: claimNext });
+          } catch (error) {
+            // A hub older than `next` refuses the unknown field (nothing was completed): from
+            // now on this worker completes, then claims.
+            if (!CtxbusError.isInstance(error) || error.code !== 'validation_failed') throw error;
+            if (!/\bnext\b/.test(error.message)) throw error;
+            this.hubRefusesNext = true;
+            logger.info({ taskId: task.id }, 'the hub takes no next claim with a completion');
+          }
+        }
+        await hub.completeTask(task.id, { token, result: fitted });
+        return { next: null };
+      };
       const completed = await deliver('report the result', async () => {
         for (;;) {
           try {

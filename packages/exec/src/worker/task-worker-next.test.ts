@@ -1,0 +1,136 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Task } from '@ctxbus/core';
+import { CtxbusError, parseCapabilities } from '@ctxbus/core';
+import { silentLogger } from '@ctxbus/core/light';
+import { describe, expect, it } from 'vitest';
+import { NODE, tempDir } from '../test-support.js';
+import type { ClaimNext, WorkerHubApi } from './task-worker.js';
+import { TaskWorker } from './task-worker.js';
+
+// The worker's completion that claims its next task (`next`), against a port that answers as a
+// hub with `next` does, and as one older than it (which refuses the unknown field, 400): the
+// worker completes every task either way, and after one refusal no longer asks.
+
+/** A project with the allowed script (each test its own: the test support removes it after). */
+function project(): string {
+  const root = tempDir();
+  writeFileSync(join(root, 'ok.js'), "console.log('ok');\n");
+  return root;
+}
+const matrix = parseCapabilities(
+  [
+    'version: 1',
+    'runtimes:',
+    '  claude-code:',
+    '    description: this machine',
+    '    capabilities:',
+    '      code_execution: { mode: native }',
+    '  openclaw:',
+    '    description: the assistant',
+    'remote_execution:',
+    '  allow: ["node ok.js"]',
+  ].join('\n'),
+);
+const claimNext: ClaimNext = { workerId: 'w1', capabilities: ['code_execution'], leaseMs: 30_000 };
+
+function task(id: string, root: string): Task {
+  return {
+    id,
+    teamId: 'acme',
+    title: id,
+    description: null,
+    requiredCapabilities: ['code_execution'],
+    origin: 'openclaw',
+    scope: null,
+    input: { argv: ['node', 'ok.js'], cwd: root },
+    idempotencyKey: null,
+    state: 'WORKING',
+    targetRuntime: 'claude-code',
+    routing: null,
+    attempts: 1,
+    maxAttempts: 3,
+    ttlSeconds: null,
+    lease: {
+      workerId: 'w1',
+      runtime: 'claude-code',
+      token: 1,
+      expiresAt: '2999-01-01T00:00:00.000Z',
+      startedAt: null,
+    },
+    result: null,
+    error: null,
+    approval: null,
+    createdAt: '2026-11-20T00:00:00.000Z',
+    updatedAt: '2026-11-20T00:00:00.000Z',
+    expiresAt: null,
+  } as Task;
+}
+
+/** A port recording each completion as `complete <id>` or `complete+next <id>`. */
+function port(options: { knowsNext: boolean; queue: Task[] }) {
+  const calls: string[] = [];
+  const hub: WorkerHubApi = {
+    announce: async () => ({}),
+    leave: async () => {},
+    claimTask: async () => null,
+    renewTask: async () => ({}) as Task,
+    startTask: async () => ({}) as Task,
+    completeTask: async (id) => {
+      calls.push(`complete ${id}`);
+      return {} as Task;
+    },
+    async completeAndClaim(id, body) {
+      expect(body.next).toEqual(claimNext);
+      if (!options.knowsNext) {
+        calls.push(`refused ${id}`);
+        throw new CtxbusError('validation_failed', 'body: Unrecognized key: "next"');
+      }
+      calls.push(`complete+next ${id}`);
+      return { task: {} as Task, next: options.queue.shift() ?? null };
+    },
+    failTask: async (id, body) => {
+      calls.push(`fail ${id}: ${body.error.message}`);
+      return {} as Task;
+    },
+    requestApproval: async () => {
+      throw new Error('no approval expected');
+    },
+    taskProgress: async () => {},
+    approvalKey: async () => '',
+  };
+  return { hub, calls };
+}
+
+const worker = (hub: WorkerHubApi, root: string) =>
+  new TaskWorker({
+    hub,
+    workerId: 'w1',
+    matrix,
+    roots: [root],
+    logger: silentLogger,
+    policy: { childPath: dirname(NODE) },
+  });
+
+describe('TaskWorker completions that claim the next task', () => {
+  it('returns the task its completion claimed, and null once none is waiting', async () => {
+    const root = project();
+    const { hub, calls } = port({ knowsNext: true, queue: [task('b', root)] });
+    const w = worker(hub, root);
+    const next = await w.process(task('a', root), claimNext);
+    expect(next?.id).toBe('b');
+    expect(await w.process(next as Task, claimNext)).toBeNull();
+    // Without a claim to make, a plain completion.
+    expect(await w.process(task('c', root))).toBeNull();
+    expect(calls).toEqual(['complete+next a', 'complete+next b', 'complete c']);
+  });
+
+  it('completes through a hub older than `next`, and stops asking after its first refusal', async () => {
+    const root = project();
+    const { hub, calls } = port({ knowsNext: false, queue: [] });
+    const w = worker(hub, root);
+    expect(await w.process(task('x', root), claimNext)).toBeNull();
+    expect(await w.process(task('y', root), claimNext)).toBeNull();
+    expect(calls).toEqual(['refused x', 'complete x', 'complete y']);
+  });
+});
