@@ -126,6 +126,7 @@ export class SqliteItems implements ItemStore {
     const seq = stored.seq;
     const nowMs = Date.parse(item.createdAt);
     const tags = JSON.stringify(item.relevanceTags);
+    const runtimeOptions = JSON.stringify(item.runtimeOptions);
     this.connection
       .statement(
         `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
@@ -157,7 +158,7 @@ export class SqliteItems implements ItemStore {
         stored.supersedes,
         stored.supersededBy,
         item.key,
-        JSON.stringify(item.runtimeOptions),
+        runtimeOptions,
         JSON.stringify(item.redactions),
         item.tokens,
         item.inputHash,
@@ -176,6 +177,8 @@ export class SqliteItems implements ItemStore {
       content: item.content,
       summary: item.summary,
       tags,
+      type: item.type,
+      runtime_options: runtimeOptions,
     });
   }
 

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { CtxbusError } from '@ctxbus/core';
 import type { SqliteConnection } from './sqlite-connection.js';
-import { splitSearchIndex } from './sqlite-search.js';
+import { splitSearchIndex, unindexTaskStatusItems } from './sqlite-search.js';
 
 /** One schema step of the SQLite backend. Applied in order, each in its own transaction. */
 export interface SqliteMigration {
@@ -464,6 +464,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX item_usage_days_active ON item_usage_days
         (team_id, day, item_id, consumed, searched) WHERE consumed + searched > 0;
     `,
+  },
+  {
+    version: 17,
+    name: 'task-status-unindexed',
+    // A task's status items have no full-text entry (sqlite-search.ts, fullTextIndexed): those
+    // written before leave their indexes.
+    sql: '',
+    run: unindexTaskStatusItems,
   },
 ];
 

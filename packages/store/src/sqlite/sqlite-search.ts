@@ -1,5 +1,6 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
-import type { Viewer } from '@ctxbus/core';
+import type { ContextItem, Viewer } from '@ctxbus/core';
+import { taskStatusOf } from '@ctxbus/core';
 import { searchHits } from '../search/search-hits.js';
 import { partitionRuntime, visiblePartitionRuntimes } from '../search/search-partition.js';
 import {
@@ -23,8 +24,52 @@ import { rowToItem } from './sqlite-rows.js';
 /** The columns of an item that the index and its partition need. */
 export type IndexedRow = Pick<
   ItemRow,
-  'rid' | 'team_id' | 'visibility' | 'source_runtime' | 'title' | 'content' | 'summary' | 'tags'
+  | 'rid'
+  | 'team_id'
+  | 'visibility'
+  | 'source_runtime'
+  | 'title'
+  | 'content'
+  | 'summary'
+  | 'tags'
+  | 'type'
+  | 'runtime_options'
 >;
+
+/**
+ * Whether an item has a full-text entry. A task's status item is bookkeeping (the task itself
+ * is in the task store): none, as on PostgreSQL, so its writes (three per task) and its sweep
+ * touch no index. Add and remove decide alike, so an index never holds, or is told to drop, an
+ * entry the other did not.
+ */
+export function fullTextIndexed(row: Pick<IndexedRow, 'type' | 'tags' | 'runtime_options'>) {
+  if (row.type !== 'status') return true;
+  const item = {
+    type: 'status' as const,
+    relevanceTags: JSON.parse(row.tags) as string[],
+    runtimeOptions: JSON.parse(row.runtime_options) as ContextItem['runtimeOptions'],
+  };
+  return taskStatusOf(item) === null;
+}
+
+/**
+ * Migration 17: task status items written before the rule above leave their partitions'
+ * indexes (inside the migration's transaction), so that removing them later stays exact.
+ */
+export function unindexTaskStatusItems(db: DatabaseSync): void {
+  const search = new SqliteSearch({
+    statement: (sql) => db.prepare(sql),
+    exec: (sql) => db.exec(sql),
+  });
+  const rows = db
+    .prepare(
+      `SELECT rid, team_id, visibility, source_runtime, title, content, summary, tags, type,
+              runtime_options
+         FROM items WHERE type = 'status'`,
+    )
+    .all() as unknown as IndexedRow[];
+  for (const row of rows) if (!fullTextIndexed(row)) search.drop(row);
+}
 
 interface Partition {
   pid: number;
@@ -87,6 +132,7 @@ export class SqliteSearch {
 
   /** Indexes a new item, creating its partition on first use (inside a write transaction). */
   add(row: IndexedRow): void {
+    if (!fullTextIndexed(row)) return;
     const runtime = partitionRuntime(row.visibility, row.source_runtime);
     let partition = this.partition(row.team_id, runtime);
     if (!partition) {
@@ -111,6 +157,11 @@ export class SqliteSearch {
 
   /** Takes an item out of its partition's index (inside the sweep's transaction). */
   remove(row: IndexedRow): void {
+    if (fullTextIndexed(row)) this.drop(row);
+  }
+
+  /** Deletes the item's entry, which must be in its partition's index. */
+  drop(row: IndexedRow): void {
     const partition = this.partition(
       row.team_id,
       partitionRuntime(row.visibility, row.source_runtime),

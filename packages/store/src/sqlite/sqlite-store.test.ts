@@ -107,6 +107,77 @@ runStoreConformance({
   },
 });
 
+const TASK_ID = 'task_019a0000-0000-7000-8000-0000000000aa';
+/** A task's status item, as the hub's relay writes one (its title shares a word with a note). */
+function statusItem(state: string, extra: Record<string, unknown> = {}) {
+  return prepareItem(
+    {
+      type: 'status',
+      title: `Task ${state}: rebuild the zanzibar index`,
+      scopeKey: `task:${TASK_ID}`,
+      relevanceTags: ['task'],
+      runtimeOptions: { task: { id: TASK_ID, state } },
+      ...extra,
+    },
+    { teamId: 'acme', runtime: 'claude-code' },
+    { now: new Date() },
+  );
+}
+
+/** Each partition's item count, and whether its FTS5 index passes its integrity check. */
+function searchIndexes(path: string) {
+  const db = new DatabaseSync(path);
+  try {
+    return (
+      db.prepare('SELECT pid, items FROM search_partitions ORDER BY pid').all() as {
+        pid: number;
+        items: number;
+      }[]
+    ).map(({ pid, items }) => {
+      db.exec(`INSERT INTO search_fts_${pid} (search_fts_${pid}) VALUES ('integrity-check')`);
+      const zanzibar = db
+        .prepare(`SELECT doc FROM search_fts_${pid}_vocab WHERE term = 'zanzibar'`)
+        .get() as { doc: number } | undefined;
+      return { pid, items, zanzibar: zanzibar?.doc ?? 0 };
+    });
+  } finally {
+    db.close();
+  }
+}
+
+describe('sqlite search of task status items', () => {
+  it('keeps them out of the full-text index (bookkeeping), other items in; a sweep leaves the index whole', async () => {
+    const path = join(root, 'status-fts', 'ctxbus.db');
+    const store = openSqliteStore({ path });
+    await store.writeItems([statusItem('SUBMITTED', { expiresAfterSeconds: 1 })]);
+    await store.writeItems([statusItem('WORKING', { expiresAfterSeconds: 1 })]);
+    const [note] = await store.writeItems([
+      prepareItem(
+        { type: 'discovery', title: 'The zanzibar index is rebuilt nightly' },
+        { teamId: 'acme', runtime: 'claude-code' },
+        { now: new Date() },
+      ),
+    ]);
+    const acme = { teamId: 'acme', runtime: 'claude-code' };
+    const hits = await store.searchItems(acme, { query: 'zanzibar index', limit: 10 });
+    expect(hits.map((hit) => hit.item.id)).toEqual([note?.item.id]);
+    // Still read by everything else (the feed, the bundle): only search leaves them out.
+    expect(await store.listItems(acme, { tags: ['task'], limit: 10 })).toHaveLength(2);
+    expect(searchIndexes(path)).toEqual([{ pid: 1, items: 1, zanzibar: 1 }]);
+    // Swept, they are taken out of no index (an FTS5 delete of a row it never held would
+    // corrupt it): the integrity check and the counts stay as they were.
+    const swept = await store.sweepItems({
+      expiredBefore: new Date(Date.now() + 60_000).toISOString(),
+      mode: 'delete',
+      limit: 10,
+      now: new Date().toISOString(),
+    });
+    expect(swept.expired).toBe(2);
+    await store.close();
+    expect(searchIndexes(path)).toEqual([{ pid: 1, items: 1, zanzibar: 1 }]);
+  });
+});
+
 describe('sqlite vector search', () => {
   it('ranks in memory as the SQL scan does, and sees vectors saved after it loaded', async () => {
     const path = join(root, 'vectors', 'ctxbus.db');
@@ -268,6 +339,45 @@ describe('sqlite migrations', () => {
       check.prepare("SELECT name FROM sqlite_master WHERE name = 'items_team_scope_key_rid'").get(),
     ).toBeDefined();
     check.close();
+  });
+
+  it('takes the task status items of a version-16 database out of its search index', async () => {
+    const path = join(root, 'v16', 'ctxbus.db');
+    const db = databaseAt(path, 16);
+    const status = statusItem('SUBMITTED');
+    const rows: [number, string, string, string, string][] = [
+      [1, status.id, 'status', status.title, JSON.stringify(status.runtimeOptions)],
+      [2, '0192f000-0000-7000-8000-0000000000b1', 'discovery', 'zanzibar rebuilt nightly', '{}'],
+    ];
+    db.exec(`CREATE VIRTUAL TABLE search_fts_1 USING fts5 (title, content, summary, tags,
+               content = 'items', content_rowid = 'rid',
+               tokenize = 'porter unicode61 remove_diacritics 2');
+             CREATE VIRTUAL TABLE search_fts_1_vocab USING fts5vocab(search_fts_1, 'row');
+             INSERT INTO search_partitions (pid, team_id, runtime, items) VALUES (1, 'acme', '', 2);`);
+    for (const [rid, id, type, title, options] of rows) {
+      const tags = type === 'status' ? '["task"]' : '[]';
+      db.prepare(
+        `INSERT INTO changes (seq, kind, item_rid, team_id, at) VALUES (?, 'added', ?, 'acme', ?)`,
+      ).run(rid, rid, Date.now());
+      db.prepare(
+        `INSERT INTO items (rid, id, team_id, type, title, content, summary, tags, source_runtime,
+           scope, urgency, visibility, created_at, runtime_options, redactions, tokens, input_hash)
+         VALUES (?, ?, 'acme', ?, ?, '', ?, ?, 'claude-code', 'global', 0, 'team', ?, ?, '[]', 3, 'h')`,
+      ).run(rid, id, type, title, title, tags, Date.now(), options);
+      db.prepare(
+        'INSERT INTO search_fts_1 (rowid, title, content, summary, tags) VALUES (?, ?, ?, ?, ?)',
+      ).run(rid, title, '', title, tags);
+    }
+    db.close();
+    expect(searchIndexes(path)).toEqual([{ pid: 1, items: 2, zanzibar: 2 }]);
+    const upgraded = openSqliteStore({ path });
+    const hits = await upgraded.searchItems(
+      { teamId: 'acme', runtime: 'web' },
+      { query: 'zanzibar', limit: 10 },
+    );
+    expect(hits.map((hit) => hit.item.title)).toEqual(['zanzibar rebuilt nightly']);
+    await upgraded.close();
+    expect(searchIndexes(path)).toEqual([{ pid: 1, items: 1, zanzibar: 1 }]);
   });
 
   it('opens an existing database without re-applying migrations', async () => {
