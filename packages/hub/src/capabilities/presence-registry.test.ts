@@ -177,4 +177,36 @@ describe('PresenceRegistry', () => {
     expect(await hubA.leave('acme', 'claude-code', 'w1')).toBe(true);
     expect(await hubA.summary('acme')).toEqual({});
   });
+
+  it('shares one read of the store among summaries asked while it runs, but not one begun before its own change', async () => {
+    const store = openSqliteStore({ path: join(dir, 'ctxbus.db'), clock });
+    let reads = 0;
+    const counted = {
+      ...store,
+      listPresence: (teamId: string, at: string) => {
+        reads += 1;
+        return store.listPresence(teamId, at);
+      },
+      announcePresence: store.announcePresence.bind(store),
+      leavePresence: store.leavePresence.bind(store),
+      sweepPresence: store.sweepPresence.bind(store),
+    };
+    const hub = new PresenceRegistry(counted, clock, { sweepIntervalMs: 0 });
+    opened.push({ registry: hub, store });
+    await hub.announce('acme', 'claude-code', { instanceId: 'w1', ...worker });
+    // A burst of new tasks: one read for all of them.
+    const burst = await Promise.all(Array.from({ length: 8 }, () => hub.summary('acme')));
+    expect(reads).toBe(1);
+    for (const summary of burst) expect(summary).toMatchObject({ 'claude-code': { workers: 1 } });
+    // A summary asked after this hub's own change does not join a read begun before it.
+    reads = 0;
+    const announced = hub.announce('acme', 'claude-code', { instanceId: 'w2', ...worker });
+    // Asked while the announce is being written: a read of its own, begun before the change.
+    const during = hub.summary('acme');
+    await announced;
+    const after = await hub.summary('acme');
+    await during;
+    expect(reads).toBe(2);
+    expect(after).toMatchObject({ 'claude-code': { workers: 2 } });
+  });
 });

@@ -53,6 +53,14 @@ export class PresenceRegistry {
   private readonly cache = new Map<string, CachedSummary>();
   /** Bumped by every change this hub makes: a read that started before one is not cached. */
   private generation = 0;
+  /**
+   * Reads in flight, per team, with the generation they began in: callers that come while one
+   * runs (a burst of new tasks) share it instead of each reading the store.
+   */
+  private readonly reading = new Map<
+    string,
+    { generation: number; summary: Promise<Record<string, RuntimePresenceEntry>> }
+  >();
   private readonly timer: NodeJS.Timeout | null;
 
   constructor(
@@ -115,12 +123,23 @@ export class PresenceRegistry {
   async summary(teamId: string): Promise<Record<string, RuntimePresenceEntry>> {
     const cached = this.cache.get(teamId);
     if (cached && this.fresh(cached)) return cached.summary;
+    const pending = this.reading.get(teamId);
+    // A read that began after this hub's last change is as fresh as one begun now.
+    if (this.cacheMs > 0 && pending?.generation === this.generation) return pending.summary;
     const generation = this.generation;
-    const instances = await this.instances(teamId);
-    const summary = summarizePresence(instances);
-    if (this.cacheMs > 0 && generation === this.generation)
-      this.remember(teamId, summary, instances);
-    return summary;
+    const summary = this.instances(teamId).then((instances) => {
+      const read = summarizePresence(instances);
+      if (this.cacheMs > 0 && generation === this.generation)
+        this.remember(teamId, read, instances);
+      return read;
+    });
+    const entry = { generation, summary };
+    this.reading.set(teamId, entry);
+    try {
+      return await summary;
+    } finally {
+      if (this.reading.get(teamId) === entry) this.reading.delete(teamId);
+    }
   }
 
   /** Deletes every expired entry (of every team) now. */
