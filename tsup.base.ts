@@ -3,7 +3,8 @@ import type { Options } from 'tsup';
 /**
  * The build every package shares: ESM with source maps. No declarations: every package's
  * `types` export points at its source, and `tsc -b` (the root typecheck, project references)
- * checks each package once; tsup's declaration pass cost 10-40x the JS build.
+ * checks each package once; tsup's declaration pass cost 10-40x the JS build, and it needs
+ * TypeScript's JavaScript API, which TypeScript 7 (the repo's) does not have.
  */
 export function library(entry: Options['entry'], platform: 'node' | 'neutral'): Options {
   return {
