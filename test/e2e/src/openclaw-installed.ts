@@ -89,10 +89,11 @@ export function runCtxbus(openclaw: OpenClawHome, args: string[]): Promise<Comma
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
     });
+    // A hang guard: `ctxbus install openclaw` starts OpenClaw twice (60-160 s each at load 15-20).
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ctxbus ${args.join(' ')} timed out; stderr: ${stderr}`));
-    }, 240_000);
+    }, 600_000);
     child.once('exit', (code) => {
       clearTimeout(timer);
       resolvePromise({ code, stdout, stderr });
@@ -157,7 +158,7 @@ export function useOpenClawInstalled(): OpenClawWorld {
     const installed = await world.install();
     expect(installed.code, installed.stdout + installed.stderr).toBe(0);
     expect(installed.stdout).toContain('configured OpenClaw for');
-  }, 300_000);
+  }, 600_000);
 
   afterAll(async () => {
     worker?.child.kill('SIGKILL');
