@@ -38,9 +38,9 @@ describe('./dev bench --only tasks', () => {
     if (server.url !== null || postgresRequired()) backends.push('PostgreSQL, two pools');
     for (const backend of backends) {
       expect(metrics).toContain(`task create p99 (${backend})`);
-      expect(metrics).toContain(`claim p99 (16 claimers over 200 tasks, ${backend})`);
+      expect(metrics).toContain(`claim p99 (16 claimers over 100 tasks, ${backend})`);
       expect(metrics).toContain(
-        `claim + complete throughput (16 claimers over 200 tasks, ${backend})`,
+        `claim + complete throughput (16 claimers over 100 tasks, ${backend})`,
       );
     }
     expect(rows.find((row) => row.metric.startsWith('task path beside'))?.value).toBe(
@@ -50,7 +50,7 @@ describe('./dev bench --only tasks', () => {
       'task create -> claimed by an idle connected worker p99',
       'claim -> process spawned p50',
       "result -> origin's SSE p99",
-      "200 tasks through 16 workers: create -> completed on the origin's stream p99",
+      "100 tasks through 16 workers: create -> completed on the origin's stream p99",
     ]) {
       expect(rows.find((row) => row.metric === metric)?.value, metric).toMatch(/^\d[\d.]* ms$/);
     }

@@ -17,9 +17,9 @@ describe('./dev bench', () => {
       'write latency p50 (1 client, single item)',
       'throughput, 1 client, batches of 500',
       'write -> SSE p99, 100 subscriber(s)',
-      'shared bundle p50 @ 5k items',
-      'search p50 @ 5k items',
-      'hub RSS @ 5k items',
+      'shared bundle p50 @ 2k items',
+      'search p50 @ 2k items',
+      'hub RSS @ 2k items',
     ]) {
       expect(metrics).toContain(expected);
     }
@@ -40,9 +40,9 @@ describe('./dev bench --only stalled', () => {
       rows: { metric: string; value: string; ok?: boolean }[];
     };
     const complete = rows.find((row) => row.metric.startsWith('timed readers that got every'));
-    expect(complete?.value).toBe('90 and 90 of 90');
+    expect(complete?.value).toBe('30 and 30 of 30');
     expect(complete?.ok).toBe(true);
-    expect(rows.map((row) => row.metric)).toContain('hub RSS peak / end, 90 readers, 10 stalled');
+    expect(rows.map((row) => row.metric)).toContain('hub RSS peak / end, 30 readers, 10 stalled');
   });
 });
 
@@ -70,7 +70,7 @@ describe('./dev bench --only live', () => {
       rows: { metric: string; value: string; ok?: boolean }[];
     };
     const same = rows.find((row) => row.metric.startsWith('items in the request right after'));
-    expect(same?.value).toBe('5 / 5');
+    expect(same?.value).toBe('3 / 3');
     const metrics = rows.map((row) => row.metric);
     expect(metrics).toContain('tool call returned -> model request with the item p50 / p99');
     expect(metrics).toContain('machine load (1 / 5 min)');

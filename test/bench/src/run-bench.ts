@@ -357,7 +357,7 @@ async function benchScale(hub: HubProcess, token: string) {
   const { corpusQueries, corpusTexts } = await import('./corpus.ts');
   const texts = corpusTexts();
   const queries = corpusQueries();
-  const checkpoints = quick ? [2_000, 5_000] : [10_000, 100_000];
+  const checkpoints = quick ? [1_000, 2_000] : [10_000, 100_000];
   for (const size of checkpoints) {
     log(`scale: filling to ${size.toLocaleString('en-US')} items`);
     await fillTo(hub, token, size, texts);
@@ -537,7 +537,7 @@ async function main() {
     log('live: push into a running Claude Code session');
     await withHub(async (hub) => {
       rows.push(
-        ...(await (await import('./live-push-latency.ts')).benchLivePush(hub, quick ? 5 : 30)),
+        ...(await (await import('./live-push-latency.ts')).benchLivePush(hub, quick ? 3 : 30)),
       );
     });
   }

@@ -141,7 +141,7 @@ export async function benchTaskLatency(
 
     // Throughput: 16 workers.
     await startWorkers(3, 4);
-    const total = quick ? 200 : 1_000;
+    const total = quick ? 100 : 1_000;
     // The first worker runs one at a time; the three others four each: 13 in all, plus
     // one more process so that 16 claim at once.
     await startWorkers(1, 3);

@@ -91,7 +91,7 @@ function rowsFor(
 
 /** Rows for the benchmark table. */
 export async function benchTaskStore(quick: boolean, log: (line: string) => void): Promise<Row[]> {
-  const tasks = quick ? 200 : 1_000;
+  const tasks = quick ? 100 : 1_000;
   const rows: Row[] = [];
   const dir = tempDir();
   const first = openSqliteStore({ path: `${dir}/bench.db` });
