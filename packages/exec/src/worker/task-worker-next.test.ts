@@ -1,12 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Task } from '@ctxbus/core';
-import { CtxbusError, parseCapabilities } from '@ctxbus/core';
+import { CtxbusError } from '@ctxbus/core';
 import { silentLogger } from '@ctxbus/core/light';
 import { describe, expect, it } from 'vitest';
 import { NODE, tempDir } from '../test-support.js';
 import type { ClaimNext, WorkerHubApi } from './task-worker.js';
 import { TaskWorker } from './task-worker.js';
+import { claimedTask, workerMatrix } from './worker-test-support.js';
 
 // The worker's completion that claims its next task (`next`), against a port that answers as a
 // hub with `next` does, and as one older than it (which refuses the unknown field, 400): the
@@ -18,54 +19,10 @@ function project(): string {
   writeFileSync(join(root, 'ok.js'), "console.log('ok');\n");
   return root;
 }
-const matrix = parseCapabilities(
-  [
-    'version: 1',
-    'runtimes:',
-    '  claude-code:',
-    '    description: this machine',
-    '    capabilities:',
-    '      code_execution: { mode: native }',
-    '  openclaw:',
-    '    description: the assistant',
-    'remote_execution:',
-    '  allow: ["node ok.js"]',
-  ].join('\n'),
-);
+const matrix = workerMatrix(['node ok.js']);
 const claimNext: ClaimNext = { workerId: 'w1', capabilities: ['code_execution'], leaseMs: 30_000 };
 
-function task(id: string, root: string): Task {
-  return {
-    id,
-    teamId: 'acme',
-    title: id,
-    description: null,
-    requiredCapabilities: ['code_execution'],
-    origin: 'openclaw',
-    scope: null,
-    input: { argv: ['node', 'ok.js'], cwd: root },
-    idempotencyKey: null,
-    state: 'WORKING',
-    targetRuntime: 'claude-code',
-    routing: null,
-    attempts: 1,
-    maxAttempts: 3,
-    ttlSeconds: null,
-    lease: {
-      workerId: 'w1',
-      runtime: 'claude-code',
-      token: 1,
-      expiresAt: '2999-01-01T00:00:00.000Z',
-      startedAt: null,
-    },
-    result: null,
-    error: null,
-    approval: null,
-    createdAt: '2026-11-20T00:00:00.000Z',
-    updatedAt: '2026-11-20T00:00:00.000Z',
-    expiresAt: null,
-  } as Task;
-}
+const task = (id: string, root: string) => claimedTask(root, ['node', 'ok.js'], id);
 
 /** A port recording each completion as `complete <id>` or `complete+next <id>`. */
 function port(options: { knowsNext: boolean; queue: Task[] }) {

@@ -1,12 +1,12 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Task } from '@ctxbus/core';
-import { parseCapabilities } from '@ctxbus/core';
 import { silentLogger } from '@ctxbus/core/light';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NODE, tempDir, waitUntil } from '../test-support.js';
 import type { WorkerHubApi } from './task-worker.js';
 import { TaskWorker } from './task-worker.js';
+import { claimedTask, workerMatrix } from './worker-test-support.js';
 
 // The worker's progress posts, with the interval timers turned by the test (the command is a
 // real process): none for output alone, the first once a second has passed, none while the
@@ -44,39 +44,6 @@ function recordingHub() {
   return { hub, progress, completed };
 }
 
-function claimedTask(cwd: string): Task {
-  return {
-    id: 'task_019a0000-0000-7000-8000-000000000001',
-    teamId: 'acme',
-    title: 'steps',
-    description: null,
-    requiredCapabilities: ['code_execution'],
-    origin: 'openclaw',
-    scope: null,
-    input: { argv: ['node', 'steps.js'], cwd },
-    idempotencyKey: null,
-    state: 'WORKING',
-    targetRuntime: 'claude-code',
-    routing: null,
-    attempts: 1,
-    maxAttempts: 3,
-    ttlSeconds: null,
-    lease: {
-      workerId: 'w1',
-      runtime: 'claude-code',
-      token: 1,
-      expiresAt: '2999-01-01T00:00:00.000Z',
-      startedAt: null,
-    },
-    result: null,
-    error: null,
-    approval: null,
-    createdAt: '2026-11-20T00:00:00.000Z',
-    updatedAt: '2026-11-20T00:00:00.000Z',
-    expiresAt: null,
-  } as Task;
-}
-
 describe('TaskWorker progress posts', () => {
   it('posts none for output alone, then the tail once a second while it changes', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
@@ -96,25 +63,12 @@ describe('TaskWorker progress posts', () => {
     const worker = new TaskWorker({
       hub,
       workerId: 'w1',
-      matrix: parseCapabilities(
-        [
-          'version: 1',
-          'runtimes:',
-          '  claude-code:',
-          '    description: this machine',
-          '    capabilities:',
-          '      code_execution: { mode: native }',
-          '  openclaw:',
-          '    description: the assistant',
-          'remote_execution:',
-          '  allow: ["node steps.js"]',
-        ].join('\n'),
-      ),
+      matrix: workerMatrix(['node steps.js']),
       roots: [root],
       logger: silentLogger,
       policy: { childPath: dirname(NODE) },
     });
-    const done = worker.process(claimedTask(root));
+    const done = worker.process(claimedTask(root, ['node', 'steps.js']));
     await waitUntil(() => existsSync(join(root, 'said-1')), 'the first step');
     // Its output may have arrived: nothing is posted before the first second has passed.
     expect(progress).toEqual([]);
