@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { NODE, tempDir } from '../test-support.js';
 import type { ClaimNext, WorkerHubApi } from './task-worker.js';
 import { TaskWorker } from './task-worker.js';
-import { claimedTask, workerMatrix } from './worker-test-support.js';
+import { claimedTask, quietHub, workerMatrix } from './worker-test-support.js';
 
 // The worker's completion that claims its next task (`next`), against a port that answers as a
 // hub with `next` does, and as one older than it (which refuses the unknown field, 400): the
@@ -27,12 +27,7 @@ const task = (id: string, root: string) => claimedTask(root, ['node', 'ok.js'], 
 /** A port recording each completion as `complete <id>` or `complete+next <id>`. */
 function port(options: { knowsNext: boolean; queue: Task[] }) {
   const calls: string[] = [];
-  const hub: WorkerHubApi = {
-    announce: async () => ({}),
-    leave: async () => {},
-    claimTask: async () => null,
-    renewTask: async () => ({}) as Task,
-    startTask: async () => ({}) as Task,
+  const hub = quietHub({
     completeTask: async (id) => {
       calls.push(`complete ${id}`);
       return {} as Task;
@@ -50,12 +45,7 @@ function port(options: { knowsNext: boolean; queue: Task[] }) {
       calls.push(`fail ${id}: ${body.error.message}`);
       return {} as Task;
     },
-    requestApproval: async () => {
-      throw new Error('no approval expected');
-    },
-    taskProgress: async () => {},
-    approvalKey: async () => '',
-  };
+  });
   return { hub, calls };
 }
 

@@ -4,9 +4,8 @@ import type { Task } from '@ctxbus/core';
 import { silentLogger } from '@ctxbus/core/light';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NODE, tempDir, waitUntil } from '../test-support.js';
-import type { WorkerHubApi } from './task-worker.js';
 import { TaskWorker } from './task-worker.js';
-import { claimedTask, workerMatrix } from './worker-test-support.js';
+import { claimedTask, quietHub, workerMatrix } from './worker-test-support.js';
 
 // The worker's progress posts, with the interval timers turned by the test (the command is a
 // real process): none for output alone, the first once a second has passed, none while the
@@ -20,27 +19,15 @@ afterEach(() => {
 function recordingHub() {
   const progress: string[] = [];
   const completed: unknown[] = [];
-  const hub: WorkerHubApi = {
-    announce: async () => ({}),
-    leave: async () => {},
-    claimTask: async () => null,
-    renewTask: async () => ({}) as Task,
-    startTask: async () => ({}) as Task,
+  const hub = quietHub({
     completeTask: async (_id, body) => {
       completed.push(body.result);
       return {} as Task;
     },
-    failTask: async (_id, body) => {
-      throw new Error(`the task failed: ${body.error.message}`);
-    },
-    requestApproval: async () => {
-      throw new Error('no approval expected');
-    },
     taskProgress: async (_id, body) => {
       progress.push(body.output);
     },
-    approvalKey: async () => '',
-  };
+  });
   return { hub, progress, completed };
 }
 

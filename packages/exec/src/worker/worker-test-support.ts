@@ -1,8 +1,9 @@
 import type { CapabilitiesFile, Task } from '@ctxbus/core';
 import { parseCapabilities } from '@ctxbus/core';
+import type { WorkerHubApi } from './task-worker.js';
 
-// The worker tests' fixtures: a task as a claim hands it over, and the worker's own
-// capabilities file allowing some commands.
+// The worker tests' fixtures: a task as a claim hands it over, the worker's own capabilities
+// file allowing some commands, and a hub port for the calls a test does not watch.
 
 /** A task claimed by worker `w1` (lease token 1, never ending) that runs `argv` in `cwd`. */
 export function claimedTask(
@@ -58,4 +59,28 @@ export function workerMatrix(allow: readonly string[]): CapabilitiesFile {
       `  allow: ${JSON.stringify(allow)}`,
     ].join('\n'),
   );
+}
+
+/**
+ * A hub port that takes every report and hands out no task, with `watched` for the calls a
+ * test records; a failure or an approval request nobody expects throws.
+ */
+export function quietHub(watched: Partial<WorkerHubApi>): WorkerHubApi {
+  return {
+    announce: async () => ({}),
+    leave: async () => {},
+    claimTask: async () => null,
+    renewTask: async () => ({}) as Task,
+    startTask: async () => ({}) as Task,
+    completeTask: async () => ({}) as Task,
+    failTask: async (_id, body) => {
+      throw new Error(`the task failed: ${body.error.message}`);
+    },
+    requestApproval: async () => {
+      throw new Error('no approval expected');
+    },
+    taskProgress: async () => {},
+    approvalKey: async () => '',
+    ...watched,
+  };
 }
