@@ -93,6 +93,12 @@ export const OPENCLAW_QUIET_ENV: Record<string, string> = {
   OPENCLAW_SKIP_BROWSER_CONTROL_SERVER: '1',
   OPENCLAW_SKIP_STARTUP_MODEL_PREWARM: '1',
   OPENCLAW_DISABLE_BONJOUR: '1',
+  // Node's compile cache for OpenClaw's worker threads too. OpenClaw enables the cache for its
+  // main thread only (module.enableCompileCache); with NODE_COMPILE_CACHE set, it restarts
+  // itself once with the variable pointing at its own cache directory under this one, which
+  // its ~10 worker threads then read: a turn costs ~8% less CPU (13.7 s against 14.9 s,
+  // alternated), and every `openclaw` command of a test run starts some.
+  NODE_COMPILE_CACHE: join(tmpdir(), 'node-compile-cache'),
 };
 
 /** The model API OpenClaw speaks to the scripted model, and the provider it calls it. */
