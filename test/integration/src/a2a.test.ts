@@ -402,7 +402,7 @@ describe('A2A cards behind --public-url', () => {
 
 await withPostgres('A2A on PostgreSQL', (url, schemas) => {
   describe('A2A across two hubs on one PostgreSQL schema', () => {
-    const { a, b } = useHubPair(url, schemas, 'a2a');
+    const { a, b } = useHubPair(url, schemas, 'a2a', useHubProcess);
 
     it('streams from one hub what a worker does through the other', async () => {
       const client = await clientFor(a.tokens.claw, b.url);

@@ -126,7 +126,7 @@ describe('a waiting claim', () => {
 
 await withPostgres('waiting claims across hubs on PostgreSQL', (url, schemas) => {
   describe('a waiting claim on another hub', () => {
-    const { a, b } = useHubPair(url, schemas, 'claimwait');
+    const { a, b } = useHubPair(url, schemas, 'claimwait', useHubProcess);
 
     it('is woken by a task created through another hub of the same database', async () => {
       const controller = new AbortController();

@@ -150,7 +150,7 @@ describe('a hub with --conflict-window off', () => {
 
 await withPostgres('conflicts on PostgreSQL', (url, schemas) => {
   describe('two hubs on one PostgreSQL schema, racing writes', () => {
-    const { a, b } = useHubPair(url, schemas, 'conflicts');
+    const { a, b } = useHubPair(url, schemas, 'conflicts', useHubProcess);
 
     it('raise exactly one conflict per key, naming both runtimes', async () => {
       const keys = Array.from({ length: 12 }, (_, index) => `race/key-${index}`);

@@ -1,5 +1,5 @@
 import type { HubProcess } from '@ctxbus/test-kit';
-import { call, waitUntil } from '@ctxbus/test-kit';
+import { call, useHubProcess, waitUntil } from '@ctxbus/test-kit';
 import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 
@@ -29,7 +29,7 @@ async function instancesOn(hub: HubProcess, token: string, runtime: string) {
 
 await withPostgres('presence shared by hubs on PostgreSQL', (url, schemas) => {
   describe('presence across two hubs on one PostgreSQL schema', () => {
-    const { a, b } = useHubPair(url, schemas, 'presence');
+    const { a, b } = useHubPair(url, schemas, 'presence', useHubProcess);
 
     it('routes a task created on hub B to a worker announced on hub A, and stops once it leaves A', async () => {
       const announced = await call(a.url, 'POST', '/api/presence', {
