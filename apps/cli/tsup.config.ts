@@ -8,7 +8,10 @@ const DASHBOARD_BUILD = new URL('../web/dist/', import.meta.url);
 const DASHBOARD_TARGET = new URL('./dist/web/', import.meta.url);
 
 export default defineConfig({
-  ...library(['src/bin.ts', 'src/index.ts', 'src/serve-worker.ts'], 'node'),
+  ...library(
+    ['src/bin.ts', 'src/index.ts', 'src/serve-worker.ts', 'src/serve-in-process.ts'],
+    'node',
+  ),
   banner: { js: '#!/usr/bin/env node' },
   async onSuccess() {
     rmSync(DASHBOARD_TARGET, { recursive: true, force: true });

@@ -22,7 +22,8 @@ const LONGEST = [
 ];
 
 export default testConfig({
-  // Each file starts its own hub process; a few at a time keeps the machine responsive.
+  // Each file starts its own hubs (in its worker, or as `ctxbus serve` processes where the
+  // process is the subject); a few files at a time keeps the machine responsive.
   maxWorkers: 4,
   sequence: { sequencer: longestFirst(LONGEST) },
 });

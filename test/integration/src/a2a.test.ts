@@ -11,9 +11,10 @@ import {
   TaskNotCancelableError,
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
-import { call, runCli, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { call, runCli, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // A2A 1.0 against a real `ctxbus serve`, spoken by the real @a2a-js/sdk client: the Agent
 // Cards, a message that becomes a routed ctxbus task (the same task /api/tasks shows), get,
@@ -27,7 +28,7 @@ writeFileSync(
   readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
 );
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir,
   tokens: {
     claw: ['acme', 'openclaw'],
@@ -378,7 +379,7 @@ describe('A2A over the hub', () => {
 });
 
 describe('A2A cards behind --public-url', () => {
-  const behind = useHubProcess({ args: ['--public-url', 'https://hub.example.com/ctxbus/'] });
+  const behind = useInProcessHub({ args: ['--public-url', 'https://hub.example.com/ctxbus/'] });
 
   it('name the public URL whatever Host the request came with', async () => {
     for (const host of ['evil.example', `127.0.0.1:${new URL(behind.url).port}`]) {
@@ -402,7 +403,7 @@ describe('A2A cards behind --public-url', () => {
 
 await withPostgres('A2A on PostgreSQL', (url, schemas) => {
   describe('A2A across two hubs on one PostgreSQL schema', () => {
-    const { a, b } = useHubPair(url, schemas, 'a2a');
+    const { a, b } = useHubPair(url, schemas, 'a2a', useInProcessHub);
 
     it('streams from one hub what a worker does through the other', async () => {
       const client = await clientFor(a.tokens.claw, b.url);

@@ -1,12 +1,13 @@
-import { call, runCli, useHubProcess } from '@ctxbus/test-kit';
+import { call, runCli } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // `ctxbus analytics` over a real `ctxbus serve` (issue 27, part 13; seed 000, phase 3: "Context
 // analytics (what context is used, what's stale)"): Claude Code's hook injects its bundle,
 // OpenClaw searches and consumes, and the CLI reports it per runtime and per day, as text and
 // JSON; a private item shows only to its own runtime; bad flags exit 2 with one line.
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   tokens: {
     code: ['acme', 'claude-code'],
     claw: ['acme', 'openclaw'],

@@ -12,19 +12,11 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { AuditRecord } from '@ctxbus/core';
 import { chainAuditRecord } from '@ctxbus/core';
-import type { HubFixture } from '@ctxbus/test-kit';
-import {
-  call,
-  removeDir,
-  runCli,
-  runtimeToken,
-  startHubProcess,
-  tempDir,
-  useHubProcess,
-  waitUntil,
-} from '@ctxbus/test-kit';
+import type { HubFixture, TestHub } from '@ctxbus/test-kit';
+import { call, removeDir, runCli, runtimeToken, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
 // The audit chain anchored outside the database (hardening 5): whoever can write the database
 // can cut a chain's tail, rewrite a record and every hash after it, or drop a team's log, and
@@ -97,7 +89,7 @@ function postgresTamper(url: string, schema: string): Tamper {
 
 function anchorSuite(
   store: string,
-  hub: HubFixture<keyof typeof TOKENS>,
+  hub: HubFixture<keyof typeof TOKENS, TestHub>,
   configDir: string,
   db: Tamper,
 ): void {
@@ -223,7 +215,7 @@ function anchorSuite(
 
 {
   const configDir = tempDir('ctxbus-anchor-config-');
-  const hub = useHubProcess({ tokens: TOKENS, env: { CTXBUS_CONFIG_DIR: configDir } });
+  const hub = useInProcessHub({ tokens: TOKENS, env: { CTXBUS_CONFIG_DIR: configDir } });
   anchorSuite(
     'SQLite',
     hub,
@@ -235,7 +227,7 @@ function anchorSuite(
 await withPostgres('the audit anchor on PostgreSQL', (url, schemas) => {
   const schema = schemas.next('anchor');
   const configDir = tempDir('ctxbus-anchor-config-');
-  const hub = useHubProcess({
+  const hub = useInProcessHub({
     store: storeUrl(url, schema),
     tokens: TOKENS,
     env: { CTXBUS_CONFIG_DIR: configDir },
@@ -251,7 +243,7 @@ describe('the approval key of an older hub, kept in its data directory', () => {
     const publicKey = async (hub: { url: string; adminToken: string | null }, token: string) =>
       (await call(hub.url, 'GET', '/api/approvals/key', { token })).body.publicKey as string;
     try {
-      const first = await startHubProcess({ dataDir, env });
+      const first = await startInProcessServe({ dataDir, env });
       const admin = first.adminToken as string;
       const before = await publicKey(first, admin);
       const agent = await runtimeToken(first, 'acme', 'openclaw');
@@ -271,7 +263,7 @@ describe('the approval key of an older hub, kept in its data directory', () => {
       renameSync(join(keys, 'audit-anchors'), join(dataDir, 'audit-anchors'));
       rmSync(join(configDir, 'keys'), { recursive: true });
 
-      const second = await startHubProcess({ dataDir, env });
+      const second = await startInProcessServe({ dataDir, env });
       try {
         expect(await publicKey(second, admin)).toBe(before);
         expect(readdirSync(dataDir)).not.toContain('approval-key.pem');
@@ -289,7 +281,7 @@ describe('the approval key of an older hub, kept in its data directory', () => {
         join(dataDir, 'approval-key.pem'),
         readFileSync(join(keyDir(configDir), 'approval-key.pem')),
       );
-      const third = await startHubProcess({ dataDir, env });
+      const third = await startInProcessServe({ dataDir, env });
       try {
         expect(await publicKey(third, admin)).toBe(before);
         expect(third.stderr()).toMatch(/approval-key\.pem was left in place: \S+ exists already/);
@@ -306,7 +298,7 @@ describe('the approval key of an older hub, kept in its data directory', () => {
     const configDir = tempDir('ctxbus-anchor-config-');
     const elsewhere = tempDir('ctxbus-anchor-key-');
     const file = join(elsewhere, 'hub.pem');
-    const hub = await startHubProcess({
+    const hub = await startInProcessServe({
       args: ['--approval-key', file],
       env: { CTXBUS_CONFIG_DIR: configDir },
     });

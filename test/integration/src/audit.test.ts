@@ -1,8 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { call, runCli, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { call, runCli, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // The audit log in a real `ctxbus serve` (issue 12): tasks created, claimed, completed, failed,
 // canceled and swept each leave hash-chained records; `ctxbus audit verify` says the chain is
@@ -14,7 +15,7 @@ writeFileSync(
   readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
 );
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir,
   tokens: {
     code: ['acme', 'claude-code'],

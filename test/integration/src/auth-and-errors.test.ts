@@ -1,8 +1,9 @@
 import { request as httpRequest } from 'node:http';
-import { call, runtimeToken, useHubProcess } from '@ctxbus/test-kit';
+import { call, runtimeToken } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   args: ['--max-body-bytes', '65536'],
   tokens: {
     code: ['acme', 'claude-code'],

@@ -1,15 +1,8 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  call,
-  removeDir,
-  runCli,
-  startHubProcess,
-  tempDir,
-  useHubProcess,
-  waitUntil,
-} from '@ctxbus/test-kit';
+import { call, removeDir, runCli, startHubProcess, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
 // The capability matrix and presence in a real `ctxbus serve`: the file is loaded at start and
 // reloaded when an editor saves over it; a bad edit keeps the last good matrix and /health
@@ -29,7 +22,7 @@ const dataDir = tempDir('ctxbus-capabilities-');
 const file = join(dataDir, 'capabilities.yaml');
 writeFileSync(file, readFileSync(repositoryFile, 'utf8'));
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir,
   tokens: {
     code: ['acme', 'claude-code'],
@@ -301,7 +294,7 @@ describe('where the file comes from', () => {
   });
 
   it('without a file the hub runs with an empty matrix, and loads capabilities.yaml once it appears', async () => {
-    const bare = await startHubProcess();
+    const bare = await startInProcessServe();
     try {
       const before = (await call(bare.url, 'GET', '/health')).body.capabilities;
       expect(before).toMatchObject({

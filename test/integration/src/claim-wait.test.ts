@@ -1,9 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiResponse } from '@ctxbus/test-kit';
-import { call, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { call, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // Long-polling claims (`waitMs`): idle workers park their claims on the hub, and each task that
 // becomes claimable wakes the one parked claim, of those that can take it, that waited longest.
@@ -15,7 +16,7 @@ writeFileSync(
   readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
 );
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir,
   tokens: { code: ['acme', 'claude-code'], claw: ['acme', 'openclaw'], web: ['acme', 'web'] },
 });
@@ -126,7 +127,7 @@ describe('a waiting claim', () => {
 
 await withPostgres('waiting claims across hubs on PostgreSQL', (url, schemas) => {
   describe('a waiting claim on another hub', () => {
-    const { a, b } = useHubPair(url, schemas, 'claimwait');
+    const { a, b } = useHubPair(url, schemas, 'claimwait', useInProcessHub);
 
     it('is woken by a task created through another hub of the same database', async () => {
       const controller = new AbortController();

@@ -1,6 +1,7 @@
-import { call, runCli, runCliInTerminal, useHubProcess } from '@ctxbus/test-kit';
+import { call, runCli, runCliInTerminal } from '@ctxbus/test-kit';
 import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // Conflicts over a real `ctxbus serve` and the real CLI (issue 27, part 9): Claude Code and
 // OpenClaw write different values on one key; the hub keeps the newer (last-write-wins) and
@@ -10,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 // CLI's token (a person) it keeps the chosen value. A hub started with --conflict-window off raises none. On PostgreSQL,
 // two hubs taking writes of the same keys at the same moment raise exactly one conflict a key.
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   tokens: {
     code: ['acme', 'claude-code'],
     claw: ['acme', 'openclaw'],
@@ -123,7 +124,7 @@ describe('conflicts through the CLI', () => {
 });
 
 describe('a hub with --conflict-window off', () => {
-  const quiet = useHubProcess({
+  const quiet = useInProcessHub({
     args: ['--conflict-window', 'off'],
     tokens: { code: ['acme', 'claude-code'], claw: ['acme', 'openclaw'] },
   });
@@ -150,7 +151,7 @@ describe('a hub with --conflict-window off', () => {
 
 await withPostgres('conflicts on PostgreSQL', (url, schemas) => {
   describe('two hubs on one PostgreSQL schema, racing writes', () => {
-    const { a, b } = useHubPair(url, schemas, 'conflicts');
+    const { a, b } = useHubPair(url, schemas, 'conflicts', useInProcessHub);
 
     it('raise exactly one conflict per key, naming both runtimes', async () => {
       const keys = Array.from({ length: 12 }, (_, index) => `race/key-${index}`);

@@ -1,7 +1,8 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, openStream, runtimeToken, startHubProcess, useHubProcess } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call, openStream, runtimeToken } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
 // Edge input from the hardening review, on both stores: each was a 500, or a different answer
 // on each backend. Every case must be the same clear 4xx (or the same 2xx) on both.
@@ -11,9 +12,9 @@ function nested(depth: number): string {
   return `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 }
 
-function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
+function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
   describe(`edge input (${name})`, () => {
-    const hub = useHubProcess({ start, tokens: { token: ['acme', 'claude-code'] } });
+    const hub = useInProcessHub({ start, tokens: { token: ['acme', 'claude-code'] } });
 
     it('formats for runtimes named after Object.prototype members with the default resolver', async () => {
       for (const runtime of ['constructor', 'tostring', 'hasownproperty', 'valueof']) {
@@ -261,10 +262,10 @@ function defineEdgeInput(name: string, start: () => Promise<HubProcess>) {
   });
 }
 
-defineEdgeInput('embedded store', () => startHubProcess());
+defineEdgeInput('embedded store', () => startInProcessServe());
 
 await withPostgres('edge input on PostgreSQL', (url, schemas) => {
   defineEdgeInput('PostgreSQL', () =>
-    startHubProcess({ store: storeUrl(url, schemas.next('edge')) }),
+    startInProcessServe({ store: storeUrl(url, schemas.next('edge')) }),
   );
 });

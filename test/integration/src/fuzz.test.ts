@@ -1,8 +1,9 @@
-import { call, useHubProcess } from '@ctxbus/test-kit';
+import { call } from '@ctxbus/test-kit';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   tokens: { token: ['acme', 'claude-code'] },
   afterStop: (stopped) => expect(stopped.stderr()).not.toMatch(/unhandled error/),
 });

@@ -1,18 +1,18 @@
-import type { EmbeddingsServer, HubProcess } from '@ctxbus/test-kit';
+import type { EmbeddingsServer, TestHub } from '@ctxbus/test-kit';
 import {
   call,
   removeDir,
   runCli,
   runtimeToken,
   startEmbeddingsServer,
-  startHubProcess,
   tempDir,
 } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe } from './in-process-serve.ts';
 
-// Hybrid search with real `ctxbus serve` processes and a local server speaking the OpenAI
-// embeddings API (the only thing faked: the model, at the network boundary).
+// Hybrid search with real `ctxbus serve` hubs (in the test's process) and a local server
+// speaking the OpenAI embeddings API (the only thing faked: the model, at the network boundary).
 
 interface SearchBody {
   mode: 'fulltext' | 'hybrid';
@@ -22,7 +22,7 @@ interface SearchBody {
 
 const KEY = 'sk-local-test-key';
 
-async function write(hub: HubProcess, token: string, body: Record<string, unknown>) {
+async function write(hub: TestHub, token: string, body: Record<string, unknown>) {
   const response = await call(hub.url, 'POST', '/api/context', {
     token,
     body: { type: 'discovery', ...body },
@@ -30,7 +30,7 @@ async function write(hub: HubProcess, token: string, body: Record<string, unknow
   expect(response.status, JSON.stringify(response.body)).toBe(201);
 }
 
-async function search(hub: HubProcess, token: string, query: string): Promise<SearchBody> {
+async function search(hub: TestHub, token: string, query: string): Promise<SearchBody> {
   const response = await call(hub.url, 'POST', '/api/context/search', {
     token,
     body: { query },
@@ -47,13 +47,13 @@ function embeddingArgs(server: EmbeddingsServer, extra: string[] = []): string[]
 
 describe('hybrid search on the embedded store', () => {
   let server: EmbeddingsServer;
-  let hub: HubProcess;
+  let hub: TestHub;
   let token: string;
   const dataDir = tempDir();
 
   beforeAll(async () => {
     server = await startEmbeddingsServer({ apiKey: KEY });
-    hub = await startHubProcess({
+    hub = await startInProcessServe({
       dataDir,
       args: embeddingArgs(server),
       env: { CTXBUS_EMBEDDINGS_KEY: KEY },
@@ -169,7 +169,7 @@ describe('hybrid search on the embedded store', () => {
   it('survives a restart without embedding everything again', async () => {
     const before = server.inputCount();
     await hub.stop();
-    hub = await startHubProcess({
+    hub = await startInProcessServe({
       dataDir,
       args: embeddingArgs(server),
       env: { CTXBUS_EMBEDDINGS_KEY: KEY },
@@ -214,15 +214,19 @@ await withPostgres('hybrid search on PostgreSQL', (url, schemas) => {
   describe('two hubs on one schema, one embedding items', () => {
     const schema = schemas.next('hybrid');
     let server: EmbeddingsServer;
-    let a: HubProcess;
-    let b: HubProcess;
+    let a: TestHub;
+    let b: TestHub;
     let token: string;
 
     beforeAll(async () => {
       server = await startEmbeddingsServer({ apiKey: KEY });
       const env = { CTXBUS_EMBEDDINGS_KEY: KEY };
-      a = await startHubProcess({ store: storeUrl(url, schema), args: embeddingArgs(server), env });
-      b = await startHubProcess({
+      a = await startInProcessServe({
+        store: storeUrl(url, schema),
+        args: embeddingArgs(server),
+        env,
+      });
+      b = await startInProcessServe({
         store: storeUrl(url, schema),
         args: embeddingArgs(server, ['--no-embed-items']),
         env,

@@ -1,30 +1,23 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HubProcess } from '@ctxbus/test-kit';
-import {
-  call,
-  removeDir,
-  runCli,
-  spawnCli,
-  startHubProcess,
-  tempDir,
-  workerPolicy,
-} from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call, removeDir, runCli, spawnCli, tempDir, workerPolicy } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe } from './in-process-serve.ts';
 
 // One identity per role (issue 28): a worker's or the bot's token saved on this machine never
 // becomes whom the person's CLI acts as, `ctxbus whoami` says who is who (no secrets), and the
 // worker finds its own runtime's token.
 
 const dirs: string[] = [];
-let hub: HubProcess;
+let hub: TestHub;
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   const configDir = tempDir('ctxbus-config-');
   env = { CTXBUS_CONFIG_DIR: configDir, HOME: tempDir('ctxbus-home-') };
   dirs.push(configDir, env.HOME as string);
-  hub = await startHubProcess({ env });
+  hub = await startInProcessServe({ env });
 });
 
 afterAll(async () => {

@@ -1,19 +1,13 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { HubProcess } from '@ctxbus/test-kit';
-import {
-  call,
-  removeDir,
-  runCli,
-  runtimeToken,
-  startHubProcess,
-  waitUntil,
-} from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call, removeDir, runCli, runtimeToken, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startInProcessServe } from './in-process-serve.ts';
 
 // The lifecycle sweeper in a real hub: expiry, age limits, archive or delete.
 
-const hubs: HubProcess[] = [];
+const hubs: TestHub[] = [];
 afterAll(async () => {
   for (const hub of hubs) {
     expect(await hub.stop()).toBe(0);
@@ -21,7 +15,7 @@ afterAll(async () => {
   }
 });
 
-async function write(hub: HubProcess, token: string, body: unknown) {
+async function write(hub: TestHub, token: string, body: unknown) {
   const response = await call(hub.url, 'POST', '/api/context', { token, body });
   expect(response.status).toBe(201);
   return response.body.items[0] as { id: string; seq: number };
@@ -29,7 +23,7 @@ async function write(hub: HubProcess, token: string, body: unknown) {
 
 describe('lifecycle sweeps', () => {
   it('archive: expired and aged items move to /api/archive; decisions stay until superseded', async () => {
-    const hub = await startHubProcess({
+    const hub = await startInProcessServe({
       args: [
         '--retention-mode',
         'archive',
@@ -112,7 +106,7 @@ describe('lifecycle sweeps', () => {
   });
 
   it('delete (the default): expired items are gone for good', async () => {
-    const hub = await startHubProcess({ args: ['--sweep-interval', '200ms'] });
+    const hub = await startInProcessServe({ args: ['--sweep-interval', '200ms'] });
     const token = await runtimeToken(hub, 'acme', 'web');
     const brief = await write(hub, token, {
       type: 'status',

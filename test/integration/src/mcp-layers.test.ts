@@ -1,10 +1,11 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, openStream, startHubProcess, useHubProcess } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call, openStream } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
 // Seed 004's layers 2 and 3 through the MCP endpoint of a real `ctxbus serve` (/mcp), on the
 // embedded store and on PostgreSQL: the seed's calls, the stream event a board change makes,
@@ -36,9 +37,9 @@ async function tool(client: Client, name: string, args: Record<string, unknown>)
   };
 }
 
-function defineLayerTests(label: string, start?: () => Promise<HubProcess>) {
+function defineLayerTests(label: string, start?: () => Promise<TestHub>) {
   describe(`layers over /mcp (${label})`, () => {
-    const hub = useHubProcess({ tokens: TOKENS, ...(start && { start }) });
+    const hub = useInProcessHub({ tokens: TOKENS, ...(start && { start }) });
     const clients = {} as Record<keyof typeof TOKENS, Client>;
     beforeAll(async () => {
       for (const name of Object.keys(TOKENS) as (keyof typeof TOKENS)[]) {
@@ -187,6 +188,6 @@ defineLayerTests('embedded store');
 
 await withPostgres('layers over /mcp on PostgreSQL', (url, schemas) => {
   defineLayerTests('PostgreSQL', () =>
-    startHubProcess({ store: storeUrl(url, schemas.next('mcp_layers')) }),
+    startInProcessServe({ store: storeUrl(url, schemas.next('mcp_layers')) }),
   );
 });

@@ -1,6 +1,7 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import { removeDir, runCli, runtimeToken, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { removeDir, runCli, runtimeToken, tempDir } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // The MCP session limits of `ctxbus serve` (--mcp-max-sessions-per-token, --mcp-max-sessions),
 // over plain HTTP against /mcp of a real hub.
@@ -8,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 const PROTOCOL = '2025-06-18';
 
 async function mcpPost(
-  hub: HubProcess,
+  hub: TestHub,
   token: string,
   message: object,
   sessionId?: string,
@@ -31,7 +32,7 @@ async function mcpPost(
 }
 
 /** An initialize; the session id on success. */
-async function open(hub: HubProcess, token: string) {
+async function open(hub: TestHub, token: string) {
   return mcpPost(hub, token, {
     jsonrpc: '2.0',
     id: 1,
@@ -44,12 +45,12 @@ async function open(hub: HubProcess, token: string) {
   });
 }
 
-async function ping(hub: HubProcess, token: string, sessionId: string): Promise<number> {
+async function ping(hub: TestHub, token: string, sessionId: string): Promise<number> {
   return (await mcpPost(hub, token, { jsonrpc: '2.0', id: 2, method: 'ping' }, sessionId)).status;
 }
 
 describe('MCP session limits of ctxbus serve', () => {
-  const hub = useHubProcess({
+  const hub = useInProcessHub({
     args: ['--mcp-max-sessions-per-token', '2', '--mcp-max-sessions', '3'],
   });
 

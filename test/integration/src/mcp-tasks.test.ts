@@ -1,11 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, TEST_WAIT_MS, tempDir, useHubProcess } from '@ctxbus/test-kit';
+import { call, TEST_WAIT_MS, tempDir } from '@ctxbus/test-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // Tasks through the MCP endpoint of a real `ctxbus serve` (/mcp), and the shared bundle's
 // active tasks from the task store, over HTTP.
@@ -16,7 +17,7 @@ writeFileSync(
   readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
 );
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir,
   tokens: {
     code: ['acme', 'claude-code'],

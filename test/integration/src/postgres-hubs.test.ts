@@ -1,6 +1,6 @@
 import { verifyWebhook } from '@ctxbus/client';
 import { listenerName } from '@ctxbus/store/postgres';
-import type { HubProcess, SseConnection } from '@ctxbus/test-kit';
+import type { SseConnection, TestHub } from '@ctxbus/test-kit';
 import {
   call,
   openStream,
@@ -9,13 +9,14 @@ import {
   runtimeToken,
   startHubProcess,
   startWebhookReceiver,
-  useHubProcess,
   waitUntil,
 } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
-// Several `ctxbus serve` processes on one PostgreSQL schema: each delivers the others' writes.
+// Several `ctxbus serve` hubs on one PostgreSQL schema (in the test's process; processes where
+// one is killed or the CLI is the subject): each delivers the others' writes.
 
 interface Written {
   id: string;
@@ -23,7 +24,7 @@ interface Written {
   title: string;
 }
 
-async function write(hub: HubProcess, token: string, title: string): Promise<Written> {
+async function write(hub: TestHub, token: string, title: string): Promise<Written> {
   const response = await call(hub.url, 'POST', '/api/context', {
     token,
     body: { type: 'status', title },
@@ -48,11 +49,11 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
     const schema = schemas.next('hubs');
     // Sequential starts: the first mints the admin token, the second finds it. Tokens live in
     // the shared store: minted through one hub, valid on both.
-    const a = useHubProcess({
+    const a = useInProcessHub({
       store: storeUrl(url, schema),
       tokens: { onA: ['acme', 'claude-code'], onB: ['acme', 'openclaw'] },
     });
-    const b = useHubProcess({ store: storeUrl(url, schema) });
+    const b = useInProcessHub({ store: storeUrl(url, schema) });
 
     beforeAll(() => {
       expect(a.adminToken).toEqual(expect.stringMatching(/^cbx_/));
@@ -221,8 +222,8 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
     it('deliver every change once, in order, whichever hub it was written on', async () => {
       const schema = schemas.next('push');
       const args = ['--allow-private-webhooks', '--webhook-backoff-ms', '50'];
-      const a = await startHubProcess({ store: storeUrl(url, schema), args });
-      const b = await startHubProcess({ store: storeUrl(url, schema), args });
+      const a = await startInProcessServe({ store: storeUrl(url, schema), args });
+      const b = await startInProcessServe({ store: storeUrl(url, schema), args });
       const receiver = await startWebhookReceiver();
       try {
         const onA = await runtimeToken(a, 'acme', 'claude-code');

@@ -1,7 +1,8 @@
-import type { HubProcess } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
 import { call, waitUntil } from '@ctxbus/test-kit';
 import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // Presence is kept in the store: a worker announced to one hub is live on every hub of the
 // database, so a task created through another hub is routed to the worker's runtime.
@@ -14,13 +15,13 @@ const codeTask = (title: string) => ({
   preferences: { allowQueue: false },
 });
 
-async function create(hub: HubProcess, token: string, title: string) {
+async function create(hub: TestHub, token: string, title: string) {
   const response = await call(hub.url, 'POST', '/api/tasks', { token, body: codeTask(title) });
   expect(response.status).toBe(201);
   return response.body;
 }
 
-async function instancesOn(hub: HubProcess, token: string, runtime: string) {
+async function instancesOn(hub: TestHub, token: string, runtime: string) {
   const response = await call(hub.url, 'GET', '/api/capabilities', { token });
   expect(response.status).toBe(200);
   const entry = response.body.runtimes.find((item: { id: string }) => item.id === runtime);
@@ -29,7 +30,7 @@ async function instancesOn(hub: HubProcess, token: string, runtime: string) {
 
 await withPostgres('presence shared by hubs on PostgreSQL', (url, schemas) => {
   describe('presence across two hubs on one PostgreSQL schema', () => {
-    const { a, b } = useHubPair(url, schemas, 'presence');
+    const { a, b } = useHubPair(url, schemas, 'presence', useInProcessHub);
 
     it('routes a task created on hub B to a worker announced on hub A, and stops once it leaves A', async () => {
       const announced = await call(a.url, 'POST', '/api/presence', {

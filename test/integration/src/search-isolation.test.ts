@@ -1,7 +1,8 @@
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, startHubProcess, useHubProcess } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
 // Search leaks nothing across teams or runtimes, through the API on both stores: a team's
 // searches on a hub that also holds other teams' items and another runtime's private items
@@ -43,13 +44,13 @@ const QUESTIONS = [
   'deploy database invoice rollback latency',
 ];
 
-function defineSearchIsolation(name: string, start: (label: string) => Promise<HubProcess>) {
+function defineSearchIsolation(name: string, start: (label: string) => Promise<TestHub>) {
   describe(`search isolation (${name})`, () => {
-    const clean = useHubProcess({
+    const clean = useInProcessHub({
       start: () => start('clean'),
       tokens: { clean: ['acme', 'claude-code'] },
     });
-    const noisy = useHubProcess({
+    const noisy = useInProcessHub({
       start: () => start('noisy'),
       tokens: {
         noisy: ['acme', 'claude-code'],
@@ -59,7 +60,7 @@ function defineSearchIsolation(name: string, start: (label: string) => Promise<H
     });
 
     beforeAll(async () => {
-      const write = async (hub: HubProcess, token: string, items: readonly object[]) => {
+      const write = async (hub: TestHub, token: string, items: readonly object[]) => {
         const response = await call(hub.url, 'POST', '/api/context', { token, body: { items } });
         expect(response.status, JSON.stringify(response.body)).toBe(201);
       };
@@ -80,7 +81,7 @@ function defineSearchIsolation(name: string, start: (label: string) => Promise<H
     });
 
     it('answers a team exactly as if the items it cannot see were not there', async () => {
-      const search = async (hub: HubProcess, token: string, query: string) => {
+      const search = async (hub: TestHub, token: string, query: string) => {
         const response = await call(hub.url, 'POST', '/api/context/search', {
           token,
           body: { query, limit: 20 },
@@ -105,10 +106,10 @@ function defineSearchIsolation(name: string, start: (label: string) => Promise<H
   });
 }
 
-defineSearchIsolation('embedded store', () => startHubProcess());
+defineSearchIsolation('embedded store', () => startInProcessServe());
 
 await withPostgres('search isolation on PostgreSQL', (url, schemas) => {
   defineSearchIsolation('PostgreSQL', (label) =>
-    startHubProcess({ store: storeUrl(url, schemas.next(`search_${label}`)) }),
+    startInProcessServe({ store: storeUrl(url, schemas.next(`search_${label}`)) }),
   );
 });

@@ -1,18 +1,17 @@
 import { connect } from 'node:net';
-import type { HubProcess, SseConnection } from '@ctxbus/test-kit';
+import type { SseConnection, TestHub } from '@ctxbus/test-kit';
 import {
   call,
   openStream,
   openWebSocketStream,
   runtimeToken,
-  startHubProcess,
-  useHubProcess,
   waitFor,
   waitUntil,
 } from '@ctxbus/test-kit';
 import { storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
 // Live streams under abuse, on both stores: refused upgrades, readers that stop reading,
 // oversized inbound frames, revoked tokens. Each case is an attack from the hardening review.
@@ -28,13 +27,13 @@ interface StreamStats {
   catchUpReads: number;
 }
 
-async function stats(hub: HubProcess, admin = hub.adminToken): Promise<StreamStats> {
+async function stats(hub: TestHub, admin = hub.adminToken): Promise<StreamStats> {
   const response = await call(hub.url, 'GET', '/api/admin/streams', { token: admin });
   expect(response.status).toBe(200);
   return response.body as StreamStats;
 }
 
-async function write(hub: HubProcess, token: string, body: unknown): Promise<number> {
+async function write(hub: TestHub, token: string, body: unknown): Promise<number> {
   const response = await call(hub.url, 'POST', '/api/context', { token, body });
   expect(response.status, JSON.stringify(response.body)).toBe(201);
   return response.body.items[0].seq as number;
@@ -85,7 +84,7 @@ function abortedUpgrade(url: string, token: string): Promise<void> {
 
 /** Writes big items until the hub has ended `count` slow readers in all. */
 async function writeUntilSlowReadersEnded(
-  hub: HubProcess,
+  hub: TestHub,
   token: string,
   count: number,
 ): Promise<number[]> {
@@ -102,9 +101,9 @@ async function writeUntilSlowReadersEnded(
 /** The sequences a stream delivered, in order. */
 const seqsOf = (stream: SseConnection) => stream.items().map((event) => event.seq as number);
 
-function defineStreamAbuse(name: string, start: () => Promise<HubProcess>) {
+function defineStreamAbuse(name: string, start: () => Promise<TestHub>) {
   describe(`streams under abuse (${name})`, () => {
-    const hub = useHubProcess({
+    const hub = useInProcessHub({
       start,
       tokens: { writer: ['acme', 'claude-code'], reader: ['acme', 'openclaw'] },
     });
@@ -285,9 +284,11 @@ async function tryStream(url: string, token: string) {
 }
 
 describe('live streams per token and per team', () => {
-  const hub = useHubProcess({
+  const hub = useInProcessHub({
     start: () =>
-      startHubProcess({ args: ['--max-streams-per-token', '3', '--max-streams-per-team', '5'] }),
+      startInProcessServe({
+        args: ['--max-streams-per-token', '3', '--max-streams-per-team', '5'],
+      }),
     tokens: {
       one: ['acme', 'openclaw'],
       two: ['acme', 'web'],
@@ -334,18 +335,18 @@ describe('live streams per token and per team', () => {
 
 const args = ['--max-stream-pending-bytes', String(BOUND)];
 
-defineStreamAbuse('embedded store', () => startHubProcess({ args }));
+defineStreamAbuse('embedded store', () => startInProcessServe({ args }));
 
 await withPostgres('streams under abuse on PostgreSQL', (url, schemas) => {
   defineStreamAbuse('PostgreSQL', () =>
-    startHubProcess({ store: storeUrl(url, schemas.next('abuse')), args }),
+    startInProcessServe({ store: storeUrl(url, schemas.next('abuse')), args }),
   );
 
   describe('revocation across hubs sharing PostgreSQL', () => {
     const schema = schemas.next('revoke');
     // Started in turn: the first mints the admin token, the second finds it.
-    const a = useHubProcess({ store: storeUrl(url, schema) });
-    const b = useHubProcess({ store: storeUrl(url, schema) });
+    const a = useInProcessHub({ store: storeUrl(url, schema) });
+    const b = useInProcessHub({ store: storeUrl(url, schema) });
 
     it("ends the token's streams on the other hub within the token-verdict interval", async () => {
       const doomed = await runtimeToken(a, 'acme', 'web');

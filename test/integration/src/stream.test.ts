@@ -1,8 +1,9 @@
 import { createClient } from '@ctxbus/client';
-import { call, openStream, useHubProcess } from '@ctxbus/test-kit';
+import { call, openStream } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   tokens: {
     code: ['acme', 'claude-code'],
     chat: ['acme', 'openclaw'],

@@ -1,5 +1,5 @@
 import { verifyWebhook } from '@ctxbus/client';
-import type { HubProcess, ReceivedWebhook, WebhookReceiver } from '@ctxbus/test-kit';
+import type { ReceivedWebhook, TestHub, WebhookReceiver } from '@ctxbus/test-kit';
 import {
   call,
   removeDir,
@@ -7,27 +7,28 @@ import {
   startHubProcess,
   startWebhookReceiver,
   tempDir,
-  useHubProcess,
 } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
-// Push and pull subscriptions against a real hub process and a real webhook receiver on
-// loopback (so the hub runs with --allow-private-webhooks, except where the guard is tested).
+// Push and pull subscriptions against a real hub and a real webhook receiver on loopback (so
+// the hub runs with --allow-private-webhooks, except where the guard is tested); hub processes
+// where they restart or are killed with -9.
 
 const FAST = ['--allow-private-webhooks', '--webhook-attempts', '3', '--webhook-backoff-ms', '40'];
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   args: FAST,
   tokens: { web: ['acme', 'web'], code: ['acme', 'claude-code'], rival: ['globex', 'web'] },
 });
 
-async function write(body: unknown, token = hub.tokens.code, target: HubProcess = hub) {
+async function write(body: unknown, token = hub.tokens.code, target: TestHub = hub) {
   const response = await call(target.url, 'POST', '/api/context', { token, body });
   expect(response.status, JSON.stringify(response.body)).toBe(201);
   return response.body.items[0] as { id: string; seq: number; title: string };
 }
 
-async function subscribe(body: unknown, token = hub.tokens.web, target: HubProcess = hub) {
+async function subscribe(body: unknown, token = hub.tokens.web, target: TestHub = hub) {
   const response = await call(target.url, 'POST', '/api/subscriptions', { token, body });
   expect(response.status, JSON.stringify(response.body)).toBe(201);
   return response.body as { subscription: { id: string; cursor: number }; secret: string | null };
@@ -401,7 +402,7 @@ describe('bad subscriptions', () => {
   });
 
   it('refuses private and loopback endpoints unless the hub allows them', async () => {
-    const strict = await startHubProcess();
+    const strict = await startInProcessServe();
     try {
       const token = await runtimeToken(strict, 'acme', 'web');
       for (const endpoint of [

@@ -1,10 +1,11 @@
 import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '@ctxbus/store/postgres';
 import type { SupabaseStandIn } from '@ctxbus/store/testing';
 import { createSupabaseStandIn, queryAsSupabaseRole } from '@ctxbus/store/testing';
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, openStream, runCli, runtimeToken, startHubProcess } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call, openStream, runCli, runtimeToken } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInProcessServe } from './in-process-serve.ts';
 
 // A Supabase deployment on the local server: `ctxbus migrate --supabase` and `ctxbus supabase
 // sql` on a database with stand-ins for Supabase's roles and auth.jwt(), and a real hub
@@ -13,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const acmeClaims = { sub: 'user-1', app_metadata: { ctxbus_teams: ['acme'] } };
 
 async function write(
-  hub: HubProcess,
+  hub: TestHub,
   token: string,
   body: Record<string, unknown>,
 ): Promise<{ id: string; seq: number }> {
@@ -25,7 +26,7 @@ async function write(
 await withPostgres('Supabase deployment', (url, schemas) => {
   describe('a hub on a Supabase-like database', () => {
     let standIn: SupabaseStandIn;
-    let hub: HubProcess | undefined;
+    let hub: TestHub | undefined;
 
     beforeAll(async () => {
       standIn = await createSupabaseStandIn(url);
@@ -68,7 +69,7 @@ await withPostgres('Supabase deployment', (url, schemas) => {
     });
 
     it('a hub connected as the owner writes, reads, searches and streams; Supabase users see team items only', async () => {
-      hub = await startHubProcess({ store: standIn.ownerUrl });
+      hub = await startInProcessServe({ store: standIn.ownerUrl });
       const claude = await runtimeToken(hub, 'acme', 'claude-code');
       const web = await runtimeToken(hub, 'acme', 'web');
       const globex = await runtimeToken(hub, 'globex', 'claude-code');
@@ -155,7 +156,7 @@ await withPostgres('Supabase deployment', (url, schemas) => {
       const web = await runtimeToken(hub, 'acme', 'web');
       // Seed 000's write, flat as the seed writes it.
       const seedItem = (title: string, scope: string, urgency: string) =>
-        write(hub as HubProcess, claude, {
+        write(hub as TestHub, claude, {
           type: 'alert',
           title,
           content: 'from the seed mapping test',

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { taskRelayReport } from '@ctxbus/hub';
 import { openPostgresStore } from '@ctxbus/store/postgres';
-import type { HubProcess } from '@ctxbus/test-kit';
-import { call, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import type { TestHub } from '@ctxbus/test-kit';
+import { call, waitUntil } from '@ctxbus/test-kit';
 import { sql, storeUrl, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // 16 workers racing over 400 tasks through real hubs (HTTP claim and complete, each with its
 // fencing token): every task runs exactly once to completion, none lost, none claimed twice.
@@ -21,7 +22,7 @@ const TASKS = 400;
 const WORKERS = 16;
 const capabilities = join(import.meta.dirname, '../../../capabilities.yaml');
 
-async function createTasks(hub: HubProcess, token: string): Promise<string[]> {
+async function createTasks(hub: TestHub, token: string): Promise<string[]> {
   const ids: string[] = [];
   for (let start = 0; start < TASKS; start += 25) {
     const batch = await Promise.all(
@@ -43,12 +44,12 @@ async function createTasks(hub: HubProcess, token: string): Promise<string[]> {
   return ids;
 }
 
-async function race(hubs: { hub: HubProcess; token: string }[]) {
+async function race(hubs: { hub: TestHub; token: string }[]) {
   const claimed: { taskId: string; worker: string }[] = [];
   const refused: unknown[] = [];
   await Promise.all(
     Array.from({ length: WORKERS }, async (_, index) => {
-      const { hub, token } = hubs[index % hubs.length] as { hub: HubProcess; token: string };
+      const { hub, token } = hubs[index % hubs.length] as { hub: TestHub; token: string };
       const worker = `w${index}`;
       for (;;) {
         const response = await call(hub.url, 'POST', '/api/tasks/claim', {
@@ -71,7 +72,7 @@ async function race(hubs: { hub: HubProcess; token: string }[]) {
 }
 
 async function expectEachOnce(
-  hub: HubProcess,
+  hub: TestHub,
   token: string,
   ids: string[],
   result: Awaited<ReturnType<typeof race>>,
@@ -108,7 +109,7 @@ async function expectEachOnce(
 }
 
 describe('16 workers racing over 400 tasks through one SQLite hub', () => {
-  const hub = useHubProcess({
+  const hub = useInProcessHub({
     args: ['--capabilities', capabilities],
     tokens: { claw: ['race', 'openclaw'], code: ['race', 'claude-code'] },
   });
@@ -122,12 +123,12 @@ describe('16 workers racing over 400 tasks through one SQLite hub', () => {
 await withPostgres('tasks racing through two hubs on PostgreSQL', (url, schemas) => {
   describe('16 workers racing over 400 tasks through two hubs on one PostgreSQL schema', () => {
     const schema = schemas.next('race');
-    const a = useHubProcess({
+    const a = useInProcessHub({
       store: storeUrl(url, schema),
       args: ['--capabilities', capabilities],
       tokens: { claw: ['race', 'openclaw'], code: ['race', 'claude-code'] },
     });
-    const b = useHubProcess({
+    const b = useInProcessHub({
       store: storeUrl(url, schema),
       args: ['--capabilities', capabilities],
     });

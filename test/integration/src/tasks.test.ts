@@ -1,7 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, openStream, tempDir, useHubProcess, waitUntil } from '@ctxbus/test-kit';
+import { call, openStream, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // Tasks in a real `ctxbus serve`: a runtime creates a task, the hub routes it with the
 // capability matrix and live presence, a worker claims it under a lease whose fencing token
@@ -13,7 +14,7 @@ writeFileSync(
   readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
 );
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir,
   tokens: {
     code: ['acme', 'claude-code'],

@@ -2,15 +2,16 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@ctxbus/client';
-import { openStream, openWebSocketStream, useHubProcess } from '@ctxbus/test-kit';
+import { openStream, openWebSocketStream } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 import { prepareRelease } from './three-layers-example.ts';
 
 // Seed 004's end-to-end example (docs/three-layers.md), against a real `ctxbus serve`: a child
 // run's exports reach the parent, the root's reach the blackboard and an SSE subscriber, and
 // the promoted item is found by the hub's search.
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   tokens: { release: ['acme', 'claude-code'], other: ['globex', 'openclaw'] },
 });
 

@@ -7,19 +7,20 @@ import {
   runCliInTerminal,
   spawnCli,
   tempDir,
-  useHubProcess,
   waitUntil,
   workerPolicy,
 } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // Only people approve commands, and only the worker holding a task reports on it: end to end
-// over real processes, a hub and a real `ctxbus worker` (Claude Code's runtime). This hub's
-// capabilities.yaml even lists both agents as approvers (a careless file), and the hub still
-// refuses each of them on a task it is a party to: the origin (OpenClaw) and the runtime that
-// runs it (Claude Code); an undeclared runtime is refused too. Each refusal is a 403 with
-// reason approver_required, audited, and the command never runs (the task is then denied, so
-// it never can). The CLI approves only at a terminal, after the person types the digest.
+// with a real hub (in the test's process) and a real `ctxbus worker` process (Claude Code's
+// runtime). This hub's capabilities.yaml even lists both agents as approvers (a careless file),
+// and the hub still refuses each of them on a task it is a party to: the origin (OpenClaw) and
+// the runtime that runs it (Claude Code); an undeclared runtime is refused too. Each refusal is
+// a 403 with reason approver_required, audited, and the command never runs (the task is then
+// denied, so it never can). The CLI approves only at a terminal, after the person types the
+// digest.
 
 const hubDir = tempDir('ctxbus-trust-hub-');
 const repoCapabilities = readFileSync(
@@ -33,7 +34,7 @@ writeFileSync(
     'approvers: [cli, telegram, web, openclaw, claude-code]',
   ),
 );
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir: hubDir,
   tokens: {
     code: ['acme', 'claude-code'],

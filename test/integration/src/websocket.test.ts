@@ -1,7 +1,8 @@
-import { call, openWebSocketStream, useHubProcess } from '@ctxbus/test-kit';
+import { call, openWebSocketStream } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
-const hub = useHubProcess({
+const hub = useInProcessHub({
   tokens: { code: ['acme', 'claude-code'], chat: ['acme', 'openclaw'] },
 });
 

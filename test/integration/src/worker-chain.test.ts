@@ -5,11 +5,11 @@ import {
   spawnCli,
   TASK_HUB_CAPABILITIES,
   tempDir,
-  useHubProcess,
   waitUntil,
   workerPolicy,
 } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
+import { useInProcessHub } from './in-process-serve.ts';
 
 // A real `ctxbus worker` with tasks queued takes each next task with its completion (the
 // `next` of POST /api/tasks/:id/complete) instead of a claim call of its own: every task runs
@@ -17,7 +17,7 @@ import { describe, expect, it } from 'vitest';
 
 const hubDir = tempDir('ctxbus-worker-chain-hub-');
 writeFileSync(join(hubDir, 'capabilities.yaml'), TASK_HUB_CAPABILITIES);
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir: hubDir,
   tokens: { code: ['acme', 'claude-code'], claw: ['acme', 'openclaw'] },
 });

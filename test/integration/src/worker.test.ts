@@ -12,13 +12,14 @@ import {
   spawnCli,
   startHubProcess,
   tempDir,
-  useHubProcess,
   waitUntil,
   workerPolicy,
 } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startInProcessServe, useInProcessHub } from './in-process-serve.ts';
 
-// Remote execution end to end over real processes: an OpenClaw-origin task that needs
+// Remote execution end to end with a real `ctxbus worker` process (and the hub in the test's
+// process, but for the restart and kill cases): an OpenClaw-origin task that needs
 // code_execution is routed to a running `ctxbus worker` (Claude Code's runtime), runs an
 // allowed command in a temp project, and the result reaches the origin's SSE stream. Refusals
 // (not allowed, escaping path, inline eval, untrusted origin) fail the task with the reason; a
@@ -32,7 +33,7 @@ writeFileSync(
   join(hubDir, 'capabilities.yaml'),
   readFileSync(join(import.meta.dirname, '../../../capabilities.yaml'), 'utf8'),
 );
-const hub = useHubProcess({
+const hub = useInProcessHub({
   dataDir: hubDir,
   tokens: {
     code: ['acme', 'claude-code'],
@@ -413,7 +414,7 @@ describe('approval requests nobody answers', () => {
       join(quickDir, 'capabilities.yaml'),
       readFileSync(join(hubDir, 'capabilities.yaml')),
     );
-    const quick = await startHubProcess({ dataDir: quickDir, args: ['--approval-ttl', '2s'] });
+    const quick = await startInProcessServe({ dataDir: quickDir, args: ['--approval-ttl', '2s'] });
     try {
       const token = (runtime: string) => runtimeToken(quick, 'acme', runtime);
       const code = await token('claude-code');
@@ -565,7 +566,7 @@ describe('a result the hub cannot take for a moment', () => {
   it('is sent again with the same fencing token until the hub takes it: the command runs once', async () => {
     const dir = tempDir('ctxbus-worker-outage-');
     writeFileSync(join(dir, 'capabilities.yaml'), readFileSync(join(hubDir, 'capabilities.yaml')));
-    const outage = await startHubProcess({ dataDir: dir });
+    const outage = await startInProcessServe({ dataDir: dir });
     const proxy = await outageProxy(outage.url, (path) => path.endsWith('/complete'));
     // The test takes the hub "down" while the command waits.
     const work = gatedCheck('outage');

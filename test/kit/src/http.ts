@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import { WebSocket } from 'ws';
-import type { HubProcess } from './hub-process.ts';
+import type { TestHub } from './hub-process.ts';
 import { describeCheck, TEST_WAIT_MS } from './wait-until.ts';
 
 export interface ApiResponse {
@@ -49,7 +49,7 @@ export async function call(
 
 /** Mints a runtime token through the admin API. */
 export async function runtimeToken(
-  hub: HubProcess,
+  hub: Pick<TestHub, 'url' | 'adminToken'>,
   teamId: string,
   runtime: string,
 ): Promise<string> {

@@ -21,14 +21,21 @@ process.once('exit', () => rmSync(TEST_CONFIG_ROOT, { recursive: true, force: tr
 const CLI_CONFIG_DIR = join(TEST_CONFIG_ROOT, 'cli');
 let hubConfigDirs = 0;
 
-export interface HubProcess {
+/** A hub a test started: a `ctxbus serve` process, or one in the test's own process. */
+export interface TestHub {
   url: string;
+  /** The admin token the hub minted at its first start (null: the store had one). */
   adminToken: string | null;
   /** The data directory ('' on PostgreSQL). */
   dataDir: string;
-  process: ChildProcess;
-  /** Everything the hub wrote to stderr (its JSON log). */
+  /** Everything the hub logged (its JSON log, which a process writes to stderr). */
   stderr(): string;
+  /** Stops the hub as SIGTERM does, and resolves with its exit code. */
+  stop(): Promise<number | null>;
+}
+
+export interface HubProcess extends TestHub {
+  process: ChildProcess;
   /** SIGTERM and wait for the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL, no cleanup. */
@@ -47,6 +54,19 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * The environment of a hub a test starts: this process's, a credentials directory of the hub's
+ * own, responses checked against the API's schemas, then `env`.
+ */
+export function hubEnvironment(env?: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CTXBUS_CONFIG_DIR: join(TEST_CONFIG_ROOT, `hub-${++hubConfigDirs}`),
+    CTXBUS_VALIDATE_RESPONSES: '1',
+    ...env,
+  };
+}
+
 /** Starts `ctxbus serve --port 0 --json` and resolves once it prints its URL. */
 export async function startHubProcess(options: StartOptions = {}): Promise<HubProcess> {
   const dataDir = options.store ? '' : (options.dataDir ?? tempDir());
@@ -63,15 +83,7 @@ export async function startHubProcess(options: StartOptions = {}): Promise<HubPr
       'warn',
       ...(options.args ?? []),
     ],
-    {
-      env: {
-        ...process.env,
-        CTXBUS_CONFIG_DIR: join(TEST_CONFIG_ROOT, `hub-${++hubConfigDirs}`),
-        CTXBUS_VALIDATE_RESPONSES: '1',
-        ...options.env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    { env: hubEnvironment(options.env), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {

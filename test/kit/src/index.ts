@@ -8,10 +8,11 @@ export { freePort } from './free-port.ts';
 export type { ApiResponse, RequestOptions, SseConnection, SseEvent } from './http.ts';
 export { call, openStream, openWebSocketStream, runtimeToken } from './http.ts';
 export type { HubFixture, HubFixtureOptions } from './hub-fixture.ts';
-export { useHubProcess } from './hub-fixture.ts';
-export type { CliResult, CliRun, HubProcess, StartOptions } from './hub-process.ts';
+export { useHub, useHubProcess } from './hub-fixture.ts';
+export type { CliResult, CliRun, HubProcess, StartOptions, TestHub } from './hub-process.ts';
 export {
   CLI,
+  hubEnvironment,
   removeDir,
   runCli,
   runCliInTerminal,

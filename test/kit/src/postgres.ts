@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { ScratchSchemas, withPostgresServer } from '@ctxbus/store/testing';
 import pg from 'pg';
 import { afterAll } from 'vitest';
-import { useHubProcess } from './hub-fixture.ts';
+import type { HubFixture, HubFixtureOptions } from './hub-fixture.ts';
+import type { TestHub } from './hub-process.ts';
 import { tempDir } from './hub-process.ts';
 
 export { ScratchSchemas };
@@ -49,20 +50,31 @@ export async function sql<T extends pg.QueryResultRow = pg.QueryResultRow>(
 /** The repository's capabilities.yaml (claude-code runs code; OpenClaw proxies to it). */
 const REPO_CAPABILITIES = join(import.meta.dirname, '../../../capabilities.yaml');
 
+/** A hub fixture with `useHubProcess`'s options: it, or one that runs the hub another way. */
+export type UseHubFixture<Hub extends TestHub> = <Name extends string = never>(
+  options: HubFixtureOptions<Name, Hub>,
+) => HubFixture<Name, Hub>;
+
 /**
- * Two hub processes on one PostgreSQL schema (`schemas.next(label)`), both with a copy of the
+ * Two hubs on one PostgreSQL schema (`schemas.next(label)`), each started by `useHub`
+ * (`useHubProcess`, or a fixture that runs the hub in process), both with a copy of the
  * repository's capabilities.yaml; hub A holds an OpenClaw and a Claude Code token of team acme.
  * Call it inside a `describe`: the hubs start before its tests and stop after them.
  */
-export function useHubPair(url: string, schemas: ScratchSchemas, label: string) {
+export function useHubPair<Hub extends TestHub>(
+  url: string,
+  schemas: ScratchSchemas,
+  label: string,
+  useHub: UseHubFixture<Hub>,
+) {
   const schema = schemas.next(label);
   const file = join(tempDir(`ctxbus-${label}-pg-`), 'capabilities.yaml');
   writeFileSync(file, readFileSync(REPO_CAPABILITIES, 'utf8'));
-  const a = useHubProcess({
+  const a = useHub({
     store: storeUrl(url, schema),
     args: ['--capabilities', file],
     tokens: { claw: ['acme', 'openclaw'], code: ['acme', 'claude-code'] },
   });
-  const b = useHubProcess({ store: storeUrl(url, schema), args: ['--capabilities', file] });
+  const b = useHub({ store: storeUrl(url, schema), args: ['--capabilities', file] });
   return { a, b };
 }

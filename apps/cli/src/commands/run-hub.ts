@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { fstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { CapabilitiesStatus } from '@ctxbus/core/contract';
-import type { KeyPlace, RetentionOptions, WebhookOptions } from '@ctxbus/hub';
+import type { KeyPlace, RetentionOptions, RunningHub, WebhookOptions } from '@ctxbus/hub';
 import {
   loadApprovalKey,
   mintToken,
@@ -12,8 +12,9 @@ import {
 } from '@ctxbus/hub';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
+import type { DestinationStream } from 'pino';
 import { pino } from 'pino';
-import { configDir, saveHubCredentials } from '../credentials.js';
+import { configDir, credentialsPath, saveHubCredentials } from '../credentials.js';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
@@ -121,16 +122,35 @@ export function approvalKeyPlaces(
   };
 }
 
+/** The hub's JSON log at `level`, written to `destination` (stderr, fd 2, for `serve`). */
+export function hubLogger(level: string, destination: DestinationStream = pino.destination(2)) {
+  return pino({ level, base: { service: 'ctxbus-hub' } }, destination);
+}
+
+type HubLogger = ReturnType<typeof hubLogger>;
+
+/** A hub as `serve` starts it, listening; `close` stops it and releases its store. */
+export interface ServedHub {
+  running: RunningHub;
+  /** The first admin token, minted when the store had none. */
+  adminToken: string | null;
+  /** The credentials file that now holds the admin token (null: not saved). */
+  savedIn: string | null;
+  /** Where the approval signing key is. */
+  approvalKey: string;
+  close(): Promise<void>;
+}
+
 /**
- * Runs the hub until `stopped` resolves: takes the data directory (or connects to
- * PostgreSQL), opens the store, mints the first admin token when there is none, listens,
- * prints the URL, then closes everything.
+ * Starts the hub as `serve` does: takes the data directory (or connects to PostgreSQL), opens
+ * the store, mints the first admin token when there is none, listens, and saves the admin
+ * token for this user's CLI. `env` names the config directory (credentials, signing key).
  */
-export async function runHub(options: HubRunOptions, stopped: Promise<string>): Promise<void> {
-  const logger = pino(
-    { level: options.logLevel, base: { service: 'ctxbus-hub' } },
-    pino.destination(2),
-  );
+export async function startServedHub(
+  options: HubRunOptions,
+  logger: HubLogger,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ServedHub> {
   const target = options.store;
   // One hub per data directory; any number of hubs may share a PostgreSQL database.
   const lock = target.kind === 'sqlite' ? lockDataDir(target.dataDir) : null;
@@ -154,8 +174,15 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
     lock?.release();
     throw error;
   }
-  let adminToken: string | null = null;
+  const release = async () => {
+    try {
+      await store.close();
+    } finally {
+      lock?.release();
+    }
+  };
   try {
+    let adminToken: string | null = null;
     const admins = (await store.listTokens()).filter((token) => token.role === 'admin');
     if (admins.length === 0) {
       adminToken = (
@@ -168,7 +195,7 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
         'the hub listens beyond loopback: anyone who can reach it and holds a token can use it',
       );
     }
-    const { place, legacy } = approvalKeyPlaces(target, options.approvalKey ?? null);
+    const { place, legacy } = approvalKeyPlaces(target, options.approvalKey ?? null, env);
     // A key an older hub kept in the data directory moves (approvals it signed still verify).
     for (const note of legacy ? moveApprovalKey(legacy, place) : []) {
       logger.warn({ key: place.key }, `approval key: ${note}`);
@@ -213,62 +240,93 @@ export async function runHub(options: HubRunOptions, stopped: Promise<string>): 
     let savedIn: string | null = null;
     if (adminToken && LOOPBACK.has(options.host)) {
       try {
-        savedIn = saveHubCredentials(running.url, { adminToken });
+        savedIn = saveHubCredentials(running.url, { adminToken }, { path: credentialsPath(env) });
       } catch (error) {
         logger.warn({ err: error }, 'could not save the admin token in the credentials file');
       }
     }
-    const where = describeTarget(target);
-    logger.info({ url: running.url, store: where, approvalKey: place.key }, 'hub listening');
-    if (options.json) {
-      printLine(
-        JSON.stringify({
-          url: running.url,
-          adminToken,
-          ...(savedIn && { credentials: savedIn }),
-          store: where,
-          ...(target.kind === 'sqlite' && { dataDir: target.dataDir }),
-          approvalKey: place.key,
-          capabilities: running.hub.services.capabilities.status(),
-          version: VERSION,
-        }),
-      );
-    } else {
-      printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
-      printLine(`store: ${where}`);
-      printLine(`approval signing key: ${place.key}`);
-      printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
-      printLine(`capabilities: ${capabilitiesLine(running.hub.services.capabilities.status())}`);
-      if (options.embeddings) {
-        printLine(
-          `search: hybrid, embeddings by ${options.embeddings.model} at ${new URL(options.embeddings.url).origin} (vectors: ${store.info.vectorIndex})`,
-        );
-      }
-      if (adminToken) {
-        // Under systemd a saved token stays out of the journal, which keeps what it is given.
-        if (savedIn && stdoutIsJournal()) {
-          printLine(`admin token: not printed here (this output goes to the journal)`);
-        } else printLine(`admin token (shown once, keep it safe): ${adminToken}`);
-        if (savedIn) {
-          printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
-          printLine('next: ctxbus token create --team <team> --runtime <runtime> [--save]');
-        } else {
-          printLine(
-            `next: ctxbus token create --url ${running.url} --admin-token <admin token> --team <team> --runtime claude-code`,
-          );
+    logger.info(
+      { url: running.url, store: describeTarget(target), approvalKey: place.key },
+      'hub listening',
+    );
+    return {
+      running,
+      adminToken,
+      savedIn,
+      approvalKey: place.key,
+      async close() {
+        try {
+          await running.close();
+        } finally {
+          await release();
         }
-        printLine(
-          `lost it? mint another offline: ctxbus token create --admin ${target.kind === 'sqlite' ? `--data ${target.dataDir} (with the hub stopped)` : '--store <the same store URL>'}`,
-        );
-      }
-    }
+      },
+    };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
+/** Runs the hub until `stopped` resolves: starts it, prints the URL, then closes everything. */
+export async function runHub(options: HubRunOptions, stopped: Promise<string>): Promise<void> {
+  const logger = hubLogger(options.logLevel);
+  const served = await startServedHub(options, logger);
+  try {
+    printStart(options, served);
     const signal = await stopped;
     logger.info({ signal }, 'shutting down');
-    await running.close();
   } finally {
-    await store.close();
-    lock?.release();
+    await served.close();
   }
+}
+
+/** What `serve` prints once the hub listens: one JSON line (--json), or lines for a person. */
+function printStart(options: HubRunOptions, served: ServedHub): void {
+  const { running, adminToken, savedIn } = served;
+  const target = options.store;
+  const where = describeTarget(target);
+  if (options.json) {
+    printLine(
+      JSON.stringify({
+        url: running.url,
+        adminToken,
+        ...(savedIn && { credentials: savedIn }),
+        store: where,
+        ...(target.kind === 'sqlite' && { dataDir: target.dataDir }),
+        approvalKey: served.approvalKey,
+        capabilities: running.hub.services.capabilities.status(),
+        version: VERSION,
+      }),
+    );
+    return;
+  }
+  printLine(`ctxbus ${VERSION} hub listening on ${running.url}`);
+  printLine(`store: ${where}`);
+  printLine(`approval signing key: ${served.approvalKey}`);
+  printLine(`MCP (Streamable HTTP): ${running.url}/mcp`);
+  printLine(`capabilities: ${capabilitiesLine(running.hub.services.capabilities.status())}`);
+  if (options.embeddings) {
+    printLine(
+      `search: hybrid, embeddings by ${options.embeddings.model} at ${new URL(options.embeddings.url).origin} (vectors: ${running.hub.services.store.info.vectorIndex})`,
+    );
+  }
+  if (!adminToken) return;
+  // Under systemd a saved token stays out of the journal, which keeps what it is given.
+  if (savedIn && stdoutIsJournal()) {
+    printLine(`admin token: not printed here (this output goes to the journal)`);
+  } else printLine(`admin token (shown once, keep it safe): ${adminToken}`);
+  if (savedIn) {
+    printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
+    printLine('next: ctxbus token create --team <team> --runtime <runtime> [--save]');
+  } else {
+    printLine(
+      `next: ctxbus token create --url ${running.url} --admin-token <admin token> --team <team> --runtime claude-code`,
+    );
+  }
+  printLine(
+    `lost it? mint another offline: ctxbus token create --admin ${target.kind === 'sqlite' ? `--data ${target.dataDir} (with the hub stopped)` : '--store <the same store URL>'}`,
+  );
 }
 
 /**

@@ -48,23 +48,26 @@ export function registerServe(
   );
 }
 
-/** Every `serve` option, on `command` (also how `service install` reads the same options). */
-export function addServeOptions(command: Command): Command {
+/**
+ * Every `serve` option, on `command` (also how `service install` and the in-process hub read
+ * the same options), with defaults from `env`.
+ */
+export function addServeOptions(command: Command, env: NodeJS.ProcessEnv = process.env): Command {
   return command
     .option(
       '-p, --port <port>',
       'port to listen on (0 = any free port)',
-      process.env.CTXBUS_PORT ?? String(DEFAULT_HUB_PORT),
+      env.CTXBUS_PORT ?? String(DEFAULT_HUB_PORT),
     )
     .option(
       '--host <host>',
       'address to bind (loopback by default)',
-      process.env.CTXBUS_HOST ?? DEFAULT_HUB_HOST,
+      env.CTXBUS_HOST ?? DEFAULT_HUB_HOST,
     )
     .option(
       '--public-url <url>',
       "the hub's URL as others reach it, named in its A2A Agent Cards (default: $CTXBUS_PUBLIC_URL; without it cards are served only to requests to a loopback name)",
-      process.env.CTXBUS_PUBLIC_URL,
+      env.CTXBUS_PUBLIC_URL,
     )
     .option(
       '--cors-origin <origin>',
@@ -110,7 +113,7 @@ export function addServeOptions(command: Command): Command {
     .option(
       '--allow-private-webhooks',
       'let push subscriptions target private, loopback and link-local addresses (trusted networks only)',
-      process.env.CTXBUS_ALLOW_PRIVATE_WEBHOOKS === '1',
+      env.CTXBUS_ALLOW_PRIVATE_WEBHOOKS === '1',
     )
     .option('--webhook-attempts <n>', 'attempts per change before it is dead-lettered', '8')
     .option(
@@ -136,12 +139,12 @@ export function addServeOptions(command: Command): Command {
     .option(
       '--retention-mode <mode>',
       'what the lifecycle sweep does with expired and aged items: delete, or archive (kept, readable at /api/archive)',
-      process.env.CTXBUS_RETENTION_MODE ?? 'delete',
+      env.CTXBUS_RETENTION_MODE ?? 'delete',
     )
     .option(
       '--retain <limits>',
       'age limits by type, e.g. status=30d,alert=30d,discovery=90d (default off: only expired items are swept; current decisions and keyed items are kept until superseded)',
-      process.env.CTXBUS_RETAIN ?? 'off',
+      env.CTXBUS_RETAIN ?? 'off',
     )
     .option('--sweep-interval <duration>', 'time between lifecycle sweeps', '60s')
     .option(
@@ -152,22 +155,22 @@ export function addServeOptions(command: Command): Command {
     .option(
       '--conflict-window <duration>',
       'two runtimes writing different values on one key this close together raise a conflict for a person to resolve (ctxbus conflicts); off (or 0s): never (default: $CTXBUS_CONFLICT_WINDOW, else 10m)',
-      process.env.CTXBUS_CONFLICT_WINDOW ?? '10m',
+      env.CTXBUS_CONFLICT_WINDOW ?? '10m',
     )
     .option(
       '--approval-key <file>',
       "the Ed25519 key that signs approvals and audit checkpoints (the checkpoints go beside it; hubs sharing a PostgreSQL database share it) (default: $CTXBUS_APPROVAL_KEY, else a directory of keys in the config directory: see 'where the signing key lives' in the README)",
-      process.env.CTXBUS_APPROVAL_KEY,
+      env.CTXBUS_APPROVAL_KEY,
     )
     .option(
       '--embeddings-url <url>',
       'hybrid search: an OpenAI-compatible embeddings API, e.g. https://api.openai.com/v1 (default: $CTXBUS_EMBEDDINGS_URL; the key comes from $CTXBUS_EMBEDDINGS_KEY)',
-      process.env.CTXBUS_EMBEDDINGS_URL,
+      env.CTXBUS_EMBEDDINGS_URL,
     )
     .option(
       '--embeddings-model <name>',
       'the embedding model, e.g. text-embedding-3-small (default: $CTXBUS_EMBEDDINGS_MODEL)',
-      process.env.CTXBUS_EMBEDDINGS_MODEL,
+      env.CTXBUS_EMBEDDINGS_MODEL,
     )
     .option(
       '--embeddings-dimensions <n>',

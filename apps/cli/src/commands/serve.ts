@@ -47,8 +47,14 @@ export interface ServeOptions {
  */
 export const HUB_YOUNG_GENERATION_MB = 12;
 
-/** The options as the hub runs with them, or the error `serve` would exit with. */
-export function validateServeOptions(options: ServeOptions): HubRunOptions {
+/**
+ * The options as the hub runs with them, or the error `serve` would exit with; `env` gives
+ * what the options leave to the environment.
+ */
+export function validateServeOptions(
+  options: ServeOptions,
+  env: NodeJS.ProcessEnv = process.env,
+): HubRunOptions {
   const port = Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new CtxbusError('validation_failed', `--port must be 0-65535 (got "${options.port}")`);
@@ -130,7 +136,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
     maxAgeMs: parseRetention(options.retain),
     intervalMs: sweepIntervalMs,
   } as const;
-  const embeddings = embeddingsSettings(options);
+  const embeddings = embeddingsSettings(options, env);
   const vectorMemoryMb = Number(options.vectorMemoryMb);
   if (!Number.isFinite(vectorMemoryMb) || vectorMemoryMb < 0 || vectorMemoryMb > 1_000_000) {
     throw new CtxbusError(
@@ -142,14 +148,14 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
   if (!levels.includes(options.logLevel)) {
     throw new CtxbusError('validation_failed', `--log-level must be one of ${levels.join(', ')}`);
   }
-  const store = storeTarget(options);
+  const store = storeTarget(options, env);
   return {
     port,
     host: options.host,
     publicUrl: options.publicUrl ? publicUrlOption(options.publicUrl) : null,
-    corsOrigins: corsOrigins(options.corsOrigin, process.env.CTXBUS_CORS_ORIGINS),
+    corsOrigins: corsOrigins(options.corsOrigin, env.CTXBUS_CORS_ORIGINS),
     store,
-    capabilities: capabilitiesFile(options.capabilities, store),
+    capabilities: capabilitiesFile(options.capabilities, store, env),
     migrate: options.migrate,
     logLevel: options.logLevel,
     maxBodyBytes,
@@ -176,7 +182,7 @@ export function validateServeOptions(options: ServeOptions): HubRunOptions {
       backoffBaseMs: webhookBackoffMs,
     },
     mcp,
-    validateResponses: process.env.CTXBUS_VALIDATE_RESPONSES === '1',
+    validateResponses: env.CTXBUS_VALIDATE_RESPONSES === '1',
     embeddings,
     vectorMemoryMb,
   };
@@ -258,7 +264,10 @@ function publicUrlOption(value: string): string {
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
-function embeddingsSettings(options: ServeOptions): HubRunOptions['embeddings'] {
+function embeddingsSettings(
+  options: ServeOptions,
+  env: NodeJS.ProcessEnv,
+): HubRunOptions['embeddings'] {
   const url = options.embeddingsUrl?.trim();
   const model = options.embeddingsModel?.trim();
   if (!url) {
@@ -301,7 +310,7 @@ function embeddingsSettings(options: ServeOptions): HubRunOptions['embeddings'] 
       );
     }
   }
-  const apiKey = process.env.CTXBUS_EMBEDDINGS_KEY?.trim();
+  const apiKey = env.CTXBUS_EMBEDDINGS_KEY?.trim();
   return {
     url,
     model,
