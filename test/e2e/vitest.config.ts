@@ -21,4 +21,10 @@ const LONGEST = [
 // Real Claude Code and OpenClaw runs (a model run can take minutes on a loaded machine). Each
 // file has its own HOME, state directories, hub and port, so files run side by side (two at a
 // time, from vitest.base.ts): the OpenClaw file alone takes minutes.
-export default testConfig({ testTimeout: 900_000, sequence: { sequencer: longestFirst(LONGEST) } });
+// Each file in a fresh module graph (vitest's default): the worlds' helpers keep state at module
+// level, and loading is nothing beside the runtimes' turns here.
+export default testConfig({
+  testTimeout: 900_000,
+  isolate: true,
+  sequence: { sequencer: longestFirst(LONGEST) },
+});
