@@ -10,6 +10,7 @@ import {
 
 export type { OpenClawAgentRun, OpenClawHome, OpenClawRun } from '@ctxbus/test-kit/openclaw-home';
 export {
+  OPENCLAW_NO_MEMORY_SEARCH,
   OPENCLAW_QUIET_ENV,
   openClawConfig,
   parseJsonOutput,

@@ -103,9 +103,12 @@ export function runCtxbus(openclaw: OpenClawHome, args: string[]): Promise<Comma
 
 /**
  * A hub (with the repo's capabilities.yaml), the scripted model, an OpenClaw home with ctxbus
- * installed, and Claude Code's worker, set up in a beforeAll and removed in an afterAll.
+ * installed (`extraConfig` merged into its config), and Claude Code's worker, set up in a
+ * beforeAll and removed in an afterAll.
  */
-export function useOpenClawInstalled(): OpenClawWorld {
+export function useOpenClawInstalled(
+  options: { extraConfig?: Record<string, unknown> } = {},
+): OpenClawWorld {
   // Claude Code's machine: a project under the worker's one root, and its policy, which allows
   // `node check.js` there for tasks from OpenClaw.
   const machine = tempDir('ctxbus-e2e-openclaw-machine-');
@@ -142,7 +145,10 @@ export function useOpenClawInstalled(): OpenClawWorld {
     world.adminToken = world.hub.adminToken;
     world.clawToken = await runtimeToken(world.hub, 'acme', 'openclaw');
     world.codeToken = await runtimeToken(world.hub, 'acme', 'claude-code');
-    world.openclaw = createOpenClawHome({ modelBaseUrl: world.model.baseUrl });
+    world.openclaw = createOpenClawHome({
+      modelBaseUrl: world.model.baseUrl,
+      ...(options.extraConfig && { extraConfig: options.extraConfig }),
+    });
 
     mkdirSync(world.project, { recursive: true });
     writeFileSync(

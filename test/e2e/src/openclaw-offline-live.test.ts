@@ -5,6 +5,7 @@ import { call, startHubProcess, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { OpenClawGateway } from './openclaw-gateway.js';
 import { configureGateway, startGateway } from './openclaw-gateway.js';
+import { OPENCLAW_NO_MEMORY_SEARCH } from './openclaw-harness.js';
 import { because, openClawIt, useOpenClawInstalled } from './openclaw-installed.js';
 import type { ChatCompletionsRequest } from './scripted-openai-model.js';
 import {
@@ -34,7 +35,8 @@ import {
 //    off again. Each gateway turn costs ~30 s of CPU, so there are few.
 
 describe(`OpenClaw with ctxbus installed: its worker, an outage, the live push${because}`, () => {
-  const world = useOpenClawInstalled();
+  // The worker, the outage and the live push are ctxbus's: OpenClaw's own memory search is off.
+  const world = useOpenClawInstalled({ extraConfig: OPENCLAW_NO_MEMORY_SEARCH });
   /** The gateway, started once the hub is back (the outage test) and restarted by a live test. */
   let gateway: OpenClawGateway | undefined;
   let port = 0;

@@ -3,7 +3,7 @@ import { call, useHubProcess } from '@ctxbus/test-kit';
 import { requestStartsWith } from '@ctxbus/test-kit/request-prefix';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { OpenClawHome } from './openclaw-harness.js';
-import { createOpenClawHome, OPENCLAW_BIN } from './openclaw-harness.js';
+import { createOpenClawHome, OPENCLAW_BIN, OPENCLAW_NO_MEMORY_SEARCH } from './openclaw-harness.js';
 import { because, openClawIt, runCtxbus } from './openclaw-installed.js';
 import type { ResponsesRequest, ScriptedResponsesModel } from './scripted-responses-model.js';
 import { requestText, startScriptedResponsesModel } from './scripted-responses-model.js';
@@ -32,6 +32,8 @@ describe(`OpenClaw with ctxbus on OpenAI's Responses API${because}`, () => {
     openclaw = createOpenClawHome({
       modelBaseUrl: model.baseUrl,
       model: { provider: 'openai', api: 'openai-responses' },
+      // The subject is the Responses API's prefix, not OpenClaw's default tools.
+      extraConfig: OPENCLAW_NO_MEMORY_SEARCH,
     });
   });
 

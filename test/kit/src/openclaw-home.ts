@@ -101,6 +101,17 @@ export const OPENCLAW_QUIET_ENV: Record<string, string> = {
   NODE_COMPILE_CACHE: join(tmpdir(), 'node-compile-cache'),
 };
 
+/**
+ * Config that turns OpenClaw's own memory search off (`memory.search.enabled`): its index and
+ * its worker threads start with every OpenClaw process, ~25% of an agent turn's CPU (11.0 s
+ * against 14.6 s, alternated). For the tests whose subject is not OpenClaw's default tool set
+ * (ctxbus's tools and context are the same either way); the tests of what a user's OpenClaw
+ * loads and sends keep the default.
+ */
+export const OPENCLAW_NO_MEMORY_SEARCH: Record<string, unknown> = {
+  memory: { search: { enabled: false } },
+};
+
 /** The model API OpenClaw speaks to the scripted model, and the provider it calls it. */
 export interface OpenClawModelOptions {
   /**
