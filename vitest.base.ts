@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { basename, relative } from 'node:path';
+import { basename, relative, resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import type { InlineConfig, Reporter, TestModule, TestSpecification } from 'vitest/node';
 import { BaseSequencer } from 'vitest/node';
@@ -56,6 +56,10 @@ export const TEST_TIMEOUT_MS = 300_000;
  */
 export const TEST_WORKERS = Math.max(2, availableParallelism() - 1);
 
+/** A suite's own global setup files, as a list. */
+const globalSetups = (test: InlineConfig): string[] =>
+  test.globalSetup === undefined ? [] : [test.globalSetup].flat();
+
 /** The test configuration every package shares; `test` adds to it. */
 export function testConfig(test: InlineConfig = {}) {
   return defineConfig({
@@ -74,6 +78,9 @@ export function testConfig(test: InlineConfig = {}) {
       // expect.poll's default (1 s) is a speed bound in disguise: the same guard as the kit's waits.
       expect: { poll: { timeout: 90_000 } },
       ...test,
+      // Sweeps the run's temporary directories at its end (vitest.temp-dirs.ts), before or
+      // after a suite's own global setup.
+      globalSetup: [resolve(import.meta.dirname, 'vitest.temp-dirs.ts'), ...globalSetups(test)],
     },
   });
 }

@@ -7,6 +7,15 @@ import { fileURLToPath } from 'node:url';
 import { TEST_WAIT_MS } from './wait-until.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * `prefix` with the test run's name (CTXBUS_TEST_RUN, set by vitest.temp-dirs.ts) when it is
+ * a `ctxbus-` one: the run removes what is left of its directories at its end.
+ */
+function runPrefix(prefix: string): string {
+  const run = process.env.CTXBUS_TEST_RUN;
+  return run && prefix.startsWith('ctxbus-') ? `${prefix.replace(/-$/, '')}-${run}-` : prefix;
+}
 /** The built CLI: tests run the real `ctxbus` command. */
 export const CLI = resolve(here, '../../../apps/cli/dist/bin.js');
 
@@ -16,7 +25,7 @@ export const CLI = resolve(here, '../../../apps/cli/dist/bin.js');
  * the credentials of the user running them. Each hub saves its admin token in a directory of
  * its own; commands read an empty one (a hub another test started is never their default).
  */
-const TEST_CONFIG_ROOT = mkdtempSync(join(tmpdir(), 'ctxbus-config-'));
+const TEST_CONFIG_ROOT = mkdtempSync(join(tmpdir(), runPrefix('ctxbus-config-')));
 process.once('exit', () => rmSync(TEST_CONFIG_ROOT, { recursive: true, force: true }));
 const CLI_CONFIG_DIR = join(TEST_CONFIG_ROOT, 'cli');
 let hubConfigDirs = 0;
@@ -43,7 +52,7 @@ export interface HubProcess extends TestHub {
 }
 
 export function tempDir(prefix = 'ctxbus-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return mkdtempSync(join(tmpdir(), runPrefix(prefix)));
 }
 
 export interface StartOptions {
