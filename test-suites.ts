@@ -18,7 +18,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { availableParallelism, setPriority } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -40,15 +40,6 @@ const APART: ReadonlyArray<ReadonlySet<string>> = [
  * 0.99, integration 1.7, cli 0.92, bench 0.8); every other suite is below 0.7.
  */
 const HEAVY = new Set(['@ctxbus/e2e', '@ctxbus/integration-tests', '@ctxbus/bench', 'ctxbus']);
-
-/**
- * The critical path: e2e (its real runtimes' turns) takes longer than the other suites together
- * on 2 cores. Every other suite runs at a lower priority (nice +10), so that e2e gets the CPU it
- * can use and the others take the rest; when e2e took its share only, the run ended with e2e
- * alone and a core idle.
- */
-const CRITICAL = new Set(['@ctxbus/e2e']);
-const BESIDE_CRITICAL_NICE = 10;
 
 /** Whether `name` may start while the suites in `running` run, `heavyLimit` heavy ones at most. */
 const mayStart = (name: string, running: ReadonlySet<string>, heavyLimit: number) =>
@@ -143,14 +134,6 @@ function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  if (!CRITICAL.has(suite.name) && child.pid !== undefined) {
-    // Before the child (pnpm) starts anything: its processes inherit the priority.
-    try {
-      setPriority(child.pid, BESIDE_CRITICAL_NICE);
-    } catch {
-      // Not allowed here: it runs at the same priority, as before.
-    }
-  }
   const out = prefixed(suite.name, process.stdout);
   const err = prefixed(suite.name, process.stderr);
   child.stdout.on('data', out.write);
