@@ -1,21 +1,19 @@
 import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
+import { onTestFinished } from 'vitest';
 
 // This package's one local test helper (it sits below test/kit): temporary directories that
 // are removed after each test, and a wait for a condition that names what it waited for.
 
-const made: string[] = [];
-
-afterEach(() => {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-/** A fresh directory (its real path), removed after the test. */
+/**
+ * A fresh directory (its real path), removed when the test that made it ends. The hook is the
+ * test's own: a module-level afterEach here would be registered by the first file of a worker
+ * only (vitest loads this module once per worker), and later files' directories were left.
+ */
 export function tempDir(prefix = 'ctxbus-exec-'): string {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  made.push(dir);
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
