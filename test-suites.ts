@@ -75,6 +75,8 @@ interface Outcome {
   suite: Suite;
   code: number | null;
   seconds: number;
+  /** The suite's last output lines (TAIL_LINES). */
+  tail: string[];
 }
 
 function workspaceSuites(): Suite[] {
@@ -101,18 +103,33 @@ function workspaceSuites(): Suite[] {
   return suites.sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name));
 }
 
-/** Writes a child's output line by line, each line prefixed with its suite's name. */
-function prefixed(name: string, out: NodeJS.WriteStream) {
+/**
+ * How many of a suite's last output lines the summary repeats when it fails: vitest ends with
+ * its failures and their stacks, which a long run would otherwise bury (and a CI log's tail
+ * would not show).
+ */
+const TAIL_LINES = 150;
+
+/**
+ * Writes a child's output line by line, each line prefixed with its suite's name, and keeps
+ * the last TAIL_LINES of them (both streams) in `tail`.
+ */
+function prefixed(name: string, out: NodeJS.WriteStream, tail: string[]) {
   let pending = '';
+  const emit = (line: string) => {
+    out.write(`${name}: ${line}\n`);
+    tail.push(line);
+    if (tail.length > TAIL_LINES) tail.shift();
+  };
   return {
     write(chunk: Buffer) {
       pending += chunk.toString();
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
-      for (const line of lines) out.write(`${name}: ${line}\n`);
+      for (const line of lines) emit(line);
     },
     flush() {
-      if (pending) out.write(`${name}: ${pending}\n`);
+      if (pending) emit(pending);
       pending = '';
     },
   };
@@ -127,22 +144,25 @@ function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
       '--silent',
       'run',
       suite.script,
-      ...(suite.script === 'test' && args.length ? ['--', ...args] : []),
+      // pnpm hands what follows the script's name to it as is (a `--` would reach vitest, which
+      // then ignores every argument after it).
+      ...(suite.script === 'test' ? args : []),
     ],
     {
       cwd: suite.dir,
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  const out = prefixed(suite.name, process.stdout);
-  const err = prefixed(suite.name, process.stderr);
+  const tail: string[] = [];
+  const out = prefixed(suite.name, process.stdout, tail);
+  const err = prefixed(suite.name, process.stderr, tail);
   child.stdout.on('data', out.write);
   child.stderr.on('data', err.write);
   return new Promise((resolve) => {
     const finish = (code: number | null) => {
       out.flush();
       err.flush();
-      resolve({ suite, code, seconds: (performance.now() - began) / 1000 });
+      resolve({ suite, code, seconds: (performance.now() - began) / 1000, tail });
     };
     child.once('error', (error) => {
       process.stderr.write(`${suite.name}: could not start: ${error.message}\n`);
@@ -227,6 +247,11 @@ async function main(): Promise<number> {
   const total = ((performance.now() - began) / 1000).toFixed(1);
   process.stdout.write(`\ntest suites, ${total} s in all:\n${lines.join('\n')}\n`);
   if (failed.length > 0) {
+    for (const { suite, tail } of failed) {
+      process.stdout.write(
+        `\n${suite.name} failed; its last ${tail.length} lines:\n${tail.map((line) => `  | ${line}`).join('\n')}\n`,
+      );
+    }
     process.stdout.write(
       `\n${failed.length} of ${outcomes.length} suites failed: ${failed.map((o) => o.suite.name).join(', ')}\n`,
     );
