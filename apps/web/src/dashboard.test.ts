@@ -427,7 +427,6 @@ describe.skipIf(unavailable !== null)(
     it('a task approved on the board reaches the worker, which runs exactly that command', async () => {
       const worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'box-1'], {
         env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code },
-        timeoutMs: 120_000,
       });
       workers.push(worker);
       let output = '';

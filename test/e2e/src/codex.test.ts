@@ -308,7 +308,7 @@ describe(`Codex with ctxbus installed${because}`, () => {
       // The token `ctxbus install codex` saved for acme/codex: the worker takes codex's tasks.
       worker = spawnCli(
         ['worker', '--url', hub.url, '--runtime', 'codex', '--capabilities', policy, '--id', 'box'],
-        { env: env(), timeoutMs: 600_000 },
+        { env: env() },
       );
       const ended = stream.waitFor(
         () =>

@@ -158,7 +158,6 @@ export function useOpenClawInstalled(
     writeFileSync(policyFile, workerPolicy(join(machine, 'projects'), ['node check.js']));
     worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'e2e-worker'], {
       env: { CTXBUS_URL: world.hub.url, CTXBUS_TOKEN: world.codeToken },
-      timeoutMs: 900_000,
     });
 
     const installed = await world.install();

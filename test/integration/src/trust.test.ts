@@ -69,7 +69,6 @@ let worker: CliRun;
 beforeAll(async () => {
   worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'trust-1'], {
     env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code },
-    timeoutMs: 300_000,
   });
   await waitUntil(async () => {
     const response = await call(hub.url, 'GET', '/api/capabilities', { token: hub.tokens.claw });

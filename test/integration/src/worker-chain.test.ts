@@ -60,7 +60,7 @@ describe('ctxbus worker with tasks queued', () => {
     for (const name of names) ids.push(await create(name));
     const worker = spawnCli(
       ['worker', '--capabilities', policyFile, '--id', 'chain', '--concurrency', '1'],
-      { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code }, timeoutMs: 120_000 },
+      { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code } },
     );
     try {
       for (const id of ids) {

@@ -97,7 +97,7 @@ const workers: CliRun[] = [];
 function startWorker(id: string, leaseSeconds = 30): CliRun {
   const worker = spawnCli(
     ['worker', '--capabilities', policyFile, '--id', id, '--lease', String(leaseSeconds)],
-    { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code }, timeoutMs: 120_000 },
+    { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code } },
   );
   workers.push(worker);
   return worker;
@@ -488,7 +488,6 @@ describe('a task waiting for an offline worker', () => {
     try {
       const worker = spawnCli(['worker', '--capabilities', policyFile, '--id', 'w-after'], {
         env: { CTXBUS_URL: second.url, CTXBUS_TOKEN: code },
-        timeoutMs: 120_000,
       });
       workers.push(worker);
       let task: any;
@@ -576,7 +575,7 @@ describe('a result the hub cannot take for a moment', () => {
       const claw = await runtimeToken(outage, 'acme', 'openclaw');
       worker = spawnCli(
         ['worker', '--capabilities', policyFile, '--id', 'behind-proxy', '--lease', '60'],
-        { env: { CTXBUS_URL: proxy.url, CTXBUS_TOKEN: code }, timeoutMs: 300_000 },
+        { env: { CTXBUS_URL: proxy.url, CTXBUS_TOKEN: code } },
       );
       const created = await createCheck(outage.url, claw, 'finish while the hub is away', work);
       expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -618,7 +617,7 @@ describe('a hub killed while the worker has a result to report', () => {
       const claw = await runtimeToken(hub, 'acme', 'openclaw');
       worker = spawnCli(
         ['worker', '--capabilities', policyFile, '--id', 'across-a-crash', '--lease', '60'],
-        { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: code }, timeoutMs: 300_000 },
+        { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: code } },
       );
       let log = '';
       worker.child.stderr?.on('data', (chunk: Buffer) => {

@@ -169,7 +169,18 @@ function cliEnv(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
   };
 }
 
-/** Starts the real `ctxbus` command; `done` resolves when it exits. */
+/**
+ * How long a process `spawnCli` starts may live: a guard against a process a test leaked, never
+ * a wait. A test stops what it starts (a worker, a watch, a bot) whenever its story is done,
+ * which on a loaded machine may be many minutes later; a shorter guard killed a worker another
+ * test still needed and rejected a `done` nobody awaited. `runCli` waits TEST_WAIT_MS.
+ */
+export const SPAWN_GUARD_MS = 30 * 60_000;
+
+/**
+ * Starts the real `ctxbus` command; `done` resolves when it exits, and rejects when it outlives
+ * `timeoutMs` (default SPAWN_GUARD_MS; then it is killed).
+ */
 export function spawnCli(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
@@ -190,7 +201,9 @@ export function spawnCli(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ctxbus ${args.join(' ')} timed out; stderr: ${stderr}`));
-    }, options.timeoutMs ?? TEST_WAIT_MS);
+    }, options.timeoutMs ?? SPAWN_GUARD_MS);
+    // The guard alone never keeps the test's process up.
+    if (options.timeoutMs === undefined) timer.unref();
     child.once('exit', (code) => {
       clearTimeout(timer);
       resolvePromise({ code, stdout, stderr });
@@ -200,12 +213,12 @@ export function spawnCli(
   return { child, done };
 }
 
-/** Runs the real `ctxbus` command to completion. */
+/** Runs the real `ctxbus` command to completion: it rejects when that takes over `timeoutMs` (default TEST_WAIT_MS). */
 export function runCli(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
 ): Promise<CliResult> {
-  return spawnCli(args, options).done;
+  return spawnCli(args, { ...options, timeoutMs: options.timeoutMs ?? TEST_WAIT_MS }).done;
 }
 
 const shellQuote = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
@@ -246,7 +259,9 @@ export function runCliInTerminal(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ctxbus ${args.join(' ')} (in a terminal) timed out; output: ${stdout}`));
-    }, options.timeoutMs ?? TEST_WAIT_MS);
+    }, options.timeoutMs ?? SPAWN_GUARD_MS);
+    // The guard alone never keeps the test's process up.
+    if (options.timeoutMs === undefined) timer.unref();
     child.once('exit', (code) => {
       clearTimeout(timer);
       child.stdin?.end();
