@@ -177,15 +177,16 @@ describe('./dev bench --only postgres (two hubs on one PostgreSQL schema)', () =
       expect(value(prefix)).toMatch(/^\d[\d,]* items\/s$/);
     }
     for (const prefix of [
-      'write -> SSE p50, 100 subscribers on 2 hubs',
-      'write -> SSE p99, 100 subscribers on 2 hubs',
-      'write -> SSE p99, 50 on the other hub',
+      // A quick run's 20 subscribers (a full run's: 100).
+      'write -> SSE p50, 20 subscribers on 2 hubs',
+      'write -> SSE p99, 20 subscribers on 2 hubs',
+      'write -> SSE p99, 10 on the other hub',
       'raw NOTIFY p50, ',
       'raw NOTIFY p99, ',
     ]) {
       expect(value(prefix)).toMatch(/^\d[\d.]* ms$/);
     }
-    expect(value('delivery p99 / raw NOTIFY p99 (100 subscribers')).toMatch(/^\d+\.\d+x$/);
+    expect(value('delivery p99 / raw NOTIFY p99 (20 subscribers')).toMatch(/^\d+\.\d+x$/);
     const undelivered = rows.filter((row) => /not delivered|not received/.test(row.metric));
     expect(undelivered).toEqual([]);
   });
