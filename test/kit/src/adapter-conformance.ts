@@ -157,6 +157,12 @@ interface ItemToWrite {
  * runtime's private items; and injects the same bytes each turn while the bus is unchanged
  * (the prompt cache stays warm).
  */
+/**
+ * The adapter's hub timeout with the suite's own (healthy) hub: far from any machine's speed,
+ * and the longest every adapter accepts (OpenClaw's plugin config allows up to 10 s).
+ */
+const HEALTHY_HUB_TIMEOUT_MS = 10_000;
+
 export function runAdapterConformance(options: AdapterConformanceOptions): void {
   const { driver } = options;
   const timeoutMs = options.timeoutMs ?? 1_000;
@@ -179,8 +185,17 @@ export function runAdapterConformance(options: AdapterConformanceOptions): void 
 
     /** A new session id for each case, so cases never share a session's state. */
     const sessionId = () => `conformance-${process.pid}-${++sessions}`;
+    // The adapter gives up on a hub after `timeoutMs` (short, so a hung hub fails a case open
+    // quickly); with the suite's own hub it waits HEALTHY_HUB_TIMEOUT_MS: a crowded bus on a
+    // loaded machine took over a second, and the adapter, failing open, injected nothing.
     const open = (id: string, url = hub().url, as = token) =>
-      driver.open({ url, token: as, stateDir, sessionId: id, timeoutMs });
+      driver.open({
+        url,
+        token: as,
+        stateDir,
+        sessionId: id,
+        timeoutMs: url === hub().url ? HEALTHY_HUB_TIMEOUT_MS : timeoutMs,
+      });
     const write = async (...items: ItemToWrite[]) => {
       const response = await call(hub().url, 'POST', '/api/context', {
         token: writerToken,
