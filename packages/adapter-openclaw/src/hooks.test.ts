@@ -60,6 +60,11 @@ describe('before_prompt_build', () => {
     // Only the turn's own user message: the next one is left as it is.
     const untouched = { role: 'user', content: [{ type: 'text', text: 'steer' }] };
     expect(host.writeMessage(untouched, context)).toBe(untouched);
+    // Nor does another prompt get a block made for this one (a gateway writes the next turn's
+    // message when it admits that turn, before its before_prompt_build).
+    await host.promptBuild(context, 'Question 1b', [written]);
+    const next = { role: 'user', content: '[Sun 2026-11-29 21:12 UTC] Question 1c' };
+    expect(host.writeMessage(next, context)).toBe(next);
     expect(host.writeMessage({ role: 'assistant', content: 'ok' }, context)).toEqual({
       role: 'assistant',
       content: 'ok',

@@ -333,7 +333,7 @@ export async function beforePromptBuild(
   const block = turn.text ? `${BLOCK_OPEN}\n${turn.text}\n${BLOCK_CLOSE}` : '';
   // OpenClaw sends prependContext before this turn's prompt but writes the bare prompt to the
   // session's history: the block waits here for before_message_write, which persists it.
-  injected.set(historyKey(context), block);
+  injected.set(historyKey(context), { block, prompt: event?.prompt ?? '' });
   // Through the gateway the history's user message is written before this hook and keeps the
   // bare prompt; the ctxbus context engine shows it with this block in later requests.
   if (deps.contextEngine && blocksOf && block && event?.prompt) {
@@ -364,7 +364,7 @@ function sentBefore(
 }
 
 /** What before_prompt_build injected, per session, until the turn's user message is written. */
-const injected = new Map<string, string>();
+const injected = new Map<string, { block: string; prompt: string }>();
 
 function historyKey(context: { agentId?: string | undefined; sessionKey?: string | undefined }) {
   return `${agentOf(context)}\u0000${context.sessionKey ?? ''}`;
@@ -385,8 +385,14 @@ export function beforeMessageWrite(
     agentId: event.agentId ?? context.agentId,
     sessionKey: event.sessionKey ?? context.sessionKey,
   });
-  const block = injected.get(key);
+  const turn = injected.get(key);
+  // Only the prompt the block was made for: through the gateway a turn's user message is written
+  // when the turn is admitted, before its before_prompt_build, so the message written then is
+  // the next turn's and must not get this turn's block (the ctxbus engine restores the blocks).
+  if (turn?.prompt && !messageText(message).trimEnd().endsWith(turn.prompt.trimEnd()))
+    return undefined;
   injected.delete(key);
+  const block = turn?.block;
   if (!block) return undefined;
   const { content } = message;
   if (typeof content === 'string')
