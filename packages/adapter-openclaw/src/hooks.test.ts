@@ -60,6 +60,11 @@ describe('before_prompt_build', () => {
     // Only the turn's own user message: the next one is left as it is.
     const untouched = { role: 'user', content: [{ type: 'text', text: 'steer' }] };
     expect(host.writeMessage(untouched, context)).toBe(untouched);
+    // Nor does another prompt get a block made for this one (a gateway writes the next turn's
+    // message when it admits that turn, before its before_prompt_build).
+    await host.promptBuild(context, 'Question 1b', [written]);
+    const next = { role: 'user', content: '[Sun 2026-11-29 21:12 UTC] Question 1c' };
+    expect(host.writeMessage(next, context)).toBe(next);
     expect(host.writeMessage({ role: 'assistant', content: 'ok' }, context)).toEqual({
       role: 'assistant',
       content: 'ok',
@@ -187,6 +192,51 @@ describe('before_prompt_build', () => {
     const section = text.slice(start, text.indexOf('\n\n', start));
     expect(section).toContain('Deploy window moved');
     expect(section).not.toContain('Refactoring the parser');
+  });
+});
+
+describe('turns through the gateway (the ctxbus context engine)', () => {
+  it('records each turn’s block; the engine shows the bare history as sent, and a later turn gets only the change', async () => {
+    await claude.write({ type: 'decision', title: 'Ship the billing service on Monday' });
+    const host = recordingHost({ url: hub.url, token, stateDir }, undefined, {
+      plugins: { slots: { contextEngine: 'ctxbus' } },
+    });
+    registerCtxbus(host.api, { env: {} });
+    const engine = host.engines.get('ctxbus');
+    expect(engine).toBeDefined();
+    const context = { agentId: 'main', sessionKey: 'agent:main:telegram', sessionId: 'sid-gw' };
+    const first = await host.promptBuild(context, 'Question 1', []);
+    const block = first?.prependContext ?? '';
+    expect(block).toContain('Ship the billing service on Monday');
+
+    // The gateway wrote the prompt when it admitted the turn: the history keeps it bare.
+    await claude.write({ type: 'status', title: 'CI is red on main', urgency: 'blocking' });
+    const history = [
+      { role: 'user', content: '[Sun 2026-11-29 21:12 UTC] Question 1' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
+    ];
+    const second = await host.promptBuild(context, 'Question 2', history);
+    const later = second?.prependContext ?? '';
+    expect(later).toContain('[blocking] CI is red on main');
+    expect(later).not.toContain('Ship the billing service on Monday');
+    const assembled = await engine?.assemble({ sessionId: 'sid-gw', messages: history });
+    expect(assembled?.messages).toEqual([
+      { role: 'user', content: `[Sun 2026-11-29 21:12 UTC] ${block}\n\nQuestion 1` },
+      history[1],
+    ]);
+  });
+
+  it('without the engine selected, a bare history is a first turn again (the bundle is sent anew)', async () => {
+    await claude.write({ type: 'decision', title: 'Ship the billing service on Tuesday' });
+    const host = plugin();
+    const context = { agentId: 'main', sessionKey: 'agent:main:other', sessionId: 'sid-x' };
+    await host.promptBuild(context, 'Question 1', []);
+    const history = [
+      { role: 'user', content: 'Question 1' },
+      { role: 'assistant', content: 'Noted.' },
+    ];
+    const second = await host.promptBuild(context, 'Question 2', history);
+    expect(second?.prependContext).toContain('Ship the billing service on Tuesday');
   });
 });
 

@@ -5,6 +5,7 @@ import type { ContextItem, ContextItemInput } from '@ctxbus/core/contract';
 import type { TokenCounter } from '@ctxbus/core/light';
 import { extractDecisions, stableId } from '@ctxbus/core/light';
 import { agentStateFile } from './agent-state.js';
+import { blockSession } from './context-engine.js';
 import { readLiveState } from './live-state.js';
 import type {
   AfterToolCallEvent,
@@ -19,6 +20,7 @@ import type {
 } from './openclaw-sdk.js';
 import type { AgentSettings, ResolvedConfig } from './plugin-config.js';
 import { handoffResume } from './resume-note.js';
+import { readSentBlocks, recordSentBlock, withSentBlocks } from './sent-blocks.js';
 
 /** The agent id OpenClaw's default agent has, used when a hook context names none. */
 export const DEFAULT_AGENT_ID = 'main';
@@ -30,7 +32,7 @@ const UPDATES_SHARE = 0.3;
  * budget: the session's first block (the bundle) stays in its history, unchanged (issue 29).
  */
 const LATER_TURN_SHARE = 0.1;
-const BLOCK_OPEN = '<team-context source="ctxbus">';
+export const BLOCK_OPEN = '<team-context source="ctxbus">';
 const BLOCK_CLOSE = '</team-context>';
 /** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens), as a budget share. */
 const TOOL_SNIPPET_SHARE = 0.15;
@@ -60,6 +62,11 @@ export interface HookDeps {
   localContext?: () => Promise<string | null>;
   /** The turn builder's token counter (default: the estimate, which keeps the tokenizer out). */
   turnCounter?: TokenCounter;
+  /**
+   * Whether OpenClaw's selected context engine is ctxbus's (context-engine.ts), which shows each
+   * earlier user message with the block it was sent with, whatever the history holds.
+   */
+  contextEngine?: boolean;
 }
 
 /** Static guidance, sent as system context so providers can cache it. */
@@ -316,24 +323,48 @@ export async function beforePromptBuild(
   event?: BeforePromptBuildEvent,
 ): Promise<BeforePromptBuildResult> {
   const session = context.sessionKey ?? context.sessionId;
+  const blocksOf = blockSession(context);
   const turn = await buildTurnContext(deps, agentOf(context), context.workspaceDir, {
     ...(event && { prompt: event.prompt }),
     ...(session && { sessionId: session }),
     ...(context.runId && { runId: context.runId }),
-    later: injectedBefore(event?.messages),
+    later: injectedBefore(event?.messages) || sentBefore(deps, blocksOf, event?.messages),
   });
   const block = turn.text ? `${BLOCK_OPEN}\n${turn.text}\n${BLOCK_CLOSE}` : '';
   // OpenClaw sends prependContext before this turn's prompt but writes the bare prompt to the
   // session's history: the block waits here for before_message_write, which persists it.
-  injected.set(historyKey(context), block);
+  injected.set(historyKey(context), { block, prompt: event?.prompt ?? '' });
+  // Through the gateway the history's user message is written before this hook and keeps the
+  // bare prompt; the ctxbus context engine shows it with this block in later requests.
+  if (deps.contextEngine && blocksOf && block && event?.prompt) {
+    try {
+      recordSentBlock(deps.config.stateDir, blocksOf, { prompt: event.prompt, block });
+    } catch (error) {
+      deps.logger.warn(`ctxbus: the turn's block was not recorded: ${(error as Error).message}`);
+    }
+  }
   return {
     prependSystemContext: TOOL_GUIDE,
     ...(block && { prependContext: block }),
   };
 }
 
+/**
+ * Whether the session's history holds a user message the ctxbus context engine will show with
+ * the block it was sent with (a gateway turn's history holds the bare prompt): a later turn.
+ */
+function sentBefore(
+  deps: HookDeps,
+  session: string | undefined,
+  messages: readonly unknown[] | undefined,
+): boolean {
+  if (!deps.contextEngine || !session || !messages?.length) return false;
+  const blocks = readSentBlocks(deps.config.stateDir, session);
+  return blocks.length > 0 && withSentBlocks(messages, blocks, BLOCK_OPEN).matched > 0;
+}
+
 /** What before_prompt_build injected, per session, until the turn's user message is written. */
-const injected = new Map<string, string>();
+const injected = new Map<string, { block: string; prompt: string }>();
 
 function historyKey(context: { agentId?: string | undefined; sessionKey?: string | undefined }) {
   return `${agentOf(context)}\u0000${context.sessionKey ?? ''}`;
@@ -354,8 +385,14 @@ export function beforeMessageWrite(
     agentId: event.agentId ?? context.agentId,
     sessionKey: event.sessionKey ?? context.sessionKey,
   });
-  const block = injected.get(key);
+  const turn = injected.get(key);
+  // Only the prompt the block was made for: through the gateway a turn's user message is written
+  // when the turn is admitted, before its before_prompt_build, so the message written then is
+  // the next turn's and must not get this turn's block (the ctxbus engine restores the blocks).
+  if (turn?.prompt && !messageText(message).trimEnd().endsWith(turn.prompt.trimEnd()))
+    return undefined;
   injected.delete(key);
+  const block = turn?.block;
   if (!block) return undefined;
   const { content } = message;
   if (typeof content === 'string')

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   installOpenClaw,
   mcpServerEntry,
+  otherContextEngine,
   planInstall,
   planUninstall,
   readOpenClawConfig,
@@ -22,6 +23,7 @@ function installed(): Record<string, unknown> {
     agents: { defaults: { model: { primary: 'local/fake' } } },
     plugins: {
       load: { paths: ['/home/me/my-plugin', '/opt/ctxbus/plugin'] },
+      slots: { memory: 'memory-core', contextEngine: 'ctxbus' },
       entries: {
         ctxbus: {
           enabled: true,
@@ -41,6 +43,7 @@ describe('planInstall', () => {
     expect(plan.linkPlugin).toBe(true);
     expect(plan.patch).toEqual({
       plugins: {
+        slots: { contextEngine: 'ctxbus' },
         entries: {
           ctxbus: {
             enabled: true,
@@ -90,6 +93,26 @@ describe('planInstall', () => {
     expect(config(planInstall(live, settings).patch)).toMatchObject({ livePush: null });
   });
 
+  it("selects the ctxbus context engine over OpenClaw's default, never over another plugin's", () => {
+    const slots = (patch: unknown) => (patch as { plugins: { slots?: object } }).plugins.slots;
+    const withEngine = (contextEngine: string | undefined) => {
+      const config = installed();
+      const plugins = config.plugins as { slots: { contextEngine?: string } };
+      if (contextEngine === undefined) delete plugins.slots.contextEngine;
+      else plugins.slots.contextEngine = contextEngine;
+      return config;
+    };
+    expect(slots(planInstall(withEngine(undefined), settings).patch)).toEqual({
+      contextEngine: 'ctxbus',
+    });
+    expect(slots(planInstall(withEngine('legacy'), settings).patch)).toEqual({
+      contextEngine: 'ctxbus',
+    });
+    expect(planInstall(withEngine('lossless-claw'), settings).patch).toBeNull();
+    expect(otherContextEngine(withEngine('lossless-claw'))).toBe('lossless-claw');
+    expect(otherContextEngine(withEngine('legacy'))).toBeNull();
+  });
+
   it('re-enables a plugin the user disabled', () => {
     const config = installed();
     (config.plugins as { entries: { ctxbus: { enabled: boolean } } }).entries.ctxbus.enabled =
@@ -104,7 +127,7 @@ describe('planUninstall', () => {
       unlinkPlugin: true,
       removePackage: false,
       patch: {
-        plugins: { entries: { ctxbus: null } },
+        plugins: { slots: { contextEngine: null }, entries: { ctxbus: null } },
         mcp: { servers: { ctxbus: null } },
       },
     });

@@ -5,6 +5,7 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import JSON5 from 'json5';
 import { z } from 'zod';
 import { knownConfigPath } from './config-path.js';
+import { CONTEXT_ENGINE_ID } from './context-engine.js';
 import { PLUGIN_ID } from './plugin-config.js';
 
 // `ctxbus install openclaw`: everything goes through OpenClaw's own commands (`plugins
@@ -238,8 +239,12 @@ function holdsPackage(installed: InstalledPlugin | null | undefined, version: st
  */
 export function planInstall(config: JsonObject, settings: OpenClawInstallSettings): InstallPlan {
   const source = pluginSource(settings);
+  const engine = objectAt(config, 'plugins', 'slots')?.contextEngine;
   const patch: JsonObject = {
     plugins: {
+      // The ctxbus context engine keeps gateway turns a prefix of the next (context-engine.ts);
+      // a context engine of another plugin the user chose stays selected.
+      ...(selectableEngine(engine) && { slots: { contextEngine: CONTEXT_ENGINE_ID } }),
       entries: {
         [PLUGIN_ID]: {
           enabled: true,
@@ -262,6 +267,19 @@ export function planInstall(config: JsonObject, settings: OpenClawInstallSetting
   };
 }
 
+/** Whether install selects the ctxbus context engine: none or OpenClaw's default is selected. */
+function selectableEngine(engine: unknown): boolean {
+  return (
+    engine === undefined || engine === null || engine === 'legacy' || engine === CONTEXT_ENGINE_ID
+  );
+}
+
+/** The context engine another plugin provides, which install leaves selected; else null. */
+export function otherContextEngine(config: JsonObject): string | null {
+  const engine = objectAt(config, 'plugins', 'slots')?.contextEngine;
+  return selectableEngine(engine) ? null : String(engine);
+}
+
 export interface UninstallPlan {
   /** Remove the plugin's install record and load path (`openclaw plugins uninstall`). */
   unlinkPlugin: boolean;
@@ -280,8 +298,15 @@ export function planUninstall(
     typeof source === 'string' ? { kind: 'link', dir: source } : source;
   const entry = objectAt(config, 'plugins', 'entries', PLUGIN_ID);
   const server = objectAt(config, 'mcp', 'servers', MCP_SERVER_NAME);
+  const engine = objectAt(config, 'plugins', 'slots')?.contextEngine === CONTEXT_ENGINE_ID;
   const patch: JsonObject = {
-    ...(entry && { plugins: { entries: { [PLUGIN_ID]: null } } }),
+    ...((entry || engine) && {
+      plugins: {
+        // Back to OpenClaw's default engine (a merge patch's null removes the key).
+        ...(engine && { slots: { contextEngine: null } }),
+        ...(entry && { entries: { [PLUGIN_ID]: null } }),
+      },
+    }),
     ...(server && { mcp: { servers: { [MCP_SERVER_NAME]: null } } }),
   };
   return {
@@ -380,6 +405,11 @@ export async function installOpenClaw(
     installed,
     ...(options.live && { live: true }),
   });
+  const other = otherContextEngine(config);
+  if (other)
+    progress(
+      `plugins.slots.contextEngine is ${other}, another plugin's: left selected, so turns through the gateway do not keep the provider's prompt cache (see the adapter's README, Prompt cache)`,
+    );
   const changes: string[] = [];
   if (plan.linkPlugin && plugin.kind === 'link') {
     progress(`linking the ctxbus plugin (${plugin.dir})`);
@@ -404,6 +434,9 @@ export async function installOpenClaw(
     await run(['config', 'patch', '--stdin'], JSON.stringify(plan.patch));
     changes.push(
       `plugins.entries.${PLUGIN_ID} (enabled, hooks.allowConversationAccess, config.url/token, live push ${options.live ? 'on' : 'off'})`,
+      ...(objectAt(plan.patch, 'plugins', 'slots')
+        ? [`plugins.slots.contextEngine ${CONTEXT_ENGINE_ID} (gateway turns keep the prompt cache)`]
+        : []),
       `mcp.servers.${MCP_SERVER_NAME} (${options.url.replace(/\/+$/, '')}/mcp)`,
     );
   }
@@ -442,6 +475,8 @@ export async function uninstallOpenClaw(
     await run(['config', 'patch', '--stdin'], JSON.stringify(rest.patch));
     if (objectAt(after, 'plugins', 'entries', PLUGIN_ID))
       changes.push(`plugins.entries.${PLUGIN_ID} removed`);
+    if (objectAt(rest.patch, 'plugins', 'slots'))
+      changes.push('plugins.slots.contextEngine back to legacy');
     if (objectAt(after, 'mcp', 'servers', MCP_SERVER_NAME))
       changes.push(`mcp.servers.${MCP_SERVER_NAME} removed`);
   }

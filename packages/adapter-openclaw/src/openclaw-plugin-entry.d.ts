@@ -5,3 +5,8 @@ declare module 'openclaw/plugin-sdk/plugin-entry' {
     entry: Entry,
   ): Entry;
 }
+
+// The host's compaction, which the ctxbus context engine delegates to (loaded on first use).
+declare module 'openclaw/plugin-sdk/core' {
+  export function delegateCompactionToRuntime(params: Record<string, unknown>): Promise<unknown>;
+}

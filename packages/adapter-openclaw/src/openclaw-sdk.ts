@@ -131,9 +131,49 @@ export interface OpenClawSystemRuntime {
   }): void;
 }
 
+/**
+ * A context engine (`api.registerContextEngine`, selected by `plugins.slots.contextEngine`):
+ * the part of OpenClaw 2026.9.x's `ContextEngine` this plugin implements. `assemble` gets the
+ * session's messages before the current turn and returns what the model is sent; the transcript
+ * semantics are what OpenClaw asks of an engine on turns admitted through the gateway (else it
+ * uses its legacy engine for the turn).
+ */
+export interface OpenClawContextEngine {
+  info: {
+    id: string;
+    name: string;
+    version?: string;
+    ownsCompaction?: boolean;
+    transcriptSemantics?: {
+      currentTurnFence: 'before-current-turn-entry-v1';
+      turnAdvancementIdempotency: 'atomic-idempotent-v1';
+    };
+  };
+  ingest(params: { sessionId: string; sessionKey?: string; message: unknown }): Promise<{
+    ingested: boolean;
+  }>;
+  assemble(params: {
+    sessionId: string;
+    sessionKey?: string;
+    messages: unknown[];
+    tokenBudget?: number;
+  }): Promise<{ messages: unknown[]; estimatedTokens: number }>;
+  compact(params: Record<string, unknown>): Promise<unknown>;
+  commitTurn(params: {
+    advancementKey: string;
+    sessionId: string;
+    sessionKey?: string;
+    messages: unknown[];
+  }): Promise<{ status: 'committed' | 'duplicate' }>;
+}
+
 export interface OpenClawPluginApi {
   id: string;
   pluginConfig?: Record<string, unknown>;
+  /** OpenClaw's whole config (this plugin reads which context engine is selected). */
+  config?: { plugins?: { slots?: { contextEngine?: string } } };
+  /** Registers a context engine under `id` (OpenClaw 2026.3 and later). */
+  registerContextEngine?(id: string, factory: () => OpenClawContextEngine): void;
   logger: PluginLogger;
   runtime?: {
     state?: { resolveStateDir?: () => string };

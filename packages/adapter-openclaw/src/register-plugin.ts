@@ -1,9 +1,11 @@
 import type { CtxbusClient } from '@ctxbus/client';
 import { createClient } from '@ctxbus/client';
+import { CONTEXT_ENGINE_ID, ctxbusContextEngine } from './context-engine.js';
 import type { HookDeps } from './hooks.js';
 import {
   afterToolCall,
   agentEnd,
+  BLOCK_OPEN,
   beforeMessageWrite,
   beforePromptBuild,
   DEFAULT_AGENT_ID,
@@ -78,7 +80,13 @@ export function registerCtxbus(
     logger: api.logger,
     now,
     ...(shared && { localContext: shared.read }),
+    contextEngine: api.config?.plugins?.slots?.contextEngine === CONTEXT_ENGINE_ID,
   };
+  // Gateway turns write the bare prompt to the history: the engine shows each earlier prompt with
+  // the block it was sent with (selected by `ctxbus install openclaw`: plugins.slots.contextEngine).
+  api.registerContextEngine?.(CONTEXT_ENGINE_ID, () =>
+    ctxbusContextEngine({ stateDir: config.stateDir, open: BLOCK_OPEN, logger: api.logger }),
+  );
   api.on(
     'before_prompt_build',
     async (event, context) => {

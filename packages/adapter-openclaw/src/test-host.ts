@@ -19,6 +19,7 @@ import type {
   BeforeMessageWriteEvent,
   BeforeMessageWriteResult,
   BeforePromptBuildResult,
+  OpenClawContextEngine,
   OpenClawPluginApi,
   ToolFactoryContext,
   ToolHookContext,
@@ -112,6 +113,8 @@ export interface RecordingHost {
   /** Every tool factory's names, in registration order. */
   toolGroups: (string[] | undefined)[];
   services: { id: string; start: () => void | Promise<void>; stop?: () => void | Promise<void> }[];
+  /** The context engines registered, by id (made by their factories). */
+  engines: Map<string, OpenClawContextEngine>;
   /** `before_prompt_build` for a user prompt (default "hello"), with the session's history. */
   promptBuild(
     context: AgentHookContext,
@@ -132,6 +135,7 @@ export interface RecordingHost {
 export function recordingHost(
   pluginConfig: Record<string, unknown>,
   runtime?: OpenClawPluginApi['runtime'],
+  openclawConfig?: OpenClawPluginApi['config'],
 ): RecordingHost {
   const logs: { level: string; message: string }[] = [];
   const hooks: { name: string; timeoutMs: number | undefined }[] = [];
@@ -142,11 +146,13 @@ export function recordingHost(
   const factories: ToolFactory[] = [];
   const toolGroups: (string[] | undefined)[] = [];
   const services: RecordingHost['services'] = [];
+  const engines = new Map<string, OpenClawContextEngine>();
   const log = (level: string) => (message: string) => logs.push({ level, message });
   const api = {
     id: 'ctxbus',
     pluginConfig,
     ...(runtime && { runtime }),
+    ...(openclawConfig && { config: openclawConfig }),
     logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     registerTool(tool: ToolFactory, options?: { names?: string[] }) {
       factories.push(tool);
@@ -154,6 +160,9 @@ export function recordingHost(
     },
     registerService(service: RecordingHost['services'][number]) {
       services.push(service);
+    },
+    registerContextEngine(id: string, factory: () => OpenClawContextEngine) {
+      engines.set(id, factory());
     },
     on(
       name: string,
@@ -176,6 +185,7 @@ export function recordingHost(
     },
     toolGroups,
     services,
+    engines,
     promptBuild: (context, text = 'hello', messages = []) =>
       prompt ? prompt({ prompt: text, messages }, context) : Promise.resolve(undefined),
     writeMessage(message, context) {

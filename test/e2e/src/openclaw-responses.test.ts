@@ -17,8 +17,8 @@ const OPENCLAW_OWN = '<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>';
 // request starts with the previous one's, byte for byte, that message included. On a provider
 // of the config's own (openclaw.test.ts, Chat Completions) OpenClaw drops it from the next
 // request, which no plugin can change (packages/adapter-openclaw/README.md, Prompt cache).
-// The turns are `agent --local` ones: through the gateway OpenClaw 2026.9.6 writes the bare
-// prompt to the history, so no turn starts with the last (OPENCLAW-NOTES.md).
+// The turns are `agent --local` ones, where before_message_write writes each block into the
+// history; gateway turns, whose history keeps the bare prompt, are openclaw-gateway-prefix.test.ts.
 
 describe(`OpenClaw with ctxbus on OpenAI's Responses API${because}`, () => {
   const hub = useHubProcess({
