@@ -1,9 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTEXT_ENGINE_ID, ctxbusContextEngine } from './context-engine.js';
-import { readSentBlocks, recordSentBlock, withSentBlocks } from './sent-blocks.js';
+import {
+  readSentBlocks,
+  recordSentBlock,
+  SESSION_MAX_AGE_MS,
+  SESSIONS_KEPT,
+  sentBlocksFile,
+  withSentBlocks,
+} from './sent-blocks.js';
 
 const OPEN = '<team-context source="ctxbus">';
 const block = (text: string) => `${OPEN}\n${text}\n</team-context>`;
@@ -120,5 +127,42 @@ describe('the ctxbus context engine', () => {
       compacted: true,
     });
     expect(compacted).toEqual([{ sessionId: 'sid-1', force: true }]);
+  });
+});
+
+describe('recordSentBlock', () => {
+  const dir = () => join(stateDir, 'sent-blocks');
+  const lastUsed = (session: string, secondsAgo: number) => {
+    const at = Date.now() / 1000 - secondsAgo;
+    utimesSync(sentBlocksFile(stateDir, session), at, at);
+  };
+
+  it('keeps the SESSIONS_KEPT most recently used sessions when a new one starts', () => {
+    for (let index = 0; index < SESSIONS_KEPT; index += 1) {
+      recordSentBlock(stateDir, `old-${index}`, { prompt: 'Q', block: block(String(index)) });
+    }
+    lastUsed('old-1', 3_600);
+    // Another turn of a known session prunes nothing.
+    recordSentBlock(stateDir, 'old-5', { prompt: 'Q2', block: block('again') });
+    expect(readdirSync(dir())).toHaveLength(SESSIONS_KEPT);
+    recordSentBlock(stateDir, 'new', { prompt: 'Q', block: block('new') });
+    expect(readdirSync(dir())).toHaveLength(SESSIONS_KEPT);
+    expect(readSentBlocks(stateDir, 'old-1')).toEqual([]);
+    expect(readSentBlocks(stateDir, 'new')).toHaveLength(1);
+    expect(readSentBlocks(stateDir, 'old-5')).toHaveLength(2);
+    expect(readSentBlocks(stateDir, 'old-0')).toHaveLength(1);
+  });
+
+  it('drops a session unused for SESSION_MAX_AGE_MS when a new one starts', () => {
+    for (const session of ['a', 'b', 'c']) {
+      recordSentBlock(stateDir, session, { prompt: 'Q', block: block(session) });
+    }
+    const month = SESSION_MAX_AGE_MS / 1000;
+    lastUsed('a', month + 60);
+    lastUsed('b', month - 3_600);
+    recordSentBlock(stateDir, 'd', { prompt: 'Q', block: block('d') });
+    expect(readSentBlocks(stateDir, 'a')).toEqual([]);
+    for (const session of ['b', 'c', 'd'])
+      expect(readSentBlocks(stateDir, session)).toHaveLength(1);
   });
 });

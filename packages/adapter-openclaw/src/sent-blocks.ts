@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '@ctxbus/client/files';
 
@@ -20,7 +20,16 @@ export interface SentBlock {
 /** A session keeps at most this many blocks (the oldest go first; compaction drops them anyway). */
 const BLOCKS_KEPT = 200;
 
-function sentBlocksFile(stateDir: string, session: string): string {
+/**
+ * Sessions whose blocks are kept: the most recently used, none unused for SESSION_MAX_AGE_MS.
+ * A new session's first record removes the rest, so the directory stays bounded however many
+ * sessions (resets, channels, peers) the gateway runs.
+ */
+export const SESSIONS_KEPT = 200;
+export const SESSION_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** The file that holds `session`'s blocks. */
+export function sentBlocksFile(stateDir: string, session: string): string {
   const name = createHash('sha256').update(session).digest('hex').slice(0, 32);
   return join(stateDir, 'sent-blocks', `${name}.json`);
 }
@@ -47,8 +56,29 @@ export function recordSentBlock(stateDir: string, session: string, sent: SentBlo
   if (!sent.block || !sent.prompt) return;
   const blocks = [...readSentBlocks(stateDir, session), sent].slice(-BLOCKS_KEPT);
   const file = sentBlocksFile(stateDir, session);
+  const fresh = !existsSync(file);
   mkdirSync(join(stateDir, 'sent-blocks'), { recursive: true, mode: 0o700 });
   writeFileAtomic(file, JSON.stringify(blocks), { mode: 0o600 });
+  if (fresh) pruneSessions(join(stateDir, 'sent-blocks'), file, Date.now());
+}
+
+/** Removes the sessions past SESSIONS_KEPT (the least recently used) or SESSION_MAX_AGE_MS. */
+function pruneSessions(dir: string, keep: string, now: number): void {
+  const files = readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .flatMap((name) => {
+      const path = join(dir, name);
+      try {
+        return [{ path, usedAt: statSync(path).mtimeMs }];
+      } catch {
+        return []; // removed meanwhile
+      }
+    })
+    .sort((a, b) => b.usedAt - a.usedAt);
+  for (const [rank, { path, usedAt }] of files.entries()) {
+    if (path === keep) continue;
+    if (rank >= SESSIONS_KEPT || now - usedAt > SESSION_MAX_AGE_MS) rmSync(path, { force: true });
+  }
 }
 
 type TextPart = { type: 'text'; text: string };
