@@ -163,7 +163,7 @@ describe('before_prompt_build', () => {
   });
 
   it('fails open when the hub is down: no context, one warning, the turn goes on', async () => {
-    const host = recordingHost({ url: await closedPortUrl(), token, stateDir, timeoutMs: 300 });
+    const host = recordingHost({ url: await closedPortUrl(), token, stateDir });
     registerCtxbus(host.api, { env: {} });
     const first = await host.promptBuild({ agentId: 'main' });
     const second = await host.promptBuild({ agentId: 'main' });
@@ -278,7 +278,7 @@ describe('agent_end', () => {
   });
 
   it('keeps the turn in the outbox while the hub is down and sends it once it is back', async () => {
-    const down = recordingHost({ url: await closedPortUrl(), token, stateDir, timeoutMs: 300 });
+    const down = recordingHost({ url: await closedPortUrl(), token, stateDir });
     registerCtxbus(down.api, { env: {} });
     await down.agentEnd(
       { runId: 'run-offline', success: true, messages: reply('Decision: ship the offline fix') },

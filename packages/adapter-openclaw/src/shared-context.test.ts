@@ -65,7 +65,6 @@ describe('the shared-context directory in OpenClaw', () => {
       `## CANONICAL (curator)\n\n- Ship the billing fix\n${'- filler priority line\n'.repeat(400)}`,
     );
     const host = plugin(await closedPortUrl(), {
-      timeoutMs: 200,
       sharedContextMaxInjectChars: 500,
     });
     const result = await host.promptBuild({ agentId: 'main' });

@@ -132,6 +132,9 @@ export interface RecordingHost {
  * `runtime`: what the host offers as `api.runtime` (its model helper, say); the gateway's model
  * itself is outside this package's tests, so a test gives the answers it would.
  */
+/** The plugin's hub timeout in the recording host unless a test sets one (the config's maximum). */
+export const TEST_HUB_TIMEOUT_MS = 10_000;
+
 export function recordingHost(
   pluginConfig: Record<string, unknown>,
   runtime?: OpenClawPluginApi['runtime'],
@@ -150,7 +153,9 @@ export function recordingHost(
   const log = (level: string) => (message: string) => logs.push({ level, message });
   const api = {
     id: 'ctxbus',
-    pluginConfig,
+    // The hub's answers may take seconds on a loaded machine: a test's hub gets the longest
+    // wait the config allows unless the test sets one (a case about a hung hub sets it short).
+    pluginConfig: { timeoutMs: TEST_HUB_TIMEOUT_MS, ...pluginConfig },
     ...(runtime && { runtime }),
     ...(openclawConfig && { config: openclawConfig }),
     logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },

@@ -7,8 +7,8 @@ import { runBench } from './run-bench-process.ts';
 // the two files side by side, and the sections here wait on leases, workers and the server
 // while those wait on the real runtimes and Chromium. One section on PostgreSQL at a time
 // (test-suites.ts keeps this suite apart from the other suites that open connections by the
-// dozen): the postgres section's hundred listeners beside task-peers' pools would pass the
-// server's default 100 connections.
+// dozen): a full postgres section's hundred listeners beside task-peers' pools would pass the
+// server's default 100 connections (a quick run opens 20).
 
 const server = await probePostgres();
 
