@@ -25,7 +25,7 @@ function context(): CodexHookContext {
     client: createHubLite({
       url: fixture.url,
       token: fixture.tokens.codex,
-      timeoutMs: 5_000,
+      timeoutMs: 30_000,
       runtime: 'codex',
     }),
     stateDir,
