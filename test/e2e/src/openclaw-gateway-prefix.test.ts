@@ -60,6 +60,14 @@ describe(`OpenClaw with ctxbus: turns through the gateway${because}`, () => {
       expect(installed.code, installed.stdout + installed.stderr).toBe(0);
       const slots = (openclaw.readConfig() as { plugins?: { slots?: object } }).plugins?.slots;
       expect(slots).toMatchObject({ contextEngine: 'ctxbus' });
+      // The plugin waits for the hub 1.5 s by default, then goes on without it (a turn never
+      // waits on a slow hub); in a CI run at load 11-15 a first gateway turn went without the
+      // item written before it. The subject here is the prefix: the config's longest wait.
+      const config = openclaw.readConfig() as {
+        plugins: { entries: { ctxbus: { config: Record<string, unknown> } } };
+      };
+      config.plugins.entries.ctxbus.config.timeoutMs = 10_000;
+      openclaw.writeConfig(config);
       const port = await configureGateway(openclaw, 'e2e-gateway-token-prefix');
       gateway = await startGateway(openclaw, port);
 
