@@ -151,18 +151,18 @@ interface ItemToWrite {
 }
 
 /**
+ * The adapter's hub timeout with the suite's own (healthy) hub: far from any machine's speed,
+ * and the longest every adapter accepts (OpenClaw's plugin config allows up to 10 s).
+ */
+const HEALTHY_HUB_TIMEOUT_MS = 10_000;
+
+/**
  * The cases every adapter passes, in a describe block named after the adapter: it fails open
  * with the hub down, hung or refusing; stays within its runtime's cap; sends a write that
  * waited in the outbox exactly once; gives one notice per outage; never injects another
  * runtime's private items; and injects the same bytes each turn while the bus is unchanged
  * (the prompt cache stays warm).
  */
-/**
- * The adapter's hub timeout with the suite's own (healthy) hub: far from any machine's speed,
- * and the longest every adapter accepts (OpenClaw's plugin config allows up to 10 s).
- */
-const HEALTHY_HUB_TIMEOUT_MS = 10_000;
-
 export function runAdapterConformance(options: AdapterConformanceOptions): void {
   const { driver } = options;
   const timeoutMs = options.timeoutMs ?? 1_000;

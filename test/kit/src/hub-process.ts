@@ -213,7 +213,10 @@ export function spawnCli(
   return { child, done };
 }
 
-/** Runs the real `ctxbus` command to completion: it rejects when that takes over `timeoutMs` (default TEST_WAIT_MS). */
+/**
+ * Runs the real `ctxbus` command to completion; rejects when that takes over `timeoutMs`
+ * (default TEST_WAIT_MS).
+ */
 export function runCli(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
