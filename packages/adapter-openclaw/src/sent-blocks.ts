@@ -34,19 +34,39 @@ export function sentBlocksFile(stateDir: string, session: string): string {
   return join(stateDir, 'sent-blocks', `${name}.json`);
 }
 
+/**
+ * Parsed files by path, with the modification time and size they were read at: the context
+ * engine reads a session's blocks for every model request of a turn (its tool loop included),
+ * so a file is parsed again only when it changed. At most SESSIONS_KEPT entries.
+ */
+const parsed = new Map<string, { mtimeMs: number; size: number; blocks: readonly SentBlock[] }>();
+
+function parseBlocks(text: string): SentBlock[] {
+  const raw = JSON.parse(text) as unknown;
+  if (!Array.isArray(raw)) return [];
+  return raw.filter(
+    (entry): entry is SentBlock =>
+      entry !== null &&
+      typeof entry === 'object' &&
+      typeof (entry as SentBlock).prompt === 'string' &&
+      typeof (entry as SentBlock).block === 'string',
+  );
+}
+
 /** A session's blocks, oldest first; a missing or damaged file is none. */
 export function readSentBlocks(stateDir: string, session: string): SentBlock[] {
+  const file = sentBlocksFile(stateDir, session);
   try {
-    const raw = JSON.parse(readFileSync(sentBlocksFile(stateDir, session), 'utf8')) as unknown;
-    if (!Array.isArray(raw)) return [];
-    return raw.filter(
-      (entry): entry is SentBlock =>
-        entry !== null &&
-        typeof entry === 'object' &&
-        typeof (entry as SentBlock).prompt === 'string' &&
-        typeof (entry as SentBlock).block === 'string',
-    );
+    const { mtimeMs, size } = statSync(file);
+    const known = parsed.get(file);
+    if (known && known.mtimeMs === mtimeMs && known.size === size) return [...known.blocks];
+    const blocks = parseBlocks(readFileSync(file, 'utf8'));
+    parsed.delete(file);
+    parsed.set(file, { mtimeMs, size, blocks });
+    if (parsed.size > SESSIONS_KEPT) parsed.delete(parsed.keys().next().value as string);
+    return [...blocks];
   } catch {
+    parsed.delete(file);
     return [];
   }
 }
