@@ -75,6 +75,8 @@ interface Outcome {
   suite: Suite;
   code: number | null;
   seconds: number;
+  /** The CPU seconds (user + system) of the suite's process tree, where the system tells. */
+  cpu: number | null;
   /** The suite's last output lines (TAIL_LINES). */
   tail: string[];
 }
@@ -135,6 +137,31 @@ function prefixed(name: string, out: NodeJS.WriteStream, tail: string[]) {
   };
 }
 
+/**
+ * The CPU seconds (user + system) of this process's children that have ended and been waited
+ * for (Linux: /proc's cutime and cstime, in USER_HZ = 100 ticks a second), or null elsewhere.
+ * Read as each suite ends: only that suite's tree was reaped since the last reading.
+ */
+function reapedChildrenCpu(): number | null {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+let cpuRead = reapedChildrenCpu();
+
+/** The CPU the suite that just ended used (see reapedChildrenCpu). */
+function endedSuiteCpu(): number | null {
+  const now = reapedChildrenCpu();
+  const used = now === null || cpuRead === null ? null : now - cpuRead;
+  cpuRead = now;
+  return used;
+}
+
 function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
   const began = performance.now();
   process.stdout.write(`${suite.name}: started (${relative(ROOT, suite.dir)})\n`);
@@ -162,7 +189,8 @@ function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
     const finish = (code: number | null) => {
       out.flush();
       err.flush();
-      resolve({ suite, code, seconds: (performance.now() - began) / 1000, tail });
+      const seconds = (performance.now() - began) / 1000;
+      resolve({ suite, code, seconds, cpu: endedSuiteCpu(), tail });
     };
     child.once('error', (error) => {
       process.stderr.write(`${suite.name}: could not start: ${error.message}\n`);
@@ -240,12 +268,16 @@ async function main(): Promise<number> {
   const failed = outcomes.filter((outcome) => outcome.code !== 0);
   const lines = outcomes
     .sort((a, b) => b.seconds - a.seconds)
-    .map(({ suite, code, seconds }) => {
+    .map(({ suite, code, seconds, cpu }) => {
       const result = code === 0 ? 'passed' : `FAILED (exit ${code})`;
-      return `  ${seconds.toFixed(1).padStart(7)} s  ${suite.name}  ${result}`;
+      const used = cpu === null ? '' : `  (${cpu.toFixed(1)} s CPU)`;
+      return `  ${seconds.toFixed(1).padStart(7)} s  ${suite.name}  ${result}${used}`;
     });
   const total = ((performance.now() - began) / 1000).toFixed(1);
-  process.stdout.write(`\ntest suites, ${total} s in all:\n${lines.join('\n')}\n`);
+  const cpu = outcomes.every((outcome) => outcome.cpu !== null)
+    ? `, ${outcomes.reduce((sum, outcome) => sum + (outcome.cpu ?? 0), 0).toFixed(1)} s of CPU`
+    : '';
+  process.stdout.write(`\ntest suites, ${total} s in all${cpu}:\n${lines.join('\n')}\n`);
   if (failed.length > 0) {
     for (const { suite, tail } of failed) {
       process.stdout.write(
