@@ -11,7 +11,6 @@ const LONGEST = [
   'openclaw-offline-live.test.ts',
   'openclaw.test.ts',
   'openclaw-responses.test.ts',
-  'openclaw-gateway-prefix.test.ts',
   'connect-packed.test.ts',
   'connect.test.ts',
   'claude-code.test.ts',
