@@ -16,9 +16,9 @@
  * --continue`); the summary lists each suite's time and result, and the exit code is 1 when
  * any failed. The packages must be built first (`turbo run build`, as `./dev test` does).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -162,6 +162,19 @@ function endedSuiteCpu(): number | null {
   return used;
 }
 
+/**
+ * How fast this machine is right now, for reading a run's times beside another machine's: the
+ * median wall time of five bare Node starts, and the 1-minute load average.
+ */
+function machineNow(): string {
+  const starts = Array.from({ length: 5 }, () => {
+    const began = performance.now();
+    spawnSync(process.execPath, ['-e', ''], { stdio: 'ignore' });
+    return performance.now() - began;
+  }).sort((a, b) => a - b);
+  return `a bare Node start ${Math.round(starts[2] ?? 0)} ms (median of 5), load ${loadavg()[0]?.toFixed(1)}`;
+}
+
 function runSuite(suite: Suite, args: string[]): Promise<Outcome> {
   const began = performance.now();
   process.stdout.write(`${suite.name}: started (${relative(ROOT, suite.dir)})\n`);
@@ -241,6 +254,7 @@ async function main(): Promise<number> {
     process.stderr.write(`test-suites: no test suite named ${unknown.join(', ')}\n`);
     return 2;
   }
+  const machineBefore = machineNow();
   const began = performance.now();
   const outcomes: Outcome[] = [];
   const running = new Set<string>();
@@ -277,7 +291,9 @@ async function main(): Promise<number> {
   const cpu = outcomes.every((outcome) => outcome.cpu !== null)
     ? `, ${outcomes.reduce((sum, outcome) => sum + (outcome.cpu ?? 0), 0).toFixed(1)} s of CPU`
     : '';
-  process.stdout.write(`\ntest suites, ${total} s in all${cpu}:\n${lines.join('\n')}\n`);
+  process.stdout.write(
+    `\ntest suites, ${total} s in all${cpu}:\n${lines.join('\n')}\nmachine: before, ${machineBefore}; after, ${machineNow()}\n`,
+  );
   if (failed.length > 0) {
     for (const { suite, tail } of failed) {
       process.stdout.write(
