@@ -319,8 +319,10 @@ describe('Streamable HTTP endpoint', () => {
   });
 
   it('closes idle sessions, and caps how many are open', async () => {
+    // The session must outlive the two checks before the sweep (1 s: 150 ms is within a loaded
+    // machine's pauses).
     await withEndpoint(
-      handlerOptions({ idleTimeoutMs: 150, maxSessions: 1 }),
+      handlerOptions({ idleTimeoutMs: 1_000, maxSessions: 1 }),
       async (endpoint, handler) => {
         const first = await post(endpoint, { authorization: `Bearer ${hub.token}` });
         await first.text();
@@ -533,8 +535,12 @@ describe('Streamable HTTP endpoint', () => {
         }
       },
     };
+    // The sweep closes a session quiet for the timeout, and a connect has quiet gaps of its own
+    // (initialize, the initialized notification, then the event stream): at 150 ms a CI run at
+    // load ~8 swept the session in one of them ("Session not found"). 1 s leaves the connect
+    // room; the barrier sessions below then take ~1 s each to be swept.
     await withEndpoint(
-      handlerOptions({ idleTimeoutMs: 150, logger }),
+      handlerOptions({ idleTimeoutMs: 1_000, logger }),
       async (endpoint, handler) => {
         const { client } = await connect(endpoint, hub.token);
         await client.subscribeResource({ uri: 'decisions://recent' });
