@@ -178,7 +178,15 @@ describe(`OpenClaw with ctxbus on OpenAI's Responses API${because}`, () => {
             '--json',
           ]),
         // What the plugin said (the gateway runs --verbose).
-        () => `--- gateway output (tail) ---\n${running.output().slice(-6_000)}`,
+        () => {
+          // The plugin's own lines (a hub it could not read, say) come before the tail's.
+          const plugin = running
+            .output()
+            .split('\n')
+            .filter((line) => /ctxbus/i.test(line))
+            .slice(-40);
+          return `--- the gateway's ctxbus lines ---\n${plugin.join('\n')}\n--- gateway output (tail) ---\n${running.output().slice(-6_000)}`;
+        },
       );
       // The first turn's block holds the team's bundle; a later turn's history holds it, so the
       // later turns get what changed only (one bundle in the third request, not three).
