@@ -112,10 +112,14 @@ describe('before_prompt_build', () => {
     // The later turn's list is short (10% of the budget, at most 12 lines): some are left out.
     expect(shown.length).toBeGreaterThan(0);
     expect(shown.length).toBeLessThan(ids.length);
-    expect(readAgentState(stateDir, 'analytics').injected).toEqual(expect.arrayContaining(shown));
-    expect(readAgentState(stateDir, 'analytics').injected).toHaveLength(shown.length);
+    expect(readAgentState(stateDir, 'analytics', context.sessionKey).injected).toEqual(
+      expect.arrayContaining(shown),
+    );
+    expect(readAgentState(stateDir, 'analytics', context.sessionKey).injected).toHaveLength(
+      shown.length,
+    );
     await host.agentEnd({ runId: 'run-analytics', success: true, messages: reply('Ok.') }, context);
-    expect(readAgentState(stateDir, 'analytics').injected).toEqual([]);
+    expect(readAgentState(stateDir, 'analytics', context.sessionKey).injected).toEqual([]);
     const openclaw = createClient({ url: hub.url, token });
     const report = await openclaw.call('contextAnalytics', {
       query: { runtime: 'openclaw', limit: 100 },
@@ -141,6 +145,30 @@ describe('before_prompt_build', () => {
     // The next turn shows nothing new.
     const quiet = await host.promptBuild({ agentId: 'main' });
     expect(quiet?.prependContext).not.toContain('## Recent chat');
+  });
+
+  it('gives each chat with an agent what changed since its own last turn', async () => {
+    const host = plugin();
+    const dm = { agentId: 'main', sessionKey: 'agent:main:telegram:dm:42' };
+    const group = { agentId: 'main', sessionKey: 'agent:main:telegram:group:7' };
+    await host.promptBuild(dm);
+    await host.promptBuild(group);
+    await claude.write({ type: 'status', title: 'Deploy 7 is live' });
+    // What a turn lists as changed since the chat's last turn.
+    const changed = async (context: typeof dm) => {
+      const text = (await host.promptBuild(context))?.prependContext ?? '';
+      const start = text.indexOf('## Recent chat');
+      return start < 0 ? '' : text.slice(start, text.indexOf('\n\n', start));
+    };
+    // The group's turn comes first; the DM's next turn still gets the change, once.
+    expect(await changed(group)).toContain('Deploy 7 is live');
+    expect(await changed(dm)).toContain('Deploy 7 is live');
+    expect(await changed(dm)).not.toContain('Deploy 7 is live');
+    // Two session keys that read alike keep their own state files.
+    const alike = { agentId: 'main', sessionKey: 'agent_main_telegram_dm_42' };
+    await host.promptBuild(alike);
+    expect(readAgentState(stateDir, 'main', alike.sessionKey).prompts).toBe(1);
+    expect(readAgentState(stateDir, 'main', dm.sessionKey).prompts).toBe(3);
   });
 
   it('stays within the token budget', async () => {
@@ -294,7 +322,7 @@ describe('agent_end', () => {
     expect(pendingCount(stateDir)).toBe(0);
     const found = await claude.list({ type: 'decision', runtime: 'openclaw', limit: 100 });
     expect(found.items.filter((item) => item.title === 'ship the offline fix')).toHaveLength(1);
-    expect(readAgentState(stateDir, 'main').turns).toBe(2);
+    expect(readAgentState(stateDir, 'main', 's-offline').turns).toBe(2);
   });
 });
 

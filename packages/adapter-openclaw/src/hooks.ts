@@ -176,7 +176,7 @@ function decisionItem(
   };
 }
 
-/** The session kernel for one OpenClaw agent: its state file, the outbox, its workspace's handoff. */
+/** The session kernel for one session of an OpenClaw agent: its state file, the outbox, its workspace's handoff. */
 export function agentSession(
   deps: HookDeps,
   agentId: string,
@@ -190,7 +190,7 @@ export function agentSession(
   return openSession<ContextItem>({
     hub: client ? sessionHub(client, config, settings) : null,
     stateDir: config.stateDir,
-    stateFile: agentStateFile(config.stateDir, agentId),
+    stateFile: agentStateFile(config.stateDir, agentId, turn.sessionId),
     agentId,
     sessionId: turn.sessionId ?? agentId,
     now: deps.now,
@@ -324,13 +324,19 @@ export async function beforePromptBuild(
 ): Promise<BeforePromptBuildResult> {
   const session = context.sessionKey ?? context.sessionId;
   const blocksOf = blockSession(context);
+  const later = injectedBefore(event?.messages) || sentBefore(deps, blocksOf, event?.messages);
   const turn = await buildTurnContext(deps, agentOf(context), context.workspaceDir, {
     ...(event && { prompt: event.prompt }),
     ...(session && { sessionId: session }),
     ...(context.runId && { runId: context.runId }),
-    later: injectedBefore(event?.messages) || sentBefore(deps, blocksOf, event?.messages),
+    later,
   });
   const block = turn.text ? `${BLOCK_OPEN}\n${turn.text}\n${BLOCK_CLOSE}` : '';
+  // What each turn got, for `openclaw gateway run --verbose` (a turn without news has no block).
+  deps.logger.debug?.(
+    `ctxbus: turn of ${session ?? agentOf(context)}: ${later ? 'a later turn' : 'a first turn'}, ${turn.fromHub ? 'hub read' : 'no hub read'}, block of ${turn.tokens} tokens`,
+  );
+
   // OpenClaw sends prependContext before this turn's prompt but writes the bare prompt to the
   // session's history: the block waits here for before_message_write, which persists it.
   injected.set(historyKey(context), { block, prompt: event?.prompt ?? '' });

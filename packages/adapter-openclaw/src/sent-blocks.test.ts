@@ -1,16 +1,10 @@
 import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SESSION_MAX_AGE_MS, SESSIONS_KEPT } from '@ctxbus/client/session';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTEXT_ENGINE_ID, ctxbusContextEngine } from './context-engine.js';
-import {
-  readSentBlocks,
-  recordSentBlock,
-  SESSION_MAX_AGE_MS,
-  SESSIONS_KEPT,
-  sentBlocksFile,
-  withSentBlocks,
-} from './sent-blocks.js';
+import { readSentBlocks, recordSentBlock, sentBlocksFile, withSentBlocks } from './sent-blocks.js';
 
 const OPEN = '<team-context source="ctxbus">';
 const block = (text: string) => `${OPEN}\n${text}\n</team-context>`;

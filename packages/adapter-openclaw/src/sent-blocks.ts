@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '@ctxbus/client/files';
+import { pruneSessionFiles, SESSIONS_KEPT } from '@ctxbus/client/session';
 
 // The team-context blocks a session's turns were sent with, kept so that later requests can
 // show each earlier user message as the model got it. Through OpenClaw's gateway (2026.9.x) the
@@ -20,13 +21,8 @@ export interface SentBlock {
 /** A session keeps at most this many blocks (the oldest go first; compaction drops them anyway). */
 const BLOCKS_KEPT = 200;
 
-/**
- * Sessions whose blocks are kept: the most recently used, none unused for SESSION_MAX_AGE_MS.
- * A new session's first record removes the rest, so the directory stays bounded however many
- * sessions (resets, channels, peers) the gateway runs.
- */
-export const SESSIONS_KEPT = 200;
-export const SESSION_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+/** At most this many sessions' parsed blocks are kept in memory (their files: SESSIONS_KEPT). */
+const PARSED_KEPT = SESSIONS_KEPT;
 
 /** The file that holds `session`'s blocks. */
 export function sentBlocksFile(stateDir: string, session: string): string {
@@ -37,7 +33,7 @@ export function sentBlocksFile(stateDir: string, session: string): string {
 /**
  * Parsed files by path, with the modification time and size they were read at: the context
  * engine reads a session's blocks for every model request of a turn (its tool loop included),
- * so a file is parsed again only when it changed. At most SESSIONS_KEPT entries.
+ * so a file is parsed again only when it changed. At most PARSED_KEPT entries.
  */
 const parsed = new Map<string, { mtimeMs: number; size: number; blocks: readonly SentBlock[] }>();
 
@@ -63,7 +59,7 @@ export function readSentBlocks(stateDir: string, session: string): SentBlock[] {
     const blocks = parseBlocks(readFileSync(file, 'utf8'));
     parsed.delete(file);
     parsed.set(file, { mtimeMs, size, blocks });
-    if (parsed.size > SESSIONS_KEPT) parsed.delete(parsed.keys().next().value as string);
+    if (parsed.size > PARSED_KEPT) parsed.delete(parsed.keys().next().value as string);
     return [...blocks];
   } catch {
     parsed.delete(file);
@@ -79,26 +75,8 @@ export function recordSentBlock(stateDir: string, session: string, sent: SentBlo
   const fresh = !existsSync(file);
   mkdirSync(join(stateDir, 'sent-blocks'), { recursive: true, mode: 0o700 });
   writeFileAtomic(file, JSON.stringify(blocks), { mode: 0o600 });
-  if (fresh) pruneSessions(join(stateDir, 'sent-blocks'), file, Date.now());
-}
-
-/** Removes the sessions past SESSIONS_KEPT (the least recently used) or SESSION_MAX_AGE_MS. */
-function pruneSessions(dir: string, keep: string, now: number): void {
-  const files = readdirSync(dir)
-    .filter((name) => name.endsWith('.json'))
-    .flatMap((name) => {
-      const path = join(dir, name);
-      try {
-        return [{ path, usedAt: statSync(path).mtimeMs }];
-      } catch {
-        return []; // removed meanwhile
-      }
-    })
-    .sort((a, b) => b.usedAt - a.usedAt);
-  for (const [rank, { path, usedAt }] of files.entries()) {
-    if (path === keep) continue;
-    if (rank >= SESSIONS_KEPT || now - usedAt > SESSION_MAX_AGE_MS) rmSync(path, { force: true });
-  }
+  // A session's first record keeps the directory bounded (SESSIONS_KEPT, SESSION_MAX_AGE_MS).
+  if (fresh) pruneSessionFiles(file);
 }
 
 type TextPart = { type: 'text'; text: string };

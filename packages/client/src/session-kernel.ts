@@ -837,4 +837,11 @@ export {
   readCachedBundle,
 } from './bundle-cache.js';
 export type { ChatEntry, SessionState, ToolEntry } from './session-state.js';
-export { readSessionState, workspaceResumeSeen, writeSessionState } from './session-state.js';
+export {
+  pruneSessionFiles,
+  readSessionState,
+  SESSION_MAX_AGE_MS,
+  SESSIONS_KEPT,
+  workspaceResumeSeen,
+  writeSessionState,
+} from './session-state.js';

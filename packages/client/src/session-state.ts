@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 
@@ -106,10 +106,46 @@ export function readSessionState(file: string): SessionState {
   };
 }
 
+/**
+ * Session files a directory keeps: the most recently written, none unwritten for
+ * SESSION_MAX_AGE_MS. A new session's first write removes the rest, so a directory stays
+ * bounded however many sessions (a chat per user, a run per cron job) come and go.
+ */
+export const SESSIONS_KEPT = 200;
+export const SESSION_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+
 /** Writes atomically (temp file + rename), so a killed process never leaves half a file. */
 export function writeSessionState(file: string, state: SessionState): void {
+  const fresh = !existsSync(file);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileAtomic(file, JSON.stringify(state), { mode: 0o600 });
+  if (fresh) pruneSessionFiles(file);
+}
+
+/**
+ * Removes the `.json` files beside `kept` (a session's file, just written) past SESSIONS_KEPT
+ * (the least recently written) or SESSION_MAX_AGE_MS; never throws (a failed prune retries at
+ * the next new session).
+ */
+export function pruneSessionFiles(kept: string, now = Date.now()): void {
+  const dir = dirname(kept);
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => name.endsWith('.json'));
+  } catch {
+    return;
+  }
+  const files = names
+    .flatMap((name) => {
+      const path = join(dir, name);
+      const stat = statSync(path, { throwIfNoEntry: false });
+      return stat?.isFile() ? [{ path, usedAt: stat.mtimeMs }] : [];
+    })
+    .sort((a, b) => b.usedAt - a.usedAt);
+  for (const [rank, { path, usedAt }] of files.entries()) {
+    if (path === kept) continue;
+    if (rank >= SESSIONS_KEPT || now - usedAt > SESSION_MAX_AGE_MS) rmSync(path, { force: true });
+  }
 }
 
 /**
