@@ -448,7 +448,19 @@ describe('delivery across restarts', () => {
   it('resumes after a restart, and after kill -9 delivers every change at least once', async () => {
     const dataDir = tempDir();
     const receiver = await startWebhookReceiver();
-    const first = await startHubProcess({ dataDir, args: FAST });
+    // While the receiver is down the first hub retries without giving up (FAST's 3 attempts 40 ms
+    // apart dead-lettered a change before a loaded machine's stop ended the hub) and seconds
+    // apart, so the second hub finds each change still waiting, due within seconds.
+    const first = await startHubProcess({
+      dataDir,
+      args: [
+        '--allow-private-webhooks',
+        '--webhook-attempts',
+        '50',
+        '--webhook-backoff-ms',
+        '1000',
+      ],
+    });
     const token = await runtimeToken(first, 'acme', 'web');
     const { secret } = await subscribe({ delivery: 'push', endpoint: receiver.url }, token, first);
     // The receiver is down while these are written: they wait (retrying) in the store.

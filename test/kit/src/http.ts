@@ -20,14 +20,21 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-/** One HTTP call to the hub; the JSON body is parsed when there is one. */
+/**
+ * One HTTP call to the hub; the JSON body is parsed when there is one. Each call has its own
+ * connection (`connection: close`): a kept-alive socket the hub's server closes as idle while
+ * the client picks it for the next call fails that call with ECONNRESET (nodejs/undici#3492),
+ * and on a loaded machine, where the event loop stalls for seconds, the margin between the two
+ * timeouts (~2 s) is lost. It failed a 16-worker race in CI at load 14. A test that needs a
+ * kept-alive socket says so in `headers`.
+ */
 export async function call(
   url: string,
   method: string,
   path: string,
   options: RequestOptions = {},
 ): Promise<ApiResponse> {
-  const headers: Record<string, string> = { ...options.headers };
+  const headers: Record<string, string> = { connection: 'close', ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;
   if (options.rawBody !== undefined) body = options.rawBody;
