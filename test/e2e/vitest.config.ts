@@ -1,4 +1,4 @@
-import { longestFirst, TEST_WORKERS, testConfig } from '../../vitest.base.ts';
+import { longestFirst, testConfig } from '../../vitest.base.ts';
 
 /**
  * The files that take longest, longest first (in CI on the 2-core machine: the OpenClaw files
@@ -19,16 +19,12 @@ const LONGEST = [
 ];
 
 // Real Claude Code and OpenClaw runs (a model run can take minutes on a loaded machine). Each
-// file has its own HOME, state directories, hub and port, so files run side by side: one more
-// than the other suites (three on 2 cores). A file waits on its runtimes' processes about half
-// its time (two lanes kept 0.94 of a core busy: 1,390 s of CPU in 1,486 s, CI on 2 cores), and
-// e2e is CI's longest suite, running alone for its last ~800 s, where a third lane uses the
-// idle core.
+// file has its own HOME, state directories, hub and port, so files run side by side (two at a
+// time, from vitest.base.ts): the OpenClaw file alone takes minutes.
 // Each file in a fresh module graph (vitest's default): the worlds' helpers keep state at module
 // level, and loading is nothing beside the runtimes' turns here.
 export default testConfig({
   testTimeout: 900_000,
-  maxWorkers: TEST_WORKERS + 1,
   isolate: true,
   sequence: { sequencer: longestFirst(LONGEST) },
 });
