@@ -176,7 +176,7 @@ function decisionItem(
   };
 }
 
-/** The session kernel for one session of an OpenClaw agent: its state file, the outbox, its workspace's handoff. */
+/** The session kernel for one session of an OpenClaw agent: its state file, outbox and handoff. */
 export function agentSession(
   deps: HookDeps,
   agentId: string,
@@ -336,7 +336,6 @@ export async function beforePromptBuild(
   deps.logger.debug?.(
     `ctxbus: turn of ${session ?? agentOf(context)}: ${later ? 'a later turn' : 'a first turn'}, ${turn.fromHub ? 'hub read' : 'no hub read'}, block of ${turn.tokens} tokens`,
   );
-
   // OpenClaw sends prependContext before this turn's prompt but writes the bare prompt to the
   // session's history: the block waits here for before_message_write, which persists it.
   injected.set(historyKey(context), { block, prompt: event?.prompt ?? '' });

@@ -129,22 +129,21 @@ export function writeSessionState(file: string, state: SessionState): void {
  */
 export function pruneSessionFiles(kept: string, now = Date.now()): void {
   const dir = dirname(kept);
-  let names: string[];
   try {
-    names = readdirSync(dir).filter((name) => name.endsWith('.json'));
+    const files = readdirSync(dir)
+      .filter((name) => name.endsWith('.json'))
+      .flatMap((name) => {
+        const path = join(dir, name);
+        const stat = statSync(path, { throwIfNoEntry: false });
+        return stat?.isFile() ? [{ path, usedAt: stat.mtimeMs }] : [];
+      })
+      .sort((a, b) => b.usedAt - a.usedAt);
+    for (const [rank, { path, usedAt }] of files.entries()) {
+      if (path === kept) continue;
+      if (rank >= SESSIONS_KEPT || now - usedAt > SESSION_MAX_AGE_MS) rmSync(path, { force: true });
+    }
   } catch {
-    return;
-  }
-  const files = names
-    .flatMap((name) => {
-      const path = join(dir, name);
-      const stat = statSync(path, { throwIfNoEntry: false });
-      return stat?.isFile() ? [{ path, usedAt: stat.mtimeMs }] : [];
-    })
-    .sort((a, b) => b.usedAt - a.usedAt);
-  for (const [rank, { path, usedAt }] of files.entries()) {
-    if (path === kept) continue;
-    if (rank >= SESSIONS_KEPT || now - usedAt > SESSION_MAX_AGE_MS) rmSync(path, { force: true });
+    // the next new session's first write tries again
   }
 }
 
