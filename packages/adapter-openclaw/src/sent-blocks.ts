@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '@ctxbus/client/files';
-import { pruneSessionFiles, SESSIONS_KEPT } from '@ctxbus/client/session';
+import { SESSIONS_KEPT, writeSessionFile } from '@ctxbus/client/session';
 
 // The team-context blocks a session's turns were sent with, kept so that later requests can
 // show each earlier user message as the model got it. Through OpenClaw's gateway (2026.9.x) the
@@ -71,12 +70,8 @@ export function readSentBlocks(stateDir: string, session: string): SentBlock[] {
 export function recordSentBlock(stateDir: string, session: string, sent: SentBlock): void {
   if (!sent.block || !sent.prompt) return;
   const blocks = [...readSentBlocks(stateDir, session), sent].slice(-BLOCKS_KEPT);
-  const file = sentBlocksFile(stateDir, session);
-  const fresh = !existsSync(file);
-  mkdirSync(join(stateDir, 'sent-blocks'), { recursive: true, mode: 0o700 });
-  writeFileAtomic(file, JSON.stringify(blocks), { mode: 0o600 });
   // A session's first record keeps the directory bounded (SESSIONS_KEPT, SESSION_MAX_AGE_MS).
-  if (fresh) pruneSessionFiles(file);
+  writeSessionFile(sentBlocksFile(stateDir, session), JSON.stringify(blocks));
 }
 
 type TextPart = { type: 'text'; text: string };

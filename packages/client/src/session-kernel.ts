@@ -838,10 +838,10 @@ export {
 } from './bundle-cache.js';
 export type { ChatEntry, SessionState, ToolEntry } from './session-state.js';
 export {
-  pruneSessionFiles,
   readSessionState,
   SESSION_MAX_AGE_MS,
   SESSIONS_KEPT,
   workspaceResumeSeen,
+  writeSessionFile,
   writeSessionState,
 } from './session-state.js';

@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
+import { pruneFiles } from './prune-files.js';
 
 /** What the session kernel remembers per runtime session between turns (and processes). */
 export interface SessionState {
@@ -116,34 +117,24 @@ export const SESSION_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Writes atomically (temp file + rename), so a killed process never leaves half a file. */
 export function writeSessionState(file: string, state: SessionState): void {
-  const fresh = !existsSync(file);
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  writeFileAtomic(file, JSON.stringify(state), { mode: 0o600 });
-  if (fresh) pruneSessionFiles(file);
+  writeSessionFile(file, JSON.stringify(state));
 }
 
 /**
- * Removes the `.json` files beside `kept` (a session's file, just written) past SESSIONS_KEPT
- * (the least recently written) or SESSION_MAX_AGE_MS; never throws (a failed prune retries at
- * the next new session).
+ * Writes one session's file atomically, owner-only; a new session's first write keeps its
+ * directory bounded (SESSIONS_KEPT, SESSION_MAX_AGE_MS).
  */
-export function pruneSessionFiles(kept: string, now = Date.now()): void {
-  const dir = dirname(kept);
-  try {
-    const files = readdirSync(dir)
-      .filter((name) => name.endsWith('.json'))
-      .flatMap((name) => {
-        const path = join(dir, name);
-        const stat = statSync(path, { throwIfNoEntry: false });
-        return stat?.isFile() ? [{ path, usedAt: stat.mtimeMs }] : [];
-      })
-      .sort((a, b) => b.usedAt - a.usedAt);
-    for (const [rank, { path, usedAt }] of files.entries()) {
-      if (path === kept) continue;
-      if (rank >= SESSIONS_KEPT || now - usedAt > SESSION_MAX_AGE_MS) rmSync(path, { force: true });
-    }
-  } catch {
-    // the next new session's first write tries again
+export function writeSessionFile(file: string, text: string): void {
+  const fresh = !existsSync(file);
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  writeFileAtomic(file, text, { mode: 0o600 });
+  if (fresh) {
+    pruneFiles(dirname(file), {
+      extension: '.json',
+      keep: SESSIONS_KEPT,
+      maxAgeMs: SESSION_MAX_AGE_MS,
+      spare: file,
+    });
   }
 }
 

@@ -1,14 +1,4 @@
-import {
-  appendFileSync,
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type {
@@ -18,6 +8,7 @@ import type {
   TurnContextInput,
 } from '@ctxbus/core/light';
 import { tryBuildTurnContext, turnContextRecord } from '@ctxbus/core/light';
+import { pruneFiles } from './prune-files.js';
 
 // Seed 002's local files (`@ctxbus/client/turn-log`): each built turn appends its snapshot and
 // the input that rebuilds it to `<data>/agents/<agentId>/context/<sessionId>.jsonl`; a failed
@@ -60,19 +51,7 @@ export const DEFAULT_KEEP_SESSIONS = 200;
  * the turn log stays bounded however many sessions an agent runs. Returns what it removed.
  */
 export function pruneSessionFiles(dir: string, keep: number): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dir).filter((name) => name.endsWith('.jsonl'));
-  } catch {
-    return [];
-  }
-  if (names.length <= keep) return [];
-  const byAge = names
-    .map((name) => ({ name, mtime: statSync(join(dir, name)).mtimeMs }))
-    .sort((a, b) => b.mtime - a.mtime || a.name.localeCompare(b.name));
-  const removed = byAge.slice(keep).map((entry) => entry.name);
-  for (const name of removed) rmSync(join(dir, name), { force: true });
-  return removed;
+  return pruneFiles(dir, { extension: '.jsonl', keep });
 }
 
 /**
