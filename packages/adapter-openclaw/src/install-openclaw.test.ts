@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   installOpenClaw,
   mcpServerEntry,
+  openclawRunner,
   otherContextEngine,
   planInstall,
   planUninstall,
@@ -235,5 +236,38 @@ describe('the OpenClaw commands install and uninstall run', () => {
     ]);
     await uninstallOpenClaw({ run, plugin });
     expect(calls).toEqual(['plugins list', 'plugins uninstall', 'config patch']);
+  });
+});
+
+describe('openclawRunner: a failed openclaw command in one line', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ctxbus-openclaw-runner-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** An `openclaw` stand-in: a shell script with the given body. */
+  function fakeOpenClaw(body: string): string {
+    const bin = join(dir, 'openclaw');
+    writeFileSync(bin, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    return bin;
+  }
+
+  it('says the exit code and OpenClaw’s own error line, not its warnings', async () => {
+    const bin = fakeOpenClaw(
+      'echo "[sqlite/transaction] slow SQLite transaction hold elapsedMs=3963" >&2\necho "Error: plugin path not found" >&2\nexit 3',
+    );
+    await expect(openclawRunner(bin)(['plugins', 'install', '-l', '/x'])).rejects.toThrow(
+      /^openclaw plugins install failed \(exit 3\): Error: plugin path not found$/,
+    );
+  });
+
+  it('says a command that hangs was stopped after the bound, not that it failed with a warning', async () => {
+    const bin = fakeOpenClaw(
+      'echo "[sqlite/transaction] slow SQLite transaction hold" >&2\nexec sleep 30',
+    );
+    await expect(
+      openclawRunner(bin, undefined, undefined, 300)(['plugins', 'install']),
+    ).rejects.toThrow(/^openclaw plugins install did not finish in 0\.3 s and was stopped/);
   });
 });

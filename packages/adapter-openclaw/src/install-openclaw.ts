@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ExecFileException, execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
@@ -48,7 +48,34 @@ function failureDetail(stderr: string): string {
   return (telling.length > 0 ? telling : lines).slice(-3).join(' | ');
 }
 
-export function openclawRunner(bin = 'openclaw', profile?: string, node?: string): OpenClawRunner {
+/**
+ * How long one `openclaw` command may run. `plugins install` takes 10-25 s of CPU; on a loaded
+ * machine that is minutes of wall time, so the bound only catches a command that hangs.
+ */
+export const OPENCLAW_COMMAND_TIMEOUT_MS = 600_000;
+
+/** Why an `openclaw` command failed, in one line: its exit code or the signal, and its stderr. */
+function commandFailure(
+  args: string[],
+  error: ExecFileException,
+  stderr: string,
+  timeoutMs: number,
+) {
+  const command = `openclaw ${args.slice(0, 2).join(' ')}`;
+  if (error.killed) {
+    return `${command} did not finish in ${timeoutMs / 1000} s and was stopped (is OpenClaw waiting on the network or a lock?)`;
+  }
+  const how = error.signal ? `was killed by ${error.signal}` : `failed (exit ${error.code})`;
+  const detail = failureDetail(stderr);
+  return detail ? `${command} ${how}: ${detail}` : `${command} ${how}`;
+}
+
+export function openclawRunner(
+  bin = 'openclaw',
+  profile?: string,
+  node?: string,
+  timeoutMs = OPENCLAW_COMMAND_TIMEOUT_MS,
+): OpenClawRunner {
   const prefix = profile ? ['--profile', profile] : [];
   const [file, head] = node ? [node, [bin]] : [bin, []];
   const run = (args: string[], input?: string) =>
@@ -56,7 +83,7 @@ export function openclawRunner(bin = 'openclaw', profile?: string, node?: string
       const child = execFile(
         file,
         [...head, ...prefix, ...args],
-        { timeout: 180_000, maxBuffer: 32 * 1024 * 1024, env: process.env },
+        { timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, env: process.env },
         (error, stdout, stderr) => {
           if (!error) return resolve(stdout);
           const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
@@ -67,11 +94,9 @@ export function openclawRunner(bin = 'openclaw', profile?: string, node?: string
                   `cannot run ${file}: not found (install OpenClaw, or pass --openclaw <path>)`,
                 )
               : // OpenClaw itself failed: a failure (exit 1), not an unreachable hub (6).
-                new CtxbusError(
-                  'internal',
-                  `openclaw ${args.slice(0, 2).join(' ')} failed: ${failureDetail(`${stderr}`) || error.message}`,
-                  { retryable: false },
-                ),
+                new CtxbusError('internal', commandFailure(args, error, `${stderr}`, timeoutMs), {
+                  retryable: false,
+                }),
           );
         },
       );
