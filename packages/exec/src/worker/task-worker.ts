@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
 import { DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core/contract';
 import { backoffDelay, CtxbusError, createBackoff } from '@ctxbus/core/light';
-import type { ExecutionPolicy } from '../prepare-execution.js';
+import type { ExecutionPlan, ExecutionPolicy } from '../prepare-execution.js';
 import { executePlan, prepareExecution } from '../prepare-execution.js';
 import type { RunCommandResult } from '../run-command.js';
 import { detectPidNamespace } from '../sandbox.js';
@@ -296,35 +296,83 @@ export class TaskWorker {
    */
   async process(task: Task, claimNext: ClaimNext | null = null): Promise<Task | null> {
     const claimedAt = performance.now();
-    const { hub, matrix, logger } = this.options;
     const token = task.lease?.token;
     if (token === undefined || token === null)
       throw new CtxbusError('internal', `task ${task.id} has no lease`);
-    // Until when the lease holds (each renew moves it): a report the hub could not take is
-    // sent again until then, with the same fencing token, so a hub that is briefly down does
-    // not cost a finished command its result (and a second run).
-    let leaseEndsAt = Date.now() + this.leaseMs;
-    const deliver = async (what: string, send: () => Promise<unknown>): Promise<boolean> => {
-      for (let attempt = 0; ; attempt++) {
-        const delay = backoffDelay(attempt, { initialMs: 250, maxMs: 5_000 });
-        try {
-          await send();
-          return true;
-        } catch (error) {
-          if (!retryable(error) || Date.now() + delay >= leaseEndsAt) {
-            logger.warn({ err: error, taskId: task.id }, `could not ${what}`);
-            return false;
-          }
-          logger.info({ err: error, taskId: task.id }, `could not ${what} yet; trying again`);
-          await new Promise((resolve) => setTimeout(resolve, delay));
-        }
-      }
-    };
-    const fail = async (error: TaskError) => {
-      const sent = await deliver('fail the task', () => hub.failTask(task.id, { token, error }));
-      this.options.onTaskDone?.(task, sent ? 'failed' : 'lost');
-    };
+    const held: HeldTask = { task, token, leaseEndsAt: Date.now() + this.leaseMs };
     const input = (task.input ?? {}) as Record<string, unknown>;
+    const { preparation, sandboxed } = await this.prepare(task, input);
+    if (!preparation.ok) {
+      await this.refuse(held, preparation, input);
+      return null;
+    }
+    // The hub must know the command may start before it does: if this worker dies from here
+    // on, the task fails (worker_lost) instead of running again on another worker. Sent again
+    // while the hub is unreachable (a repeat is harmless); not recorded, the command does not
+    // start, and the lease runs out into the queue.
+    const started = await this.deliver(held, 'say the command starts', () =>
+      this.options.hub.startTask(task.id, { token }),
+    );
+    if (!started) {
+      this.options.onTaskDone?.(task, 'lost');
+      return null;
+    }
+    const spawning = performance.now();
+    const { execution, lost } = await this.runHeld(held, preparation.plan);
+    if (lost) {
+      this.options.onTaskDone?.(task, 'lost');
+      return null;
+    }
+    if (!execution.ok) {
+      await this.fail(held, { code: execution.code, message: execution.reason });
+      return null;
+    }
+    const result = commandResult(
+      preparation.plan.argv,
+      preparation.plan.realCwd,
+      execution.result,
+      sandboxed,
+      execution.result.spawnMs === null ? null : spawning - claimedAt + execution.result.spawnMs,
+    );
+    if (result.exitCode === 0) return this.report(held, result, claimNext);
+    await this.fail(held, commandFailure(result));
+    return null;
+  }
+
+  /**
+   * Sends a report with the lease's fencing token, again while the hub is unreachable and the
+   * lease still holds (each renew moves it), so a hub that is briefly down does not cost a
+   * finished command its result (and a second run). False when it could not be sent.
+   */
+  private async deliver(held: HeldTask, what: string, send: () => Promise<unknown>) {
+    const { logger } = this.options;
+    for (let attempt = 0; ; attempt++) {
+      const delay = backoffDelay(attempt, { initialMs: 250, maxMs: 5_000 });
+      try {
+        await send();
+        return true;
+      } catch (error) {
+        if (!retryable(error) || Date.now() + delay >= held.leaseEndsAt) {
+          logger.warn({ err: error, taskId: held.task.id }, `could not ${what}`);
+          return false;
+        }
+        logger.info({ err: error, taskId: held.task.id }, `could not ${what} yet; trying again`);
+        await sleep(delay);
+      }
+    }
+  }
+
+  private async fail(held: HeldTask, error: TaskError): Promise<void> {
+    const { task, token } = held;
+    const sent = await this.deliver(held, 'fail the task', () =>
+      this.options.hub.failTask(task.id, { token, error }),
+    );
+    this.options.onTaskDone?.(task, sent ? 'failed' : 'lost');
+  }
+
+  /** The task's command checked against this worker's own policy: a plan, or why not. */
+  private async prepare(task: Task, input: Record<string, unknown>) {
+    const { matrix } = this.options;
     const capability = matrix.runtimes[task.targetRuntime ?? '']?.capabilities[CAPABILITY];
     const sandboxed = input.sandboxed === true || capability?.mode === 'sandboxed';
     const preparation = await prepareExecution({
@@ -351,51 +399,54 @@ export class TaskWorker {
       ...(task.approval?.status === 'approved' &&
         task.approval.token !== null && { approval: task.approval.token }),
     });
-    if (
-      !preparation.ok &&
-      preparation.code === 'approval_required' &&
-      preparation.approvalRequest
-    ) {
-      // A human decides: the task waits in AUTH_REQUIRED showing exactly this command.
-      const { argv, cwd, scriptHash, because } = preparation.approvalRequest;
+    return { preparation, sandboxed };
+  }
+
+  /**
+   * A command this worker will not run as asked: a person decides when approval would let it
+   * (the task waits in AUTH_REQUIRED showing exactly this command), else the task fails with
+   * the reason as its origin may see it.
+   */
+  private async refuse(
+    held: HeldTask,
+    refusal: Extract<Awaited<ReturnType<typeof prepareExecution>>, { ok: false }>,
+    input: Record<string, unknown>,
+  ): Promise<void> {
+    const { hub, logger } = this.options;
+    const { task, token } = held;
+    if (refusal.code === 'approval_required' && refusal.approvalRequest) {
+      const { argv, cwd, scriptHash, because } = refusal.approvalRequest;
       try {
         await hub.requestApproval(task.id, { token, request: { argv, cwd, scriptHash, because } });
-        logger.info({ taskId: task.id }, preparation.reason);
+        logger.info({ taskId: task.id }, refusal.reason);
         this.options.onTaskDone?.(task, 'awaiting approval');
       } catch (error) {
         logger.warn({ err: error, taskId: task.id }, 'could not ask for approval');
-        await fail({ code: preparation.code, message: preparation.reason });
+        await this.fail(held, { code: refusal.code, message: refusal.reason });
       }
-      return null;
+      return;
     }
-    if (!preparation.ok) {
-      logger.info({ taskId: task.id, code: preparation.code }, preparation.reason);
-      await fail({
-        code: preparation.code,
-        message: reasonForOrigin(preparation.reason, preparation.code, input),
-      });
-      return null;
-    }
+    logger.info({ taskId: task.id, code: refusal.code }, refusal.reason);
+    await this.fail(held, {
+      code: refusal.code,
+      message: reasonForOrigin(refusal.reason, refusal.code, input),
+    });
+  }
 
-    // The hub must know the command may start before it does: if this worker dies from here
-    // on, the task fails (worker_lost) instead of running again on another worker. Sent again
-    // while the hub is unreachable (a repeat is harmless); not recorded, the command does not
-    // start, and the lease runs out into the queue.
-    const started = await deliver('say the command starts', () =>
-      hub.startTask(task.id, { token }),
-    );
-    if (!started) {
-      this.options.onTaskDone?.(task, 'lost');
-      return null;
-    }
-
-    // Renew at a third of the lease; a refused renew means another worker has the task now.
+  /**
+   * Runs the plan while holding the lease: renewed at a third of it (a refused renew means
+   * another worker has the task now, and the command is stopped: `lost`), and the output's tail
+   * posted as progress at most every progressMs while there is new output.
+   */
+  private async runHeld(held: HeldTask, plan: ExecutionPlan) {
+    const { hub, logger } = this.options;
+    const { task, token } = held;
     const lost = new AbortController();
     const renew = setInterval(() => {
       const renewing = Date.now();
       hub.renewTask(task.id, { token, leaseMs: this.leaseMs }).then(
         () => {
-          leaseEndsAt = renewing + this.leaseMs;
+          held.leaseEndsAt = renewing + this.leaseMs;
         },
         (error: unknown) => {
           if (CtxbusError.isInstance(error) && error.code === 'conflict') {
@@ -405,7 +456,6 @@ export class TaskWorker {
         },
       );
     }, this.leaseMs / 3);
-    // Progress: the output's tail, at most every progressMs, while there is new output.
     let tailText = '';
     let fresh = false;
     const progress = setInterval(() => {
@@ -415,11 +465,9 @@ export class TaskWorker {
         logger.debug({ err: error, taskId: task.id }, 'progress not posted');
       });
     }, this.limits.progressMs);
-    let execution: Awaited<ReturnType<typeof executePlan>>;
-    const spawning = performance.now();
     const { progressMs: _, ...runLimits } = this.limits;
     try {
-      execution = await executePlan(preparation.plan, {
+      const execution = await executePlan(plan, {
         ...runLimits,
         signal: lost.signal,
         // Only a bounded tail is kept here, so every chunk may pass.
@@ -429,72 +477,84 @@ export class TaskWorker {
           fresh = true;
         },
       });
+      return { execution, lost: lost.signal.aborted };
     } finally {
       clearInterval(renew);
       clearInterval(progress);
     }
-    if (lost.signal.aborted) {
-      this.options.onTaskDone?.(task, 'lost');
-      return null;
-    }
-    if (!execution.ok) {
-      await fail({ code: execution.code, message: execution.reason });
-      return null;
-    }
-    const result = commandResult(
-      preparation.plan.argv,
-      preparation.plan.realCwd,
-      execution.result,
-      sandboxed,
-      execution.result.spawnMs === null ? null : spawning - claimedAt + execution.result.spawnMs,
-    );
-    if (result.exitCode === 0) {
-      // The report stays within what the hub takes as a result (TASK_LIMITS.resultBytes of
-      // JSON); a hub with a lower body limit says 413, and the result is cut further.
-      let budget: number = TASK_LIMITS.resultBytes;
-      let next: Task | null = null;
-      const complete = async (fitted: CommandResult): Promise<{ next: Task | null }> => {
-        if (claimNext && hub.completeAndClaim && !this.hubRefusesNext) {
-          try {
-            return await hub.completeAndClaim(task.id, { token, result: fitted, next: claimNext });
-          } catch (error) {
-            // A hub older than `next` refuses the unknown field (nothing was completed): from
-            // now on this worker completes, then claims.
-            if (!CtxbusError.isInstance(error) || error.code !== 'validation_failed') throw error;
-            if (!/\bnext\b/.test(error.message)) throw error;
-            this.hubRefusesNext = true;
-            logger.info({ taskId: task.id }, 'the hub takes no next claim with a completion');
-          }
+  }
+
+  /**
+   * Completes the task with its result (and, with `claimNext`, claims the next task in the same
+   * call), within what the hub takes as a result (TASK_LIMITS.resultBytes of JSON; a hub with a
+   * lower body limit says 413, and the result is cut further). Returns the next task, or null.
+   */
+  private async report(
+    held: HeldTask,
+    result: CommandResult,
+    claimNext: ClaimNext | null,
+  ): Promise<Task | null> {
+    let budget: number = TASK_LIMITS.resultBytes;
+    let next: Task | null = null;
+    const completed = await this.deliver(held, 'report the result', async () => {
+      for (;;) {
+        try {
+          next = await this.complete(held, fitResult(result, budget), claimNext);
+          return;
+        } catch (error) {
+          if (!CtxbusError.isInstance(error) || error.code !== 'payload_too_large') throw error;
+          if (budget < 4_096) throw error;
+          budget = Math.floor(budget / 2);
         }
-        await hub.completeTask(task.id, { token, result: fitted });
-        return { next: null };
-      };
-      const completed = await deliver('report the result', async () => {
-        for (;;) {
-          try {
-            ({ next } = await complete(fitResult(result, budget)));
-            return;
-          } catch (error) {
-            if (!CtxbusError.isInstance(error) || error.code !== 'payload_too_large') throw error;
-            if (budget < 4_096) throw error;
-            budget = Math.floor(budget / 2);
-          }
-        }
-      });
-      this.options.onTaskDone?.(task, completed ? 'completed' : 'lost');
-      return next;
-    }
-    const why = result.timedOut
-      ? `timed out (${result.timedOut})`
-      : result.exitCode === null
-        ? `ended by signal ${result.signal}`
-        : `exited with ${result.exitCode}`;
-    await fail({
-      code: result.timedOut ? 'timeout' : 'exit_status',
-      message: `${result.argv.join(' ')} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
+      }
     });
+    this.options.onTaskDone?.(held.task, completed ? 'completed' : 'lost');
+    return next;
+  }
+
+  /** One completion; with `claimNext` (and a hub that takes it), the next task's claim too. */
+  private async complete(
+    held: HeldTask,
+    result: CommandResult,
+    claimNext: ClaimNext | null,
+  ): Promise<Task | null> {
+    const { hub, logger } = this.options;
+    const { task, token } = held;
+    if (claimNext && hub.completeAndClaim && !this.hubRefusesNext) {
+      try {
+        return (await hub.completeAndClaim(task.id, { token, result, next: claimNext })).next;
+      } catch (error) {
+        // A hub older than `next` refuses the unknown field (nothing was completed): from
+        // now on this worker completes, then claims.
+        if (!CtxbusError.isInstance(error) || error.code !== 'validation_failed') throw error;
+        if (!/\bnext\b/.test(error.message)) throw error;
+        this.hubRefusesNext = true;
+        logger.info({ taskId: task.id }, 'the hub takes no next claim with a completion');
+      }
+    }
+    await hub.completeTask(task.id, { token, result });
     return null;
   }
+}
+
+/** A claimed task as this worker holds it: its fencing token, and until when its lease holds. */
+interface HeldTask {
+  task: Task;
+  token: number;
+  leaseEndsAt: number;
+}
+
+/** Why a command that ran did not succeed, as the task's error. */
+function commandFailure(result: CommandResult): TaskError {
+  const why = result.timedOut
+    ? `timed out (${result.timedOut})`
+    : result.exitCode === null
+      ? `ended by signal ${result.signal}`
+      : `exited with ${result.exitCode}`;
+  return {
+    code: result.timedOut ? 'timeout' : 'exit_status',
+    message: `${result.argv.join(' ')} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
+  };
 }
 
 /** An absolute path in a refusal's text (up to a space, quote or the punctuation after it). */
