@@ -1,7 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestHub } from '@ctxbus/test-kit';
-import { call, removeDir, runCli, spawnCli, tempDir, workerPolicy } from '@ctxbus/test-kit';
+import {
+  call,
+  removeDir,
+  runCli,
+  spawnCli,
+  TEST_WAIT_MS,
+  tempDir,
+  workerPolicy,
+} from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInProcessServe } from './in-process-serve.ts';
 
@@ -107,7 +115,7 @@ describe('saved identities', () => {
         '--runtime',
         'claude-code',
       ],
-      { env, timeoutMs: 120_000 },
+      { env },
     );
     try {
       const admin = hub.adminToken ?? '';
@@ -123,7 +131,7 @@ describe('saved identities', () => {
             }[];
             return runtimes.find((entry) => entry.id === 'claude-code')?.presence.workers ?? 0;
           },
-          { timeout: 60_000, interval: 200 },
+          { timeout: TEST_WAIT_MS, interval: 200 },
         )
         .toBe(1);
     } finally {

@@ -161,7 +161,7 @@ describe('only people approve', () => {
     expect(denied.code, denied.stderr).toBe(0);
     expect((await readTask(id)).state).toBe('REJECTED');
     expect(existsSync(join(project, 'ran-refused'))).toBe(false);
-  }, 120_000);
+  });
 
   it('ctxbus approve refuses without a terminal, and with the wrong digest; with the right one the worker runs exactly it', async () => {
     const { id, digest } = await waitingForApproval('approved');
@@ -196,7 +196,7 @@ describe('only people approve', () => {
     expect(done.approval).toMatchObject({ status: 'approved', decidedBy: 'cli' });
     expect(done.result.stdout).toContain('marked');
     expect(existsSync(join(project, 'ran-approved'))).toBe(true);
-  }, 120_000);
+  });
 
   it('refuses a decision naming another command than the one pending (digest_mismatch)', async () => {
     const { id, digest } = await waitingForApproval('mismatch');
@@ -209,7 +209,7 @@ describe('only people approve', () => {
     expect(response.body.error.details.reason).toBe('digest_mismatch');
     expect((await decide(hub.tokens.cli, id, 'deny')).status).toBe(200);
     expect(existsSync(join(project, 'ran-mismatch'))).toBe(false);
-  }, 120_000);
+  });
 });
 
 describe('only the worker holding the lease reports on a task', () => {
@@ -279,7 +279,7 @@ describe('only the worker holding the lease reports on a task', () => {
     expect(done.attempts).toBe(1);
     expect(done.result.stdout).toContain('REAL OUTPUT');
     expect(done.result.stdout).not.toContain('ALL TESTS PASSED');
-  }, 120_000);
+  });
 });
 
 describe('idempotency keys belong to the origin runtime', () => {

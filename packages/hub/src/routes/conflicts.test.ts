@@ -1,5 +1,6 @@
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
+import { TEST_WAIT_MS } from '@ctxbus/test-kit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
@@ -236,7 +237,7 @@ describe('a conflict item the store refused', () => {
     nowMs += 1_000;
     await write('openclaw', 'Use MySQL');
     await vi.waitFor(async () => expect(await openConflicts()).toHaveLength(1), {
-      timeout: 10_000,
+      timeout: TEST_WAIT_MS,
       interval: 50,
     });
     expect(refusals).toBe(2);
