@@ -41,8 +41,8 @@ function expectSound(report: TaskCrashReport): void {
 }
 
 /**
- * A guard against a hang only: the run's length follows the machine (180 s ran out at load 14
- * on a slow 2-core machine, with the run still making progress).
+ * A guard against a hang only: the run's length follows the machine (a 180 s guard ran out
+ * at load 14 on a slow 2-core machine).
  */
 const RUN_GUARD_MS = 600_000;
 
