@@ -262,6 +262,13 @@ describe('openclawRunner: a failed openclaw command in one line', () => {
     );
   });
 
+  it('says a command that printed too much was stopped for that, not that it hung', async () => {
+    const bin = fakeOpenClaw('head -c 40000000 /dev/zero\nexec sleep 30');
+    await expect(openclawRunner(bin)(['plugins', 'list', '--json'])).rejects.toThrow(
+      /^openclaw plugins list printed more than 32 MiB and was stopped$/,
+    );
+  });
+
   it('says a command that hangs was stopped after the bound, not that it failed with a warning', async () => {
     const bin = fakeOpenClaw(
       'echo "[sqlite/transaction] slow SQLite transaction hold" >&2\nexec sleep 30',

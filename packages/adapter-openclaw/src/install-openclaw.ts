@@ -54,6 +54,9 @@ function failureDetail(stderr: string): string {
  */
 export const OPENCLAW_COMMAND_TIMEOUT_MS = 600_000;
 
+/** The most output of one `openclaw` command kept (its JSON answers are far smaller). */
+const OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024;
+
 /** Why an `openclaw` command failed, in one line: its exit code or the signal, and its stderr. */
 function commandFailure(
   args: string[],
@@ -62,6 +65,9 @@ function commandFailure(
   timeoutMs: number,
 ) {
   const command = `openclaw ${args.slice(0, 2).join(' ')}`;
+  if ((error.code as unknown) === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
+    return `${command} printed more than ${OUTPUT_LIMIT_BYTES / 1024 / 1024} MiB and was stopped`;
+  }
   if (error.killed) {
     return `${command} did not finish in ${timeoutMs / 1000} s and was stopped (is OpenClaw waiting on the network or a lock?)`;
   }
@@ -83,7 +89,7 @@ export function openclawRunner(
       const child = execFile(
         file,
         [...head, ...prefix, ...args],
-        { timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, env: process.env },
+        { timeout: timeoutMs, maxBuffer: OUTPUT_LIMIT_BYTES, env: process.env },
         (error, stdout, stderr) => {
           if (!error) return resolve(stdout);
           const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
