@@ -313,7 +313,15 @@ export async function pack(outDir: string): Promise<PackResult> {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === import.meta.filename) {
-  const { values } = parseArgs({ options: { out: { type: 'string' } } });
+  let values: { out?: string };
+  try {
+    ({ values } = parseArgs({ options: { out: { type: 'string' } } }));
+  } catch (error) {
+    process.stderr.write(
+      `ctxbus pack: ${(error as Error).message} (usage: ./dev pack [--out DIR])\n`,
+    );
+    process.exit(2);
+  }
   const outDir = resolve(values.out ?? join(ROOT, 'dist-pack'));
   const result = await pack(outDir);
   const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
