@@ -75,8 +75,7 @@ export function registerResources(server: McpServer, context: ResourceContext): 
           context.runtime === undefined ? {} : { runtime: context.runtime },
         );
         const text = bundleText(bundle);
-        const mimeType =
-          bundle.format === 'markdown' || bundle.formattedMarkdown ? 'text/markdown' : 'text/plain';
+        const mimeType = bundle.format === 'markdown' ? 'text/markdown' : 'text/plain';
         return { contents: [{ uri: uri.href, mimeType, text }] };
       }),
   );

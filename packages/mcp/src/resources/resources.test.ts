@@ -58,6 +58,27 @@ describe('reading resources', () => {
     expect(text).toContain('claude-code');
   });
 
+  it("team-context://current is in the runtime's own format: plain text for openclaw, as context_shared gives it", async () => {
+    const token = await hub.mint('openclaw');
+    const terse = await connectInMemory(
+      createCtxbusMcpServer({ backend: createClient({ url: hub.url, token }) }),
+    );
+    try {
+      await hub.client.write({ type: 'decision', title: 'Terse runtimes read plain text' });
+      const { contents } = await terse.client.readResource({ uri: 'team-context://current' });
+      const first = contents[0];
+      expect(first?.mimeType).toBe('text/plain');
+      const text = first && 'text' in first ? first.text : '';
+      expect(text).toContain('Terse runtimes read plain text');
+      expect(text).not.toMatch(/^# /m);
+      const tool = await terse.client.callTool({ name: 'context_shared', arguments: {} });
+      expect((tool.structuredContent as { format: string; text: string }).format).toBe('text');
+      expect((tool.structuredContent as { text: string }).text).toBe(text);
+    } finally {
+      await terse.close();
+    }
+  });
+
   it('task://active holds the newest status of each open task', async () => {
     await hub.client.write({ type: 'status', title: 'T-1: started', scopeKey: 'task:T-1' });
     await hub.client.write({ type: 'status', title: 'T-1: tests green', scopeKey: 'task:T-1' });

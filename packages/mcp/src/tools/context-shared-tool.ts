@@ -33,9 +33,13 @@ const DESCRIPTION = `Get the team's shared context bundle: who you are in the te
 
 Call it at the start of a session, after a long pause, or when the user asks "where are we?". It is the quickest way to get oriented; then use context_read or context_search for details. Unchanged context gives the same contextHash, so there is no need to re-read it when the hash has not moved.`;
 
-/** The bundle as the tool returns it; also used by the `team-context://current` resource. */
+/**
+ * The bundle as the tool returns it, in the runtime's own format (Markdown for most, plain text
+ * for terse runtimes such as openclaw); the `team-context://current` resource and the
+ * resume-work prompt give the same text.
+ */
 export function bundleText(bundle: SharedContextResponse): string {
-  return bundle.formattedMarkdown ?? bundle.formatted;
+  return bundle.formatted;
 }
 
 export function contextSharedTool(context: ToolContext) {
@@ -55,7 +59,7 @@ export function contextSharedTool(context: ToolContext) {
         structured: {
           runtime: bundle.runtime,
           format: bundle.format,
-          text: bundle.formatted,
+          text: bundleText(bundle),
           totalTokens: bundle.totalTokens,
           tokenBudget: bundle.tokenBudget,
           trimmed: bundle.trim.trimmed,
@@ -66,7 +70,7 @@ export function contextSharedTool(context: ToolContext) {
             entries: section.entries.length,
           })),
         },
-        text: bundle.formatted,
+        text: bundleText(bundle),
       };
     },
   });
