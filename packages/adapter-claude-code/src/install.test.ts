@@ -110,10 +110,8 @@ describe('installClaudeCode --project', () => {
     const removed = uninstallClaudeCode(target);
     expect(removed.files).toHaveLength(2);
     expect(read(join(project, '.claude', 'settings.local.json'))).toEqual(JSON.parse(before));
-    expect(read(join(home, '.claude.json'))).toEqual({
-      numStartups: 1,
-      projects: { [realpathSync(project)]: {} },
-    });
+    // The project's entry install made is gone too: the file is as it was.
+    expect(read(join(home, '.claude.json'))).toEqual({ numStartups: 1 });
     expect(existsSync(join(project, '.mcp.json'))).toBe(false);
     expect(uninstallClaudeCode(target).files).toEqual([]);
   });

@@ -225,6 +225,20 @@ function writeOrRemove(path: string, value: JsonObject, secret: boolean, removab
   else writeJsonFile(path, value, secret);
 }
 
+/**
+ * A project entry left empty in ~/.claude.json was ours (Claude Code's own entries hold its
+ * settings for the project): it goes, and `projects` with it when that is empty too.
+ */
+function dropEmptyProject(state: JsonObject, project: string | null): void {
+  const projects = state.projects as JsonObject | undefined;
+  if (project === null || !projects) return;
+  const entry = projects[project];
+  if (entry && typeof entry === 'object' && Object.keys(entry).length === 0) {
+    delete projects[project];
+  }
+  if (Object.keys(projects).length === 0) delete state.projects;
+}
+
 /** Removes exactly what installClaudeCode added (hooks, env, permission, MCP server). */
 export function uninstallClaudeCode(target: InstallTarget): InstallResult {
   const where = paths(target);
@@ -270,7 +284,8 @@ export function uninstallClaudeCode(target: InstallTarget): InstallResult {
     ) {
       delete (servers as JsonObject)[MCP_SERVER_NAME];
       if (Object.keys(servers as JsonObject).length === 0) delete scope.mcpServers;
-      writeJsonFile(where.state, state, true);
+      dropEmptyProject(state, where.project);
+      writeOrRemove(where.state, state, true, Object.keys(state).length === 0);
       changed.push(where.state);
     }
   }

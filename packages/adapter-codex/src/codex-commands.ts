@@ -34,12 +34,12 @@ function codexEnv(codexHome: string | undefined): NodeJS.ProcessEnv {
 }
 
 function spawnFailure(command: string, error: Error): CtxbusError {
-  return new CtxbusError(
-    'validation_failed',
-    (error as NodeJS.ErrnoException).code === 'ENOENT'
-      ? `${command} not found: install the Codex CLI (npm install -g @openai/codex) or pass --codex <path>`
-      : `${command} failed to start: ${error.message}`,
-  );
+  return (error as NodeJS.ErrnoException).code === 'ENOENT'
+    ? new CtxbusError(
+        'not_found',
+        `${command} not found: install the Codex CLI (npm install -g @openai/codex) or pass --codex <path>`,
+      )
+    : new CtxbusError('validation_failed', `${command} failed to start: ${error.message}`);
 }
 
 /** A runner for the `codex` binary (default: `codex` on PATH), with `codexHome` as its home. */

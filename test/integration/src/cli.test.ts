@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -241,6 +241,31 @@ describe('ctxbus CLI', () => {
       });
       expect(JSON.parse(shared.stdout)).toMatchObject({ runtime: 'claude-code' });
       expect(shared.stdout).toContain('Keep tokens out of shell history');
+      // Installing again keeps the token it installed (the hub still takes it): no new one.
+      const again = await runCli(['install', 'claude-code', '--project', project], { env });
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).not.toContain('new token');
+      const installTokens = async () =>
+        (
+          JSON.parse((await runCli(['token', 'list', '--json', '--all'], { env })).stdout)
+            .tokens as { label: string | null; revokedAt: string | null }[]
+        ).filter((info) => info.label?.startsWith('ctxbus install claude-code'));
+      expect(await installTokens()).toEqual([
+        expect.objectContaining({
+          label: `ctxbus install claude-code project ${project}`,
+          revokedAt: null,
+        }),
+      ]);
+      expect(
+        JSON.parse(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8')).env
+          .CTXBUS_TOKEN,
+      ).toBe(settings.env.CTXBUS_TOKEN);
+      // A project directory that does not exist is refused, in one line, before anything is made.
+      const missing = join(project, 'no-such-dir');
+      const refused = await runCli(['install', 'claude-code', '--project', missing], { env });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim()).toBe(`ctxbus: error: --project ${missing}: no such directory`);
+      expect(existsSync(missing)).toBe(false);
 
       // doctor checks it all, changing nothing.
       const healthy = await runCli(['doctor', '--project', project], { env });
@@ -267,6 +292,43 @@ describe('ctxbus CLI', () => {
         `fix: run \`ctxbus install claude-code --project ${broken}\` again`,
       );
       expect(sick.stderr.trim()).toBe('ctxbus: error: 1 check failed');
+
+      // Uninstall takes out what install added, ~/.claude.json's entry for the project too, and
+      // revokes the token install minted: nothing keeps working after it.
+      const removed = await runCli(
+        ['install', 'claude-code', '--project', project, '--uninstall'],
+        {
+          env,
+        },
+      );
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(removed.stdout).toMatch(/; revoked acme\/claude-code \(/);
+      expect(await installTokens()).toEqual([
+        expect.objectContaining({ revokedAt: expect.any(String) }),
+      ]);
+      const revoked = await runCli(['shared', '--json'], {
+        env: { ...env, CTXBUS_TOKEN: settings.env.CTXBUS_TOKEN },
+      });
+      expect(revoked.code).toBe(3);
+      // Codex missing: install codex says so (not found, 4) before it mints or saves a token.
+      const noCodex = await runCli(
+        ['install', 'codex', '--codex', join(project, 'no-codex'), '--team', 'acme'],
+        { env },
+      );
+      expect(noCodex.code).toBe(4);
+      expect(noCodex.stderr).toMatch(/no-codex not found: install the Codex CLI/);
+      expect(
+        JSON.parse((await runCli(['token', 'list', '--json'], { env })).stdout).tokens.filter(
+          (info: { runtime: string | null }) => info.runtime === 'codex',
+        ),
+      ).toEqual([]);
+      expect(readFileSync(join(configDir, 'credentials.json'), 'utf8')).not.toContain('codex');
+      const claudeState = join(env.HOME, '.claude.json');
+      expect(
+        existsSync(claudeState)
+          ? JSON.parse(readFileSync(claudeState, 'utf8')).projects?.[project]
+          : undefined,
+      ).toBeUndefined();
 
       // Without an admin token the installer says what it needs, in one line.
       const elsewhere = await runCli(['install', 'claude-code', '--project', project], {

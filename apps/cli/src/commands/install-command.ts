@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printLine } from '../output.js';
@@ -6,6 +7,21 @@ import type { InstallFlags, OpenClawFlags } from './install.js';
 import type { CodexFlags } from './install-codex.js';
 
 // `ctxbus install`: the command and its options; what it does (install.ts) loads when it runs.
+
+/**
+ * Where `install claude-code` writes: --user, else --project's directory, which must exist
+ * (uninstall may name one that is gone: its entry in ~/.claude.json still goes).
+ */
+function claudeCodeTarget(
+  flags: InstallFlags,
+): { kind: 'user' } | { kind: 'project'; dir: string } {
+  if (flags.user) return { kind: 'user' };
+  const dir = resolve(typeof flags.project === 'string' ? flags.project : process.cwd());
+  if (!flags.uninstall && !(existsSync(dir) && statSync(dir).isDirectory())) {
+    throw new CtxbusError('validation_failed', `--project ${dir}: no such directory`);
+  }
+  return { kind: 'project', dir };
+}
 
 export function registerInstall(
   program: Command,
@@ -43,30 +59,41 @@ export function registerInstall(
     )
     .action((flags: InstallFlags) =>
       run(async () => {
-        const { hubUrl, installToken, packagedRuntimeDir } = await import('./install.js');
+        const { hubUrl, installLabel, installToken, packagedRuntimeDir, tokenWorks } = await import(
+          './install.js'
+        );
         if (flags.user && flags.project !== undefined) {
           throw new CtxbusError('validation_failed', 'give --project or --user, not both');
         }
-        const { installClaudeCode, uninstallClaudeCode } = await import(
+        const { inspectClaudeCode, installClaudeCode, uninstallClaudeCode } = await import(
           '@ctxbus/adapter-claude-code'
         );
-        const target = flags.user
-          ? ({ kind: 'user' } as const)
-          : ({
-              kind: 'project',
-              dir: typeof flags.project === 'string' ? flags.project : process.cwd(),
-            } as const);
+        const target = claudeCodeTarget(flags);
+        const label = installLabel(
+          'claude-code',
+          target.kind === 'user' ? 'user' : `project ${target.dir}`,
+        );
+        const installed = inspectClaudeCode(target);
         if (flags.uninstall) {
           const result = uninstallClaudeCode(target);
+          const { revokeInstallTokens } = await import('./install.js');
+          const hub = installed.url ?? hubUrl(flags.url);
+          const revoked = await revokeInstallTokens(hub, label, flags);
           printLine(
             result.files.length
-              ? `removed ctxbus from ${result.files.join(', ')}`
-              : 'nothing to remove',
+              ? `removed ctxbus from ${result.files.join(', ')}${revoked ? `; ${revoked}` : ''}`
+              : `nothing to remove${revoked ? `; ${revoked}` : ''}`,
           );
           return;
         }
         const url = hubUrl(flags.url);
-        const { token, minted } = await installToken(url, 'claude-code', flags);
+        // A re-run keeps the token already installed for this hub while the hub takes it.
+        const kept =
+          !flags.token && installed.url === url && installed.token ? installed.token : null;
+        const { token, minted } =
+          kept && (await tokenWorks(url, kept))
+            ? { token: kept, minted: null }
+            : await installToken(url, 'claude-code', flags, label);
         const packaged = packagedRuntimeDir('claude-code');
         const result = installClaudeCode({
           target,

@@ -31,6 +31,7 @@ export async function installToken(
   url: string,
   runtime: string,
   flags: InstallFlags,
+  label = installLabel(runtime),
 ): Promise<{ token: string; minted: string | null; tokenId: string | null }> {
   if (flags.token) return { token: flags.token, minted: null, tokenId: null };
   const admin = findAdminToken(url, flags.adminToken);
@@ -46,7 +47,7 @@ export async function installToken(
     const created = await createClient({ url, token: admin }).createToken({
       teamId,
       runtime,
-      label: `ctxbus install ${runtime}`,
+      label,
     });
     return { token: created.token, minted: `${teamId}/${runtime}`, tokenId: created.info.id };
   }
@@ -57,6 +58,39 @@ export async function installToken(
     'validation_failed',
     `no token for ${runtime}: pass --token, or an admin token (--admin-token, CTXBUS_ADMIN_TOKEN, or a hub started here with ctxbus serve) to mint one`,
   );
+}
+
+/** The label of the tokens install mints for `runtime` (and `where`: a project, a profile). */
+export const installLabel = (runtime: string, where?: string): string =>
+  `ctxbus install ${runtime}${where ? ` ${where}` : ''}`.slice(0, 200);
+
+/**
+ * Revokes the tokens install minted with `label` on the hub (uninstall): with an admin token,
+ * every live token of that label; without one, says how. A phrase for the output, or null when
+ * there was none to revoke.
+ */
+export async function revokeInstallTokens(
+  url: string,
+  label: string,
+  flags: Pick<InstallFlags, 'adminToken'>,
+): Promise<string | null> {
+  const admin = findAdminToken(url, flags.adminToken);
+  if (!admin) {
+    return `tokens minted by install (label "${label}") still work: revoke them with ctxbus token list / ctxbus token revoke ID and an admin token`;
+  }
+  const client = createClient({ url, token: admin, timeoutMs: 10_000 });
+  let live: { id: string; teamId: string | null; runtime: string | null }[];
+  try {
+    live = (await client.listTokens()).filter(
+      (info) => info.label === label && info.revokedAt === null,
+    );
+    for (const info of live) await client.revokeToken(info.id);
+  } catch (error) {
+    return `tokens minted by install (label "${label}") not revoked: ${(error as Error).message}`;
+  }
+  return live.length === 0
+    ? null
+    : `revoked ${live.map((info) => `${info.teamId}/${info.runtime} (${info.id})`).join(', ')}`;
 }
 
 /** Whether the hub accepts `token` (a re-run keeps a working token instead of minting). */
