@@ -9,7 +9,11 @@ function notFound(id: string): CtxbusError {
 }
 
 /** The refusals of a report that are audited: not the holder's runtime, or not its claim. */
-const AUDITED_REFUSALS: ReadonlySet<unknown> = new Set(['not_lease_holder', 'stale_lease']);
+const AUDITED_REFUSALS: ReadonlySet<unknown> = new Set([
+  'not_lease_holder',
+  'not_task_party',
+  'stale_lease',
+]);
 
 /**
  * Rethrows `error`; a refusal because the caller does not hold the lease is audited first
@@ -236,7 +240,7 @@ export const taskRoutes = [
     summary:
       'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
     description:
-      "For the origin or the doer (any runtime of the team). `state` equal to the task's current state (not terminal) records the note only, as the task's status item. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
+      "For the origin or the doer. `state` equal to the task's current state (not terminal) records the note only, as the task's status item: from the runtime holding the lease while the task is WORKING (403, reason not_lease_holder), else from its origin or the runtime it is routed to (403, reason not_task_party); refusals are audited. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
     tags: ['tasks'],
     statuses: {
       200: 'The task after the update.',

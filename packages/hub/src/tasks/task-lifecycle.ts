@@ -13,6 +13,7 @@ import {
   CtxbusError,
   createTaskRequestSchema,
   isTerminalTaskState,
+  notLeaseHolderError,
   prepareParsedItem,
   routeTask,
   taskStatusItem,
@@ -92,6 +93,27 @@ function updateRefusal(task: Task, state: TaskState): string {
   return `task ${task.id} cannot be updated to ${state}: ${why}`;
 }
 
+/**
+ * Who may add a note to a task (an update to its own state), which becomes its status item:
+ * while it is WORKING only the runtime holding its lease (another runtime's "all tests passed"
+ * would be read as the worker's), otherwise its origin or the runtime it is routed to (a note
+ * on a task waiting for approval, "approved, go ahead", must not come from a bystander).
+ */
+function assertMayNote(task: Task, runtime: string): void {
+  if (task.state === 'WORKING') {
+    if (task.lease?.runtime !== runtime) {
+      throw notLeaseHolderError(task.id, runtime, task.lease?.runtime ?? null);
+    }
+    return;
+  }
+  if (runtime === task.origin || runtime === task.targetRuntime) return;
+  throw new CtxbusError(
+    'forbidden',
+    `task ${task.id}: runtime ${runtime} is neither its origin (${task.origin}) nor the runtime it is routed to (${task.targetRuntime ?? 'none yet'}); only they add notes to it`,
+    { details: { reason: 'not_task_party', taskId: task.id } },
+  );
+}
+
 export class TaskLifecycle {
   /**
    * Claim attempts (store claims) since the hub started, how many took a task, and how many of
@@ -154,6 +176,7 @@ export class TaskLifecycle {
     const request = updateTaskRequestSchema.parse(raw);
     const current = await this.find(viewer.teamId, id);
     if (request.state === current.state && !isTerminalTaskState(current.state)) {
+      assertMayNote(current, viewer.runtime);
       await this.announce(current, viewer.runtime, request.note ?? null);
       return current;
     }
