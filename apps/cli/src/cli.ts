@@ -23,7 +23,7 @@ import { registerTelegram } from './commands/telegram-command.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWhoamiCommand } from './commands/whoami-command.js';
 import { registerWorker } from './commands/worker-command.js';
-import { EXIT, exitCodeFor } from './output.js';
+import { EXIT, exitCodeFor, terminalSafe } from './output.js';
 import { VERSION } from './version.js';
 
 const HELP_FOOTER = `
@@ -64,7 +64,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     } catch (error) {
       const message =
         CtxbusError.isInstance(error) || error instanceof Error ? error.message : String(error);
-      process.stderr.write(`ctxbus: error: ${message}\n`);
+      process.stderr.write(`ctxbus: error: ${terminalSafe(message)}\n`);
       onExit(exitCodeFor(error));
     }
   };

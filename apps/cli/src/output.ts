@@ -40,8 +40,29 @@ export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
+/**
+ * Text other runtimes wrote, made safe to show on a terminal: control characters (all but
+ * newline and tab: escape sequences that recolour, conceal or move the cursor, OSC 52
+ * clipboard writes) and the bidirectional overrides that reorder what is displayed become
+ * visible escapes (`\x1b`, `\u202e`). An agent's title never hides the command on the
+ * approve screen, nor drives the person's terminal.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (char) => {
+      const code = char.charCodeAt(0);
+      return code < 0x100
+        ? `\\x${code.toString(16).padStart(2, '0')}`
+        : `\\u${code.toString(16).padStart(4, '0')}`;
+    },
+  );
+}
+
+/** One line for a person (or a pipe): what other runtimes wrote is shown, never obeyed. */
 export function printLine(line: string): void {
-  process.stdout.write(`${line}\n`);
+  process.stdout.write(`${terminalSafe(line)}\n`);
 }
 
 /** One line per item: `#seq type [urgency] title — summary (runtime, date) id`. */

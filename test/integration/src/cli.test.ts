@@ -227,6 +227,21 @@ describe('ctxbus CLI', () => {
         teamId: 'acme',
         source: { runtime: 'cli' },
       });
+      // What another runtime wrote reaches the terminal as text, never as escape sequences.
+      const hostile = await runCli(
+        [
+          'write',
+          '--type',
+          'status',
+          '--title',
+          'build \u001b[8mhidden \u001b]52;c;ZXZpbA==\u0007 done',
+        ],
+        { env },
+      );
+      expect(hostile.code, hostile.stderr).toBe(0);
+      const shown = await runCli(['read'], { env });
+      expect(shown.stdout).toContain('build \\x1b[8mhidden \\x1b]52;c;ZXZpbA==\\x07 done');
+      for (const raw of ['\u001b', '\u0007']) expect(shown.stdout).not.toContain(raw);
 
       // The installer mints Claude Code's own token, in the team of the CLI's token.
       const installed = await runCli(['install', 'claude-code', '--project', project], { env });

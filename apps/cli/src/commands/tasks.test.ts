@@ -36,6 +36,15 @@ describe('the approval a person confirms at the terminal', () => {
     expect(text).not.toContain('\u001b');
   });
 
+  it("shows an agent's control characters and bidi overrides as escapes: nothing hides or reorders the command", () => {
+    const task = waiting({ argv: ['rm', '-rf', '/tmp/x\u202e#'] });
+    task.title = 'run tests \u001b[31mRED\u001b[8mCONCEALED \u001b]52;c;ZXZpbA==\u0007';
+    const text = confirmationText(task, 'ef'.repeat(32));
+    expect(text).toContain('run tests \\x1b[31mRED\\x1b[8mCONCEALED \\x1b]52;c;ZXZpbA==\\x07');
+    expect(text).toContain('  command:    ["rm","-rf","/tmp/x\\u202e#"]');
+    for (const raw of ['\u001b', '\u0007', '\u202e']) expect(text).not.toContain(raw);
+  });
+
   it('has no reason line when the runtime gave none (a worker asks with its script hash)', () => {
     const text = confirmationText(waiting({ scriptHash: 'f'.repeat(64) }), 'cd'.repeat(32));
     expect(text).not.toContain('reason:');

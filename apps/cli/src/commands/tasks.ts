@@ -5,6 +5,7 @@ import { CtxbusError } from '@ctxbus/core/light';
 import { commandDigest } from '@ctxbus/exec';
 import { hubCredentials } from '../credentials.js';
 import { findAdminToken, hubUrl } from '../hub-target.js';
+import { terminalSafe } from '../output.js';
 import { CONFIRM_CHARS } from './task-confirm.js';
 
 // `ctxbus tasks [--state S]`, `ctxbus task ID`: what is routed where; `ctxbus approve ID` and
@@ -90,7 +91,7 @@ const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500)
 export function confirmationText(task: Task, digest: string): string {
   const approval = task.approval;
   const request = (approval?.request ?? {}) as ApprovalRequestView;
-  return [
+  const lines = [
     `Task ${task.id}: ${task.title}`,
     `  asked by:   ${task.origin}; run by ${approval?.requestedBy ?? '?'}${request.because ? ` (${request.because})` : ''}`,
     `  command:    ${JSON.stringify(request.argv ?? [])}`,
@@ -105,7 +106,9 @@ export function confirmationText(task: Task, digest: string): string {
     `  digest:     ${digest}`,
     '',
     `Approve exactly this, once? Type the first ${CONFIRM_CHARS} characters of the digest (anything else cancels): `,
-  ].join('\n');
+  ];
+  // The title and the command are an agent's words: shown, never obeyed by the terminal.
+  return terminalSafe(lines.join('\n'));
 }
 
 /**
