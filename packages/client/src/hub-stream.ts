@@ -102,6 +102,12 @@ function readyAfter(data: string): number | undefined {
   }
 }
 
+/** The hub refused a resume point past its newest change (400, reason `beyond_newest`). */
+const beyondNewest = (error: unknown): boolean =>
+  CtxbusError.isInstance(error) &&
+  (error.details as { details?: { reason?: unknown } } | undefined)?.details?.reason ===
+    'beyond_newest';
+
 /**
  * Reads the hub's live changes. When the connection drops or the hub ends it (`disconnect`: a
  * slow reader), it reconnects after a jittered, doubling wait with `Last-Event-ID` = the last
@@ -120,6 +126,7 @@ export async function* readHubStream<T extends { seq: number }>(
     jitter: 0.5,
   });
   let lastSeq = options.since;
+  let wasLive = false;
   try {
     while (!signal?.aborted) {
       let cause: unknown;
@@ -142,6 +149,7 @@ export async function* readHubStream<T extends { seq: number }>(
           if (message.event === 'ready') {
             backoff.reset();
             lastSeq ??= readyAfter(message.data);
+            wasLive = true;
             onState?.('live');
           } else if (message.event === 'disconnect') {
             const end = streamDisconnectSchema.parse(JSON.parse(message.data));
@@ -165,6 +173,14 @@ export async function* readHubStream<T extends { seq: number }>(
         cause ??= new CtxbusError('unavailable', 'the hub closed the stream');
       } catch (error) {
         if (signal?.aborted) return;
+        if (wasLive && beyondNewest(error)) {
+          // The hub's changes start over below where this reader was (its store was replaced):
+          // nothing it holds is ahead, so it goes on from the hub's newest change.
+          lastSeq = undefined;
+          cause = error;
+          onState?.('reconnecting', cause);
+          continue;
+        }
         const retryable = CtxbusError.isInstance(error) ? error.retryable : true;
         if (!reconnect || !retryable) {
           if (CtxbusError.isInstance(error)) throw error;

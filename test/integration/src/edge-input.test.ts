@@ -128,7 +128,9 @@ function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
         const header = openStream(hub.url, hub.tokens.token, { lastEventId: value });
         expect(await header.status, `Last-Event-ID ${value}`).toBe(400);
       }
-      // The largest safe sequence is accepted (and simply has nothing after it yet).
+      // The largest safe sequence is a valid query (a list simply has nothing after it yet);
+      // a stream resumed there would skip every change until the hub's sequence got there
+      // without a word, so a resume point past the newest change is refused.
       const edge = String(Number.MAX_SAFE_INTEGER);
       const list = await call(hub.url, 'GET', `/api/context?since=${edge}`, {
         token: hub.tokens.token,
@@ -136,11 +138,28 @@ function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
       expect(list.status).toBe(200);
       expect(list.body.items).toEqual([]);
       const stream = openStream(hub.url, hub.tokens.token, { lastEventId: edge });
-      await stream.ready;
-      stream.close();
+      expect(await stream.status).toBe(400);
       const fromQuery = openStream(hub.url, hub.tokens.token, { query: `since=${edge}` });
-      await fromQuery.ready;
-      fromQuery.close();
+      expect(await fromQuery.status).toBe(400);
+    });
+
+    it('refuses to resume a stream past the newest change; at the newest, it delivers what comes next', async () => {
+      const written = await call(hub.url, 'POST', '/api/context', {
+        token: hub.tokens.token,
+        body: { type: 'status', title: 'the newest so far' },
+      });
+      const newest = written.body.items[0].seq as number;
+      const ahead = await call(hub.url, 'GET', `/api/stream?since=${newest + 1000}`, {
+        token: hub.tokens.token,
+      });
+      expect(ahead.status).toBe(400);
+      expect(ahead.body.error.details).toMatchObject({ reason: 'beyond_newest' });
+      expect(ahead.body.error.message).toMatch(/beyond the newest change/);
+      const header = openStream(hub.url, hub.tokens.token, { lastEventId: String(newest + 1) });
+      expect(await header.status).toBe(400);
+      const atNewest = openStream(hub.url, hub.tokens.token, { lastEventId: String(newest) });
+      await atNewest.ready;
+      atNewest.close();
     });
 
     it('reads a sequence only as digits, in since and Last-Event-ID alike', async () => {

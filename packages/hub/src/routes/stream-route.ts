@@ -62,12 +62,18 @@ export function webSocketMessage(change: Change, blackboard = false): string {
   return message;
 }
 
-/** Where a stream starts: Last-Event-ID, else `since`, else the newest change. */
+/**
+ * Where a stream starts: Last-Event-ID, else `since`, else the newest change. A point past the
+ * newest change is refused (400, reason `beyond_newest`): no sequence this hub gave is there,
+ * and a stream started there would skip every change up to it without a word.
+ */
 export function resumeSeq(
   header: string | undefined,
   since: number | undefined,
   latest: number,
 ): number {
+  let from = since;
+  let name = 'since';
   if (header !== undefined && header.trim() !== '') {
     // The same rule as `since`: digits, at most 2^53 - 1, refused alike on every store.
     if (!isSequenceText(header.trim())) {
@@ -76,9 +82,18 @@ export function resumeSeq(
         `Last-Event-ID must be a sequence number from 0 to ${Number.MAX_SAFE_INTEGER}`,
       );
     }
-    return Number(header.trim());
+    from = Number(header.trim());
+    name = 'Last-Event-ID';
   }
-  return since ?? latest;
+  if (from === undefined) return latest;
+  if (from > latest) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${name} ${from} is beyond the newest change (${latest}): resume from a sequence this hub gave, or leave it out to start at the newest`,
+      { details: { reason: 'beyond_newest', newest: latest } },
+    );
+  }
+  return from;
 }
 
 /** The token a stream is opened with (so that its revocation ends the stream). */
