@@ -125,6 +125,7 @@ export {
   extractDecisions,
   injectionReportSchema,
   isConflict,
+  isConflictKey,
   isSequenceText,
   itemFromColumns,
   itemIdSchema,

@@ -19,6 +19,10 @@ export const DEFAULT_CONFLICT_WINDOW_MS = 10 * 60_000;
 
 const KEY_PREFIX = 'conflict/';
 
+/** Whether `key` is one of the hub's conflict keys (`conflict/...`), which no runtime writes. */
+export const isConflictKey = (key: string | null | undefined): boolean =>
+  key?.startsWith(KEY_PREFIX) ?? false;
+
 /** The key of the conflict items about `key` (a newer conflict on it supersedes the older). */
 export function conflictKey(key: string): string {
   const plain = `${KEY_PREFIX}${key}`;

@@ -55,6 +55,7 @@ export {
   conflictView,
   DEFAULT_CONFLICT_WINDOW_MS,
   isConflict,
+  isConflictKey,
   resolutionItemInput,
   sameValue,
 } from './conflicts.js';

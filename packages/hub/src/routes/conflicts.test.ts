@@ -191,6 +191,38 @@ describe('resolving a conflict', () => {
     ]);
   });
 
+  it("an agent cannot close or hide a conflict by writing the hub's items: conflict keys and supersedes are refused (403, audited)", async () => {
+    await write('claude-code', 'Use Redis', 'project/cache');
+    await write('openclaw', 'Use Memcached', 'project/cache');
+    const [conflict] = await openConflicts();
+    const attempts: [string, unknown][] = [
+      [
+        'POST /api/context',
+        { type: 'decision', title: 'ok', key: 'conflict/project/cache', supersedes: conflict.id },
+      ],
+      ['POST /api/context', { type: 'decision', title: 'settled', supersedes: conflict.id }],
+      ['POST /api/context', { type: 'status', title: 'fine', key: 'conflict/project/other' }],
+    ];
+    for (const [route, body] of attempts) {
+      const [method, path] = route.split(' ') as [string, string];
+      const refused = await call(method, path, 'openclaw', body);
+      expect(refused.status, JSON.stringify(body)).toBe(403);
+      expect(refused.body.error.details).toMatchObject({ reason: 'reserved_key' });
+    }
+    const forgot = await call('DELETE', '/api/context?key=conflict/project/cache', 'openclaw');
+    expect(forgot.status).toBe(403);
+    // The conflict is still open, for a person to resolve; each attempt is in the audit log.
+    expect((await openConflicts()).map((open) => open.id)).toEqual([conflict.id]);
+    const audit = await call('GET', '/api/audit?limit=50', 'cli');
+    expect(
+      audit.body.records.filter((record: any) => record.kind === 'conflict.refused'),
+    ).toHaveLength(4);
+    const resolved = await call('POST', `/api/conflicts/${conflict.id}/resolve`, 'cli', {
+      keep: conflict.values[0].id,
+    });
+    expect(resolved.status).toBe(200);
+  });
+
   it('keeping the value that holds the key writes no new value; an admin names the team', async () => {
     await write('claude-code', 'a');
     const second = await write('openclaw', 'b');

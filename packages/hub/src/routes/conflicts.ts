@@ -7,6 +7,7 @@ import {
   conflictOf,
   contextItemInputSchema,
   isConflict,
+  isConflictKey,
   personRefusal,
   prepareParsedItem,
   resolutionItemInput,
@@ -118,6 +119,38 @@ async function refuse(
     data: { runtime, ...(error.details as Record<string, unknown>), message: error.message },
   });
   throw error;
+}
+
+/**
+ * The `conflict/` keys are the hub's, and a conflict closes only by a person's choice: a write
+ * to one of those keys, or one that supersedes a conflict item by name, would close or hide an
+ * open conflict with an agent's value left holding the key. Refused (403, reason
+ * `reserved_key`) and audited (`conflict.refused`).
+ */
+export async function assertNoConflictTakeover(
+  services: HubServices,
+  viewer: Viewer,
+  inputs: readonly { key?: string | null | undefined; supersedes?: string | null | undefined }[],
+): Promise<void> {
+  for (const input of inputs) {
+    let subject: string | null = isConflictKey(input.key) ? (input.key ?? null) : null;
+    if (subject === null && input.supersedes) {
+      const target = await services.store.getItem(viewer, input.supersedes);
+      if (target && (isConflictKey(target.key) || conflictOf(target))) subject = target.id;
+    }
+    if (subject === null) continue;
+    await refuse(
+      services,
+      viewer.teamId,
+      subject,
+      viewer.runtime,
+      new CtxbusError(
+        'forbidden',
+        `${subject}: conflict items are the hub's; a person resolves a conflict (ctxbus conflicts resolve, Telegram, the dashboard, POST /api/conflicts/:id/resolve)`,
+        { details: { reason: 'reserved_key' } },
+      ),
+    );
+  }
 }
 
 /** Who picks, for which team: an admin naming the team, or a people's runtime for its own. */

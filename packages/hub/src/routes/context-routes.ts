@@ -17,7 +17,7 @@ import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
 import { searchContext } from '../search/hybrid-search.js';
 import { bundleItemIds } from './analytics-route.js';
-import { raiseConflicts } from './conflicts.js';
+import { assertNoConflictTakeover, raiseConflicts } from './conflicts.js';
 import { forgetKey } from './forget-key.js';
 
 function notFound(id: string): CtxbusError {
@@ -159,6 +159,7 @@ export const contextRoutes = [
         }
         return item;
       });
+      await assertNoConflictTakeover(services, writer, prepared);
       const outcomes = await services.store.writeItems(prepared);
       const created = outcomes.some((outcome) => outcome.status === 'created');
       if (created) {
@@ -201,6 +202,7 @@ export const contextRoutes = [
     tags: ['context'],
     statuses: { 200: 'What was removed.' },
     async handler({ query, viewer, services }) {
+      await assertNoConflictTakeover(services, viewer, [{ key: query.key }]);
       return { status: 200, body: await forgetKey(services, viewer, query.key) };
     },
   }),
