@@ -109,6 +109,7 @@ export type {
 export {
   ANALYTICS_MAX_WINDOW_DAYS,
   applyListOptions,
+  assertNoSecretInJson,
   CHANGE_EVENT_NAMES,
   CONFLICT_TAG,
   CONFLICT_WRITER,
@@ -138,6 +139,7 @@ export {
   parseWriteRequest,
   prepareItem,
   prepareParsedItem,
+  redactJson,
   redactSecrets,
   resolutionItemInput,
   runtimeNameSchema,

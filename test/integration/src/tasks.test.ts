@@ -159,6 +159,37 @@ describe('tasks routed and run through the hub', () => {
     expect(again.status).toBe(409);
   });
 
+  it('keeps secrets out of what a task stores: its text and result redacted, its input refused (it runs as given)', async () => {
+    const key = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789AB';
+    const refused = await call(hub.url, 'POST', '/api/tasks', {
+      token: hub.tokens.claw,
+      body: codeTask('push', {
+        input: { argv: ['git', 'push', `https://x:${key}@github.com/a/b`] },
+      }),
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details).toMatchObject({
+      field: 'input.argv[2]',
+      reason: 'secret_in_identifier',
+    });
+    expect(JSON.stringify(refused.body)).not.toContain(key);
+    const created = await create(
+      hub.tokens.claw,
+      codeTask(`deploy with ${key}`, { description: `password=hunter2 and ${key}` }),
+    );
+    const id = created.body.task.id as string;
+    expect(created.body.task.title).toBe('deploy with [REDACTED:github-token]');
+    const task = await claimThis(id, 'worker-secrets');
+    const done = await call(hub.url, 'POST', `/api/tasks/${id}/complete`, {
+      token: hub.tokens.code,
+      body: { token: task.lease.token, result: { exitCode: 0, stdout: `token ${key} ok` } },
+    });
+    expect(done.status).toBe(200);
+    const read = await getTask(id);
+    expect(read.body.task.result.stdout).toBe('token [REDACTED:github-token] ok');
+    expect(JSON.stringify(read.body)).not.toMatch(/ghp_|hunter2/);
+  });
+
   it('gives a lost lease to the next worker and refuses the old worker its late result (fencing)', async () => {
     const created = await create(hub.tokens.claw, codeTask('lose my lease'));
     const id = created.body.task.id as string;

@@ -79,6 +79,22 @@ it('refuses runtimeOptions nested deeper than 32 levels as an issue, never a sta
 });
 
 describe('prepareItem', () => {
+  it.each([
+    [{ key: 'creds/sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789' }, 'key'],
+    [{ relevanceTags: ['ok', 'ghp_abcdefghijklmnopqrstuvwxyz0123456789AB'] }, 'relevanceTags[1]'],
+    [{ scopeKey: 'thread:ghp_abcdefghijklmnopqrstuvwxyz0123456789AB' }, 'scopeKey'],
+    [{ sourceAgentId: 'sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789' }, 'sourceAgentId'],
+    [{ sourceThreadId: 'xoxb-123456789012-abcdefghijkl' }, 'sourceThreadId'],
+    [{ sourceTaskId: 'AKIAIOSFODNN7EXAMPLE' }, 'sourceTaskId'],
+  ])('refuses a secret in an identifier: %o (%s), before anything is stored', (fields, field) => {
+    expect(() => prepareItem({ type: 'status', title: 'x', ...fields }, writer, { now })).toThrow(
+      expect.objectContaining({
+        code: 'validation_failed',
+        details: expect.objectContaining({ field, reason: 'secret_in_identifier' }),
+      }),
+    );
+  });
+
   it('applies defaults and takes the runtime from the writer', () => {
     const item = prepareItem({ type: 'discovery', title: 'Tests are flaky' }, writer, { now });
     expect(item).toMatchObject({

@@ -3,7 +3,7 @@ import { hashValue } from '../shared/canonical-hash.js';
 import { countTokens } from '../shared/tokens.js';
 import type { ContextItem, ContextItemInput, Redaction, Scope } from './context-item.js';
 import { contextItemInputSchema, sourceOf } from './context-item.js';
-import { redactJson, redactSecrets } from './redact-secrets.js';
+import { assertNoSecret, redactJson, redactSecrets } from './redact-secrets.js';
 
 /** Who is writing: every token belongs to one team and one runtime. */
 export interface Writer {
@@ -68,6 +68,22 @@ export function prepareItem(raw: unknown, writer: Writer, options: PrepareOption
   return prepareParsedItem(input, writer, options);
 }
 
+/** The identifiers of an item: never rewritten, so a secret in one is refused. */
+function assertNoSecrets(
+  input: ContextItemInput,
+  source: { agentId: string | null; taskId: string | null; threadId: string | null },
+  scopeKey: string | null,
+): void {
+  assertNoSecret(input.key, 'key');
+  assertNoSecret(scopeKey, 'scopeKey');
+  assertNoSecret(source.agentId, 'sourceAgentId');
+  assertNoSecret(source.taskId, 'sourceTaskId');
+  assertNoSecret(source.threadId, 'sourceThreadId');
+  for (const [index, tag] of (input.relevanceTags ?? []).entries()) {
+    assertNoSecret(tag, `relevanceTags[${index}]`);
+  }
+}
+
 export function prepareParsedItem(
   input: ContextItemInput,
   writer: Writer,
@@ -104,6 +120,7 @@ export function prepareParsedItem(
   const scopeKey =
     input.scopeKey ??
     defaultScopeKey(scope, source.taskId ?? undefined, source.threadId ?? undefined);
+  assertNoSecrets(input, source, scopeKey);
 
   let expiresAt: string | null = null;
   if (input.expiresAt !== undefined) expiresAt = new Date(input.expiresAt).toISOString();

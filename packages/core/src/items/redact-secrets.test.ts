@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { redactJson, redactSecrets } from './redact-secrets.js';
+import {
+  assertNoSecret,
+  assertNoSecretInJson,
+  redactJson,
+  redactSecrets,
+} from './redact-secrets.js';
 
 describe('redactSecrets', () => {
   const cases: [string, string, string][] = [
@@ -16,6 +21,9 @@ describe('redactSecrets', () => {
     ['url-password', 'postgres://app:hunter2secret@db.local:5432/app', 'hunter2secret'],
     ['secret-assignment', 'export DB_PASSWORD=correcthorsebattery', 'correcthorsebattery'],
     ['secret-assignment', 'api_key: "zzzz1111yyyy2222"', 'zzzz1111yyyy2222'],
+    // A password is one however short; docs/api.md says `password=` assignments go.
+    ['secret-assignment', 'login with password=hunter2 today', 'hunter2'],
+    ['secret-assignment', 'password: "pa55"', 'pa55'],
     ['ctxbus-token', 'token cbx_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'cbx_AAAA'],
     [
       'jwt',
@@ -77,6 +85,20 @@ describe('redactSecrets', () => {
     for (const run of ['a-'.repeat(20_000), 'a.'.repeat(20_000), 'eyJ-'.repeat(10_000)]) {
       expect(redactSecrets(run, 'content')).toEqual({ text: run, redactions: [] });
     }
+  });
+
+  it('refuses a secret in an identifier (never rewritten), naming the field and the kind', () => {
+    expect(() =>
+      assertNoSecret('deploy/ghp_abcdefghijklmnopqrstuvwxyz0123456789AB', 'key'),
+    ).toThrow(/^key: looks like a secret \(github-token\); identifiers are stored as given/);
+    expect(() => assertNoSecret('project/db', 'key')).not.toThrow();
+    expect(() =>
+      assertNoSecretInJson(
+        { argv: ['curl', '-H', 'Authorization: Bearer abcdef0123456789abcdef'] },
+        'input',
+        'give it through the environment',
+      ),
+    ).toThrow(/^input\.argv\[2\]: looks like a secret \(bearer-token\); give it/);
   });
 
   it('leaves ordinary prose alone', () => {

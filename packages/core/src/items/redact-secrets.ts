@@ -1,3 +1,4 @@
+import { CtxbusError } from '../shared/errors.js';
 import type { Redaction } from './context-item.js';
 
 interface SecretPattern {
@@ -53,6 +54,13 @@ const PATTERNS: readonly SecretPattern[] = [
   },
   {
     kind: 'secret-assignment',
+    // A password is a secret however short (`password=hunter2`); keys and tokens below are
+    // long, and a short value after their names is usually not one (`token: none`).
+    pattern: /((?:passw(?:or)?d|pwd)["']?\s*[:=]\s*["']?)([^\s"',;]{4,})/gi,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
     pattern:
       // From the key word on (`my_api_key = …` matches at `api_key`): the rest of the name stays
       // as it is, outside the match.
@@ -92,6 +100,42 @@ export function redactSecrets(text: string, field: string): RedactionResult {
   }
   const redactions = [...counts].map(([kind, count]) => ({ field, kind, count }));
   return { text: out, redactions };
+}
+
+/**
+ * Refuses a secret in an identifier (a key, a tag, a scope key, a source id): identifiers are
+ * stored and matched as given, so one is never rewritten; a secret there is a 400 naming the
+ * field and the kind, before anything touches disk.
+ */
+export function assertNoSecret(
+  text: string | null | undefined,
+  field: string,
+  why = 'identifiers are stored as given, so they may not hold one',
+): void {
+  if (!text) return;
+  const [found] = redactSecrets(text, field).redactions;
+  if (!found) return;
+  throw new CtxbusError(
+    'validation_failed',
+    `${field}: looks like a secret (${found.kind}); ${why}`,
+    {
+      details: { field, reason: 'secret_in_identifier', kind: found.kind },
+    },
+  );
+}
+
+/** assertNoSecret over every string inside a JSON value (a task's input: run as given). */
+export function assertNoSecretInJson(value: unknown, field: string, why: string): void {
+  if (typeof value === 'string') assertNoSecret(value, field, why);
+  else if (Array.isArray(value)) {
+    for (const [index, child] of value.entries()) {
+      assertNoSecretInJson(child, `${field}[${index}]`, why);
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const [name, child] of Object.entries(value)) {
+      assertNoSecretInJson(child, `${field}.${name}`, why);
+    }
+  }
 }
 
 /** Redacts every string inside a JSON value; field names are JSON-pointer-like paths. */

@@ -10,11 +10,14 @@ import type {
   Viewer,
 } from '@ctxbus/core';
 import {
+  assertNoSecretInJson,
   CtxbusError,
   createTaskRequestSchema,
   isTerminalTaskState,
   notLeaseHolderError,
   prepareParsedItem,
+  redactJson,
+  redactSecrets,
   routeTask,
   taskStatusItem,
   UPDATE_TASK_STATES,
@@ -93,6 +96,15 @@ function updateRefusal(task: Task, state: TaskState): string {
   return `task ${task.id} cannot be updated to ${state}: ${why}`;
 }
 
+/** A task's text (title, description, notes, error messages), its secrets redacted. */
+const redacted = (text: string): string => redactSecrets(text, 'task').text;
+const nullableRedacted = (text: string | undefined): string | null =>
+  text === undefined ? null : redacted(text);
+
+/** Why a secret in a task's input is refused rather than redacted. */
+const INPUT_SECRET =
+  "a task's input is run as given and kept where the team reads it: give the worker the secret through its own environment instead";
+
 /**
  * Who may add a note to a task (an update to its own state), which becomes its status item:
  * while it is WORKING only the runtime holding its lease (another runtime's "all tests passed"
@@ -147,10 +159,11 @@ export class TaskLifecycle {
       live,
     );
     const { state, targetRuntime } = placement(routing, viewer.runtime);
+    assertNoSecretInJson(request.input, 'input', INPUT_SECRET);
     const outcome = await this.relayed(
       store.createTask(viewer.teamId, {
-        title: request.title,
-        ...(request.description !== undefined && { description: request.description }),
+        title: redacted(request.title),
+        ...(request.description !== undefined && { description: redacted(request.description) }),
         requiredCapabilities: request.requiredCapabilities,
         origin: viewer.runtime,
         ...(request.scope !== undefined && { scope: request.scope }),
@@ -177,7 +190,7 @@ export class TaskLifecycle {
     const current = await this.find(viewer.teamId, id);
     if (request.state === current.state && !isTerminalTaskState(current.state)) {
       assertMayNote(current, viewer.runtime);
-      await this.announce(current, viewer.runtime, request.note ?? null);
+      await this.announce(current, viewer.runtime, nullableRedacted(request.note));
       return current;
     }
     if (!(UPDATE_TASK_STATES as readonly string[]).includes(request.state)) {
@@ -198,7 +211,7 @@ export class TaskLifecycle {
     return this.move(viewer.teamId, id, {
       state: request.state,
       by: viewer.runtime,
-      ...(request.note !== undefined && { note: request.note }),
+      ...(request.note !== undefined && { note: redacted(request.note) }),
       ...(request.token !== undefined && { token: request.token }),
       holder: viewer.runtime,
     });
@@ -211,7 +224,9 @@ export class TaskLifecycle {
 
   /** Any non-terminal state -> CANCELED; a canceled task is returned as it is. */
   cancel(teamId: string, id: string, by: string, note?: string): Promise<Task> {
-    return this.relayed(this.deps.store.cancelTask(teamId, id, by, note));
+    return this.relayed(
+      this.deps.store.cancelTask(teamId, id, by, note === undefined ? note : redacted(note)),
+    );
   }
 
   /**
@@ -275,8 +290,10 @@ export class TaskLifecycle {
 
   /** The holder finishes the task with its result (`actor`: the worker's runtime). */
   complete(teamId: string, id: string, token: number, result: unknown, actor: string) {
+    // The output is kept on the task, read by the team: its secrets go before it is stored.
+    const kept = redactJson(result, 'result').value;
     return this.relayedLater(
-      this.deps.store.completeTask(teamId, id, token, result, { actor, holder: actor }),
+      this.deps.store.completeTask(teamId, id, token, kept, { actor, holder: actor }),
     );
   }
 
@@ -288,8 +305,10 @@ export class TaskLifecycle {
     error: TaskError,
     options: { retry?: boolean; actor: string },
   ): Promise<Task> {
+    const told =
+      typeof error?.message === 'string' ? { ...error, message: redacted(error.message) } : error;
     return this.relayedLater(
-      this.deps.store.failTask(teamId, id, token, error, { ...options, holder: options.actor }),
+      this.deps.store.failTask(teamId, id, token, told, { ...options, holder: options.actor }),
     );
   }
 
