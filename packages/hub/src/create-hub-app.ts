@@ -104,15 +104,41 @@ function notFound(routes: readonly AnyRouteDefinition[]): NotFoundHandler {
   };
 }
 
-/** A typed error answers as itself; anything else is logged and answers 500. */
+/** Errors of a client that went away mid-request (a body cut short): its doing, not a fault. */
+const CLIENT_GONE = new Set(['ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+function clientGone(error: unknown): boolean {
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 4; depth += 1) {
+    if (CLIENT_GONE.has((at as NodeJS.ErrnoException).code ?? '')) return true;
+    at = at.cause;
+  }
+  return false;
+}
+
+/**
+ * A typed error answers as itself; anything else is logged and answers 500. Only a fault of the
+ * hub's own is an error with its stack: a refusal the hub meant (an `unavailable` answer such as
+ * "no public URL for that Host", which any client can ask for) is one warning line, and a client
+ * that hung up mid-body one info line, so no client fills the log with stacks.
+ */
 function onError(logger: Logger): Parameters<Hono['onError']>[0] {
   return (error, context) => {
     if (CtxbusError.isInstance(error)) {
-      if (error.status >= 500) logger.error({ err: error }, error.message);
+      if (error.code === 'internal') logger.error({ err: error }, error.message);
+      else if (error.status >= 500) {
+        logger.warn({ code: error.code, path: context.req.path }, error.message);
+      }
       return context.json(error.toJSON(), error.status as 400);
     }
     if (error instanceof HTTPException) {
       return context.json(errorBody('validation_failed', error.message).toJSON(), error.status);
+    }
+    if (clientGone(error)) {
+      logger.info({ path: context.req.path }, 'the client closed the connection mid-request');
+      return context.json(
+        errorBody('validation_failed', 'the request was cut short').toJSON(),
+        400,
+      );
     }
     logger.error({ err: error, path: context.req.path }, 'unhandled error');
     return context.json(errorBody('internal', 'internal error; see the hub log').toJSON(), 500);

@@ -55,3 +55,53 @@ describe('open streams of a token revoked elsewhere', () => {
     await reader.cancel();
   });
 });
+
+describe('what the hub logs of a request that failed', () => {
+  /** A logger that keeps what each level was given. */
+  function recordingLogger() {
+    const lines: { level: string; object: Record<string, unknown>; message?: string }[] = [];
+    const at =
+      (level: string) =>
+      (object: object, message?: string): void => {
+        lines.push({ level, object: object as Record<string, unknown>, message });
+      };
+    return {
+      lines,
+      logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    };
+  }
+
+  it('keeps stacks for its own faults: a refusal any client can ask for is one warning, a client hanging up mid-body one info line', async () => {
+    const recorded = recordingLogger();
+    const logged = await createHub({ store, logger: recorded.logger });
+    try {
+      // No public URL, and a Host that is not loopback: 503, the hub's meant answer.
+      const card = await logged.app.request('http://evil.example/.well-known/agent-card.json');
+      expect(card.status).toBe(503);
+      const minted = await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' });
+      const cut = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"type":"status","ti'));
+          controller.error(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+        },
+      });
+      const aborted = await logged.app.request('/api/context', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${minted.token}`, 'content-type': 'application/json' },
+        body: cut,
+        duplex: 'half',
+      } as RequestInit);
+      expect(aborted.status).toBe(400);
+      expect(recorded.lines.filter((line) => line.level === 'error')).toEqual([]);
+      expect(recorded.lines.map((line) => [line.level, line.message])).toEqual(
+        expect.arrayContaining([
+          ['warn', expect.stringMatching(/no public URL/)],
+          ['info', 'the client closed the connection mid-request'],
+        ]),
+      );
+      expect(recorded.lines.some((line) => 'err' in line.object)).toBe(false);
+    } finally {
+      await logged.close();
+    }
+  });
+});
