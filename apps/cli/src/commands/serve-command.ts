@@ -159,7 +159,7 @@ export function addServeOptions(command: Command, env: NodeJS.ProcessEnv = proce
     )
     .option(
       '--approval-key <file>',
-      "the Ed25519 key that signs approvals and audit checkpoints (the checkpoints go beside it; hubs sharing a PostgreSQL database share it) (default: $CTXBUS_APPROVAL_KEY, else a directory of keys in the config directory: see 'where the signing key lives' in the README)",
+      "the Ed25519 key that signs approvals and audit checkpoints (the checkpoints go beside it; hubs sharing a PostgreSQL database share it) (default: $CTXBUS_APPROVAL_KEY, else a directory of keys in the config directory: see 'Where the signing key lives' in docs/tasks.md)",
       env.CTXBUS_APPROVAL_KEY,
     )
     .option(
