@@ -78,8 +78,10 @@ function heartbeatContent(current: Handoff | null, input: HeartbeatInput): Hando
       switch_reason: current?.model.switch_reason ?? null,
     },
     task: {
-      description: input.task?.description ?? current?.task.description ?? '',
-      status: input.task?.status ?? current?.task.status ?? 'in_progress',
+      // The first heartbeat after `init` starts the work: its placeholder task does not stay.
+      description: input.task?.description ?? (started ? '' : (current?.task.description ?? '')),
+      status:
+        input.task?.status ?? (started ? 'in_progress' : (current?.task.status ?? 'in_progress')),
       project:
         input.task?.project !== undefined ? input.task.project : (current?.task.project ?? null),
     },
@@ -133,6 +135,38 @@ export async function heartbeat(
     writeRollingSummary(paths, summaryOf(handoff), options.now);
   }
   return handoff;
+}
+
+/**
+ * Takes a handoff that fails only its checksum (seed 003's own scripts hash bytes that are not
+ * in the file, so no reader can check theirs; or a person edited it) as it is: the same
+ * content, signed, one sequence on; the history says `adopt`. A file that is not JSON or not a
+ * v2 handoff is refused, and one that passes its checks is left as it is.
+ */
+export async function adoptHandoff(
+  paths: HandoffPaths,
+  options: { now?: Date } = {},
+): Promise<{ handoff: Handoff; adopted: boolean }> {
+  const verified = (() => {
+    try {
+      return readHandoff(paths);
+    } catch {
+      return null;
+    }
+  })();
+  if (verified) return { handoff: verified, adopted: false };
+  if (!existsSync(paths.handoff)) {
+    throw new CtxbusError('not_found', `${paths.handoff} does not exist: nothing to adopt`);
+  }
+  const handoff = await updateHandoff(
+    paths,
+    (current) => {
+      const { schema_version, sequence, timestamp, checksum, ...content } = current as Handoff;
+      return content;
+    },
+    { event: 'adopt', adopt: true, ...(options.now && { now: options.now }) },
+  );
+  return { handoff, adopted: true };
 }
 
 /** Whether the usage reached the proactive-summary threshold. */

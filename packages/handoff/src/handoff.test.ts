@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -15,7 +16,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { checksumOf, readHandoff, withLock } from './handoff-file.js';
 import { readHistory } from './handoff-history.js';
 import type { Clock } from './handoff-ops.js';
-import { heartbeat, switchModel, writeRollingSummary } from './handoff-ops.js';
+import {
+  adoptHandoff,
+  heartbeat,
+  startHandoff,
+  switchModel,
+  writeRollingSummary,
+} from './handoff-ops.js';
 import { handoffPaths } from './handoff-paths.js';
 import { resumeNote } from './resume-note.js';
 
@@ -29,6 +36,36 @@ const workspace = () => {
   return dir;
 };
 const at = (iso: string) => new Date(iso);
+
+/**
+ * A handoff.json as seed 003's own write_handoff writes it: the agent's JSON to a temp file
+ * (echo adds a newline), `sha256sum` of those bytes, then jq sets checksum and sequence and
+ * reformats: the hash is of bytes no reader has.
+ */
+function writeAsTheSeed(path: string, content: Record<string, unknown>, sequence: number): void {
+  const bytes = `${JSON.stringify(content)}\n`;
+  const checksum = createHash('sha256').update(bytes).digest('hex');
+  writeFileSync(
+    path,
+    `${JSON.stringify({ ...content, checksum: `sha256:${checksum}`, sequence }, null, 2)}\n`,
+  );
+}
+
+const SEED_CONTENT = {
+  schema_version: 2,
+  timestamp: '2026-02-01T15:15:00+05:30',
+  author: 'opus',
+  handoff_ready: true,
+  model: { current: 'codex', previous: 'opus', usage_percent: 87, switch_reason: 'opus at 96%' },
+  task: { description: 'Building Context Bus package', status: 'in_progress', project: '~/cb' },
+  context: {
+    recent_actions: ['Created ARCHITECTURE-V2.md', 'Pushed to GitHub'],
+    decisions: ['Workspace-local .context-bus/'],
+    next_steps: ['Get Codex feedback'],
+    blockers: [],
+  },
+  files_touched: ['install.sh'],
+};
 
 describe('the handoff file', () => {
   it('is created by a first heartbeat and moves one sequence per write, with a history', async () => {
@@ -90,6 +127,57 @@ describe('the handoff file', () => {
     const forced = await heartbeat(paths, { model: 'opus' }, { force: true });
     expect(forced.sequence).toBe(1);
     expect(readHistory(paths).at(-1)?.event).toBe('heartbeat (forced)');
+  });
+
+  it("adopts a file seed 003's own scripts wrote: the same content, signed, one sequence on", async () => {
+    const paths = handoffPaths(workspace());
+    mkdirSync(paths.dir, { recursive: true });
+    writeAsTheSeed(paths.handoff, SEED_CONTENT, 47);
+    expect(() => readHandoff(paths)).toThrowError(/fails its checksum.*ctxbus handoff adopt/);
+    const { handoff, adopted } = await adoptHandoff(paths, { now: at('2026-02-01T10:00:00Z') });
+    expect(adopted).toBe(true);
+    expect(handoff).toMatchObject({
+      sequence: 48,
+      model: SEED_CONTENT.model,
+      task: SEED_CONTENT.task,
+      context: SEED_CONTENT.context,
+      files_touched: SEED_CONTENT.files_touched,
+    });
+    expect(readHandoff(paths)).toEqual(handoff);
+    expect(readHistory(paths).map((entry) => [entry.sequence, entry.event])).toEqual([
+      [48, 'adopt'],
+    ]);
+    // Adopting a file that passes its checks changes nothing.
+    expect(await adoptHandoff(paths)).toEqual({ handoff, adopted: false });
+    // The seed's own example, its checksum a placeholder ("sha256:abc123..."), is taken too.
+    writeFileSync(
+      paths.handoff,
+      JSON.stringify({ ...SEED_CONTENT, sequence: 47, checksum: 'sha256:abc123...' }),
+    );
+    expect((await adoptHandoff(paths)).handoff.sequence).toBe(48);
+    // What is not a v2 handoff is refused: there is nothing to take.
+    writeFileSync(paths.handoff, '{"schema_version": 2, "sequence": 3}');
+    await expect(adoptHandoff(paths)).rejects.toMatchObject({ details: { reason: 'schema' } });
+  });
+
+  it('the first heartbeat after init starts the work: in_progress, the placeholder task gone', async () => {
+    const paths = handoffPaths(workspace());
+    await startHandoff(paths, 'opus');
+    const first = await heartbeat(paths, {
+      model: 'opus',
+      task: { description: 'Billing migration' },
+    });
+    expect(first.task).toEqual({
+      description: 'Billing migration',
+      status: 'in_progress',
+      project: null,
+    });
+    const done = await heartbeat(paths, {
+      model: 'opus',
+      task: { description: 'x', status: 'done' },
+    });
+    expect(done.task.status).toBe('done');
+    expect((await heartbeat(paths, { model: 'opus' })).task.status).toBe('done');
   });
 
   it('a file that is not a v2 handoff says what is wrong', async () => {

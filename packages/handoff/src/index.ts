@@ -31,6 +31,7 @@ export type {
   SwitchResult,
 } from './handoff-ops.js';
 export {
+  adoptHandoff,
   heartbeat,
   INIT_AUTHOR,
   RECENT_ACTIONS,

@@ -1,7 +1,7 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { heartbeat, switchModel } from './handoff-ops.js';
+import { adoptHandoff, heartbeat, switchModel } from './handoff-ops.js';
 import { handoffPaths } from './handoff-paths.js';
 import { pendingResume } from './resume-pending.js';
 
@@ -37,6 +37,42 @@ describe('pendingResume (the light reader for hooks)', () => {
       problem: `${paths.handoff} fails its checksum`,
       switchSequence: 2,
     });
+  });
+});
+
+describe("pendingResume of a switch seed 003's own scripts made (no ctxbus history)", () => {
+  it('reads model.previous as the seed says: the file fails its checksum until adopted, then the note comes once', async () => {
+    const workspace = tempDir('ctxbus-handoff-seed-');
+    dirs.push(workspace);
+    const paths = handoffPaths(workspace);
+    mkdirSync(paths.dir, { recursive: true });
+    const content = {
+      schema_version: 2,
+      timestamp: '2026-02-01T15:15:00+05:30',
+      author: 'opus',
+      handoff_ready: true,
+      model: { current: 'codex', previous: 'opus', usage_percent: 96, switch_reason: null },
+      task: { description: 'Billing', status: 'in_progress', project: null },
+      context: { recent_actions: [], decisions: [], next_steps: ['Backfill'], blockers: [] },
+      files_touched: [],
+    };
+    writeFileSync(
+      paths.handoff,
+      JSON.stringify({ ...content, sequence: 47, checksum: 'sha256:abc123...' }),
+    );
+    expect(pendingResume(workspace, 0)).toEqual({
+      problem: `${paths.handoff} fails its checksum`,
+      switchSequence: 47,
+    });
+    expect(pendingResume(workspace, 47)).toBeNull(); // reported once
+    await adoptHandoff(paths);
+    expect(pendingResume(workspace, 47)).toEqual({
+      note: "Continuing from opus's work on Billing.\nNext steps:\n- Backfill",
+      switchSequence: 48,
+    });
+    expect(pendingResume(workspace, 48)).toBeNull();
+    await heartbeat(paths, { model: 'codex', actions: ['Backfilled'] });
+    expect(pendingResume(workspace, 48)).toBeNull(); // a heartbeat is not a new switch
   });
 });
 

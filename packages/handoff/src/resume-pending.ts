@@ -47,12 +47,33 @@ function readChecked(path: string): Handoff | string {
  */
 export function pendingResume(workspace: string, seenSequence: number): PendingResume | null {
   const paths = handoffPaths(workspace);
-  const lastSwitch = readHistory(paths)
-    .filter((entry) => entry.event.startsWith('switch'))
-    .at(-1);
-  if (!lastSwitch || lastSwitch.sequence <= seenSequence) return null;
+  const history = readHistory(paths);
+  const switched =
+    history.filter((entry) => entry.event.startsWith('switch')).at(-1)?.sequence ??
+    switchWithoutHistory(paths.handoff, history);
+  if (switched === null || switched <= seenSequence) return null;
   const handoff = readChecked(paths.handoff);
-  if (typeof handoff === 'string') return { problem: handoff, switchSequence: lastSwitch.sequence };
+  if (typeof handoff === 'string') return { problem: handoff, switchSequence: switched };
   const note = resumeNote(handoff);
-  return note ? { note, switchSequence: lastSwitch.sequence } : null;
+  return note ? { note, switchSequence: switched } : null;
+}
+
+/**
+ * A switch ctxbus did not record (seed 003's own scripts switched, writing no ctxbus history):
+ * as the seed's session start checks, a `model.previous` says one happened. Its sequence is the
+ * first one ctxbus recorded after it, else the file's own, so the note is given once.
+ */
+function switchWithoutHistory(
+  path: string,
+  history: readonly { sequence: number }[],
+): number | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return null;
+  }
+  if (!isObject(raw) || !isObject(raw.model) || typeof raw.model.previous !== 'string') return null;
+  const sequence = history[0]?.sequence ?? raw.sequence;
+  return typeof sequence === 'number' && Number.isInteger(sequence) ? sequence : null;
 }

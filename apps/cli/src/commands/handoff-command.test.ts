@@ -449,6 +449,13 @@ describe('ctxbus handoff', () => {
     const monitor = await runCli(['handoff', 'monitor', '--once', '--workspace', workspace]);
     expect(monitor.code).toBe(2);
     expect(monitor.stderr).toMatch(/handoff\.json fails its checksum/);
+    // A person who wrote it (or seed 003's own scripts did) takes it as it is.
+    const adopted = await runCli(['handoff', 'adopt', '--workspace', workspace]);
+    expect(adopted.code, adopted.stderr).toBe(0);
+    expect(adopted.stdout).toMatch(/^adopted .*handoff\.json as sequence 2: opus on /);
+    expect(JSON.parse(readFileSync(file, 'utf8')).author).toBe('someone else');
+    const again = await runCli(['handoff', 'adopt', '--workspace', workspace]);
+    expect(again.stdout).toMatch(/passes its checks: nothing to adopt/);
     const none = await runCli(['handoff', 'status', '--workspace', fresh()]);
     expect(none.code).toBe(4);
     const badUsage = await runCli([

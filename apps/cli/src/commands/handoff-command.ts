@@ -102,6 +102,7 @@ Examples:
   ctxbus handoff switch --to codex --reason "opus at 95%"
   ctxbus handoff switch --back         # to model.previous
   ctxbus handoff status
+  ctxbus handoff adopt                 # take a handoff.json seed 003's own scripts wrote
   ctxbus handoff monitor --install     # systemd timer, crontab entry or launchd agent
   ctxbus handoff statusline            # Claude Code's statusLine command: records plan usage
   ctxbus handoff usage --from openclaw # records OpenClaw's provider usage`,
@@ -109,6 +110,7 @@ Examples:
 
   initCommand(handoff, run);
   statusCommand(handoff, run);
+  adoptCommand(handoff, run);
   heartbeatCommand(handoff, run);
   switchCommand(handoff, run);
   monitorCommand(handoff, run);
@@ -138,6 +140,30 @@ function initCommand(handoff: Command, run: Run): void {
           : `${paths.handoff} kept`;
         printLine(
           `${result.kind === 'openclaw' ? 'OpenClaw agent workspace' : 'project'} ${workspace}: ${paths.dir} ready; ${first}; ${result.added ? `rules added to ${result.heartbeatFile}` : `${result.heartbeatFile} already has the rules`}`,
+        );
+      }),
+    );
+}
+
+function adoptCommand(handoff: Command, run: Run): void {
+  handoff
+    .command('adopt')
+    .description(
+      "take a handoff.json that fails only its checksum as it is (seed 003's own scripts hash bytes that are not in the file; or you edited it): the same content, signed, one sequence on, 'adopt' in the history. Nothing changes for a file that passes its checks; one that is not a v2 handoff is refused (heartbeat --force starts over)",
+    )
+    .option('--workspace <dir>', WORKSPACE_HELP)
+    .option('--config <file>', CONFIG_HELP)
+    .option('--json', 'print the handoff as JSON')
+    .action((options: CommonOptions & { json?: boolean }) =>
+      run(async () => {
+        const { adoptHandoff, targetOf } = await import('./handoff.js');
+        const { paths } = targetOf(options);
+        const { handoff, adopted } = await adoptHandoff(paths);
+        if (options.json) return printJson({ adopted, handoff });
+        printLine(
+          adopted
+            ? `adopted ${paths.handoff} as sequence ${handoff.sequence}: ${handoff.model.current} on ${handoff.task.description || 'no task'} [${handoff.task.status}]`
+            : `${paths.handoff} passes its checks: nothing to adopt`,
         );
       }),
     );

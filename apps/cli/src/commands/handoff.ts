@@ -298,6 +298,7 @@ export function monitorLine(
 
 // For the command's actions, which import this module when they run.
 export {
+  adoptHandoff,
   heartbeat,
   monitorOnce,
   readHistory,
