@@ -283,6 +283,16 @@ describe('pull subscriptions', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/endpoint: push needs an endpoint/);
+    // deliveryMode left out takes the seed's default (delivery_mode DEFAULT 'pull').
+    const defaulted = await call(hub.url, 'POST', '/api/subscriptions', {
+      token: hub.tokens.web,
+      body: { runtimeId: 'web-tab-2', runtimeType: 'web', relevanceTags: ['ci'] },
+    });
+    expect(defaulted.status, JSON.stringify(defaulted.body)).toBe(201);
+    expect(defaulted.body.subscription).toMatchObject({ delivery: 'pull', label: 'web-tab-2' });
+    await call(hub.url, 'DELETE', `/api/subscriptions/${defaulted.body.subscription.id}`, {
+      token: hub.tokens.web,
+    });
     await call(hub.url, 'DELETE', base, { token: hub.tokens.web });
   });
 

@@ -72,7 +72,8 @@ const ctxbusSubscriptionRequestSchema = z
  * Seed 000's ContextSubscription as written: `runtimeType` is the runtime (it must be the
  * token's), `runtimeId` the subscribing instance (kept as the label), `scopes`,
  * `relevanceTags` (any of them) and `minUrgency` the filter (an empty list selects everything),
- * `deliveryMode` and `endpoint` the delivery.
+ * `deliveryMode` and `endpoint` the delivery (`deliveryMode` left out: the seed's default,
+ * `pull`, or `push` when an endpoint is given).
  */
 export const seedSubscriptionRequestSchema = z
   .strictObject({
@@ -81,7 +82,7 @@ export const seedSubscriptionRequestSchema = z
     scopes: z.array(scopeSchema).max(4).default([]),
     relevanceTags: z.array(tagSchema).max(50).default([]),
     minUrgency: urgencySchema.optional(),
-    deliveryMode: deliveryModeSchema,
+    deliveryMode: deliveryModeSchema.optional(),
     endpoint: z
       .url({ protocol: /^https?$/ })
       .max(MAX_ENDPOINT_LENGTH)
@@ -90,7 +91,7 @@ export const seedSubscriptionRequestSchema = z
   .transform(
     (seed): z.input<typeof ctxbusSubscriptionRequestSchema> => ({
       runtime: seed.runtimeType,
-      delivery: seed.deliveryMode,
+      delivery: seed.deliveryMode ?? (seed.endpoint === undefined ? 'pull' : 'push'),
       ...(seed.endpoint !== undefined && { endpoint: seed.endpoint }),
       label: seed.runtimeId,
       filter: {
