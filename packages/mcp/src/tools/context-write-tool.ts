@@ -163,6 +163,8 @@ export function contextWriteTool(context: ToolContext) {
     input: contextWriteInput,
     output: contextWriteOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+    // Seed 000's context_write(item): {"item": {...}} works as the item's fields themselves.
+    wrappedAs: 'item',
     async run(input) {
       const written = await context.backend.write(toItemInput(input));
       const stored = written.items[0];

@@ -41,6 +41,8 @@ export function memoryWriteTool(context: ToolContext) {
     input: memoryWriteInput,
     output: memoryWriteOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+    // Seed 000's memory_write(item): {"item": {...}} works as the fields themselves.
+    wrappedAs: 'item',
     async run(input) {
       const written = await context.backend.write({
         type: input.type,

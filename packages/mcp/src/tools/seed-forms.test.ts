@@ -48,6 +48,31 @@ const titles = (result: Awaited<ReturnType<typeof call>>, list: 'items' | 'resul
 };
 
 describe("seed 000's MCP calls", () => {
+  it('context_write(item) and memory_write(item): the item wrapped in "item" is written as given', async () => {
+    const written = await call('context_write', {
+      item: {
+        type: 'decision',
+        title: 'Ship on Fridays only with a rollback plan',
+        relevanceTags: ['release'],
+      },
+    });
+    expect(written.isError, textOf(written)).toBeFalsy();
+    const stored = await hub.client.list({ tags: ['release'] });
+    expect(stored.items.map((item) => [item.type, item.title])).toEqual([
+      ['decision', 'Ship on Fridays only with a rollback plan'],
+    ]);
+    const remembered = await call('memory_write', {
+      item: { key: 'team/conventions/release', title: 'Releases need a rollback plan' },
+    });
+    expect(remembered.isError, textOf(remembered)).toBeFalsy();
+    const held = await hub.client.list({ key: 'team/conventions/release' });
+    expect(held.items.map((item) => item.title)).toEqual(['Releases need a rollback plan']);
+    // Only the wrapper alone: beside other arguments, "item" is an argument the tool refuses.
+    const mixed = await call('context_write', { item: { type: 'status', title: 'x' }, title: 'y' });
+    expect(mixed.isError).toBe(true);
+    expect(textOf(mixed)).toMatch(/takes no "item"/);
+  });
+
   it('context_read(scope, query) ranks by the query instead of ignoring it', async () => {
     const read = await call('context_read', { scope: 'global', query: 'database outage' });
     expect(read.isError).toBeFalsy();

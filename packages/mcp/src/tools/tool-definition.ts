@@ -27,6 +27,11 @@ export interface ToolDefinition<Input extends z.ZodObject, Output extends z.ZodO
   input: Input;
   output: Output;
   annotations?: ToolAnnotations;
+  /**
+   * The seed's form of the call, its arguments wrapped in one object under this name
+   * (seed 000's `context_write(item)`: `{"item": {...}}`), taken as the arguments themselves.
+   */
+  wrappedAs?: string;
   /** Does the work; throws on failure (a `CtxbusError` from the backend, usually). */
   run(input: z.output<Input>): Promise<{ structured: z.input<Output>; text: string }>;
 }
@@ -92,11 +97,23 @@ export type ToolOutcome =
  * output schema (dropping undeclared fields). Never throws: bad input, a backend error or an
  * output that breaks the schema is `{ ok: false, message }`, one line naming what was wrong.
  */
+/** `{[tool.wrappedAs]: {...}}` and nothing else: the seed's call, unwrapped. */
+function unwrapped(tool: AnyToolDefinition, args: unknown): unknown {
+  if (!tool.wrappedAs || args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return args;
+  }
+  const keys = Object.keys(args);
+  const inner = (args as Record<string, unknown>)[tool.wrappedAs];
+  const isObject = inner !== null && typeof inner === 'object' && !Array.isArray(inner);
+  return keys.length === 1 && keys[0] === tool.wrappedAs && isObject ? inner : args;
+}
+
 export async function callTool(
   tool: AnyToolDefinition,
-  args: unknown,
+  given: unknown,
   logger: Logger,
 ): Promise<ToolOutcome> {
+  const args = unwrapped(tool, given);
   const deep = tooDeep(args ?? {});
   if (deep !== null) {
     return {
