@@ -10,6 +10,7 @@ import {
   CtxbusError,
   ERROR_CODES,
   errorResponseSchema,
+  hubUnreachable,
   wireRoutes,
   wireTarget,
 } from '@ctxbus/core/contract';
@@ -125,11 +126,7 @@ export function createHubCall(settings: { url: string; transport: WireTransport 
       });
     } catch (error) {
       if (options.signal?.aborted || CtxbusError.isInstance(error)) throw error;
-      throw new CtxbusError(
-        'unavailable',
-        `cannot reach the ctxbus hub at ${url}: ${(error as Error).message}`,
-        { cause: error },
-      );
+      throw hubUnreachable(url, error);
     }
     if (!response.ok) throw await errorFromResponse(response);
     return response;

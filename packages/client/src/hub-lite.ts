@@ -1,7 +1,7 @@
 import type { request as httpRequest } from 'node:http';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
-import { CtxbusError, ERROR_CODES } from '@ctxbus/core/light';
+import { CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
 import { socketRequest } from './socket-request.js';
 
@@ -134,10 +134,7 @@ export async function hubRequest(
 ): Promise<unknown> {
   const base = target.url.replace(/\/+$/, '');
   const unreachable = (message: string, cause?: unknown) =>
-    new CtxbusError('unavailable', `cannot reach the ctxbus hub at ${base}: ${message}`, {
-      retryable: true,
-      ...(cause !== undefined && { cause }),
-    });
+    hubUnreachable(base, cause ?? new Error(message));
   const url = new URL(`${base}${path}`);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = {

@@ -264,6 +264,7 @@ export {
   DEFAULT_MAX_STREAMS_PER_TOKEN,
   ERROR_CODES,
   hashValue,
+  hubUnreachable,
   MAX_BATCH_ITEMS,
   MAX_JSON_DEPTH,
   o200kTokenCounter,

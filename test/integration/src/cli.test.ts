@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
-import { removeDir, runCli, spawnCli, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import { freePort, removeDir, runCli, spawnCli, startHubProcess, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const dirs: string[] = [];
@@ -413,6 +413,14 @@ describe('ctxbus CLI', () => {
     expect(unreachable.code).toBe(6);
     expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);
     expect(unreachable.stderr).toMatch(/cannot reach the ctxbus hub at http:\/\/127\.0\.0\.1:9/);
+    // A closed port (9 is one fetch refuses to dial): refused, said in words, with what to do;
+    // read, write (another transport) and watch (which never connected) say it alike.
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const told = `ctxbus: error: cannot reach the ctxbus hub at ${closed} (connection refused): is it running? Start one with \`ctxbus serve\`, or give its address with --url or CTXBUS_URL\n`;
+    for (const args of [['read'], ['write', '--type', 'status', '--title', 't'], ['watch']]) {
+      const refused = await runCli([...args, '--url', closed, '--token', 'cbx_x']);
+      expect([refused.code, refused.stderr], args[0]).toEqual([6, told]);
+    }
     const missingTitle = await runCli([
       'write',
       '--type',

@@ -10,7 +10,7 @@ import {
 } from '@ctxbus/core/capabilities';
 import { errorResponseSchema } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
-import { CtxbusError, ERROR_CODES } from '@ctxbus/core/light';
+import { CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
 import { hubUrl, runtimeToken } from '../hub-target.js';
 
 // `ctxbus capabilities check|show [FILE]`: validate capabilities.yaml and print its matrix;
@@ -116,11 +116,7 @@ export async function fetchCapabilities(options: ShowOptions): Promise<Capabilit
       signal: AbortSignal.timeout(10_000),
     });
   } catch (error) {
-    throw new CtxbusError(
-      'unavailable',
-      `cannot reach the ctxbus hub at ${url}: ${(error as Error).message}`,
-      { cause: error },
-    );
+    throw hubUnreachable(url, error);
   }
   const body: unknown = await response.json().catch(() => null);
   if (!response.ok) {

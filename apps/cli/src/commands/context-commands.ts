@@ -377,12 +377,14 @@ function watchCommand(program: Command, run: Run): void {
   withConnection(
     program
       .command('watch')
-      .description('tail live changes (reconnects and resumes by itself); Ctrl-C stops')
+      .description(
+        'tail live changes (once connected, reconnects and resumes by itself); Ctrl-C stops; a hub that never answers is exit 6',
+      )
       .option('--scope <scopes>', 'comma-separated scopes')
       .option('--scope-key <key>', 'exact scope key')
       .option('-t, --type <types>', 'comma-separated types')
       .option('--tags <tags>', 'comma-separated tags (any)')
-      .option('--min-urgency <urgency>', 'attention or blocking')
+      .option('--min-urgency <urgency>', 'background, attention or blocking')
       .option('--since <seq>', 'replay changes after this sequence first'),
   ).action((options: WatchOptions) => run(() => watchChanges(options)));
 }
@@ -395,6 +397,10 @@ async function watchChanges(options: WatchOptions): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   const since = integer(options.since, '--since');
+  // Until the first connection, a failure is the answer (no hub there); after it, a lost
+  // connection is resumed.
+  let live = false;
+  let neverConnected: unknown = null;
   const stream = client.stream({
     ...(options.scope && { scope: options.scope }),
     ...(options.scopeKey && { scopeKey: options.scopeKey }),
@@ -403,12 +409,22 @@ async function watchChanges(options: WatchOptions): Promise<void> {
     ...(options.minUrgency && { minUrgency: options.minUrgency }),
     ...(since !== undefined && { since }),
     signal: controller.signal,
-    onReady: () => process.stderr.write(`watching ${client.url} (Ctrl-C to stop)\n`),
-    onReconnect: (error) =>
-      process.stderr.write(`connection lost (${(error as Error).message}); reconnecting\n`),
+    onReady: () => {
+      live = true;
+      process.stderr.write(`watching ${client.url} (Ctrl-C to stop)\n`);
+    },
+    onReconnect: (error) => {
+      if (!live) {
+        neverConnected = error;
+        controller.abort();
+        return;
+      }
+      process.stderr.write(`connection lost (${(error as Error).message}); reconnecting\n`);
+    },
   });
   for await (const event of stream) {
     if (options.json) printLine(JSON.stringify(event));
     else printLine(`${event.event.replace('context-', '')}: ${itemLine(event.item)}`);
   }
+  if (neverConnected !== null) throw neverConnected;
 }

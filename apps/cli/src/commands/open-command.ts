@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { CtxbusError } from '@ctxbus/core/light';
+import { CtxbusError, hubUnreachable } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printLine } from '../output.js';
 
@@ -47,10 +47,7 @@ async function checkDashboard(url: string): Promise<void> {
   try {
     response = await fetch(`${url}/`, { signal: AbortSignal.timeout(5_000) });
   } catch (error) {
-    throw new CtxbusError(
-      'unavailable',
-      `cannot reach the ctxbus hub at ${url}: ${(error as Error).message} (start it with \`ctxbus serve\`)`,
-    );
+    throw hubUnreachable(url, error);
   }
   const type = response.headers.get('content-type') ?? '';
   if (!response.ok || !type.startsWith('text/html')) {
