@@ -23,7 +23,7 @@ import { registerTelegram } from './commands/telegram-command.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWhoamiCommand } from './commands/whoami-command.js';
 import { registerWorker } from './commands/worker-command.js';
-import { EXIT, exitCodeFor, terminalSafe } from './output.js';
+import { asFlags, EXIT, exitCodeFor, terminalSafe } from './output.js';
 import { VERSION } from './version.js';
 
 const HELP_FOOTER = `
@@ -62,8 +62,13 @@ export function createProgram(onExit: (code: number) => void): Command {
       await action();
       onExit(EXIT.ok);
     } catch (error) {
-      const message =
-        CtxbusError.isInstance(error) || error instanceof Error ? error.message : String(error);
+      const message = CtxbusError.isInstance(error)
+        ? error.code === 'validation_failed'
+          ? asFlags(error.message)
+          : error.message
+        : error instanceof Error
+          ? error.message
+          : String(error);
       process.stderr.write(`ctxbus: error: ${terminalSafe(message)}\n`);
       onExit(exitCodeFor(error));
     }

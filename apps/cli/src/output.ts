@@ -60,6 +60,27 @@ export function terminalSafe(text: string): string {
   );
 }
 
+/** Request fields whose flag has another name. */
+const FLAG_OF_FIELD: Record<string, string> = {
+  relevanceTags: 'tags',
+  scopes: 'scope',
+  types: 'type',
+};
+
+/**
+ * The hub names a refused request's fields (`query.minUrgency`, `body.items[0].type`,
+ * `params.id`); the person typed flags and arguments: the message names those (`--min-urgency`,
+ * `--type`, `<id>`).
+ */
+export function asFlags(message: string): string {
+  return message
+    .replace(/\b(?:query|body)(?:\.items\[\d+\])?\.([A-Za-z]+)\b/g, (_match, field: string) => {
+      const name = FLAG_OF_FIELD[field] ?? field;
+      return `--${name.replace(/[A-Z]/g, (upper) => `-${upper.toLowerCase()}`)}`;
+    })
+    .replace(/\bparams\.([A-Za-z]+)\b/g, (_match, field: string) => `<${field}>`);
+}
+
 /** One line for a person (or a pipe): what other runtimes wrote is shown, never obeyed. */
 export function printLine(line: string): void {
   process.stdout.write(`${terminalSafe(line)}\n`);

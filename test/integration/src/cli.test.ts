@@ -239,6 +239,12 @@ describe('ctxbus CLI', () => {
         { env },
       );
       expect(hostile.code, hostile.stderr).toBe(0);
+      // A refused request names the flags the person typed, not the API's fields.
+      const badType = await runCli(['write', '--type', 'decison', '--title', 'x'], { env });
+      expect(badType.code).toBe(2);
+      expect(badType.stderr).toMatch(/^ctxbus: error: --type: Invalid option/);
+      const badLimit = await runCli(['read', '--limit', '0'], { env });
+      expect(badLimit.stderr).toMatch(/^ctxbus: error: --limit: Too small/);
       const shown = await runCli(['read'], { env });
       expect(shown.stdout).toContain('build \\x1b[8mhidden \\x1b]52;c;ZXZpbA==\\x07 done');
       for (const raw of ['\u001b', '\u0007']) expect(shown.stdout).not.toContain(raw);
