@@ -47,13 +47,19 @@ export function runningHub(dataDir: string): LockInfo | null {
   }
 }
 
-/** Refuses to touch a data directory a running hub holds open. */
-export function assertNoHub(dataDir: string): void {
+/**
+ * Refuses to touch a data directory a running hub holds open; `instead` says what to do (a
+ * second `serve` uses the running hub, an offline command goes through it).
+ */
+export function assertNoHub(
+  dataDir: string,
+  instead = 'use --url with an admin token instead',
+): void {
   const hub = runningHub(dataDir);
   if (hub) {
     throw new CtxbusError(
       'conflict',
-      `a hub (pid ${hub.pid}${hub.url ? `, ${hub.url}` : ''}) is serving ${dataDir}; use --url with an admin token instead`,
+      `a hub (pid ${hub.pid}${hub.url ? `, ${hub.url}` : ''}) is serving ${dataDir}; ${instead}`,
     );
   }
 }
@@ -66,7 +72,10 @@ export interface DataDirLock {
 /** Takes the data directory for this hub process; a stale lock (dead pid) is replaced. */
 export function lockDataDir(dataDir: string): DataDirLock {
   mkdirSync(dataDir, { recursive: true });
-  assertNoHub(dataDir);
+  assertNoHub(
+    dataDir,
+    'use that hub (stop it first to serve this directory again), or serve another directory with --data',
+  );
   const path = lockPath(dataDir);
   rmSync(path, { force: true });
   let fd: number;

@@ -36,7 +36,9 @@ export function analyticsLines(report: AnalyticsResponse): string[] {
   ];
   if (report.runtimes.length === 0) lines.push('  (no use recorded)');
   for (const row of report.runtimes) {
-    lines.push(`  ${row.runtime.padEnd(14)} ${countsText(row)}; ${row.items} items`);
+    lines.push(
+      `  ${row.runtime.padEnd(14)} ${countsText(row)}; ${row.items} item${row.items === 1 ? '' : 's'}`,
+    );
   }
   lines.push('', 'Per day:');
   for (const day of report.daily) {

@@ -314,7 +314,9 @@ async function searchItems(words: string[], options: SearchOptions): Promise<voi
     const digits = response.mode === 'hybrid' ? 4 : 2;
     for (const result of response.results) {
       printLine(`${result.score.toFixed(digits)}  ${itemLine(result.item)}`);
-      printLine(`      ${result.highlight.replace(/\s+/g, ' ')}`);
+      // The hub marks the matched words in Markdown (**word**); a terminal shows them in brackets.
+      const excerpt = result.highlight.replace(/\*\*(.+?)\*\*/g, '[$1]').replace(/\s+/g, ' ');
+      printLine(`      ${excerpt}`);
     }
   }
   if (!options.json && response.vector) {

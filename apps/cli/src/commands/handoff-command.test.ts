@@ -139,7 +139,9 @@ describe('ctxbus handoff', () => {
       title: 'Switched opus -> codex (91%): Billing migration. Context preserved.',
       relevanceTags: ['handoff', 'codex', 'model-switch'],
     });
-    expect(seen.items[0]?.content).toContain('Next: Backfill old invoices');
+    // The resume note lists the next steps, once.
+    expect(seen.items[0]?.content).toContain('Next steps:\n- Backfill old invoices');
+    expect(seen.items[0]?.content).not.toContain('Next: ');
     // Keyed per workspace: the switch superseded the heartbeat's item. The key names the
     // workspace's directory and a hash of its path, not the path.
     expect(seen.items).toHaveLength(1);

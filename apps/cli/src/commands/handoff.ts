@@ -105,7 +105,10 @@ export function handoffItem(
     content: [
       note ??
         `Model ${handoff.model.current}${handoff.model.usage_percent !== null ? ` at ${handoff.model.usage_percent}% of its limit` : ''}.`,
-      handoff.context.next_steps.length ? `Next: ${handoff.context.next_steps.join('; ')}` : '',
+      // The resume note lists the next steps already.
+      !note && handoff.context.next_steps.length
+        ? `Next: ${handoff.context.next_steps.join('; ')}`
+        : '',
     ]
       .filter(Boolean)
       .join('\n'),

@@ -133,7 +133,7 @@ describe('ctxbus replay', () => {
     expect(result.stdout).toMatch(
       /turn turn_2 \(line 2\): differs; first difference: part 4 — recorded messages m4: dropped, 0 tokens, sha256 [0-9a-f]{12}; rebuilt messages m4: dropped, 0 tokens, sha256 [0-9a-f]{12}/,
     );
-    expect(result.stderr).toMatch(/1 of 2 turns differ/);
+    expect(result.stderr).toMatch(/1 of 2 turns differs from/);
 
     // A forged hash with untouched inputs is caught at the snapshot itself.
     const forged = JSON.parse(one as string);

@@ -61,7 +61,7 @@ agents (name one with --agent), 4 no such session or turn.`,
         const total = replay.turns.length;
         if (differing > 0) {
           throw new Error(
-            `session ${replay.sessionId} (agent ${replay.agentId}): ${differing} of ${total} turn${total === 1 ? '' : 's'} differ from ${replay.path}`,
+            `session ${replay.sessionId} (agent ${replay.agentId}): ${differing} of ${total} turn${total === 1 ? '' : 's'} ${differing === 1 ? 'differs' : 'differ'} from ${replay.path}`,
           );
         }
         if (!options.json) {

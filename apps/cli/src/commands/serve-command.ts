@@ -155,7 +155,6 @@ export function addServeOptions(command: Command, env: NodeJS.ProcessEnv = proce
     .option(
       '--conflict-window <duration>',
       'two runtimes writing different values on one key this close together raise a conflict for a person to resolve (ctxbus conflicts); off (or 0s): never (default: $CTXBUS_CONFLICT_WINDOW, else 10m)',
-      env.CTXBUS_CONFLICT_WINDOW ?? '10m',
     )
     .option(
       '--approval-key <file>',

@@ -32,7 +32,8 @@ export interface ServeOptions {
   retain: string;
   sweepInterval: string;
   approvalTtl: string;
-  conflictWindow: string;
+  /** Unset: $CTXBUS_CONFLICT_WINDOW, else 10m (the help says so once). */
+  conflictWindow?: string;
   approvalKey?: string;
   embeddingsUrl?: string;
   embeddingsModel?: string;
@@ -124,10 +125,9 @@ export function validateServeOptions(
   if (approvalTtlMs < 1_000 || approvalTtlMs > 7 * 86_400_000) {
     throw new CtxbusError('validation_failed', '--approval-ttl must be from 1s to 7d');
   }
+  const conflictWindow = options.conflictWindow ?? process.env.CTXBUS_CONFLICT_WINDOW ?? '10m';
   const conflictWindowMs =
-    options.conflictWindow.trim() === 'off'
-      ? 0
-      : parseDuration(options.conflictWindow, '--conflict-window');
+    conflictWindow.trim() === 'off' ? 0 : parseDuration(conflictWindow, '--conflict-window');
   if (conflictWindowMs > 7 * 86_400_000) {
     throw new CtxbusError('validation_failed', '--conflict-window must be at most 7d (or off)');
   }

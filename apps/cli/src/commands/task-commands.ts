@@ -43,7 +43,9 @@ export function registerTaskCommands(
           limit: Number(options.limit),
         });
         if (options.json) printJson(page);
-        else for (const task of page.tasks) printLine(taskLine(task));
+        else if (page.tasks.length === 0) {
+          printLine(states ? `no tasks ${states.join(', ')}` : 'no tasks');
+        } else for (const task of page.tasks) printLine(taskLine(task));
       }),
   );
 
