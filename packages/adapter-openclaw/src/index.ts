@@ -13,6 +13,7 @@ export type {
   UninstallPlan,
 } from './install-openclaw.js';
 export {
+  installedHub,
   installedPlugin,
   installedToken,
   installOpenClaw,

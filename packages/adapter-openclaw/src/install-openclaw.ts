@@ -514,6 +514,18 @@ export async function uninstallOpenClaw(
   return { configPath: path, changes };
 }
 
+/**
+ * Where the installed plugin points (its hub URL and token), read from OpenClaw's config file
+ * at `path` without starting OpenClaw; null when the plugin has no settings there (or there is
+ * no such file).
+ */
+export function installedHub(path: string): { url: string; token: string } | null {
+  const settings = objectAt(readConfigAt(path).config, 'plugins', 'entries', PLUGIN_ID, 'config');
+  return settings && typeof settings.url === 'string' && typeof settings.token === 'string'
+    ? { url: settings.url, token: settings.token }
+    : null;
+}
+
 /** The hub token the installed plugin uses for `url`, if any (so a re-run can keep it). */
 export function installedToken(config: JsonObject, url: string): string | undefined {
   const settings = objectAt(config, 'plugins', 'entries', PLUGIN_ID, 'config');

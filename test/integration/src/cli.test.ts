@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -296,6 +296,19 @@ describe('ctxbus CLI', () => {
       expect(healthy.stdout).toMatch(
         /ok {4}Claude Code \(project .*\): hooks and MCP server installed, token acts as acme\/claude-code/,
       );
+      // OpenClaw, read from its config file without starting it: absent, then installed.
+      expect(healthy.stdout).toContain('--    OpenClaw: not installed here');
+      const openclawConfig = join(env.HOME, '.openclaw', 'openclaw.json');
+      mkdirSync(join(env.HOME, '.openclaw'), { recursive: true });
+      writeFileSync(
+        openclawConfig,
+        `// JSON5, as OpenClaw writes it\n{ plugins: { entries: { ctxbus: { enabled: true, config: { url: '${local.url}', token: '${settings.env.CTXBUS_TOKEN}' } } } } }\n`,
+      );
+      const withOpenClaw = await runCli(['doctor', '--project', project], { env });
+      expect(withOpenClaw.stdout).toContain(
+        `ok    OpenClaw: the ctxbus plugin in ${openclawConfig}, token acts as acme/claude-code on ${local.url}`,
+      );
+      rmSync(join(env.HOME, '.openclaw'), { recursive: true, force: true });
       const broken = tempDir('ctxbus-project-');
       dirs.push(broken);
       expect(

@@ -252,6 +252,45 @@ async function checkCodex(): Promise<Check> {
       };
 }
 
+/**
+ * OpenClaw's install, read from its config file where OpenClaw's documented rules put it,
+ * without starting OpenClaw (seconds and 100-200 MB a start): the plugin's hub and whether its
+ * token works there. A profile or a config elsewhere is OpenClaw's to say.
+ */
+async function checkOpenClaw(): Promise<Check> {
+  const adapter = await import('@ctxbus/adapter-openclaw');
+  const name = 'OpenClaw';
+  const path = adapter.knownConfigPath(process.env);
+  let hub: ReturnType<typeof adapter.installedHub>;
+  try {
+    hub = path === null ? null : adapter.installedHub(path);
+  } catch (error) {
+    return { name, status: 'fail', detail: message(error) };
+  }
+  if (hub === null) {
+    return {
+      name,
+      status: 'info',
+      detail: `not installed here${path === null ? ' (no OpenClaw config at its default place; with a profile, ask `openclaw plugins inspect ctxbus`)' : ` (${path})`}`,
+      fix: '`ctxbus install openclaw` (or `ctxbus connect`)',
+    };
+  }
+  try {
+    return {
+      name,
+      status: 'ok',
+      detail: `the ctxbus plugin in ${path}, token acts as ${await whoIs(hub.url, hub.token)} on ${hub.url}`,
+    };
+  } catch (error) {
+    return {
+      name,
+      status: 'fail',
+      detail: `the ctxbus plugin in ${path}: ${message(error)}`,
+      fix: 'run `ctxbus install openclaw` again, then restart the gateway (openclaw gateway restart)',
+    };
+  }
+}
+
 /** Whether `ctxbus service install` put the hub in the background, and systemd runs it. */
 function checkService(): Check {
   const name = 'background service';
@@ -300,6 +339,7 @@ export async function runDoctor(options: { url?: string; project: string }): Pro
   checks.push(...(await checkHub(options.url)).checks);
   checks.push(checkService());
   checks.push(...(await checkClaudeCode(options.project)));
+  checks.push(await checkOpenClaw());
   checks.push(await checkCodex());
   return checks;
 }
