@@ -190,7 +190,9 @@ describe('ctxbus handoff monitor --install', () => {
         [...args, '--dry-run', '--interval', '5', '--workspace', workspace],
         { env: cronEnv },
       );
-      expect(dry.stdout).toBe(`# added to your crontab (crontab -l):\n${added[0]}\n${added[1]}\n`);
+      expect(dry.stdout).toBe(
+        `# would be added to your crontab (crontab -l):\n${added[0]}\n${added[1]}\n`,
+      );
 
       const removed = await runCli(
         ['handoff', 'monitor', '--uninstall', '--workspace', workspace],
@@ -304,7 +306,7 @@ describe('ctxbus handoff monitor --install', () => {
       { env: cronEnv },
     );
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(manager ? /\[Timer\]/ : /^# added to your crontab/);
+    expect(dry.stdout).toMatch(manager ? /\[Timer\]/ : /^# would be added to your crontab/);
     if (!manager) {
       const refused = await runCli(
         ['handoff', 'monitor', '--install', '--scheduler', 'systemd', '--workspace', workspace],

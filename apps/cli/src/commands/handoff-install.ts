@@ -93,7 +93,7 @@ export function pickScheduler(
   if (readCrontab(env) !== null) return 'cron';
   throw new CtxbusError(
     'unavailable',
-    'no scheduler here: no systemd user manager and no crontab command (install cron, or run `ctxbus handoff monitor` in tmux)',
+    'no scheduler here: no systemd user manager and no crontab command (install cron, or run `ctxbus handoff monitor` in tmux; --dry-run --scheduler systemd|cron|launchd shows what each would get)',
   );
 }
 
@@ -173,7 +173,7 @@ export function describeInstall(job: MonitorJob, scheduler: Exclude<Scheduler, '
     return `# ${join(dir, `${job.name}.service`)}\n${units.service}\n# ${join(dir, `${job.name}.timer`)}\n${units.timer}\n# then: systemctl --user daemon-reload && systemctl --user enable --now ${job.name}.timer\n`;
   }
   if (scheduler === 'cron') {
-    return `# added to your crontab (crontab -l):\n${withCronJob('', job)}`;
+    return `# would be added to your crontab (crontab -l):\n${withCronJob('', job)}`;
   }
   return `# ${launchAgentPath(job)}\n${renderLaunchdPlist(job)}`;
 }
