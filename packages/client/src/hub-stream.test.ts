@@ -39,6 +39,28 @@ const ready = (afterSeq: number) => `event: ready\ndata: ${JSON.stringify({ afte
 const change = (seq: number) =>
   `event: context-added\ndata: ${JSON.stringify({ seq })}\nid: ${seq}\n\n`;
 
+/** Reads `server`'s stream until the change `lastSeq` (1 ms backoff): what it saw, and its states. */
+async function readUntil(server: { url: string }, lastSeq: number) {
+  const controller = new AbortController();
+  const states: StreamState[] = [];
+  const seen: number[] = [];
+  const hub = createHubCall({
+    url: server.url,
+    transport: fetchTransport({ url: server.url, token: 't' }),
+  });
+  for await (const event of readHubStream({
+    hub,
+    parse: (message) => JSON.parse(message.data) as { seq: number },
+    signal: controller.signal,
+    backoff: { initialMs: 1, maxMs: 1 },
+    onState: (state) => states.push(state),
+  })) {
+    seen.push(event.seq);
+    if (event.seq === lastSeq) controller.abort();
+  }
+  return { seen, states };
+}
+
 describe('readHubStream', () => {
   it("goes on from the hub's newest change when its changes start over below the reader's (a replaced store)", async () => {
     const beyond = {
@@ -56,22 +78,9 @@ describe('readHubStream', () => {
       beyond,
       (response) => response.write(ready(2) + change(3)),
     ]);
-    const controller = new AbortController();
-    const seen: number[] = [];
+    let seen: number[];
     try {
-      const hub = createHubCall({
-        url: server.url,
-        transport: fetchTransport({ ...server, token: 't' }),
-      });
-      for await (const event of readHubStream({
-        hub,
-        parse: (message) => JSON.parse(message.data) as { seq: number },
-        signal: controller.signal,
-        backoff: { initialMs: 1, maxMs: 1 },
-      })) {
-        seen.push(event.seq);
-        if (event.seq === 3) controller.abort();
-      }
+      ({ seen } = await readUntil(server, 3));
     } finally {
       await server.close();
     }
@@ -119,24 +128,10 @@ describe('readHubStream', () => {
       (response) => response.end(ready(7) + change(8)),
       (response) => response.write(ready(8) + change(8) + change(9)),
     ]);
-    const controller = new AbortController();
-    const states: StreamState[] = [];
-    const seen: number[] = [];
+    let seen: number[];
+    let states: StreamState[];
     try {
-      const hub = createHubCall({
-        url: server.url,
-        transport: fetchTransport({ ...server, token: 't' }),
-      });
-      for await (const event of readHubStream({
-        hub,
-        parse: (message) => JSON.parse(message.data) as { seq: number },
-        signal: controller.signal,
-        backoff: { initialMs: 1, maxMs: 1 },
-        onState: (state) => states.push(state),
-      })) {
-        seen.push(event.seq);
-        if (event.seq === 9) controller.abort();
-      }
+      ({ seen, states } = await readUntil(server, 9));
     } finally {
       await server.close();
     }

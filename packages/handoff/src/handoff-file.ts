@@ -54,23 +54,27 @@ export function readHandoff(paths: HandoffPaths): Handoff | null {
   } catch {
     throw corrupt(paths.handoff, 'json', 'is not JSON');
   }
-  const parsed = handoffSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw corrupt(
-      paths.handoff,
-      'schema',
-      `is not a v2 handoff: ${issue?.path.join('.') || 'document'}: ${issue?.message ?? 'invalid'}`,
-    );
-  }
-  if (checksumOf(parsed.data) !== parsed.data.checksum) {
+  const handoff = asHandoff(paths.handoff, raw);
+  if (checksumOf(handoff) !== handoff.checksum) {
     throw corrupt(
       paths.handoff,
       'checksum',
       "fails its checksum: it was changed outside ctxbus or damaged (if you or seed 003's own scripts wrote it, `ctxbus handoff adopt` takes it as it is; a heartbeat with --force starts over)",
     );
   }
-  return parsed.data;
+  return handoff;
+}
+
+/** `raw` as a v2 handoff, or a `schema` error naming its first problem. */
+function asHandoff(path: string, raw: unknown): Handoff {
+  const parsed = handoffSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw corrupt(
+    path,
+    'schema',
+    `is not a v2 handoff: ${issue?.path.join('.') || 'document'}: ${issue?.message ?? 'invalid'}`,
+  );
 }
 
 /**
@@ -87,16 +91,7 @@ export function readHandoffUnchecked(paths: HandoffPaths): Handoff | null {
     if (reason !== 'checksum' && reason !== 'schema') throw error;
   }
   const raw = JSON.parse(readFileSync(paths.handoff, 'utf8')) as Record<string, unknown>;
-  const parsed = handoffSchema.safeParse({ ...raw, checksum: checksumOf(raw as Handoff) });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw corrupt(
-      paths.handoff,
-      'schema',
-      `is not a v2 handoff: ${issue?.path.join('.') || 'document'}: ${issue?.message ?? 'invalid'}`,
-    );
-  }
-  return parsed.data;
+  return asHandoff(paths.handoff, { ...raw, checksum: checksumOf(raw as Handoff) });
 }
 
 /** Whether the handoff is older than `maxAgeMs` at `now`. */
