@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -245,6 +245,23 @@ describe('an approval of a project command is bound to the working tree', () => 
       expect(verifies(argv, added, third)).toBe(false);
     });
   }
+
+  it("hashing the tree runs none of the repository's programs (core.fsmonitor), and a changed .git/config voids the approval", () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"node t.js"}}');
+    writeFileSync(join(cwd, 't.js'), '1;\n');
+    git(cwd, 'init', '-q');
+    // What a sandboxed command could plant in the project it may write: a program git runs
+    // when it refreshes the index, as the worker's user, outside the sandbox.
+    const marker = join(cwd, 'fsmonitor-ran');
+    writeFileSync(join(cwd, '.git', 'monitor.sh'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+    const argv = ['npm', 'test'];
+    const token = approve(argv, cwd);
+    git(cwd, 'config', 'core.fsmonitor', join(cwd, '.git', 'monitor.sh'));
+    expect(verifies(argv, cwd, token)).toBe(false); // .git/config changed
+    approve(argv, cwd);
+    expect(existsSync(marker)).toBe(false);
+  });
 
   it('what git ignores (node_modules) does not void it, and an ignored .env or .npmrc does', () => {
     const cwd = tempDir();

@@ -205,6 +205,26 @@ describe('prepareExecution and executePlan', () => {
     }
   });
 
+  it("a sandboxed command may not run inside the hub's files (its bind would make them writable)", async () => {
+    const { root, policy } = setup({ allow: ['node report.js'] });
+    const config = join(root, 'ctxbus-config');
+    mkdirSync(join(config, 'keys'), { recursive: true });
+    writeFileSync(join(config, 'keys', 'report.js'), '1;\n');
+    const before = process.env.CTXBUS_CONFIG_DIR;
+    process.env.CTXBUS_CONFIG_DIR = config;
+    try {
+      const prepared = await prepareExecution({
+        request: request(join(config, 'keys'), { sandboxed: true }),
+        policy,
+      });
+      expect(prepared).toMatchObject({ ok: false, code: 'workdir_escape' });
+      expect(prepared.ok ? '' : prepared.reason).toMatch(/inside the hub's files/);
+    } finally {
+      if (before === undefined) delete process.env.CTXBUS_CONFIG_DIR;
+      else process.env.CTXBUS_CONFIG_DIR = before;
+    }
+  });
+
   it('the working directory is checked again at spawn: swapped for a symlink after validation, it is refused', async () => {
     const { root, project, policy } = setup();
     const ready = plan(await prepareExecution({ request: request(project), policy }));

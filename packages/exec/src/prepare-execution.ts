@@ -6,7 +6,13 @@ import { checkCommand, parseAllowList } from './command-policy.js';
 import type { OutputStream, RunCommandResult } from './run-command.js';
 import { runCommand } from './run-command.js';
 import type { SandboxDetectOptions } from './sandbox.js';
-import { detectPidNamespace, detectSandbox, pidNamespaceArgv, sandboxArgv } from './sandbox.js';
+import {
+  detectPidNamespace,
+  detectSandbox,
+  hubPathHolding,
+  pidNamespaceArgv,
+  sandboxArgv,
+} from './sandbox.js';
 import { scrubEnv } from './scrub-env.js';
 import { checkProgramInside, checkWorkdir } from './workdir.js';
 
@@ -186,6 +192,13 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
   if (sandboxed) {
     if (request.network && !policy.network) {
       return refuse('not_allowed', "network access is not allowed by the capability's limits");
+    }
+    const hub = hubPathHolding(workdir.realPath);
+    if (hub !== null) {
+      return refuse(
+        'workdir_escape',
+        `the working directory ${request.cwd} is inside the hub's files (${hub}): no sandboxed command runs there`,
+      );
     }
     const status = await detectSandbox(policy.sandbox);
     if (!status.available) return refuse('sandbox_unavailable', status.reason);

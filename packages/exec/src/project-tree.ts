@@ -27,6 +27,9 @@ const CONFIG_FILES = [
   'tox.ini',
   'pytest.ini',
   'conftest.py',
+  // Git's own config runs programs (core.fsmonitor, aliases, hooks' path) for the git commands
+  // an approved command may run.
+  '.git/config',
 ];
 
 /** The most files a tree hash reads (past it, the hash covers the first ones and says so). */
@@ -35,16 +38,28 @@ export const MAX_TREE_FILES = 50_000;
 /** Directories a walk outside git never enters (git's own, dependency caches). */
 const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules', '.venv', '__pycache__']);
 
+/**
+ * The repository's config is the project's, which a sandboxed command may have written: git
+ * runs no program of it here (core.fsmonitor would run one as the worker's user, outside the
+ * sandbox, when the listing refreshes the index), and reads no user or system config.
+ */
+const GIT_SAFE = ['-c', 'core.fsmonitor=false', '-c', 'core.untrackedCache=false'];
+
 function gitListing(cwd: string): string[] | null {
   const listed = spawnSync(
     'git',
-    ['ls-files', '-z', '--cached', '--others', '--exclude-standard'],
+    [...GIT_SAFE, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'],
     {
       cwd,
       encoding: 'buffer',
       maxBuffer: 256 * 1024 * 1024,
       timeout: 60_000,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_OPTIONAL_LOCKS: '0' },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        GIT_OPTIONAL_LOCKS: '0',
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+      },
     },
   );
   if (listed.status !== 0 || listed.error) return null;

@@ -12,7 +12,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from './run-command.js';
-import { detectSandbox, sandboxArgv } from './sandbox.js';
+import { detectSandbox, hubPathHolding, sandboxArgv } from './sandbox.js';
 import { NODE, tempDir, waitUntil } from './test-support.js';
 
 // Real bubblewrap runs. Where bwrap does not work the tests skip, saying why, unless
@@ -28,7 +28,7 @@ const bwrapPath = status.available ? status.bwrapPath : 'bwrap';
 async function sandboxed(
   argv: string[],
   workdir: string,
-  layout: { network?: boolean; hidePaths?: string[] } = {},
+  layout: { network?: boolean; hidePaths?: string[]; hubPaths?: string[] } = {},
   timeoutMs = 120_000,
 ) {
   return runCommand({
@@ -89,6 +89,35 @@ describe(`sandbox (bubblewrap)${because}`, () => {
     `bwrap works on this machine${required ? ' (required: CTXBUS_REQUIRE_BWRAP=1)' : ''}`,
     () => {
       expect(status).toMatchObject({ available: true });
+    },
+  );
+
+  sandboxIt(
+    "a working directory that holds the hub's files (a command run in the home) does not uncover them",
+    async () => {
+      // Outside /tmp, as a home is: the layout hides it, and the hub's config directory in it.
+      const home = mkdtempSync('/var/tmp/ctxbus-home-');
+      try {
+        const config = join(home, '.config', 'ctxbus');
+        mkdirSync(config, { recursive: true });
+        writeFileSync(join(config, 'credentials.json'), '{"adminToken":"cbx_secret"}');
+        const layout = { hidePaths: [home], hubPaths: [config] };
+        const read = await sandboxed(['cat', '.config/ctxbus/credentials.json'], home, layout);
+        expect(read.exitCode).not.toBe(0);
+        expect(read.stdout).not.toContain('cbx_secret');
+        const written = await sandboxed(
+          [NODE, '-e', "require('fs').writeFileSync('.config/ctxbus/planted', 'x')"],
+          home,
+          layout,
+        );
+        expect(written.exitCode).toBe(0); // into the empty tmpfs over the directory, not the host
+        expect(existsSync(join(config, 'planted'))).toBe(false);
+        // The rest of the working directory is the command's, as always.
+        writeFileSync(join(home, 'notes.txt'), 'visible');
+        expect((await sandboxed(['cat', 'notes.txt'], home, layout)).stdout).toBe('visible');
+      } finally {
+        rmSync(home, { recursive: true, force: true });
+      }
     },
   );
 
@@ -247,5 +276,17 @@ describe('detectSandbox fails closed', () => {
       available: false,
       reason: expect.stringContaining('No permissions to create new namespace'),
     });
+  });
+});
+
+describe('hubPathHolding', () => {
+  it("names the hub's file that holds a directory, and nothing for one beside it", () => {
+    const root = tempDir();
+    const config = join(root, '.config', 'ctxbus');
+    mkdirSync(join(config, 'keys'), { recursive: true });
+    expect(hubPathHolding(config, [config])).toBe(config);
+    expect(hubPathHolding(join(config, 'keys'), [config])).toBe(config);
+    expect(hubPathHolding(root, [config])).toBeNull();
+    expect(hubPathHolding(join(root, '.config'), [config])).toBeNull();
   });
 });

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { DEFAULT_CHILD_PATH } from './scrub-env.js';
 
 // `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
@@ -142,6 +142,57 @@ function hiddenRoots(layout: Omit<SandboxLayout, 'workdir'>): string[] {
   return [...hiddenPaths(layout), '/tmp', '/run'];
 }
 
+/** Whether `path` is strictly inside `dir`. */
+function strictlyInside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+}
+
+/** The real path of `path` when it exists (the working directory is one), else as given. */
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * The hub's file (config directory, data directory, approval key) that holds `dir`, if any: a
+ * sandboxed command's working directory may not be there, since its bind would make those
+ * files the one writable place.
+ */
+export function hubPathHolding(
+  dir: string,
+  hubPaths: readonly string[] = ctxbusPaths(),
+): string | null {
+  const real = realPathOf(dir);
+  return (
+    hubPaths.find((path) => {
+      const hub = realPathOf(path);
+      return hub === real || strictlyInside(hub, real);
+    }) ?? null
+  );
+}
+
+/**
+ * Hides again each hidden path inside one of `binds` (the working directory, the program's
+ * installation): a bind made after the hiding uncovers what lies below it, so a working
+ * directory that holds the config directory (a command run in the home) would show the tokens
+ * and the signing key, writable.
+ */
+function hiddenAgain(layout: Omit<SandboxLayout, 'workdir'>, binds: readonly string[]): string[] {
+  const args: string[] = [];
+  for (const hidden of hiddenPaths(layout)) {
+    const real = realPathOf(hidden);
+    if (!binds.some((bind) => strictlyInside(bind, real))) continue;
+    const kind = exists(real);
+    if (kind === 'directory') args.push('--tmpfs', real);
+    else if (kind === 'file') args.push('--ro-bind', '/dev/null', real);
+  }
+  return args;
+}
+
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
   if (!layout.network) {
@@ -165,13 +216,15 @@ export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): str
     layout.searchPath ?? process.env.PATH ?? '',
     hiddenRoots(layout),
   );
+  const shown = prefix !== null && prefix !== '/' ? [prefix] : [];
   return [
     layout.bwrapPath,
     ...isolation(layout),
-    ...(prefix !== null && prefix !== '/' ? ['--ro-bind', prefix, prefix] : []),
+    ...shown.flatMap((dir) => ['--ro-bind', dir, dir]),
     '--bind',
     layout.workdir,
     layout.workdir,
+    ...hiddenAgain(layout, [...shown, layout.workdir]),
     '--chdir',
     layout.workdir,
     ...NAMESPACES,

@@ -225,6 +225,11 @@ describe('only people approve', () => {
     });
     expect(response.status).toBe(409);
     expect(response.body.error.details.reason).toBe('digest_mismatch');
+    // Audited like every refused decision.
+    const refused = (await auditRecords('approval.refused')).filter((r) => r.subject === id);
+    expect(refused.map((record) => [record.actor, record.data.reason])).toEqual([
+      ['cli', 'digest_mismatch'],
+    ]);
     expect((await decide(hub.tokens.cli, id, 'deny')).status).toBe(200);
     expect(existsSync(join(project, 'ran-mismatch'))).toBe(false);
   });

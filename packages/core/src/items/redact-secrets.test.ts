@@ -101,6 +101,14 @@ describe('redactSecrets', () => {
     ).toThrow(/^input\.argv\[2\]: looks like a secret \(bearer-token\); give it/);
   });
 
+  it("leaves the shell's working directory alone (PWD=/path is env output, not a password)", () => {
+    const env = 'HOME=/home/dev\nPWD=/tmp/h4/projects/app\nOLDPWD=/home/dev\nDB_PWD=s3cr3tpw';
+    const result = redactSecrets(env, 'stdout');
+    expect(result.text).toBe(
+      'HOME=/home/dev\nPWD=/tmp/h4/projects/app\nOLDPWD=/home/dev\nDB_PWD=[REDACTED:secret-assignment]',
+    );
+  });
+
   it('leaves ordinary prose alone', () => {
     const prose =
       'We decided to use SQLite with WAL mode. The token budget is 4000 tokens; password rules are documented. See https://example.com/docs.';

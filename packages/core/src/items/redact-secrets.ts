@@ -56,7 +56,9 @@ const PATTERNS: readonly SecretPattern[] = [
     kind: 'secret-assignment',
     // A password is a secret however short (`password=hunter2`); keys and tokens below are
     // long, and a short value after their names is usually not one (`token: none`).
-    pattern: /((?:passw(?:or)?d|pwd)["']?\s*[:=]\s*["']?)([^\s"',;]{4,})/gi,
+    // `pwd` is a password unless it is the shell's working directory (`PWD=/home/...`,
+    // `OLDPWD=`): a path is not a secret.
+    pattern: /((?:passw(?:or)?d|(?<![A-Za-z])pwd)["']?\s*[:=]\s*["']?)(?![/~])([^\s"',;]{4,})/gi,
     group: 2,
   },
   {
@@ -64,7 +66,7 @@ const PATTERNS: readonly SecretPattern[] = [
     pattern:
       // From the key word on (`my_api_key = …` matches at `api_key`): the rest of the name stays
       // as it is, outside the match.
-      /((?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
+      /((?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
     group: 2,
   },
 ];

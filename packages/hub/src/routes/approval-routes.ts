@@ -149,16 +149,28 @@ async function refuseParty(
   );
 }
 
-/** Refuses a decision about another command than the one the person was shown. */
-function checkDigest(task: Task, digest: string | undefined): void {
+/** Refuses (and audits) a decision about another command than the one the person was shown. */
+async function checkDigest(
+  services: HubServices,
+  who: Decider,
+  task: Task,
+  decision: Decision,
+  digest: string | undefined,
+): Promise<void> {
   const pending = (task.approval as TaskApproval).request.digest;
-  if (digest !== undefined && digest !== pending) {
-    throw new CtxbusError(
+  if (digest === undefined || digest === pending) return;
+  await refused(
+    services,
+    who.teamId,
+    task.id,
+    decision,
+    who.runtime ?? who.by,
+    new CtxbusError(
       'conflict',
       `task ${task.id} waits on another command than the one shown (digest ${digest.slice(0, 12)}…, pending ${String(pending).slice(0, 12)}…): nothing decided`,
       { details: { reason: 'digest_mismatch' } },
-    );
-  }
+    ),
+  );
 }
 
 async function pendingTask(services: HubServices, teamId: string, id: string): Promise<Task> {
@@ -232,7 +244,7 @@ export const approvalRoutes = [
       const who = await decider(caller, body.team, services, params.id, 'approve');
       const task = await pendingTask(services, who.teamId, params.id);
       await refuseParty(services, who, task, 'approve');
-      checkDigest(task, body.digest);
+      await checkDigest(services, who, task, 'approve', body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
       // The digest stored with the request (computed from the command as the asker sent it,
@@ -282,7 +294,7 @@ export const approvalRoutes = [
       const who = await decider(caller, body.team, services, params.id, 'deny');
       const task = await pendingTask(services, who.teamId, params.id);
       await refuseParty(services, who, task, 'deny');
-      checkDigest(task, body.digest);
+      await checkDigest(services, who, task, 'deny', body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
       const updated = await services.tasks.move(who.teamId, task.id, {
