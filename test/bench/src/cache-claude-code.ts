@@ -3,7 +3,7 @@
 // `--resume` of that session, the model played by the scripted Messages API server.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -45,6 +45,7 @@ export async function claudeCodeSession(hub: HubProcess): Promise<CacheSession> 
   const token = await runtimeToken(hub, 'bench', 'claude-code');
   const home = mkdtempSync(join(tmpdir(), 'ctxbus-bench-cache-claude-'));
   const project = join(home, 'project');
+  mkdirSync(project);
   const model = await startScriptedModel(() => ({ text: 'Understood.' }));
   const installed = await runCli(
     ['install', 'claude-code', '--project', project, '--url', hub.url, '--token', token],

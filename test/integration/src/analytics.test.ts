@@ -76,7 +76,7 @@ describe('ctxbus analytics', () => {
     const text = await cli(hub.tokens.code);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^Context use, \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d \(7 days, UTC\)/);
-    expect(text.stdout).toMatch(/openclaw\s+injected 0, consumed 1, searched 1; 1 items/);
+    expect(text.stdout).toMatch(/openclaw\s+injected 0, consumed 1, searched 1; 1 item$/m);
     expect(text.stdout).toContain(
       `decision Deploy from the release branch (claude-code) ${decision.id}`,
     );
