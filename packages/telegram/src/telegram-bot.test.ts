@@ -153,6 +153,18 @@ describe('pushes', () => {
     expect(api.sent(100).filter((m) => m.text.includes('Rate limited push'))).toHaveLength(1);
   });
 
+  it('retries a push Telegram failed on its side (5xx) instead of skipping it', async () => {
+    const bot = await start();
+    api.failNext('sendMessage', { error_code: 502, description: 'Bad Gateway' }, 2);
+    await blocking('Pushed through a 502');
+    await waitFor(api.nextCall(sentTo(200, 'Pushed through a 502')), 'the push after the 5xx');
+    expect(api.calls.filter(sentTo(100, 'Pushed through a 502'))).toHaveLength(3);
+    for (const chat of [100, 200]) {
+      expect(api.sent(chat).filter((m) => m.text.includes('Pushed through a 502'))).toHaveLength(1);
+    }
+    expect(bot.waits).toHaveLength(2);
+  });
+
   it('neither drops nor repeats a push across a restart', async () => {
     const first = await start();
     await blocking('Before restart');

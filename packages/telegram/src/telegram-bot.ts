@@ -389,8 +389,8 @@ export class CtxbusTelegramBot {
 
   /**
    * Sends `text` (split under Telegram's limit; the keyboard goes with the last part). Retries
-   * network failures until the bot stops; a refusal Telegram will repeat (a blocked bot, a bad
-   * chat) is logged and skipped.
+   * network failures and Telegram's own (5xx, 429) until the bot stops; a refusal Telegram will
+   * repeat (a 4xx: a blocked bot, a bad chat) is logged and skipped.
    */
   private async deliver(
     chatId: number,
@@ -412,7 +412,7 @@ export class CtxbusTelegramBot {
           if (last && keyboard) onButtons?.(sent.message_id);
           break;
         } catch (error) {
-          if (error instanceof GrammyError && error.error_code !== 429) {
+          if (error instanceof GrammyError && error.error_code !== 429 && error.error_code < 500) {
             this.logger.error(
               { chatId, code: error.error_code, error: this.redact(error) },
               'telegram refused a push; skipped',
@@ -488,6 +488,6 @@ export function telegramRefusal(error: unknown): CtxbusError | null {
   if (!(error instanceof GrammyError) || error.error_code !== 401) return null;
   return new CtxbusError(
     'unauthorized',
-    'Telegram refused the bot token (401 Unauthorized): check --bot-token or $CTXBUS_TELEGRAM_TOKEN',
+    'Telegram refused the bot token (401 Unauthorized): check $CTXBUS_TELEGRAM_TOKEN (the token @BotFather gave)',
   );
 }
