@@ -279,6 +279,9 @@ describe.skipIf(unavailable !== null)(
       expect(await results.first().locator('.item-title').textContent()).toBe(
         'Use SQLite for the embedded store',
       );
+      // The hub's passage marks the matched words: shown marked, never as Markdown's **.
+      expect(await results.first().locator('.item-summary mark').count()).toBeGreaterThan(0);
+      expect(await results.first().locator('.item-summary').textContent()).not.toContain('**');
       await page.getByRole('button', { name: 'Back to live' }).click();
       await page.getByTestId('feed').waitFor();
       await close();
@@ -336,6 +339,16 @@ describe.skipIf(unavailable !== null)(
         (entry) => entry.key === 'release/day',
       );
       if (!conflict) throw new Error('no conflict raised');
+      // Signed in as an agent's runtime, the panel says who picks and offers no button the hub
+      // would refuse.
+      const agent = await signedIn(hub.tokens.claw);
+      await go(agent.page, `item/${conflict.id}`);
+      await agent.page.getByTestId('conflict-refusal').waitFor();
+      expect(await agent.page.getByRole('button', { name: 'Keep this' }).count()).toBe(0);
+      expect(await agent.page.getByTestId('conflict-refusal').textContent()).toMatch(
+        /Only people keep a value, through .*signed in as openclaw/,
+      );
+      await agent.close();
       const { page, close } = await signedIn();
       await go(page, `item/${conflict.id}`);
       const panel = page.getByTestId('conflict');
@@ -658,6 +671,8 @@ describe.skipIf(unavailable !== null)(
         'boards',
         'insights',
         'analytics',
+        // The item itself: its title is the page's heading.
+        `item/${written.body.items[0].id}`,
       ];
       for (const [size, viewport] of Object.entries({ desktop: DESKTOP, phone: PHONE })) {
         const { page, close } = await signedIn(hub.tokens.web, viewport);
@@ -700,7 +715,10 @@ describe.skipIf(unavailable !== null)(
             );
             expect(overflow, `${view} scrolls sideways on a phone`).toBeLessThanOrEqual(0);
           }
-          await page.screenshot({ path: join(SCREENSHOTS, `${view}-${size}.png`), fullPage: true });
+          await page.screenshot({
+            path: join(SCREENSHOTS, `${view.split('/')[0]}-${size}.png`),
+            fullPage: true,
+          });
         }
         await close();
       }

@@ -3,6 +3,18 @@ import type { ComponentChildren } from 'preact';
 import { href } from '../router.js';
 import { Badge, Time, UrgencyBadge } from '../ui.js';
 
+/**
+ * A search passage: the hub marks the matched words `**so**` (Markdown); they are shown marked,
+ * and everything else as the text it is (Preact escapes it: an item's `<b>` stays text).
+ */
+export function Passage({ text }: { text: string }) {
+  const parts = text.split(/\*\*(.+?)\*\*/);
+  // split keeps each captured word at an odd index.
+  return (
+    <>{parts.map((part, index) => (index % 2 === 1 ? <mark key={index}>{part}</mark> : part))}</>
+  );
+}
+
 /** An item in a list: title (to its detail), urgency, type, writer, scope, tags, time. */
 export function ItemRow({
   item,
@@ -40,7 +52,11 @@ export function ItemRow({
         ))}
         <Time iso={item.createdAt} />
       </div>
-      {children ?? <p class="item-summary">{highlight ?? item.summary}</p>}
+      {children ?? (
+        <p class="item-summary">
+          {highlight === undefined ? item.summary : <Passage text={highlight} />}
+        </p>
+      )}
     </li>
   );
 }

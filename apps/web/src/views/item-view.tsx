@@ -5,6 +5,7 @@ import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
 import { href } from '../router.js';
 import { Badge, Empty, ErrorBox, TableScroll, Time, UrgencyBadge } from '../ui.js';
+import { useHubData } from '../use-hub-data.js';
 
 /** Links followed each way along a supersession chain, at most. */
 const MAX_CHAIN = 20;
@@ -47,9 +48,11 @@ function Row({ label, children }: { label: string; children: preact.ComponentChi
 
 /**
  * An open conflict (two runtimes wrote one key differently): each value with a "Keep this"
- * button. The hub decides who may pick (people's runtimes); its refusal is shown as is.
+ * button, shown only where the hub would accept the answer (a people's runtime, capabilities'
+ * `approvers`, or an admin token); signed in as another runtime, the panel says who picks.
  */
 function ConflictPanel({ item, client }: { item: ContextItem; client: WebClient }) {
+  const approvers = useHubData(async () => (await client.capabilities()).approvers, [client]);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [kept, setKept] = useState<string | null>(null);
@@ -86,15 +89,22 @@ function ConflictPanel({ item, client }: { item: ContextItem; client: WebClient 
             </span>{' '}
             {kept === value.id ? (
               <strong>Kept</strong>
-            ) : (
+            ) : approvers.data?.caller.approver ? (
               <button type="button" disabled={busy || kept !== null} onClick={() => keep(value.id)}>
                 Keep this
               </button>
-            )}
+            ) : null}
           </li>
         ))}
       </ol>
-      <ErrorBox error={error} />
+      {approvers.data && !approvers.data.caller.approver ? (
+        <p class="muted" data-testid="conflict-refusal">
+          Only people keep a value, through {approvers.data.runtimes.join(', ') || 'an admin token'}
+          ; this dashboard is signed in as {approvers.data.caller.runtime ?? 'an admin token'},
+          which is not one of them.
+        </p>
+      ) : null}
+      <ErrorBox error={error ?? approvers.error} />
     </div>
   );
 }
