@@ -205,6 +205,16 @@ describe('prepareExecution and executePlan', () => {
     }
   });
 
+  it('a request missing a field is refused naming it (an A2A data part without cwd)', async () => {
+    const { policy } = setup();
+    const prepared = await prepareExecution({
+      request: { taskId: 'task-1', argv: ['npm', 'test'] } as unknown as ExecutionRequest,
+      policy,
+    });
+    expect(prepared).toMatchObject({ ok: false, code: 'invalid_request' });
+    expect(prepared.ok ? '' : prepared.reason).toMatch(/^invalid request: cwd: /);
+  });
+
   it("a sandboxed command may not run inside the hub's files (its bind would make them writable)", async () => {
     const { root, policy } = setup({ allow: ['node report.js'] });
     const config = join(root, 'ctxbus-config');

@@ -142,7 +142,9 @@ function refuse(code: RefusalCode, reason: string): Refusal {
 export async function prepareExecution(input: PrepareExecutionInput): Promise<Preparation> {
   const parsed = executionRequestSchema.safeParse(input.request);
   if (!parsed.success) {
-    return refuse('invalid_request', `invalid request: ${parsed.error.issues[0]?.message}`);
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.length ? `${issue.path.join('.')}: ` : '';
+    return refuse('invalid_request', `invalid request: ${field}${issue?.message ?? 'invalid'}`);
   }
   const request = parsed.data;
   const { policy } = input;

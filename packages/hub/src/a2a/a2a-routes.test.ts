@@ -218,6 +218,28 @@ describe('A2A routes', () => {
     expect(large.status).toBe(413);
   });
 
+  it('acts on a notification (no id) and never answers it: 204, no body, errors included', async () => {
+    const notify = (method: string, params: unknown) =>
+      hub.app.request('/a2a', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', method, params }),
+      });
+    const count = async () => {
+      const listed = await hub.app.request('/api/tasks?limit=200', {
+        headers: { authorization: `Bearer ${tokens.claw}` },
+      });
+      return ((await listed.json()) as { tasks: unknown[] }).tasks.length;
+    };
+    const before = await count();
+    const sent = await notify('SendMessage', codeMessage('m-notified'));
+    expect(sent.status).toBe(204);
+    expect(await sent.text()).toBe('');
+    expect(await count()).toBe(before + 1); // it acted: the task is there
+    const failed = await notify('GetTask', { id: 5 });
+    expect([failed.status, await failed.text()]).toEqual([204, '']);
+  });
+
   it('lists the A2A routes in the OpenAPI document', () => {
     const paths = hub.routes.map((route) => `${route.method} ${route.path}`);
     expect(paths).toEqual(

@@ -336,10 +336,14 @@ async function handleRpc(
     throw new CtxbusError('not_found', `no runtime ${preferRuntime} in the capability matrix`);
   }
   let id: JsonRpcId = null;
+  // A request without an id is a notification: JSON-RPC 2.0 (4.1) has the server act on it and
+  // never answer it (HTTP 204, no body; a stream it would have opened is closed at once).
+  let notification = false;
   try {
     const version = context.req.header('a2a-version');
     const request = await readRpcRequest(context);
     id = request.id ?? null;
+    notification = request.id === undefined;
     if (version !== undefined && version.trim() !== '' && !['1', '1.0'].includes(version.trim())) {
       throw new A2aRpcError(
         'versionNotSupported',
@@ -353,6 +357,10 @@ async function handleRpc(
       params: request.params,
       ...(preferRuntime !== undefined && { preferRuntime }),
     });
+    if (notification) {
+      if (result instanceof Response) await result.body?.cancel();
+      return context.body(null, 204);
+    }
     if (result instanceof Response) return result;
     return context.json(rpcResult(id, result));
   } catch (error) {
@@ -360,6 +368,7 @@ async function handleRpc(
     if (!(error instanceof A2aRpcError) && !CtxbusError.isInstance(error)) {
       services.logger.error({ err: error }, 'A2A call failed');
     }
+    if (notification) return context.body(null, 204);
     const envelopeId = (error as { id?: JsonRpcId }).id;
     return context.json(rpcError(envelopeId ?? id, error));
   }
