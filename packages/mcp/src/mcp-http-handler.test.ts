@@ -525,6 +525,34 @@ describe('Streamable HTTP endpoint', () => {
     });
   });
 
+  it("a revoked token's sessions end, open event streams included, and free their places", async () => {
+    const doomed = await hub.mint('doomed');
+    const revoked = new Set<string>();
+    const { createHash } = await import('node:crypto');
+    const digest = createHash('sha256').update(doomed).digest('hex');
+    await withEndpoint(
+      handlerOptions({
+        tokenStillValid: (hex) => !revoked.has(hex),
+        tokenCheckMs: 50,
+        maxSessionsPerToken: 1,
+      }),
+      async (endpoint, handler) => {
+        const { client } = await connect(endpoint, doomed);
+        // The subscription holds the session's GET stream open: no request would end it.
+        await client.subscribeResource({ uri: 'decisions://recent' });
+        const other = await hub.mint('bystander');
+        const { client: bystander } = await connect(endpoint, other);
+        expect(handler.sessionCount).toBe(2);
+        revoked.add(digest);
+        await waitUntil(() => handler.sessionCount === 1, "the revoked token's session to close");
+        // The bystander's session goes on.
+        expect((await bystander.listTools()).tools.length).toBeGreaterThan(0);
+        await bystander.close();
+        await client.close().catch(() => {});
+      },
+    );
+  });
+
   it('a session with an open event stream is not idle; close() ends it and its hub stream', async () => {
     const closedAsIdle: string[] = [];
     const logger = {

@@ -31,6 +31,15 @@ export interface McpHttpHandlerOptions {
    */
   verifyToken?(token: string): unknown;
   /**
+   * Whether the token with this SHA-256 (hex) still works, asked every `tokenCheckMs` for each
+   * token holding sessions (inside the hub: its verifier's `stillValid`). The sessions of a
+   * token that no longer does are closed, their event streams ended and their places in the
+   * limits freed: requests alone would never end a session that only holds a stream open.
+   */
+  tokenStillValid?(digestHex: string): boolean | Promise<boolean>;
+  /** How often `tokenStillValid` is asked (default 5 s). */
+  tokenCheckMs?: number;
+  /**
    * Host names (no port; IPv6 in brackets) the endpoint answers to: a request whose Host header
    * names another is refused with 403, the defence against DNS rebinding. Default: localhost,
    * 127.0.0.1 and [::1]. Add the names clients use when the hub listens beyond loopback.
@@ -145,6 +154,25 @@ async function admit(
   }
 }
 
+/** How often the tokens holding sessions are checked (tokenStillValid). */
+const DEFAULT_TOKEN_CHECK_MS = 5_000;
+
+/** Closes the sessions of every token that no longer works (a failed check is tried again). */
+async function closeRevoked(
+  sessions: McpSessions,
+  stillValid: ((digestHex: string) => boolean | Promise<boolean>) | undefined,
+  logger: Logger,
+): Promise<void> {
+  if (!stillValid) return;
+  for (const owner of new Set([...sessions.open.values()].map((session) => session.owner))) {
+    try {
+      if (!(await stillValid(owner))) sessions.closeOwner(owner);
+    } catch (error) {
+      logger.warn({ err: error }, 'MCP session token check failed; tried again at the next');
+    }
+  }
+}
+
 /** The session counts as busy until the response has been sent (or the reader left). */
 function untilSent(session: Session, response: Response): Response {
   return watchBody(response, () => {
@@ -213,6 +241,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   );
   // The sweep must not keep a process alive on its own.
   sweep.unref();
+  const tokenCheck = options.tokenStillValid
+    ? setInterval(
+        () => void closeRevoked(sessions, options.tokenStillValid?.bind(options), logger),
+        options.tokenCheckMs ?? DEFAULT_TOKEN_CHECK_MS,
+      )
+    : null;
+  tokenCheck?.unref();
   let closed = false;
 
   async function startSession(
@@ -319,6 +354,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     async close() {
       closed = true;
       clearInterval(sweep);
+      if (tokenCheck) clearInterval(tokenCheck);
       await sessions.closeAll();
     },
   };

@@ -109,6 +109,15 @@ export class McpSessions {
     void idle.transport.close();
   }
 
+  /** Closes every session of one token (`owner`: its digest in hex), streams and all. */
+  closeOwner(owner: string): void {
+    for (const [id, session] of this.open) {
+      if (session.owner !== owner) continue;
+      this.logger.info({ sessionId: id }, 'closing the MCP session of a revoked token');
+      void session.transport.close();
+    }
+  }
+
   /** Closes the sessions with no request and no open stream for longer than `idleMs`. */
   closeIdle(idleMs: number, now = Date.now()): void {
     for (const [id, session] of this.open) {

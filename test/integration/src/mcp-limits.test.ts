@@ -1,5 +1,5 @@
 import type { TestHub } from '@ctxbus/test-kit';
-import { removeDir, runCli, runtimeToken, tempDir } from '@ctxbus/test-kit';
+import { removeDir, runCli, runtimeToken, tempDir, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 import { useInProcessHub } from './in-process-serve.ts';
 
@@ -82,6 +82,20 @@ describe('MCP session limits of ctxbus serve', () => {
     expect(replaced.status).toBe(200);
     expect(await ping(hub, flooder, opened[3] ?? '')).toBe(404);
     expect(await ping(hub, neighbour, theirs.sessionId ?? '')).toBe(200);
+  });
+
+  it("frees a revoked token's places: its sessions close, and the endpoint takes another", async () => {
+    // After the test above the cap (3) is full (flooder 2, web 1); their tokens revoked, within the hub's
+    // verdict interval they close, and a new token's initialize is served instead of a 503.
+    const { call } = await import('@ctxbus/test-kit');
+    const listed = await call(hub.url, 'GET', '/api/admin/tokens', { token: hub.adminToken });
+    for (const info of listed.body.tokens as { id: string; runtime: string | null }[]) {
+      if (info.runtime === 'flooder' || info.runtime === 'web') {
+        await call(hub.url, 'DELETE', `/api/admin/tokens/${info.id}`, { token: hub.adminToken });
+      }
+    }
+    const fresh = await runtimeToken(hub, 'globex', 'claude-code');
+    await waitUntil(async () => (await open(hub, fresh)).status === 200, 'a place to free up');
   });
 });
 

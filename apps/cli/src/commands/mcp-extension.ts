@@ -72,6 +72,9 @@ async function createHandler(
       }
       return caller;
     },
+    // A revoked token's sessions end, streams and all, within a verdict interval.
+    tokenStillValid: (digestHex) => services.verifier.stillValid(digestHex),
+    tokenCheckMs: services.verifier.cacheMs,
     createBackend: (token) =>
       createClient({
         url: 'http://ctxbus.internal',
