@@ -286,7 +286,7 @@ async function checkOpenClaw(): Promise<Check> {
       name,
       status: 'fail',
       detail: `the ctxbus plugin in ${path}: ${message(error)}`,
-      fix: 'run `ctxbus install openclaw` again, then restart the gateway (openclaw gateway restart)',
+      fix: '`ctxbus connect --only openclaw` (or `ctxbus install openclaw --team TEAM`), then restart the gateway (openclaw gateway restart)',
     };
   }
 }

@@ -138,3 +138,39 @@ describe('ctxbus connect with no hub running', () => {
     expect(existsSync(join(bare.home, '.config', 'systemd'))).toBe(false);
   });
 });
+
+describe('ctxbus disconnect while the hub does not answer', () => {
+  it('undoes the rest, keeps the token on record, exits 6; the next disconnect tries again', async () => {
+    const { env, configDir } = machine('absent');
+    const hub = `http://127.0.0.1:${await freePort()}`;
+    mkdirSync(configDir, { recursive: true });
+    const statePath = join(configDir, 'connections.json');
+    writeFileSync(
+      statePath,
+      JSON.stringify({
+        version: 1,
+        connections: {
+          'claude-code': {
+            hub,
+            connectedAt: '2026-11-30T10:00:00.000Z',
+            teamId: 'acme',
+            tokenId: 'tok_still_live',
+            savedToken: false,
+            files: [],
+          },
+        },
+      }),
+    );
+    for (const attempt of ['first', 'second']) {
+      const result = await runCli(['disconnect'], { env });
+      expect(result.code, `${attempt}: ${result.stderr}`).toBe(6);
+      expect(result.stdout).toMatch(/token acme\/claude-code not revoked .*kept on record/);
+      expect(result.stderr).toMatch(/acme\/claude-code still works: run ctxbus disconnect again/);
+      const kept = JSON.parse(readFileSync(statePath, 'utf8'));
+      expect(kept.connections['claude-code']).toMatchObject({
+        tokenId: 'tok_still_live',
+        files: [],
+      });
+    }
+  });
+});

@@ -308,9 +308,16 @@ export interface DisconnectOptions {
   adminToken?: string;
 }
 
-/** Revokes the token connect minted, if the hub answers; a line saying what happened. */
-async function revoke(connection: Connection, runtime: string, flag?: string): Promise<string> {
-  if (!connection.tokenId) return '';
+/**
+ * Revokes the token connect minted, if the hub answers: a line saying what happened, and
+ * whether the token is gone (a token that was not revoked stays recorded for the next try).
+ */
+async function revoke(
+  connection: Connection,
+  runtime: string,
+  flag?: string,
+): Promise<{ line: string; revoked: boolean }> {
+  if (!connection.tokenId) return { line: '', revoked: true };
   const admin = findAdminToken(connection.hub, flag);
   try {
     if (!admin) throw new Error('no admin token');
@@ -320,9 +327,12 @@ async function revoke(connection: Connection, runtime: string, flag?: string): P
       retries: 0,
       timeoutMs: 5_000,
     }).revokeToken(connection.tokenId);
-    return `token ${connection.teamId}/${runtime} revoked`;
+    return { line: `token ${connection.teamId}/${runtime} revoked`, revoked: true };
   } catch (error) {
-    return `token ${connection.teamId}/${runtime} not revoked (${(error as Error).message}): ctxbus token revoke ${connection.tokenId}`;
+    return {
+      line: `token ${connection.teamId}/${runtime} not revoked (${(error as Error).message}): kept on record for the next ctxbus disconnect (or: ctxbus token revoke ${connection.tokenId})`,
+      revoked: false,
+    };
   }
 }
 
@@ -335,6 +345,7 @@ export async function disconnect(options: DisconnectOptions, out: Output): Promi
     out.line('nothing to disconnect: ctxbus connect has wired no runtime here');
     return;
   }
+  const unrevoked: string[] = [];
   for (const connector of recorded) {
     const connection = state.connections[connector.runtime] as Connection;
     const context: ConnectContext = { url: connection.hub, progress: out.progress };
@@ -348,7 +359,12 @@ export async function disconnect(options: DisconnectOptions, out: Output): Promi
     }
     const revoked = await revoke(connection, connector.runtime, options.adminToken);
     if (connection.savedToken) forgetRuntimeToken(connection.hub, connector.runtime);
-    delete state.connections[connector.runtime];
+    // Everything else is undone; a token the hub did not revoke stays on record, alone.
+    if (revoked.revoked) delete state.connections[connector.runtime];
+    else {
+      state.connections[connector.runtime] = { ...connection, files: [], savedToken: false };
+      unrevoked.push(`${connection.teamId}/${connector.runtime}`);
+    }
     writeConnectState(state);
     pruneBackups(state);
     const paths = (before: boolean) =>
@@ -357,8 +373,14 @@ export async function disconnect(options: DisconnectOptions, out: Output): Promi
       ...(paths(true).length ? [`put back ${paths(true).join(', ')}`] : []),
       ...(paths(false).length ? [`removed ${paths(false).join(', ')} (connect made them)`] : []),
       ...(untouched.length === 0 ? changes : []),
-      ...(revoked ? [revoked] : []),
+      ...(revoked.line ? [revoked.line] : []),
     ];
     out.line(`disconnected ${connector.label}${done.length ? `: ${done.join('; ')}` : ''}`);
+  }
+  if (unrevoked.length > 0) {
+    throw new CtxbusError(
+      'unavailable',
+      `the token${unrevoked.length === 1 ? '' : 's'} ${unrevoked.join(', ')} still work${unrevoked.length === 1 ? 's' : ''}: run ctxbus disconnect again once the hub answers`,
+    );
   }
 }
