@@ -96,6 +96,15 @@ function updateRefusal(task: Task, state: TaskState): string {
   return `task ${task.id} cannot be updated to ${state}: ${why}`;
 }
 
+/** A note for a task that has ended: refused, since it would be recorded nowhere. */
+function ended(task: Task): CtxbusError {
+  return new CtxbusError(
+    'conflict',
+    `task ${task.id} has ended (${task.state}): a note goes on an open task only; nothing was recorded`,
+    { details: { reason: 'task_ended', state: task.state } },
+  );
+}
+
 /** A task's text (title, description, notes, error messages), its secrets redacted. */
 const redacted = (text: string): string => redactSecrets(text, 'task').text;
 const nullableRedacted = (text: string | undefined): string | null =>
@@ -193,6 +202,7 @@ export class TaskLifecycle {
       await this.announce(current, viewer.runtime, nullableRedacted(request.note));
       return current;
     }
+    if (request.state === current.state && request.note !== undefined) throw ended(current);
     if (!(UPDATE_TASK_STATES as readonly string[]).includes(request.state)) {
       throw new CtxbusError('conflict', updateRefusal(current, request.state), {
         details: { reason: 'illegal_transition', from: current.state, to: request.state },
@@ -222,8 +232,15 @@ export class TaskLifecycle {
     return this.relayed(this.deps.store.updateTask(teamId, id, patch));
   }
 
-  /** Any non-terminal state -> CANCELED; a canceled task is returned as it is. */
-  cancel(teamId: string, id: string, by: string, note?: string): Promise<Task> {
+  /**
+   * Any non-terminal state -> CANCELED; a canceled task is returned as it is, unless the cancel
+   * carries a note (which would be lost unseen: 409).
+   */
+  async cancel(teamId: string, id: string, by: string, note?: string): Promise<Task> {
+    if (note !== undefined) {
+      const current = await this.find(teamId, id);
+      if (current.state === 'CANCELED') throw ended(current);
+    }
     return this.relayed(
       this.deps.store.cancelTask(teamId, id, by, note === undefined ? note : redacted(note)),
     );

@@ -149,6 +149,16 @@ describe('task_create', () => {
         note: 'not needed',
       });
       expect(canceled.structured.task.state).toBe('CANCELED');
+      // Once ended, a note is refused (not answered with success and lost).
+      const again = await call(intern, 'task_update', {
+        taskId: id,
+        status: 'CANCELED',
+        note: 'again',
+      });
+      expect(again.result.isError).toBe(true);
+      expect(textOf(again.result)).toMatch(
+        /has ended \(CANCELED\): a note goes on an open task only/,
+      );
     } finally {
       await intern.close();
     }
