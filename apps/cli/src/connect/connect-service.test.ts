@@ -122,7 +122,10 @@ describe('ctxbus connect with no hub running', () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     const refused = await runCli(['connect', '--no-service', '--url', url], { env: box.env });
     expect(refused.code).toBe(6);
-    expect(refused.stderr).toContain(`no hub answers at ${url}: start one with \`ctxbus serve\``);
+    // The hub's own port, so that the command it names serves the hub asked for.
+    expect(refused.stderr).toContain(
+      `no hub answers at ${url}: start one with \`ctxbus serve --port ${new URL(url).port}\``,
+    );
     const remote = await runCli(['connect', '--url', 'https://hub.example.invalid'], {
       env: box.env,
     });
@@ -131,7 +134,9 @@ describe('ctxbus connect with no hub running', () => {
     const bare = machine('absent');
     const none = await runCli(['connect', '--url', url], { env: bare.env });
     expect(none.code).toBe(6);
-    expect(none.stderr).toContain(`no hub answers at ${url}: start one with \`ctxbus serve\``);
+    expect(none.stderr).toContain(
+      `no hub answers at ${url}: start one with \`ctxbus serve --port ${new URL(url).port}\``,
+    );
     expect(none.stderr).toContain(
       '(no systemd user manager to start one as a service: Failed to connect to bus',
     );

@@ -57,10 +57,18 @@ async function hubAnswers(url: string): Promise<boolean> {
   }
 }
 
+/** How to serve a hub at `url`: `ctxbus serve`, with `--port` when it is not the default one. */
+function serveCommand(url: string): string {
+  const port = loopbackPort(url);
+  return port === null || port === Number(new URL(DEFAULT_HUB_URL).port)
+    ? 'ctxbus serve'
+    : `ctxbus serve --port ${port}`;
+}
+
 const noHub = (url: string, why = '') =>
   new CtxbusError(
     'unavailable',
-    `no hub answers at ${url}: start one with \`ctxbus serve\` (or in the background: \`ctxbus service install\`), then run this again${why}`,
+    `no hub answers at ${url}: start one with \`${serveCommand(url)}\` (or in the background: \`ctxbus service install\`), then run this again${why}`,
   );
 
 /** The port of a plain-HTTP loopback URL (a hub this machine would serve), else null. */
