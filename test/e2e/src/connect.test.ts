@@ -48,7 +48,9 @@ describe('ctxbus connect', () => {
     const result = await machine.ctxbus(['connect', '--url', url]);
     expect(result.code, result.stderr).toBe(6);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    expect(result.stderr).toContain(`no hub answers at ${url}: start one with \`ctxbus serve\``);
+    expect(result.stderr).toContain(
+      `no hub answers at ${url}: start one with \`ctxbus serve --port ${new URL(url).port}\``,
+    );
     expect(machine.snapshot()).toEqual(original);
   });
 
