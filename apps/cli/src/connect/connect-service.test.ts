@@ -179,3 +179,37 @@ describe('ctxbus disconnect while the hub does not answer', () => {
     }
   });
 });
+
+describe('ctxbus connect when one runtime fails while it is being wired', () => {
+  it('reports it, wires the others, and says how to undo: the failed one is on record', async () => {
+    const box = machine('absent');
+    const { startHubProcess } = await import('@ctxbus/test-kit');
+    const hub = await startHubProcess({
+      env: { CTXBUS_CONFIG_DIR: box.configDir, HOME: box.home },
+    });
+    try {
+      const bin = join(box.home, 'bin');
+      // A Claude Code that answers its version (its wiring is ctxbus's own file writes), and an
+      // OpenClaw whose every command fails, as a broken install's does.
+      writeFileSync(join(bin, 'claude'), '#!/bin/sh\necho "2.1.0 (Claude Code)"\n');
+      writeFileSync(
+        join(bin, 'openclaw'),
+        '#!/bin/sh\necho "Error: Cannot find module \'/usr/lib/openclaw/dist/entry.js\'" >&2\nexit 1\n',
+      );
+      for (const tool of ['claude', 'openclaw']) chmodSync(join(bin, tool), 0o755);
+      mkdirSync(join(box.home, '.openclaw'));
+      writeFileSync(join(box.home, '.openclaw', 'openclaw.json'), '{}\n');
+      const result = await runCli(['connect', '--url', hub.url, '--team', 'acme'], {
+        env: box.env,
+      });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stdout).toContain('connected Claude Code');
+      expect(result.stdout).toMatch(/OpenClaw: not connected: openclaw plugins install failed/);
+      expect(result.stdout).toContain('undo with: ctxbus disconnect');
+      const state = JSON.parse(readFileSync(join(box.configDir, 'connections.json'), 'utf8'));
+      expect(Object.keys(state.connections).sort()).toEqual(['claude-code', 'openclaw']);
+    } finally {
+      await hub.stop();
+    }
+  });
+});

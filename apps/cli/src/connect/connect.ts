@@ -289,10 +289,20 @@ export async function connect(options: ConnectOptions, out: Output): Promise<voi
   } else {
     const state = readConnectState();
     for (const plan of plans) {
-      const changes = await wire(plan, context, options, team, state);
-      out.line(
-        `connected ${plan.connector.label}${changes.length ? `: ${changes.join('; ')}` : ''}`,
-      );
+      // One runtime failing (an OpenClaw that cannot run its own commands) leaves the others
+      // to be wired; what it did is recorded, so disconnect undoes it and revokes its token.
+      try {
+        const changes = await wire(plan, context, options, team, state);
+        out.line(
+          `connected ${plan.connector.label}${changes.length ? `: ${changes.join('; ')}` : ''}`,
+        );
+      } catch (error) {
+        const failure = CtxbusError.isInstance(error)
+          ? error
+          : new CtxbusError('internal', (error as Error).message, { retryable: false });
+        out.line(`${plan.connector.label}: not connected: ${failure.message}`);
+        problems.push(failure);
+      }
     }
     if (plans.length > 0) out.line('undo with: ctxbus disconnect');
   }
