@@ -435,7 +435,7 @@ describe('ctxbus CLI', () => {
     // A closed port (9 is one fetch refuses to dial): refused, said in words, with what to do;
     // read, write (another transport) and watch (which never connected) say it alike.
     const closed = `http://127.0.0.1:${await freePort()}`;
-    const told = `ctxbus: error: cannot reach the ctxbus hub at ${closed} (connection refused): is it running? Start one with \`ctxbus serve\`, or give its address with --url or CTXBUS_URL\n`;
+    const told = `ctxbus: error: cannot reach the ctxbus hub at ${closed} (connection refused): is it running? Start one with \`ctxbus serve --port ${new URL(closed).port}\`, or give its address with --url or CTXBUS_URL\n`;
     for (const args of [['read'], ['write', '--type', 'status', '--title', 't'], ['watch']]) {
       const refused = await runCli([...args, '--url', closed, '--token', 'cbx_x']);
       expect([refused.code, refused.stderr], args[0]).toEqual([6, told]);

@@ -1,4 +1,5 @@
 import { CtxbusError } from './errors.js';
+import { DEFAULT_HUB_PORT } from './hub-limits.js';
 
 // One wording for "the hub did not answer", whichever client met it (the fetch client, the
 // hooks' bare socket, the worker): what went wrong in a word, and what to do about it.
@@ -28,11 +29,19 @@ function reasonOf(error: unknown): string {
   return message ?? String(error);
 }
 
+/** The command that serves a hub at `url` here: `--port` when it is not the default one. */
+function serveCommand(url: string): string {
+  // Plain HTTP on a loopback name: a hub this machine would serve (no URL class in core).
+  const local = /^http:\/\/(?:127\.0\.0\.1|localhost|\[::1\])(?::(\d+))?(?:[/?#]|$)/i.exec(url);
+  const port = local ? Number(local[1] ?? 80) : DEFAULT_HUB_PORT;
+  return port === DEFAULT_HUB_PORT ? 'ctxbus serve' : `ctxbus serve --port ${port}`;
+}
+
 /** `unavailable` (exit 6, retryable): the hub at `url` could not be reached, and what to do. */
 export function hubUnreachable(url: string, error: unknown): CtxbusError {
   return new CtxbusError(
     'unavailable',
-    `cannot reach the ctxbus hub at ${url} (${reasonOf(error)}): is it running? Start one with \`ctxbus serve\`, or give its address with --url or CTXBUS_URL`,
+    `cannot reach the ctxbus hub at ${url} (${reasonOf(error)}): is it running? Start one with \`${serveCommand(url)}\`, or give its address with --url or CTXBUS_URL`,
     { cause: error, retryable: true },
   );
 }
