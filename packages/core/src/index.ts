@@ -269,6 +269,7 @@ export {
   MAX_JSON_DEPTH,
   o200kTokenCounter,
   parseOrThrow,
+  serveCommand,
   sha256Hex,
   silentLogger,
   tooDeep,

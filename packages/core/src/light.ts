@@ -35,7 +35,7 @@ export {
   DEFAULT_MAX_STREAMS_PER_TOKEN,
   MAX_BATCH_ITEMS,
 } from './shared/hub-limits.js';
-export { hubUnreachable } from './shared/hub-unreachable.js';
+export { hubUnreachable, serveCommand } from './shared/hub-unreachable.js';
 export type { Logger } from './shared/logger.js';
 export { silentLogger } from './shared/logger.js';
 export type { CommandIdentity } from './tasks/command-digest.js';

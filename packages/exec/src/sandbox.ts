@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_CHILD_PATH } from './scrub-env.js';
+import { within } from './workdir.js';
 
 // `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
 // only the working directory writable, a private /tmp, its own /dev, /proc and PID namespace,
@@ -142,12 +143,6 @@ function hiddenRoots(layout: Omit<SandboxLayout, 'workdir'>): string[] {
   return [...hiddenPaths(layout), '/tmp', '/run'];
 }
 
-/** Whether `path` is strictly inside `dir`. */
-function strictlyInside(dir: string, path: string): boolean {
-  const rel = relative(dir, path);
-  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
-}
-
 /** The real path of `path` when it exists (the working directory is one), else as given. */
 function realPathOf(path: string): string {
   try {
@@ -169,8 +164,7 @@ export function hubPathHolding(
   const real = realPathOf(dir);
   return (
     hubPaths.find((path) => {
-      const hub = realPathOf(path);
-      return hub === real || strictlyInside(hub, real);
+      return within(realPathOf(path), real);
     }) ?? null
   );
 }
@@ -182,15 +176,18 @@ export function hubPathHolding(
  * and the signing key, writable.
  */
 function hiddenAgain(layout: Omit<SandboxLayout, 'workdir'>, binds: readonly string[]): string[] {
-  const args: string[] = [];
-  for (const hidden of hiddenPaths(layout)) {
-    const real = realPathOf(hidden);
-    if (!binds.some((bind) => strictlyInside(bind, real))) continue;
-    const kind = exists(real);
-    if (kind === 'directory') args.push('--tmpfs', real);
-    else if (kind === 'file') args.push('--ro-bind', '/dev/null', real);
-  }
-  return args;
+  return hiddenPaths(layout)
+    .map(realPathOf)
+    .filter((real) => binds.some((bind) => bind !== real && within(bind, real)))
+    .flatMap(hide);
+}
+
+/** The bwrap arguments that hide `path`: a directory behind a tmpfs, a file behind /dev/null. */
+function hide(path: string): string[] {
+  const kind = exists(path);
+  if (kind === 'directory') return ['--tmpfs', path];
+  if (kind === 'file') return ['--ro-bind', '/dev/null', path];
+  return [];
 }
 
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
@@ -201,11 +198,7 @@ function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
     args.push('--unshare-net');
     if (isDirectory('/run')) args.push('--tmpfs', '/run');
   }
-  for (const hidden of hiddenPaths(layout)) {
-    const kind = exists(hidden);
-    if (kind === 'directory') args.push('--tmpfs', hidden);
-    else if (kind === 'file') args.push('--ro-bind', '/dev/null', hidden);
-  }
+  for (const hidden of hiddenPaths(layout)) args.push(...hide(hidden));
   return args;
 }
 

@@ -37,7 +37,8 @@ export function resolveRoots(roots: readonly string[], home = homedir()): string
   return resolved;
 }
 
-function within(root: string, path: string): boolean {
+/** Whether `path` is `root` or inside it (both real paths). */
+export function within(root: string, path: string): boolean {
   if (path === root) return true;
   const inside = relative(root, path);
   return inside !== '' && !inside.startsWith(`..${sep}`) && inside !== '..' && !isAbsolute(inside);

@@ -59,9 +59,14 @@ export function registerInstall(
     )
     .action((flags: InstallFlags) =>
       run(async () => {
-        const { hubUrl, installLabel, installToken, packagedRuntimeDir, tokenWorks } = await import(
-          './install.js'
-        );
+        const {
+          hubUrl,
+          installLabel,
+          installToken,
+          packagedRuntimeDir,
+          revokeInstallTokens,
+          tokenWorks,
+        } = await import('./install.js');
         if (flags.user && flags.project !== undefined) {
           throw new CtxbusError('validation_failed', 'give --project or --user, not both');
         }
@@ -76,7 +81,6 @@ export function registerInstall(
         const installed = inspectClaudeCode(target);
         if (flags.uninstall) {
           const result = uninstallClaudeCode(target);
-          const { revokeInstallTokens } = await import('./install.js');
           const hub = installed.url ?? hubUrl(flags.url);
           const revoked = await revokeInstallTokens(hub, label, flags);
           printLine(

@@ -1,6 +1,6 @@
 import { userInfo } from 'node:os';
 import { createClient } from '@ctxbus/client';
-import { CtxbusError, DEFAULT_HUB_URL } from '@ctxbus/core/light';
+import { CtxbusError, DEFAULT_HUB_URL, serveCommand } from '@ctxbus/core/light';
 import { installToken, tokenWorks } from '../commands/install.js';
 import {
   forgetRuntimeToken,
@@ -55,14 +55,6 @@ async function hubAnswers(url: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** How to serve a hub at `url`: `ctxbus serve`, with `--port` when it is not the default one. */
-function serveCommand(url: string): string {
-  const port = loopbackPort(url);
-  return port === null || port === Number(new URL(DEFAULT_HUB_URL).port)
-    ? 'ctxbus serve'
-    : `ctxbus serve --port ${port}`;
 }
 
 const noHub = (url: string, why = '') =>

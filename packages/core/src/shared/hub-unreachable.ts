@@ -30,7 +30,7 @@ function reasonOf(error: unknown): string {
 }
 
 /** The command that serves a hub at `url` here: `--port` when it is not the default one. */
-function serveCommand(url: string): string {
+export function serveCommand(url: string): string {
   // Plain HTTP on a loopback name: a hub this machine would serve (no URL class in core).
   const local = /^http:\/\/(?:127\.0\.0\.1|localhost|\[::1\])(?::(\d+))?(?:[/?#]|$)/i.exec(url);
   const port = local ? Number(local[1] ?? 80) : DEFAULT_HUB_PORT;

@@ -15,7 +15,7 @@ export {
   DEFAULT_MAX_STREAMS_PER_TOKEN,
   MAX_BATCH_ITEMS,
 } from './hub-limits.js';
-export { hubUnreachable } from './hub-unreachable.js';
+export { hubUnreachable, serveCommand } from './hub-unreachable.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
 export { countTokens, o200kTokenCounter } from './tokens.js';
