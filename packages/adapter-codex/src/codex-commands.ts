@@ -137,19 +137,47 @@ async function startAppServer(command: string, env: NodeJS.ProcessEnv): Promise<
   };
 }
 
+/** Codex's stderr as one line: its warnings and Rust's stack backtrace left out. */
+function codexReason(stderr: string): string {
+  const cut = stderr.indexOf('Stack backtrace:');
+  return (cut === -1 ? stderr : stderr.slice(0, cut))
+    .split('\n')
+    .filter((line) => line.trim() && !line.startsWith('WARNING:'))
+    .map((line) => line.trim())
+    .join(' ')
+    .trim();
+}
+
+function codexFailed(runner: CodexRunner, args: readonly string[], result: CodexCommandResult) {
+  return new CtxbusError(
+    'internal',
+    `${runner.command} ${args.slice(0, 2).join(' ')} failed (exit ${result.code}): ${codexReason(result.stderr) || 'no message'}`,
+  );
+}
+
 /** Runs `codex <args>`, failing with Codex's own message when it exits non-zero. */
 export async function runOrFail(runner: CodexRunner, args: readonly string[]): Promise<string> {
   const result = await runner.run(args);
-  if (result.code !== 0) {
-    const reason = result.stderr
-      .split('\n')
-      .filter((line) => line.trim() && !line.startsWith('WARNING:'))
-      .join(' ')
-      .trim();
+  if (result.code !== 0) throw codexFailed(runner, args, result);
+  return result.stdout;
+}
+
+/**
+ * Codex runs and reads its configuration (`codex mcp list` loads it, as every command the
+ * installer runs does). A config.toml Codex cannot parse is the person's to fix: the error
+ * names the file, line and column as Codex does, before anything is minted or written.
+ */
+export async function checkCodex(runner: CodexRunner): Promise<void> {
+  const args = ['mcp', 'list'];
+  const result = await runner.run(args);
+  if (result.code === 0) return;
+  const cause = /Caused by:\s*0:\s*(.+)/.exec(result.stderr)?.[1]?.trim();
+  if (cause && /configuration/i.test(result.stderr)) {
     throw new CtxbusError(
-      'internal',
-      `${runner.command} ${args.slice(0, 2).join(' ')} failed (exit ${result.code}): ${reason || 'no message'}`,
+      'validation_failed',
+      `Codex cannot read its configuration: ${cause}; fix it, then run this again`,
+      { details: { reason: 'codex_config' } },
     );
   }
-  return result.stdout;
+  throw codexFailed(runner, args, result);
 }

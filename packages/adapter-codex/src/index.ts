@@ -3,7 +3,7 @@ export type {
   CodexCommandResult,
   CodexRunner,
 } from './codex-commands.js';
-export { codexRunner, runOrFail } from './codex-commands.js';
+export { checkCodex, codexRunner, runOrFail } from './codex-commands.js';
 export type { CodexHookEvent, CodexHookInput } from './hook-input.js';
 export { parseCodexHookInput } from './hook-input.js';
 export type { CodexHookContext, CodexHookOutput } from './hooks.js';

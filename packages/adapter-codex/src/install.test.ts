@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { codexRunner } from './codex-commands.js';
+import { checkCodex, codexRunner } from './codex-commands.js';
 import { HOOK_SCRIPT, inspectCodex, installCodex, uninstallCodex } from './install-codex.js';
 
 // The installer against the real Codex CLI from npm (this package's devDependency): Codex's own
@@ -154,5 +154,25 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
       '[mcp_servers.ctxbus]\ncommand = "someone-else"\nargs = []\n',
     );
     await expect(installCodex(options(home))).rejects.toThrow(/not ctxbus's/);
+  });
+
+  it('checkCodex names a config.toml Codex cannot parse in one line, before anything is written', async () => {
+    const home = codexHome();
+    await expect(checkCodex(codexRunner(CODEX, home))).resolves.toBeUndefined();
+    const broken = 'model = "gpt-5"\n[mcp_servers.docs\n';
+    writeFileSync(join(home, 'config.toml'), broken);
+    const refused = await checkCodex(codexRunner(CODEX, home)).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'validation_failed' });
+    const message = (refused as Error).message;
+    expect(message).toMatch(
+      new RegExp(
+        `^Codex cannot read its configuration: ${join(home, 'config.toml')}:2:\\d+: .+; fix it, then run this again$`,
+      ),
+    );
+    expect(message).not.toMatch(/backtrace|\n/i);
+    await expect(installCodex(options(home))).rejects.toThrow(
+      /mcp (get|add) failed \(exit 1\)(?!.*backtrace)/i,
+    );
+    expect(readFileSync(join(home, 'config.toml'), 'utf8')).toBe(broken);
   });
 });

@@ -198,6 +198,24 @@ describe(`Codex with ctxbus installed${because}`, () => {
       expect(again.stdout).toContain('nothing changed');
       expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(config);
       expect(readFileSync(join(home, '.codex', 'hooks.json'), 'utf8')).toBe(hooks);
+
+      // A config.toml Codex cannot parse: one line naming it, exit 2, no token minted for it.
+      const brokenHome = join(home, 'broken-codex');
+      mkdirSync(brokenHome, { recursive: true });
+      writeFileSync(join(brokenHome, 'config.toml'), 'model = "gpt-5"\n[mcp_servers.docs\n');
+      const tokens = async () =>
+        (await call(hub.url, 'GET', '/api/admin/tokens', { token: hub.adminToken ?? '' })).body
+          .tokens.length;
+      const before = await tokens();
+      const broken = await ctxbus([
+        ...['install', 'codex', '--codex', CODEX, '--codex-home', brokenHome, '--url', hub.url],
+        ...['--admin-token', hub.adminToken ?? '', '--team', 'beta'],
+      ]);
+      expect(broken.code, broken.stdout + broken.stderr).toBe(2);
+      expect(broken.stderr.trim()).toMatch(
+        /^ctxbus: error: Codex cannot read its configuration: .*broken-codex\/config\.toml:2:\d+: [^\n]+; fix it, then run this again$/,
+      );
+      expect(await tokens()).toBe(before);
     },
   );
 

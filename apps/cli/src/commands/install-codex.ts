@@ -87,8 +87,9 @@ export async function installCodexRuntime(
   }
   const approvals = approvalsOption(flags.approvals, adapter.DEFAULT_APPROVAL_WAIT_SECONDS);
   const url = hubUrl(flags.url);
-  // Codex runs here before a token is minted or saved for it: nothing is left behind otherwise.
-  await adapter.runOrFail(run, ['--version']);
+  // Codex runs here and reads its config before a token is minted or saved for it: nothing is
+  // left behind otherwise.
+  await adapter.checkCodex(run);
   const { token, teamId, minted, saved } = await codexToken(url, flags);
   const changes: string[] = [];
   if (!saved) {
