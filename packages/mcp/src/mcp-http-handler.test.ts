@@ -306,6 +306,43 @@ describe('Streamable HTTP endpoint', () => {
     });
   });
 
+  it('answers a request whose params do not fit its method with -32602 naming the field, and the session goes on', async () => {
+    await withEndpoint(handlerOptions(), async (endpoint) => {
+      const sessionId = await openRawSession(endpoint, hub.token);
+      const answer = async (id: number, params: object) => {
+        const { status, body } = await rawRequest(endpoint, hub.token, sessionId, {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params,
+        });
+        expect(status).toBe(200);
+        return JSON.parse(body.replace(/^event: message\ndata: /, '').trim());
+      };
+      const notAnObject = await answer(3, { name: 'context_read', arguments: 'x' });
+      expect(notAnObject).toEqual({
+        jsonrpc: '2.0',
+        id: 3,
+        error: {
+          code: -32602,
+          message: expect.stringMatching(/^invalid params for tools\/call: params\.arguments: /),
+        },
+      });
+      expect(notAnObject.error.message).not.toContain('\n');
+      const noName = await answer(4, { arguments: {} });
+      expect(noName.error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('params.name: '),
+      });
+      // A tool's own arguments stay the tool's to refuse (a result with isError), and the
+      // session still serves.
+      const badLimit = await answer(5, { name: 'context_read', arguments: { limit: 'x' } });
+      expect(badLimit.result).toMatchObject({ isError: true });
+      const pong = await rawRequest(endpoint, hub.token, sessionId, PING);
+      expect(pong.body).toContain('"result":{}');
+    });
+  });
+
   it('does not keep a session for a request that is not an initialize', async () => {
     await withEndpoint(handlerOptions(), async (endpoint, handler) => {
       const response = await post(

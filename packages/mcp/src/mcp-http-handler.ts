@@ -15,6 +15,7 @@ import {
 import { jsonRpcErrorResponse, refusal, WWW_AUTHENTICATE, watchBody } from './http-responses.js';
 import type { Session } from './mcp-sessions.js';
 import { McpSessions } from './mcp-sessions.js';
+import { refuseInvalidParams } from './request-params.js';
 
 export interface McpHttpHandlerOptions {
   /**
@@ -309,6 +310,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       logger.debug({ sessionId: transport.sessionId }, 'MCP session closed');
     };
     await server.connect(transport);
+    refuseInvalidParams(transport);
     let response: Response;
     try {
       response = await transport.handleRequest(request);

@@ -6,6 +6,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { ContextBackend } from './context-backend.js';
 import { createCtxbusMcpServer } from './create-ctxbus-mcp-server.js';
 import { stderrLogger } from './logger.js';
+import { refuseInvalidParams } from './request-params.js';
 
 export interface StdioServerOptions {
   /** Hub URL; falls back to CTXBUS_URL. */
@@ -78,5 +79,6 @@ export async function runStdioServer(
   stdin.once('close', onEnd);
 
   await server.connect(transport);
+  refuseInvalidParams(transport);
   return { server, closed, close };
 }
