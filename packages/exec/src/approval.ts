@@ -131,7 +131,7 @@ function fileHash(path: string): string {
  * untracked files, and config files such as `.npmrc`, `.env`, `Makefile` even when ignored).
  * One file: its hash; several: the hash of the canonical list of [argument, hash].
  */
-export function scriptHashFor(argv: readonly string[], cwd: string): string | null {
+export async function scriptHashFor(argv: readonly string[], cwd: string): Promise<string | null> {
   const program = argv[0];
   if (program === undefined) return null;
   const at = (word: string) => (isAbsolute(word) ? word : resolve(cwd, word));
@@ -151,7 +151,7 @@ export function scriptHashFor(argv: readonly string[], cwd: string): string | nu
   if (runsScript && regularFile(join(cwd, 'package.json'))) {
     files.push(['package.json', fileHash(join(cwd, 'package.json'))]);
   }
-  if (readsProject(argv, cwd)) files.push(['<working tree>', projectTreeHash(cwd)]);
+  if (readsProject(argv, cwd)) files.push(['<working tree>', await projectTreeHash(cwd)]);
   if (files.length === 0) return null;
   if (files.length === 1) return (files[0] as [string, string])[1];
   return createHash('sha256').update(canonicalJson(files)).digest('hex');
@@ -215,13 +215,13 @@ export type ApprovalCheck =
 
 /**
  * Verifies an approval token for a task's command (the worker's side): the signature by the
- * hub's Ed25519 public key, the task, the expiry, and the digest recomputed now from argv,
- * cwd and the script file's current content.
+ * hub's Ed25519 public key, the task, the expiry, and the digest of argv, cwd and the files it
+ * runs as they are now (`scriptHash`: scriptHashFor's answer, taken just before).
  */
 export function verifyApproval(
   publicKey: KeyInput,
   token: string,
-  command: { taskId: string; argv: readonly string[]; cwd: string },
+  command: { taskId: string; argv: readonly string[]; cwd: string; scriptHash: string | null },
   now: number = Date.now(),
 ): ApprovalCheck {
   const refuse = (reason: string): ApprovalCheck => ({
@@ -265,7 +265,7 @@ export function verifyApproval(
   const digest = commandDigest({
     argv: command.argv,
     cwd: command.cwd,
-    scriptHash: scriptHashFor(command.argv, command.cwd),
+    scriptHash: command.scriptHash,
   });
   if (digest !== payload.digest) {
     return refuse(

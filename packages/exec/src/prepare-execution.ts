@@ -222,7 +222,7 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
     const identity = {
       argv: request.argv,
       cwd: workdir.realPath,
-      scriptHash: scriptHashFor(request.argv, workdir.realPath),
+      scriptHash: await scriptHashFor(request.argv, workdir.realPath),
     };
     const approvalRequest: ApprovalRequest = {
       taskId: request.taskId ?? null,
@@ -253,7 +253,7 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
     const check = verifyApproval(
       policy.approvalPublicKey,
       input.approval,
-      { taskId: request.taskId, argv: request.argv, cwd: workdir.realPath },
+      { taskId: request.taskId, ...identity },
       input.now,
     );
     if (!check.valid) return { ...refuse(check.code, check.reason), approvalRequest };

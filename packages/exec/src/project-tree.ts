@@ -1,6 +1,7 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { canonicalJson } from '@ctxbus/core/light';
 
@@ -45,38 +46,58 @@ const SKIPPED_DIRECTORIES = new Set(['.git', 'node_modules', '.venv', '__pycache
  */
 const GIT_SAFE = ['-c', 'core.fsmonitor=false', '-c', 'core.untrackedCache=false'];
 
-function gitListing(cwd: string): string[] | null {
-  const listed = spawnSync(
-    'git',
-    [...GIT_SAFE, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'],
-    {
-      cwd,
-      encoding: 'buffer',
-      maxBuffer: 256 * 1024 * 1024,
-      timeout: 60_000,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        GIT_OPTIONAL_LOCKS: '0',
-        GIT_CONFIG_NOSYSTEM: '1',
-        GIT_CONFIG_GLOBAL: '/dev/null',
+/** The most bytes of `git ls-files` output read (past it, the walk lists the tree instead). */
+const MAX_LISTING_BYTES = 256 * 1024 * 1024;
+
+/** Files read and hashed at once. */
+const READS_AT_ONCE = 16;
+
+/** `git ls-files` in `cwd` (null outside a repository, or when git fails or runs 60 s). */
+function gitListing(cwd: string): Promise<string[] | null> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      'git',
+      [...GIT_SAFE, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'],
+      {
+        cwd,
+        stdio: ['ignore', 'pipe', 'ignore'],
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          GIT_OPTIONAL_LOCKS: '0',
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+        },
       },
-    },
-  );
-  if (listed.status !== 0 || listed.error) return null;
-  return listed.stdout
-    .toString('utf8')
-    .split('\0')
-    .filter((path) => path !== '');
+    );
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > MAX_LISTING_BYTES) child.kill('SIGKILL');
+      else chunks.push(chunk);
+    });
+    child.once('error', () => {
+      clearTimeout(timer);
+      resolve(null);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      if (code !== 0 || bytes > MAX_LISTING_BYTES) return resolve(null);
+      const listing = Buffer.concat(chunks).toString('utf8');
+      resolve(listing.split('\0').filter((path) => path !== ''));
+    });
+  });
 }
 
-function walk(cwd: string, limit: number): string[] {
+async function walk(cwd: string, limit: number): Promise<string[]> {
   const files: string[] = [];
   const pending = [cwd];
   while (pending.length > 0 && files.length < limit) {
     const dir = pending.pop() as string;
-    let entries: import('node:fs').Dirent[];
+    let entries: Dirent[];
     try {
-      entries = readdirSync(dir, { withFileTypes: true });
+      entries = await readdir(dir, { withFileTypes: true });
     } catch {
       continue;
     }
@@ -93,12 +114,14 @@ function walk(cwd: string, limit: number): string[] {
 }
 
 /** A file's content hash; a symlink's target text (not followed); null when unreadable. */
-function entryHash(path: string): string | null {
+async function entryHash(path: string): Promise<string | null> {
   try {
-    const stat = lstatSync(path);
-    if (stat.isSymbolicLink()) return `link:${readlinkSync(path)}`;
+    const stat = await lstat(path);
+    if (stat.isSymbolicLink()) return `link:${await readlink(path)}`;
     if (!stat.isFile()) return null;
-    return createHash('sha256').update(readFileSync(path)).digest('hex');
+    return createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex');
   } catch {
     return null;
   }
@@ -110,26 +133,33 @@ function entryHash(path: string): string | null {
  * `.git`, `node_modules`, `.venv` and `__pycache__`; plus the CONFIG_FILES present, ignored
  * or not. Each file counts as [path, content hash] (a symlink by its target text), sorted by
  * path. Files past MAX_TREE_FILES are left out (the hash records how many were listed).
+ * Git and the reads run beside the event loop (a worker's other tasks renew their leases and
+ * send their output meanwhile), READS_AT_ONCE files at a time.
  */
-export function projectTreeHash(cwd: string, limit = MAX_TREE_FILES): string {
-  const listed = gitListing(cwd) ?? walk(cwd, limit + 1);
+export async function projectTreeHash(cwd: string, limit = MAX_TREE_FILES): Promise<string> {
+  const listed = (await gitListing(cwd)) ?? (await walk(cwd, limit + 1));
   const paths = new Set(listed.slice(0, limit));
   for (const name of CONFIG_FILES) paths.add(name);
-  for (const name of safeNames(cwd))
+  for (const name of await safeNames(cwd))
     if (name === '.env' || name.startsWith('.env.')) paths.add(name);
+  const sorted = [...paths].sort();
   const entries: [string, string][] = [];
-  for (const path of [...paths].sort()) {
-    const hash = entryHash(join(cwd, ...path.split('/')));
-    if (hash !== null) entries.push([path, hash]);
+  for (let at = 0; at < sorted.length; at += READS_AT_ONCE) {
+    const batch = sorted.slice(at, at + READS_AT_ONCE);
+    const hashes = await Promise.all(batch.map((path) => entryHash(join(cwd, ...path.split('/')))));
+    batch.forEach((path, index) => {
+      const hash = hashes[index];
+      if (hash !== null && hash !== undefined) entries.push([path, hash]);
+    });
   }
   return createHash('sha256')
     .update(canonicalJson({ files: entries, listed: listed.length }))
     .digest('hex');
 }
 
-function safeNames(dir: string): string[] {
+async function safeNames(dir: string): Promise<string[]> {
   try {
-    return readdirSync(dir);
+    return await readdir(dir);
   } catch {
     return [];
   }
