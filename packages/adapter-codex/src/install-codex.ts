@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { writeFileAtomic } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { CodexAppServer, CodexRunner } from './codex-commands.js';
-import { runOrFail } from './codex-commands.js';
+import { checkCodex, runOrFail } from './codex-commands.js';
 import type { CodexHookEvent } from './hook-input.js';
 import { PERMISSION_TOOL } from './permission.js';
 
@@ -353,6 +353,7 @@ export async function installCodex(options: CodexInstallOptions): Promise<CodexI
   const progress = options.progress ?? (() => {});
   const changes: string[] = [];
 
+  await checkCodex(options.run);
   progress('reading Codex hooks');
   // Our hooks' keys before the change, to forget the trust of any that move or go.
   const before = (await withAppServer(options.run, (server) => ourHooks(server, home))).map(
@@ -442,6 +443,7 @@ export async function inspectCodex(options: {
   run: CodexRunner;
   codexHome?: string;
 }): Promise<CodexInstall> {
+  await checkCodex(options.run);
   const home = codexHomeDir(options.codexHome);
   const hooksFile = join(home, 'hooks.json');
   const hooks = await withAppServer(options.run, (server) => ourHooks(server, home));

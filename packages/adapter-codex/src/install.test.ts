@@ -170,8 +170,10 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
       ),
     );
     expect(message).not.toMatch(/backtrace|\n/i);
-    await expect(installCodex(options(home))).rejects.toThrow(
-      /mcp (get|add) failed \(exit 1\)(?!.*backtrace)/i,
+    // The installer and the inspection (connect, doctor) say the same, before touching a file.
+    await expect(installCodex(options(home))).rejects.toThrow(message);
+    await expect(inspectCodex({ run: codexRunner(CODEX, home), codexHome: home })).rejects.toThrow(
+      message,
     );
     expect(readFileSync(join(home, 'config.toml'), 'utf8')).toBe(broken);
   });

@@ -151,7 +151,7 @@ function scriptProblems(nodePath: string | null, hookScript: string | null): str
   }
   if (!hookScript || !existsSync(hookScript)) {
     problems.push(
-      `the hook script ${hookScript ?? ''} is gone (ctxbus moved or was rebuilt elsewhere)`,
+      `the hook script${hookScript ? ` ${hookScript}` : ''} is gone (ctxbus moved or was rebuilt elsewhere)`,
     );
   }
   return problems;

@@ -252,7 +252,18 @@ export async function connect(options: ConnectOptions, out: Output): Promise<voi
     }
     found++;
     const where = `${connector.label} ${detected.version} (${detected.command}${detected.note ? `; ${detected.note}` : ''})`;
-    const wiring = await connector.inspect(detected.setup, context);
+    let wiring: Awaited<ReturnType<typeof connector.inspect>>;
+    try {
+      wiring = await connector.inspect(detected.setup, context);
+    } catch (error) {
+      // A runtime whose own files it cannot read (a broken config) is left; the others go on.
+      const failure = CtxbusError.isInstance(error)
+        ? error
+        : new CtxbusError('internal', (error as Error).message, { retryable: false });
+      out.line(`${where}: cannot connect: ${failure.message}`);
+      problems.push(failure);
+      continue;
+    }
     const { source, connected } = await chooseToken(url, connector.runtime, wiring);
     if (connected) {
       out.line(`${where}: already connected`);
