@@ -216,6 +216,29 @@ describe('a runtime that cannot run as it is', () => {
     }
   });
 
+  connectIt(
+    'a Codex config.toml Codex cannot parse: one line naming it (exit 2), the file untouched',
+    async () => {
+      const codexHome = tempDir('ctxbus-connect-broken-codex-');
+      try {
+        writeFileSync(join(codexHome, 'config.toml'), 'model = "gpt-5"\n[mcp_servers.docs\n');
+        const result = await machine.ctxbus(['connect', '--only', 'codex'], {
+          CODEX_HOME: codexHome,
+        });
+        expect(result.code, result.stderr).toBe(2);
+        expect(result.stdout).toMatch(
+          /Codex [\d.]+ \(.*\): cannot connect: Codex cannot read its configuration: .*config\.toml:2:\d+: [^\n]+; fix it, then run this again\n/,
+        );
+        expect(result.stderr.trim().split('\n').at(-1)).toMatch(
+          /^ctxbus: error: Codex cannot read its configuration: .*config\.toml:2:\d+: /,
+        );
+        expect(readFileSync(join(codexHome, 'config.toml'), 'utf8')).toContain('[mcp_servers.docs');
+      } finally {
+        removeDir(codexHome);
+      }
+    },
+  );
+
   connectIt("npm's 0.0.1 placeholder is named as such, exit 1 (not 6)", async () => {
     const root = tempDir('ctxbus-connect-placeholder-');
     try {
