@@ -175,6 +175,9 @@ export function fitResult(result: CommandResult, maxBytes: number): CommandResul
   return fitted;
 }
 
+/** The longest wait before a renewal the hub did not answer is tried again. */
+const RENEW_RETRY_MAX_MS = 1_000;
+
 /** Whether a failed report may succeed if sent again (the hub was unreachable or failing). */
 function retryable(error: unknown): boolean {
   return CtxbusError.isInstance(error) && error.code === 'unavailable';
@@ -442,20 +445,10 @@ export class TaskWorker {
     const { hub, logger } = this.options;
     const { task, token } = held;
     const lost = new AbortController();
-    const renew = setInterval(() => {
-      const renewing = Date.now();
-      hub.renewTask(task.id, { token, leaseMs: this.leaseMs }).then(
-        () => {
-          held.leaseEndsAt = renewing + this.leaseMs;
-        },
-        (error: unknown) => {
-          if (CtxbusError.isInstance(error) && error.code === 'conflict') {
-            logger.warn({ taskId: task.id }, 'lease lost: stopping the command');
-            lost.abort();
-          }
-        },
-      );
-    }, this.leaseMs / 3);
+    const renewals = this.renewWhileRunning(held, () => {
+      logger.warn({ taskId: task.id }, 'lease lost: stopping the command');
+      lost.abort();
+    });
     let tailText = '';
     let fresh = false;
     const progress = setInterval(() => {
@@ -479,9 +472,53 @@ export class TaskWorker {
       });
       return { execution, lost: lost.signal.aborted };
     } finally {
-      clearInterval(renew);
+      renewals.stop();
       clearInterval(progress);
     }
+  }
+
+  /**
+   * Renews the lease at a third of its length while the command runs. A renewal the hub did
+   * not answer (down, restarting, busy) is tried again within a second or so, while the lease
+   * holds, instead of at the next third: a hub that is away for less than the lease costs no
+   * running command. A renewal refused as stale (the lease ran out) calls `onLost`.
+   */
+  private renewWhileRunning(held: HeldTask, onLost: () => void): { stop(): void } {
+    const { hub, logger } = this.options;
+    const { task, token } = held;
+    const period = this.leaseMs / 3;
+    const retryMaxMs = Math.min(RENEW_RETRY_MAX_MS, period / 2);
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    let failures = 0;
+    const later = (delayMs: number) => {
+      if (!stopped) timer = setTimeout(renew, delayMs);
+    };
+    const renew = () => {
+      const renewing = Date.now();
+      hub.renewTask(task.id, { token, leaseMs: this.leaseMs }).then(
+        () => {
+          held.leaseEndsAt = renewing + this.leaseMs;
+          failures = 0;
+          later(period);
+        },
+        (error: unknown) => {
+          if (CtxbusError.isInstance(error) && error.code === 'conflict') return onLost();
+          if (!retryable(error)) return later(period);
+          failures += 1;
+          const retryInMs = backoffDelay(failures - 1, { initialMs: 250, maxMs: retryMaxMs });
+          logger.info({ err: error, taskId: task.id, retryInMs }, 'lease not renewed yet');
+          later(retryInMs);
+        },
+      );
+    };
+    later(period);
+    return {
+      stop() {
+        stopped = true;
+        clearTimeout(timer);
+      },
+    };
   }
 
   /**
