@@ -1,7 +1,7 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { connect, createServer } from 'node:net';
 import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
-import { CtxbusError, prepareItem } from '@ctxbus/core';
+import { CtxbusError, prepareItem, silentLogger } from '@ctxbus/core';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Change } from '../store.js';
@@ -203,6 +203,36 @@ function definePostgresTests(url: string): void {
     const listed = await store.listItems(acme, { tags: ['task'], limit: 10 });
     expect(listed).toHaveLength(2);
     await store.close();
+  });
+
+  it("warns at open when the hub's clock is off PostgreSQL's (leases are timed by it), and not when it agrees", async () => {
+    const warnings: { fields: unknown; message: string }[] = [];
+    const logger = {
+      ...silentLogger,
+      warn: (fields: unknown, message?: string) => {
+        warnings.push({ fields, message: message ?? '' });
+      },
+    };
+    const schema = schemas.next('clock');
+    const fast = await openPostgresStore({
+      connectionString: url,
+      schema,
+      logger,
+      clock: () => new Date(Date.now() + 40_000),
+    });
+    await fast.close();
+    expect(warnings).toEqual([
+      {
+        fields: { skewMs: expect.any(Number) },
+        message: expect.stringMatching(
+          /^this hub's clock is 4\d\.\d s ahead of PostgreSQL's: leases are timed by each hub's clock, so hubs sharing a database need clocks that agree \(NTP\)$/,
+        ),
+      },
+    ]);
+    warnings.length = 0;
+    const agreeing = await openPostgresStore({ connectionString: url, schema, logger });
+    await agreeing.close();
+    expect(warnings).toEqual([]);
   });
 
   it('never lets another team’s item with the same id change a write', async () => {

@@ -74,6 +74,34 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
 /** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
 const MAINTENANCE_FROM = 1_000;
 
+/** Past this difference between a hub's clock and PostgreSQL's, the store warns at open. */
+export const CLOCK_SKEW_WARN_MS = 2_000;
+
+/**
+ * Leases, expiries and the sweeps are timed by each hub's clock: hubs sharing a database need
+ * clocks that agree (NTP), or a hub whose clock runs ahead ends leases another hub's workers
+ * still hold. Says so at open when this hub's clock is off PostgreSQL's by more than
+ * CLOCK_SKEW_WARN_MS (the query's round trip halved, so a slow link is not taken for skew).
+ */
+async function warnOnClockSkew(target: PostgresTarget, clock: () => Date): Promise<void> {
+  try {
+    const sent = performance.now();
+    const { rows } = await target.pool.query<{ ms: string }>(
+      `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8::text AS ms`,
+    );
+    const halfTrip = (performance.now() - sent) / 2;
+    const skewMs = clock().getTime() - halfTrip - Number(rows[0]?.ms);
+    if (Math.abs(skewMs) <= CLOCK_SKEW_WARN_MS + halfTrip) return;
+    const by = `${(Math.abs(skewMs) / 1000).toFixed(1)} s ${skewMs > 0 ? 'ahead of' : 'behind'}`;
+    target.logger.warn(
+      { skewMs: Math.round(skewMs) },
+      `this hub's clock is ${by} PostgreSQL's: leases are timed by each hub's clock, so hubs sharing a database need clocks that agree (NTP)`,
+    );
+  } catch (error) {
+    target.logger.debug({ err: error }, 'postgres: could not compare clocks');
+  }
+}
+
 /** The NOTIFY channel of a schema's store (schemas are validated plain names). */
 export function changeChannel(schema: string): string {
   return `ctxbus_changes_${schema}`;
@@ -206,6 +234,7 @@ export class PostgresStore extends ComposedStore {
       }, options.vectors ?? 'auto');
       const store = new PostgresStore(target, options, vectors);
       await store.scheduleMaintenance();
+      await warnOnClockSkew(target, options.clock ?? (() => new Date()));
       return store;
     } catch (error) {
       if (target.ownsPool) await target.pool.end().catch(() => {});
