@@ -30,7 +30,8 @@ export interface HubWiring {
  */
 export async function wireHubServices(options: HubOptions): Promise<HubWiring> {
   const logger = options.logger ?? silentLogger;
-  const clock = options.clock ?? (() => new Date());
+  // The store's time (on PostgreSQL, the database's: one time for every hub sharing it).
+  const clock = options.clock ?? options.store.clock;
   const feed = changeFeedOf(options, clock, logger);
   const claimWaiters = new ClaimWaiters(feed);
   const capabilities = await openCapabilitiesAndFeed(options, feed, clock, logger);

@@ -93,6 +93,7 @@ export interface StoreDomains {
  */
 export abstract class ComposedStore implements Store {
   abstract readonly info: StoreInfo;
+  abstract readonly clock: () => Date;
   protected abstract readonly domains: StoreDomains;
 
   abstract close(): Promise<void>;

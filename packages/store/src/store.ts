@@ -716,6 +716,13 @@ export interface Store
     PresenceStore,
     ItemUsageStore {
   readonly info: StoreInfo;
+  /**
+   * The store's time, which its leases, expiries and sweeps go by (a hub takes it as its own):
+   * the `clock` option when given; else on SQLite this machine's clock, and on PostgreSQL the
+   * database server's (this machine's clock corrected by its measured offset), so hubs sharing
+   * a database agree on time whatever their machines' clocks say.
+   */
+  readonly clock: () => Date;
   close(): Promise<void>;
 }
 

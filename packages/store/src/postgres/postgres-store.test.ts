@@ -3,7 +3,7 @@ import { connect, createServer } from 'node:net';
 import type { ContextItemInput, NewContextItem, Viewer } from '@ctxbus/core';
 import { CtxbusError, prepareItem, silentLogger } from '@ctxbus/core';
 import pg from 'pg';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { Change } from '../store.js';
 import { ReusedSchemas, ScratchSchemas } from '../testing/postgres-test-server.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
@@ -205,7 +205,7 @@ function definePostgresTests(url: string): void {
     await store.close();
   });
 
-  it("warns at open when the hub's clock is off PostgreSQL's (leases are timed by it), and not when it agrees", async () => {
+  it("keeps the database's time when this machine's clock is off (saying so), so a lease runs as long on every hub", async () => {
     const warnings: { fields: unknown; message: string }[] = [];
     const logger = {
       ...silentLogger,
@@ -214,25 +214,48 @@ function definePostgresTests(url: string): void {
       },
     };
     const schema = schemas.next('clock');
-    const fast = await openPostgresStore({
-      connectionString: url,
-      schema,
-      logger,
-      clock: () => new Date(Date.now() + 40_000),
-    });
-    await fast.close();
-    expect(warnings).toEqual([
-      {
-        fields: { skewMs: expect.any(Number) },
-        message: expect.stringMatching(
-          /^this hub's clock is 4\d\.\d s ahead of PostgreSQL's: leases are timed by each hub's clock, so hubs sharing a database need clocks that agree \(NTP\)$/,
-        ),
-      },
-    ]);
-    warnings.length = 0;
-    const agreeing = await openPostgresStore({ connectionString: url, schema, logger });
-    await agreeing.close();
+    const real = await openPostgresStore({ connectionString: url, schema, logger });
     expect(warnings).toEqual([]);
+    await real.close();
+    // The true time (performance's clock is not faked below).
+    const trueNow = () => performance.timeOrigin + performance.now();
+    // This machine's clock 40 s ahead: the store's time stays the database's.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 40_000);
+      const fast = await openPostgresStore({ connectionString: url, schema, logger });
+      expect(warnings).toEqual([
+        {
+          fields: { offsetMs: expect.any(Number) },
+          message: expect.stringMatching(
+            /^this machine's clock is 4\d\.\d s ahead of PostgreSQL's: the store keeps the database's time \(leases, expiries\), but keep the clocks in agreement \(NTP\)$/,
+          ),
+        },
+      ]);
+      expect(Math.abs(fast.clock().getTime() - trueNow())).toBeLessThan(1_000);
+      // A lease taken through the fast machine ends when one taken through the other would.
+      const task = await fast.createTask('acme', {
+        title: 'leased',
+        requiredCapabilities: [],
+        origin: 'openclaw',
+        targetRuntime: 'claude-code',
+      });
+      const claimed = await fast.claimTask({
+        teamId: 'acme',
+        runtime: 'claude-code',
+        workerId: 'w1',
+        leaseMs: 30_000,
+      });
+      expect(claimed?.id).toBe(task.task.id);
+      const endsIn = Date.parse(claimed?.lease?.expiresAt ?? '') - trueNow();
+      expect(endsIn).toBeGreaterThan(28_000);
+      expect(endsIn).toBeLessThan(31_000);
+      // A sweep at the true time finds it live.
+      expect(await fast.expireLeases(new Date(trueNow()).toISOString())).toEqual([]);
+      await fast.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('never lets another team’s item with the same id change a write', async () => {

@@ -74,31 +74,27 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
 /** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
 const MAINTENANCE_FROM = 1_000;
 
-/** Past this difference between a hub's clock and PostgreSQL's, the store warns at open. */
+/** Past this difference between a hub's clock and PostgreSQL's, the store says so at open. */
 export const CLOCK_SKEW_WARN_MS = 2_000;
 
+/** How often the offset to the database's clock is measured again. */
+const CLOCK_OFFSET_REFRESH_MS = 10 * 60_000;
+
 /**
- * Leases, expiries and the sweeps are timed by each hub's clock: hubs sharing a database need
- * clocks that agree (NTP), or a hub whose clock runs ahead ends leases another hub's workers
- * still hold. Says so at open when this hub's clock is off PostgreSQL's by more than
- * CLOCK_SKEW_WARN_MS (the query's round trip halved, so a slow link is not taken for skew).
+ * The database's clock less this machine's, in ms: one `clock_timestamp()`, taken as read at
+ * the middle of its round trip. Null when it could not be read.
  */
-async function warnOnClockSkew(target: PostgresTarget, clock: () => Date): Promise<void> {
+async function measureClockOffset(target: PostgresTarget): Promise<number | null> {
   try {
-    const sent = performance.now();
+    const sent = Date.now();
     const { rows } = await target.pool.query<{ ms: string }>(
       `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8::text AS ms`,
     );
-    const halfTrip = (performance.now() - sent) / 2;
-    const skewMs = clock().getTime() - halfTrip - Number(rows[0]?.ms);
-    if (Math.abs(skewMs) <= CLOCK_SKEW_WARN_MS + halfTrip) return;
-    const by = `${(Math.abs(skewMs) / 1000).toFixed(1)} s ${skewMs > 0 ? 'ahead of' : 'behind'}`;
-    target.logger.warn(
-      { skewMs: Math.round(skewMs) },
-      `this hub's clock is ${by} PostgreSQL's: leases are timed by each hub's clock, so hubs sharing a database need clocks that agree (NTP)`,
-    );
+    const received = Date.now();
+    return Number(rows[0]?.ms) - (sent + received) / 2;
   } catch (error) {
-    target.logger.debug({ err: error }, 'postgres: could not compare clocks');
+    target.logger.debug({ err: error }, 'postgres: could not read the database clock');
+    return null;
   }
 }
 
@@ -137,6 +133,10 @@ export class PostgresStore extends ComposedStore {
   private nextMaintenanceAt = Number.POSITIVE_INFINITY;
   private maintenance: Promise<void> | null = null;
   private closed = false;
+  readonly clock: () => Date;
+  /** The database's clock less this machine's (see measureClockOffset); 0 with a given clock. */
+  private clockOffsetMs = 0;
+  private clockTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     target: PostgresTarget,
@@ -147,7 +147,9 @@ export class PostgresStore extends ComposedStore {
     this.target = target;
     this.s = target.quotedSchema;
     this.schema = target.schema;
-    const clock = options.clock ?? (() => new Date());
+    // Leases, expiries and sweeps go by one time for every hub on the database: its server's.
+    this.clock = options.clock ?? (() => new Date(Date.now() + this.clockOffsetMs));
+    const clock = this.clock;
     const context: PostgresContext = {
       s: target.quotedSchema,
       location: target.location,
@@ -234,7 +236,7 @@ export class PostgresStore extends ComposedStore {
       }, options.vectors ?? 'auto');
       const store = new PostgresStore(target, options, vectors);
       await store.scheduleMaintenance();
-      await warnOnClockSkew(target, options.clock ?? (() => new Date()));
+      if (!options.clock) await store.keepDatabaseTime();
       return store;
     } catch (error) {
       if (target.ownsPool) await target.pool.end().catch(() => {});
@@ -272,6 +274,29 @@ export class PostgresStore extends ComposedStore {
   }
 
   /** Sets when maintenance is next due from what the planner knows now (runs it if overdue). */
+  /**
+   * Takes the database's time (this machine's clock plus the measured offset), measured now
+   * and every CLOCK_OFFSET_REFRESH_MS; says so when this machine's clock is off by more than
+   * CLOCK_SKEW_WARN_MS, since everything else on this machine keeps its own time.
+   */
+  private async keepDatabaseTime(): Promise<void> {
+    const measure = async () => {
+      const offset = await measureClockOffset(this.target);
+      if (offset !== null && !this.closed) this.clockOffsetMs = offset;
+      return offset;
+    };
+    const offset = await measure();
+    if (offset !== null && Math.abs(offset) > CLOCK_SKEW_WARN_MS) {
+      const by = `${(Math.abs(offset) / 1000).toFixed(1)} s ${offset < 0 ? 'ahead of' : 'behind'}`;
+      this.target.logger.warn(
+        { offsetMs: Math.round(offset) },
+        `this machine's clock is ${by} PostgreSQL's: the store keeps the database's time (leases, expiries), but keep the clocks in agreement (NTP)`,
+      );
+    }
+    this.clockTimer = setInterval(() => void measure(), CLOCK_OFFSET_REFRESH_MS);
+    this.clockTimer.unref();
+  }
+
   private async scheduleMaintenance(): Promise<void> {
     const [row] = await this.query<{ seq: number; estimate: number }>(
       'read the sequence',
@@ -389,6 +414,7 @@ export class PostgresStore extends ComposedStore {
     await this.listener.close();
     if (this.closed) return;
     this.closed = true;
+    if (this.clockTimer) clearInterval(this.clockTimer);
     await this.writes.drained();
     await this.maintenance;
     await this.termStats.close();

@@ -50,6 +50,7 @@ export interface SqliteStoreOptions {
  */
 export class SqliteStore extends ComposedStore {
   readonly info: StoreInfo;
+  readonly clock: () => Date;
   protected readonly domains: StoreDomains;
   private readonly connection: SqliteConnection;
   private readonly items: SqliteItems;
@@ -61,6 +62,7 @@ export class SqliteStore extends ComposedStore {
   ) {
     super();
     this.connection = connection;
+    this.clock = connection.clock;
     const search = new SqliteSearch({
       statement: (sql) => connection.statement(sql),
       exec: (sql) => connection.db.exec(sql),
