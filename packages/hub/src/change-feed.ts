@@ -101,6 +101,8 @@ function nextReadLimit(limit: number, batch: readonly Change[], maxPendingBytes:
 export class ChangeFeed {
   private cursor = 0;
   private readonly subscribers = new Set<FeedSubscriber>();
+  /** Ended streams whose connections are still open (see linger). */
+  private readonly lingering = new Set<{ teamId: string; tokenId: string | undefined }>();
   private pumping = false;
   private again = false;
   private closed = false;
@@ -135,9 +137,13 @@ export class ChangeFeed {
   admit(viewer: Viewer, owner: StreamOwner | undefined): void {
     let team = 0;
     let token = 0;
-    for (const subscriber of this.subscribers) {
-      if (subscriber.teamId === viewer.teamId) team += 1;
-      if (owner && subscriber.owner?.tokenId === owner.tokenId) token += 1;
+    const held = [...this.subscribers].map((subscriber) => ({
+      teamId: subscriber.teamId,
+      tokenId: subscriber.owner?.tokenId,
+    }));
+    for (const stream of [...held, ...this.lingering]) {
+      if (stream.teamId === viewer.teamId) team += 1;
+      if (owner && stream.tokenId === owner.tokenId) token += 1;
     }
     if (owner && token >= this.maxStreamsPerToken) {
       throw new CtxbusError(
@@ -302,6 +308,23 @@ export class ChangeFeed {
     return subscriber;
   }
 
+  /**
+   * A stream the hub ended whose connection is still open (its reader has not taken what is
+   * queued for it; the route drops it after a grace period): it keeps its place in the token's
+   * and the team's limits until `gone` resolves, so ending streams never frees room for more
+   * connections than the limits allow.
+   */
+  linger(subscriber: FeedSubscriber, gone: Promise<void>): void {
+    const entry = { teamId: subscriber.teamId, tokenId: subscriber.owner?.tokenId };
+    this.lingering.add(entry);
+    void gone.finally(() => this.lingering.delete(entry));
+  }
+
+  /** Ended streams whose connections are not closed yet. */
+  get lingeringCount(): number {
+    return this.lingering.size;
+  }
+
   /** The tokens (hash to id) that open subscriptions were made with. */
   owners(): Map<string, string> {
     const owners = new Map<string, string>();
@@ -356,6 +379,11 @@ export class FeedSubscriber {
   private readonly filter: ItemFilter;
   /** Set when the hub ended the subscription (not when the peer went away). */
   endedBy: StreamEnd | null = null;
+  private markDone: () => void = () => {};
+  /** Resolves once the subscription is closed (ended by the hub, or its peer went away). */
+  readonly done = new Promise<void>((resolve) => {
+    this.markDone = resolve;
+  });
 
   get teamId(): string {
     return this.viewer.teamId;
@@ -465,6 +493,7 @@ export class FeedSubscriber {
     this.pendingBytes = 0;
     this.onClose();
     this.wake?.();
+    this.markDone();
   }
 }
 

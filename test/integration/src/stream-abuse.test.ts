@@ -22,6 +22,7 @@ const BIG = 'x'.repeat(90_000);
 
 interface StreamStats {
   open: number;
+  closing: number;
   maxPendingBytes: number;
   ended: { slow_reader: number; token_revoked: number };
   catchUpReads: number;
@@ -287,7 +288,10 @@ describe('live streams per token and per team', () => {
   const hub = useInProcessHub({
     start: () =>
       startInProcessServe({
-        args: ['--max-streams-per-token', '3', '--max-streams-per-team', '5'],
+        args: [
+          ...['--max-streams-per-token', '3', '--max-streams-per-team', '5'],
+          ...['--max-stream-pending-bytes', String(BOUND)],
+        ],
       }),
     tokens: {
       one: ['acme', 'openclaw'],
@@ -331,6 +335,34 @@ describe('live streams per token and per team', () => {
     }, 'room for the token once one of its streams ended');
     for (const stream of [...mine, ...theirs, elsewhere]) stream.close();
   });
+
+  it('drops readers that stopped reading once their streams end, after a grace; until then they keep their places', async () => {
+    const stalled = [
+      openStream(hub.url, hub.tokens.one),
+      openWebSocketStream(hub.url, hub.tokens.one),
+    ];
+    await Promise.all(stalled.map((stream) => stream.ready));
+    for (const stream of stalled) stream.pause();
+    const endedBefore = (await stats(hub)).ended.slow_reader;
+    await writeUntilSlowReadersEnded(hub, hub.tokens.two, endedBefore + 2);
+    await waitUntil(
+      async () => (await stats(hub)).closing === 2,
+      'both ended streams to wait for their readers',
+    );
+    // Ended, their connections still open: with them, the token holds 3; a fourth is refused.
+    const third = openStream(hub.url, hub.tokens.one);
+    await third.ready;
+    expect((await tryStream(hub.url, hub.tokens.one)).status).toBe(429);
+    // Readers that never read again are dropped once the grace (10 s) has passed.
+    await waitUntil(
+      async () => (await stats(hub)).closing === 0,
+      'the hub to drop the stalled connections',
+      { timeoutMs: 60_000 },
+    );
+    expect((await tryStream(hub.url, hub.tokens.one)).status).toBe(200);
+    third.close();
+    for (const stream of stalled) stream.close();
+  }, 90_000);
 });
 
 const args = ['--max-stream-pending-bytes', String(BOUND)];

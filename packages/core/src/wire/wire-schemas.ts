@@ -12,6 +12,10 @@ export const streamStatsSchema = z.object({
   open: z.int().nonnegative(),
   maxPendingBytes: z.int().positive(),
   ended: z.object({ slow_reader: z.int().nonnegative(), token_revoked: z.int().nonnegative() }),
+  closing: z.int().nonnegative().meta({
+    description:
+      'Ended streams whose connections are still open (their readers have a grace period to take what is queued); they count against the stream limits until closed.',
+  }),
   catchUpReads: z.int().nonnegative().meta({
     description: 'Store reads that streams made to catch up (since or Last-Event-ID), in all.',
   }),

@@ -58,6 +58,7 @@ export const adminRoutes = [
           open: services.feed.subscriberCount,
           maxPendingBytes: services.feed.maxPendingBytes,
           ended: { ...services.feed.ended },
+          closing: services.feed.lingeringCount,
           catchUpReads: services.feed.catchUpReads,
         },
       };

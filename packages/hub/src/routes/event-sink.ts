@@ -9,7 +9,7 @@ const SSE_HEADERS = {
 } as const;
 
 /** How long an ended stream's reader has to take what is queued before the hub drops it. */
-const END_GRACE_MS = 10_000;
+export const END_GRACE_MS = 10_000;
 
 /** Bytes queued for a slow reader of the in-process stream before writes wait. */
 const WEB_HIGH_WATER_BYTES = 64 * 1024;
@@ -22,6 +22,8 @@ export interface EventSink {
   write(chunk: Uint8Array): boolean;
   drained(): Promise<void>;
   readonly closed: boolean;
+  /** Resolves once the connection is gone (the peer left, or the hub dropped it). */
+  readonly gone: Promise<void>;
   end(): void;
   /** What the route returns. */
   readonly response: Response;
@@ -49,6 +51,7 @@ function nodeSink(outgoing: ServerResponse, onClose: () => void, middleware: Hea
   outgoing.writeHead(200, { ...Object.fromEntries(middleware), ...SSE_HEADERS });
   outgoing.flushHeaders();
   outgoing.once('close', onClose);
+  const gone = new Promise<void>((resolve) => outgoing.once('close', () => resolve()));
   // A write to a connection that just broke reports the error here; 'close' follows.
   outgoing.on('error', () => {});
   const closed = () => outgoing.destroyed || outgoing.writableEnded;
@@ -69,6 +72,7 @@ function nodeSink(outgoing: ServerResponse, onClose: () => void, middleware: Hea
     get closed() {
       return closed();
     },
+    gone,
     end: () => {
       if (closed()) return;
       outgoing.end();
@@ -98,11 +102,16 @@ function webSink(context: Context, onClose: () => void): EventSink {
   let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   let closed = false;
   let waiting: (() => void) | null = null;
+  let markGone: () => void = () => {};
+  const gone = new Promise<void>((resolve) => {
+    markGone = resolve;
+  });
   const close = () => {
     if (closed) return;
     closed = true;
     waiting?.();
     onClose();
+    markGone();
   };
   const body = new ReadableStream<Uint8Array>(
     {
@@ -132,6 +141,7 @@ function webSink(context: Context, onClose: () => void): EventSink {
     get closed() {
       return closed;
     },
+    gone,
     end() {
       if (closed) return;
       controller?.close();

@@ -183,7 +183,9 @@ async function pipeEvents(
       if (changes === null || sink.closed) break;
       const frames = changes.map((change) => sseFrame(change, blackboard));
       const ready = sink.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
-      if (!ready) await sink.drained();
+      // A reader that stopped reading never drains: the hub ending its subscription (past the
+      // byte bound, a revoked token) must still end the stream.
+      if (!ready) await Promise.race([sink.drained(), subscriber.done]);
     }
     if (subscriber.endedBy) {
       sink.write(Buffer.from(`event: disconnect\ndata: ${JSON.stringify(subscriber.endedBy)}\n\n`));
@@ -192,5 +194,6 @@ async function pipeEvents(
     clearInterval(keepAlive);
     subscriber.close();
     sink.end();
+    services.feed.linger(subscriber, sink.gone);
   }
 }

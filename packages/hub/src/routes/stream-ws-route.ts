@@ -2,6 +2,7 @@ import { upgradeWebSocket } from '@hono/node-server';
 import type { WebSocket } from 'ws';
 import type { FeedSubscriber } from '../change-feed.js';
 import { implement } from '../route-definition.js';
+import { END_GRACE_MS } from './event-sink.js';
 import {
   resumeSeq,
   streamFilter,
@@ -49,7 +50,9 @@ async function pipeMessages(
           }),
         );
     }
-    if (socket.bufferedAmount > HIGH_WATER_BYTES) await lastSent;
+    // A reader that stopped reading never takes lastSent: the hub ending the subscription
+    // (past the byte bound, a revoked token) must still end the stream.
+    if (socket.bufferedAmount > HIGH_WATER_BYTES) await Promise.race([lastSent, subscriber.done]);
   }
   const end = subscriber.endedBy;
   if (!open()) return;
@@ -59,6 +62,10 @@ async function pipeMessages(
   } else {
     socket.close(1001, 'the hub is shutting down');
   }
+  // The closing handshake needs the reader: one that does not read is dropped after a grace.
+  const drop = setTimeout(() => socket.terminate(), END_GRACE_MS);
+  drop.unref();
+  socket.once('close', () => clearTimeout(drop));
 }
 
 export const streamWebSocketRoute = implement('streamContextWebSocket', {
@@ -84,6 +91,7 @@ export const streamWebSocketRoute = implement('streamContextWebSocket', {
         const raw = socket.raw as WebSocket;
         const opened = services.feed.subscribe(viewer, streamFilter(query), afterSeq, owner);
         subscriber = opened;
+        const gone = new Promise<void>((resolve) => raw.once('close', () => resolve()));
         raw.once('close', () => opened.close());
         socket.send(JSON.stringify({ type: 'ready', afterSeq }));
         void pipeMessages(opened, raw, query.blackboard ?? false)
@@ -91,7 +99,10 @@ export const streamWebSocketRoute = implement('streamContextWebSocket', {
             services.logger.warn({ err: error }, 'websocket stream ended with an error');
             raw.close(1011, 'stream error');
           })
-          .finally(() => opened.close());
+          .finally(() => {
+            opened.close();
+            services.feed.linger(opened, gone);
+          });
       },
       onClose() {
         subscriber?.close();
