@@ -128,6 +128,38 @@ describe('push subscriptions', () => {
     receiver.received.length = 0;
   });
 
+  it("delivers another team's change at once beside more of one team's subscriptions than delivery slots (16), none of them due", async () => {
+    const idle = [];
+    for (let index = 0; index < 20; index++) {
+      idle.push(
+        await subscribe({ delivery: 'push', endpoint: receiver.url, label: `idle ${index}` }),
+      );
+    }
+    const theirs = await subscribe(
+      { delivery: 'push', endpoint: receiver.url, label: 'globex' },
+      hub.tokens.rival,
+    );
+    // globex's writes move the sequence past acme's cursors: acme's subscriptions look due,
+    // find nothing of their team, and must neither hold the slots nor look due again.
+    for (let index = 0; index < 3; index++) {
+      const item = await write({ type: 'status', title: `globex ${index}` }, hub.tokens.rival);
+      await receiver.waitFor((received) =>
+        received.some((hook) => hook.body.includes(`"seq":${item.seq},`)),
+      );
+    }
+    const payloads = await delivered(receiver.received, theirs.secret ?? '');
+    expect(payloads.map((payload) => payload.item.title)).toEqual([
+      'globex 0',
+      'globex 1',
+      'globex 2',
+    ]);
+    for (const { subscription } of [...idle, theirs]) {
+      const token = subscription === theirs.subscription ? hub.tokens.rival : hub.tokens.web;
+      await call(hub.url, 'DELETE', `/api/subscriptions/${subscription.id}`, { token });
+    }
+    receiver.received.length = 0;
+  });
+
   it('retries a failing delivery with backoff, keeping order, with the same webhook-id', async () => {
     const { subscription, secret } = await subscribe({
       delivery: 'push',

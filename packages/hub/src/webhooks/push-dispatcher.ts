@@ -97,6 +97,10 @@ export class PushDispatcher {
    * found by the next poll (`pollMs`), while the hub that created it delivers at once.
    */
   private havePush: boolean | null = null;
+  /** Where the next look starts in the list, so that every subscription gets its turn. */
+  private rotation = 0;
+  /** A look found more due subscriptions than free slots: look again when a slot frees. */
+  private crowded = false;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
 
@@ -170,16 +174,22 @@ export class PushDispatcher {
       this.store.latestSeq(),
     ]);
     this.havePush = subscriptions.length > 0;
-    for (const subscription of subscriptions) {
-      if (this.closed || this.active.size >= this.options.concurrency) return;
+    const first = this.rotation++ % Math.max(1, subscriptions.length);
+    const inTurn = [...subscriptions.slice(first), ...subscriptions.slice(0, first)];
+    for (const subscription of inTurn) {
+      if (this.closed) return;
       if (this.active.has(subscription.id) || subscription.cursor >= latest) continue;
+      if (this.active.size >= this.options.concurrency) {
+        this.crowded = true;
+        return;
+      }
       const due = subscription.nextAttemptAt === null ? 0 : Date.parse(subscription.nextAttemptAt);
       if (due > nowMs) {
         this.schedule(due);
         continue;
       }
       this.active.add(subscription.id);
-      const run = this.drain(subscription)
+      const run = this.drain(subscription, latest)
         .catch((error: unknown) =>
           this.logger.error(
             { err: error, subscription: subscription.id },
@@ -189,13 +199,21 @@ export class PushDispatcher {
         .finally(() => {
           this.active.delete(subscription.id);
           this.inFlight.delete(run);
+          if (this.crowded) {
+            this.crowded = false;
+            this.kick();
+          }
         });
       this.inFlight.add(run);
     }
   }
 
-  /** Delivers one subscription's backlog in order, until caught up or a delivery fails. */
-  private async drain(start: SubscriptionRecord): Promise<void> {
+  /**
+   * Delivers one subscription's backlog in order, until caught up or a delivery fails. Caught
+   * up, its cursor moves to `latest` (the store's newest sequence, read before its changes):
+   * other teams' changes and those its filter skips never make it look due again.
+   */
+  private async drain(start: SubscriptionRecord, latest: number): Promise<void> {
     const leaseUntil = () => new Date(this.clock().getTime() + this.options.leaseMs).toISOString();
     const now = () => this.clock().toISOString();
     if (!(await this.store.leaseSubscription(start.id, this.holder, now(), leaseUntil()))) return;
@@ -211,7 +229,6 @@ export class PushDispatcher {
         teamId: start.teamId,
         limit: READ_BATCH,
       });
-      if (changes.length === 0) return;
       let skippedTo = cursor;
       for (const change of changes) {
         if (this.closed) return;
@@ -283,11 +300,15 @@ export class PushDispatcher {
         this.schedule(retryAt);
         return;
       }
-      if (skippedTo > cursor) {
-        cursor = skippedTo;
+      // Fewer than a batch: every change of the team up to `latest` has been read.
+      const caughtUp = changes.length < READ_BATCH;
+      const reached = caughtUp ? Math.max(skippedTo, latest) : skippedTo;
+      if (reached > cursor) {
+        cursor = reached;
         if (!(await this.store.saveSubscriptionProgress(start.id, this.holder, { cursor }, now())))
           return;
       }
+      if (caughtUp) return;
     }
   }
 
