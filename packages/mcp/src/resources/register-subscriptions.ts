@@ -1,4 +1,5 @@
 import type { Logger } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   ErrorCode,
@@ -38,8 +39,9 @@ export function registerSubscriptions(
     try {
       await subscriptions.subscribe(uri);
     } catch (error) {
+      const limit = CtxbusError.isInstance(error) && error.code === 'limit_reached';
       throw new McpError(
-        ErrorCode.InternalError,
+        limit ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
         `cannot subscribe to ${uri}: ${errorMessage(error)}`,
       );
     }

@@ -1,7 +1,11 @@
 import type { Logger, StreamEvent } from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/contract';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
 import { changeAffects } from './resource-uris.js';
+
+/** Resources one session may follow at once (each change is matched against every one). */
+export const MAX_SUBSCRIBED_RESOURCES = 256;
 
 export interface ResourceSubscriptionsOptions {
   backend: ContextBackend;
@@ -46,6 +50,12 @@ export class ResourceSubscriptions {
    */
   async subscribe(uri: string): Promise<void> {
     if (this.closed) return;
+    if (!this.uris.has(uri) && this.uris.size >= MAX_SUBSCRIBED_RESOURCES) {
+      throw new CtxbusError(
+        'limit_reached',
+        `this session follows ${MAX_SUBSCRIBED_RESOURCES} resources, the most it may; unsubscribe from one first`,
+      );
+    }
     this.uris.add(uri);
     const stream = this.ensureStream();
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -10,7 +10,7 @@ import { createCtxbusMcpServer } from '../create-ctxbus-mcp-server.js';
 import type { ConnectedClient, TestHub } from '../test-kit.js';
 import { closedPortUrl, connectInMemory, startTestHub } from '../test-kit.js';
 import { TASK_DONE_TAGS } from './active-tasks.js';
-import { ResourceSubscriptions } from './resource-subscriptions.js';
+import { MAX_SUBSCRIBED_RESOURCES, ResourceSubscriptions } from './resource-subscriptions.js';
 
 let hub: TestHub;
 let mcp: ConnectedClient;
@@ -200,6 +200,27 @@ describe('subscriptions', () => {
     await hub.client.write({ type: 'request', title: 'Review PR #312 instead', supersedes: id });
     await mcp.nextUpdate(uri);
     await mcp.client.unsubscribeResource({ uri });
+  });
+
+  it('refuses a subscription past the 256 resources a session may follow, naming the limit', async () => {
+    const uris = Array.from(
+      { length: MAX_SUBSCRIBED_RESOURCES },
+      (_, index) => `context://items/019a0000-0000-7000-8000-${String(index).padStart(12, '0')}`,
+    );
+    for (const uri of uris) await mcp.client.subscribeResource({ uri });
+    // Subscribing again to one it follows is no new resource.
+    await mcp.client.subscribeResource({ uri: uris[0] as string });
+    await expect(
+      mcp.client.subscribeResource({ uri: 'context://items/019a0000-0000-7000-8000-999999999999' }),
+    ).rejects.toMatchObject({
+      code: -32600,
+      message: expect.stringContaining(
+        `this session follows ${MAX_SUBSCRIBED_RESOURCES} resources, the most it may; unsubscribe from one first`,
+      ),
+    });
+    for (const uri of uris) await mcp.client.unsubscribeResource({ uri });
+    await mcp.client.subscribeResource({ uri: 'decisions://recent' });
+    await mcp.client.unsubscribeResource({ uri: 'decisions://recent' });
   });
 
   it('coalesces a burst of writes into few notifications', async () => {
