@@ -55,11 +55,19 @@ function allowCors(app: Hono, origins: readonly string[]): void {
   app.use('/health', allowCors);
 }
 
+/** Request bodies the hub receives at once, in bodies of the largest size allowed. */
+export const BODIES_IN_FLIGHT = 32;
+
 /**
  * Refuses a body over `maxBytes` (413). A declared length is checked from the header alone;
  * only a body of unknown length is counted as it streams (hono's bodyLimit). Checking the
  * header first keeps the request body from being turned into a web stream before the route
  * reads it.
+ *
+ * Bodies being received hold memory until their requests end, and a client may send one
+ * slowly: all of them together may hold BODIES_IN_FLIGHT x `maxBytes` (a body of unknown
+ * length counts as `maxBytes`). Past it a request is answered 503 `unavailable` with
+ * Retry-After at once, its body unread.
  */
 function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
   const tooLarge = (context: Context) =>
@@ -70,13 +78,34 @@ function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
       413,
     );
   const limitStream = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
+  const budget = BODIES_IN_FLIGHT * maxBytes;
+  let inFlight = 0;
+  const busy = (context: Context) => {
+    context.header('Retry-After', '1');
+    return context.json(
+      errorBody(
+        'unavailable',
+        'the hub is receiving as many request bodies as it holds at once; try again shortly',
+      ).toJSON(),
+      503,
+    );
+  };
   return async (context, next) => {
     const length = context.req.header('content-length');
-    if (length === undefined || context.req.header('transfer-encoding') !== undefined) {
-      return limitStream(context, next);
+    const chunked = context.req.header('transfer-encoding') !== undefined;
+    const streamed = length === undefined || chunked;
+    if (!streamed && Number(length) > maxBytes) return tooLarge(context);
+    // No length and no transfer coding: no body (a GET, a stream).
+    const bytes = chunked ? maxBytes : Number(length ?? 0);
+    if (!(bytes > 0)) return streamed ? limitStream(context, next) : next();
+    if (inFlight + bytes > budget) return busy(context);
+    inFlight += bytes;
+    try {
+      if (streamed) return await limitStream(context, next);
+      await next();
+    } finally {
+      inFlight -= bytes;
     }
-    if (Number(length) > maxBytes) return tooLarge(context);
-    await next();
   };
 }
 

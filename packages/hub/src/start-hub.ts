@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CtxbusError, DEFAULT_HUB_HOST, DEFAULT_HUB_PORT } from '@ctxbus/core';
 import type { ServerType } from '@hono/node-server';
@@ -27,6 +28,9 @@ function urlFor(address: AddressInfo): string {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return `http://${host}:${address.port}`;
 }
+
+/** How long a request may take to arrive whole, headers and body. */
+export const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Creates a hub and serves it over HTTP on Node. */
 export async function startHub(options: StartHubOptions): Promise<RunningHub> {
@@ -64,6 +68,9 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
     sockets.close();
     throw error;
   }
+  // A request must arrive whole within this (Node's default is 300 s): a client sending its
+  // body slowly holds a place in the bodies the hub receives at once (create-hub-app.ts).
+  (server as Server).requestTimeout = REQUEST_TIMEOUT_MS;
   const address = server.address() as AddressInfo;
   return {
     url: urlFor(address),

@@ -1,5 +1,7 @@
 import { request as httpRequest } from 'node:http';
-import { call, runtimeToken } from '@ctxbus/test-kit';
+import type { Socket } from 'node:net';
+import { connect } from 'node:net';
+import { call, runtimeToken, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 import { useInProcessHub } from './in-process-serve.ts';
 
@@ -293,6 +295,47 @@ describe('bad input', () => {
     expect(JSON.parse(big.body).error.code).toBe('payload_too_large');
     const small = await chunked(['{"type":"discovery",', '"title":"small, chunked"}']);
     expect(small.status, small.body).toBe(201);
+  });
+
+  it('holds at most 32 bodies of the largest size at once: past that a request is 503 at once, until they end', async () => {
+    const token = await runtimeToken(hub, 'limits', 'web');
+    const target = new URL(hub.url);
+    // Clients that announce a full-size body and send a few bytes of it, then stall.
+    const stalled = await Promise.all(
+      Array.from(
+        { length: 32 },
+        () =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket = connect(Number(target.port), target.hostname, () => {
+              socket.write(
+                `POST /api/context HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 65536\r\n\r\n{"type":`,
+                () => resolve(socket),
+              );
+            });
+            socket.on('error', reject);
+          }),
+      ),
+    );
+    try {
+      let refused: Awaited<ReturnType<typeof write>> | undefined;
+      await waitUntil(async () => {
+        refused = await write({ type: 'status', title: 'while bodies stall' }, token);
+        return refused.status === 503;
+      }, 'a write to be refused while 32 full-size bodies arrive');
+      expect(refused?.body.error).toMatchObject({
+        code: 'unavailable',
+        message: expect.stringContaining('request bodies'),
+      });
+      expect(refused?.headers.get('retry-after')).toBe('1');
+      // Reads carry no body and are served meanwhile.
+      expect((await call(hub.url, 'GET', '/api/context?limit=1', { token })).status).toBe(200);
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
+    await waitUntil(
+      async () => (await write({ type: 'status', title: 'after the stall' }, token)).status === 201,
+      'writes to be taken again once the stalled bodies ended',
+    );
   });
 
   it('keeps serving and keeps every stored item intact after all that', async () => {
