@@ -1,6 +1,9 @@
 import type { Server } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CtxbusError, DEFAULT_HUB_HOST, DEFAULT_HUB_PORT } from '@ctxbus/core';
+import type { Duplex } from 'node:stream';
+import type { ErrorCode } from '@ctxbus/core';
+import { CtxbusError, DEFAULT_HUB_HOST, DEFAULT_HUB_PORT, ERROR_CODES } from '@ctxbus/core';
 import type { ServerType } from '@hono/node-server';
 import { serve } from '@hono/node-server';
 import { WebSocketServer } from 'ws';
@@ -31,6 +34,32 @@ function urlFor(address: AddressInfo): string {
 
 /** How long a request may take to arrive whole, headers and body. */
 export const REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * What Node's HTTP parser refuses before any route sees it (headers over Node's 16 KiB, a
+ * request that did not arrive in time, bytes that are not HTTP), answered in the API's error
+ * shape rather than Node's bare status line.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [code, message]: [ErrorCode, string] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ['headers_too_large', 'the request line and headers are larger than the hub takes (16 KiB)']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [
+            'request_timeout',
+            `the request did not arrive whole within ${REQUEST_TIMEOUT_MS / 1000} s`,
+          ]
+        : ['validation_failed', 'the request is not valid HTTP'];
+  const status = ERROR_CODES[code];
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
 
 /** Creates a hub and serves it over HTTP on Node. */
 export async function startHub(options: StartHubOptions): Promise<RunningHub> {
@@ -71,6 +100,7 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   // A request must arrive whole within this (Node's default is 300 s): a client sending its
   // body slowly holds a place in the bodies the hub receives at once (create-hub-app.ts).
   (server as Server).requestTimeout = REQUEST_TIMEOUT_MS;
+  server.on('clientError', answerClientError);
   const address = server.address() as AddressInfo;
   return {
     url: urlFor(address),

@@ -338,6 +338,34 @@ describe('bad input', () => {
     );
   });
 
+  it("answers what Node's HTTP parser refuses (headers over 16 KiB, bytes that are not HTTP) in the API's error shape", async () => {
+    const target = new URL(hub.url);
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(target.port), target.hostname, () => socket.write(request));
+        let received = '';
+        socket.on('data', (chunk) => {
+          received += chunk.toString('utf8');
+        });
+        socket.on('end', () => resolve(received));
+        socket.on('error', reject);
+      });
+    const query = Array.from({ length: 3_000 }, (_, index) => `t${index}=x`).join('&');
+    const long = await raw(`GET /api/context?${query} HTTP/1.1\r\nHost: ${target.host}\r\n\r\n`);
+    expect(long).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+    expect(JSON.parse(long.slice(long.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: {
+        code: 'headers_too_large',
+        message: 'the request line and headers are larger than the hub takes (16 KiB)',
+      },
+    });
+    const garbage = await raw('HELLO THERE\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)).error.code).toBe(
+      'validation_failed',
+    );
+  });
+
   it('keeps serving and keeps every stored item intact after all that', async () => {
     const before = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
       token: hub.tokens.code,
