@@ -7,7 +7,7 @@ import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { openPostgresStore } from '@ctxbus/store/postgres';
 import { sql, withPostgres } from '@ctxbus/test-kit/postgres';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
 import { taskRelayReport } from './task-relay-report.js';
@@ -361,5 +361,37 @@ await withPostgres('the task relay on PostgreSQL', (url, schemas) => {
       },
       dispose: () => {},
     };
+  });
+});
+
+await withPostgres("a hub on PostgreSQL keeps the database's time", (url, schemas) => {
+  it("takes the store's clock: a machine clock 40 s ahead sweeps no live lease", async () => {
+    const trueNow = () => performance.timeOrigin + performance.now();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 40_000);
+    const store = await openPostgresStore({ connectionString: url, schema: schemas.next('clock') });
+    const hub = await createHub({ store });
+    try {
+      expect(Math.abs(hub.services.clock().getTime() - trueNow())).toBeLessThan(1_000);
+      await store.createTask('acme', {
+        title: 'held by a worker of another hub',
+        requiredCapabilities: [],
+        origin: 'openclaw',
+        targetRuntime: 'claude-code',
+      });
+      const claimed = await store.claimTask({
+        teamId: 'acme',
+        runtime: 'claude-code',
+        workerId: 'w1',
+        leaseMs: 30_000,
+      });
+      // The lease runs 30 s of the database's time; this hub's sweep now finds it live.
+      expect(await store.expireLeases(hub.services.clock().toISOString())).toEqual([]);
+      expect((await store.getTask('acme', claimed?.id ?? ''))?.task.state).toBe('WORKING');
+    } finally {
+      vi.useRealTimers();
+      await hub.close();
+      await store.close();
+    }
   });
 });
