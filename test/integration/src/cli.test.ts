@@ -95,6 +95,15 @@ describe('ctxbus CLI', () => {
     ]);
     expect(online.code).toBe(0);
     const chatToken = online.stdout.trim();
+    // Reading tasks takes a runtime token; with only an admin token the CLI says how to get
+    // one, naming no flag the command lacks.
+    const noReader = await runCli(['tasks', '--url', hub.url], {
+      env: { CTXBUS_ADMIN_TOKEN: hub.adminToken ?? '', CTXBUS_CONFIG_DIR: tempDir() },
+    });
+    expect(noReader.code).toBe(2);
+    expect(noReader.stderr.trim()).toBe(
+      `ctxbus: error: no runtime token for ${hub.url}: pass --token or set CTXBUS_TOKEN (a runtime token of the team), or save the CLI's own with ctxbus token create --team TEAM --runtime cli --save`,
+    );
     const list = await runCli([
       'token',
       'list',

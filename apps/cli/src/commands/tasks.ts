@@ -54,11 +54,12 @@ export function connect(options: Connection, decision = false) {
     const client = createClient({ url, token: runtime });
     return { client, team: options.team, reader: client };
   }
-  const admin = findAdminToken(url, options.adminToken);
+  // Admin tokens read no tasks: only a decision (--admin-token with --team) takes one.
+  const admin = decision ? findAdminToken(url, options.adminToken) : undefined;
   if (!admin) {
     throw new CtxbusError(
       'validation_failed',
-      `no token for ${url}: pass --token (a runtime token of the team) or --admin-token with --team`,
+      `no runtime token for ${url}: pass --token or set CTXBUS_TOKEN (a runtime token of the team), or save the CLI's own with ctxbus token create --team TEAM --runtime cli --save${decision ? '; or pass --admin-token with --team' : ''}`,
     );
   }
   if (!options.team) {
