@@ -390,6 +390,12 @@ await withPostgres('hubs sharing PostgreSQL', (url, schemas) => {
         // $CTXBUS_STORE works as --store does.
         const viaEnv = await runCli(['token', 'list', '--json'], { env: { CTXBUS_STORE: store } });
         expect(JSON.parse(viaEnv.stdout).tokens).toHaveLength(2);
+        // A hub this CLI knows of does not win over $CTXBUS_STORE (deploy.md's sequence).
+        const beside = { CTXBUS_STORE: store, CTXBUS_URL: hub.url };
+        const another = await runCli(['token', 'create', '--admin'], { env: beside });
+        expect(another.code, another.stderr).toBe(0);
+        const after = await runCli(['token', 'list', '--json'], { env: beside });
+        expect(JSON.parse(after.stdout).tokens).toHaveLength(3);
       } finally {
         expect(await hub.stop()).toBe(0);
       }

@@ -23,8 +23,10 @@ type Target =
  * --store is given) with an admin token; otherwise the store is opened directly.
  */
 export function target(options: TargetOptions): Target {
-  const url =
-    options.data || options.store ? options.url && hubUrl(options.url) : findHubUrl(options.url);
+  // A store named by flag or by $CTXBUS_STORE is opened directly (a saved hub does not win
+  // over it); --url still goes to a hub.
+  const direct = options.data || options.store || process.env.CTXBUS_STORE;
+  const url = direct ? options.url && hubUrl(options.url) : findHubUrl(options.url);
   if (url) {
     return {
       kind: 'online',
