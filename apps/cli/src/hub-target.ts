@@ -51,7 +51,7 @@ export function runtimeToken(url: string, flag: string | undefined): string {
   if (!token) {
     throw new CtxbusError(
       'validation_failed',
-      `no token for ${url}: pass --token, set CTXBUS_TOKEN, or save one with \`ctxbus token create --team TEAM --runtime RUNTIME --save\``,
+      `no token for the CLI at ${url}: pass --token, set CTXBUS_TOKEN, or save the CLI's own with \`ctxbus token create --team TEAM --runtime cli --save\` (a token saved for another runtime acts for the CLI only with --as-cli)`,
     );
   }
   return token;

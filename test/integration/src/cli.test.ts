@@ -101,6 +101,14 @@ describe('ctxbus CLI', () => {
       env: { CTXBUS_ADMIN_TOKEN: hub.adminToken ?? '', CTXBUS_CONFIG_DIR: tempDir() },
     });
     expect(noReader.code).toBe(2);
+    // The context commands say the same of the CLI's own token.
+    const noToken = await runCli(['read', '--url', hub.url], {
+      env: { CTXBUS_CONFIG_DIR: tempDir() },
+    });
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toContain(
+      `no token for the CLI at ${hub.url}: pass --token, set CTXBUS_TOKEN, or save the CLI's own with \`ctxbus token create --team TEAM --runtime cli --save\``,
+    );
     expect(noReader.stderr.trim()).toBe(
       `ctxbus: error: no runtime token for ${hub.url}: pass --token or set CTXBUS_TOKEN (a runtime token of the team), or save the CLI's own with ctxbus token create --team TEAM --runtime cli --save`,
     );

@@ -312,7 +312,7 @@ describe('ctxbus handoff monitor --install', () => {
         ['handoff', 'monitor', '--install', '--scheduler', 'systemd', '--workspace', workspace],
         { env: cronEnv },
       );
-      expect(refused.code).toBe(6);
+      expect(refused.code).toBe(4);
       expect(refused.stderr).toMatch(
         /^ctxbus: error: no systemd user manager here \(.*\): nothing written; use --scheduler cron\n$/,
       );

@@ -73,7 +73,7 @@ function readCrontab(env: NodeJS.ProcessEnv): string | null {
 function writeCrontab(env: NodeJS.ProcessEnv, text: string): void {
   // An empty crontab is removed rather than installed empty: uninstall leaves none behind.
   const result = text.trim() === '' ? crontab(env, ['-r']) : crontab(env, ['-'], text);
-  if (result === null) throw new CtxbusError('unavailable', 'crontab is not installed');
+  if (result === null) throw new CtxbusError('not_found', 'crontab is not installed');
   if (result.status !== 0 && !(text.trim() === '' && /no crontab/i.test(result.stderr))) {
     throw new CtxbusError(
       'internal',
@@ -92,7 +92,7 @@ export function pickScheduler(
   if (userManager().reachable) return 'systemd';
   if (readCrontab(env) !== null) return 'cron';
   throw new CtxbusError(
-    'unavailable',
+    'not_found',
     'no scheduler here: no systemd user manager and no crontab command (install cron, or run `ctxbus handoff monitor` in tmux; --dry-run --scheduler systemd|cron|launchd shows what each would get)',
   );
 }
@@ -111,7 +111,7 @@ function installSystemd(job: MonitorJob, env: NodeJS.ProcessEnv): void {
   const manager = userManager();
   if (!manager.reachable) {
     throw new CtxbusError(
-      'unavailable',
+      'not_found',
       `no systemd user manager here (${manager.reason}): nothing written; use --scheduler cron`,
     );
   }
@@ -130,7 +130,7 @@ function installSystemd(job: MonitorJob, env: NodeJS.ProcessEnv): void {
 
 function installCron(job: MonitorJob, env: NodeJS.ProcessEnv): void {
   const current = readCrontab(env);
-  if (current === null) throw new CtxbusError('unavailable', 'crontab is not installed');
+  if (current === null) throw new CtxbusError('not_found', 'crontab is not installed');
   mkdirSync(dirname(job.logPath), { recursive: true });
   writeCrontab(env, withCronJob(current, job));
   printLine(

@@ -174,7 +174,7 @@ describe('ctxbus handoff statusline, usage and switch --back', () => {
         ['handoff', 'usage', '--from', 'openclaw', '--workspace', workspace],
         { env: { ...env, CTXBUS_OPENCLAW: join(workspace, 'no-openclaw') } },
       );
-      expect(missing.code).toBe(6);
+      expect(missing.code).toBe(4);
       expect(missing.stderr).toContain('is not installed (or set CTXBUS_OPENCLAW)');
     },
   );

@@ -81,12 +81,12 @@ export async function collectOpenClawUsage(
     maxBuffer: 32 * 1024 * 1024,
   });
   if ((result.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
-    throw new CtxbusError('unavailable', `${command} is not installed (or set CTXBUS_OPENCLAW)`);
+    throw new CtxbusError('not_found', `${command} is not installed (or set CTXBUS_OPENCLAW)`);
   }
   if (result.status !== 0) {
     const said = (result.stderr ?? '').trim().split('\n').at(-1) ?? '';
     throw new CtxbusError(
-      'unavailable',
+      'internal',
       `openclaw status --usage --json failed: ${said || `exit code ${result.status}`}`,
     );
   }
