@@ -1,5 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,6 +34,30 @@ describe('defaultDataDir', () => {
 });
 
 describe('the data directory lock', () => {
+  it('keeps the directory to its owner (0700), narrowing one others could read', () => {
+    const made = join(fresh(), 'new', 'data');
+    lockDataDir(made).release();
+    expect(statSync(made).mode & 0o777).toBe(0o700);
+    const open = fresh();
+    chmodSync(open, 0o755);
+    lockDataDir(open).release();
+    expect(statSync(open).mode & 0o777).toBe(0o700);
+  });
+
+  it("names what is wrong with a directory it cannot use, not another hub's start", () => {
+    const file = join(fresh(), 'a-file');
+    writeFileSync(file, '');
+    expect(() => lockDataDir(join(file, 'data'))).toThrow(
+      expect.objectContaining({
+        code: 'internal',
+        message: expect.stringMatching(/^cannot use the data directory .*a-file\/data: .*ENOTDIR/),
+      }),
+    );
+    const dir = fresh();
+    mkdirSync(join(dir, 'hub.lock'));
+    expect(() => lockDataDir(dir)).toThrow(/^cannot use the data directory /);
+  });
+
   it('is taken by one hub and released on exit', () => {
     const dir = fresh();
     const lock = lockDataDir(dir);

@@ -1,10 +1,12 @@
 import {
+  chmodSync,
   closeSync,
   ftruncateSync,
   mkdirSync,
   openSync,
   readFileSync,
   rmSync,
+  statSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -71,18 +73,35 @@ export interface DataDirLock {
 
 /** Takes the data directory for this hub process; a stale lock (dead pid) is replaced. */
 export function lockDataDir(dataDir: string): DataDirLock {
-  mkdirSync(dataDir, { recursive: true });
+  const cannot = (error: unknown) =>
+    new CtxbusError(
+      'internal',
+      `cannot use the data directory ${dataDir}: ${(error as Error).message}`,
+      { retryable: false },
+    );
+  try {
+    // Private items and webhook secrets live here: the owner alone may look in.
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const stat = statSync(dataDir);
+    if ((stat.mode & 0o077) !== 0 && stat.uid === process.getuid?.()) chmodSync(dataDir, 0o700);
+  } catch (error) {
+    throw cannot(error);
+  }
   assertNoHub(
     dataDir,
     'use that hub (stop it first to serve this directory again), or serve another directory with --data',
   );
   const path = lockPath(dataDir);
-  rmSync(path, { force: true });
   let fd: number;
   try {
-    fd = openSync(path, 'wx');
-  } catch {
-    throw new CtxbusError('conflict', `another hub is starting on ${dataDir}`);
+    rmSync(path, { force: true });
+    fd = openSync(path, 'wx', 0o600);
+  } catch (error) {
+    // Only a lock made meanwhile is another hub's start; anything else is the directory's.
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new CtxbusError('conflict', `another hub is starting on ${dataDir}`);
+    }
+    throw cannot(error);
   }
   const write = (info: Omit<LockInfo, 'pid'>) => {
     ftruncateSync(fd, 0);

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -175,6 +175,34 @@ describe('sqlite search of task status items', () => {
     expect(swept.expired).toBe(2);
     await store.close();
     expect(searchIndexes(path)).toEqual([{ pid: 1, items: 1, zanzibar: 1 }]);
+  });
+});
+
+describe('the sqlite database file', () => {
+  it('is readable by its owner alone (0600, its -wal too), an older open one narrowed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-mode-'));
+    try {
+      const path = join(dir, 'new', 'ctxbus.db');
+      const store = openSqliteStore({ path });
+      await store.writeItems([
+        prepareItem(
+          { type: 'decision', title: 'kept from other users' },
+          { teamId: 'acme', runtime: 'claude-code' },
+          { now: new Date() },
+        ),
+      ]);
+      expect(statSync(join(dir, 'new')).mode & 0o777).toBe(0o700);
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
+      await store.close();
+      const older = join(dir, 'older.db');
+      writeFileSync(older, '');
+      chmodSync(older, 0o644);
+      await openSqliteStore({ path: older }).close();
+      expect(statSync(older).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

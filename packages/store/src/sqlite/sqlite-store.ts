@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { StoreDomains } from '../composed-store.js';
@@ -42,6 +42,25 @@ export interface SqliteStoreOptions {
    * is refused with `limit_reached` (default DEFAULT_MAX_WAITING_TASKS, 10,000).
    */
   maxWaitingTasksPerRuntime?: number;
+}
+
+/**
+ * The database holds every team's items, private ones included, and push subscriptions'
+ * signing secrets: only its owner may read it. A new file (and the directory made for it) is
+ * created so; SQLite gives its -wal and -shm files the database file's mode, and an older
+ * file that others could read is narrowed when it is ours.
+ */
+function ownerOnly(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      const stat = statSync(file);
+      if ((stat.mode & 0o077) !== 0 && stat.uid === process.getuid?.()) chmodSync(file, 0o600);
+    } catch {
+      // Not there (yet), or not ours to change.
+    }
+  }
 }
 
 /**
@@ -100,7 +119,7 @@ export class SqliteStore extends ComposedStore {
   }
 
   static open(options: SqliteStoreOptions): SqliteStore {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ':memory:') ownerOnly(options.path);
     const db = new DatabaseSync(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
     try {
       db.exec('PRAGMA journal_mode = WAL');
