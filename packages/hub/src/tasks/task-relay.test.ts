@@ -10,6 +10,7 @@ import { sql, withPostgres } from '@ctxbus/test-kit/postgres';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
+import { TaskRelay } from './task-relay.js';
 import { taskRelayReport } from './task-relay-report.js';
 
 // The task relay's promise: every committed task change is announced (its status item) once
@@ -349,6 +350,44 @@ relayCases('SQLite', () => {
     },
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
+});
+
+describe('the task relay backing off', () => {
+  it('runs no pass for the wakes that come while it waits to retry a failed one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-relay-backoff-'));
+    const store = openSqliteStore({ path: join(dir, 'ctxbus.db') });
+    let batches = 0;
+    const failing = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'relayTaskBatch')
+          return typeof value === 'function' ? value.bind(target) : value;
+        return async () => {
+          batches += 1;
+          throw new Error('injected: database or disk is full');
+        };
+      },
+    });
+    const relay = new TaskRelay(
+      { store: failing, clock: () => new Date(), logger, committed: () => {} },
+      { retryMs: 60_000, maxRetryMs: 60_000, idleMs: 0 },
+    );
+    try {
+      await relay.wake();
+      expect(batches).toBe(1);
+      // Every mutation wakes it; none runs a pass until the retry is due (they wait for it).
+      const waiting = Array.from({ length: 50 }, () => relay.wake());
+      // A pass starts within the wake's own turn: a turn of the event loop would have shown it.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(batches).toBe(1);
+      expect(relay.failures).toBe(1);
+      void Promise.all(waiting);
+    } finally {
+      await relay.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 await withPostgres('the task relay on PostgreSQL', (url, schemas) => {

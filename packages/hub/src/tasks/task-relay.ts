@@ -116,7 +116,10 @@ export class TaskRelay {
   }
 
   private kick(): void {
-    if (this.running || this.closed) return;
+    // Backing off after a failure (a full disk, a store that is down), wakes wait for the
+    // retry timer's pass: not every mutation and request runs a failing pass of its own.
+    const backingOff = this.retries > 0 && this.retryTimer !== null;
+    if (this.running || this.closed || backingOff) return;
     this.running = this.loop().finally(() => {
       this.running = null;
       if (this.served < this.requested) this.kick();

@@ -4,6 +4,34 @@ import { CtxbusError } from '@ctxbus/core';
 // What every domain of the embedded store shares: the database, its statement cache,
 // transactions, the clock, and whether the store is closed.
 
+/** SQLite's primary result codes for a disk that is full, and for a read or write that failed. */
+const SQLITE_FULL = 13;
+const SQLITE_IOERR = 10;
+
+/**
+ * What the disk under the database did, said as such (503 `unavailable`, retryable: the hub
+ * goes on once there is room), instead of an internal error; anything else as it was.
+ */
+export function storageError(error: unknown, location: string): unknown {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  if (typeof code !== 'number') return error;
+  if ((code & 0xff) === SQLITE_FULL) {
+    return new CtxbusError(
+      'unavailable',
+      `the disk holding the database (${location}) is full: nothing was written; free some space and the hub goes on`,
+      { cause: error, retryable: true },
+    );
+  }
+  if ((code & 0xff) === SQLITE_IOERR) {
+    return new CtxbusError(
+      'unavailable',
+      `the disk holding the database (${location}) failed a read or write (SQLite I/O error ${code}): nothing was written`,
+      { cause: error, retryable: true },
+    );
+  }
+  return error;
+}
+
 export class SqliteConnection {
   private readonly statements = new Map<string, StatementSync>();
   private closed = false;
@@ -42,8 +70,12 @@ export class SqliteConnection {
       this.db.exec('COMMIT');
       return result;
     } catch (error) {
-      this.db.exec('ROLLBACK');
-      throw error;
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // SQLite rolled it back itself (a full disk, an I/O error): its error is the one to say.
+      }
+      throw storageError(error, this.location);
     }
   }
 

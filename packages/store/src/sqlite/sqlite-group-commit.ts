@@ -72,8 +72,13 @@ export class SqliteGroupCommit {
             seq = written.seq;
             settle.push(() => write.resolve(written.outcomes));
           } catch (error) {
-            db.exec('ROLLBACK TO write_group');
-            db.exec('RELEASE write_group');
+            try {
+              db.exec('ROLLBACK TO write_group');
+              db.exec('RELEASE write_group');
+            } catch {
+              // SQLite ended the whole transaction itself (a full disk): the batch fails with it.
+              throw error;
+            }
             settle.push(() => write.reject(error));
           }
         }

@@ -206,6 +206,51 @@ describe('the sqlite database file', () => {
   });
 });
 
+describe('a full disk under the sqlite store', () => {
+  it('is said as such (503 unavailable, retryable), loses nothing written, and passes once there is room', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-full-'));
+    const store = openSqliteStore({ path: join(dir, 'ctxbus.db') });
+    // SQLite's own page limit stands in for the disk: past it, SQLITE_FULL as on a full disk.
+    const db = (store as unknown as { connection: { db: DatabaseSync } }).connection.db;
+    const write = (title: string) =>
+      store.writeItems([
+        prepareItem(
+          { type: 'discovery', title, content: 'x'.repeat(20_000) },
+          { teamId: 'acme', runtime: 'claude-code' },
+          { now: new Date() },
+        ),
+      ]);
+    try {
+      const kept = await write('written before the disk filled');
+      const pages = (db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count;
+      db.exec(`PRAGMA max_page_count = ${pages + 2}`);
+      let refused: unknown;
+      for (let index = 0; index < 20 && refused === undefined; index++) {
+        await write(`filler ${index}`).catch((error: unknown) => {
+          refused = error;
+        });
+      }
+      expect(refused).toMatchObject({
+        code: 'unavailable',
+        retryable: true,
+        message: expect.stringMatching(
+          /^the disk holding the database \(.*\) is full: nothing was written/,
+        ),
+      });
+      db.exec('PRAGMA max_page_count = 1073741823');
+      await write('written once there was room');
+      const titles = (
+        await store.listItems({ teamId: 'acme', runtime: 'claude-code' }, { limit: 50 })
+      ).map((item) => item.title);
+      expect(titles).toContain('written once there was room');
+      expect(titles).toContain(kept[0]?.item.title);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('sqlite vector search', () => {
   it('ranks in memory as the SQL scan does, and sees vectors saved after it loaded', async () => {
     const path = join(root, 'vectors', 'ctxbus.db');
