@@ -109,6 +109,7 @@ export type {
 export {
   ANALYTICS_MAX_WINDOW_DAYS,
   applyListOptions,
+  assertNoSecret,
   assertNoSecretInJson,
   CHANGE_EVENT_NAMES,
   CONFLICT_TAG,

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { TokenInfo } from '@ctxbus/core';
-import { CONFLICT_WRITER, CtxbusError } from '@ctxbus/core';
+import { CONFLICT_WRITER, CtxbusError, redactSecrets } from '@ctxbus/core';
 import type { Store, TokenRecord, TokenRole } from '@ctxbus/store';
 import type { Caller } from './caller.js';
 import { HUB_RUNTIME } from './tasks/task-status-item.js';
@@ -54,7 +54,8 @@ export async function mintToken(
     role: request.role,
     teamId: request.role === 'admin' ? null : request.teamId,
     runtime: request.role === 'admin' ? null : request.runtime,
-    label: request.label ?? null,
+    // A label is free text a person types: a secret pasted into it is redacted, not stored.
+    label: request.label == null ? null : redactSecrets(request.label, 'label').text,
     createdAt: now.toISOString(),
     revokedAt: null,
   };

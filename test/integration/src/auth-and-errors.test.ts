@@ -366,6 +366,36 @@ describe('bad input', () => {
     );
   });
 
+  it("keeps secrets out of labels and instance ids: a subscription's and a token's label redacted, an instance id refused", async () => {
+    const secret = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789AB';
+    const token = await runtimeToken(hub, 'labels', 'web');
+    const announced = await call(hub.url, 'POST', '/api/presence', {
+      token,
+      body: { instanceId: `laptop-${secret}`, kind: 'worker', capabilities: [], ttlSeconds: 30 },
+    });
+    expect(announced.status).toBe(400);
+    expect(announced.body.error.details).toMatchObject({
+      field: 'instanceId',
+      reason: 'secret_in_identifier',
+    });
+    const subscribed = await call(hub.url, 'POST', '/api/subscriptions', {
+      token,
+      body: { delivery: 'pull', label: `poller ${secret}` },
+    });
+    expect(subscribed.status).toBe(201);
+    expect(subscribed.body.subscription.label).toMatch(/^poller \[REDACTED:[a-z_-]+\]$/);
+    const minted = await call(hub.url, 'POST', '/api/admin/tokens', {
+      token: hub.adminToken,
+      body: { teamId: 'labels', runtime: 'cli', label: `ci ${secret}` },
+    });
+    expect(minted.status).toBe(201);
+    expect(minted.body.info.label).toMatch(/^ci \[REDACTED:[a-z_-]+\]$/);
+    const listed = await call(hub.url, 'GET', '/api/admin/tokens?team=labels', {
+      token: hub.adminToken,
+    });
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+  });
+
   it('keeps serving and keeps every stored item intact after all that', async () => {
     const before = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
       token: hub.tokens.code,

@@ -91,7 +91,12 @@ export { applyListOptions, itemMatches, scopeKindOf } from './item-filter.js';
 export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './item-kinds.js';
 export type { NewContextItem } from './prepare-item.js';
 export { newItemId, prepareItem, prepareParsedItem } from './prepare-item.js';
-export { assertNoSecretInJson, redactJson, redactSecrets } from './redact-secrets.js';
+export {
+  assertNoSecret,
+  assertNoSecretInJson,
+  redactJson,
+  redactSecrets,
+} from './redact-secrets.js';
 export type {
   CreateSubscriptionRequest,
   DeadLetterInfo,

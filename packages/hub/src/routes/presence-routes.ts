@@ -1,4 +1,4 @@
-import { CtxbusError } from '@ctxbus/core';
+import { assertNoSecret, CtxbusError } from '@ctxbus/core';
 import { implement } from '../route-definition.js';
 
 export const presenceRoutes = [
@@ -20,6 +20,7 @@ export const presenceRoutes = [
           `this token acts as runtime ${viewer.runtime}; it cannot announce for ${body.runtime}`,
         );
       }
+      assertNoSecret(body.instanceId, 'instanceId');
       const { expiresAt } = await services.presence.announce(viewer.teamId, viewer.runtime, body);
       return {
         status: 200,

@@ -1,5 +1,5 @@
 import type { PendingResponse, Subscription, Viewer } from '@ctxbus/core';
-import { CHANGE_EVENT_NAMES, CtxbusError, newItemId } from '@ctxbus/core';
+import { CHANGE_EVENT_NAMES, CtxbusError, newItemId, redactSecrets } from '@ctxbus/core';
 import type { SubscriptionRecord } from '@ctxbus/store';
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
@@ -102,7 +102,7 @@ export const subscriptionRoutes = [
         delivery: body.delivery,
         endpoint: body.endpoint ?? null,
         secret,
-        label: body.label ?? null,
+        label: body.label === undefined ? null : redactSecrets(body.label, 'label').text,
         filter: body.filter ?? {},
         createdAt: services.clock().toISOString(),
         cursor: body.since ?? latest,
