@@ -293,6 +293,19 @@ describe('ctxbus handoff', () => {
     );
     expect(tokenless.code).toBe(0);
     expect(tokenless.stderr).toBe('');
+    // Asked to publish (--publish, --url, --token) and it fails: saved, and said with its exit
+    // code (a bad token 3), not a warning with exit 0.
+    const refused = await runCli(
+      [
+        ...['handoff', 'heartbeat', '--model', 'opus', '--workspace', quiet],
+        ...['--url', hub.url, '--token', 'cbx_not-a-token'],
+      ],
+      { env: {} },
+    );
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(
+      /^ctxbus: error: the handoff is saved, but not published to the hub: /,
+    );
     const reader = createClient({ url: hub.url, token: hub.tokens.reader });
     const keys = (await reader.list({ tags: 'handoff', limit: 50 })).items.map((item) => item.key);
     const keyOf = (dir: string) => expect.stringContaining(dir.split('/').at(-1) as string);

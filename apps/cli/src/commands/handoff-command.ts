@@ -264,14 +264,17 @@ function heartbeatCommand(handoff: Command, run: Run): void {
               summaryAtPercent: config.thresholds.proactive_summary,
             },
           );
-          await publish(options, config, workspace, written, 'heartbeat');
-          if (options.json) return printJson(written);
           const summary =
             written.model.usage_percent !== null &&
             written.model.usage_percent >= config.thresholds.proactive_summary;
-          printLine(
-            `heartbeat ${written.sequence} saved (${written.model.current})${summary ? `; ${paths.summary} written (usage ${written.model.usage_percent}% >= ${config.thresholds.proactive_summary}%)` : ''}`,
-          );
+          // What was saved is said first: a publish that fails after it is said on its own.
+          if (options.json) printJson(written);
+          else {
+            printLine(
+              `heartbeat ${written.sequence} saved (${written.model.current})${summary ? `; ${paths.summary} written (usage ${written.model.usage_percent}% >= ${config.thresholds.proactive_summary}%)` : ''}`,
+            );
+          }
+          await publish(options, config, workspace, written, 'heartbeat');
         }),
     );
 }
@@ -349,9 +352,10 @@ function switchCommand(handoff: Command, run: Run): void {
           });
           for (const warning of result.warnings)
             process.stderr.write(`ctxbus: warning: ${warning}\n`);
+          if (options.json) printJson(result);
+          else
+            printLine(resumeNote(result.handoff) ?? `switched to ${result.handoff.model.current}`);
           await publish(options, config, workspace, result.handoff, 'switch', usageBefore);
-          if (options.json) return printJson(result);
-          printLine(resumeNote(result.handoff) ?? `switched to ${result.handoff.model.current}`);
         }),
     );
 }

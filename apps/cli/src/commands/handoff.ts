@@ -172,9 +172,14 @@ export async function publish(
       handoffItem(workspace, handoff, event, config, usageBefore),
     );
   } catch (error) {
-    process.stderr.write(
-      `ctxbus: warning: the handoff is saved, but not published to the hub: ${(error as Error).message}\n`,
-    );
+    const message = `the handoff is saved, but not published to the hub: ${(error as Error).message}`;
+    // Asked for (--publish, --url, --token): a failure is the command's, with its exit code.
+    if (asked) {
+      throw new CtxbusError(CtxbusError.isInstance(error) ? error.code : 'unavailable', message, {
+        cause: error,
+      });
+    }
+    process.stderr.write(`ctxbus: warning: ${message}\n`);
   }
 }
 
