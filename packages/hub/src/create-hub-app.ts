@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import { ServerResponse } from 'node:http';
 import type { Logger } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { Context, NotFoundHandler } from 'hono';
@@ -23,6 +25,7 @@ export function createHubApp(
   options: Pick<HubOptions, 'corsOrigins' | 'extensions'>,
 ): Hono {
   const app = new Hono();
+  app.use('*', pipeliningLimiter());
   if (options.corsOrigins && options.corsOrigins.length > 0) {
     allowCors(app, options.corsOrigins);
   }
@@ -53,6 +56,47 @@ function allowCors(app: Hono, origins: readonly string[]): void {
   });
   app.use('/api/*', allowCors);
   app.use('/health', allowCors);
+}
+
+/** Requests one connection may have under way at once (HTTP/1.1 pipelining). */
+export const REQUESTS_PER_CONNECTION = 8;
+
+/**
+ * Answers a connection's requests past REQUESTS_PER_CONNECTION under way with 429 at once.
+ * HTTP/1.1 lets a client send request after request without reading an answer, and Node runs
+ * each one it has read: a client that pipelined hundreds of large reads and read nothing held
+ * every answer in the hub's memory until it ran out (4 GB in 16 s). A request is under way
+ * until its answer has left the process (or the connection closed).
+ */
+function pipeliningLimiter(): Parameters<Hono['use']>[1] {
+  const underWay = new WeakMap<object, number>();
+  return async (context, next) => {
+    const env = context.env as { incoming?: IncomingMessage; outgoing?: ServerResponse };
+    const socket = env?.incoming?.socket;
+    const outgoing = env?.outgoing;
+    // Served in process (app.request), or a WebSocket upgrade: no connection of its own here.
+    if (!socket || !(outgoing instanceof ServerResponse)) return next();
+    const count = underWay.get(socket) ?? 0;
+    if (count >= REQUESTS_PER_CONNECTION) {
+      return context.json(
+        errorBody(
+          'limit_reached',
+          `this connection has ${REQUESTS_PER_CONNECTION} requests under way (pipelined): read their answers before sending more`,
+        ).toJSON(),
+        429,
+      );
+    }
+    underWay.set(socket, count + 1);
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      underWay.set(socket, (underWay.get(socket) ?? 1) - 1);
+    };
+    outgoing.once('finish', release);
+    outgoing.once('close', release);
+    await next();
+  };
 }
 
 /** Request bodies the hub receives at once, in bodies of the largest size allowed. */

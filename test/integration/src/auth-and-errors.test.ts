@@ -396,6 +396,39 @@ describe('bad input', () => {
     expect(JSON.stringify(listed.body)).not.toContain(secret);
   });
 
+  it('answers pipelined requests past 8 under way on one connection with 429 at once, in order', async () => {
+    const token = await runtimeToken(hub, 'pipelined', 'web');
+    const target = new URL(hub.url);
+    const count = 60;
+    const request = `GET /api/context?limit=500 HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    // Sixty requests in one write, the answers read only once all were sent.
+    const received = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(target.port), target.hostname, () => {
+        socket.write(request.repeat(count - 1));
+        socket.write(request.replace('HTTP/1.1\r\n', 'HTTP/1.1\r\nConnection: close\r\n'));
+      });
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('utf8');
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) =>
+      Number(match[1]),
+    );
+    expect(statuses).toHaveLength(count);
+    expect(new Set(statuses)).toEqual(new Set([200, 429]));
+    expect(statuses.filter((status) => status === 200).length).toBeGreaterThanOrEqual(1);
+    expect(received).toContain(
+      'this connection has 8 requests under way (pipelined): read their answers before sending more',
+    );
+    // One request at a time on a connection is never refused.
+    for (let index = 0; index < 20; index++) {
+      expect((await call(hub.url, 'GET', '/api/context?limit=1', { token })).status).toBe(200);
+    }
+  });
+
   it('keeps serving and keeps every stored item intact after all that', async () => {
     const before = await call(hub.url, 'GET', '/api/context?limit=500&includeSuperseded=true', {
       token: hub.tokens.code,
