@@ -82,7 +82,8 @@ export function retryDelayMs(
 export class PushDispatcher {
   private readonly options: Required<WebhookOptions>;
   private readonly holder: string;
-  private readonly active = new Set<string>();
+  /** Subscriptions being delivered now, and their teams. */
+  private readonly active = new Map<string, string>();
   /** Subscriptions this hub leased, released on a clean shutdown. */
   private readonly held = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
@@ -176,6 +177,9 @@ export class PushDispatcher {
     this.havePush = subscriptions.length > 0;
     const first = this.rotation++ % Math.max(1, subscriptions.length);
     const inTurn = [...subscriptions.slice(first), ...subscriptions.slice(0, first)];
+    // A team delivers through at most a quarter of the slots: one team's slow endpoints (each
+    // attempt may hold a slot for the whole timeout) leave the others room.
+    const perTeam = Math.max(1, Math.floor(this.options.concurrency / 4));
     for (const subscription of inTurn) {
       if (this.closed) return;
       if (this.active.has(subscription.id) || subscription.cursor >= latest) continue;
@@ -183,12 +187,17 @@ export class PushDispatcher {
         this.crowded = true;
         return;
       }
+      const teamActive = [...this.active.values()].filter((team) => team === subscription.teamId);
+      if (teamActive.length >= perTeam) {
+        this.crowded = true;
+        continue;
+      }
       const due = subscription.nextAttemptAt === null ? 0 : Date.parse(subscription.nextAttemptAt);
       if (due > nowMs) {
         this.schedule(due);
         continue;
       }
-      this.active.add(subscription.id);
+      this.active.set(subscription.id, subscription.teamId);
       const run = this.drain(subscription, latest)
         .catch((error: unknown) =>
           this.logger.error(

@@ -1,0 +1,74 @@
+import type { Server, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openSqliteStore } from '@ctxbus/store';
+import { startWebhookReceiver } from '@ctxbus/test-kit';
+import { describe, expect, it } from 'vitest';
+import { mintToken } from '../auth.js';
+import { createHub } from '../create-hub.js';
+
+// Push delivery shared between teams: one team's endpoints that take a delivery and never
+// answer (each attempt holds a delivery slot for the whole timeout) against another team's
+// webhook, with real HTTP on both sides.
+
+/** An endpoint that takes every request and never answers it. */
+async function hangingEndpoint(): Promise<{ url: string; close(): Promise<void> }> {
+  const held: ServerResponse[] = [];
+  const server: Server = createServer((_request, response) => {
+    held.push(response);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    close: async () => {
+      for (const response of held) response.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('push delivery across teams', () => {
+  it("a team whose endpoints never answer holds a quarter of the slots: another team's webhook goes out meanwhile", async () => {
+    const store = openSqliteStore({ path: ':memory:' });
+    const hub = await createHub({
+      store,
+      // 4 slots (a team may hold 1); an attempt times out only after a minute.
+      webhooks: { allowPrivateEndpoints: true, concurrency: 4, timeoutMs: 60_000 },
+    });
+    const hanging = await hangingEndpoint();
+    const receiver = await startWebhookReceiver();
+    const call = async (token: string, path: string, body: unknown) => {
+      const response = await hub.app.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, await response.clone().text()).toBe(201);
+      return response.json();
+    };
+    try {
+      const slow = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' }))
+        .token;
+      const other = (await mintToken(store, { role: 'runtime', teamId: 'globex', runtime: 'web' }))
+        .token;
+      for (let index = 0; index < 8; index++) {
+        await call(slow, '/api/subscriptions', { delivery: 'push', endpoint: hanging.url });
+      }
+      await call(other, '/api/subscriptions', { delivery: 'push', endpoint: receiver.url });
+      // acme's change is taken by its 8 endpoints, which hold it; then globex's.
+      await call(slow, '/api/context', { type: 'status', title: 'held by acme' });
+      await call(other, '/api/context', { type: 'status', title: 'for globex' });
+      // Well within the minute acme's attempts hold their slots for.
+      await receiver.waitFor((received) => received.length === 1, 20_000);
+      expect(receiver.received[0]?.body).toContain('for globex');
+    } finally {
+      // The held attempts end first (the hub waits for deliveries under way as it closes).
+      await hanging.close();
+      await hub.close();
+      await receiver.close();
+      await store.close();
+    }
+  }, 60_000);
+});
