@@ -378,6 +378,39 @@ describe('A2A over the hub', () => {
   });
 });
 
+describe('blocking SendMessage waits and the stream limits', () => {
+  const limitedDir = tempDir('ctxbus-a2a-limited-');
+  writeFileSync(
+    join(limitedDir, 'capabilities.yaml'),
+    readFileSync(join(dataDir, 'capabilities.yaml')),
+  );
+  const limited = useInProcessHub({
+    dataDir: limitedDir,
+    args: ['--max-streams-per-token', '2'],
+    tokens: { claw: ['acme', 'openclaw'] },
+  });
+
+  it("count as the token's live streams: past its limit a wait is refused at once, naming it", async () => {
+    const client = await clientFor(limited.tokens.claw, limited.url);
+    // Two waits for tasks no worker takes hold the token's two places (25 s each at most).
+    const waits = [1, 2].map((n) =>
+      client.sendMessage(send(codeMessage(`waiting ${n}`), true)).catch((error: unknown) => error),
+    );
+    await waitUntil(
+      async () =>
+        (await call(limited.url, 'GET', '/api/admin/streams', { token: limited.adminToken ?? '' }))
+          .body.open === 2,
+      'the two waits to hold their places',
+    );
+    const third = await client.sendMessage(send(codeMessage('one wait too many'), true)).then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    expect(third?.message).toMatch(/this token already holds 2 live streams/);
+    void Promise.all(waits);
+  });
+});
+
 describe('A2A cards behind --public-url', () => {
   const behind = useInProcessHub({ args: ['--public-url', 'https://hub.example.com/ctxbus/'] });
 

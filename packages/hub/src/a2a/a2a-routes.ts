@@ -206,11 +206,16 @@ export const A2A_BLOCKING_WAIT_MS = 25_000;
  * interrupted, or for A2A_BLOCKING_WAIT_MS; then answers the task as the store has it.
  */
 async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<Task> {
-  const { services, viewer } = call;
+  const { services, viewer, caller, context } = call;
+  // A wait is a live subscription like a stream: it counts against the token's and the
+  // team's stream limits (429 past them), so waits by the thousand cannot hold the feed.
+  const owner = streamOwner(caller, context);
+  services.feed.admit(viewer, owner);
   const subscriber = services.feed.subscribe(
     viewer,
     { tags: [TASK_TAG] },
     await services.store.latestSeq(),
+    owner,
   );
   const timer = setTimeout(() => subscriber.close(), A2A_BLOCKING_WAIT_MS);
   try {
@@ -256,12 +261,14 @@ async function streamTask(
   taskId?: string,
 ): Promise<Response> {
   const { services, viewer, caller, context, id } = call;
+  const owner = streamOwner(caller, context);
+  services.feed.admit(viewer, owner);
   const subscriber = services.feed.subscribe(
     viewer,
     // A known task: only its status items; a task about to be created: every task's.
     taskId === undefined ? { tags: [TASK_TAG] } : { tags: [TASK_TAG], scopeKey: `task:${taskId}` },
     await services.store.latestSeq(),
-    streamOwner(caller, context),
+    owner,
   );
   let task: Task;
   try {
