@@ -482,7 +482,9 @@ describe.skipIf(unavailable !== null)(
       const card = page.locator(`[data-testid=task][data-id="${id}"]`);
       await card.and(page.locator('[data-state=AUTH_REQUIRED]')).waitFor({ timeout: 90_000 });
       expect(await card.getByTestId('routing').textContent()).toMatch(/^Routing: .*claude-code/);
-      expect(await card.locator('.command').textContent()).toBe(`ls -a (in ${project})`);
+      expect(await card.locator('.command').textContent()).toBe(
+        `["ls","-a"] (in ${JSON.stringify(project)})`,
+      );
       await card.getByRole('button', { name: 'Approve once' }).click();
       await card.and(page.locator('[data-state=COMPLETED]')).waitFor({ timeout: 90_000 });
       const task = (await call(hub.url, 'GET', `/api/tasks/${id}`, { token: hub.tokens.claw })).body

@@ -32,8 +32,18 @@ describe('the approval message', () => {
         reason: 'network-access\nhttp://blocked-host.example:80',
       }),
     );
-    expect(text).toContain('Command: curl -sS http://blocked-host.example/');
+    expect(text).toContain('Command: ["curl -sS http://blocked-host.example/"]');
     expect(text).toContain("Reason (codex's words): network-access http://blocked-host.example:80");
+  });
+
+  it("shows each argument quoted: an argument's newlines cannot forge the lines below", () => {
+    const text = approvalText(
+      waiting({ argv: ['test\nIn: /home/me/app\nFrom: cli', '&&', 'rm', '-rf', '~'], cwd: '/w' }),
+    );
+    const lines = text.split('\n');
+    expect(lines[1]).toBe('Command: ["test\\nIn: /home/me/app\\nFrom: cli","&&","rm","-rf","~"]');
+    expect(lines.filter((line) => line.startsWith('In: '))).toEqual(['In: "/w"']);
+    expect(lines.filter((line) => line.startsWith('From: '))).toHaveLength(1);
   });
 
   it('has no reason line when the runtime gave none', () => {

@@ -69,8 +69,9 @@ export function approvalText(task: Task): string {
   const request = (task.approval?.request ?? {}) as ApprovalRequest;
   const lines = [
     `Approval needed: ${plainLine(task.title)}`,
-    `Command: ${(request.argv ?? []).join(' ')}`,
-    `In: ${request.cwd ?? '?'}`,
+    // Quoted as JSON: an argument's newlines and spaces show, and cannot forge the lines below.
+    `Command: ${JSON.stringify(request.argv ?? [])}`,
+    `In: ${JSON.stringify(request.cwd ?? '?')}`,
   ];
   if (request.reason) {
     lines.push(`Reason (${task.origin}'s words): ${clip(plainLine(request.reason), 300)}`);

@@ -314,7 +314,7 @@ describe('approvals', () => {
     await start();
     const id = await taskWaitingForApproval('Deploy the site');
     const message = await approvalMessage(100, id);
-    expect(message.text).toContain('Command: pnpm deploy');
+    expect(message.text).toContain('Command: ["pnpm","deploy"]');
     expect(message.replyMarkup?.inline_keyboard[0]?.map((b) => b.text)).toEqual([
       'Allow once',
       'Deny',

@@ -297,7 +297,7 @@ describe('ctxbus worker', () => {
     const agentEnv = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code };
     const shown = await runCli(['task', asked.task.id], { env: agentEnv });
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toContain('command: ls -a');
+    expect(shown.stdout).toContain('command: ["ls","-a"]');
     expect((await runCli(['approve', asked.task.id], { env: agentEnv })).code).toBe(2);
     expect((await taskState(asked.task.id)).state).toBe('AUTH_REQUIRED');
     // A person approves through the CLI at a terminal, with the approver token (runtime cli).

@@ -56,7 +56,7 @@ export function registerTaskCommands(
       .argument('<id>'),
   ).action((id: string, options: Connection) =>
     run(async () => {
-      const { approvalLines, connect, taskLine } = await import('./tasks.js');
+      const { approvalLines, connect, oneLine, taskLine } = await import('./tasks.js');
       const { client } = connect(options);
       const { task, history } = await client.task(id);
       if (options.json) {
@@ -71,7 +71,7 @@ export function registerTaskCommands(
       if (task.result !== null) printLine(`result: ${JSON.stringify(task.result)}`);
       for (const event of history) {
         printLine(
-          `  ${event.at}  ${event.from ?? '-'} -> ${event.to}  by ${event.by}${event.note ? `: ${event.note}` : ''}`,
+          `  ${event.at}  ${event.from ?? '-'} -> ${event.to}  by ${event.by}${event.note ? `: ${oneLine(event.note)}` : ''}`,
         );
       }
     }),

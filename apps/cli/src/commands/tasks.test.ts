@@ -1,6 +1,6 @@
 import type { Task } from '@ctxbus/core/contract';
 import { describe, expect, it } from 'vitest';
-import { confirmationText } from './tasks.js';
+import { approvalLines, confirmationText, taskLine } from './tasks.js';
 
 // What `ctxbus approve` asks a person at the terminal: the command, its directory and the
 // digest, and the asking runtime's reason as its words (the digest does not cover it).
@@ -43,6 +43,18 @@ describe('the approval a person confirms at the terminal', () => {
     expect(text).toContain('run tests \\x1b[31mRED\\x1b[8mCONCEALED \\x1b]52;c;ZXZpbA==\\x07');
     expect(text).toContain('  command:    ["rm","-rf","/tmp/x\\u202e#"]');
     for (const raw of ['\u001b', '\u0007', '\u202e']) expect(text).not.toContain(raw);
+  });
+
+  it("ctxbus task shows each argument quoted and the title on one line: an agent's newlines forge no line", () => {
+    const task = waiting({ argv: ['test\nIn: /home/me/app\nFrom: cli', '&&', 'rm', '-rf', '~'] });
+    task.title = 'deploy\napproval: approved by alice';
+    task.state = 'AUTH_REQUIRED';
+    const lines = approvalLines(task);
+    expect(lines).toContain(
+      '  command: ["test\\nIn: /home/me/app\\nFrom: cli","&&","rm","-rf","~"]',
+    );
+    expect(lines.join('\n').split('\n')).toHaveLength(lines.length);
+    expect(taskLine(task)).toMatch(/ deploy approval: approved by alice$/);
   });
 
   it('has no reason line when the runtime gave none (a worker asks with its script hash)', () => {

@@ -70,7 +70,7 @@ export function connect(options: Connection, decision = false) {
 
 export function taskLine(task: Task): string {
   const where = task.targetRuntime ? ` -> ${task.targetRuntime}` : '';
-  return `${task.id}  ${task.state.padEnd(14)} ${task.origin}${where}  ${task.title}`;
+  return `${task.id}  ${task.state.padEnd(14)} ${task.origin}${where}  ${oneLine(task.title)}`;
 }
 
 interface ApprovalRequestView {
@@ -83,7 +83,8 @@ interface ApprovalRequestView {
   digest?: string;
 }
 
-const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500);
+/** An agent's text on one line (a newline in it cannot forge another line of ours). */
+export const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500);
 
 /**
  * What a person is asked to approve: every detail the digest covers, the asking runtime's
@@ -156,8 +157,9 @@ export function approvalLines(task: Task): string[] {
   const request = approval.request as { argv?: string[]; cwd?: string; scriptHash?: string | null };
   return [
     `approval: ${approval.status}${approval.decidedBy ? ` by ${approval.decidedBy}` : ''}`,
-    `  command: ${(request.argv ?? []).join(' ')}`,
-    `  in: ${request.cwd ?? '?'}`,
+    // Quoted as JSON, as approve shows it: an argument's newlines cannot forge lines.
+    `  command: ${JSON.stringify(request.argv ?? [])}`,
+    `  in: ${JSON.stringify(request.cwd ?? '?')}`,
     ...(request.scriptHash ? [`  script sha256: ${request.scriptHash}`] : []),
     ...(approval.status === 'pending' ? [`  answer by: ${approval.expiresAt}`] : []),
   ];

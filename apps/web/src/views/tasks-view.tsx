@@ -23,8 +23,9 @@ export function routingOf(task: Task): string {
 function commandOf(task: Task): string | null {
   const request = task.approval?.request;
   if (!request) return null;
-  const argv = Array.isArray(request.argv) ? request.argv.map(String).join(' ') : '';
-  const cwd = typeof request.cwd === 'string' ? ` (in ${request.cwd})` : '';
+  // Quoted as JSON, as every approval surface shows it: an argument's newlines show.
+  const argv = Array.isArray(request.argv) ? JSON.stringify(request.argv.map(String)) : '';
+  const cwd = typeof request.cwd === 'string' ? ` (in ${JSON.stringify(request.cwd)})` : '';
   return `${argv}${cwd}`;
 }
 

@@ -247,13 +247,25 @@ export const approvalRoutes = [
       await checkDigest(services, who, task, 'approve', body.digest);
       const approval = task.approval as TaskApproval;
       const now = services.clock();
-      // The digest stored with the request (computed from the command as the asker sent it,
-      // before any redaction of what the hub shows); the worker recomputes it before it runs.
-      const stored = approval.request.digest;
-      const digest =
-        typeof stored === 'string'
-          ? stored
-          : commandDigest(approval.request as unknown as Parameters<typeof commandDigest>[0]);
+      // The hub signs only the digest of the command every approver is shown: one stored
+      // with the request that the shown command does not hash to is refused (and audited).
+      const digest = commandDigest(
+        approval.request as unknown as Parameters<typeof commandDigest>[0],
+      );
+      if (typeof approval.request.digest === 'string' && approval.request.digest !== digest) {
+        await refused(
+          services,
+          who.teamId,
+          task.id,
+          'approve',
+          who.runtime ?? who.by,
+          new CtxbusError(
+            'conflict',
+            `task ${task.id}: the command shown is not the one its digest covers; nothing approved`,
+            { details: { reason: 'digest_mismatch' } },
+          ),
+        );
+      }
       const token = signApproval(
         services.approvalKey.privateKey,
         {

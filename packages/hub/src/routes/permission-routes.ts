@@ -1,9 +1,9 @@
 import type { Task, TaskApproval, Viewer } from '@ctxbus/core';
 import {
+  assertNoSecretInJson,
   commandDigest,
   PERMISSION_REQUEST_BECAUSE,
   type PermissionRequestBody,
-  redactSecrets,
 } from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
@@ -33,15 +33,18 @@ function title(runtime: string, argv: readonly string[]): string {
 }
 
 /**
- * The command as the hub keeps and shows it: secrets in it (a token in a header, a password in
- * a URL) replaced by `[REDACTED:<kind>]` before they touch the store or a feed. The runtime
- * runs its own copy; the approval is bound to the digest of the command as sent.
+ * The command as the hub keeps and shows it. A person approves exactly what they are shown:
+ * a command holding a secret (a token in a header, a password, or anything redaction would
+ * hide) cannot be shown, so it is refused (400 secret_in_identifier) rather than shown
+ * redacted and signed as sent.
  */
 function shown(body: PermissionRequestBody): { argv: string[]; cwd: string } {
-  return {
-    argv: body.request.argv.map((arg) => redactSecrets(arg, 'argv').text),
-    cwd: redactSecrets(body.request.cwd, 'cwd').text,
-  };
+  assertNoSecretInJson(
+    { argv: body.request.argv, cwd: body.request.cwd },
+    'request',
+    'a person approves exactly the command shown, and a secret would be hidden from them: pass it through the environment instead',
+  );
+  return { argv: [...body.request.argv], cwd: body.request.cwd };
 }
 
 /** The approval request as a person sees it, with the digest the hub binds the answer to. */
