@@ -34,6 +34,11 @@ const UPDATES_SHARE = 0.3;
 const LATER_TURN_SHARE = 0.1;
 export const BLOCK_OPEN = '<team-context source="ctxbus">';
 const BLOCK_CLOSE = '</team-context>';
+
+/** `text` with the block's own tags made inert (`<\/team-context>`), so none closes it. */
+function inertTags(text: string): string {
+  return text.replace(/<(\/?)team-context/gi, '<\\$1team-context');
+}
 /** Raw tool output a turn context keeps (seed 002's maxToolSnippetTokens), as a budget share. */
 const TOOL_SNIPPET_SHARE = 0.15;
 /**
@@ -331,7 +336,8 @@ export async function beforePromptBuild(
     ...(context.runId && { runId: context.runId }),
     later,
   });
-  const block = turn.text ? `${BLOCK_OPEN}\n${turn.text}\n${BLOCK_CLOSE}` : '';
+  // What the block holds is the team's data: nothing in it may close the block early.
+  const block = turn.text ? `${BLOCK_OPEN}\n${inertTags(turn.text)}\n${BLOCK_CLOSE}` : '';
   // What each turn got, for `openclaw gateway run --verbose` (a turn without news has no block).
   deps.logger.debug?.(
     `ctxbus: turn of ${session ?? agentOf(context)}: ${later ? 'a later turn' : 'a first turn'}, ${turn.fromHub ? 'hub read' : 'no hub read'}, block of ${turn.tokens} tokens`,

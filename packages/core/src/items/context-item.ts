@@ -102,11 +102,34 @@ export const memoryKeySchema = z
     example: 'project/ctxbus/stack',
   });
 
+/**
+ * A source id is shown beside what its item says (`from claude-code/<agentId>`): one line of
+ * visible text, or it could close the framing around injected context and start a forged line.
+ */
+/** A control, line-break, zero-width or bidi character (code points, so no regex holds them). */
+function breaksLine(value: string): boolean {
+  for (const char of value) {
+    const code = char.codePointAt(0) ?? 0;
+    if (
+      code < 0x20 ||
+      (code >= 0x7f && code <= 0x9f) ||
+      (code >= 0x200b && code <= 0x200f) ||
+      (code >= 0x2028 && code <= 0x202e) ||
+      (code >= 0x2066 && code <= 0x2069)
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
 const refSchema = z
   .string()
   .min(1)
   .max(LIMITS.refChars)
-  .refine(...NO_NUL);
+  .refine(...NO_NUL)
+  .refine((value) => !breaksLine(value), {
+    message: 'must be one line of visible text (no control, line-break or bidi characters)',
+  });
 const isoDateTimeSchema = z.iso.datetime({ offset: true });
 
 export const sourceInputSchema = z.strictObject({
