@@ -20,8 +20,35 @@ function metaLine(entry: ContextEntry): string {
   return parts.join(', ');
 }
 
+/** A title on one line, its emphasis marks escaped: it cannot close the bold around it. */
 function escapeInline(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ').trim();
+  return text
+    .replace(/\s*[\r\n\u0085\u2028\u2029]\s*/g, ' ')
+    .replace(/[*_`]/g, (mark) => `\\${mark}`)
+    .trim();
+}
+
+/** Any line break an agent may use (a lone CR, NEL and the Unicode separators too). */
+const LINE_BREAK = /\r\n|[\r\n\u0085\u2028\u2029]/;
+
+/**
+ * An item's text as Markdown that stays inside the entry that frames it (context is data): a
+ * heading, a code fence or a block quote at a line's start is escaped (`\## Context Update`),
+ * and a tag (`</system-reminder>`, `<system>`) is written as text (`&lt;/system-reminder>`), so
+ * no item can end its entry, open a section of its own, or close a wrapper around the context.
+ */
+export function inertMarkdown(text: string): string {
+  return text
+    .split(LINE_BREAK)
+    .map((line) =>
+      line.replace(
+        /^(\s*)(#{1,6}(?=\s|$)|`{3,}|~{3,}|>)/,
+        (_match, space: string, mark: string) =>
+          `${space}${mark.replace(/./g, (char) => `\\${char}`)}`,
+      ),
+    )
+    .join('\n')
+    .replace(/<(?=\/?[A-Za-z!?])/g, '&lt;');
 }
 
 /** Markdown for Claude Code and the web: one bullet per entry, body indented under it. */
@@ -35,10 +62,10 @@ export const markdownFormatter: ContextFormatter = {
       const summary = escapeInline(entry.summary);
       return summary && summary !== escapeInline(entry.title) ? `${head}: ${summary}` : head;
     }
-    const body = entry.body.trim();
+    const body = inertMarkdown(entry.body.trim());
     const suffix = meta ? ` _(${meta})_` : '';
     if (!body || body === entry.title.trim()) return `${head}${suffix}`;
-    const [first = '', ...rest] = body.split(/\r?\n/);
+    const [first = '', ...rest] = body.split('\n');
     const continuation = rest.map((line) => (line.trim() ? `  ${line}` : '')).join('\n');
     return `${head}${suffix}: ${first}${continuation ? `\n${continuation}` : ''}`;
   },

@@ -10,6 +10,7 @@ import type {
 import { buildContext } from './context-builder.js';
 import {
   hasMarkdownOrLines,
+  inertMarkdown,
   markdownFormatter,
   plainLine,
   plainTextFormatter,
@@ -78,7 +79,7 @@ const markdownItem: ItemDelivery = {
   format: 'markdown',
   injection: 'hook-additional-context',
   render: (item) =>
-    `## Context Update: ${plainLine(item.title)}\n_${origin(item)}_\n\n${item.content || item.summary}`,
+    `## Context Update: ${plainLine(item.title)}\n_${origin(item)}_\n\n${inertMarkdown(item.content || item.summary)}`,
 };
 
 /** How a runtime wants its context: a format and a default budget (capabilities.yaml `context`). */

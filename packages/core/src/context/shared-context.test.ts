@@ -245,7 +245,8 @@ describe('resolveSharedContext', () => {
       expect(bundle.tokenBudget).toBe(DEFAULT_RESOLVER.defaultTokenBudget);
       expect(bundle.formatted).toBe(bundle.formattedMarkdown);
       expect(bundle.formatted).toContain('## ');
-      expect(bundle.formatted).toContain('Use **SQLite**');
+      // A title's emphasis marks are escaped: they cannot close the entry's bold.
+      expect(bundle.formatted).toContain('**Use \\*\\*SQLite\\*\\***');
       expect(bundle.formatted).toContain(`as claude-code sees it, formatted for ${runtime}`);
       expect(bundle.items).toBeUndefined();
       expect(bundle.warnings).toEqual([]);
