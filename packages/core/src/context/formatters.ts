@@ -102,12 +102,14 @@ export const plainTextFormatter: ContextFormatter = {
     const label = entry.meta.label ? `${entry.meta.label} ` : '';
     const urgent =
       entry.meta.urgency && entry.meta.urgency !== 'background' ? ` [${entry.meta.urgency}]` : '';
+    // Context is data: each entry names the runtime that wrote it, as the Markdown one does.
+    const from = entry.meta.runtime ? ` (from ${entry.meta.runtime})` : '';
     const title = plainLine(entry.title);
-    if (mode === 'compact') return `- ${label}${title}${urgent}`;
+    if (mode === 'compact') return `- ${label}${title}${urgent}${from}`;
     const summary = plainLine(entry.summary);
     return summary && summary !== title
-      ? `- ${label}${title}${urgent}: ${summary}`
-      : `- ${label}${title}${urgent}`;
+      ? `- ${label}${title}${urgent}${from}: ${summary}`
+      : `- ${label}${title}${urgent}${from}`;
   },
   renderDocument(header: DocumentHeader, sections: RenderedSection[]): string {
     const parts = [header.title.toUpperCase(), ...header.lines];

@@ -65,7 +65,7 @@ describe('frequently accessed docs (seed 000, layer 4)', () => {
     expect(texts(bundle.recentDecisions)).toEqual([expect.stringContaining('Queue on PostgreSQL')]);
     const openclaw = bundleFor([runbook], [{ itemId: runbook.id, uses: 1 }], 'openclaw');
     expect(openclaw.formatted).toContain(
-      'FREQUENTLY USED DOCUMENTS:\n- docs/runbook Runbook: How to restart the hub',
+      'FREQUENTLY USED DOCUMENTS:\n- docs/runbook Runbook (from claude-code): How to restart the hub',
     );
   });
 

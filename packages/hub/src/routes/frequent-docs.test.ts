@@ -131,8 +131,8 @@ function frequentDocsCases(name: string, backend: () => Backend) {
       const openclaw = await shared(claw);
       expect(openclaw.formatted).toContain('FREQUENTLY USED DOCUMENTS:\n');
       expect(docs(openclaw)).toEqual([
-        '- docs/runbook Runbook: Restart the hub with ctxbus serve',
-        '- docs/secret-plan Secret plan',
+        '- docs/runbook Runbook (from claude-code): Restart the hub with ctxbus serve',
+        '- docs/secret-plan Secret plan (from openclaw)',
         expect.stringContaining('resource/billing-api Billing API'),
       ]);
       expect(docs(await shared(tokens.other as string))).toEqual([
