@@ -51,6 +51,7 @@ export {
   frequentDocsCandidateLimit,
   frequentDocsWindow,
   getResolver,
+  inertMarkdown,
   isDocument,
   markdownFormatter,
   plainLine,

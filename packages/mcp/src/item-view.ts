@@ -1,6 +1,7 @@
 import type { ContextItem } from '@ctxbus/core/contract';
 import {
   contextTypeSchema,
+  inertMarkdown,
   scopeSchema,
   urgencySchema,
   visibilitySchema,
@@ -96,7 +97,9 @@ export function itemHeadline(item: ItemView): string {
     item.supersededBy && `superseded by ${item.supersededBy}`,
   ].filter((fact): fact is string => typeof fact === 'string' && fact.length > 0);
   const details = facts.length > 0 ? ` (${facts.join(', ')})` : '';
-  return `[${item.type}] ${item.title}${details} by ${item.runtime} ${minute(item.createdAt)}, id ${item.id}`;
+  // The title on one line: a line break in it would put the writer's name under a fake line.
+  const title = item.title.replace(/\s*[\r\n\u0085\u2028\u2029]\s*/g, ' ');
+  return `[${item.type}] ${title}${details} by ${item.runtime} ${minute(item.createdAt)}, id ${item.id}`;
 }
 
 /** Content (or the summary when there is none) indented under a headline, capped for text. */
@@ -104,7 +107,8 @@ export function itemBody(item: ItemView, maxChars: number): string {
   const body = item.content.trim() || (item.summary !== item.title ? item.summary : '');
   if (!body) return '';
   const cut = body.length > maxChars ? `${body.slice(0, maxChars).trimEnd()}…` : body;
-  return cut
+  // Inert as the bundle's entries are: no heading, fence or tag of its own.
+  return inertMarkdown(cut)
     .split('\n')
     .map((line) => `  ${line}`)
     .join('\n');
