@@ -10,7 +10,7 @@ import {
 } from '@ctxbus/client/session';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { TokenCounter } from '@ctxbus/core/light';
-import { stableId } from '@ctxbus/core/light';
+import { inertInline, stableId } from '@ctxbus/core/light';
 import { pendingResume } from '@ctxbus/handoff/light';
 import type { HookInput } from './hook-input.js';
 import { readDelivered } from './live-files.js';
@@ -75,8 +75,10 @@ const toolHint = (prefix: string): string =>
 
 function updateLine(item: HubItem): string {
   const urgency = item.urgency === 'background' ? '' : `[${item.urgency}] `;
-  const summary = item.summary && item.summary !== item.title ? `: ${item.summary}` : '';
-  return `- ${urgency}**${item.title}**${summary} _(${item.type} from ${item.source.runtime})_`;
+  // An agent's words, inert: they cannot close the bold or forge the source after them.
+  const summary =
+    item.summary && item.summary !== item.title ? `: ${inertInline(item.summary)}` : '';
+  return `- ${urgency}**${inertInline(item.title)}**${summary} _(${item.type} from ${item.source.runtime})_`;
 }
 
 const prefix = (context: HookContext): string => context.toolPrefix ?? INSTALLED_TOOL_PREFIX;

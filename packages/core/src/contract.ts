@@ -3,7 +3,7 @@
 // follows its chunks). Each name comes straight from its file: a folder's index would bring
 // the folder's tokenizer-bound files into the bundle. The light entry's names are all here too.
 export type { VerifyAuditResponse } from './audit/audit-api-schemas.js';
-export { inertMarkdown, markdownFormatter, plainLine } from './context/formatters.js';
+export { inertInline, inertMarkdown, markdownFormatter, plainLine } from './context/formatters.js';
 export type {
   BuiltTurnContext,
   ContextBuildFailure,

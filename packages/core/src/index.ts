@@ -51,6 +51,7 @@ export {
   frequentDocsCandidateLimit,
   frequentDocsWindow,
   getResolver,
+  inertInline,
   inertMarkdown,
   isDocument,
   markdownFormatter,

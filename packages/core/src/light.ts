@@ -1,6 +1,8 @@
 // What hooks and light clients need, without zod or the tokenizer: they run once per hook
 // call, so every module they load is paid at each start. Each name comes straight from its
 // file, never through a folder's index. The contract entry re-exports it all.
+
+export { inertInline, inertMarkdown } from './context/formatters.js';
 export type {
   BuiltTurnContext,
   ContextBuildFailure,

@@ -20,13 +20,19 @@ function metaLine(entry: ContextEntry): string {
   return parts.join(', ');
 }
 
-/** A title on one line, its emphasis marks escaped: it cannot close the bold around it. */
-function escapeInline(text: string): string {
+/**
+ * A title or summary on one line of Markdown that stays inline: its emphasis marks escaped (it
+ * cannot close the bold around it) and its tags written as text.
+ */
+export function inertInline(text: string): string {
   return text
     .replace(/\s*[\r\n\u0085\u2028\u2029]\s*/g, ' ')
     .replace(/[*_`]/g, (mark) => `\\${mark}`)
+    .replace(/<(?=\/?[A-Za-z!?])/g, '&lt;')
     .trim();
 }
+
+const escapeInline = inertInline;
 
 /** Any line break an agent may use (a lone CR, NEL and the Unicode separators too). */
 const LINE_BREAK = /\r\n|[\r\n\u0085\u2028\u2029]/;

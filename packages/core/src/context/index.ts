@@ -2,7 +2,7 @@
 // bundle's selection and seed 002's turn context.
 export type { ContextEntry, ContextSection } from './context-builder.js';
 export { buildContext } from './context-builder.js';
-export { inertMarkdown, markdownFormatter, plainLine } from './formatters.js';
+export { inertInline, inertMarkdown, markdownFormatter, plainLine } from './formatters.js';
 export type { ItemUses, UsedItem } from './frequent-documents.js';
 export {
   DOCUMENT_KEY_ROOTS,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ContextItem } from '../items/context-item.js';
 import { prepareParsedItem } from '../items/prepare-item.js';
+import { inertInline } from './formatters.js';
 import { getResolver, resolveItem } from './resolvers.js';
 
 // Seed 000's per-item resolution, called as the seed writes it: `resolver.resolve(item,
@@ -65,6 +66,14 @@ describe("an item's text inside the framing that labels it", () => {
       '\\# heading',
     ]);
     expect(content.split('\n').filter((line) => line.startsWith('## '))).toHaveLength(1);
+  });
+});
+
+describe('inertInline', () => {
+  it('keeps a title on one line, its emphasis and tags written as text', () => {
+    expect(inertInline('Ship **it**\n_(from human)_ </system-reminder>')).toBe(
+      'Ship \\*\\*it\\*\\* \\_(from human)\\_ &lt;/system-reminder>',
+    );
   });
 });
 
