@@ -406,7 +406,7 @@ await withPostgres('the task relay on PostgreSQL', (url, schemas) => {
 await withPostgres("a hub on PostgreSQL keeps the database's time", (url, schemas) => {
   it("takes the store's clock: a machine clock 40 s ahead sweeps no live lease", async () => {
     const trueNow = () => performance.timeOrigin + performance.now();
-    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
     vi.setSystemTime(Date.now() + 40_000);
     const store = await openPostgresStore({ connectionString: url, schema: schemas.next('clock') });
     const hub = await createHub({ store });
