@@ -1,5 +1,5 @@
 import type { ContextItem } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/light';
+import { CtxbusError, visibleText } from '@ctxbus/core/light';
 
 /** Exit codes, documented in `ctxbus --help`. */
 export const EXIT = {
@@ -48,16 +48,7 @@ export function printJson(value: unknown): void {
  * approve screen, nor drives the person's terminal.
  */
 export function terminalSafe(text: string): string {
-  return text.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point
-    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (char) => {
-      const code = char.charCodeAt(0);
-      return code < 0x100
-        ? `\\x${code.toString(16).padStart(2, '0')}`
-        : `\\u${code.toString(16).padStart(4, '0')}`;
-    },
-  );
+  return visibleText(text);
 }
 
 /** Request fields whose flag has another name. */

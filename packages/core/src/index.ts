@@ -277,6 +277,7 @@ export {
   silentLogger,
   tooDeep,
   validationError,
+  visibleText,
   wellFormed,
 } from './shared/index.js';
 export type {

@@ -46,6 +46,12 @@ describe('the approval message', () => {
     expect(lines.filter((line) => line.startsWith('From: '))).toHaveLength(1);
   });
 
+  it('shows a bidi override or a zero-width character as an escape: nothing reorders or hides', () => {
+    const text = approvalText(waiting({ argv: ['rm', '-rf', '/tmp/x\u202e#', 'a\u200bb'] }));
+    expect(text).toContain('Command: ["rm","-rf","/tmp/x\\u202e#","a\\u200bb"]');
+    for (const raw of ['\u202e', '\u200b']) expect(text).not.toContain(raw);
+  });
+
   it('has no reason line when the runtime gave none', () => {
     expect(approvalText(waiting({}))).not.toContain('Reason');
   });

@@ -1,5 +1,5 @@
 import type { ConflictReport, ContextEntry, ContextItem, Task } from '@ctxbus/core';
-import { buildContext, getResolver, plainLine } from '@ctxbus/core';
+import { buildContext, getResolver, plainLine, visibleText } from '@ctxbus/core';
 import type { DigestEntry } from './state-file.js';
 
 // What the bot says, as terse plain text (OpenClaw's style: the `openclaw` resolver's
@@ -83,7 +83,8 @@ export function approvalText(task: Task): string {
     `Task: ${task.id}`,
     'Allow once approves this command for this task only.',
   );
-  return lines.join('\n');
+  // An agent's words, shown to the person who decides: nothing in them hidden or reordered.
+  return visibleText(lines.join('\n'));
 }
 
 /** The digest's entry for an attention item, kept in the state file until it goes out. */

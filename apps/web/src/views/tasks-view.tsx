@@ -1,6 +1,6 @@
 import type { Task, TaskEvent, WebClient } from '@ctxbus/adapter-web';
 import { routingLine, TASK_TAG } from '@ctxbus/adapter-web';
-import { routingDecisionSchema } from '@ctxbus/core/contract';
+import { routingDecisionSchema, visibleText } from '@ctxbus/core/contract';
 import { useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
@@ -26,7 +26,8 @@ function commandOf(task: Task): string | null {
   // Quoted as JSON, as every approval surface shows it: an argument's newlines show.
   const argv = Array.isArray(request.argv) ? JSON.stringify(request.argv.map(String)) : '';
   const cwd = typeof request.cwd === 'string' ? ` (in ${JSON.stringify(request.cwd)})` : '';
-  return `${argv}${cwd}`;
+  // Nothing in it hidden or reordered (a bidi override would flip what follows it).
+  return visibleText(`${argv}${cwd}`);
 }
 
 /** Who answers approvals here: the hub's approver runtimes and the runtime signed in. */
@@ -171,7 +172,7 @@ function TaskCard({
       data-state={task.state}
     >
       <div class="item-head">
-        <strong>{task.title}</strong>
+        <strong>{visibleText(task.title)}</strong>
         <Badge kind={task.state.toLowerCase()}>{task.state}</Badge>
       </div>
       <p class="item-meta">

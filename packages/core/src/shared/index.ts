@@ -26,3 +26,4 @@ export {
   validationError,
   wellFormed,
 } from './validation.js';
+export { visibleText } from './visible-text.js';
