@@ -32,8 +32,6 @@ export function inertInline(text: string): string {
     .trim();
 }
 
-const escapeInline = inertInline;
-
 /** Any line break an agent may use (a lone CR, NEL and the Unicode separators too). */
 const LINE_BREAK = /\r\n|[\r\n\u0085\u2028\u2029]/;
 
@@ -62,11 +60,11 @@ export const markdownFormatter: ContextFormatter = {
   format: 'markdown',
   renderEntry(entry: ContextEntry, mode: EntryMode): string {
     const label = entry.meta.label ? `\`${entry.meta.label}\` ` : '';
-    const head = `- ${label}**${escapeInline(entry.title)}**`;
+    const head = `- ${label}**${inertInline(entry.title)}**`;
     const meta = metaLine(entry);
     if (mode === 'compact') {
-      const summary = escapeInline(entry.summary);
-      return summary && summary !== escapeInline(entry.title) ? `${head}: ${summary}` : head;
+      const summary = inertInline(entry.summary);
+      return summary && summary !== inertInline(entry.title) ? `${head}: ${summary}` : head;
     }
     const body = inertMarkdown(entry.body.trim());
     const suffix = meta ? ` _(${meta})_` : '';
