@@ -64,6 +64,8 @@ interface RunResult {
   commandMs: number;
   databaseMs: number;
   allPostgresMs: number;
+  /** This bench process's own CPU during the run (it shares the machine with the systems). */
+  harnessMs: number;
   createToStart: number[];
   watch: PgWatchResult | null;
   /** ctxbus: claim calls its hub answered (GET /api/admin/tasks); null for the peers. */
@@ -138,12 +140,15 @@ interface Measured {
   watch: PgWatch | null;
 }
 
+let harnessBefore = process.cpuUsage();
+
 /** Starts the run (`go` to the producer) and returns what to read at its end. */
 async function startRun(measured: Measured) {
   await measured.watch?.start();
   const pids = [measured.producer.pid, ...measured.workers.map((worker) => worker.pid)];
   if (measured.hub !== null) pids.push(measured.hub);
   const before = readAll(pids);
+  harnessBefore = process.cpuUsage();
   measured.producer.process.stdin?.write('go\n');
   return before;
 }
@@ -161,8 +166,10 @@ async function endRun(
     before,
     measured.workers.map((worker) => worker.pid),
   );
+  const harness = process.cpuUsage(harnessBefore);
   const watch = (await measured.watch?.stop()) ?? null;
   return {
+    harnessMs: (harness.user + harness.system) / 1000,
     tasks,
     elapsedMs,
     producerMs: producer.self,
@@ -435,6 +442,7 @@ function merge(runs: readonly RunResult[]): RunResult {
     commandMs: total((run) => run.commandMs),
     databaseMs: total((run) => run.databaseMs),
     allPostgresMs: total((run) => run.allPostgresMs),
+    harnessMs: total((run) => run.harnessMs),
     createToStart: runs.flatMap((run) => run.createToStart),
     ...(runs.every((run) => run.claimAttempts !== undefined) && {
       claimAttempts: total((run) => run.claimAttempts ?? 0),
@@ -461,7 +469,7 @@ function describeRun(system: System, run: RunResult): string {
     `${LABELS[system]}: ${run.tasks} tasks in ${(run.elapsedMs / 1000).toFixed(1)} s ` +
     `(${rate(run).toFixed(1)} tasks/s); CPU ms per task: producer ${each(run.producerMs)}, ` +
     `hub ${each(run.hubMs)}, workers ${each(run.workersMs)}, database ${each(run.databaseMs)} ` +
-    `(every postgres process of the machine, others' too, less backends that ended: ${each(run.allPostgresMs)}), command ${each(run.commandMs)}; ` +
+    `(every postgres process of the machine, others' too, less backends that ended: ${each(run.allPostgresMs)}), command ${each(run.commandMs)}, this bench process ${each(run.harnessMs)}; ` +
     `create -> started p50 ${ms(percentile(run.createToStart, 50))}`
   );
 }

@@ -1,5 +1,4 @@
-import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { sha256Hex } from '../shared/canonical-hash.js';
 
 const DECISION_LINE =
   /^\s*(?:[-*]\s+)?(?:\*\*|__)?Decision(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$/gim;
@@ -19,7 +18,7 @@ export function extractDecisions(text: string): string[] {
 
 /** A UUID derived from its parts (same parts, same id): makes retried writes idempotent. */
 export function stableId(...parts: string[]): string {
-  const hex = bytesToHex(sha256(utf8ToBytes(parts.join('\u0000'))));
+  const hex = sha256Hex(parts.join('\u0000'));
   // RFC 9562 version 8 (custom) layout with the RFC variant bits.
   const variant = ((Number.parseInt(hex.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(18, 20)}-${hex.slice(20, 32)}`;
