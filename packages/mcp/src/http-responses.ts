@@ -49,8 +49,18 @@ export function refusal(error: unknown, logger: Logger): Response {
 /**
  * Passes a response's body through, calling `onEnd` once when it finishes or the client goes
  * away: how the handler knows a session still has a live event stream.
+ *
+ * With `maxUnreadBytes` (a long-lived event stream), the body is read as it is produced and
+ * what the client has not read yet is counted: past the bound, the stream is ended (the
+ * source cancelled, its queue dropped, `onOverflow` told). The SDK queues every notification
+ * without waiting for its reader, so a client that stops reading would otherwise hold memory
+ * that grows for as long as the session lives.
  */
-export function watchBody(response: Response, onEnd: () => void): Response {
+export function watchBody(
+  response: Response,
+  onEnd: () => void,
+  bound?: { maxUnreadBytes: number; onOverflow: () => void },
+): Response {
   if (!response.body) {
     onEnd();
     return response;
@@ -62,29 +72,78 @@ export function watchBody(response: Response, onEnd: () => void): Response {
     ended = true;
     onEnd();
   };
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { value, done } = await reader.read();
-        if (done) {
+  const source = bound
+    ? {
+        start(controller: ReadableStreamDefaultController<Uint8Array>) {
+          void pump(reader, controller, bound, end);
+        },
+        async cancel(reason: unknown) {
           end();
-          controller.close();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        end();
-        controller.error(error);
+          await reader.cancel(reason);
+        },
       }
-    },
-    async cancel(reason) {
-      end();
-      await reader.cancel(reason);
-    },
-  });
+    : {
+        async pull(controller: ReadableStreamDefaultController<Uint8Array>) {
+          try {
+            const { value, done } = await reader.read();
+            if (done) {
+              end();
+              controller.close();
+            } else {
+              controller.enqueue(value);
+            }
+          } catch (error) {
+            end();
+            controller.error(error);
+          }
+        },
+        async cancel(reason: unknown) {
+          end();
+          await reader.cancel(reason);
+        },
+      };
+  const body = new ReadableStream<Uint8Array>(
+    source,
+    bound ? new ByteLengthQueuingStrategy({ highWaterMark: bound.maxUnreadBytes }) : undefined,
+  );
   return new Response(body, {
     status: response.status,
     statusText: response.statusText,
     headers: response.headers,
   });
+}
+
+/** Moves chunks from `reader` to `controller` as they come, until the unread bytes pass the bound. */
+async function pump(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  controller: ReadableStreamDefaultController<Uint8Array>,
+  bound: { maxUnreadBytes: number; onOverflow: () => void },
+  end: () => void,
+): Promise<void> {
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        end();
+        controller.close();
+        return;
+      }
+      controller.enqueue(value);
+      // desiredSize: the bound less what is queued and not yet read by the client.
+      if ((controller.desiredSize ?? 0) < 0) {
+        end();
+        bound.onOverflow();
+        controller.error(new Error(`the reader left over ${bound.maxUnreadBytes} bytes unread`));
+        await reader.cancel('unread bytes past the bound').catch(() => {});
+        return;
+      }
+    }
+  } catch (error) {
+    end();
+    try {
+      controller.error(error);
+    } catch {
+      // The client went away first.
+    }
+  }
 }

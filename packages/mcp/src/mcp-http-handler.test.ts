@@ -562,6 +562,56 @@ describe('Streamable HTTP endpoint', () => {
     });
   });
 
+  it('ends a GET event stream whose reader stops reading, dropping its queue; the client may open another', async () => {
+    const slow = await hub.mint('slow-reader');
+    const options = handlerOptions({ maxUnreadStreamBytes: 1024, updates: { intervalMs: 1 } });
+    await withEndpoint(options, async (endpoint, handler) => {
+      const sessionId = await openRawSession(endpoint, slow);
+      const subscribed = await rawRequest(endpoint, slow, sessionId, {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'resources/subscribe',
+        params: { uri: 'team-context://current' },
+      });
+      expect(subscribed.status).toBe(200);
+      // In process, no socket buffers between: the first GET's body is never read.
+      const { host } = new URL(endpoint);
+      const openStream = () =>
+        handler.handle(
+          new Request(endpoint, {
+            method: 'GET',
+            headers: {
+              host,
+              authorization: `Bearer ${slow}`,
+              accept: 'text/event-stream',
+              'mcp-session-id': sessionId,
+              'mcp-protocol-version': '2025-06-18',
+            },
+          }),
+        );
+      const unread = await openStream();
+      expect(unread.status).toBe(200);
+      // While it lives, the SDK refuses a second stream for the session.
+      const second = await openStream();
+      expect(second.status).toBe(409);
+      await second.text();
+      // Each write is one resources/updated notification, queued for the stalled reader.
+      let reopened: Response | null = null;
+      for (let write = 0; write < 200 && reopened === null; write++) {
+        await hub.client.write({ type: 'discovery', title: `update ${write}` });
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const attempt = await openStream();
+        if (attempt.status === 200) reopened = attempt;
+        else await attempt.text();
+      }
+      expect(reopened?.status).toBe(200);
+      // The ended stream errors for its reader; the session and its new stream go on.
+      await expect(unread.text()).rejects.toThrow();
+      expect(handler.sessionCount).toBe(1);
+      await reopened?.body?.cancel();
+    });
+  });
+
   it("a revoked token's sessions end, open event streams included, and free their places", async () => {
     const doomed = await hub.mint('doomed');
     const revoked = new Set<string>();

@@ -73,6 +73,13 @@ export interface McpHttpHandlerOptions {
   maxSessionsPerTeam?: number;
   /** Largest POST body (default 1 MiB, the hub's own limit). */
   maxRequestBodyBytes?: number;
+  /**
+   * Bytes a session's GET event stream may hold that its reader has not read (default 1 MiB).
+   * Past it, the stream is ended and its queue dropped: the client may open another (resource
+   * updates are hints to read again). Without it, a client that stops reading keeps every
+   * notification queued for as long as its session lives.
+   */
+  maxUnreadStreamBytes?: number;
   /** SSE keep-alive comment interval (default 15 s). */
   keepAliveMs?: number;
   /** Resource-update tuning for every session's server. */
@@ -95,6 +102,7 @@ const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_MAX_SESSIONS = 1_000;
 const DEFAULT_MAX_SESSIONS_PER_TOKEN = 32;
 const DEFAULT_MAX_SESSIONS_PER_TEAM = 128;
+const DEFAULT_MAX_UNREAD_STREAM_BYTES = 1024 * 1024;
 
 /** The team a token verdict names (`{ teamId }`), or null. */
 function teamOf(verdict: unknown): string | null {
@@ -174,12 +182,35 @@ async function closeRevoked(
   }
 }
 
-/** The session counts as busy until the response has been sent (or the reader left). */
-function untilSent(session: Session, response: Response): Response {
-  return watchBody(response, () => {
-    session.busy -= 1;
-    session.lastSeen = Date.now();
-  });
+/** What bounds a session's GET event stream (see McpHttpHandlerOptions.maxUnreadStreamBytes). */
+interface StreamBound {
+  maxUnreadBytes: number;
+  logger: Logger;
+}
+
+/**
+ * The session counts as busy until the response has been sent (or the reader left). A GET
+ * event stream (`bound`) is ended once its reader leaves too much unread.
+ */
+function untilSent(session: Session, response: Response, bound?: StreamBound): Response {
+  const eventStream = response.headers.get('content-type')?.startsWith('text/event-stream');
+  return watchBody(
+    response,
+    () => {
+      session.busy -= 1;
+      session.lastSeen = Date.now();
+    },
+    bound && eventStream
+      ? {
+          maxUnreadBytes: bound.maxUnreadBytes,
+          onOverflow: () =>
+            bound.logger.warn(
+              { maxUnreadBytes: bound.maxUnreadBytes },
+              'MCP event stream ended: its reader left too much unread (it may open another)',
+            ),
+        }
+      : undefined,
+  );
 }
 
 /** A request of an open session, which must carry the token that opened it. */
@@ -187,6 +218,7 @@ async function inSession(
   request: Request,
   session: Session | undefined,
   token: string,
+  bound: StreamBound,
 ): Promise<Response> {
   if (!session) {
     // 404 tells a client to start a new session (MCP Streamable HTTP).
@@ -206,7 +238,7 @@ async function inSession(
     session.busy -= 1;
     throw error;
   }
-  return untilSent(session, response);
+  return untilSent(session, response, request.method === 'GET' ? bound : undefined);
 }
 
 /**
@@ -236,6 +268,10 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     logger,
   );
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const streamBound: StreamBound = {
+    maxUnreadBytes: options.maxUnreadStreamBytes ?? DEFAULT_MAX_UNREAD_STREAM_BYTES,
+    logger,
+  };
   const sweep = setInterval(
     () => sessions.closeIdle(idleTimeoutMs),
     Math.max(50, Math.min(idleTimeoutMs / 2, 60_000)),
@@ -332,7 +368,9 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     const admitted = await admit(request, gate);
     if (admitted instanceof Response) return admitted;
     const sessionId = request.headers.get('mcp-session-id');
-    if (sessionId !== null) return inSession(request, sessions.open.get(sessionId), admitted.token);
+    if (sessionId !== null) {
+      return inSession(request, sessions.open.get(sessionId), admitted.token, streamBound);
+    }
     if (request.method !== 'POST') {
       return jsonRpcErrorResponse(
         400,
