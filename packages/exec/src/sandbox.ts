@@ -58,7 +58,7 @@ function programPrefix(
   if (found === null) return null;
   let directory: string;
   try {
-    directory = dirname(realpathSync(found));
+    directory = dirname(realpathSync.native(found));
   } catch {
     return null;
   }
@@ -146,7 +146,7 @@ function hiddenRoots(layout: Omit<SandboxLayout, 'workdir'>): string[] {
 /** The real path of `path` when it exists (the working directory is one), else as given. */
 function realPathOf(path: string): string {
   try {
-    return realpathSync(path);
+    return realpathSync.native(path);
   } catch {
     return path;
   }

@@ -3,8 +3,9 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, relative, sep } from 'node:path';
 
 // The working directory is confined to configured roots by its resolved real path: `..` words
-// are refused outright, symlinks are followed (fs.realpath) and the result must be a root or
-// inside one. Checked when a request is validated and again immediately before spawn.
+// are refused outright, symlinks are followed (realpath(3): one call, where fs.realpath lstats
+// each component in JS) and the result must be a root or inside one. Checked when a request
+// is validated and again immediately before spawn.
 
 export type WorkdirCheck =
   | { ok: true; realPath: string; root: string }
@@ -19,7 +20,7 @@ export function expandHome(path: string, home = homedir()): string {
 
 function realOrNull(path: string): string | null {
   try {
-    return realpathSync(path);
+    return realpathSync.native(path);
   } catch {
     return null;
   }
