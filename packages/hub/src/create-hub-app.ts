@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
 import type { Logger } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
 import type { Context, NotFoundHandler } from 'hono';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -38,7 +39,7 @@ export function createHubApp(
   }
   for (const extension of options.extensions ?? []) extension.mount(app, services);
   app.notFound(notFound(routes));
-  app.onError(onError(services.logger));
+  app.onError(onError(services.logger, services.store));
   return app;
 }
 
@@ -194,8 +195,14 @@ function clientGone(error: unknown): boolean {
  * "no public URL for that Host", which any client can ask for) is one warning line, and a client
  * that hung up mid-body one info line, so no client fills the log with stacks.
  */
-function onError(logger: Logger): Parameters<Hono['onError']>[0] {
-  return (error, context) => {
+function onError(
+  logger: Logger,
+  store: Pick<Store, 'explainError'>,
+): Parameters<Hono['onError']>[0] {
+  return (thrown, context) => {
+    // What the store can say of its own failures (a damaged database file: 503, named).
+    const explained = store.explainError?.(thrown) ?? thrown;
+    const error = explained instanceof Error ? explained : thrown;
     if (CtxbusError.isInstance(error)) {
       if (error.code === 'internal') logger.error({ err: error }, error.message);
       else if (error.status >= 500) {

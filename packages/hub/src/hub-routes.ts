@@ -60,8 +60,14 @@ function systemRoutes(
       summary:
         "Liveness, version, store, newest sequence and the capabilities file's state (no auth)",
       tags: ['system'],
-      statuses: { 200: 'The hub is up.' },
+      statuses: {
+        200: 'The hub is up.',
+        503: "The store's database file is damaged (the message names it and what to do).",
+      },
       async handler() {
+        // A damaged database file (found by a call or the integrity check): 503, named.
+        const damage = services.store.damage?.();
+        if (damage) throw damage;
         return {
           status: 200,
           body: {

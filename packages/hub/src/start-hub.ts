@@ -2,8 +2,9 @@ import type { Server } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { ErrorCode } from '@ctxbus/core';
+import type { ErrorCode, Logger } from '@ctxbus/core';
 import { CtxbusError, DEFAULT_HUB_HOST, DEFAULT_HUB_PORT, ERROR_CODES } from '@ctxbus/core';
+import type { Store } from '@ctxbus/store';
 import type { ServerType } from '@hono/node-server';
 import { serve } from '@hono/node-server';
 import { WebSocketServer } from 'ws';
@@ -61,6 +62,19 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   );
 }
 
+/**
+ * The store's integrity check (a damaged SQLite file), in the background once the hub
+ * listens: damage found is logged, and every call and /health answer 503 naming it.
+ */
+function checkStoreIntegrity(store: Store, logger: Logger): void {
+  store.checkIntegrity?.().then(
+    (damage) => {
+      if (damage) logger.error({ reason: 'store_damaged' }, damage.message);
+    },
+    (error: unknown) => logger.warn({ err: error }, 'the store integrity check could not run'),
+  );
+}
+
 /** Creates a hub and serves it over HTTP on Node. */
 export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const hub = await createHub(options);
@@ -101,6 +115,7 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   // body slowly holds a place in the bodies the hub receives at once (create-hub-app.ts).
   (server as Server).requestTimeout = REQUEST_TIMEOUT_MS;
   server.on('clientError', answerClientError);
+  checkStoreIntegrity(hub.services.store, hub.services.logger);
   const address = server.address() as AddressInfo;
   return {
     url: urlFor(address),

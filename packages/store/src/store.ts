@@ -723,6 +723,16 @@ export interface Store
    * a database agree on time whatever their machines' clocks say.
    */
   readonly clock: () => Date;
+  /**
+   * An error one of the store's calls threw, as the store can say it: a damaged database file
+   * as 503 `unavailable` naming the file and what to do (remembered: `damage`); anything else
+   * as it was. Stores with nothing to say leave it out.
+   */
+  explainError?(error: unknown): unknown;
+  /** The damage found in the store's database, or null: then /health answers 503 with it. */
+  damage?(): CtxbusError | null;
+  /** Checks the database's integrity off the event loop: the damage found (remembered), or null. */
+  checkIntegrity?(): Promise<CtxbusError | null>;
   close(): Promise<void>;
 }
 

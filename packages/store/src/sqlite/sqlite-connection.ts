@@ -7,10 +7,27 @@ import { CtxbusError } from '@ctxbus/core';
 /** SQLite's primary result codes for a disk that is full, and for a read or write that failed. */
 const SQLITE_FULL = 13;
 const SQLITE_IOERR = 10;
+/** ... and for a database file that is damaged, or is not a database at all. */
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+
+/** The error every call gets once the database file is found damaged. */
+export function damagedError(location: string, detail: string, cause?: unknown): CtxbusError {
+  return new CtxbusError(
+    'unavailable',
+    `the database file ${location} is damaged (SQLite: ${detail}): the hub cannot trust what it reads or writes there. Stop the hub, keep a copy of the file, and restore it from a backup (or recover what is left with \`sqlite3 ${location} .recover\`)`,
+    {
+      ...(cause !== undefined && { cause }),
+      retryable: false,
+      details: { reason: 'store_damaged' },
+    },
+  );
+}
 
 /**
  * What the disk under the database did, said as such (503 `unavailable`, retryable: the hub
- * goes on once there is room), instead of an internal error; anything else as it was.
+ * goes on once there is room), and a damaged file as damaged (503, not retryable), instead of
+ * an internal error; anything else as it was.
  */
 export function storageError(error: unknown, location: string): unknown {
   const code = (error as { errcode?: unknown } | null)?.errcode;
@@ -29,7 +46,14 @@ export function storageError(error: unknown, location: string): unknown {
       { cause: error, retryable: true },
     );
   }
+  if (damaged(error)) return damagedError(location, (error as Error).message, error);
   return error;
+}
+
+/** Whether SQLite said the database file is damaged (or not a database). */
+function damaged(error: unknown): boolean {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof code === 'number' && [SQLITE_CORRUPT, SQLITE_NOTADB].includes(code & 0xff);
 }
 
 export class SqliteConnection {
@@ -43,6 +67,16 @@ export class SqliteConnection {
     /** Source of "now" for expiry and consumption times. */
     readonly clock: () => Date,
   ) {}
+
+  /** The damage found in the database file (a call failed on it, or the integrity check). */
+  damage: CtxbusError | null = null;
+
+  /** An error of a call on the database, said as storageError says it; damage is remembered. */
+  explain(error: unknown): unknown {
+    const explained = storageError(error, this.location);
+    if (damaged(error) && CtxbusError.isInstance(explained)) this.damage ??= explained;
+    return explained;
+  }
 
   get isClosed(): boolean {
     return this.closed;
@@ -75,7 +109,7 @@ export class SqliteConnection {
       } catch {
         // SQLite rolled it back itself (a full disk, an I/O error): its error is the one to say.
       }
-      throw storageError(error, this.location);
+      throw this.explain(error);
     }
   }
 

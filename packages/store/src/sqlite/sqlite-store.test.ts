@@ -1,4 +1,14 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -247,6 +257,104 @@ describe('a full disk under the sqlite store', () => {
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a damaged sqlite database file', () => {
+  /** A database of `count` items, closed, with 40 KiB in its middle overwritten. */
+  async function damagedDatabase(count: number): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-damaged-'));
+    const path = join(dir, 'ctxbus.db');
+    const store = openSqliteStore({ path });
+    await store.writeItems(
+      Array.from({ length: count }, (_, index) =>
+        prepareItem(
+          { type: 'discovery', title: `item ${index}`, content: `${index} `.repeat(300) },
+          { teamId: 'acme', runtime: 'claude-code' },
+          { now: new Date() },
+        ),
+      ),
+    );
+    await store.close();
+    const file = openSync(path, 'r+');
+    try {
+      writeSync(file, Buffer.alloc(40_960, 0xff), 0, 40_960, Math.floor(statSync(path).size / 2));
+    } finally {
+      closeSync(file);
+    }
+    return path;
+  }
+
+  it('is said as such on every call that meets it (503 unavailable, not retryable, naming the file and what to do), and remembered', async () => {
+    const path = await damagedDatabase(300);
+    const store = openSqliteStore({ path });
+    try {
+      expect(store.damage()).toBeNull();
+      const read = await store
+        .listItems({ teamId: 'acme', runtime: 'claude-code' }, { limit: 500 })
+        .then(
+          () => null,
+          (error: unknown) => store.explainError(error),
+        );
+      expect(read).toMatchObject({
+        code: 'unavailable',
+        retryable: false,
+        details: { reason: 'store_damaged' },
+        message: expect.stringMatching(/^the database file .*ctxbus\.db is damaged \(SQLite: /),
+      });
+      expect((read as Error).message).toContain('restore it from a backup');
+      expect(store.damage()).toBe(read);
+    } finally {
+      await store.close();
+      rmSync(join(path, '..'), { recursive: true, force: true });
+    }
+  });
+
+  it('that is not a database at all is refused at open, said as such', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-notadb-'));
+    const path = join(dir, 'ctxbus.db');
+    writeFileSync(path, Buffer.alloc(8_192, 0x41), { mode: 0o600 });
+    try {
+      let refused: unknown;
+      try {
+        openSqliteStore({ path }).close();
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toMatchObject({
+        code: 'unavailable',
+        details: { reason: 'store_damaged' },
+        message: expect.stringContaining(`the database file ${path} is damaged`),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is found by the integrity check before any call meets it; a sound file passes', async () => {
+    const path = await damagedDatabase(300);
+    const damaged = openSqliteStore({ path });
+    const soundDir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-sound-'));
+    const sound = openSqliteStore({ path: join(soundDir, 'ctxbus.db') });
+    try {
+      const found = await damaged.checkIntegrity();
+      expect(found).toMatchObject({ code: 'unavailable', details: { reason: 'store_damaged' } });
+      expect(damaged.damage()).toBe(found);
+      await sound.writeItems([
+        prepareItem(
+          { type: 'discovery', title: 'sound' },
+          { teamId: 'acme', runtime: 'claude-code' },
+          { now: new Date() },
+        ),
+      ]);
+      expect(await sound.checkIntegrity()).toBeNull();
+      expect(sound.damage()).toBeNull();
+    } finally {
+      await damaged.close();
+      await sound.close();
+      rmSync(join(path, '..'), { recursive: true, force: true });
+      rmSync(soundDir, { recursive: true, force: true });
     }
   });
 });

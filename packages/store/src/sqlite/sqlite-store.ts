@@ -1,12 +1,14 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { CtxbusError } from '@ctxbus/core';
 import type { StoreDomains } from '../composed-store.js';
 import { ComposedStore } from '../composed-store.js';
 import type { StoreInfo } from '../store.js';
 import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteChangeLog } from './sqlite-changes.js';
-import { SqliteConnection } from './sqlite-connection.js';
+import { damagedError, SqliteConnection, storageError } from './sqlite-connection.js';
+import { quickCheck } from './sqlite-integrity.js';
 import { SqliteItems } from './sqlite-items.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { applySqliteMigrations, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
@@ -118,6 +120,30 @@ export class SqliteStore extends ComposedStore {
     };
   }
 
+  explainError(error: unknown): unknown {
+    return this.connection.explain(error);
+  }
+
+  damage(): CtxbusError | null {
+    return this.connection.damage;
+  }
+
+  /** SQLite's quick_check, on a worker thread (an in-memory database has no file to check). */
+  async checkIntegrity(): Promise<CtxbusError | null> {
+    const { location } = this.connection;
+    if (location === ':memory:') return null;
+    const answer = await quickCheck(location);
+    if ('error' in answer) {
+      this.connection.explain(Object.assign(new Error(answer.error), { errcode: answer.errcode }));
+    } else if (answer.problems.join() !== 'ok') {
+      // One line: the first problems, without quick_check's "*** in database main ***" header.
+      const lines = answer.problems.flatMap((problem) => problem.split('\n'));
+      const detail = lines.filter((line) => line.trim() !== '' && !line.startsWith('***'));
+      this.connection.damage ??= damagedError(location, detail.slice(0, 3).join('; '));
+    }
+    return this.connection.damage;
+  }
+
   static open(options: SqliteStoreOptions): SqliteStore {
     if (options.path !== ':memory:') ownerOnly(options.path);
     const db = new DatabaseSync(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
@@ -142,7 +168,8 @@ export class SqliteStore extends ComposedStore {
       return store;
     } catch (error) {
       db.close();
-      throw error;
+      // A file that is not a database, or whose first pages are damaged, said as such.
+      throw storageError(error, options.path);
     }
   }
 

@@ -1,0 +1,79 @@
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { prepareItem } from '@ctxbus/core';
+import { openSqliteStore } from '@ctxbus/store';
+import { waitUntil } from '@ctxbus/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mintToken } from './auth.js';
+import type { RunningHub } from './start-hub.js';
+import { startHub } from './start-hub.js';
+
+// A hub on a damaged SQLite file says so: its background integrity check finds the damage
+// before any request meets it, /health answers 503 naming the file, and so does every call
+// that reads the damaged pages (instead of "internal error; see the hub log").
+
+const dir = mkdtempSync(join(tmpdir(), 'ctxbus-damaged-hub-'));
+const path = join(dir, 'ctxbus.db');
+let hub: RunningHub;
+let token: string;
+let closeStore: () => Promise<void>;
+
+beforeAll(async () => {
+  const writer = openSqliteStore({ path });
+  token = (await mintToken(writer, { role: 'runtime', teamId: 'acme', runtime: 'web' })).token;
+  await writer.writeItems(
+    Array.from({ length: 300 }, (_, index) =>
+      prepareItem(
+        { type: 'discovery', title: `item ${index}`, content: `${index} `.repeat(300) },
+        { teamId: 'acme', runtime: 'web' },
+        { now: new Date() },
+      ),
+    ),
+  );
+  await writer.close();
+  // 40 KiB of the file's middle (item pages) overwritten, as a failing disk or a stray write would.
+  const file = openSync(path, 'r+');
+  writeSync(file, Buffer.alloc(40_960, 0xff), 0, 40_960, Math.floor(statSync(path).size / 2));
+  closeSync(file);
+  const store = openSqliteStore({ path });
+  closeStore = () => store.close();
+  hub = await startHub({ store, port: 0 });
+});
+
+afterAll(async () => {
+  await hub?.close();
+  await closeStore?.();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a hub on a damaged SQLite file', () => {
+  it('answers /health with 503 naming the file once its integrity check has run', async () => {
+    let answer: { status: number; body: unknown } = { status: 0, body: null };
+    await waitUntil(async () => {
+      const response = await fetch(`${hub.url}/health`);
+      answer = { status: response.status, body: await response.json() };
+      return response.status !== 200;
+    }, 'the integrity check to find the damage');
+    expect(answer.status).toBe(503);
+    expect(answer.body).toMatchObject({
+      error: {
+        code: 'unavailable',
+        message: expect.stringMatching(
+          /^the database file .*ctxbus\.db is damaged \(SQLite: [^\n]+$/,
+        ),
+        details: { reason: 'store_damaged' },
+      },
+    });
+  });
+
+  it('answers a read of the damaged pages with the same 503, not an internal error', async () => {
+    const response = await fetch(`${hub.url}/api/context?limit=500`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({
+      error: { code: 'unavailable', message: expect.stringContaining('restore it from a backup') },
+    });
+  });
+});
