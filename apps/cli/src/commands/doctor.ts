@@ -72,11 +72,18 @@ async function checkHub(
       detail: `${url} answers (ctxbus ${health.version}, ${health.store} store)`,
     });
   } catch (error) {
+    // A hub that answers that its database is damaged says what to do itself.
+    const damaged =
+      CtxbusError.isInstance(error) &&
+      (error.details as { details?: { reason?: unknown } } | undefined)?.details?.reason ===
+        'store_damaged';
     checks.push({
       name: 'hub',
       status: 'fail',
       detail: message(error),
-      fix: `start it (\`ctxbus serve\`), or point at the right one with --url`,
+      ...(!damaged && {
+        fix: `start it (\`ctxbus serve\`), or point at the right one with --url`,
+      }),
     });
     return { checks, url: null };
   }
