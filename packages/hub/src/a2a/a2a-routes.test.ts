@@ -161,6 +161,36 @@ describe('A2A routes', () => {
     }
   });
 
+  it('a blocking SendMessage whose caller went away ends its wait at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { configuration: _, ...blocking } = codeMessage('m-5');
+      const caller = new AbortController();
+      const answer = hub.app.request('/a2a', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'gone',
+          method: 'SendMessage',
+          params: blocking,
+        }),
+        signal: caller.signal,
+      });
+      for (let turns = 0; vi.getTimerCount() === 0; turns += 1) {
+        if (turns > 10_000) throw new Error('the blocking wait never started');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      caller.abort();
+      // Settles with no time passing: the wait (its place in the stream limits) is over.
+      const body = (await (await answer).json()) as any;
+      expect(body.result.task.status.state).toBe('TASK_STATE_SUBMITTED');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("prefers a runtime's card's runtime, and 404s a runtime the matrix does not declare", async () => {
     const viaWeb = (await (
       await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-2'), '/a2a/web')

@@ -203,7 +203,8 @@ export const A2A_BLOCKING_WAIT_MS = 25_000;
 
 /**
  * Creates the task and waits, on the change feed, until its status items say it ended or is
- * interrupted, or for A2A_BLOCKING_WAIT_MS; then answers the task as the store has it.
+ * interrupted, or for A2A_BLOCKING_WAIT_MS, or until the caller goes away; then answers the
+ * task as the store has it.
  */
 async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<Task> {
   const { services, viewer, caller, context } = call;
@@ -218,6 +219,10 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
     owner,
   );
   const timer = setTimeout(() => subscriber.close(), A2A_BLOCKING_WAIT_MS);
+  // A caller that went away frees its place at once, not after the wait.
+  const signal = context.req.raw.signal;
+  const leave = () => subscriber.close();
+  signal.addEventListener('abort', leave, { once: true });
   try {
     const task = await start();
     const scopeKey = `task:${task.id}`;
@@ -230,6 +235,7 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
     return (await services.store.getTask(viewer.teamId, task.id))?.task ?? task;
   } finally {
     clearTimeout(timer);
+    signal.removeEventListener('abort', leave);
     subscriber.close();
   }
 }
