@@ -1,8 +1,8 @@
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareItem } from '@ctxbus/core';
 import { openSqliteStore } from '@ctxbus/store';
+import { damagedSqliteFile } from '@ctxbus/store/testing';
 import { waitUntil } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from './auth.js';
@@ -20,22 +20,9 @@ let token: string;
 let closeStore: () => Promise<void>;
 
 beforeAll(async () => {
-  const writer = openSqliteStore({ path });
-  token = (await mintToken(writer, { role: 'runtime', teamId: 'acme', runtime: 'web' })).token;
-  await writer.writeItems(
-    Array.from({ length: 300 }, (_, index) =>
-      prepareItem(
-        { type: 'discovery', title: `item ${index}`, content: `${index} `.repeat(300) },
-        { teamId: 'acme', runtime: 'web' },
-        { now: new Date() },
-      ),
-    ),
-  );
-  await writer.close();
-  // 40 KiB of the file's middle (item pages) overwritten, as a failing disk or a stray write would.
-  const file = openSync(path, 'r+');
-  writeSync(file, Buffer.alloc(40_960, 0xff), 0, 40_960, Math.floor(statSync(path).size / 2));
-  closeSync(file);
+  await damagedSqliteFile(path, async (writer) => {
+    token = (await mintToken(writer, { role: 'runtime', teamId: 'acme', runtime: 'web' })).token;
+  });
   const store = openSqliteStore({ path });
   closeStore = () => store.close();
   hub = await startHub({ store, port: 0 });

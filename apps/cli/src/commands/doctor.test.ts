@@ -1,10 +1,10 @@
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareItem } from '@ctxbus/core';
 import type { RunningHub } from '@ctxbus/hub';
 import { startHub } from '@ctxbus/hub';
 import { openSqliteStore } from '@ctxbus/store';
+import { damagedSqliteFile } from '@ctxbus/store/testing';
 import { waitUntil } from '@ctxbus/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDoctor } from './doctor.js';
@@ -18,20 +18,7 @@ let hub: RunningHub;
 let closeStore: () => Promise<void>;
 
 beforeAll(async () => {
-  const writer = openSqliteStore({ path });
-  await writer.writeItems(
-    Array.from({ length: 300 }, (_, index) =>
-      prepareItem(
-        { type: 'discovery', title: `item ${index}`, content: `${index} `.repeat(300) },
-        { teamId: 'acme', runtime: 'web' },
-        { now: new Date() },
-      ),
-    ),
-  );
-  await writer.close();
-  const file = openSync(path, 'r+');
-  writeSync(file, Buffer.alloc(40_960, 0xff), 0, 40_960, Math.floor(statSync(path).size / 2));
-  closeSync(file);
+  await damagedSqliteFile(path);
   const store = openSqliteStore({ path });
   closeStore = () => store.close();
   hub = await startHub({ store, port: 0 });

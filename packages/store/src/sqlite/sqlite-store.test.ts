@@ -1,19 +1,10 @@
-import {
-  chmodSync,
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { CtxbusError, prepareItem } from '@ctxbus/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { damagedSqliteFile } from '../testing/damaged-sqlite.js';
 import { runStoreConformance } from '../testing/store-conformance.js';
 import { expectVectorScansAgree } from '../testing/vector-conformance.js';
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA_VERSION } from './sqlite-migrations.js';
@@ -262,41 +253,22 @@ describe('a full disk under the sqlite store', () => {
 });
 
 describe('a damaged sqlite database file', () => {
-  /** A database of `count` items, closed, with 40 KiB in its middle overwritten. */
-  async function damagedDatabase(count: number): Promise<string> {
-    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-damaged-'));
-    const path = join(dir, 'ctxbus.db');
-    const store = openSqliteStore({ path });
-    await store.writeItems(
-      Array.from({ length: count }, (_, index) =>
-        prepareItem(
-          { type: 'discovery', title: `item ${index}`, content: `${index} `.repeat(300) },
-          { teamId: 'acme', runtime: 'claude-code' },
-          { now: new Date() },
-        ),
-      ),
-    );
-    await store.close();
-    const file = openSync(path, 'r+');
-    try {
-      writeSync(file, Buffer.alloc(40_960, 0xff), 0, 40_960, Math.floor(statSync(path).size / 2));
-    } finally {
-      closeSync(file);
-    }
+  /** A damaged database in a directory of its own. */
+  async function damagedDatabase(): Promise<string> {
+    const path = join(mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-damaged-')), 'ctxbus.db');
+    await damagedSqliteFile(path);
     return path;
   }
 
   it('is said as such on every call that meets it (503 unavailable, not retryable, naming the file and what to do), and remembered', async () => {
-    const path = await damagedDatabase(300);
+    const path = await damagedDatabase();
     const store = openSqliteStore({ path });
     try {
       expect(store.damage()).toBeNull();
-      const read = await store
-        .listItems({ teamId: 'acme', runtime: 'claude-code' }, { limit: 500 })
-        .then(
-          () => null,
-          (error: unknown) => store.explainError(error),
-        );
+      const read = await store.listItems({ teamId: 'acme', runtime: 'web' }, { limit: 500 }).then(
+        () => null,
+        (error: unknown) => store.explainError(error),
+      );
       expect(read).toMatchObject({
         code: 'unavailable',
         retryable: false,
@@ -333,7 +305,7 @@ describe('a damaged sqlite database file', () => {
   });
 
   it('is found by the integrity check before any call meets it; a sound file passes', async () => {
-    const path = await damagedDatabase(300);
+    const path = await damagedDatabase();
     const damaged = openSqliteStore({ path });
     const soundDir = mkdtempSync(join(tmpdir(), 'ctxbus-sqlite-sound-'));
     const sound = openSqliteStore({ path: join(soundDir, 'ctxbus.db') });

@@ -1,3 +1,4 @@
+export { damagedSqliteFile } from './damaged-sqlite.js';
 export type { ServerProbe } from './postgres-test-server.js';
 export {
   postgresRequired,
