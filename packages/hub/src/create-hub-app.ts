@@ -12,6 +12,7 @@ import { errorBody, handleRoute } from './handle-route.js';
 import type { HubOptions } from './hub-options.js';
 import type { HubServices } from './hub-services.js';
 import type { AnyRouteDefinition } from './route-definition.js';
+import { logStoreDamage } from './store-damage.js';
 
 /** Headers a cross-origin page sends (the token, JSON bodies, the stream's resume point). */
 const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'last-event-id'];
@@ -197,7 +198,7 @@ function clientGone(error: unknown): boolean {
  */
 function onError(
   logger: Logger,
-  store: Pick<Store, 'explainError'>,
+  store: Pick<Store, 'explainError' | 'damage'>,
 ): Parameters<Hono['onError']>[0] {
   return (thrown, context) => {
     // What the store can say of its own failures (a damaged database file: 503, named).
@@ -205,6 +206,7 @@ function onError(
     const error = explained instanceof Error ? explained : thrown;
     if (CtxbusError.isInstance(error)) {
       if (error.code === 'internal') logger.error({ err: error }, error.message);
+      else if (error === store.damage?.()) logStoreDamage(logger, error);
       else if (error.status >= 500) {
         logger.warn({ code: error.code, path: context.req.path }, error.message);
       }

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { silentLogger } from '@ctxbus/core';
 import { openSqliteStore } from '@ctxbus/store';
 import { damagedSqliteFile } from '@ctxbus/store/testing';
 import { waitUntil } from '@ctxbus/test-kit';
@@ -25,8 +26,14 @@ beforeAll(async () => {
   });
   const store = openSqliteStore({ path });
   closeStore = () => store.close();
-  hub = await startHub({ store, port: 0 });
+  hub = await startHub({ store, port: 0, logger: { ...silentLogger, warn: keep, error: keep } });
 });
+
+/** What the hub logged at warn and error. */
+const logged: string[] = [];
+function keep(_: object, message?: string): void {
+  logged.push(message ?? '');
+}
 
 afterAll(async () => {
   await hub?.close();
@@ -62,5 +69,13 @@ describe('a hub on a damaged SQLite file', () => {
     expect(await response.json()).toMatchObject({
       error: { code: 'unavailable', message: expect.stringContaining('restore it from a backup') },
     });
+  });
+
+  it('says the damage in its log once (the check), however many calls answer it', async () => {
+    for (let call = 0; call < 3; call++) {
+      expect((await fetch(`${hub.url}/health`)).status).toBe(503);
+    }
+    const damage = logged.filter((line) => line.includes('is damaged'));
+    expect(damage).toHaveLength(1);
   });
 });

@@ -10,6 +10,7 @@ import { serve } from '@hono/node-server';
 import { WebSocketServer } from 'ws';
 import type { Hub, HubOptions } from './create-hub.js';
 import { createHub } from './create-hub.js';
+import { logStoreDamage } from './store-damage.js';
 
 /** The largest WebSocket frame a client may send (the streams read none). */
 export const MAX_INBOUND_FRAME_BYTES = 4 * 1024;
@@ -69,7 +70,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 function checkStoreIntegrity(store: Store, logger: Logger): void {
   store.checkIntegrity?.().then(
     (damage) => {
-      if (damage) logger.error({ reason: 'store_damaged' }, damage.message);
+      if (damage) logStoreDamage(logger, damage);
     },
     (error: unknown) => logger.warn({ err: error }, 'the store integrity check could not run'),
   );

@@ -71,11 +71,15 @@ export class SqliteConnection {
   /** The damage found in the database file (a call failed on it, or the integrity check). */
   damage: CtxbusError | null = null;
 
-  /** An error of a call on the database, said as storageError says it; damage is remembered. */
+  /**
+   * An error of a call on the database, said as storageError says it. Damage is remembered,
+   * and every call that meets it gets the first damage error found (one error, one log line).
+   */
   explain(error: unknown): unknown {
     const explained = storageError(error, this.location);
-    if (damaged(error) && CtxbusError.isInstance(explained)) this.damage ??= explained;
-    return explained;
+    if (!damaged(error) || !CtxbusError.isInstance(explained)) return explained;
+    this.damage ??= explained;
+    return this.damage;
   }
 
   get isClosed(): boolean {
