@@ -69,10 +69,15 @@ export function tokenInfo(record: TokenRecord): TokenInfo {
   return info;
 }
 
+/** The token of a `Bearer <token>` header, or null when it is not one. */
+export function bearerToken(authorization: string | undefined): string | null {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;
+}
+
 /** The hash of the token in a `Bearer <token>` header, or null when it is not one. */
 export function bearerHash(authorization: string): string | null {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  return match?.[1] ? hashToken(match[1]) : null;
+  const token = bearerToken(authorization);
+  return token ? hashToken(token) : null;
 }
 
 interface CacheEntry {

@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
+import { bearerToken } from './auth.js';
 import { errorBody, handleRoute } from './handle-route.js';
 import type { HubOptions } from './hub-options.js';
 import type { HubServices } from './hub-services.js';
@@ -104,6 +105,9 @@ function pipeliningLimiter(): Parameters<Hono['use']>[1] {
 /** Request bodies the hub receives at once, in bodies of the largest size allowed. */
 export const BODIES_IN_FLIGHT = 32;
 
+/** Of those, the bodies one bearer token's requests may hold at once. */
+export const BODIES_PER_TOKEN = 8;
+
 /**
  * Refuses a body over `maxBytes` (413). A declared length is checked from the header alone;
  * only a body of unknown length is counted as it streams (hono's bodyLimit). Checking the
@@ -113,7 +117,10 @@ export const BODIES_IN_FLIGHT = 32;
  * Bodies being received hold memory until their requests end, and a client may send one
  * slowly: all of them together may hold BODIES_IN_FLIGHT x `maxBytes` (a body of unknown
  * length counts as `maxBytes`). Past it a request is answered 503 `unavailable` with
- * Retry-After at once, its body unread.
+ * Retry-After at once, its body unread. One bearer token's requests may hold at most
+ * BODIES_PER_TOKEN x `maxBytes` of it (past that, 429 `limit_reached`), so a client that
+ * stalls its uploads (a stuck or hostile agent) cannot refuse every other runtime's writes. A
+ * request whose token is not valid holds its share only until it is answered 401.
  */
 function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
   const tooLarge = (context: Context) =>
@@ -125,7 +132,20 @@ function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
     );
   const limitStream = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
   const budget = BODIES_IN_FLIGHT * maxBytes;
+  const tokenBudget = BODIES_PER_TOKEN * maxBytes;
   let inFlight = 0;
+  const heldByToken = new Map<string, number>();
+  const tokenBusy = (context: Context) => {
+    context.header('Retry-After', '1');
+    return context.json(
+      errorBody(
+        'limit_reached',
+        `this token has ${BODIES_PER_TOKEN} request bodies arriving at once, the most one token may; finish sending those first`,
+        { limit: BODIES_PER_TOKEN },
+      ).toJSON(),
+      429,
+    );
+  };
   const busy = (context: Context) => {
     context.header('Retry-After', '1');
     return context.json(
@@ -144,13 +164,20 @@ function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
     // No length and no transfer coding: no body (a GET, a stream).
     const bytes = chunked ? maxBytes : Number(length ?? 0);
     if (!(bytes > 0)) return streamed ? limitStream(context, next) : next();
+    const token = bearerToken(context.req.header('authorization')) ?? '';
+    const held = heldByToken.get(token) ?? 0;
+    if (held + bytes > tokenBudget) return tokenBusy(context);
     if (inFlight + bytes > budget) return busy(context);
     inFlight += bytes;
+    heldByToken.set(token, held + bytes);
     try {
       if (streamed) return await limitStream(context, next);
       await next();
     } finally {
       inFlight -= bytes;
+      const left = (heldByToken.get(token) ?? 0) - bytes;
+      if (left > 0) heldByToken.set(token, left);
+      else heldByToken.delete(token);
     }
   };
 }

@@ -297,13 +297,12 @@ describe('bad input', () => {
     expect(small.status, small.body).toBe(201);
   });
 
-  it('holds at most 32 bodies of the largest size at once: past that a request is 503 at once, until they end', async () => {
-    const token = await runtimeToken(hub, 'limits', 'web');
+  /** Clients that announce a full-size body with `token`, send a few bytes of it, then stall. */
+  const stallBodies = (count: number, token: string) => {
     const target = new URL(hub.url);
-    // Clients that announce a full-size body and send a few bytes of it, then stall.
-    const stalled = await Promise.all(
+    return Promise.all(
       Array.from(
-        { length: 32 },
+        { length: count },
         () =>
           new Promise<Socket>((resolve, reject) => {
             const socket = connect(Number(target.port), target.hostname, () => {
@@ -316,6 +315,51 @@ describe('bad input', () => {
           }),
       ),
     );
+  };
+
+  it('lets one token hold at most 8 full-size bodies at once: its next write is 429, other tokens write on', async () => {
+    const stuck = await runtimeToken(hub, 'limits', 'web');
+    const other = await runtimeToken(hub, 'limits', 'telegram');
+    const stalled = await stallBodies(8, stuck);
+    try {
+      let refused: Awaited<ReturnType<typeof write>> | undefined;
+      await waitUntil(async () => {
+        refused = await write({ type: 'status', title: 'a ninth body' }, stuck);
+        return refused.status === 429;
+      }, "the stalling token's next write to be refused");
+      expect(refused?.body.error).toMatchObject({
+        code: 'limit_reached',
+        message: expect.stringContaining('this token has 8 request bodies'),
+      });
+      expect(refused?.headers.get('retry-after')).toBe('1');
+      // The same token spelled another way is the same token.
+      const respelled = await call(hub.url, 'POST', '/api/context', {
+        headers: { authorization: `bearer   ${stuck}` },
+        body: { type: 'status', title: 'respelled' },
+      });
+      expect(respelled.status).toBe(429);
+      // Another runtime's writes, and the stalling token's reads, are served meanwhile.
+      expect((await write({ type: 'status', title: 'another runtime' }, other)).status).toBe(201);
+      expect((await call(hub.url, 'GET', '/api/context?limit=1', { token: stuck })).status).toBe(
+        200,
+      );
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
+    await waitUntil(
+      async () => (await write({ type: 'status', title: 'after the stall' }, stuck)).status === 201,
+      "the token's writes to be taken again once its stalled bodies ended",
+    );
+  });
+
+  it('holds at most 32 bodies of the largest size at once: past that a request is 503 at once, until they end', async () => {
+    const tokens = await Promise.all(
+      ['web', 'telegram', 'codex', 'openclaw'].map((runtime) =>
+        runtimeToken(hub, 'limits-all', runtime),
+      ),
+    );
+    const token = await runtimeToken(hub, 'limits-all', 'claude-code');
+    const stalled = (await Promise.all(tokens.map((each) => stallBodies(8, each)))).flat();
     try {
       let refused: Awaited<ReturnType<typeof write>> | undefined;
       await waitUntil(async () => {
