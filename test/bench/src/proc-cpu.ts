@@ -61,3 +61,20 @@ export function readAll(pids: readonly number[]): Map<number, ProcessCpu> {
   }
   return readings;
 }
+
+/**
+ * The whole machine's busy CPU so far (every process and the kernel's own threads and
+ * interrupts: /proc/stat less idle and iowait), in ms over all cores; null off Linux.
+ */
+export function machineBusyMs(): number | null {
+  let line: string | undefined;
+  try {
+    line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+  } catch {
+    return null;
+  }
+  const [, ...ticks] = (line ?? '').trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is inside user already).
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = ticks;
+  return (user + nice + system + irq + softirq + steal) * msPerTick();
+}

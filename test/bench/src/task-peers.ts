@@ -14,7 +14,7 @@
 // queue) and its polling at the 0.5 s minimum, as 4 processes x localConcurrency 4.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { HubProcess } from '@ctxbus/test-kit';
 import {
@@ -34,7 +34,7 @@ import { startCtxbusWorker, startPeer, waitWhileAlive } from './peer-children.ts
 import type { PgWatchResult } from './pg-watch.ts';
 import { PgWatch } from './pg-watch.ts';
 import type { ProcessCpu } from './proc-cpu.ts';
-import { cpuSince, readAll } from './proc-cpu.ts';
+import { cpuSince, machineBusyMs, readAll } from './proc-cpu.ts';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
@@ -66,6 +66,12 @@ interface RunResult {
   allPostgresMs: number;
   /** This bench process's own CPU during the run (it shares the machine with the systems). */
   harnessMs: number;
+  /**
+   * The whole machine's busy CPU during the run: the above, the kernel's work for them that no
+   * process is charged with (a jail's namespaces torn down, loopback traffic), and whatever
+   * else ran. Throughput on a busy machine is about its cores / this per task.
+   */
+  machineMs: number;
   createToStart: number[];
   watch: PgWatchResult | null;
   /** ctxbus: claim calls its hub answered (GET /api/admin/tasks); null for the peers. */
@@ -141,6 +147,7 @@ interface Measured {
 }
 
 let harnessBefore = process.cpuUsage();
+let machineBefore = 0;
 
 /** Starts the run (`go` to the producer) and returns what to read at its end. */
 async function startRun(measured: Measured) {
@@ -149,6 +156,7 @@ async function startRun(measured: Measured) {
   if (measured.hub !== null) pids.push(measured.hub);
   const before = readAll(pids);
   harnessBefore = process.cpuUsage();
+  machineBefore = machineBusyMs() ?? 0;
   measured.producer.process.stdin?.write('go\n');
   return before;
 }
@@ -167,9 +175,11 @@ async function endRun(
     measured.workers.map((worker) => worker.pid),
   );
   const harness = process.cpuUsage(harnessBefore);
+  const machineMs = (machineBusyMs() ?? machineBefore) - machineBefore;
   const watch = (await measured.watch?.stop()) ?? null;
   return {
     harnessMs: (harness.user + harness.system) / 1000,
+    machineMs,
     tasks,
     elapsedMs,
     producerMs: producer.self,
@@ -443,6 +453,7 @@ function merge(runs: readonly RunResult[]): RunResult {
     databaseMs: total((run) => run.databaseMs),
     allPostgresMs: total((run) => run.allPostgresMs),
     harnessMs: total((run) => run.harnessMs),
+    machineMs: total((run) => run.machineMs),
     createToStart: runs.flatMap((run) => run.createToStart),
     ...(runs.every((run) => run.claimAttempts !== undefined) && {
       claimAttempts: total((run) => run.claimAttempts ?? 0),
@@ -459,6 +470,8 @@ function merge(runs: readonly RunResult[]): RunResult {
   };
 }
 
+const cores = availableParallelism();
+
 const perTask = (run: RunResult) =>
   (run.producerMs + run.hubMs + run.workersMs + run.databaseMs) / run.tasks;
 const rate = (run: RunResult) => (run.tasks / run.elapsedMs) * 1000;
@@ -469,7 +482,7 @@ function describeRun(system: System, run: RunResult): string {
     `${LABELS[system]}: ${run.tasks} tasks in ${(run.elapsedMs / 1000).toFixed(1)} s ` +
     `(${rate(run).toFixed(1)} tasks/s); CPU ms per task: producer ${each(run.producerMs)}, ` +
     `hub ${each(run.hubMs)}, workers ${each(run.workersMs)}, database ${each(run.databaseMs)} ` +
-    `(every postgres process of the machine, others' too, less backends that ended: ${each(run.allPostgresMs)}), command ${each(run.commandMs)}, this bench process ${each(run.harnessMs)}; ` +
+    `(every postgres process of the machine, others' too, less backends that ended: ${each(run.allPostgresMs)}), command ${each(run.commandMs)}, this bench process ${each(run.harnessMs)}; the whole machine ${each(run.machineMs)} of ${cores} cores; ` +
     `create -> started p50 ${ms(percentile(run.createToStart, 50))}`
   );
 }
@@ -491,6 +504,10 @@ function systemRows(system: System, run: RunResult): Row[] {
     row(
       'CPU per task, split',
       `producer ${each(run.producerMs)} + hub ${each(run.hubMs)} + workers ${each(run.workersMs)} + database ${each(run.databaseMs)} ms; command ${each(run.commandMs)} ms`,
+    ),
+    row(
+      `the whole machine's busy CPU per task (${cores} cores; the kernel's work and others' too)`,
+      ms(run.machineMs / run.tasks),
     ),
     row('create -> started p50', ms(percentile(run.createToStart, 50))),
     row('create -> started p99', ms(percentile(run.createToStart, 99))),
