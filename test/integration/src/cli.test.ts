@@ -73,9 +73,18 @@ describe('ctxbus CLI', () => {
     const busyDir = await runCli(['serve', '--port', '0', '--data', dataDir]);
     expect(busyDir.code).toBe(5);
     expect(busyDir.stderr).toMatch(/is serving/);
-    const busyPort = await runCli(['serve', '--port', new URL(hub.url).port, '--data', tempDir()]);
+    const firstDir = tempDir();
+    dirs.push(firstDir);
+    const busyPort = await runCli(['serve', '--port', new URL(hub.url).port, '--data', firstDir]);
     expect(busyPort.code).toBe(5);
     expect(busyPort.stderr).toMatch(/already in use; pick another with --port/);
+    // That first start never listened, so it handed out no admin token: the next one does.
+    const second = await startHubProcess({ dataDir: firstDir });
+    try {
+      expect(second.adminToken).toMatch(/^cbx_/);
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
 
     const refused = await runCli(['token', 'list', '--data', dataDir]);
     expect(refused.code).toBe(5);

@@ -182,13 +182,6 @@ export async function startServedHub(
     }
   };
   try {
-    let adminToken: string | null = null;
-    const admins = (await store.listTokens()).filter((token) => token.role === 'admin');
-    if (admins.length === 0) {
-      adminToken = (
-        await mintToken(store, { role: 'admin', teamId: null, runtime: null, label: 'first start' })
-      ).token;
-    }
     if (!LOOPBACK.has(options.host)) {
       logger.warn(
         { host: options.host },
@@ -235,6 +228,15 @@ export async function startServedHub(
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),
     });
     lock?.update({ url: running.url, startedAt: new Date().toISOString() });
+    // Minted once the hub listens: a start that fails (its port taken) must not leave behind an
+    // admin token nobody was shown, which the next start would take as already handed out.
+    let adminToken: string | null = null;
+    const admins = (await store.listTokens()).filter((token) => token.role === 'admin');
+    if (admins.length === 0) {
+      adminToken = (
+        await mintToken(store, { role: 'admin', teamId: null, runtime: null, label: 'first start' })
+      ).token;
+    }
     // A new hub on this machine: keep its admin token where this user's CLI finds it, so no
     // token is copied by hand (a hub reached from elsewhere gets its tokens passed explicitly).
     let savedIn: string | null = null;
