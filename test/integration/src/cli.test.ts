@@ -139,6 +139,23 @@ describe('ctxbus CLI', () => {
     expect(written.code).toBe(0);
     const item = JSON.parse(written.stdout).items[0];
     expect(item).toMatchObject({ title: 'Use pnpm', relevanceTags: ['tooling'] });
+    // The title may be the argument; without a type the error shows the whole form.
+    const positional = await runCli(
+      ['write', '-t', 'discovery', 'Cache keys are per team', '--json'],
+      {
+        env,
+      },
+    );
+    expect(positional.code).toBe(0);
+    expect(JSON.parse(positional.stdout).items[0].title).toBe('Cache keys are per team');
+    const untyped = await runCli(['write', 'just a note'], { env });
+    expect(untyped.code).toBe(2);
+    expect(untyped.stderr.trim()).toBe(
+      'ctxbus: error: write needs --type and a title, e.g. ctxbus write --type discovery "the title" (or --file with JSON items)',
+    );
+    const twice = await runCli(['write', '-t', 'status', 'a', '--title', 'b'], { env });
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/give the title once/);
 
     const fromFile = join(dataDir, 'items.json');
     writeFileSync(

@@ -97,7 +97,7 @@ function itemFromFlags(options: WriteOptions): Record<string, unknown> {
   if (!options.type || !options.title) {
     throw new CtxbusError(
       'validation_failed',
-      'write needs --type and --title (or --file with JSON items)',
+      'write needs --type and a title, e.g. ctxbus write --type discovery "the title" (or --file with JSON items)',
     );
   }
   if (options.content !== undefined && options.contentFile !== undefined) {
@@ -185,6 +185,7 @@ function writeCommand(program: Command, run: Run): void {
     program
       .command('write')
       .description('write a context item (flags), or items from JSON (--file)')
+      .argument('[title]', 'the one-line title (or --title)')
       .option('-f, --file <path>', 'JSON: one item, an array, or {"items": [...]}; - reads stdin')
       .option('-t, --type <type>', 'discovery | decision | status | request | alert')
       .option('--title <title>', 'one-line title')
@@ -207,7 +208,17 @@ function writeCommand(program: Command, run: Run): void {
       .option('--task <id>', 'source task id')
       .option('--thread <id>', 'source thread id')
       .option('--agent <id>', 'source agent id'),
-  ).action((options: WriteOptions) => run(() => writeItems(options)));
+  ).action((title: string | undefined, options: WriteOptions) =>
+    run(async () => {
+      if (title !== undefined && options.title !== undefined) {
+        throw new CtxbusError(
+          'validation_failed',
+          'give the title once: as an argument or --title',
+        );
+      }
+      await writeItems({ ...options, title: options.title ?? title });
+    }),
+  );
 }
 
 /**
