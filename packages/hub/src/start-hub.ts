@@ -1,4 +1,3 @@
-import type { Server } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -19,6 +18,8 @@ export interface StartHubOptions extends HubOptions {
   host?: string;
   /** 0 picks a free port. */
   port?: number;
+  /** How long a request may take to arrive whole, headers and body (default 60 s). */
+  requestTimeoutMs?: number;
 }
 
 export interface RunningHub {
@@ -39,10 +40,10 @@ export const REQUEST_TIMEOUT_MS = 60_000;
 
 /**
  * What Node's HTTP parser refuses before any route sees it (headers over Node's 16 KiB, a
- * request that did not arrive in time, bytes that are not HTTP), answered in the API's error
- * shape rather than Node's bare status line.
+ * request that did not arrive within `timeoutMs`, bytes that are not HTTP), answered in the
+ * API's error shape rather than Node's bare status line.
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, timeoutMs: number): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -51,10 +52,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
     error.code === 'HPE_HEADER_OVERFLOW'
       ? ['headers_too_large', 'the request line and headers are larger than the hub takes (16 KiB)']
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [
-            'request_timeout',
-            `the request did not arrive whole within ${REQUEST_TIMEOUT_MS / 1000} s`,
-          ]
+        ? ['request_timeout', `the request did not arrive whole within ${timeoutMs / 1000} s`]
         : ['validation_failed', 'the request is not valid HTTP'];
   const status = ERROR_CODES[code];
   const body = JSON.stringify({ error: { code, message } });
@@ -83,9 +81,17 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const port = options.port ?? DEFAULT_HUB_PORT;
   // The stream routes ignore what clients send: a frame larger than this closes the socket (1009).
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_INBOUND_FRAME_BYTES });
+  // A request must arrive whole within this (Node's default is 300 s): a client sending its
+  // body slowly holds a place in the bodies the hub receives at once (create-hub-app.ts).
+  // Node looks for late requests every connectionsCheckingInterval (30 s by default).
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const serverOptions = {
+    requestTimeout,
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, requestTimeout / 4)),
+  };
   const listening = new Promise<ServerType>((resolve, reject) => {
     const started = serve(
-      { fetch: hub.app.fetch, hostname: host, port, websocket: { server: sockets } },
+      { fetch: hub.app.fetch, hostname: host, port, serverOptions, websocket: { server: sockets } },
       () => resolve(started),
     );
     started.once('error', (error: NodeJS.ErrnoException) => {
@@ -112,10 +118,9 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
     sockets.close();
     throw error;
   }
-  // A request must arrive whole within this (Node's default is 300 s): a client sending its
-  // body slowly holds a place in the bodies the hub receives at once (create-hub-app.ts).
-  (server as Server).requestTimeout = REQUEST_TIMEOUT_MS;
-  server.on('clientError', answerClientError);
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
+    answerClientError(error, socket, requestTimeout),
+  );
   checkStoreIntegrity(hub.services.store, hub.services.logger);
   const address = server.address() as AddressInfo;
   return {
