@@ -117,7 +117,10 @@ describe('ctxbus route --explain', () => {
 
   it('refuses bad JSON, a bad field, an undeclared --offline runtime and a bad file: exit 2, one line', async () => {
     const cases: [string[], RegExp][] = [
-      [['{bad'], /^ctxbus: error: task: not JSON: /],
+      [
+        ['{bad'],
+        /^ctxbus: error: task: not JSON \(.*\); give it as a RouteRequest, e\.g\. '\{"requiredCapabilities"/,
+      ],
       [
         ['{"requiredCapabilities":[],"origin":"web"}'],
         /^ctxbus: error: task\.requiredCapabilities: Too small/,

@@ -14,7 +14,10 @@ export function parseRouteRequest(text: string) {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new CtxbusError('bad_json', `task: not JSON: ${(error as Error).message}`);
+    throw new CtxbusError(
+      'bad_json',
+      `task: not JSON (${(error as Error).message}); give it as a RouteRequest, e.g. '{"requiredCapabilities":["code_execution"],"origin":"openclaw"}'`,
+    );
   }
   const parsed = routeRequestSchema.safeParse(value);
   if (!parsed.success) throw validationError(parsed.error, 'task');
