@@ -181,6 +181,39 @@ describe('ctxbus worker', () => {
     expect(first.child.exitCode).toBeNull();
   });
 
+  it('ctxbus delegate hands a command to the worker, follows it to its end and prints its output', async () => {
+    const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.claw };
+    const ran = await runCli(['delegate', '--cwd', project, '--', 'node', 'check.js'], { env });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toBe(`checked ${project}\n`);
+    expect(ran.stderr).toMatch(/^ctxbus: task \S+ -> claude-code \(proxy\): /);
+    expect(ran.stderr).toContain(': COMPLETED');
+    // A refused command ends the task FAILED: exit 1 with the worker's reason on one line.
+    const refused = await runCli(['delegate', '--cwd', project, '--', 'node', '-e', '1'], {
+      env,
+    });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/ctxbus: error: task \S+ ended FAILED: inline_eval: node/);
+    // --no-wait prints the task and its routing; a retry with the same key finds the same task.
+    const args = ['delegate', '--no-wait', '--json', '--key', 'k1', '--cwd', project, '--'];
+    args.push('node', 'check.js');
+    const first = await runCli(args, { env });
+    expect(first.code, first.stderr).toBe(0);
+    const created = JSON.parse(first.stdout);
+    expect(created.routing).toMatchObject({ kind: 'proxy', runtime: 'claude-code' });
+    expect(created.task.input).toEqual({ argv: ['node', 'check.js'], cwd: project });
+    const again = JSON.parse((await runCli(args, { env })).stdout);
+    expect(again.task.id).toBe(created.task.id);
+    expect((await settled(created.task.id)).state).toBe('COMPLETED');
+    // No command, or a directory that is not there: exit 2 before anything is sent.
+    expect((await runCli(['delegate'], { env })).code).toBe(2);
+    const nowhere = await runCli(['delegate', '--cwd', join(machine, 'nope'), '--', 'true'], {
+      env,
+    });
+    expect(nowhere.code).toBe(2);
+    expect(nowhere.stderr).toMatch(/--cwd: .*nope is not a directory here/);
+  });
+
   it("streams a running command's output to the origin, then its result", async () => {
     const stream = openStream(hub.url, hub.tokens.claw, { query: 'tags=task' });
     await stream.ready;

@@ -2,6 +2,7 @@ import type { Task } from '@ctxbus/core/contract';
 import { CtxbusError, TASK_STATES } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
+import type { DelegateOptions } from './delegate.js';
 import { CONFIRM_CHARS, noTerminalReason } from './task-confirm.js';
 import type { Connection } from './tasks.js';
 
@@ -74,6 +75,40 @@ export function registerTaskCommands(
           `  ${event.at}  ${event.from ?? '-'} -> ${event.to}  by ${event.by}${event.note ? `: ${oneLine(event.note)}` : ''}`,
         );
       }
+    }),
+  );
+
+  withConnection(
+    program
+      .command('delegate')
+      .description(
+        'hand a command to the runtime that can run it (a task the hub routes), follow it to its end and print its output; Ctrl-C cancels it',
+      )
+      .argument('<command...>', 'the command and its arguments, after -- (no shell)')
+      .option('--cwd <dir>', 'the directory to run it in, on the worker (default: this one)')
+      .option('--title <text>', "the task's title (default: the command)")
+      .option('--to <runtime>', 'prefer this runtime (the router may still pick another)')
+      .option('--network', 'the command needs the network')
+      .option('--key <key>', 'an idempotency key: run again with it, the same task is found')
+      .option('--no-wait', 'print the task and its routing, and do not follow it')
+      .addHelpText(
+        'after',
+        `
+The worker's own capabilities.yaml decides (deny by default): a command outside its
+allow-list waits for a person to approve it (ctxbus approve TASK at a terminal with an
+approver token, Telegram or the dashboard), never for the runtime that asked.
+Exit: 0 when the command completed, 1 when the task failed, was refused, rejected or canceled
+(one line says why; the command's output is printed as the worker kept it).
+
+Examples:
+  ctxbus delegate -- npm test
+  ctxbus delegate --cwd ~/projects/app --to claude-code -- pytest -q
+  ctxbus delegate --no-wait --json -- make build`,
+      ),
+  ).action((argv: string[], options: Connection & Omit<DelegateOptions, keyof Connection>) =>
+    run(async () => {
+      const { delegate } = await import('./delegate.js');
+      await delegate(argv, options);
     }),
   );
 

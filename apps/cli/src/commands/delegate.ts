@@ -1,0 +1,132 @@
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { CreateTaskRequest, Task, TaskStatusEvent } from '@ctxbus/core/contract';
+import {
+  followTaskStatus,
+  isTerminalTaskState,
+  TASK_TAG,
+  taskScopeKey,
+} from '@ctxbus/core/contract';
+import { CtxbusError } from '@ctxbus/core/light';
+import { printJson, printLine, terminalSafe } from '../output.js';
+import type { Connection } from './tasks.js';
+import { connect, oneLine, taskLine } from './tasks.js';
+
+// `ctxbus delegate -- npm test`: a command handed to the runtime that can run it (a
+// code_execution task routed by the hub's capability matrix), followed on the stream to its
+// end, its output printed as the worker left it; Ctrl-C cancels it. The same rules as any origin's task: the
+// worker's allow-list decides, and a command it holds for a human waits for a person to
+// approve it elsewhere (an origin never approves its own task).
+
+export interface DelegateOptions extends Connection {
+  cwd?: string;
+  title?: string;
+  to?: string;
+  network?: boolean;
+  wait: boolean;
+  key?: string;
+}
+
+/** What a code_execution task leaves as its result (the worker's CommandResult). */
+interface CommandResultView {
+  exitCode?: number | null;
+  stdout?: string;
+  stderr?: string;
+  truncated?: boolean;
+}
+
+/** The directory the command runs in: the real path, as the worker checks it. */
+function workingDirectory(cwd: string | undefined): string {
+  const path = resolve(cwd ?? '.');
+  try {
+    return realpathSync(path);
+  } catch {
+    throw new CtxbusError('validation_failed', `--cwd: ${path} is not a directory here`);
+  }
+}
+
+export function delegateRequest(
+  argv: readonly string[],
+  options: DelegateOptions,
+): CreateTaskRequest {
+  if (argv.length === 0) {
+    throw new CtxbusError(
+      'validation_failed',
+      'delegate needs a command: ctxbus delegate -- npm test',
+    );
+  }
+  return {
+    title: options.title ?? oneLine(argv.join(' ')).slice(0, 200),
+    requiredCapabilities: ['code_execution'],
+    input: { argv: [...argv], cwd: workingDirectory(options.cwd) },
+    ...(options.to !== undefined && { preferences: { prefer: [options.to] } }),
+    ...(options.network && { constraints: { network: true } }),
+    ...(options.key !== undefined && { idempotencyKey: options.key }),
+  };
+}
+
+/** A state change as one line on stderr (stdout keeps the command's own output). */
+function progress(status: TaskStatusEvent, id: string): void {
+  const line =
+    status.state === 'AUTH_REQUIRED'
+      ? `${status.state}: waiting for a person to approve it (ctxbus approve ${id} at a terminal with an approver token, or Telegram, or the dashboard)`
+      : status.state;
+  process.stderr.write(`${terminalSafe(`ctxbus: task ${id}: ${line}`)}\n`);
+}
+
+/** Prints the ended task's output; throws (exit 1) when it did not complete. */
+function finish(task: Task, json: boolean): void {
+  const result = (task.result ?? {}) as CommandResultView;
+  if (json) printJson({ task });
+  else {
+    if (result.stdout) process.stdout.write(terminalSafe(result.stdout));
+    if (result.stderr) process.stderr.write(terminalSafe(result.stderr));
+    if (result.truncated) process.stderr.write('ctxbus: (output cut to fit: head and tail kept)\n');
+  }
+  if (task.state === 'COMPLETED') return;
+  const why = task.error ? `${task.error.code}: ${oneLine(task.error.message)}` : 'no reason given';
+  throw new CtxbusError('internal', `task ${task.id} ended ${task.state}: ${why}`);
+}
+
+export async function delegate(argv: readonly string[], options: DelegateOptions): Promise<void> {
+  const request = delegateRequest(argv, options);
+  const { client } = connect(options);
+  // Read before the task exists: following from here sees its first status item too.
+  const since = (await client.health()).seq;
+  const { task, routing } = await client.createTask(request);
+  if (!options.wait) {
+    if (options.json) printJson({ task, routing });
+    else {
+      printLine(taskLine(task));
+      printLine(
+        `routing: ${routing.kind} -> ${routing.runtime ?? 'no runtime'}: ${routing.reason}`,
+      );
+    }
+    return;
+  }
+  process.stderr.write(
+    `${terminalSafe(`ctxbus: task ${task.id} -> ${routing.runtime ?? 'no runtime'} (${routing.kind}): ${routing.reason}`)}\n`,
+  );
+  const stop = new AbortController();
+  const interrupted = () => stop.abort();
+  process.once('SIGINT', interrupted);
+  try {
+    if (!isTerminalTaskState(task.state)) {
+      const events = client.stream({
+        since,
+        signal: stop.signal,
+        scopeKey: taskScopeKey(task.id),
+        tags: TASK_TAG,
+      });
+      for await (const status of followTaskStatus(events, task.id)) progress(status, task.id);
+    }
+  } finally {
+    process.off('SIGINT', interrupted);
+  }
+  if (stop.signal.aborted) {
+    // Ctrl-C stops the command too: the origin cancels its task (one that ended meanwhile
+    // keeps its end, which is what is shown).
+    await client.cancelTask(task.id, 'Ctrl-C at ctxbus delegate').catch(() => undefined);
+  }
+  finish((await client.task(task.id)).task, options.json === true);
+}
