@@ -205,13 +205,29 @@ describe('ctxbus worker', () => {
     const again = JSON.parse((await runCli(args, { env })).stdout);
     expect(again.task.id).toBe(created.task.id);
     expect((await settled(created.task.id)).state).toBe('COMPLETED');
-    // No command, or a directory that is not there: exit 2 before anything is sent.
-    expect((await runCli(['delegate'], { env })).code).toBe(2);
-    const nowhere = await runCli(['delegate', '--cwd', join(machine, 'nope'), '--', 'true'], {
+    // Ctrl-C cancels the task: the command (waiting for a file that never comes) is stopped.
+    const following = spawnCli(['delegate', '--cwd', project, '--', 'node', 'progress.js'], {
       env,
     });
-    expect(nowhere.code).toBe(2);
-    expect(nowhere.stderr).toMatch(/--cwd: .*nope is not a directory here/);
+    let stderr = '';
+    following.child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    await waitUntil(() => stderr.includes(': WORKING'), 'the delegated command to start');
+    expect(stderr.match(/: WORKING/g)).toHaveLength(1);
+    following.child.kill('SIGINT');
+    const canceled = await following.done;
+    expect(canceled.code).toBe(1);
+    expect(canceled.stderr).toMatch(/ctxbus: error: task (\S+) ended CANCELED/);
+    const canceledId = /task (\S+) ended CANCELED/.exec(canceled.stderr)?.[1] ?? '';
+    expect((await taskState(canceledId)).state).toBe('CANCELED');
+    // No command is exit 2, nothing sent; --cwd is the worker's path, which the worker checks.
+    expect((await runCli(['delegate'], { env })).code).toBe(2);
+    const nowhere = await runCli(['delegate', '--cwd', join(root, 'nope'), '--', 'true'], {
+      env,
+    });
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toMatch(/ended FAILED: workdir_escape: the working directory .*nope/);
   });
 
   it("streams a running command's output to the origin, then its result", async () => {

@@ -1,6 +1,6 @@
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { CreateTaskRequest, Task, TaskStatusEvent } from '@ctxbus/core/contract';
+import type { CreateTaskRequest, Task, TaskState } from '@ctxbus/core/contract';
 import {
   followTaskStatus,
   isTerminalTaskState,
@@ -14,9 +14,9 @@ import { connect, oneLine, taskLine } from './tasks.js';
 
 // `ctxbus delegate -- npm test`: a command handed to the runtime that can run it (a
 // code_execution task routed by the hub's capability matrix), followed on the stream to its
-// end, its output printed as the worker left it; Ctrl-C cancels it. The same rules as any origin's task: the
-// worker's allow-list decides, and a command it holds for a human waits for a person to
-// approve it elsewhere (an origin never approves its own task).
+// end, its output printed as the worker left it; Ctrl-C cancels it. The same rules as any
+// origin's task: the worker's allow-list decides, and a command it holds for a human waits
+// for a person to approve it elsewhere (an origin never approves its own task).
 
 export interface DelegateOptions extends Connection {
   cwd?: string;
@@ -35,14 +35,13 @@ interface CommandResultView {
   truncated?: boolean;
 }
 
-/** The directory the command runs in: the real path, as the worker checks it. */
+/**
+ * The directory the command runs in: by default this one (its real path, as the worker checks
+ * it); a --cwd is the worker's path, which may be on another machine: sent as given, made
+ * absolute, for the worker to check against its roots.
+ */
 function workingDirectory(cwd: string | undefined): string {
-  const path = resolve(cwd ?? '.');
-  try {
-    return realpathSync(path);
-  } catch {
-    throw new CtxbusError('validation_failed', `--cwd: ${path} is not a directory here`);
-  }
+  return cwd === undefined ? realpathSync(process.cwd()) : resolve(cwd);
 }
 
 export function delegateRequest(
@@ -66,11 +65,11 @@ export function delegateRequest(
 }
 
 /** A state change as one line on stderr (stdout keeps the command's own output). */
-function progress(status: TaskStatusEvent, id: string): void {
+function progress(state: TaskState, id: string): void {
   const line =
-    status.state === 'AUTH_REQUIRED'
-      ? `${status.state}: waiting for a person to approve it (ctxbus approve ${id} at a terminal with an approver token, or Telegram, or the dashboard)`
-      : status.state;
+    state === 'AUTH_REQUIRED'
+      ? `${state}: waiting for a person to approve it (ctxbus approve ${id} at a terminal with an approver token, or Telegram, or the dashboard)`
+      : state;
   process.stderr.write(`${terminalSafe(`ctxbus: task ${id}: ${line}`)}\n`);
 }
 
@@ -107,6 +106,7 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
   process.stderr.write(
     `${terminalSafe(`ctxbus: task ${task.id} -> ${routing.runtime ?? 'no runtime'} (${routing.kind}): ${routing.reason}`)}\n`,
   );
+  progress(task.state, task.id);
   const stop = new AbortController();
   const interrupted = () => stop.abort();
   process.once('SIGINT', interrupted);
@@ -118,7 +118,12 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
         scopeKey: taskScopeKey(task.id),
         tags: TASK_TAG,
       });
-      for await (const status of followTaskStatus(events, task.id)) progress(status, task.id);
+      let shown = task.state;
+      for await (const status of followTaskStatus(events, task.id)) {
+        // Progress updates repeat WORKING with more output: a line per change of state.
+        if (status.state !== shown) progress(status.state, task.id);
+        shown = status.state;
+      }
     }
   } finally {
     process.off('SIGINT', interrupted);
