@@ -1,6 +1,7 @@
 import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { startWebhookReceiver } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
@@ -71,4 +72,55 @@ describe('push delivery across teams', () => {
       await store.close();
     }
   }, 60_000);
+});
+
+describe('push delivery after a stale listing', () => {
+  it('resumes from the progress in the store, not from a listing read before the last delivery: nothing is sent twice', async () => {
+    const store = openSqliteStore({ path: ':memory:' });
+    // The listing a tick reads while a drain of the same subscription ends (or while another
+    // hub delivers) is older than the saved cursor: here every listing is that old.
+    let stale = false;
+    const listing: Store = new Proxy(store, {
+      get(target, property) {
+        if (property === 'listSubscriptions' && stale) {
+          return async (options: Parameters<Store['listSubscriptions']>[0]) =>
+            (await target.listSubscriptions(options)).map((each) => ({ ...each, cursor: 0 }));
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const hub = await createHub({ store: listing, webhooks: { allowPrivateEndpoints: true } });
+    const receiver = await startWebhookReceiver();
+    const call = async (token: string, path: string, body: unknown) => {
+      const response = await hub.app.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, await response.clone().text()).toBe(201);
+      return response.json();
+    };
+    const seqs = () => receiver.received.map((hook) => JSON.parse(hook.body).seq as number);
+    try {
+      const token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' }))
+        .token;
+      await call(token, '/api/subscriptions', { delivery: 'push', endpoint: receiver.url });
+      await call(token, '/api/context', { type: 'status', title: 'first' });
+      await call(token, '/api/context', { type: 'status', title: 'second' });
+      await receiver.waitFor((received) => received.length === 2);
+      stale = true;
+      const third = (await call(token, '/api/context', { type: 'status', title: 'third' })) as {
+        results: { seq: number }[];
+      };
+      const last = third.results[0]?.seq ?? -1;
+      await receiver.waitFor(() => seqs().includes(last));
+      expect(seqs()).toEqual([...new Set(seqs())]);
+      expect(seqs()).toHaveLength(3);
+    } finally {
+      await hub.close();
+      await receiver.close();
+      await store.close();
+    }
+  });
 });

@@ -222,11 +222,21 @@ export class PushDispatcher {
    * up, its cursor moves to `latest` (the store's newest sequence, read before its changes):
    * other teams' changes and those its filter skips never make it look due again.
    */
-  private async drain(start: SubscriptionRecord, latest: number): Promise<void> {
+  private async drain(listed: SubscriptionRecord, latest: number): Promise<void> {
     const leaseUntil = () => new Date(this.clock().getTime() + this.options.leaseMs).toISOString();
     const now = () => this.clock().toISOString();
-    if (!(await this.store.leaseSubscription(start.id, this.holder, now(), leaseUntil()))) return;
-    this.held.add(start.id);
+    if (!(await this.store.leaseSubscription(listed.id, this.holder, now(), leaseUntil()))) return;
+    this.held.add(listed.id);
+    // The listing may be older than the last delivery (this hub's previous drain of it ended
+    // while the listing was read, or another hub held it): delivery resumes from the progress
+    // saved in the store, which no one else can move while this lease holds.
+    const start = await this.store.getSubscription(listed.id);
+    if (!start) return;
+    const due = start.nextAttemptAt === null ? 0 : Date.parse(start.nextAttemptAt);
+    if (due > this.clock().getTime()) {
+      this.schedule(due);
+      return;
+    }
     let leaseRenewAt = this.clock().getTime() + this.options.leaseMs / 3;
     const matches = subscriptionMatcher(start);
     let cursor = start.cursor;
