@@ -6,6 +6,7 @@ import { openSqliteStore } from '@ctxbus/store';
 import { startWebhookReceiver } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../auth.js';
+import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
 
 // Push delivery shared between teams: one team's endpoints that take a delivery and never
@@ -30,6 +31,19 @@ async function hangingEndpoint(): Promise<{ url: string; close(): Promise<void> 
   };
 }
 
+/** POSTs through the hub's app with a token, expecting 201; the answer's body. */
+function created(hub: Hub) {
+  return async (token: string, path: string, body: unknown): Promise<unknown> => {
+    const response = await hub.app.request(path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(response.status, await response.clone().text()).toBe(201);
+    return response.json();
+  };
+}
+
 describe('push delivery across teams', () => {
   it("a team whose endpoints never answer holds a quarter of the slots: another team's webhook goes out meanwhile", async () => {
     const store = openSqliteStore({ path: ':memory:' });
@@ -40,15 +54,7 @@ describe('push delivery across teams', () => {
     });
     const hanging = await hangingEndpoint();
     const receiver = await startWebhookReceiver();
-    const call = async (token: string, path: string, body: unknown) => {
-      const response = await hub.app.request(path, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      expect(response.status, await response.clone().text()).toBe(201);
-      return response.json();
-    };
+    const call = created(hub);
     try {
       const slow = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' }))
         .token;
@@ -92,15 +98,7 @@ describe('push delivery after a stale listing', () => {
     });
     const hub = await createHub({ store: listing, webhooks: { allowPrivateEndpoints: true } });
     const receiver = await startWebhookReceiver();
-    const call = async (token: string, path: string, body: unknown) => {
-      const response = await hub.app.request(path, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      expect(response.status, await response.clone().text()).toBe(201);
-      return response.json();
-    };
+    const call = created(hub);
     const seqs = () => receiver.received.map((hook) => JSON.parse(hook.body).seq as number);
     try {
       const token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' }))
