@@ -180,6 +180,67 @@ function definePostgresTests(url: string): void {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('plans a task complete to read its one row however many tasks the team has made', async () => {
+    // One connection for the store and the test: the statement plans the store's calls left
+    // in it (its prepared statements) are the ones explained here.
+    const schema = schemas.next('plans');
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    const store = await openPostgresStore({ pool, schema });
+    const created = async (index: number) => {
+      const { task } = await store.createTask('acme', {
+        title: `task ${index}`,
+        requiredCapabilities: ['code_execution'],
+        origin: 'openclaw',
+        targetRuntime: 'claude-code',
+      });
+      return task;
+    };
+    const claim = { teamId: 'acme', runtime: 'claude-code', workerId: 'w', leaseMs: 60_000 };
+    const run = async (index: number) => {
+      await created(index);
+      const task = await store.claimTask(claim);
+      const token = task?.lease?.token ?? -1;
+      await store.completeTask(
+        'acme',
+        task?.id ?? '',
+        token,
+        { ok: true },
+        { holder: 'claude-code' },
+      );
+    };
+    // Planned (and its generic plan kept) while the table was small; grown past it after.
+    for (let index = 0; index < 400; index++) await run(index);
+    const last = await created(400);
+    const held = await store.claimTask(claim);
+    expect(held?.id).toBe(last.id);
+    const { rows } = await pool.query<{ name: string }>(
+      `SELECT name FROM pg_prepared_statements WHERE statement LIKE 'WITH held AS%'`,
+    );
+    const name = rows[0]?.name ?? 'none';
+    const now = new Date().toISOString();
+    const args = ['acme', last.id, held?.lease?.token, now, 'claude-code', '{}', null, 'hub']
+      .map((value) => (value === null ? 'NULL' : pg.escapeLiteral(String(value))))
+      .join(', ');
+    const explained = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${pg.escapeIdentifier(name)}(${args})`,
+    );
+    const scans = planNodes(explained.rows[0]?.['QUERY PLAN'][0].Plan).filter(
+      (node) => node['Relation Name'] === 'tasks',
+    );
+    expect(scans.length).toBeGreaterThan(0);
+    // Each scan of tasks looked at a few rows (the live leases at most), not the team's 401.
+    for (const scan of scans) {
+      const looked = (scan['Actual Rows'] ?? 0) + (scan['Rows Removed by Filter'] ?? 0);
+      expect({ index: scan['Index Name'], looked }).toEqual({
+        index: scan['Index Name'],
+        looked: expect.toSatisfy((rowsSeen: number) => rowsSeen <= 5),
+      });
+    }
+    expect((await store.getTask('acme', last.id))?.task.state).toBe('COMPLETED');
+    await store.close();
+    await pool.end();
+  });
+
   it("keeps a task's status items out of full-text search (bookkeeping), other items in", async () => {
     const store = await openPostgresStore({ connectionString: url, schema: schemas.next('fts') });
     const status = (state: string) =>
@@ -917,4 +978,18 @@ function definePostgresTests(url: string): void {
       }
     });
   });
+}
+
+/** A node of EXPLAIN's JSON plan, with the fields read here. */
+interface PlanNode {
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Every node of a plan, depth first. */
+function planNodes(node: PlanNode | undefined): PlanNode[] {
+  return node ? [node, ...(node.Plans ?? []).flatMap(planNodes)] : [];
 }

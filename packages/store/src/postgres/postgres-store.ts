@@ -17,6 +17,7 @@ import { toStoreError } from './postgres-errors.js';
 import { GroupCommit } from './postgres-group-commit.js';
 import { PostgresItems } from './postgres-items.js';
 import { PostgresLifecycle } from './postgres-lifecycle.js';
+import { GrowthMaintenance } from './postgres-maintenance.js';
 import {
   applyPostgresMigrations,
   assertSchemaCurrent,
@@ -71,8 +72,16 @@ export interface PostgresStoreOptions extends PostgresConnectionOptions {
   maxWaitingTasksPerRuntime?: number;
 }
 
-/** Changes before the first VACUUM ANALYZE by the store (see maintainIfGrown). */
+/**
+ * Changes before the store's first VACUUM ANALYZE of items and changes, then again at each
+ * doubling (postgres-maintenance.ts). Autovacuum gets there too, but after a bulk load it may
+ * take a minute, and until then the planner guesses: listings took 40-85 ms at 100k items
+ * instead of under 1 ms, and the index-only scans of items_scope_heads need the visibility map.
+ */
 const MAINTENANCE_FROM = 1_000;
+
+/** Tasks created before the first VACUUM ANALYZE of tasks and task_events, then at each doubling. */
+const TASK_MAINTENANCE_FROM = 100;
 
 /** Past this difference between a hub's clock and PostgreSQL's, the store says so at open. */
 export const CLOCK_SKEW_WARN_MS = 2_000;
@@ -129,9 +138,10 @@ export class PostgresStore extends ComposedStore {
   private readonly statementNames = new Map<string, string>();
   /** Named prepared statements: not through a transaction-mode pooler, which may not keep them. */
   private readonly prepareStatements: boolean;
-  /** The sequence at which planner statistics and the visibility map are next refreshed. */
-  private nextMaintenanceAt = Number.POSITIVE_INFINITY;
-  private maintenance: Promise<void> | null = null;
+  /** Planner statistics and the visibility map of items and changes, refreshed as they grow. */
+  private readonly itemsMaintenance: GrowthMaintenance;
+  /** The same for tasks and their events. */
+  private readonly tasksMaintenance: GrowthMaintenance;
   private closed = false;
   readonly clock: () => Date;
   /** The database's clock less this machine's (see measureClockOffset); 0 with a given clock. */
@@ -159,6 +169,19 @@ export class PostgresStore extends ComposedStore {
       assertOpen: () => this.assertOpen(),
     };
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
+    const closed = () => this.closed;
+    this.itemsMaintenance = new GrowthMaintenance({
+      target,
+      tables: `${this.s}.items, ${this.s}.changes`,
+      from: MAINTENANCE_FROM,
+      closed,
+    });
+    this.tasksMaintenance = new GrowthMaintenance({
+      target,
+      tables: `${this.s}.tasks, ${this.s}.task_events`,
+      from: TASK_MAINTENANCE_FROM,
+      closed,
+    });
     const config = (target.pool as unknown as { options: ClientConfig }).options;
     const poolerWarning = transactionPoolerWarning(config);
     this.prepareStatements = poolerWarning === null;
@@ -169,7 +192,7 @@ export class PostgresStore extends ComposedStore {
       clock,
       maxGroupItems: options.maxGroupItems ?? 2_000,
       termStats: this.termStats,
-      onCommitted: (seq) => this.maintainIfGrown(seq),
+      onCommitted: (seq) => this.itemsMaintenance.grown(seq),
       channel: changeChannel(target.schema),
     });
     this.listener = new PostgresChangeListener({
@@ -193,6 +216,7 @@ export class PostgresStore extends ComposedStore {
       tokens: new PostgresTokens(context),
       tasks: new PostgresTasks(context, transaction, audit, {
         maxWaitingPerRuntime: options.maxWaitingTasksPerRuntime,
+        onCreated: (rid) => this.tasksMaintenance.grown(rid),
       }),
       audit,
       presence: new PostgresPresence(context, transaction),
@@ -245,36 +269,6 @@ export class PostgresStore extends ComposedStore {
   }
 
   /**
-   * Refreshes planner statistics and the visibility map (VACUUM ANALYZE, in the background)
-   * each time the change log has doubled, from 1,000 changes on. Autovacuum gets there too,
-   * but after a bulk load it may take a minute, and until then the planner guesses: listings
-   * took 40-85 ms at 100k items instead of under 1 ms, and the index-only scans of
-   * items_scope_heads need the visibility map.
-   */
-  private maintainIfGrown(seq: number): void {
-    if (seq < this.nextMaintenanceAt || this.maintenance !== null || this.closed) return;
-    this.nextMaintenanceAt = Math.max(MAINTENANCE_FROM, seq * 2);
-    const started = performance.now();
-    this.maintenance = this.target.pool
-      .query(`VACUUM (ANALYZE) ${this.s}.items, ${this.s}.changes`)
-      .then(
-        () => {
-          this.target.logger.debug(
-            { seq, ms: Math.round(performance.now() - started) },
-            'postgres: refreshed planner statistics',
-          );
-        },
-        (error: unknown) => {
-          this.target.logger.warn({ err: error }, 'postgres: VACUUM ANALYZE failed');
-        },
-      )
-      .finally(() => {
-        this.maintenance = null;
-      });
-  }
-
-  /** Sets when maintenance is next due from what the planner knows now (runs it if overdue). */
-  /**
    * Takes the database's time (this machine's clock plus the measured offset), measured now
    * and every CLOCK_OFFSET_REFRESH_MS; says so when this machine's clock is off by more than
    * CLOCK_SKEW_WARN_MS, since everything else on this machine keeps its own time.
@@ -297,15 +291,24 @@ export class PostgresStore extends ComposedStore {
     this.clockTimer.unref();
   }
 
+  /** Sets when maintenance is next due from what the planner knows now (runs it if overdue). */
   private async scheduleMaintenance(): Promise<void> {
-    const [row] = await this.query<{ seq: number; estimate: number }>(
+    const estimate = (table: string) =>
+      `(SELECT greatest(reltuples, 0)::float8 FROM pg_class
+         WHERE oid = to_regclass(${sqlLiteral(`${this.s}.${table}`)}))`;
+    const [row] = await this.query<{
+      seq: number;
+      items: number | null;
+      tasks: number | null;
+      rid: number;
+    }>(
       'read the sequence',
-      `SELECT c.seq, greatest(cl.reltuples, 0)::float8 AS estimate
-         FROM ${this.s}.counter c, pg_class cl
-        WHERE cl.oid = to_regclass(${sqlLiteral(`${this.s}.items`)})`,
+      `SELECT (SELECT seq FROM ${this.s}.counter) AS seq, ${estimate('items')} AS items,
+              ${estimate('tasks')} AS tasks,
+              (SELECT coalesce(max(rid), 0) FROM ${this.s}.tasks)::float8 AS rid`,
     );
-    this.nextMaintenanceAt = Math.max(MAINTENANCE_FROM, 2 * (row?.estimate ?? 0));
-    this.maintainIfGrown(row?.seq ?? 0);
+    this.itemsMaintenance.schedule(row?.items ?? 0, Number(row?.seq ?? 0));
+    this.tasksMaintenance.schedule(row?.tasks ?? 0, row?.rid ?? 0);
   }
 
   private assertOpen(): void {
@@ -416,7 +419,7 @@ export class PostgresStore extends ComposedStore {
     this.closed = true;
     if (this.clockTimer) clearInterval(this.clockTimer);
     await this.writes.drained();
-    await this.maintenance;
+    await Promise.all([this.itemsMaintenance.pending, this.tasksMaintenance.pending]);
     await this.termStats.close();
     if (this.target.ownsPool) await this.target.pool.end();
   }

@@ -132,6 +132,8 @@ function notFound(id: string): CtxbusError {
 export interface PostgresTasksOptions {
   /** Waiting tasks per team and target runtime (default DEFAULT_MAX_WAITING_TASKS). */
   maxWaitingPerRuntime?: number;
+  /** Told each created task's row id (the store's maintenance follows the table's growth). */
+  onCreated?: (rid: number) => void;
 }
 
 /** Tasks in PostgreSQL. */
@@ -142,6 +144,7 @@ export class PostgresTasks implements TaskStore {
   private readonly assertOpen: () => void;
   private readonly clock: () => Date;
   private readonly maxWaiting: number;
+  private readonly onCreated: (rid: number) => void;
   /** Outbox sequences seen missing: each with an id assigned after the first read that missed it. */
   private readonly gaps = new Map<number, bigint>();
   /** Gaps found rolled back: first missing sequence -> the next sequence that committed. */
@@ -159,6 +162,7 @@ export class PostgresTasks implements TaskStore {
     this.assertOpen = context.assertOpen;
     this.clock = context.clock;
     this.maxWaiting = options.maxWaitingPerRuntime ?? DEFAULT_MAX_WAITING_TASKS;
+    this.onCreated = options.onCreated ?? (() => {});
   }
 
   private async rows<R extends QueryResultRow>(
@@ -317,7 +321,10 @@ export class PostgresTasks implements TaskStore {
     const { task, event } = plannedNewTask(teamId, input, this.clock().getTime());
     const waits = (WAITING_TASK_STATES as readonly string[]).includes(task.state);
     const { rid, waiting, connections } = await this.insertFast(task, event, waits);
-    if (rid !== null) return { task, status: 'created' };
+    if (rid !== null) {
+      this.onCreated(Number(rid));
+      return { task, status: 'created' };
+    }
     if (task.idempotencyKey !== null) {
       const [found] = await this.query<TaskColumns>(
         'create a task',
@@ -422,7 +429,10 @@ export class PostgresTasks implements TaskStore {
         types: ROW_TYPES,
       });
       const inserted = rows[0];
-      if (inserted) return { task, status: 'created' };
+      if (inserted) {
+        this.onCreated(Number(inserted.rid));
+        return { task, status: 'created' };
+      }
       // Another create with the key committed meanwhile.
       const winner = await this.byIdempotencyKey(client, task);
       if (!winner) throw new CtxbusError('conflict', 'the idempotency key is being used');
