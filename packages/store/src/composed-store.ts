@@ -172,7 +172,12 @@ export abstract class ComposedStore implements Store {
     return this.domains.subscriptions.deleteSubscription(id);
   }
 
-  leaseSubscription(id: string, holder: string, now: string, until: string): Promise<boolean> {
+  leaseSubscription(
+    id: string,
+    holder: string,
+    now: string,
+    until: string,
+  ): Promise<SubscriptionRecord | null> {
     return this.domains.subscriptions.leaseSubscription(id, holder, now, until);
   }
 

@@ -333,9 +333,15 @@ export interface SubscriptionStore {
   deleteSubscription(id: string): Promise<boolean>;
   /**
    * Takes or renews the right to deliver a subscription until `until`, for `holder` (one hub
-   * process). False while another holder's lease runs, or when the subscription is gone.
+   * process): the subscription as stored, its saved progress included, which no other holder
+   * moves while the lease runs. Null while another holder's lease runs, or when it is gone.
    */
-  leaseSubscription(id: string, holder: string, now: string, until: string): Promise<boolean>;
+  leaseSubscription(
+    id: string,
+    holder: string,
+    now: string,
+    until: string,
+  ): Promise<SubscriptionRecord | null>;
   /**
    * Saves delivery progress atomically: cursor (never moving back), retry state, counters and
    * dead letters. With a `holder`, only while that holder's lease runs (false otherwise);

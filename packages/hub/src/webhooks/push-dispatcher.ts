@@ -225,13 +225,12 @@ export class PushDispatcher {
   private async drain(listed: SubscriptionRecord, latest: number): Promise<void> {
     const leaseUntil = () => new Date(this.clock().getTime() + this.options.leaseMs).toISOString();
     const now = () => this.clock().toISOString();
-    if (!(await this.store.leaseSubscription(listed.id, this.holder, now(), leaseUntil()))) return;
-    this.held.add(listed.id);
     // The listing may be older than the last delivery (this hub's previous drain of it ended
     // while the listing was read, or another hub held it): delivery resumes from the progress
-    // saved in the store, which no one else can move while this lease holds.
-    const start = await this.store.getSubscription(listed.id);
+    // the lease answers with, saved in the store, which no one else moves while it holds.
+    const start = await this.store.leaseSubscription(listed.id, this.holder, now(), leaseUntil());
     if (!start) return;
+    this.held.add(listed.id);
     const due = start.nextAttemptAt === null ? 0 : Date.parse(start.nextAttemptAt);
     if (due > this.clock().getTime()) {
       this.schedule(due);

@@ -185,17 +185,17 @@ export class PostgresSubscriptions implements SubscriptionStore {
     holder: string,
     now: string,
     until: string,
-  ): Promise<boolean> {
+  ): Promise<SubscriptionRecord | null> {
     this.assertOpen();
-    const rows = await this.query<{ id: string }>(
+    const rows = await this.query<SubscriptionRow>(
       'lease a subscription',
       `UPDATE ${this.s}.subscriptions SET lease_holder = $2, lease_until = $4::timestamptz
         WHERE id = $1
           AND (lease_holder IS NULL OR lease_holder = $2 OR lease_until <= $3::timestamptz)
-        RETURNING id`,
+        RETURNING ${COLUMNS}`,
       [id, holder, now, until],
     );
-    return rows.length > 0;
+    return rows[0] ? rowToSubscription(rows[0]) : null;
   }
 
   async saveSubscriptionProgress(

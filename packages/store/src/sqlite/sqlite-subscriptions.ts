@@ -153,15 +153,16 @@ export class SqliteSubscriptions implements SubscriptionStore {
     holder: string,
     now: string,
     until: string,
-  ): Promise<boolean> {
+  ): Promise<SubscriptionRecord | null> {
     this.connection.assertOpen();
     const nowMs = Date.parse(now);
     const untilMs = Date.parse(until);
-    const result = this.statement(
+    const row = this.statement(
       `UPDATE subscriptions SET lease_holder = ?, lease_until = ?
-        WHERE id = ? AND (lease_holder IS NULL OR lease_holder = ? OR lease_until <= ?)`,
-    ).run(holder, untilMs, id, holder, nowMs);
-    return Number(result.changes) > 0;
+        WHERE id = ? AND (lease_holder IS NULL OR lease_holder = ? OR lease_until <= ?)
+        RETURNING ${COLUMNS}`,
+    ).get(holder, untilMs, id, holder, nowMs) as SubscriptionRow | undefined;
+    return row ? rowToSubscription(row) : null;
   }
 
   async saveSubscriptionProgress(

@@ -111,14 +111,16 @@ export function subscriptionCases(
     async 'subscription-lease'() {
       const store = h.store();
       await store.createSubscription(record({}, h.now()));
+      const leased = (holder: string, untilMs: number) =>
+        store.leaseSubscription(ids.a, holder, iso(), iso(untilMs));
       // One holder at a time; the holder renews; another takes over once the lease ran out.
-      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(30_000))).toBe(true);
-      expect(await store.leaseSubscription(ids.a, 'hub-2', iso(), iso(30_000))).toBe(false);
-      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(60_000))).toBe(true);
+      expect((await leased('hub-1', 30_000))?.id).toBe(ids.a);
+      expect(await leased('hub-2', 30_000)).toBeNull();
+      expect((await leased('hub-1', 60_000))?.id).toBe(ids.a);
       h.advance(45_000);
-      expect(await store.leaseSubscription(ids.a, 'hub-2', iso(), iso(30_000))).toBe(false);
+      expect(await leased('hub-2', 30_000)).toBeNull();
       h.advance(15_000);
-      expect(await store.leaseSubscription(ids.a, 'hub-2', iso(), iso(30_000))).toBe(true);
+      expect((await leased('hub-2', 30_000))?.cursor).toBe(0);
       // Progress needs the running lease.
       expect(await store.saveSubscriptionProgress(ids.a, 'hub-1', { cursor: 3 }, iso())).toBe(
         false,
@@ -129,7 +131,9 @@ export function subscriptionCases(
         false,
       );
       expect((await store.getSubscription(ids.a))?.cursor).toBe(3);
-      expect(await store.leaseSubscription(ids.b, 'hub-1', iso(), iso(30_000))).toBe(false);
+      // The lease answers with the progress saved under the previous one (a drain resumes there).
+      expect(await leased('hub-1', 30_000)).toMatchObject({ id: ids.a, cursor: 3, delivered: 0 });
+      expect(await store.leaseSubscription(ids.b, 'hub-1', iso(), iso(30_000))).toBeNull();
     },
 
     async 'subscription-progress'() {
@@ -138,7 +142,7 @@ export function subscriptionCases(
       await store.createSubscription(
         record({ id: ids.b, delivery: 'pull', endpoint: null, secret: null }, h.now()),
       );
-      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(30_000))).toBe(true);
+      expect(await store.leaseSubscription(ids.a, 'hub-1', iso(), iso(30_000))).not.toBeNull();
       const retryAt = iso(2_000);
       expect(
         await store.saveSubscriptionProgress(
