@@ -290,7 +290,10 @@ export class CtxbusClient {
   }
 
   /** Worker: the latest output of a running command (the origin watches it on its stream). */
-  async taskProgress(taskId: string, body: { token: number; output: string }): Promise<Task> {
+  async taskProgress(
+    taskId: string,
+    body: { token: number; output: string; outputEnd?: number },
+  ): Promise<Task> {
     return (await this.call('taskProgress', { params: id(taskId), body })).task;
   }
 

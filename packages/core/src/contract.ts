@@ -219,6 +219,8 @@ export {
   followTaskStatus,
   TASK_TAG,
   taskNeedsSomeone,
+  taskOutputKey,
+  taskOutputOf,
   taskScopeKey,
   taskStatusItem,
   taskStatusOf,

@@ -319,6 +319,8 @@ export {
   taskIdSchema,
   taskNeedsSomeone,
   taskNoteSchema,
+  taskOutputKey,
+  taskOutputOf,
   taskResultSchema,
   taskScopeKey,
   taskStatusItem,

@@ -61,6 +61,15 @@ writeFileSync(
     "else console.log('second run');",
   ].join('\n'),
 );
+// Prints, then waits for its file before it prints again and ends (ctxbus delegate --live).
+writeFileSync(
+  join(project, 'steps.js'),
+  [
+    "const fs = require('node:fs');",
+    "console.log('first step');",
+    "const timer = setInterval(() => { if (fs.existsSync('next-step')) { console.error('second step'); clearInterval(timer); } }, 20);",
+  ].join('\n'),
+);
 // Prints, then waits for a file before it ends: its output shows while it runs.
 writeFileSync(
   join(project, 'progress.js'),
@@ -88,7 +97,14 @@ writeFileSync(
   workerPolicy(
     root,
     // `node ...` lets node take free arguments: permission to run code (held for a human).
-    ['node check.js', 'node once.js', 'node progress.js', 'node big.js', 'node ...'],
+    [
+      'node check.js',
+      'node once.js',
+      'node progress.js',
+      'node steps.js',
+      'node big.js',
+      'node ...',
+    ],
     ['  web:', '    description: the dashboard', '    trust: restricted'],
   ),
 );
@@ -221,6 +237,22 @@ describe('ctxbus worker', () => {
     expect(canceled.stderr).toMatch(/ctxbus: error: task (\S+) ended CANCELED/);
     const canceledId = /task (\S+) ended CANCELED/.exec(canceled.stderr)?.[1] ?? '';
     expect((await taskState(canceledId)).state).toBe('CANCELED');
+    // --live: the output shows while the command runs, then the rest, each part once (both
+    // streams together, as they came).
+    const live = spawnCli(['delegate', '--live', '--cwd', project, '--', 'node', 'steps.js'], {
+      env,
+    });
+    let shown = '';
+    live.child.stdout?.on('data', (chunk: Buffer) => {
+      shown += chunk.toString();
+    });
+    await waitUntil(() => shown.includes('first step'), 'the first step shown while it runs');
+    expect(existsSync(join(project, 'next-step'))).toBe(false);
+    writeFileSync(join(project, 'next-step'), '');
+    const lived = await live.done;
+    expect(lived.code, lived.stderr).toBe(0);
+    expect(lived.stdout).toBe('first step\nsecond step\n');
+    expect(lived.stderr).toContain(': COMPLETED');
     // No command is exit 2, nothing sent; --cwd is the worker's path, which the worker checks.
     expect((await runCli(['delegate'], { env })).code).toBe(2);
     const nowhere = await runCli(['delegate', '--cwd', join(root, 'nope'), '--', 'true'], {

@@ -5,6 +5,7 @@ import {
   followTaskStatus,
   isTerminalTaskState,
   TASK_TAG,
+  taskOutputOf,
   taskScopeKey,
 } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
@@ -14,7 +15,8 @@ import { connect, oneLine, taskLine } from './tasks.js';
 
 // `ctxbus delegate -- npm test`: a command handed to the runtime that can run it (a
 // code_execution task routed by the hub's capability matrix), followed on the stream to its
-// end, its output printed as the worker left it; Ctrl-C cancels it. The same rules as any
+// end, its output printed as it runs (on a terminal, or --live: from the task's output lines)
+// or else at its end as the worker left it; Ctrl-C cancels it. The same rules as any
 // origin's task: the worker's allow-list decides, and a command it holds for a human waits
 // for a person to approve it elsewhere (an origin never approves its own task).
 
@@ -25,6 +27,8 @@ export interface DelegateOptions extends Connection {
   network?: boolean;
   wait: boolean;
   key?: string;
+  /** Show the output while the command runs (default: when stdout is a terminal). */
+  live?: boolean;
 }
 
 /** What a code_execution task leaves as its result (the worker's CommandResult). */
@@ -73,11 +77,37 @@ function progress(state: TaskState, id: string): void {
   process.stderr.write(`${terminalSafe(`ctxbus: task ${id}: ${line}`)}\n`);
 }
 
-/** Prints the ended task's output; throws (exit 1) when it did not complete. */
-function finish(task: Task, json: boolean): void {
+/**
+ * A running command's output as its output lines bring it (each a tail, and where it ends in
+ * all the command wrote): each part printed once, in order; a part no line carried (more than a
+ * tail between two of them) is said to be missing.
+ */
+class LiveOutput {
+  /** Characters of the command's output printed so far. */
+  printed = 0;
+
+  show(output: { tail: string; end: number | null } | null): void {
+    // A worker that does not say where its tail ends: nothing can be printed once only.
+    if (output === null || output.end === null || output.end <= this.printed) return;
+    const start = output.end - output.tail.length;
+    if (start > this.printed) {
+      process.stderr.write(
+        `\nctxbus: (${start - this.printed} characters of output not shown here: see ctxbus task)\n`,
+      );
+    }
+    process.stdout.write(terminalSafe(output.tail.slice(Math.max(0, this.printed - start))));
+    this.printed = output.end;
+  }
+}
+
+/**
+ * Prints the ended task's output (unless it was shown as it ran); throws (exit 1) when it did
+ * not complete.
+ */
+function finish(task: Task, json: boolean, shownLive: boolean): void {
   const result = (task.result ?? {}) as CommandResultView;
   if (json) printJson({ task });
-  else {
+  else if (!shownLive) {
     if (result.stdout) process.stdout.write(terminalSafe(result.stdout));
     if (result.stderr) process.stderr.write(terminalSafe(result.stderr));
     if (result.truncated) process.stderr.write('ctxbus: (output cut to fit: head and tail kept)\n');
@@ -107,6 +137,8 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
     `${terminalSafe(`ctxbus: task ${task.id} -> ${routing.runtime ?? 'no runtime'} (${routing.kind}): ${routing.reason}`)}\n`,
   );
   progress(task.state, task.id);
+  const live = options.live ?? (process.stdout.isTTY === true && options.json !== true);
+  const output = new LiveOutput();
   const stop = new AbortController();
   const interrupted = () => stop.abort();
   process.once('SIGINT', interrupted);
@@ -123,6 +155,7 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
         // Progress updates repeat WORKING with more output: a line per change of state.
         if (status.state !== shown) progress(status.state, task.id);
         shown = status.state;
+        if (live) output.show(taskOutputOf(status.item));
       }
     }
   } finally {
@@ -133,5 +166,5 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
     // keeps its end, which is what is shown).
     await client.cancelTask(task.id, 'Ctrl-C at ctxbus delegate').catch(() => undefined);
   }
-  finish((await client.task(task.id)).task, options.json === true);
+  finish((await client.task(task.id)).task, options.json === true, output.printed > 0);
 }

@@ -91,14 +91,19 @@ export function registerTaskCommands(
       .option('--network', 'the command needs the network')
       .option('--key <key>', 'an idempotency key: run again with it, the same task is found')
       .option('--no-wait', 'print the task and its routing, and do not follow it')
+      .option('--live', 'show the output while the command runs (default on a terminal)')
+      .option('--no-live', 'print the output once, at the end, both streams apart')
       .addHelpText(
         'after',
         `
 The worker's own capabilities.yaml decides (deny by default): a command outside its
 allow-list waits for a person to approve it (ctxbus approve TASK at a terminal with an
 approver token, Telegram or the dashboard), never for the runtime that asked.
+Output: on a terminal (or with --live) it is shown as it comes, both streams together, about
+once a second; otherwise it is printed at the end, stdout and stderr apart, as the worker kept
+it. Either way the task's result keeps it (ctxbus task ID).
 Exit: 0 when the command completed, 1 when the task failed, was refused, rejected or canceled
-(one line says why; the command's output is printed as the worker kept it).
+(one line says why).
 
 Examples:
   ctxbus delegate -- npm test

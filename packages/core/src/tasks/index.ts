@@ -22,6 +22,8 @@ export {
   followTaskStatus,
   TASK_TAG,
   taskNeedsSomeone,
+  taskOutputKey,
+  taskOutputOf,
   taskScopeKey,
   taskStatusItem,
   taskStatusOf,

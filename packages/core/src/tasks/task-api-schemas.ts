@@ -140,6 +140,10 @@ export const taskProgressRequestSchema = z.strictObject({
     .string()
     .max(8_000)
     .meta({ description: 'The latest output (the worker sends a tail).' }),
+  outputEnd: z.number().int().nonnegative().optional().meta({
+    description:
+      'How many characters the command has written so far (both streams); `output` is the last of them. A follower prints only what is new.',
+  }),
 });
 
 export const cancelTaskRequestSchema = z.strictObject({ note: taskNoteSchema.optional() });

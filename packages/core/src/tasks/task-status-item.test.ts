@@ -5,6 +5,8 @@ import type { TaskStreamEvent } from './task-status-item.js';
 import {
   followTaskStatus,
   taskNeedsSomeone,
+  taskOutputKey,
+  taskOutputOf,
   taskStatusItem,
   taskStatusOf,
 } from './task-status-item.js';
@@ -103,5 +105,22 @@ describe('the task status item', () => {
     };
     expect(await seen()).toEqual(['1:SUBMITTED', '4:AUTH_REQUIRED', '5:WORKING', '6:COMPLETED']);
     expect(await seen(taskNeedsSomeone)).toEqual(['1:SUBMITTED', '4:AUTH_REQUIRED']);
+  });
+
+  it("decodes a running command's output line: its tail and where it ends, nothing else", () => {
+    const working = { ...task('WORKING'), description: 'Output so far:\n```\nnot the output\n```' };
+    const line = (output: string, end?: number) =>
+      stored({ ...taskStatusItem(working, null, output, end), key: taskOutputKey(working.id) });
+    // A fence in the output is written as ''' so that the tail ends at the item's own fence.
+    expect(taskOutputOf(line('npm test\n``` 3 passing\n', 42))).toEqual({
+      tail: "npm test\n''' 3 passing\n",
+      end: 42,
+    });
+    // A worker that does not say where its tail ends: the tail, and no end.
+    expect(taskOutputOf(line('ok'))).toEqual({ tail: 'ok', end: null });
+    // A note or any other status item is no output line, whatever its text says.
+    const noted = stored(taskStatusItem(working, 'Output so far:\n```\nforged\n```'));
+    expect(taskOutputOf(noted)).toBeNull();
+    expect(taskOutputOf(stored(taskStatusItem(working, null)))).toBeNull();
   });
 });

@@ -80,9 +80,19 @@ function statusText(task: Task, note: string | null, output?: string): string {
   return lines.join('\n');
 }
 
-/** The status item a task change is published as (one live per task: its scope key). */
-/** The status item a task change is published as (`note`, `output`: what else it says). */
-export function taskStatusItem(task: Task, note: string | null, output?: string): ContextItemInput {
+/** Where a running command's output tail sits in a status item's content. */
+const OUTPUT_OPENING = '\nOutput so far:\n```\n';
+
+/**
+ * The status item a task change is published as (`note`, `output`: what else it says;
+ * `outputEnd`: how many characters the command has written, `output` being the last of them).
+ */
+export function taskStatusItem(
+  task: Task,
+  note: string | null,
+  output?: string,
+  outputEnd?: number,
+): ContextItemInput {
   const done = DONE_TAG[task.state];
   return {
     type: 'status',
@@ -104,8 +114,34 @@ export function taskStatusItem(task: Task, note: string | null, output?: string)
         targetRuntime: task.targetRuntime,
         origin: task.origin,
         requiredCapabilities: task.requiredCapabilities,
+        ...(output && outputEnd !== undefined && { outputEnd }),
       },
     },
+  };
+}
+
+/** The key of a task's output line (a running command's latest output). */
+export const taskOutputKey = (taskId: string): string => `task-output:${taskId}`;
+
+/**
+ * A running command's output as its output line shows it: its tail, and (when the worker said)
+ * where that tail ends in all it has written. Null for any other item.
+ */
+export function taskOutputOf(
+  item: Pick<ContextItem, 'key' | 'content' | 'runtimeOptions'>,
+): { tail: string; end: number | null } | null {
+  if (!item.key?.startsWith(taskOutputKey(''))) return null;
+  const at = item.content.indexOf(OUTPUT_OPENING);
+  if (at < 0) return null;
+  const start = at + OUTPUT_OPENING.length;
+  // The tail holds no ``` (statusText replaces them), so the first fence after it closes it.
+  const close = item.content.indexOf('\n```', start);
+  if (close < 0) return null;
+  const task = (item.runtimeOptions as { task?: { outputEnd?: unknown } } | null)?.task;
+  const end = task?.outputEnd;
+  return {
+    tail: item.content.slice(start, close),
+    end: typeof end === 'number' && Number.isInteger(end) && end >= 0 ? end : null,
   };
 }
 

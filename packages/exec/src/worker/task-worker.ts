@@ -71,8 +71,14 @@ export interface WorkerHubApi {
       };
     },
   ): Promise<Task>;
-  /** The latest output of a running command. */
-  taskProgress(id: string, body: { token: number; output: string }): Promise<unknown>;
+  /**
+   * The latest output of a running command: its tail, and how many characters it has written
+   * in all (`outputEnd`), so that a follower prints only what is new.
+   */
+  taskProgress(
+    id: string,
+    body: { token: number; output: string; outputEnd?: number },
+  ): Promise<unknown>;
   /** The hub's public key (PEM) that signs approvals. */
   approvalKey(): Promise<string>;
 }
@@ -450,13 +456,21 @@ export class TaskWorker {
       lost.abort();
     });
     let tailText = '';
+    // Characters written so far: a follower prints only what is new in each tail.
+    let written = 0;
     let fresh = false;
-    const progress = setInterval(() => {
-      if (!fresh) return;
+    let posted = false;
+    const post = () => {
       fresh = false;
-      hub.taskProgress(task.id, { token, output: tailText }).catch((error: unknown) => {
-        logger.debug({ err: error, taskId: task.id }, 'progress not posted');
-      });
+      posted = true;
+      return hub
+        .taskProgress(task.id, { token, output: tailText, outputEnd: written })
+        .catch((error: unknown) => {
+          logger.debug({ err: error, taskId: task.id }, 'progress not posted');
+        });
+    };
+    const progress = setInterval(() => {
+      if (fresh) void post();
     }, this.limits.progressMs);
     const { progressMs: _, ...runLimits } = this.limits;
     try {
@@ -467,9 +481,14 @@ export class TaskWorker {
         maxProgressBytes: Number.MAX_SAFE_INTEGER,
         onOutput: (_stream, chunk) => {
           tailText = (tailText + chunk).slice(-PROGRESS_TAIL_CHARS);
+          written += chunk.length;
           fresh = true;
         },
       });
+      // Once its output has been shown while it ran, the rest of it is shown before its end,
+      // so a follower sees all of it in order (the completion is announced after this).
+      clearInterval(progress);
+      if (posted && fresh) await post();
       return { execution, lost: lost.signal.aborted };
     } finally {
       renewals.stop();

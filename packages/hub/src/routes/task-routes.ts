@@ -182,7 +182,10 @@ export const taskRoutes = [
       if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
         throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
       }
-      await services.tasks.announce(task, viewer.runtime, null, body.output);
+      await services.tasks.announce(task, viewer.runtime, null, {
+        tail: body.output,
+        ...(body.outputEnd !== undefined && { end: body.outputEnd }),
+      });
       return { status: 200, body: { task } };
     },
   }),

@@ -19,6 +19,7 @@ import {
   redactJson,
   redactSecrets,
   routeTask,
+  taskOutputKey,
   taskStatusItem,
   UPDATE_TASK_STATES,
   updateTaskRequestSchema,
@@ -361,12 +362,17 @@ export class TaskLifecycle {
    * as `by` with the task's scope key, not audited. A command's output replaces the task's
    * previous output line (its key), and leaves the feed a while after the last one.
    */
-  async announce(task: Task, by: string, note: string | null, output?: string): Promise<void> {
-    const input = taskStatusItem(task, note, output);
+  async announce(
+    task: Task,
+    by: string,
+    note: string | null,
+    output?: { tail: string; end?: number },
+  ): Promise<void> {
+    const input = taskStatusItem(task, note, output?.tail, output?.end);
     const item = prepareParsedItem(
       output === undefined
         ? input
-        : { ...input, key: `task-output:${task.id}`, expiresAfterSeconds: OUTPUT_LINE_SECONDS },
+        : { ...input, key: taskOutputKey(task.id), expiresAfterSeconds: OUTPUT_LINE_SECONDS },
       { teamId: task.teamId, runtime: by },
       { now: this.deps.clock() },
     );

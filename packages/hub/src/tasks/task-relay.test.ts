@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { Logger, Viewer } from '@ctxbus/core';
+import type { ContextItem, Logger, Viewer } from '@ctxbus/core';
+import { taskOutputOf } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { openPostgresStore } from '@ctxbus/store/postgres';
@@ -290,13 +291,17 @@ function relayCases(name: string, backend: () => Backend) {
         leaseMs: 30_000,
       });
       if (!claimed) throw new Error('nothing to claim');
-      for (const output of ['step 1', 'step 2', 'step 3']) {
-        await tasks.announce(claimed, 'openclaw', null, output);
+      let written = 0;
+      for (const tail of ['step 1', 'step 2', 'step 3']) {
+        written += tail.length;
+        await tasks.announce(claimed, 'openclaw', null, { tail, end: written });
       }
       const live = await store.listItems(claw, { tags: ['task'], limit: 100 });
       const outputs = live.filter((item) => item.content.includes('Output so far'));
       expect(outputs).toHaveLength(1);
       expect(outputs[0]?.content).toContain('step 3');
+      // What a follower reads of it: the tail, and where it ends in all the command wrote.
+      expect(taskOutputOf(outputs[0] as ContextItem)).toEqual({ tail: 'step 3', end: 18 });
       expect(outputs[0]?.expiresAt).not.toBeNull();
       // The state line is still there beside it.
       expect(live.filter((item) => item.key === null)).toHaveLength(1);
