@@ -82,20 +82,25 @@ function progress(state: TaskState, id: string): void {
  * all the command wrote): each part printed once, in order; a part no line carried (more than a
  * tail between two of them) is said to be missing.
  */
-class LiveOutput {
+export class LiveOutput {
   /** Characters of the command's output printed so far. */
   printed = 0;
+
+  constructor(
+    private readonly out: (text: string) => void = (text) => process.stdout.write(text),
+    private readonly err: (text: string) => void = (text) => process.stderr.write(text),
+  ) {}
 
   show(output: { tail: string; end: number | null } | null): void {
     // A worker that does not say where its tail ends: nothing can be printed once only.
     if (output === null || output.end === null || output.end <= this.printed) return;
     const start = output.end - output.tail.length;
     if (start > this.printed) {
-      process.stderr.write(
+      this.err(
         `\nctxbus: (${start - this.printed} characters of output not shown here: see ctxbus task)\n`,
       );
     }
-    process.stdout.write(terminalSafe(output.tail.slice(Math.max(0, this.printed - start))));
+    this.out(terminalSafe(output.tail.slice(Math.max(0, this.printed - start))));
     this.printed = output.end;
   }
 }
