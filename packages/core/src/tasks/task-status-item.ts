@@ -53,6 +53,9 @@ const DONE_TAG: Partial<Record<TaskState, string>> = {
   REJECTED: 'closed',
 };
 
+/** What opens a running command's output tail in a status item's content (a fence closes it). */
+const OUTPUT_OPENING = '\nOutput so far:\n```\n';
+
 function statusText(task: Task, note: string | null, output?: string): string {
   const lines = [
     `State: ${task.state}${task.targetRuntime ? ` (runtime: ${task.targetRuntime})` : ''}`,
@@ -75,13 +78,11 @@ function statusText(task: Task, note: string | null, output?: string): string {
     }
   }
   if (task.error) lines.push(`Error (${task.error.code}): ${task.error.message}`);
-  if (output) lines.push('', 'Output so far:', '```', output.replaceAll('```', "'''"), '```');
+  // The tail holds no fence of its own, so the first one after it closes it (taskOutputOf).
+  if (output) lines.push(`${OUTPUT_OPENING}${output.replaceAll('```', "'''")}\n\`\`\``);
   if (task.description) lines.push('', task.description);
   return lines.join('\n');
 }
-
-/** Where a running command's output tail sits in a status item's content. */
-const OUTPUT_OPENING = '\nOutput so far:\n```\n';
 
 /**
  * The status item a task change is published as (`note`, `output`: what else it says;
