@@ -1,6 +1,6 @@
 import type { Logger } from '@ctxbus/core';
 import { CtxbusError, silentLogger } from '@ctxbus/core';
-import type { Pool, PoolConfig, QueryResult, QueryResultRow } from 'pg';
+import type { Pool, PoolConfig, QueryResultRow } from 'pg';
 import { loadPg } from './load-pg.js';
 
 /** The store logs through core's Logger (a subset of pino's); the name stays for callers. */
@@ -53,12 +53,6 @@ export interface PostgresContext {
   location: string;
   clock: () => Date;
   query: PostgresQuery;
-  /**
-   * Sends `text`, several statements with their values inlined (the simple protocol), in one
-   * message on one pooled connection: the results of each. When it opens a transaction and a
-   * statement fails, the transaction is rolled back before the connection goes back.
-   */
-  script(action: string, text: string): Promise<QueryResult[]>;
   /** Throws `unavailable` once the store is closed. */
   assertOpen(): void;
 }

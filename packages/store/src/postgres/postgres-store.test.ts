@@ -462,7 +462,7 @@ function definePostgresTests(url: string): void {
            DROP TABLE "${schema}".dead_letters; DROP TABLE "${schema}".subscriptions;
            DROP TABLE "${schema}".archived_items; DROP INDEX "${schema}".items_expires;
            DROP INDEX "${schema}".items_type_created; DROP TABLE "${schema}".item_vectors;
-           DROP FUNCTION "${schema}".ctxbus_dot;
+           DROP FUNCTION "${schema}".ctxbus_dot; DROP FUNCTION "${schema}".create_task;
            DROP INDEX "${schema}".items_id_team;
            ALTER TABLE "${schema}".items ADD CONSTRAINT items_id_key UNIQUE (id);
            DROP TABLE "${schema}".search_terms;

@@ -165,7 +165,6 @@ export class PostgresStore extends ComposedStore {
       location: target.location,
       clock,
       query: (action, text, values, prepared) => this.query(action, text, values, prepared),
-      script: (action, text) => this.script(action, text),
       assertOpen: () => this.assertOpen(),
     };
     this.termStats = new TermStatistics(target.pool, target.quotedSchema, target.logger);
@@ -344,25 +343,6 @@ export class PostgresStore extends ComposedStore {
       return result.rows;
     } catch (error) {
       throw toStoreError(error, action, this.target.location);
-    }
-  }
-
-  /** See PostgresContext.script. */
-  private async script(action: string, text: string): Promise<QueryResult[]> {
-    const client = await this.target.pool.connect().catch((error: unknown) => {
-      throw toStoreError(error, action, this.target.location);
-    });
-    let broken: Error | undefined;
-    try {
-      const results = await client.query({ text, types: ROW_TYPES });
-      return (Array.isArray(results) ? results : [results]) as QueryResult[];
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollback: unknown) => {
-        broken = rollback instanceof Error ? rollback : new Error(String(rollback));
-      });
-      throw toStoreError(error, action, this.target.location);
-    } finally {
-      client.release(broken);
     }
   }
 

@@ -78,27 +78,12 @@ const MAX_ROLLED_BACK = 1_000;
 
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
-/** Values as SQL literals, for statements sent with the simple protocol (see createTask). */
-const inlined = {
-  text(value: string | null): string {
-    if (value === null) return 'NULL';
-    if (value.includes('\u0000')) {
-      throw new CtxbusError('validation_failed', 'text cannot contain the character U+0000');
-    }
-    return sqlLiteral(value);
-  },
-  json(value: unknown): string {
-    return value === null ? 'NULL' : `${sqlLiteral(JSON.stringify(value))}::json`;
-  },
-  int(value: number | null): string {
-    if (value === null) return 'NULL';
-    if (!Number.isSafeInteger(value)) throw new CtxbusError('internal', `not an integer: ${value}`);
-    return String(value);
-  },
-  time(value: string | null): string {
-    return value === null ? 'NULL' : `${sqlLiteral(new Date(value).toISOString())}::timestamptz`;
-  },
-};
+/** What create_task answers: the new row's id (null: not inserted) and what it counted. */
+interface CreatedColumns {
+  rid: number | null;
+  waiting: number | string;
+  connections: number | string;
+}
 
 /** What a change writes to a task row: `$1` is the row id, `$2`..`$13` the fields. */
 const TASK_SET = `SET state = $2, attempts = $3, token = $4, lease_worker = $5,
@@ -140,7 +125,6 @@ export interface PostgresTasksOptions {
 export class PostgresTasks implements TaskStore {
   private readonly s: string;
   private readonly query: PostgresQuery;
-  private readonly script: PostgresContext['script'];
   private readonly assertOpen: () => void;
   private readonly clock: () => Date;
   private readonly maxWaiting: number;
@@ -158,7 +142,6 @@ export class PostgresTasks implements TaskStore {
   ) {
     this.s = context.s;
     this.query = context.query;
-    this.script = context.script;
     this.assertOpen = context.assertOpen;
     this.clock = context.clock;
     this.maxWaiting = options.maxWaitingPerRuntime ?? DEFAULT_MAX_WAITING_TASKS;
@@ -312,15 +295,24 @@ export class PostgresTasks implements TaskStore {
    * counts after them. The unique index on (team, origin, idempotency key) settles concurrent
    * creates with one key.
    *
-   * The usual create is one round trip: BEGIN, the shared lock, then one statement that counts
-   * (its own snapshot, taken once the lock is held) and inserts the row and its event only
-   * when far from the cap, then COMMIT, in one message (values inlined as literals).
+   * The usual create is one statement: the schema's create_task function (migration 15) takes
+   * the shared lock, counts (its own snapshot, taken once the lock is held) and inserts the row
+   * and its event only when far from the cap, with plans kept across calls.
    */
   async createTask(teamId: string, input: NewTask): Promise<CreateTaskOutcome> {
     this.assertOpen();
     const { task, event } = plannedNewTask(teamId, input, this.clock().getTime());
     const waits = (WAITING_TASK_STATES as readonly string[]).includes(task.state);
-    const { rid, waiting, connections } = await this.insertFast(task, event, waits);
+    const [created] = await this.query<CreatedColumns>(
+      'create a task',
+      this.createCall(),
+      this.createValues(task, event, waits ? this.queueLockKey(task) : null),
+      true,
+    );
+    if (!created) throw new CtxbusError('internal', `task ${task.id}: the create was not answered`);
+    const { rid } = created;
+    const waiting = Number(created.waiting);
+    const connections = Number(created.connections);
     if (rid !== null) {
       this.onCreated(Number(rid));
       return { task, status: 'created' };
@@ -344,92 +336,70 @@ export class PostgresTasks implements TaskStore {
     return this.createNearCap(task, event);
   }
 
-  /**
-   * BEGIN, the shared queue lock, the count and the conditional insert, COMMIT: one message.
-   * `rid` null: not inserted (the key exists, or the cap is near: `waiting` says).
-   */
-  private async insertFast(
-    task: Task,
-    event: PlannedTaskEvent,
-    waits: boolean,
-  ): Promise<{ rid: number | null; waiting: number; connections: number }> {
-    const v = inlined;
-    const count = waits
-      ? `SELECT count(*)::int8 AS n FROM (
-           SELECT 1 FROM ${this.s}.tasks
-            WHERE team_id = ${v.text(task.teamId)} AND state IN ('SUBMITTED', 'AUTH_REQUIRED')
-              AND target_runtime ${task.targetRuntime === null ? 'IS NULL' : `= ${v.text(task.targetRuntime)}`}
-            LIMIT ${v.int(this.maxWaiting)}) waiting`
-      : 'SELECT 0::int8 AS n';
-    const statements = [
-      'BEGIN ISOLATION LEVEL READ COMMITTED',
-      ...(waits ? [`SELECT ${this.queueLockCall(task, false)}`] : []),
-      `WITH waiting AS (${count}), ${this.insertCtes(
-        task,
-        event,
-        `(SELECT n FROM waiting) + current_setting('max_connections')::int8 <= ${inlined.int(this.maxWaiting)} OR NOT ${waits}`,
-      )}
-       SELECT (SELECT rid FROM picked) AS rid, (SELECT n FROM waiting) AS waiting,
-              current_setting('max_connections')::int8 AS connections`,
-      'COMMIT',
-    ];
-    const results = await this.script('create a task', statements.join(';\n'));
-    const row = results.at(-2)?.rows[0] as
-      | { rid: number | null; waiting: number; connections: number }
-      | undefined;
-    if (!row) throw new CtxbusError('internal', `task ${task.id}: the create was not answered`);
-    return { rid: row.rid, waiting: Number(row.waiting), connections: Number(row.connections) };
+  /** The call of create_task; its values come from createValues. */
+  private createCall(): string {
+    return `SELECT rid, waiting, connections
+              FROM ${this.s}.create_task($1::json, $2, $3, $4::timestamptz, $5, $6, $7)`;
   }
 
   /**
-   * The CTEs inserting the task's row (only when `guard`, SQL, holds; none when another create
-   * holds its idempotency key) and its event (`picked`: the inserted row, read by the outbox
-   * with taskFromRow). Values inlined as literals.
+   * create_task's arguments: the row (its columns by name), the queue lock's key (null: no
+   * lock and no count), the cap, and the event.
    */
-  private insertCtes(task: Task, event: PlannedTaskEvent, guard: string): string {
-    const v = inlined;
-    return `inserted AS (
-         INSERT INTO ${this.s}.tasks (id, team_id, title, description, required_capabilities,
-           origin, scope, input, idempotency_key, state, target_runtime, routing, attempts,
-           max_attempts, ttl_seconds, token, created_at, updated_at, expires_at)
-         SELECT ${v.text(task.id)}, ${v.text(task.teamId)}, ${v.text(task.title)},
-           ${v.text(task.description)}, ${v.json(task.requiredCapabilities)}::jsonb,
-           ${v.text(task.origin)}, ${v.text(task.scope)}, ${v.json(task.input)},
-           ${v.text(task.idempotencyKey)}, ${v.text(task.state)}, ${v.text(task.targetRuntime)},
-           ${v.json(task.routing)}, 0, ${v.int(task.maxAttempts)}, ${v.int(task.ttlSeconds)}, 0,
-           ${v.time(task.createdAt)}, ${v.time(task.createdAt)}, ${v.time(task.expiresAt)}
-          WHERE ${guard}
-         ON CONFLICT (team_id, origin, idempotency_key) WHERE idempotency_key IS NOT NULL
-           DO NOTHING
-         RETURNING *
-       ), picked AS (
-         SELECT ${COLUMNS('i')} FROM inserted i
-       ), appended AS (
-         INSERT INTO ${this.s}.task_events
-           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-         SELECT p.rid, p.id, p.team_id, ${v.time(new Date(event.atMs).toISOString())}, NULL,
-                p.state, ${v.text(event.by)}, ${v.text(event.note)}, 'created',
-                ${v.text(outboxActor({ kind: 'created' }, event.by))}, row_to_json(p)
-           FROM picked p
-         RETURNING seq
-       )`;
+  private createValues(task: Task, event: PlannedTaskEvent, lockKey: string | null): unknown[] {
+    for (const value of [task.title, task.description, task.scope, task.idempotencyKey]) {
+      if (value?.includes('\u0000')) {
+        throw new CtxbusError('validation_failed', 'text cannot contain the character U+0000');
+      }
+    }
+    const row = {
+      id: task.id,
+      team_id: task.teamId,
+      title: task.title,
+      description: task.description,
+      required_capabilities: task.requiredCapabilities,
+      origin: task.origin,
+      scope: task.scope,
+      input: task.input,
+      idempotency_key: task.idempotencyKey,
+      state: task.state,
+      target_runtime: task.targetRuntime,
+      routing: task.routing,
+      max_attempts: task.maxAttempts,
+      ttl_seconds: task.ttlSeconds,
+      created_at: task.createdAt,
+      expires_at: task.expiresAt,
+    };
+    return [
+      JSON.stringify(row),
+      lockKey,
+      this.maxWaiting,
+      new Date(event.atMs).toISOString(),
+      event.by,
+      event.note,
+      outboxActor({ kind: 'created' }, event.by),
+    ];
   }
 
   /** Near the cap: the queue lock held exclusively, then counted and inserted. */
   private async createNearCap(task: Task, event: PlannedTaskEvent): Promise<CreateTaskOutcome> {
     return this.transaction('create a task', async (client): Promise<CreateTaskOutcome> => {
-      await client.query(`SELECT ${this.queueLockCall(task, true)}`);
+      await client.query({
+        text: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+        values: [this.queueLockKey(task)],
+      });
       const found = await this.byIdempotencyKey(client, task);
       if (found) return { task: found, status: 'existing' };
       if ((await this.countWaiting(client, task)) >= this.maxWaiting) {
         throw taskLimitError(this.maxWaiting, task.targetRuntime);
       }
-      const { rows } = await client.query<{ rid: number }>({
-        text: `WITH ${this.insertCtes(task, event, 'true')} SELECT rid FROM picked`,
-        types: ROW_TYPES,
-      });
-      const inserted = rows[0];
-      if (inserted) {
+      // Counted under the exclusive lock: inserted without the function's own lock and count.
+      const [inserted] = await this.rows<CreatedColumns>(
+        client,
+        this.createCall(),
+        this.createValues(task, event, null),
+      );
+      if (inserted?.rid != null) {
         this.onCreated(Number(inserted.rid));
         return { task, status: 'created' };
       }
@@ -440,11 +410,9 @@ export class PostgresTasks implements TaskStore {
     });
   }
 
-  /** The call locking the team's queue for the task's target runtime until commit. */
-  private queueLockCall(task: Task, exclusive: boolean): string {
-    const lock = exclusive ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
-    const key = `${this.s}.tasks/${task.teamId}/${task.targetRuntime ?? ''}`;
-    return `${lock}(hashtextextended(${inlined.text(key)}, 0))`;
+  /** The key of the advisory lock on the team's queue for the task's target runtime. */
+  private queueLockKey(task: Task): string {
+    return `${this.s}.tasks/${task.teamId}/${task.targetRuntime ?? ''}`;
   }
 
   /** The team's tasks waiting for the task's target runtime, counted up to the cap. */
