@@ -254,6 +254,9 @@ async function awaitFinalHeartbeat(
     handoff !== null &&
     !isStale(handoff, maxAgeMs, clock.now()) &&
     (handoff.handoff_ready || !requireReady);
+  // No .context-bus/ here: nothing was set up (handoff init, a heartbeat), so no agent reads
+  // a request here; waiting would only delay the refusal.
+  if (!existsSync(paths.dir)) return 'not-needed';
   const current = readOrNull(paths, input.force);
   const waitMs = input.waitMs ?? 0;
   if (fit(current) || waitMs <= 0) return 'not-needed';
@@ -280,6 +283,13 @@ async function awaitFinalHeartbeat(
   }
 }
 
+function noHandoff(paths: HandoffPaths): CtxbusError {
+  return new CtxbusError(
+    'not_found',
+    `no handoff in ${paths.dir}: run ctxbus handoff init here and let the agent heartbeat (ctxbus handoff heartbeat), or --force`,
+  );
+}
+
 /**
  * Moves the agent to model `to` (seed 003's pre-switch): first, when the handoff is not fit,
  * asks for a final heartbeat and waits up to `waitMs`; then the handoff must exist, pass its
@@ -292,6 +302,8 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
     : (input.clock ?? systemClock);
   const maxAgeMs = input.maxAgeMs ?? 5 * 60_000;
   const warnings: string[] = [];
+  // Nothing set up here: refused before the wait, and before the lock makes the directory.
+  if (!input.force && !existsSync(paths.dir)) throw noHandoff(paths);
   const finalHeartbeat = await awaitFinalHeartbeat(paths, input, clock, maxAgeMs);
   if (finalHeartbeat === 'timed-out') {
     warnings.push(
@@ -303,12 +315,7 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
     paths,
     (current) => {
       if (!current) {
-        if (!input.force) {
-          throw new CtxbusError(
-            'not_found',
-            `no handoff in ${paths.dir}: run ctxbus handoff heartbeat first (or --force)`,
-          );
-        }
+        if (!input.force) throw noHandoff(paths);
         warnings.push('no usable handoff: the new model starts without one');
       } else if (isStale(current, maxAgeMs, now)) {
         const minutes = Math.round((now.getTime() - Date.parse(current.timestamp)) / 60_000);

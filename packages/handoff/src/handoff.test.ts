@@ -368,6 +368,23 @@ describe('the forced final heartbeat before a switch', () => {
     await expect(refused).rejects.toMatchObject({ code: 'conflict', details: { reason: 'stale' } });
     expect(late.sleeps()).toBe(2);
   });
+
+  it('in a workspace nothing set up, refuses at once: no request, no wait', async () => {
+    const paths = handoffPaths(workspace());
+    const { clock, sleeps } = turnedClock('2026-11-25T08:00:00Z');
+    const refused = switchModel(paths, { to: 'codex', reason: 'r', waitMs: 60_000, clock });
+    await expect(refused).rejects.toMatchObject({
+      code: 'not_found',
+      message: expect.stringContaining('run ctxbus handoff init here'),
+    });
+    expect(sleeps()).toBe(0);
+    expect(existsSync(paths.dir)).toBe(false);
+    // Once set up (a first handoff, not ready), a switch asks for the final heartbeat and waits.
+    await heartbeat(paths, { model: 'opus', ready: false }, { now: clock.now() });
+    const waited = await switchModel(paths, { to: 'codex', reason: 'r', waitMs: 2_000, clock });
+    expect(waited.finalHeartbeat).toBe('timed-out');
+    expect(sleeps()).toBeGreaterThan(0);
+  });
 });
 
 describe('the rolling summary', () => {
