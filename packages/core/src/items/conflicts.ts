@@ -58,6 +58,8 @@ export const conflictReportSchema = z.object({
   values: z.tuple([conflictValueSchema, conflictValueSchema]),
   /** The open conflict a resolution closes (null on the conflict itself). */
   conflictId: itemIdSchema.nullable(),
+  /** On a resolution: when the conflict it closes was raised (absent on older ones). */
+  raisedAt: z.string().optional(),
   resolution: conflictResolutionSchema.nullable(),
 });
 export type ConflictReport = z.infer<typeof conflictReportSchema>;
@@ -169,6 +171,7 @@ export function resolutionItemInput(
     ...report,
     status: 'resolved',
     conflictId: conflict.id,
+    raisedAt: conflict.createdAt,
     resolution,
   };
   return {
@@ -208,16 +211,19 @@ export const conflictViewSchema = z.object({
 });
 export type ConflictView = z.infer<typeof conflictViewSchema>;
 
-/** The view of a conflict item (null: the item is not one). */
+/**
+ * The view of a conflict item (null: the item is not one). A resolution shows the conflict it
+ * closed: its id (the one `resolve` was given) and when it was raised; `item` is the resolution.
+ */
 export function conflictView(item: ContextItem): ConflictView | null {
   const report = conflictOf(item);
   if (!report) return null;
   return {
-    id: item.id,
+    id: report.conflictId ?? item.id,
     seq: item.seq,
     key: report.key,
     status: report.status,
-    raisedAt: item.createdAt,
+    raisedAt: report.raisedAt ?? item.createdAt,
     values: report.values,
     resolution: report.resolution,
     item,

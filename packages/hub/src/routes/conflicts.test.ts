@@ -157,10 +157,14 @@ describe('resolving a conflict', () => {
       note: 'we run PostgreSQL already',
     });
     expect(resolved.status).toBe(200);
+    // The resolution shows the conflict it closed: the id resolve was given, when it was raised.
     expect(resolved.body.conflict).toMatchObject({
+      id: conflict.id,
+      raisedAt: conflict.raisedAt,
       status: 'resolved',
       resolution: { keep: first.id, by: 'cli', note: 'we run PostgreSQL already' },
     });
+    expect(resolved.body.conflict.item.id).not.toBe(conflict.id);
     const kept = resolved.body.kept;
     expect(kept).toMatchObject({
       title: 'Use PostgreSQL',
@@ -174,7 +178,9 @@ describe('resolving a conflict', () => {
     // The restore raised no conflict of its own, and the conflict is closed.
     expect(await openConflicts()).toEqual([]);
     const all = await call('GET', '/api/conflicts?status=all', 'claude-code');
-    expect(all.body.conflicts.map((c: any) => c.status)).toEqual(['resolved']);
+    expect(all.body.conflicts.map((c: any) => [c.id, c.status])).toEqual([
+      [conflict.id, 'resolved'],
+    ]);
 
     const again = await call('POST', `/api/conflicts/${conflict.id}/resolve`, 'telegram', {
       keep: second.id,
