@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { teamIdSchema } from '../items/context-item.js';
+import { queryInt } from '../shared/query-int.js';
 import { AUDIT_KINDS } from './audit-chain.js';
 
 // The wire shapes of /api/audit: a team's hash-chained audit log, read page by page, and its
@@ -29,13 +30,10 @@ export const auditRecordSchema = z.object({
 
 export const listAuditQuerySchema = z.strictObject({
   team: teamQuery,
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
+  after: queryInt(0)
     .default(0)
     .meta({ description: 'Records after this sequence (the last `seq` of the previous page).' }),
-  limit: z.coerce.number().int().min(1).max(MAX_AUDIT_PAGE).default(100),
+  limit: queryInt(1, MAX_AUDIT_PAGE).default(100),
 });
 export const listAuditResponseSchema = z.object({
   team: z.string(),

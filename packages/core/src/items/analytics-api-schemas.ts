@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../shared/query-int.js';
 import {
   contextTypeSchema,
   itemIdSchema,
@@ -76,29 +77,17 @@ export const injectionReportResponseSchema = z.object({
 
 /** Query of `GET /api/analytics`. */
 export const analyticsQuerySchema = z.strictObject({
-  window: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(ANALYTICS_MAX_WINDOW_DAYS)
+  window: queryInt(1, ANALYTICS_MAX_WINDOW_DAYS)
     .default(7)
     .meta({ description: 'Days of usage to count, ending today (UTC); 1 to 90.' }),
   runtime: runtimeNameSchema.optional().meta({
     description:
       "Only this runtime's use: its counts, the items it never used, the items it has not used lately.",
   }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(100)
+  limit: queryInt(1, 100)
     .default(10)
     .meta({ description: 'Most items in each list (top, never used, stale).' }),
-  staleDays: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(365)
+  staleDays: queryInt(1, 365)
     .default(DEFAULT_STALE_DAYS)
     .meta({ description: 'Days without any use after which a live item is stale.' }),
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_BATCH_ITEMS } from '../shared/hub-limits.js';
+import { queryInt } from '../shared/query-int.js';
 import { parseOrThrow } from '../shared/validation.js';
 import {
   contextItemInputSchema,
@@ -45,7 +46,7 @@ const booleanQuery = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
-const positiveIntQuery = z.coerce.number().int().positive();
+const positiveIntQuery = queryInt(1);
 
 /**
  * A sequence number written as text (`since`, `Last-Event-ID`): digits only, from 0 to
@@ -53,7 +54,7 @@ const positiveIntQuery = z.coerce.number().int().positive();
  */
 export const sequenceTextSchema = z
   .string()
-  .regex(/^\d+$/, 'a sequence number is digits only')
+  .regex(/^\d+$/, { message: 'a sequence number is digits only', abort: true })
   .refine(isSequenceText, `a sequence number is at most ${Number.MAX_SAFE_INTEGER}`);
 
 export function isSequenceText(value: string): boolean {
@@ -93,7 +94,7 @@ export const listQuerySchema = z.strictObject({
     .optional(),
   unconsumed: booleanQuery.optional(),
   includeSuperseded: booleanQuery.optional(),
-  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(50),
+  limit: queryInt(1, MAX_LIST_LIMIT).default(50),
 });
 
 /**
@@ -182,7 +183,7 @@ export const sharedQuerySchema = z.strictObject({
   runtime: runtimeNameSchema.optional().meta({
     description: "Runtime to format for; defaults to the token's runtime.",
   }),
-  tokenBudget: z.coerce.number().int().min(1).max(MAX_TOKEN_BUDGET).optional(),
+  tokenBudget: queryInt(1, MAX_TOKEN_BUDGET).optional(),
   preview: booleanQuery.optional().meta({
     description:
       "A look at the bundle, not an injection: not counted in the analytics (GET /api/analytics). A bundle for another runtime than the token's is always a preview.",
@@ -444,7 +445,7 @@ export function parseWriteRequest(body: unknown): z.output<typeof contextItemInp
 
 /** Query of `GET /api/archive`. */
 export const archiveQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(50),
+  limit: queryInt(1, MAX_LIST_LIMIT).default(50),
   before: positiveIntQuery.optional().meta({ description: 'Page: archive ids below this.' }),
 });
 

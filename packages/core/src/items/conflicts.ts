@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sha256Hex } from '../shared/canonical-hash.js';
+import { queryInt } from '../shared/query-int.js';
 import type { ContextItem, ContextItemInput } from './context-item.js';
 import { contextItemSchema, itemIdSchema, LIMITS, teamIdSchema } from './context-item.js';
 
@@ -232,7 +233,7 @@ export function conflictView(item: ContextItem): ConflictView | null {
 
 export const listConflictsQuerySchema = z.strictObject({
   status: z.enum(['open', 'all']).default('open'),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: queryInt(1, 200).default(50),
 });
 
 export const listConflictsResponseSchema = z.object({ conflicts: z.array(conflictViewSchema) });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../shared/query-int.js';
 import { streamEventNames } from './api-schemas.js';
 import {
   contextItemSchema,
@@ -172,7 +173,7 @@ export const subscriptionIdParamsSchema = z.strictObject({
 });
 
 export const pendingQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(500).default(100),
+  limit: queryInt(1, 500).default(100),
 });
 
 export const pendingResponseSchema = z.object({

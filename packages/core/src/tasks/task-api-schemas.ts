@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { scopeSchema } from '../items/context-item.js';
 import { routeRequestSchema, routingDecisionSchema } from '../routing/routing.js';
+import { queryInt } from '../shared/query-int.js';
 import {
   boundedJsonObject,
   capabilityNameSchema,
@@ -68,7 +69,7 @@ export const listTasksQuerySchema = z.strictObject({
   state: commaList(z.enum(TASK_STATES)).optional(),
   target: z.string().min(1).max(64).optional(),
   origin: z.string().min(1).max(64).optional(),
-  limit: z.coerce.number().int().min(1).max(MAX_TASK_PAGE).default(50),
+  limit: queryInt(1, MAX_TASK_PAGE).default(50),
   order: z.enum(['oldest', 'newest']).default('oldest').meta({
     description: 'oldest (default): oldest created first; newest: newest created first.',
   }),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { tokenInfoSchema } from '../items/api-schemas.js';
 import { runtimeNameSchema } from '../items/context-item.js';
+import { queryInt } from '../shared/query-int.js';
 
 // The schemas of routes whose shapes no other module names: they live with the wire table.
 
@@ -47,8 +48,8 @@ export const taskStatsSchema = z.object({
 export const deleteSubscriptionResponseSchema = z.object({ deleted: z.literal(true) });
 
 export const deadLettersQuerySchema = z.strictObject({
-  after: z.coerce.number().int().nonnegative().optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
+  after: queryInt(0).optional(),
+  limit: queryInt(1, 500).default(100),
 });
 
 export const leavePresenceResponseSchema = z.object({

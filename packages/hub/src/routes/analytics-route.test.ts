@@ -258,6 +258,10 @@ function analyticsCases(name: string, backend: () => Backend) {
         '?window=0',
         '?window=91',
         '?window=week',
+        // What Number() would read as 16, 1 and 10: a query integer is digits only.
+        '?window=0x10',
+        '?limit=%201',
+        '?staleDays=1e1',
         '?limit=0',
         '?staleDays=-1',
         '?runtime=Not%20A%20Runtime',
