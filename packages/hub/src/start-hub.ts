@@ -1,10 +1,11 @@
+import type { IncomingMessage } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ErrorCode, Logger } from '@ctxbus/core';
 import { CtxbusError, DEFAULT_HUB_HOST, DEFAULT_HUB_PORT, ERROR_CODES } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
-import type { ServerType } from '@hono/node-server';
+import type { Http2Bindings, HttpBindings, ServerType } from '@hono/node-server';
 import { serve } from '@hono/node-server';
 import { WebSocketServer } from 'ws';
 import type { Hub, HubOptions } from './create-hub.js';
@@ -62,6 +63,40 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, timeout
 }
 
 /**
+ * Upgrade requests. Only a WebSocket upgrade is one: a request asking for another protocol
+ * (`Upgrade: h2c`, which `curl --http2` sends) is served as plain HTTP/1.1 (Node's
+ * `shouldUpgradeCallback`; without it, such a request went unanswered). A WebSocket upgrade
+ * the hub refuses is answered by the WebSocket server with its status line alone, no body: the
+ * body (the API's error shape) is added to that answer on its socket.
+ */
+function isWebSocketUpgrade(request: IncomingMessage): boolean {
+  return request.headers.upgrade?.toLowerCase() === 'websocket';
+}
+
+const EMPTY_LENGTH = 'Content-Length: 0';
+
+/** The app's answer; a refused WebSocket upgrade's body goes with the status line it gets. */
+async function answer(
+  app: Hub['app'],
+  request: Request,
+  env: HttpBindings | Http2Bindings,
+): Promise<Response> {
+  const response = await app.fetch(request, env);
+  // An upgrade comes with the request and no response object (HTTP/1.1 only).
+  const incoming = env.incoming;
+  if (env.outgoing !== undefined || !('headersDistinct' in incoming)) return response;
+  if (!isWebSocketUpgrade(incoming) || response.status < 400) return response;
+  const body = await response.text();
+  const socket = incoming.socket;
+  const end = socket.end.bind(socket) as (chunk?: unknown) => typeof socket;
+  socket.end = ((chunk?: unknown) =>
+    typeof chunk === 'string' && chunk.includes(EMPTY_LENGTH)
+      ? end(`${chunk.replace(EMPTY_LENGTH, `Content-Length: ${Buffer.byteLength(body)}`)}${body}`)
+      : end(chunk)) as typeof socket.end;
+  return new Response(body, { status: response.status, headers: response.headers });
+}
+
+/**
  * The store's integrity check (a damaged SQLite file), in the background once the hub
  * listens: damage found is logged, and every call and /health answer 503 naming it.
  */
@@ -88,10 +123,17 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
   const serverOptions = {
     requestTimeout,
     connectionsCheckingInterval: Math.min(30_000, Math.max(100, requestTimeout / 4)),
+    shouldUpgradeCallback: isWebSocketUpgrade,
   };
   const listening = new Promise<ServerType>((resolve, reject) => {
     const started = serve(
-      { fetch: hub.app.fetch, hostname: host, port, serverOptions, websocket: { server: sockets } },
+      {
+        fetch: (request, env) => answer(hub.app, request, env),
+        hostname: host,
+        port,
+        serverOptions,
+        websocket: { server: sockets },
+      },
       () => resolve(started),
     );
     started.once('error', (error: NodeJS.ErrnoException) => {
