@@ -1,8 +1,17 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
-import { freePort, removeDir, runCli, spawnCli, startHubProcess, tempDir } from '@ctxbus/test-kit';
+import {
+  CLI,
+  freePort,
+  removeDir,
+  runCli,
+  spawnCli,
+  startHubProcess,
+  tempDir,
+} from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const dirs: string[] = [];
@@ -187,6 +196,28 @@ describe('ctxbus CLI', () => {
       input: '{"type":"alert","title":"from stdin","urgency":"attention"}',
     });
     expect(stdin.code).toBe(0);
+    // A pipe from a slower writer, past a pipe's 64 KiB: read to its end (read at once, a
+    // non-blocking stdin failed with EAGAIN, exit 2).
+    const big = join(dataDir, 'big.txt');
+    writeFileSync(big, 'x'.repeat(90_000));
+    const piped = await new Promise<{ failed: unknown; stdout: string; stderr: string }>(
+      (resolve) =>
+        execFile(
+          'sh',
+          [
+            '-c',
+            '(sleep 0.3; cat "$1") | "$2" "$3" write -t discovery --title piped --content-file - --json',
+            'sh',
+            big,
+            process.execPath,
+            CLI,
+          ],
+          { env: { ...process.env, ...env } },
+          (failed, stdout, stderr) => resolve({ failed, stdout, stderr }),
+        ),
+    );
+    expect(piped.failed, piped.stderr).toBeNull();
+    expect(JSON.parse(piped.stdout).items[0].content).toHaveLength(90_000);
 
     const read = await runCli(['read', '--type', 'status'], { env });
     expect(read.stdout).toMatch(/^#\d+ status from file 2/);

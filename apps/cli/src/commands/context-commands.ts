@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import type { CtxbusClient, ListParams } from '@ctxbus/client';
 import type { WriteResponse } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { itemLine, printJson, printLine } from '../output.js';
+import { readInput } from '../read-input.js';
 
 interface ConnectionOptions {
   url?: string;
@@ -29,17 +29,6 @@ function withConnection(command: Command): Command {
       'runtime token (default: $CTXBUS_TOKEN, else the one saved by token create --save)',
     )
     .option('--json', 'print JSON');
-}
-
-function readInput(path: string): string {
-  try {
-    return readFileSync(path === '-' ? 0 : path, 'utf8');
-  } catch (error) {
-    throw new CtxbusError(
-      'validation_failed',
-      `cannot read ${path === '-' ? 'stdin' : path}: ${(error as Error).message}`,
-    );
-  }
 }
 
 function integer(value: string | undefined, flag: string): number | undefined {
@@ -78,10 +67,11 @@ const WRITE_TIMEOUT_MS = 30_000;
  * The items of a JSON file: one item, an array, or `{"items": [...]}` (the hub's write body),
  * each checked by the hub.
  */
-function itemsFromFile(file: string): unknown[] {
+async function itemsFromFile(file: string): Promise<unknown[]> {
+  const text = await readInput(file);
   let json: unknown;
   try {
-    json = JSON.parse(readInput(file));
+    json = JSON.parse(text);
   } catch (error) {
     if (CtxbusError.isInstance(error)) throw error;
     throw new CtxbusError('bad_json', `${file}: ${(error as Error).message}`);
@@ -93,7 +83,7 @@ function itemsFromFile(file: string): unknown[] {
 }
 
 /** Builds the item from flags; the hub validates it (and names any bad field). */
-function itemFromFlags(options: WriteOptions): Record<string, unknown> {
+async function itemFromFlags(options: WriteOptions): Promise<Record<string, unknown>> {
   if (!options.type || !options.title) {
     throw new CtxbusError(
       'validation_failed',
@@ -104,7 +94,7 @@ function itemFromFlags(options: WriteOptions): Record<string, unknown> {
     throw new CtxbusError('validation_failed', 'give --content or --content-file, not both');
   }
   const content =
-    options.contentFile !== undefined ? readInput(options.contentFile) : options.content;
+    options.contentFile !== undefined ? await readInput(options.contentFile) : options.content;
   const source = {
     ...(options.task && { taskId: options.task }),
     ...(options.thread && { threadId: options.thread }),
@@ -226,7 +216,8 @@ function writeCommand(program: Command, run: Run): void {
  * every item and names any bad field.
  */
 async function writeItems(options: WriteOptions): Promise<void> {
-  const items = options.file === undefined ? [itemFromFlags(options)] : itemsFromFile(options.file);
+  const items =
+    options.file === undefined ? [await itemFromFlags(options)] : await itemsFromFile(options.file);
   const [{ hubRequest, LITE_ROUTES }, { hubUrl, runtimeToken }] = await Promise.all([
     import('@ctxbus/client/light'),
     import('../hub-target.js'),

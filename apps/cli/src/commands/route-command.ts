@@ -70,7 +70,7 @@ export function registerRoute(
               'no task: give it as JSON (or - for stdin), e.g. ctxbus route --explain \'{"requiredCapabilities":["code_execution"],"origin":"openclaw"}\'',
             );
           }
-          const request = parseRouteRequest(readTask(task));
+          const request = parseRouteRequest(await readTask(task));
           const matrix = loadCapabilities(options.capabilities);
           const offline = options.offline
             .split(',')

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import type { CapabilitiesFile, RoutingDecision, RuntimePresence } from '@ctxbus/core/capabilities';
 import { routeRequestSchema, routeTask } from '@ctxbus/core/capabilities';
 import { validationError } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
+import { readInput } from '../read-input.js';
 import { loadCapabilities } from './capabilities.js';
 
 // `ctxbus route --explain '<task JSON>'`: which runtime would do a task, and why, by the
@@ -76,13 +76,9 @@ export function explainLines(decision: RoutingDecision): string[] {
   ];
 }
 
-export function readTask(argument: string): string {
-  if (argument !== '-') return argument;
-  try {
-    return readFileSync(0, 'utf8');
-  } catch (error) {
-    throw new CtxbusError('validation_failed', `cannot read stdin: ${(error as Error).message}`);
-  }
+/** The task's JSON: the argument itself, or stdin's text for `-`. */
+export function readTask(argument: string): Promise<string> {
+  return argument === '-' ? readInput('-') : Promise.resolve(argument);
 }
 
 // For the command's actions, which import this module when they run.
