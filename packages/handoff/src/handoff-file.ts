@@ -13,7 +13,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
-import { CtxbusError, hashValue } from '@ctxbus/core/contract';
+import { CtxbusError, hashValue, parseOrThrow } from '@ctxbus/core/contract';
 import type { HistoryEntry } from './handoff-history.js';
 import { appendHistory } from './handoff-history.js';
 import type { HandoffPaths } from './handoff-paths.js';
@@ -267,18 +267,24 @@ export async function updateHandoff(
       } satisfies Omit<Handoff, 'checksum'>;
       const checksum = checksumOf(unsigned);
       // The seed's field order, checksum fourth.
-      const next: Handoff = handoffSchema.parse({
-        schema_version: unsigned.schema_version,
-        sequence: unsigned.sequence,
-        timestamp: unsigned.timestamp,
-        checksum,
-        author: unsigned.author,
-        handoff_ready: unsigned.handoff_ready,
-        model: unsigned.model,
-        task: unsigned.task,
-        context: unsigned.context,
-        files_touched: unsigned.files_touched,
-      });
+      // What a heartbeat or switch was given is checked here: a bad field is validation_failed
+      // naming it (the CLI's exit 2), not the schema's raw report.
+      const next: Handoff = parseOrThrow(
+        handoffSchema,
+        {
+          schema_version: unsigned.schema_version,
+          sequence: unsigned.sequence,
+          timestamp: unsigned.timestamp,
+          checksum,
+          author: unsigned.author,
+          handoff_ready: unsigned.handoff_ready,
+          model: unsigned.model,
+          task: unsigned.task,
+          context: unsigned.context,
+          files_touched: unsigned.files_touched,
+        },
+        'handoff',
+      );
       writeFileAtomic(paths.handoff, `${JSON.stringify(next, null, 2)}\n`);
       const entry: HistoryEntry = {
         sequence: next.sequence,

@@ -163,6 +163,12 @@ describe('ctxbus handoff', () => {
     const beat = await runCli(['handoff', 'heartbeat', '--model', 'opus'], { env });
     expect(beat.code, beat.stderr).toBe(0);
     expect(existsSync(join(workspace, '.context-bus', 'handoff.json'))).toBe(true);
+    // A bad heartbeat field is one line naming it (exit 2), and changes nothing.
+    const before = readFileSync(join(workspace, '.context-bus', 'handoff.json'), 'utf8');
+    const empty = await runCli(['handoff', 'heartbeat', '--model', '', '--no-publish'], { env });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/^ctxbus: error: handoff\.author: .*\n$/);
+    expect(readFileSync(join(workspace, '.context-bus', 'handoff.json'), 'utf8')).toBe(before);
   });
 
   it('heartbeat writes the rolling summary from the proactive threshold on', async () => {
