@@ -30,6 +30,8 @@ export function wirePath(path: string, params: Readonly<Record<string, string>> 
     if (value === undefined) {
       throw new CtxbusError('validation_failed', `params.${name}: required by ${path}`);
     }
+    // An empty one would name another route (`/api/tasks/` for `/api/tasks/:id`).
+    if (value === '') throw new CtxbusError('validation_failed', `${name} must not be empty`);
     return encodeURIComponent(value);
   });
 }

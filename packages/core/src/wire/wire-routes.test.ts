@@ -38,6 +38,8 @@ describe('building a request', () => {
   it('fills and encodes path parameters, and refuses a missing one', () => {
     expect(wirePath(wireRoutes.getTask.path, { id: 'a/b c' })).toBe('/api/tasks/a%2Fb%20c');
     expect(() => wirePath('/api/tasks/:id', {})).toThrow(CtxbusError);
+    // An empty id would ask another route (GET /api/tasks/): refused before it is sent.
+    expect(() => wirePath('/api/tasks/:id', { id: '' })).toThrow('id must not be empty');
   });
 
   it('writes lists as comma lists and leaves absent values out', () => {
