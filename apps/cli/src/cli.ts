@@ -62,15 +62,7 @@ export function createProgram(onExit: (code: number) => void): Command {
       await action();
       onExit(EXIT.ok);
     } catch (error) {
-      const message = CtxbusError.isInstance(error)
-        ? error.code === 'validation_failed'
-          ? asFlags(error.message)
-          : error.message
-        : error instanceof Error
-          ? error.message
-          : String(error);
-      process.stderr.write(`ctxbus: error: ${terminalSafe(message)}\n`);
-      onExit(exitCodeFor(error));
+      onExit(reportError(error));
     }
   };
   const program = new Command('ctxbus')
@@ -105,6 +97,19 @@ export function createProgram(onExit: (code: number) => void): Command {
   return program;
 }
 
+/** Prints a command's failure as one line on stderr; its exit code. */
+function reportError(error: unknown): number {
+  const message = CtxbusError.isInstance(error)
+    ? error.code === 'validation_failed'
+      ? asFlags(error.message)
+      : error.message
+    : error instanceof Error
+      ? error.message
+      : String(error);
+  process.stderr.write(`ctxbus: error: ${terminalSafe(message)}\n`);
+  return exitCodeFor(error);
+}
+
 /** Runs the CLI with `argv` (as in process.argv) and resolves with the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -124,6 +129,9 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       return EXIT.usage;
     }
+    // An option's own check (a flag's value parsed as the command line is read): one line and
+    // its code, as a command's failure (exit 2 for a bad value, not 1).
+    if (CtxbusError.isInstance(error)) return reportError(error);
     throw error;
   }
   return exitCode;

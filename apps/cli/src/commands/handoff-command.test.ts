@@ -169,6 +169,15 @@ describe('ctxbus handoff', () => {
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/^ctxbus: error: handoff\.author: .*\n$/);
     expect(readFileSync(join(workspace, '.context-bus', 'handoff.json'), 'utf8')).toBe(before);
+    // A flag's value checked as the command line is read: the same one line and exit 2.
+    const badWait = await runCli(
+      ['handoff', 'switch', '--to', 'codex', '--reason', 'r', '--wait', 'abc'],
+      { env },
+    );
+    expect([badWait.code, badWait.stderr]).toEqual([
+      2,
+      'ctxbus: error: --wait must be whole seconds (got "abc")\n',
+    ]);
   });
 
   it('heartbeat writes the rolling summary from the proactive threshold on', async () => {
