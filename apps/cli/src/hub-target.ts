@@ -27,9 +27,20 @@ export function parseHubUrl(value: string, label: string): string {
   return value.replace(/\/+$/, '');
 }
 
+/**
+ * A flag given empty (`--token "$TOKEN"` with TOKEN unset) is refused: falling back to the
+ * environment or what this machine saved would act as another identity than the one named.
+ */
+function given(flag: string | undefined, name: string): string | undefined {
+  if (flag === '') {
+    throw new CtxbusError('validation_failed', `${name} is empty (an unset variable?)`);
+  }
+  return flag;
+}
+
 /** --url, else $CTXBUS_URL, else the saved default hub; null when none is known. */
 export function findHubUrl(flag: string | undefined): string | null {
-  if (flag) return parseHubUrl(flag, '--url');
+  if (given(flag, '--url')) return parseHubUrl(flag as string, '--url');
   if (process.env.CTXBUS_URL) return parseHubUrl(process.env.CTXBUS_URL, 'CTXBUS_URL');
   return readCredentials().defaultHub;
 }
@@ -47,7 +58,7 @@ export function hubUrl(flag: string | undefined): string {
 
 /** --token, else $CTXBUS_TOKEN, else the runtime token saved for `url`. */
 export function runtimeToken(url: string, flag: string | undefined): string {
-  const token = flag || process.env.CTXBUS_TOKEN || hubCredentials(url).token;
+  const token = given(flag, '--token') || process.env.CTXBUS_TOKEN || hubCredentials(url).token;
   if (!token) {
     throw new CtxbusError(
       'validation_failed',
@@ -67,8 +78,8 @@ export function ownRuntimeToken(
   flag: string | undefined,
   runtime: string | undefined,
 ): string {
-  const given = flag || process.env.CTXBUS_TOKEN;
-  if (given) return given;
+  const chosen = given(flag, '--token') || process.env.CTXBUS_TOKEN;
+  if (chosen) return chosen;
   const saved = savedRuntimeToken(url, runtime);
   if (saved) return saved.token;
   const all = Object.keys(hubCredentials(url).runtimes ?? {});
@@ -87,7 +98,12 @@ export function ownRuntimeToken(
 
 /** --admin-token, else $CTXBUS_ADMIN_TOKEN, else the admin token saved for `url`. */
 export function findAdminToken(url: string, flag: string | undefined): string | null {
-  return flag || process.env.CTXBUS_ADMIN_TOKEN || hubCredentials(url).adminToken || null;
+  return (
+    given(flag, '--admin-token') ||
+    process.env.CTXBUS_ADMIN_TOKEN ||
+    hubCredentials(url).adminToken ||
+    null
+  );
 }
 
 export function adminToken(url: string, flag: string | undefined): string {

@@ -502,6 +502,21 @@ describe('ctxbus CLI', () => {
     expect(noScheme.stderr.trim()).toBe(
       'ctxbus: error: --url must be an http(s) URL such as http://127.0.0.1:7420 (got "127.0.0.1:7420")',
     );
+    // A flag given empty (an unset variable) is refused, not replaced by the environment's or
+    // the saved identity.
+    for (const args of [
+      ['read', '--url', '', '--token', 'cbx_x'],
+      ['read', '--url', 'http://127.0.0.1:9', '--token', ''],
+    ]) {
+      const empty = await runCli(args, {
+        env: { CTXBUS_TOKEN: 'cbx_env', CTXBUS_URL: 'http://127.0.0.1:9' },
+      });
+      const flag = args[2] === '' ? '--url' : '--token';
+      expect([empty.code, empty.stderr]).toEqual([
+        2,
+        `ctxbus: error: ${flag} is empty (an unset variable?)\n`,
+      ]);
+    }
     const unreachable = await runCli(['read', '--url', 'http://127.0.0.1:9', '--token', 'cbx_x']);
     expect(unreachable.code).toBe(6);
     expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);
