@@ -517,6 +517,16 @@ describe('ctxbus CLI', () => {
         `ctxbus: error: ${flag} is empty (an unset variable?)\n`,
       ]);
     }
+    // A mistyped data directory: a read finds no database (exit 4) and makes none.
+    const parent = tempDir();
+    dirs.push(parent);
+    const nowhere = join(parent, 'not-there');
+    const noStore = await runCli(['token', 'list', '--data', nowhere]);
+    expect(noStore.code).toBe(4);
+    expect(noStore.stderr).toMatch(
+      /^ctxbus: error: no ctxbus database in .*not-there .*check --data\n$/,
+    );
+    expect(existsSync(nowhere)).toBe(false);
     const unreachable = await runCli(['read', '--url', 'http://127.0.0.1:9', '--token', 'cbx_x']);
     expect(unreachable.code).toBe(6);
     expect(unreachable.stderr.trim().split('\n')).toHaveLength(1);

@@ -78,7 +78,11 @@ export function registerMigrate(
           return;
         }
         const { assertNoHub, databasePath } = await import('../data-dir.js');
-        assertNoHub(target.dataDir);
+        // A serving hub migrated its database when it started.
+        assertNoHub(
+          target.dataDir,
+          'it migrated the database when it started (stop it to migrate here)',
+        );
         const stores = await import('@ctxbus/store');
         const store = stores.openSqliteStore({ path: databasePath(target.dataDir) });
         await store.close();

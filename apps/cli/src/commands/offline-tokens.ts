@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import { mintToken, tokenInfo } from '@ctxbus/hub';
 import type { TokenRole } from '@ctxbus/store';
+import { databasePath } from '../data-dir.js';
 import type { StoreTarget } from '../store-target.js';
 import { withOfflineStore as withStore } from '../store-target.js';
 
@@ -18,14 +20,26 @@ export function createOffline(
   });
 }
 
-export function listOffline(
+/** A list or a revoke reads a store that exists: a mistyped --data makes none. */
+function assertStoreExists(target: StoreTarget): void {
+  if (target.kind === 'sqlite' && !existsSync(databasePath(target.dataDir))) {
+    throw new CtxbusError(
+      'not_found',
+      `no ctxbus database in ${target.dataDir} (${databasePath(target.dataDir)}): check --data`,
+    );
+  }
+}
+
+export async function listOffline(
   target: StoreTarget,
   options: { teamId?: string; includeRevoked: boolean },
 ): Promise<TokenInfo[]> {
+  assertStoreExists(target);
   return withStore(target, async (store) => (await store.listTokens(options)).map(tokenInfo));
 }
 
-export function revokeOffline(target: StoreTarget, id: string): Promise<TokenInfo> {
+export async function revokeOffline(target: StoreTarget, id: string): Promise<TokenInfo> {
+  assertStoreExists(target);
   return withStore(target, async (store) => {
     const record = await store.revokeToken(id);
     if (!record) throw new CtxbusError('not_found', `no token ${id}`);
