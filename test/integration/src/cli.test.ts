@@ -221,6 +221,13 @@ describe('ctxbus CLI', () => {
 
     const read = await runCli(['read', '--type', 'status'], { env });
     expect(read.stdout).toMatch(/^#\d+ status from file 2/);
+    // No runtime here runs commands: the task is REJECTED as it is created, a failure even
+    // without waiting, with the router's reason.
+    const rejected = await runCli(['delegate', '--no-wait', '--', 'echo', 'hi'], { env });
+    expect(rejected.code).toBe(1);
+    expect(rejected.stdout).toMatch(/^routing: \w+ -> no runtime: /m);
+    expect(rejected.stderr).toMatch(/^ctxbus: error: task \S+ ended REJECTED: \S/);
+    expect(rejected.stderr).not.toContain('no reason given');
     // Knowledge keys by prefix, written with or without the trailing slash.
     const keyed = await runCli(
       ['write', '--type', 'decision', '--title', 'Session store', '--key', 'sessions/store'],

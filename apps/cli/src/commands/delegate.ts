@@ -109,7 +109,7 @@ export class LiveOutput {
  * Prints the ended task's output (unless it was shown as it ran); throws (exit 1) when it did
  * not complete.
  */
-function finish(task: Task, json: boolean, shownLive: boolean): void {
+function finish(task: Task, json: boolean, shownLive: boolean, routed: string): void {
   const result = (task.result ?? {}) as CommandResultView;
   if (json) printJson({ task });
   else if (!shownLive) {
@@ -118,8 +118,13 @@ function finish(task: Task, json: boolean, shownLive: boolean): void {
     if (result.truncated) process.stderr.write('ctxbus: (output cut to fit: head and tail kept)\n');
   }
   if (task.state === 'COMPLETED') return;
-  const why = task.error ? `${task.error.code}: ${oneLine(task.error.message)}` : 'no reason given';
-  throw new CtxbusError('internal', `task ${task.id} ended ${task.state}: ${why}`);
+  throw endedOtherwise(task, routed);
+}
+
+/** A task that ended without completing, and why (its error, else the router's reason). */
+function endedOtherwise(task: Task, routed: string): CtxbusError {
+  const why = task.error ? `${task.error.code}: ${oneLine(task.error.message)}` : routed;
+  return new CtxbusError('internal', `task ${task.id} ended ${task.state}: ${why}`);
 }
 
 export async function delegate(argv: readonly string[], options: DelegateOptions): Promise<void> {
@@ -135,6 +140,10 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
       printLine(
         `routing: ${routing.kind} -> ${routing.runtime ?? 'no runtime'}: ${routing.reason}`,
       );
+    }
+    // Refused as it was created (no runtime can do it): a failure, even without waiting.
+    if (isTerminalTaskState(task.state) && task.state !== 'COMPLETED') {
+      throw endedOtherwise(task, routing.reason);
     }
     return;
   }
@@ -171,5 +180,10 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
     // keeps its end, which is what is shown).
     await client.cancelTask(task.id, 'Ctrl-C at ctxbus delegate').catch(() => undefined);
   }
-  finish((await client.task(task.id)).task, options.json === true, output.printed > 0);
+  finish(
+    (await client.task(task.id)).task,
+    options.json === true,
+    output.printed > 0,
+    routing.reason,
+  );
 }
