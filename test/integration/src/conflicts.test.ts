@@ -110,6 +110,24 @@ describe('conflicts through the CLI', () => {
     });
     const after = await cli(hub.tokens.code, 'conflicts');
     expect(after.stdout.trim()).toBe('No open conflicts.');
+    // What the hub would refuse is said before the person is asked: resolved already (exit 5),
+    // a --keep that is no item id (exit 2).
+    let asked = false;
+    const again = await atTerminal(hub.tokens.cli, second.id, () => {
+      asked = true;
+      return second.id.slice(-6);
+    });
+    expect(again.code, again.stdout).toBe(5);
+    expect(again.stdout).toContain(
+      `conflict ${conflict.id} is already resolved (cli kept ${first.id})`,
+    );
+    const notAnId = await atTerminal(hub.tokens.cli, 'x', () => {
+      asked = true;
+      return 'x';
+    });
+    expect(notAnId.code, notAnId.stdout).toBe(2);
+    expect(notAnId.stdout).toContain('--keep must be an item id (a UUID): "x"');
+    expect(asked).toBe(false);
 
     const audit = await call(hub.url, 'GET', '/api/audit?limit=100', { token: hub.tokens.cli });
     const records = (audit.body.records as { kind: string; actor: string; subject: string }[])

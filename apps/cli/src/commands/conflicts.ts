@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { createClient } from '@ctxbus/client';
 import type { ConflictView } from '@ctxbus/core/contract';
+import { itemIdSchema } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import { hubCredentials } from '../credentials.js';
 import { findAdminToken, hubUrl } from '../hub-target.js';
@@ -67,6 +68,21 @@ export async function confirmKeep(
   conflict: ConflictView | undefined,
   keep: string,
 ): Promise<void> {
+  // What the hub would refuse is said before a person is asked anything.
+  for (const [name, value] of [
+    ['the conflict id', conflictId],
+    ['--keep', keep],
+  ] as const) {
+    if (!itemIdSchema.safeParse(value).success) {
+      throw new CtxbusError('validation_failed', `${name} must be an item id (a UUID): "${value}"`);
+    }
+  }
+  if (conflict?.status === 'resolved') {
+    throw new CtxbusError(
+      'conflict',
+      `conflict ${conflictId} is already resolved (${conflict.resolution?.by ?? 'someone'} kept ${conflict.resolution?.keep ?? 'a value'})`,
+    );
+  }
   const value = conflict?.values.find((entry) => entry.id === keep);
   const text = [
     ...(conflict
