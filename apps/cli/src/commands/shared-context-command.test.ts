@@ -96,7 +96,7 @@ describe('ctxbus shared-context', () => {
 
     const bad = await runCli(['shared-context', 'curate', '--dir', dir, '--date', 'tomorrow']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('ctxbus: error: --date must be YYYY-MM-DD (got "tomorrow")\n');
+    expect(bad.stderr).toBe('ctxbus: error: --date must be a day as YYYY-MM-DD (got "tomorrow")\n');
   });
 
   it('bridge publishes the directory and stops cleanly on SIGTERM', async () => {
@@ -229,6 +229,9 @@ describe('ctxbus shared-context schedules and promotion', () => {
 describe('option parsing', () => {
   it('reads --date as noon UTC and the enhancer from the environment', () => {
     expect(parseDateOption('2026-02-04').toISOString()).toBe('2026-02-04T12:00:00.000Z');
+    // A day that does not exist is refused, not rolled over into March.
+    expect(() => parseDateOption('2026-02-30')).toThrow('--date must be a day as YYYY-MM-DD');
+    expect(parseDateOption('2028-02-29').toISOString()).toBe('2028-02-29T12:00:00.000Z');
     expect(llmFromEnvironment({})).toBeUndefined();
     expect(
       llmFromEnvironment({

@@ -28,10 +28,19 @@ export function pathsOf(options: DirOptions): SharedContextPaths {
 /** `--date YYYY-MM-DD` as noon UTC of that day (the curator's "now"), else the current time. */
 export function parseDateOption(value: string | undefined): Date {
   if (value === undefined) return new Date();
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(`${value}T12:00:00Z`))) {
-    throw new CtxbusError('validation_failed', `--date must be YYYY-MM-DD (got "${value}")`);
+  const date = new Date(`${value}T12:00:00.000Z`);
+  // A day that does not exist (2026-02-30) rolls over in Date: it must read back the same.
+  if (
+    !/^\d{4}-\d{2}-\d{2}$/.test(value) ||
+    Number.isNaN(date.getTime()) ||
+    date.toISOString().slice(0, 10) !== value
+  ) {
+    throw new CtxbusError(
+      'validation_failed',
+      `--date must be a day as YYYY-MM-DD (got "${value}")`,
+    );
   }
-  return new Date(`${value}T12:00:00.000Z`);
+  return date;
 }
 
 export function positiveInt(value: string, flag: string): number {
