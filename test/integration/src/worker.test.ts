@@ -260,6 +260,13 @@ describe('ctxbus worker', () => {
     });
     expect(nowhere.code).toBe(1);
     expect(nowhere.stderr).toMatch(/ended FAILED: workdir_escape: the working directory .*nope/);
+    // A worker whose --root is no directory does not start (it would refuse every task).
+    const rootless = await runCli(
+      ['worker', '--capabilities', policyFile, '--root', join(root, 'nope')],
+      { env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.tokens.code } },
+    );
+    expect([rootless.code, rootless.stdout]).toEqual([2, '']);
+    expect(rootless.stderr).toMatch(/^ctxbus: error: --root .*nope: no such directory\n$/);
   });
 
   it("streams a running command's output to the origin, then its result", async () => {

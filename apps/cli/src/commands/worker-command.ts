@@ -1,5 +1,6 @@
-import { hostname } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { statSync } from 'node:fs';
+import { homedir, hostname } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printLine } from '../output.js';
@@ -84,6 +85,13 @@ Example:
             'validation_failed',
             `no directory to run commands in: set remote_execution.workdir in ${options.capabilities} or pass --root`,
           );
+        }
+        // A root that is no directory would refuse every task later, each with its reason.
+        for (const root of roots) {
+          const path = root.startsWith('~') ? join(homedir(), root.slice(1)) : resolve(root);
+          if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+            throw new CtxbusError('validation_failed', `--root ${root}: no such directory`);
+          }
         }
         const url = hubUrl(options.url);
         const hub = createWorkerHub({
