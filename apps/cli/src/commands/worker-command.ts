@@ -90,7 +90,10 @@ Example:
         for (const root of roots) {
           const path = root.startsWith('~') ? join(homedir(), root.slice(1)) : resolve(root);
           if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
-            throw new CtxbusError('validation_failed', `--root ${root}: no such directory`);
+            const from = options.root
+              ? '--root'
+              : `remote_execution.workdir in ${options.capabilities}:`;
+            throw new CtxbusError('validation_failed', `${from} ${root}: no such directory`);
           }
         }
         const url = hubUrl(options.url);
