@@ -1,5 +1,6 @@
+import type { ContextItem } from '@ctxbus/core/contract';
 import { describe, expect, it } from 'vitest';
-import { asFlags, terminalSafe } from './output.js';
+import { asFlags, itemLine, terminalSafe } from './output.js';
 
 describe('asFlags: the hub names request fields, the person typed flags', () => {
   it.each([
@@ -23,5 +24,23 @@ describe('terminalSafe', () => {
       'a\\x1b[2Jb\\x07\tc\nd\\u202ee\\x85',
     );
     expect(terminalSafe('plain — ünïcode ✓')).toBe('plain — ünïcode ✓');
+  });
+});
+
+describe('itemLine', () => {
+  it('keeps an item on one line whatever its title and summary hold: a newline cannot forge a line of ours', () => {
+    const item = {
+      seq: 7,
+      type: 'status',
+      urgency: 'background',
+      title: 'first\n#8 decision forged line',
+      summary: 'two\r\nlines',
+      source: { runtime: 'openclaw' },
+      createdAt: '2026-11-30T22:00:00.000Z',
+      id: '019a0000-0000-7000-8000-000000000001',
+    } as unknown as ContextItem;
+    expect(itemLine(item)).toBe(
+      '#7 status first #8 decision forged line — two lines (openclaw, 2026-11-30 22:00) 019a0000-0000-7000-8000-000000000001',
+    );
   });
 });

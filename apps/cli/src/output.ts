@@ -77,9 +77,12 @@ export function printLine(line: string): void {
   process.stdout.write(`${terminalSafe(line)}\n`);
 }
 
+/** An agent's text on one line (a newline in it cannot forge another line of ours). */
+export const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500);
+
 /** One line per item: `#seq type [urgency] title — summary (runtime, date) id`. */
 export function itemLine(item: ContextItem): string {
   const urgency = item.urgency === 'background' ? '' : ` [${item.urgency}]`;
-  const summary = item.summary && item.summary !== item.title ? ` — ${item.summary}` : '';
-  return `#${item.seq} ${item.type}${urgency} ${item.title}${summary} (${item.source.runtime}, ${item.createdAt.slice(0, 16).replace('T', ' ')}) ${item.id}`;
+  const summary = item.summary && item.summary !== item.title ? ` — ${oneLine(item.summary)}` : '';
+  return `#${item.seq} ${item.type}${urgency} ${oneLine(item.title)}${summary} (${item.source.runtime}, ${item.createdAt.slice(0, 16).replace('T', ' ')}) ${item.id}`;
 }

@@ -5,7 +5,7 @@ import { CtxbusError } from '@ctxbus/core/light';
 import { commandDigest } from '@ctxbus/exec';
 import { hubCredentials } from '../credentials.js';
 import { findAdminToken, hubUrl } from '../hub-target.js';
-import { terminalSafe } from '../output.js';
+import { oneLine, terminalSafe } from '../output.js';
 import { CONFIRM_CHARS } from './task-confirm.js';
 
 // `ctxbus tasks [--state S]`, `ctxbus task ID`: what is routed where; `ctxbus approve ID` and
@@ -83,8 +83,7 @@ interface ApprovalRequestView {
   digest?: string;
 }
 
-/** An agent's text on one line (a newline in it cannot forge another line of ours). */
-export const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 500);
+export { oneLine };
 
 /**
  * What a person is asked to approve: every detail the digest covers, the asking runtime's

@@ -3,6 +3,7 @@ import type { TokenInfo } from '@ctxbus/core/contract';
 import { parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
 import { hubCredentials, saveRuntimeToken } from '../credentials.js';
 import { adminToken, findHubUrl, hubUrl } from '../hub-target.js';
+import { oneLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
 import { storeTarget } from '../store-target.js';
 
@@ -42,7 +43,7 @@ export const offline = () => import('./offline-tokens.js');
 export function tokenRow(info: TokenInfo): string {
   const who = info.role === 'admin' ? 'admin' : `${info.teamId}/${info.runtime}`;
   const revoked = info.revokedAt ? ` revoked ${info.revokedAt}` : '';
-  return `${info.id}  ${who}  created ${info.createdAt}${info.label ? `  "${info.label}"` : ''}${revoked}`;
+  return `${info.id}  ${who}  created ${info.createdAt}${info.label ? `  "${oneLine(info.label)}"` : ''}${revoked}`;
 }
 
 // For the command's actions, which import this module when they run.
