@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
-import { homedir, hostname } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { hostname } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printLine } from '../output.js';
@@ -71,6 +71,7 @@ Example:
           DEFAULT_CHILD_PATH,
           TaskWorker,
           createWorkerHub,
+          expandHome,
           hubUrl,
           loadCapabilities,
           pino,
@@ -88,7 +89,7 @@ Example:
         }
         // A root that is no directory would refuse every task later, each with its reason.
         for (const root of roots) {
-          const path = root.startsWith('~') ? join(homedir(), root.slice(1)) : resolve(root);
+          const path = resolve(expandHome(root));
           if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
             const from = options.root
               ? '--root'

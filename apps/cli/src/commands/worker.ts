@@ -1,4 +1,4 @@
-import { DEFAULT_CHILD_PATH } from '@ctxbus/exec';
+import { DEFAULT_CHILD_PATH, expandHome } from '@ctxbus/exec';
 import { createWorkerHub, TaskWorker } from '@ctxbus/exec/worker';
 import { pino } from 'pino';
 import { hubUrl, ownRuntimeToken } from '../hub-target.js';
@@ -21,6 +21,7 @@ export interface WorkerOptions {
 export {
   createWorkerHub,
   DEFAULT_CHILD_PATH,
+  expandHome,
   hubUrl,
   loadCapabilities,
   ownRuntimeToken,
