@@ -404,14 +404,6 @@ export interface ClaimTaskOptions {
   capabilities?: readonly string[];
   workerId: string;
   leaseMs: number;
-  /**
-   * The lease counts as started from the claim (`lease.startedAt` = the claim's time), as if
-   * the holder had called `startTask` at once: for a worker that starts the command right
-   * after its own checks, one call fewer. The price: if the claim's answer never reaches the
-   * worker, or the worker dies before starting, the task ends FAILED (worker_lost) when its
-   * lease runs out instead of going back to the queue. Default false.
-   */
-  start?: boolean;
 }
 
 /** Who reports on a claimed task: checked against the lease in the same transaction. */

@@ -114,18 +114,10 @@ export const startTaskRequestSchema = z.strictObject({ token: fencingTokenSchema
  * A claim made with a completion (`next` of POST /api/tasks/:id/complete): the worker's next
  * task in the same call, without waiting.
  */
-export const claimNextSchema = claimTaskRequestSchema
-  .omit({ waitMs: true })
-  .extend({
-    start: z.boolean().optional().meta({
-      description:
-        "The next task's lease counts as started from its claim (`lease.startedAt` set), as if POST /api/tasks/:id/start had followed at once: for a worker that starts each command right after its own checks, one request per task fewer. The price: if this answer never reaches the worker (the hub dies before sending it) or the worker dies before starting the command, the task ends FAILED with `worker_lost` when its lease runs out instead of going back to the queue. A refused command is failed (or sent for approval) as usual. Default false.",
-    }),
-  })
-  .meta({
-    description:
-      "Also take the next task routed to the caller's runtime, as POST /api/tasks/claim without `waitMs` would, once the completion is committed: a worker that completes a task and wants another saves a request per task. Answered as `next` (null when none is waiting, or when the claim could not be made: then claim as usual).",
-  });
+export const claimNextSchema = claimTaskRequestSchema.omit({ waitMs: true }).meta({
+  description:
+    "Also take the next task routed to the caller's runtime, as POST /api/tasks/claim without `waitMs` would, once the completion is committed: a worker that completes a task and wants another saves a request per task. Answered as `next` (null when none is waiting, or when the claim could not be made: then claim as usual).",
+});
 export const completeTaskRequestSchema = z.strictObject({
   token: fencingTokenSchema,
   result: taskResultSchema,

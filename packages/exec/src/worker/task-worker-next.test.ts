@@ -23,28 +23,17 @@ const matrix = workerMatrix(['node ok.js']);
 const claimNext: ClaimNext = { workerId: 'w1', capabilities: ['code_execution'], leaseMs: 30_000 };
 
 const task = (id: string, root: string) => claimedTask(root, ['node', 'ok.js'], id);
-/** A task as a claim made with `start` hands it over: its lease started at the claim. */
-const startedTask = (id: string, root: string): Task => {
-  const claimed = task(id, root);
-  const lease = claimed.lease as NonNullable<Task['lease']>;
-  return { ...claimed, lease: { ...lease, startedAt: '2026-11-20T00:00:01.000Z' } };
-};
 
-/** A port recording each start and completion (`complete <id>` or `complete+next <id>`). */
+/** A port recording each completion as `complete <id>` or `complete+next <id>`. */
 function port(options: { knowsNext: boolean; queue: Task[] }) {
   const calls: string[] = [];
   const hub = quietHub({
-    startTask: async (id) => {
-      calls.push(`start ${id}`);
-      return {} as Task;
-    },
     completeTask: async (id) => {
       calls.push(`complete ${id}`);
       return {} as Task;
     },
     async completeAndClaim(id, body) {
-      // The next task is claimed started: the worker runs it next, after its checks.
-      expect(body.next).toEqual({ ...claimNext, start: true });
+      expect(body.next).toEqual(claimNext);
       if (!options.knowsNext) {
         calls.push(`refused ${id}`);
         throw new CtxbusError('validation_failed', 'body: Unrecognized key: "next"');
@@ -73,21 +62,14 @@ const worker = (hub: WorkerHubApi, root: string) =>
 describe('TaskWorker completions that claim the next task', () => {
   it('returns the task its completion claimed, and null once none is waiting', async () => {
     const root = project();
-    const { hub, calls } = port({ knowsNext: true, queue: [startedTask('b', root)] });
+    const { hub, calls } = port({ knowsNext: true, queue: [task('b', root)] });
     const w = worker(hub, root);
     const next = await w.process(task('a', root), claimNext);
     expect(next?.id).toBe('b');
     expect(await w.process(next as Task, claimNext)).toBeNull();
     // Without a claim to make, a plain completion.
     expect(await w.process(task('c', root))).toBeNull();
-    // A task claimed unstarted (a plain claim) is started first; one claimed started is not.
-    expect(calls).toEqual([
-      'start a',
-      'complete+next a',
-      'complete+next b',
-      'start c',
-      'complete c',
-    ]);
+    expect(calls).toEqual(['complete+next a', 'complete+next b', 'complete c']);
   });
 
   it('completes through a hub older than `next`, and stops asking after its first refusal', async () => {
@@ -96,6 +78,6 @@ describe('TaskWorker completions that claim the next task', () => {
     const w = worker(hub, root);
     expect(await w.process(task('x', root), claimNext)).toBeNull();
     expect(await w.process(task('y', root), claimNext)).toBeNull();
-    expect(calls).toEqual(['start x', 'refused x', 'complete x', 'start y', 'complete y']);
+    expect(calls).toEqual(['refused x', 'complete x', 'complete y']);
   });
 });

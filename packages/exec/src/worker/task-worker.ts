@@ -23,8 +23,6 @@ export interface ClaimNext {
   workerId: string;
   capabilities: string[];
   leaseMs: number;
-  /** The next task's lease counts as started from its claim (no start call before it runs). */
-  start?: boolean;
 }
 
 /** What the worker needs from a hub (CtxbusClient implements it). */
@@ -320,16 +318,13 @@ export class TaskWorker {
     // The hub must know the command may start before it does: if this worker dies from here
     // on, the task fails (worker_lost) instead of running again on another worker. Sent again
     // while the hub is unreachable (a repeat is harmless); not recorded, the command does not
-    // start, and the lease runs out into the queue. A task claimed with a completion was
-    // claimed started (`start` in the claim: its lease already says so), one request fewer.
-    if (task.lease?.startedAt == null) {
-      const started = await this.deliver(held, 'say the command starts', () =>
-        this.options.hub.startTask(task.id, { token }),
-      );
-      if (!started) {
-        this.options.onTaskDone?.(task, 'lost');
-        return null;
-      }
+    // start, and the lease runs out into the queue.
+    const started = await this.deliver(held, 'say the command starts', () =>
+      this.options.hub.startTask(task.id, { token }),
+    );
+    if (!started) {
+      this.options.onTaskDone?.(task, 'lost');
+      return null;
     }
     const spawning = performance.now();
     const { execution, lost } = await this.runHeld(held, preparation.plan);
@@ -583,9 +578,7 @@ export class TaskWorker {
     const { task, token } = held;
     if (claimNext && hub.completeAndClaim && !this.hubRefusesNext) {
       try {
-        // The next task starts as soon as this worker's checks pass (its slot runs it next).
-        const next = { ...claimNext, start: true };
-        return (await hub.completeAndClaim(task.id, { token, result, next })).next;
+        return (await hub.completeAndClaim(task.id, { token, result, next: claimNext })).next;
       } catch (error) {
         // A hub older than `next` refuses the unknown field (nothing was completed): from
         // now on this worker completes, then claims.

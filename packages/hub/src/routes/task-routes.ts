@@ -142,7 +142,7 @@ export const taskRoutes = [
   implement('startTask', {
     summary: "Worker: say the claimed task's command is about to start",
     description:
-      'Send it just before starting the command (after every check, so a refused or held command never counts as started). The lease records the time (`task.lease.startedAt`; no event, nothing announced; a repeat keeps the first time, so a worker that lost the answer may send it again). From then on the hub never runs the command again by itself: if the lease runs out (the worker died, hung or lost the hub for longer than the lease), the task ends FAILED with code `worker_lost`, since the command may or may not have run; its origin may create it again. A claimed task whose lease runs out before this call goes back to the queue (or dead-letters after its last attempt), unless it was claimed started (`next.start` of a completion). Does not renew the lease.',
+      'Send it just before starting the command (after every check, so a refused or held command never counts as started). The lease records the time (`task.lease.startedAt`; no event, nothing announced; a repeat keeps the first time, so a worker that lost the answer may send it again). From then on the hub never runs the command again by itself: if the lease runs out (the worker died, hung or lost the hub for longer than the lease), the task ends FAILED with code `worker_lost`, since the command may or may not have run; its origin may create it again. A claimed task whose lease runs out before this call goes back to the queue (or dead-letters after its last attempt). Does not renew the lease.',
     tags: ['tasks'],
     statuses: { 200: 'The task, its lease started.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
@@ -204,7 +204,7 @@ export const taskRoutes = [
         .complete(viewer.teamId, params.id, body.token, body.result, viewer.runtime)
         .catch((error: unknown) => refusedReport(services, viewer, params.id, 'complete', error));
       if (!body.next) return { status: 200, body: { task } };
-      const { workerId, leaseMs, capabilities, start } = body.next;
+      const { workerId, leaseMs, capabilities } = body.next;
       // The completion stands whatever the claim does: a failed claim answers null, and the
       // worker claims as usual.
       const next = await services.tasks
@@ -214,7 +214,6 @@ export const taskRoutes = [
           workerId,
           leaseMs,
           ...(capabilities && { capabilities }),
-          ...(start && { start }),
         })
         .catch((error: unknown) => {
           services.logger.warn(

@@ -525,8 +525,7 @@ export class PostgresTasks implements TaskStore {
          UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
            token = $7, lease_worker = $5, lease_runtime = $3,
            lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
-           lease_started_at = CASE WHEN $8::boolean THEN $2::timestamptz END,
-           updated_at = $2::timestamptz, expires_at = NULL
+           lease_started_at = NULL, updated_at = $2::timestamptz, expires_at = NULL
           FROM next WHERE t.rid = next.rid
          RETURNING t.*
        ), picked AS (
@@ -548,7 +547,6 @@ export class PostgresTasks implements TaskStore {
         options.workerId,
         leaseMs,
         newFencingToken(),
-        options.start === true,
       ],
       true,
     );

@@ -313,7 +313,7 @@ export class SqliteTasks implements TaskStore {
       const row = this.one(
         `UPDATE tasks SET state = 'WORKING', attempts = attempts + 1, token = ?7,
            lease_worker = ?1, lease_runtime = ?5, lease_expires_at = ?2 + ?3,
-           lease_started_at = CASE WHEN ?8 THEN ?2 END, updated_at = ?2, expires_at = NULL
+           lease_started_at = NULL, updated_at = ?2, expires_at = NULL
          WHERE rid = coalesce(
            (SELECT rid FROM tasks
              WHERE state = 'SUBMITTED' AND target_runtime = ?5
@@ -336,7 +336,6 @@ export class SqliteTasks implements TaskStore {
         options.runtime,
         capabilities,
         newFencingToken(),
-        options.start === true ? 1 : 0,
       );
       if (!row) return null;
       const stored = rowToStored(row);

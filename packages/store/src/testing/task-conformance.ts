@@ -16,7 +16,6 @@ export const TASK_CASES = [
   'task-idempotency-origin',
   'task-lease-expiry',
   'task-started',
-  'task-claimed-started',
   'task-wait-expiry',
   'task-approval',
   'task-transitions',
@@ -625,49 +624,6 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       ).toBe('stale_lease');
       expect((await store.getTask('acme', once.id))?.history.at(-1)?.to).toBe('FAILED');
       expect((await store.getTask('acme', once.id))?.history).toHaveLength(3);
-    },
-
-    async 'task-claimed-started'() {
-      const store = h.store();
-      const plain = await create({ title: 'plain claim', maxAttempts: 3 });
-      const eager = await create({ title: 'claimed started', maxAttempts: 3 });
-      expect((await claim('w-plain'))?.lease?.startedAt).toBeNull();
-      h.advance(SECOND);
-      // `start`: the lease counts as started from the claim, as if startTask had followed.
-      const held = await store.claimTask({
-        teamId: 'acme',
-        runtime: 'claude-code',
-        workerId: 'w-eager',
-        leaseMs: LEASE,
-        start: true,
-      });
-      expect(held).toMatchObject({
-        id: eager.id,
-        state: 'WORKING',
-        lease: { workerId: 'w-eager', startedAt: iso(), expiresAt: iso(LEASE) },
-      });
-      // The claim's event carries the task as claimed, started (what the relay announces).
-      const events = await store.listTaskOutbox(0, 100);
-      const claimed = events.find((e) => e.task.id === eager.id && e.kind === 'claimed');
-      expect(claimed?.task.lease?.startedAt).toBe(iso());
-      expect(await path(eager.id)).toEqual(['->SUBMITTED', 'SUBMITTED>WORKING']);
-      // A start sent anyway keeps the claim's time.
-      h.advance(SECOND);
-      const token = held?.lease?.token ?? 0;
-      const again = await store.startTask('acme', eager.id, token, { holder: 'claude-code' });
-      expect(again.lease?.startedAt).toBe(iso(-SECOND));
-      // Both leases run out: the task claimed started fails (worker_lost) with attempts left;
-      // the plain one goes back to the queue.
-      h.advance(LEASE);
-      const expired = new Map(
-        (await store.expireLeases(iso())).map((t) => [t.task.id, t.task] as const),
-      );
-      expect(expired.get(eager.id)).toMatchObject({
-        state: 'FAILED',
-        attempts: 1,
-        error: { code: 'worker_lost' },
-      });
-      expect(expired.get(plain.id)).toMatchObject({ state: 'SUBMITTED', lease: null });
     },
 
     async 'task-started'() {

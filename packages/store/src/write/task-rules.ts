@@ -331,10 +331,10 @@ export function plannedCancel(
 export const WORKER_LOST = 'worker_lost';
 
 /**
- * A WORKING task whose lease ran out. Its lease had started (the worker said it was starting
- * the command, or claimed it started): FAILED (`worker_lost`), never run again by the hub,
- * since the command may have run and had its effects (its origin may create the task again).
- * Otherwise the command never started: requeued, or a dead letter after its last attempt.
+ * A WORKING task whose lease ran out. Its worker had said it was starting the command: FAILED
+ * (`worker_lost`), never run again by the hub, since the command may have run and had its
+ * effects (its origin may create the task again). Otherwise the command never started:
+ * requeued, or a dead letter after its last attempt.
  */
 export function plannedLeaseExpiry(stored: StoredTask, nowMs: number): TaskMutation {
   const { task } = stored;
@@ -343,7 +343,7 @@ export function plannedLeaseExpiry(stored: StoredTask, nowMs: number): TaskMutat
   const startedAt = task.lease?.startedAt ?? null;
   if (startedAt !== null) {
     const message =
-      `worker ${worker} held the task as started from ${startedAt}, then stopped answering until its ` +
+      `worker ${worker} started the command at ${startedAt}, then stopped answering until its ` +
       `lease ended at ${task.lease?.expiresAt}: the command may or may not have run, so it ` +
       'is not run again; create the task again to run it';
     return moved(
