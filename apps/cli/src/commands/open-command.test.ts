@@ -27,6 +27,24 @@ describe('ctxbus open', () => {
     expect(readFileSync(opened, 'utf8')).toBe(`${hub.url}/`);
   });
 
+  it('counts a browser that runs on as opened, and one that fails at once as no success', async () => {
+    const opened = join(dir, 'running.txt');
+    const running = join(dir, 'running.sh');
+    writeFileSync(running, `#!/bin/sh\nprintf '%s' "$*" > '${opened}'\nexec sleep 30\n`);
+    const failing = join(dir, 'failing.sh');
+    writeFileSync(failing, '#!/bin/sh\necho "cannot open display" >&2\nexit 1\n');
+    chmodSync(running, 0o755);
+    chmodSync(failing, 0o755);
+    const ran = await runCli(['open', '--url', hub.url], { env: { BROWSER: running } });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toBe(`opened ${hub.url}/ (${running})\n`);
+    expect(readFileSync(opened, 'utf8')).toBe(`${hub.url}/`);
+    const failed = await runCli(['open', '--url', hub.url], { env: { BROWSER: failing } });
+    expect(failed.code).toBe(0);
+    expect(failed.stdout).toBe(`${hub.url}/\n`);
+    expect(failed.stderr).toContain(`could not start a browser (${failing}: exited with 1)`);
+  });
+
   it('--print prints the URL; a browser that cannot start still leaves the URL', async () => {
     const printed = await runCli(['open', '--url', hub.url, '--print']);
     expect(printed.code, printed.stderr).toBe(0);

@@ -18,25 +18,34 @@ export function browserCommand(
   return ['xdg-open', [url]];
 }
 
+/** How long a browser ($BROWSER) has to fail at once before it counts as opened. */
+const BROWSER_GRACE_MS = 1_500;
+
 /**
- * Starts the opener. A browser ($BROWSER) may run on for as long as it is open, so it counts
- * as opened once started; the platform's opener (xdg-open, open, start) hands the URL on and
- * exits, and says by its exit code whether anything could open it (xdg-open exits 3 on a
- * machine with no browser), so it is waited for. Rejects with why nothing was opened.
+ * Starts the opener. The platform's opener (xdg-open, open, start) hands the URL on and exits,
+ * and says by its exit code whether anything could open it (xdg-open exits 3 on a machine with
+ * no browser), so it is waited for. A browser ($BROWSER) may run on for as long as it is open:
+ * it counts as opened once it has run BROWSER_GRACE_MS without failing, or exited 0 before
+ * (a wrapper handing the URL to a running browser); one that exits otherwise at once (a
+ * browser that cannot start here, a typo's shell) is no success. Rejects with why nothing was
+ * opened.
  */
 function launch(command: string, args: string[], waitForExit: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: 'ignore', detached: !waitForExit });
+    let grace: NodeJS.Timeout | undefined;
     child.once('error', reject);
-    if (waitForExit) {
-      child.once('exit', (code, signal) =>
-        code === 0 ? resolve() : reject(new Error(`exited with ${code ?? signal}`)),
-      );
-      return;
-    }
+    child.once('exit', (code, signal) => {
+      clearTimeout(grace);
+      code === 0 ? resolve() : reject(new Error(`exited with ${code ?? signal}`));
+    });
+    if (waitForExit) return;
     child.once('spawn', () => {
-      child.unref();
-      resolve();
+      grace = setTimeout(() => {
+        child.removeAllListeners('exit');
+        child.unref();
+        resolve();
+      }, BROWSER_GRACE_MS);
     });
   });
 }
