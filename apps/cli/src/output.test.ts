@@ -12,6 +12,13 @@ describe('asFlags: the hub names request fields, the person typed flags', () => 
     ['body.items[0].type: Invalid option', '--type: Invalid option'],
     ['body.relevanceTags[0]: a tag has no spaces', '--tags[0]: a tag has no spaces'],
     ['params.id: Invalid UUID', '<id>: Invalid UUID'],
+    [
+      'body.expiresAfterSeconds: Too small: expected number to be >0',
+      '--ttl: Too small: expected number to be >0',
+    ],
+    ['body.source.taskId: Too big', '--task: Too big'],
+    ['body.items[0].source.threadId: Too big', '--thread: Too big'],
+    ['body.input.argv: Required', '--input.argv: Required'],
     ['no field here: nothing changes', 'no field here: nothing changes'],
   ])('%s -> %s', (given, shown) => {
     expect(asFlags(given)).toBe(shown);

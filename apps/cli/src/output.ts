@@ -56,6 +56,10 @@ const FLAG_OF_FIELD: Record<string, string> = {
   relevanceTags: 'tags',
   scopes: 'scope',
   types: 'type',
+  expiresAfterSeconds: 'ttl',
+  'source.taskId': 'task',
+  'source.threadId': 'thread',
+  'source.agentId': 'agent',
 };
 
 /**
@@ -65,10 +69,15 @@ const FLAG_OF_FIELD: Record<string, string> = {
  */
 export function asFlags(message: string): string {
   return message
-    .replace(/\b(?:query|body)(?:\.items\[\d+\])?\.([A-Za-z]+)\b/g, (_match, field: string) => {
-      const name = FLAG_OF_FIELD[field] ?? field;
-      return `--${name.replace(/[A-Z]/g, (upper) => `-${upper.toLowerCase()}`)}`;
-    })
+    .replace(
+      /\b(?:query|body)(?:\.items\[\d+\])?\.([A-Za-z]+)(\.[A-Za-z]+)?\b/g,
+      (_match, field: string, nested = '') => {
+        const flag = FLAG_OF_FIELD[`${field}${nested}`];
+        const name = flag ?? FLAG_OF_FIELD[field] ?? field;
+        const rest = flag ? '' : nested;
+        return `--${name.replace(/[A-Z]/g, (upper) => `-${upper.toLowerCase()}`)}${rest}`;
+      },
+    )
     .replace(/\bparams\.([A-Za-z]+)\b/g, (_match, field: string) => `<${field}>`);
 }
 

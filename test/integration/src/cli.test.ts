@@ -182,6 +182,12 @@ describe('ctxbus CLI', () => {
     expect(badType.code).toBe(2);
     expect(badType.stderr.trim().split('\n')).toHaveLength(1);
     expect(badType.stderr).toMatch(/^ctxbus: error: .*type/);
+    // A refused field is named by the flag that set it.
+    const badTtl = await runCli(['write', '--type', 'status', '--title', 'x', '--ttl', '0'], {
+      env,
+    });
+    expect(badTtl.code).toBe(2);
+    expect(badTtl.stderr).toMatch(/^ctxbus: error: --ttl: /);
     writeFileSync(fromFile, JSON.stringify({ items: [{ type: 'status', title: '' }] }));
     const badFile = await runCli(['write', '--file', fromFile], { env });
     expect(badFile.code).toBe(2);
