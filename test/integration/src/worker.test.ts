@@ -267,6 +267,17 @@ describe('ctxbus worker', () => {
     );
     expect([rootless.code, rootless.stdout]).toEqual([2, '']);
     expect(rootless.stderr).toMatch(/^ctxbus: error: --root .*nope: no such directory\n$/);
+    // "ready" only once the hub answered: a hub that is down, or a token it refuses, ends the
+    // worker with the reason (exit 6, 3) and no "ready" before it.
+    const unreached = await runCli(['worker', '--capabilities', policyFile, '--root', root], {
+      env: { CTXBUS_URL: 'http://127.0.0.1:9', CTXBUS_TOKEN: hub.tokens.code },
+    });
+    expect([unreached.code, unreached.stdout]).toEqual([6, '']);
+    expect(unreached.stderr).toMatch(/^ctxbus: error: cannot reach the ctxbus hub at /m);
+    const badToken = await runCli(['worker', '--capabilities', policyFile, '--root', root], {
+      env: { CTXBUS_URL: hub.url, CTXBUS_TOKEN: 'cbx_not_a_token' },
+    });
+    expect([badToken.code, badToken.stdout]).toEqual([3, '']);
   });
 
   it("streams a running command's output to the origin, then its result", async () => {

@@ -122,12 +122,14 @@ Example:
           // Children find the Node that runs the worker first (npm, node scripts).
           policy: { childPath: `${dirname(process.execPath)}:${DEFAULT_CHILD_PATH}` },
           onTaskDone: (task, outcome) => printLine(`${task.id} ${outcome}: ${task.title}`),
+          // Once the hub answered: a hub that is down or refuses the token ends the command
+          // with its reason, never after a "ready".
+          onReady: () => printLine(`worker ${workerId} ready: ${url}, roots ${roots.join(', ')}`),
         });
         const stop = new AbortController();
         for (const signal of ['SIGINT', 'SIGTERM'] as const) {
           process.once(signal, () => stop.abort());
         }
-        printLine(`worker ${workerId} ready: ${url}, roots ${roots.join(', ')}`);
         try {
           await worker.run(stop.signal);
         } finally {

@@ -123,6 +123,8 @@ export interface TaskWorkerOptions {
   policy?: Partial<ExecutionPolicy>;
   /** Called after each task ends (tests and --once). */
   onTaskDone?: (task: Task, outcome: 'completed' | 'failed' | 'lost' | 'awaiting approval') => void;
+  /** Called once the hub has answered (its approval key) and the worker first announced itself. */
+  onReady?: () => void;
 }
 
 /** The result a command leaves on its task. */
@@ -230,6 +232,7 @@ export class TaskWorker {
         })
         .catch((error: unknown) => logger.warn({ err: error }, 'presence heartbeat failed'));
     await announce();
+    this.options.onReady?.();
     const heartbeat = setInterval(() => void announce(), (ttlSeconds * 1000) / 3);
     const inFlight = new Set<Promise<void>>();
     const claimBackoff = createBackoff({ initialMs: 250, maxMs: 5_000 });
