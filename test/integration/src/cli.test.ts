@@ -251,6 +251,13 @@ describe('ctxbus CLI', () => {
     expect(JSON.parse(search.stdout).results[0].item.id).toBe(item.id);
     const shared = await runCli(['shared', '--runtime', 'openclaw', '--budget', '500'], { env });
     expect(shared.stdout).toContain('RECENT DECISIONS:');
+    // A budget that cuts the bundle says so beside it (stderr), down to one that fits nothing.
+    const cut = await runCli(['shared', '--budget', '40'], { env });
+    expect(cut.code, cut.stderr).toBe(0);
+    expect(cut.stderr).toMatch(/^ctxbus: cut to fit 40 tokens \(\d+ before\)/);
+    const none = await runCli(['shared', '--budget', '1'], { env });
+    expect([none.code, none.stdout]).toEqual([0, '\n']);
+    expect(none.stderr).toMatch(/^ctxbus: nothing fits a budget of 1 token \(the bundle is \d+\)/);
     const got = await runCli(['get', item.id, '--json'], { env });
     expect(JSON.parse(got.stdout).id).toBe(item.id);
     const consumed = await runCli(['consume', item.id], {

@@ -2,7 +2,7 @@ import type { CtxbusClient, ListParams } from '@ctxbus/client';
 import type { WriteResponse } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
-import { itemLine, printJson, printLine } from '../output.js';
+import { itemLine, oneLine, printJson, printLine, terminalSafe } from '../output.js';
 import { readInput } from '../read-input.js';
 
 interface ConnectionOptions {
@@ -351,8 +351,26 @@ function sharedCommand(program: Command, run: Run): void {
         ...(options.runtime && { runtime: options.runtime }),
         ...(tokenBudget !== undefined && { tokenBudget }),
       });
-      if (options.json) printJson(bundle);
-      else printLine(bundle.formatted);
+      if (options.json) {
+        printJson(bundle);
+        return;
+      }
+      printLine(bundle.formatted);
+      // Beside the bundle (stdout stays the bundle): what the budget cut, and the format's say.
+      const { trim } = bundle;
+      const tokens = (n: number) => `${n} token${n === 1 ? '' : 's'}`;
+      if (trim.trimmed && bundle.formatted.trim() === '') {
+        process.stderr.write(
+          `ctxbus: nothing fits a budget of ${tokens(bundle.tokenBudget)} (the bundle is ${trim.tokensBeforeTrim}); pass a larger --budget\n`,
+        );
+      } else if (trim.trimmed) {
+        process.stderr.write(
+          `ctxbus: cut to fit ${tokens(bundle.tokenBudget)} (${trim.tokensBeforeTrim} before); a larger --budget shows more\n`,
+        );
+      }
+      for (const warning of bundle.warnings) {
+        process.stderr.write(`ctxbus: warning: ${terminalSafe(oneLine(warning.message))}\n`);
+      }
     }),
   );
 }
