@@ -166,8 +166,26 @@ describe('ctxbus handoff', () => {
     // A bad heartbeat field is one line naming it (exit 2), and changes nothing.
     const before = readFileSync(join(workspace, '.context-bus', 'handoff.json'), 'utf8');
     const empty = await runCli(['handoff', 'heartbeat', '--model', '', '--no-publish'], { env });
-    expect(empty.code).toBe(2);
-    expect(empty.stderr).toMatch(/^ctxbus: error: handoff\.author: .*\n$/);
+    expect([empty.code, empty.stderr]).toEqual([
+      2,
+      'ctxbus: error: --model must name a model (got a blank value)\n',
+    ]);
+    const blank = await runCli(['handoff', 'heartbeat', '--model', '   ', '--no-publish'], { env });
+    expect([blank.code, blank.stderr]).toEqual([
+      2,
+      'ctxbus: error: --model must name a model (got a blank value)\n',
+    ]);
+    const tooLong = await runCli(
+      ['handoff', 'heartbeat', '--model', 'm'.repeat(101), '--no-publish'],
+      { env },
+    );
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toMatch(/^ctxbus: error: handoff\.author: .*\n$/);
+    const noTarget = await runCli(['handoff', 'switch', '--to', ' ', '--reason', 'r'], { env });
+    expect([noTarget.code, noTarget.stderr]).toEqual([
+      2,
+      'ctxbus: error: --to must name a model (got a blank value)\n',
+    ]);
     expect(readFileSync(join(workspace, '.context-bus', 'handoff.json'), 'utf8')).toBe(before);
     // A flag's value checked as the command line is read: the same one line and exit 2.
     const badWait = await runCli(

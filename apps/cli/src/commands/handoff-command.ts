@@ -30,6 +30,16 @@ function percent(value: string, flag = '--usage'): number {
   return number;
 }
 
+/** A model's name as a flag gives it: not blank (the handoff would name no model). */
+function modelName(flag: string): (value: string) => string {
+  return (value) => {
+    if (value.trim() === '') {
+      throw new CtxbusError('validation_failed', `${flag} must name a model (got a blank value)`);
+    }
+    return value;
+  };
+}
+
 function isoTime(value: string): string {
   const time = Date.parse(value);
   if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(time)) {
@@ -124,7 +134,11 @@ function initCommand(handoff: Command, run: Run): void {
     .description(
       'create .context-bus/ with a first handoff.json, and add the handoff rules to HEARTBEAT.md (never replacing either)',
     )
-    .option('--model <name>', "the model expected to start (default: config.yaml's primary)")
+    .option(
+      '--model <name>',
+      "the model expected to start (default: config.yaml's primary)",
+      modelName('--model'),
+    )
     .option('--workspace <dir>', WORKSPACE_HELP)
     .option('--config <file>', CONFIG_HELP)
     .action((options: CommonOptions & { model?: string }) =>
@@ -198,7 +212,7 @@ function heartbeatCommand(handoff: Command, run: Run): void {
   handoff
     .command('heartbeat')
     .description('record where the work stands (creates the handoff the first time)')
-    .requiredOption('--model <name>', 'the model writing (opus, codex, ...)')
+    .requiredOption('--model <name>', 'the model writing (opus, codex, ...)', modelName('--model'))
     .option('--usage <percent>', "the model's usage of its limit (0-100)")
     .option('--action <text>', 'something just done (repeatable; the last five are kept)', list)
     .option('--next <text>', 'a next step (repeatable; replaces the list)', list)
@@ -285,7 +299,7 @@ function switchCommand(handoff: Command, run: Run): void {
     .description(
       'move the agent to another model: a stale or unready handoff first gets a final heartbeat asked for and waited on; a damaged or stale one is refused unless --force; an unready one switches with a warning',
     )
-    .option('--to <model>', 'the model to switch to')
+    .option('--to <model>', 'the model to switch to', modelName('--to'))
     .option(
       '--back',
       "switch back to the model before this one (model.previous), as the monitor does at config.yaml's switch_back",
