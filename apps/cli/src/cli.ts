@@ -41,6 +41,7 @@ Environment:
 
 Exit codes:
   0 ok, 1 failure, 2 bad input, 3 not authorised, 4 not found, 5 conflict, 6 hub unreachable
+  A failure says why in one line on stderr (ctxbus: error: ...); stdout gets no error, --json or not
 
 Quick start:
   ctxbus serve                                   # prints the URL and, once, an admin token (saved)
