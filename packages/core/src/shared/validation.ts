@@ -32,15 +32,43 @@ export function validationError(error: z.ZodError, where: string): CtxbusError {
  */
 export const MAX_JSON_DEPTH = 32;
 
-/** The first place in `value` nested deeper than `limit`, or null (iterative: no recursion). */
+/** An object or array on tooDeep's stack; its path is spelled out only for the answer. */
+interface Nested {
+  value: object;
+  depth: number;
+  parent: Nested | null;
+  key: string;
+  inArray: boolean;
+}
+
+const isNested = (value: unknown): value is object => value !== null && typeof value === 'object';
+
+/** `.key` and `[index]` from the root down to `node`. */
+function pathTo(node: Nested): string {
+  let path = '';
+  for (let at: Nested | null = node; at !== null && at.parent !== null; at = at.parent) {
+    path = (at.inArray ? `[${at.key}]` : `.${at.key}`) + path;
+  }
+  return path;
+}
+
+/**
+ * The first place in `value` nested deeper than `limit`, or null (iterative: no recursion).
+ * Runs before every schema check, so it walks only objects and arrays and builds no path
+ * until it has one to return.
+ */
 export function tooDeep(value: unknown, limit = MAX_JSON_DEPTH): string | null {
-  const stack: { value: unknown; depth: number; path: string }[] = [{ value, depth: 0, path: '' }];
+  if (!isNested(value)) return null;
+  const stack: Nested[] = [{ value, depth: 0, parent: null, key: '', inArray: false }];
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    if (next.value === null || typeof next.value !== 'object') continue;
-    if (next.depth >= limit) return next.path || '(root)';
-    for (const [key, child] of Object.entries(next.value)) {
-      const path = Array.isArray(next.value) ? `${next.path}[${key}]` : `${next.path}.${key}`;
-      stack.push({ value: child, depth: next.depth + 1, path });
+    if (next.depth >= limit) return pathTo(next) || '(root)';
+    const inArray = Array.isArray(next.value);
+    const fields = next.value as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      const child = fields[key];
+      if (isNested(child)) {
+        stack.push({ value: child, depth: next.depth + 1, parent: next, key, inArray });
+      }
     }
   }
   return null;
