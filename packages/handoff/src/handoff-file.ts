@@ -230,7 +230,10 @@ export interface UpdateOptions extends LockOptions {
   event: string;
   /** Replace a file that fails its checks instead of refusing (says so in the history). */
   force?: boolean;
-  /** Take a file that fails only its checksum as it is (seed 003's scripts wrote it). */
+  /**
+   * Take a file that fails only its checksum as it is (seed 003's scripts wrote it), its own
+   * timestamp kept: its content is as old as that, so the staleness check still applies.
+   */
   adopt?: boolean;
 }
 
@@ -254,10 +257,11 @@ export async function updateHandoff(
         current = null;
       }
       const content = update(current);
+      const now = (options.now ?? new Date()).toISOString();
       const unsigned = {
         schema_version: HANDOFF_SCHEMA_VERSION,
         sequence: (current?.sequence ?? 0) + 1,
-        timestamp: (options.now ?? new Date()).toISOString(),
+        timestamp: options.adopt && current ? current.timestamp : now,
         author: content.author,
         handoff_ready: content.handoff_ready,
         model: content.model,
@@ -288,7 +292,8 @@ export async function updateHandoff(
       writeFileAtomic(paths.handoff, `${JSON.stringify(next, null, 2)}\n`);
       const entry: HistoryEntry = {
         sequence: next.sequence,
-        timestamp: next.timestamp,
+        // When it was written (an adopted handoff keeps the time of its content).
+        timestamp: now,
         event: options.force && !current ? `${options.event} (forced)` : options.event,
         author: next.author,
         model: next.model.current,

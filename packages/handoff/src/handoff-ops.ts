@@ -140,8 +140,11 @@ export async function heartbeat(
 /**
  * Takes a handoff that fails only its checksum (seed 003's own scripts hash bytes that are not
  * in the file, so no reader can check theirs; or a person edited it) as it is: the same
- * content, signed, one sequence on; the history says `adopt`. A file that is not JSON or not a
- * v2 handoff is refused, and one that passes its checks is left as it is.
+ * content and timestamp, signed, one sequence on; the history says `adopt` (when). Its
+ * timestamp stays the content's, so a stale file stays stale: a switch refuses it (seed 003:
+ * the handoff is less than 5 minutes old) until a heartbeat renews it, or with --force. A file
+ * that is not JSON or not a v2 handoff is refused, and one that passes its checks is left as it
+ * is.
  */
 export async function adoptHandoff(
   paths: HandoffPaths,

@@ -144,9 +144,11 @@ describe('the handoff file', () => {
       files_touched: SEED_CONTENT.files_touched,
     });
     expect(readHandoff(paths)).toEqual(handoff);
-    expect(readHistory(paths).map((entry) => [entry.sequence, entry.event])).toEqual([
-      [48, 'adopt'],
-    ]);
+    // Its content's time is kept (a stale file stays stale); the history says when it was adopted.
+    expect(handoff.timestamp).toBe(SEED_CONTENT.timestamp);
+    expect(
+      readHistory(paths).map((entry) => [entry.sequence, entry.event, entry.timestamp]),
+    ).toEqual([[48, 'adopt', '2026-02-01T10:00:00.000Z']]);
     // Adopting a file that passes its checks changes nothing.
     expect(await adoptHandoff(paths)).toEqual({ handoff, adopted: false });
     // The seed's own example, its checksum a placeholder ("sha256:abc123..."), is taken too.

@@ -504,6 +504,32 @@ describe('ctxbus handoff', () => {
     expect(JSON.parse(readFileSync(file, 'utf8')).author).toBe('someone else');
     const again = await runCli(['handoff', 'adopt', '--workspace', workspace]);
     expect(again.stdout).toMatch(/passes its checks: nothing to adopt/);
+    // Adopting keeps the content's time: a stale file (seed 003's example, written long ago)
+    // stays stale, and a switch refuses it (seed 003: less than 5 minutes old).
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ...handoff,
+        timestamp: '2026-02-01T15:15:00+05:30',
+        checksum: 'sha256:abc123...',
+      }),
+    );
+    expect((await runCli(['handoff', 'adopt', '--workspace', workspace])).code).toBe(0);
+    expect(JSON.parse(readFileSync(file, 'utf8')).timestamp).toBe('2026-02-01T15:15:00+05:30');
+    const stale = await runCli([
+      'handoff',
+      'switch',
+      '--to',
+      'codex',
+      '--reason',
+      'limit',
+      '--wait',
+      '0',
+      '--workspace',
+      workspace,
+    ]);
+    expect(stale.code, stale.stderr).toBe(5);
+    expect(stale.stderr).toMatch(/min old \(limit 5 min\)/);
     const none = await runCli(['handoff', 'status', '--workspace', fresh()]);
     expect(none.code).toBe(4);
     const badUsage = await runCli([

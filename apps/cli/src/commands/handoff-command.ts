@@ -163,7 +163,7 @@ function adoptCommand(handoff: Command, run: Run): void {
   handoff
     .command('adopt')
     .description(
-      "take a handoff.json that fails only its checksum as it is (seed 003's own scripts hash bytes that are not in the file; or you edited it): the same content, signed, one sequence on, 'adopt' in the history. Nothing changes for a file that passes its checks; one that is not a v2 handoff is refused (heartbeat --force starts over)",
+      "take a handoff.json that fails only its checksum as it is (seed 003's own scripts hash bytes that are not in the file; or you edited it): the same content and timestamp (a stale file stays stale for switch), signed, one sequence on, 'adopt' in the history. Nothing changes for a file that passes its checks; one that is not a v2 handoff is refused (heartbeat --force starts over)",
     )
     .option('--workspace <dir>', WORKSPACE_HELP)
     .option('--config <file>', CONFIG_HELP)
