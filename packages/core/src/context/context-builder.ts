@@ -228,6 +228,12 @@ export function buildContext(
       }
     }
     if (exact > budget) {
+      // Every step spent: the last rendering may predate the last steps (the estimate was
+      // still over), so what is cut is what is left, never entries already dropped.
+      text = render(formatter, config.header, working);
+      exact = countTokens(text);
+    }
+    if (exact > budget) {
       text = truncateToTokens(text, budget);
       exact = countTokens(text);
       actions.push({ section: '*', entry: null, action: 'truncate' });
