@@ -314,9 +314,11 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
     );
   }
   const now = clock.now();
+  let handedOver: Handoff | null = null;
   const handoff = await updateHandoff(
     paths,
     (current) => {
+      handedOver = current;
       if (!current) {
         if (!input.force) throw noHandoff(paths);
         warnings.push('no usable handoff: the new model starts without one');
@@ -352,6 +354,9 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
     },
     { event: 'switch', now, ...(input.force !== undefined && { force: input.force }) },
   );
+  // The next model reads rolling-summary.md (seed 003): a switch before the proactive summary
+  // (a manual one, a low usage) writes it from what was handed over.
+  if (handedOver) writeRollingSummary(paths, summaryOf(handedOver), now);
   return { handoff, warnings, finalHeartbeat };
 }
 

@@ -322,6 +322,11 @@ describe('the forced final heartbeat before a switch', () => {
       context: { recent_actions: ['Saved the migration state'], next_steps: ['Backfill'] },
     });
     expect(() => readFileSync(paths.heartbeatRequest)).toThrowError(/ENOENT/);
+    // The next model's rolling summary, of what opus handed over (seed 003: it reads it).
+    const summary = readFileSync(paths.summary, 'utf8');
+    expect(summary).toContain('author: opus');
+    expect(summary).toContain('## TL;DR\nBilling [in_progress]');
+    expect(summary).toContain('## Immediate Next Steps\n1. Backfill');
   });
 
   it('waits no longer than the configured time, then switches anyway with a warning', async () => {
