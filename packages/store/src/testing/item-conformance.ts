@@ -482,8 +482,11 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
                 item.id,
               );
           } catch (error) {
-            // A random supersedes may name an item of another team, or one already superseded.
-            expect(['invalid_reference', 'conflict']).toContain((error as CtxbusError).code);
+            // A random supersedes may name an item of another team, or one already superseded;
+            // a private item may not replace another runtime's.
+            expect(['invalid_reference', 'conflict', 'forbidden']).toContain(
+              (error as CtxbusError).code,
+            );
           }
         }
         await store.recordItemUsage(usage);
@@ -621,6 +624,24 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
       expect(
         (await store.listItems(acme, { limit: 10, key: 'notes/batch' })).map((i) => i.title),
       ).toEqual(['v2']);
+      // A private item never replaces another runtime's item (by key or by supersedes): the
+      // team would lose it. Its own, yes.
+      const shared = await write({ title: 'team decision', key: 'notes/decided' });
+      await rejectsWith(
+        write({ title: 'hidden', key: 'notes/decided', visibility: 'private' }, acmeChat),
+        'forbidden',
+      );
+      await rejectsWith(
+        write({ title: 'hidden', supersedes: shared.id, visibility: 'private' }, acmeChat),
+        'forbidden',
+      );
+      expect((await store.getItem(acmeChat, shared.id))?.supersededBy).toBeNull();
+      const retracted = await write({
+        title: 'mine again',
+        key: 'notes/decided',
+        visibility: 'private',
+      });
+      expect(retracted.supersedes).toBe(shared.id);
     },
     async 'large-item'() {
       const store = h.store();

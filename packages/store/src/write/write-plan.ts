@@ -274,6 +274,21 @@ export class WritePlan<P extends PlannedInput> {
       target ??= holder;
     }
     if (!target) return null;
+    // A private item is its writer's alone: replacing another runtime's item with one would
+    // take that item from the team's view (its own author's too).
+    if (item.visibility === 'private' && target.item.source.runtime !== writer.runtime) {
+      throw new CtxbusError(
+        'forbidden',
+        `a private item cannot replace item ${target.item.id} of ${target.item.source.runtime}: the team would lose it; write a team item, or use another key`,
+        {
+          details: {
+            reason: 'private_over_shared',
+            id: target.item.id,
+            ...(item.key !== null && { key: item.key }),
+          },
+        },
+      );
+    }
     if (target.item.supersededBy !== null) {
       throw new CtxbusError(
         'conflict',
