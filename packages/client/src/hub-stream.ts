@@ -73,12 +73,23 @@ const wait = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', done, { once: true });
   });
 
-/** The SSE messages of a response body, as they arrive; the body is released at the end. */
-async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<EventSourceMessage> {
+/**
+ * The SSE messages of a response body, as they arrive; the body is released at the end. An
+ * abort cancels the body at once: a fetch that does not tie the body to its signal (the hub's
+ * own in-process client) would leave the read, and the hub's subscription, open until the next
+ * change.
+ */
+async function* sseMessages(
+  body: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<EventSourceMessage> {
   const messages: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (message) => messages.push(message) });
   const decoder = new TextDecoder();
   const reader = body.getReader();
+  const cancel = () => void reader.cancel().catch(() => {});
+  if (signal?.aborted) cancel();
+  signal?.addEventListener('abort', cancel, { once: true });
   try {
     for (;;) {
       const { value, done } = await reader.read();
@@ -87,6 +98,7 @@ async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<Ev
       for (let message = messages.shift(); message; message = messages.shift()) yield message;
     }
   } finally {
+    signal?.removeEventListener('abort', cancel);
     reader.releaseLock();
     await body.cancel().catch(() => {});
   }
@@ -145,7 +157,7 @@ export async function* readHubStream<T extends { seq: number }>(
           },
         );
         if (!response.body) throw new CtxbusError('unavailable', 'the hub sent no stream');
-        for await (const message of sseMessages(response.body)) {
+        for await (const message of sseMessages(response.body, signal)) {
           if (message.event === 'ready') {
             backoff.reset();
             lastSeq ??= readyAfter(message.data);

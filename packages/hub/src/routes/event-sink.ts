@@ -113,6 +113,17 @@ function webSink(context: Context, onClose: () => void): EventSink {
     onClose();
     markGone();
   };
+  // An in-process caller that aborts its request has left, even before it cancels the body.
+  const left = () => {
+    if (closed) return;
+    close();
+    try {
+      controller?.close();
+    } catch {}
+  };
+  const signal = context.req.raw.signal;
+  if (signal.aborted) queueMicrotask(left);
+  else signal.addEventListener('abort', left, { once: true });
   const body = new ReadableStream<Uint8Array>(
     {
       start(control) {
