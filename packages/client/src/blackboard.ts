@@ -163,6 +163,13 @@ export class Blackboard implements BlackboardWriter {
     return item as ContextItem;
   }
 
+  /** Writes (or replaces) several entries in one atomic write: all of them, or none. */
+  setMany(
+    entries: readonly { name: string; value: JsonValue; options?: EntryOptions }[],
+  ): Promise<ContextItem[]> {
+    return this.writeEntries(entries.map((entry) => ({ ...entry, options: entry.options ?? {} })));
+  }
+
   /** The entry's latest value, or undefined when the board has none. */
   async get(entry: string): Promise<JsonValue | undefined> {
     const [item] = (
@@ -251,15 +258,18 @@ export class Blackboard implements BlackboardWriter {
     return (await this.entries()).filter((entry) => entry.kind === kind);
   }
 
-  /** Makes a list field hold exactly `values`: adds the missing ones, removes the others. */
+  /**
+   * Makes a list field hold exactly `values`: adds the missing ones (one write), then removes
+   * the others, so a refused write removes nothing.
+   */
   async setList(field: BoardListField, values: readonly string[]): Promise<void> {
     const kind = BOARD_LIST_FIELDS[field];
     const wanted = new Set(values);
     const held = await this.entriesOfKind(kind);
+    await this.addToList(field, values);
     for (const entry of held) {
       if (!wanted.has(String(entry.value))) await this.remove(entry.name);
     }
-    await this.addToList(field, values);
   }
 
   /** Removes every entry of `kind` whose name is not in `keep`; returns the names removed. */

@@ -76,6 +76,39 @@ describe('update_swarm_shared_state', () => {
     expect(Date.parse(read.board.lastUpdated ?? '')).not.toBeNaN();
   });
 
+  it('changes nothing when the hub refuses a write, and names the argument that was too big', async () => {
+    const args = { board: 'thread:T-atomic' };
+    await board(claude, { ...args, add: { taskResults: { build: 'green', deploy: 'done' } } });
+    await board(claude, { ...args, add: { sharedNotes: ['keep me'] } });
+    const before = (await board(claude, args)).board;
+    const big = 'x'.repeat(150_000);
+    // A replace writes first: refused, it removes nothing.
+    const replaced = await refused(claude, 'update_swarm_shared_state', {
+      ...args,
+      key: 'taskResults',
+      value: { build: 'red', big },
+    });
+    expect(replaced).toMatch(/taskResults\.big: /);
+    expect(replaced).not.toMatch(/body\./);
+    await refused(claude, 'update_swarm_shared_state', {
+      ...args,
+      key: 'sharedNotes',
+      value: [{ content: big }],
+    });
+    // An add is one write: the small result is not kept beside the refused big one.
+    await refused(claude, 'update_swarm_shared_state', {
+      ...args,
+      add: { taskResults: { p1: 1, p2: big } },
+    });
+    expect(
+      await refused(claude, 'update_swarm_shared_state', { ...args, key: 'big', value: big }),
+    ).toMatch(/^value: |: value: /);
+    const after = (await board(claude, args)).board;
+    expect(after.taskResults).toEqual(before.taskResults);
+    expect(after.taskResults).toEqual({ build: 'green', deploy: 'done' });
+    expect(after.sharedNotes.map((note) => note.content)).toEqual(['keep me']);
+  });
+
   it("keeps seed 004's board fields: notes with priority, URLs, routines, tasks", async () => {
     const args = { board: 'thread:T-7' };
     await board(claude, { ...args, key: 'createdUrls', value: ['https://example.com/pr/1'] });

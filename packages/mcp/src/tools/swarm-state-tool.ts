@@ -40,6 +40,24 @@ function invalid(message: string): CtxbusError {
   return new CtxbusError('validation_failed', message);
 }
 
+/**
+ * A write the hub refused, its fields named as the call named them: the hub says
+ * `body.items[2].content` for the third entry written, the caller wrote `value` or
+ * `taskResults.<name>`.
+ */
+async function named<T>(write: Promise<T>, name: (index: number) => string): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (!CtxbusError.isInstance(error) || error.code !== 'validation_failed') throw error;
+    const message = error.message.replace(
+      /\bbody(?:\.items\[(\d+)\])?\.(?:content|title)\b/g,
+      (_match, index: string | undefined) => name(Number(index ?? 0)),
+    );
+    throw new CtxbusError(error.code, message, { details: error.details });
+  }
+}
+
 /** `value` read with `schema`, or an error naming the form `key` takes. */
 function valueFor<T extends z.ZodType>(schema: T, value: unknown, key: string, form: string) {
   const parsed = schema.safeParse(value);
@@ -88,7 +106,7 @@ class BoardUpdate {
     const name = blackboardEntryNameSchema.safeParse(key);
     if (!name.success)
       throw invalid(`key: ${name.error.issues[0]?.message ?? 'not an entry name'}`);
-    await this.board.set(key, value as JsonValue, { kind: kind ?? 'result' });
+    await named(this.board.set(key, value as JsonValue, { kind: kind ?? 'result' }), () => 'value');
     this.changes.push(`set ${key}`);
   }
 
@@ -100,8 +118,9 @@ class BoardUpdate {
       'taskResults',
       form,
     );
-    const removed = await this.board.removeKindExcept('result', new Set(Object.keys(results)));
+    // The new results first, in one write: a refused one leaves the board as it was.
     await this.addResults(results);
+    const removed = await this.board.removeKindExcept('result', new Set(Object.keys(results)));
     if (removed.length > 0) this.changes.push(`removed taskResults ${removed.join(', ')}`);
   }
 
@@ -109,9 +128,10 @@ class BoardUpdate {
     const form = 'a note or a list of notes: text, or {content, tags, priority, id}';
     const parsed = valueFor(noteList, value, 'sharedNotes', form);
     const notes = (Array.isArray(parsed) ? parsed : [parsed]).map(asNote);
-    const keep = new Set(notes.flatMap((note) => note.id ?? []));
+    // The new notes first, in one write: a refused one leaves the board as it was.
+    const added = await this.addNotes(notes);
+    const keep = new Set([...notes.flatMap((note) => note.id ?? []), ...added]);
     const removed = await this.board.removeKindExcept('note', keep);
-    await this.addNotes(notes);
     if (removed.length > 0) this.changes.push(`removed sharedNotes ${removed.join(', ')}`);
   }
 
@@ -122,17 +142,28 @@ class BoardUpdate {
     this.changes.push(`${field} = [${values.join(', ')}]`);
   }
 
+  /** Every result in one atomic write: all of them, or none. */
   private async addResults(results: Record<string, unknown>): Promise<void> {
-    for (const [name, result] of Object.entries(results)) {
-      await this.board.set(name, result as JsonValue, { kind: 'result' });
-      this.changes.push(`set taskResults.${name}`);
-    }
+    const entries = Object.entries(results);
+    await named(
+      this.board.setMany(
+        entries.map(([name, result]) => ({
+          name,
+          value: result as JsonValue,
+          options: { kind: 'result' as const },
+        })),
+      ),
+      (index) => `taskResults.${entries[index]?.[0] ?? index}`,
+    );
+    for (const [name] of entries) this.changes.push(`set taskResults.${name}`);
   }
 
-  private async addNotes(notes: readonly ReturnType<typeof asNote>[]): Promise<void> {
-    if (notes.length === 0) return;
-    const ids = await this.board.addNotes(notes);
+  /** Every note in one atomic write; their ids. */
+  private async addNotes(notes: readonly ReturnType<typeof asNote>[]): Promise<string[]> {
+    if (notes.length === 0) return [];
+    const ids = await named(this.board.addNotes(notes), (index) => `sharedNotes[${index}]`);
     this.changes.push(`noted ${ids.join(', ')}`);
+    return ids;
   }
 
   async add(add: AddArgument): Promise<void> {
