@@ -155,16 +155,29 @@ describe('only people approve', () => {
     });
     expect(bystander.status).toBe(403);
     expect(bystander.body.error.details.reason).toBe('not_task_party');
+    // Nor end it: failing or canceling another runtime's task is its parties' and people's.
+    const failing = await call(hub.url, 'POST', `/api/tasks/${id}/update`, {
+      token: hub.tokens.stranger,
+      body: { state: 'FAILED', note: 'nope' },
+    });
+    const canceling = await call(hub.url, 'POST', `/api/tasks/${id}/cancel`, {
+      token: hub.tokens.stranger,
+      body: {},
+    });
+    for (const refusal of [failing, canceling]) {
+      expect(refusal.status).toBe(403);
+      expect(refusal.body.error.details.reason).toBe('not_task_party');
+    }
     const fromOrigin = await call(hub.url, 'POST', `/api/tasks/${id}/update`, {
       token: hub.tokens.claw,
       body: { state: 'AUTH_REQUIRED', note: 'needed for the release' },
     });
     expect(fromOrigin.status).toBe(200);
     expect(
-      (await auditRecords('task.report-refused')).filter(
-        (r) => r.subject === id && r.actor === 'stranger',
-      ),
-    ).toHaveLength(1);
+      (await auditRecords('task.report-refused'))
+        .filter((r) => r.subject === id && r.actor === 'stranger')
+        .map((r) => r.data.action),
+    ).toEqual(['update', 'update', 'cancel']);
     const refused = (await auditRecords('approval.refused')).filter((r) => r.subject === id);
     expect(refused.map((record) => [record.actor, record.data.decision, record.data.role])).toEqual(
       refusals.flatMap(([, runtime, role]) => [

@@ -102,7 +102,7 @@ async function cancel(services: HubServices, viewer: Viewer, id: string): Promis
   if (isTerminalTaskState(before.state)) throw refuse(before.state);
   let task: Task;
   try {
-    task = await services.tasks.cancel(viewer.teamId, id, viewer.runtime, 'canceled over A2A');
+    task = await services.tasks.cancelAs(viewer, id, 'canceled over A2A');
   } catch (error) {
     if (CtxbusError.isInstance(error) && error.code === 'conflict') {
       throw refuse((await findTask(services, viewer, id)).state);

@@ -25,7 +25,7 @@ async function refusedReport(
   services: HubServices,
   viewer: Viewer,
   id: string,
-  action: 'renew' | 'start' | 'progress' | 'complete' | 'fail' | 'update',
+  action: 'renew' | 'start' | 'progress' | 'complete' | 'fail' | 'update' | 'cancel',
   error: unknown,
 ): Promise<never> {
   const reason = CtxbusError.isInstance(error)
@@ -102,9 +102,17 @@ export const taskRoutes = [
   implement('cancelTask', {
     summary: 'Cancel a task that has not ended',
     tags: ['tasks'],
-    statuses: { 200: 'The canceled task.', 409: 'The task already ended otherwise.' },
+    description:
+      "From its origin, the runtime it is routed to or that holds it, or a person's runtime (an approver: the CLI, the dashboard, the bot); another runtime of the team is refused (403, reason not_task_party; audited).",
+    statuses: {
+      200: 'The canceled task.',
+      403: 'The caller is no party to the task (reason `not_task_party`).',
+      409: 'The task already ended otherwise.',
+    },
     async handler({ params, body, viewer, services }) {
-      const task = await services.tasks.cancel(viewer.teamId, params.id, viewer.runtime, body.note);
+      const task = await services.tasks
+        .cancelAs(viewer, params.id, body.note)
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'cancel', error));
       return { status: 200, body: { task: taskView(task) } };
     },
   }),
@@ -243,7 +251,7 @@ export const taskRoutes = [
     summary:
       'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
     description:
-      "For the origin or the doer. `state` equal to the task's current state (not terminal) records the note only, as the task's status item: from the runtime holding the lease while the task is WORKING (403, reason not_lease_holder), else from its origin or the runtime it is routed to (403, reason not_task_party); refusals are audited. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows; a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
+      "For the origin or the doer. `state` equal to the task's current state (not terminal) records the note only, as the task's status item: from the runtime holding the lease while the task is WORKING (403, reason not_lease_holder), else from its origin or the runtime it is routed to (403, reason not_task_party); refusals are audited. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows, asked by its origin, the runtime it is routed to or held by, or a person's (approver) runtime (else 403, reason not_task_party; audited); a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
     tags: ['tasks'],
     statuses: {
       200: 'The task after the update.',

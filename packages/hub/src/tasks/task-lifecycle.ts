@@ -1,6 +1,7 @@
 import type {
   AuditEvent,
   AuditRecord,
+  CapabilitiesFile,
   CreateTaskRequest,
   RoutingDecision,
   Task,
@@ -15,6 +16,7 @@ import {
   createTaskRequestSchema,
   isTerminalTaskState,
   notLeaseHolderError,
+  personRefusal,
   prepareParsedItem,
   redactJson,
   redactSecrets,
@@ -136,6 +138,23 @@ function assertMayNote(task: Task, runtime: string): void {
   );
 }
 
+/**
+ * Who may move a task (fail it, put it back, ask for input) or cancel it: its origin, the
+ * runtime it is routed to or that holds it, and people (an approver runtime: the CLI, the
+ * dashboard, the bot). Another agent of the team is refused (403, reason not_task_party): a
+ * prompt-injected agent cannot end the work of others.
+ */
+function assertMayMove(task: Task, runtime: string, matrix: CapabilitiesFile): void {
+  if (runtime === task.origin || runtime === task.targetRuntime) return;
+  if (task.lease?.runtime === runtime) return;
+  if (personRefusal(matrix, runtime) === null) return;
+  throw new CtxbusError(
+    'forbidden',
+    `task ${task.id}: runtime ${runtime} is neither its origin (${task.origin}), the runtime it is routed to (${task.targetRuntime ?? 'none yet'}) nor a person's (an approver runtime); only they move or cancel it`,
+    { details: { reason: 'not_task_party', taskId: task.id } },
+  );
+}
+
 export class TaskLifecycle {
   /**
    * Claim attempts (store claims) since the hub started, how many took a task, and how many of
@@ -216,6 +235,11 @@ export class TaskLifecycle {
         { details: { reason: 'illegal_transition', from: current.state, to: request.state } },
       );
     }
+    // A WORKING task moves only with its holder's token, which the store checks (and names
+    // the holder in its refusal); a cancel needs none, so it is checked here too.
+    if (current.state !== 'WORKING' || request.state === 'CANCELED') {
+      assertMayMove(current, viewer.runtime, this.deps.capabilities.matrix());
+    }
     if (request.state === 'CANCELED') {
       return this.cancel(viewer.teamId, id, viewer.runtime, request.note);
     }
@@ -231,6 +255,13 @@ export class TaskLifecycle {
   /** Any move an update patch can make (approvals: the request, its answer). */
   move(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
     return this.relayed(this.deps.store.updateTask(teamId, id, patch));
+  }
+
+  /** `cancel` as a runtime asks it: only a party to the task (see assertMayMove). */
+  async cancelAs(viewer: Viewer, id: string, note?: string): Promise<Task> {
+    const current = await this.find(viewer.teamId, id);
+    assertMayMove(current, viewer.runtime, this.deps.capabilities.matrix());
+    return this.cancel(viewer.teamId, id, viewer.runtime, note);
   }
 
   /**
