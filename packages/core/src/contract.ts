@@ -189,6 +189,7 @@ export {
 export { hubUnreachable, serveCommand } from './shared/hub-unreachable.js';
 export type { Logger } from './shared/logger.js';
 export { silentLogger } from './shared/logger.js';
+export { sliceText } from './shared/slice-text.js';
 export {
   MAX_JSON_DEPTH,
   parseOrThrow,

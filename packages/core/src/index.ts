@@ -275,6 +275,7 @@ export {
   serveCommand,
   sha256Hex,
   silentLogger,
+  sliceText,
   tooDeep,
   validationError,
   visibleText,

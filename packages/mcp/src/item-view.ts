@@ -3,6 +3,7 @@ import {
   contextTypeSchema,
   inertMarkdown,
   scopeSchema,
+  sliceText,
   urgencySchema,
   visibilitySchema,
 } from '@ctxbus/core/contract';
@@ -61,7 +62,7 @@ export function toItemView(
     type: item.type,
     title: item.title,
     summary: item.summary,
-    content: truncated ? `${item.content.slice(0, maxContentChars).trimEnd()}…` : item.content,
+    content: truncated ? `${sliceText(item.content, maxContentChars).trimEnd()}…` : item.content,
     ...(truncated && { contentTruncated: true }),
     scope: item.scope,
     scopeKey: item.scopeKey,
@@ -106,7 +107,7 @@ export function itemHeadline(item: ItemView): string {
 export function itemBody(item: ItemView, maxChars: number): string {
   const body = item.content.trim() || (item.summary !== item.title ? item.summary : '');
   if (!body) return '';
-  const cut = body.length > maxChars ? `${body.slice(0, maxChars).trimEnd()}…` : body;
+  const cut = body.length > maxChars ? `${sliceText(body, maxChars).trimEnd()}…` : body;
   // Inert as the bundle's entries are: no heading, fence or tag of its own.
   return inertMarkdown(cut)
     .split('\n')

@@ -1,4 +1,5 @@
 import type { RoutingDecision, Task, TaskEvent } from '@ctxbus/core/contract';
+import { sliceText } from '@ctxbus/core/contract';
 import { z } from 'zod';
 
 // What the task tools and task://active show of a task: the fields an agent acts on, and the
@@ -122,7 +123,7 @@ export function toRoutingView(routing: RoutingDecision): RoutingView {
 }
 
 function cut(text: string, chars = TASK_TEXT_CHARS): string {
-  return text.length <= chars ? text : `${text.slice(0, chars).trimEnd()}…`;
+  return text.length <= chars ? text : `${sliceText(text, chars).trimEnd()}…`;
 }
 
 /** Where the router sent the task, in one sentence an agent can relay to its user. */

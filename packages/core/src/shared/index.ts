@@ -18,6 +18,7 @@ export {
 export { hubUnreachable, serveCommand } from './hub-unreachable.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
+export { sliceText } from './slice-text.js';
 export { countTokens, o200kTokenCounter } from './tokens.js';
 export {
   MAX_JSON_DEPTH,

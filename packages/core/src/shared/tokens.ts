@@ -1,4 +1,5 @@
 import { countTokens as countO200k, decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { sliceText } from './slice-text.js';
 
 // Special-token strings in user content are ordinary text to us, never control tokens.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() } as const;
@@ -58,12 +59,6 @@ function encodeText(text: string): number[] {
   return tokenizerPieces(text).flatMap((piece) => encode(piece, PLAIN_TEXT));
 }
 
-/** Cuts `text` to `length` UTF-16 units without splitting a surrogate pair. */
-function sliceSafe(text: string, length: number): string {
-  const code = text.charCodeAt(length - 1);
-  return code >= 0xd800 && code <= 0xdbff ? text.slice(0, length - 1) : text.slice(0, length);
-}
-
 /**
  * The longest prefix of `text` (a true string prefix) that fits in `maxTokens`. The decoded
  * token prefix gives a first guess; when a token boundary splits a character, a binary search
@@ -79,10 +74,10 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   let high = Math.min(text.length, guess.length + 16);
   while (low < high) {
     const mid = Math.ceil((low + high) / 2);
-    if (countTokens(sliceSafe(text, mid)) <= maxTokens) low = mid;
+    if (countTokens(sliceText(text, mid)) <= maxTokens) low = mid;
     else high = mid - 1;
   }
-  return sliceSafe(text, low);
+  return sliceText(text, low);
 }
 
 /**

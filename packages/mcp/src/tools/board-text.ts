@@ -1,4 +1,5 @@
 import type { SwarmBlackboard } from '@ctxbus/core/contract';
+import { sliceText } from '@ctxbus/core/contract';
 
 // The text rendering of a board (the structured result holds all of it): one line per field,
 // each value cut at VALUE_CHARS, so a busy board stays readable.
@@ -6,7 +7,7 @@ import type { SwarmBlackboard } from '@ctxbus/core/contract';
 const VALUE_CHARS = 300;
 
 function cut(text: string): string {
-  return text.length > VALUE_CHARS ? `${text.slice(0, VALUE_CHARS)}…` : text;
+  return text.length > VALUE_CHARS ? `${sliceText(text, VALUE_CHARS)}…` : text;
 }
 
 function listLine(name: string, values: readonly string[]): string {

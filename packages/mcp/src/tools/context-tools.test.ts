@@ -143,6 +143,20 @@ describe('context tools against a real hub', () => {
     expect(textOf(refused)).toMatch(/sourceRuntime "web" is not this token's runtime/);
   });
 
+  it('cuts listed content between characters, never inside one (no lone surrogate)', async () => {
+    // An emoji (two UTF-16 units) across the listing's 1,000-unit cut.
+    const content = `${'a'.repeat(999)}😀${'b'.repeat(50)}`;
+    const written = await call('context_write', { type: 'discovery', title: 'emoji cut', content });
+    expect(written.isError, textOf(written)).toBeFalsy();
+    const listed = await call('context_read', { scopeKey: undefined, limit: 5 });
+    const items = (listed.structuredContent as { items: { title: string; content: string }[] })
+      .items;
+    const cut = items.find((item) => item.title === 'emoji cut');
+    expect(cut?.content).toBe(`${'a'.repeat(999)}…`);
+    expect(textOf(listed).isWellFormed()).toBe(true);
+    expect(JSON.stringify(listed.structuredContent).isWellFormed()).toBe(true);
+  });
+
   it('since returns only what was written after a seq', async () => {
     const first = await call('context_write', { type: 'discovery', title: 'Before the mark' });
     const seq = (first.structuredContent as { item: { seq: number } }).item.seq;

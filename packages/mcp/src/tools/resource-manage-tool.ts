@@ -8,6 +8,7 @@ import {
   resourceOf,
   resourceTypeSchema,
   resourceViewSchema,
+  sliceText,
   visibilitySchema,
 } from '@ctxbus/core/contract';
 import { z } from 'zod';
@@ -134,7 +135,7 @@ function checkForm(input: ResourceArguments): void {
 }
 
 const cut = (text: string, chars: number) =>
-  text.length > chars ? `${text.slice(0, chars)}…` : text;
+  text.length > chars ? `${sliceText(text, chars)}…` : text;
 
 function resourceLine(resource: ResourceView, valueChars = 300): string {
   const head = `${resource.name} (${resource.type ?? 'untyped'}, ${resource.visibility}, by ${resource.createdBy} at ${resource.createdAt}): ${resource.title}`;
