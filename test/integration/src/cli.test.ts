@@ -537,6 +537,17 @@ describe('ctxbus CLI', () => {
         `ctxbus: error: ${flag} is empty (an unset variable?)\n`,
       ]);
     }
+    // The stdio MCP server says a URL that is no hub's at once (it answered each call later).
+    for (const [args, env, label] of [
+      [['mcp', '--url', 'ftp://x', '--token', 'cbx_x'], {}, '--url'],
+      [['mcp', '--token', 'cbx_x'], { CTXBUS_URL: 'not a url' }, 'CTXBUS_URL'],
+    ] as const) {
+      const mcp = await runCli([...args], { env });
+      expect([mcp.code, mcp.stderr.split(' (got')[0]]).toEqual([
+        2,
+        `ctxbus: error: ${label} must be an http(s) URL such as http://127.0.0.1:7420`,
+      ]);
+    }
     // A mistyped data directory: a read finds no database (exit 4) and makes none.
     const parent = tempDir();
     dirs.push(parent);

@@ -15,6 +15,12 @@ export function registerMcp(program: Command, run: (action: () => Promise<void>)
     )
     .action((options: { url?: string; token?: string }) =>
       run(async () => {
+        // A URL that is no hub's (a typo, ftp://) is said now, not as "unavailable" at each call.
+        const url = options.url ?? process.env.CTXBUS_URL;
+        if (url !== undefined) {
+          const { parseHubUrl } = await import('../hub-target.js');
+          parseHubUrl(url, options.url !== undefined ? '--url' : 'CTXBUS_URL');
+        }
         const { runStdioServer } = await import('@ctxbus/mcp');
         const running = await runStdioServer({
           ...(options.url !== undefined && { url: options.url }),
