@@ -198,6 +198,7 @@ describe('context tools against a real hub', () => {
       ['project/ctxbus/ci', 'CI runs ./dev test'],
       ['project/ctxbus/stack', 'Stack: TypeScript, pnpm, turbo, tsup, vitest, Biome'],
     ]);
+    expect(textOf(query)).toMatch(/^2 keys under project\/ctxbus:/);
 
     const decisions = await call('memory_query', { path: 'project', type: 'decision' });
     expect(

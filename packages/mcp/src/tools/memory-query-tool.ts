@@ -43,6 +43,15 @@ Examples:
 - {"path": "team/conventions", "type": "decision"}
 - {"path": "runbooks/deploy"}`;
 
+/** "2 keys (3 items)": a key can hold more than one live item (another runtime's own). */
+function countLine(items: readonly { key?: string | null }[]): string {
+  const keys = new Set(items.map((item) => item.key)).size;
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return items.length === keys
+    ? plural(keys, 'key')
+    : `${plural(keys, 'key')} (${plural(items.length, 'item')})`;
+}
+
 export function memoryQueryTool(context: ToolContext) {
   return defineTool({
     name: MEMORY_QUERY_TOOL,
@@ -67,7 +76,7 @@ export function memoryQueryTool(context: ToolContext) {
         text:
           items.length === 0
             ? `Nothing is stored under ${keyPrefix}.`
-            : `${items.length} key(s) under ${keyPrefix}:\n${renderItems(items)}`,
+            : `${countLine(items)} under ${keyPrefix}:\n${renderItems(items)}`,
       };
     },
   });
