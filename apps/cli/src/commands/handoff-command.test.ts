@@ -482,16 +482,8 @@ describe('ctxbus handoff', () => {
     const file = join(workspace, '.context-bus', 'handoff.json');
     const handoff = JSON.parse(readFileSync(file, 'utf8'));
     writeFileSync(file, JSON.stringify({ ...handoff, author: 'someone else' }));
-    const tampered = await runCli([
-      'handoff',
-      'switch',
-      '--to',
-      'codex',
-      '--reason',
-      'limit',
-      '--workspace',
-      workspace,
-    ]);
+    const switchToCodex = ['handoff', 'switch', '--to', 'codex', '--reason', 'limit'];
+    const tampered = await runCli([...switchToCodex, '--workspace', workspace]);
     expect(tampered.code).toBe(2);
     expect(tampered.stderr).toMatch(/handoff\.json fails its checksum/);
     const monitor = await runCli(['handoff', 'monitor', '--once', '--workspace', workspace]);
@@ -516,18 +508,7 @@ describe('ctxbus handoff', () => {
     );
     expect((await runCli(['handoff', 'adopt', '--workspace', workspace])).code).toBe(0);
     expect(JSON.parse(readFileSync(file, 'utf8')).timestamp).toBe('2026-02-01T15:15:00+05:30');
-    const stale = await runCli([
-      'handoff',
-      'switch',
-      '--to',
-      'codex',
-      '--reason',
-      'limit',
-      '--wait',
-      '0',
-      '--workspace',
-      workspace,
-    ]);
+    const stale = await runCli([...switchToCodex, '--wait', '0', '--workspace', workspace]);
     expect(stale.code, stale.stderr).toBe(5);
     expect(stale.stderr).toMatch(/min old \(limit 5 min\)/);
     const none = await runCli(['handoff', 'status', '--workspace', fresh()]);
