@@ -125,14 +125,38 @@ Tags: 1-5 short lowercase topic words without spaces: storage, ci, auth, release
 
 Replace an outdated item with supersedes (its id) instead of contradicting it. Use ttlSeconds for things that stop mattering. For long-lived knowledge under a path-like key use memory_write. Never write secrets: they are redacted before storage.`;
 
+/**
+ * A field given under our name or the seed's: either, or both when they agree. Two different
+ * values are refused rather than one silently dropped (as taskId and sourceTaskId are).
+ */
+function oneOf<K extends 'ttlSeconds' | 'tags', S extends 'expiresAfterSeconds' | 'relevanceTags'>(
+  input: z.output<typeof contextWriteInput>,
+  ours: K,
+  seeds: S,
+): z.output<typeof contextWriteInput>[K] | z.output<typeof contextWriteInput>[S] {
+  const mine = input[ours];
+  const theirs = input[seeds];
+  if (
+    mine !== undefined &&
+    theirs !== undefined &&
+    JSON.stringify(mine) !== JSON.stringify(theirs)
+  ) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${ours} and ${seeds} name the same field (${seeds} is seed 000's name): give one, or the same value in both`,
+    );
+  }
+  return mine ?? theirs;
+}
+
 export function toItemInput(input: z.output<typeof contextWriteInput>): ContextItemInput {
   const source = {
     ...(input.taskId !== undefined && { taskId: input.taskId }),
     ...(input.threadId !== undefined && { threadId: input.threadId }),
     ...(input.agentId !== undefined && { agentId: input.agentId }),
   };
-  const ttl = input.ttlSeconds ?? input.expiresAfterSeconds;
-  const tags = input.tags ?? input.relevanceTags;
+  const ttl = oneOf(input, 'ttlSeconds', 'expiresAfterSeconds');
+  const tags = oneOf(input, 'tags', 'relevanceTags');
   return {
     type: input.type,
     title: input.title,

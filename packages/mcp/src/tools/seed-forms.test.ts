@@ -71,6 +71,17 @@ describe("seed 000's MCP calls", () => {
     const mixed = await call('context_write', { item: { type: 'status', title: 'x' }, title: 'y' });
     expect(mixed.isError).toBe(true);
     expect(textOf(mixed)).toMatch(/takes no "item"/);
+    // Our name and the seed's for one field: the same value is fine, two values are refused.
+    const agreed = { type: 'status', title: 'tags twice', tags: ['a'], relevanceTags: ['a'] };
+    expect((await call('context_write', agreed)).isError).toBeFalsy();
+    for (const [fields, named] of [
+      [{ tags: ['a'], relevanceTags: ['b'] }, /tags and relevanceTags name the same field/],
+      [{ ttlSeconds: 10, expiresAfterSeconds: 20 }, /ttlSeconds and expiresAfterSeconds/],
+    ] as const) {
+      const both = await call('context_write', { type: 'status', title: 'twice', ...fields });
+      expect(both.isError).toBe(true);
+      expect(textOf(both)).toMatch(named);
+    }
   });
 
   it('context_read(scope, query) ranks by the query instead of ignoring it', async () => {
