@@ -290,6 +290,13 @@ describe('task_status and task_update through a task’s life', () => {
       note: 'done',
     });
     expect(textOf(completed.result)).toMatch(/COMPLETED needs token/);
+    // A result with another move would be dropped: refused, the task unchanged.
+    const withResult = await call(claw, 'task_update', {
+      taskId: id,
+      status: 'FAILED',
+      result: { passed: 3 },
+    });
+    expect(textOf(withResult.result)).toMatch(/result goes with COMPLETED only/);
     const failed = await ok(claw, 'task_update', {
       taskId: id,
       status: 'FAILED',

@@ -253,6 +253,12 @@ async function moveTask(
   input: z.output<typeof taskUpdateInput>,
 ): Promise<Task> {
   const { backend } = context;
+  if (input.result !== undefined && input.status !== 'COMPLETED') {
+    throw new CtxbusError(
+      'validation_failed',
+      `result goes with COMPLETED only (a ${input.status} move would drop it): say what happened in note`,
+    );
+  }
   if (input.status === 'CANCELED') return backend.cancelTask(input.taskId, input.note);
   if (input.status === 'COMPLETED') {
     if (input.token === undefined) {
