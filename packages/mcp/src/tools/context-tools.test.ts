@@ -207,6 +207,33 @@ describe('context tools against a real hub', () => {
   });
 });
 
+describe('tool errors in the log', () => {
+  it("logs a caller's mistake in one line at info, and what failed on our side at warn", async () => {
+    const lines: [string, string][] = [];
+    const record = (level: string) => (_object: object, message?: string) =>
+      lines.push([level, message ?? '']);
+    const logger = {
+      debug: record('debug'),
+      info: record('info'),
+      warn: record('warn'),
+      error: record('error'),
+    };
+    const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
+    for (const backend of [hub.client, down]) {
+      const logged = await connectInMemory(createCtxbusMcpServer({ backend, logger }));
+      await logged.client.callTool({
+        name: 'context_read',
+        arguments: { id: '01a22f5e-146b-71b4-b7ac-f8f667685841' },
+      });
+      await logged.close();
+    }
+    expect(lines.filter(([, message]) => message.startsWith('context_read'))).toEqual([
+      ['info', expect.stringMatching(/^context_read refused: .*01a22f5e/)],
+      ['warn', expect.stringMatching(/^context_read failed: .*cannot reach/)],
+    ]);
+  });
+});
+
 describe('tool errors', () => {
   it('invalid input is a tool error naming the field', async () => {
     const result = await call('context_write', { type: 'opinion', title: 'x' });
