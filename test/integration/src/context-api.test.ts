@@ -131,6 +131,21 @@ describe('reading', () => {
     expect(await titles('scopeKey=task:T-7')).toEqual(['Task T-7 underway']);
     const since = all.body.items[1].seq;
     expect(await titles(`since=${since}`)).toEqual(['Task T-7 underway']);
+    // Seed 000's since={timestamp} as a Unix time in milliseconds (13 digits and more), or as
+    // an ISO date-time: the items written after it.
+    const times = all.body.items.map((item: { createdAt: string }) => Date.parse(item.createdAt));
+    const oldest = Math.min(...times) - 1;
+    const newest = Math.max(...times) + 1;
+    for (const at of [String(oldest), new Date(oldest).toISOString()]) {
+      expect(await titles(`since=${at}&limit=100`), at).toEqual(
+        expect.arrayContaining(['Task T-7 underway', 'Flaky test found', 'Disk almost full']),
+      );
+    }
+    for (const at of [String(newest), new Date(newest).toISOString()]) {
+      expect(await titles(`since=${at}`), at).toEqual([]);
+    }
+    // Past the last date a time can name, digits stay a sequence number (nothing after it).
+    expect((await get('/api/context?since=9000000000000000')).body.items).toEqual([]);
   });
 
   it('pages with before/nextBefore', async () => {

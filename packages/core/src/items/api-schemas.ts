@@ -83,7 +83,10 @@ export const listQuerySchema = z.strictObject({
       `a sequence number is at most ${Number.MAX_SAFE_INTEGER}`,
     )
     .optional()
-    .meta({ description: 'A sequence number (items written after it) or an ISO date-time.' }),
+    .meta({
+      description:
+        "A sequence number (items written after it), an ISO date-time, or a Unix time in milliseconds (13 digits or more; seed 000's since={timestamp}).",
+    }),
   before: positiveIntQuery.optional().meta({ description: 'Paging: items with seq below this.' }),
   key: memoryKeySchema.optional(),
   // `sessions/` and `sessions` are the same prefix: a trailing slash is dropped, then checked.

@@ -32,15 +32,23 @@ function notFound(id: string): CtxbusError {
 
 /** The earliest date-time `since` may name (0001-01-01T00:00:00Z). */
 const EARLIEST_SINCE_MS = Date.parse('0001-01-01T00:00:00Z');
+/** The last time a Date holds (+275760-09-13): a larger Unix time is no date. */
+const MAX_DATE_MS = 8.64e15;
 
 /** Maps the list query (wire names) onto the store filter. */
 export function listOptionsFromQuery(query: ListQuery): ListOptions {
   let sinceSeq: number | undefined;
   let createdAfter: string | undefined;
   if (query.since !== undefined) {
-    if (/^\d+$/.test(query.since)) sinceSeq = Number(query.since);
+    // Seed 000's `since={timestamp}`: 13 digits and more, up to the last date a time can
+    // name, are a Unix time in milliseconds (no store reaches that many items); any other
+    // digits are a sequence number.
+    const digits = /^\d+$/.test(query.since) ? Number(query.since) : null;
+    const unixMs =
+      digits !== null && query.since.length >= 13 && digits <= MAX_DATE_MS ? digits : null;
+    if (unixMs === null && digits !== null) sinceSeq = digits;
     else {
-      const ms = Date.parse(query.since);
+      const ms = unixMs ?? Date.parse(query.since);
       if (Number.isNaN(ms)) {
         throw new CtxbusError(
           'validation_failed',
