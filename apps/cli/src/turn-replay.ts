@@ -95,8 +95,13 @@ export function firstDifference(
     return `part ${index + 1} — recorded ${name(was)}; rebuilt ${name(now)}`;
   }
   const [was, now] = [record.trace.trim, rebuilt.trim];
+  // Turns recorded before `trimmed` counted the window and the tool cap say it only when
+  // maxContextTokens acted (the hash never covered it). Such a record is proven too: its
+  // `trimmed` is what its own actions meant then, and the actions are compared one by one below.
+  const trimmedThen = was.actions.some((action) => action.reason === 'budget');
+  const sameTrimmed = (recorded: boolean) => recorded === now.trimmed || recorded === trimmedThen;
   for (const key of ['trimmed', 'tokensBeforeTrim', 'overBudget'] as const) {
-    if (was[key] !== now[key])
+    if (key === 'trimmed' ? !sameTrimmed(was.trimmed) : was[key] !== now[key])
       return `trim note ${key} — recorded ${was[key]}; rebuilt ${now[key]}`;
   }
   for (let index = 0; index < Math.max(was.actions.length, now.actions.length); index++) {
@@ -106,6 +111,7 @@ export function firstDifference(
     }
   }
   for (const key of ['sessionId', 'turnId', 'sourceCounts', 'trimmed', 'contextHash'] as const) {
+    if (key === 'trimmed' && sameTrimmed(record.snapshot.trimmed)) continue;
     if (canonicalJson(record.snapshot[key]) !== canonicalJson(rebuilt.snapshot[key])) {
       return `snapshot.${key} — recorded ${short(record.snapshot[key])}; rebuilt ${short(rebuilt.snapshot[key])}`;
     }

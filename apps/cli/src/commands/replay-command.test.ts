@@ -153,6 +153,60 @@ describe('ctxbus replay', () => {
     );
   });
 
+  it('proves a turn recorded before trimmed counted the window and the tool cap', async () => {
+    const data = fresh();
+    // Within maxContextTokens: only the window (5 messages, 4 kept) and the tool cap trim.
+    const roomy = {
+      ...turn('turn_1', 'Start the backfill.'),
+      budgets: { maxContextTokens: 10_000, maxRecentMessages: 4, maxToolSnippetTokens: 20 },
+    };
+    const built = record(data, roomy, 1_000);
+    expect(built.trim.actions.map((action) => action.reason)).toEqual(['window', 'tool-cap']);
+    expect(built.snapshot.trimmed).toBe(true);
+    const path = turnLogPaths(data, 'main', 'agent:main:chat-7').context;
+    const line = readFileSync(path, 'utf8').trim();
+    // What the builder wrote before: trimmed only when the budget had acted. The hash is the same.
+    const earlier = JSON.parse(line);
+    earlier.snapshot.trimmed = false;
+    earlier.trace.trim.trimmed = false;
+    writeFileSync(path, `${JSON.stringify(earlier)}\n`);
+    const old = await runCli(['replay', 'agent:main:chat-7'], offline(data));
+    expect(old.code, old.stdout + old.stderr).toBe(0);
+    expect(old.stdout).toContain(`turn turn_1 (line 1): ${built.contextHash} proven`);
+
+    // Neither then nor now was a turn the budget trimmed untrimmed, or one left whole trimmed.
+    const tight = fresh();
+    record(tight, turn('turn_2', 'And check the totals.'), 2_000);
+    const tightPath = turnLogPaths(tight, 'main', 'agent:main:chat-7').context;
+    const budgeted = JSON.parse(readFileSync(tightPath, 'utf8').trim());
+    expect(budgeted.trace.trim.actions).toContainEqual(
+      expect.objectContaining({ reason: 'budget' }),
+    );
+    budgeted.trace.trim.trimmed = false;
+    writeFileSync(tightPath, `${JSON.stringify(budgeted)}\n`);
+    const untrimmed = await runCli(['replay', 'agent:main:chat-7'], offline(tight));
+    expect(untrimmed.code).toBe(1);
+    expect(untrimmed.stdout).toContain(
+      'first difference: trim note trimmed — recorded false; rebuilt true',
+    );
+    const whole = fresh();
+    const wholeBudgets = {
+      maxContextTokens: 10_000,
+      maxRecentMessages: 9,
+      maxToolSnippetTokens: 900,
+    };
+    expect(record(whole, { ...roomy, budgets: wholeBudgets }, 3_000).trim.actions).toEqual([]);
+    const wholePath = turnLogPaths(whole, 'main', 'agent:main:chat-7').context;
+    const claimed = JSON.parse(readFileSync(wholePath, 'utf8').trim());
+    claimed.snapshot.trimmed = true;
+    writeFileSync(wholePath, `${JSON.stringify(claimed)}\n`);
+    const trimmed = await runCli(['replay', 'agent:main:chat-7'], offline(whole));
+    expect(trimmed.code).toBe(1);
+    expect(trimmed.stdout).toContain(
+      'first difference: snapshot.trimmed — recorded true; rebuilt false',
+    );
+  });
+
   it('appends a failed build to the session audit log as context_build_error', async () => {
     const data = fresh();
     const broken = {

@@ -115,9 +115,66 @@ describe('buildTurnContext', () => {
       // newest raw output first: t2 fits the 60 tokens, t1 becomes its summary
       { source: 'toolSnippets', id: 't1', action: 'compact', reason: 'tool-cap' },
     ]);
-    expect(built.trim.trimmed).toBe(false);
+    // The window and the tool cap trimmed the context (seed 002's three bounds), so it says so.
+    expect(built.trim.trimmed).toBe(true);
+    expect(built.snapshot.trimmed).toBe(true);
     expect(built.text).toContain('bash (summary): 60 tests passing');
     expect(built.text).toContain('src/billing.ts');
+  });
+
+  it('says trimmed when any of the three bounds dropped or compacted a line, with the hash unchanged', () => {
+    // Within every budget: nothing trimmed.
+    const whole = buildTurnContext(input(), estimateTokenCounter, NOW);
+    expect(whole.trim).toMatchObject({ trimmed: false, actions: [] });
+    expect(whole.snapshot.trimmed).toBe(false);
+    // Only maxRecentMessages: the two oldest messages are left out, well within maxContextTokens.
+    const window = buildTurnContext(
+      input({ budgets: budget(10_000, { maxRecentMessages: 4 }) }),
+      estimateTokenCounter,
+      NOW,
+    );
+    expect(window.trim.actions.map((action) => action.reason)).toEqual(['window', 'window']);
+    expect(window.trim).toMatchObject({ trimmed: true, overBudget: false });
+    expect(window.snapshot).toMatchObject({ trimmed: true, sourceCounts: { messages: 4 } });
+    // Only maxToolSnippetTokens: the older raw output shows its summary.
+    const toolCap = buildTurnContext(
+      input({ budgets: budget(10_000, { maxToolSnippetTokens: 60 }) }),
+      estimateTokenCounter,
+      NOW,
+    );
+    expect(toolCap.trim.actions).toEqual([
+      { source: 'toolSnippets', id: 't1', action: 'compact', reason: 'tool-cap' },
+    ]);
+    expect(toolCap.trim.trimmed).toBe(true);
+    expect(toolCap.snapshot.trimmed).toBe(true);
+    // `trimmed` is not hashed: these are the hashes the builder gave before it said trimmed for
+    // the window and the tool cap, so turns recorded then still replay to the same hash.
+    expect(window.contextHash).toBe(
+      'ctx_386144ddbe75616aee5d38bc842ec6edd2eda554376ca1772d100d2f4e954f4a',
+    );
+    expect(toolCap.contextHash).toBe(
+      'ctx_27d9c2a392dd4c459d33d52616f8f71b000d9e92ae9b2cf36b9df1f68ab77a53',
+    );
+    // Whatever the bounds: trimmed exactly when the trace lists an action.
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 400 }),
+        fc.integer({ min: 0, max: 8 }),
+        fc.integer({ min: 0, max: 200 }),
+        (max, recent, toolTokens) => {
+          const built = buildTurnContext(
+            input({
+              budgets: budget(max, { maxRecentMessages: recent, maxToolSnippetTokens: toolTokens }),
+            }),
+            estimateTokenCounter,
+            NOW,
+          );
+          expect(built.trim.trimmed).toBe(built.trim.actions.length > 0);
+          expect(built.snapshot.trimmed).toBe(built.trim.trimmed);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 
   it('trims oldest chat first, then compacts tool outputs, keeping the input and checkpoint', () => {

@@ -126,7 +126,10 @@ export interface TurnTrimAction {
 
 /** The trim note the trace carries. */
 export interface TurnTrimNote {
-  /** Whether budget pressure changed anything (the window and the tool cap are routine). */
+  /**
+   * Whether any of the three bounds left a line out or showed its summary: the window, the tool
+   * cap or the budget (`actions` says which, line by line). Not part of the context hash.
+   */
   trimmed: boolean;
   tokensBeforeTrim: number;
   /** The current input and latest checkpoint alone exceed the budget; both are kept whole. */
@@ -390,7 +393,9 @@ export function buildTurnContext(
     apply(line, action, 'budget');
   }
   const totalTokens = total();
-  const trimmed = actions.some((action) => action.reason === 'budget');
+  // Seed 002's snapshot says trimmed when the context is not its sources whole, whichever bound
+  // trimmed it; `actions` is the trace of what went and why.
+  const trimmed = actions.length > 0;
   const trim: TurnTrimNote = {
     trimmed,
     tokensBeforeTrim,
