@@ -257,6 +257,41 @@ describe('search', () => {
     ).toEqual(['Lunch']);
   });
 
+  it("filters by seed 000's urgency: one or a list, exactly those", async () => {
+    await post([
+      { type: 'alert', title: 'Kiln one overheating', urgency: 'blocking' },
+      { type: 'request', title: 'Kiln two needs a new thermocouple', urgency: 'attention' },
+      { type: 'discovery', title: 'Kiln three fires evenly' },
+    ]);
+    const search = async (body: Record<string, unknown>) => {
+      const response = await call(hub.url, 'POST', '/api/context/search', {
+        token: hub.tokens.code,
+        body: { query: 'kiln', ...body },
+      });
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      return response.body.results
+        .map((result: { item: { title: string } }) => result.item.title)
+        .sort();
+    };
+    expect(await search({})).toHaveLength(3);
+    expect(await search({ urgency: 'blocking' })).toEqual(['Kiln one overheating']);
+    expect(await search({ urgency: ['attention', 'blocking'] })).toEqual([
+      'Kiln one overheating',
+      'Kiln two needs a new thermocouple',
+    ]);
+    expect(await search({ urgency: 'background', type: 'discovery' })).toEqual([
+      'Kiln three fires evenly',
+    ]);
+    for (const urgency of ['urgent', [], ['blocking', 7]]) {
+      const bad = await call(hub.url, 'POST', '/api/context/search', {
+        token: hub.tokens.code,
+        body: { query: 'kiln', urgency },
+      });
+      expect(bad.status, JSON.stringify(urgency)).toBe(400);
+      expect(bad.body.error.message).toMatch(/^body\.urgency/);
+    }
+  });
+
   it('survives hostile queries and rejects an empty one', async () => {
     for (const query of ['"', 'NEAR(a b', 'title:* OR', '-- ; DROP TABLE items', '(((((']) {
       const response = await call(hub.url, 'POST', '/api/context/search', {

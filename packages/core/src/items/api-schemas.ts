@@ -154,6 +154,9 @@ export const searchRequestSchema = z.strictObject({
   scope: oneOrList(scopeSchema).optional(),
   type: oneOrList(contextTypeSchema).optional(),
   tags: z.array(tagSchema).min(1).max(MAX_FILTER_VALUES).optional(),
+  urgency: oneOrList(urgencySchema)
+    .optional()
+    .meta({ description: "Only items of these urgencies (seed 000's `urgency`): one or a list." }),
   scopeKey: scopeKeySchema.optional(),
   limit: z.int().min(1).max(100).default(10),
   includeSuperseded: z.boolean().optional(),

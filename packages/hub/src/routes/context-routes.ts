@@ -223,12 +223,14 @@ export const contextRoutes = [
     async handler({ body, viewer, services }) {
       const scopes = asArray(body.scope);
       const types = asArray(body.type);
+      const urgencies = asArray(body.urgency);
       const response = await searchContext(services, viewer, {
         query: body.query,
         limit: body.limit,
         ...(scopes && { scopes }),
         ...(types && { types }),
         ...(body.tags && { tags: body.tags }),
+        ...(urgencies && { urgencies }),
         ...(body.scopeKey !== undefined && { scopeKey: body.scopeKey }),
         ...(body.includeSuperseded !== undefined && { includeSuperseded: body.includeSuperseded }),
       });

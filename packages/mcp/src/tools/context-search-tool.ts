@@ -10,21 +10,28 @@ import {
   scopeKeyInput,
   tagsFilterInput,
   typeFilterInput,
+  urgencyFilterInput,
 } from './tool-inputs.js';
 
 export const CONTEXT_SEARCH_TOOL = 'context_search';
 
-/** The filters a search takes, also as the seed's `filters` object. */
+/**
+ * The filters a search takes, also as the seed's `filters` object: seed 000 filters by scope,
+ * relevance tags and urgency, named as its items name them (`relevanceTags`, `urgency`).
+ */
 const searchFilters = {
   type: typeFilterInput.optional(),
   scope: scopeFilterInput.optional(),
   scopeKey: scopeKeyInput.optional(),
   tags: tagsFilterInput.optional(),
+  relevanceTags: tagsFilterInput.optional().describe("Seed 000's name for tags."),
+  urgency: urgencyFilterInput.optional(),
   includeSuperseded: z
     .boolean()
     .optional()
     .describe('Also search items that newer ones replaced. Default false.'),
 };
+const FILTER_NAMES = Object.keys(searchFilters).join(', ');
 
 export const contextSearchInput = z.object({
   query: z
@@ -44,10 +51,16 @@ export const contextSearchInput = z.object({
     .default(10)
     .describe('How many results, best first (1-50, default 10).'),
   filters: z
-    .strictObject(searchFilters)
+    .strictObject(searchFilters, {
+      // A filter no form takes is refused, naming the ones there are (never dropped).
+      error: (issue) =>
+        issue.code === 'unrecognized_keys'
+          ? `takes no ${issue.keys.map((key) => JSON.stringify(key)).join(', ')}; the filters are ${FILTER_NAMES}`
+          : undefined,
+    })
     .optional()
     .describe(
-      "The seed's context_search(query, filters): the same filters (type, scope, scopeKey, tags, includeSuperseded) as one object; each may be given here or at the top, not both.",
+      `The seed's context_search(query, filters): the same filters (${FILTER_NAMES}) as one object; each may be given here or at the top, not both.`,
     ),
 });
 
@@ -63,12 +76,13 @@ export const contextSearchOutput = z.object({
 
 const DESCRIPTION = `Search the team's shared context by meaning: ranked full-text search over titles and content (stop words dropped, neighbouring turns of a conversation thread count too). Plain questions work.
 
-Use it before deciding something (was it decided already?), when the user mentions something you have no context for, or to find who reported a problem. Narrow with type, scope, scopeKey or tags.
+Use it before deciding something (was it decided already?), when the user mentions something you have no context for, or to find who reported a problem. Narrow with type, scope, scopeKey, tags or urgency.
 
 Examples:
 - {"query": "which database did we choose?", "type": "decision"}
 - {"query": "flaky integration tests", "tags": ["ci"]}
 - {"query": "rate limit", "scopeKey": "task:T-42"}
+- {"query": "deploy", "filters": {"urgency": ["attention", "blocking"]}}
 Results carry each item (content cut at ${LIST_CONTENT_CHARS} characters) and the matching passage; context_read with an id gives an item in full.`;
 
 /** The top-level filters with the seed's `filters` object merged in (one place per filter). */
@@ -87,17 +101,35 @@ function mergedFilters(input: z.output<typeof contextSearchInput>) {
   return { ...top, ...filters };
 }
 
+/**
+ * `tags` or seed 000's `relevanceTags`: either, or both when they agree. Two different lists are
+ * refused rather than one silently dropped (as context_write refuses them).
+ */
+function tagsOf(input: ReturnType<typeof mergedFilters>): string[] | undefined {
+  const { tags, relevanceTags } = input;
+  if (tags && relevanceTags && JSON.stringify(tags) !== JSON.stringify(relevanceTags)) {
+    throw new CtxbusError(
+      'validation_failed',
+      "tags and relevanceTags name the same filter (relevanceTags is seed 000's name): give one, or the same list in both",
+    );
+  }
+  return tags ?? relevanceTags;
+}
+
 function searchRequest(raw: z.output<typeof contextSearchInput>): SearchRequest {
   const input = mergedFilters(raw);
   const types = asList(input.type);
   const scopes = asList(input.scope);
+  const urgencies = asList(input.urgency);
+  const tags = tagsOf(input);
   return {
     query: input.query,
     limit: input.limit,
     ...(types && { type: types }),
     ...(scopes && { scope: scopes }),
     ...(input.scopeKey !== undefined && { scopeKey: input.scopeKey }),
-    ...(input.tags && { tags: input.tags }),
+    ...(tags && { tags }),
+    ...(urgencies && { urgency: urgencies }),
     ...(input.includeSuperseded !== undefined && { includeSuperseded: input.includeSuperseded }),
   };
 }

@@ -106,12 +106,50 @@ describe("seed 000's MCP calls", () => {
     });
     expect(search.isError).toBeFalsy();
     expect(titles(search, 'results')).toEqual(['Database outage on staging']);
-    const unknownFilter = await call('context_search', {
+    // Seed 000 filters by scope, relevance tags and urgency, under the item's own names.
+    const found = async (args: Record<string, unknown>) => {
+      const result = await call('context_search', args);
+      expect(result.isError, textOf(result)).toBeFalsy();
+      return titles(result, 'results').sort();
+    };
+    expect(await found({ query: 'database', filters: { urgency: 'attention' } })).toEqual([
+      'Database outage on staging',
+    ]);
+    expect(
+      await found({ query: 'database', filters: { urgency: ['background', 'blocking'] } }),
+    ).toEqual(['Use PostgreSQL for the team database']);
+    expect(await found({ query: 'database', urgency: 'blocking' })).toEqual([]);
+    expect(await found({ query: 'database cache', filters: { relevanceTags: ['ci'] } })).toEqual([
+      'The CI cache key includes the lockfile',
+    ]);
+    expect(
+      await found({
+        query: 'database cache',
+        tags: ['database'],
+        filters: { relevanceTags: ['database'], urgency: 'attention', scope: 'global' },
+      }),
+    ).toEqual(['Database outage on staging']);
+    const disagree = await call('context_search', {
       query: 'database',
-      filters: { urgency: 'attention' },
+      tags: ['database'],
+      filters: { relevanceTags: ['ci'] },
     });
-    expect(unknownFilter.isError).toBe(true);
-    expect(textOf(unknownFilter)).toMatch(/filters/);
+    expect(disagree.isError).toBe(true);
+    expect(textOf(disagree)).toMatch(/tags and relevanceTags name the same filter/);
+    // A filter no form takes is refused, naming the filters there are.
+    for (const filters of [{ minUrgency: 'attention' }, { relevance_tags: ['ci'] }]) {
+      const unknownFilter = await call('context_search', { query: 'database', filters });
+      expect(unknownFilter.isError).toBe(true);
+      expect(textOf(unknownFilter)).toMatch(
+        /invalid input: filters: takes no "(minUrgency|relevance_tags)"; the filters are type, scope, scopeKey, tags, relevanceTags, urgency, includeSuperseded/,
+      );
+    }
+    const badUrgency = await call('context_search', {
+      query: 'database',
+      filters: { urgency: 'urgent' },
+    });
+    expect(badUrgency.isError).toBe(true);
+    expect(textOf(badUrgency)).toMatch(/filters\.urgency/);
     const twice = await call('context_search', {
       query: 'database',
       type: 'decision',

@@ -39,6 +39,10 @@ export const tagsInput = z
     'Relevance tags: 1-5 short lowercase topic words without spaces, e.g. ["storage", "sqlite"], ["ci"], ["auth", "security"].',
   );
 
+export const urgencyFilterInput = z
+  .union([urgencySchema, z.array(urgencySchema).min(1).max(URGENCIES.length)])
+  .describe(`Only items of these urgencies: one or a list of ${URGENCIES.join(', ')}.`);
+
 export const minUrgencyInput = urgencySchema.describe(
   `Only items at least this urgent (${URGENCIES.join(' < ')}).`,
 );
