@@ -12,7 +12,7 @@ import {
   startHubProcess,
   tempDir,
 } from '@ctxbus/test-kit';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const dirs: string[] = [];
 let hub: HubProcess | undefined;
@@ -46,8 +46,13 @@ describe('ctxbus CLI', () => {
     expect(unknown.stderr).toMatch(/unknown command/);
   });
 
+  // The three tests after this one go on with its hub, its data directory and its tokens.
+  let dataDir = '';
+  let env: Record<string, string> = {};
+  let chatToken = '';
+  let item: { id: string } = { id: '' };
   it('mints tokens offline before the first start, then serves with them', async () => {
-    const dataDir = tempDir();
+    dataDir = tempDir();
     dirs.push(dataDir);
     const minted = await runCli([
       'token',
@@ -77,7 +82,7 @@ describe('ctxbus CLI', () => {
 
     hub = await startHubProcess({ dataDir });
     expect(hub.adminToken).toMatch(/^cbx_/);
-    const env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token };
+    env = { CTXBUS_URL: hub.url, CTXBUS_TOKEN: token };
 
     const busyDir = await runCli(['serve', '--port', '0', '--data', dataDir]);
     expect(busyDir.code).toBe(5);
@@ -112,7 +117,7 @@ describe('ctxbus CLI', () => {
       hub.adminToken ?? '',
     ]);
     expect(online.code).toBe(0);
-    const chatToken = online.stdout.trim();
+    chatToken = online.stdout.trim();
     // Reading tasks takes a runtime token; with only an admin token the CLI says how to get
     // one, naming no flag the command lacks.
     const noReader = await runCli(['tasks', '--url', hub.url], {
@@ -140,13 +145,15 @@ describe('ctxbus CLI', () => {
       '--json',
     ]);
     expect(JSON.parse(list.stdout).tokens).toHaveLength(3);
+  });
 
+  it('writes items from flags, a file and stdin; a refusal is one line', async () => {
     const written = await runCli(
       ['write', '--type', 'decision', '--title', 'Use pnpm', '--tags', 'tooling', '--json'],
       { env },
     );
     expect(written.code).toBe(0);
-    const item = JSON.parse(written.stdout).items[0];
+    item = JSON.parse(written.stdout).items[0];
     expect(item).toMatchObject({ title: 'Use pnpm', relevanceTags: ['tooling'] });
     // The title may be the argument; without a type the error shows the whole form.
     const positional = await runCli(
@@ -224,7 +231,9 @@ describe('ctxbus CLI', () => {
     );
     expect(piped.failed, piped.stderr).toBeNull();
     expect(JSON.parse(piped.stdout).items[0].content).toHaveLength(90_000);
+  });
 
+  it('reads, searches and shares what was written, and delegates', async () => {
     const read = await runCli(['read', '--type', 'status'], { env });
     expect(read.stdout).toMatch(/^#\d+ status from file 2/);
     // No runtime here runs commands: the task is REJECTED as it is created, a failure even
@@ -264,7 +273,9 @@ describe('ctxbus CLI', () => {
       env: { ...env, CTXBUS_TOKEN: chatToken },
     });
     expect(consumed.stdout).toContain('by openclaw');
+  });
 
+  it('watches the stream from the start, in order', async () => {
     const watch = spawnCli(['watch', '--json', '--since', '0'], { env });
     let seen = '';
     watch.child.stdout?.on('data', (chunk: Buffer) => {
@@ -283,17 +294,26 @@ describe('ctxbus CLI', () => {
       [...lines.map((line) => line.seq)].sort((a, b) => a - b),
     );
     expect(lines.some((line) => line.event === 'context-consumed')).toBe(true);
-  }); // dozens of CLI processes, each starting Node: room for a loaded CI machine
+  });
 
-  it("keeps a new local hub's admin token for this user's CLI: no token is copied by hand", async () => {
+  describe("a new local hub's admin token, kept for this user's CLI: no token is copied by hand", () => {
     const configDir = tempDir('ctxbus-config-');
     const project = tempDir('ctxbus-project-');
-    dirs.push(configDir, project);
     // HOME too: the installer writes Claude Code's state file (~/.claude.json).
     const env = { CTXBUS_CONFIG_DIR: configDir, HOME: tempDir('ctxbus-home-') };
-    dirs.push(env.HOME);
-    const local = await startHubProcess({ env });
-    try {
+    dirs.push(configDir, project, env.HOME);
+    let local: HubProcess;
+    // What the install test leaves for the doctor and uninstall tests.
+    let settings: { env: { CTXBUS_URL: string; CTXBUS_TOKEN: string } };
+    let installTokens: () => Promise<{ label: string | null; revokedAt: string | null }[]>;
+    beforeAll(async () => {
+      local = await startHubProcess({ env });
+    });
+    afterAll(async () => {
+      expect(await local.stop()).toBe(0);
+    });
+
+    it('keeps the admin token; --save keeps a runtime token; refusals name the flags', async () => {
       const path = join(configDir, 'credentials.json');
       expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(statSync(configDir).mode & 0o777).toBe(0o700);
@@ -342,14 +362,14 @@ describe('ctxbus CLI', () => {
       const shown = await runCli(['read'], { env });
       expect(shown.stdout).toContain('build \\x1b[8mhidden \\x1b]52;c;ZXZpbA==\\x07 done');
       for (const raw of ['\u001b', '\u0007']) expect(shown.stdout).not.toContain(raw);
+    });
 
+    it('installs Claude Code with a token of its own, once, and refuses a missing project', async () => {
       // The installer mints Claude Code's own token, in the team of the CLI's token.
       const installed = await runCli(['install', 'claude-code', '--project', project], { env });
       expect(installed.code).toBe(0);
       expect(installed.stdout).toContain('with a new token for acme/claude-code');
-      const settings = JSON.parse(
-        readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8'),
-      );
+      settings = JSON.parse(readFileSync(join(project, '.claude', 'settings.local.json'), 'utf8'));
       expect(settings.env.CTXBUS_URL).toBe(local.url);
       const shared = await runCli(['shared', '--json'], {
         env: { ...env, CTXBUS_TOKEN: settings.env.CTXBUS_TOKEN },
@@ -360,7 +380,7 @@ describe('ctxbus CLI', () => {
       const again = await runCli(['install', 'claude-code', '--project', project], { env });
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).not.toContain('new token');
-      const installTokens = async () =>
+      installTokens = async () =>
         (
           JSON.parse((await runCli(['token', 'list', '--json', '--all'], { env })).stdout)
             .tokens as { label: string | null; revokedAt: string | null }[]
@@ -381,8 +401,9 @@ describe('ctxbus CLI', () => {
       expect(refused.code).toBe(2);
       expect(refused.stderr.trim()).toBe(`ctxbus: error: --project ${missing}: no such directory`);
       expect(existsSync(missing)).toBe(false);
+    });
 
-      // doctor checks it all, changing nothing.
+    it('doctor checks it all, changing nothing, and says how to fix what fails', async () => {
       const healthy = await runCli(['doctor', '--project', project], { env });
       expect(healthy.code, healthy.stdout).toBe(0);
       expect(healthy.stdout).toContain(`ok    hub: ${local.url} answers`);
@@ -420,7 +441,9 @@ describe('ctxbus CLI', () => {
         `fix: run \`ctxbus install claude-code --project ${broken}\` again`,
       );
       expect(sick.stderr.trim()).toBe('ctxbus: error: 1 check failed');
+    });
 
+    it('uninstall revokes what install minted; a missing Codex or admin token is one line', async () => {
       // Uninstall takes out what install added, ~/.claude.json's entry for the project too, and
       // revokes the token install minted: nothing keeps working after it.
       const removed = await runCli(
@@ -465,10 +488,8 @@ describe('ctxbus CLI', () => {
       expect(elsewhere.code).toBe(2);
       expect(elsewhere.stderr.trim().split('\n')).toHaveLength(1);
       expect(elsewhere.stderr).toMatch(/no token for claude-code: pass --token, or an admin token/);
-    } finally {
-      expect(await local.stop()).toBe(0);
-    }
-  }); // dozens of CLI processes, each starting Node: room for a loaded CI machine
+    });
+  });
 
   it('checks and shows capabilities.yaml, naming the line and column of a mistake', async () => {
     const file = fileURLToPath(new URL('../../../capabilities.yaml', import.meta.url));
