@@ -96,6 +96,36 @@ describe('task_create', () => {
     expect(textOf(again.result)).toMatch(/^Already created/);
   });
 
+  it('refuses a preference or constraint it does not take, naming it; nothing is created', async () => {
+    const count = async () => (await worker.tasks({ limit: 200 })).tasks.length;
+    const before = await count();
+    for (const [extra, named] of [
+      [
+        { preferences: { prefr: ['codex'] } },
+        /^task_create failed: invalid input: preferences: Unrecognized key: "prefr"$/,
+      ],
+      [
+        { constraints: { timeoutSeconds: 60 } },
+        /^task_create failed: invalid input: constraints: Unrecognized key: "timeoutSeconds"$/,
+      ],
+    ] as const) {
+      const refused = await call(claw, 'task_create', codeTask('Typo', extra));
+      expect(refused.result.isError).toBe(true);
+      expect(textOf(refused.result)).toMatch(named);
+    }
+    expect(await count()).toBe(before);
+    // The fields it takes still work.
+    const taken = await ok(
+      claw,
+      'task_create',
+      codeTask('Prefers', {
+        preferences: { prefer: ['claude-code'] },
+        constraints: { seconds: 5 },
+      }),
+    );
+    expect(taken.structured.status).toBe('created');
+  });
+
   it('a task no runtime can do is REJECTED, escalated to a human', async () => {
     const { result, structured } = await ok(claw, 'task_create', {
       title: 'Fly a drone',

@@ -67,7 +67,7 @@ export const taskCreateInput = z.object({
     .optional()
     .describe('A key of yours making retries safe: the same key returns the task already created.'),
   preferences: z
-    .object({
+    .strictObject({
       prefer: runtimeListInput.optional().describe('Runtimes to prefer, best first.'),
       avoid: runtimeListInput.optional().describe('Runtimes to take only when no other can.'),
       allowQueue: z
@@ -77,7 +77,7 @@ export const taskCreateInput = z.object({
     })
     .optional(),
   constraints: z
-    .object({
+    .strictObject({
       network: z.boolean().optional().describe('The task needs the network.'),
       seconds: z
         .number()
