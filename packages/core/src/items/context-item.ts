@@ -82,12 +82,34 @@ export const scopeKeySchema = z
   )
   .meta({ description: 'ADK-style scope key.', example: 'task:T-42' });
 
+/** Controls and format characters: zero-width spaces and joiners, direction marks, BOMs. */
+const INVISIBLE = /[\p{Cc}\p{Cf}]/u;
+/** A zero-width joiner inside an emoji sequence (👩‍💻), the one format character a tag keeps. */
+const EMOJI_JOINER =
+  /(?<=\p{Extended_Pictographic}[\u{FE0F}\u{1F3FB}-\u{1F3FF}]?)\u200D(?=\p{Extended_Pictographic})/gu;
+
+/**
+ * Whether `tag` holds a character nobody sees. Such a tag looks like another (`deploy` and
+ * `deploy` with a zero-width space) but never matches it in a filter, and one with a direction
+ * mark shows its characters in another order.
+ */
+function hasInvisibleCharacter(tag: string): boolean {
+  return INVISIBLE.test(tag.replace(EMOJI_JOINER, ''));
+}
+
+/** Whether a tag has an invisible character the rules before (NUL, whitespace) do not name. */
+const unnamedInvisible = (tag: string) => hasInvisibleCharacter(tag.replace(/[\s\0]/g, ''));
+
 export const tagSchema = z
   .string()
   .min(1)
   .max(LIMITS.tagChars)
   .refine(...NO_NUL)
-  .regex(/^[^\s,]+$/, 'a tag has no spaces or commas');
+  .regex(/^[^\s,]+$/, 'a tag has no spaces or commas')
+  .refine(
+    (tag) => !unnamedInvisible(tag),
+    'a tag has no invisible characters (controls, zero-width characters, direction marks)',
+  );
 
 export const memoryKeySchema = z
   .string()

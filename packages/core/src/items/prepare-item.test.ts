@@ -126,6 +126,44 @@ describe('prepareItem', () => {
     expect(thread.scope).toBe('thread');
   });
 
+  it('refuses a tag with a character nobody sees, once, and keeps emoji and other scripts', () => {
+    const tags = (relevanceTags: string[]) =>
+      contextItemInputSchema.safeParse({ type: 'status', title: 'x', relevanceTags });
+    for (const hidden of [
+      '\u200b',
+      '\u200d',
+      '\u202e',
+      '\u2066',
+      '\ufeff',
+      '\u00ad',
+      '\u001b',
+      '\u0085',
+    ]) {
+      const parsed = tags(['ok', `dep${hidden}loy`]);
+      expect(parsed.success, JSON.stringify(hidden)).toBe(false);
+      expect(parsed.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
+        [['relevanceTags', 1], expect.stringMatching(/^a tag has no (invisible|spaces)/)],
+      ]);
+    }
+    // NUL and whitespace keep their own message, alone.
+    expect(tags(['a\u0000b']).error?.issues).toHaveLength(1);
+    expect(tags(['a\tb']).error?.issues.map((issue) => issue.message)).toEqual([
+      'a tag has no spaces or commas',
+    ]);
+    // A joiner inside an emoji sequence is part of the emoji.
+    for (const visible of [
+      '👩\u200d💻',
+      '🏳️\u200d🌈',
+      '👨🏽\u200d🔧',
+      'café',
+      '日本語',
+      'نشر',
+      'v1.2-rc',
+    ]) {
+      expect(tags([visible]).success, visible).toBe(true);
+    }
+  });
+
   it('turns a TTL into expiresAt and lowercases tags without duplicates', () => {
     const item = prepareItem(
       { type: 'alert', title: 'x', expiresAfterSeconds: 60, relevanceTags: ['CI', 'ci', 'build'] },
