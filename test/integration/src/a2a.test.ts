@@ -7,6 +7,7 @@ import type { Message, Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import {
+  ContentTypeNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -346,6 +347,52 @@ describe('A2A over the hub', () => {
       body: '{"jsonrpc":',
     });
     expect(await garbled.json()).toMatchObject({ id: null, error: { code: -32700 } });
+  });
+
+  it('refuses a file part it would drop, as the SDK names it, and creates no task', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const file: Part = {
+      content: { $case: 'raw', value: Buffer.from('AAAA') },
+      metadata: undefined,
+      filename: 'a.mp4',
+      mediaType: 'video/mp4',
+    };
+    const msg = message([textPart('analyze this'), file], {
+      [ROUTING]: { requiredCapabilities: ['code_execution'] },
+    });
+    await expect(client.sendMessage(send(msg))).rejects.toBeInstanceOf(
+      ContentTypeNotSupportedError,
+    );
+    const listed = await call(hub.url, 'GET', '/api/tasks?limit=200', { token: hub.tokens.claw });
+    expect(
+      (listed.body.tasks as { title: string }[]).filter((task) => task.title === 'analyze this'),
+    ).toEqual([]);
+  });
+
+  it('acts on a streaming notification (no id) and answers 204 with no body, not a stream', async () => {
+    const notify = (method: string, params: unknown) =>
+      fetch(`${hub.url}/a2a`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${hub.tokens.claw}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', method, params }),
+      });
+    const title = `notified ${Date.now()}`;
+    const streamed = await notify('SendStreamingMessage', {
+      message: {
+        messageId: `notify-${Date.now()}`,
+        role: 'ROLE_USER',
+        parts: [{ text: title }],
+        metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
+      },
+    });
+    expect([streamed.status, await streamed.text()]).toEqual([204, '']);
+    const listed = await call(hub.url, 'GET', '/api/tasks?limit=200', { token: hub.tokens.claw });
+    const made = (listed.body.tasks as { id: string; title: string }[]).filter(
+      (task) => task.title === title,
+    );
+    expect(made).toHaveLength(1); // it acted
+    const subscribed = await notify('SubscribeToTask', { id: made[0]?.id });
+    expect([subscribed.status, await subscribed.text()]).toEqual([204, '']);
   });
 
   it("runs the docs' A2A example as written", async () => {

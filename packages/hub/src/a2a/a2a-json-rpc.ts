@@ -14,6 +14,7 @@ export const A2A_ERROR_CODES = {
   taskNotCancelable: -32002,
   pushNotificationNotSupported: -32003,
   unsupportedOperation: -32004,
+  contentTypeNotSupported: -32005,
   versionNotSupported: -32009,
 } as const;
 

@@ -46,6 +46,14 @@ function codeMessage(messageId: string) {
   };
 }
 
+/** How many tasks the team has (up to 200). */
+async function taskCount(): Promise<number> {
+  const listed = await hub.app.request('/api/tasks?limit=200', {
+    headers: { authorization: `Bearer ${tokens.claw}` },
+  });
+  return ((await listed.json()) as { tasks: unknown[] }).tasks.length;
+}
+
 /** The `result` of each SSE event of a finished stream. */
 async function events(response: Response): Promise<any[]> {
   const text = await response.text();
@@ -255,19 +263,95 @@ describe('A2A routes', () => {
         headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', method, params }),
       });
-    const count = async () => {
-      const listed = await hub.app.request('/api/tasks?limit=200', {
-        headers: { authorization: `Bearer ${tokens.claw}` },
-      });
-      return ((await listed.json()) as { tasks: unknown[] }).tasks.length;
-    };
-    const before = await count();
+    const before = await taskCount();
     const sent = await notify('SendMessage', codeMessage('m-notified'));
     expect(sent.status).toBe(204);
     expect(await sent.text()).toBe('');
-    expect(await count()).toBe(before + 1); // it acted: the task is there
+    expect(await taskCount()).toBe(before + 1); // it acted: the task is there
     const failed = await notify('GetTask', { id: 5 });
     expect([failed.status, await failed.text()]).toEqual([204, '']);
+  });
+
+  it('refuses a part the task would lose (a file, a second data part, no content), creating nothing', async () => {
+    const before = await taskCount();
+    const withParts = (parts: unknown[]) => {
+      const params = codeMessage(`m-parts-${Math.random()}`);
+      return { ...params, message: { ...params.message, parts } };
+    };
+    const text = { text: 'analyze this' };
+    for (const [parts, code, message] of [
+      [
+        [text, { raw: 'AAAA', mediaType: 'video/mp4' }],
+        -32005,
+        /^message\.parts\[1\] is a file \(video\/mp4\)/,
+      ],
+      [[text, { url: 'https://example.com/a.png' }], -32005, /^message\.parts\[1\] is a file: /],
+      [
+        [text, { data: { a: 1 } }, { data: { b: 2 } }],
+        -32602,
+        /^message\.parts\[2\] is a second data part/,
+      ],
+      [[text, { data: [1, 2, 3] }], -32602, /^message\.parts\[1\]\.data must be a JSON object/],
+      [[text, {}], -32602, /^message\.parts\[1\] must have exactly one of .*\(it has none\)/],
+      [[{ text: 'x', data: { a: 1 } }], -32602, /\(it has text, data\)$/],
+    ] as const) {
+      const answer = (await (
+        await rpc(tokens.claw as string, 'SendMessage', withParts([...parts]))
+      ).json()) as any;
+      expect(answer.error?.code, JSON.stringify(parts)).toBe(code);
+      expect(answer.error.message).toMatch(message);
+    }
+    expect(await taskCount()).toBe(before);
+  });
+
+  it('a message naming a task: not found when there is none, unsupported when there is', async () => {
+    const sent = (await (
+      await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-cont'))
+    ).json()) as any;
+    const toTask = (taskId: string) => {
+      const params = codeMessage(`m-cont-${taskId}`);
+      return { ...params, message: { ...params.message, taskId } };
+    };
+    const unknown = (await (
+      await rpc(tokens.claw as string, 'SendMessage', toTask('task_nope'))
+    ).json()) as any;
+    expect(unknown.error.code).toBe(-32001);
+    const known = (await (
+      await rpc(tokens.claw as string, 'SendMessage', toTask(sent.result.task.id))
+    ).json()) as any;
+    expect(known.error.code).toBe(-32004);
+  });
+
+  it('follows a task subscribed to while it waits for input until it ends', async () => {
+    const sent = (await (
+      await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-wait'))
+    ).json()) as any;
+    const id = sent.result.task.id as string;
+    const claimed = await post(tokens.code as string, '/api/tasks/claim', { workerId: 'w' });
+    expect(claimed.body.task.id).toBe(id);
+    const asked = await post(tokens.code as string, `/api/tasks/${id}/update`, {
+      state: 'INPUT_REQUIRED',
+      note: 'which branch?',
+      token: claimed.body.task.lease.token,
+    });
+    expect(asked.body.task.state).toBe('INPUT_REQUIRED');
+    const stream = await rpc(tokens.claw as string, 'SubscribeToTask', { id });
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const given = await post(tokens.claw as string, `/api/tasks/${id}/update`, {
+      state: 'SUBMITTED',
+      note: 'main',
+    });
+    expect(given.body.task.state).toBe('SUBMITTED');
+    const canceled = await post(tokens.claw as string, `/api/tasks/${id}/cancel`, {});
+    expect(canceled.status).toBe(200);
+    const states = (await events(stream)).map(
+      ({ result }) => result.task?.status.state ?? result.statusUpdate?.status.state,
+    );
+    expect(states).toEqual([
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_SUBMITTED',
+      'TASK_STATE_CANCELED',
+    ]);
   });
 
   it('lists the A2A routes in the OpenAPI document', () => {

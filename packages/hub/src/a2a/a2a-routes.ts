@@ -122,17 +122,23 @@ interface RpcCall {
   context: Context;
   /** The runtime whose card the call came through (its tasks prefer it). */
   preferRuntime?: string;
+  /** No id: acted on, never answered (no wait, no stream). */
+  notification: boolean;
 }
 
 /** Serves one JSON-RPC call: a JSON response, or an SSE stream for the streaming methods. */
 async function serveCall(call: RpcCall): Promise<Response | unknown> {
   const { method, params, viewer, services } = call;
   switch (method) {
-    case 'SendMessage': {
+    case 'SendMessage':
+    case 'SendStreamingMessage': {
       const request = parseParams(sendMessageParamsSchema, params, method);
-      rejectContinuation(request.message.taskId);
+      await rejectContinuation(call, request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
       const start = async () => (await services.tasks.create(viewer, create)).task;
+      // A notification is acted on and never answered: nothing to wait for or stream.
+      if (call.notification) return toA2aTask(await start());
+      if (method === 'SendStreamingMessage') return streamTask(call, start);
       if (request.configuration?.returnImmediately === true)
         return { task: toA2aTask(await start()) };
       return { task: toA2aTask(await awaitSettled(call, start)) };
@@ -145,22 +151,19 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       const { id } = parseParams(taskIdRequestSchema, params, method);
       return toA2aTask(await cancel(services, viewer, id));
     }
-    case 'SendStreamingMessage': {
-      const request = parseParams(sendMessageParamsSchema, params, method);
-      rejectContinuation(request.message.taskId);
-      const create = taskRequestFromMessage(request, call.preferRuntime);
-      return streamTask(call, async () => (await services.tasks.create(viewer, create)).task);
-    }
     case 'SubscribeToTask': {
       const { id } = parseParams(taskIdRequestSchema, params, method);
       const task = await findTask(services, viewer, id);
-      if (endsA2aStream(task.state)) {
+      // Any task that has not ended (A2A 3.1.6): one waiting for a person resumes without
+      // its client, which follows it from here.
+      if (isTerminalTaskState(task.state)) {
         throw new A2aRpcError(
           'unsupportedOperation',
           `task ${id} is ${task.state}: there are no updates to subscribe to`,
           { id, state: task.state },
         );
       }
+      if (call.notification) return toA2aTask(task);
       return streamTask(call, () => findTask(services, viewer, id), id);
     }
     case 'CreateTaskPushNotificationConfig':
@@ -182,8 +185,10 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
   }
 }
 
-function rejectContinuation(taskId: string | undefined): void {
+/** A message to an existing task: not taken (each message creates one); an unknown one is not found. */
+async function rejectContinuation(call: RpcCall, taskId: string | undefined): Promise<void> {
   if (taskId !== undefined && taskId !== '') {
+    await findTask(call.services, call.viewer, taskId);
     throw new A2aRpcError(
       'unsupportedOperation',
       'a message to an existing task is not supported: each message creates a task',
@@ -295,14 +300,20 @@ async function streamTask(
     try {
       send({ task: toA2aTask(task) });
       let last: TaskState = task.state;
-      while (!endsA2aStream(last) && !sink.closed) {
+      // A task subscribed to while it waits for someone is followed until it ends, or waits
+      // again after resuming; a stream of a new task ends at its first wait, as A2A says.
+      let waitingAt: TaskState | null =
+        taskId !== undefined && !isTerminalTaskState(last) && endsA2aStream(last) ? last : null;
+      const ends = (state: TaskState) => endsA2aStream(state) && state !== waitingAt;
+      while (!ends(last) && !sink.closed) {
         const changes = await subscriber.next();
         if (changes === null) break;
         for (const change of changes) {
           const state = changeTaskState(change, scopeKey);
           if (state === null || state === last) continue;
           last = state;
-          if (!endsA2aStream(state)) {
+          if (!ends(state)) {
+            waitingAt = null;
             // Each status item says the state it was written for: a quick WORKING then
             // COMPLETED arrive as two updates even when read in one batch.
             const status = { state: A2A_TASK_STATES[state], timestamp: change.item.createdAt };
@@ -368,12 +379,10 @@ async function handleRpc(
       id,
       method: request.method,
       params: request.params,
+      notification,
       ...(preferRuntime !== undefined && { preferRuntime }),
     });
-    if (notification) {
-      if (result instanceof Response) await result.body?.cancel();
-      return context.body(null, 204);
-    }
+    if (notification) return context.body(null, 204);
     if (result instanceof Response) return result;
     return context.json(rpcResult(id, result));
   } catch (error) {
@@ -388,7 +397,7 @@ async function handleRpc(
 }
 
 const RPC_DESCRIPTION =
-  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
+  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state (`SubscribeToTask`: any task not ended; one waiting for someone is followed until it ends or waits again). A file part (`raw`, `url`) is refused with -32005; one data part per message. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32004 unsupported, -32005 content type not supported, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
 
 /** The A2A routes: the hub's card, each runtime's card, and the JSON-RPC endpoints. */
 export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {

@@ -7,6 +7,7 @@ import {
   TASK_LIMITS,
 } from '@ctxbus/core';
 import { z } from 'zod';
+import { A2aRpcError } from './a2a-json-rpc.js';
 
 // ctxbus tasks as A2A 1.0 sees them (the proto3 JSON mapping: camelCase, enum names, oneof
 // members by name), and an A2A message as the ctxbus task it asks for. Pure.
@@ -98,11 +99,58 @@ function plainObject(value: unknown): value is Record<string, unknown> {
  *   when the message came through a runtime's own card.
  * Throws `validation_failed` saying what is missing.
  */
+const PART_KINDS = ['text', 'data', 'raw', 'url'] as const;
+
+/**
+ * Refuses parts the task would lose: each part is one of text, data, raw or url (the proto's
+ * oneof); a file (raw or url) is not taken (the cards' input modes are text/plain and
+ * application/json: ContentTypeNotSupportedError), and the one data part is a JSON object,
+ * the task's input. Before, a file or a second data part was dropped without a word.
+ */
+function checkParts(parts: SendMessageParams['message']['parts']): void {
+  let dataParts = 0;
+  for (const [index, part] of parts.entries()) {
+    const at = `message.parts[${index}]`;
+    const kinds = PART_KINDS.filter((kind) => part[kind] !== undefined);
+    const [kind] = kinds;
+    if (kind === undefined || kinds.length > 1) {
+      throw new A2aRpcError(
+        'invalidParams',
+        `${at} must have exactly one of text, data, raw or url (it has ${kinds.join(', ') || 'none'})`,
+        { index },
+      );
+    }
+    if (kind === 'raw' || kind === 'url') {
+      const type = part.mediaType ? ` (${part.mediaType})` : '';
+      throw new A2aRpcError(
+        'contentTypeNotSupported',
+        `${at} is a file${type}: this agent takes text/plain and application/json parts only (text, and one data part with the task's input)`,
+        { index, ...(part.mediaType && { mediaType: part.mediaType }) },
+      );
+    }
+    if (kind !== 'data') continue;
+    if (!plainObject(part.data)) {
+      throw new A2aRpcError('invalidParams', `${at}.data must be a JSON object: the task's input`, {
+        index,
+      });
+    }
+    dataParts += 1;
+    if (dataParts > 1) {
+      throw new A2aRpcError(
+        'invalidParams',
+        `${at} is a second data part: a message carries one, the task's input (merge them)`,
+        { index },
+      );
+    }
+  }
+}
+
 export function taskRequestFromMessage(
   params: SendMessageParams,
   preferRuntime?: string,
 ): CreateTaskRequest {
   const { message } = params;
+  checkParts(message.parts);
   const text = message.parts
     .map((part) => part.text)
     .filter((value): value is string => typeof value === 'string')
