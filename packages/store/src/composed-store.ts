@@ -58,6 +58,7 @@ import type {
   SweepOptions,
   SweepResult,
   TaskEventAudit,
+  TaskFilter,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,
@@ -223,6 +224,10 @@ export abstract class ComposedStore implements Store {
 
   listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]> {
     return this.domains.tasks.listTasks(teamId, options);
+  }
+
+  countTasks(teamId: string, filter: TaskFilter): Promise<number> {
+    return this.domains.tasks.countTasks(teamId, filter);
   }
 
   claimTask(options: ClaimTaskOptions): Promise<Task | null> {

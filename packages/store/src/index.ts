@@ -55,6 +55,7 @@ export type {
   SweepResult,
   TaskEventAudit,
   TaskEventKind,
+  TaskFilter,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,

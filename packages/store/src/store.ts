@@ -381,10 +381,14 @@ export interface CreateTaskOutcome {
   status: WriteStatus;
 }
 
-export interface ListTasksOptions {
+/** Which of a team's tasks a listing or a count takes. */
+export interface TaskFilter {
   states?: readonly TaskState[];
   targetRuntime?: string;
   origin?: string;
+}
+
+export interface ListTasksOptions extends TaskFilter {
   limit: number;
   /** `oldest` (default): oldest created first; `newest`: newest created first. */
   order?: 'oldest' | 'newest';
@@ -515,6 +519,8 @@ export interface TaskStore {
   getTask(teamId: string, id: string): Promise<TaskWithHistory | null>;
   /** Oldest first. */
   listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]>;
+  /** How many of the team's tasks `filter` takes (a listing's total, before its pages). */
+  countTasks(teamId: string, filter: TaskFilter): Promise<number>;
   /**
    * Atomically takes a claimable task: SUBMITTED, not past its wait, and routed to `runtime`
    * (the oldest of those first), else routed to no runtime with every required capability in

@@ -349,6 +349,33 @@ describe('A2A over the hub', () => {
     expect(await garbled.json()).toMatchObject({ id: null, error: { code: -32700 } });
   });
 
+  it('ListTasks through the SDK: newest first, paged, with the total, never another team’s', async () => {
+    const client = await clientFor(hub.tokens.claw);
+    const made = [];
+    for (const title of ['list one', 'list two']) {
+      made.push(asTask(await client.sendMessage(send(codeMessage(title)))).id);
+    }
+    const request = {
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize: 1,
+      pageToken: '',
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: false,
+    };
+    const first = await client.listTasks(request);
+    expect(first.tasks.map((task) => task.id)).toEqual([made[1]]);
+    expect(first.nextPageToken).toBe(made[1]);
+    expect(first.totalSize).toBeGreaterThanOrEqual(2);
+    const next = await client.listTasks({ ...request, pageToken: first.nextPageToken });
+    expect(next.tasks.map((task) => task.id)).toEqual([made[0]]);
+    const other = await clientFor(hub.tokens.globex);
+    const theirs = await other.listTasks({ ...request, pageSize: 100 });
+    expect(theirs.tasks.map((task) => task.id)).not.toContain(made[0]);
+  });
+
   it('refuses a file part it would drop, as the SDK names it, and creates no task', async () => {
     const client = await clientFor(hub.tokens.claw);
     const file: Part = {

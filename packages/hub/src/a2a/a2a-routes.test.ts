@@ -354,6 +354,61 @@ describe('A2A routes', () => {
     ]);
   });
 
+  it('ListTasks pages the team’s tasks newest first, filtered, with the total', async () => {
+    const ids: string[] = [];
+    for (const name of ['l-1', 'l-2', 'l-3']) {
+      const sent = (await (
+        await rpc(tokens.claw as string, 'SendMessage', codeMessage(name))
+      ).json()) as any;
+      ids.push(sent.result.task.id);
+    }
+    const claimed = await post(tokens.code as string, '/api/tasks/claim', { workerId: 'w' });
+    await post(tokens.code as string, `/api/tasks/${claimed.body.task.id}/complete`, {
+      token: claimed.body.task.lease.token,
+      result: { exitCode: 0 },
+    });
+    const list = async (params: Record<string, unknown>) =>
+      (await (await rpc(tokens.claw as string, 'ListTasks', params)).json()) as any;
+    const first = (await list({ pageSize: 2 })).result;
+    expect(first.tasks.map((task: { id: string }) => task.id)).toEqual([ids[2], ids[1]]);
+    expect([first.pageSize, first.totalSize, first.nextPageToken]).toEqual([2, 3, ids[1]]);
+    const second = (await list({ pageSize: 2, pageToken: first.nextPageToken })).result;
+    expect(second.tasks.map((task: { id: string }) => task.id)).toEqual([ids[0]]);
+    expect(second.nextPageToken).toBe('');
+    // The completed one (the oldest, claimed first), with its artifact only when asked.
+    const done = (await list({ status: 'TASK_STATE_COMPLETED' })).result;
+    expect([done.totalSize, done.tasks[0].id, done.tasks[0].artifacts]).toEqual([
+      1,
+      ids[0],
+      undefined,
+    ]);
+    const withArtifacts = (await list({ status: 'TASK_STATE_COMPLETED', includeArtifacts: true }))
+      .result;
+    expect(withArtifacts.tasks[0].artifacts[0].parts).toEqual([{ data: { exitCode: 0 } }]);
+    const unset = (await list({ status: 'TASK_STATE_UNSPECIFIED', contextId: '', pageToken: '' }))
+      .result;
+    expect(unset.totalSize).toBe(3);
+    // A context is one task: its own id.
+    const context = (await list({ contextId: ids[1] })).result;
+    expect([context.totalSize, context.tasks[0].id]).toEqual([1, ids[1]]);
+    expect((await list({ contextId: 'task_nope' })).result.tasks).toEqual([]);
+    // Another team sees none of them.
+    const globex = (
+      await mintToken(store, { role: 'runtime', teamId: 'globex', runtime: 'openclaw' })
+    ).token;
+    const theirs = ((await (await rpc(globex, 'ListTasks', {})).json()) as any).result;
+    expect([theirs.totalSize, theirs.tasks]).toEqual([0, []]);
+    // What it cannot do is said, not ignored.
+    for (const params of [
+      { pageToken: 'task_00000000-0000-4000-8000-000000000000' },
+      { statusTimestampAfter: '2026-01-01T00:00:00Z' },
+      { pageSize: 101 },
+      { status: 'DONE' },
+    ]) {
+      expect((await list(params)).error?.code, JSON.stringify(params)).toBe(-32602);
+    }
+  });
+
   it('lists the A2A routes in the OpenAPI document', () => {
     const paths = hub.routes.map((route) => `${route.method} ${route.path}`);
     expect(paths).toEqual(

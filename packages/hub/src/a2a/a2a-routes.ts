@@ -24,14 +24,17 @@ import {
   rpcError,
   rpcResult,
 } from './a2a-json-rpc.js';
+import type { ListTasksParams } from './a2a-task.js';
 import {
   A2A_TASK_STATES,
   a2aArtifact,
   a2aStatus,
   endsA2aStream,
+  listTasksParamsSchema,
   sendMessageParamsSchema,
   taskIdRequestSchema,
   taskRequestFromMessage,
+  taskStateOf,
   toA2aTask,
 } from './a2a-task.js';
 
@@ -175,6 +178,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
         'this hub does not send A2A push notifications; stream with SendStreamingMessage or SubscribeToTask (or use a ctxbus push subscription)',
       );
     case 'ListTasks':
+      return listA2aTasks(call, parseParams(listTasksParamsSchema, params, method));
     case 'GetExtendedAgentCard':
       throw new A2aRpcError('unsupportedOperation', `${method} is not supported by this hub`);
     default:
@@ -183,6 +187,56 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
         `no method ${method} (A2A 1.0 names, e.g. SendMessage)`,
       );
   }
+}
+
+/** ListTasks' default page, as A2A says. */
+const LIST_PAGE_SIZE = 50;
+
+/**
+ * ListTasks: the team's tasks, newest first, a page at a time (the page token is the last
+ * task's id), with the total the filter takes. A context is one task here (its id), so
+ * `contextId` lists that task alone; a status update's time is no filter the store keeps
+ * (refused, not ignored). Artifacts only with `includeArtifacts`, as A2A's default says.
+ */
+async function listA2aTasks(call: RpcCall, params: ListTasksParams) {
+  const { services, viewer } = call;
+  if (params.statusTimestampAfter) {
+    throw new A2aRpcError(
+      'invalidParams',
+      'ListTasks: statusTimestampAfter is not supported by this hub; filter by status, or page through',
+    );
+  }
+  const state = taskStateOf(params.status);
+  const filter = state === null ? {} : { states: [state] };
+  const pageSize = params.pageSize ?? LIST_PAGE_SIZE;
+  const view = (task: Task) => {
+    const { artifacts, ...rest } = toA2aTask(task);
+    return params.includeArtifacts && artifacts ? { ...rest, artifacts } : rest;
+  };
+  const known = async (id: string) =>
+    taskIdSchema.safeParse(id).success ? await services.store.getTask(viewer.teamId, id) : null;
+  if (params.contextId) {
+    const found = await known(params.contextId);
+    const tasks = found && (state === null || found.task.state === state) ? [found.task] : [];
+    return { tasks: tasks.map(view), nextPageToken: '', pageSize, totalSize: tasks.length };
+  }
+  if (params.pageToken && !(await known(params.pageToken))) {
+    throw new A2aRpcError('invalidParams', 'ListTasks: pageToken is not one this hub gave', {
+      pageToken: params.pageToken,
+    });
+  }
+  const [tasks, totalSize] = await Promise.all([
+    services.store.listTasks(viewer.teamId, {
+      ...filter,
+      limit: pageSize,
+      order: 'newest',
+      ...(params.pageToken && { after: params.pageToken }),
+    }),
+    services.store.countTasks(viewer.teamId, filter),
+  ]);
+  const last = tasks.at(-1);
+  const nextPageToken = tasks.length === pageSize && last ? last.id : '';
+  return { tasks: tasks.map(view), nextPageToken, pageSize, totalSize };
 }
 
 /** A message to an existing task: not taken (each message creates one); an unknown one is not found. */
@@ -397,7 +451,7 @@ async function handleRpc(
 }
 
 const RPC_DESCRIPTION =
-  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state (`SubscribeToTask`: any task not ended; one waiting for someone is followed until it ends or waits again). A file part (`raw`, `url`) is refused with -32005; one data part per message. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32004 unsupported, -32005 content type not supported, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
+  'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `ListTasks` (the tasks of the team newest first, `pageSize` 1-100, `nextPageToken`, `totalSize`; artifacts with `includeArtifacts`), `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state (`SubscribeToTask`: any task not ended; one waiting for someone is followed until it ends or waits again). A file part (`raw`, `url`) is refused with -32005; one data part per message. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32004 unsupported, -32005 content type not supported, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
 
 /** The A2A routes: the hub's card, each runtime's card, and the JSON-RPC endpoints. */
 export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {

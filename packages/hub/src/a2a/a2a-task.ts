@@ -75,6 +75,27 @@ export const taskIdRequestSchema = z.looseObject({
   metadata: z.record(z.string(), z.json()).optional(),
 });
 
+const A2A_STATE_NAMES = Object.values(A2A_TASK_STATES);
+
+/** ListTasks params (A2A 1.0): empty strings and TASK_STATE_UNSPECIFIED are unset, as in proto3. */
+export const listTasksParamsSchema = z.looseObject({
+  tenant: z.string().max(200).optional(),
+  contextId: z.string().max(200).optional(),
+  status: z.enum(['TASK_STATE_UNSPECIFIED', ...A2A_STATE_NAMES]).optional(),
+  pageSize: z.number().int().min(1).max(100).optional(),
+  pageToken: z.string().max(200).optional(),
+  historyLength: z.number().int().min(0).optional(),
+  statusTimestampAfter: z.string().max(100).optional(),
+  includeArtifacts: z.boolean().optional(),
+});
+export type ListTasksParams = z.infer<typeof listTasksParamsSchema>;
+
+/** The ctxbus state an A2A state name stands for (null: unset). */
+export function taskStateOf(name: ListTasksParams['status']): TaskState | null {
+  if (name === undefined || name === 'TASK_STATE_UNSPECIFIED') return null;
+  return name.slice('TASK_STATE_'.length) as TaskState;
+}
+
 /** What the routing extension's metadata on a message may carry. */
 const routingRequestSchema = z.looseObject({
   requiredCapabilities: z.array(z.string()).optional(),

@@ -15,6 +15,7 @@ import type {
   ListTasksOptions,
   RelayedTaskBatch,
   TaskEventAudit,
+  TaskFilter,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,
@@ -459,16 +460,34 @@ export class PostgresTasks implements TaskStore {
     return { task: taskFromRow(row).task, history: events.map(taskEventFromRow) };
   }
 
+  /** The WHERE clauses of `filter` over the team's tasks (alias t), and the team's parameter. */
+  private filterClauses(p: SqlParams, teamId: string, filter: TaskFilter) {
+    const team = p.add(teamId);
+    const clauses = [`t.team_id = ${team}`];
+    if (filter.states?.length) clauses.push(`t.state = ANY(${p.add(filter.states)}::text[])`);
+    if (filter.targetRuntime !== undefined) {
+      clauses.push(`t.target_runtime = ${p.add(filter.targetRuntime)}`);
+    }
+    if (filter.origin !== undefined) clauses.push(`t.origin = ${p.add(filter.origin)}`);
+    return { team, clauses };
+  }
+
+  async countTasks(teamId: string, filter: TaskFilter): Promise<number> {
+    this.assertOpen();
+    const p = new SqlParams();
+    const { clauses } = this.filterClauses(p, teamId, filter);
+    const [row] = await this.query<{ n: string }>(
+      'count tasks',
+      `SELECT count(*) AS n FROM ${this.s}.tasks t WHERE ${clauses.join(' AND ')}`,
+      p.values,
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]> {
     this.assertOpen();
     const p = new SqlParams();
-    const team = p.add(teamId);
-    const clauses = [`t.team_id = ${team}`];
-    if (options.states?.length) clauses.push(`t.state = ANY(${p.add(options.states)}::text[])`);
-    if (options.targetRuntime !== undefined) {
-      clauses.push(`t.target_runtime = ${p.add(options.targetRuntime)}`);
-    }
-    if (options.origin !== undefined) clauses.push(`t.origin = ${p.add(options.origin)}`);
+    const { team, clauses } = this.filterClauses(p, teamId, options);
     const newest = options.order === 'newest';
     if (options.after !== undefined) {
       const after = `(SELECT a.rid FROM ${this.s}.tasks a

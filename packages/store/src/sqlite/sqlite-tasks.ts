@@ -15,6 +15,7 @@ import type {
   ListTasksOptions,
   RelayedTaskBatch,
   TaskEventAudit,
+  TaskFilter,
   TaskOutboxEvent,
   TaskRelayCursor,
   TaskStore,
@@ -90,6 +91,25 @@ export interface SqliteTasksOptions {
 }
 
 /** Tasks of the embedded store, over its connection. */
+/** The WHERE clauses of `filter` over the team's tasks, with their parameters. */
+function filterClauses(teamId: string, filter: TaskFilter) {
+  const clauses = ['team_id = ?'];
+  const params: SQLInputValue[] = [teamId];
+  if (filter.states?.length) {
+    clauses.push(`state IN (${filter.states.map(() => '?').join(', ')})`);
+    params.push(...filter.states);
+  }
+  if (filter.targetRuntime !== undefined) {
+    clauses.push('target_runtime = ?');
+    params.push(filter.targetRuntime);
+  }
+  if (filter.origin !== undefined) {
+    clauses.push('origin = ?');
+    params.push(filter.origin);
+  }
+  return { clauses, params };
+}
+
 export class SqliteTasks implements TaskStore {
   private readonly maxWaiting: number;
   private relayHeld = false;
@@ -262,22 +282,18 @@ export class SqliteTasks implements TaskStore {
     return { task: rowToStored(row).task, history: events.map(taskEventFromRow) };
   }
 
+  async countTasks(teamId: string, filter: TaskFilter): Promise<number> {
+    this.connection.assertOpen();
+    const { clauses, params } = filterClauses(teamId, filter);
+    const row = this.connection
+      .statement(`SELECT count(*) AS n FROM tasks WHERE ${clauses.join(' AND ')}`)
+      .get(...params) as { n: number } | undefined;
+    return Number(row?.n ?? 0);
+  }
+
   async listTasks(teamId: string, options: ListTasksOptions): Promise<Task[]> {
     this.connection.assertOpen();
-    const clauses = ['team_id = ?'];
-    const params: SQLInputValue[] = [teamId];
-    if (options.states?.length) {
-      clauses.push(`state IN (${options.states.map(() => '?').join(', ')})`);
-      params.push(...options.states);
-    }
-    if (options.targetRuntime !== undefined) {
-      clauses.push('target_runtime = ?');
-      params.push(options.targetRuntime);
-    }
-    if (options.origin !== undefined) {
-      clauses.push('origin = ?');
-      params.push(options.origin);
-    }
+    const { clauses, params } = filterClauses(teamId, options);
     const newest = options.order === 'newest';
     if (options.after !== undefined) {
       clauses.push(

@@ -164,6 +164,15 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       ).toEqual([task.id, rejected.id]);
       const page = await store.listTasks('acme', { limit: 1, after: task.id });
       expect(page.map((t) => t.id)).toEqual([held.id]);
+      // Counts take the same filters, whatever a page holds; another team's are its own.
+      expect(await store.countTasks('acme', {})).toBe(3);
+      expect(await store.countTasks('acme', { states: ['AUTH_REQUIRED', 'REJECTED'] })).toBe(2);
+      expect(await store.countTasks('acme', { origin: 'web', targetRuntime: 'claude-code' })).toBe(
+        1,
+      );
+      expect(await store.countTasks('acme', { states: ['COMPLETED'] })).toBe(0);
+      expect(await store.countTasks('globex', {})).toBe(1);
+      expect(await store.countTasks('initech', {})).toBe(0);
       // Newest first, filtered and paged the same way (after: continues in that order).
       expect(
         (await store.listTasks('acme', { limit: 10, order: 'newest' })).map((t) => t.id),
