@@ -409,6 +409,18 @@ describe('A2A routes', () => {
     }
   });
 
+  it('refuses a request nested thousands deep as invalid params, echoing its id', async () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const response = await hub.app.request('/a2a', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+      body: `{"jsonrpc":"2.0","id":"deep","method":"GetTask","params":{"id":${deep}}}`,
+    });
+    const answer = (await response.json()) as any;
+    expect(answer).toMatchObject({ id: 'deep', error: { code: -32602 } });
+    expect(answer.error.message).toMatch(/^params\.id(\[0\])+: nested deeper than 32 levels$/);
+  });
+
   it('lists the A2A routes in the OpenAPI document', () => {
     const paths = hub.routes.map((route) => `${route.method} ${route.path}`);
     expect(paths).toEqual(

@@ -3,9 +3,11 @@ import {
   agentCardFor,
   CtxbusError,
   isTerminalTaskState,
+  MAX_JSON_DEPTH,
   TASK_STATES,
   TASK_TAG,
   taskIdSchema,
+  tooDeep,
 } from '@ctxbus/core';
 import type { Context } from 'hono';
 import { z } from 'zod';
@@ -73,15 +75,28 @@ async function readRpcRequest(context: Context) {
   } catch (error) {
     throw new A2aRpcError('parseError', `not JSON: ${(error as Error).message}`);
   }
+  const id = (json as { id?: unknown } | null)?.id;
+  const usableId = typeof id === 'string' || typeof id === 'number' ? id : null;
+  // Before any schema walks it: a value nested thousands deep is a clear refusal, never a
+  // stack overflow (an internal error with a stack in the log).
+  const deep = tooDeep(json);
+  if (deep !== null) {
+    throw Object.assign(
+      new A2aRpcError(
+        'invalidParams',
+        `${deep.replace(/^\./, '')}: nested deeper than ${MAX_JSON_DEPTH} levels`,
+      ),
+      { id: usableId },
+    );
+  }
   const envelope = jsonRpcRequestSchema.safeParse(json);
   if (!envelope.success) {
-    const id = (json as { id?: unknown } | null)?.id;
     throw Object.assign(
       new A2aRpcError(
         'invalidRequest',
         'a JSON-RPC 2.0 request object is {"jsonrpc":"2.0","id":...,"method":...,"params":{...}} (no batches)',
       ),
-      { id: typeof id === 'string' || typeof id === 'number' ? id : null },
+      { id: usableId },
     );
   }
   return envelope.data;
