@@ -21,9 +21,19 @@ const LONGEST = [
   'supabase.test.ts',
 ];
 
+/**
+ * The hang guard of this suite's tests, twice the shared one: a test here starts CLI processes
+ * and hubs by the few (each a second of Node start-up idle), and on a loaded 2-core machine
+ * (load 13-20: a CI run beside other work) single tests took 264-300 s, at the shared guard.
+ * Still a guard, never a speed bound (speed goals live in test/bench).
+ */
+const PROCESS_TEST_TIMEOUT_MS = 600_000;
+
 export default testConfig({
   // Each file starts its own hubs (in its worker, or as `ctxbus serve` processes where the
   // process is the subject); a few files at a time keeps the machine responsive.
   maxWorkers: 4,
+  testTimeout: PROCESS_TEST_TIMEOUT_MS,
+  hookTimeout: PROCESS_TEST_TIMEOUT_MS,
   sequence: { sequencer: longestFirst(LONGEST) },
 });
