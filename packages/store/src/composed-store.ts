@@ -73,6 +73,7 @@ import type {
   VerifyAuditOptions,
   WriteOutcome,
 } from './store.js';
+import { assertSameCreate } from './write/task-rules.js';
 
 /** The objects a backend is made of: one per domain of the contract. */
 export interface StoreDomains {
@@ -214,8 +215,10 @@ export abstract class ComposedStore implements Store {
     return this.domains.tokens.revokeToken(id);
   }
 
-  createTask(teamId: string, task: NewTask): Promise<CreateTaskOutcome> {
-    return this.domains.tasks.createTask(teamId, task);
+  async createTask(teamId: string, task: NewTask): Promise<CreateTaskOutcome> {
+    const outcome = await this.domains.tasks.createTask(teamId, task);
+    if (outcome.status === 'existing') assertSameCreate(outcome.task, task);
+    return outcome;
   }
 
   getTask(teamId: string, id: string): Promise<TaskWithHistory | null> {

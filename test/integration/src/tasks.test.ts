@@ -226,12 +226,22 @@ describe('tasks routed and run through the hub', () => {
     expect(rejected.body.task.state).toBe('REJECTED');
 
     const first = await create(hub.tokens.claw, codeTask('once', { idempotencyKey: 'k-1' }));
-    const second = await create(hub.tokens.claw, codeTask('once again', { idempotencyKey: 'k-1' }));
+    const second = await create(hub.tokens.claw, codeTask('once', { idempotencyKey: 'k-1' }));
     expect(first.status).toBe(201);
     expect(second.status).toBe(200);
     expect(second.body).toMatchObject({
       status: 'existing',
       task: { id: first.body.task.id, title: 'once' },
+    });
+    // Another request with the key is not answered with the first one's task.
+    const other = await call(hub.url, 'POST', '/api/tasks', {
+      token: hub.tokens.claw,
+      body: codeTask('once again', { idempotencyKey: 'k-1' }),
+    });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toMatchObject({
+      code: 'conflict',
+      details: { reason: 'idempotency_key_reused', taskId: first.body.task.id, fields: ['title'] },
     });
   });
 

@@ -37,7 +37,7 @@ export const createTaskRequestSchema = z.strictObject({
   }),
   idempotencyKey: z.string().min(1).max(TASK_LIMITS.idempotencyKeyChars).optional().meta({
     description:
-      "The same key from the same runtime (per team) returns the task already created instead of a second; keys are scoped to the caller's runtime, so another runtime's key never finds your task.",
+      "The same request again with the same key from the same runtime (per team) returns the task already created instead of a second; another request with that key is refused (conflict, idempotency_key_reused). Keys are scoped to the caller's runtime, so another runtime's key never finds your task.",
   }),
   ttlSeconds: z.int().positive().max(TASK_LIMITS.maxTtlSeconds).optional().meta({
     description: 'How long it may wait unclaimed; then it FAILS with code `expired`.',

@@ -322,6 +322,22 @@ describe('A2A routes', () => {
     expect(known.error.code).toBe(-32004);
   });
 
+  it('a message sent again is its task; another message with its messageId is invalid params', async () => {
+    const send = async (params: unknown) =>
+      (await (await rpc(tokens.claw as string, 'SendMessage', params)).json()) as any;
+    const first = await send(codeMessage('m-again'));
+    expect((await send(codeMessage('m-again'))).result.task.id).toBe(first.result.task.id);
+    const other = codeMessage('m-again');
+    other.message.parts = [{ text: 'run the tests' }, { data: { argv: ['rm', '-rf', '/'] } }];
+    const refused = await send(other);
+    expect(refused.error).toMatchObject({
+      code: -32602,
+      data: { messageId: 'm-again', taskId: first.result.task.id },
+    });
+    expect(refused.error.message).toMatch(/messageId "m-again" was sent before/);
+    expect(await taskCount()).toBe(1);
+  });
+
   it('follows a task subscribed to while it waits for input until it ends', async () => {
     const sent = (await (
       await rpc(tokens.claw as string, 'SendMessage', codeMessage('m-wait'))

@@ -1,4 +1,4 @@
-import type { ContextItem, Task, TaskState, Viewer } from '@ctxbus/core';
+import type { ContextItem, CreateTaskRequest, Task, TaskState, Viewer } from '@ctxbus/core';
 import {
   agentCardFor,
   CtxbusError,
@@ -130,6 +130,30 @@ async function cancel(services: HubServices, viewer: Viewer, id: string): Promis
   return task;
 }
 
+/**
+ * The task a message starts. Its messageId is the task's idempotency key: the same message sent
+ * again finds its task, another message with an old messageId is InvalidParams.
+ */
+async function createFromMessage(
+  { services, viewer }: RpcCall,
+  create: CreateTaskRequest,
+  messageId: string,
+): Promise<Task> {
+  try {
+    return (await services.tasks.create(viewer, create)).task;
+  } catch (error) {
+    const details = CtxbusError.isInstance(error)
+      ? (error.details as { reason?: string; taskId?: string } | undefined)
+      : undefined;
+    if (details?.reason !== 'idempotency_key_reused') throw error;
+    throw new A2aRpcError(
+      'invalidParams',
+      `params.message.messageId ${JSON.stringify(messageId)} was sent before with another message (task ${details.taskId}): a new message needs a new messageId`,
+      { messageId, taskId: details.taskId },
+    );
+  }
+}
+
 interface RpcCall {
   id: JsonRpcId;
   method: string;
@@ -153,7 +177,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       const request = parseParams(sendMessageParamsSchema, params, method);
       await rejectContinuation(call, request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
-      const start = async () => (await services.tasks.create(viewer, create)).task;
+      const start = () => createFromMessage(call, create, request.message.messageId);
       // A notification is acted on and never answered: nothing to wait for or stream.
       if (call.notification) return toA2aTask(await start());
       if (method === 'SendStreamingMessage') return streamTask(call, start);

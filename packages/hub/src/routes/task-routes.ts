@@ -51,7 +51,7 @@ export const taskRoutes = [
   implement('createTask', {
     summary: 'Create a task; the hub routes it to a runtime that can do it',
     description:
-      "The origin is the caller's runtime. The hub routes the task with the capability matrix and live presence (`routing` in the response says why) and stores it SUBMITTED for the chosen runtime, AUTH_REQUIRED when a human must approve first, or REJECTED when no runtime can. The same `idempotencyKey` returns the task already created (200). Every change is also a status item (tag `task`, scope key `task:<id>`).",
+      "The origin is the caller's runtime. The hub routes the task with the capability matrix and live presence (`routing` in the response says why) and stores it SUBMITTED for the chosen runtime, AUTH_REQUIRED when a human must approve first, or REJECTED when no runtime can. The same request again with the same `idempotencyKey` returns the task already created (200); another request with that key (another title, description, capability set, scope, input, maxAttempts or ttlSeconds) is refused with 409 `conflict`, `details.reason` `idempotency_key_reused` and the fields that differ. Every change is also a status item (tag `task`, scope key `task:<id>`).",
     tags: ['tasks'],
     statuses: { 200: 'A task with this idempotency key exists.', 201: 'The task, routed.' },
     async handler({ body, viewer, services }) {

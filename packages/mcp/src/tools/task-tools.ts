@@ -102,7 +102,9 @@ export const taskCreateOutput = z.object({
   task: taskViewSchema,
   status: z
     .enum(['created', 'existing'])
-    .describe('"existing": a task with this idempotencyKey was already created (returned as is).'),
+    .describe(
+      '"existing": this request was already created with this idempotencyKey (returned as is; another request with the key is refused).',
+    ),
   routing: routingViewSchema,
 });
 

@@ -114,14 +114,38 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
           note: null,
         },
       ]);
-      // The same idempotency key returns the stored task, whatever else the retry says.
+      // The same request again with its idempotency key returns the stored task, wherever it
+      // is routed this time; another request with that key is refused, naming what differs.
       h.advance(SECOND);
-      const again = await store.createTask('acme', {
+      const request = {
         ...basic(),
-        title: 'other',
+        description: 'npm test in the api package',
+        scope: 'task',
+        input: { cwd: 'api', argv: ['npm', 'test'], nested: { a: [true, null], z: 1 } },
         idempotencyKey: 'req-1',
+        ttlSeconds: 600,
+      } satisfies NewTask;
+      const again = await store.createTask('acme', {
+        ...request,
+        targetRuntime: null,
+        initialState: 'AUTH_REQUIRED',
       });
       expect(again).toEqual({ task, status: 'existing' });
+      for (const [change, fields] of [
+        [{ title: 'other' }, ['title']],
+        [{ input: { argv: ['rm', '-rf', '/'], cwd: 'api' } }, ['input']],
+        [
+          { requiredCapabilities: ['code_execution', 'git'], ttlSeconds: 60 },
+          ['requiredCapabilities', 'ttlSeconds'],
+        ],
+        [{ description: undefined, maxAttempts: 1 }, ['description', 'maxAttempts']],
+      ] as [Partial<NewTask>, string[]][]) {
+        await expect(store.createTask('acme', { ...request, ...change })).rejects.toMatchObject({
+          code: 'conflict',
+          details: { reason: 'idempotency_key_reused', taskId: task.id, fields },
+        });
+      }
+      expect((await store.getTask('acme', task.id))?.task).toEqual(task);
       // The key is per team.
       const elsewhere = await store.createTask('globex', { ...basic(), idempotencyKey: 'req-1' });
       expect(elsewhere.status).toBe('created');

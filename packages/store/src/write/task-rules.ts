@@ -3,6 +3,7 @@ import type { NewTask, Task, TaskError, TaskState } from '@ctxbus/core';
 import {
   assertTransition,
   CtxbusError,
+  canonicalJson,
   DEFAULT_TASK_MAX_ATTEMPTS,
   newTaskId,
   newTaskSchema,
@@ -95,6 +96,38 @@ export function plannedNewTask(
     expiresAt: state === 'SUBMITTED' ? waitEnd(ttlSeconds, nowMs) : null,
   };
   return { task, event: { from: null, to: state, by: task.origin, note: null, atMs: nowMs } };
+}
+
+/** What a create asks for, as a retry with the same idempotency key must ask it again. */
+const REQUESTED = (task: Task) => ({
+  title: task.title,
+  description: task.description,
+  requiredCapabilities: [...task.requiredCapabilities].sort(),
+  scope: task.scope,
+  input: task.input,
+  maxAttempts: task.maxAttempts,
+  ttlSeconds: task.ttlSeconds,
+});
+
+/**
+ * Throws `conflict` (idempotency_key_reused) when a create that found the task stored under its
+ * idempotency key asks for something else: another title, description, capability set, scope,
+ * input, attempt limit or wait. A retry is the same request again; a different one with an old
+ * key is a client's mistake, and answering it with the earlier task would report work it never
+ * asked for as done. Where it is routed (presence changes between tries) is not compared.
+ */
+export function assertSameCreate(stored: Task, retry: NewTask): void {
+  const asked = REQUESTED(plannedNewTask(stored.teamId, retry, Date.now()).task);
+  const kept = REQUESTED(stored);
+  const fields = (Object.keys(asked) as (keyof typeof asked)[]).filter(
+    (field) => canonicalJson(asked[field]) !== canonicalJson(kept[field]),
+  );
+  if (fields.length === 0) return;
+  throw new CtxbusError(
+    'conflict',
+    `idempotency key ${JSON.stringify(retry.idempotencyKey)} was used for task ${stored.id}, which asked for another ${fields.join(', ')}: use a new key for a new task`,
+    { details: { reason: 'idempotency_key_reused', taskId: stored.id, fields } },
+  );
 }
 
 /**
