@@ -157,7 +157,7 @@ describe('runCommand', () => {
         [
           NODE,
           '-e',
-          "process.stdout.write('HEAD' + 'x'.repeat(100000) + 'TAIL'); process.stderr.write('small')",
+          "process.stdout.write('HEAD\\n' + 'x'.repeat(100000) + '\\nTAIL'); process.stderr.write('small')",
         ],
         {
           maxOutputBytes: 1_000,
@@ -169,9 +169,8 @@ describe('runCommand', () => {
       ),
     );
     expect(result.truncated).toBe(true);
-    expect(result.stdout.startsWith('HEADxxx')).toBe(true);
-    expect(result.stdout.endsWith('xxxTAIL')).toBe(true);
-    expect(result.stdout).toContain(`\n…[truncated ${100_008 - 1_000} bytes]…\n`);
+    // Cut at line breaks: the x line, cut at both ends, is left out whole.
+    expect(result.stdout).toBe(`HEAD\n\n…[truncated ${100_001} bytes]…\nTAIL`);
     expect(result.stderr).toBe('small');
     expect(progress).toBe(2_000);
   });
@@ -184,5 +183,18 @@ describe('runCommand', () => {
     const refused = await runCommand(options(['/bin/echo', 'a\0b']));
     expect(refused).toMatchObject({ exitCode: null, spawnMs: null });
     expect(refused.error).toMatch(/null bytes|\\0/);
+  });
+});
+
+describe('runCommand: a cut output holds no piece of a secret', () => {
+  it('cuts head and tail at line breaks, so a token across a cut is not left in part', async () => {
+    // 1,000 bytes kept: a 500-byte head and tail. A 40-character token straddles each cut.
+    const token = `ghp_${'A1b2C3d4E5'.repeat(4)}`;
+    const script = `const t = ${JSON.stringify(token)};
+      process.stdout.write('l1\\n' + 'h'.repeat(480) + t + '\\n' + 'm'.repeat(5000) + '\\n' + t + 't'.repeat(480) + '\\nend\\n')`;
+    const result = await runCommand(options([NODE, '-e', script], { maxOutputBytes: 1_000 }));
+    expect(result.truncated).toBe(true);
+    expect(result.stdout).toMatch(/^l1\n\n…\[truncated \d+ bytes\]…\nend\n$/);
+    expect(result.stdout).not.toMatch(/A1b2|C3d4|E5A1/);
   });
 });

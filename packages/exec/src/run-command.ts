@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { fromWholeLine, toWholeLine } from './output-cut.js';
 
 // Runs one argv (no shell) in its own process group with stdin closed, under a hard timeout
 // and an inactivity timeout; a timeout or a cancel ends the WHOLE group (SIGTERM, then SIGKILL
@@ -97,10 +98,13 @@ class CappedOutput {
   }
 
   text(): string {
-    const head = Buffer.concat(this.head).toString('utf8');
-    const tail = Buffer.concat(this.tail).toString('utf8');
-    if (this.dropped === 0) return head + tail;
-    return `${head}\n…[truncated ${this.dropped} bytes]…\n${tail}`;
+    const whole = Buffer.concat([...this.head, ...this.tail]);
+    if (this.dropped === 0) return whole.toString('utf8');
+    // Cut at line breaks (fromWholeLine): no piece of a secret beside the cut.
+    const head = toWholeLine(Buffer.concat(this.head).toString('utf8'));
+    const tail = fromWholeLine(Buffer.concat(this.tail).toString('utf8'));
+    const cut = this.dropped + whole.length - Buffer.byteLength(head) - Buffer.byteLength(tail);
+    return `${head}\n…[truncated ${cut} bytes]…\n${tail}`;
   }
 }
 

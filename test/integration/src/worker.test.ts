@@ -86,7 +86,8 @@ writeFileSync(
   [
     "const fs = require('node:fs');",
     "fs.appendFileSync('big-runs', 'x');",
-    "process.stdout.write('BEGIN' + '\\u0001'.repeat(400000) + 'END');",
+    // Lines of 1,000: the cuts fall at line breaks (no piece of a secret beside a cut).
+    "process.stdout.write('BEGIN\\n' + ('\\u0001'.repeat(999) + '\\n').repeat(400) + 'END');",
     "process.stderr.write('\\u0002'.repeat(400000));",
   ].join('\n'),
 );

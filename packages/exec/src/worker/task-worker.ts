@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
 import { DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core/contract';
 import { backoffDelay, CtxbusError, createBackoff } from '@ctxbus/core/light';
+import { fromWholeLine, toWholeLine } from '../output-cut.js';
 import type { ExecutionPlan, ExecutionPolicy } from '../prepare-execution.js';
 import { executePlan, prepareExecution } from '../prepare-execution.js';
 import type { RunCommandResult } from '../run-command.js';
@@ -152,15 +153,35 @@ export function originTrusted(matrix: CapabilitiesFile, origin: string): boolean
 }
 
 function tail(text: string, chars: number): string {
-  return text.length <= chars ? text : `…${text.slice(-chars)}`;
+  return text.length <= chars ? text : `…${fromWholeLine(text.slice(-chars))}`;
+}
+
+/**
+ * What a progress post shows of a running command's output (`tail`: its last characters,
+ * `written`: how many it has written): whole lines only, so that no piece of a secret is shown
+ * beside a cut (fromWholeLine), the last line only once it has ended or the command has.
+ * `end`: where the shown text ends in all the command wrote. Null: nothing new to show yet.
+ */
+export function progressTail(
+  tail: string,
+  written: number,
+  ended: boolean,
+): { text: string; end: number } | null {
+  const from = written > tail.length ? fromWholeLine(tail) : tail;
+  const text = ended ? from : toWholeLine(from);
+  if (text === '' && !ended) return null;
+  return { text, end: written - (from.length - text.length) };
 }
 
 /** Keeps `text`'s head and tail within `chars`, saying how much was cut between them. */
 function cutMiddle(text: string, chars: number): string {
   if (text.length <= chars) return text;
   const half = Math.max(0, Math.floor(chars / 2));
-  const note = `\n[… ${text.length - 2 * half} characters cut to fit the hub's result limit …]\n`;
-  return `${text.slice(0, half)}${note}${text.slice(text.length - half)}`;
+  // Cut at line breaks (fromWholeLine): no piece of a secret beside the cut.
+  const head = toWholeLine(text.slice(0, half));
+  const rest = fromWholeLine(text.slice(text.length - half));
+  const note = `\n[… ${text.length - head.length - rest.length} characters cut to fit the hub's result limit …]\n`;
+  return `${head}${note}${rest}`;
 }
 
 /**
@@ -463,11 +484,13 @@ export class TaskWorker {
     let written = 0;
     let fresh = false;
     let posted = false;
-    const post = () => {
+    const post = (ended = false) => {
+      const shown = progressTail(tailText, written, ended);
+      if (shown === null) return;
       fresh = false;
       posted = true;
       return hub
-        .taskProgress(task.id, { token, output: tailText, outputEnd: written })
+        .taskProgress(task.id, { token, output: shown.text, outputEnd: shown.end })
         .catch((error: unknown) => {
           logger.debug({ err: error, taskId: task.id }, 'progress not posted');
         });
@@ -491,7 +514,7 @@ export class TaskWorker {
       // Once its output has been shown while it ran, the rest of it is shown before its end,
       // so a follower sees all of it in order (the completion is announced after this).
       clearInterval(progress);
-      if (posted && fresh) await post();
+      if (posted && fresh) await post(true);
       return { execution, lost: lost.signal.aborted };
     } finally {
       renewals.stop();
