@@ -52,6 +52,21 @@ describe('the approval message', () => {
     for (const raw of ['\u202e', '\u200b']) expect(text).not.toContain(raw);
   });
 
+  it('shows line and paragraph separators and other invisible characters as escapes', () => {
+    // U+2028 is a line break to many readers: a fake In: line would follow.
+    const sneaky = '-la\u2028In: "/tmp/docs"\u2029\u061c\u2060\u00ad\u3164\u{e0041}x';
+    const text = approvalText(waiting({ argv: ['ls', sneaky], cwd: '/w' }));
+    expect(text).toContain(
+      'Command: ["ls","-la\\u2028In: \\"/tmp/docs\\"\\u2029\\u061c\\u2060\\xad\\u3164\\u{e0041}x"]',
+    );
+    for (const raw of ['\u2028', '\u2029', '\u061c', '\u2060', '\u00ad', '\u3164', '\u{e0041}']) {
+      expect(text).not.toContain(raw);
+    }
+    expect(text.split(/[\n\u2028\u2029]/).filter((line) => line.startsWith('In: '))).toEqual([
+      'In: "/w"',
+    ]);
+  });
+
   it('has no reason line when the runtime gave none', () => {
     expect(approvalText(waiting({}))).not.toContain('Reason');
   });

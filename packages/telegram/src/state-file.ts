@@ -30,8 +30,15 @@ export const chatStateSchema = z.object({
 });
 export type ChatState = z.infer<typeof chatStateSchema>;
 
-/** A message the bot sent with buttons: its chat and message id. */
-export const buttonMessageSchema = z.object({ chat: z.int(), message: z.int() });
+/**
+ * A message the bot sent with buttons: its chat and message id, and for a task's approval the
+ * digest of the command it showed (a tap approves exactly that command, or nothing).
+ */
+export const buttonMessageSchema = z.object({
+  chat: z.int(),
+  message: z.int(),
+  digest: z.string().optional(),
+});
 export type ButtonMessage = z.infer<typeof buttonMessageSchema>;
 
 export const botStateSchema = z.object({
@@ -95,12 +102,15 @@ export class StateFile {
     return chat;
   }
 
-  /** Records that `message` in `chat` carries the buttons deciding `id`. */
-  recordButtons(id: string, chat: number, message: number): void {
+  /**
+   * Records that `message` in `chat` carries the buttons deciding `id` (a task's approval: of
+   * the command whose digest is `digest`).
+   */
+  recordButtons(id: string, chat: number, message: number, digest?: string): void {
     const buttons = this.state.buttons;
     const list = buttons[id] ?? [];
     if (!list.some((entry) => entry.chat === chat && entry.message === message)) {
-      list.push({ chat, message });
+      list.push({ chat, message, ...(digest !== undefined && { digest }) });
     }
     delete buttons[id];
     buttons[id] = list;
@@ -108,9 +118,9 @@ export class StateFile {
     for (const old of ids.slice(0, Math.max(0, ids.length - MAX_BUTTON_IDS))) delete buttons[old];
   }
 
-  /** Whether `message` in `chat` is one the bot sent with the buttons deciding `id`. */
-  buttonsOf(id: string, chat: number, message: number): boolean {
-    return (this.state.buttons[id] ?? []).some(
+  /** The record of `message` in `chat` when the bot sent it with the buttons deciding `id`. */
+  buttonsOf(id: string, chat: number, message: number): ButtonMessage | undefined {
+    return (this.state.buttons[id] ?? []).find(
       (entry) => entry.chat === chat && entry.message === message,
     );
   }

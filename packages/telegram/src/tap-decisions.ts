@@ -17,16 +17,26 @@ export interface TapOutcome {
   outcome: string | null;
 }
 
+/**
+ * Approves or denies exactly the command the tapped message showed (`shownDigest`): when the
+ * task has since asked again for another command, the tap decides nothing (the newer message
+ * does), and the hub refuses a digest that is not the one waiting.
+ */
 export async function decideTask(
   deps: BotDeps,
   id: string,
   verdict: Verdict,
   who: string,
   chatId: number | undefined,
+  shownDigest: string | undefined,
 ): Promise<TapOutcome> {
   const { task } = await deps.client.task(id);
   const stale = staleTask(task);
   if (stale) return stale;
+  if (shownDigest === undefined || task.approval?.request.digest !== shownDigest) {
+    const line = 'Superseded: the task now asks about another command (see the newer message).';
+    return { applied: false, answer: `${line} Nothing decided here.`, outcome: line };
+  }
   const expiresAt = task.approval?.expiresAt ?? '';
   if (Date.parse(expiresAt) <= deps.clock().getTime()) {
     return {
@@ -36,9 +46,8 @@ export async function decideTask(
     };
   }
   try {
-    const digest = task.approval?.request.digest;
     const decided = await deps.client.decideTask(id, verdict, {
-      ...(typeof digest === 'string' && { digest }),
+      digest: shownDigest,
       note: `${verdict === 'approve' ? 'allowed once' : 'denied'} in Telegram by ${who}${chatId === undefined ? '' : ` (chat ${chatId})`}`,
     });
     const done = verdict === 'approve' ? 'Allowed once' : 'Denied';

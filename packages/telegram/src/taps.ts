@@ -3,6 +3,7 @@ import type { Context } from 'grammy';
 import { Composer } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { BotDeps } from './bot-deps.js';
+import type { ButtonMessage } from './state-file.js';
 import type { TapOutcome, Verdict } from './tap-decisions.js';
 import { decideRequest, decideTask, keepValue } from './tap-decisions.js';
 
@@ -68,9 +69,9 @@ async function onTap(taps: Taps, ctx: Context): Promise<void> {
   }
   const verdict: Verdict = match[1] === 'a' ? 'approve' : 'deny';
   const id = match[2] ?? '';
-  await decide(taps, ctx, id, verdict, (who) =>
+  await decide(taps, ctx, id, verdict, (who, shown) =>
     id.startsWith('task_')
-      ? decideTask(taps, id, verdict, who, ctx.chat?.id)
+      ? decideTask(taps, id, verdict, who, ctx.chat?.id, shown.digest)
       : decideRequest(taps, id, verdict, who, ctx.chat?.id),
   );
 }
@@ -81,16 +82,16 @@ async function decide(
   ctx: Context,
   id: string,
   verdict: Verdict | 'keep',
-  work: (who: string) => Promise<TapOutcome>,
+  work: (who: string, shown: ButtonMessage) => Promise<TapOutcome>,
 ): Promise<void> {
   const who = ctx.from?.username ? `@${ctx.from.username}` : `user ${ctx.from?.id ?? '?'}`;
-  const refusal = tapRefusal(taps, ctx, id);
-  if (refusal !== null) {
+  const shown = buttonMessage(taps, ctx, id);
+  if (typeof shown === 'string') {
     taps.logger.warn(
       { fromId: ctx.from?.id ?? null, chatId: ctx.chat?.id ?? null, id, verdict },
-      `refused a tap: ${refusal}`,
+      `refused a tap: ${shown}`,
     );
-    await ctx.answerCallbackQuery({ text: refusal.slice(0, 200), show_alert: true });
+    await ctx.answerCallbackQuery({ text: shown.slice(0, 200), show_alert: true });
     return;
   }
   if (taps.inflight.has(id)) {
@@ -100,7 +101,7 @@ async function decide(
   taps.inflight.add(id);
   let outcome: TapOutcome;
   try {
-    outcome = await work(who);
+    outcome = await work(who, shown);
   } catch (error) {
     taps.logger.error({ error: taps.redact(error), id }, 'decision failed');
     outcome = { applied: false, answer: `Not decided: ${taps.redact(error)}`, outcome: null };
@@ -125,11 +126,11 @@ async function decide(
 }
 
 /**
- * Why a tap on a button deciding `id` does not count, or null when it does: it must come from
- * one of the bot's approvers (Telegram user ids, --approver), on a message the bot sent with
- * the buttons for exactly `id`.
+ * The record of the message a tap on a button deciding `id` was made on, or why the tap does
+ * not count: it must come from one of the bot's approvers (Telegram user ids, --approver), on a
+ * message the bot sent with the buttons for exactly `id`.
  */
-function tapRefusal(taps: Taps, ctx: Context, id: string): string | null {
+function buttonMessage(taps: Taps, ctx: Context, id: string): ButtonMessage | string {
   if (taps.approvers.size === 0) {
     return 'Not decided: this bot has no approver configured (ctxbus telegram --approver USER_ID), so no tap decides anything.';
   }
@@ -139,12 +140,11 @@ function tapRefusal(taps: Taps, ctx: Context, id: string): string | null {
   }
   const message = ctx.callbackQuery?.message;
   const chat = ctx.chat?.id;
-  if (
-    message === undefined ||
-    chat === undefined ||
-    !taps.state.buttonsOf(id, chat, message.message_id)
-  ) {
-    return 'Not decided: this button does not belong to this message (it decides nothing here).';
-  }
-  return null;
+  const shown =
+    message === undefined || chat === undefined
+      ? undefined
+      : taps.state.buttonsOf(id, chat, message.message_id);
+  return (
+    shown ?? 'Not decided: this button does not belong to this message (it decides nothing here).'
+  );
 }

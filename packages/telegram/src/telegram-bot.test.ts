@@ -355,6 +355,57 @@ describe('approvals', () => {
     expect((await claude.task(id)).task.approval?.status).toBe('approved');
   });
 
+  it('a tap approves the command its message showed, never one the task asked about since', async () => {
+    await start();
+    const id = await taskWaitingForApproval('Run the deploy script');
+    const inFirst = await approvalMessage(100, id);
+    const inSecond = await approvalMessage(200, id);
+    await answerTo(api.userTaps(100, inFirst.messageId, `a:${id}`), 'the first approval');
+    // The runtime's holder claims it again and asks about another command.
+    const claimed = await claude.claimTask({ workerId: 'w1' });
+    expect(claimed?.id).toBe(id);
+    await claude.requestApproval(id, {
+      token: claimed?.lease?.token ?? 0,
+      request: {
+        argv: ['rm', '-rf', '/srv'],
+        cwd: '/tmp',
+        scriptHash: null,
+        because: 'not_allowed',
+      },
+    });
+    const newer = await waitFor(
+      api.nextCall(
+        (c) =>
+          sentTo(200, id)(c) &&
+          c.params.reply_markup !== undefined &&
+          String(c.params.text).includes('rm'),
+      ),
+      'the message about the other command',
+    );
+    // The older message (pnpm deploy) decides nothing about rm -rf, approve or deny.
+    for (const data of [`a:${id}`, `d:${id}`]) {
+      const stale = await answerTo(
+        api.userTaps(200, inSecond.messageId, data),
+        'the answer to a tap on the older message',
+      );
+      expect(stale.params.text).toMatch(/Superseded: the task now asks about another command/);
+    }
+    const { task } = await claude.task(id);
+    expect(task.state).toBe('AUTH_REQUIRED');
+    expect(task.approval).toMatchObject({
+      status: 'pending',
+      request: { argv: ['rm', '-rf', '/srv'] },
+    });
+    // The newer message decides the command it shows.
+    const message = api.sent(200).find((m) => m.text === newer.params.text);
+    const denied = await answerTo(
+      api.userTaps(200, message?.messageId ?? 0, `d:${id}`),
+      'the answer to a tap on the newer message',
+    );
+    expect(denied.params.text).toMatch(/Denied/);
+    expect((await claude.task(id)).task.approval?.status).toBe('denied');
+  });
+
   it('Deny rejects the task', async () => {
     await start();
     const id = await taskWaitingForApproval('Drop the database');

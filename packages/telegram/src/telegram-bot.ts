@@ -75,7 +75,13 @@ export function redactToken(text: string, token: string): string {
 }
 
 type Kind = 'approval' | 'conflict' | 'request' | 'blocking' | 'digest';
-type Message = { text: string; keyboard?: InlineKeyboardMarkup; decides?: string };
+type Message = {
+  text: string;
+  keyboard?: InlineKeyboardMarkup;
+  /** The id its buttons decide, and for an approval the digest of the command shown. */
+  decides?: string;
+  digest?: string;
+};
 
 export class CtxbusTelegramBot {
   readonly bot: Bot;
@@ -334,13 +340,15 @@ export class CtxbusTelegramBot {
           this.dirty = true;
           continue;
         }
-        const decides = message.decides;
+        const { decides, digest } = message;
         const delivered = await this.deliver(
           chatId,
           message.text,
           message.keyboard,
           (messageId) => {
-            if (decides !== undefined) this.state.recordButtons(decides, chatId, messageId);
+            if (decides !== undefined) {
+              this.state.recordButtons(decides, chatId, messageId, digest);
+            }
           },
         );
         if (delivered === 'stopped') return;
@@ -380,10 +388,12 @@ export class CtxbusTelegramBot {
     }
     // Decided or lapsed before we got here: say what it is now, without buttons.
     if (task.state !== 'AUTH_REQUIRED' || task.approval?.status !== 'pending') return null;
+    const { digest } = task.approval.request;
     return {
       text: approvalText(task),
       keyboard: buttons(task.id, 'Allow once'),
       decides: task.id,
+      ...(typeof digest === 'string' && { digest }),
     };
   }
 

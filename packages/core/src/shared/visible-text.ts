@@ -1,18 +1,21 @@
 /**
- * `text` with what a reader cannot see shown as escapes (`\x1b`, `\u202e`): C0 and C1 controls
- * (but tab and line feed), zero-width characters and direction marks, bidi overrides and
- * isolates. An agent's words shown to a person (an approval's command, a task's title) can then
- * neither hide part of themselves nor reorder what comes after them.
+ * `text` with what a reader cannot see, or sees as something else, shown as escapes (`\x1b`,
+ * `\u202e`): C0 and C1 controls (but tab and line feed), every format character (zero-width
+ * characters, direction marks, bidi overrides and isolates, the soft hyphen, word joiners, tag
+ * characters), the line and paragraph separators (U+2028, U+2029: a line break to many
+ * readers, so a fake line could follow), and the blank Hangul fillers. An agent's words shown to
+ * a person (an approval's command, a task's title) can then neither hide part of themselves nor
+ * reorder what comes after them, nor add a line of their own.
  */
 export function visibleText(text: string): string {
   return text.replace(
     // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point
-    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g,
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\u2028\u2029\u115f\u1160\u3164\uffa0]/gu,
     (char) => {
-      const code = char.charCodeAt(0);
-      return code < 0x100
-        ? `\\x${code.toString(16).padStart(2, '0')}`
-        : `\\u${code.toString(16).padStart(4, '0')}`;
+      const code = char.codePointAt(0) ?? 0;
+      if (code < 0x100) return `\\x${code.toString(16).padStart(2, '0')}`;
+      if (code < 0x10000) return `\\u${code.toString(16).padStart(4, '0')}`;
+      return `\\u{${code.toString(16)}}`;
     },
   );
 }
