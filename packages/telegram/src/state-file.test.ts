@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { StateFile } from './state-file.js';
+import { MAX_BUTTON_IDS, StateFile } from './state-file.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,5 +26,27 @@ describe('StateFile', () => {
     writeFileSync(path, '{"version":2}');
     await expect(StateFile.open(path)).rejects.toThrow(/not a ctxbus telegram state file/);
     expect(readFileSync(path, 'utf8')).toBe('{"version":2}');
+  });
+
+  it("keeps a task's approval buttons through a flood of request items, and the digest shown", async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ctxbus-tg-state-'));
+    const state = await StateFile.open(join(dir, 'state.json'));
+    const task = 'task_00000000-0000-4000-8000-000000000000';
+    state.recordButtons(task, -100, 3, 'digest-shown');
+    for (let index = 0; index <= MAX_BUTTON_IDS; index++) {
+      state.recordButtons(
+        `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`,
+        -100,
+        10 + index,
+      );
+    }
+    expect(state.buttonsOf(task, -100, 3)).toEqual({
+      chat: -100,
+      message: 3,
+      digest: 'digest-shown',
+    });
+    // The oldest item went; the newest stay.
+    expect(state.buttonsOf('00000000-0000-4000-8000-000000000000', -100, 10)).toBeUndefined();
+    expect(state.buttonsOf('00000000-0000-4000-8000-000000000001', -100, 11)).toBeDefined();
   });
 });

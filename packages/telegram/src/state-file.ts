@@ -46,13 +46,14 @@ export const botStateSchema = z.object({
   chats: z.record(z.string(), chatStateSchema),
   /**
    * Per task or request id, the messages whose buttons decide it: a tap counts only on one of
-   * these (task A's button never decides task B). Oldest ids are dropped past MAX_BUTTON_IDS.
+   * these (task A's button never decides task B). Oldest ids are dropped past MAX_BUTTON_IDS
+   * task ids, and apart from them past MAX_BUTTON_IDS item ids.
    */
   buttons: z.record(z.string(), z.array(buttonMessageSchema)).default({}),
 });
 export type BotState = z.infer<typeof botStateSchema>;
 
-/** Task and request ids whose button messages are remembered (the newest). */
+/** Task ids, and apart from them item ids, whose button messages are remembered (the newest). */
 export const MAX_BUTTON_IDS = 2_000;
 
 export class StateFile {
@@ -114,7 +115,10 @@ export class StateFile {
     }
     delete buttons[id];
     buttons[id] = list;
-    const ids = Object.keys(buttons);
+    // Tasks and items apart: a flood of request items (any agent can write them) never pushes
+    // a task's approval out of memory, nor the reverse.
+    const isTask = id.startsWith('task_');
+    const ids = Object.keys(buttons).filter((key) => key.startsWith('task_') === isTask);
     for (const old of ids.slice(0, Math.max(0, ids.length - MAX_BUTTON_IDS))) delete buttons[old];
   }
 
