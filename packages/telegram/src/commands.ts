@@ -70,8 +70,13 @@ export function commandsComposer(deps: BotDeps, options: CommandOptions): Compos
         title,
         content: text,
         relevanceTags: ['telegram'],
+        // Who wrote it, always: a Telegram user id when there is no username.
         runtimeOptions: {
-          telegram: { chatId: ctx.chat?.id ?? null, from: ctx.from?.username ?? null },
+          telegram: {
+            chatId: ctx.chat?.id ?? null,
+            from: ctx.from?.username ?? null,
+            fromId: ctx.from?.id ?? null,
+          },
         },
       });
       return `Decision recorded: ${title} (${written.results[0]?.id ?? '?'})`;

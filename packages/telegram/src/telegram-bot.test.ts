@@ -217,6 +217,8 @@ describe('commands', () => {
     const { items } = await claude.list({ type: 'decision' });
     const decision = items.find((i) => i.title === 'Use SQLite for the bot state');
     expect(decision?.source.runtime).toBe('telegram');
+    // Who wrote it, even without a username: the Telegram user id.
+    expect(decision?.runtimeOptions).toMatchObject({ telegram: { chatId: 100, fromId: 100 } });
   });
 
   it('/context, /tasks, /search and /help answer in the chat', async () => {
