@@ -1,5 +1,6 @@
 import type {
   BlackboardEvent,
+  ChannelRefusal,
   ContextItemInput,
   CreateSubscriptionRequest,
   CreateTaskRequest,
@@ -346,6 +347,22 @@ export class CtxbusClient {
   ) {
     const operation = decision === 'approve' ? 'approveTask' : 'denyTask';
     return (await this.call(operation, { params: id(taskId), body })).task;
+  }
+
+  /**
+   * A people's channel (an approver runtime) records a decision it refused before asking the
+   * hub: the audit log keeps it (approval.refused) beside the hub's own refusals.
+   */
+  async recordRefusedDecision(
+    taskId: string,
+    body: {
+      decision: 'approve' | 'deny';
+      by: string;
+      reason: ChannelRefusal;
+      message?: string;
+    },
+  ): Promise<void> {
+    await this.call('recordRefusedDecision', { params: id(taskId), body });
   }
 
   /**

@@ -206,7 +206,11 @@ export {
   MIN_PERMISSION_WAIT_SECONDS,
   PERMISSION_REQUEST_BECAUSE,
 } from './tasks/permission-limits.js';
-export type { CreateTaskRequest, UpdateTaskRequest } from './tasks/task-api-schemas.js';
+export type {
+  ChannelRefusal,
+  CreateTaskRequest,
+  UpdateTaskRequest,
+} from './tasks/task-api-schemas.js';
 export {
   ACTIVE_TASK_STATES,
   createTaskRequestSchema,

@@ -282,6 +282,7 @@ export {
   wellFormed,
 } from './shared/index.js';
 export type {
+  ChannelRefusal,
   CommandIdentity,
   CreateTaskRequest,
   NewTask,

@@ -1,4 +1,4 @@
-import type { ContextItem, Task } from '@ctxbus/core';
+import type { ChannelRefusal, ContextItem, Task } from '@ctxbus/core';
 import { CtxbusError, conflictOf } from '@ctxbus/core';
 import { stableId } from '@ctxbus/core/light';
 import type { BotDeps } from './bot-deps.js';
@@ -11,6 +11,8 @@ export type Verdict = 'approve' | 'deny';
 export interface TapOutcome {
   /** Whether this tap changed anything (false: stale, repeated, expired, unknown). */
   applied: boolean;
+  /** Set when the tap was refused here, not by the hub: it goes to the audit log. */
+  refusal?: ChannelRefusal;
   /** The short answer to the tap (answerCallbackQuery). */
   answer: string;
   /** The line the original message gets (its buttons go); null: leave the message. */
@@ -35,7 +37,12 @@ export async function decideTask(
   if (stale) return stale;
   if (shownDigest === undefined || task.approval?.request.digest !== shownDigest) {
     const line = 'Superseded: the task now asks about another command (see the newer message).';
-    return { applied: false, answer: `${line} Nothing decided here.`, outcome: line };
+    return {
+      applied: false,
+      answer: `${line} Nothing decided here.`,
+      outcome: line,
+      refusal: 'superseded',
+    };
   }
   const expiresAt = task.approval?.expiresAt ?? '';
   if (Date.parse(expiresAt) <= deps.clock().getTime()) {

@@ -1,4 +1,4 @@
-import type { ConflictReport } from '@ctxbus/core';
+import type { ChannelRefusal, ConflictReport } from '@ctxbus/core';
 import type { Context } from 'grammy';
 import { Composer } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
@@ -43,11 +43,22 @@ interface Taps extends BotDeps {
   approvers: ReadonlySet<number>;
   /** The ids being decided now: a second tap meanwhile is told so. */
   inflight: Set<string>;
+  /** Refusals already sent to the audit log (person, task, reason), the newest. */
+  audited: Set<string>;
+}
+
+/** Refused taps remembered so that repeating one does not audit it again. */
+const AUDITED_REFUSALS = 1_000;
+
+/** A tap refused before anything was asked of the hub: why (for the audit log), and the answer. */
+interface Refusal {
+  reason: ChannelRefusal;
+  text: string;
 }
 
 /** The tap handler; `approvers` are the Telegram user ids whose taps count. */
 export function tapsComposer(deps: BotDeps, approvers: ReadonlySet<number>): Composer<Context> {
-  const taps: Taps = { ...deps, approvers, inflight: new Set<string>() };
+  const taps: Taps = { ...deps, approvers, inflight: new Set<string>(), audited: new Set() };
   const composer = new Composer<Context>();
   composer.on('callback_query:data', (ctx) => onTap(taps, ctx));
   return composer;
@@ -86,12 +97,13 @@ async function decide(
 ): Promise<void> {
   const who = ctx.from?.username ? `@${ctx.from.username}` : `user ${ctx.from?.id ?? '?'}`;
   const shown = buttonMessage(taps, ctx, id);
-  if (typeof shown === 'string') {
+  if ('reason' in shown) {
     taps.logger.warn(
       { fromId: ctx.from?.id ?? null, chatId: ctx.chat?.id ?? null, id, verdict },
-      `refused a tap: ${shown}`,
+      `refused a tap: ${shown.text}`,
     );
-    await ctx.answerCallbackQuery({ text: shown.slice(0, 200), show_alert: true });
+    await auditRefusal(taps, ctx, id, verdict, shown);
+    await ctx.answerCallbackQuery({ text: shown.text.slice(0, 200), show_alert: true });
     return;
   }
   if (taps.inflight.has(id)) {
@@ -107,6 +119,9 @@ async function decide(
     outcome = { applied: false, answer: `Not decided: ${taps.redact(error)}`, outcome: null };
   } finally {
     taps.inflight.delete(id);
+  }
+  if (outcome.refusal) {
+    await auditRefusal(taps, ctx, id, verdict, { reason: outcome.refusal, text: outcome.answer });
   }
   await ctx.answerCallbackQuery({
     text: outcome.answer.slice(0, 200),
@@ -130,13 +145,19 @@ async function decide(
  * not count: it must come from one of the bot's approvers (Telegram user ids, --approver), on a
  * message the bot sent with the buttons for exactly `id`.
  */
-function buttonMessage(taps: Taps, ctx: Context, id: string): ButtonMessage | string {
+function buttonMessage(taps: Taps, ctx: Context, id: string): ButtonMessage | Refusal {
   if (taps.approvers.size === 0) {
-    return 'Not decided: this bot has no approver configured (ctxbus telegram --approver USER_ID), so no tap decides anything.';
+    return {
+      reason: 'no_approver_configured',
+      text: 'Not decided: this bot has no approver configured (ctxbus telegram --approver USER_ID), so no tap decides anything.',
+    };
   }
   const from = ctx.from?.id;
   if (from === undefined || !taps.approvers.has(from)) {
-    return `Not decided: user ${from ?? '?'} is not one of this bot's approvers.`;
+    return {
+      reason: 'not_an_approver',
+      text: `Not decided: user ${from ?? '?'} is not one of this bot's approvers.`,
+    };
   }
   const message = ctx.callbackQuery?.message;
   const chat = ctx.chat?.id;
@@ -145,6 +166,45 @@ function buttonMessage(taps: Taps, ctx: Context, id: string): ButtonMessage | st
       ? undefined
       : taps.state.buttonsOf(id, chat, message.message_id);
   return (
-    shown ?? 'Not decided: this button does not belong to this message (it decides nothing here).'
+    shown ?? {
+      reason: 'not_this_message',
+      text: 'Not decided: this button does not belong to this message (it decides nothing here).',
+    }
   );
+}
+
+/**
+ * Puts a refused tap on a task's approval in the hub's audit log (approval.refused), once per
+ * person, task, verdict and reason: who tried, in which chat, and why. Taps on request items and
+ * conflicts decide no command and are only logged here. A hub that cannot be reached is logged:
+ * the tap decided nothing either way.
+ */
+async function auditRefusal(
+  taps: Taps,
+  ctx: Context,
+  id: string,
+  verdict: Verdict | 'keep',
+  refusal: Refusal,
+): Promise<void> {
+  if (verdict === 'keep' || !id.startsWith('task_')) return;
+  const key = `${ctx.from?.id ?? '?'}\n${id}\n${verdict}\n${refusal.reason}`;
+  if (taps.audited.has(key)) return;
+  taps.audited.add(key);
+  for (const old of [...taps.audited].slice(0, Math.max(0, taps.audited.size - AUDITED_REFUSALS))) {
+    taps.audited.delete(old);
+  }
+  const name = ctx.from?.username
+    ? `@${ctx.from.username} (user ${ctx.from.id})`
+    : `user ${ctx.from?.id ?? '?'}`;
+  await taps.client
+    .recordRefusedDecision(id, {
+      decision: verdict,
+      by: `Telegram ${name}${ctx.chat ? ` in chat ${ctx.chat.id}` : ''}`,
+      reason: refusal.reason,
+      message: refusal.text,
+    })
+    .catch((error: unknown) => {
+      taps.audited.delete(key);
+      taps.logger.warn({ error: taps.redact(error), id }, 'could not audit a refused tap');
+    });
 }

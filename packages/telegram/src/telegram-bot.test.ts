@@ -392,6 +392,11 @@ describe('approvals', () => {
       );
       expect(stale.params.text).toMatch(/Superseded: the task now asks about another command/);
     }
+    const superseded = async () =>
+      (await hub.store.listAudit('acme', { limit: 200 })).filter(
+        (record) => record.subject === id && record.data.reason === 'superseded',
+      );
+    await waitUntil(async () => (await superseded()).length === 2, 'both taps audited');
     const { task } = await claude.task(id);
     expect(task.state).toBe('AUTH_REQUIRED');
     expect(task.approval).toMatchObject({
@@ -467,6 +472,27 @@ describe('approvals', () => {
     expect(answer.params.show_alert).toBe(true);
     const { task } = await claude.task(id);
     expect([task.state, task.approval?.status]).toEqual(['AUTH_REQUIRED', 'pending']);
+    // The hub's audit log has it, once however often it is repeated; a forged button too.
+    await answerTo(api.userTaps(100, message.messageId, `d:${id}`, 555), 'a repeat');
+    await answerTo(api.userTaps(100, message.messageId, `a:${id}`, 555), 'a repeat');
+    await answerTo(api.userTaps(200, message.messageId, `a:${id}`), 'a tap in another chat');
+    const refused = async () =>
+      (await hub.store.listAudit('acme', { limit: 200 })).filter(
+        (record) => record.kind === 'approval.refused' && record.subject === id,
+      );
+    await waitUntil(async () => (await refused()).length === 3, 'three refusals audited');
+    expect((await refused()).map((record) => record.data)).toEqual([
+      expect.objectContaining({
+        decision: 'approve',
+        runtime: 'telegram',
+        role: 'refused_by_channel',
+        reason: 'not_an_approver',
+        by: 'Telegram user 555 in chat 100',
+      }),
+      expect.objectContaining({ decision: 'deny', reason: 'not_an_approver' }),
+      expect.objectContaining({ reason: 'not_this_message', by: 'Telegram user 200 in chat 200' }),
+    ]);
+    expect((await hub.store.verifyAudit('acme')).ok).toBe(true);
     // An approver's tap on the same message still decides it.
     const approved = await answerTo(api.userTaps(100, message.messageId, `d:${id}`), 'a deny');
     expect(approved.params.text).toMatch(/Denied/);

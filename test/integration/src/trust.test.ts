@@ -248,6 +248,55 @@ describe('only people approve', () => {
   });
 });
 
+describe("a people's channel audits the decisions it refused itself", () => {
+  it('records one from an approver runtime; refuses (and audits) any other runtime; 404 for no task', async () => {
+    const { id } = await waitingForApproval('channel');
+    const body = {
+      decision: 'approve',
+      by: 'Telegram user 555 in chat -100',
+      reason: 'not_an_approver',
+      message: "not one of the bot's approvers; password=hunter2-not-logged",
+    };
+    const recorded = await call(hub.url, 'POST', `/api/tasks/${id}/refused-decisions`, {
+      token: hub.tokens.cli,
+      body,
+    });
+    expect(recorded.status, JSON.stringify(recorded.body)).toBe(200);
+    expect(recorded.body).toEqual({ recorded: true });
+    // An agent cannot write such records: the stranger is not an approver (refused, audited).
+    const forged = await call(hub.url, 'POST', `/api/tasks/${id}/refused-decisions`, {
+      token: hub.tokens.stranger,
+      body,
+    });
+    expect(forged.status).toBe(403);
+    expect(forged.body.error.details).toMatchObject({ reason: 'approver_required' });
+    const missing = await call(
+      hub.url,
+      'POST',
+      '/api/tasks/task_00000000-0000-7000-8000-000000000000/refused-decisions',
+      {
+        token: hub.tokens.cli,
+        body,
+      },
+    );
+    expect(missing.status).toBe(404);
+    const bad = await call(hub.url, 'POST', `/api/tasks/${id}/refused-decisions`, {
+      token: hub.tokens.cli,
+      body: { ...body, reason: 'because I said so' },
+    });
+    expect(bad.status).toBe(400);
+    const refused = (await auditRecords('approval.refused')).filter((r) => r.subject === id);
+    expect(refused.map((record) => [record.actor, record.data.role, record.data.reason])).toEqual([
+      ['cli', 'refused_by_channel', 'not_an_approver'],
+      ['stranger', 'not_an_approver', 'approver_required'],
+    ]);
+    expect(refused[0]?.data.by).toBe('Telegram user 555 in chat -100');
+    expect(refused[0]?.data.message).toContain('[REDACTED:secret-assignment]');
+    expect((await readTask(id)).approval.status).toBe('pending');
+    expect((await decide(hub.tokens.cli, id, 'deny')).status).toBe(200);
+  });
+});
+
 describe('only the worker holding the lease reports on a task', () => {
   it('refuses progress, complete, fail and update from another runtime, and from another process of the same runtime; the real result stands', async () => {
     const id = await createTask(hub.tokens.claw, 'wait for go', {

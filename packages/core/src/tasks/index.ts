@@ -8,7 +8,7 @@ export {
   MIN_PERMISSION_WAIT_SECONDS,
   PERMISSION_REQUEST_BECAUSE,
 } from './permission-limits.js';
-export type { CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
+export type { ChannelRefusal, CreateTaskRequest, UpdateTaskRequest } from './task-api-schemas.js';
 export {
   ACTIVE_TASK_STATES,
   createTaskRequestSchema,

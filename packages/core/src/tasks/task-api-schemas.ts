@@ -180,6 +180,29 @@ export const approvalDecisionBodySchema = z.strictObject({
     }),
 });
 
+/** Why a people's channel refused a person's decision before it reached the hub. */
+export const CHANNEL_REFUSALS = [
+  'no_approver_configured',
+  'not_an_approver',
+  'not_this_message',
+  'superseded',
+] as const;
+
+export type ChannelRefusal = (typeof CHANNEL_REFUSALS)[number];
+
+export const refusedDecisionBodySchema = z.strictObject({
+  decision: z.enum(['approve', 'deny']),
+  by: z.string().trim().min(1).max(200).meta({
+    description: 'Who tried, as the channel knows them (e.g. "telegram user 222 (chat -100)").',
+  }),
+  reason: z.enum(CHANNEL_REFUSALS).meta({
+    description:
+      'no_approver_configured: the channel has none; not_an_approver: the person is not one; not_this_message: the button was not sent for this task on that message; superseded: the message showed another command than the one the task waits on.',
+  }),
+  message: taskNoteSchema.optional(),
+});
+export const refusedDecisionResponseSchema = z.object({ recorded: z.literal(true) });
+
 export const approvalKeyResponseSchema = z.object({
   algorithm: z.literal('ed25519'),
   /** SPKI PEM: workers verify approvals with it. */

@@ -79,6 +79,8 @@ import {
   failTaskRequestSchema,
   listTasksQuerySchema,
   listTasksResponseSchema,
+  refusedDecisionBodySchema,
+  refusedDecisionResponseSchema,
   renewTaskRequestSchema,
   startTaskRequestSchema,
   taskIdParamsSchema,
@@ -396,6 +398,13 @@ export const wireRoutes = defineWireTable({
     params: taskIdParamsSchema,
     body: approvalDecisionBodySchema,
     responses: taskAnswer,
+  },
+  recordRefusedDecision: {
+    method: 'POST',
+    path: '/api/tasks/:id/refused-decisions',
+    ...task,
+    body: refusedDecisionBodySchema,
+    responses: { 200: refusedDecisionResponseSchema },
   },
   listConflicts: {
     method: 'GET',

@@ -1,5 +1,5 @@
 import type { Task, TaskApproval } from '@ctxbus/core';
-import { CtxbusError, personRefusal } from '@ctxbus/core';
+import { CtxbusError, personRefusal, redactSecrets } from '@ctxbus/core';
 import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
@@ -290,6 +290,41 @@ export const approvalRoutes = [
         },
       });
       return { status: 200, body: { task: updated } };
+    },
+  }),
+  implement('recordRefusedDecision', {
+    summary: "A people's channel records a decision it refused before asking the hub",
+    description:
+      "For an approver runtime (the Telegram bot, say) that refuses a person's tap itself: someone who is not one of its approvers, a button on another message, a message that showed another command than the one the task waits on. The hub audits it as approval.refused (decision, the channel, who tried, why), as it audits its own refusals. Only an approver runtime may record one (any other is refused and audited itself), for a task of its team.",
+    tags: ['tasks'],
+    statuses: {
+      200: 'Recorded in the audit log.',
+      403: 'Not an approver runtime (reason approver_required).',
+      404: 'No such task in the team.',
+    },
+    async handler({ params, body, caller, services }) {
+      const who = await decider(caller, undefined, services, params.id, body.decision);
+      if (!(await services.store.getTask(who.teamId, params.id))) {
+        throw new CtxbusError('not_found', `no task ${params.id} in team ${who.teamId}`, {
+          details: { id: params.id },
+        });
+      }
+      await services.tasks.recordAudit(who.teamId, {
+        kind: 'approval.refused',
+        actor: who.by,
+        subject: params.id,
+        data: {
+          decision: body.decision,
+          runtime: who.by,
+          role: 'refused_by_channel',
+          reason: body.reason,
+          by: redactSecrets(body.by, 'by').text,
+          ...(body.message !== undefined && {
+            message: redactSecrets(body.message, 'message').text,
+          }),
+        },
+      });
+      return { status: 200, body: { recorded: true } };
     },
   }),
   implement('denyTask', {
