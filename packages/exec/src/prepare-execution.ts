@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { closeSync, constants, openSync, readlinkSync } from 'node:fs';
 import { CtxbusError } from '@ctxbus/core/light';
 import { z } from 'zod';
 import { commandDigest, scriptHashFor, verifyApproval } from './approval.js';
@@ -314,29 +315,69 @@ export async function executePlan(
   }
   const program = checkProgramInside(plan.argv[0] as string, again.realPath);
   if (!program.ok) return { ok: false, code: program.code, reason: `at spawn: ${program.reason}` };
-  const argv = plan.sandbox
-    ? sandboxArgv(
-        {
-          bwrapPath: plan.sandbox.bwrapPath,
-          workdir: again.realPath,
-          network: plan.sandbox.network,
-          ...(plan.sandbox.hidePaths && { hidePaths: plan.sandbox.hidePaths }),
-          ...(plan.env.PATH !== undefined && { searchPath: plan.env.PATH }),
-        },
-        plan.argv,
-      )
-    : plan.pidNamespace
-      ? pidNamespaceArgv(plan.pidNamespace.bwrapPath, again.realPath, plan.argv)
-      : plan.argv;
-  const timeoutMs =
-    plan.maxTimeoutMs === null ? options.timeoutMs : Math.min(options.timeoutMs, plan.maxTimeoutMs);
-  const result = await runCommand({
-    ...options,
-    timeoutMs,
-    argv,
-    cwd: again.realPath,
-    env: plan.env,
-    pidNamespace: plan.sandbox !== null || plan.pidNamespace !== null,
-  });
-  return { ok: true, result };
+  // The sandbox binds the directory itself, opened here and checked through its descriptor.
+  const pinned = plan.sandbox ? pinDirectory(again.realPath) : null;
+  if (pinned !== null && 'reason' in pinned) {
+    return { ok: false, code: 'workdir_escape', reason: `at spawn: ${pinned.reason}` };
+  }
+  try {
+    const argv = plan.sandbox
+      ? sandboxArgv(
+          {
+            bwrapPath: plan.sandbox.bwrapPath,
+            workdir: again.realPath,
+            network: plan.sandbox.network,
+            ...(plan.sandbox.hidePaths && { hidePaths: plan.sandbox.hidePaths }),
+            ...(plan.env.PATH !== undefined && { searchPath: plan.env.PATH }),
+            workdirFd: 3,
+          },
+          plan.argv,
+        )
+      : plan.pidNamespace
+        ? pidNamespaceArgv(plan.pidNamespace.bwrapPath, again.realPath, plan.argv)
+        : plan.argv;
+    const timeoutMs =
+      plan.maxTimeoutMs === null
+        ? options.timeoutMs
+        : Math.min(options.timeoutMs, plan.maxTimeoutMs);
+    const result = await runCommand({
+      ...options,
+      timeoutMs,
+      argv,
+      cwd: again.realPath,
+      env: plan.env,
+      pidNamespace: plan.sandbox !== null || plan.pidNamespace !== null,
+      ...(pinned !== null && { passFds: [pinned.fd] }),
+    });
+    return { ok: true, result };
+  } finally {
+    if (pinned !== null) closeSync(pinned.fd);
+  }
+}
+
+/**
+ * Opens directory `realPath` (no symlink at its end) and checks, through the descriptor, that
+ * it is the directory that path named when it was checked: a component swapped for a symlink
+ * meanwhile is caught here, and after this the descriptor, not the path, is what gets bound.
+ */
+function pinDirectory(realPath: string): { fd: number } | { reason: string } {
+  let fd: number;
+  try {
+    fd = openSync(realPath, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (error) {
+    return { reason: `cannot open the working directory ${realPath}: ${(error as Error).message}` };
+  }
+  let opened: string;
+  try {
+    opened = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    opened = '';
+  }
+  if (opened !== realPath) {
+    closeSync(fd);
+    return {
+      reason: `the working directory ${realPath} changed as it was opened (it is now ${opened || 'unknown'})`,
+    };
+  }
+  return { fd };
 }

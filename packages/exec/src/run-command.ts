@@ -40,6 +40,8 @@ export interface RunCommandOptions {
    * as the signal N. Default false.
    */
   pidNamespace?: boolean;
+  /** Open descriptors the child gets as fds 3, 4, ... (the sandbox's working directory). */
+  passFds?: readonly number[];
 }
 
 export interface RunCommandResult {
@@ -208,7 +210,7 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
       env: { ...options.env },
       shell: false,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...(options.passFds ?? [])],
       windowsHide: true,
     });
   } catch (cause) {

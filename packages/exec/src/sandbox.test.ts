@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import {
+  closeSync,
+  constants,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
@@ -89,6 +94,58 @@ describe(`sandbox (bubblewrap)${because}`, () => {
     `bwrap works on this machine${required ? ' (required: CTXBUS_REQUIRE_BWRAP=1)' : ''}`,
     () => {
       expect(status).toMatchObject({ available: true });
+    },
+  );
+
+  sandboxIt(
+    'binds the directory it opened, never the one its path names by then (swapped after the check)',
+    async () => {
+      const base = mkdtempSync('/var/tmp/ctxbus-pin-');
+      try {
+        const workdir = join(base, 'work');
+        const elsewhere = join(base, 'elsewhere');
+        mkdirSync(workdir);
+        mkdirSync(elsewhere);
+        writeFileSync(join(workdir, 'marker'), 'the checked directory');
+        writeFileSync(join(elsewhere, 'marker'), 'somewhere else');
+        const fd = openSync(workdir, constants.O_RDONLY | constants.O_DIRECTORY);
+        const run = (workdirFd?: number) =>
+          runCommand({
+            argv: sandboxArgv(
+              { bwrapPath, workdir, ...(workdirFd !== undefined && { workdirFd }) },
+              ['sh', '-c', 'cat marker; echo; echo written > new-file'],
+            ),
+            cwd: base,
+            env: { PATH: '/usr/bin:/bin' },
+            timeoutMs: 60_000,
+            inactivityMs: 20_000,
+            maxOutputBytes: 4_096,
+            ...(workdirFd !== undefined && { passFds: [fd] }),
+          });
+        try {
+          // After the check, the directory is moved away and another put at its path.
+          renameSync(workdir, join(base, 'moved'));
+          renameSync(elsewhere, workdir);
+          const pinned = await run(3);
+          expect(pinned.exitCode, pinned.stderr).toBe(0);
+          expect(pinned.stdout).toBe('the checked directory\n');
+          expect(readFileSync(join(base, 'moved', 'new-file'), 'utf8')).toBe('written\n');
+          expect(existsSync(join(workdir, 'new-file'))).toBe(false);
+          // By path, bwrap binds the other directory, writable.
+          const byPath = await run();
+          expect(byPath.stdout).toBe('somewhere else\n');
+          // A symlink at the path: bwrap follows none at a destination, and runs nothing.
+          rmSync(workdir, { recursive: true });
+          symlinkSync(join(base, 'moved'), workdir);
+          const linked = await run(3);
+          expect(linked.exitCode).not.toBe(0);
+          expect(linked.stdout).toBe('');
+        } finally {
+          closeSync(fd);
+        }
+      } finally {
+        rmSync(base, { recursive: true, force: true });
+      }
     },
   );
 

@@ -38,6 +38,14 @@ export interface SandboxLayout {
   hubPaths?: readonly string[];
   /** Where the command's program is looked up (the child's PATH; default: this process's). */
   searchPath?: string;
+  /**
+   * The child's descriptor of the working directory, opened and checked before spawn: bwrap
+   * binds that directory (through `/proc/self/fd/N`, which the kernel resolves to the open
+   * directory, not by name), not whatever the path names by then: a directory swapped for a
+   * symlink or another directory after the last check would otherwise be bound in its place.
+   * (bwrap's own `--bind-fd` binds the path the descriptor reads as, by name again.)
+   */
+  workdirFd?: number;
 }
 
 /**
@@ -214,9 +222,10 @@ export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): str
     layout.bwrapPath,
     ...isolation(layout),
     ...shown.flatMap((dir) => ['--ro-bind', dir, dir]),
-    '--bind',
-    layout.workdir,
-    layout.workdir,
+    ...(layout.workdirFd === undefined
+      ? ['--bind', layout.workdir, layout.workdir]
+      : // The descriptor's magic link: the kernel resolves it to the directory itself.
+        ['--bind', `/proc/self/fd/${layout.workdirFd}`, layout.workdir]),
     ...hiddenAgain(layout, [...shown, layout.workdir]),
     '--chdir',
     layout.workdir,
