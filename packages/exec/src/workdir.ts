@@ -91,8 +91,10 @@ export function checkProgramInside(program: string, realCwd: string): WorkdirChe
   if (isAbsolute(program) || !program.includes('/')) {
     return { ok: true, realPath: program, root: realCwd };
   }
-  const real = realOrNull(join(realCwd, program));
-  if (real === null) return { ok: true, realPath: join(realCwd, program), root: realCwd };
+  // Not path.join: it would drop `lnk/..` as text, where the kernel follows lnk first.
+  const asGiven = `${realCwd}/${program}`;
+  const real = realOrNull(asGiven);
+  if (real === null) return { ok: true, realPath: asGiven, root: realCwd };
   if (!within(realCwd, real) || real === realCwd) {
     return {
       ok: false,
