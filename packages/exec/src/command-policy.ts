@@ -300,14 +300,33 @@ function packageManagerEval(name: string, argv: readonly string[]): string | nul
   return null;
 }
 
-/** git options that run a command named on the command line. */
+/** git subcommands whose -u names the remote's upload-pack command (clone -u <cmd>). */
+const GIT_UPLOAD_PACK_SHORT = new Set(['clone', 'fetch', 'pull', 'ls-remote']);
+
+/**
+ * git options that run a command named on the command line, or make git read another
+ * repository's configuration (which can name commands: fsmonitor, hooks, pager, filters) or
+ * write a file the command line names, wherever it is.
+ */
 function gitEval(argv: readonly string[]): string | null {
   const args = argv.slice(1);
+  const sub = gitSubcommand(args);
   for (const [index, word] of args.entries()) {
     if (word === '-c' || word === '--config-env' || word.startsWith('--config-env='))
       return `git ${word} (configuration can name commands: aliases, pager, ssh)`;
-    if (/^--(exec-path|upload-pack|receive-pack|exec)(=|$)/.test(word))
+    if (/^--(exec-path|upload-pack|receive-pack|exec|extcmd|open-files-in-pager)(=|$)/.test(word))
       return `git ${word.split('=')[0]}`;
+    if (/^-C|^--(git-dir|work-tree)(=|$)/.test(word) && index < args.indexOf(sub ?? '')) {
+      const option = word.startsWith('-C') ? '-C' : word.split('=', 1)[0];
+      return `git ${option} (another directory's repository, whose configuration can name commands)`;
+    }
+    if (/^--output(=|$)/.test(word)) return 'git --output (writes a file it names, anywhere)';
+    if (/^-O/.test(word) && sub === 'grep') return 'git grep -O (opens files in a pager it names)';
+    if (word === '-u' && sub !== undefined && GIT_UPLOAD_PACK_SHORT.has(sub))
+      return `git ${sub} -u (the remote's upload-pack command)`;
+    if (/^-[a-z]*x/.test(word) && sub === 'difftool') return 'git difftool -x (runs a command)';
+    if (/^-[a-z]*o/.test(word) && (sub === 'format-patch' || sub === 'archive'))
+      return `git ${sub} -o (writes where it names, anywhere)`;
     if (word === 'bisect' && args[index + 1] === 'run') return 'git bisect run';
     if (word === 'submodule' && args.includes('foreach')) return 'git submodule foreach';
     if (word === 'rebase' && args.some((arg) => arg === '-x' || /^-[a-z]*x/.test(arg)))
@@ -316,6 +335,21 @@ function gitEval(argv: readonly string[]): string | null {
   }
   return null;
 }
+
+/** The subcommand: the first word that is not a global option or a global option's value. */
+function gitSubcommand(args: readonly string[]): string | undefined {
+  for (let index = 0; index < args.length; index++) {
+    const word = args[index] as string;
+    if (!word.startsWith('-')) return word;
+    if (['-C', '-c', '--git-dir', '--work-tree', '--namespace', '--config-env'].includes(word))
+      index++;
+  }
+  return undefined;
+}
+
+/** tar options that run a command they name. */
+const TAR_EVAL =
+  /^(--(checkpoint-action|to-command|use-compress-program|info-script|new-volume-script|rsh-command|rmt-command)(=|$)|-[A-Za-z]*[IF])/;
 
 /**
  * Why argv evaluates code or runs another command given on its command line (null: it does
@@ -330,6 +364,10 @@ export function inlineEvalReason(argv: readonly string[]): string | null {
     return found ? `${found} runs a shell string` : null;
   }
   if (name === 'git') return gitEval(argv);
+  if (name === 'tar' || name === 'gtar' || name === 'bsdtar') {
+    const found = argv.slice(1).find((word) => TAR_EVAL.test(word));
+    return found ? `tar ${found.split('=', 1)[0]} runs a command it names` : null;
+  }
   const rule = Object.hasOwn(INLINE_EVAL_RULES, name) ? INLINE_EVAL_RULES[name] : undefined;
   if (!rule) return null;
   if (rule.always) return `${name}: ${rule.always}`;
