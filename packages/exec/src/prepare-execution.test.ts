@@ -322,7 +322,7 @@ describe('prepareExecution and executePlan', () => {
   });
 
   (bwrap.available || required ? it : it.skip)(
-    `a command only a code-running entry allows runs sandboxed without approval${bwrap.available ? '' : ` (skipped: ${bwrap.reason})`}`,
+    `a command only a code-running entry allows runs sandboxed without approval, its directory read-only${bwrap.available ? '' : ` (skipped: ${bwrap.reason})`}`,
     async () => {
       const { project, policy } = setup({ allow: ['node ...'] });
       const ready = plan(
@@ -334,10 +334,38 @@ describe('prepareExecution and executePlan', () => {
           policy,
         }),
       );
-      expect(ready.sandbox).not.toBeNull();
+      expect(ready.sandbox).toMatchObject({ writable: false });
       expect(ready.approvedBy).toBeNull();
+      // It reads the directory, and cannot change it: nothing planted for the commands that
+      // run there outside the sandbox (report.js writes ran.txt first).
       const run = await executePlan(ready, limits);
-      expect(run.ok && run.result.exitCode).toBe(0);
+      expect(run.ok && run.result.exitCode).not.toBe(0);
+      expect(run.ok && run.result.stderr).toMatch(/EROFS|read-only file system/);
+      expect(existsSync(join(project, 'ran.txt'))).toBe(false);
+      writeFileSync(
+        join(project, 'read.js'),
+        "console.log(require('fs').readFileSync('report.js', 'utf8').length);\n",
+      );
+      const reads = plan(
+        await prepareExecution({
+          request: request(project, { argv: ['node', 'read.js'], sandboxed: true }),
+          policy,
+        }),
+      );
+      expect(reads.sandbox).toMatchObject({ writable: false });
+      const read = await executePlan(reads, limits);
+      expect(read.ok && read.result.stdout.trim()).toMatch(/^\d+$/);
+      // An exact entry (the author's own words) runs sandboxed with the directory writable.
+      const exact = plan(
+        await prepareExecution({
+          request: request(project, { sandboxed: true }),
+          policy: { ...policy, allow: ['node report.js'] },
+        }),
+      );
+      expect(exact.sandbox).toMatchObject({ writable: true });
+      const wrote = await executePlan(exact, limits);
+      expect(wrote.ok && wrote.result.exitCode).toBe(0);
+      expect(readFileSync(join(project, 'ran.txt'), 'utf8')).toBe('yes');
     },
   );
 

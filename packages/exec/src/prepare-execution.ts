@@ -105,7 +105,18 @@ export interface ExecutionPlan {
   env: Record<string, string>;
   /** Variables the request asked for that were not passed, with why. */
   droppedEnv: { name: string; reason: string }[];
-  sandbox: { bwrapPath: string; network: boolean; hidePaths?: readonly string[] } | null;
+  sandbox: {
+    bwrapPath: string;
+    network: boolean;
+    hidePaths?: readonly string[];
+    /**
+     * Whether the working directory is writable in it: not for a command only a code-running
+     * entry allows (nobody approved it), since what it could leave there is what unsandboxed
+     * commands read later (a .git/config fsmonitor for `git status`, a package.json script for
+     * `npm test`, an edited script between an approval's hash and its run).
+     */
+    writable: boolean;
+  } | null;
   /**
    * An unsandboxed command's PID namespace (null: sandboxed, which has its own, or not
    * possible here, or turned off by the policy: then a process group only).
@@ -209,6 +220,7 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
       bwrapPath: status.bwrapPath,
       network: request.network && policy.network === true,
       ...(policy.sandbox?.hidePaths && { hidePaths: policy.sandbox.hidePaths }),
+      writable: true,
     };
   }
   let pidNamespace: ExecutionPlan['pidNamespace'] = null;
@@ -259,6 +271,11 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
     );
     if (!check.valid) return { ...refuse(check.code, check.reason), approvalRequest };
     approvedBy = check.approval.approvedBy;
+  }
+  // Code nobody approved, allowed only by an entry that is permission to run code: it may read
+  // the directory, not change it (see ExecutionPlan.sandbox.writable).
+  if (sandbox !== null && command.allowed && command.runsCode !== undefined && !approvedBy) {
+    sandbox.writable = false;
   }
 
   return {
@@ -330,6 +347,7 @@ export async function executePlan(
             ...(plan.sandbox.hidePaths && { hidePaths: plan.sandbox.hidePaths }),
             ...(plan.env.PATH !== undefined && { searchPath: plan.env.PATH }),
             workdirFd: 3,
+            readOnlyWorkdir: !plan.sandbox.writable,
           },
           plan.argv,
         )

@@ -46,6 +46,8 @@ export interface SandboxLayout {
    * (bwrap's own `--bind-fd` binds the path the descriptor reads as, by name again.)
    */
   workdirFd?: number;
+  /** Bind the working directory read-only (default false: it is the one writable place). */
+  readOnlyWorkdir?: boolean;
 }
 
 /**
@@ -222,10 +224,10 @@ export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): str
     layout.bwrapPath,
     ...isolation(layout),
     ...shown.flatMap((dir) => ['--ro-bind', dir, dir]),
-    ...(layout.workdirFd === undefined
-      ? ['--bind', layout.workdir, layout.workdir]
-      : // The descriptor's magic link: the kernel resolves it to the directory itself.
-        ['--bind', `/proc/self/fd/${layout.workdirFd}`, layout.workdir]),
+    layout.readOnlyWorkdir === true ? '--ro-bind' : '--bind',
+    // The descriptor's magic link: the kernel resolves it to the open directory itself.
+    layout.workdirFd === undefined ? layout.workdir : `/proc/self/fd/${layout.workdirFd}`,
+    layout.workdir,
     ...hiddenAgain(layout, [...shown, layout.workdir]),
     '--chdir',
     layout.workdir,

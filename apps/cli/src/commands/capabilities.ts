@@ -41,7 +41,7 @@ export async function allowListWarnings(matrix: CapabilitiesFile): Promise<strin
       const reason = codeRunningEntry(parseAllowEntry(source));
       if (reason) {
         warnings.push(
-          `remote_execution.allow: ${reason}; commands it alone allows run sandboxed, or once a human approves them`,
+          `remote_execution.allow: ${reason}; commands it alone allows run sandboxed (the working directory read-only), or once a human approves them`,
         );
       }
     } catch (error) {
