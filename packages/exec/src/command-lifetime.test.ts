@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ExecutionPolicy } from './prepare-execution.js';
@@ -177,6 +177,31 @@ describe('a command ends with its worker and its timeout, its own sessions inclu
         () => processesTagged(tag).length === 0,
         `every process tagged ${tag} to end`,
       );
+    },
+  );
+
+  nsIt(
+    `unsandboxed: the command sees only its own processes, and cannot unmount its /proc to see the host's${because(pidNamespace)}`,
+    async () => {
+      const { workdir, policy } = project();
+      const script = join(workdir, 'look.sh');
+      writeFileSync(
+        script,
+        'umount -l /proc 2>/dev/null && echo unmounted; ls /proc | grep -c "^[0-9]" > count\n',
+      );
+      const prepared = await prepareExecution({
+        request: { taskId: 'task-1', argv: ['sh', 'look.sh'], cwd: workdir },
+        policy: { ...policy, allow: ['sh look.sh'] },
+      });
+      if (!prepared.ok) throw new Error(`refused: ${prepared.reason}`);
+      const run = await executePlan(prepared.plan, {
+        timeoutMs: 60_000,
+        inactivityMs: 60_000,
+        maxOutputBytes: 65536,
+      });
+      expect(run.ok && run.result.stdout).not.toContain('unmounted');
+      // sh and ls (and, under bwrap, its init): nothing of the host's.
+      expect(Number(readFileSync(join(workdir, 'count'), 'utf8'))).toBeLessThan(6);
     },
   );
 

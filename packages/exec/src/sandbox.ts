@@ -245,6 +245,10 @@ const PID_NAMESPACE = [
   '/proc',
   '--unshare-pid',
   '--die-with-parent',
+  // A root worker's command could otherwise unmount this /proc and see the host's below it
+  // (every process, the worker's environment with its token): no mounts, no unmounts.
+  '--cap-drop',
+  'CAP_SYS_ADMIN',
 ];
 
 /**
