@@ -70,6 +70,15 @@ describe('redactSecrets', () => {
     expect(redacted('DB_PASSWORD: hunter2hunter2')).toBe(
       'DB_PASSWORD: [REDACTED:secret-assignment]',
     );
+    // `pass` alone is a password's name too (found by the jail probe); inside a word it is not.
+    expect(redacted('DB_PASS: hunter2')).toBe('DB_PASS: [REDACTED:secret-assignment]');
+    expect(redacted('export SMTP_PASS="s3cret!"')).toBe(
+      'export SMTP_PASS="[REDACTED:secret-assignment]"',
+    );
+    expect(redacted('gpg passphrase=long horse')).toBe(
+      'gpg passphrase=[REDACTED:secret-assignment] horse',
+    );
+    expect(redacted('bypass: enabled; compass=north')).toBe('bypass: enabled; compass=north');
     // URL schemes of up to 32 characters; longer ones are not schemes.
     expect(redacted('mongodb+srv://app:pa55word@db.example')).toBe(
       'mongodb+srv://app:[REDACTED:url-password]@db.example',

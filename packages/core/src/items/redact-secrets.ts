@@ -58,7 +58,9 @@ const PATTERNS: readonly SecretPattern[] = [
     // long, and a short value after their names is usually not one (`token: none`).
     // `pwd` is a password unless it is the shell's working directory (`PWD=/home/...`,
     // `OLDPWD=`): a path is not a secret.
-    pattern: /((?:passw(?:or)?d|(?<![A-Za-z])pwd)["']?\s*[:=]\s*["']?)(?![/~])([^\s"',;]{4,})/gi,
+    // `pass` alone too (`DB_PASS: hunter2`, `SMTP_PASS=`), not inside a word (`bypass`).
+    pattern:
+      /((?:passw(?:or)?d|passphrase|(?<![A-Za-z])pass(?![A-Za-z])|(?<![A-Za-z])pwd)["']?\s*[:=]\s*["']?)(?![/~])([^\s"',;]{4,})/gi,
     group: 2,
   },
   {
