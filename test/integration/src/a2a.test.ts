@@ -166,6 +166,23 @@ describe('A2A over the hub', () => {
     const undeclared = await call(hub.url, 'GET', '/a2a/nobody/.well-known/agent-card.json', {});
     expect(undeclared.status).toBe(404);
     expect(undeclared.body.error.code).toBe('not_found');
+
+    // Cacheable, as A2A asks: Cache-Control and an ETag; asked again with it, 304 and no body.
+    for (const path of [
+      '/.well-known/agent-card.json',
+      '/a2a/openclaw/.well-known/agent-card.json',
+    ]) {
+      const first = await fetch(`${hub.url}${path}`);
+      expect(first.headers.get('cache-control')).toBe('public, max-age=300');
+      const etag = first.headers.get('etag') ?? '';
+      expect(etag).toMatch(/^"[\w-]{27}"$/);
+      expect((await first.json()).name).toMatch(/ctxbus/);
+      const again = await fetch(`${hub.url}${path}`, { headers: { 'if-none-match': etag } });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe('');
+      const other = await fetch(`${hub.url}${path}`, { headers: { 'if-none-match': '"stale"' } });
+      expect(other.status).toBe(200);
+    }
   });
 
   it('names no Host header it was not configured for: a non-loopback name gets 503', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ContextItem, CreateTaskRequest, Task, TaskState, Viewer } from '@ctxbus/core';
 import {
   agentCardFor,
@@ -492,6 +493,32 @@ async function handleRpc(
 const RPC_DESCRIPTION =
   'A2A 1.0 JSON-RPC (application/json; `A2A-Version: 1.0` if sent): `SendMessage` creates a ctxbus task from the message (title: the first text line; `requiredCapabilities`: from the message metadata under `urn:ctxbus:a2a:routing:v1`, or a data part; input: the data part) routed like POST /api/tasks, and answers `{task}` (once the task ends or is interrupted, at most 25 s, unless `configuration.returnImmediately`) with the A2A Task: state `TASK_STATE_*`, the routing decision in `metadata["urn:ctxbus:a2a:routing:v1"]`. `GetTask`, `ListTasks` (the tasks of the team newest first, `pageSize` 1-100, `nextPageToken`, `totalSize`; artifacts with `includeArtifacts`), `CancelTask`; `SendStreamingMessage` and `SubscribeToTask` answer an SSE stream of `{task}` then `{statusUpdate}` (and `{artifactUpdate}` with the result) until a terminal or interrupted state (`SubscribeToTask`: any task not ended; one waiting for someone is followed until it ends or waits again). A file part (`raw`, `url`) is refused with -32005; one data part per message. Errors are JSON-RPC errors with A2A codes (-32001 task not found, -32002 not cancelable, -32004 unsupported, -32005 content type not supported, -32602 invalid params, ...). The caller is a runtime token: it is the task\'s origin.';
 
+/** How long a client may keep a card without asking again (capabilities.yaml may change). */
+const CARD_MAX_AGE_SECONDS = 300;
+
+/**
+ * A card with the caching headers A2A asks for: Cache-Control and an ETag of its content, so a
+ * client asking again with If-None-Match gets 304 and no body while the card is unchanged.
+ */
+function cardResponse(card: unknown, context: Context): Response {
+  const body = JSON.stringify(card);
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  const headers = {
+    'cache-control': `public, max-age=${CARD_MAX_AGE_SECONDS}`,
+    etag,
+  };
+  const asked = context.req.header('if-none-match');
+  if (
+    asked?.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag || tag.trim() === '*')
+  ) {
+    return new Response(null, { status: 304, headers });
+  }
+  return new Response(body, {
+    status: 200,
+    headers: { ...headers, 'content-type': 'application/json' },
+  });
+}
+
 /** The A2A routes: the hub's card, each runtime's card, and the JSON-RPC endpoints. */
 export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
   return [
@@ -509,7 +536,7 @@ export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
           baseUrl: cardBaseUrl(context.req.url, options.publicUrl),
           version: services.version,
         });
-        return { status: 200, body: card };
+        return cardResponse(card, context);
       },
     }),
     implement('getRuntimeAgentCard', {
@@ -535,7 +562,7 @@ export function a2aRoutes(options: A2aRouteOptions): AnyRouteDefinition[] {
           version: services.version,
           runtime: params.runtime,
         });
-        return { status: 200, body: card };
+        return cardResponse(card, context);
       },
     }),
     implement('a2aJsonRpc', {
