@@ -11,6 +11,8 @@ const hub = useInProcessHub({
     code: ['acme', 'claude-code'],
     chat: ['acme', 'openclaw'],
     rival: ['globex', 'claude-code'],
+    // A people's channel (an approver runtime by default).
+    bot: ['acme', 'telegram'],
   },
 });
 
@@ -561,6 +563,7 @@ describe('the OpenAPI document', () => {
         'requestPermission',
         'approveTask',
         'denyTask',
+        'recordRefusedDecision',
         'updateTask',
         'forgetKey',
         'listConflicts',
@@ -587,7 +590,13 @@ describe('the OpenAPI document', () => {
       const decision = ['approveTask', 'denyTask', 'resolveConflict'].includes(
         operation.operationId,
       );
-      const token = path.includes('/admin/') || decision ? hub.adminToken : hub.tokens.code;
+      // A channel's record of a refusal it made: an approver runtime's token.
+      const token =
+        path.includes('/admin/') || decision
+          ? hub.adminToken
+          : operation.operationId === 'recordRefusedDecision'
+            ? hub.tokens.bot
+            : hub.tokens.code;
       if (operation.requestBody && !path.includes('{id}')) {
         const response = await call(hub.url, method.toUpperCase(), concrete, {
           token,
@@ -613,6 +622,7 @@ describe('the OpenAPI document', () => {
           },
           approveTask: { team: 'acme' },
           denyTask: { team: 'acme' },
+          recordRefusedDecision: { decision: 'approve', by: 'user 1', reason: 'not_an_approver' },
           resolveConflict: { team: 'acme', keep: '019a0000-0000-7000-8000-00000000beef' },
         };
         const body = bodies[operation.operationId];
