@@ -135,7 +135,7 @@ async function expectCreatesRespectCapAndKeys(
   const keyed = await Promise.all(
     Array.from({ length: 24 }, (_, index) =>
       (stores[index % stores.length] as Store).createTask(TEAM, {
-        title: `keyed ${index}`,
+        title: 'keyed',
         requiredCapabilities: [],
         origin: 'openclaw',
         targetRuntime: index % 3 === 0 ? null : 'claude-code',

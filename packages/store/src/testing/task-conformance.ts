@@ -991,9 +991,10 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       // Everything survives: tasks, leases (started or not), history, keys; a new claim gets a
       // new token.
       expect(await store.getTask('acme', held?.id ?? '')).toEqual(before);
-      expect((await store.createTask('acme', basic({ idempotencyKey: 'durable' }))).status).toBe(
-        'existing',
-      );
+      expect(
+        (await store.createTask('acme', basic({ idempotencyKey: 'durable', ttlSeconds: 3600 })))
+          .status,
+      ).toBe('existing');
       expect((await store.listTasks('acme', { limit: 10 })).map((t) => t.state)).toEqual([
         'WORKING',
         'SUBMITTED',
