@@ -91,6 +91,10 @@ writeFileSync(
     "process.stderr.write('\\u0002'.repeat(400000));",
   ].join('\n'),
 );
+// Writes a NUL character, which the hub stores no text with.
+writeFileSync(join(project, 'nul.js'), "process.stdout.write('before\\u0000after\\n');\n");
+// Fails, whatever its (long) arguments.
+writeFileSync(join(project, 'fails.js'), "console.error('no'); process.exit(3);\n");
 symlinkSync(machine, join(root, 'escape'));
 const policyFile = join(machine, 'capabilities.yaml');
 writeFileSync(
@@ -104,6 +108,8 @@ writeFileSync(
       'node progress.js',
       'node steps.js',
       'node big.js',
+      'node nul.js',
+      'node fails.js ...',
       'node ...',
     ],
     ['  web:', '    description: the dashboard', '    trust: restricted'],
@@ -343,6 +349,22 @@ describe('ctxbus worker', () => {
     expect(task.result.stdout.startsWith('BEGIN')).toBe(true);
     expect(task.result.stdout.endsWith('END')).toBe(true);
     expect(readFileSync(join(project, 'big-runs'), 'utf8')).toBe('x');
+  });
+
+  it('reports output holding a NUL, and a failure of a command line of thousands of characters, instead of losing them', async () => {
+    const nul = await settled(
+      (await createTask(hub.tokens.claw, 'nul', { argv: ['node', 'nul.js'], cwd: project })).task
+        .id,
+    );
+    expect(nul.state).toBe('COMPLETED');
+    expect(nul.result.stdout).toBe('before\u2400after\n');
+    const long = ['node', 'fails.js', 'x'.repeat(5_000)];
+    const failed = await settled(
+      (await createTask(hub.tokens.claw, 'long', { argv: long, cwd: project })).task.id,
+    );
+    expect(failed.state).toBe('FAILED');
+    expect(failed.error.code).toBe('exit_status');
+    expect(failed.error.message).toMatch(/^node fails\.js x{400,}… exited with 3: no/);
   });
 
   it('holds a command that only a code-running entry (node ...) allows for a human, outside the sandbox', async () => {

@@ -506,7 +506,7 @@ export class TaskWorker {
         // Only a bounded tail is kept here, so every chunk may pass.
         maxProgressBytes: Number.MAX_SAFE_INTEGER,
         onOutput: (_stream, chunk) => {
-          tailText = (tailText + chunk).slice(-PROGRESS_TAIL_CHARS);
+          tailText = (tailText + storableOutput(chunk)).slice(-PROGRESS_TAIL_CHARS);
           written += chunk.length;
           fresh = true;
         },
@@ -633,10 +633,22 @@ function commandFailure(result: CommandResult): TaskError {
     : result.exitCode === null
       ? `ended by signal ${result.signal}`
       : `exited with ${result.exitCode}`;
+  // The command line shown within bounds: the message must fit the hub's limit (an argv of
+  // thousands of characters made the report a 400, and the task worker_lost).
+  const command = result.argv.join(' ');
+  const shown = command.length <= 500 ? command : `${command.slice(0, 500)}…`;
   return {
     code: result.timedOut ? 'timeout' : 'exit_status',
-    message: `${result.argv.join(' ')} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
+    message: `${shown} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
   };
+}
+
+/**
+ * Output as the hub stores it: a NUL character (which no text column holds, and the hub
+ * refuses) becomes U+2400 (␀), so a command that writes one is reported, not lost.
+ */
+export function storableOutput(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\u2400') : text;
 }
 
 /** An absolute path in a refusal's text (up to a space, quote or the punctuation after it). */
@@ -678,8 +690,8 @@ function commandResult(
     exitCode: run.exitCode,
     signal: run.signal,
     durationMs: Math.round(run.durationMs),
-    stdout: run.stdout,
-    stderr: run.stderr,
+    stdout: storableOutput(run.stdout),
+    stderr: storableOutput(run.stderr),
     truncated: run.truncated,
     timedOut: run.timedOut,
     sandboxed,
