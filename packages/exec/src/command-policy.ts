@@ -208,7 +208,15 @@ export const INLINE_EVAL_RULES: Readonly<Record<string, InterpreterRule>> = {
   npx: { short: 'c', long: ['--call'] },
   find: {
     word: (word) =>
-      ['-exec', '-execdir', '-ok', '-okdir'].includes(word) ? `${word} (runs a command)` : null,
+      ['-exec', '-execdir', '-ok', '-okdir'].includes(word)
+        ? `${word} (runs a command)`
+        : ['-fprint', '-fprint0', '-fprintf', '-fls', '-delete'].includes(word)
+          ? `${word} (writes or deletes files it names, anywhere)`
+          : null,
+  },
+  rg: {
+    word: (word) =>
+      /^--(pre|hostname-bin)(=|$)/.test(word) ? `${word.split('=', 1)[0]} (runs a command)` : null,
   },
   awk: { always: 'its program is a command-line argument' },
   gawk: { always: 'its program is a command-line argument' },
@@ -280,28 +288,51 @@ function loadOption(word: string, rule: InterpreterRule): string | null {
 function packageManagerEval(name: string, argv: readonly string[]): string | null {
   const args = argv.slice(1);
   const sub = args.find((word) => !word.startsWith('-'));
+  // npm takes abbreviated long options too (nopt): `--script-sh` is --script-shell.
   const shellFlag = args.some(
-    (word) =>
-      word === '-c' ||
-      word === '--call' ||
-      word.startsWith('--call=') ||
-      word === '--shell-mode' ||
-      word.startsWith('--script-shell'),
+    (word) => word === '-c' || longOption(word, ['call', 'shell-mode', 'script-shell']) !== null,
   );
   if (name === 'npm' && (sub === 'exec' || sub === 'x') && shellFlag) return 'npm exec -c/--call';
-  if (name === 'npm' && args.some((word) => word.startsWith('--script-shell')))
+  if (name === 'npm' && args.some((word) => longOption(word, ['script-shell']) !== null))
     return 'npm --script-shell';
   if (name === 'pnpm' && (sub === 'dlx' || sub === 'exec') && shellFlag)
     return `pnpm ${sub} -c/--shell-mode`;
   if (name === 'yarn' && sub === 'exec') return 'yarn exec';
   // Options the package manager hands to every node it starts (--require, --import...).
-  if (args.some((word) => word === '--node-options' || word.startsWith('--node-options=')))
+  if (args.some((word) => longOption(word, ['node-options']) !== null))
     return `${name} --node-options`;
   return null;
 }
 
 /** git subcommands whose -u names the remote's upload-pack command (clone -u <cmd>). */
 const GIT_UPLOAD_PACK_SHORT = new Set(['clone', 'fetch', 'pull', 'ls-remote']);
+
+/**
+ * The long option of `names` that `word` is (`--name`, `--name=value`) or abbreviates: getopt_long
+ * and git take any unambiguous prefix (`--checkpoint-act` is `--checkpoint-action`), so every
+ * prefix counts here, ambiguity being the program's to refuse. Null: none of them.
+ */
+function longOption(word: string, names: readonly string[]): string | null {
+  if (!word.startsWith('--') || word === '--') return null;
+  const given = word.slice(2).split('=', 1)[0] as string;
+  if (given === '') return null;
+  return names.find((name) => name.startsWith(given)) ?? null;
+}
+
+/** A short option cluster (`-iO...`, `-qu`) holding one of `letters`, before any value. */
+function shortCluster(word: string, letters: string): boolean {
+  return new RegExp(`^-[A-Za-z]*[${letters}]`).test(word) && !word.startsWith('--');
+}
+
+/** git long options that run a command they name. */
+const GIT_RUNS = [
+  'exec-path',
+  'upload-pack',
+  'receive-pack',
+  'exec',
+  'extcmd',
+  'open-files-in-pager',
+];
 
 /**
  * git options that run a command named on the command line, or make git read another
@@ -314,18 +345,22 @@ function gitEval(argv: readonly string[]): string | null {
   for (const [index, word] of args.entries()) {
     if (word === '-c' || word === '--config-env' || word.startsWith('--config-env='))
       return `git ${word} (configuration can name commands: aliases, pager, ssh)`;
-    if (/^--(exec-path|upload-pack|receive-pack|exec|extcmd|open-files-in-pager)(=|$)/.test(word))
-      return `git ${word.split('=')[0]}`;
-    if (/^-C|^--(git-dir|work-tree)(=|$)/.test(word) && index < args.indexOf(sub ?? '')) {
-      const option = word.startsWith('-C') ? '-C' : word.split('=', 1)[0];
-      return `git ${option} (another directory's repository, whose configuration can name commands)`;
+    const runs = longOption(word, GIT_RUNS);
+    if (runs) return `git --${runs} (runs a command it names)`;
+    const before = sub === undefined || index < args.indexOf(sub);
+    const elsewhere = before ? longOption(word, ['git-dir', 'work-tree']) : null;
+    if (elsewhere || (before && word.startsWith('-C'))) {
+      return `git ${elsewhere ? `--${elsewhere}` : '-C'} (another directory's repository, whose configuration can name commands)`;
     }
-    if (/^--output(=|$)/.test(word)) return 'git --output (writes a file it names, anywhere)';
-    if (/^-O/.test(word) && sub === 'grep') return 'git grep -O (opens files in a pager it names)';
-    if (word === '-u' && sub !== undefined && GIT_UPLOAD_PACK_SHORT.has(sub))
+    if (longOption(word, ['output'])) return 'git --output (writes a file it names, anywhere)';
+    if (sub === 'apply' && longOption(word, ['unsafe-paths', 'directory']))
+      return 'git apply --unsafe-paths/--directory (writes outside the working directory)';
+    if (sub === 'grep' && shortCluster(word, 'O'))
+      return 'git grep -O (opens files in a pager it names)';
+    if (sub !== undefined && GIT_UPLOAD_PACK_SHORT.has(sub) && shortCluster(word, 'u'))
       return `git ${sub} -u (the remote's upload-pack command)`;
-    if (/^-[a-z]*x/.test(word) && sub === 'difftool') return 'git difftool -x (runs a command)';
-    if (/^-[a-z]*o/.test(word) && (sub === 'format-patch' || sub === 'archive'))
+    if (sub === 'difftool' && shortCluster(word, 'x')) return 'git difftool -x (runs a command)';
+    if ((sub === 'format-patch' || sub === 'archive') && shortCluster(word, 'o'))
       return `git ${sub} -o (writes where it names, anywhere)`;
     if (word === 'bisect' && args[index + 1] === 'run') return 'git bisect run';
     if (word === 'submodule' && args.includes('foreach')) return 'git submodule foreach';
@@ -347,9 +382,72 @@ function gitSubcommand(args: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** tar options that run a command they name. */
-const TAR_EVAL =
-  /^(--(checkpoint-action|to-command|use-compress-program|info-script|new-volume-script|rsh-command|rmt-command)(=|$)|-[A-Za-z]*[IF])/;
+/** tar long options that run a command they name (-I and -F are two of them). */
+const TAR_RUNS = [
+  'checkpoint-action',
+  'to-command',
+  'use-compress-program',
+  'info-script',
+  'new-volume-script',
+  'rsh-command',
+  'rmt-command',
+];
+
+/** Why tar's arguments run a command: a long option or its abbreviation, -I or -F in a cluster. */
+function tarEval(argv: readonly string[]): string | null {
+  for (const [index, word] of argv.slice(1).entries()) {
+    const long = longOption(word, TAR_RUNS);
+    if (long) return `tar --${long} runs a command it names`;
+    // The first argument is a cluster of options even without a dash (`tar cIf ...`).
+    const cluster = index === 0 && /^[A-Za-z]+$/.test(word) ? `-${word}` : word;
+    if (shortCluster(cluster, 'IF')) return `tar ${word} (-I or -F: runs a command it names)`;
+  }
+  return null;
+}
+
+/**
+ * Why sort's arguments run a command or write a file anywhere: --compress-program (each
+ * temporary chunk is piped through it), -o/--output.
+ */
+function sortEval(argv: readonly string[]): string | null {
+  for (const word of argv.slice(1)) {
+    const long = longOption(word, ['compress-program', 'output']);
+    if (long)
+      return `sort --${long} ${long === 'output' ? 'writes a file it names' : 'runs a command it names'}`;
+    if (shortCluster(word, 'o')) return 'sort -o writes a file it names';
+  }
+  return null;
+}
+
+/** pytest long options that load code from elsewhere, or write or delete where they name. */
+const PYTEST_RUNS = [
+  'junitxml',
+  'junit-xml',
+  'basetemp',
+  'debug',
+  'log-file',
+  'resultlog',
+  'rootdir',
+  'confcutdir',
+  'config-file',
+  'override-ini',
+  'doctest-glob',
+  'pyargs',
+];
+
+/**
+ * Why pytest's arguments (`pytest ...`, `python3 -m pytest ...`) load code the command line
+ * names (-p plugin, another rootdir's conftest, an ini) or write anywhere (--junitxml,
+ * --basetemp deletes what it names).
+ */
+function pytestEval(args: readonly string[]): string | null {
+  for (const word of args) {
+    const long = longOption(word, PYTEST_RUNS);
+    if (long) return `pytest --${long} (loads code from, or writes to, where it names)`;
+    if (shortCluster(word, 'pco')) return `pytest ${word} (-p loads a plugin; -c, -o name config)`;
+  }
+  return null;
+}
 
 /**
  * Why argv evaluates code or runs another command given on its command line (null: it does
@@ -364,9 +462,12 @@ export function inlineEvalReason(argv: readonly string[]): string | null {
     return found ? `${found} runs a shell string` : null;
   }
   if (name === 'git') return gitEval(argv);
-  if (name === 'tar' || name === 'gtar' || name === 'bsdtar') {
-    const found = argv.slice(1).find((word) => TAR_EVAL.test(word));
-    return found ? `tar ${found.split('=', 1)[0]} runs a command it names` : null;
+  if (name === 'tar' || name === 'gtar' || name === 'bsdtar') return tarEval(argv);
+  if (name === 'sort') return sortEval(argv);
+  if (name === 'pytest' || name === 'py.test') return pytestEval(argv.slice(1));
+  if (name === 'python' && argv[1] === '-m' && argv[2] === 'pytest') {
+    const found = pytestEval(argv.slice(3));
+    if (found) return found;
   }
   const rule = Object.hasOwn(INLINE_EVAL_RULES, name) ? INLINE_EVAL_RULES[name] : undefined;
   if (!rule) return null;
