@@ -79,6 +79,27 @@ describe('redactSecrets', () => {
       'gpg passphrase=[REDACTED:secret-assignment] horse',
     );
     expect(redacted('bypass: enabled; compass=north')).toBe('bypass: enabled; compass=north');
+    // And the forms the second jail probe found stored in clear.
+    expect(redacted('aws secret_key=wJalrXUtnFEMIK7MDENG')).toBe(
+      'aws secret_key=[REDACTED:secret-assignment]',
+    );
+    expect(redacted('pass_phrase=open-sesame')).toBe('pass_phrase=[REDACTED:secret-assignment]');
+    expect(redacted('mysql --password hunter2 -h db')).toBe(
+      'mysql --password [REDACTED:secret-assignment] -h db',
+    );
+    expect(redacted('sshpass -p hunter2 ssh host')).toBe(
+      'sshpass -p [REDACTED:secret-assignment] ssh host',
+    );
+    expect(redacted('<password>hunter2</password>')).toBe(
+      '<password>[REDACTED:secret-assignment]</password>',
+    );
+    expect(redacted('Passphrase: "hunter2 mm with spaces" ok')).toBe(
+      'Passphrase: "[REDACTED:secret-assignment]" ok',
+    );
+    // Not secrets: an option with no value, a word in prose.
+    expect(redacted('use --password to be asked; the token: none')).toBe(
+      'use --password to be asked; the token: none',
+    );
     // URL schemes of up to 32 characters; longer ones are not schemes.
     expect(redacted('mongodb+srv://app:pa55word@db.example')).toBe(
       'mongodb+srv://app:[REDACTED:url-password]@db.example',

@@ -54,13 +54,35 @@ const PATTERNS: readonly SecretPattern[] = [
   },
   {
     kind: 'secret-assignment',
+    // A quoted value, spaces and all (`Passphrase: "correct horse battery"`), before the
+    // unquoted forms below, which stop at the first space.
+    pattern:
+      /((?:passw(?:or)?d|pass[_-]?phrase|(?<![A-Za-z])pass(?![A-Za-z])|(?<![A-Za-z])pwd|secret(?:[_-]?key)?|token|api[_-]?key)"?\s*[:=]\s*")([^"\n]{4,200})(")/gi,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
+    // A command-line option and its value (`--password hunter2`, `sshpass -p hunter2`), and an
+    // XML element (`<password>hunter2</password>`).
+    pattern:
+      /((?:--(?:passw(?:or)?d|pass[_-]?phrase|token|api[_-]?key|secret)|\bsshpass\s+-p)[ \t]+)([^\s"']{4,})/gi,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
+    pattern:
+      /(<(?:passw(?:or)?d|pass[_-]?phrase|secret(?:[_-]?key)?|token|api[_-]?key)>)([^<\n]{1,200})(<\/)/gi,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
     // A password is a secret however short (`password=hunter2`); keys and tokens below are
     // long, and a short value after their names is usually not one (`token: none`).
     // `pwd` is a password unless it is the shell's working directory (`PWD=/home/...`,
     // `OLDPWD=`): a path is not a secret.
     // `pass` alone too (`DB_PASS: hunter2`, `SMTP_PASS=`), not inside a word (`bypass`).
     pattern:
-      /((?:passw(?:or)?d|passphrase|(?<![A-Za-z])pass(?![A-Za-z])|(?<![A-Za-z])pwd)["']?\s*[:=]\s*["']?)(?![/~])([^\s"',;]{4,})/gi,
+      /((?:passw(?:or)?d|pass[_-]?phrase|(?<![A-Za-z])pass(?![A-Za-z])|(?<![A-Za-z])pwd)["']?\s*[:=]\s*["']?)(?![/~])([^\s"',;]{4,})/gi,
     group: 2,
   },
   {
@@ -68,7 +90,7 @@ const PATTERNS: readonly SecretPattern[] = [
     pattern:
       // From the key word on (`my_api_key = …` matches at `api_key`): the rest of the name stays
       // as it is, outside the match.
-      /((?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
+      /((?:api[_-]?key|secret(?:[_-]?key)?|token|passw(?:or)?d|access[_-]?key|private[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;]{8,})/gi,
     group: 2,
   },
 ];
