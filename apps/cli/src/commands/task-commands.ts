@@ -89,7 +89,10 @@ export function registerTaskCommands(
       .option('--title <text>', "the task's title (default: the command)")
       .option('--to <runtime>', 'prefer this runtime (the router may still pick another)')
       .option('--network', 'the command needs the network')
-      .option('--key <key>', 'an idempotency key: run again with it, the same task is found')
+      .option(
+        '--key <key>',
+        'an idempotency key: the same command again with it finds the same task (another command with it is refused)',
+      )
       .option('--no-wait', 'print the task and its routing, and do not follow it')
       .option('--live', 'show the output while the command runs (default on a terminal)')
       .option('--no-live', 'print the output once, at the end, both streams apart')
