@@ -351,9 +351,22 @@ describe('capability requests', () => {
       code: 'forbidden',
       message: expect.stringMatching(/runtime web asked for this task: it cannot approve it/),
     });
-    // A person answers through another approver runtime (the CLI's token, here over HTTP).
+    // A person answers through another approver runtime (the CLI's token, here over HTTP),
+    // about the command they were shown: another command's digest decides nothing.
     const person = createWebClient({ url: hub.url, token: await hub.mint('cli') });
-    const approved = await person.decideTask(request.task.id, 'approve', 'looked at the script');
+    const shown = (await person.task(request.task.id)).task.approval?.request.digest as string;
+    await expect(
+      person.decideTask(request.task.id, 'approve', 'stale page', '0'.repeat(64)),
+    ).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/waits on another command than the one shown/),
+    });
+    const approved = await person.decideTask(
+      request.task.id,
+      'approve',
+      'looked at the script',
+      shown,
+    );
     expect(approved.state).toBe('SUBMITTED');
     expect(approved.approval).toMatchObject({
       status: 'approved',

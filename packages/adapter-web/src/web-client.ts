@@ -133,10 +133,22 @@ export class WebClient {
     return this.call('listTasks', { query: params });
   }
 
-  /** A human's answer to a task waiting in AUTH_REQUIRED. */
-  async decideTask(id: string, decision: 'approve' | 'deny', note?: string): Promise<Task> {
+  /**
+   * A human's answer to a task waiting in AUTH_REQUIRED. `digest`: the request's digest as the
+   * person was shown it (`task.approval.request.digest`): the hub refuses the answer
+   * (409 digest_mismatch) when the task now waits on another command.
+   */
+  async decideTask(
+    id: string,
+    decision: 'approve' | 'deny',
+    note?: string,
+    digest?: string,
+  ): Promise<Task> {
     const operation = decision === 'approve' ? 'approveTask' : 'denyTask';
-    const body = note === undefined ? {} : { note };
+    const body = {
+      ...(note !== undefined && { note }),
+      ...(digest !== undefined && { digest }),
+    };
     return (await this.call(operation, { params: { id }, body })).task;
   }
 

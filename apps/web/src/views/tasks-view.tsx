@@ -76,10 +76,14 @@ function Approval({
     setBusy(true);
     setError(null);
     try {
+      // The digest of the command on screen: if the task asked about another one since, the
+      // hub refuses, and the board shows the newer one.
+      const shown = task.approval?.request.digest;
       await client.decideTask(
         task.id,
         decision,
         `${decision === 'approve' ? 'approved' : 'denied'} from the dashboard`,
+        typeof shown === 'string' ? shown : undefined,
       );
       onDone();
     } catch (failure) {
