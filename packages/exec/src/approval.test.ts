@@ -105,6 +105,15 @@ describe('commandDigest and scriptHashFor', () => {
     expect(await scriptHashFor(['python3', join(outside, 'x.py')], cwd)).not.toBe(direct);
     expect(await scriptHashFor(['python3', 'x.py'], cwd)).toBe(inside);
   });
+
+  it('hashes a directory an interpreter runs from outside the working directory (its __main__.py)', async () => {
+    const cwd = project();
+    const outside = tempDir('ctxbus-pkg-');
+    writeFileSync(join(outside, '__main__.py'), 'print("approved")\n');
+    const before = await scriptHashFor(['python3', outside], cwd);
+    writeFileSync(join(outside, '__main__.py'), 'print("swapped in after the approval")\n');
+    expect(await scriptHashFor(['python3', outside], cwd)).not.toBe(before);
+  });
 });
 
 describe('signApproval and verifyApproval', () => {

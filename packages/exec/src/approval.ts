@@ -6,7 +6,7 @@ import {
   sign,
   verify,
 } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { CtxbusError, canonicalJson, commandDigest } from '@ctxbus/core/light';
 import { z } from 'zod';
@@ -116,6 +116,18 @@ function inDirectory(cwd: string, word: string): string {
   return isAbsolute(word) ? word : `${cwd}/${word}`;
 }
 
+/** Whether `path` is a directory that is not `cwd` or inside it (by real paths). */
+function outsideDirectory(cwd: string, path: string): boolean {
+  try {
+    if (!statSync(path).isDirectory()) return false;
+    const real = realpathSync.native(path);
+    const base = realpathSync.native(cwd);
+    return real !== base && !real.startsWith(`${base}/`);
+  } catch {
+    return false;
+  }
+}
+
 function regularFile(path: string): boolean {
   try {
     return statSync(path).isFile();
@@ -153,6 +165,11 @@ export async function scriptHashFor(argv: readonly string[], cwd: string): Promi
       if (word.startsWith('-') || word === '') continue;
       const value = word.includes('=') && !regularFile(at(word)) ? word.split('=').at(-1) : word;
       if (value && regularFile(at(value))) files.push([word, fileHash(at(value))]);
+      // A directory runs what is in it (python's __main__.py, node's index.js or package.json
+      // main): its tree, when the working tree's hash does not cover it already.
+      else if (value && outsideDirectory(cwd, at(value))) {
+        files.push([word, await projectTreeHash(at(value))]);
+      }
     }
   }
   const runsScript = PACKAGE_MANAGERS.has(name) || (name === 'node' && argv.includes('--run'));
