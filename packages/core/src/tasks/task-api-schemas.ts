@@ -33,7 +33,7 @@ export const createTaskRequestSchema = z.strictObject({
   scope: scopeSchema.optional(),
   input: boundedJsonObject(TASK_LIMITS.inputBytes).optional().meta({
     description:
-      'What the doer needs. For code_execution: { "argv": ["npm", "test"], "cwd": "/path", "sandboxed"?: bool, "network"?: bool }.',
+      'What the doer needs. For code_execution: { "argv": ["npm", "test"], "cwd": "/path", "sandboxed"?: bool, "network"?: bool } ("network" is whether a sandboxed command may reach the network; an unsandboxed one runs with the worker\'s network).',
   }),
   idempotencyKey: z.string().min(1).max(TASK_LIMITS.idempotencyKeyChars).optional().meta({
     description:
