@@ -198,6 +198,7 @@ describe('inlineEvalReason: the table', () => {
     ['tar', '--rsh-comm=x', '-cf', 'host:y', '.'],
     ['git', 'grep', '--open-files-in-pag=id;:', 'hello'],
     ['git', 'grep', '-iOid;:', 'hello'],
+    ['git', 'grep', '-3Otouch /tmp/x;', 'hello'],
     ['git', 'clone', '-qu', 'id', 'repo'],
     ['git', 'log', '--outp=/tmp/x'],
     ['git', 'archive', '--exe=id', '--remote=x', 'HEAD'],
@@ -301,6 +302,18 @@ describe('entries that are permission to run code', () => {
     'make ...',
     'make test ...',
     'cmake ...',
+    // Any other program's free arguments are all its options (the third jail probe: tar -xf
+    // /proc/self/cmdline, npm --prefix, cargo --config, go test -exec, pytest @file).
+    'python3 -m pytest ...',
+    'npm test ...',
+    'pnpm test ...',
+    'git log ...',
+    'git grep ...',
+    'tar ...',
+    'sort ...',
+    'cargo test ...',
+    'go test ...',
+    'ls ...',
   ];
   for (const source of codeRunning) {
     it(`"${source}" lets its program run code given in the free arguments`, () => {
@@ -308,19 +321,16 @@ describe('entries that are permission to run code', () => {
     });
   }
   const bounded = [
-    'python3 -m pytest ...',
     'python3 tools/check.py ...',
     'node scripts/check.js ...',
     'bash build.sh ...',
-    'npm test ...',
-    'pnpm test ...',
-    'git log ...',
-    'ls ...',
     'python3 -m timeit',
     'make test',
+    'npm test',
+    'git status',
   ];
   for (const source of bounded) {
-    it(`"${source}" passes its free arguments to something it names, or takes none`, () => {
+    it(`"${source}" passes its free arguments to a script it names, or takes none`, () => {
       expect(codeRunningEntry(parseAllowEntry(source))).toBeNull();
     });
   }
@@ -340,9 +350,20 @@ describe('entries that are permission to run code', () => {
   });
 
   it('an entry that is no permission to run code wins over one that is', () => {
-    const allow = parseAllowList(['python3 ...', 'python3 -m pytest ...']);
-    const decision = checkCommand(['python3', '-m', 'pytest', '-q'], allow);
-    expect(decision).toMatchObject({ allowed: true, entry: { source: 'python3 -m pytest ...' } });
+    const allow = parseAllowList(['python3 ...', 'python3 tools/check.py ...']);
+    const decision = checkCommand(['python3', 'tools/check.py', '-q'], allow);
+    expect(decision).toMatchObject({
+      allowed: true,
+      entry: { source: 'python3 tools/check.py ...' },
+    });
     expect(decision.allowed && decision.runsCode).toBeUndefined();
+    // An exact entry wins over an entry ending in ...: it runs outside the sandbox.
+    const exact = checkCommand(['npm', 'test'], parseAllowList(['npm test ...', 'npm test']));
+    expect(exact.allowed && exact.runsCode).toBeUndefined();
+    const free = checkCommand(
+      ['npm', 'test', '--prefix=/elsewhere'],
+      parseAllowList(['npm test ...']),
+    );
+    expect(free.allowed && free.runsCode).toMatch(/every option it has/);
   });
 });

@@ -319,9 +319,12 @@ function longOption(word: string, names: readonly string[]): string | null {
   return names.find((name) => name.startsWith(given)) ?? null;
 }
 
-/** A short option cluster (`-iO...`, `-qu`) holding one of `letters`, before any value. */
+/**
+ * A short option cluster (`-iO...`, `-qu`, `-3O...`: git takes a context count first) holding
+ * one of `letters`, before any value.
+ */
 function shortCluster(word: string, letters: string): boolean {
-  return new RegExp(`^-[A-Za-z]*[${letters}]`).test(word) && !word.startsWith('--');
+  return new RegExp(`^-[A-Za-z0-9]*[${letters}]`).test(word) && !word.startsWith('--');
 }
 
 /** git long options that run a command they name. */
@@ -512,22 +515,31 @@ export function codeRunningEntry(entry: AllowEntry): string | null {
     return `"${entry.source}" lets ${name} take free arguments, which can define and run commands`;
   }
   const rule = Object.hasOwn(INLINE_EVAL_RULES, name) ? INLINE_EVAL_RULES[name] : undefined;
-  if (!rule || rule.always) return null;
-  if (namesScript(entry.argv.slice(1), rule)) return null;
-  return `"${entry.source}" lets the interpreter ${name} take free arguments: code on the command line`;
+  // An interpreter stops reading options at its script: the free arguments are the script's.
+  if (rule && !rule.always && namesScript(entry.argv.slice(1), rule)) return null;
+  if (rule && !rule.always) {
+    return `"${entry.source}" lets the interpreter ${name} take free arguments: code on the command line`;
+  }
+  // Any other program's free arguments are its options, every one of them: a program that
+  // reads a file or a config the command line names (tar -xf, git apply, npm --prefix or
+  // --userconfig, cargo --config, go test -exec, pytest @file) can be fed the caller's own
+  // bytes (/proc/self/cmdline) and write anywhere or run anything. No list of options keeps
+  // up (three outside looks each found more).
+  return `"${entry.source}" lets ${name} take free arguments: every option it has (reading config or files the command line names, writing anywhere, running commands)`;
 }
 
 /**
- * Whether the fixed words name what the interpreter runs: a word that is not an option (a
- * script), or the module of -m (python's `-m pytest`). Values of options that take one are
- * skipped (`-W error`).
+ * Whether the fixed words name the script the interpreter runs: a word that is not an option.
+ * Not a module of -m (`-m pytest`: the free arguments are the module's options). Values of
+ * options that take one are skipped (`-W error`).
  */
 function namesScript(words: readonly string[], rule: InterpreterRule): boolean {
   for (let index = 0; index < words.length; index++) {
     const word = words[index] as string;
     if (word === '--') return index + 1 < words.length;
     if (!word.startsWith('-') || word === '-') return word !== '-';
-    if (word === '-m') return index + 1 < words.length;
+    // A module's free arguments are its own options (pytest's @file, -p, --rootdir...).
+    if (word === '-m') return false;
     const last = word.at(-1) ?? '';
     if (/^-[^-]/.test(word) && word.length === 2 && rule.shortWithValue?.includes(last)) index++;
   }

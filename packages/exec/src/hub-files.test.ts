@@ -56,7 +56,8 @@ function write(file: string, content: string): string {
 async function run(bin: string, files: string[], sandboxed: boolean): Promise<string> {
   const workdir = tempDir();
   const policy: ExecutionPolicy = {
-    allow: ['peek ...'],
+    // `peek ...` is permission to run code (sandboxed only); the exact command runs outside.
+    allow: ['peek ...', ['peek', ...files].join(' ')],
     roots: [workdir],
     trustedOrigin: true,
     childPath: `${bin}:${dirname(NODE)}:/usr/bin:/bin`,

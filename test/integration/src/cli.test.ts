@@ -510,19 +510,22 @@ describe('ctxbus CLI', () => {
     dirs.push(dir);
     const bad = join(dir, 'capabilities.yaml');
     writeFileSync(bad, 'version: 1\nruntimes:\n  bot:\n    description: x\n    trust: total\n');
-    // Entries that let an interpreter or a build tool take free arguments are permission to
-    // run code: a warning each, not an error.
+    // Entries ending in ... are permission to run code (but an interpreter's script entry): a
+    // warning each, not an error.
     const warned = join(dir, 'warned.yaml');
     writeFileSync(
       warned,
-      'version: 1\nruntimes:\n  box:\n    description: x\nremote_execution:\n  allow: ["python3 ...", "npm test ...", "make test ..."]\n',
+      'version: 1\nruntimes:\n  box:\n    description: x\nremote_execution:\n  allow: ["python3 ...", "npm test ...", "make test ...", "node scripts/check.js ...", "git status"]\n',
     );
     const warnings = await runCli(['capabilities', 'check', warned]);
     expect(warnings.code, warnings.stderr).toBe(0);
     const lines = warnings.stderr.trim().split('\n');
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/warning: .*"python3 \.\.\." lets the interpreter python take free/);
-    expect(lines[1]).toMatch(/warning: .*"make test \.\.\." lets make take free arguments/);
+    expect(lines[1]).toMatch(
+      /warning: .*"npm test \.\.\." lets npm take free arguments: every option/,
+    );
+    expect(lines[2]).toMatch(/warning: .*"make test \.\.\." lets make take free arguments/);
     const refused = await runCli(['capabilities', 'check', bad]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(

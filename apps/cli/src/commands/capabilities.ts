@@ -29,9 +29,9 @@ export function loadCapabilities(file: string): CapabilitiesFile {
 }
 
 /**
- * What the allow-list permits beyond its words: entries that let an interpreter or a build
- * tool take free arguments are permission to run code (the worker runs what they alone allow
- * sandboxed, or asks a human), and a bad entry (the worker would refuse every command).
+ * What the allow-list permits beyond its words: entries ending in `...` (but an interpreter's
+ * script entry) are permission to run code (the worker runs what they alone allow sandboxed,
+ * or asks a human), and a bad entry (the worker would refuse every command).
  */
 export async function allowListWarnings(matrix: CapabilitiesFile): Promise<string[]> {
   const { codeRunningEntry, parseAllowEntry } = await import('@ctxbus/exec');
