@@ -385,69 +385,78 @@ function gitSubcommand(args: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** tar long options that run a command they name (-I and -F are two of them). */
-const TAR_RUNS = [
-  'checkpoint-action',
-  'to-command',
-  'use-compress-program',
-  'info-script',
-  'new-volume-script',
-  'rsh-command',
-  'rmt-command',
-];
-
-/** Why tar's arguments run a command: a long option or its abbreviation, -I or -F in a cluster. */
-function tarEval(argv: readonly string[]): string | null {
-  for (const [index, word] of argv.slice(1).entries()) {
-    const long = longOption(word, TAR_RUNS);
-    if (long) return `tar --${long} runs a command it names`;
-    // The first argument is a cluster of options even without a dash (`tar cIf ...`).
-    const cluster = index === 0 && /^[A-Za-z]+$/.test(word) ? `-${word}` : word;
-    if (shortCluster(cluster, 'IF')) return `tar ${word} (-I or -F: runs a command it names)`;
-  }
-  return null;
+/**
+ * Programs whose options (long ones in any abbreviation, short ones in any cluster) run a
+ * command, load code or config from elsewhere, or write where they name.
+ */
+interface OptionRule {
+  long: readonly string[];
+  /** Short option letters, found inside clusters too. */
+  short: string;
+  /** What such an option does, for the refusal. */
+  does: string;
+  /** The first argument is a cluster even without its dash (tar's `tar cIf ...`). */
+  dashlessFirst?: boolean;
 }
 
-/**
- * Why sort's arguments run a command or write a file anywhere: --compress-program (each
- * temporary chunk is piped through it), -o/--output.
- */
-function sortEval(argv: readonly string[]): string | null {
-  for (const word of argv.slice(1)) {
-    const long = longOption(word, ['compress-program', 'output']);
-    if (long)
-      return `sort --${long} ${long === 'output' ? 'writes a file it names' : 'runs a command it names'}`;
-    if (shortCluster(word, 'o')) return 'sort -o writes a file it names';
-  }
-  return null;
-}
+const TAR_RULE: OptionRule = {
+  long: [
+    'checkpoint-action',
+    'to-command',
+    'use-compress-program',
+    'info-script',
+    'new-volume-script',
+    'rsh-command',
+    'rmt-command',
+  ],
+  short: 'IF',
+  does: 'runs a command it names',
+  dashlessFirst: true,
+};
 
-/** pytest long options that load code from elsewhere, or write or delete where they name. */
-const PYTEST_RUNS = [
-  'junitxml',
-  'junit-xml',
-  'basetemp',
-  'debug',
-  'log-file',
-  'resultlog',
-  'rootdir',
-  'confcutdir',
-  'config-file',
-  'override-ini',
-  'doctest-glob',
-  'pyargs',
-];
+const PYTEST_RULE: OptionRule = {
+  // -p loads a plugin; -c, -o and the config options name config; --rootdir and --confcutdir
+  // pick another directory's conftest; the rest write or delete where they name.
+  long: [
+    'junitxml',
+    'junit-xml',
+    'basetemp',
+    'debug',
+    'log-file',
+    'resultlog',
+    'rootdir',
+    'confcutdir',
+    'config-file',
+    'override-ini',
+    'doctest-glob',
+    'pyargs',
+  ],
+  short: 'pco',
+  does: 'loads code or config from, or writes to, where it names',
+};
 
-/**
- * Why pytest's arguments (`pytest ...`, `python3 -m pytest ...`) load code the command line
- * names (-p plugin, another rootdir's conftest, an ini) or write anywhere (--junitxml,
- * --basetemp deletes what it names).
- */
-function pytestEval(args: readonly string[]): string | null {
-  for (const word of args) {
-    const long = longOption(word, PYTEST_RUNS);
-    if (long) return `pytest --${long} (loads code from, or writes to, where it names)`;
-    if (shortCluster(word, 'pco')) return `pytest ${word} (-p loads a plugin; -c, -o name config)`;
+const OPTION_RULES: Readonly<Record<string, OptionRule>> = {
+  tar: TAR_RULE,
+  gtar: TAR_RULE,
+  bsdtar: TAR_RULE,
+  // --compress-program: each temporary chunk is piped through it; -o/--output writes.
+  sort: {
+    long: ['compress-program', 'output'],
+    short: 'o',
+    does: 'runs a command or writes a file it names',
+  },
+  pytest: PYTEST_RULE,
+  'py.test': PYTEST_RULE,
+};
+
+/** The option of `args` that the rule refuses, with why; null: none. */
+function optionEval(name: string, args: readonly string[], rule: OptionRule): string | null {
+  for (const [index, word] of args.entries()) {
+    const long = longOption(word, rule.long);
+    if (long) return `${name} --${long} ${rule.does}`;
+    const cluster =
+      rule.dashlessFirst && index === 0 && /^[A-Za-z]+$/.test(word) ? `-${word}` : word;
+    if (shortCluster(cluster, rule.short)) return `${name} ${word} ${rule.does}`;
   }
   return null;
 }
@@ -465,11 +474,10 @@ export function inlineEvalReason(argv: readonly string[]): string | null {
     return found ? `${found} runs a shell string` : null;
   }
   if (name === 'git') return gitEval(argv);
-  if (name === 'tar' || name === 'gtar' || name === 'bsdtar') return tarEval(argv);
-  if (name === 'sort') return sortEval(argv);
-  if (name === 'pytest' || name === 'py.test') return pytestEval(argv.slice(1));
+  const options = Object.hasOwn(OPTION_RULES, name) ? OPTION_RULES[name] : undefined;
+  if (options) return optionEval(name, argv.slice(1), options);
   if (name === 'python' && argv[1] === '-m' && argv[2] === 'pytest') {
-    const found = pytestEval(argv.slice(3));
+    const found = optionEval('pytest', argv.slice(3), PYTEST_RULE);
     if (found) return found;
   }
   const rule = Object.hasOwn(INLINE_EVAL_RULES, name) ? INLINE_EVAL_RULES[name] : undefined;
