@@ -50,7 +50,9 @@ export function registerWorker(
       `
 Deny by default: a command runs only if its argv is in remote_execution.allow of --capabilities
 (this machine's file: the hub cannot widen it), in a directory under --root, with a scrubbed
-environment, in its own process group under both timeouts. Sandboxed capabilities run in
+environment, in its own process group under both timeouts; an entry ending in ... allows more
+words only sandboxed with the directory read-only, or once a person approves the exact command
+(not for an interpreter's script entry: node scripts/check.js ...). Sandboxed capabilities run in
 bubblewrap or not at all. A refused task fails with the reason (not_allowed, inline_eval,
 workdir_escape, sandbox_unavailable, approval_required, ...). The worker tells the hub just
 before it starts a command; if this worker dies (or loses the hub) for longer than --lease
