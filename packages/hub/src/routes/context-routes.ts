@@ -19,6 +19,7 @@ import { searchContext } from '../search/hybrid-search.js';
 import { bundleItemIds } from './analytics-route.js';
 import { assertNoConflictTakeover, raiseConflicts } from './conflicts.js';
 import { forgetKey } from './forget-key.js';
+import { assertNoTaskStatusForgery } from './task-status-guard.js';
 
 function notFound(id: string): CtxbusError {
   return new CtxbusError(
@@ -167,6 +168,7 @@ export const contextRoutes = [
         }
         return item;
       });
+      await assertNoTaskStatusForgery(services, writer, prepared);
       await assertNoConflictTakeover(services, writer, prepared);
       const outcomes = await services.store.writeItems(prepared);
       const created = outcomes.some((outcome) => outcome.status === 'created');
