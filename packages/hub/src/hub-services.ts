@@ -7,6 +7,7 @@ import type { ChangeFeed } from './change-feed.js';
 import type { HubEmbeddings } from './embeddings/hub-embeddings.js';
 import type { ApprovalKey } from './tasks/approval-key.js';
 import type { AuditAnchor } from './tasks/audit-anchor.js';
+import type { DerivedIds } from './tasks/derived-ids.js';
 import type { TaskLifecycle } from './tasks/task-lifecycle.js';
 import type { TaskRelay } from './tasks/task-relay.js';
 import type { UsageRecorder } from './usage/usage-recorder.js';
@@ -15,6 +16,8 @@ import type { PushDispatcher, WebhookOptions } from './webhooks/push-dispatcher.
 /** What route handlers work with. */
 export interface HubServices {
   store: Store;
+  /** The ids of the items the hub writes itself (task status items, conflicts). */
+  derivedIds: DerivedIds;
   feed: ChangeFeed;
   verifier: TokenVerifier;
   clock: () => Date;

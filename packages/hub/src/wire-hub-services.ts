@@ -11,6 +11,7 @@ import type { ApprovalKey } from './tasks/approval-key.js';
 import { DEFAULT_APPROVAL_TTL_MS, ephemeralApprovalKey } from './tasks/approval-key.js';
 import { AuditAnchor } from './tasks/audit-anchor.js';
 import { ClaimWaiters } from './tasks/claim-waiters.js';
+import { derivedIds } from './tasks/derived-ids.js';
 import { TaskLifecycle } from './tasks/task-lifecycle.js';
 import { TaskRelay } from './tasks/task-relay.js';
 import { UsageRecorder } from './usage/usage-recorder.js';
@@ -40,14 +41,16 @@ export async function wireHubServices(options: HubOptions): Promise<HubWiring> {
   const onAudit = (teamId: string, records: readonly AuditRecord[]) =>
     auditAnchor?.observe(teamId, records);
   const committed: ChangeFeed['committed'] = (outcomes) => feed.committed(outcomes);
+  const ids = derivedIds(await options.store.derivedIdSecret());
   const taskRelay = new TaskRelay(
-    { store: options.store, clock, logger, committed, onAudit },
+    { store: options.store, clock, logger, ids, committed, onAudit },
     options.taskRelay,
   );
   const presence = new PresenceRegistry(options.store, clock, options.presence, logger);
   const services: HubServices = {
     ...settingsOf(options),
     store: options.store,
+    derivedIds: ids,
     feed,
     verifier: new TokenVerifier(options.store, options.tokenCacheMs),
     clock,

@@ -304,6 +304,10 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.taskRelayCursor();
   }
 
+  derivedIdSecret(): Promise<string> {
+    return this.domains.tasks.derivedIdSecret();
+  }
+
   relayTaskBatch(
     limit: number,
     work: (events: readonly TaskOutboxEvent[]) => Promise<readonly TaskEventAudit[]>,

@@ -590,6 +590,13 @@ export interface TaskStore {
   /** The relay's durable cursor. */
   taskRelayCursor(): Promise<TaskRelayCursor>;
   /**
+   * A random secret of this database, made with its schema and never shown by a route: the
+   * same for every hub on it. The hub keys the ids of the items it writes itself (a task
+   * event's status item, a conflict) with it, so that the same write after a crash has the same
+   * id while no runtime can compute one first and take it.
+   */
+  derivedIdSecret(): Promise<string>;
+  /**
    * One relay batch, as the only relay of this database while it runs (on PostgreSQL a lock
    * every hub tries; on SQLite one per store): null when another relay holds it. Reads the
    * events past the cursor (at most `limit`); `work` announces them and returns their audit

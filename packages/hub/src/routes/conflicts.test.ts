@@ -1,3 +1,4 @@
+import { stableId } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import { TEST_WAIT_MS } from '@ctxbus/test-kit';
@@ -62,6 +63,29 @@ const openConflicts = async () =>
   (await call('GET', '/api/conflicts', 'claude-code')).body.conflicts as any[];
 
 describe('conflict detection', () => {
+  it("raises the conflict whose id a runtime took first: the hub's ids are keyed with the database's secret", async () => {
+    const first = await write('claude-code', 'Use PostgreSQL');
+    // The winner's id is the writer's choice, so its conflict's unkeyed id was computable.
+    const winner = '01a230eb-aaaa-7bbb-8ccc-0123456789ab';
+    const squat = await call('POST', '/api/context', 'openclaw', {
+      id: stableId('ctxbus-conflict', first.id, winner),
+      type: 'status',
+      title: 'harmless',
+    });
+    expect(squat.status).toBe(201);
+    const second = await call('POST', '/api/context', 'openclaw', {
+      id: winner,
+      type: 'decision',
+      title: 'Use MySQL',
+      key: 'project/db',
+    });
+    expect(second.status).toBe(201);
+    const conflicts = await openConflicts();
+    expect(conflicts.map((conflict) => conflict.values.map((v: any) => v.id))).toEqual([
+      [first.id, winner],
+    ]);
+  });
+
   it('raises one conflict naming both runtimes and values; the newer value holds the key', async () => {
     const first = await write('claude-code', 'Use PostgreSQL');
     nowMs += 60_000;

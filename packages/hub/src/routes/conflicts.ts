@@ -12,7 +12,6 @@ import {
   prepareParsedItem,
   resolutionItemInput,
   sameValue,
-  stableId,
 } from '@ctxbus/core';
 import type { WriteOutcome } from '@ctxbus/store';
 import type { Caller } from '../caller.js';
@@ -60,7 +59,7 @@ export async function raiseConflicts(
     if (!isConflict(candidate, services.conflictWindowMs)) continue;
     const input = {
       ...conflictItemInput(candidate),
-      id: stableId('ctxbus-conflict', candidate.replaced.id, candidate.winner.id),
+      id: services.derivedIds.conflict(candidate.replaced.id, candidate.winner.id),
     };
     raised.push(prepare(input, hubViewer(outcome.item.teamId), now));
   }

@@ -8,6 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
+import { unkeyedTaskEventItemId } from '../tasks/derived-ids.js';
+import { taskRelayReport } from '../tasks/task-relay-report.js';
 
 // A task's status items and output line are the hub's: a runtime's item shaped like one (which
 // the clients' follower would take as the task's state) and a supersession of a real status
@@ -26,7 +28,7 @@ beforeEach(async () => {
     'version: 1\nruntimes:\n  codex:\n    description: Codex CLI\n    capabilities:\n      code_execution: { mode: native }\n',
   );
   store = openSqliteStore({ path: ':memory:' });
-  for (const runtime of ['codex', 'openclaw']) {
+  for (const runtime of ['codex', 'openclaw', 'cli']) {
     tokens[runtime] = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
   }
   hub = await createHub({
@@ -107,5 +109,37 @@ describe("a task's status items are the hub's", () => {
       sourceTaskId: task.id,
     });
     expect(note.status).toBe(201);
+  });
+
+  it("announces a change whose status item id a runtime took first: the hub's ids are keyed with the database's secret", async () => {
+    const asked = await call('POST', '/api/approvals', 'codex', {
+      request: { argv: ['make', 'deploy'], cwd: '/srv/app', tool: 'Bash' },
+      idempotencyKey: 'guard-2',
+      waitSeconds: 120,
+    });
+    const task = asked.body.task;
+    // The ids this task's next status items had before they were keyed (event sequence numbers
+    // are the store's, in order): each free one taken.
+    let taken = 0;
+    for (let seq = 1; seq <= 12; seq++) {
+      const write = await call('POST', '/api/context', 'openclaw', {
+        id: unkeyedTaskEventItemId(task.id, seq),
+        type: 'status',
+        title: `squatting ${seq}`,
+      });
+      if (write.status === 201) taken += 1;
+    }
+    expect(taken).toBeGreaterThanOrEqual(10);
+    const denied = await call('POST', `/api/tasks/${task.id}/deny`, 'cli', {
+      digest: task.approval.request.digest,
+    });
+    expect(denied.status, JSON.stringify(denied.body)).toBe(200);
+    const listed = await call('GET', `/api/context?tags=task&scopeKey=task:${task.id}`, 'openclaw');
+    expect((listed.body.items as any[]).map((item) => taskStatusOf(item)?.state)).toEqual([
+      'REJECTED',
+    ]);
+    const report = await taskRelayReport(store, 'acme');
+    expect(report.unannounced).toEqual([]);
+    expect(report.misaudited).toEqual([]);
   });
 });

@@ -1,11 +1,12 @@
 import { taskStatusOf } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
+import { derivedIds, unkeyedTaskEventItemId } from './derived-ids.js';
 import { taskEventAudit } from './task-event-audit.js';
-import { taskEventItemId } from './task-status-item.js';
 
 // What "every committed task change is announced once and audited once" means, checked
 // against a store: for each task event of a team, its status item (the id derived from the
-// event) exists and reports the event's state; and the team's audit records, per task, are
+// event; for an event relayed before the ids were keyed, the unkeyed id) exists and reports the
+// event's state (no runtime can write an item that does: task-status-guard.ts); and the team's audit records, per task, are
 // exactly the records of its events in order, none missing and none twice. Tests and
 // `ctxbus doctor`-like checks read it.
 
@@ -26,6 +27,7 @@ export interface TaskRelayReport {
 const PAGE = 1_000;
 
 export async function taskRelayReport(store: Store, teamId: string): Promise<TaskRelayReport> {
+  const ids = derivedIds(await store.derivedIdSecret());
   const expected = new Map<string, string[]>();
   const unannounced: number[] = [];
   let events = 0;
@@ -37,7 +39,10 @@ export async function taskRelayReport(store: Store, teamId: string): Promise<Tas
       kinds.push(...taskEventAudit(outbox).map((record) => record.kind));
       expected.set(outbox.task.id, kinds);
       const viewer = { teamId, runtime: outbox.task.origin };
-      const item = await store.getItem(viewer, taskEventItemId(outbox.task.id, outbox.event.seq));
+      const { id } = outbox.task;
+      const item =
+        (await store.getItem(viewer, ids.taskEvent(id, outbox.event.seq))) ??
+        (await store.getItem(viewer, unkeyedTaskEventItemId(id, outbox.event.seq)));
       const reported = item ? taskStatusOf(item) : null;
       if (reported?.state !== outbox.event.to) unannounced.push(outbox.event.seq);
     }

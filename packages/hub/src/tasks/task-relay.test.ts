@@ -11,6 +11,7 @@ import { sql, withPostgres } from '@ctxbus/test-kit/postgres';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Hub } from '../create-hub.js';
 import { createHub } from '../create-hub.js';
+import { derivedIds } from './derived-ids.js';
 import { TaskRelay } from './task-relay.js';
 import { taskRelayReport } from './task-relay-report.js';
 
@@ -374,7 +375,13 @@ describe('the task relay backing off', () => {
       },
     });
     const relay = new TaskRelay(
-      { store: failing, clock: () => new Date(), logger, committed: () => {} },
+      {
+        store: failing,
+        clock: () => new Date(),
+        logger,
+        ids: derivedIds(await store.derivedIdSecret()),
+        committed: () => {},
+      },
       { retryMs: 60_000, maxRetryMs: 60_000, idleMs: 0 },
     );
     try {

@@ -1,8 +1,9 @@
 import type { AuditRecord, ContextItemInput, Logger } from '@ctxbus/core';
 import { backoffDelay, CtxbusError, prepareParsedItem } from '@ctxbus/core';
 import type { Store, TaskOutboxEvent, WriteOutcome } from '@ctxbus/store';
+import type { DerivedIds } from './derived-ids.js';
 import { taskEventAudit } from './task-event-audit.js';
-import { taskEventItemId, taskEventStatusItem } from './task-status-item.js';
+import { taskEventStatusItem } from './task-status-item.js';
 
 // The task relay: the one place task events become status items and audit records.
 //
@@ -24,6 +25,8 @@ export interface TaskRelayDeps {
   store: TaskRelayStore;
   clock: () => Date;
   logger: Logger;
+  /** The status items' ids. */
+  ids: DerivedIds;
   /** Hands written items to this hub's live streams. */
   committed(outcomes: readonly WriteOutcome[]): void;
   /** The audit records an event became (the audit anchor checkpoints them). */
@@ -214,11 +217,11 @@ export class TaskRelay {
    */
   private async announce(events: readonly TaskOutboxEvent[]): Promise<void> {
     const items = events.map((outbox) => {
-      const { item, author } = taskEventStatusItem(outbox);
+      const { item, author } = taskEventStatusItem(outbox, this.deps.ids);
       const supersedes =
         outbox.previousSeq === null
           ? undefined
-          : taskEventItemId(outbox.task.id, outbox.previousSeq);
+          : this.deps.ids.taskEvent(outbox.task.id, outbox.previousSeq);
       return this.prepare(outbox, { ...item, ...(supersedes && { supersedes }) }, author);
     });
     try {
@@ -235,13 +238,13 @@ export class TaskRelay {
   /** One event's status item, superseding its predecessor only when that is still live. */
   private async announceOne(outbox: TaskOutboxEvent): Promise<void> {
     const { store } = this.deps;
-    const { item, author } = taskEventStatusItem(outbox);
+    const { item, author } = taskEventStatusItem(outbox, this.deps.ids);
     const writer = { teamId: outbox.teamId, runtime: author };
     if (await store.getItem(writer, item.id as string)) return;
     const previous =
       outbox.previousSeq === null
         ? null
-        : await store.getItem(writer, taskEventItemId(outbox.task.id, outbox.previousSeq));
+        : await store.getItem(writer, this.deps.ids.taskEvent(outbox.task.id, outbox.previousSeq));
     const supersedes = previous?.supersededBy === null ? previous.id : undefined;
     this.deps.committed(
       await store.writeItems([

@@ -1,19 +1,15 @@
 import type { ContextItemInput } from '@ctxbus/core';
-import { stableId, taskStatusItem } from '@ctxbus/core';
+import { taskStatusItem } from '@ctxbus/core';
 import type { TaskOutboxEvent } from '@ctxbus/store';
+import type { DerivedIds } from './derived-ids.js';
 
 // A task change as the status item every runtime's shared context and live stream sees (tag
 // `task`, scope key `task:<id>`). The relay writes one per task event, with an id derived from
-// the event: writing it again after a crash is the same write (the store answers `existing`),
-// never a second announcement.
+// the event (DerivedIds): writing it again after a crash is the same write (the store answers
+// `existing`), never a second announcement.
 
 /** The runtime name the hub writes its own status items as (sweeps: lost leases, expiries). */
 export const HUB_RUNTIME = 'ctxbus';
-
-/** The id of the status item that announces task event `seq`: the same on every retry. */
-export function taskEventItemId(taskId: string, seq: number): string {
-  return stableId('ctxbus-task-event', taskId, String(seq));
-}
 
 /** What the status item of a task event says besides the task's state. */
 function eventNote({ kind, event, task }: TaskOutboxEvent): string | null {
@@ -41,14 +37,17 @@ function eventAuthor({ kind, actor, task }: TaskOutboxEvent): string {
 }
 
 /** The status item that announces one task event, and who it is written as. */
-export function taskEventStatusItem(outbox: TaskOutboxEvent): {
+export function taskEventStatusItem(
+  outbox: TaskOutboxEvent,
+  ids: DerivedIds,
+): {
   item: ContextItemInput;
   author: string;
 } {
   return {
     item: {
       ...taskStatusItem(outbox.task, eventNote(outbox)),
-      id: taskEventItemId(outbox.task.id, outbox.event.seq),
+      id: ids.taskEvent(outbox.task.id, outbox.event.seq),
     },
     author: eventAuthor(outbox),
   };

@@ -516,6 +516,17 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       $fn$;
     `,
   },
+  {
+    version: 16,
+    name: 'derived-id-secret',
+    sql: (s) => `
+      -- The secret the hub keys the ids of its own items with (Store.derivedIdSecret): two
+      -- gen_random_uuid() (the server's strong random source), 244 random bits.
+      CREATE TABLE ${s}.hub_secrets (name text PRIMARY KEY, value text NOT NULL);
+      INSERT INTO ${s}.hub_secrets (name, value)
+        VALUES ('derived-ids', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -455,7 +455,7 @@ function definePostgresTests(url: string): void {
       await withClient((client) =>
         client.query(
           `DROP TABLE "${schema}".item_usage; DROP TABLE "${schema}".item_usage_days;
-           DROP TABLE "${schema}".presence;
+           DROP TABLE "${schema}".presence; DROP TABLE "${schema}".hub_secrets;
            DROP TABLE "${schema}".task_relay; DROP TABLE "${schema}".audit_task_events;
            DROP TABLE "${schema}".audit_log; DROP TABLE "${schema}".audit_heads;
            DROP TABLE "${schema}".task_events; DROP TABLE "${schema}".tasks;

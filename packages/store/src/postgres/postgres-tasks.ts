@@ -850,6 +850,18 @@ export class PostgresTasks implements TaskStore {
     return true;
   }
 
+  async derivedIdSecret(): Promise<string> {
+    this.assertOpen();
+    const [row] = await this.query<{ value: string }>(
+      'read the derived-id secret',
+      `SELECT value FROM ${this.s}.hub_secrets WHERE name = 'derived-ids'`,
+      [],
+      true,
+    );
+    if (!row) throw new CtxbusError('internal', 'the database has no derived-id secret');
+    return row.value;
+  }
+
   async taskRelayCursor(): Promise<TaskRelayCursor> {
     this.assertOpen();
     const [row] = await this.query<TaskRelayCursor>(

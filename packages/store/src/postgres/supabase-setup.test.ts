@@ -184,6 +184,7 @@ function defineSupabaseTests(url: string, walLevel: string): void {
         'changes',
         'counter',
         'dead_letters',
+        'hub_secrets',
         'item_usage',
         'item_usage_days',
         'item_vectors',

@@ -473,6 +473,16 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     sql: '',
     run: unindexTaskStatusItems,
   },
+  {
+    version: 18,
+    name: 'derived-id-secret',
+    sql: `
+      -- The secret the hub keys the ids of its own items with (Store.derivedIdSecret): 256
+      -- bits from SQLite's generator, which the operating system seeds.
+      CREATE TABLE hub_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO hub_secrets (name, value) VALUES ('derived-ids', lower(hex(randomblob(32))));
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

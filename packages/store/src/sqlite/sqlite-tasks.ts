@@ -517,6 +517,15 @@ export class SqliteTasks implements TaskStore {
     return rows.map((row) => taskOutboxFromRow({ ...row, task: JSON.parse(row.task) as Task }));
   }
 
+  async derivedIdSecret(): Promise<string> {
+    this.connection.assertOpen();
+    const row = this.connection
+      .statement(`SELECT value FROM hub_secrets WHERE name = 'derived-ids'`)
+      .get() as { value: string } | undefined;
+    if (!row) throw new CtxbusError('internal', 'the database has no derived-id secret');
+    return row.value;
+  }
+
   async taskRelayCursor(): Promise<TaskRelayCursor> {
     this.connection.assertOpen();
     const row = this.connection
