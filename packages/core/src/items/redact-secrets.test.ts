@@ -96,6 +96,22 @@ describe('redactSecrets', () => {
     expect(redacted('Passphrase: "hunter2 mm with spaces" ok')).toBe(
       'Passphrase: "[REDACTED:secret-assignment]" ok',
     );
+    // And the forms the isolation probe found stored in clear.
+    expect(redacted('curl -u admin:Curlpw_9x8y https://x')).toBe(
+      'curl -u admin:[REDACTED:secret-assignment] https://x',
+    );
+    expect(redacted('curl --user=admin:Basicpw9 x')).toBe(
+      'curl --user=admin:[REDACTED:secret-assignment] x',
+    );
+    expect(redacted('mysql -h db -u app -pMysqlpw_77 shop')).toBe(
+      'mysql -h db -u app -p[REDACTED:secret-assignment] shop',
+    );
+    expect(redacted('the password is Spacepw_1a2b, do not share')).toBe(
+      'the password is [REDACTED:secret-assignment], do not share',
+    );
+    expect(redacted('docker run -u 1000:1000 img; the password is rotated weekly')).toBe(
+      'docker run -u 1000:1000 img; the password is rotated weekly',
+    );
     // Not secrets: an option with no value, a word in prose.
     expect(redacted('use --password to be asked; the token: none')).toBe(
       'use --password to be asked; the token: none',
@@ -115,6 +131,20 @@ describe('redactSecrets', () => {
     for (const run of ['a-'.repeat(20_000), 'a.'.repeat(20_000), 'eyJ-'.repeat(10_000)]) {
       expect(redactSecrets(run, 'content')).toEqual({ text: run, redactions: [] });
     }
+  });
+
+  it('refuses a secret an argv holds across two words, read as the line it makes', () => {
+    for (const argv of [
+      ['curl', '-u', 'admin:Curlpw_9x8y', 'https://x'],
+      ['mysql', '-u', 'app', '-pMysqlpw_77', 'shop'],
+    ]) {
+      expect(() => assertNoSecretInJson({ argv }, 'input', 'use the environment')).toThrow(
+        /^input\.argv: looks like a secret \(secret-assignment\)/,
+      );
+    }
+    expect(() =>
+      assertNoSecretInJson({ argv: ['docker', 'run', '-u', '1000:1000', 'img'] }, 'input', 'x'),
+    ).not.toThrow();
   });
 
   it('refuses a secret in an identifier (never rewritten), naming the field and the kind', () => {

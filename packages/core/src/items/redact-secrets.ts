@@ -76,6 +76,28 @@ const PATTERNS: readonly SecretPattern[] = [
   },
   {
     kind: 'secret-assignment',
+    // A client's user and password (`curl -u admin:hunter2`, `--user=admin:hunter2`); not a
+    // user and group of numbers (`docker run -u 1000:1000`).
+    pattern: /((?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*["']?[^\s:"'@]+:)(?!\d+\b)([^\s"']{3,})/g,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
+    // The MySQL clients' password glued to its option (`mysql -phunter2`).
+    pattern:
+      /(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]*?[ \t]-p)([^\s"']{3,})/g,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
+    // In prose (`the password is hunter2!`): a value with a digit or a symbol, so that words
+    // (`the password is rotated weekly`) stay.
+    pattern:
+      /((?:passw(?:or)?d|pass[_-]?phrase)\s+(?:is|was)\s+["'`]?)(?=[^\s"'`]*[\d_!@#$%^&*+=~-])([^\s"'`,;]{4,})/gi,
+    group: 2,
+  },
+  {
+    kind: 'secret-assignment',
     // A password is a secret however short (`password=hunter2`); keys and tokens below are
     // long, and a short value after their names is usually not one (`token: none`).
     // `pwd` is a password unless it is the shell's working directory (`PWD=/home/...`,
@@ -150,12 +172,19 @@ export function assertNoSecret(
   );
 }
 
-/** assertNoSecret over every string inside a JSON value (a task's input: run as given). */
+/**
+ * assertNoSecret over every string inside a JSON value (a task's input: run as given); an array
+ * of strings (an argv) is also read as the line it makes, where an option and its value meet
+ * (`-u`, `admin:hunter2`).
+ */
 export function assertNoSecretInJson(value: unknown, field: string, why: string): void {
   if (typeof value === 'string') assertNoSecret(value, field, why);
   else if (Array.isArray(value)) {
     for (const [index, child] of value.entries()) {
       assertNoSecretInJson(child, `${field}[${index}]`, why);
+    }
+    if (value.length > 1 && value.every((child) => typeof child === 'string')) {
+      assertNoSecret(value.join(' '), field, why);
     }
   } else if (value !== null && typeof value === 'object') {
     for (const [name, child] of Object.entries(value)) {

@@ -146,6 +146,25 @@ describe('POST /api/approvals: a runtime asks people to approve its own command'
     expect((await store.listTasks('acme', { limit: 100 })).length).toBe(before);
   });
 
+  it("redacts the secrets of the request's reason and note before they are stored", async () => {
+    const key = 'sk-ant-api03-Reasonkey5a4b3c2dABCDEFGHIJKLMNOPQRSTUVWXYZ';
+    const asked = await call('POST', '/api/approvals', 'codex', {
+      request: { ...COMMAND, tool: 'Bash', reason: `need ${key}` },
+      note: 'note password=Notepw_5a4b3c2d',
+      idempotencyKey: 'codex-permission:secret-reason',
+      waitSeconds: 120,
+    });
+    expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+    const stored = await store.getTask('acme', asked.body.task.id);
+    const audit = await store.listAudit('acme', { limit: 100 });
+    const written = JSON.stringify({ stored, audit, answer: asked.body });
+    expect(written).not.toContain('Reasonkey5a4b3c2d');
+    expect(written).not.toContain('Notepw_5a4b3c2d');
+    expect(stored?.task.approval?.request.reason).toMatch(/^need \[REDACTED/);
+    // The command a person approves is stored as asked.
+    expect(stored?.task.approval?.request.argv).toEqual(COMMAND.argv);
+  });
+
   it("refuses Codex's own token and another agent's, for approve and deny, and audits each", async () => {
     const { task } = (await ask()).body;
     for (const runtime of ['codex', 'claude-code']) {

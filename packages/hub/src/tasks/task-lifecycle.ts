@@ -113,6 +113,29 @@ const redacted = (text: string): string => redactSecrets(text, 'task').text;
 const nullableRedacted = (text: string | undefined): string | null =>
   text === undefined ? null : redacted(text);
 
+/**
+ * A move's free text with its secrets redacted: its note, and its approval's note and reason
+ * (the command itself, which a person approves as shown, is refused when it holds a secret).
+ */
+function redactedPatch(patch: UpdateTaskPatch): UpdateTaskPatch {
+  const { approval } = patch;
+  const reason = approval?.request.reason;
+  return {
+    ...patch,
+    ...(patch.note !== undefined && { note: redacted(patch.note) }),
+    ...(approval && {
+      approval: {
+        ...approval,
+        note: approval.note === null ? null : redacted(approval.note),
+        request: {
+          ...approval.request,
+          ...(typeof reason === 'string' && { reason: redacted(reason) }),
+        },
+      },
+    }),
+  };
+}
+
 /** Why a secret in a task's input is refused rather than redacted. */
 const INPUT_SECRET =
   "a task's input is run as given and kept where the team reads it: give the worker the secret through its own environment instead";
@@ -254,7 +277,7 @@ export class TaskLifecycle {
 
   /** Any move an update patch can make (approvals: the request, its answer). */
   move(teamId: string, id: string, patch: UpdateTaskPatch): Promise<Task> {
-    return this.relayed(this.deps.store.updateTask(teamId, id, patch));
+    return this.relayed(this.deps.store.updateTask(teamId, id, redactedPatch(patch)));
   }
 
   /** `cancel` as a runtime asks it: only a party to the task (see assertMayMove). */
