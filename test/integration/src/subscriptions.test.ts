@@ -347,11 +347,14 @@ describe('pull subscriptions', () => {
     // Private to claude-code: never shown to web's subscription.
     await write({ type: 'decision', title: 'private', visibility: 'private' });
     const two = await write({ type: 'decision', title: 'd2' }, hub.tokens.web);
+    // Another runtime's private change after the last one web sees does not move `next`.
+    const hidden = await write({ type: 'decision', title: 'later', visibility: 'private' });
     const pending = await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web });
     expect(
       pending.body.changes.map((change: { item: { title: string } }) => change.item.title),
     ).toEqual(['d1', 'd2']);
     expect(pending.body.next).toBe(two.seq);
+    expect(hidden.seq).toBeGreaterThan(two.seq);
     // Reading again returns the same; a limit pages.
     expect((await call(hub.url, 'GET', `${base}/pending`, { token: hub.tokens.web })).body).toEqual(
       pending.body,

@@ -12,6 +12,15 @@ export const MAX_SUBSCRIPTIONS_PER_RUNTIME = 100;
 /** Changes one pending read looks through at most (matching or not). */
 const PENDING_SCAN_LIMIT = 5_000;
 
+/**
+ * Whether the subscriber sees a change's item at all (its team's, or private to its own
+ * runtime): `next` moves past only those, or it would count another runtime's private writes.
+ */
+const seenBy = (
+  record: SubscriptionRecord,
+  item: { visibility: string; source: { runtime: string } },
+) => item.visibility === 'team' || item.source.runtime === record.runtime;
+
 /** What the API shows of a subscription: never its secret. */
 export function subscriptionView(record: SubscriptionRecord): Subscription {
   return {
@@ -156,7 +165,7 @@ export const subscriptionRoutes = [
   implement('pendingChanges', {
     summary: 'Pull: the matching changes after the cursor (the cursor does not move)',
     description:
-      'Reads changes after the subscription cursor, keeping those that match (as this runtime sees them), up to `limit`. Reading twice returns the same changes: acknowledge `next` with POST .../ack once they are handled.',
+      "Reads changes after the subscription cursor, keeping those that match (as this runtime sees them), up to `limit`. Reading twice returns the same changes: acknowledge `next` with POST .../ack once they are handled. `next` is the last change read that this runtime sees (matching or not): another runtime's private changes do not move it (unless more than 5,000 changes were read in one call).",
     tags: ['subscriptions'],
     statuses: { 200: 'Pending changes.', 409: 'A push subscription.', ...notFound },
     async handler({ params, query, viewer, services }) {
@@ -165,13 +174,15 @@ export const subscriptionRoutes = [
       const matches = subscriptionMatcher(record);
       const result: PendingResponse = { changes: [], next: record.cursor, more: false };
       let scanned = 0;
+      let after = record.cursor;
       for (;;) {
         const batch = await services.store.readChanges({
-          afterSeq: result.next,
+          afterSeq: after,
           teamId: record.teamId,
           limit: 500,
         });
         for (const change of batch) {
+          after = change.seq;
           scanned += 1;
           if (matches(change, services.clock())) {
             if (result.changes.length === query.limit) {
@@ -184,10 +195,12 @@ export const subscriptionRoutes = [
               item: change.item,
             });
           }
-          result.next = change.seq;
+          if (seenBy(record, change.item)) result.next = change.seq;
         }
         if (batch.length < 500) return { status: 200, body: result };
         if (scanned >= PENDING_SCAN_LIMIT) {
+          // A long run of changes it does not see: past them, or it would read them forever.
+          result.next = after;
           result.more = true;
           return { status: 200, body: result };
         }
