@@ -119,6 +119,29 @@ function defineLayerTests(label: string, start?: () => Promise<TestHub>) {
       expect(removed).toContainEqual({ actor: 'openclaw', subject: 'resource/runbooks/rollback' });
     });
 
+    it("a private value's removal is audited without its key, which the team reads", async () => {
+      const key = 'resource/acquisition-of-globex';
+      for (const value of ['v1', 'v2']) {
+        const written = await call(hub.url, 'POST', '/api/context', {
+          token: hub.tokens.code,
+          body: { type: 'discovery', title: value, key, visibility: 'private' },
+        });
+        expect(written.status).toBe(201);
+      }
+      const gone = await call(hub.url, 'DELETE', `/api/context?key=${key}`, {
+        token: hub.tokens.code,
+      });
+      expect(gone.status, JSON.stringify(gone.body)).toBe(200);
+      const audit = await call(hub.url, 'GET', '/api/audit?limit=1000', { token: hub.tokens.claw });
+      expect(JSON.stringify(audit.body)).not.toContain('acquisition-of-globex');
+      const records = (audit.body.records as { kind: string; actor: string; data: any }[]).filter(
+        (record) => record.kind === 'context.removed' && record.data.key.startsWith('private-key:'),
+      );
+      expect(records.map(({ actor, data }) => [actor, data.removed, data.seq])).toEqual([
+        ['claude-code', 2, null],
+      ]);
+    });
+
     it("no token can erase a keyed decision's history: only resources and board entries go", async () => {
       const decision = await call(hub.url, 'POST', '/api/context', {
         token: hub.tokens.code,

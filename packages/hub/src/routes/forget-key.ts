@@ -92,11 +92,17 @@ export async function forgetKey(
     at: now.toISOString(),
   });
   const removed = marker ? expired - 1 : expired;
+  // The team reads the audit log: a private value's key (often telling) and its marker's place
+  // in the sequence are named there only by a reference of the key.
+  const shown =
+    newest.visibility === 'private'
+      ? { key: services.derivedIds.privateKey(key), seq: null }
+      : { key, seq: marker?.seq ?? null };
   await services.tasks.recordAudit(viewer.teamId, {
     kind: 'context.removed',
     actor: viewer.runtime,
-    subject: key.slice(0, 200),
-    data: { key, removed, seq: marker?.seq ?? null },
+    subject: shown.key.slice(0, 200),
+    data: { ...shown, removed },
   });
   return { key, removed, seq: marker?.seq ?? null };
 }

@@ -12,12 +12,18 @@ export interface DerivedIds {
   taskEvent(taskId: string, seq: number): string;
   /** The conflict item raised when `winnerId` replaced `replacedId`. */
   conflict(replacedId: string, winnerId: string): string;
+  /**
+   * What the team's audit log names a private item's key by: the same for the same key, and
+   * neither it nor a guess of it can be read from it.
+   */
+  privateKey(key: string): string;
 }
 
 export function derivedIds(secret: string): DerivedIds {
   return {
     taskEvent: (taskId, seq) => stableId('ctxbus-task-event', secret, taskId, String(seq)),
     conflict: (replacedId, winnerId) => stableId('ctxbus-conflict', secret, replacedId, winnerId),
+    privateKey: (key) => `private-key:${stableId('ctxbus-private-key', secret, key)}`,
   };
 }
 
