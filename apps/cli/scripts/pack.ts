@@ -16,13 +16,14 @@ import {
   cpSync,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
 import { isBuiltin } from 'node:module';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'tsup';
 
@@ -250,8 +251,7 @@ function npmPack(
  * modules; it needs no dependency, OpenClaw provides its SDK), versioned with ctxbus.
  */
 function packOpenClawPlugin(outDir: string, version: unknown): string {
-  const stage = join(outDir, 'openclaw-plugin');
-  rmSync(stage, { recursive: true, force: true });
+  const stage = join(newStage(outDir), 'openclaw-plugin');
   copyBuilt(
     join(ROOT, 'packages/adapter-openclaw/plugin'),
     stage,
@@ -266,7 +266,7 @@ function packOpenClawPlugin(outDir: string, version: unknown): string {
   cpSync(join(CLI_DIR, 'pack/openclaw-plugin-README.md'), join(stage, 'README.md'));
   cpSync(join(ROOT, 'LICENSE'), join(stage, 'LICENSE'));
   const { tarball } = npmPack(stage, outDir);
-  rmSync(stage, { recursive: true, force: true });
+  rmSync(dirname(stage), { recursive: true, force: true });
   return tarball;
 }
 
@@ -280,9 +280,25 @@ export interface PackResult {
   dependencies: Ranges;
 }
 
+/**
+ * A new folder of its own in `outDir` to build a package in (removed after): never a folder
+ * that was there before (`--out ~` must not replace ~/ctxbus).
+ */
+function newStage(outDir: string): string {
+  mkdirSync(outDir, { recursive: true });
+  return mkdtempSync(join(outDir, '.ctxbus-pack-'));
+}
+
 export async function pack(outDir: string): Promise<PackResult> {
-  const stage = join(outDir, 'ctxbus');
-  rmSync(stage, { recursive: true, force: true });
+  const staging = newStage(outDir);
+  try {
+    return await packIn(join(staging, 'ctxbus'), outDir);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+async function packIn(stage: string, outDir: string): Promise<PackResult> {
   mkdirSync(stage, { recursive: true });
   const { imported, bundled } = await bundle(join(stage, 'dist'));
   const deps = dependencies(imported);

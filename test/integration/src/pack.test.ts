@@ -4,7 +4,7 @@
 // hooks are wired to files inside the package, and an old Node gets one clear line.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { removeDir, tempDir, waitUntil } from '@ctxbus/test-kit';
 import type { InstalledHub } from '@ctxbus/test-kit/packed-cli';
@@ -26,8 +26,13 @@ const home = join(root, 'home');
 const prefix = join(root, 'prefix');
 let hub: InstalledHub | undefined;
 
+/** A folder of the user's where the package is packed (`./dev pack --out ~`): left as it was. */
+const usersOwn = join(root, 'out', 'ctxbus');
+
 beforeAll(async () => {
   mkdirSync(home);
+  mkdirSync(usersOwn, { recursive: true });
+  writeFileSync(join(usersOwn, 'notes.txt'), 'mine');
   const tarball = await packTarball(join(root, 'out'));
   await installTarball(tarball, prefix, home);
 });
@@ -57,6 +62,13 @@ function oldNode(): { path: string; version: string } | undefined {
 }
 
 describe('the packed ctxbus package', () => {
+  it('packs beside what the folder held, leaves it as it was and no staging behind', () => {
+    expect(readFileSync(join(usersOwn, 'notes.txt'), 'utf8')).toBe('mine');
+    expect(readdirSync(join(root, 'out')).filter((name) => !name.endsWith('.tgz'))).toEqual([
+      'ctxbus',
+    ]);
+  });
+
   it('installs with npm dependencies only, carrying the dashboard, the worker and the runtime files', () => {
     const manifest = installedManifest(prefix);
     expect(manifest.name).toBe('ctxbus');
