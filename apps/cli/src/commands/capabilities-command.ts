@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
 import type { ShowOptions } from './capabilities.js';
 
-// `ctxbus capabilities check|show [FILE]`, `schema`: the commands; capabilities.ts loads when one runs.
+// `ctxbus capabilities init|check|show [FILE]`, `schema`: the commands; capabilities.ts loads when one runs.
 
 export function registerCapabilities(
   program: Command,
@@ -12,6 +12,20 @@ export function registerCapabilities(
   const capabilities = program
     .command('capabilities')
     .description('what each runtime can do, and how (capabilities.yaml)');
+  capabilities
+    .command('init')
+    .description(
+      "write a capabilities file to start from: Claude Code runs code, OpenClaw hands code to it, Codex and the dashboard, who approves commands, and the worker's allow-list (edit it, then ctxbus capabilities check)",
+    )
+    .argument('[file]', 'where to write it', 'capabilities.yaml')
+    .option('--force', 'replace a file that is already there')
+    .action((file: string, options: { force?: boolean }) =>
+      run(async () => {
+        const { writeCapabilitiesExample } = await import('./capabilities.js');
+        writeCapabilitiesExample(file, options.force === true);
+        printLine(`wrote ${file}; next: ctxbus capabilities check ${file}`);
+      }),
+    );
   capabilities
     .command('check')
     .description('validate a capabilities file; errors name the line and column')

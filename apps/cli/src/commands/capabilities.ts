@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { CapabilitiesFile, CapabilitiesResponse } from '@ctxbus/core/capabilities';
 import {
   approversOf,
@@ -12,12 +12,30 @@ import { errorResponseSchema } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
 import { CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
 import { hubUrl, runtimeToken } from '../hub-target.js';
+import { CAPABILITIES_EXAMPLE } from './capabilities-example.js';
 
+// `ctxbus capabilities init [FILE]`: write the example to start from;
 // `ctxbus capabilities check|show [FILE]`: validate capabilities.yaml and print its matrix;
 // `show --hub`: the matrix a running hub loaded, with each runtime's live presence;
 // `ctxbus capabilities schema`: its JSON Schema, for editors.
 
 /** Reads and parses a capabilities file; errors are one line naming FILE:LINE:COL (exit 2). */
+/** Writes the example file (CAPABILITIES_EXAMPLE); an existing file only with `force`. */
+export function writeCapabilitiesExample(file: string, force: boolean): void {
+  try {
+    writeFileSync(file, CAPABILITIES_EXAMPLE, { flag: force ? 'w' : 'wx' });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      throw new CtxbusError(
+        'conflict',
+        `${file} exists; kept as it is (--force replaces it, or give another path)`,
+      );
+    }
+    throw new CtxbusError('validation_failed', `cannot write ${file}: ${(error as Error).message}`);
+  }
+}
+
 export function loadCapabilities(file: string): CapabilitiesFile {
   let text: string;
   try {
