@@ -69,7 +69,14 @@ export function createProgram(onExit: (code: number) => void): Command {
   const program = new Command('ctxbus')
     .description('ctxbus: one shared, structured, real-time context for your AI agent runtimes')
     .version(VERSION, '-v, --version')
-    .showHelpAfterError('(add --help for usage)')
+    // A usage mistake (an unknown option or command, a missing argument) is one line like every
+    // other failure: `ctxbus: error: unknown option '--bogus' (add --help for usage)`.
+    .configureOutput({
+      outputError: (message, write) =>
+        write(
+          `ctxbus: error: ${terminalSafe(message.replace(/^error: /, '').trim())} (add --help for usage)\n`,
+        ),
+    })
     .addHelpText('after', HELP_FOOTER)
     .exitOverride();
   registerServe(program, run);

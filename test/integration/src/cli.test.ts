@@ -43,7 +43,12 @@ describe('ctxbus CLI', () => {
     expect(writeHelp.stdout).toContain('--urgency');
     const unknown = await runCli(['frobnicate']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/unknown command/);
+    expect(unknown.stderr).toBe(
+      "ctxbus: error: unknown command 'frobnicate' (add --help for usage)\n",
+    );
+    const missing = await runCli(['read', '--bogus']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe("ctxbus: error: unknown option '--bogus' (add --help for usage)\n");
   });
 
   // The three tests after this one go on with its hub, its data directory and its tokens.
