@@ -29,6 +29,10 @@ const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Jso
 const claudeToken = () =>
   (readJson(machine.files[0] as string).env as Record<string, string>).CTXBUS_TOKEN as string;
 
+/** The runtime tokens ctxbus's credentials hold for the hub. */
+const savedRuntimes = () =>
+  Object.values(savedCredentials(machine.configDir).hubs)[0]?.runtimes ?? {};
+
 /** OpenClaw's JSON output (its own lines may come before it). */
 async function openclawPlugins(): Promise<Json[]> {
   const result = await machine.openclaw.run(['plugins', 'list', '--json']);
@@ -131,6 +135,20 @@ describe('ctxbus connect', () => {
   });
 
   connectIt('disconnect gives every file back byte for byte and revokes its tokens', async () => {
+    // A token the person saved since connect (token create --save) is theirs: it stays saved.
+    const teamId = savedRuntimes().codex?.teamId ?? '';
+    const mine = await machine.ctxbus([
+      'token',
+      'create',
+      '--team',
+      teamId,
+      '--runtime',
+      'codex',
+      '--save',
+    ]);
+    expect(mine.code, mine.stderr).toBe(0);
+    const theirs = savedRuntimes().codex;
+    expect(theirs?.token).toBe(mine.stdout.trim());
     const result = await machine.ctxbus(['disconnect'], { PATH: openclaw.path });
     expect(result.code, result.stderr).toBe(0);
     expect(openclaw.take()).toEqual(['plugins uninstall', 'config patch']);
@@ -139,7 +157,8 @@ describe('ctxbus connect', () => {
     expect(result.stdout).toContain('disconnected Codex');
     expect(machine.snapshot()).toEqual(original);
     for (const token of tokens) expect(await tokenAccepted(machine.hub, token)).toBe(false);
-    expect(Object.values(savedCredentials(machine.configDir).hubs)[0]?.runtimes).toBeUndefined();
+    expect(savedRuntimes()).toEqual({ codex: theirs });
+    expect(await tokenAccepted(machine.hub, theirs?.token ?? '')).toBe(true);
     expect(existsSync(statePath())).toBe(false);
     expect((await openclawPlugins()).some((entry) => entry.id === 'ctxbus')).toBe(false);
     const again = await machine.ctxbus(['disconnect']);

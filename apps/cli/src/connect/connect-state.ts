@@ -29,6 +29,12 @@ const connectionSchema = z.strictObject({
   tokenId: z.string().nullable(),
   /** Whether connect saved the runtime's token in the credentials (disconnect forgets it). */
   savedToken: z.boolean(),
+  /**
+   * The SHA-256 of the token connect saved: disconnect forgets the saved token only while it is
+   * that one (a token the user saved since, with token create --save, stays). Absent in state
+   * written before it was recorded.
+   */
+  savedTokenSha256: z.string().optional(),
   files: z.array(fileRecordSchema),
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { createClient } from '@ctxbus/client';
 import { CtxbusError, DEFAULT_HUB_URL, serveCommand } from '@ctxbus/core/light';
@@ -207,12 +208,14 @@ async function wire(
   } else token = source.token;
   const saves = savedRuntimeToken(context.url, connector.runtime)?.token !== token;
   if (saves) saveRuntimeToken(context.url, { token, teamId, runtime: connector.runtime });
+  const savedTokenSha256 = saves ? sha256(token) : kept?.savedTokenSha256;
   const connection: Connection = {
     hub: context.url,
     connectedAt: new Date().toISOString(),
     teamId,
     tokenId,
     savedToken: saves || (kept?.savedToken ?? false),
+    ...(savedTokenSha256 !== undefined && { savedTokenSha256 }),
     files,
   };
   state.connections[connector.runtime] = connection;
@@ -357,6 +360,15 @@ async function revoke(
   }
 }
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Whether the token saved for `runtime` is still the one connect saved (else the user's). */
+function stillConnects(connection: Connection, runtime: string): boolean {
+  if (connection.savedTokenSha256 === undefined) return true;
+  const saved = savedRuntimeToken(connection.hub, runtime)?.token;
+  return saved !== undefined && sha256(saved) === connection.savedTokenSha256;
+}
+
 /** `ctxbus disconnect`: removes exactly what connect added. */
 export async function disconnect(options: DisconnectOptions, out: Output): Promise<void> {
   const connectors = selected(options.only);
@@ -379,7 +391,9 @@ export async function disconnect(options: DisconnectOptions, out: Output): Promi
       else out.line(`${file.path} changed since connect: only ctxbus's entries were taken out`);
     }
     const revoked = await revoke(connection, connector.runtime, options.adminToken);
-    if (connection.savedToken) forgetRuntimeToken(connection.hub, connector.runtime);
+    if (connection.savedToken && stillConnects(connection, connector.runtime)) {
+      forgetRuntimeToken(connection.hub, connector.runtime);
+    }
     // Everything else is undone; a token the hub did not revoke stays on record, alone.
     if (revoked.revoked) delete state.connections[connector.runtime];
     else {
