@@ -420,8 +420,22 @@ describe(`Codex with ctxbus installed${because}`, () => {
   codexIt(
     'uninstall removes the hooks, their trust and the MCP server, and nothing else',
     async () => {
-      const removed = await ctxbus(['install', 'codex', '--codex', CODEX, '--uninstall']);
+      const saved = () =>
+        (
+          JSON.parse(readFileSync(join(home, 'ctxbus-config', 'credentials.json'), 'utf8')) as {
+            hubs: Record<string, { runtimes?: { codex?: { token: string } } }>;
+          }
+        ).hubs[new URL(hub.url).origin]?.runtimes?.codex?.token;
+      const token = saved() ?? '';
+      const removed = await ctxbus([
+        ...['install', 'codex', '--codex', CODEX, '--uninstall'],
+        ...['--url', hub.url, '--admin-token', hub.adminToken ?? ''],
+      ]);
       expect(removed.code, removed.stderr).toBe(0);
+      // Its token is revoked on the hub and forgotten here.
+      expect(removed.stdout).toMatch(/revoked acme\/codex \(tok_/);
+      expect((await call(hub.url, 'GET', '/api/context', { token })).status).toBe(401);
+      expect(saved()).toBeUndefined();
       const config = readFileSync(join(home, '.codex', 'config.toml'), 'utf8');
       expect(config).not.toContain('mcp_servers.ctxbus');
       expect(config).not.toContain('trusted_hash');

@@ -5,9 +5,16 @@ import {
   MAX_PERMISSION_WAIT_SECONDS,
   MIN_PERMISSION_WAIT_SECONDS,
 } from '@ctxbus/core/light';
-import { configDir, hubCredentials, saveRuntimeToken } from '../credentials.js';
+import { configDir, forgetRuntimeToken, hubCredentials, saveRuntimeToken } from '../credentials.js';
 import type { InstallFlags } from './install.js';
-import { hubUrl, installToken, packagedRuntimeDir, tokenWorks } from './install.js';
+import {
+  hubUrl,
+  installLabel,
+  installToken,
+  packagedRuntimeDir,
+  revokeInstallTokens,
+  tokenWorks,
+} from './install.js';
 
 // `ctxbus install codex` as a function (the command in install-command.ts, and `ctxbus connect`,
 // call it): Codex's hooks and MCP server through Codex's own files and commands, its runtime
@@ -73,6 +80,23 @@ async function codexToken(
   return { token, teamId, minted, saved: false };
 }
 
+/**
+ * Uninstall's part on the hub: revokes the tokens install minted for Codex (with an admin
+ * token; else says how) and forgets the saved one once the hub refuses it (a token the user
+ * saved since, which still works, stays). What it did, for the output.
+ */
+async function dropCodexToken(flags: CodexFlags): Promise<string[]> {
+  const url = hubUrl(flags.url);
+  const revoked = await revokeInstallTokens(url, installLabel('codex'), flags);
+  const done = revoked ? [revoked] : [];
+  const saved = hubCredentials(url).runtimes?.codex;
+  if (revoked?.startsWith('revoked ') && saved && !(await tokenWorks(url, saved.token))) {
+    forgetRuntimeToken(url, 'codex');
+    done.push(`Codex's token forgotten in ${join(configDir(), 'credentials.json')}`);
+  }
+  return done;
+}
+
 /** Installs (or with `uninstall`, removes) ctxbus in Codex. */
 export async function installCodexRuntime(
   flags: CodexFlags,
@@ -83,7 +107,11 @@ export async function installCodexRuntime(
   const home = flags.codexHome ? { codexHome: flags.codexHome } : {};
   if (flags.uninstall) {
     const result = await adapter.uninstallCodex({ run, ...home });
-    return { changes: result.changes, url: null, minted: null };
+    return {
+      changes: [...result.changes, ...(await dropCodexToken(flags))],
+      url: null,
+      minted: null,
+    };
   }
   const approvals = approvalsOption(flags.approvals, adapter.DEFAULT_APPROVAL_WAIT_SECONDS);
   const url = hubUrl(flags.url);

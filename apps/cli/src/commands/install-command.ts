@@ -204,7 +204,10 @@ export function registerInstall(
       '--approvals [seconds]',
       "ask the team's people (ctxbus approve, Telegram, the dashboard) when Codex wants approval for a shell command, waiting this long for an answer (default 300, at most 1800); unanswered or hub down: Codex asks you itself",
     )
-    .option('--uninstall', 'remove exactly what install added (hooks, their trust, the MCP server)')
+    .option(
+      '--uninstall',
+      'remove exactly what install added (hooks, their trust, the MCP server) and revoke its token (with an admin token)',
+    )
     .addHelpText(
       'after',
       '\nRe-running install changes nothing; your other Codex hooks, MCP servers and settings are kept (run it without --approvals to turn approvals through the team off). Restart running Codex sessions afterwards.',

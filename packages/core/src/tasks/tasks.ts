@@ -166,7 +166,7 @@ export const taskIdSchema = z
   .string()
   .regex(
     /^task_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
-    'a task id (task_...)',
+    'a task id: task_ and a UUID (task_01a2b3c4-...)',
   );
 
 /** `task_` + UUIDv7, like the project's other ids. */
