@@ -197,7 +197,7 @@ export {
   validationError,
   wellFormed,
 } from './shared/validation.js';
-export { visibleText } from './shared/visible-text.js';
+export { shownJson, visibleText } from './shared/visible-text.js';
 export type { CommandIdentity } from './tasks/command-digest.js';
 export { commandDigest } from './tasks/command-digest.js';
 export type { PermissionRequestBody } from './tasks/permission-api-schemas.js';

@@ -274,6 +274,7 @@ export {
   parseOrThrow,
   serveCommand,
   sha256Hex,
+  shownJson,
   silentLogger,
   sliceText,
   tooDeep,

@@ -41,7 +41,7 @@ export { hubUnreachable, serveCommand } from './shared/hub-unreachable.js';
 export type { Logger } from './shared/logger.js';
 export { silentLogger } from './shared/logger.js';
 export { sliceText } from './shared/slice-text.js';
-export { visibleText } from './shared/visible-text.js';
+export { shownJson, visibleText } from './shared/visible-text.js';
 export type { CommandIdentity } from './tasks/command-digest.js';
 export { commandDigest } from './tasks/command-digest.js';
 export {

@@ -1,5 +1,5 @@
 import type { RoutingDecision, Task, TaskEvent } from '@ctxbus/core/contract';
-import { sliceText } from '@ctxbus/core/contract';
+import { shownJson, sliceText } from '@ctxbus/core/contract';
 import { z } from 'zod';
 
 // What the task tools and task://active show of a task: the fields an agent acts on, and the
@@ -166,7 +166,7 @@ export function taskText(task: TaskView, history: readonly TaskEvent[] = []): st
     lines.push(`Result: ${cut(JSON.stringify(task.result) ?? 'null')}`);
   if (task.error) lines.push(`Error (${task.error.code}): ${cut(task.error.message, 600)}`);
   if (task.approval) {
-    const command = `${cut(task.approval.argv.join(' '), 400)}${task.approval.cwd ? ` in ${task.approval.cwd}` : ''}`;
+    const command = `${cut(shownJson(task.approval.argv), 400)}${task.approval.cwd ? ` in ${shownJson(task.approval.cwd)}` : ''}`;
     lines.push(
       task.approval.status === 'pending'
         ? `Approval pending until ${task.approval.expiresAt}: ${command} (a human answers: ctxbus approve|deny ${task.id})`

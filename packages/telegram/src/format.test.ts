@@ -57,7 +57,7 @@ describe('the approval message', () => {
     const sneaky = '-la\u2028In: "/tmp/docs"\u2029\u061c\u2060\u00ad\u3164\u{e0041}x';
     const text = approvalText(waiting({ argv: ['ls', sneaky], cwd: '/w' }));
     expect(text).toContain(
-      'Command: ["ls","-la\\u2028In: \\"/tmp/docs\\"\\u2029\\u061c\\u2060\\xad\\u3164\\u{e0041}x"]',
+      'Command: ["ls","-la\\u2028In: \\"/tmp/docs\\"\\u2029\\u061c\\u2060\\u00ad\\u3164\\u{e0041}x"]',
     );
     for (const raw of ['\u2028', '\u2029', '\u061c', '\u2060', '\u00ad', '\u3164', '\u{e0041}']) {
       expect(text).not.toContain(raw);

@@ -1,5 +1,5 @@
 import type { ConflictReport, ContextEntry, ContextItem, Task } from '@ctxbus/core';
-import { buildContext, getResolver, plainLine, visibleText } from '@ctxbus/core';
+import { buildContext, getResolver, plainLine, shownJson, visibleText } from '@ctxbus/core';
 import type { DigestEntry } from './state-file.js';
 
 // What the bot says, as terse plain text (OpenClaw's style: the `openclaw` resolver's
@@ -70,8 +70,8 @@ export function approvalText(task: Task): string {
   const lines = [
     `Approval needed: ${plainLine(task.title)}`,
     // Quoted as JSON: an argument's newlines and spaces show, and cannot forge the lines below.
-    `Command: ${JSON.stringify(request.argv ?? [])}`,
-    `In: ${JSON.stringify(request.cwd ?? '?')}`,
+    `Command: ${shownJson(request.argv ?? [])}`,
+    `In: ${shownJson(request.cwd ?? '?')}`,
   ];
   if (request.reason) {
     lines.push(`Reason (${task.origin}'s words): ${clip(plainLine(request.reason), 300)}`);

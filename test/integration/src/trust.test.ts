@@ -212,7 +212,7 @@ describe('only people approve', () => {
     });
     expect(wrong.code, wrong.stdout).toBe(2);
     expect(wrong.stdout).toContain(`command:    ["node","mark.js","approved"]`);
-    expect(wrong.stdout).toContain(`in:         ${project}`);
+    expect(wrong.stdout).toContain(`in:         ${JSON.stringify(project)}`);
     expect(wrong.stdout).toContain(`digest:     ${digest}`);
     expect(wrong.stdout).toContain('not approved');
     expect((await readTask(id)).approval.status).toBe('pending');

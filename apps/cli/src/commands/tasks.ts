@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { createClient } from '@ctxbus/client';
 import type { Task } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/light';
+import { CtxbusError, shownJson } from '@ctxbus/core/light';
 import { commandDigest } from '@ctxbus/exec';
 import { hubCredentials } from '../credentials.js';
 import { findAdminToken, hubUrl } from '../hub-target.js';
@@ -95,8 +95,8 @@ export function confirmationText(task: Task, digest: string): string {
   const lines = [
     `Task ${task.id}: ${task.title}`,
     `  asked by:   ${task.origin}; run by ${approval?.requestedBy ?? '?'}${request.because ? ` (${request.because})` : ''}`,
-    `  command:    ${JSON.stringify(request.argv ?? [])}`,
-    `  in:         ${request.cwd ?? '?'}`,
+    `  command:    ${shownJson(request.argv ?? [])}`,
+    `  in:         ${shownJson(request.cwd ?? '?')}`,
     ...(request.reason
       ? [
           `  reason:     ${JSON.stringify(oneLine(request.reason))} (${task.origin}'s words, not in the digest)`,
@@ -157,8 +157,8 @@ export function approvalLines(task: Task): string[] {
   return [
     `approval: ${approval.status}${approval.decidedBy ? ` by ${approval.decidedBy}` : ''}`,
     // Quoted as JSON, as approve shows it: an argument's newlines cannot forge lines.
-    `  command: ${JSON.stringify(request.argv ?? [])}`,
-    `  in: ${JSON.stringify(request.cwd ?? '?')}`,
+    `  command: ${shownJson(request.argv ?? [])}`,
+    `  in: ${shownJson(request.cwd ?? '?')}`,
     ...(request.scriptHash ? [`  script sha256: ${request.scriptHash}`] : []),
     ...(approval.status === 'pending' ? [`  answer by: ${approval.expiresAt}`] : []),
   ];

@@ -1,6 +1,6 @@
 import type { Task, TaskEvent, WebClient } from '@ctxbus/adapter-web';
 import { routingLine, TASK_TAG } from '@ctxbus/adapter-web';
-import { routingDecisionSchema, visibleText } from '@ctxbus/core/contract';
+import { routingDecisionSchema, shownJson, visibleText } from '@ctxbus/core/contract';
 import { useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
@@ -23,11 +23,12 @@ export function routingOf(task: Task): string {
 function commandOf(task: Task): string | null {
   const request = task.approval?.request;
   if (!request) return null;
-  // Quoted as JSON, as every approval surface shows it: an argument's newlines show.
-  const argv = Array.isArray(request.argv) ? JSON.stringify(request.argv.map(String)) : '';
-  const cwd = typeof request.cwd === 'string' ? ` (in ${JSON.stringify(request.cwd)})` : '';
-  // Nothing in it hidden or reordered (a bidi override would flip what follows it).
-  return visibleText(`${argv}${cwd}`);
+  // Quoted as JSON with everything outside printable ASCII escaped (shownJson), as every
+  // approval surface shows it: an argument's newlines show, nothing is hidden or reordered, and
+  // no letter of another script passes for a Latin one.
+  const argv = Array.isArray(request.argv) ? shownJson(request.argv.map(String)) : '';
+  const cwd = typeof request.cwd === 'string' ? ` (in ${shownJson(request.cwd)})` : '';
+  return `${argv}${cwd}`;
 }
 
 /** Who answers approvals here: the hub's approver runtimes and the runtime signed in. */

@@ -27,4 +27,4 @@ export {
   validationError,
   wellFormed,
 } from './validation.js';
-export { visibleText } from './visible-text.js';
+export { shownJson, visibleText } from './visible-text.js';

@@ -19,3 +19,18 @@ export function visibleText(text: string): string {
     },
   );
 }
+
+/**
+ * A value as a person checks it before approving it (a command's argv, its directory): quoted
+ * as JSON, so argument boundaries, spaces and line breaks show, with every character outside
+ * printable ASCII escaped (`\u034f`, `\u057d`): an invisible mark or a letter of another
+ * script that looks like a Latin one cannot make one command look like another.
+ */
+export function shownJson(value: unknown): string {
+  return (JSON.stringify(value) ?? 'null').replace(/[^\x20-\x7e]/gu, (char) => {
+    const code = char.codePointAt(0) ?? 0;
+    return code < 0x10000
+      ? `\\u${code.toString(16).padStart(4, '0')}`
+      : `\\u{${code.toString(16)}}`;
+  });
+}

@@ -1,4 +1,5 @@
 import type { ContextItem, ContextItemInput, Urgency } from '../items/context-item.js';
+import { shownJson, visibleText } from '../shared/visible-text.js';
 import type { Task, TaskState } from './tasks.js';
 import { isTerminalTaskState, TASK_STATES } from './tasks.js';
 
@@ -69,7 +70,7 @@ function statusText(task: Task, note: string | null, output?: string): string {
     | undefined;
   if (task.approval && request?.argv) {
     lines.push(
-      `Approval ${task.approval.status}: \`${request.argv.join(' ')}\` in ${request.cwd ?? '?'}${request.scriptHash ? ` (script sha256 ${request.scriptHash.slice(0, 12)}…)` : ''}`,
+      `Approval ${task.approval.status}: ${shownJson(request.argv)} in ${shownJson(request.cwd ?? '?')}${request.scriptHash ? ` (script sha256 ${request.scriptHash.slice(0, 12)}…)` : ''}`,
     );
     if (task.approval.status === 'pending') {
       lines.push(
@@ -97,7 +98,8 @@ export function taskStatusItem(
   const done = DONE_TAG[task.state];
   return {
     type: 'status',
-    title: `Task ${task.state}: ${task.title}`.slice(0, 300),
+    // An agent's words, where people read them: nothing hidden or reordered (visibleText).
+    title: `Task ${task.state}: ${visibleText(task.title)}`.slice(0, 300),
     content: statusText(task, note, output),
     scope: 'task',
     scopeKey: taskScopeKey(task.id),

@@ -1,5 +1,5 @@
 import type { Task, TaskApproval } from '@ctxbus/core';
-import { CtxbusError, personRefusal, redactSecrets } from '@ctxbus/core';
+import { CtxbusError, personRefusal, redactSecrets, shownJson } from '@ctxbus/core';
 import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
@@ -218,7 +218,8 @@ export const approvalRoutes = [
         note: null,
         token: null,
       };
-      const note = body.note ?? `approve or deny: ${request.argv.join(' ')} in ${request.cwd}`;
+      const note =
+        body.note ?? `approve or deny: ${shownJson(request.argv)} in ${shownJson(request.cwd)}`;
       const task = await services.tasks.move(viewer.teamId, params.id, {
         state: 'AUTH_REQUIRED',
         by: viewer.runtime,

@@ -146,6 +146,25 @@ describe('POST /api/approvals: a runtime asks people to approve its own command'
     expect((await store.listTasks('acme', { limit: 100 })).length).toBe(before);
   });
 
+  it('shows the command in its status item as it runs: bidi controls and lookalikes escaped', async () => {
+    const argv = [
+      'bash -c \u202E\u2066rm -rf ~/\u2069 \u2066#\u2069 \u2066echo cleanup\u2069\u202C',
+    ];
+    const asked = await call('POST', '/api/approvals', 'codex', {
+      request: { argv, cwd: '/home/me/\u0430pp', tool: 'Bash' },
+      idempotencyKey: 'codex-permission:bidi',
+      waitSeconds: 120,
+    });
+    expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+    const listed = await call('GET', `/api/context?scopeKey=task:${asked.body.task.id}`, 'cli');
+    const [status] = listed.body.items as { title: string; content: string }[];
+    const shown =
+      '["bash -c \\u202e\\u2066rm -rf ~/\\u2069 \\u2066#\\u2069 \\u2066echo cleanup\\u2069\\u202c"]';
+    expect(status?.title).toBe(`Task AUTH_REQUIRED: codex asks to run: ${shown}`);
+    expect(status?.content).toContain(`Approval pending: ${shown} in "/home/me/\\u0430pp"`);
+    expect(`${status?.title}${status?.content}`).not.toMatch(/[\u202a-\u202e\u2066-\u2069\u0430]/);
+  });
+
   it("redacts the secrets of the request's reason and note before they are stored", async () => {
     const key = 'sk-ant-api03-Reasonkey5a4b3c2dABCDEFGHIJKLMNOPQRSTUVWXYZ';
     const asked = await call('POST', '/api/approvals', 'codex', {

@@ -4,6 +4,7 @@ import {
   commandDigest,
   PERMISSION_REQUEST_BECAUSE,
   type PermissionRequestBody,
+  shownJson,
 } from '@ctxbus/core';
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
@@ -28,7 +29,7 @@ const APPROVED_WAIT_SECONDS = 120;
 const TITLE_CHARS = 300;
 
 function title(runtime: string, argv: readonly string[]): string {
-  const text = `${runtime} asks to run: ${argv.join(' ')}`.replace(/\s+/g, ' ');
+  const text = `${runtime} asks to run: ${shownJson(argv)}`;
   return text.length <= TITLE_CHARS ? text : `${text.slice(0, TITLE_CHARS - 1)}…`;
 }
 
@@ -102,7 +103,9 @@ async function askPeople(
   const task = await services.tasks.move(viewer.teamId, outcome.task.id, {
     state: 'AUTH_REQUIRED',
     by: viewer.runtime,
-    note: body.note ?? `approve or deny: ${argv.join(' ')} in ${cwd} (asked by ${viewer.runtime})`,
+    note:
+      body.note ??
+      `approve or deny: ${shownJson(argv)} in ${shownJson(cwd)} (asked by ${viewer.runtime})`,
     approval: pendingApproval(viewer, body, services),
   });
   return { task, status: outcome.status };

@@ -162,7 +162,7 @@ describe('task_create', () => {
       expect(status.structured.task.state).toBe('AUTH_REQUIRED');
       expect(textOf(status.result)).toContain(`Approval pending until`);
       expect(textOf(status.result)).toContain(
-        `pnpm deploy in /tmp (a human answers: ctxbus approve|deny ${id})`,
+        `["pnpm","deploy"] in "/tmp" (a human answers: ctxbus approve|deny ${id})`,
       );
       // Leaving AUTH_REQUIRED for SUBMITTED is an approval, never an update.
       const sneak = await call(intern, 'task_update', {
