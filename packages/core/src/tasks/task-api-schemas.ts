@@ -176,7 +176,7 @@ export const approvalDecisionBodySchema = z.strictObject({
     .optional()
     .meta({
       description:
-        "The digest of the command the person was shown (`approval.request.digest`): the decision is refused with 409 (reason digest_mismatch) unless it is the pending request's.",
+        "The digest of the command the person was shown (`approval.request.digest`): required to approve (400, reason digest_required), optional to deny; the decision is refused with 409 (reason digest_mismatch) unless it is the pending request's.",
     }),
 });
 

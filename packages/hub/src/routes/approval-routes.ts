@@ -158,6 +158,15 @@ async function checkDigest(
   digest: string | undefined,
 ): Promise<void> {
   const pending = (task.approval as TaskApproval).request.digest;
+  // An approval is of one exact command: the one the person read. Without its digest, a
+  // command asked for since (a worker's new request) would be approved unread.
+  if (digest === undefined && decision === 'approve') {
+    throw new CtxbusError(
+      'validation_failed',
+      `body.digest: an approval names the digest of the command the person was shown (approval.request.digest of task ${task.id}); nothing approved`,
+      { details: { reason: 'digest_required', field: 'body.digest' } },
+    );
+  }
   if (digest === undefined || digest === pending) return;
   await refused(
     services,

@@ -267,7 +267,12 @@ describe('POST /api/approvals: a runtime asks people to approve its own command'
         token: null,
       },
     });
-    const refused = await call('POST', `/api/tasks/${task.id}/approve`, 'cli', {});
+    // An approval names what the person was shown: without a digest, nothing is approved.
+    const unread = await call('POST', `/api/tasks/${task.id}/approve`, 'cli', {});
+    expect(unread.status, JSON.stringify(unread.body)).toBe(400);
+    expect(unread.body.error.details.reason).toBe('digest_required');
+    const shown = commandDigest({ argv: ['rm', '-rf', '/w'], cwd: '/w', scriptHash: null });
+    const refused = await call('POST', `/api/tasks/${task.id}/approve`, 'cli', { digest: shown });
     expect(refused.status, JSON.stringify(refused.body)).toBe(409);
     expect(refused.body.error.details.reason).toBe('digest_mismatch');
     expect((await store.getTask('acme', task.id))?.task.approval?.status).toBe('pending');
