@@ -642,6 +642,16 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
         visibility: 'private',
       });
       expect(retracted.supersedes).toBe(shared.id);
+      // Another runtime's team value on a key this one keeps privately does not lock it out:
+      // its next private value replaces its own, and the team value stays.
+      const mine = await write({ title: 'mine v1', key: 'notes/lane', visibility: 'private' });
+      const squat = await write({ title: 'theirs on my key', key: 'notes/lane' }, acmeChat);
+      const mine2 = await write({ title: 'mine v2', key: 'notes/lane', visibility: 'private' });
+      expect(mine2.supersedes).toBe(mine.id);
+      expect((await store.getItem(acmeChat, squat.id))?.supersededBy).toBeNull();
+      expect(
+        (await store.listItems(acme, { limit: 10, key: 'notes/lane' })).map((i) => i.title),
+      ).toEqual(['mine v2', 'theirs on my key']);
     },
     async 'large-item'() {
       const store = h.store();

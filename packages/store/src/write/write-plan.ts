@@ -43,7 +43,7 @@ export interface PlannedRows<P extends PlannedInput> {
  * The rows the plan needs for `items`, which the backend reads before planning: items with
  * the ids written or named by `supersedes` (by team), and the live (not superseded, unexpired)
  * holders of the keys written: all of them, or only the newest one the writer (`runtime`)
- * sees, the only one the rules look at.
+ * sees and the writer's own newest, the only ones the rules look at.
  */
 export function rowsToLoad(items: readonly NewContextItem[]): {
   ids: { teamId: string; id: string }[];
@@ -260,10 +260,17 @@ export class WritePlan<P extends PlannedInput> {
     }
     if (item.key !== null) {
       let holder: Entry<P> | undefined;
+      let own: Entry<P> | undefined;
       for (const entry of this.byKey.get(keyOf(item.teamId, item.key)) ?? []) {
         if (entry.item.supersededBy !== null || !visibleTo(entry.item, writer, nowMs)) continue;
         if (!holder || entry.item.seq > holder.item.seq) holder = entry;
+        if (entry.item.source.runtime === writer.runtime && (!own || entry.item.seq > own.item.seq))
+          own = entry;
       }
+      // A private value replaces its writer's own value of the key, beside a team value
+      // another runtime wrote on it since (which it may not replace): else that write would
+      // lock the writer out of its own key.
+      if (item.visibility === 'private' && own) holder = own;
       if (holder && target && holder !== target) {
         throw new CtxbusError(
           'conflict',
