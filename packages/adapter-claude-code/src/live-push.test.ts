@@ -123,7 +123,7 @@ describe('what the live push sends', () => {
     );
     expect(text).toContain('`ctxbus approve T-9` or `ctxbus deny T-9`');
     expect(text).toContain('You cannot approve it');
-    expect(text).toContain('npm run migrate');
+    expect(text).toContain('["npm","run","migrate"]');
   });
 
   it('clips a long item and says where the rest is', () => {
