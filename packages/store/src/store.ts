@@ -138,6 +138,11 @@ export interface SubscriptionRecord {
   label: string | null;
   filter: SubscriptionFilter;
   createdAt: string;
+  /**
+   * The token that created it (null: created before it was recorded): revoking that token
+   * ends it, as it ends the token's live streams.
+   */
+  tokenId: string | null;
   /** Every change up to this sequence was delivered, acknowledged or dead-lettered. */
   cursor: number;
   /** Push: failed attempts at the change after the cursor (0 when none is failing). */

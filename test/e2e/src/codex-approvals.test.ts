@@ -173,7 +173,7 @@ describe(`Codex's permission requests answered by the team's people${because}`, 
       });
       expect(approved.code, approved.stdout).toBe(0);
       expect(approved.stdout).toContain(`command:    ${JSON.stringify([command])}`);
-      expect(approved.stdout).toContain(`in:         ${project}`);
+      expect(approved.stdout).toContain(`in:         ${JSON.stringify(project)}`);
       await running;
       expect(existsSync(join(project, 'approved.txt'))).toBe(true);
       expect(lastOutput()).toContain('wrote-approved');

@@ -272,6 +272,54 @@ describe('push subscriptions', () => {
       ).status,
     ).toBe(404);
   });
+
+  it('ends a push subscription with the token that created it: nothing is delivered after the revocation', async () => {
+    const minted = await call(hub.url, 'POST', '/api/admin/tokens', {
+      token: hub.adminToken,
+      body: { teamId: 'acme', runtime: 'openclaw', label: 'leaked' },
+    });
+    expect(minted.status).toBe(201);
+    const leaked = await subscribe(
+      { delivery: 'push', endpoint: receiver.url, filter: { tags: ['after-revoke'] } },
+      minted.body.token,
+    );
+    const control = await subscribe({
+      delivery: 'push',
+      endpoint: receiver.url,
+      filter: { tags: ['after-revoke'] },
+    });
+    const revoked = await call(hub.url, 'DELETE', `/api/admin/tokens/${minted.body.info.id}`, {
+      token: hub.adminToken,
+    });
+    expect(revoked.status).toBe(200);
+    receiver.received.length = 0;
+    await write({ type: 'alert', title: 'after the revocation', relevanceTags: ['after-revoke'] });
+    // The control subscription's delivery shows the dispatcher went past the change.
+    await receiver.waitFor((received) =>
+      received.some((hook) => hook.body.includes(control.subscription.id)),
+    );
+    expect(receiver.received.some((hook) => hook.body.includes(leaked.subscription.id))).toBe(
+      false,
+    );
+    // Gone at once (the revocation removed it), not only silent: the runtime's other token
+    // lists none.
+    const other = await call(hub.url, 'POST', '/api/admin/tokens', {
+      token: hub.adminToken,
+      body: { teamId: 'acme', runtime: 'openclaw', label: 'kept' },
+    });
+    const listed = await call(hub.url, 'GET', '/api/subscriptions', { token: other.body.token });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect((listed.body.subscriptions as { id: string }[]).map((each) => each.id)).not.toContain(
+      leaked.subscription.id,
+    );
+    expect(
+      (
+        await call(hub.url, 'DELETE', `/api/subscriptions/${control.subscription.id}`, {
+          token: hub.tokens.web,
+        })
+      ).status,
+    ).toBe(200);
+  });
 });
 
 describe('pull subscriptions', () => {

@@ -32,7 +32,7 @@ export const adminRoutes = [
   implement('revokeToken', {
     summary: 'Revoke a token (admin)',
     description:
-      "Takes effect at once on this hub, where the token's open streams end with a `token_revoked` disconnect; other hubs sharing the store refuse it, and end its streams, within their token-verdict interval (5 s). Revoking twice is not an error.",
+      "Takes effect at once on this hub, where the token's open streams end with a `token_revoked` disconnect and the subscriptions it created are removed; other hubs sharing the store refuse it, end its streams and stop its push subscriptions within their token-verdict interval (5 s). Revoking twice is not an error.",
     tags: ['admin'],
     statuses: { 200: 'The revoked token.' },
     async handler({ params, services }) {
@@ -42,6 +42,14 @@ export const adminRoutes = [
       }
       services.verifier.forget(record.id);
       services.feed.endToken(record.id);
+      // Its push subscriptions end with it (a dispatcher on another hub finds them within 5 s).
+      const subscriptions = await services.store.listSubscriptions(
+        record.teamId === null ? {} : { teamId: record.teamId },
+      );
+      for (const subscription of subscriptions) {
+        if (subscription.tokenId === record.id)
+          await services.store.deleteSubscription(subscription.id);
+      }
       return { status: 200, body: { token: tokenInfo(record) } };
     },
   }),

@@ -86,7 +86,7 @@ export const subscriptionRoutes = [
       403: 'The body names another runtime than the token.',
       422: 'The endpoint is not allowed (private address, bad scheme...).',
     },
-    async handler({ body, viewer, services }) {
+    async handler({ body, viewer, caller, services }) {
       if (body.runtime !== undefined && body.runtime !== viewer.runtime) {
         throw new CtxbusError(
           'forbidden',
@@ -114,6 +114,7 @@ export const subscriptionRoutes = [
         label: body.label === undefined ? null : redactSecrets(body.label, 'label').text,
         filter: body.filter ?? {},
         createdAt: services.clock().toISOString(),
+        tokenId: caller.tokenId,
         cursor: body.since ?? latest,
         attempts: 0,
         nextAttemptAt: null,

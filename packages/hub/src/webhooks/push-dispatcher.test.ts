@@ -122,3 +122,54 @@ describe('push delivery after a stale listing', () => {
     }
   });
 });
+
+describe('push delivery after the creating token is revoked elsewhere', () => {
+  it('removes the subscription at its next delivery instead of sending (revoked in the store, as another hub or the offline CLI does)', async () => {
+    const store = openSqliteStore({ path: ':memory:' });
+    let nowMs = Date.now();
+    const hub = await createHub({
+      store,
+      clock: () => new Date(nowMs),
+      webhooks: { allowPrivateEndpoints: true },
+    });
+    const receiver = await startWebhookReceiver();
+    const call = created(hub);
+    try {
+      const leaked = await mintToken(store, {
+        role: 'runtime',
+        teamId: 'acme',
+        runtime: 'openclaw',
+      });
+      const web = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' }))
+        .token;
+      const theirs = (await call(leaked.token, '/api/subscriptions', {
+        delivery: 'push',
+        endpoint: receiver.url,
+      })) as { subscription: { id: string } };
+      const control = (await call(web, '/api/subscriptions', {
+        delivery: 'push',
+        endpoint: receiver.url,
+      })) as { subscription: { id: string } };
+      await store.revokeToken(leaked.record.id);
+      // Past the dispatcher's token-verdict interval: it reads the revocations again.
+      nowMs += 5_000;
+      await call(web, '/api/context', { type: 'status', title: 'after the revocation' });
+      await receiver.waitFor((received) =>
+        received.some((hook) => JSON.parse(hook.body).subscriptionId === control.subscription.id),
+      );
+      // The tick that sent it removed the other first.
+      expect((await store.listSubscriptions()).map((each) => each.id)).toEqual([
+        control.subscription.id,
+      ]);
+      expect(
+        receiver.received.filter(
+          (hook) => JSON.parse(hook.body).subscriptionId === theirs.subscription.id,
+        ),
+      ).toEqual([]);
+    } finally {
+      await hub.close();
+      await receiver.close();
+      await store.close();
+    }
+  });
+});

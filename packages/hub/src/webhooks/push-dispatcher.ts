@@ -47,6 +47,9 @@ export const DEFAULT_WEBHOOK_OPTIONS: Required<Omit<WebhookOptions, 'leaseHolder
 const READ_BATCH = 200;
 
 /** The store filter and events of a subscription, for matching changes in memory. */
+/** How often the dispatcher reads which tokens are revoked (the token verdicts' interval). */
+const TOKEN_CHECK_MS = 5_000;
+
 export function subscriptionMatcher(subscription: SubscriptionRecord) {
   const { events, ...rest } = subscription.filter;
   const filter: ItemFilter = { ...rest, includeSuperseded: true };
@@ -167,11 +170,40 @@ export class PushDispatcher {
     this.timer.unref();
   }
 
+  /** Revoked tokens' ids, read again at most every TOKEN_CHECK_MS. */
+  private revoked: { ids: Set<string>; atMs: number } = { ids: new Set(), atMs: -Infinity };
+
+  /**
+   * The push subscriptions to deliver: those whose creating token is revoked (here, offline,
+   * or on another hub) are removed instead, as that token's live streams end.
+   */
+  private async liveSubscriptions(nowMs: number): Promise<SubscriptionRecord[]> {
+    const listed = await this.store.listSubscriptions({ delivery: 'push' });
+    if (nowMs - this.revoked.atMs >= TOKEN_CHECK_MS) {
+      const tokens = await this.store.listTokens({ includeRevoked: true });
+      const ids = tokens.filter((token) => token.revokedAt !== null).map((token) => token.id);
+      this.revoked = { ids: new Set(ids), atMs: nowMs };
+    }
+    const live: SubscriptionRecord[] = [];
+    for (const subscription of listed) {
+      if (subscription.tokenId === null || !this.revoked.ids.has(subscription.tokenId)) {
+        live.push(subscription);
+        continue;
+      }
+      await this.store.deleteSubscription(subscription.id);
+      this.logger.warn(
+        { subscription: subscription.id, tokenId: subscription.tokenId },
+        'push subscription removed: the token that created it is revoked',
+      );
+    }
+    return live;
+  }
+
   private async tick(): Promise<void> {
     const nowMs = this.clock().getTime();
     this.schedule(nowMs + this.options.pollMs);
     const [subscriptions, latest] = await Promise.all([
-      this.store.listSubscriptions({ delivery: 'push' }),
+      this.liveSubscriptions(nowMs),
       this.store.latestSeq(),
     ]);
     this.havePush = subscriptions.length > 0;

@@ -527,6 +527,15 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         VALUES ('derived-ids', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
     `,
   },
+  {
+    version: 17,
+    name: 'subscription-token',
+    sql: (s) => `
+      -- The token that created a subscription: revoking it ends the subscription (null:
+      -- created before this version).
+      ALTER TABLE ${s}.subscriptions ADD COLUMN token_id text;
+    `,
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

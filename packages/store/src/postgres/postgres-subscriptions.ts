@@ -40,6 +40,7 @@ interface SubscriptionRow {
   last_error: string | null;
   delivered: number;
   dead_lettered: number;
+  token_id: string | null;
 }
 
 interface DeadLetterRow {
@@ -55,7 +56,7 @@ interface DeadLetterRow {
 const COLUMNS = `id, team_id, runtime, delivery, endpoint, secret, label, filter,
   (extract(epoch FROM created_at) * 1000)::int8 AS created_ms, cursor, attempts,
   (extract(epoch FROM next_attempt_at) * 1000)::int8 AS next_attempt_ms, last_error,
-  delivered, dead_lettered`;
+  delivered, dead_lettered, token_id`;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -70,6 +71,7 @@ function rowToSubscription(row: SubscriptionRow): SubscriptionRecord {
     label: row.label,
     filter: row.filter,
     createdAt: iso(row.created_ms),
+    tokenId: row.token_id,
     cursor: row.cursor,
     attempts: row.attempts,
     nextAttemptAt: row.next_attempt_ms === null ? null : iso(row.next_attempt_ms),
@@ -111,7 +113,7 @@ export class PostgresSubscriptions implements SubscriptionStore {
       ]);
       const result = await client.query(
         this.insertSql(
-          `WHERE (SELECT count(*) FROM ${this.s}.subscriptions WHERE team_id = $2 AND runtime = $3) < $16::int8`,
+          `WHERE (SELECT count(*) FROM ${this.s}.subscriptions WHERE team_id = $2 AND runtime = $3) < $17::int8`,
         ),
         [...this.insertValues(record), maxPerRuntime],
       );
@@ -123,9 +125,9 @@ export class PostgresSubscriptions implements SubscriptionStore {
   private insertSql(where: string): string {
     return `INSERT INTO ${this.s}.subscriptions (id, team_id, runtime, delivery, endpoint, secret,
          label, filter, created_at, cursor, attempts, next_attempt_at, last_error, delivered,
-         dead_lettered)
+         dead_lettered, token_id)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::timestamptz, $10::int8, $11::int4,
-         $12::timestamptz, $13, $14::int8, $15::int8 ${where}`;
+         $12::timestamptz, $13, $14::int8, $15::int8, $16 ${where}`;
   }
 
   private insertValues(record: SubscriptionRecord): unknown[] {
@@ -145,6 +147,7 @@ export class PostgresSubscriptions implements SubscriptionStore {
       record.lastError,
       record.delivered,
       record.deadLettered,
+      record.tokenId,
     ];
   }
 

@@ -483,6 +483,15 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       INSERT INTO hub_secrets (name, value) VALUES ('derived-ids', lower(hex(randomblob(32))));
     `,
   },
+  {
+    version: 19,
+    name: 'subscription-token',
+    sql: `
+      -- The token that created a subscription: revoking it ends the subscription (null:
+      -- created before this version).
+      ALTER TABLE subscriptions ADD COLUMN token_id TEXT;
+    `,
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;

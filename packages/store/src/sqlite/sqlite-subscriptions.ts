@@ -28,6 +28,7 @@ interface SubscriptionRow {
   last_error: string | null;
   delivered: number;
   dead_lettered: number;
+  token_id: string | null;
 }
 
 interface DeadLetterRow {
@@ -53,6 +54,7 @@ function rowToSubscription(row: SubscriptionRow): SubscriptionRecord {
     label: row.label,
     filter: JSON.parse(row.filter) as SubscriptionFilter,
     createdAt: iso(row.created_at),
+    tokenId: row.token_id,
     cursor: row.cursor,
     attempts: row.attempts,
     nextAttemptAt: row.next_attempt_at === null ? null : iso(row.next_attempt_at),
@@ -75,7 +77,7 @@ function rowToDeadLetter(row: DeadLetterRow): DeadLetter {
 }
 
 const COLUMNS =
-  'id, team_id, runtime, delivery, endpoint, secret, label, filter, created_at, cursor, attempts, next_attempt_at, last_error, delivered, dead_lettered';
+  'id, team_id, runtime, delivery, endpoint, secret, label, filter, created_at, cursor, attempts, next_attempt_at, last_error, delivered, dead_lettered, token_id';
 
 /** Subscriptions of the embedded store, over its connection. */
 export class SqliteSubscriptions implements SubscriptionStore {
@@ -105,7 +107,7 @@ export class SqliteSubscriptions implements SubscriptionStore {
 
   private insert(record: SubscriptionRecord): void {
     this.statement(
-      `INSERT INTO subscriptions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO subscriptions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       record.id,
       record.teamId,
@@ -122,6 +124,7 @@ export class SqliteSubscriptions implements SubscriptionStore {
       record.lastError,
       record.delivered,
       record.deadLettered,
+      record.tokenId,
     );
   }
 

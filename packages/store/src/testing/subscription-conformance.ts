@@ -31,6 +31,7 @@ function record(overrides: Partial<SubscriptionRecord>, now: Date): Subscription
     label: null,
     filter: { tags: ['ops'], minUrgency: 'attention', events: ['context-added'] },
     createdAt: now.toISOString(),
+    tokenId: 'tok_creator',
     cursor: 0,
     attempts: 0,
     nextAttemptAt: null,
@@ -53,7 +54,15 @@ export function subscriptionCases(
       h.advance(1);
       await store.createSubscription(
         record(
-          { id: ids.b, delivery: 'pull', endpoint: null, secret: null, cursor: 7, filter: {} },
+          {
+            id: ids.b,
+            delivery: 'pull',
+            endpoint: null,
+            secret: null,
+            cursor: 7,
+            filter: {},
+            tokenId: null,
+          },
           h.now(),
         ),
       );
