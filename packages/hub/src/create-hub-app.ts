@@ -159,9 +159,13 @@ function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
   return async (context, next) => {
     const length = context.req.header('content-length');
     const chunked = context.req.header('transfer-encoding') !== undefined;
-    const streamed = length === undefined || chunked;
+    // From the wire, no length and no transfer coding is no body (a GET, a stream): going on at
+    // once keeps the request from being turned into a web Request just to find that out. A
+    // request made in process (app.request) may carry a body without either: counted below.
+    const fromWire = (context.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    if (length === undefined && !chunked && fromWire) return next();
+    const streamed = chunked || length === undefined;
     if (!streamed && Number(length) > maxBytes) return tooLarge(context);
-    // No length and no transfer coding: no body (a GET, a stream).
     const bytes = chunked ? maxBytes : Number(length ?? 0);
     if (!(bytes > 0)) return streamed ? limitStream(context, next) : next();
     const token = bearerToken(context.req.header('authorization')) ?? '';
