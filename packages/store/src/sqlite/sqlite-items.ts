@@ -92,12 +92,13 @@ export class SqliteItems implements ItemStore {
         )
         .get(teamId, key, runtime, nowMs) as ItemRow | undefined;
       if (holder) rows.push(holder);
-      if (!holder || holder.source_runtime === runtime) continue;
-      // And the writer's own newest, which a private value replaces (WritePlan).
+      if (!holder || holder.visibility === 'private') continue;
+      // And the writer's own newest private value, the one a private value replaces (WritePlan).
       const own = this.connection
         .statement(
           `SELECT * FROM items i WHERE i.team_id = ? AND i.item_key = ? AND i.superseded_by IS NULL
-             AND i.source_runtime = ? AND (i.expires_at IS NULL OR i.expires_at > ?)
+             AND i.source_runtime = ? AND i.visibility = 'private'
+             AND (i.expires_at IS NULL OR i.expires_at > ?)
            ORDER BY i.rid DESC LIMIT 1`,
         )
         .get(teamId, key, runtime, nowMs) as ItemRow | undefined;

@@ -624,24 +624,29 @@ export function itemCases(h: ItemHarness): Record<ItemCase, () => Promise<void>>
       expect(
         (await store.listItems(acme, { limit: 10, key: 'notes/batch' })).map((i) => i.title),
       ).toEqual(['v2']);
-      // A private item never replaces another runtime's item (by key or by supersedes): the
-      // team would lose it. Its own, yes.
+      // A private item never replaces a team item, another runtime's or its own: the team would
+      // lose it to an item it cannot read, and read that item's id. By supersedes it is
+      // refused; by key it goes beside the team value.
       const shared = await write({ title: 'team decision', key: 'notes/decided' });
-      await rejectsWith(
-        write({ title: 'hidden', key: 'notes/decided', visibility: 'private' }, acmeChat),
-        'forbidden',
-      );
-      await rejectsWith(
-        write({ title: 'hidden', supersedes: shared.id, visibility: 'private' }, acmeChat),
-        'forbidden',
-      );
-      expect((await store.getItem(acmeChat, shared.id))?.supersededBy).toBeNull();
-      const retracted = await write({
-        title: 'mine again',
-        key: 'notes/decided',
-        visibility: 'private',
-      });
-      expect(retracted.supersedes).toBe(shared.id);
+      for (const writer of [acmeChat, acme]) {
+        await rejectsWith(
+          write({ title: 'hidden', supersedes: shared.id, visibility: 'private' }, writer),
+          'forbidden',
+        );
+        const beside = await write(
+          { title: `hidden of ${writer.runtime}`, key: 'notes/decided', visibility: 'private' },
+          writer,
+        );
+        expect(beside.supersedes).toBeNull();
+        expect((await store.getItem(writer, shared.id))?.supersededBy).toBeNull();
+      }
+      const acmeWeb = { teamId: 'acme', runtime: 'web' };
+      expect(
+        (await store.listItems(acmeChat, { limit: 10, key: 'notes/decided' })).map((i) => i.title),
+      ).toEqual(['hidden of openclaw', 'team decision']);
+      expect(
+        (await store.listItems(acmeWeb, { limit: 10, key: 'notes/decided' })).map((i) => i.title),
+      ).toEqual(['team decision']);
       // Another runtime's team value on a key this one keeps privately does not lock it out:
       // its next private value replaces its own, and the team value stays.
       const mine = await write({ title: 'mine v1', key: 'notes/lane', visibility: 'private' });

@@ -260,17 +260,20 @@ export class WritePlan<P extends PlannedInput> {
     }
     if (item.key !== null) {
       let holder: Entry<P> | undefined;
-      let own: Entry<P> | undefined;
+      let ownPrivate: Entry<P> | undefined;
       for (const entry of this.byKey.get(keyOf(item.teamId, item.key)) ?? []) {
         if (entry.item.supersededBy !== null || !visibleTo(entry.item, writer, nowMs)) continue;
         if (!holder || entry.item.seq > holder.item.seq) holder = entry;
-        if (entry.item.source.runtime === writer.runtime && (!own || entry.item.seq > own.item.seq))
-          own = entry;
+        if (
+          entry.item.visibility === 'private' &&
+          (!ownPrivate || entry.item.seq > ownPrivate.item.seq)
+        )
+          ownPrivate = entry;
       }
-      // A private value replaces its writer's own value of the key, beside a team value
-      // another runtime wrote on it since (which it may not replace): else that write would
-      // lock the writer out of its own key.
-      if (item.visibility === 'private' && own) holder = own;
+      // A private value replaces only its writer's private value of the key; it goes beside a
+      // team value (the writer reads its own, the team the team's). Replacing a team value
+      // would show the team an item superseded by one it cannot read, and that item's id.
+      if (item.visibility === 'private') holder = ownPrivate;
       if (holder && target && holder !== target) {
         throw new CtxbusError(
           'conflict',
@@ -281,12 +284,12 @@ export class WritePlan<P extends PlannedInput> {
       target ??= holder;
     }
     if (!target) return null;
-    // A private item is its writer's alone: replacing another runtime's item with one would
-    // take that item from the team's view (its own author's too).
-    if (item.visibility === 'private' && target.item.source.runtime !== writer.runtime) {
+    // A private item is its writer's alone: replacing a team item with one would take that
+    // item from the team's view and show the team the private item's id as its successor.
+    if (item.visibility === 'private' && target.item.visibility !== 'private') {
       throw new CtxbusError(
         'forbidden',
-        `a private item cannot replace item ${target.item.id} of ${target.item.source.runtime}: the team would lose it; write a team item, or use another key`,
+        `a private item cannot replace the team item ${target.item.id}: the team would lose it to an item it cannot read; write a team item, or write the private one without supersedes`,
         {
           details: {
             reason: 'private_over_shared',
