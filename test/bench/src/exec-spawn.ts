@@ -1,18 +1,40 @@
 // Spawn latency of the remote-execution runner (@ctxbus/exec's runCommand): from the call to
-// the child's `spawn` event, and the whole run, for a trivial command (/bin/true) run plain and
-// inside bubblewrap. Run through ./dev bench --only tasks, or alone:
+// the child's `spawn` event, and the whole run, for a trivial command (/bin/true) run plain, in
+// a PID namespace of its own (what a worker does for an unsandboxed command) and inside the
+// sandbox; with the whole machine's CPU per run, the kernel's work included (namespaces are
+// set up and torn down there). Run through ./dev bench --only tasks, or alone:
 //   node test/bench/src/exec-spawn.ts [--quick]
 import { realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { detectSandbox, runCommand, sandboxArgv } from '@ctxbus/exec';
+import {
+  detectPidNamespace,
+  detectSandbox,
+  pidNamespaceArgv,
+  runCommand,
+  sandboxArgv,
+} from '@ctxbus/exec';
+import { machineBusyMs } from './proc-cpu.ts';
 import type { Row } from './stats.ts';
 import { ms, percentile } from './stats.ts';
 
 const PROGRAM = '/bin/true';
 
-async function measure(argv: string[], cwd: string, runs: number) {
+interface Samples {
+  spawnMs: number[];
+  totalMs: number[];
+  /** The whole machine's busy CPU over the runs, per run (null off Linux). */
+  machineMs: number | null;
+}
+
+async function measure(
+  argv: string[],
+  cwd: string,
+  runs: number,
+  pidNamespace = false,
+): Promise<Samples> {
   const spawnMs: number[] = [];
   const totalMs: number[] = [];
+  const before = machineBusyMs();
   for (let run = 0; run < runs; run++) {
     const result = await runCommand({
       argv,
@@ -21,6 +43,7 @@ async function measure(argv: string[], cwd: string, runs: number) {
       timeoutMs: 10_000,
       inactivityMs: 10_000,
       maxOutputBytes: 4_096,
+      pidNamespace,
     });
     if (result.exitCode !== 0 || result.spawnMs === null) {
       throw new Error(`${argv.join(' ')} failed: ${result.error ?? result.stderr}`);
@@ -28,7 +51,9 @@ async function measure(argv: string[], cwd: string, runs: number) {
     spawnMs.push(result.spawnMs);
     totalMs.push(result.durationMs);
   }
-  return { spawnMs, totalMs };
+  const after = machineBusyMs();
+  const machineMs = before === null || after === null ? null : (after - before) / runs;
+  return { spawnMs, totalMs, machineMs };
 }
 
 /** Rows for the `tasks` section: runCommand spawn latency plain and in bwrap. */
@@ -36,7 +61,7 @@ export async function benchExecSpawn(quick: boolean, log: (line: string) => void
   const runs = quick ? 50 : 500;
   const cwd = realpathSync(tmpdir());
   const rows: Row[] = [];
-  const add = (label: string, samples: { spawnMs: number[]; totalMs: number[] }) => {
+  const add = (label: string, samples: Samples) => {
     const p50 = percentile(samples.spawnMs, 50);
     rows.push(
       {
@@ -61,11 +86,29 @@ export async function benchExecSpawn(quick: boolean, log: (line: string) => void
         metric: `runCommand whole run p99 (${label})`,
         value: ms(percentile(samples.totalMs, 99)),
       },
+      {
+        section: 'tasks',
+        metric: `runCommand: the whole machine's busy CPU per run (${label}; the kernel's work and others' too)`,
+        value: samples.machineMs === null ? 'n/a (no /proc/stat)' : ms(samples.machineMs),
+      },
     );
   };
   log(`tasks: runCommand ${PROGRAM}, ${runs} runs plain`);
   await measure([PROGRAM], cwd, 5);
   add(`${PROGRAM}, plain`, await measure([PROGRAM], cwd, runs));
+  const namespace = await detectPidNamespace();
+  if (!namespace.available) {
+    rows.push({
+      section: 'tasks',
+      metric: 'runCommand in a PID namespace',
+      value: `skipped: ${namespace.reason}`,
+    });
+  } else {
+    log(`tasks: runCommand ${PROGRAM}, ${runs} runs in a PID namespace (an unsandboxed task)`);
+    const argv = pidNamespaceArgv(namespace.bwrapPath, cwd, [PROGRAM]);
+    await measure(argv, cwd, 5, true);
+    add(`${PROGRAM}, PID namespace`, await measure(argv, cwd, runs, true));
+  }
   const sandbox = await detectSandbox();
   if (!sandbox.available) {
     rows.push({
@@ -76,8 +119,8 @@ export async function benchExecSpawn(quick: boolean, log: (line: string) => void
   } else {
     log(`tasks: runCommand ${PROGRAM}, ${runs} runs in bwrap`);
     const argv = sandboxArgv({ bwrapPath: sandbox.bwrapPath, workdir: cwd }, [PROGRAM]);
-    await measure(argv, cwd, 5);
-    add(`${PROGRAM}, bwrap`, await measure(argv, cwd, runs));
+    await measure(argv, cwd, 5, true);
+    add(`${PROGRAM}, bwrap`, await measure(argv, cwd, runs, true));
   }
   return rows;
 }
