@@ -35,9 +35,12 @@ export class A2aRpcError extends Error {
 
 export type JsonRpcId = string | number | null;
 
+/** The longest string id a request may have: a longer one is refused, never echoed. */
+export const MAX_ID_CHARS = 200;
+
 export const jsonRpcRequestSchema = z.object({
   jsonrpc: z.literal('2.0'),
-  id: z.union([z.string().max(200), z.number(), z.null()]).optional(),
+  id: z.union([z.string().max(MAX_ID_CHARS), z.number(), z.null()]).optional(),
   method: z.string().min(1).max(100),
   params: z.unknown().optional(),
 });

@@ -219,6 +219,25 @@ describe('A2A routes', () => {
       body: JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'GetTask' }]),
     });
     expect(await envelope.json()).toMatchObject({ id: null, error: { code: -32600 } });
+    // An integer id past 2^53 comes back as sent (not rounded); an over-long one is not echoed.
+    const raw = (body: string) =>
+      hub.app.request('/a2a', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'application/json' },
+        body,
+      });
+    const big = await raw(
+      '{"jsonrpc":"2.0","id":12345678901234567891,"method":"GetTask","params":{"id":"x"}}',
+    );
+    expect(await big.text()).toMatch(
+      /^\{"jsonrpc":"2\.0","id":12345678901234567891,"error":\{"code":-32001/,
+    );
+    const badBig = await raw('{"jsonrpc":"2.0","id":98765432109876543211,"method":7}');
+    expect(await badBig.text()).toMatch(/"id":98765432109876543211,"error":\{"code":-32600/);
+    const long = await raw(
+      JSON.stringify({ jsonrpc: '2.0', id: 'i'.repeat(201), method: 'GetTask' }),
+    );
+    expect(await long.json()).toMatchObject({ id: null, error: { code: -32600 } });
     const params = await (await rpc(tokens.claw as string, 'GetTask', { id: 5 })).json();
     expect(params).toMatchObject({ id: 'call-GetTask', error: { code: -32602 } });
     const legacy = await (await rpc(tokens.claw as string, 'tasks/get', { id: 'x' })).json();

@@ -23,6 +23,7 @@ import type { JsonRpcId } from './a2a-json-rpc.js';
 import {
   A2aRpcError,
   jsonRpcRequestSchema,
+  MAX_ID_CHARS,
   parseParams,
   rpcError,
   rpcResult,
@@ -61,6 +62,32 @@ const A2A_VERSION = '1.0';
 
 const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
 
+/** JSON.rawJSON (Node 22+): a value JSON.stringify writes as the given text. */
+const rawJson = (text: string): unknown =>
+  (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
+
+/**
+ * The source text of a request's integer id past 2^53, which a JS number rounds, so that it is
+ * echoed as sent; null for any other id (or a body too deep to walk again).
+ */
+function bigIdSource(json: unknown, text: string): string | null {
+  const id = (json as { id?: unknown } | null)?.id;
+  if (typeof id !== 'number' || Number.isSafeInteger(id)) return null;
+  const sources = new WeakMap<object, string>();
+  try {
+    const again = JSON.parse(
+      text,
+      function (this: object, key: string, value: unknown, parsed?: { source?: string }) {
+        if (key === 'id' && parsed?.source !== undefined) sources.set(this, parsed.source);
+        return value;
+      },
+    ) as object;
+    return sources.get(again) ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** Reads the JSON-RPC request: a parse error or a bad envelope is a JSON-RPC error. */
 async function readRpcRequest(context: Context) {
   const type = context.req.header('content-type') ?? '';
@@ -71,13 +98,21 @@ async function readRpcRequest(context: Context) {
     );
   }
   let json: unknown;
+  const text = await context.req.text();
   try {
-    json = JSON.parse(await context.req.text());
+    json = JSON.parse(text);
   } catch (error) {
     throw new A2aRpcError('parseError', `not JSON: ${(error as Error).message}`);
   }
+  const big = bigIdSource(json, text);
+  const exact = (id: JsonRpcId): JsonRpcId =>
+    big !== null && typeof id === 'number' ? (rawJson(big) as number) : id;
   const id = (json as { id?: unknown } | null)?.id;
-  const usableId = typeof id === 'string' || typeof id === 'number' ? id : null;
+  // An id the envelope refuses (over 200 characters, say) is not echoed back.
+  const usableId =
+    (typeof id === 'string' && id.length <= MAX_ID_CHARS) || typeof id === 'number'
+      ? exact(id)
+      : null;
   // Before any schema walks it: a value nested thousands deep is a clear refusal, never a
   // stack overflow (an internal error with a stack in the log).
   const deep = tooDeep(json);
@@ -100,7 +135,8 @@ async function readRpcRequest(context: Context) {
       { id: usableId },
     );
   }
-  return envelope.data;
+  const request = envelope.data;
+  return request.id === undefined ? request : { ...request, id: exact(request.id) };
 }
 
 async function findTask(services: HubServices, viewer: Viewer, id: string): Promise<Task> {
