@@ -82,17 +82,18 @@ export function ownRuntimeToken(
   if (chosen) return chosen;
   const saved = savedRuntimeToken(url, runtime);
   if (saved) return saved.token;
-  const all = Object.keys(hubCredentials(url).runtimes ?? {});
+  const credentials = hubCredentials(url);
+  const all = Object.keys(credentials.runtimes ?? {});
   const others = all.filter((name) => name !== CLI_RUNTIME);
-  // Credentials from before runtimes were kept apart, or only the CLI's: the CLI's token.
-  if (all.length === 0 || (runtime === undefined && others.length === 0)) {
-    return runtimeToken(url, undefined);
-  }
+  // Credentials from before runtimes were kept apart: their one token.
+  if (all.length === 0 && credentials.token) return credentials.token;
+  // No runtime asked for and only the CLI's saved: the CLI's token.
+  if (runtime === undefined && others.length === 0) return runtimeToken(url, undefined);
   throw new CtxbusError(
     'validation_failed',
     runtime === undefined
       ? `several runtime tokens are saved for ${url} (${others.join(', ')}): pick one with --runtime, or pass --token`
-      : `no ${runtime} token saved for ${url} (saved: ${all.join(', ')}): \`ctxbus token create --team TEAM --runtime ${runtime} --save\`, or pass --token`,
+      : `no ${runtime} token saved for ${url} (saved: ${all.length > 0 ? all.join(', ') : 'none'}): \`ctxbus token create --team TEAM --runtime ${runtime} --save\`, or pass --token`,
   );
 }
 

@@ -143,5 +143,16 @@ describe('saved identities', () => {
     const ambiguous = await runCli(['worker', '--capabilities', policy, '--root', root], { env });
     expect(ambiguous.code).toBe(2);
     expect(ambiguous.stderr).toContain('several runtime tokens are saved');
+    // On a machine with no token saved yet, it says how to save the runtime's, not the CLI's.
+    const fresh = tempDir('ctxbus-config-');
+    dirs.push(fresh);
+    const none = await runCli(
+      ['worker', '--url', hub.url, '--capabilities', policy, '--root', root, '--runtime', 'codex'],
+      { env: { ...env, CTXBUS_CONFIG_DIR: fresh } },
+    );
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain(`no codex token saved for ${hub.url} (saved: none)`);
+    expect(none.stderr).toContain('--runtime codex --save');
+    expect(none.stderr).not.toContain('--as-cli');
   });
 });
