@@ -203,8 +203,19 @@ describe('only people approve', () => {
     expect(piped.stderr).toMatch(/needs a person at a terminal \(stdin and stdout are not TTYs\)/);
     expect(piped.stderr.trim().split('\n')).toHaveLength(1);
     expect((await readTask(id)).approval.status).toBe('pending');
-    // At a terminal, the command and its digest are shown; a wrong answer approves nothing.
     const prompt = 'characters of the digest';
+    // A token the hub does not take an approval from (here the task's origin) hears so before
+    // it is shown the command or asked to type anything.
+    const origin = await runCliInTerminal(['approve', id], {
+      env: { ...env, CTXBUS_APPROVER_TOKEN: hub.tokens.claw },
+      prompt,
+      answer: (shown) => /digest: +([0-9a-f]{64})/.exec(shown)?.[1]?.slice(0, 6) ?? '',
+    });
+    expect(origin.code, origin.stdout).toBe(3);
+    expect(origin.stdout).toContain('runtime openclaw asked for this task: it cannot approve it');
+    expect(origin.stdout).not.toContain(prompt);
+    expect((await readTask(id)).approval.status).toBe('pending');
+    // At a terminal, the command and its digest are shown; a wrong answer approves nothing.
     const wrong = await runCliInTerminal(['approve', id], {
       env,
       prompt,

@@ -155,7 +155,9 @@ See what it would run first: ctxbus task <task-id>`,
         ),
     ).action((id: string, options: Connection & { note?: string }) =>
       run(async () => {
-        const { approvalLines, confirmAtTerminal, connect, taskLine } = await import('./tasks.js');
+        const { approvalLines, confirmAtTerminal, connect, mayDecide, taskLine } = await import(
+          './tasks.js'
+        );
         if (decision === 'approve') {
           const why = noTerminalReason(process.stdin.isTTY === true, process.stdout.isTTY === true);
           if (why !== null) throw new CtxbusError('validation_failed', why);
@@ -170,6 +172,7 @@ See what it would run first: ctxbus task <task-id>`,
             );
           }
           const { task: waiting } = await reader.task(id);
+          await mayDecide(client, id, team);
           digest = await confirmAtTerminal(waiting);
         }
         const task = await client.decideTask(id, decision, {

@@ -113,6 +113,30 @@ export function confirmationText(task: Task, digest: string): string {
 }
 
 /**
+ * Whether the hub takes this caller's approval of task `id`, asked before the person reads and
+ * types anything: an approval without a digest approves nothing (400 digest_required) once the
+ * hub would take the caller's answer, and a caller it refuses (an agent's token, the task's
+ * origin) hears why at once (403, audited by the hub).
+ */
+export async function mayDecide(
+  client: ReturnType<typeof createClient>,
+  id: string,
+  team: string | undefined,
+): Promise<void> {
+  try {
+    await client.decideTask(id, 'approve', { ...(team !== undefined && { team }) });
+  } catch (error) {
+    // The client keeps the hub's details under details.details (beside the HTTP status).
+    const reason = CtxbusError.isInstance(error)
+      ? (error.details as { details?: { reason?: unknown } } | undefined)?.details?.reason
+      : undefined;
+    if (reason === 'digest_required') return;
+    throw error;
+  }
+  throw new CtxbusError('internal', `the hub answered an approval of ${id} without a digest`);
+}
+
+/**
  * Asks the person at the terminal to confirm `task`'s command; returns its digest. Refuses
  * without a terminal, on a command whose digest does not match what the hub recorded, and on
  * any answer but the digest's first characters.
