@@ -240,6 +240,20 @@ describe('only people approve', () => {
     expect(existsSync(join(project, 'ran-approved'))).toBe(true);
   });
 
+  it('deny --team answers with the admin token of $CTXBUS_ADMIN_TOKEN, not the saved agent token', async () => {
+    const { id } = await waitingForApproval('admin-env');
+    const denied = await runCli(['deny', id, '--team', 'acme'], {
+      env: {
+        CTXBUS_URL: hub.url,
+        CTXBUS_TOKEN: hub.tokens.claw,
+        CTXBUS_ADMIN_TOKEN: hub.adminToken ?? '',
+      },
+    });
+    expect(denied.code, denied.stderr).toBe(0);
+    expect((await readTask(id)).state).toBe('REJECTED');
+    expect(existsSync(join(project, 'ran-admin-env'))).toBe(false);
+  });
+
   it('refuses a decision naming another command than the one pending (digest_mismatch)', async () => {
     const { id, digest } = await waitingForApproval('mismatch');
     const other = digest.replace(/^./, digest.startsWith('0') ? '1' : '0');

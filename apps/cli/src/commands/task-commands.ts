@@ -132,7 +132,10 @@ Examples:
         .argument('<task-id>')
         .option('--note <text>', 'why, for the history')
         .option('--admin-token <token>', 'an admin token instead of a runtime token (with --team)')
-        .option('--team <team>', "the task's team (with an admin token)")
+        .option(
+          '--team <team>',
+          "the task's team, answering with an admin token (--admin-token, else $CTXBUS_ADMIN_TOKEN or the saved one)",
+        )
         .addHelpText(
           'after',
           `

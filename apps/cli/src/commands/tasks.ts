@@ -27,20 +27,33 @@ export interface Connection {
 }
 
 /**
+ * The admin token a decision acts with, if any: --admin-token; or, with --team (which only an
+ * admin token takes) and no runtime token named for it, $CTXBUS_ADMIN_TOKEN or the saved one.
+ */
+function decisionAdminToken(url: string, options: Connection): string | undefined {
+  if (options.token) return undefined;
+  if (options.adminToken) return options.adminToken;
+  if (!options.team || process.env.CTXBUS_APPROVER_TOKEN) return undefined;
+  return findAdminToken(url, undefined) ?? undefined;
+}
+
+/**
  * A runtime token (flag, env, saved) or else the admin token, which must name a team. For a
- * decision, an explicit --admin-token wins, and $CTXBUS_APPROVER_TOKEN (a token of an approver
- * runtime such as cli, kept off the agents' machines) comes before the usual ones.
+ * decision, an admin token wins when named (--admin-token, or --team with one in
+ * $CTXBUS_ADMIN_TOKEN or saved), and $CTXBUS_APPROVER_TOKEN (a token of an approver runtime such
+ * as cli, kept off the agents' machines) comes before the usual ones.
  */
 export function connect(options: Connection, decision = false) {
   const url = hubUrl(options.url);
-  if (decision && !options.token && options.adminToken) {
+  const deciding = decision ? decisionAdminToken(url, options) : undefined;
+  if (deciding) {
     if (!options.team) {
       throw new CtxbusError('validation_failed', 'with an admin token, name the team: --team TEAM');
     }
     // Admin tokens do not read tasks: the command shown is read with a runtime token of the team.
     const reader = process.env.CTXBUS_TOKEN || hubCredentials(url).token;
     return {
-      client: createClient({ url, token: options.adminToken }),
+      client: createClient({ url, token: deciding }),
       team: options.team,
       reader: reader ? createClient({ url, token: reader }) : null,
     };
