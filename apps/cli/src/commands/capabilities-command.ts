@@ -99,13 +99,12 @@ export function registerCapabilities(
     .addHelpText(
       'after',
       `
-The repository commits it as schemas/capabilities.schema.json; a capabilities.yaml whose first
-line is
-  # yaml-language-server: $schema=./schemas/capabilities.schema.json
-is checked and completed as you type (VS Code's YAML extension, any yaml-language-server).
-
-Example:
-  ctxbus capabilities schema > schemas/capabilities.schema.json`,
+Saved beside capabilities.yaml, and named in the file's first line, it checks and completes
+the file as you type (VS Code's YAML extension, any yaml-language-server):
+  ctxbus capabilities schema > capabilities.schema.json
+  # first line of capabilities.yaml:
+  # yaml-language-server: $schema=./capabilities.schema.json
+(The repository commits it as schemas/capabilities.schema.json.)`,
     )
     .action(() =>
       run(async () => {

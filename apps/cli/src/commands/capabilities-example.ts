@@ -9,7 +9,9 @@ export const CAPABILITIES_EXAMPLE = `# capabilities.yaml: what each runtime can 
 # does a task (native, via-api / via-mcp from the origin, a proxy to another runtime, a queue
 # for an offline one, or an escalation to a human) and explains why; try
 #   ctxbus route --explain '{"requiredCapabilities":["code_execution"],"origin":"openclaw"}'
-# Editors check this file against schemas/capabilities.schema.json (first line).
+# Editors check it against its JSON Schema: save \`ctxbus capabilities schema\` beside it as
+# capabilities.schema.json and make this the first line:
+#   # yaml-language-server: $schema=./capabilities.schema.json
 #
 # A runtime may also give: type, adapter, trust (trusted | standard | restricted; default
 # standard; a restricted runtime never receives a proxied task, and a proxy it asks for waits
