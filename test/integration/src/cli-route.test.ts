@@ -27,6 +27,7 @@ describe('ctxbus route --explain', () => {
         "  why:      openclaw cannot do it itself (code_execution goes via-api to claude-code, a proxy); proxied to claude-code (can: code_execution native; online, 1 worker), ranked above codex: the origin's declared target",
         '  how:      code_execution native (Bash)',
         '  approval: not needed',
+        "  presence: assumed, no hub asked: every runtime online with 1 worker (the hub's view: ctxbus capabilities show --hub)",
         '',
         'candidates (* chosen, + could, - could not):',
         '  - openclaw     origin  cannot do it itself: code_execution goes via-api to claude-code, a proxy',
@@ -49,6 +50,9 @@ describe('ctxbus route --explain', () => {
     expect(result.stdout).toMatch(/^queue: my-agent -> claude-code\n/);
     expect(result.stdout).toContain(
       'approval: required: my-agent is not declared in capabilities.yaml (treated as restricted)',
+    );
+    expect(result.stdout).toContain(
+      'presence: assumed, no hub asked: every runtime online with 1 worker, but claude-code, codex offline',
     );
     expect(result.stdout).toMatch(
       /^ {2}- web +dropped +code_execution sandbox has no network but the task needs it$/m,

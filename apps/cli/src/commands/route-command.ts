@@ -78,7 +78,7 @@ export function registerRoute(
             .filter((name) => name !== '');
           const decision = routeTask(request, matrix, presenceOf(matrix, offline));
           if (options.json) printJson(decision);
-          else for (const line of explainLines(decision)) printLine(line);
+          else for (const line of explainLines(decision, offline)) printLine(line);
         }),
     );
 }

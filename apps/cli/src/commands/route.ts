@@ -43,8 +43,11 @@ export function presenceOf(matrix: CapabilitiesFile, offline: readonly string[])
   );
 }
 
-/** The decision for people: what, why, how, then every candidate and why it was kept or not. */
-export function explainLines(decision: RoutingDecision): string[] {
+/**
+ * The decision for people: what, why, how, then every candidate and why it was kept or not.
+ * `offline`: the presence was assumed (no hub asked): every runtime online but these.
+ */
+export function explainLines(decision: RoutingDecision, offline?: readonly string[]): string[] {
   const origin = decision.candidates[0]?.runtime ?? '?';
   const headline =
     decision.kind === 'escalate'
@@ -68,6 +71,11 @@ export function explainLines(decision: RoutingDecision): string[] {
     `  why:      ${decision.reason}`,
     ...(modes.length > 0 ? [`  how:      ${modes.join(', ')}`] : []),
     `  approval: ${decision.requiresApproval ? `required: ${decision.approvalReason}` : 'not needed'}`,
+    ...(offline === undefined
+      ? []
+      : [
+          `  presence: assumed, no hub asked: every runtime online with 1 worker${offline.length > 0 ? `, but ${offline.join(', ')} offline` : ''} (the hub's view: ctxbus capabilities show --hub)`,
+        ]),
     '',
     'candidates (* chosen, + could, - could not):',
     ...rows.map(([mark, runtime, role, reason]) =>
