@@ -32,6 +32,7 @@ Hub and tokens (the first that is set wins):
   runtime token  --token, $CTXBUS_TOKEN, else the one \`token create --save\` saved (the CLI's:
                  a cli token; a worker's and the bot's: their runtime's; see ctxbus whoami)
   admin token    --admin-token, $CTXBUS_ADMIN_TOKEN, else the one \`ctxbus serve\` saved
+  approve, deny  --token, $CTXBUS_APPROVER_TOKEN (an approver runtime's, e.g. cli), then as above
   Saved in $CTXBUS_CONFIG_DIR/credentials.json (default ~/.config/ctxbus), readable by you alone.
 
 Environment:
