@@ -55,20 +55,28 @@ export function readHandoff(paths: HandoffPaths): Handoff | null {
     throw corrupt(paths.handoff, 'json', 'is not JSON');
   }
   const handoff = asHandoff(paths.handoff, raw);
-  if (checksumOf(handoff) !== handoff.checksum) {
-    throw corrupt(
-      paths.handoff,
-      'checksum',
-      "fails its checksum: it was changed outside ctxbus or damaged (if you or seed 003's own scripts wrote it, `ctxbus handoff adopt` takes it as it is; a heartbeat with --force starts over)",
-    );
-  }
+  if (checksumOf(handoff) !== handoff.checksum) throw checksumFailed(paths.handoff);
   return handoff;
 }
 
-/** `raw` as a v2 handoff, or a `schema` error naming its first problem. */
+function checksumFailed(path: string): CtxbusError {
+  return corrupt(
+    path,
+    'checksum',
+    "fails its checksum: it was changed outside ctxbus or damaged (if you or seed 003's own scripts wrote it, `ctxbus handoff adopt` takes it as it is; a heartbeat with --force starts over)",
+  );
+}
+
+/**
+ * `raw` as a v2 handoff, or a `schema` error naming its first problem. A handoff whose only
+ * fault is its checksum's form (seed 003's example has `sha256:abc123...`) fails its checksum.
+ */
 function asHandoff(path: string, raw: unknown): Handoff {
   const parsed = handoffSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
+  if (parsed.error.issues.every((issue) => issue.path.join('.') === 'checksum')) {
+    throw checksumFailed(path);
+  }
   const issue = parsed.error.issues[0];
   throw corrupt(
     path,

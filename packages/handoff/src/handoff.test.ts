@@ -156,6 +156,8 @@ describe('the handoff file', () => {
       paths.handoff,
       JSON.stringify({ ...SEED_CONTENT, sequence: 47, checksum: 'sha256:abc123...' }),
     );
+    // Read as it is, it fails its checksum (and says adopt takes it), not its form.
+    expect(() => readHandoff(paths)).toThrowError(/fails its checksum.*ctxbus handoff adopt/);
     expect((await adoptHandoff(paths)).handoff.sequence).toBe(48);
     // What is not a v2 handoff is refused: there is nothing to take.
     writeFileSync(paths.handoff, '{"schema_version": 2, "sequence": 3}');
