@@ -198,6 +198,14 @@ describe('routeTask on the repository capabilities.yaml', () => {
     expect(decision).toMatchObject({ kind: 'queue', runtime: 'claude-code' });
     expect(decision.reason).toContain('claude-code can but is offline: the task waits for it');
     expect(candidate(decision, 'claude-code')?.reason).toBe('can: code_execution native; offline');
+    // Presence is a team's: the hub names it, so a worker connected in another team is no riddle.
+    const hub = routeTask(
+      { requiredCapabilities: ['code_execution'], origin: 'openclaw' },
+      repoMatrix,
+      presenceFor(repoMatrix, ['claude-code']),
+      { team: 'root' },
+    );
+    expect(hub.reason).toContain('claude-code can but is offline in team root: the task waits');
   });
 
   it('without queueing an offline target is dropped: the web sandbox takes it, or no one', () => {

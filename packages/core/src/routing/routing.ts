@@ -484,6 +484,7 @@ function handOver(
   best: Peer,
   runnerUp: Peer | undefined,
   candidates: RoutingCandidate[],
+  team: string | undefined,
 ): RoutingDecision {
   const ranked = rankReason(best, runnerUp);
   const available = isAvailable(best);
@@ -504,15 +505,19 @@ function handOver(
     candidates,
     reason: available
       ? `${originSide}; proxied to ${best.runtime} (${describePeer(best, needs.required)}), ${ranked}`
-      : `${originSide}; ${best.runtime} can but ${best.online ? 'has no worker connected' : 'is offline'}: the task waits for it (${ranked})`,
+      : `${originSide}; ${best.runtime} can but ${best.online ? 'has no worker connected' : 'is offline'}${team === undefined ? '' : ` in team ${team}`}: the task waits for it (${ranked})`,
   };
 }
 
-/** Routes a task to the runtime that does it; see the module comment for the rules. */
+/**
+ * Routes a task to the runtime that does it; see the module comment for the rules. `team`:
+ * whose presence this is, named when a task waits for a runtime not connected there.
+ */
 export function routeTask(
   request: RouteRequest,
   matrix: CapabilitiesFile,
   presence: RuntimePresence,
+  options: { team?: string } = {},
 ): RoutingDecision {
   const needs = taskNeeds(request);
   const origin = viewOrigin(needs, matrix, presence);
@@ -521,5 +526,5 @@ export function routeTask(
   if (origin.can) return doItself(needs, origin, candidates);
   const [best, runnerUp] = ranked.kept;
   if (!best) return escalate(needs, origin, candidates);
-  return handOver(needs, origin, best, runnerUp, candidates);
+  return handOver(needs, origin, best, runnerUp, candidates, options.team);
 }

@@ -209,6 +209,7 @@ export class TaskLifecycle {
       },
       capabilities.matrix(),
       live,
+      { team: viewer.teamId },
     );
     const { state, targetRuntime } = placement(routing, viewer.runtime);
     assertNoSecretInJson(request.input, 'input', INPUT_SECRET);
