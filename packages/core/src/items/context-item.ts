@@ -216,6 +216,10 @@ export const contextItemInputSchema = z
     visibility: visibilitySchema.optional(),
     expiresAt: isoDateTimeSchema.optional(),
     expiresAfterSeconds: z.int().positive().max(LIMITS.maxTtlSeconds).optional(),
+    // Seed 000's name for expiresAfterSeconds (see `expiresAfterOf`).
+    ttl: z.int().positive().max(LIMITS.maxTtlSeconds).optional().meta({
+      description: 'Seed 000: seconds to live, the same as expiresAfterSeconds.',
+    }),
     supersedes: itemIdSchema.optional(),
     key: memoryKeySchema.optional(),
     runtimeOptions: runtimeOptionsSchema.optional(),
@@ -249,6 +253,7 @@ export const contextItemInputSchema = z
         message: 'give expiresAt or expiresAfterSeconds, not both',
       });
     }
+    checkTtl(input, ctx);
     const prefix = input.scopeKey?.split(':', 1)[0];
     if ((prefix === 'task' || prefix === 'thread') && input.scope !== undefined) {
       if (input.scope !== prefix) {
@@ -262,6 +267,35 @@ export const contextItemInputSchema = z
   });
 
 export type ContextItemInput = z.input<typeof contextItemInputSchema>;
+
+/** `ttl` (seed 000's name) goes with expiresAfterSeconds only when both say the same. */
+function checkTtl(
+  input: { ttl?: number; expiresAfterSeconds?: number; expiresAt?: string },
+  ctx: z.RefinementCtx,
+): void {
+  if (input.ttl === undefined) return;
+  if (input.expiresAfterSeconds !== undefined && input.expiresAfterSeconds !== input.ttl) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ttl'],
+      message: `ttl ${input.ttl} disagrees with expiresAfterSeconds ${input.expiresAfterSeconds}; give one of them (ttl is seed 000's name for it)`,
+    });
+  }
+  if (input.expiresAt !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ttl'],
+      message: 'give expiresAt or ttl, not both',
+    });
+  }
+}
+
+/** The seconds an item lives, from either name (the schema refused the two disagreeing). */
+export function expiresAfterOf(
+  input: Pick<ContextItemInput, 'expiresAfterSeconds' | 'ttl'>,
+): number | undefined {
+  return input.expiresAfterSeconds ?? input.ttl;
+}
 
 /** Seed 000's flat source fields and their names in the nested `source` object. */
 const FLAT_SOURCE_FIELDS = [

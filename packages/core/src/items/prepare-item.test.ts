@@ -174,6 +174,25 @@ describe('prepareItem', () => {
     expect(item.relevanceTags).toEqual(['ci', 'build']);
   });
 
+  it("takes seed 000's ttl as expiresAfterSeconds; the two disagreeing is an error", () => {
+    const input = { id: '0192f000-0000-7000-8000-000000000002', type: 'status', title: 'x' };
+    const byTtl = prepareItem({ ...input, ttl: 3600 }, writer, { now });
+    const bySeconds = prepareItem({ ...input, expiresAfterSeconds: 3600 }, writer, { now });
+    expect(byTtl.expiresAt).toBe('2026-11-21T11:00:00.000Z');
+    expect(byTtl.inputHash).toBe(bySeconds.inputHash);
+    const both = { ...input, ttl: 3600, expiresAfterSeconds: 3600 };
+    expect(prepareItem(both, writer, { now }).expiresAt).toBe(byTtl.expiresAt);
+    const disagreeing = contextItemInputSchema.safeParse({ ...both, expiresAfterSeconds: 60 });
+    expect(disagreeing.error?.issues).toEqual([
+      expect.objectContaining({
+        path: ['ttl'],
+        message: expect.stringMatching(/ttl 3600 disagrees with expiresAfterSeconds 60/),
+      }),
+    ]);
+    const withDate = { ...input, ttl: 60, expiresAt: '2027-01-01T00:00:00Z' };
+    expect(contextItemInputSchema.safeParse(withDate).error?.issues[0]?.path).toEqual(['ttl']);
+  });
+
   it('redacts secrets before anything else sees them, and notes what it redacted', () => {
     const item = prepareItem(
       {

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { hashValue } from '../shared/canonical-hash.js';
 import { countTokens } from '../shared/tokens.js';
 import type { ContextItem, ContextItemInput, Redaction, Scope } from './context-item.js';
-import { contextItemInputSchema, sourceOf } from './context-item.js';
+import { contextItemInputSchema, expiresAfterOf, sourceOf } from './context-item.js';
 import { assertNoSecret, redactJson, redactSecrets } from './redact-secrets.js';
 
 /** Who is writing: every token belongs to one team and one runtime. */
@@ -122,10 +122,11 @@ export function prepareParsedItem(
     defaultScopeKey(scope, source.taskId ?? undefined, source.threadId ?? undefined);
   assertNoSecrets(input, source, scopeKey);
 
+  const expiresAfterSeconds = expiresAfterOf(input);
   let expiresAt: string | null = null;
   if (input.expiresAt !== undefined) expiresAt = new Date(input.expiresAt).toISOString();
-  else if (input.expiresAfterSeconds !== undefined) {
-    expiresAt = new Date(options.now.getTime() + input.expiresAfterSeconds * 1000).toISOString();
+  else if (expiresAfterSeconds !== undefined) {
+    expiresAt = new Date(options.now.getTime() + expiresAfterSeconds * 1000).toISOString();
   }
 
   const item = {
@@ -154,7 +155,7 @@ export function prepareParsedItem(
   const inputHash = hashValue({
     ...chosen,
     expiresAt: input.expiresAt ?? null,
-    expiresAfterSeconds: input.expiresAfterSeconds ?? null,
+    expiresAfterSeconds: expiresAfterSeconds ?? null,
   });
   return { ...item, inputHash };
 }
