@@ -245,7 +245,11 @@ export interface SeedSharedFields {
   activeTasks: SeedEntry[];
   blockedItems: SeedEntry[];
   recentDecisions: SeedEntry[];
-  /** The current-focus entries' text, one per line ('' when none). */
+  /**
+   * Seed 000's `currentFocus: string`: the focus text alone (the item's content, or its summary
+   * where the budget compacted the entry), one line per entry ('' when none). The labelled
+   * bullet is only in the formatted text.
+   */
   currentFocus: string;
   recentInteractionSummaries: SeedEntry[];
   threadSummaries: SeedEntry[];
@@ -267,9 +271,23 @@ export interface SharedContextBundle extends Omit<BuiltContext, 'text'>, SeedSha
   items?: ContextItem[];
 }
 
+/** The focus entries' own text: the body of a full entry, the summary of a compacted one. */
+function focusText(built: readonly BuiltSection[], sections: readonly ContextSection[]): string {
+  const source = sections.find((section) => section.id === 'currentFocus')?.entries ?? [];
+  const byId = new Map(source.map((entry) => [entry.id, entry]));
+  return (built.find((section) => section.id === 'currentFocus')?.entries ?? [])
+    .map((entry) => {
+      const from = byId.get(entry.id);
+      if (!from) return entry.text;
+      return entry.mode === 'full' ? from.body : from.summary;
+    })
+    .join('\n');
+}
+
 /** Seed 000's named fields from the built sections (the entries, not copies of the items). */
 function seedFields(
   built: readonly BuiltSection[],
+  sections: readonly ContextSection[],
   request: SharedContextRequest,
 ): SeedSharedFields {
   const entries = (id: SharedSectionId) =>
@@ -283,9 +301,7 @@ function seedFields(
     activeTasks: entries('activeTasks'),
     blockedItems: entries('blockedItems'),
     recentDecisions: entries('recentDecisions'),
-    currentFocus: entries('currentFocus')
-      .map((entry) => entry.text)
-      .join('\n'),
+    currentFocus: focusText(built, sections),
     recentInteractionSummaries: entries('recentInteractions'),
     threadSummaries: entries('threadSummaries'),
     projectContext: entries('projectContext'),
@@ -329,7 +345,7 @@ export function resolveSharedContext(
   const { text, ...rest } = built;
   const bundle: SharedContextBundle = {
     ...rest,
-    ...seedFields(built.sections, request),
+    ...seedFields(built.sections, sections, request),
     runtime: request.runtime,
     formatted: text,
     formattedMarkdown:

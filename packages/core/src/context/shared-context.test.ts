@@ -221,17 +221,52 @@ describe('resolveSharedContext', () => {
         teamId: viewer.teamId,
         entries: section('identity'),
       });
-      expect(bundle.currentFocus).toBe(
-        section('currentFocus')
-          .map((e) => e.text)
-          .join('\n'),
-      );
     }
     expect(text.tokenBudget).toBe(2000);
     expect(text.warnings).toEqual([expect.objectContaining({ type: 'flattened' })]);
 
     const web = resolveSharedContext(of(items), { runtime: 'web', viewer, now });
     expect(web.items?.map((item) => item.id)).toEqual([items[0]?.id]);
+  });
+
+  it("gives seed 000's currentFocus as the focus text alone, the bullet only in formatted", () => {
+    const focus = storedItem({
+      type: 'status',
+      key: 'focus',
+      title: 'Current focus',
+      content: 'Ship the billing migration this week.',
+      summary: 'Billing migration.',
+    });
+    for (const runtime of ['claude-code', 'openclaw', 'web']) {
+      const bundle = resolveSharedContext(of([focus]), { runtime, viewer, now });
+      expect(bundle.currentFocus).toBe('Ship the billing migration this week.');
+      expect(bundle.formatted).toContain('Current focus');
+    }
+    // Where the budget compacts the entry, the field is the summary the text shows.
+    const tight = resolveSharedContext(of([focus]), {
+      runtime: 'claude-code',
+      viewer,
+      now,
+      tokenBudget: 60,
+    });
+    const [entry] = tight.sections.find((s) => s.id === 'currentFocus')?.entries ?? [];
+    expect(entry?.mode).toBe('compact');
+    expect(tight.currentFocus).toBe('Billing migration.');
+    expect(resolveSharedContext(of([]), { runtime: 'openclaw', viewer, now }).currentFocus).toBe(
+      '',
+    );
+  });
+
+  it("lists each runtime's trust in the text format as in Markdown (seed 000's trust_level)", () => {
+    const runtimes = [
+      { id: 'claude-code', trust: 'standard' },
+      { id: 'openclaw', trust: 'restricted' },
+    ];
+    const line = 'Runtimes: claude-code (standard), openclaw (restricted)';
+    for (const runtime of ['openclaw', 'claude-code']) {
+      const bundle = resolveSharedContext(of([]), { runtime, viewer, now, runtimes });
+      expect(bundle.formatted.replaceAll('**', '')).toContain(`- ${line}`);
+    }
   });
 
   it('gives a runtime without a resolver of its own the default format: plain Markdown', () => {

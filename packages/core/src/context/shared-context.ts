@@ -437,15 +437,18 @@ export function selectSharedContext(
     summary: `${viewer.runtime} in team ${viewer.teamId}`,
     meta: {},
   };
+  // Seed 000's trust_level per runtime: the list is its own summary, so the text format (which
+  // shows summaries) names each runtime's trust too; compacted, the text shows the title alone.
+  const trustList = (options.runtimes ?? []).map((entry) => `${entry.id} (${entry.trust})`);
   const trustEntry: ContextEntry[] =
-    options.runtimes && options.runtimes.length > 0
+    trustList.length > 0
       ? [
           {
             id: 'identity:runtimes',
             refs: [],
             title: 'Runtimes',
-            body: options.runtimes.map((entry) => `${entry.id} (${entry.trust})`).join(', '),
-            summary: `${options.runtimes.length} runtimes with their trust`,
+            body: trustList.join(', '),
+            summary: trustList.join(', '),
             meta: {},
           },
         ]

@@ -232,7 +232,10 @@ export const sharedResponseSchema = z.object({
   activeTasks: seedSection('Seed 000: the `activeTasks` section.'),
   blockedItems: seedSection('Seed 000: the `blockedItems` section.'),
   recentDecisions: seedSection('Seed 000: the `recentDecisions` section.'),
-  currentFocus: z.string().meta({ description: "Seed 000: the current focus entries' text." }),
+  currentFocus: z.string().meta({
+    description:
+      "Seed 000: the current focus alone: the focus item's content, or its summary where the budget compacted it (one line per entry); `formatted` has it as a labelled bullet.",
+  }),
   recentInteractionSummaries: seedSection('Seed 000: the `recentInteractions` section.'),
   threadSummaries: seedSection('Seed 000: the `threadSummaries` section.'),
   projectContext: seedSection('Seed 000: the `projectContext` section.'),
