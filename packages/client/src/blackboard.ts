@@ -34,6 +34,8 @@ import {
   priorityTag,
   REMOVED_TAG,
   swarmBlackboardOf,
+  TEXT_VALUE_TAG,
+  valueContent,
 } from '@ctxbus/core/contract';
 import type { CtxbusClient, StreamOptions } from './ctxbus-client.js';
 import { forgetIfPresent, listAll } from './layer-reads.js';
@@ -120,16 +122,18 @@ export class Blackboard implements BlackboardWriter {
   /** The item one entry is written as. */
   private entryInput(entry: string, value: JsonValue, options: EntryOptions): ContextItemInput {
     const kind = options.kind ?? 'note';
+    const { content, tags: valueTags } = valueContent(value);
     const tags = [
       BLACKBOARD_TAG,
       kind,
+      ...valueTags,
       ...(options.priority ? [priorityTag(options.priority)] : []),
-      ...(options.tags ?? []),
+      ...(options.tags ?? []).filter((tag) => tag !== TEXT_VALUE_TAG),
     ];
     return {
       type: ENTRY_TYPES[kind],
       title: `${entry} (${this.board.scope} ${this.board.id} blackboard)`,
-      content: JSON.stringify(value),
+      content,
       key: blackboardEntryKey(this.board, entry),
       ...this.scopeFields(),
       relevanceTags: [...new Set(tags)],

@@ -14,6 +14,8 @@ import {
   resourceKey,
   resourceOf,
   resourceTypeTag,
+  TEXT_VALUE_TAG,
+  valueContent,
 } from '@ctxbus/core/contract';
 import type { CtxbusClient } from './ctxbus-client.js';
 import { forgetIfPresent } from './layer-reads.js';
@@ -86,13 +88,15 @@ export class PersistentResources implements ResourceWriter {
     const type = options.type ?? current?.type ?? DEFAULT_RESOURCE_TYPE;
     const tags = options.tags ?? current?.tags ?? [];
     const visibility = options.visibility ?? current?.visibility;
+    const { content, tags: valueTags } = valueContent(value);
+    const userTags = tags.filter((tag) => tag !== TEXT_VALUE_TAG);
     const { items } = await this.client.write({
       type: 'discovery',
       title: options.title ?? current?.title ?? name,
-      content: JSON.stringify(value),
+      content,
       key,
       scope: 'global',
-      relevanceTags: [...new Set([RESOURCE_TAG, resourceTypeTag(type), ...tags])],
+      relevanceTags: [...new Set([RESOURCE_TAG, resourceTypeTag(type), ...valueTags, ...userTags])],
       ...(visibility !== undefined && { visibility }),
       ...(this.agentId !== undefined && { source: { agentId: this.agentId } }),
     });

@@ -124,6 +124,8 @@ export {
   RESOURCE_TAG,
   resourceKey,
   resourceNameSchema,
+  TEXT_VALUE_TAG,
+  valueContent,
 } from './layers/blackboard-contract.js';
 export type { ResourceType, ResourceView } from './layers/persistent-resource.js';
 export {

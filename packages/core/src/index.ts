@@ -222,6 +222,8 @@ export {
   resourceViewSchema,
   swarmBlackboardOf,
   swarmBlackboardSchema,
+  TEXT_VALUE_TAG,
+  valueContent,
 } from './layers/index.js';
 export type {
   CapabilitiesFile,

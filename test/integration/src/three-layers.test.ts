@@ -67,7 +67,9 @@ describe('three layers, end to end', () => {
       entry: 'release-notes',
       item: { key: 'blackboard/thread/release-42/release-notes', scopeKey: 'thread:release-42' },
     });
-    expect(JSON.parse(update?.item.content)).toBe(notes);
+    // A string value is held as it is (tagged value:text), not JSON-quoted.
+    expect(update?.item.content).toBe(notes);
+    expect(update?.item.relevanceTags).toContain('value:text');
     await socket.waitFor((events) => events.some((e) => e.data.includes('blackboard-updated')));
     // Resuming by Last-Event-ID replays it as the same event, with the same id.
     const resumed = openStream(hub.url, hub.tokens.release, {

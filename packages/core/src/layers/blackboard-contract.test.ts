@@ -7,6 +7,8 @@ import {
   itemValue,
   parseBlackboardKey,
   resourceKey,
+  TEXT_VALUE_TAG,
+  valueContent,
 } from './blackboard-contract.js';
 
 describe('blackboard keys', () => {
@@ -45,6 +47,27 @@ describe('blackboard keys', () => {
       blackboardEventOf({ seq: 7, kind: 'added', item: { ...item, relevanceTags: [] } }),
     ).toBeNull();
     expect(itemValue(item)).toEqual({ ok: true });
-    expect(itemValue({ content: 'plain words' })).toBe('plain words');
+    expect(itemValue({ content: 'plain words', relevanceTags: [] })).toBe('plain words');
+  });
+});
+
+describe('entry and resource values', () => {
+  it('a string is held as it is and read back a string, even one that reads as JSON', () => {
+    expect(valueContent('PostgreSQL + pgvector')).toEqual({
+      content: 'PostgreSQL + pgvector',
+      tags: [TEXT_VALUE_TAG],
+    });
+    expect(valueContent({ ok: true })).toEqual({ content: '{"ok":true}', tags: [] });
+    for (const value of ['42', 'true', 'null', '{"a":1}', '"quoted"', '', { n: [1] }, 7, false]) {
+      const { content, tags } = valueContent(value);
+      expect(itemValue({ content, relevanceTags: tags })).toEqual(value);
+    }
+  });
+
+  it('an older item, its string JSON-quoted and untagged, still reads as the string', () => {
+    expect(itemValue({ content: '"Use the staging DB for tests"', relevanceTags: [] })).toBe(
+      'Use the staging DB for tests',
+    );
+    expect(itemValue({ content: '42', relevanceTags: [] })).toBe(42);
   });
 });

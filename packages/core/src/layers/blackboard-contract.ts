@@ -14,7 +14,8 @@ import { CtxbusError } from '../shared/errors.js';
  * - a persistent resource is a keyed item `resource/<name>` tagged `resource`, with no expiry,
  *   found by the hub's search like any other item.
  *
- * The value of either is JSON in the item's `content`.
+ * The value of either is in the item's `content`: a string as it is (tagged `value:text`), any
+ * other value as JSON.
  */
 
 export const BLACKBOARD_TAG = 'blackboard';
@@ -102,8 +103,22 @@ export function resourceKey(name: string): string {
   return `resource/${name}`;
 }
 
-/** The JSON value an entry or resource item holds (its content; plain text when not JSON). */
-export function itemValue(item: Pick<ContextItem, 'content'>): unknown {
+/** The tag of an entry or resource whose value is a string, held as it is in the content. */
+export const TEXT_VALUE_TAG = 'value:text';
+
+/** How an entry or resource holds a value: a string as it is (and the tag saying so), else JSON. */
+export function valueContent(value: unknown): { content: string; tags: string[] } {
+  if (typeof value === 'string') return { content: value, tags: [TEXT_VALUE_TAG] };
+  return { content: JSON.stringify(value) ?? 'null', tags: [] };
+}
+
+/**
+ * The value an entry or resource item holds: its content as it is when tagged `value:text`
+ * (a string, even one that reads as JSON: `"42"`), else the JSON in it (an older item's string
+ * is JSON-quoted), or plain text when it is not JSON.
+ */
+export function itemValue(item: Pick<ContextItem, 'content' | 'relevanceTags'>): unknown {
+  if (item.relevanceTags.includes(TEXT_VALUE_TAG)) return item.content;
   try {
     return JSON.parse(item.content) as unknown;
   } catch {

@@ -17,6 +17,8 @@ export {
   RESOURCE_TAG,
   resourceKey,
   resourceNameSchema,
+  TEXT_VALUE_TAG,
+  valueContent,
 } from './blackboard-contract.js';
 export type { BlackboardWriter, ExportReport, ResourceWriter } from './context-exporter.js';
 export { ContextExporter } from './context-exporter.js';

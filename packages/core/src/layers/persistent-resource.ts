@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { ContextItem } from '../items/context-item.js';
 import { visibilitySchema } from '../items/context-item.js';
-import { itemValue, RESOURCE_TAG } from './blackboard-contract.js';
+import { itemValue, RESOURCE_TAG, TEXT_VALUE_TAG } from './blackboard-contract.js';
 import { writerOf } from './swarm-blackboard.js';
 
 /**
  * Seed 004's third layer, typed: a persistent resource is a note, a routine, an API record or a
  * knowledge artifact. The type rides in a tag (`resource-type:routine`) beside `resource`, so a
- * listing filters by it; the resource's value is the JSON in the item's content.
+ * listing filters by it; the resource's value is in the item's content (`valueContent`).
  */
 
 export const RESOURCE_TYPES = ['note', 'routine', 'api-record', 'knowledge'] as const;
@@ -57,7 +57,7 @@ export function resourceOf(item: ContextItem): ResourceView | null {
     title: item.title,
     value: itemValue(item),
     tags: item.relevanceTags.filter(
-      (tag) => tag !== RESOURCE_TAG && !tag.startsWith(TYPE_TAG_PREFIX),
+      (tag) => tag !== RESOURCE_TAG && tag !== TEXT_VALUE_TAG && !tag.startsWith(TYPE_TAG_PREFIX),
     ),
     visibility: item.visibility,
     id: item.id,

@@ -9,6 +9,7 @@ import {
   itemValue,
   parseBlackboardKey,
   REMOVED_TAG,
+  TEXT_VALUE_TAG,
 } from './blackboard-contract.js';
 
 /**
@@ -88,7 +89,12 @@ export function entryKindOf(
   );
 }
 
-const INTERNAL_TAGS = new Set<string>([BLACKBOARD_TAG, REMOVED_TAG, ...BLACKBOARD_ENTRY_KINDS]);
+const INTERNAL_TAGS = new Set<string>([
+  BLACKBOARD_TAG,
+  REMOVED_TAG,
+  TEXT_VALUE_TAG,
+  ...BLACKBOARD_ENTRY_KINDS,
+]);
 
 function noteOf(name: string, item: ContextItem): BlackboardNote {
   const value = itemValue(item);

@@ -50,6 +50,9 @@ async function refused(as: ConnectedClient, name: string, args: Record<string, u
   return textOf(result);
 }
 
+/** The hub as REST sees it (Claude Code of team acme), to look at the items as stored. */
+const raw = () => createClient({ url: hub.url, token: hub.token });
+
 const board = (as: ConnectedClient, args: Record<string, unknown> = {}) =>
   ok<{ board: SwarmBlackboard; changes: string[] }>(as, 'update_swarm_shared_state', args);
 
@@ -159,6 +162,64 @@ describe('update_swarm_shared_state', () => {
     expect(textOf(await call(claude, 'update_swarm_shared_state', args))).toMatch(
       /\[high\] staging DNS is flaky .*#dns/,
     );
+  });
+
+  it("takes a note back as it returned it: createdBy and createdAt are the hub's", async () => {
+    const args = { board: 'thread:T-round-trip' };
+    const note = {
+      id: 'n1',
+      content: 'note one',
+      createdBy: 'claude-code',
+      createdAt: '2026-02-07T00:00:00Z',
+      tags: [],
+      priority: 'low',
+    };
+    const written = await board(openclaw, { ...args, key: 'sharedNotes', value: [note] });
+    const [stored] = written.board.sharedNotes;
+    expect(stored).toMatchObject({ id: 'n1', content: 'note one', priority: 'low', tags: [] });
+    expect(stored?.createdBy).toBe('openclaw');
+    expect(stored?.createdAt).not.toBe('2026-02-07T00:00:00Z');
+    // What the board returned goes back unchanged.
+    const again = await board(claude, {
+      ...args,
+      key: 'sharedNotes',
+      value: written.board.sharedNotes,
+    });
+    expect(again.board.sharedNotes.map(({ id, content }) => ({ id, content }))).toEqual([
+      { id: 'n1', content: 'note one' },
+    ]);
+    expect(
+      await refused(claude, 'update_swarm_shared_state', {
+        ...args,
+        key: 'sharedNotes',
+        value: [{ ...note, author: 'me' }],
+      }),
+    ).toMatch(/value: for key "sharedNotes" give a note or a list of notes/);
+  });
+
+  it('stores a string value as the string itself, and reads it back a string', async () => {
+    const args = { board: 'thread:T-strings' };
+    await board(claude, {
+      ...args,
+      add: { sharedNotes: ['Use the staging DB for tests'] },
+      key: 'answer',
+      value: '42',
+    });
+    await board(claude, { ...args, key: 'flag', value: 'true' });
+    await board(claude, { ...args, key: 'count', value: 42 });
+    const read = (await board(openclaw, args)).board;
+    expect(read.taskResults).toEqual({ answer: '42', flag: 'true', count: 42 });
+    expect(read.sharedNotes.map((note) => [note.content, note.tags])).toEqual([
+      ['Use the staging DB for tests', []],
+    ]);
+    const items = (await raw().list({ keyPrefix: 'blackboard/thread/T-strings' })).items;
+    const contents = items.map((item) => [item.content, item.summary]).sort();
+    expect(contents).toEqual([
+      ['42', '42'],
+      ['42', '42'],
+      ['Use the staging DB for tests', 'Use the staging DB for tests'],
+      ['true', 'true'],
+    ]);
   });
 
   it('refuses bad input, naming the form it takes', async () => {
@@ -289,6 +350,37 @@ describe('resource_manage', () => {
     expect(
       await refused(claude, 'resource_manage', { action: 'delete', name: 'runbooks/deploy' }),
     ).toMatch(/not found/);
+  });
+
+  it('stores a string value as the string itself; an older JSON-quoted one reads the same', async () => {
+    const added = await resource(claude, {
+      action: 'add',
+      name: 'decisions/db-choice',
+      type: 'note',
+      value: 'PostgreSQL + pgvector',
+    });
+    expect(added.resource).toMatchObject({ value: 'PostgreSQL + pgvector', tags: [] });
+    const [item] = (await raw().list({ key: 'resource/decisions/db-choice' })).items;
+    expect([item?.content, item?.summary]).toEqual([
+      'PostgreSQL + pgvector',
+      'PostgreSQL + pgvector',
+    ]);
+    for (const value of ['42', 'true', '{"a": 1}']) {
+      await resource(claude, { action: 'put', name: 'decisions/looks-like-json', value });
+      const got = await resource(openclaw, { action: 'get', name: 'decisions/looks-like-json' });
+      expect(got.resource?.value).toBe(value);
+    }
+    // As an older ctxbus wrote a string: JSON-quoted, untagged.
+    await raw().write({
+      type: 'discovery',
+      title: 'decisions/old',
+      content: '"PostgreSQL + pgvector"',
+      key: 'resource/decisions/old',
+      scope: 'global',
+      relevanceTags: ['resource', 'resource-type:note'],
+    });
+    const old = await resource(openclaw, { action: 'get', name: 'decisions/old' });
+    expect(old.resource?.value).toBe('PostgreSQL + pgvector');
   });
 
   it("takes the seed's add and update: add refuses an existing name, update a missing one", async () => {

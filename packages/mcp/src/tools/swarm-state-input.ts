@@ -37,11 +37,15 @@ export const noteInput = z.union(
       content: z.string().trim().min(1).max(LIMITS.contentChars),
       tags: z.array(tagSchema).max(10).optional(),
       priority: notePrioritySchema.optional(),
+      // A note as the board returns it can be written back: who wrote it and when are the
+      // hub's to say (the writer's runtime, the time of the write), so these are ignored.
+      createdBy: z.string().max(200).optional().describe('Ignored: the writer is the caller.'),
+      createdAt: z.string().max(100).optional().describe('Ignored: the hub stamps the time.'),
     }),
   ],
   {
     error:
-      'a note is text, or {content, tags (up to 10), priority (low, medium or high), id (letters, digits, . _ -)}',
+      'a note is text, or {content, tags (up to 10), priority (low, medium or high), id (letters, digits, . _ -)}; createdBy and createdAt are taken and ignored',
   },
 );
 export type NoteArgument = z.output<typeof noteInput>;

@@ -71,7 +71,12 @@ const isListField = (key: string): key is BoardListField =>
 const noteList = z.union([noteInput, z.array(noteInput).max(50)]);
 const listValue = z.union([boardListValueSchema, z.array(boardListValueSchema).max(100)]);
 
-const asNote = (note: NoteArgument) => (typeof note === 'string' ? { content: note } : note);
+/** A note to write: text as its content; a returned note's createdBy and createdAt dropped. */
+function asNote(note: NoteArgument) {
+  if (typeof note === 'string') return { content: note };
+  const { createdBy: _by, createdAt: _at, ...written } = note;
+  return written;
+}
 
 /** The line reporting a change of a list field: what changed, and whether some values did not. */
 function listChange(
