@@ -1,5 +1,6 @@
 import type { ConflictReport, ContextEntry, ContextItem, Task } from '@ctxbus/core';
 import { buildContext, getResolver, plainLine, shownJson, visibleText } from '@ctxbus/core';
+import { TELEGRAM_MESSAGE_LIMIT } from './split-message.js';
 import type { DigestEntry } from './state-file.js';
 
 // What the bot says, as terse plain text (OpenClaw's style: the `openclaw` resolver's
@@ -64,11 +65,15 @@ interface ApprovalRequest {
   reason?: string;
 }
 
+/** The most of a task's title an approval shows (the title is the origin's words). */
+const MAX_TITLE = 200;
+
 /** A task waiting in AUTH_REQUIRED for a human's approval of one exact command. */
 export function approvalText(task: Task): string {
   const request = (task.approval?.request ?? {}) as ApprovalRequest;
   const lines = [
-    `Approval needed: ${plainLine(task.title)}`,
+    // Quoted as JSON too: a title cannot pass for the command line below it.
+    `Approval needed for the task ${shownJson(clip(plainLine(task.title), MAX_TITLE))}`,
     // Quoted as JSON: an argument's newlines and spaces show, and cannot forge the lines below.
     `Command: ${shownJson(request.argv ?? [])}`,
     `In: ${shownJson(request.cwd ?? '?')}`,
@@ -85,6 +90,28 @@ export function approvalText(task: Task): string {
   );
   // An agent's words, shown to the person who decides: nothing in them hidden or reordered.
   return visibleText(lines.join('\n'));
+}
+
+/**
+ * What the bot sends for a pending approval: the whole text with the buttons, or, when it does
+ * not fit one Telegram message, a pointer to where the whole command can be read, and no
+ * buttons: a person never approves a command shown in parts (the buttons would sit under the
+ * last part only, which shows the command's end).
+ */
+export function approvalMessage(task: Task): { text: string; buttons: boolean } {
+  const text = approvalText(task);
+  if (text.length <= TELEGRAM_MESSAGE_LIMIT) return { text, buttons: true };
+  const request = (task.approval?.request ?? {}) as ApprovalRequest;
+  const shown = shownJson(request.argv ?? []);
+  const lines = [
+    `Approval needed for the task ${shownJson(clip(plainLine(task.title), MAX_TITLE))}`,
+    `Its command is ${shown.length} characters long, too long to show in one message, so it is not shown here in parts and cannot be approved here.`,
+    `Read it whole and decide with: ctxbus approve ${task.id} (or ctxbus deny), or in the dashboard.`,
+    `From: ${task.origin}; run by ${task.approval?.requestedBy ?? task.targetRuntime ?? '?'}`,
+    `Expires: ${task.approval?.expiresAt ?? '?'}`,
+    `Task: ${task.id}`,
+  ];
+  return { text: visibleText(lines.join('\n')), buttons: false };
 }
 
 /** The digest's entry for an attention item, kept in the state file until it goes out. */

@@ -10,7 +10,7 @@ import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { BotDeps } from './bot-deps.js';
 import { BOT_COMMANDS, commandsComposer, DEFAULT_DIGEST_INTERVAL_MS } from './commands.js';
 import {
-  approvalText,
+  approvalMessage,
   conflictText,
   digestEntry,
   digestText,
@@ -389,8 +389,10 @@ export class CtxbusTelegramBot {
     // Decided or lapsed before we got here: say what it is now, without buttons.
     if (task.state !== 'AUTH_REQUIRED' || task.approval?.status !== 'pending') return null;
     const { digest } = task.approval.request;
+    const message = approvalMessage(task);
+    if (!message.buttons) return { text: message.text };
     return {
-      text: approvalText(task),
+      text: message.text,
       keyboard: buttons(task.id, 'Allow once'),
       decides: task.id,
       ...(typeof digest === 'string' && { digest }),
