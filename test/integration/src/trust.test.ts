@@ -254,6 +254,23 @@ describe('only people approve', () => {
     expect(existsSync(join(project, 'ran-admin-env'))).toBe(false);
   });
 
+  it('a command too long for a note still waits for a person, its note cut, its request whole', async () => {
+    const long = 'y'.repeat(2_500);
+    const id = await createTask(hub.tokens.claw, 'mark long', {
+      argv: ['node', 'mark.js', long],
+      cwd: project,
+    });
+    const task = await waitForState(id, 'AUTH_REQUIRED');
+    expect(task.approval.request.argv).toEqual(['node', 'mark.js', long]);
+    const { body } = await call(hub.url, 'GET', `/api/tasks/${id}`, { token: hub.tokens.claw });
+    const note = (body.history as { note: string | null }[]).at(-1)?.note ?? '';
+    expect(note.length).toBeLessThanOrEqual(2_000);
+    expect(note).toMatch(
+      /^approve or deny: \["node","mark.js","y+ … \(cut: the command is \d+ characters/,
+    );
+    expect((await decide(hub.tokens.cli, id, 'deny')).status).toBe(200);
+  });
+
   it('refuses a decision naming another command than the one pending (digest_mismatch)', async () => {
     const { id, digest } = await waitingForApproval('mismatch');
     const other = digest.replace(/^./, digest.startsWith('0') ? '1' : '0');

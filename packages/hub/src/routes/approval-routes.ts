@@ -1,9 +1,10 @@
 import type { Task, TaskApproval } from '@ctxbus/core';
-import { CtxbusError, personRefusal, redactSecrets, shownJson } from '@ctxbus/core';
+import { CtxbusError, personRefusal, redactSecrets } from '@ctxbus/core';
 import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
+import { approvalNote } from './approval-note.js';
 
 // A human approves exactly one command: the worker that was refused it asks (the task waits in
 // AUTH_REQUIRED, showing the command to every runtime as a blocking item), a person answers
@@ -227,8 +228,7 @@ export const approvalRoutes = [
         note: null,
         token: null,
       };
-      const note =
-        body.note ?? `approve or deny: ${shownJson(request.argv)} in ${shownJson(request.cwd)}`;
+      const note = body.note ?? approvalNote(request.argv, request.cwd);
       const task = await services.tasks.move(viewer.teamId, params.id, {
         state: 'AUTH_REQUIRED',
         by: viewer.runtime,

@@ -9,6 +9,7 @@ import {
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
 import { taskView } from '../tasks/task-view.js';
+import { approvalNote } from './approval-note.js';
 
 // A runtime that runs commands itself (Codex: its PermissionRequest hook) asks the team's people
 // to approve one exact command, through the approvals a worker's command goes through. No new
@@ -103,9 +104,7 @@ async function askPeople(
   const task = await services.tasks.move(viewer.teamId, outcome.task.id, {
     state: 'AUTH_REQUIRED',
     by: viewer.runtime,
-    note:
-      body.note ??
-      `approve or deny: ${shownJson(argv)} in ${shownJson(cwd)} (asked by ${viewer.runtime})`,
+    note: body.note ?? approvalNote(argv, cwd, ` (asked by ${viewer.runtime})`),
     approval: pendingApproval(viewer, body, services),
   });
   return { task, status: outcome.status };
