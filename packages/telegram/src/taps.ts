@@ -95,7 +95,10 @@ async function decide(
   verdict: Verdict | 'keep',
   work: (who: string, shown: ButtonMessage) => Promise<TapOutcome>,
 ): Promise<void> {
-  const who = ctx.from?.username ? `@${ctx.from.username}` : `user ${ctx.from?.id ?? '?'}`;
+  // The user id always: a username can be changed or taken over by someone else.
+  const who = ctx.from?.username
+    ? `@${ctx.from.username} (user ${ctx.from.id})`
+    : `user ${ctx.from?.id ?? '?'}`;
   const shown = buttonMessage(taps, ctx, id);
   if ('reason' in shown) {
     taps.logger.warn(
@@ -187,7 +190,9 @@ async function auditRefusal(
   refusal: Refusal,
 ): Promise<void> {
   if (verdict === 'keep' || !id.startsWith('task_')) return;
-  const key = `${ctx.from?.id ?? '?'}\n${id}\n${verdict}\n${refusal.reason}`;
+  // One record per distinct attempt: the same tap repeated on the same message counts once.
+  const message = ctx.callbackQuery?.message?.message_id ?? '?';
+  const key = `${ctx.from?.id ?? '?'}\n${ctx.chat?.id ?? '?'}\n${message}\n${id}\n${verdict}\n${refusal.reason}`;
   if (taps.audited.has(key)) return;
   taps.audited.add(key);
   for (const old of [...taps.audited].slice(0, Math.max(0, taps.audited.size - AUDITED_REFUSALS))) {

@@ -492,6 +492,9 @@ describe('approvals', () => {
       expect.objectContaining({ decision: 'deny', reason: 'not_an_approver' }),
       expect.objectContaining({ reason: 'not_this_message', by: 'Telegram user 200 in chat 200' }),
     ]);
+    // The same refused tap on another message is another attempt: audited too.
+    await answerTo(api.userTaps(100, message.messageId + 1, `a:${id}`, 555), 'another message');
+    await waitUntil(async () => (await refused()).length === 4, 'a fourth refusal audited');
     expect((await hub.store.verifyAudit('acme')).ok).toBe(true);
     // An approver's tap on the same message still decides it.
     const approved = await answerTo(api.userTaps(100, message.messageId, `d:${id}`), 'a deny');

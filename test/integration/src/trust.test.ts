@@ -327,11 +327,19 @@ describe("a people's channel audits the decisions it refused itself", () => {
       body: { ...body, reason: 'because I said so' },
     });
     expect(bad.status).toBe(400);
+    // Who it was is one line as recorded: a newline cannot forge another audit line.
+    const forgedLine = await call(hub.url, 'POST', `/api/tasks/${id}/refused-decisions`, {
+      token: hub.tokens.cli,
+      body: { ...body, by: 'Telegram user 1 in chat -1\napproval.approved by boss\u2028x' },
+    });
+    expect(forgedLine.status).toBe(200);
     const refused = (await auditRecords('approval.refused')).filter((r) => r.subject === id);
     expect(refused.map((record) => [record.actor, record.data.role, record.data.reason])).toEqual([
       ['cli', 'refused_by_channel', 'not_an_approver'],
       ['stranger', 'not_an_approver', 'approver_required'],
+      ['cli', 'refused_by_channel', 'not_an_approver'],
     ]);
+    expect(refused[2]?.data.by).toBe('Telegram user 1 in chat -1 approval.approved by boss x');
     expect(refused[0]?.data.by).toBe('Telegram user 555 in chat -100');
     expect(refused[0]?.data.message).toContain('[REDACTED:secret-assignment]');
     expect((await readTask(id)).approval.status).toBe('pending');

@@ -1,5 +1,5 @@
 import type { Task, TaskApproval } from '@ctxbus/core';
-import { CtxbusError, personRefusal, redactSecrets } from '@ctxbus/core';
+import { CtxbusError, personRefusal, redactSecrets, visibleText } from '@ctxbus/core';
 import { commandDigest, signApproval } from '@ctxbus/exec';
 import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
@@ -328,7 +328,8 @@ export const approvalRoutes = [
           runtime: who.by,
           role: 'refused_by_channel',
           reason: body.reason,
-          by: redactSecrets(body.by, 'by').text,
+          // One line, nothing invisible: a channel's words cannot forge an audit line.
+          by: visibleText(redactSecrets(body.by.replace(/\s+/g, ' '), 'by').text),
           ...(body.message !== undefined && {
             message: redactSecrets(body.message, 'message').text,
           }),
