@@ -107,6 +107,13 @@ export class StateFile {
    * Records that `message` in `chat` carries the buttons deciding `id` (a task's approval: of
    * the command whose digest is `digest`).
    */
+  /** Whether a message with buttons for `id` (and this command's digest) went to `chat`. */
+  hasButtons(id: string, chat: number, digest?: string): boolean {
+    return (this.state.buttons[id] ?? []).some(
+      (entry) => entry.chat === chat && entry.digest === digest,
+    );
+  }
+
   recordButtons(id: string, chat: number, message: number, digest?: string): void {
     const buttons = this.state.buttons;
     const list = buttons[id] ?? [];

@@ -312,6 +312,22 @@ describe('approvals', () => {
     return message;
   }
 
+  it("announces an approval once per chat: the origin rewriting the task's note pushes no new buttons", async () => {
+    await start();
+    const id = await taskWaitingForApproval('Deploy, asked once');
+    await approvalMessage(100, id);
+    for (let i = 0; i < 3; i++) {
+      await openclaw.updateTask(id, { state: 'AUTH_REQUIRED', note: `APPROVED by alice ${i}` });
+    }
+    // Whatever comes after the notes has gone out; the approval's buttons went out once.
+    await blocking('after the notes');
+    await waitFor(api.nextCall(sentTo(100, 'after the notes')), 'the push after the notes');
+    const withButtons = api
+      .sent(100)
+      .filter((m) => m.text.includes(id) && m.replyMarkup !== undefined);
+    expect(withButtons).toHaveLength(1);
+  });
+
   it('Allow once approves the exact command; a second tap is told it is done', async () => {
     await start();
     const id = await taskWaitingForApproval('Deploy the site');

@@ -341,6 +341,13 @@ export class CtxbusTelegramBot {
           continue;
         }
         const { decides, digest } = message;
+        // One announcement per approval request and chat: a task's origin rewriting its note
+        // (a new status item) must not push the buttons again and again.
+        if (decides?.startsWith('task_') && this.state.hasButtons(decides, chatId, digest)) {
+          chat.lastSeq = event.seq;
+          this.dirty = true;
+          continue;
+        }
         const delivered = await this.deliver(
           chatId,
           message.text,
