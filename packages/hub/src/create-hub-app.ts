@@ -9,6 +9,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { bearerToken } from './auth.js';
+import { clientGone } from './client-gone.js';
 import { errorBody, handleRoute } from './handle-route.js';
 import type { HubOptions } from './hub-options.js';
 import type { HubServices } from './hub-services.js';
@@ -33,9 +34,8 @@ export function createHubApp(
     allowCors(app, options.corsOrigins);
   }
   const limitBody = bodyLimiter(services.maxBodyBytes);
-  app.use('/api/*', limitBody);
-  app.use('/a2a', limitBody);
-  app.use('/a2a/*', limitBody);
+  // Every route that takes a body shares the one budget: /mcp's uploads too (an extension's).
+  for (const path of ['/api/*', '/a2a', '/a2a/*', '/mcp', '/mcp/*']) app.use(path, limitBody);
   for (const route of routes) {
     app.on(route.method, route.path, (context) => handleRoute(route, services, context));
   }
@@ -208,17 +208,6 @@ function notFound(routes: readonly AnyRouteDefinition[]): NotFoundHandler {
       404,
     );
   };
-}
-
-/** Errors of a client that went away mid-request (a body cut short): its doing, not a fault. */
-const CLIENT_GONE = new Set(['ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE']);
-
-function clientGone(error: unknown): boolean {
-  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 4; depth += 1) {
-    if (CLIENT_GONE.has((at as NodeJS.ErrnoException).code ?? '')) return true;
-    at = at.cause;
-  }
-  return false;
 }
 
 /**

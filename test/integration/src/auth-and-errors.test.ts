@@ -300,7 +300,7 @@ describe('bad input', () => {
   });
 
   /** Clients that announce a full-size body with `token`, send a few bytes of it, then stall. */
-  const stallBodies = (count: number, token: string) => {
+  const stallBodies = (count: number, token: string, path = '/api/context') => {
     const target = new URL(hub.url);
     return Promise.all(
       Array.from(
@@ -309,7 +309,7 @@ describe('bad input', () => {
           new Promise<Socket>((resolve, reject) => {
             const socket = connect(Number(target.port), target.hostname, () => {
               socket.write(
-                `POST /api/context HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 65536\r\n\r\n{"type":`,
+                `POST ${path} HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 65536\r\n\r\n{"type":`,
                 () => resolve(socket),
               );
             });
@@ -352,6 +352,21 @@ describe('bad input', () => {
       async () => (await write({ type: 'status', title: 'after the stall' }, stuck)).status === 201,
       "the token's writes to be taken again once its stalled bodies ended",
     );
+  });
+
+  it("counts /mcp's uploads in the same budget: 8 stalled there leave the token no ninth body", async () => {
+    const stuck = await runtimeToken(hub, 'limits-mcp', 'web');
+    const stalled = await stallBodies(8, stuck, '/mcp');
+    try {
+      let refused: Awaited<ReturnType<typeof write>> | undefined;
+      await waitUntil(async () => {
+        refused = await write({ type: 'status', title: 'a ninth body' }, stuck);
+        return refused.status === 429;
+      }, "the token's next write, beside its 8 stalled /mcp uploads, to be refused");
+      expect(refused?.body.error).toMatchObject({ code: 'limit_reached' });
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
   });
 
   it('holds at most 32 bodies of the largest size at once: past that a request is 503 at once, until they end', async () => {

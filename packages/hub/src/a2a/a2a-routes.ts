@@ -13,6 +13,7 @@ import {
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { RuntimeCaller } from '../caller.js';
+import { clientGone } from '../client-gone.js';
 import type { HubServices } from '../hub-services.js';
 import type { AnyRouteDefinition } from '../route-definition.js';
 import { implement } from '../route-definition.js';
@@ -517,7 +518,13 @@ async function handleRpc(
     return context.json(rpcResult(id, result));
   } catch (error) {
     if (CtxbusError.isInstance(error) && error.code === 'unsupported_media_type') throw error;
-    if (!(error instanceof A2aRpcError) && !CtxbusError.isInstance(error)) {
+    if (clientGone(error)) {
+      // The client hung up mid-body: its doing, one info line (as on /api), nothing to answer.
+      services.logger.info(
+        { path: context.req.path },
+        'the client closed the connection mid-request',
+      );
+    } else if (!(error instanceof A2aRpcError) && !CtxbusError.isInstance(error)) {
       services.logger.error({ err: error }, 'A2A call failed');
     }
     if (notification) return context.body(null, 204);
