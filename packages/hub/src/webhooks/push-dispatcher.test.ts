@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
-import { startWebhookReceiver } from '@ctxbus/test-kit';
+import { startWebhookReceiver, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
@@ -118,6 +118,58 @@ describe('push delivery after a stale listing', () => {
     } finally {
       await hub.close();
       await receiver.close();
+      await store.close();
+    }
+  });
+});
+
+describe("a dead endpoint's failures in the log", () => {
+  it('are logged once a minute per subscription, with how many were held back, not per attempt', async () => {
+    const store = openSqliteStore({ path: ':memory:' });
+    const lines: { message: string; held?: number }[] = [];
+    const record =
+      () =>
+      (fields: unknown, message?: string): void => {
+        if (typeof message === 'string' && message.startsWith('webhook ')) {
+          lines.push({ message, held: (fields as { held?: number }).held });
+        }
+      };
+    const logger = {
+      info: record(),
+      warn: record(),
+      error: record(),
+      debug: () => {},
+      child: () => logger,
+    } as unknown as NonNullable<Parameters<typeof createHub>[0]['logger']>;
+    const refused = await hangingEndpoint();
+    const endpoint = refused.url;
+    await refused.close(); // nothing listens there now: every attempt is refused
+    const hub = await createHub({
+      store,
+      logger,
+      webhooks: { allowPrivateEndpoints: true, maxAttempts: 2, backoffBaseMs: 1, backoffMaxMs: 1 },
+    });
+    const call = created(hub);
+    try {
+      const token = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime: 'web' }))
+        .token;
+      const { subscription } = (await call(token, '/api/subscriptions', {
+        delivery: 'push',
+        endpoint,
+      })) as { subscription: { id: string } };
+      for (let index = 0; index < 10; index++) {
+        await call(token, '/api/context', { type: 'status', title: `lost ${index}` });
+      }
+      const letters = async () =>
+        (await store.listDeadLetters(subscription.id, { limit: 100 })).length;
+      await waitUntil(async () => (await letters()) === 10, 'the 10 changes dead-lettered');
+      // 10 changes, 2 attempts each: 10 retries and 10 dead letters, one line of each.
+      expect(lines).toEqual([
+        { message: 'webhook failed; will retry', held: 0 },
+        { message: 'webhook dead-lettered', held: 0 },
+      ]);
+    } finally {
+      await hub.close();
       await store.close();
     }
   });

@@ -3,6 +3,7 @@ import type { ItemFilter, Logger, SubscriptionEvent, WebhookPayload } from '@ctx
 import { backoffDelay, CHANGE_EVENT_NAMES, itemMatches } from '@ctxbus/core';
 import type { Change, DeadLetter, Store, SubscriptionRecord } from '@ctxbus/store';
 import type { ChangeFeed } from '../change-feed.js';
+import { LogThrottle } from './log-throttle.js';
 import type { SendOptions, SendResult } from './webhook-sender.js';
 import { sendWebhook } from './webhook-sender.js';
 import { signWebhook } from './webhook-signature.js';
@@ -45,6 +46,9 @@ export const DEFAULT_WEBHOOK_OPTIONS: Required<Omit<WebhookOptions, 'leaseHolder
 };
 
 const READ_BATCH = 200;
+
+/** How often one subscription's failures are logged: once, then at most once a minute. */
+const LOG_EVERY_MS = 60_000;
 
 /** The store filter and events of a subscription, for matching changes in memory. */
 /** How often the dispatcher reads which tokens are revoked (the token verdicts' interval). */
@@ -107,6 +111,8 @@ export class PushDispatcher {
   private crowded = false;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** A subscription's failures logged once a minute (`held`: the lines held back since). */
+  private readonly logThrottle = new LogThrottle(LOG_EVERY_MS, () => this.clock().getTime());
 
   constructor(
     private readonly store: Store,
@@ -315,10 +321,13 @@ export class PushDispatcher {
             lastError: result.error,
             failedAt: now(),
           };
-          this.logger.warn(
-            { subscription: start.id, seq: change.seq, attempts, error: result.error },
-            'webhook dead-lettered',
-          );
+          const held = this.logThrottle.pass(`${start.id}\ndead-lettered`);
+          if (held !== null) {
+            this.logger.warn(
+              { subscription: start.id, seq: change.seq, attempts, error: result.error, held },
+              'webhook dead-lettered',
+            );
+          }
           attempts = 0;
           cursor = change.seq;
           const saved = await this.store.saveSubscriptionProgress(
@@ -332,10 +341,13 @@ export class PushDispatcher {
         }
         // Keep order: this change stays at the head until it is delivered or given up on.
         const retryAt = this.clock().getTime() + retryDelayMs(attempts, this.options);
-        this.logger.info(
-          { subscription: start.id, seq: change.seq, attempts, error: result.error },
-          'webhook failed; will retry',
-        );
+        const held = this.logThrottle.pass(`${start.id}\nretry`);
+        if (held !== null) {
+          this.logger.info(
+            { subscription: start.id, seq: change.seq, attempts, error: result.error, held },
+            'webhook failed; will retry',
+          );
+        }
         await this.store.saveSubscriptionProgress(
           start.id,
           this.holder,
