@@ -33,7 +33,13 @@ export function createHubApp(
   if (options.corsOrigins && options.corsOrigins.length > 0) {
     allowCors(app, options.corsOrigins);
   }
-  const limitBody = bodyLimiter(services.maxBodyBytes);
+  const limitBody = bodyLimiter(services.maxBodyBytes, async (authorization) => {
+    // The team a body counts for; a token the hub does not take counts for none (its request
+    // is answered 401 before its body is read).
+    if (!authorization) return null;
+    const caller = await services.verifier.verify(authorization).catch(() => null);
+    return caller?.teamId ?? null;
+  });
   // Every route that takes a body shares the one budget: /mcp's uploads too (an extension's).
   for (const path of ['/api/*', '/a2a', '/a2a/*', '/mcp', '/mcp/*']) app.use(path, limitBody);
   for (const route of routes) {
@@ -108,6 +114,9 @@ export const BODIES_IN_FLIGHT = 32;
 /** Of those, the bodies one bearer token's requests may hold at once. */
 export const BODIES_PER_TOKEN = 8;
 
+/** Of those, the bodies one team's tokens may hold at once: half, so no team holds them all. */
+export const BODIES_PER_TEAM = 16;
+
 /**
  * Refuses a body over `maxBytes` (413). A declared length is checked from the header alone;
  * only a body of unknown length is counted as it streams (hono's bodyLimit). Checking the
@@ -118,11 +127,15 @@ export const BODIES_PER_TOKEN = 8;
  * slowly: all of them together may hold BODIES_IN_FLIGHT x `maxBytes` (a body of unknown
  * length counts as `maxBytes`). Past it a request is answered 503 `unavailable` with
  * Retry-After at once, its body unread. One bearer token's requests may hold at most
- * BODIES_PER_TOKEN x `maxBytes` of it (past that, 429 `limit_reached`), so a client that
- * stalls its uploads (a stuck or hostile agent) cannot refuse every other runtime's writes. A
+ * BODIES_PER_TOKEN x `maxBytes` of it, and one team's tokens together BODIES_PER_TEAM x
+ * `maxBytes` (past either, 429 `limit_reached`), so a client that stalls its uploads (a stuck
+ * or hostile agent, or one team's many) cannot refuse every other runtime's or team's writes. A
  * request whose token is not valid holds its share only until it is answered 401.
  */
-function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
+function bodyLimiter(
+  maxBytes: number,
+  teamOf: (authorization: string | undefined) => Promise<string | null>,
+): Parameters<Hono['use']>[1] {
   const tooLarge = (context: Context) =>
     context.json(
       errorBody('payload_too_large', `the request body is larger than ${maxBytes} bytes`, {
@@ -133,8 +146,21 @@ function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
   const limitStream = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
   const budget = BODIES_IN_FLIGHT * maxBytes;
   const tokenBudget = BODIES_PER_TOKEN * maxBytes;
+  const teamBudget = BODIES_PER_TEAM * maxBytes;
   let inFlight = 0;
   const heldByToken = new Map<string, number>();
+  const heldByTeam = new Map<string, number>();
+  const teamBusy = (context: Context) => {
+    context.header('Retry-After', '1');
+    return context.json(
+      errorBody(
+        'limit_reached',
+        `this team's tokens have ${BODIES_PER_TEAM} request bodies arriving at once, the most one team may; finish sending those first`,
+        { limit: BODIES_PER_TEAM },
+      ).toJSON(),
+      429,
+    );
+  };
   const tokenBusy = (context: Context) => {
     context.header('Retry-After', '1');
     return context.json(
@@ -168,22 +194,33 @@ function bodyLimiter(maxBytes: number): Parameters<Hono['use']>[1] {
     if (!streamed && Number(length) > maxBytes) return tooLarge(context);
     const bytes = chunked ? maxBytes : Number(length ?? 0);
     if (!(bytes > 0)) return streamed ? limitStream(context, next) : next();
-    const token = bearerToken(context.req.header('authorization')) ?? '';
+    const authorization = context.req.header('authorization');
+    const token = bearerToken(authorization) ?? '';
     const held = heldByToken.get(token) ?? 0;
     if (held + bytes > tokenBudget) return tokenBusy(context);
+    const team = (await teamOf(authorization)) ?? '';
+    const teamHeld = team === '' ? 0 : (heldByTeam.get(team) ?? 0);
+    if (teamHeld + bytes > teamBudget) return teamBusy(context);
     if (inFlight + bytes > budget) return busy(context);
     inFlight += bytes;
     heldByToken.set(token, held + bytes);
+    if (team !== '') heldByTeam.set(team, teamHeld + bytes);
     try {
       if (streamed) return await limitStream(context, next);
       await next();
     } finally {
       inFlight -= bytes;
-      const left = (heldByToken.get(token) ?? 0) - bytes;
-      if (left > 0) heldByToken.set(token, left);
-      else heldByToken.delete(token);
+      release(heldByToken, token, bytes);
+      if (team !== '') release(heldByTeam, team, bytes);
     }
   };
+}
+
+/** Takes `bytes` off `key`'s share, forgetting a key that holds nothing. */
+function release(held: Map<string, number>, key: string, bytes: number): void {
+  const left = (held.get(key) ?? 0) - bytes;
+  if (left > 0) held.set(key, left);
+  else held.delete(key);
 }
 
 /** 405 with `Allow` when the path is a route's under another method, 404 otherwise. */

@@ -369,13 +369,48 @@ describe('bad input', () => {
     }
   });
 
-  it('holds at most 32 bodies of the largest size at once: past that a request is 503 at once, until they end', async () => {
+  it("lets one team's tokens hold at most 16 bodies at once: another team writes on", async () => {
     const tokens = await Promise.all(
-      ['web', 'telegram', 'codex', 'openclaw'].map((runtime) =>
-        runtimeToken(hub, 'limits-all', runtime),
-      ),
+      ['web', 'telegram', 'codex'].map((runtime) => runtimeToken(hub, 'limits-team', runtime)),
     );
-    const token = await runtimeToken(hub, 'limits-all', 'claude-code');
+    const mate = await runtimeToken(hub, 'limits-team', 'claude-code');
+    const other = await runtimeToken(hub, 'limits-other', 'web');
+    // 16 stalled, then the team's third token is refused its bodies.
+    const stalled = [
+      ...(await stallBodies(8, tokens[0] as string)),
+      ...(await stallBodies(8, tokens[1] as string)),
+    ];
+    try {
+      let refused: Awaited<ReturnType<typeof write>> | undefined;
+      await waitUntil(async () => {
+        refused = await write({ type: 'status', title: 'a 17th body' }, mate);
+        return refused.status === 429;
+      }, "a write of the team's fourth token to be refused while 16 of its bodies stall");
+      expect(refused?.body.error).toMatchObject({
+        code: 'limit_reached',
+        message: expect.stringContaining("this team's tokens have 16 request bodies"),
+      });
+      expect((await write({ type: 'status', title: 'another team' }, other)).status).toBe(201);
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
+    await waitUntil(
+      async () => (await write({ type: 'status', title: 'after the stall' }, mate)).status === 201,
+      "the team's writes to be taken again once its stalled bodies ended",
+    );
+  });
+
+  it('holds at most 32 bodies of the largest size at once: past that a request is 503 at once, until they end', async () => {
+    // Two teams of two tokens: no one team may hold more than 16.
+    const tokens = await Promise.all(
+      [
+        ['limits-all', 'web'],
+        ['limits-all', 'telegram'],
+        ['limits-all-2', 'codex'],
+        ['limits-all-2', 'openclaw'],
+      ].map(([team, runtime]) => runtimeToken(hub, team as string, runtime as string)),
+    );
+    const token = await runtimeToken(hub, 'limits-all-3', 'claude-code');
     const stalled = (await Promise.all(tokens.map((each) => stallBodies(8, each)))).flat();
     try {
       let refused: Awaited<ReturnType<typeof write>> | undefined;
