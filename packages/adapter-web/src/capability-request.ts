@@ -7,6 +7,7 @@ import type {
 } from '@ctxbus/core/contract';
 import {
   followTaskStatus,
+  healthSeq,
   isTerminalTaskState,
   TASK_TAG,
   taskScopeKey,
@@ -82,7 +83,7 @@ export async function requestCapability(
   request: CapabilityRequest,
 ): Promise<CapabilityRequestHandle> {
   // Before the task exists: following from here replays its first status item too.
-  const since = (await client.health()).seq;
+  const since = healthSeq(await client.health());
   const { task, routing } = await client.createTask({
     title: request.title,
     requiredCapabilities: request.requiredCapabilities,

@@ -1,4 +1,4 @@
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError, healthSeq } from '@ctxbus/core/contract';
 import type { ItemCache } from './item-cache.js';
 import type { StreamFilter, StreamOptions, StreamState } from './live-stream.js';
 import type { WebClient } from './web-client.js';
@@ -49,7 +49,7 @@ export function connectCache(
       if (since === 0) {
         // The sequence first, then the listing: a change between the two arrives on the stream
         // as well, and the cache keeps one copy.
-        since = (await client.health()).seq;
+        since = healthSeq(await client.health());
         const { items } = await client.list({
           ...filter,
           limit: initialLimit ?? Math.min(cache.maxItems, 500),

@@ -1,12 +1,13 @@
 import type { HubCall, StreamState } from '@ctxbus/client/wire';
 import { parseStreamEvent, readHubStream } from '@ctxbus/client/wire';
 import type { StreamEvent } from '@ctxbus/core/contract';
+import { healthSeq } from '@ctxbus/core/contract';
 
 export type { StreamState };
 
 /** What the stream needs of a client: the hub's calls and its newest sequence. */
 export interface StreamConnection extends Pick<HubCall, 'url' | 'open'> {
-  health(): Promise<{ seq: number }>;
+  health(): Promise<{ seq?: number | undefined }>;
 }
 
 /** The filters `GET /api/stream` understands (arrays become comma lists). */
@@ -48,7 +49,7 @@ export function openLiveStream(
     hub: connection,
     query: filter,
     parse: parseStreamEvent,
-    start: async () => (await connection.health()).seq,
+    start: async () => healthSeq(await connection.health()),
     ...(since !== undefined && { since }),
     ...(signal && { signal }),
     ...(backoff && { backoff }),

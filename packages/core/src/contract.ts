@@ -40,6 +40,7 @@ export type {
 export {
   CHANGE_EVENT_NAMES,
   errorResponseSchema,
+  healthSeq,
   isSequenceText,
   MAX_LIST_LIMIT,
   MAX_TOKEN_BUDGET,

@@ -127,6 +127,7 @@ export {
   daysBetween,
   errorResponseSchema,
   extractDecisions,
+  healthSeq,
   injectionReportSchema,
   isConflict,
   isConflictKey,

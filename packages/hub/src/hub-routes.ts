@@ -58,23 +58,33 @@ function systemRoutes(
   return [
     implement('health', {
       summary:
-        "Liveness, version, store, newest sequence and the capabilities file's state (no auth)",
+        "Liveness, version, store and the capabilities file's state (no auth); the newest sequence with a valid token",
       tags: ['system'],
       statuses: {
         200: 'The hub is up.',
         503: "The store's database file is damaged (the message names it and what to do).",
       },
-      async handler() {
+      async handler({ context }) {
         // A damaged database file (found by a call or the integrity check): 503, named.
         const damage = services.store.damage?.();
         if (damage) throw damage;
+        // The sequence counts every team's writes: shown to anyone, it let anyone watch when
+        // and how much the hub's teams write. A token of the hub's (its holder can read the
+        // sequence from its own writes and streams anyway) is shown it.
+        const authorization = context.req.header('authorization');
+        const known =
+          authorization !== undefined &&
+          (await services.verifier.verify(authorization).then(
+            () => true,
+            () => false,
+          ));
         return {
           status: 200,
           body: {
             status: 'ok',
             version: services.version,
             store: services.store.info.backend,
-            seq: await services.store.latestSeq(),
+            ...(known && { seq: await services.store.latestSeq() }),
             capabilities: services.capabilities.status(),
             ...(services.embeddings && { embeddings: embeddingsHealth(services.embeddings) }),
           },

@@ -33,6 +33,13 @@ describe('authentication', () => {
     const health = await call(hub.url, 'GET', '/health');
     expect(health.status).toBe(200);
     expect(health.body).toMatchObject({ status: 'ok', store: 'sqlite' });
+    // The newest sequence counts every team's writes: only a token the hub takes is shown it.
+    expect(health.body).not.toHaveProperty('seq');
+    const wrong = await call(hub.url, 'GET', '/health', { token: 'cbx_notarealtoken' });
+    expect(wrong.status).toBe(200);
+    expect(wrong.body).not.toHaveProperty('seq');
+    const known = await call(hub.url, 'GET', '/health', { token: hub.tokens.code });
+    expect(known.body.seq).toEqual(expect.any(Number));
   });
 
   it('keeps admin and runtime tokens to their own routes', async () => {

@@ -81,7 +81,7 @@ describe('restarts', () => {
     const missing = acknowledged.filter((id) => !seen.has(id));
     expect(missing).toEqual([]);
     // Gapless: replaying the stream from 0 yields every sequence 1..N exactly once.
-    const latest = (await call(again.url, 'GET', '/health')).body.seq as number;
+    const latest = (await call(again.url, 'GET', '/health', { token })).body.seq as number;
     const replay = openStream(again.url, token, { query: 'since=0' });
     await replay.waitFor(() => replay.items().at(-1)?.seq === latest);
     replay.close();

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { CreateTaskRequest, Task, TaskState } from '@ctxbus/core/contract';
 import {
   followTaskStatus,
+  healthSeq,
   isTerminalTaskState,
   TASK_TAG,
   taskOutputOf,
@@ -131,7 +132,7 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
   const request = delegateRequest(argv, options);
   const { client } = connect(options);
   // Read before the task exists: following from here sees its first status item too.
-  const since = (await client.health()).seq;
+  const since = healthSeq(await client.health());
   const { task, routing } = await client.createTask(request);
   if (!options.wait) {
     if (options.json) printJson({ task, routing });

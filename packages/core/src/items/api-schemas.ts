@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CtxbusError } from '../shared/errors.js';
 import { MAX_BATCH_ITEMS } from '../shared/hub-limits.js';
 import { queryInt } from '../shared/query-int.js';
 import { parseOrThrow } from '../shared/validation.js';
@@ -372,7 +373,10 @@ export const healthResponseSchema = z.object({
   status: z.literal('ok'),
   version: z.string(),
   store: z.string(),
-  seq: z.int().nonnegative(),
+  seq: z.int().nonnegative().optional().meta({
+    description:
+      "The store's newest sequence, for a request with a valid token (a stream's or a read's `since`).",
+  }),
   capabilities: capabilitiesStatusSchema.optional().meta({
     description: "The capability matrix's file and its last load (absent from older hubs).",
   }),
@@ -388,6 +392,20 @@ export const healthResponseSchema = z.object({
     .optional()
     .meta({ description: 'Present when the hub has an embedding provider.' }),
 });
+
+/**
+ * The newest sequence a /health answer gave (a stream's or a read's `since`). The hub shows
+ * it only to a request with a token it takes: without one, this says so.
+ */
+export function healthSeq(health: { seq?: number | undefined }): number {
+  if (health.seq === undefined) {
+    throw new CtxbusError(
+      'unauthorized',
+      'the hub did not give its newest sequence: it does so only to a request with a token it takes',
+    );
+  }
+  return health.seq;
+}
 
 export const streamEventNames = [
   'context-added',
