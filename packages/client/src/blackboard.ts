@@ -34,7 +34,6 @@ import {
   priorityTag,
   REMOVED_TAG,
   swarmBlackboardOf,
-  TEXT_VALUE_TAG,
   valueContent,
 } from '@ctxbus/core/contract';
 import type { CtxbusClient, StreamOptions } from './ctxbus-client.js';
@@ -122,13 +121,12 @@ export class Blackboard implements BlackboardWriter {
   /** The item one entry is written as. */
   private entryInput(entry: string, value: JsonValue, options: EntryOptions): ContextItemInput {
     const kind = options.kind ?? 'note';
-    const { content, tags: valueTags } = valueContent(value);
+    const { content, tags: valueTags } = valueContent(value, options.tags);
     const tags = [
       BLACKBOARD_TAG,
       kind,
-      ...valueTags,
       ...(options.priority ? [priorityTag(options.priority)] : []),
-      ...(options.tags ?? []).filter((tag) => tag !== TEXT_VALUE_TAG),
+      ...valueTags,
     ];
     return {
       type: ENTRY_TYPES[kind],

@@ -14,7 +14,6 @@ import {
   resourceKey,
   resourceOf,
   resourceTypeTag,
-  TEXT_VALUE_TAG,
   valueContent,
 } from '@ctxbus/core/contract';
 import type { CtxbusClient } from './ctxbus-client.js';
@@ -88,15 +87,14 @@ export class PersistentResources implements ResourceWriter {
     const type = options.type ?? current?.type ?? DEFAULT_RESOURCE_TYPE;
     const tags = options.tags ?? current?.tags ?? [];
     const visibility = options.visibility ?? current?.visibility;
-    const { content, tags: valueTags } = valueContent(value);
-    const userTags = tags.filter((tag) => tag !== TEXT_VALUE_TAG);
+    const { content, tags: valueTags } = valueContent(value, tags);
     const { items } = await this.client.write({
       type: 'discovery',
       title: options.title ?? current?.title ?? name,
       content,
       key,
       scope: 'global',
-      relevanceTags: [...new Set([RESOURCE_TAG, resourceTypeTag(type), ...valueTags, ...userTags])],
+      relevanceTags: [...new Set([RESOURCE_TAG, resourceTypeTag(type), ...valueTags])],
       ...(visibility !== undefined && { visibility }),
       ...(this.agentId !== undefined && { source: { agentId: this.agentId } }),
     });

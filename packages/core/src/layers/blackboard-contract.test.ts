@@ -58,6 +58,9 @@ describe('entry and resource values', () => {
       tags: [TEXT_VALUE_TAG],
     });
     expect(valueContent({ ok: true })).toEqual({ content: '{"ok":true}', tags: [] });
+    // The value's own tag is never the writer's to set.
+    expect(valueContent(7, ['x', TEXT_VALUE_TAG]).tags).toEqual(['x']);
+    expect(valueContent('7', ['x']).tags).toEqual([TEXT_VALUE_TAG, 'x']);
     for (const value of ['42', 'true', 'null', '{"a":1}', '"quoted"', '', { n: [1] }, 7, false]) {
       const { content, tags } = valueContent(value);
       expect(itemValue({ content, relevanceTags: tags })).toEqual(value);

@@ -106,10 +106,17 @@ export function resourceKey(name: string): string {
 /** The tag of an entry or resource whose value is a string, held as it is in the content. */
 export const TEXT_VALUE_TAG = 'value:text';
 
-/** How an entry or resource holds a value: a string as it is (and the tag saying so), else JSON. */
-export function valueContent(value: unknown): { content: string; tags: string[] } {
-  if (typeof value === 'string') return { content: value, tags: [TEXT_VALUE_TAG] };
-  return { content: JSON.stringify(value) ?? 'null', tags: [] };
+/**
+ * How an entry or resource holds a value: a string as it is (and the tag saying so), else JSON;
+ * with the writer's `tags`, in which the value's own tag is never the writer's to set.
+ */
+export function valueContent(
+  value: unknown,
+  tags: readonly string[] = [],
+): { content: string; tags: string[] } {
+  const given = tags.filter((tag) => tag !== TEXT_VALUE_TAG);
+  if (typeof value === 'string') return { content: value, tags: [TEXT_VALUE_TAG, ...given] };
+  return { content: JSON.stringify(value) ?? 'null', tags: given };
 }
 
 /**
