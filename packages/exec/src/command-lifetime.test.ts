@@ -81,8 +81,11 @@ async function workerWithBackground(sandboxed: boolean, extra: Partial<Execution
     output += chunk.toString();
   });
   const exited = new Promise((resolve) => worker.once('exit', resolve));
+  // Its line too: on a loaded machine the file can be seen before the pipe's data is read.
   await waitUntil(
-    () => existsSync(join(workdir, 'background-up')) || worker.exitCode !== null,
+    () =>
+      (existsSync(join(workdir, 'background-up')) && output.includes('running')) ||
+      worker.exitCode !== null,
     `the command's background process to start (worker said: ${output})`,
   );
   expect(output).toContain('running');
