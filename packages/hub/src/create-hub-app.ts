@@ -196,22 +196,34 @@ function bodyLimiter(
     if (!(bytes > 0)) return streamed ? limitStream(context, next) : next();
     const authorization = context.req.header('authorization');
     const token = bearerToken(authorization) ?? '';
+    const team = (await teamOf(authorization)) ?? '';
+    // Every share read after the wait for the team, then taken at once: concurrent requests of
+    // one token or team each see the others' bodies.
     const held = heldByToken.get(token) ?? 0;
     if (held + bytes > tokenBudget) return tokenBusy(context);
-    const team = (await teamOf(authorization)) ?? '';
     const teamHeld = team === '' ? 0 : (heldByTeam.get(team) ?? 0);
     if (teamHeld + bytes > teamBudget) return teamBusy(context);
     if (inFlight + bytes > budget) return busy(context);
     inFlight += bytes;
     heldByToken.set(token, held + bytes);
     if (team !== '') heldByTeam.set(team, teamHeld + bytes);
+    let released = false;
+    const releaseOnce = () => {
+      if (released) return;
+      released = true;
+      inFlight -= bytes;
+      release(heldByToken, token, bytes);
+      if (team !== '') release(heldByTeam, team, bytes);
+    };
+    // A client that hangs up mid-body frees its share at once, whether or not the route (an
+    // extension's, say) notices.
+    fromWire?.once('close', releaseOnce);
     try {
       if (streamed) return await limitStream(context, next);
       await next();
     } finally {
-      inFlight -= bytes;
-      release(heldByToken, token, bytes);
-      if (team !== '') release(heldByTeam, team, bytes);
+      fromWire?.off('close', releaseOnce);
+      releaseOnce();
     }
   };
 }
