@@ -30,6 +30,7 @@ export function createHubApp(
 ): Hono {
   const app = new Hono();
   app.use('*', pipeliningLimiter());
+  app.use('*', unreadAnswersLimiter());
   if (options.corsOrigins && options.corsOrigins.length > 0) {
     allowCors(app, options.corsOrigins);
   }
@@ -106,6 +107,74 @@ function pipeliningLimiter(): Parameters<Hono['use']>[1] {
     outgoing.once('close', release);
     await next();
   };
+}
+
+/**
+ * Bytes of answers one bearer token may leave unread: written by the hub, not yet taken by the
+ * client (the socket's send queue), over all its connections.
+ */
+export const UNREAD_ANSWER_BYTES_PER_TOKEN = 16 * 1024 * 1024;
+
+/**
+ * Refuses a token's request with 429 while its earlier answers hold more than
+ * UNREAD_ANSWER_BYTES_PER_TOKEN unread. An answer stays in the hub's memory until the client
+ * reads it, and Node never gives up on a client that does not: twenty connections of one
+ * token each asking for a large list and reading nothing held 1.2 GB. With this, and pages
+ * bounded in size (routes/page-budget.ts), what one token can make the hub hold is its budget
+ * plus the answers of the requests it has under way. Live streams count too (each is also cut
+ * once it holds DEFAULT_MAX_STREAM_PENDING_BYTES).
+ */
+function unreadAnswersLimiter(): Parameters<Hono['use']>[1] {
+  const open = new Map<string, Set<ServerResponse>>();
+  return async (context, next) => {
+    const env = context.env as { incoming?: IncomingMessage; outgoing?: ServerResponse };
+    const outgoing = env?.outgoing;
+    const token = bearerToken(context.req.header('authorization'));
+    // In process (app.request), a WebSocket upgrade, or no token (answered 401, or /health).
+    if (!token || !env?.incoming?.socket || !(outgoing instanceof ServerResponse)) return next();
+    let answers = open.get(token);
+    if (answers && unreadBytes(answers) > UNREAD_ANSWER_BYTES_PER_TOKEN) {
+      context.header('Retry-After', '1');
+      return context.json(
+        errorBody(
+          'limit_reached',
+          `this token's earlier answers hold more than ${UNREAD_ANSWER_BYTES_PER_TOKEN} bytes its client has not read; read them before asking for more`,
+          { limit: UNREAD_ANSWER_BYTES_PER_TOKEN },
+        ).toJSON(),
+        429,
+      );
+    }
+    if (!answers) {
+      answers = new Set();
+      open.set(token, answers);
+    }
+    const held = answers;
+    held.add(outgoing);
+    const done = () => {
+      held.delete(outgoing);
+      if (held.size === 0 && open.get(token) === held) open.delete(token);
+    };
+    outgoing.once('finish', done);
+    outgoing.once('close', done);
+    await next();
+  };
+}
+
+/** What `answers` hold unsent: each socket's send queue once, and each answer's own queue. */
+function unreadBytes(answers: ReadonlySet<ServerResponse>): number {
+  const sockets = new Set<object>();
+  let bytes = 0;
+  for (const answer of answers) {
+    const socket = answer.socket;
+    // An answer's writableLength counts its socket's queue too, when it has one.
+    const queued = socket ? socket.writableLength : 0;
+    bytes += answer.writableLength - queued;
+    if (socket && !sockets.has(socket)) {
+      sockets.add(socket);
+      bytes += queued;
+    }
+  }
+  return bytes;
 }
 
 /** Request bodies the hub receives at once, in bodies of the largest size allowed. */

@@ -1,5 +1,5 @@
 import type { CtxbusClient, ListParams } from '@ctxbus/client';
-import type { WriteResponse } from '@ctxbus/core/contract';
+import type { ListResponse, WriteResponse } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { itemLine, oneLine, printJson, printLine, terminalSafe } from '../output.js';
@@ -142,6 +142,28 @@ function listParams(options: Record<string, string | boolean | undefined>): List
   };
 }
 
+/**
+ * The first `limit` items: the hub ends a page early when its items' text is large (about
+ * 4 Mi characters a page), so this pages on until `limit` or the last item.
+ */
+async function listUpTo(
+  client: Pick<CtxbusClient, 'list'>,
+  params: ListParams,
+): Promise<ListResponse> {
+  const limit = params.limit ?? 50;
+  const first = await client.list(params);
+  const items = [...first.items];
+  let { totalTokens, nextBefore } = first;
+  while (items.length < limit && nextBefore !== null) {
+    const page = await client.list({ ...params, before: nextBefore, limit: limit - items.length });
+    if (page.items.length === 0) break;
+    items.push(...page.items);
+    totalTokens += page.totalTokens;
+    nextBefore = page.nextBefore;
+  }
+  return { items, totalTokens, nextBefore };
+}
+
 interface SearchOptions extends ConnectionOptions {
   limit?: string;
   type?: string;
@@ -261,7 +283,7 @@ function readCommand(program: Command, run: Run): void {
       .option('-n, --limit <n>', 'at most this many (default 50, max 500)'),
   ).action((options: ConnectionOptions & Record<string, string | boolean | undefined>) =>
     run(async () => {
-      const response = await (await connect(options)).list(listParams(options));
+      const response = await listUpTo(await connect(options), listParams(options));
       if (options.json) printJson(response);
       else if (response.items.length === 0) printLine('no items');
       else for (const item of response.items) printLine(itemLine(item));

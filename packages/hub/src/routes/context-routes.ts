@@ -19,6 +19,7 @@ import { searchContext } from '../search/hybrid-search.js';
 import { bundleItemIds } from './analytics-route.js';
 import { assertNoConflictTakeover, raiseConflicts } from './conflicts.js';
 import { forgetKey } from './forget-key.js';
+import { itemPageChars, withinPageBudget } from './page-budget.js';
 import { assertNoTaskStatusForgery } from './task-status-guard.js';
 
 function notFound(id: string): CtxbusError {
@@ -188,19 +189,20 @@ export const contextRoutes = [
   implement('listContext', {
     summary: 'List items, newest first',
     description:
-      "Filters combine with AND; list values are comma-separated and match any. Superseded and expired items are left out. `totalTokens` is the sum of the items' o200k token counts.",
+      "Filters combine with AND; list values are comma-separated and match any. Superseded and expired items are left out. A page holds at most about 4 Mi characters of item text (at least one item), so it may hold fewer than `limit`: page on with `before` = `nextBefore` until it is null. `totalTokens` is the sum of the items' o200k token counts.",
     tags: ['context'],
     statuses: { 200: 'The items.' },
     async handler({ query, viewer, services }) {
       const options = listOptionsFromQuery(query);
-      const items = await services.store.listItems(viewer, options);
+      const listed = await services.store.listItems(viewer, options);
+      const { page: items, cut } = withinPageBudget(listed, itemPageChars);
       const last = items.at(-1);
       return {
         status: 200,
         body: {
           items,
           totalTokens: items.reduce((sum, item) => sum + item.tokens, 0),
-          nextBefore: items.length === options.limit && last ? last.seq : null,
+          nextBefore: (cut || listed.length === options.limit) && last ? last.seq : null,
         },
       };
     },
