@@ -379,14 +379,15 @@ describe('approvals', () => {
     const inFirst = await approvalMessage(100, id);
     const inSecond = await approvalMessage(200, id);
     await answerTo(api.userTaps(100, inFirst.messageId, `a:${id}`), 'the first approval');
-    // The runtime's holder claims it again and asks about another command.
+    // The runtime's holder claims it again and asks about another command: the task's own argv
+    // (the hub refuses any other), in another real directory (the worker resolves it).
     const claimed = await claude.claimTask({ workerId: 'w1' });
     expect(claimed?.id).toBe(id);
     await claude.requestApproval(id, {
       token: claimed?.lease?.token ?? 0,
       request: {
-        argv: ['rm', '-rf', '/srv'],
-        cwd: '/tmp',
+        argv: ['pnpm', 'deploy'],
+        cwd: '/srv',
         scriptHash: null,
         because: 'not_allowed',
       },
@@ -396,11 +397,11 @@ describe('approvals', () => {
         (c) =>
           sentTo(200, id)(c) &&
           c.params.reply_markup !== undefined &&
-          String(c.params.text).includes('rm'),
+          String(c.params.text).includes('"/srv"'),
       ),
       'the message about the other command',
     );
-    // The older message (pnpm deploy) decides nothing about rm -rf, approve or deny.
+    // The older message (pnpm deploy in /tmp) decides nothing about it in /srv, approve or deny.
     for (const data of [`a:${id}`, `d:${id}`]) {
       const stale = await answerTo(
         api.userTaps(200, inSecond.messageId, data),
@@ -417,7 +418,7 @@ describe('approvals', () => {
     expect(task.state).toBe('AUTH_REQUIRED');
     expect(task.approval).toMatchObject({
       status: 'pending',
-      request: { argv: ['rm', '-rf', '/srv'] },
+      request: { argv: ['pnpm', 'deploy'], cwd: '/srv' },
     });
     // The newer message decides the command it shows.
     const message = api.sent(200).find((m) => m.text === newer.params.text);

@@ -206,7 +206,8 @@ describe("the shared bundle's active tasks come from the task store", () => {
       body: {
         token: claimed.lease.token,
         request: {
-          argv: ['pnpm', 'deploy'],
+          // The task's own command (codeTask's input.argv): the hub refuses any other.
+          argv: ['pnpm', 'test'],
           cwd: '/tmp',
           scriptHash: null,
           because: 'untrusted_origin',

@@ -183,6 +183,50 @@ async function checkDigest(
   );
 }
 
+/** One argv element as a message shows it: quoted, invisible characters escaped, cut short. */
+function shownArg(arg: unknown): string {
+  const text = typeof arg === 'string' ? arg : String(JSON.stringify(arg));
+  return visibleText(JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text));
+}
+
+/**
+ * Refuses a worker's approval request for anything but its task's own command: the `argv` asked
+ * about must be the task's `input.argv`, element by element. People are shown the request under
+ * the task's title, origin and history, so a token that claimed a task (any holder of the
+ * runtime's token: an injected agent shares its runtime's with the worker) must not get another
+ * command approved in its name. The worker asks about the input's argv unchanged (prepareExecution
+ * binds `input.argv` as it is, and TaskWorker.refuse sends that), so nothing legitimate differs.
+ * A task whose input has no argv array (a permission request, a task that is no command) has
+ * nothing a worker may ask about. The working directory cannot be checked here: the worker
+ * sends the real path it resolved `input.cwd` to on its own machine (symlinks, `~`), which
+ * only it can see; it binds the command to that path, and the digest the person approves
+ * covers it.
+ */
+function checkRequestedCommand(task: Task, argv: readonly string[]): void {
+  const own = task.input?.argv;
+  if (!Array.isArray(own)) {
+    throw new CtxbusError(
+      'conflict',
+      `task ${task.id} has no command to approve (its input has no argv): only a code_execution task's own command is asked about; nothing asked`,
+      { details: { reason: 'command_mismatch', taskId: task.id } },
+    );
+  }
+  let index = 0;
+  while (index < own.length && index < argv.length && own[index] === argv[index]) index++;
+  if (index === own.length && index === argv.length) return;
+  const difference =
+    index === argv.length
+      ? `the request's argv stops after ${index} element(s) where the task's goes on with argv[${index}] ${shownArg(own[index])}`
+      : index === own.length
+        ? `the request's argv goes on after the task's ${index} element(s) with argv[${index}] ${shownArg(argv[index])}`
+        : `the request's argv[${index}] is ${shownArg(argv[index])} where the task's is ${shownArg(own[index])}`;
+  throw new CtxbusError(
+    'conflict',
+    `task ${task.id}: an approval is asked only for the task's own command (input.argv), and ${difference}; nothing asked`,
+    { details: { reason: 'command_mismatch', taskId: task.id, index } },
+  );
+}
+
 async function pendingTask(services: HubServices, teamId: string, id: string): Promise<Task> {
   const found = await services.store.getTask(teamId, id);
   if (!found)
@@ -211,10 +255,23 @@ export const approvalRoutes = [
   implement('requestApproval', {
     summary: 'Worker: ask a human to approve the exact command it was refused',
     description:
-      'The task (WORKING, with this fencing token) moves to AUTH_REQUIRED and waits, showing the command to every runtime as a blocking item, until a human approves (it returns to the queue with a signed approval) or denies it, or the request lapses (REJECTED, approval_expired).',
+      "The task (WORKING, with this fencing token) moves to AUTH_REQUIRED and waits, showing the command to every runtime as a blocking item, until a human approves (it returns to the queue with a signed approval) or denies it, or the request lapses (REJECTED, approval_expired). The request is about the task's own command only: an `argv` that is not the task's `input.argv` element by element, or a task whose input has no argv, is refused with 409 (reason `command_mismatch`) and the task stays as it was. `cwd` is the real directory the worker resolved the input's `cwd` to, which only the worker can check.",
     tags: ['tasks'],
-    statuses: { 200: 'The task, waiting.', 409: 'A stale fencing token.' },
+    statuses: {
+      200: 'The task, waiting.',
+      409: "A stale fencing token, or another command than the task's (reason command_mismatch).",
+    },
     async handler({ params, body, viewer, services }) {
+      const found = await services.store.getTask(viewer.teamId, params.id);
+      if (!found) {
+        throw new CtxbusError('not_found', `no task ${params.id} in team ${viewer.teamId}`, {
+          details: { id: params.id },
+        });
+      }
+      // Only the lease's holder learns how its request differs; anyone else gets the move's
+      // own refusal (a stale fencing token) below.
+      const holds = found.task.state === 'WORKING' && found.task.lease?.token === body.token;
+      if (holds) checkRequestedCommand(found.task, body.request.argv);
       const now = services.clock();
       const request = { ...body.request, digest: commandDigest(body.request) };
       const approval: TaskApproval = {

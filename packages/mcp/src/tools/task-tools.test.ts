@@ -143,7 +143,12 @@ describe('task_create', () => {
       }),
     );
     try {
-      const { result, structured } = await ok(intern, 'task_create', codeTask('Deploy'));
+      // The worker asks about the task's own command (the hub refuses any other).
+      const { result, structured } = await ok(
+        intern,
+        'task_create',
+        codeTask('Deploy', { input: { argv: ['pnpm', 'deploy'], cwd: '/tmp' } }),
+      );
       // Queued, flagged: the worker binds the exact command and asks for the approval.
       expect(structured.routing?.requiresApproval).toBe(true);
       expect(textOf(result)).toMatch(/A human must approve it first: intern is not declared/);
