@@ -74,36 +74,45 @@ describe('large answers', () => {
     });
   };
 
-  it("refuses a token's requests with 429 while its unread answers hold over 16 MiB; other tokens are served", async () => {
-    const stuck = await runtimeToken(hub, 'unread-answers', 'web');
-    const other = await runtimeToken(hub, 'unread-answers', 'telegram');
-    await writeLargeItems(stuck);
-    const unread: Socket[] = [];
-    try {
-      let refused: Awaited<ReturnType<typeof call>> | undefined;
-      // Each unread page is ~4 MB, part of it in the kernel's socket buffers, the rest held by
-      // the hub: a few of them cross the budget.
-      await waitUntil(async () => {
-        if (unread.length >= 40) throw new Error('40 unread answers and no refusal');
-        unread.push(await askWithoutReading(stuck, '/api/context?limit=500'));
-        refused = await call(hub.url, 'GET', '/api/context?limit=1', { token: stuck });
-        return refused.status === 429;
-      }, 'the token whose answers go unread to be refused');
-      expect(refused?.body.error).toMatchObject({
-        code: 'limit_reached',
-        message: expect.stringContaining('has not read'),
-      });
-      expect(refused?.headers.get('retry-after')).toBe('1');
-      expect((await call(hub.url, 'GET', '/api/context?limit=1', { token: other })).status).toBe(
-        200,
+  // A list page a client leaves unread, and a live stream catching up that its reader does not
+  // read (its batches wait in the socket's send queue), count alike.
+  it.each([
+    ['list pages', '/api/context?limit=500'],
+    ['catching-up streams', '/api/stream?since=0'],
+  ])(
+    "refuses a token's requests with 429 while its unread %s hold over 16 MiB; other tokens are served",
+    async (_what, path) => {
+      const team = `unread-${path.includes('stream') ? 'streams' : 'pages'}`;
+      const stuck = await runtimeToken(hub, team, 'web');
+      const other = await runtimeToken(hub, team, 'telegram');
+      await writeLargeItems(stuck);
+      const unread: Socket[] = [];
+      try {
+        let refused: Awaited<ReturnType<typeof call>> | undefined;
+        // Each unread answer is a few MB (54 items of 100,000 characters), part of it in the
+        // kernel's socket buffers, the rest held by the hub: a few of them cross the budget.
+        await waitUntil(async () => {
+          if (unread.length >= 40) throw new Error('40 unread answers and no refusal');
+          unread.push(await askWithoutReading(stuck, path));
+          refused = await call(hub.url, 'GET', '/api/context?limit=1', { token: stuck });
+          return refused.status === 429;
+        }, 'the token whose answers go unread to be refused');
+        expect(refused?.body.error).toMatchObject({
+          code: 'limit_reached',
+          message: expect.stringContaining('has not read'),
+        });
+        expect(refused?.headers.get('retry-after')).toBe('1');
+        expect((await call(hub.url, 'GET', '/api/context?limit=1', { token: other })).status).toBe(
+          200,
+        );
+      } finally {
+        for (const socket of unread) socket.destroy();
+      }
+      await waitUntil(
+        async () =>
+          (await call(hub.url, 'GET', '/api/context?limit=1', { token: stuck })).status === 200,
+        "the token to be served again once its unread answers' connections closed",
       );
-    } finally {
-      for (const socket of unread) socket.destroy();
-    }
-    await waitUntil(
-      async () =>
-        (await call(hub.url, 'GET', '/api/context?limit=1', { token: stuck })).status === 200,
-      "the token to be served again once its unread answers' connections closed",
-    );
-  });
+    },
+  );
 });
