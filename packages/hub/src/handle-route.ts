@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { adminCallerOf, runtimeCallerOf, viewerOf } from './caller.js';
 import type { HubServices } from './hub-services.js';
 import type { RouteAuth, RouteDefinition, RouteIdentity } from './route-definition.js';
+import { parseStrictJson, StrictJsonError } from './strict-json.js';
 
 export function errorBody(code: CtxbusError['code'], message: string, details?: unknown) {
   return new CtxbusError(code, message, details === undefined ? {} : { details });
@@ -17,6 +18,11 @@ function queryObject(context: Context): Record<string, string> {
   );
 }
 
+/** Whitespace alone (JSON's: space, tab, CR, LF), or nothing. */
+function isBlank(bytes: Uint8Array): boolean {
+  return bytes.every((byte) => byte === 32 || byte === 9 || byte === 10 || byte === 13);
+}
+
 async function readJsonBody(context: Context): Promise<unknown> {
   const type = context.req.header('content-type') ?? '';
   if (!/^application\/([\w.+-]*\+)?json\b/i.test(type.trim())) {
@@ -25,12 +31,13 @@ async function readJsonBody(context: Context): Promise<unknown> {
       `send the body as application/json (got "${type || 'no content type'}")`,
     );
   }
-  const text = await context.req.text();
-  if (text.trim() === '') throw errorBody('bad_json', 'the request body is empty; send JSON');
+  const bytes = new Uint8Array(await context.req.arrayBuffer());
+  if (isBlank(bytes)) throw errorBody('bad_json', 'the request body is empty; send JSON');
   try {
-    return JSON.parse(text) as unknown;
+    return parseStrictJson(bytes);
   } catch (error) {
-    throw errorBody('bad_json', `the request body is not valid JSON: ${(error as Error).message}`);
+    if (error instanceof StrictJsonError) throw errorBody('bad_json', error.message);
+    throw error;
   }
 }
 

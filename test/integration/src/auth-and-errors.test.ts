@@ -269,6 +269,56 @@ describe('bad input', () => {
     }
   });
 
+  it('refuses what JSON.parse would change without a word: bytes not UTF-8, a key twice, a __proto__ key', async () => {
+    const token = await runtimeToken(hub, 'strict-json', 'web');
+    const send = (path: string, body: Uint8Array | string) =>
+      fetch(`${hub.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      }).then(async (response) => ({ status: response.status, body: await response.json() }));
+    const utf8 = new TextEncoder();
+    const notUtf8 = new Uint8Array([
+      ...utf8.encode('{"type":"discovery","title":"strict '),
+      0xff,
+      0xfe,
+      ...utf8.encode('"}'),
+    ]);
+    const cases: [string, string, Uint8Array | string, RegExp][] = [
+      ['not UTF-8', '/api/context', notUtf8, /not valid UTF-8/],
+      [
+        'a key twice',
+        '/api/context',
+        '{"type":"discovery","title":"strict one","title":"strict two"}',
+        /has the key "title" twice in one object/,
+      ],
+      [
+        'a __proto__ key',
+        '/api/context',
+        '{"type":"discovery","title":"strict proto","runtimeOptions":{"__proto__":{"a":1},"b":2}}',
+        /"__proto__" key/,
+      ],
+      [
+        "a __proto__ key in a task's input",
+        '/api/tasks',
+        '{"title":"strict task","requiredCapabilities":["search"],"input":{"\\u005f_proto__":{"x":1},"y":2}}',
+        /"__proto__" key/,
+      ],
+    ];
+    for (const [name, path, body, message] of cases) {
+      const refused = await send(path, body);
+      expect(refused.status, name).toBe(400);
+      expect(refused.body.error, name).toMatchObject({ code: 'bad_json', message });
+    }
+    const stored = await call(hub.url, 'GET', '/api/context?limit=50', { token });
+    expect(stored.body.items).toEqual([]);
+    const tasks = await call(hub.url, 'GET', '/api/tasks', { token });
+    expect(tasks.body.tasks).toEqual([]);
+    // A2A answers the same body with a JSON-RPC parse error.
+    const rpc = await send('/a2a', notUtf8);
+    expect(rpc.body.error).toMatchObject({ code: -32700, message: expect.stringMatching(/UTF-8/) });
+  });
+
   it('limits bodies of unknown length (chunked) as it reads them', async () => {
     const token = await runtimeToken(hub, 'limits', 'web');
     const chunked = (parts: string[]) =>

@@ -19,6 +19,7 @@ import type { AnyRouteDefinition } from '../route-definition.js';
 import { implement } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
+import { parseStrictJsonText, StrictJsonError, strictUtf8 } from '../strict-json.js';
 import { cardBaseUrl } from './a2a-base-url.js';
 import type { JsonRpcId } from './a2a-json-rpc.js';
 import {
@@ -99,11 +100,13 @@ async function readRpcRequest(context: Context) {
     );
   }
   let json: unknown;
-  const text = await context.req.text();
+  let text: string;
   try {
-    json = JSON.parse(text);
+    text = strictUtf8(new Uint8Array(await context.req.arrayBuffer()));
+    json = parseStrictJsonText(text);
   } catch (error) {
-    throw new A2aRpcError('parseError', `not JSON: ${(error as Error).message}`);
+    if (!(error instanceof StrictJsonError)) throw error;
+    throw new A2aRpcError('parseError', error.message);
   }
   const big = bigIdSource(json, text);
   const exact = (id: JsonRpcId): JsonRpcId =>
