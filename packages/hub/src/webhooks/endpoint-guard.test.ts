@@ -101,8 +101,14 @@ describe('checkEndpoint', () => {
     }
     expect(await refusal('http://169.254.169.254/latest/meta-data')).toMatch(/169\.254/);
     expect(await refusal('https://10.0.0.5/hook')).toMatch(/10\.0\.0\.5/);
-    // localhost resolves (from /etc/hosts) to loopback.
-    expect(await refusal('http://localhost:9/hook')).toMatch(/localhost resolves to/);
+    // localhost resolves (from /etc/hosts) to loopback: refused as a name that does not
+    // resolve is, naming no address.
+    const byName = await refusal('http://localhost:9/hook');
+    expect(byName).toMatch(/the host localhost does not resolve to public addresses only/);
+    expect(byName).not.toMatch(/127\.0\.0\.1|::1/);
+    expect(await refusal('https://no-such-host.invalid/x')).toMatch(
+      /the host no-such-host\.invalid does not resolve to public addresses only \(it resolves to none, or to a private/,
+    );
   });
 
   it('refuses other schemes, credentials and names that do not resolve', async () => {

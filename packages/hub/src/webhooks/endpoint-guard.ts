@@ -67,14 +67,17 @@ export async function checkEndpoint(endpoint: string, allowPrivate: boolean): Pr
     if (isNonPublicAddress(host)) throw refuse(endpoint, privateReason(host));
     return;
   }
-  let addresses: LookupAddress[];
-  try {
-    addresses = await lookupAsync(host, { all: true, verbatim: true });
-  } catch {
-    throw refuse(endpoint, `the host ${host} does not resolve`);
+  // A name that does not resolve and one that resolves to a private address are refused in the
+  // same words, naming no address: the answer must not map the hub's network (which names
+  // exist there, and where they point) for whoever holds a token.
+  const addresses = await lookupAsync(host, { all: true, verbatim: true }).catch(() => []);
+  if (addresses.length === 0 || addresses.some((entry) => isNonPublicAddress(entry.address))) {
+    throw refuse(endpoint, unreachableName(host));
   }
-  const bad = addresses.find((entry) => isNonPublicAddress(entry.address));
-  if (bad) throw refuse(endpoint, `${host} resolves to ${privateReason(bad.address)}`);
+}
+
+function unreachableName(host: string): string {
+  return `the host ${host} does not resolve to public addresses only (it resolves to none, or to a private, loopback or reserved one): check the name, or start the hub with --allow-private-webhooks for an endpoint on a private network`;
 }
 
 function privateReason(address: string): string {
@@ -101,9 +104,7 @@ export function publicOnlyLookup(
     const list = addresses as LookupAddress[];
     const bad = list.find((entry) => isNonPublicAddress(entry.address));
     if (bad) {
-      const refused: NodeJS.ErrnoException = new Error(
-        `${hostname} resolves to ${bad.address}, a non-public address`,
-      );
+      const refused: NodeJS.ErrnoException = new Error(unreachableName(hostname));
       refused.code = 'ENDPOINT_NOT_ALLOWED';
       return callback(refused, '');
     }
