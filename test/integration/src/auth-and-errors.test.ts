@@ -271,7 +271,7 @@ describe('bad input', () => {
 
   it('refuses what JSON.parse would change without a word: bytes not UTF-8, a key twice, a __proto__ key', async () => {
     const token = await runtimeToken(hub, 'strict-json', 'web');
-    const send = (path: string, body: Uint8Array | string) =>
+    const send = (path: string, body: Uint8Array<ArrayBuffer> | string) =>
       fetch(`${hub.url}${path}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -284,7 +284,7 @@ describe('bad input', () => {
       0xfe,
       ...utf8.encode('"}'),
     ]);
-    const cases: [string, string, Uint8Array | string, RegExp][] = [
+    const cases: [string, string, Uint8Array<ArrayBuffer> | string, RegExp][] = [
       ['not UTF-8', '/api/context', notUtf8, /not valid UTF-8/],
       [
         'a key twice',
