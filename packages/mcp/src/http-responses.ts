@@ -19,9 +19,12 @@ export function jsonRpcErrorResponse(
       ...(options.ctxbusCode !== undefined && { data: { code: options.ctxbusCode } }),
     },
   };
+  // A refusal for now (too many sessions, a hub shutting down) says when to come back, as the
+  // REST API's do.
+  const later = status === 429 || status === 503 ? { 'retry-after': '1' } : {};
   return new Response(JSON.stringify(body), {
     status,
-    headers: { 'content-type': 'application/json', ...options.headers },
+    headers: { 'content-type': 'application/json', ...later, ...options.headers },
   });
 }
 

@@ -78,7 +78,7 @@ function post(endpoint: string, headers: Record<string, string>, body = INITIALI
 }
 
 /** A request with a Host header of our choosing (fetch does not let one set it). */
-function postWithHost(endpoint: string, host: string, token: string) {
+function postWithHost(endpoint: string, host: string, token: string, origin?: string) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
     const request = httpRequest(
       endpoint,
@@ -89,6 +89,7 @@ function postWithHost(endpoint: string, host: string, token: string) {
           authorization: `Bearer ${token}`,
           'content-type': 'application/json',
           accept: 'application/json, text/event-stream',
+          ...(origin !== undefined && { origin }),
         },
       },
       (response) => {
@@ -269,6 +270,26 @@ describe('Streamable HTTP endpoint', () => {
       expect((await postWithHost(endpoint, 'ctxbus.internal', hub.token)).status).toBe(200);
       expect((await postWithHost(endpoint, '127.0.0.1', hub.token)).status).toBe(403);
     });
+  });
+
+  it('refuses an Origin that is neither listed nor the endpoint’s own', async () => {
+    await withEndpoint(
+      handlerOptions({ allowedOrigins: ['https://app.example'] }),
+      async (endpoint) => {
+        const post = (origin: string) =>
+          postWithHost(endpoint, 'localhost:7420', hub.token, origin);
+        const refused = await post('http://evil.example');
+        expect(refused.status).toBe(403);
+        expect(JSON.parse(refused.body)).toMatchObject({
+          error: { message: 'Invalid Origin header: http://evil.example' },
+        });
+        // The same host on another port is another origin.
+        expect((await post('http://localhost:8080')).status).toBe(403);
+        expect((await post('https://app.example')).status).toBe(200);
+        // A page the hub itself served.
+        expect((await post('http://localhost:7420')).status).toBe(200);
+      },
+    );
   });
 
   it('keeps a session to the token that opened it, and routes unknown sessions to 404', async () => {
@@ -552,6 +573,7 @@ describe('Streamable HTTP endpoint', () => {
       }
       const refused = await post(endpoint, { authorization: `Bearer ${busy}` });
       expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
       expect(await refused.json()).toMatchObject({
         error: {
           message: expect.stringMatching(/holds or is opening 2 MCP sessions, none of them idle/),

@@ -46,7 +46,10 @@ export interface McpHttpHandlerOptions {
    * 127.0.0.1 and [::1]. Add the names clients use when the hub listens beyond loopback.
    */
   allowedHosts?: readonly string[];
-  /** When set, a request with an Origin header not in this list is refused with 403. */
+  /**
+   * When set, a request with an Origin header that is neither in this list nor the endpoint's
+   * own origin (the Host it was sent to) is refused with 403.
+   */
   allowedOrigins?: readonly string[];
   logger?: Logger;
   /** A session with no request and no open event stream for this long is closed (30 min). */
@@ -119,6 +122,16 @@ interface Gate {
   logger: Logger;
 }
 
+/** An Origin in the list, or the endpoint's own (a page the hub served: same host and port). */
+function allowedOrigin(origin: string, hostHeader: string | null, gate: Gate): boolean {
+  if (gate.allowedOrigins?.has(origin)) return true;
+  try {
+    return hostHeader !== null && new URL(origin).host === hostHeader.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Host (DNS rebinding), Origin, method and bearer token, then the token verifier: the caller's
  * token and team, or the refusal.
@@ -136,7 +149,7 @@ async function admit(
     });
   }
   const origin = request.headers.get('origin');
-  if (origin !== null && gate.allowedOrigins && !gate.allowedOrigins.has(origin)) {
+  if (origin !== null && gate.allowedOrigins && !allowedOrigin(origin, hostHeader, gate)) {
     return jsonRpcErrorResponse(403, `Invalid Origin header: ${origin}`, {
       ctxbusCode: 'forbidden',
     });

@@ -515,6 +515,17 @@ describe('A2A cards behind --public-url', () => {
     }
   });
 
+  it("let the MCP endpoint answer requests sent to the public URL's host, and no other", async () => {
+    // Without a token: past the Host check, the endpoint asks for one (401); before it, 403.
+    const publicHost = await getWithHost('/mcp', 'hub.example.com', behind.url);
+    expect(publicHost.status).toBe(401);
+    const loopback = await getWithHost('/mcp', `localhost:${new URL(behind.url).port}`, behind.url);
+    expect(loopback.status).toBe(401);
+    const other = await getWithHost('/mcp', 'evil.example', behind.url);
+    expect(other.status).toBe(403);
+    expect(other.body).toMatchObject({ error: { message: 'Invalid Host header: evil.example' } });
+  });
+
   it('refuse a public URL that is not http(s)', async () => {
     const result = await runCli(
       ['serve', '--port', '0', '--data', tempDir(), '--public-url', 'ftp://x'],

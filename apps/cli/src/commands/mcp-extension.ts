@@ -20,15 +20,36 @@ export interface McpLimits {
   maxSessions: number;
 }
 
+export interface McpEndpointOptions {
+  host: string;
+  /** The hub's public base URL: its host name is one clients use (`serve --public-url`). */
+  publicUrl?: string | null;
+  /** Browser origins allowed to call the hub (`serve --cors-origin`). */
+  corsOrigins?: readonly string[];
+  logger: Logger;
+  limits: McpLimits;
+}
+
+/**
+ * The names clients reach the endpoint by: loopback's, the address the hub listens on (unless
+ * a wildcard), and the host of its public URL.
+ */
+export function mcpAllowedHosts(
+  options: Pick<McpEndpointOptions, 'host' | 'publicUrl'>,
+  loopback: readonly string[],
+): string[] {
+  const hosts = new Set(loopback);
+  const listen = options.host.includes(':') ? `[${options.host}]` : options.host;
+  if (listen !== '0.0.0.0' && listen !== '[::]') hosts.add(listen.toLowerCase());
+  if (options.publicUrl) hosts.add(new URL(options.publicUrl).hostname.toLowerCase());
+  return [...hosts];
+}
+
 /**
  * The endpoint loads the MCP SDK (and its JSON Schema validator) on its first request, not at
  * `ctxbus serve`: the hub answers /health without it, and a hub no MCP client uses never loads it.
  */
-export function mcpExtension(options: {
-  host: string;
-  logger: Logger;
-  limits: McpLimits;
-}): HubExtension {
+export function mcpExtension(options: McpEndpointOptions): HubExtension {
   let handler: Promise<McpHttpHandler> | null = null;
   let closed = false;
   const load = (app: HubApp, services: HubServices) => {
@@ -53,14 +74,12 @@ export function mcpExtension(options: {
 async function createHandler(
   app: HubApp,
   services: HubServices,
-  options: { host: string; logger: Logger; limits: McpLimits },
+  options: McpEndpointOptions,
 ): Promise<McpHttpHandler> {
   const [{ createMcpHttpHandler, LOCALHOST_NAMES }, { createClient }] = await Promise.all([
     import('@ctxbus/mcp'),
     import('@ctxbus/client'),
   ]);
-  const hosts =
-    LOCALHOST_NAMES.includes(options.host) || options.host === '::1' ? [] : [options.host];
   return createMcpHttpHandler({
     async verifyToken(token) {
       const caller = await services.verifier.verify(`Bearer ${token}`);
@@ -83,7 +102,13 @@ async function createHandler(
         fetch: (input, init) =>
           Promise.resolve(app.request(input instanceof Request ? input : String(input), init)),
       }),
-    allowedHosts: [...LOCALHOST_NAMES, ...hosts],
+    allowedHosts: mcpAllowedHosts(options, LOCALHOST_NAMES),
+    // A browser page may call the endpoint from the hub's own origin or a --cors-origin one;
+    // any other Origin is refused (the MCP spec's DNS-rebinding and cross-site defence).
+    allowedOrigins: [
+      ...(options.corsOrigins ?? []),
+      ...(options.publicUrl ? [new URL(options.publicUrl).origin] : []),
+    ],
     logger: options.logger,
     maxRequestBodyBytes: services.maxBodyBytes,
     maxSessionsPerToken: options.limits.maxSessionsPerToken,

@@ -222,7 +222,13 @@ export async function startServedHub(
       // Signed checkpoints of the audit chains, beside the key, outside the database.
       auditAnchorDir: place.anchors,
       extensions: [
-        mcpExtension({ host: options.host, logger, limits: options.mcp }),
+        mcpExtension({
+          host: options.host,
+          publicUrl: options.publicUrl,
+          corsOrigins: options.corsOrigins,
+          logger,
+          limits: options.mcp,
+        }),
         dashboardExtension({ logger }),
       ],
       ...(options.embeddings && { embeddings: embeddingsOptions(options.embeddings) }),

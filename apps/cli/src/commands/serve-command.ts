@@ -66,7 +66,7 @@ export function addServeOptions(command: Command, env: NodeJS.ProcessEnv = proce
     )
     .option(
       '--public-url <url>',
-      "the hub's URL as others reach it, named in its A2A Agent Cards (default: $CTXBUS_PUBLIC_URL; without it cards are served only to requests to a loopback name)",
+      "the hub's URL as others reach it, named in its A2A Agent Cards; its host is one the MCP endpoint answers to (default: $CTXBUS_PUBLIC_URL; without it cards are served, and /mcp answers, only to requests to a loopback name or the --host address)",
       env.CTXBUS_PUBLIC_URL,
     )
     .option(
