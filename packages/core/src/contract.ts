@@ -193,6 +193,7 @@ export { hubUnreachable, serveCommand } from './shared/hub-unreachable.js';
 export type { Logger } from './shared/logger.js';
 export { silentLogger } from './shared/logger.js';
 export { sliceText } from './shared/slice-text.js';
+export { parseStrictJson, StrictJsonError } from './shared/strict-json.js';
 export {
   MAX_JSON_DEPTH,
   parseOrThrow,

@@ -1,10 +1,9 @@
-import { CtxbusError, parseOrThrow } from '@ctxbus/core';
+import { CtxbusError, parseOrThrow, parseStrictJson, StrictJsonError } from '@ctxbus/core';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { adminCallerOf, runtimeCallerOf, viewerOf } from './caller.js';
 import type { HubServices } from './hub-services.js';
 import type { RouteAuth, RouteDefinition, RouteIdentity } from './route-definition.js';
-import { parseStrictJson, StrictJsonError } from './strict-json.js';
 
 export function errorBody(code: CtxbusError['code'], message: string, details?: unknown) {
   return new CtxbusError(code, message, details === undefined ? {} : { details });

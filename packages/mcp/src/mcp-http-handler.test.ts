@@ -65,7 +65,11 @@ const INITIALIZE = JSON.stringify({
   },
 });
 
-function post(endpoint: string, headers: Record<string, string>, body = INITIALIZE) {
+function post(
+  endpoint: string,
+  headers: Record<string, string>,
+  body: string | Uint8Array<ArrayBuffer> = INITIALIZE,
+) {
   return fetch(endpoint, {
     method: 'POST',
     headers: {
@@ -373,6 +377,48 @@ describe('Streamable HTTP endpoint', () => {
       );
       expect(response.status).toBe(400);
       expect(handler.sessionCount).toBe(0);
+    });
+  });
+
+  it('refuses a body JSON.parse would change (-32700) and JSON that is no JSON-RPC message (-32600)', async () => {
+    await withEndpoint(handlerOptions(), async (endpoint, handler) => {
+      const auth = { authorization: `Bearer ${hub.token}` };
+      const refused = async (body: string | Uint8Array<ArrayBuffer>, headers = auth) => {
+        const response = await post(endpoint, headers, body);
+        expect(response.status).toBe(400);
+        return ((await response.json()) as { error: { code: number; message: string } }).error;
+      };
+      const bytes = new TextEncoder().encode(INITIALIZE);
+      const notUtf8 = new Uint8Array([...bytes.slice(0, -1), 0xff, ...bytes.slice(-1)]);
+      expect(await refused(notUtf8)).toMatchObject({
+        code: -32700,
+        message: expect.stringMatching(/not valid UTF-8/),
+      });
+      expect(await refused(INITIALIZE.replace('{', '{"id":7,'))).toMatchObject({
+        code: -32700,
+        message: expect.stringMatching(/has the key "id" twice in one object/),
+      });
+      for (const body of ['{}', '42', 'null', '[]', '{"jsonrpc":"1.0","id":1,"method":"x"}']) {
+        expect(await refused(body), body).toMatchObject({
+          code: -32600,
+          message: expect.stringMatching(/^Invalid Request: /),
+        });
+      }
+      expect(handler.sessionCount).toBe(0);
+
+      // In a session too: a tool call whose arguments hold a key twice is refused whole.
+      const opened = await post(endpoint, auth);
+      const sessionId = opened.headers.get('mcp-session-id') ?? '';
+      await opened.text();
+      const call = (text: string) =>
+        `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"context_write","arguments":{"type":"decision","title":${text}}}}`;
+      const inSession = {
+        ...auth,
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-06-18',
+      };
+      expect(await refused(call('"a","title":"b"'), inSession)).toMatchObject({ code: -32700 });
+      expect(handler.sessionCount).toBe(1);
     });
   });
 

@@ -16,6 +16,7 @@ import { jsonRpcErrorResponse, refusal, WWW_AUTHENTICATE, watchBody } from './ht
 import type { Session } from './mcp-sessions.js';
 import { McpSessions } from './mcp-sessions.js';
 import { refuseInvalidParams } from './request-params.js';
+import { checkedRpcRequest } from './rpc-body.js';
 
 export interface McpHttpHandlerOptions {
   /**
@@ -232,6 +233,7 @@ async function inSession(
   session: Session | undefined,
   token: string,
   bound: StreamBound,
+  maxBodyBytes: number,
 ): Promise<Response> {
   if (!session) {
     // 404 tells a client to start a new session (MCP Streamable HTTP).
@@ -246,7 +248,12 @@ async function inSession(
   session.busy += 1;
   let response: Response;
   try {
-    response = await session.transport.handleRequest(request);
+    const checked = await checkedRpcRequest(request, maxBodyBytes);
+    if (checked instanceof Response) {
+      session.busy -= 1;
+      return checked;
+    }
+    response = await session.transport.handleRequest(checked);
   } catch (error) {
     session.busy -= 1;
     throw error;
@@ -281,6 +288,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     logger,
   );
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxBodyBytes = options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const streamBound: StreamBound = {
     maxUnreadBytes: options.maxUnreadStreamBytes ?? DEFAULT_MAX_UNREAD_STREAM_BYTES,
     logger,
@@ -316,7 +324,10 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     const release = sessions.reserve(owner, team);
     if (release instanceof Response) return release;
     try {
-      return await initialize(request, backend, { digest, owner, team }, release);
+      // The body is read once the request holds its place (a slow upload counts against it).
+      const checked = await checkedRpcRequest(request, maxBodyBytes);
+      if (checked instanceof Response) return checked;
+      return await initialize(checked, backend, { digest, owner, team }, release);
     } finally {
       release();
     }
@@ -343,7 +354,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
           sessions.trim(who.owner, session);
           logger.debug({ sessionId: id }, 'MCP session opened');
         },
-        maxRequestBodySize: options.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+        maxRequestBodySize: maxBodyBytes,
         ...(options.keepAliveMs !== undefined && { keepAliveMs: options.keepAliveMs }),
       }),
       ...who,
@@ -382,7 +393,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     if (admitted instanceof Response) return admitted;
     const sessionId = request.headers.get('mcp-session-id');
     if (sessionId !== null) {
-      return inSession(request, sessions.open.get(sessionId), admitted.token, streamBound);
+      return inSession(
+        request,
+        sessions.open.get(sessionId),
+        admitted.token,
+        streamBound,
+        maxBodyBytes,
+      );
     }
     if (request.method !== 'POST') {
       return jsonRpcErrorResponse(

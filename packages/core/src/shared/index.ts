@@ -19,6 +19,12 @@ export { hubUnreachable, serveCommand } from './hub-unreachable.js';
 export type { Logger } from './logger.js';
 export { silentLogger } from './logger.js';
 export { sliceText } from './slice-text.js';
+export {
+  parseStrictJson,
+  parseStrictJsonText,
+  StrictJsonError,
+  strictUtf8,
+} from './strict-json.js';
 export { countTokens, o200kTokenCounter } from './tokens.js';
 export {
   MAX_JSON_DEPTH,

@@ -5,6 +5,9 @@ import {
   CtxbusError,
   isTerminalTaskState,
   MAX_JSON_DEPTH,
+  parseStrictJsonText,
+  StrictJsonError,
+  strictUtf8,
   TASK_STATES,
   TASK_TAG,
   taskIdSchema,
@@ -19,7 +22,6 @@ import type { AnyRouteDefinition } from '../route-definition.js';
 import { implement } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
-import { parseStrictJsonText, StrictJsonError, strictUtf8 } from '../strict-json.js';
 import { cardBaseUrl } from './a2a-base-url.js';
 import type { JsonRpcId } from './a2a-json-rpc.js';
 import {

@@ -15,6 +15,12 @@ export class StrictJsonError extends Error {
   }
 }
 
+// The WHATWG decoder, a global in Node and in browsers (core's lib, ES2024, does not declare it).
+declare const TextDecoder: new (
+  label: 'utf-8',
+  options: { fatal: boolean },
+) => { decode(bytes: Uint8Array): string };
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** `bytes` as text, refused unless they are UTF-8 (a leading BOM is dropped). */
