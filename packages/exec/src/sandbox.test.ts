@@ -98,6 +98,29 @@ describe(`sandbox (bubblewrap)${because}`, () => {
   );
 
   sandboxIt(
+    "keeps the kernel's settings (/proc/sys) read-only, even to a root worker's command",
+    async () => {
+      const workdir = tempDir();
+      // Writing core_pattern's own value back: harmless if it were taken.
+      const result = await sandboxed(
+        [
+          'sh',
+          '-c',
+          'cat /proc/sys/kernel/core_pattern > /tmp/value && cat /tmp/value > /proc/sys/kernel/core_pattern',
+        ],
+        workdir,
+      );
+      expect(result.exitCode).not.toBe(0);
+      // Root is refused by the read-only mount; another user already by the file's mode.
+      expect(result.stderr).toMatch(
+        process.getuid?.() === 0
+          ? /Read-only file system/
+          : /Read-only file system|Permission denied/,
+      );
+    },
+  );
+
+  sandboxIt(
     'binds the directory it opened, never the one its path names by then (swapped after the check)',
     async () => {
       const base = mkdtempSync('/var/tmp/ctxbus-pin-');

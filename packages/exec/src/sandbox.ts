@@ -201,7 +201,11 @@ function hide(path: string): string[] {
 }
 
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  // The new /proc's sys/ is the kernel's own settings, writable by uid 0 whatever its
+  // capabilities: a root worker's command could set kernel.core_pattern to a program of its
+  // own, which the kernel then runs as root outside every namespace at the next crash.
+  args.push('--ro-bind', '/proc/sys', '/proc/sys', '--tmpfs', '/tmp');
   if (!layout.network) {
     // A new network namespace has only its own loopback; Unix sockets under /run (a database's,
     // a container engine's) are hidden too, since a read-only bind still lets them be dialled.
