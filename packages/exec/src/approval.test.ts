@@ -10,6 +10,7 @@ import {
   signApproval,
   verifyApproval,
 } from './approval.js';
+import { HashBudgetExceeded } from './bounded-hash.js';
 import { projectTreeHash } from './project-tree.js';
 import { tempDir } from './test-support.js';
 
@@ -113,6 +114,28 @@ describe('commandDigest and scriptHashFor', () => {
     const before = await scriptHashFor(['python3', outside], cwd);
     writeFileSync(join(outside, '__main__.py'), 'print("swapped in after the approval")\n');
     expect(await scriptHashFor(['python3', outside], cwd)).not.toBe(before);
+  });
+
+  it('reads what it hashes within a budget: a file that never ends is refused, not read into memory', async () => {
+    const cwd = project();
+    const before = process.memoryUsage().rss;
+    // A "regular file" of size 0 that reads hundreds of GB.
+    const refusal = scriptHashFor(['perl', '/proc/self/pagemap'], cwd);
+    await expect(refusal).rejects.toThrow(HashBudgetExceeded);
+    await expect(refusal).rejects.toThrow(
+      /\/proc\/self\/pagemap takes a script past 67108864 bytes: too large to bind an approval to/,
+    );
+    // Read in chunks: the worker did not hold the 64 MiB it read.
+    expect(process.memoryUsage().rss - before).toBeLessThan(48 * 1024 * 1024);
+  });
+
+  it('refuses a working tree whose files hold more than its budget, rather than leave one out', async () => {
+    const cwd = project();
+    writeFileSync(join(cwd, 'data.bin'), Buffer.alloc(3_000, 1));
+    await expect(projectTreeHash(cwd, undefined, 2_000)).rejects.toThrow(
+      /takes the working tree past 2000 bytes/,
+    );
+    expect(await projectTreeHash(cwd, undefined, 4_000)).toMatch(/^[0-9a-f]{64}$/);
   });
 });
 

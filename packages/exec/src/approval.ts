@@ -6,10 +6,11 @@ import {
   sign,
   verify,
 } from 'node:crypto';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { CtxbusError, canonicalJson, commandDigest } from '@ctxbus/core/light';
 import { z } from 'zod';
+import { boundedFileHash, MAX_SCRIPT_BYTES } from './bounded-hash.js';
 import { programName } from './command-policy.js';
 import { projectTreeHash } from './project-tree.js';
 
@@ -136,8 +137,9 @@ function regularFile(path: string): boolean {
   }
 }
 
-function fileHash(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex');
+/** One file's hash, within the script budget. */
+function fileHash(path: string): Promise<string> {
+  return boundedFileHash(path, { left: MAX_SCRIPT_BYTES, what: 'a script' }, MAX_SCRIPT_BYTES);
 }
 
 /**
@@ -149,7 +151,8 @@ function fileHash(path: string): string {
  * (`readsProject`: a package manager, an interpreter, a project tool such as make, pytest or
  * cargo, or a program in the directory), the working tree (`projectTreeHash`: tracked and
  * untracked files, and config files such as `.npmrc`, `.env`, `Makefile` even when ignored).
- * One file: its hash; several: the hash of the canonical list of [argument, hash].
+ * One file: its hash; several: the hash of the canonical list of [argument, hash]. A file
+ * over MAX_SCRIPT_BYTES, or a tree over MAX_TREE_BYTES, throws HashBudgetExceeded.
  */
 export async function scriptHashFor(argv: readonly string[], cwd: string): Promise<string | null> {
   const program = argv[0];
@@ -157,14 +160,14 @@ export async function scriptHashFor(argv: readonly string[], cwd: string): Promi
   const at = (word: string) => inDirectory(cwd, word);
   const files: [string, string][] = [];
   if (program.includes('/') && regularFile(at(program))) {
-    files.push([program, fileHash(at(program))]);
+    files.push([program, await fileHash(at(program))]);
   }
   const name = programName(program);
   if (INTERPRETERS.has(name)) {
     for (const word of argv.slice(1)) {
       if (word.startsWith('-') || word === '') continue;
       const value = word.includes('=') && !regularFile(at(word)) ? word.split('=').at(-1) : word;
-      if (value && regularFile(at(value))) files.push([word, fileHash(at(value))]);
+      if (value && regularFile(at(value))) files.push([word, await fileHash(at(value))]);
       // A directory runs what is in it (python's __main__.py, node's index.js or package.json
       // main): its tree, when the working tree's hash does not cover it already.
       else if (value && outsideDirectory(cwd, at(value))) {
@@ -174,7 +177,7 @@ export async function scriptHashFor(argv: readonly string[], cwd: string): Promi
   }
   const runsScript = PACKAGE_MANAGERS.has(name) || (name === 'node' && argv.includes('--run'));
   if (runsScript && regularFile(join(cwd, 'package.json'))) {
-    files.push(['package.json', fileHash(join(cwd, 'package.json'))]);
+    files.push(['package.json', await fileHash(join(cwd, 'package.json'))]);
   }
   if (readsProject(argv, cwd)) files.push(['<working tree>', await projectTreeHash(cwd)]);
   if (files.length === 0) return null;

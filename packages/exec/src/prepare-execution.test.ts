@@ -136,6 +136,22 @@ describe('prepareExecution and executePlan', () => {
     ).toMatchObject({ ok: false, code: 'approval_invalid' });
   });
 
+  it('a command whose files are too large to bind an approval to is refused, not left to retry', async () => {
+    const { project, policy } = setup({ allow: ['git status'] });
+    // Any origin may ask for it: the worker hashes what would need approval before anyone sees it.
+    const refused = await prepareExecution({
+      request: request(project, { argv: ['perl', '/proc/self/pagemap'] }),
+      policy,
+    });
+    expect(refused).toMatchObject({
+      ok: false,
+      code: 'not_allowed',
+      reason: expect.stringMatching(
+        /^cannot bind an approval to this command: \/proc\/self\/pagemap takes a script past/,
+      ),
+    });
+  });
+
   it('an origin whose trust does not permit execution needs an approval even for an allowed command', async () => {
     const { project, policy } = setup({ trustedOrigin: false });
     const refused = await prepareExecution({ request: request(project), policy });

@@ -232,11 +232,15 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
   // 6. The approval, when the allow-list or the origin's trust asks for one.
   let approvedBy: string | null = null;
   if (needsApproval) {
-    const identity = {
-      argv: request.argv,
-      cwd: workdir.realPath,
-      scriptHash: await scriptHashFor(request.argv, workdir.realPath),
-    };
+    let scriptHash: string | null;
+    try {
+      scriptHash = await scriptHashFor(request.argv, workdir.realPath);
+    } catch (error) {
+      // Nothing to bind an approval to: refused, never retried (the same files fail again).
+      const why = (error as Error).message;
+      return refuse('not_allowed', `cannot bind an approval to this command: ${why}`);
+    }
+    const identity = { argv: request.argv, cwd: workdir.realPath, scriptHash };
     const approvalRequest: ApprovalRequest = {
       taskId: request.taskId ?? null,
       ...identity,

@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { lstat, readdir, readlink } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { canonicalJson } from '@ctxbus/core/light';
+import type { ReadBudget } from './bounded-hash.js';
+import { boundedFileHash, HashBudgetExceeded, MAX_TREE_BYTES } from './bounded-hash.js';
 
 // What a project command reads that its approver cannot see: the working tree. `npm test`
 // names package.json, but runs the test files, and npm reads `.npmrc` (`script-shell`) and
@@ -113,16 +115,22 @@ async function walk(cwd: string, limit: number): Promise<string[]> {
   return files;
 }
 
-/** A file's content hash; a symlink's target text (not followed); null when unreadable. */
-async function entryHash(path: string): Promise<string | null> {
+/**
+ * A file's content hash, read against the tree's budget; a symlink's target text (not
+ * followed); null when unreadable. Past the budget, HashBudgetExceeded (never a file left out).
+ */
+async function entryHash(
+  path: string,
+  budget: ReadBudget,
+  maxBytes: number,
+): Promise<string | null> {
   try {
     const stat = await lstat(path);
     if (stat.isSymbolicLink()) return `link:${await readlink(path)}`;
     if (!stat.isFile()) return null;
-    return createHash('sha256')
-      .update(await readFile(path))
-      .digest('hex');
-  } catch {
+    return await boundedFileHash(path, budget, maxBytes, true);
+  } catch (error) {
+    if (error instanceof HashBudgetExceeded) throw error;
     return null;
   }
 }
@@ -132,21 +140,29 @@ async function entryHash(path: string): Promise<string | null> {
  * not ignored), by `git ls-files` when `cwd` is in a repository, else every file outside
  * `.git`, `node_modules`, `.venv` and `__pycache__`; plus the CONFIG_FILES present, ignored
  * or not. Each file counts as [path, content hash] (a symlink by its target text), sorted by
- * path. Files past MAX_TREE_FILES are left out (the hash records how many were listed).
+ * path. Files past MAX_TREE_FILES are left out (the hash records how many were listed); a
+ * tree whose files hold more than MAX_TREE_BYTES throws HashBudgetExceeded.
  * Git and the reads run beside the event loop (a worker's other tasks renew their leases and
  * send their output meanwhile), READS_AT_ONCE files at a time.
  */
-export async function projectTreeHash(cwd: string, limit = MAX_TREE_FILES): Promise<string> {
+export async function projectTreeHash(
+  cwd: string,
+  limit = MAX_TREE_FILES,
+  maxBytes = MAX_TREE_BYTES,
+): Promise<string> {
   const listed = (await gitListing(cwd)) ?? (await walk(cwd, limit + 1));
   const paths = new Set(listed.slice(0, limit));
   for (const name of CONFIG_FILES) paths.add(name);
   for (const name of await safeNames(cwd))
     if (name === '.env' || name.startsWith('.env.')) paths.add(name);
   const sorted = [...paths].sort();
+  const budget: ReadBudget = { left: maxBytes, what: 'the working tree' };
   const entries: [string, string][] = [];
   for (let at = 0; at < sorted.length; at += READS_AT_ONCE) {
     const batch = sorted.slice(at, at + READS_AT_ONCE);
-    const hashes = await Promise.all(batch.map((path) => entryHash(join(cwd, ...path.split('/')))));
+    const hashes = await Promise.all(
+      batch.map((path) => entryHash(join(cwd, ...path.split('/')), budget, maxBytes)),
+    );
     batch.forEach((path, index) => {
       const hash = hashes[index];
       if (hash !== null && hash !== undefined) entries.push([path, hash]);
