@@ -94,7 +94,10 @@ writeFileSync(
 // Writes a NUL character, which the hub stores no text with.
 writeFileSync(join(project, 'nul.js'), "process.stdout.write('before\\u0000after\\n');\n");
 // Fails, whatever its (long) arguments.
-writeFileSync(join(project, 'fails.js'), "console.error('no'); process.exit(3);\n");
+writeFileSync(
+  join(project, 'fails.js'),
+  "console.log('1 test failed: expected 2, got 3'); console.error('no'); process.exit(3);\n",
+);
 symlinkSync(machine, join(root, 'escape'));
 const policyFile = join(machine, 'capabilities.yaml');
 writeFileSync(
@@ -365,6 +368,10 @@ describe('ctxbus worker', () => {
     expect(failed.state).toBe('FAILED');
     expect(failed.error.code).toBe('exit_status');
     expect(failed.error.message).toMatch(/^node fails\.js x{400,}… exited with 3: no/);
+    // What it wrote on stdout too (a failing test run says why there).
+    expect(failed.error.message).toMatch(
+      /\n--- stdout \(its end\) ---\n1 test failed: expected 2, got 3\n$/,
+    );
   });
 
   it('holds a command that only a code-running entry (node ...) allows for a human, outside the sandbox', async () => {

@@ -637,9 +637,11 @@ function commandFailure(result: CommandResult): TaskError {
   // thousands of characters made the report a 400, and the task worker_lost).
   const command = result.argv.join(' ');
   const shown = command.length <= 500 ? command : `${command.slice(0, 500)}…`;
+  // What it wrote, within the hub's message limit: a failing `npm test` says why on stdout.
+  const stdout = result.stdout ? `\n--- stdout (its end) ---\n${tail(result.stdout, 1_500)}` : '';
   return {
     code: result.timedOut ? 'timeout' : 'exit_status',
-    message: `${shown} ${why}${result.stderr ? `: ${tail(result.stderr, 2_000)}` : ''}`,
+    message: `${shown} ${why}${result.stderr ? `: ${tail(result.stderr, 1_800)}` : ''}${stdout}`,
   };
 }
 
