@@ -231,7 +231,8 @@ describe('ctxbus worker', () => {
     const again = JSON.parse((await runCli(args, { env })).stdout);
     expect(again.task.id).toBe(created.task.id);
     expect((await settled(created.task.id)).state).toBe('COMPLETED');
-    // Ctrl-C cancels the task: the command (waiting for a file that never comes) is stopped.
+    // Stopping delegate (Ctrl-C, or a kill: SIGTERM here) cancels the task: the command
+    // (waiting for a file that never comes) is stopped.
     const following = spawnCli(['delegate', '--cwd', project, '--', 'node', 'progress.js'], {
       env,
     });
@@ -241,12 +242,30 @@ describe('ctxbus worker', () => {
     });
     await waitUntil(() => stderr.includes(': WORKING'), 'the delegated command to start');
     expect(stderr.match(/: WORKING/g)).toHaveLength(1);
-    following.child.kill('SIGINT');
+    following.child.kill('SIGTERM');
     const canceled = await following.done;
     expect(canceled.code).toBe(1);
-    expect(canceled.stderr).toMatch(/ctxbus: error: task (\S+) ended CANCELED/);
+    expect(canceled.stderr).toMatch(/ctxbus: error: task (\S+) ended CANCELED: canceled\n/);
     const canceledId = /task (\S+) ended CANCELED/.exec(canceled.stderr)?.[1] ?? '';
     expect((await taskState(canceledId)).state).toBe('CANCELED');
+    // A command that waits for a person: the line says why, and who may answer (not the token
+    // that asked).
+    const held = spawnCli(
+      ['delegate', '--cwd', project, '--', 'node', '--stack-size=999', 'check.js'],
+      { env },
+    );
+    let heldErr = '';
+    held.child.stderr?.on('data', (chunk: Buffer) => {
+      heldErr += chunk.toString();
+    });
+    await waitUntil(() => heldErr.includes(': AUTH_REQUIRED'), 'the command to wait for a person');
+    const heldId = /task (\S+): AUTH_REQUIRED/.exec(heldErr)?.[1] ?? '';
+    expect(heldErr).toContain(
+      `task ${heldId}: AUTH_REQUIRED: waiting for a person to approve it (runs code). The token that asked cannot answer: approve it with the admin token (ctxbus approve --team acme ${heldId})`,
+    );
+    held.child.kill('SIGTERM');
+    expect((await held.done).code).toBe(1);
+    expect((await taskState(heldId)).state).toBe('CANCELED');
     // --live: the output shows while the command runs, then the rest, each part once (both
     // streams together, as they came).
     const live = spawnCli(['delegate', '--live', '--cwd', project, '--', 'node', 'steps.js'], {

@@ -69,13 +69,24 @@ export function delegateRequest(
   };
 }
 
-/** A state change as one line on stderr (stdout keeps the command's own output). */
-function progress(state: TaskState, id: string): void {
+/** Why a task waits for a person: the worker's reason for asking, else the router's. */
+function approvalWhy(task: Task): string | null {
+  const because = (task.approval?.request as { because?: unknown } | undefined)?.because;
+  if (typeof because === 'string') return because.replaceAll('_', ' ');
+  const routing = task.routing as { approvalReason?: unknown } | null;
+  return typeof routing?.approvalReason === 'string' ? routing.approvalReason : null;
+}
+
+/**
+ * A state change as one line on stderr (stdout keeps the command's own output). Waiting for a
+ * person, it says why and who may answer: never this terminal's own token, which asked for it.
+ */
+function progress(state: TaskState, task: Pick<Task, 'id' | 'teamId'>, why?: string | null): void {
   const line =
     state === 'AUTH_REQUIRED'
-      ? `${state}: waiting for a person to approve it (ctxbus approve ${id} at a terminal with an approver token, or Telegram, or the dashboard)`
+      ? `${state}: waiting for a person to approve it${why ? ` (${why})` : ''}. The token that asked cannot answer: approve it with the admin token (ctxbus approve --team ${task.teamId} ${task.id}), in Telegram or on the dashboard`
       : state;
-  process.stderr.write(`${terminalSafe(`ctxbus: task ${id}: ${line}`)}\n`);
+  process.stderr.write(`${terminalSafe(`ctxbus: task ${task.id}: ${line}`)}\n`);
 }
 
 /**
@@ -124,7 +135,11 @@ function finish(task: Task, json: boolean, shownLive: boolean, routed: string): 
 
 /** A task that ended without completing, and why (its error, else the router's reason). */
 function endedOtherwise(task: Task, routed: string): CtxbusError {
-  const why = task.error ? `${task.error.code}: ${oneLine(task.error.message)}` : routed;
+  const why = task.error
+    ? `${task.error.code}: ${oneLine(task.error.message)}`
+    : task.state === 'CANCELED'
+      ? 'canceled'
+      : routed;
   return new CtxbusError('internal', `task ${task.id} ended ${task.state}: ${why}`);
 }
 
@@ -151,12 +166,14 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
   process.stderr.write(
     `${terminalSafe(`ctxbus: task ${task.id} -> ${routing.runtime ?? 'no runtime'} (${routing.kind}): ${routing.reason}`)}\n`,
   );
-  progress(task.state, task.id);
+  progress(task.state, task, approvalWhy(task));
   const live = options.live ?? (process.stdout.isTTY === true && options.json !== true);
   const output = new LiveOutput();
   const stop = new AbortController();
   const interrupted = () => stop.abort();
+  // Ctrl-C, or a kill (a timeout, a closed terminal's SIGTERM): the task does not outlive it.
   process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     if (!isTerminalTaskState(task.state)) {
       const events = client.stream({
@@ -168,18 +185,28 @@ export async function delegate(argv: readonly string[], options: DelegateOptions
       let shown = task.state;
       for await (const status of followTaskStatus(events, task.id)) {
         // Progress updates repeat WORKING with more output: a line per change of state.
-        if (status.state !== shown) progress(status.state, task.id);
+        if (status.state !== shown) {
+          const why =
+            status.state === 'AUTH_REQUIRED'
+              ? await client.task(task.id).then(
+                  ({ task: now }) => approvalWhy(now),
+                  () => null,
+                )
+              : null;
+          progress(status.state, task, why);
+        }
         shown = status.state;
         if (live) output.show(taskOutputOf(status.item));
       }
     }
   } finally {
     process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
   }
   if (stop.signal.aborted) {
     // Ctrl-C stops the command too: the origin cancels its task (one that ended meanwhile
     // keeps its end, which is what is shown).
-    await client.cancelTask(task.id, 'Ctrl-C at ctxbus delegate').catch(() => undefined);
+    await client.cancelTask(task.id, 'ctxbus delegate was stopped').catch(() => undefined);
   }
   finish(
     (await client.task(task.id)).task,
