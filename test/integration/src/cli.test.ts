@@ -417,7 +417,7 @@ describe('ctxbus CLI', () => {
         /ok {4}Claude Code \(project .*\): hooks and MCP server installed, token acts as acme\/claude-code/,
       );
       // OpenClaw, read from its config file without starting it: absent, then installed.
-      expect(healthy.stdout).toContain('--    OpenClaw: not installed here');
+      expect(healthy.stdout).toContain('--    OpenClaw: ctxbus is not connected to it here');
       const openclawConfig = join(env.HOME, '.openclaw', 'openclaw.json');
       mkdirSync(join(env.HOME, '.openclaw'), { recursive: true });
       writeFileSync(

@@ -12,6 +12,15 @@ const dir = tempDir('ctxbus-capabilities-init-');
 afterAll(() => removeDir(dir));
 
 describe('ctxbus capabilities init', () => {
+  it('is what a missing file points to, in one line (exit 2)', async () => {
+    const missing = join(dir, 'nofile.yaml');
+    const checked = await runCli(['capabilities', 'check', missing]);
+    expect(checked.code).toBe(2);
+    expect(checked.stderr).toBe(
+      `ctxbus: error: no capabilities file at ${missing}: write one with \`ctxbus capabilities init\`, or give the path of yours\n`,
+    );
+  });
+
   it('writes a file that checks, routes and is kept unless --force', async () => {
     const file = join(dir, 'capabilities.yaml');
     const written = await runCli(['capabilities', 'init', file]);

@@ -41,7 +41,13 @@ export function loadCapabilities(file: string): CapabilitiesFile {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new CtxbusError('validation_failed', `cannot read ${file}: ${(error as Error).message}`);
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new CtxbusError(
+      'validation_failed',
+      missing
+        ? `no capabilities file at ${file}: write one with \`ctxbus capabilities init\`, or give the path of yours`
+        : `cannot read ${file}: ${(error as Error).message}`,
+    );
   }
   return parseCapabilities(text, file);
 }

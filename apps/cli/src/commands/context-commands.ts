@@ -362,7 +362,7 @@ function sharedCommand(program: Command, run: Run): void {
       )
       .option(
         '-r, --runtime <runtime>',
-        "claude-code | openclaw | codex | web (default: the token's runtime)",
+        "claude-code | openclaw | codex | web, or any runtime: the format capabilities.yaml gives it, else the default (default: the token's runtime)",
       )
       .option('-b, --budget <tokens>', "token budget (default: the runtime's)"),
   ).action((options: ConnectionOptions & { runtime?: string; budget?: string }) =>

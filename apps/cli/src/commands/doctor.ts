@@ -210,12 +210,15 @@ async function checkClaudeCode(projectDir: string): Promise<Check[]> {
     checks.push({
       name: 'Claude Code',
       status: 'info',
-      detail: 'not installed here',
-      fix: '`ctxbus install claude-code --project .` (or --user)',
+      detail: NOT_CONNECTED,
+      fix: '`ctxbus connect`, or `ctxbus install claude-code --project . --team TEAM` (or --user)',
     });
   }
   return checks;
 }
+
+/** A runtime ctxbus finds no install of: whether the runtime itself is here, doctor does not say. */
+const NOT_CONNECTED = 'ctxbus is not connected to it here';
 
 /** Codex's install, read through Codex's own tools (`codex` on PATH). */
 async function checkCodex(): Promise<Check> {
@@ -223,7 +226,12 @@ async function checkCodex(): Promise<Check> {
   const name = 'Codex';
   const hooksFile = join(adapter.codexHomeDir(), 'hooks.json');
   if (!existsSync(hooksFile) || !readFileSync(hooksFile, 'utf8').includes(adapter.HOOK_SCRIPT)) {
-    return { name, status: 'info', detail: 'not installed here', fix: '`ctxbus install codex`' };
+    return {
+      name,
+      status: 'info',
+      detail: NOT_CONNECTED,
+      fix: '`ctxbus connect`, or `ctxbus install codex --team TEAM`',
+    };
   }
   let found: Awaited<ReturnType<typeof adapter.inspectCodex>>;
   try {
@@ -278,7 +286,7 @@ async function checkOpenClaw(): Promise<Check> {
     return {
       name,
       status: 'info',
-      detail: `not installed here${path === null ? ' (no OpenClaw config at its default place; with a profile, ask `openclaw plugins inspect ctxbus`)' : ` (${path})`}`,
+      detail: `${NOT_CONNECTED}${path === null ? ' (no OpenClaw config at its default place; with a profile, ask `openclaw plugins inspect ctxbus`)' : ` (${path})`}`,
       fix: '`ctxbus install openclaw` (or `ctxbus connect`)',
     };
   }

@@ -326,7 +326,9 @@ function printStart(options: HubRunOptions, served: ServedHub): void {
   } else printLine(`admin token (shown once, keep it safe): ${adminToken}`);
   if (savedIn) {
     printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
-    printLine('next: ctxbus token create --team <team> --runtime <runtime> [--save]');
+    printLine(
+      'next: ctxbus connect (wires every runtime found here), or ctxbus token create --team <team> --runtime <runtime> [--save]',
+    );
   } else {
     printLine(
       `next: ctxbus token create --url ${running.url} --admin-token <admin token> --team <team> --runtime claude-code`,
