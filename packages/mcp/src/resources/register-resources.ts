@@ -6,6 +6,7 @@ import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
+import { logFailure } from '../log-failure.js';
 import { bundleText } from '../tools/context-shared-tool.js';
 import { activeTasks } from './active-tasks.js';
 import { activeTasksMarkdown, recentDecisionsMarkdown } from './resource-markdown.js';
@@ -38,7 +39,7 @@ function markdown(uri: string, text: string): ReadResourceResult {
 function readError(uri: string, error: unknown, logger: Logger): McpError {
   if (error instanceof McpError) return error;
   const message = `reading ${uri} failed: ${errorMessage(error)}`;
-  logger.warn({ uri, err: error }, message);
+  logFailure(logger, error, { uri }, { refused: message, failed: message });
   if (CtxbusError.isInstance(error) && error.code === 'not_found') {
     return new McpError(RESOURCE_NOT_FOUND, message, { uri });
   }

@@ -2,6 +2,7 @@ import type { Logger, StreamEvent } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
+import { logFailure } from '../log-failure.js';
 import { changeAffects } from './resource-uris.js';
 
 /** Resources one session may follow at once (each change is matched against every one). */
@@ -123,7 +124,14 @@ export class ResourceSubscriptions {
         if (this.stream === stream) this.stream = undefined;
         // The backend gave up (a revoked token, say): later subscribes start a fresh stream.
         if (!controller.signal.aborted) {
-          this.options.logger.error({ err: error }, `live updates stopped: ${errorMessage(error)}`);
+          const stopped = `live updates stopped: ${errorMessage(error)}`;
+          logFailure(
+            this.options.logger,
+            error,
+            {},
+            { refused: stopped, failed: stopped },
+            'error',
+          );
         }
       },
     );

@@ -219,17 +219,24 @@ describe('tool errors in the log', () => {
       error: record('error'),
     };
     const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
+    const missing = 'context://items/01a22f5e-146b-71b4-b7ac-f8f667685841';
     for (const backend of [hub.client, down]) {
       const logged = await connectInMemory(createCtxbusMcpServer({ backend, logger }));
       await logged.client.callTool({
         name: 'context_read',
         arguments: { id: '01a22f5e-146b-71b4-b7ac-f8f667685841' },
       });
+      // A resource read the same: any client could otherwise fill the log with stacks.
+      await logged.client.readResource({ uri: missing }).catch(() => undefined);
       await logged.close();
     }
     expect(lines.filter(([, message]) => message.startsWith('context_read'))).toEqual([
       ['info', expect.stringMatching(/^context_read refused: .*01a22f5e/)],
       ['warn', expect.stringMatching(/^context_read failed: .*cannot reach/)],
+    ]);
+    expect(lines.filter(([, message]) => message.startsWith(`reading ${missing}`))).toEqual([
+      ['info', expect.stringMatching(/failed: .*01a22f5e/)],
+      ['warn', expect.stringMatching(/failed: .*cannot reach/)],
     ]);
   });
 });

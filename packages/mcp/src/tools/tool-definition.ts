@@ -1,13 +1,8 @@
 import type { Logger } from '@ctxbus/core/contract';
-import {
-  CtxbusError,
-  ERROR_CODES,
-  MAX_JSON_DEPTH,
-  tooDeep,
-  wellFormed,
-} from '@ctxbus/core/contract';
+import { MAX_JSON_DEPTH, tooDeep, wellFormed } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { errorMessage } from '../error-message.js';
+import { logFailure } from '../log-failure.js';
 import { portableSchema } from './portable-schema.js';
 
 // A tool of ctxbus, independent of the protocol that serves it: the MCP server lists and calls
@@ -149,15 +144,12 @@ export async function callTool(
     return { ok: true, structured: checked.data as Record<string, unknown>, text };
   } catch (error) {
     const message = errorMessage(error);
-    // The caller's mistake (a 4xx: bad input, not found, refused) is the caller's answer, one
-    // line at info; anything else is ours to look at, with its stack.
-    const status = CtxbusError.isInstance(error) ? ERROR_CODES[error.code] : 500;
-    if (status < 500)
-      logger.info(
-        { tool: tool.name, code: (error as CtxbusError).code },
-        `${tool.name} refused: ${message}`,
-      );
-    else logger.warn({ tool: tool.name, err: error }, `${tool.name} failed: ${message}`);
+    logFailure(
+      logger,
+      error,
+      { tool: tool.name },
+      { refused: `${tool.name} refused: ${message}`, failed: `${tool.name} failed: ${message}` },
+    );
     return { ok: false, message };
   }
 }
