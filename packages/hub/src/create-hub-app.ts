@@ -68,6 +68,34 @@ function allowCors(app: Hono, origins: readonly string[]): void {
   app.use('/health', allowCors);
 }
 
+/**
+ * A refusal made before any route runs (limits), as the endpoint's clients read errors: a
+ * JSON-RPC error (id null, the code in `data`) on the MCP endpoint, whose SDK clients expect
+ * one, the API's error shape elsewhere. A 429 or 503 says when to come back.
+ */
+function refuse(context: Context, error: CtxbusError, status: 405 | 413 | 429 | 503): Response {
+  if (status === 429 || status === 503) context.header('Retry-After', '1');
+  const path = context.req.path;
+  if (path === '/mcp' || path.startsWith('/mcp/')) {
+    return context.json(
+      {
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32000,
+          message: error.message,
+          data: {
+            code: error.code,
+            ...(error.details !== undefined && { details: error.details }),
+          },
+        },
+      },
+      status,
+    );
+  }
+  return context.json(error.toJSON(), status);
+}
+
 /** Requests one connection may have under way at once (HTTP/1.1 pipelining). */
 export const REQUESTS_PER_CONNECTION = 8;
 
@@ -88,11 +116,12 @@ function pipeliningLimiter(): Parameters<Hono['use']>[1] {
     if (!socket || !(outgoing instanceof ServerResponse)) return next();
     const count = underWay.get(socket) ?? 0;
     if (count >= REQUESTS_PER_CONNECTION) {
-      return context.json(
+      return refuse(
+        context,
         errorBody(
           'limit_reached',
           `this connection has ${REQUESTS_PER_CONNECTION} requests under way (pipelined): read their answers before sending more`,
-        ).toJSON(),
+        ),
         429,
       );
     }
@@ -134,13 +163,13 @@ function unreadAnswersLimiter(): Parameters<Hono['use']>[1] {
     if (!token || !env?.incoming?.socket || !(outgoing instanceof ServerResponse)) return next();
     let answers = open.get(token);
     if (answers && unreadBytes(answers) > UNREAD_ANSWER_BYTES_PER_TOKEN) {
-      context.header('Retry-After', '1');
-      return context.json(
+      return refuse(
+        context,
         errorBody(
           'limit_reached',
           `this token's earlier answers hold more than ${UNREAD_ANSWER_BYTES_PER_TOKEN} bytes its client has not read; read them before asking for more`,
           { limit: UNREAD_ANSWER_BYTES_PER_TOKEN },
-        ).toJSON(),
+        ),
         429,
       );
     }
@@ -206,10 +235,11 @@ function bodyLimiter(
   teamOf: (authorization: string | undefined) => Promise<string | null>,
 ): Parameters<Hono['use']>[1] {
   const tooLarge = (context: Context) =>
-    context.json(
+    refuse(
+      context,
       errorBody('payload_too_large', `the request body is larger than ${maxBytes} bytes`, {
         limit: maxBytes,
-      }).toJSON(),
+      }),
       413,
     );
   const limitStream = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
@@ -219,38 +249,35 @@ function bodyLimiter(
   let inFlight = 0;
   const heldByToken = new Map<string, number>();
   const heldByTeam = new Map<string, number>();
-  const teamBusy = (context: Context) => {
-    context.header('Retry-After', '1');
-    return context.json(
+  const teamBusy = (context: Context) =>
+    refuse(
+      context,
       errorBody(
         'limit_reached',
         `this team's tokens have ${BODIES_PER_TEAM} request bodies arriving at once, the most one team may; finish sending those first`,
         { limit: BODIES_PER_TEAM },
-      ).toJSON(),
+      ),
       429,
     );
-  };
-  const tokenBusy = (context: Context) => {
-    context.header('Retry-After', '1');
-    return context.json(
+  const tokenBusy = (context: Context) =>
+    refuse(
+      context,
       errorBody(
         'limit_reached',
         `this token has ${BODIES_PER_TOKEN} request bodies arriving at once, the most one token may; finish sending those first`,
         { limit: BODIES_PER_TOKEN },
-      ).toJSON(),
+      ),
       429,
     );
-  };
-  const busy = (context: Context) => {
-    context.header('Retry-After', '1');
-    return context.json(
+  const busy = (context: Context) =>
+    refuse(
+      context,
       errorBody(
         'unavailable',
         'the hub is receiving as many request bodies as it holds at once; try again shortly',
-      ).toJSON(),
+      ),
       503,
     );
-  };
   return async (context, next) => {
     const length = context.req.header('content-length');
     const chunked = context.req.header('transfer-encoding') !== undefined;

@@ -421,9 +421,27 @@ describe('bad input', () => {
         return refused.status === 429;
       }, "the token's next write, beside its 8 stalled /mcp uploads, to be refused");
       expect(refused?.body.error).toMatchObject({ code: 'limit_reached' });
+      // On /mcp itself the hub's refusals are JSON-RPC errors, as MCP clients read them.
+      const mcp = await call(hub.url, 'POST', '/mcp', { token: stuck, body: { jsonrpc: '2.0' } });
+      expect(mcp.status).toBe(429);
+      expect(mcp.headers.get('retry-after')).toBe('1');
+      expect(mcp.body).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32000, data: { code: 'limit_reached' } },
+      });
     } finally {
       for (const socket of stalled) socket.destroy();
     }
+    const oversized = await call(hub.url, 'POST', '/mcp', {
+      token: stuck,
+      rawBody: `{"pad":"${'x'.repeat(70_000)}"}`,
+    });
+    expect(oversized.status).toBe(413);
+    expect(oversized.body).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32000, message: expect.stringMatching(/larger than 65536 bytes/) },
+    });
   });
 
   it("lets one team's tokens hold at most 16 bodies at once: another team writes on", async () => {
