@@ -42,7 +42,15 @@ export const contextReadInput = z.object({
   minUrgency: minUrgencyInput.optional(),
   runtime: writerInput.optional(),
   since: z
-    .union([z.number().int().nonnegative(), dateTimeInput])
+    .union([
+      z.number().int().nonnegative(),
+      // A seq a model sends as text ("1234"), as it often does: the same number.
+      z
+        .string()
+        .regex(/^\d{1,15}$/)
+        .transform(Number),
+      dateTimeInput,
+    ])
     .optional()
     .describe(
       'Only items written after this: a seq number (the highest `seq` you have seen) or an ISO date-time such as "2026-11-21T09:00:00Z".',

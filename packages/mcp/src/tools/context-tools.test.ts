@@ -161,11 +161,15 @@ describe('context tools against a real hub', () => {
     const first = await call('context_write', { type: 'discovery', title: 'Before the mark' });
     const seq = (first.structuredContent as { item: { seq: number } }).item.seq;
     await call('context_write', { type: 'discovery', title: 'After the mark' });
-    const read = await call('context_read', { since: seq });
-    const titles = (read.structuredContent as { items: { title: string }[] }).items.map(
-      (entry) => entry.title,
-    );
-    expect(titles).toEqual(['After the mark']);
+    // A seq as a number, or as text (as models often send it).
+    for (const since of [seq, String(seq)]) {
+      const read = await call('context_read', { since });
+      expect(read.isError, textOf(read)).toBeFalsy();
+      const titles = (read.structuredContent as { items: { title: string }[] }).items.map(
+        (entry) => entry.title,
+      );
+      expect(titles).toEqual(['After the mark']);
+    }
   });
 
   it('memory_write twice on one key supersedes; memory_query by prefix sees the live items', async () => {
