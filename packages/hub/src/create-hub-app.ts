@@ -150,7 +150,7 @@ export const UNREAD_ANSWER_BYTES_PER_TOKEN = 16 * 1024 * 1024;
  * reads it, and Node never gives up on a client that does not: twenty connections of one
  * token each asking for a large list and reading nothing held 1.2 GB. With this, and pages
  * bounded in size (routes/page-budget.ts), what one token can make the hub hold is its budget
- * plus the answers of the requests it has under way. Live streams count too (each is also cut
+ * plus the answers of the requests it has under way. SSE streams count too (each is also cut
  * once it holds DEFAULT_MAX_STREAM_PENDING_BYTES).
  */
 function unreadAnswersLimiter(): Parameters<Hono['use']>[1] {
