@@ -29,8 +29,7 @@ export function createHubApp(
   options: Pick<HubOptions, 'corsOrigins' | 'extensions'>,
 ): Hono {
   const app = new Hono();
-  app.use('*', pipeliningLimiter());
-  app.use('*', unreadAnswersLimiter());
+  app.use('*', answersLimiter());
   if (options.corsOrigins && options.corsOrigins.length > 0) {
     allowCors(app, options.corsOrigins);
   }
@@ -100,14 +99,29 @@ function refuse(context: Context, error: CtxbusError, status: 405 | 413 | 429 | 
 export const REQUESTS_PER_CONNECTION = 8;
 
 /**
- * Answers a connection's requests past REQUESTS_PER_CONNECTION under way with 429 at once.
- * HTTP/1.1 lets a client send request after request without reading an answer, and Node runs
- * each one it has read: a client that pipelined hundreds of large reads and read nothing held
- * every answer in the hub's memory until it ran out (4 GB in 16 s). A request is under way
- * until its answer has left the process (or the connection closed).
+ * Bytes of answers one bearer token may leave unread: written by the hub, not yet taken by the
+ * client (the socket's send queue), over all its connections.
  */
-function pipeliningLimiter(): Parameters<Hono['use']>[1] {
+export const UNREAD_ANSWER_BYTES_PER_TOKEN = 16 * 1024 * 1024;
+
+/**
+ * What the hub holds for answers its clients have not taken, bounded two ways, each refused
+ * with 429 at once. A request is under way until its answer has left the process (or the
+ * connection closed); one pair of listeners per request keeps both counts.
+ *
+ * - Per connection, REQUESTS_PER_CONNECTION under way: HTTP/1.1 lets a client send request
+ *   after request without reading an answer, and Node runs each one it has read (a client that
+ *   pipelined hundreds of large reads and read nothing held 4 GB in 16 s).
+ * - Per bearer token, UNREAD_ANSWER_BYTES_PER_TOKEN unread over all its connections: an answer
+ *   stays in memory until the client reads it, and Node never gives up on a client that does
+ *   not (twenty connections of one token each asking for a large list held 1.2 GB). With pages
+ *   bounded in size (routes/page-budget.ts), what one token can make the hub hold is its
+ *   budget plus the answers of the requests it has under way. SSE streams count too (each is
+ *   also cut once it holds DEFAULT_MAX_STREAM_PENDING_BYTES).
+ */
+function answersLimiter(): Parameters<Hono['use']>[1] {
   const underWay = new WeakMap<object, number>();
+  const byToken = new Map<string, Set<ServerResponse>>();
   return async (context, next) => {
     const env = context.env as { incoming?: IncomingMessage; outgoing?: ServerResponse };
     const socket = env?.incoming?.socket;
@@ -125,43 +139,9 @@ function pipeliningLimiter(): Parameters<Hono['use']>[1] {
         429,
       );
     }
-    underWay.set(socket, count + 1);
-    let done = false;
-    const release = () => {
-      if (done) return;
-      done = true;
-      underWay.set(socket, (underWay.get(socket) ?? 1) - 1);
-    };
-    outgoing.once('finish', release);
-    outgoing.once('close', release);
-    await next();
-  };
-}
-
-/**
- * Bytes of answers one bearer token may leave unread: written by the hub, not yet taken by the
- * client (the socket's send queue), over all its connections.
- */
-export const UNREAD_ANSWER_BYTES_PER_TOKEN = 16 * 1024 * 1024;
-
-/**
- * Refuses a token's request with 429 while its earlier answers hold more than
- * UNREAD_ANSWER_BYTES_PER_TOKEN unread. An answer stays in the hub's memory until the client
- * reads it, and Node never gives up on a client that does not: twenty connections of one
- * token each asking for a large list and reading nothing held 1.2 GB. With this, and pages
- * bounded in size (routes/page-budget.ts), what one token can make the hub hold is its budget
- * plus the answers of the requests it has under way. SSE streams count too (each is also cut
- * once it holds DEFAULT_MAX_STREAM_PENDING_BYTES).
- */
-function unreadAnswersLimiter(): Parameters<Hono['use']>[1] {
-  const open = new Map<string, Set<ServerResponse>>();
-  return async (context, next) => {
-    const env = context.env as { incoming?: IncomingMessage; outgoing?: ServerResponse };
-    const outgoing = env?.outgoing;
+    // No token: answered 401, or /health.
     const token = bearerToken(context.req.header('authorization'));
-    // In process (app.request), a WebSocket upgrade, or no token (answered 401, or /health).
-    if (!token || !env?.incoming?.socket || !(outgoing instanceof ServerResponse)) return next();
-    let answers = open.get(token);
+    const answers = token ? byToken.get(token) : undefined;
     if (answers && unreadBytes(answers) > UNREAD_ANSWER_BYTES_PER_TOKEN) {
       return refuse(
         context,
@@ -173,18 +153,23 @@ function unreadAnswersLimiter(): Parameters<Hono['use']>[1] {
         429,
       );
     }
-    if (!answers) {
-      answers = new Set();
-      open.set(token, answers);
+    underWay.set(socket, count + 1);
+    const held = token ? (answers ?? new Set<ServerResponse>()) : null;
+    if (token && held) {
+      held.add(outgoing);
+      byToken.set(token, held);
     }
-    const held = answers;
-    held.add(outgoing);
-    const done = () => {
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      underWay.set(socket, (underWay.get(socket) ?? 1) - 1);
+      if (!token || !held) return;
       held.delete(outgoing);
-      if (held.size === 0 && open.get(token) === held) open.delete(token);
+      if (held.size === 0 && byToken.get(token) === held) byToken.delete(token);
     };
-    outgoing.once('finish', done);
-    outgoing.once('close', done);
+    outgoing.once('finish', release);
+    outgoing.once('close', release);
     await next();
   };
 }
