@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
-import { createHub } from '../create-hub.js';
+import type { MemoryHub } from '../memory-hub.js';
+import { memoryHub } from '../memory-hub.js';
 import { A2A_BLOCKING_WAIT_MS } from './a2a-routes.js';
 
 // The A2A routes in process, on the repository's capabilities.yaml: the stream of a task says
@@ -63,29 +63,15 @@ async function events(response: Response): Promise<any[]> {
     .map((frame) => JSON.parse(frame.slice('data: '.length)));
 }
 
+let world: MemoryHub<'code' | 'claw'>;
+
 beforeEach(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await createHub({
-    store,
-    validateResponses: true,
-    capabilities: {
-      file: join(import.meta.dirname, '../../../../capabilities.yaml'),
-      pollMs: 0,
-    },
-    sweep: false,
-  });
-  for (const [name, runtime] of [
-    ['code', 'claude-code'],
-    ['claw', 'openclaw'],
-  ] as const) {
-    tokens[name] = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
-  }
+  world = await memoryHub({ code: 'claude-code', claw: 'openclaw' });
+  ({ store, hub } = world);
+  Object.assign(tokens, world.tokens);
 });
 
-afterEach(async () => {
-  await hub.close();
-  await store.close();
-});
+afterEach(() => world.close());
 
 describe('A2A routes', () => {
   it('streams every state a task passes while a worker claims and completes it', async () => {

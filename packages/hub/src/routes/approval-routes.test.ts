@@ -1,10 +1,8 @@
-import { join } from 'node:path';
 import type { Store } from '@ctxbus/store';
-import { openSqliteStore } from '@ctxbus/store';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mintToken } from '../auth.js';
 import type { Hub } from '../create-hub.js';
-import { createHub } from '../create-hub.js';
+import type { MemoryHub } from '../memory-hub.js';
+import { memoryHub } from '../memory-hub.js';
 
 // A worker's approval request through the hub's HTTP handler, on the repository's
 // capabilities.yaml: people are shown the request under the task's title, origin and history,
@@ -44,29 +42,15 @@ const ask = (id: string, token: number, argv: string[], cwd = '/tmp') =>
     request: { argv, cwd, scriptHash: null, because: 'not_allowed' },
   });
 
+let world: MemoryHub<'code' | 'claw'>;
+
 beforeEach(async () => {
-  store = openSqliteStore({ path: ':memory:' });
-  hub = await createHub({
-    store,
-    validateResponses: true,
-    capabilities: {
-      file: join(import.meta.dirname, '../../../../capabilities.yaml'),
-      pollMs: 0,
-    },
-    sweep: false,
-  });
-  for (const [name, runtime] of [
-    ['code', 'claude-code'],
-    ['claw', 'openclaw'],
-  ] as const) {
-    tokens[name] = (await mintToken(store, { role: 'runtime', teamId: 'acme', runtime })).token;
-  }
+  world = await memoryHub({ code: 'claude-code', claw: 'openclaw' });
+  ({ store, hub } = world);
+  Object.assign(tokens, world.tokens);
 });
 
-afterEach(async () => {
-  await hub.close();
-  await store.close();
-});
+afterEach(() => world.close());
 
 describe('POST /api/tasks/:id/approval-request: only the task’s own command', () => {
   it('refuses another argv than the task input’s, leaving the task WORKING under the same lease', async () => {
