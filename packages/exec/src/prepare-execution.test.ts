@@ -385,6 +385,28 @@ describe('prepareExecution and executePlan', () => {
     },
   );
 
+  (bwrap.available || required ? it : it.skip)(
+    `a sandboxed command's /tmp is the size the policy gives${bwrap.available ? '' : ` (skipped: ${bwrap.reason})`}`,
+    async () => {
+      const { project, policy } = setup({
+        allow: ['df -k /tmp'],
+        childPath: '/usr/bin:/bin',
+        sandbox: { tmpBytes: 16 * 1024 * 1024 },
+      });
+      const ready = plan(
+        await prepareExecution({
+          request: request(project, { argv: ['df', '-k', '/tmp'], sandboxed: true }),
+          policy,
+        }),
+      );
+      const run = await executePlan(ready, limits);
+      expect(run.ok && run.result.exitCode).toBe(0);
+      // The last line's second column: the file system's size in KiB.
+      const size = run.ok ? run.result.stdout.trim().split('\n').at(-1)?.split(/\s+/)[1] : '';
+      expect(size).toBe(String(16 * 1024));
+    },
+  );
+
   it('a sandboxed request asking for network the capability does not allow is refused', async () => {
     const { project, policy } = setup();
     expect(

@@ -68,8 +68,11 @@ export interface ExecutionPolicy {
    * process group only).
    */
   pidNamespace?: boolean;
-  /** How to find bwrap, and what to hide inside the sandbox (default: the home directory). */
-  sandbox?: SandboxDetectOptions & { hidePaths?: readonly string[] };
+  /**
+   * How to find bwrap, what to hide inside the sandbox (default: the home directory) and what
+   * a sandboxed command may store in its /tmp (default SANDBOX_TMP_BYTES).
+   */
+  sandbox?: SandboxDetectOptions & { hidePaths?: readonly string[]; tmpBytes?: number };
   /** The hub's Ed25519 public key for approvals (none: every approval is invalid). */
   approvalPublicKey?: KeyObject | string;
   /** The home directory `~` expands to (default: os.homedir()). */
@@ -109,6 +112,9 @@ export interface ExecutionPlan {
     bwrapPath: string;
     network: boolean;
     hidePaths?: readonly string[];
+    /** What its /tmp may hold (none: the default), and whether bwrap can size it. */
+    tmpBytes?: number;
+    sizedTmpfs: boolean;
     /**
      * Whether the working directory is writable in it: not for a command only a code-running
      * entry allows (nobody approved it), since what it could leave there is what unsandboxed
@@ -220,6 +226,8 @@ export async function prepareExecution(input: PrepareExecutionInput): Promise<Pr
       bwrapPath: status.bwrapPath,
       network: request.network && policy.network === true,
       ...(policy.sandbox?.hidePaths && { hidePaths: policy.sandbox.hidePaths }),
+      ...(policy.sandbox?.tmpBytes !== undefined && { tmpBytes: policy.sandbox.tmpBytes }),
+      sizedTmpfs: status.sizedTmpfs,
       writable: true,
     };
   }
@@ -352,6 +360,8 @@ export async function executePlan(
             ...(plan.env.PATH !== undefined && { searchPath: plan.env.PATH }),
             workdirFd: 3,
             readOnlyWorkdir: !plan.sandbox.writable,
+            ...(plan.sandbox.tmpBytes !== undefined && { tmpBytes: plan.sandbox.tmpBytes }),
+            sizedTmpfs: plan.sandbox.sizedTmpfs,
           },
           plan.argv,
         )

@@ -17,7 +17,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from './run-command.js';
-import { detectSandbox, hubPathHolding, sandboxArgv } from './sandbox.js';
+import { detectSandbox, hubPathHolding, SANDBOX_TMP_BYTES, sandboxArgv } from './sandbox.js';
 import { NODE, tempDir, waitUntil } from './test-support.js';
 
 // Real bubblewrap runs. Where bwrap does not work the tests skip, saying why, unless
@@ -33,7 +33,7 @@ const bwrapPath = status.available ? status.bwrapPath : 'bwrap';
 async function sandboxed(
   argv: string[],
   workdir: string,
-  layout: { network?: boolean; hidePaths?: string[]; hubPaths?: string[] } = {},
+  layout: { network?: boolean; hidePaths?: string[]; hubPaths?: string[]; tmpBytes?: number } = {},
   timeoutMs = 120_000,
 ) {
   return runCommand({
@@ -238,6 +238,37 @@ describe(`sandbox (bubblewrap)${because}`, () => {
   );
 
   sandboxIt(
+    'its /tmp (512 MiB by default) and the hidden home are sized: a write past them fails with ENOSPC',
+    async () => {
+      const workdir = tempDir();
+      const kib = (
+        await sandboxed(['sh', '-c', "df -k /tmp | tail -1 | awk '{print $2}'"], workdir)
+      ).stdout;
+      expect(Number(kib.trim())).toBe(SANDBOX_TMP_BYTES / 1024);
+      // Outside /tmp, as a home is: the layout hides it behind its own sized tmpfs.
+      const home = mkdtempSync('/var/tmp/ctxbus-home-');
+      const fill = (path: string, mib: number) => [
+        'sh',
+        '-c',
+        `dd if=/dev/zero of=${path} bs=1M count=${mib} 2>&1 && echo wrote`,
+      ];
+      const small = { hidePaths: [home], tmpBytes: 8 * 1024 * 1024 };
+      try {
+        for (const dir of ['/tmp', home]) {
+          const fits = await sandboxed(fill(`${dir}/fits`, 4), workdir, small);
+          expect(fits.stdout).toContain('wrote');
+          const past = await sandboxed(fill(`${dir}/past`, 16), workdir, small);
+          expect(past.exitCode).not.toBe(0);
+          expect(past.stdout).toMatch(/No space left on device/);
+        }
+        expect(readdirSync(home)).toEqual([]);
+      } finally {
+        rmSync(home, { recursive: true, force: true });
+      }
+    },
+  );
+
+  sandboxIt(
     'network is off: 127.0.0.1 (a local server, and PostgreSQL on 5432 when it runs) is unreachable inside, reachable outside',
     async () => {
       const workdir = tempDir();
@@ -341,6 +372,26 @@ describe('detectSandbox fails closed', () => {
       available: false,
       reason: expect.stringContaining('not installed'),
     });
+  });
+
+  it('a bwrap with no --size is available with unsized private directories, and says so', async () => {
+    const fake = join(tempDir(), 'bwrap');
+    const script = [
+      '#!/bin/sh',
+      'case "$*" in',
+      '  --help) echo "usage: bwrap [OPTIONS...] [--] COMMAND"; echo "    --tmpfs DEST  Mount new tmpfs on DEST"; exit 0;;',
+      '  *--size*) echo "bwrap: Unknown option --size" >&2; exit 1;;',
+      'esac',
+      'exit 0',
+    ];
+    writeFileSync(fake, `${script.join('\n')}\n`, { mode: 0o755 });
+    const detected = await detectSandbox({ bwrapPath: fake });
+    expect(detected).toEqual({ available: true, bwrapPath: fake, sizedTmpfs: false });
+    const argv = sandboxArgv({ bwrapPath: fake, workdir: tempDir(), sizedTmpfs: false }, ['true']);
+    expect(argv).not.toContain('--size');
+    expect(argv.join(' ')).toContain('--tmpfs /tmp');
+    const sized = sandboxArgv({ bwrapPath: fake, workdir: tempDir() }, ['true']).join(' ');
+    expect(sized).toContain(`--size ${SANDBOX_TMP_BYTES} --tmpfs /tmp`);
   });
 
   it('a bwrap whose trial run fails is unavailable, with the reason', async () => {

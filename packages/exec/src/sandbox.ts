@@ -8,12 +8,27 @@ import { within } from './workdir.js';
 // `sandboxed` mode: the command runs inside bubblewrap with the whole file system read-only,
 // only the working directory writable, a private /tmp, its own /dev, /proc and PID namespace,
 // no network unless the capability's limits allow it, the home directory hidden, and all
-// capabilities dropped. Where bwrap is missing or does not work, sandboxed runs are refused
+// capabilities dropped. Its private directories are tmpfs, in memory, each with a size: the
+// kernel's OOM killer does not count tmpfs pages against the command that wrote them, so an
+// unbounded /tmp could fill the machine's memory and push the hub or the database out instead. Where bwrap is missing or does not work, sandboxed runs are refused
 // (fail closed): never run unsandboxed in their place.
 
 export type SandboxStatus =
-  | { available: true; bwrapPath: string }
+  | {
+      available: true;
+      bwrapPath: string;
+      /**
+       * Whether this bwrap can size a tmpfs (`--size`; an older bubblewrap has none): without it the
+       * sandbox's private directories are bounded only by the machine's memory.
+       */
+      sizedTmpfs: boolean;
+    }
   | { available: false; reason: string };
+
+/** What a sandboxed command may store in its /tmp by default (512 MiB, in memory). */
+export const SANDBOX_TMP_BYTES = 512 * 1024 * 1024;
+/** What each other private directory (the hidden home, /run, the hub's) may hold, at most. */
+const HIDDEN_TMPFS_BYTES = 64 * 1024 * 1024;
 
 export interface SandboxDetectOptions {
   /** A bwrap binary to use instead of looking it up (tests name a missing one). */
@@ -48,6 +63,14 @@ export interface SandboxLayout {
   workdirFd?: number;
   /** Bind the working directory read-only (default false: it is the one writable place). */
   readOnlyWorkdir?: boolean;
+  /**
+   * What the command may store in its /tmp (default SANDBOX_TMP_BYTES); each other tmpfs (the
+   * hidden home, /run, the hub's directories) holds at most 64 MiB, or this when smaller. A
+   * write past it fails with ENOSPC.
+   */
+  tmpBytes?: number;
+  /** Whether bwrap can size a tmpfs (the status's `sizedTmpfs`; default true). */
+  sizedTmpfs?: boolean;
 }
 
 /**
@@ -189,13 +212,27 @@ function hiddenAgain(layout: Omit<SandboxLayout, 'workdir'>, binds: readonly str
   return hiddenPaths(layout)
     .map(realPathOf)
     .filter((real) => binds.some((bind) => bind !== real && within(bind, real)))
-    .flatMap(hide);
+    .flatMap((path) => hide(layout, path));
+}
+
+type TmpfsLayout = Pick<SandboxLayout, 'tmpBytes' | 'sizedTmpfs'>;
+
+/** A tmpfs at `path` holding at most `bytes` (where bwrap can size one). */
+function tmpfs(layout: TmpfsLayout, path: string, bytes: number): string[] {
+  return layout.sizedTmpfs === false
+    ? ['--tmpfs', path]
+    : ['--size', String(bytes), '--tmpfs', path];
+}
+
+/** What a private directory other than /tmp may hold. */
+function hiddenBytes(layout: TmpfsLayout): number {
+  return Math.min(HIDDEN_TMPFS_BYTES, layout.tmpBytes ?? SANDBOX_TMP_BYTES);
 }
 
 /** The bwrap arguments that hide `path`: a directory behind a tmpfs, a file behind /dev/null. */
-function hide(path: string): string[] {
+function hide(layout: TmpfsLayout, path: string): string[] {
   const kind = exists(path);
-  if (kind === 'directory') return ['--tmpfs', path];
+  if (kind === 'directory') return tmpfs(layout, path, hiddenBytes(layout));
   if (kind === 'file') return ['--ro-bind', '/dev/null', path];
   return [];
 }
@@ -205,14 +242,15 @@ function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
   // The new /proc's sys/ is the kernel's own settings, writable by uid 0 whatever its
   // capabilities: a root worker's command could set kernel.core_pattern to a program of its
   // own, which the kernel then runs as root outside every namespace at the next crash.
-  args.push('--ro-bind', '/proc/sys', '/proc/sys', '--tmpfs', '/tmp');
+  args.push('--ro-bind', '/proc/sys', '/proc/sys');
+  args.push(...tmpfs(layout, '/tmp', layout.tmpBytes ?? SANDBOX_TMP_BYTES));
   if (!layout.network) {
     // A new network namespace has only its own loopback; Unix sockets under /run (a database's,
     // a container engine's) are hidden too, since a read-only bind still lets them be dialled.
     args.push('--unshare-net');
-    if (isDirectory('/run')) args.push('--tmpfs', '/run');
+    if (isDirectory('/run')) args.push(...tmpfs(layout, '/run', hiddenBytes(layout)));
   }
-  for (const hidden of hiddenPaths(layout)) args.push(...hide(hidden));
+  for (const hidden of hiddenPaths(layout)) args.push(...hide(layout, hidden));
   return args;
 }
 
@@ -273,22 +311,41 @@ export function pidNamespaceArgv(
 
 const cache = new Map<string, Promise<SandboxStatus>>();
 
-/** A run of `true` with the isolation a command gets (all but the writable bind). */
-function trial(bwrapPath: string, isolationArgs?: readonly string[]): Promise<SandboxStatus> {
-  const args = [...(isolationArgs ?? [...isolation({ bwrapPath }), ...NAMESPACES]), '--', 'true'];
+/** Runs bwrap with `args`: null when it worked, else its first line of complaint. */
+function runBwrap(bwrapPath: string, args: readonly string[]): Promise<string | null> {
   return new Promise((resolve) => {
     execFile(
       bwrapPath,
       args,
       { env: { PATH: DEFAULT_CHILD_PATH }, timeout: 10_000 },
-      (error, _stdout, stderr) => {
-        if (error) {
-          const detail = (stderr || error.message).trim().split('\n')[0];
-          resolve({ available: false, reason: `bwrap at ${bwrapPath} does not work: ${detail}` });
-        } else resolve({ available: true, bwrapPath });
-      },
+      (error, _stdout, stderr) =>
+        resolve(error ? (stderr || error.message).trim().split('\n')[0] || 'failed' : null),
     );
   });
+}
+
+/** Whether this bwrap knows `--size` (its --help lists it). */
+function sizesTmpfs(bwrapPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile(
+      bwrapPath,
+      ['--help'],
+      { env: { PATH: DEFAULT_CHILD_PATH }, timeout: 10_000 },
+      (_e, out) => resolve(/^\s*--size\b/m.test(String(out))),
+    );
+  });
+}
+
+/**
+ * A run of `true` with the isolation a command gets (all but the writable bind), or with
+ * `isolationArgs` (the PID namespace's).
+ */
+async function trial(bwrapPath: string, isolationArgs?: readonly string[]): Promise<SandboxStatus> {
+  const sizedTmpfs = isolationArgs === undefined && (await sizesTmpfs(bwrapPath));
+  const args = isolationArgs ?? [...isolation({ bwrapPath, sizedTmpfs }), ...NAMESPACES];
+  const failed = await runBwrap(bwrapPath, [...args, '--', 'true']);
+  if (failed === null) return { available: true, bwrapPath, sizedTmpfs };
+  return { available: false, reason: `bwrap at ${bwrapPath} does not work: ${failed}` };
 }
 
 /**

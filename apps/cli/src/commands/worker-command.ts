@@ -45,6 +45,11 @@ export function registerWorker(
     .option('--lease <seconds>', 'claim lease, renewed at a third', '30')
     .option('--timeout <seconds>', 'hard limit per command (capped by limits.seconds)', '600')
     .option('--inactivity <seconds>', 'kill a command silent for this long', '120')
+    .option(
+      '--sandbox-tmp <MiB>',
+      'what a sandboxed command may store in its /tmp (in memory; other private directories hold 64 MiB)',
+      '512',
+    )
     .addHelpText(
       'after',
       `
@@ -79,6 +84,12 @@ Example:
           pino,
           ownRuntimeToken,
         } = await import('./worker.js');
+        // Flags first: a bad number is named before anything is looked up.
+        const concurrency = positive(options.concurrency, '--concurrency', 64);
+        const leaseMs = positive(options.lease, '--lease', 3_600) * 1000;
+        const timeoutMs = positive(options.timeout, '--timeout', 86_400) * 1000;
+        const inactivityMs = positive(options.inactivity, '--inactivity', 86_400) * 1000;
+        const tmpBytes = positive(options.sandboxTmp, '--sandbox-tmp', 1_048_576) * 1024 * 1024;
         const matrix = loadCapabilities(options.capabilities);
         const roots =
           options.root ??
@@ -114,15 +125,15 @@ Example:
           workerId,
           matrix,
           roots: roots.map((root) => (root.startsWith('~') ? root : resolve(root))),
-          concurrency: positive(options.concurrency, '--concurrency', 64),
-          leaseMs: positive(options.lease, '--lease', 3_600) * 1000,
-          limits: {
-            timeoutMs: positive(options.timeout, '--timeout', 86_400) * 1000,
-            inactivityMs: positive(options.inactivity, '--inactivity', 86_400) * 1000,
-          },
+          concurrency,
+          leaseMs,
+          limits: { timeoutMs, inactivityMs },
           logger,
           // Children find the Node that runs the worker first (npm, node scripts).
-          policy: { childPath: `${dirname(process.execPath)}:${DEFAULT_CHILD_PATH}` },
+          policy: {
+            childPath: `${dirname(process.execPath)}:${DEFAULT_CHILD_PATH}`,
+            sandbox: { tmpBytes },
+          },
           onTaskDone: (task, outcome) => printLine(`${task.id} ${outcome}: ${task.title}`),
           // Once the hub answered: a hub that is down or refuses the token ends the command
           // with its reason, never after a "ready".

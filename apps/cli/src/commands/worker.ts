@@ -15,6 +15,7 @@ export interface WorkerOptions {
   lease: string;
   timeout: string;
   inactivity: string;
+  sandboxTmp: string;
 }
 
 // For the command's actions, which import this module when they run.

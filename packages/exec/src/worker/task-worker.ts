@@ -8,7 +8,7 @@ import { fromWholeLine, toWholeLine } from '../output-cut.js';
 import type { ExecutionPlan, ExecutionPolicy } from '../prepare-execution.js';
 import { executePlan, prepareExecution } from '../prepare-execution.js';
 import type { RunCommandResult } from '../run-command.js';
-import { detectPidNamespace } from '../sandbox.js';
+import { detectPidNamespace, detectSandbox } from '../sandbox.js';
 
 // The task worker behind `ctxbus worker` (`@ctxbus/exec/worker`): runs code_execution tasks routed to this runtime. It announces itself
 // (presence feeds the router), long-polls its claim (the hub wakes one waiting worker per new
@@ -241,6 +241,13 @@ export class TaskWorker {
     this.approvalKey = createPublicKey(await hub.approvalKey());
     const lifetime = await detectPidNamespace(this.options.policy?.sandbox);
     if (!lifetime.available) logger.warn({ reason: lifetime.reason }, 'commands may outlive me');
+    const sandbox = await detectSandbox(this.options.policy?.sandbox);
+    if (sandbox.available && !sandbox.sizedTmpfs) {
+      logger.warn(
+        { bwrap: sandbox.bwrapPath },
+        "this bwrap cannot size a tmpfs (an older bubblewrap has no --size): a sandboxed command's /tmp is bounded only by memory",
+      );
+    }
     const ttlSeconds = Math.max(3, Math.round((this.leaseMs / 1000) * 1));
     const announce = () =>
       hub
