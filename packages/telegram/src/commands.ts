@@ -13,7 +13,7 @@ export const BOT_COMMANDS = [
   { command: 'context', description: "the team's shared context" },
   { command: 'tasks', description: 'active tasks and their state' },
   { command: 'search', description: 'search the context: /search <words>' },
-  { command: 'decide', description: 'record a decision: /decide <text>' },
+  { command: 'decide', description: 'record a decision (approvers): /decide <text>' },
   { command: 'priorities', description: "the team's priorities (shared-context/priorities.md)" },
   { command: 'watch', description: 'push only these tags: /watch <tag> ... | /watch all' },
   { command: 'help', description: 'what this bot does' },
@@ -59,8 +59,19 @@ export function commandsComposer(deps: BotDeps, options: CommandOptions): Compos
       return [`Found ${results.length}:`, ...results.map((r) => itemLine(r.item))].join('\n');
     }),
   );
+  // A decision is what every agent of the team reads as decided: only the bot's approvers
+  // record one, as only they tap Approve (anyone who can post in a served group could
+  // otherwise plant one).
+  const approvers = new Set(options.approvers ?? []);
   commands.command('decide', (ctx) =>
     guard(deps, ctx, async () => {
+      const from = ctx.from?.id;
+      if (approvers.size === 0) {
+        return 'Not recorded: no approver is configured (ctxbus telegram --approver USER_ID).';
+      }
+      if (from === undefined || !approvers.has(from)) {
+        return `Not recorded: user ${from ?? '?'} is not one of this bot's approvers.`;
+      }
       const text = ctx.match.trim();
       if (!text) return 'Usage: /decide <the decision>';
       const title = text.split('\n')[0]?.slice(0, 300) ?? text;
@@ -142,7 +153,7 @@ function helpText(options: CommandOptions): string {
     'Approvals come with buttons: Allow once (this exact command, this task only) or Deny.',
     'Conflicts (two runtimes wrote one key differently) come with Keep 1 / Keep 2 buttons.',
     options.approvers && options.approvers.length > 0
-      ? 'Only the approvers this bot was started with may tap them.'
-      : 'No approver is configured: taps decide nothing (ctxbus telegram --approver USER_ID).',
+      ? 'Only the approvers this bot was started with may tap them or /decide.'
+      : 'No approver is configured: taps and /decide decide nothing (ctxbus telegram --approver USER_ID).',
   ].join('\n');
 }

@@ -221,6 +221,29 @@ describe('commands', () => {
     expect(decision?.runtimeOptions).toMatchObject({ telegram: { chatId: 100, fromId: 100 } });
   });
 
+  it("/decide records nothing from someone who is not one of the bot's approvers", async () => {
+    await start();
+    // Someone else in served chat 100 (a group's member), then an approver.
+    api.userSends(100, '/decide Ship without review', 555);
+    await waitFor(
+      api.nextCall(sentTo(100, "user 555 is not one of this bot's approvers")),
+      'the refusal',
+    );
+    api.userSends(100, '/decide Review every change', 200);
+    await waitFor(api.nextCall(sentTo(100, 'Decision recorded')), 'the approver’s decision');
+    const titles = (await claude.list({ type: 'decision' })).items.map((i) => i.title);
+    expect(titles).toContain('Review every change');
+    expect(titles).not.toContain('Ship without review');
+  });
+
+  it('/decide records nothing when the bot has no approvers', async () => {
+    await start({ statePath: statePath(), approvers: [] });
+    api.userSends(100, '/decide Ship without review');
+    await waitFor(api.nextCall(sentTo(100, 'no approver is configured')), 'the refusal');
+    const titles = (await claude.list({ type: 'decision' })).items.map((i) => i.title);
+    expect(titles).not.toContain('Ship without review');
+  });
+
   it('/context, /tasks, /search and /help answer in the chat', async () => {
     await start();
     await openclaw.write({ type: 'decision', title: 'Adopt grammY for Telegram', content: 'x' });

@@ -34,7 +34,8 @@ export interface TestBotApi {
   /** Resolves with the first call (already made or later) that matches. */
   nextCall(match: (call: RecordedCall) => boolean): Promise<RecordedCall>;
   /** A person in `chatId` sends `text` (a leading /command gets its bot_command entity). */
-  userSends(chatId: number, text: string): void;
+  /** A person in `chatId` (user id `fromId`, default the chat's id) sends `text`. */
+  userSends(chatId: number, text: string, fromId?: number): void;
   /**
    * A person in `chatId` (user id `fromId`, default the chat's id) taps the button with `data`
    * under the bot's message `messageId`.
@@ -197,14 +198,14 @@ export async function startTestBotApi(token: string): Promise<TestBotApi> {
       if (found) return Promise.resolve(found);
       return new Promise((resolve) => watchers.push({ match, resolve }));
     },
-    userSends(chatId, text) {
+    userSends(chatId, text, fromId = chatId) {
       const command = /^\/\w+(@\w+)?/.exec(text);
       enqueue({
         message: {
           message_id: nextMessageId++,
           date: Math.floor(Date.now() / 1000),
           chat: chat(chatId),
-          from: user(chatId),
+          from: user(fromId),
           text,
           ...(command && {
             entities: [{ type: 'bot_command', offset: 0, length: command[0].length }],

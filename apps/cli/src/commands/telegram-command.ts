@@ -84,7 +84,7 @@ $CTXBUS_CONFIG_DIR/telegram-state.json (~/.config/ctxbus). Give the bot its own 
 token (runtime "telegram", an approver in capabilities.yaml): the hub refuses decisions from
 an agent's runtime. Only taps from the --approver user ids count, and only on the message the
 bot sent for that task; anyone else who can post in a served chat is refused, and with no
-approver every tap is. In a chat: /context /tasks /search /decide /priorities /watch /help.
+approver every tap is. The same holds for /decide, which writes a decision every agent reads. In a chat: /context /tasks /search /decide /priorities /watch /help.
 
 Example:
   ctxbus token create --team acme --runtime telegram --save
