@@ -439,12 +439,26 @@ export interface CodexInstall {
 }
 
 /** Reads what installCodex wrote, without changing anything. */
+const NOTHING_INSTALLED: CodexInstall = {
+  hooksFile: null,
+  url: null,
+  nodePath: null,
+  hookScript: null,
+  hooks: 0,
+  trusted: 0,
+  mcpServer: false,
+  approvals: false,
+};
+
 export async function inspectCodex(options: {
   run: CodexRunner;
   codexHome?: string;
 }): Promise<CodexInstall> {
-  await checkCodex(options.run);
   const home = codexHomeDir(options.codexHome);
+  // No Codex home: nothing of ours (or anyone's) is configured, and starting Codex to ask
+  // would create one (its app-server writes its databases there), in a dry run too.
+  if (!existsSync(home)) return NOTHING_INSTALLED;
+  await checkCodex(options.run);
   const hooksFile = join(home, 'hooks.json');
   const hooks = await withAppServer(options.run, (server) => ourHooks(server, home));
   const command = hooks[0]?.command ?? null;

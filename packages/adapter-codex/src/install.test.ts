@@ -83,6 +83,15 @@ describe.skipIf(skip)(`installCodex with the real Codex CLI${because}`, () => {
     expect(readFileSync(join(home, 'config.toml'), 'utf8')).toBe(config);
   });
 
+  it('with no Codex home, finds nothing installed and creates no home (a dry run changes nothing)', async () => {
+    const parent = tempDir('ctxbus-codex-none-');
+    homes.push(parent);
+    const home = join(parent, '.codex');
+    const found = await inspectCodex({ run: codexRunner(CODEX, home), codexHome: home });
+    expect(found).toMatchObject({ hooksFile: null, hooks: 0, mcpServer: false });
+    expect(existsSync(home)).toBe(false);
+  });
+
   it('a new hub URL changes the hooks, and they are trusted again at their new hash', async () => {
     const home = codexHome();
     await installCodex(options(home));
