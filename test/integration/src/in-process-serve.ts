@@ -4,8 +4,17 @@
 // options and sets the hub up as the command does (first admin token, capabilities.yaml in the
 // data directory, MCP, the dashboard, the signing key); only the worker thread, the signals and
 // the printed lines are left out. The hub shares the test's event loop.
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { HubFixture, HubFixtureOptions, StartOptions, TestHub } from '@ctxbus/test-kit';
-import { hubEnvironment, removeDir, tempDir, useHub } from '@ctxbus/test-kit';
+import {
+  hubEnvironment,
+  removeDir,
+  TASK_HUB_CAPABILITIES,
+  tempDir,
+  useHub,
+} from '@ctxbus/test-kit';
 import { serveInProcess } from 'ctxbus/serve-in-process';
 
 /**
@@ -54,5 +63,18 @@ export function useInProcessHub<Name extends string = never>(
   return useHub(start ?? (() => startInProcessServe(startOptions)), {
     ...(tokens && { tokens }),
     ...(afterStop && { afterStop }),
+  });
+}
+
+/**
+ * An in-process hub for a real `ctxbus worker`: OpenClaw's code_execution goes to Claude
+ * Code's workers (TASK_HUB_CAPABILITIES), with a token for each (`code`, `claw`).
+ */
+export function useTaskHub(prefix: string) {
+  const dataDir = tempDir(prefix);
+  writeFileSync(join(dataDir, 'capabilities.yaml'), TASK_HUB_CAPABILITIES);
+  return useInProcessHub({
+    dataDir,
+    tokens: { code: ['acme', 'claude-code'], claw: ['acme', 'openclaw'] },
   });
 }

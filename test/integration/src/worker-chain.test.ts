@@ -1,26 +1,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  call,
-  spawnCli,
-  TASK_HUB_CAPABILITIES,
-  tempDir,
-  waitUntil,
-  workerPolicy,
-} from '@ctxbus/test-kit';
+import { call, spawnCli, tempDir, waitUntil, workerPolicy } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
-import { useInProcessHub } from './in-process-serve.ts';
+import { useTaskHub } from './in-process-serve.ts';
 
 // A real `ctxbus worker` with tasks queued takes each next task with its completion (the
 // `next` of POST /api/tasks/:id/complete) instead of a claim call of its own: every task runs
 // once, in order.
 
-const hubDir = tempDir('ctxbus-worker-chain-hub-');
-writeFileSync(join(hubDir, 'capabilities.yaml'), TASK_HUB_CAPABILITIES);
-const hub = useInProcessHub({
-  dataDir: hubDir,
-  tokens: { code: ['acme', 'claude-code'], claw: ['acme', 'openclaw'] },
-});
+const hub = useTaskHub('ctxbus-worker-chain-hub-');
 
 const root = tempDir('ctxbus-worker-chain-machine-');
 // Appends its argument to a file: which tasks ran, in which order, how often.

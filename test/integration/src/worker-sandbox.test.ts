@@ -1,16 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { detectSandbox } from '@ctxbus/exec';
-import {
-  call,
-  spawnCli,
-  TASK_HUB_CAPABILITIES,
-  tempDir,
-  waitUntil,
-  workerPolicy,
-} from '@ctxbus/test-kit';
+import { call, spawnCli, tempDir, waitUntil, workerPolicy } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
-import { useInProcessHub } from './in-process-serve.ts';
+import { useTaskHub } from './in-process-serve.ts';
 
 // A real `ctxbus worker` runs a sandboxed task in bubblewrap with the /tmp size its
 // --sandbox-tmp gives: the sandbox's private directories are memory, so each has a size.
@@ -20,12 +13,7 @@ const bwrap = await detectSandbox();
 const skip = !bwrap.available && !required;
 const because = bwrap.available ? '' : ` (skipped: ${bwrap.reason})`;
 
-const hubDir = tempDir('ctxbus-worker-sandbox-hub-');
-writeFileSync(join(hubDir, 'capabilities.yaml'), TASK_HUB_CAPABILITIES);
-const hub = useInProcessHub({
-  dataDir: hubDir,
-  tokens: { code: ['acme', 'claude-code'], claw: ['acme', 'openclaw'] },
-});
+const hub = useTaskHub('ctxbus-worker-sandbox-hub-');
 
 const root = tempDir('ctxbus-worker-sandbox-machine-');
 const policyFile = join(root, 'capabilities.yaml');
