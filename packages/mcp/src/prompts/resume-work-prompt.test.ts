@@ -68,7 +68,7 @@ describe('resume-work', () => {
   it('rejects a task id that cannot be a scope key, and reports a hub that is down', async () => {
     await expect(
       mcp.client.getPrompt({ name: 'resume-work', arguments: { taskId: 'two words' } }),
-    ).rejects.toThrow(/taskId "two words" is not a task id/);
+    ).rejects.toThrow(/^MCP error -32602: taskId "two words" is not a task id/);
     const down = createClient({ url: await closedPortUrl(), token: hub.token, retries: 0 });
     const offline = await connectInMemory(createCtxbusMcpServer({ backend: down }));
     try {

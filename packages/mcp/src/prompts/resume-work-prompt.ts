@@ -2,11 +2,12 @@ import type { Logger } from '@ctxbus/core/contract';
 import { scopeKeySchema } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
 import { renderItems, toItemView } from '../item-view.js';
+import { RpcError } from '../rpc-error.js';
 import { bundleText } from '../tools/context-shared-tool.js';
 
 export const RESUME_WORK_PROMPT = 'resume-work';
@@ -39,7 +40,7 @@ function taskScopeKey(taskId: string): string {
   const key = taskId.startsWith('task:') ? taskId : `task:${taskId.trim()}`;
   const parsed = scopeKeySchema.safeParse(key);
   if (!parsed.success) {
-    throw new McpError(
+    throw new RpcError(
       ErrorCode.InvalidParams,
       `taskId "${taskId}" is not a task id: use letters, digits and dashes without spaces, e.g. T-42`,
     );
@@ -115,10 +116,10 @@ export function registerResumeWorkPrompt(server: McpServer, context: PromptConte
       try {
         return await buildResumeWork(context, focus, taskId);
       } catch (error) {
-        if (error instanceof McpError) throw error;
+        if (error instanceof RpcError) throw error;
         const message = `${RESUME_WORK_PROMPT} failed: ${errorMessage(error)}`;
         context.logger.warn({ err: error }, message);
-        throw new McpError(ErrorCode.InternalError, message);
+        throw new RpcError(ErrorCode.InternalError, message);
       }
     },
   );

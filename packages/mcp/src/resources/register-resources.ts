@@ -7,6 +7,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
 import { logFailure } from '../log-failure.js';
+import { RpcError } from '../rpc-error.js';
 import { bundleText } from '../tools/context-shared-tool.js';
 import { activeTasks } from './active-tasks.js';
 import { activeTasksMarkdown, recentDecisionsMarkdown } from './resource-markdown.js';
@@ -36,14 +37,14 @@ function markdown(uri: string, text: string): ReadResourceResult {
 }
 
 /** A failed read as a JSON-RPC error with the same one-line message tools give. */
-function readError(uri: string, error: unknown, logger: Logger): McpError {
-  if (error instanceof McpError) return error;
+function readError(uri: string, error: unknown, logger: Logger): Error {
+  if (error instanceof RpcError || error instanceof McpError) return error;
   const message = `reading ${uri} failed: ${errorMessage(error)}`;
   logFailure(logger, error, { uri }, { refused: message, failed: message });
   if (CtxbusError.isInstance(error) && error.code === 'not_found') {
-    return new McpError(RESOURCE_NOT_FOUND, message, { uri });
+    return new RpcError(RESOURCE_NOT_FOUND, message, { uri });
   }
-  return new McpError(ErrorCode.InternalError, message, { uri });
+  return new RpcError(ErrorCode.InternalError, message, { uri });
 }
 
 async function reading(
@@ -142,7 +143,7 @@ export function registerResources(server: McpServer, context: ResourceContext): 
       reading(uri.href, context, async () => {
         const id = itemIdOfUri(uri.href);
         if (id === undefined) {
-          throw new McpError(
+          throw new RpcError(
             ErrorCode.InvalidParams,
             `${uri.href} is not an item URI: use context://items/<uuid>`,
           );

@@ -3,12 +3,12 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   ErrorCode,
-  McpError,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ContextBackend } from '../context-backend.js';
 import { errorMessage } from '../error-message.js';
+import { RpcError } from '../rpc-error.js';
 import type { ResourceSubscriptionsOptions } from './resource-subscriptions.js';
 import { ResourceSubscriptions } from './resource-subscriptions.js';
 import { isKnownResourceUri } from './resource-uris.js';
@@ -34,13 +34,13 @@ export function registerSubscriptions(
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     const { uri } = request.params;
     if (!isKnownResourceUri(uri)) {
-      throw new McpError(ErrorCode.InvalidParams, `cannot subscribe to ${uri}: no such resource`);
+      throw new RpcError(ErrorCode.InvalidParams, `cannot subscribe to ${uri}: no such resource`);
     }
     try {
       await subscriptions.subscribe(uri);
     } catch (error) {
       const limit = CtxbusError.isInstance(error) && error.code === 'limit_reached';
-      throw new McpError(
+      throw new RpcError(
         limit ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
         `cannot subscribe to ${uri}: ${errorMessage(error)}`,
       );

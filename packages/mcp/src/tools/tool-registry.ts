@@ -5,8 +5,8 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
-  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { RpcError } from '../rpc-error.js';
 import type { AnyToolDefinition } from './tool-definition.js';
 import { callTool, toolInputSchema, toolOutputSchema } from './tool-definition.js';
 
@@ -47,7 +47,7 @@ export function registerTools(
     const { name } = request.params;
     const tool = byName.get(name);
     if (!tool) {
-      throw new McpError(
+      throw new RpcError(
         ErrorCode.InvalidParams,
         `unknown tool ${name}; this server has ${[...byName.keys()].join(', ')}`,
       );
