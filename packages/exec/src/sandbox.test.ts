@@ -238,7 +238,7 @@ describe(`sandbox (bubblewrap)${because}`, () => {
   );
 
   sandboxIt(
-    'its /tmp (512 MiB by default) and the hidden home are sized: a write past them fails with ENOSPC',
+    'its /tmp (512 MiB by default), the hidden home and /dev/shm are sized: a write past them fails with ENOSPC; the rest of /dev is read-only',
     async () => {
       const workdir = tempDir();
       const kib = (
@@ -254,7 +254,7 @@ describe(`sandbox (bubblewrap)${because}`, () => {
       ];
       const small = { hidePaths: [home], tmpBytes: 8 * 1024 * 1024 };
       try {
-        for (const dir of ['/tmp', home]) {
+        for (const dir of ['/tmp', home, '/dev/shm']) {
           const fits = await sandboxed(fill(`${dir}/fits`, 4), workdir, small);
           expect(fits.stdout).toContain('wrote');
           const past = await sandboxed(fill(`${dir}/past`, 16), workdir, small);
@@ -262,6 +262,13 @@ describe(`sandbox (bubblewrap)${because}`, () => {
           expect(past.stdout).toMatch(/No space left on device/);
         }
         expect(readdirSync(home)).toEqual([]);
+        // bwrap's own /dev is a tmpfs too: read-only but for its device nodes.
+        const dev = await sandboxed(
+          ['sh', '-c', 'echo x > /dev/null && echo null-ok; echo x > /dev/planted'],
+          workdir,
+        );
+        expect(dev.stdout).toContain('null-ok');
+        expect(dev.stderr).toMatch(/Read-only file system/);
       } finally {
         rmSync(home, { recursive: true, force: true });
       }

@@ -27,7 +27,7 @@ export type SandboxStatus =
 
 /** What a sandboxed command may store in its /tmp by default (512 MiB, in memory). */
 export const SANDBOX_TMP_BYTES = 512 * 1024 * 1024;
-/** What each other private directory (the hidden home, /run, the hub's) may hold, at most. */
+/** What each other private directory (the hidden home, /run, /dev/shm, the hub's) may hold, at most. */
 const HIDDEN_TMPFS_BYTES = 64 * 1024 * 1024;
 
 export interface SandboxDetectOptions {
@@ -238,7 +238,12 @@ function hide(layout: TmpfsLayout, path: string): string[] {
 }
 
 function isolation(layout: Omit<SandboxLayout, 'workdir'>): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  // bwrap's own /dev is an unsized tmpfs, /dev/shm a directory in it: /dev/shm is a sized
+  // tmpfs of its own (as Docker's 64 MiB), and the rest of /dev read-only (its device nodes are
+  // binds, writable as ever).
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev'];
+  args.push(...tmpfs(layout, '/dev/shm', hiddenBytes(layout)), '--remount-ro', '/dev');
+  args.push('--proc', '/proc');
   // The new /proc's sys/ is the kernel's own settings, writable by uid 0 whatever its
   // capabilities: a root worker's command could set kernel.core_pattern to a program of its
   // own, which the kernel then runs as root outside every namespace at the next crash.
