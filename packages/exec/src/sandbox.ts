@@ -10,16 +10,18 @@ import { within } from './workdir.js';
 // no network unless the capability's limits allow it, the home directory hidden, and all
 // capabilities dropped. Its private directories are tmpfs, in memory, each with a size: the
 // kernel's OOM killer does not count tmpfs pages against the command that wrote them, so an
-// unbounded /tmp could fill the machine's memory and push the hub or the database out instead. Where bwrap is missing or does not work, sandboxed runs are refused
-// (fail closed): never run unsandboxed in their place.
+// unbounded /tmp could fill the machine's memory and push the hub or the database out instead
+// (memory a command holds otherwise, memfd or SysV shared memory included, only a cgroup
+// bounds). Where bwrap is missing or does not work, sandboxed runs are refused (fail closed):
+// never run unsandboxed in their place.
 
 export type SandboxStatus =
   | {
       available: true;
       bwrapPath: string;
       /**
-       * Whether this bwrap can size a tmpfs (`--size`; an older bubblewrap has none): without it the
-       * sandbox's private directories are bounded only by the machine's memory.
+       * Whether this bwrap can size a tmpfs (`--size`; an older bubblewrap has none): without
+       * it the sandbox's private directories are bounded only by the machine's memory.
        */
       sizedTmpfs: boolean;
     }
@@ -27,7 +29,7 @@ export type SandboxStatus =
 
 /** What a sandboxed command may store in its /tmp by default (512 MiB, in memory). */
 export const SANDBOX_TMP_BYTES = 512 * 1024 * 1024;
-/** What each other private directory (the hidden home, /run, /dev/shm, the hub's) may hold, at most. */
+/** What each other private directory (the hidden home, /run, /dev/shm, the hub's) may hold. */
 const HIDDEN_TMPFS_BYTES = 64 * 1024 * 1024;
 
 export interface SandboxDetectOptions {
@@ -65,8 +67,8 @@ export interface SandboxLayout {
   readOnlyWorkdir?: boolean;
   /**
    * What the command may store in its /tmp (default SANDBOX_TMP_BYTES); each other tmpfs (the
-   * hidden home, /run, the hub's directories) holds at most 64 MiB, or this when smaller. A
-   * write past it fails with ENOSPC.
+   * hidden home, /run, /dev/shm, the hub's directories) holds at most 64 MiB, or this when
+   * smaller. A write past it fails with ENOSPC.
    */
   tmpBytes?: number;
   /** Whether bwrap can size a tmpfs (the status's `sizedTmpfs`; default true). */
