@@ -3,6 +3,7 @@ import { tagSchema } from '@ctxbus/core';
 import { stableId } from '@ctxbus/core/light';
 import type { Context } from 'grammy';
 import { Composer } from 'grammy';
+import { approverRefusal } from './approvers.js';
 import type { BotDeps } from './bot-deps.js';
 import { itemLine, taskLine } from './format.js';
 import { readPriorities } from './priorities.js';
@@ -66,10 +67,11 @@ export function commandsComposer(deps: BotDeps, options: CommandOptions): Compos
   commands.command('decide', (ctx) =>
     guard(deps, ctx, async () => {
       const from = ctx.from?.id;
-      if (approvers.size === 0) {
+      const refused = approverRefusal(approvers, from);
+      if (refused === 'no_approver_configured') {
         return 'Not recorded: no approver is configured (ctxbus telegram --approver USER_ID).';
       }
-      if (from === undefined || !approvers.has(from)) {
+      if (refused === 'not_an_approver') {
         return `Not recorded: user ${from ?? '?'} is not one of this bot's approvers.`;
       }
       const text = ctx.match.trim();

@@ -2,6 +2,7 @@ import type { ChannelRefusal, ConflictReport } from '@ctxbus/core';
 import type { Context } from 'grammy';
 import { Composer } from 'grammy';
 import type { InlineKeyboardMarkup } from 'grammy/types';
+import { approverRefusal } from './approvers.js';
 import type { BotDeps } from './bot-deps.js';
 import type { ButtonMessage } from './state-file.js';
 import type { TapOutcome, Verdict } from './tap-decisions.js';
@@ -149,16 +150,17 @@ async function decide(
  * message the bot sent with the buttons for exactly `id`.
  */
 function buttonMessage(taps: Taps, ctx: Context, id: string): ButtonMessage | Refusal {
-  if (taps.approvers.size === 0) {
+  const from = ctx.from?.id;
+  const refused = approverRefusal(taps.approvers, from);
+  if (refused === 'no_approver_configured') {
     return {
-      reason: 'no_approver_configured',
+      reason: refused,
       text: 'Not decided: this bot has no approver configured (ctxbus telegram --approver USER_ID), so no tap decides anything.',
     };
   }
-  const from = ctx.from?.id;
-  if (from === undefined || !taps.approvers.has(from)) {
+  if (refused === 'not_an_approver') {
     return {
-      reason: 'not_an_approver',
+      reason: refused,
       text: `Not decided: user ${from ?? '?'} is not one of this bot's approvers.`,
     };
   }
