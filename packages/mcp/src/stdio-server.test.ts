@@ -22,8 +22,11 @@ afterAll(async () => {
   await hub.close();
 });
 
-/** Runs the executable with its stdin closed at once; resolves with what it did once it exits. */
-function runToEnd(env: Record<string, string>) {
+/**
+ * Runs the executable, writes `input` to its stdin and closes it at once; resolves with what it
+ * did once it exits.
+ */
+function runToEnd(env: Record<string, string>, input = '') {
   const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', ...env } });
     let stdout = '';
@@ -35,7 +38,7 @@ function runToEnd(env: Record<string, string>) {
       stderr += chunk;
     });
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end();
+    child.stdin.end(input);
   });
   return waitFor(exited, 'the stdio executable to exit after its stdin closed');
 }
@@ -93,6 +96,41 @@ describe('the stdio executable', () => {
   it('exits with 0 and prints nothing when stdin closes', async () => {
     const result = await runToEnd({ CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.token });
     expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
+  });
+
+  it('answers the requests read before stdin closed, then exits with 0', async () => {
+    const title = `piped write ${Date.now()}`;
+    const lines = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'pipe', version: '0' },
+        },
+      },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'context_write', arguments: { type: 'decision', title } },
+      },
+      { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+    ];
+    const input = lines.map((line) => `${JSON.stringify(line)}\n`).join('');
+    const result = await runToEnd({ CTXBUS_URL: hub.url, CTXBUS_TOKEN: hub.token }, input);
+    expect(result.code).toBe(0);
+    const answers = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: number; result?: { isError?: boolean } });
+    expect(answers.map((answer) => answer.id).sort()).toEqual([1, 2, 3]);
+    const written = answers.find((answer) => answer.id === 2);
+    expect(written?.result?.isError).not.toBe(true);
+    expect(JSON.stringify(written)).toContain(title);
   });
 
   it('exits with 2 and says which setting is missing, on stderr only', async () => {
