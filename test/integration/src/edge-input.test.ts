@@ -189,6 +189,31 @@ function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
       expect(first.status).toBe(200);
     });
 
+    it('refuses a since date that is no calendar day (Date.parse rolls it over) with a 400', async () => {
+      for (const value of [
+        '2026-11-31T20:48:00Z',
+        '2026-02-29T00:00:00Z',
+        '2026-04-31T08:00:00Z',
+        '2026-00-10T00:00:00Z',
+      ]) {
+        const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
+          token: hub.tokens.token,
+        });
+        expect(list.status, value).toBe(400);
+        expect(list.body.error.message, value).toMatch(/is not a valid date-time/);
+      }
+      for (const value of [
+        '2024-02-29T00:00:00Z',
+        '2026-11-30T23:59:59-05:00',
+        '2026-12-31T00:00:00Z',
+      ]) {
+        const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
+          token: hub.tokens.token,
+        });
+        expect(list.status, value).toBe(200);
+      }
+    });
+
     it('refuses NUL characters anywhere in a request, filters included, with a 400', async () => {
       const cases = [
         call(hub.url, 'GET', '/api/context?scopeKeyPrefix=a%00', { token: hub.tokens.token }),

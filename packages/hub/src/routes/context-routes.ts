@@ -37,6 +37,18 @@ const EARLIEST_SINCE_MS = Date.parse('0001-01-01T00:00:00Z');
 /** The last time a Date holds (+275760-09-13): a larger Unix time is no date. */
 const MAX_DATE_MS = 8.64e15;
 
+/**
+ * An ISO date-time's Unix time, NaN when it names no calendar day: Date.parse takes any day up
+ * to 31 and rolls it over (2026-11-31 is read as 1 December, 2026-02-30 as 2 March).
+ */
+function calendarDateMs(text: string): number {
+  const [, year, month, day] = /^(\d{4})-(\d\d)-(\d\d)/.exec(text) ?? [];
+  const lastDay = new Date(0);
+  lastDay.setUTCFullYear(Number(year), Number(month), 0);
+  const valid = Number(month) >= 1 && Number(month) <= 12 && Number(day) >= 1;
+  return valid && Number(day) <= lastDay.getUTCDate() ? Date.parse(text) : Number.NaN;
+}
+
 /** Maps the list query (wire names) onto the store filter. */
 export function listOptionsFromQuery(query: ListQuery): ListOptions {
   let sinceSeq: number | undefined;
@@ -50,7 +62,7 @@ export function listOptionsFromQuery(query: ListQuery): ListOptions {
       digits !== null && query.since.length >= 13 && digits <= MAX_DATE_MS ? digits : null;
     if (unixMs === null && digits !== null) sinceSeq = digits;
     else {
-      const ms = unixMs ?? Date.parse(query.since);
+      const ms = unixMs ?? calendarDateMs(query.since);
       if (Number.isNaN(ms)) {
         throw new CtxbusError(
           'validation_failed',
