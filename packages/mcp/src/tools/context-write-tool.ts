@@ -103,6 +103,13 @@ export const contextWriteInput = z.object({
     .max(LIMITS.maxTtlSeconds)
     .optional()
     .describe("Seed 000's name for ttlSeconds."),
+  ttl: z
+    .number()
+    .int()
+    .positive()
+    .max(LIMITS.maxTtlSeconds)
+    .optional()
+    .describe("Seed 000's other name for ttlSeconds (its item's ttl)."),
   relevanceTags: tagsInput.optional().describe("Seed 000's name for tags."),
 });
 
@@ -125,37 +132,38 @@ Tags: 1-5 short lowercase topic words without spaces: storage, ci, auth, release
 
 Replace an outdated item with supersedes (its id) instead of contradicting it. Use ttlSeconds for things that stop mattering. For long-lived knowledge under a path-like key use memory_write. Never write secrets: they are redacted before storage.`;
 
+type WriteInput = z.output<typeof contextWriteInput>;
+
 /**
- * A field given under our name or the seed's: either, or both when they agree. Two different
- * values are refused rather than one silently dropped (as taskId and sourceTaskId are).
+ * A field given under our name or the seed's: any of them, or several when they agree. Two
+ * different values are refused rather than one silently dropped (as taskId and sourceTaskId are).
  */
-function oneOf<K extends 'ttlSeconds' | 'tags', S extends 'expiresAfterSeconds' | 'relevanceTags'>(
-  input: z.output<typeof contextWriteInput>,
-  ours: K,
-  seeds: S,
-): z.output<typeof contextWriteInput>[K] | z.output<typeof contextWriteInput>[S] {
-  const mine = input[ours];
-  const theirs = input[seeds];
-  if (
-    mine !== undefined &&
-    theirs !== undefined &&
-    JSON.stringify(mine) !== JSON.stringify(theirs)
-  ) {
+function oneOf<
+  K extends 'ttlSeconds' | 'tags',
+  S extends 'expiresAfterSeconds' | 'ttl' | 'relevanceTags',
+>(input: WriteInput, ours: K, ...seeds: S[]): WriteInput[K] | WriteInput[S] {
+  const given = [ours, ...seeds].filter((name) => input[name] !== undefined);
+  const [first, ...others] = given;
+  if (first === undefined) return undefined;
+  const differing = others.find(
+    (name) => JSON.stringify(input[name]) !== JSON.stringify(input[first]),
+  );
+  if (differing !== undefined) {
     throw new CtxbusError(
       'validation_failed',
-      `${ours} and ${seeds} name the same field (${seeds} is seed 000's name): give one, or the same value in both`,
+      `${first} and ${differing} name the same field (${seeds.join(' and ')}: seed 000's names for ${ours}): give one, or the same value in each`,
     );
   }
-  return mine ?? theirs;
+  return input[first];
 }
 
-export function toItemInput(input: z.output<typeof contextWriteInput>): ContextItemInput {
+export function toItemInput(input: WriteInput): ContextItemInput {
   const source = {
     ...(input.taskId !== undefined && { taskId: input.taskId }),
     ...(input.threadId !== undefined && { threadId: input.threadId }),
     ...(input.agentId !== undefined && { agentId: input.agentId }),
   };
-  const ttl = oneOf(input, 'ttlSeconds', 'expiresAfterSeconds');
+  const ttl = oneOf(input, 'ttlSeconds', 'expiresAfterSeconds', 'ttl');
   const tags = oneOf(input, 'tags', 'relevanceTags');
   return {
     type: input.type,

@@ -77,11 +77,26 @@ describe("seed 000's MCP calls", () => {
     for (const [fields, named] of [
       [{ tags: ['a'], relevanceTags: ['b'] }, /tags and relevanceTags name the same field/],
       [{ ttlSeconds: 10, expiresAfterSeconds: 20 }, /ttlSeconds and expiresAfterSeconds/],
+      [{ expiresAfterSeconds: 10, ttl: 20 }, /expiresAfterSeconds and ttl name the same field/],
     ] as const) {
       const both = await call('context_write', { type: 'status', title: 'twice', ...fields });
       expect(both.isError).toBe(true);
       expect(textOf(both)).toMatch(named);
     }
+  });
+
+  it("context_write takes the seed item's ttl, as the REST write does", async () => {
+    const before = Date.now();
+    const written = await call('context_write', {
+      type: 'status',
+      title: 'deploy running',
+      ttl: 600,
+    });
+    expect(written.isError, textOf(written)).toBeFalsy();
+    const { item } = written.structuredContent as { item: { expiresAt: string } };
+    const lives = Date.parse(item.expiresAt) - before;
+    expect(lives).toBeGreaterThan(590_000);
+    expect(lives).toBeLessThanOrEqual(601_000);
   });
 
   it('context_read(scope, query) ranks by the query instead of ignoring it', async () => {
