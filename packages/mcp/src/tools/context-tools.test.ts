@@ -261,6 +261,23 @@ describe('tool errors', () => {
     expect(textOf(since)).toMatch(/^context_read failed: invalid input: since: /);
   });
 
+  it('a field taking one value or a list names the values it takes, not just "Invalid input"', async () => {
+    const one = await call('context_read', { scope: 'planet' });
+    expect(textOf(one)).toBe(
+      'context_read failed: invalid input: scope: Invalid option: expected one of "task"|"thread"|"space"|"global"',
+    );
+    const listed = await call('context_read', { scope: ['global', 'planet'] });
+    expect(textOf(listed)).toMatch(
+      /^context_read failed: invalid input: scope\[1\]: Invalid option: expected one of "task"/,
+    );
+    const typed = await call('memory_query', { path: 'project', type: 'bogus' });
+    expect(textOf(typed)).toMatch(
+      /^memory_query failed: invalid input: type: Invalid option: expected one of "discovery"/,
+    );
+    const neither = await call('context_read', { scope: 7 });
+    expect(textOf(neither)).toMatch(/^context_read failed: invalid input: scope: Invalid option/);
+  });
+
   it('a rule only the hub checks comes back as a one-line tool error', async () => {
     const result = await call('context_write', {
       type: 'status',
