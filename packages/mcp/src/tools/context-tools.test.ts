@@ -208,6 +208,12 @@ describe('context tools against a real hub', () => {
     expect(
       (decisions.structuredContent as { items: { key: string }[] }).items.map((entry) => entry.key),
     ).toEqual(['project/ctxbus/ci']);
+    expect(textOf(decisions)).toMatch(/^1 key of type decision under project:/);
+    const alerts = await call('memory_query', {
+      path: 'project/ctxbus',
+      type: ['alert', 'request'],
+    });
+    expect(textOf(alerts)).toBe('Nothing of type alert or request is stored under project/ctxbus.');
   });
 });
 

@@ -71,12 +71,13 @@ export function memoryQueryTool(context: ToolContext) {
       const items = page.items
         .map((item) => toItemView(item, LIST_CONTENT_CHARS))
         .sort((a, b) => (a.key ?? '').localeCompare(b.key ?? '') || b.seq - a.seq);
+      const kinds = types ? ` of type ${types.join(' or ')}` : '';
       return {
         structured: { items },
         text:
           items.length === 0
-            ? `Nothing is stored under ${keyPrefix}.`
-            : `${countLine(items)} under ${keyPrefix}:\n${renderItems(items)}`,
+            ? `Nothing${kinds} is stored under ${keyPrefix}.`
+            : `${countLine(items)}${kinds} under ${keyPrefix}:\n${renderItems(items)}`,
       };
     },
   });
