@@ -9,12 +9,30 @@ export function errorBody(code: CtxbusError['code'], message: string, details?: 
   return new CtxbusError(code, message, details === undefined ? {} : { details });
 }
 
-/** Query parameters as one string each (repeated ones joined with commas). */
-function queryObject(context: Context): Record<string, string> {
+/**
+ * The query, one string per parameter: a repeated one joined with commas, which a list takes
+ * as its values. A parameter that takes one value, refused only because it was repeated, is
+ * told so (`window=7&window=8` read as "digits only" before).
+ */
+function parseQuery<T extends z.ZodType>(schema: T, context: Context): z.output<T> {
+  const given = Object.entries(context.req.queries());
   // fromEntries defines own properties: a parameter named __proto__ stays a parameter.
-  return Object.fromEntries(
-    Object.entries(context.req.queries()).map(([name, values]) => [name, values.join(',')]),
-  );
+  const joined = Object.fromEntries(given.map(([name, values]) => [name, values.join(',')]));
+  try {
+    return parseOrThrow(schema, joined, 'query');
+  } catch (error) {
+    for (const [name, values] of given) {
+      if (values.length < 2) continue;
+      const once = schema.safeParse({ ...joined, [name]: values[0] });
+      if (once.success || once.error.issues.every((issue) => issue.path[0] !== name)) {
+        throw new CtxbusError(
+          'validation_failed',
+          `query.${name}: given ${values.length} times; it takes one value`,
+        );
+      }
+    }
+    throw error;
+  }
 }
 
 /** Whitespace alone (JSON's: space, tab, CR, LF), or nothing. */
@@ -67,7 +85,7 @@ export async function handleRoute<A extends RouteAuth>(
   const params = route.params
     ? parseOrThrow(route.params, context.req.param(), 'params')
     : undefined;
-  const query = route.query ? parseOrThrow(route.query, queryObject(context), 'query') : undefined;
+  const query = route.query ? parseQuery(route.query, context) : undefined;
   let body: unknown;
   if (route.body) {
     const json = await readJsonBody(context);

@@ -272,6 +272,18 @@ function analyticsCases(name: string, backend: () => Backend) {
         expect(response.body.error.code, query).toBe('validation_failed');
         expect(response.body.error.message, query).toMatch(/query/);
       }
+      // A parameter taking one value, given twice, is told so (not "digits only").
+      for (const [query, message] of [
+        ['?window=7&window=8', 'query.window: given 2 times; it takes one value'],
+        ['?window=7&window=x', 'query.window: given 2 times; it takes one value'],
+        ['?runtime=openclaw&runtime=web', 'query.runtime: given 2 times; it takes one value'],
+      ]) {
+        const response = await api(tokens.code as string, 'GET', `/api/analytics${query}`);
+        expect(response.status, query).toBe(400);
+        expect(response.body.error.message, query).toBe(message);
+      }
+      const badFirst = await api(tokens.code as string, 'GET', '/api/analytics?window=x&window=7');
+      expect(badFirst.body.error.message).not.toMatch(/given 2 times/);
       expect((await call(running.url, 'GET', '/api/analytics')).status).toBe(401);
       const admin = await api(tokens.admin as string, 'GET', '/api/analytics');
       expect(admin.status).toBe(403);
