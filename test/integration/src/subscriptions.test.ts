@@ -363,6 +363,25 @@ describe('pull subscriptions', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/endpoint: push needs an endpoint/);
+    // A body that fits neither form is told what each field needs, one line a field.
+    for (const [body, message] of [
+      [
+        {},
+        /^body: delivery: Invalid option: expected one of "push"\|"pull" \(or seed 000's ContextSubscription: runtimeId, runtimeType, deliveryMode\)$/,
+      ],
+      [{ scopes: ['global'] }, /^body: runtimeId: .*; runtimeType: .* \(read as seed 000's/],
+      [
+        { deliveryMode: 'pull', scopes: 'global' },
+        /^body: runtimeId: [^;]*; runtimeType: [^;]*; scopes: [^;]*expected array[^;]* \(read as/,
+      ],
+    ] as const) {
+      const refused = await call(hub.url, 'POST', '/api/subscriptions', {
+        token: hub.tokens.web,
+        body,
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.message, JSON.stringify(body)).toMatch(message);
+    }
     // deliveryMode left out takes the seed's default (delivery_mode DEFAULT 'pull').
     const defaulted = await call(hub.url, 'POST', '/api/subscriptions', {
       token: hub.tokens.web,

@@ -104,8 +104,15 @@ export const seedSubscriptionRequestSchema = z
   )
   .pipe(ctxbusSubscriptionRequestSchema);
 
-/** Keys only the seed's form has: a body with one of them is read as the seed's. */
-const SEED_KEYS = ['runtimeId', 'runtimeType', 'deliveryMode', 'relevanceTags'];
+/** Keys only the seed's form has (at its top): a body with one of them is read as the seed's. */
+const SEED_KEYS = [
+  'runtimeId',
+  'runtimeType',
+  'deliveryMode',
+  'relevanceTags',
+  'scopes',
+  'minUrgency',
+];
 
 /**
  * A subscription request: ctxbus's form, or the seed's (`runtimeId`, `deliveryMode`, ...). A
@@ -120,10 +127,17 @@ export const createSubscriptionRequestSchema = z.union(
       const seedForm =
         typeof input === 'object' && input !== null && SEED_KEYS.some((key) => key in input);
       const issues = issue.errors[seedForm ? 1 : 0] ?? [];
-      const lines = issues.map((one) =>
-        one.path.length > 0 ? `${one.path.join('.')}: ${one.message}` : one.message,
-      );
-      return `${lines.join('; ')}${seedForm ? " (read as seed 000's ContextSubscription)" : ''}`;
+      // One line per field: a list's size check also fires on a string given for it
+      // ("expected array" beside "expected string to have <=4 characters").
+      const fields = new Map<string, string>();
+      for (const one of issues) {
+        const path = one.path.join('.');
+        if (!fields.has(path)) fields.set(path, path ? `${path}: ${one.message}` : one.message);
+      }
+      const lines = [...fields.values()].join('; ');
+      return seedForm
+        ? `${lines} (read as seed 000's ContextSubscription)`
+        : `${lines} (or seed 000's ContextSubscription: runtimeId, runtimeType, deliveryMode)`;
     },
   },
 );
