@@ -22,7 +22,7 @@ import type {
   UpdateTaskRequest,
   WriteResponse,
 } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { bearer, CtxbusError } from '@ctxbus/core/contract';
 import type { KyInstance } from 'ky';
 import ky from 'ky';
 import type { HubCall, WireTransport } from './hub-call.js';
@@ -113,7 +113,7 @@ export class CtxbusClient {
     const timeoutMs = settings.timeoutMs ?? 10_000;
     const http = ky.create({
       baseUrl: `${this.url}/`,
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: bearer(token) },
       timeout: timeoutMs,
       retry: { limit: settings.retries ?? 1 },
       throwHttpErrors: false,

@@ -7,6 +7,7 @@ import type {
   WireRoute,
 } from '@ctxbus/core/contract';
 import {
+  bearer,
   CtxbusError,
   ERROR_CODES,
   errorResponseSchema,
@@ -98,7 +99,7 @@ export function fetchTransport(settings: {
     send(`${base}${request.target}`, {
       method: request.method,
       headers: {
-        authorization: `Bearer ${settings.token}`,
+        authorization: bearer(settings.token),
         ...(request.body !== undefined && { 'content-type': 'application/json' }),
         ...request.headers,
       },

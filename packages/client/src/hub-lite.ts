@@ -1,7 +1,7 @@
 import type { request as httpRequest } from 'node:http';
 import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
-import { CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
+import { bearer, CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
 import { socketRequest } from './socket-request.js';
 
@@ -138,7 +138,7 @@ export async function hubRequest(
   const url = new URL(`${base}${path}`);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = {
-    authorization: `Bearer ${target.token}`,
+    authorization: bearer(target.token),
     accept: 'application/json',
     ...(payload !== undefined && { 'content-type': 'application/json' }),
   };

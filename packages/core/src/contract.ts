@@ -175,6 +175,7 @@ export type {
 } from './routing/routing.js';
 export { routeRequestSchema, routeTask, routingDecisionSchema } from './routing/routing.js';
 export { backoffDelay, createBackoff } from './shared/backoff.js';
+export { bearer } from './shared/bearer.js';
 export { hashValue, sha256Hex } from './shared/canonical-hash.js';
 export { canonicalJson } from './shared/canonical-json.js';
 export type { ErrorCode } from './shared/errors.js';

@@ -257,6 +257,7 @@ export {
 export type { ErrorCode, Logger } from './shared/index.js';
 export {
   backoffDelay,
+  bearer,
   CtxbusError,
   canonicalJson,
   countTokens,

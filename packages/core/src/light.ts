@@ -23,6 +23,7 @@ export {
 export { extractDecisions, stableId } from './items/decision-capture.js';
 export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './items/item-kinds.js';
 export { backoffDelay, createBackoff } from './shared/backoff.js';
+export { bearer } from './shared/bearer.js';
 export { sha256Hex } from './shared/canonical-hash.js';
 export { canonicalJson } from './shared/canonical-json.js';
 export type { ErrorCode } from './shared/errors.js';

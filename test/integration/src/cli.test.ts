@@ -599,6 +599,22 @@ describe('ctxbus CLI', () => {
       const refused = await runCli([...args, '--url', closed, '--token', 'cbx_x']);
       expect([refused.code, refused.stderr], args[0]).toEqual([6, told]);
     }
+    // A token of two lines (read from a two-line file) is a mistake in the token, said without
+    // it, on every transport; not "cannot reach the hub" with the secret in the message.
+    const twoLines = 'cbx_first_line\ncbx_second_line';
+    for (const args of [
+      ['read'],
+      ['write', '--type', 'status', '--title', 't'],
+      ['watch'],
+      ['capabilities', 'show', '--hub'],
+    ]) {
+      const refused = await runCli([...args, '--url', closed, '--token', twoLines]);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr, args.join(' ')).toMatch(
+        /^ctxbus: error: the token is not one line of visible characters .*\n$/,
+      );
+      expect(refused.stderr).not.toContain('cbx_first_line');
+    }
     const missingTitle = await runCli([
       'write',
       '--type',

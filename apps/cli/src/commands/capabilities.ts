@@ -10,7 +10,7 @@ import {
 } from '@ctxbus/core/capabilities';
 import { errorResponseSchema } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
-import { CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
+import { bearer, CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
 import { hubUrl, runtimeToken } from '../hub-target.js';
 import { CAPABILITIES_EXAMPLE } from './capabilities-example.js';
 
@@ -132,11 +132,11 @@ export interface ShowOptions {
 /** GET /api/capabilities from the hub a command finds by the usual rule (hub-target.ts). */
 export async function fetchCapabilities(options: ShowOptions): Promise<CapabilitiesResponse> {
   const url = hubUrl(options.url);
-  const token = runtimeToken(url, options.token);
+  const authorization = bearer(runtimeToken(url, options.token));
   let response: Response;
   try {
     response = await fetch(`${url}/api/capabilities`, {
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization },
       signal: AbortSignal.timeout(10_000),
     });
   } catch (error) {

@@ -1,6 +1,7 @@
 // Helpers every domain uses: typed errors, validation, canonical JSON and its hash, the logger
 // type, backoff, the hub's defaults and limits, and the o200k token counter.
 export { backoffDelay, createBackoff } from './backoff.js';
+export { bearer } from './bearer.js';
 export { hashValue, sha256Hex } from './canonical-hash.js';
 export { canonicalJson } from './canonical-json.js';
 export type { ErrorCode } from './errors.js';

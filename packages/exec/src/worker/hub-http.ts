@@ -1,7 +1,13 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ErrorCode, Task } from '@ctxbus/core/contract';
-import { CtxbusError, ERROR_CODES, hubUnreachable, TASK_STATES } from '@ctxbus/core/contract';
+import {
+  bearer,
+  CtxbusError,
+  ERROR_CODES,
+  hubUnreachable,
+  TASK_STATES,
+} from '@ctxbus/core/contract';
 import type { WorkerHubApi } from './task-worker.js';
 
 // The worker's hub port on node:http with one keep-alive agent. Profiled under load (300 tasks
@@ -71,7 +77,7 @@ export function createWorkerHub(settings: WorkerHubSettings): WorkerHub {
   const send = https ? httpsRequest : httpRequest;
   const agent = https ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const timeoutMs = settings.timeoutMs ?? 10_000;
-  const authorization = `Bearer ${settings.token}`;
+  const authorization = bearer(settings.token);
   const unreachable = (error: Error) => hubUnreachable(base.origin, error);
 
   const call = (
