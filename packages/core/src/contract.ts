@@ -198,6 +198,7 @@ export { parseStrictJson, StrictJsonError } from './shared/strict-json.js';
 export {
   MAX_JSON_DEPTH,
   parseOrThrow,
+  shownIssues,
   tooDeep,
   validationError,
   wellFormed,

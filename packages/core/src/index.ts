@@ -281,6 +281,7 @@ export {
   StrictJsonError,
   serveCommand,
   sha256Hex,
+  shownIssues,
   shownJson,
   silentLogger,
   sliceText,

@@ -30,6 +30,7 @@ export { countTokens, o200kTokenCounter } from './tokens.js';
 export {
   MAX_JSON_DEPTH,
   parseOrThrow,
+  shownIssues,
   tooDeep,
   validationError,
   wellFormed,

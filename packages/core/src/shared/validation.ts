@@ -12,11 +12,31 @@ function pathOf(where: string, path: readonly PropertyKey[]): string {
 }
 
 /**
+ * The issues to show for one: a union's own is zod's bare "Invalid input", so it stands for the
+ * issues of the branch the value got furthest into (every issue inside it, else no top-level
+ * type mismatch), their paths under the union's: `scope: Invalid option: expected one of …`.
+ */
+export function shownIssues(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  // A union with a message of its own (a schema's `error`) says it better than any branch.
+  if (issue.code !== 'invalid_union' || issue.message !== 'Invalid input') return [issue];
+  const branches = issue.errors.filter((branch) => branch.length > 0);
+  const fitting =
+    branches.find((branch) => branch.every((inner) => inner.path.length > 0)) ??
+    branches.find((branch) =>
+      branch.every((inner) => inner.code !== 'invalid_type' || inner.path.length > 0),
+    );
+  if (!fitting) return [issue];
+  return fitting.flatMap((inner) =>
+    shownIssues({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue),
+  );
+}
+
+/**
  * A validation error that names the offending field(s): `body.items[2].title: Too small…`.
  * `where` is the part of the request that was checked (body, query, params).
  */
 export function validationError(error: z.ZodError, where: string): CtxbusError {
-  const issues: ValidationIssue[] = error.issues.map((issue) => ({
+  const issues: ValidationIssue[] = error.issues.flatMap(shownIssues).map((issue) => ({
     path: pathOf(where, issue.path),
     message: issue.message,
   }));

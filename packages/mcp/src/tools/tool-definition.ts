@@ -1,5 +1,5 @@
 import type { Logger } from '@ctxbus/core/contract';
-import { MAX_JSON_DEPTH, tooDeep, wellFormed } from '@ctxbus/core/contract';
+import { MAX_JSON_DEPTH, shownIssues, tooDeep, wellFormed } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { errorMessage } from '../error-message.js';
 import { logFailure } from '../log-failure.js';
@@ -60,26 +60,6 @@ export function toolOutputSchema(tool: AnyToolDefinition): Record<string, unknow
   return portableSchema(
     z.toJSONSchema(tool.output, { io: 'output', target: 'draft-07' }),
   ) as Record<string, unknown>;
-}
-
-/**
- * The issues to show for one: a union's own is zod's bare "Invalid input", so it stands for the
- * issues of the branch the value got furthest into (every issue inside it, else no top-level
- * type mismatch), their paths under the union's: `scope: Invalid option: expected one of …`.
- */
-function shownIssues(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
-  // A union with a message of its own (a schema's `error`) says it better than any branch.
-  if (issue.code !== 'invalid_union' || issue.message !== 'Invalid input') return [issue];
-  const branches = issue.errors.filter((branch) => branch.length > 0);
-  const fitting =
-    branches.find((branch) => branch.every((inner) => inner.path.length > 0)) ??
-    branches.find((branch) =>
-      branch.every((inner) => inner.code !== 'invalid_type' || inner.path.length > 0),
-    );
-  if (!fitting) return [issue];
-  return fitting.flatMap((inner) =>
-    shownIssues({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue),
-  );
 }
 
 /** Zod issues as one line that names each field: `tags[0]: a tag has no spaces; title: …`. */
