@@ -74,9 +74,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     // other failure: `ctxbus: error: unknown option '--bogus' (add --help for usage)`.
     .configureOutput({
       outputError: (message, write) =>
-        write(
-          `ctxbus: error: ${terminalSafe(message.replace(/^error: /, '').trim())} (add --help for usage)\n`,
-        ),
+        write(`ctxbus: error: ${terminalSafe(oneLineError(message))} (add --help for usage)\n`),
     })
     .addHelpText('after', HELP_FOOTER)
     .exitOverride();
@@ -105,6 +103,13 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerTelegram(program, run);
   return program;
 }
+
+/** Commander's message on one line: a typo's "(Did you mean --type?)" comes on a second. */
+const oneLineError = (message: string) =>
+  message
+    .replace(/^error: /, '')
+    .trim()
+    .replace(/\s*\n\s*/g, ' ');
 
 /** Prints a command's failure as one line on stderr; its exit code. */
 function reportError(error: unknown): number {

@@ -12,6 +12,7 @@ describe('asFlags: the hub names request fields, the person typed flags', () => 
     ['body.items[0].type: Invalid option', '--type: Invalid option'],
     ['body.relevanceTags[0]: a tag has no spaces', '--tags[0]: a tag has no spaces'],
     ['params.id: Invalid UUID', '<id>: Invalid UUID'],
+    ['query.tokenBudget: Too small', '--budget: Too small'],
     [
       'body.expiresAfterSeconds: Too small: expected number to be >0',
       '--ttl: Too small: expected number to be >0',

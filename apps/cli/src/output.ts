@@ -57,6 +57,7 @@ const FLAG_OF_FIELD: Record<string, string> = {
   scopes: 'scope',
   types: 'type',
   expiresAfterSeconds: 'ttl',
+  tokenBudget: 'budget',
   'source.taskId': 'task',
   'source.threadId': 'thread',
   'source.agentId': 'agent',

@@ -203,7 +203,35 @@ describe('ctxbus CLI', () => {
     writeFileSync(fromFile, JSON.stringify({ items: [{ type: 'status', title: '' }] }));
     const badFile = await runCli(['write', '--file', fromFile], { env });
     expect(badFile.code).toBe(2);
-    expect(badFile.stderr).toMatch(/title/);
+    expect(badFile.stderr).toBe(
+      `ctxbus: error: ${fromFile}, item 1: title: Too small: expected string to have >=1 characters\n`,
+    );
+    // Items from a file are named as the file spells them, not by flags nobody typed.
+    const badPiped = await runCli(['write', '--file', '-'], {
+      env,
+      input: '[{"type":"status","title":"fine"},{"type":"nope","title":"bad"}]',
+    });
+    expect(badPiped.stderr).toMatch(
+      /^ctxbus: error: stdin, item 2: type: Invalid option: expected one of "discovery"/,
+    );
+    const notJson = await runCli(['write', '--file', '-'], { env, input: 'not json\n' });
+    expect([notJson.code, notJson.stderr.split('\n').length]).toEqual([2, 2]);
+    expect(notJson.stderr).toMatch(/^ctxbus: error: stdin: .*is not valid JSON\n$/);
+    // A value a list flag refuses is named with the values it takes; --budget by its name.
+    const badSearchType = await runCli(['search', 'pnpm', '--type', 'nope'], { env });
+    expect(badSearchType.stderr).toMatch(
+      /^ctxbus: error: --type\[0\]: Invalid option: expected one of "discovery"/,
+    );
+    const noBudget = await runCli(['shared', '--budget', '0'], { env });
+    expect([noBudget.code, noBudget.stderr]).toEqual([
+      2,
+      'ctxbus: error: --budget: Too small: expected number to be >=1\n',
+    ]);
+    const typo = await runCli(['write', '--typ', 'status'], { env });
+    expect([typo.code, typo.stderr]).toEqual([
+      2,
+      "ctxbus: error: unknown option '--typ' (Did you mean --type?) (add --help for usage)\n",
+    ]);
     const badToken = await runCli(['write', '--type', 'status', '--title', 'x'], {
       env: { ...env, CTXBUS_TOKEN: 'cbx_not_a_token' },
     });

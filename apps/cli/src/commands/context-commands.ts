@@ -74,12 +74,28 @@ async function itemsFromFile(file: string): Promise<unknown[]> {
     json = JSON.parse(text);
   } catch (error) {
     if (CtxbusError.isInstance(error)) throw error;
-    throw new CtxbusError('bad_json', `${file}: ${(error as Error).message}`);
+    // JSON.parse quotes the text it read, line breaks and all: one line.
+    const reason = (error as Error).message.replace(/\s*\n\s*/g, ' ');
+    throw new CtxbusError('bad_json', `${file === '-' ? 'stdin' : file}: ${reason}`);
   }
   if (Array.isArray(json)) return json;
   const items = (json as { items?: unknown } | null)?.items;
   if (json !== null && typeof json === 'object' && Array.isArray(items)) return items;
   return [json];
+}
+
+/**
+ * A refusal of items from a file names their fields as the file spells them (`stdin, item 1:
+ * type: …`), not as the flags a person did not type (`--type: …`).
+ */
+function inFile(error: unknown, file: string): unknown {
+  if (!CtxbusError.isInstance(error) || error.code !== 'validation_failed') return error;
+  const where = file === '-' ? 'stdin' : file;
+  const message = error.message.replace(
+    /\bbody\.items\[(\d+)\]\.?/g,
+    (_match, index: string) => `${where}, item ${Number(index) + 1}: `,
+  );
+  return new CtxbusError('validation_failed', message, { details: error.details });
 }
 
 /** Builds the item from flags; the hub validates it (and names any bad field). */
@@ -251,7 +267,9 @@ async function writeItems(options: WriteOptions): Promise<void> {
     method,
     path,
     { items },
-  )) as WriteResponse;
+  ).catch((error: unknown) => {
+    throw options.file === undefined ? error : inFile(error, options.file);
+  })) as WriteResponse;
   if (options.json) printJson(response);
   else {
     for (const [index, result] of response.results.entries()) {
