@@ -781,6 +781,15 @@ describe('a hub killed while the worker has a result to report', () => {
         () => log.includes('could not report the result yet'),
         'the worker to try to report to the dead hub',
       );
+      // Each try is one short log line: the hub's absence by its code and words, no stack.
+      const tries = log.split('\n').filter((line) => line.includes('could not report the result'));
+      for (const line of tries) {
+        expect(JSON.parse(line).err, line).toEqual({
+          type: 'CtxbusError',
+          code: 'unavailable',
+          message: expect.stringMatching(/^cannot reach the ctxbus hub at /),
+        });
+      }
       hub = await startHubProcess({ dataDir: dir, args: ['--port', port] });
       await waitUntil(
         async () =>

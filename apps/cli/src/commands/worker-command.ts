@@ -18,6 +18,17 @@ function positive(value: string, flag: string, max: number): number {
   return Number(value);
 }
 
+/**
+ * A worker's log names an error ctxbus knows (the hub down, a refusal) by its code and message,
+ * one short line each retry; any other keeps pino's stack.
+ */
+function knownOrStack(stack: (error: Error) => unknown) {
+  return (error: unknown): unknown =>
+    CtxbusError.isInstance(error)
+      ? { type: 'CtxbusError', code: error.code, message: error.message }
+      : stack(error as Error);
+}
+
 export function registerWorker(
   program: Command,
   run: (action: () => Promise<void>) => Promise<void>,
@@ -117,7 +128,11 @@ Example:
         });
         const workerId = options.id ?? `${hostname()}-${process.pid}`;
         const logger = pino(
-          { base: { workerId }, level: process.env.CTXBUS_LOG_LEVEL ?? 'info' },
+          {
+            base: { workerId },
+            level: process.env.CTXBUS_LOG_LEVEL ?? 'info',
+            serializers: { err: knownOrStack(pino.stdSerializers.err) },
+          },
           pino.destination(2),
         );
         const worker = new TaskWorker({
@@ -137,7 +152,10 @@ Example:
           onTaskDone: (task, outcome) => printLine(`${task.id} ${outcome}: ${task.title}`),
           // Once the hub answered: a hub that is down or refuses the token ends the command
           // with its reason, never after a "ready".
-          onReady: () => printLine(`worker ${workerId} ready: ${url}, roots ${roots.join(', ')}`),
+          onReady: () =>
+            printLine(
+              `worker ${workerId} ready: ${url}, roots ${roots.map((root) => resolve(expandHome(root))).join(', ')}`,
+            ),
         });
         const stop = new AbortController();
         for (const signal of ['SIGINT', 'SIGTERM'] as const) {
