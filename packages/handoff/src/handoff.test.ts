@@ -235,6 +235,21 @@ describe('switching models', () => {
     );
   });
 
+  it('says "the current task" after a switch before any task was set, not "not started"', async () => {
+    const paths = handoffPaths(workspace());
+    await startHandoff(paths, 'opus', { now: at('2026-11-25T08:00:00Z') });
+    const { handoff } = await switchModel(paths, {
+      to: 'codex',
+      reason: 'limit',
+      force: true,
+      now: at('2026-11-25T08:01:00Z'),
+    });
+    expect(handoff.task.description).toBe('not started');
+    expect(resumeNote(handoff)).toBe(
+      "Continuing from opus's work on the current task (switched: limit (incomplete handoff)).",
+    );
+  });
+
   it('refuses a stale handoff unless forced, and warns when it is not ready', async () => {
     const paths = handoffPaths(workspace());
     await heartbeat(paths, { model: 'opus', ready: false }, { now: at('2026-11-25T07:00:00Z') });

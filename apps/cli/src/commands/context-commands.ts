@@ -292,7 +292,7 @@ function readCommand(program: Command, run: Run): void {
       .option('--scope-key <key>', 'exact scope key')
       .option('-t, --type <types>', 'comma-separated types')
       .option('--tags <tags>', 'comma-separated tags (any)')
-      .option('--min-urgency <urgency>', 'attention or blocking')
+      .option('--min-urgency <urgency>', 'background, attention or blocking')
       .option('--runtime <runtime>', 'only items written by this runtime')
       .option('--since <seq|iso>', 'after this sequence number or time')
       .option('--key <key>', 'knowledge key')

@@ -24,7 +24,7 @@ export function registerTaskCommands(
       .command('tasks')
       .description("the team's tasks, oldest first")
       .option('--state <states>', `only these states, comma-separated (${TASK_STATES.join(', ')})`)
-      .option('--limit <n>', 'at most this many', '50'),
+      .option('--limit <n>', 'at most this many (1-200)', '50'),
   ).action(
     (options: { url?: string; token?: string; json?: boolean; state?: string; limit: string }) =>
       run(async () => {
@@ -101,7 +101,9 @@ export function registerTaskCommands(
         `
 The worker's own capabilities.yaml decides (deny by default): a command outside its
 allow-list waits for a person to approve it (ctxbus approve TASK at a terminal with an
-approver token, Telegram or the dashboard), never for the runtime that asked.
+approver token, Telegram or the dashboard), never for the runtime that asked. So does every
+command from a runtime the hub's capabilities.yaml does not declare: the CLI's own token
+(runtime cli) waits unless the file names cli.
 Output: on a terminal (or with --live) it is shown as it comes, both streams together, about
 once a second; otherwise it is printed at the end, stdout and stderr apart, as the worker kept
 it. Either way the task's result keeps it (ctxbus task ID).

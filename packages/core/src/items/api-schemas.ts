@@ -78,7 +78,10 @@ export const listQuerySchema = z.strictObject({
     .meta({ description: 'Only items written by this runtime.' }),
   since: z
     .string()
-    .regex(/^\d+$|^\d{4}-\d\d-\d\dT/, 'since is a sequence number or an ISO date-time')
+    .regex(
+      /^\d+$|^\d{4}-\d\d-\d\dT/,
+      'since is a sequence number, an ISO date-time or a Unix time in milliseconds',
+    )
     .refine(
       (value) => !/^\d+$/.test(value) || isSequenceText(value),
       `a sequence number is at most ${Number.MAX_SAFE_INTEGER}`,
