@@ -21,6 +21,22 @@ const errorOf = (text: string) => {
 };
 
 describe('parseCapabilities', () => {
+  it("names seed 000's capability-first matrix and the layout it reads instead", () => {
+    const seed = [
+      'capabilities:',
+      '  code_execution:',
+      '    claude-code: native (Bash tool)',
+      '    openclaw: via-api (call a remote code execution service)',
+      '  search:',
+      '    claude-code: native (Grep, Glob, web search)',
+    ].join('\n');
+    expect(errorOf(seed)).toMatch(
+      /^caps\.yaml:1:1: this is seed 000's capability-first layout .*runtimes first .*ctxbus capabilities init/,
+    );
+    // Our own layout with a mistake is still told field by field.
+    expect(errorOf('version: 2\nruntimes: {}\n')).toMatch(/^caps\.yaml:1:\d+: version: /);
+  });
+
   it("reads the repository's capabilities.yaml: the seed's three runtimes and Codex", () => {
     const matrix = parseCapabilities(readFileSync(ROOT_FILE, 'utf8'));
     expect(Object.keys(matrix.runtimes)).toEqual(['claude-code', 'openclaw', 'codex', 'web']);

@@ -11,6 +11,20 @@ function position(counter: LineCounter, offset: number): string {
   return `${line}:${col}`;
 }
 
+/** Seed 000's matrix: a top-level `capabilities` map of capability -> runtime -> how. */
+function isSeedLayout(json: unknown): boolean {
+  if (typeof json !== 'object' || json === null || 'version' in json) return false;
+  const capabilities = (json as { capabilities?: unknown }).capabilities;
+  return (
+    typeof capabilities === 'object' &&
+    capabilities !== null &&
+    !Array.isArray(capabilities) &&
+    Object.values(capabilities).every(
+      (runtimes) => typeof runtimes === 'object' && runtimes !== null && !Array.isArray(runtimes),
+    )
+  );
+}
+
 /**
  * Parses capabilities.yaml text. Errors are `validation_failed`, one line each:
  * `FILE:LINE:COL: what was expected` (the first problem; fix it and run again).
@@ -25,8 +39,15 @@ export function parseCapabilities(text: string, file = 'capabilities.yaml'): Cap
       `${file}:${position(counter, syntax.pos[0])}: ${syntax.message.split('\n')[0]}`,
     );
   }
-  const parsed = capabilitiesFileSchema.safeParse(document.toJS());
+  const json: unknown = document.toJS();
+  const parsed = capabilitiesFileSchema.safeParse(json);
   if (parsed.success) return parsed.data;
+  if (isSeedLayout(json)) {
+    throw new CtxbusError(
+      'validation_failed',
+      `${file}:1:1: this is seed 000's capability-first layout (capabilities: <capability>: <runtime>: ...); ctxbus reads version: 1 with runtimes first (runtimes: <runtime>: capabilities: [...]): \`ctxbus capabilities init\` writes an example`,
+    );
+  }
   const issue = parsed.error.issues[0];
   const path = (issue?.path ?? []).map((key) => (typeof key === 'symbol' ? String(key) : key));
   // The nearest node the file has for the issue's path (a missing key: its parent); a bad
