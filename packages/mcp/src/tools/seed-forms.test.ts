@@ -74,11 +74,12 @@ describe("seed 000's MCP calls", () => {
     // Our name and the seed's for one field: the same value is fine, two values are refused.
     const agreed = { type: 'status', title: 'tags twice', tags: ['a'], relevanceTags: ['a'] };
     expect((await call('context_write', agreed)).isError).toBeFalsy();
-    for (const [fields, named] of [
+    const twice: [Record<string, unknown>, RegExp][] = [
       [{ tags: ['a'], relevanceTags: ['b'] }, /tags and relevanceTags name the same field/],
       [{ ttlSeconds: 10, expiresAfterSeconds: 20 }, /ttlSeconds and expiresAfterSeconds/],
       [{ expiresAfterSeconds: 10, ttl: 20 }, /expiresAfterSeconds and ttl name the same field/],
-    ] as const) {
+    ];
+    for (const [fields, named] of twice) {
       const both = await call('context_write', { type: 'status', title: 'twice', ...fields });
       expect(both.isError).toBe(true);
       expect(textOf(both)).toMatch(named);

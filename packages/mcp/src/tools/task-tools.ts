@@ -30,7 +30,10 @@ export const TASK_UPDATE_TOOL = 'task_update';
 // every turn; the hub validates exactly and its message comes back as the tool error.
 const taskIdInput = z
   .string()
-  .regex(/^task_[0-9a-f-]{36}$/, 'a task id: task_ followed by a UUID, as task_create and task://active give it (a label such as T-42 names work in a scopeKey, not a task of the hub)')
+  .regex(
+    /^task_[0-9a-f-]{36}$/,
+    'a task id: task_ followed by a UUID, as task_create and task://active give it (a label such as T-42 names work in a scopeKey, not a task of the hub)',
+  )
   .describe('The task id (task_...), as task_create and task://active give it.');
 
 const runtimeListInput = z.array(runtimeNameSchema).max(64);
