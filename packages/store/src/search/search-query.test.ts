@@ -250,6 +250,10 @@ describe('highlightPassage', () => {
     expect(highlightPassage('Yesterday I painted a sunset by the lake.', stems)).toBe(
       'Yesterday I **painted** a **sunset** by the lake.',
     );
+    // Punctuation stays outside the marks.
+    expect(highlightPassage('Which database: "Sunset," (painted).', stems)).toBe(
+      'Which database: "**Sunset**," (**painted**).',
+    );
     const long = `${'filler '.repeat(40)}the sunset was lovely ${'filler '.repeat(40)}`;
     const passage = highlightPassage(long, stems, 10);
     expect(passage.startsWith('…')).toBe(true);

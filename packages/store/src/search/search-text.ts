@@ -63,6 +63,9 @@ though although unless not very too also just only again ever here there now mor
 much further once quite rather else ago`.split(/\s+/),
 );
 
+/** A whitespace-free run as what comes before its first letter or digit, the word, and after. */
+const WORD_IN_PART = /^([^\p{L}\p{N}]*)(.*?)([^\p{L}\p{N}]*)$/su;
+
 /**
  * A readable passage of `text` around the first term whose stem is in `stems`, with matching
  * words wrapped in `**` (the same convention as the FTS5 snippets).
@@ -80,7 +83,10 @@ export function highlightPassage(text: string, stems: ReadonlySet<string>, words
   const passage = chosen
     .map((index) => {
       const part = parts[index] ?? '';
-      return matches(part) ? `**${part}**` : part;
+      if (!matches(part)) return part;
+      // The word marked, its punctuation outside the marks: "**database**:", not "**database:**".
+      const [, before = '', word = '', after = ''] = WORD_IN_PART.exec(part) ?? [];
+      return `${before}**${word}**${after}`;
     })
     .join(' ');
   return `${start > 0 ? '…' : ''}${passage}${start + words < wordIndexes.length ? '…' : ''}`;
