@@ -9,7 +9,7 @@ import type { ContextBackend } from './context-backend.js';
 import type { McpHttpHandler, McpHttpHandlerOptions } from './mcp-http-handler.js';
 import { createMcpHttpHandler } from './mcp-http-handler.js';
 import type { TestHub } from './test-kit.js';
-import { serveOnNode, startTestHub, textOf, watchUpdates } from './test-kit.js';
+import { INITIALIZE_REQUEST, serveOnNode, startTestHub, textOf, watchUpdates } from './test-kit.js';
 
 let hub: TestHub;
 
@@ -54,16 +54,7 @@ async function connect(endpoint: string, token: string) {
   return { client, transport, updates };
 }
 
-const INITIALIZE = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-06-18',
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '0' },
-  },
-});
+const INITIALIZE = JSON.stringify(INITIALIZE_REQUEST);
 
 function post(
   endpoint: string,

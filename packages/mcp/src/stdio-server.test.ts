@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestHub } from './test-kit.js';
-import { startTestHub, textOf, watchUpdates } from './test-kit.js';
+import { INITIALIZE_REQUEST, startTestHub, textOf, watchUpdates } from './test-kit.js';
 
 const BIN = fileURLToPath(new URL('../dist/stdio-bin.js', import.meta.url));
 
@@ -101,16 +101,7 @@ describe('the stdio executable', () => {
   it('answers the requests read before stdin closed, then exits with 0', async () => {
     const title = `piped write ${Date.now()}`;
     const lines = [
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'pipe', version: '0' },
-        },
-      },
+      INITIALIZE_REQUEST,
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       {
         jsonrpc: '2.0',

@@ -184,3 +184,15 @@ export async function serveOnNode(
       }),
   };
 }
+
+/** A raw JSON-RPC `initialize` request, for tests that speak the wire without an SDK client. */
+export const INITIALIZE_REQUEST = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '0' },
+  },
+} as const;

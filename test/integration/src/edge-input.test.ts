@@ -190,27 +190,21 @@ function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
     });
 
     it('refuses a since date that is no calendar day (Date.parse rolls it over) with a 400', async () => {
-      for (const value of [
-        '2026-11-31T20:48:00Z',
-        '2026-02-29T00:00:00Z',
-        '2026-04-31T08:00:00Z',
-        '2026-00-10T00:00:00Z',
-      ]) {
+      const days: [string, number][] = [
+        ['2026-11-31T20:48:00Z', 400],
+        ['2026-02-29T00:00:00Z', 400],
+        ['2026-04-31T08:00:00Z', 400],
+        ['2026-00-10T00:00:00Z', 400],
+        ['2024-02-29T00:00:00Z', 200],
+        ['2026-11-30T23:59:59-05:00', 200],
+        ['2026-12-31T00:00:00Z', 200],
+      ];
+      for (const [value, status] of days) {
         const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
           token: hub.tokens.token,
         });
-        expect(list.status, value).toBe(400);
-        expect(list.body.error.message, value).toMatch(/is not a valid date-time/);
-      }
-      for (const value of [
-        '2024-02-29T00:00:00Z',
-        '2026-11-30T23:59:59-05:00',
-        '2026-12-31T00:00:00Z',
-      ]) {
-        const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
-          token: hub.tokens.token,
-        });
-        expect(list.status, value).toBe(200);
+        expect(list.status, value).toBe(status);
+        if (status === 400) expect(list.body.error.message).toMatch(/is not a valid date-time/);
       }
     });
 
