@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  fstatSync,
   linkSync,
   lstatSync,
   mkdirSync,
@@ -8,14 +9,13 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
 import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
 import { CtxbusError, hashValue, parseOrThrow } from '@ctxbus/core/contract';
 import type { HistoryEntry } from './handoff-history.js';
-import { appendHistory } from './handoff-history.js';
+import { appendHistory, readHistory } from './handoff-history.js';
 import type { HandoffPaths } from './handoff-paths.js';
 import type { Handoff, HandoffContent } from './handoff-schema.js';
 import { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
@@ -129,25 +129,75 @@ function setAsideForeignLock(lockPath: string): boolean {
   return true;
 }
 
-function holderGone(lockPath: string, staleMs: number): boolean {
+/** Which lock file was judged: an inode is reused at once, so its content too. */
+export interface LockIdentity {
+  inode: number;
+  text: string;
+}
+
+/**
+ * `.lock` when its holder is gone (its process dead, or the lock older than `staleMs`), else
+ * null. Read through one descriptor, so the inode is the file judged.
+ */
+function goneHolderLock(lockPath: string, staleMs: number): LockIdentity | null {
   let text: string;
   let modified: number;
+  let inode: number;
+  let fd: number | undefined;
   try {
-    text = readFileSync(lockPath, 'utf8');
-    modified = statSync(lockPath).mtimeMs;
+    fd = openSync(lockPath, 'r');
+    const stats = fstatSync(fd);
+    [modified, inode] = [stats.mtimeMs, stats.ino];
+    text = readFileSync(fd, 'utf8');
   } catch {
-    return false; // released meanwhile: just try again
+    return null; // released meanwhile: just try again
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
-  if (Date.now() - modified > staleMs) return true;
+  const judged = { inode, text };
+  if (Date.now() - modified > staleMs) return judged;
   // A lock is made whole (see takeLock): one without a pid was left by a writer killed between
   // creating and writing it (an older ctxbus), or by something else. A moment's grace, then gone.
   const pid = Number(text.trim().split(' ')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return Date.now() - modified > NO_PID_GRACE_MS;
+  if (!Number.isInteger(pid) || pid <= 0) {
+    return Date.now() - modified > NO_PID_GRACE_MS ? judged : null;
+  }
   try {
     process.kill(pid, 0);
-    return false;
+    return null;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+    return (error as NodeJS.ErrnoException).code === 'ESRCH' ? judged : null;
+  }
+}
+
+/**
+ * Removes the gone holder's `.lock`, the file judged (`stale`), and nothing else. Writers
+ * waiting on one stale lock each judge it gone; a plain removal by the slower one deleted the
+ * lock the quicker one had taken meanwhile, and both wrote. The lock is renamed aside (only one
+ * rename takes a given file) and compared, inode and content (each lock names its writer and a
+ * nonce): a newer lock caught that way goes back.
+ */
+export function removeGoneLock(lockPath: string, stale: LockIdentity): void {
+  const aside = `${lockPath}.gone-${process.pid}-${randomBytes(6).toString('hex')}`;
+  try {
+    renameSync(lockPath, aside);
+  } catch {
+    return; // removed or replaced meanwhile: try to take it again
+  }
+  try {
+    if (lstatSync(aside).ino === stale.inode && readFileSync(aside, 'utf8') === stale.text) return;
+    // A live writer's lock: put it back. (A third writer taking the lock in the instant it was
+    // away is the one interleaving left; each of the two before needs its own stale lock.)
+    try {
+      linkSync(aside, lockPath);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') {
+        renameSync(aside, lockPath);
+      }
+    }
+  } finally {
+    rmSync(aside, { force: true });
   }
 }
 
@@ -162,7 +212,8 @@ const NO_PID_GRACE_MS = 2_000;
  * is created exclusively and written.
  */
 function takeLock(lockPath: string): boolean {
-  const line = `${process.pid} ${Date.now()}\n`;
+  // pid first (as seed-era readers take it), then when and a nonce: no two locks read alike.
+  const line = `${process.pid} ${Date.now()} ${randomBytes(4).toString('hex')}\n`;
   const temp = `${lockPath}.${process.pid}.${randomBytes(6).toString('hex')}`;
   writeFileSync(temp, line, { mode: 0o600 });
   try {
@@ -212,8 +263,9 @@ export async function withLock<T>(
       }
     }
     if (setAsideForeignLock(paths.lock)) continue;
-    if (holderGone(paths.lock, staleMs)) {
-      rmSync(paths.lock, { force: true });
+    const gone = goneHolderLock(paths.lock, staleMs);
+    if (gone !== null) {
+      removeGoneLock(paths.lock, gone);
       continue;
     }
     if (Date.now() > deadline) {
@@ -245,6 +297,15 @@ export interface UpdateOptions extends LockOptions {
   adopt?: boolean;
 }
 
+/** The highest sequence history.jsonl names (0: none). */
+function lastSequence(paths: HandoffPaths): number {
+  return readHistory(paths).reduce(
+    (highest, entry) =>
+      Number.isSafeInteger(entry.sequence) ? Math.max(highest, entry.sequence) : highest,
+    0,
+  );
+}
+
 /**
  * The one way the handoff changes: under the lock, `update` gets the current (checked) handoff
  * and returns the content of the next; the sequence, timestamp and checksum are the file's own.
@@ -268,7 +329,9 @@ export async function updateHandoff(
       const now = (options.now ?? new Date()).toISOString();
       const unsigned = {
         schema_version: HANDOFF_SCHEMA_VERSION,
-        sequence: (current?.sequence ?? 0) + 1,
+        // A file replaced by force (unreadable) goes on from the history's last sequence: back
+        // at 1, a later switch's sequence repeats one a reader already saw.
+        sequence: (current?.sequence ?? lastSequence(paths)) + 1,
         timestamp: options.adopt && current ? current.timestamp : now,
         author: content.author,
         handoff_ready: content.handoff_ready,

@@ -1,4 +1,12 @@
-import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  readSync,
+  writeSync,
+} from 'node:fs';
 import type { HandoffPaths } from './handoff-paths.js';
 
 // history.jsonl: one line per write of the handoff, append-only.
@@ -13,11 +21,17 @@ export interface HistoryEntry {
   checksum: string;
 }
 
-/** Appends one entry and fsyncs it. */
+/**
+ * Appends one entry on a line of its own and fsyncs it. A torn last line (a crash mid-append,
+ * or a line another tool left open) gets its end first: glued to it, the entry was unreadable.
+ */
 export function appendHistory(paths: HandoffPaths, entry: HistoryEntry): void {
-  const fd = openSync(paths.history, 'a', 0o600);
+  const fd = openSync(paths.history, 'a+', 0o600);
   try {
-    writeSync(fd, `${JSON.stringify(entry)}\n`);
+    const { size } = fstatSync(fd);
+    const last = Buffer.alloc(1);
+    const open = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
+    writeSync(fd, `${open ? '\n' : ''}${JSON.stringify(entry)}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -1,10 +1,14 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
@@ -13,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { removeDir, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checksumOf, readHandoff, withLock } from './handoff-file.js';
+import { checksumOf, readHandoff, removeGoneLock, withLock } from './handoff-file.js';
 import { readHistory } from './handoff-history.js';
 import type { Clock } from './handoff-ops.js';
 import {
@@ -123,10 +127,28 @@ describe('the handoff file', () => {
       code: 'validation_failed',
       details: { reason: 'checksum' },
     });
-    // --force starts over, and the history says so.
+    // --force starts over, and the history says so; the sequence goes on from the history's.
     const forced = await heartbeat(paths, { model: 'opus' }, { force: true });
-    expect(forced.sequence).toBe(1);
+    expect(forced.sequence).toBe(2);
     expect(readHistory(paths).at(-1)?.event).toBe('heartbeat (forced)');
+  });
+
+  it('an unreadable file replaced by force goes on from the sequence in the history', async () => {
+    const paths = handoffPaths(workspace());
+    for (let beat = 0; beat < 4; beat++) await heartbeat(paths, { model: 'opus' });
+    writeFileSync(paths.handoff, '{broken');
+    const forced = await heartbeat(paths, { model: 'opus' }, { force: true });
+    expect(forced.sequence).toBe(5);
+    expect(readHistory(paths).map((entry) => entry.sequence)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('an entry after a torn last line of the history starts on its own line', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'opus' });
+    appendFileSync(paths.history, '{"event":"heartbeat","note":"x');
+    await heartbeat(paths, { model: 'opus' });
+    expect(readHistory(paths).map((entry) => entry.sequence)).toEqual([1, 2]);
+    expect(readFileSync(paths.history, 'utf8').split('\n')).toHaveLength(4);
   });
 
   it("adopts a file seed 003's own scripts wrote: the same content, signed, one sequence on", async () => {
@@ -490,6 +512,30 @@ describe('concurrent writers', () => {
       expect(aside, plant).toHaveLength(1);
       expect(readdirSync(paths.dir)).not.toContain('.lock');
     }
+  });
+
+  it("a gone holder's lock is removed only while it is that lock: a newer writer's stays", () => {
+    const dir = workspace();
+    const paths = handoffPaths(dir);
+    mkdirSync(paths.dir, { recursive: true });
+    // Two writers judged the same dead holder's lock gone; the quicker removed it and took the
+    // lock: the slower one's removal must leave that new lock in place.
+    writeFileSync(paths.lock, '999999 1 dead\n');
+    const gone = { inode: statSync(paths.lock).ino, text: '999999 1 dead\n' };
+    rmSync(paths.lock);
+    // The file system may give the new lock the inode the old one had (tmpfs and ext4 do).
+    writeFileSync(`${paths.lock}.next`, `${process.pid} 2 live\n`);
+    renameSync(`${paths.lock}.next`, paths.lock);
+    removeGoneLock(paths.lock, gone);
+    expect(readFileSync(paths.lock, 'utf8')).toBe(`${process.pid} 2 live\n`);
+    expect(readdirSync(paths.dir).filter((name) => name.startsWith('.lock'))).toEqual(['.lock']);
+    // The lock judged gone itself is removed.
+    removeGoneLock(paths.lock, {
+      inode: statSync(paths.lock).ino,
+      text: `${process.pid} 2 live\n`,
+    });
+    expect(existsSync(paths.lock)).toBe(false);
+    expect(readdirSync(paths.dir).filter((name) => name.startsWith('.lock'))).toEqual([]);
   });
 
   it('a lock without a pid (a writer killed between creating and writing it) is waited on a moment, then taken over', async () => {
