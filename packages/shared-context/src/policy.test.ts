@@ -1,4 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/contract';
@@ -167,6 +175,20 @@ describe('assertWriteAllowed', () => {
       refusal(() => assertWriteAllowed(paths, 'staging/beta/link.md', as('beta', 'overwrite'))),
     ).toBe('symlink_escape');
     expect(readFileSync(join(outside, 'target.md'), 'utf8')).toBe('outside');
+  });
+
+  it("refuses a link inside the directory too: one agent's folder linked to another's", () => {
+    mkdirSync(join(paths.agentOutputs, 'alice'), { recursive: true });
+    symlinkSync(join(paths.agentOutputs, 'alice'), join(paths.agentOutputs, 'mallory'));
+    expect(
+      refusal(() =>
+        assertWriteAllowed(paths, 'agent-outputs/mallory/x.md', as('mallory', 'create')),
+      ),
+    ).toBe('symlink_escape');
+    expect(
+      refusal(() => writeAgentOutput(paths, { agent: 'mallory', title: 'As alice', body: 'x' })),
+    ).toBe('symlink_escape');
+    expect(readdirSync(join(paths.agentOutputs, 'alice'))).toEqual([]);
   });
 });
 

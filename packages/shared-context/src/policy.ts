@@ -1,5 +1,5 @@
 import { existsSync, lstatSync, mkdirSync, realpathSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { CtxbusError } from '@ctxbus/core/contract';
 import type { SharedContextPaths } from './paths.js';
 import { AGENT_ID_PATTERN, assertAgentId } from './paths.js';
@@ -91,7 +91,9 @@ export function ruleFor(relPath: string): PathRule {
 
 /**
  * Refuses a path whose existing part resolves outside the root (a symlinked directory or
- * file pointing elsewhere), or whose target is itself a symlink.
+ * file pointing elsewhere), or anywhere but where its name says (a link inside the root:
+ * `agent-outputs/codex` linked to `agent-outputs/alice` put codex's writes in alice's folder,
+ * published as hers), or whose target is itself a symlink.
  */
 function assertInsideRoot(paths: SharedContextPaths, relPath: string, target: string): void {
   if (!existsSync(paths.root)) {
@@ -112,6 +114,9 @@ function assertInsideRoot(paths: SharedContextPaths, relPath: string, target: st
     (inside !== '' && inside.startsWith(sep))
   ) {
     refuse('symlink_escape', `${relPath} resolves outside the shared-context directory`, relPath);
+  }
+  if (inside !== relative(resolve(paths.root), resolve(existing))) {
+    refuse('symlink_escape', `${relPath} goes through a symbolic link in the directory`, relPath);
   }
   if (existsSync(target) || isDanglingLink(target)) {
     if (lstatSync(target).isSymbolicLink()) {
