@@ -15,7 +15,7 @@ import {
 import { writeFileAtomic as writeAtomic } from '@ctxbus/client/files';
 import { CtxbusError, hashValue, parseOrThrow } from '@ctxbus/core/contract';
 import type { HistoryEntry } from './handoff-history.js';
-import { appendHistory, readHistory } from './handoff-history.js';
+import { appendHistory, openHistory, readHistory } from './handoff-history.js';
 import type { HandoffPaths } from './handoff-paths.js';
 import type { Handoff, HandoffContent } from './handoff-schema.js';
 import { HANDOFF_SCHEMA_VERSION, handoffSchema } from './handoff-schema.js';
@@ -360,7 +360,13 @@ export async function updateHandoff(
         },
         'handoff',
       );
-      writeFileAtomic(paths.handoff, `${JSON.stringify(next, null, 2)}\n`);
+      const history = openHistory(paths);
+      try {
+        writeFileAtomic(paths.handoff, `${JSON.stringify(next, null, 2)}\n`);
+      } catch (error) {
+        closeSync(history);
+        throw error;
+      }
       const entry: HistoryEntry = {
         sequence: next.sequence,
         // When it was written (an adopted handoff keeps the time of its content).
@@ -370,7 +376,7 @@ export async function updateHandoff(
         model: next.model.current,
         checksum: next.checksum,
       };
-      appendHistory(paths, entry);
+      appendHistory(history, entry);
       return next;
     },
     options,

@@ -1,5 +1,6 @@
 import {
   closeSync,
+  constants as fsConstants,
   fstatSync,
   fsyncSync,
   openSync,
@@ -7,6 +8,7 @@ import {
   readSync,
   writeSync,
 } from 'node:fs';
+import { CtxbusError } from '@ctxbus/core/light';
 import type { HandoffPaths } from './handoff-paths.js';
 
 // history.jsonl: one line per write of the handoff, append-only.
@@ -21,12 +23,33 @@ export interface HistoryEntry {
   checksum: string;
 }
 
+const APPEND_NO_FOLLOW =
+  fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW;
+
 /**
- * Appends one entry on a line of its own and fsyncs it. A torn last line (a crash mid-append,
- * or a line another tool left open) gets its end first: glued to it, the entry was unreadable.
+ * history.jsonl opened to append (see appendHistory), never through a link: the directory is
+ * ctxbus's, and a linked history.jsonl took the entries to wherever it pointed. Opened before
+ * the handoff is written, so a refusal changes nothing.
  */
-export function appendHistory(paths: HandoffPaths, entry: HistoryEntry): void {
-  const fd = openSync(paths.history, 'a+', 0o600);
+export function openHistory(paths: HandoffPaths): number {
+  try {
+    return openSync(paths.history, APPEND_NO_FOLLOW, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ELOOP') throw error;
+    throw new CtxbusError(
+      'forbidden',
+      `${paths.history} is a symbolic link: the handoff's history is written only as a file of its own`,
+      { details: { reason: 'symlink', path: paths.history } },
+    );
+  }
+}
+
+/**
+ * Appends one entry on a line of its own to `fd` (openHistory's), fsyncs and closes it. A torn
+ * last line (a crash mid-append, or a line another tool left open) gets its end first: glued
+ * to it, the entry was unreadable.
+ */
+export function appendHistory(fd: number, entry: HistoryEntry): void {
   try {
     const { size } = fstatSync(fd);
     const last = Buffer.alloc(1);

@@ -13,6 +13,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CtxbusError } from '@ctxbus/core/contract';
 import { removeDir, tempDir, waitFor, waitUntil } from '@ctxbus/test-kit';
@@ -140,6 +141,20 @@ describe('the handoff file', () => {
     const forced = await heartbeat(paths, { model: 'opus' }, { force: true });
     expect(forced.sequence).toBe(5);
     expect(readHistory(paths).map((entry) => entry.sequence)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('writes no history through a symbolic link (it appended wherever the link pointed)', async () => {
+    const paths = handoffPaths(workspace());
+    mkdirSync(paths.dir, { recursive: true });
+    const outside = join(workspace(), 'elsewhere.txt');
+    writeFileSync(outside, 'kept\n');
+    symlinkSync(outside, paths.history);
+    await expect(heartbeat(paths, { model: 'opus' })).rejects.toMatchObject({
+      code: 'forbidden',
+      details: { reason: 'symlink' },
+    });
+    expect(readFileSync(outside, 'utf8')).toBe('kept\n');
+    expect(existsSync(paths.handoff)).toBe(false);
   });
 
   it('an entry after a torn last line of the history starts on its own line', async () => {
