@@ -312,7 +312,7 @@ function lastSequence(paths: HandoffPaths): number {
  */
 export async function updateHandoff(
   paths: HandoffPaths,
-  update: (current: Handoff | null) => HandoffContent,
+  update: (current: Handoff | null) => HandoffContent & { keepTimestamp?: boolean },
   options: UpdateOptions,
 ): Promise<Handoff> {
   return withLock(
@@ -332,7 +332,8 @@ export async function updateHandoff(
         // A file replaced by force (unreadable) goes on from the history's last sequence: back
         // at 1, a later switch's sequence repeats one a reader already saw.
         sequence: (current?.sequence ?? lastSequence(paths)) + 1,
-        timestamp: options.adopt && current ? current.timestamp : now,
+        // Content as old as the current one's (adopted, or handed over stale) keeps its time.
+        timestamp: (options.adopt || content.keepTimestamp) && current ? current.timestamp : now,
         author: content.author,
         handoff_ready: content.handoff_ready,
         model: content.model,

@@ -338,6 +338,9 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
       }
       const base = current ?? heartbeatContent(null, { model: input.to });
       return {
+        // A stale handoff switched by force hands over content as old as it was: it keeps its
+        // time, so the next switch still sees it stale (as an adopted file does).
+        keepTimestamp: current !== null && isStale(current, maxAgeMs, now),
         author: input.to,
         handoff_ready: current?.handoff_ready ?? false,
         model: {

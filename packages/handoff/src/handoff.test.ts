@@ -310,6 +310,19 @@ describe('switching models', () => {
     ]);
     expect(forced.handoff.model.current).toBe('gemini');
     expect(forced.handoff.model.switch_reason).toBe('limit (incomplete handoff)');
+    // What was handed over is as old as it was: the next switch still finds it stale.
+    expect(forced.handoff.timestamp).toBe('2026-11-25T07:00:00.000Z');
+    await expect(
+      switchModel(paths, { to: 'codex', reason: 'limit', now: at('2026-11-25T08:01:00Z') }),
+    ).rejects.toMatchObject({ code: 'conflict', details: { reason: 'stale' } });
+    // A heartbeat brings it up to date.
+    await heartbeat(paths, { model: 'gemini' }, { now: at('2026-11-25T08:02:00Z') });
+    const next = await switchModel(paths, {
+      to: 'codex',
+      reason: 'limit',
+      now: at('2026-11-25T08:03:00Z'),
+    });
+    expect(next.handoff.timestamp).toBe('2026-11-25T08:03:00.000Z');
   });
 
   it('without any handoff, refuses unless forced', async () => {
