@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { removeDir, tempDir } from '@ctxbus/test-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseHandoffConfig } from './handoff-config.js';
 import { readHandoff } from './handoff-file.js';
 import { monitorOnce } from './handoff-monitor.js';
-import type { Clock } from './handoff-ops.js';
+import type { Clock, SwitchResult } from './handoff-ops.js';
 import { heartbeat } from './handoff-ops.js';
 import { handoffPaths } from './handoff-paths.js';
 
@@ -114,6 +114,34 @@ describe('the monitor, one pass', () => {
         action: 'stuck',
         reason: 'gemini is at 99% and no model is configured after it',
       }),
+    );
+  });
+
+  it("switches a handoff seed 003's scripts wrote (its checksum ours cannot match) anyway, with its content, and says so", async () => {
+    const at = paths();
+    const start = '2026-11-25T08:00:00Z';
+    await heartbeat(
+      at,
+      {
+        model: 'opus',
+        usagePercent: 97,
+        task: { description: 'Billing migration' },
+        nextSteps: ['Backfill'],
+      },
+      { now: new Date(start) },
+    );
+    // As the seed's write_handoff leaves it: its own checksum, over bytes not in the file.
+    const written = JSON.parse(readFileSync(at.handoff, 'utf8'));
+    writeFileSync(at.handoff, JSON.stringify({ ...written, checksum: 'sha256:0123abcd' }, null, 2));
+    expect(() => readHandoff(at)).toThrow(/fails its checksum/);
+    const action = await monitorOnce(at, config, { clock: clockAt(start) });
+    expect(action).toMatchObject({ action: 'switched', from: 'opus', usage: 97 });
+    const switched = readHandoff(at);
+    expect(switched?.model).toMatchObject({ current: 'codex', previous: 'opus' });
+    expect(switched?.task.description).toBe('Billing migration');
+    expect(switched?.context.next_steps).toEqual(['Backfill']);
+    expect((action as { result: SwitchResult }).result.warnings).toContain(
+      'the handoff fails its checksum: handed over as it is, unverified',
     );
   });
 

@@ -1,6 +1,7 @@
+import { CtxbusError } from '@ctxbus/core/contract';
 import type { HandoffConfig } from './handoff-config.js';
 import { nextModel } from './handoff-config.js';
-import { readHandoff } from './handoff-file.js';
+import { readHandoff, readHandoffUnchecked } from './handoff-file.js';
 import { readHistory } from './handoff-history.js';
 import type { Clock, SwitchResult } from './handoff-ops.js';
 import { summaryOf, switchModel, systemClock, writeRollingSummary } from './handoff-ops.js';
@@ -56,13 +57,27 @@ export function currentSince(paths: HandoffPaths): number {
   return last ? Date.parse(last.timestamp) : Number.NEGATIVE_INFINITY;
 }
 
+/** The handoff, checked; one failing only its checksum is read unchecked and marked so. */
+function readForMonitor(paths: HandoffPaths): { handoff: Handoff | null; unverified: boolean } {
+  try {
+    return { handoff: readHandoff(paths), unverified: false };
+  } catch (error) {
+    const reason = CtxbusError.isInstance(error)
+      ? (error.details as { reason?: string } | undefined)?.reason
+      : undefined;
+    if (reason !== 'checksum') throw error;
+    return { handoff: readHandoffUnchecked(paths), unverified: true };
+  }
+}
+
 /**
  * One look at the handoff. Away from the primary model, once the primary's runtime reports it
  * at or below `switch_back` (or its window has reset), the agent switches back to it. Else, at
  * `switch_to_secondary` the agent moves to the next model (after asking for a final heartbeat;
  * an incomplete handoff switches anyway, with warnings, and its switch reason says so); at
- * `proactive_summary` rolling-summary.md is prepared; below, nothing. A damaged handoff throws
- * (the switch would refuse it too).
+ * `proactive_summary` rolling-summary.md is prepared; below, nothing. A handoff that fails only
+ * its checksum (seed 003's own scripts wrote it) is read and handed over as it is, with a
+ * warning, as the seed's monitor would; one that is not a handoff at all throws.
  */
 export async function monitorOnce(
   paths: HandoffPaths,
@@ -70,7 +85,7 @@ export async function monitorOnce(
   options: MonitorOptions = {},
 ): Promise<MonitorAction> {
   const clock = options.clock ?? systemClock;
-  const handoff = readHandoff(paths);
+  const { handoff, unverified } = readForMonitor(paths);
   if (!handoff) return { action: 'none', reason: `no handoff in ${paths.dir}` };
   const now = clock.now();
   const reports = readUsageReports(paths);
@@ -78,6 +93,7 @@ export async function monitorOnce(
   const switchOptions = {
     ...switchSafety(config),
     force: true,
+    ...(unverified && { adopt: true }),
     clock,
     ...(options.pollMs !== undefined && { pollMs: options.pollMs }),
   };

@@ -209,6 +209,11 @@ export interface SwitchInput {
   maxAgeMs?: number;
   force?: boolean;
   /**
+   * Hand over a handoff that fails only its checksum (seed 003's scripts wrote it) as it is,
+   * unverified and said so, instead of refusing it or, forced, handing over nothing.
+   */
+  adopt?: boolean;
+  /**
    * When the handoff is missing, stale or (with `requireReady`) not ready: ask for a final
    * heartbeat (heartbeat-request.json) and wait up to this long for one (default 0: no wait).
    */
@@ -299,6 +304,16 @@ function noHandoff(paths: HandoffPaths): CtxbusError {
  * checksum and be fresh, or the switch is refused (`not_found`, `validation_failed`,
  * `conflict`) unless `force`. One not marked ready switches anyway, with a warning.
  */
+/** Whether the handoff passes its checks as it is. */
+function verified(paths: HandoffPaths): boolean {
+  try {
+    readHandoff(paths);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function switchModel(paths: HandoffPaths, input: SwitchInput): Promise<SwitchResult> {
   const clock: Clock = input.now
     ? { now: () => input.now as Date, sleep: systemClock.sleep }
@@ -319,6 +334,9 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
     paths,
     (current) => {
       handedOver = current;
+      if (current && input.adopt && !verified(paths)) {
+        warnings.push('the handoff fails its checksum: handed over as it is, unverified');
+      }
       if (!current) {
         if (!input.force) throw noHandoff(paths);
         warnings.push('no usable handoff: the new model starts without one');
@@ -355,7 +373,12 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
         files_touched: base.files_touched,
       };
     },
-    { event: 'switch', now, ...(input.force !== undefined && { force: input.force }) },
+    {
+      event: 'switch',
+      now,
+      ...(input.force !== undefined && { force: input.force }),
+      ...(input.adopt && { adopt: true }),
+    },
   );
   // The next model reads rolling-summary.md (seed 003): a switch before the proactive summary
   // (a manual one, a low usage) writes it from what was handed over.

@@ -486,9 +486,12 @@ describe('ctxbus handoff', () => {
     const tampered = await runCli([...switchToCodex, '--workspace', workspace]);
     expect(tampered.code).toBe(2);
     expect(tampered.stderr).toMatch(/handoff\.json fails its checksum/);
+    // The monitor reads it unverified (as seed 003's monitor would): with no usage over a
+    // threshold, it changes nothing.
+    const before = readFileSync(file, 'utf8');
     const monitor = await runCli(['handoff', 'monitor', '--once', '--workspace', workspace]);
-    expect(monitor.code).toBe(2);
-    expect(monitor.stderr).toMatch(/handoff\.json fails its checksum/);
+    expect(monitor.code, monitor.stderr).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe(before);
     // A person who wrote it (or seed 003's own scripts did) takes it as it is.
     const adopted = await runCli(['handoff', 'adopt', '--workspace', workspace]);
     expect(adopted.code, adopted.stderr).toBe(0);
