@@ -90,6 +90,16 @@ describe('config.yaml', () => {
       /^config\.yaml:2:12: notifications\.channel: Invalid option: expected one of "bus"\|"telegram"$/,
     );
     expect(() => parseHandoffConfig('models: [opus\n')).toThrowError(/^config\.yaml:\d+:\d+: /);
+    // Switching back at a usage the monitor would switch away at: back and forth.
+    expect(() =>
+      parseHandoffConfig('thresholds:\n  switch_to_secondary: 90\n  switch_back: 95\n'),
+    ).toThrowError(
+      /^config\.yaml:3:\d+: thresholds\.switch_back: switch_back must be below switch_to_secondary/,
+    );
+    expect(
+      parseHandoffConfig('thresholds:\n  switch_to_secondary: 90\n  switch_back: 89\n').thresholds
+        .switch_back,
+    ).toBe(89);
     expect(() => parseHandoffConfig('safety:\n  require_handoff_ready: "yes"\n')).toThrowError(
       expect.objectContaining({
         code: 'validation_failed',

@@ -31,6 +31,12 @@ export const handoffConfigSchema = z.strictObject({
       /** Usage from which heartbeats and the monitor write rolling-summary.md. */
       proactive_summary: percent.default(80),
     })
+    // At or above switch_back the monitor would switch back to a model it had just left.
+    .refine((thresholds) => thresholds.switch_back < thresholds.switch_to_secondary, {
+      message:
+        'switch_back must be below switch_to_secondary (else the monitor switches back at once)',
+      path: ['switch_back'],
+    })
     .prefault({}),
   safety: z
     .strictObject({

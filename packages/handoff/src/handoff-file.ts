@@ -102,9 +102,16 @@ export function readHandoffUnchecked(paths: HandoffPaths): Handoff | null {
   return asHandoff(paths.handoff, { ...raw, checksum: checksumOf(raw as Handoff) });
 }
 
-/** Whether the handoff is older than `maxAgeMs` at `now`. */
+/** How far ahead of this clock a handoff's time may be (another machine's clock) and count. */
+export const FUTURE_SKEW_MS = 5 * 60_000;
+
+/**
+ * Whether the handoff is older than `maxAgeMs` at `now`, or dated ahead of it by more than a
+ * clock's skew: a file dated 2099 is no fresh handoff, whatever its age reads as.
+ */
 export function isStale(handoff: Handoff, maxAgeMs: number, now: Date): boolean {
-  return now.getTime() - Date.parse(handoff.timestamp) > maxAgeMs;
+  const age = now.getTime() - Date.parse(handoff.timestamp);
+  return age > maxAgeMs || age < -FUTURE_SKEW_MS;
 }
 
 export interface LockOptions {

@@ -342,14 +342,15 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
         warnings.push('no usable handoff: the new model starts without one');
       } else if (isStale(current, maxAgeMs, now)) {
         const minutes = Math.round((now.getTime() - Date.parse(current.timestamp)) / 60_000);
+        const age = minutes < 0 ? `dated ${-minutes} min ahead` : `${minutes} min old`;
         if (!input.force) {
           throw new CtxbusError(
             'conflict',
-            `the handoff is ${minutes} min old (limit ${Math.round(maxAgeMs / 60_000)} min): run a heartbeat first, or --force`,
+            `the handoff is ${age} (limit ${Math.round(maxAgeMs / 60_000)} min): run a heartbeat first, or --force`,
             { details: { reason: 'stale', ageMinutes: minutes } },
           );
         }
-        warnings.push(`the handoff is ${minutes} min old; switched anyway (forced)`);
+        warnings.push(`the handoff is ${age}; switched anyway (forced)`);
       }
       if (current && !current.handoff_ready) {
         warnings.push('the handoff is not marked ready: check its next steps before going on');

@@ -325,6 +325,23 @@ describe('switching models', () => {
     expect(next.handoff.timestamp).toBe('2026-11-25T08:03:00.000Z');
   });
 
+  it('a handoff dated ahead of the clock past a skew is stale, not fresh', async () => {
+    const paths = handoffPaths(workspace());
+    await heartbeat(paths, { model: 'opus' }, { now: at('2099-01-01T00:00:00Z') });
+    await expect(
+      switchModel(paths, { to: 'codex', reason: 'limit', now: at('2026-11-25T08:00:00Z') }),
+    ).rejects.toThrow(/^the handoff is dated \d+ min ahead \(limit 5 min\)/);
+    // A clock a minute behind the writer's is no reason to refuse.
+    const near = handoffPaths(workspace());
+    await heartbeat(near, { model: 'opus' }, { now: at('2026-11-25T08:01:00Z') });
+    const switched = await switchModel(near, {
+      to: 'codex',
+      reason: 'limit',
+      now: at('2026-11-25T08:00:00Z'),
+    });
+    expect(switched.warnings).toEqual([]);
+  });
+
   it('without any handoff, refuses unless forced', async () => {
     const paths = handoffPaths(workspace());
     await expect(switchModel(paths, { to: 'codex', reason: 'x' })).rejects.toMatchObject({

@@ -185,8 +185,9 @@ export async function publish(
 
 export function describe(paths: HandoffPaths, handoff: Handoff, now: Date): string[] {
   const age = Math.round((now.getTime() - Date.parse(handoff.timestamp)) / 60_000);
+  const when = age < 0 ? `dated ${-age} min ahead of this clock` : `${age} min old`;
   return [
-    `${paths.handoff}: sequence ${handoff.sequence}, ${age} min old, checksum ok, ${handoff.handoff_ready ? 'ready' : 'NOT ready'}`,
+    `${paths.handoff}: sequence ${handoff.sequence}, ${when}, checksum ok, ${handoff.handoff_ready ? 'ready' : 'NOT ready'}`,
     `model: ${handoff.model.current}${handoff.model.usage_percent !== null ? ` (${handoff.model.usage_percent}%)` : ''}${handoff.model.previous ? `, previously ${handoff.model.previous}${handoff.model.switch_reason ? ` (${handoff.model.switch_reason})` : ''}` : ''}`,
     `task: ${handoff.task.description || '-'} [${handoff.task.status}]`,
     ...handoff.context.next_steps.map((step) => `next: ${step}`),
