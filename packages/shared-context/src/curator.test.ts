@@ -5,6 +5,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -149,6 +150,21 @@ describe('curateDaily', () => {
     expect(
       readFileSync(paths.feedbackWeekFile('2026-W06'), 'utf8').trim().split('\n'),
     ).toHaveLength(2);
+  });
+
+  it('a staged file written by hand (no front matter) is titled by its heading and dated by the file', async () => {
+    mkdirSync(join(paths.staging, 'bob'), { recursive: true });
+    const file = join(paths.staging, 'bob', 'p.md');
+    writeFileSync(file, '# Freeze the API\n\nNo new endpoints until the audit ends.\n');
+    const written = new Date('2026-02-03T15:00:00Z');
+    utimesSync(file, written, written);
+    await curateDaily(paths, { now: NOW });
+    const line = readFileSync(paths.priorities, 'utf8')
+      .split('\n')
+      .find((entry) => entry.includes('staged by bob'));
+    expect(line).toMatch(
+      /^- \*\*Freeze the API\*\* — No new endpoints until the audit ends\. _\(staged by bob, 2026-02-03\)_ <!-- staged:/,
+    );
   });
 
   it('writes the roundtable: priorities, inputs, today’s outputs, signals, feedback', async () => {

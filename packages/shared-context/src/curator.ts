@@ -12,7 +12,7 @@ import { feedbackEntrySchema, readFeedbackFile } from './feedback.js';
 import { policyAppend, policyWrite, readTextOrNull } from './files.js';
 import { parseDocument } from './front-matter.js';
 import type { LlmOption } from './llm.js';
-import { listAgentOutputs, walkFiles, withoutEntitiesSection } from './outputs.js';
+import { listAgentOutputs, titleOf, walkFiles, withoutEntitiesSection } from './outputs.js';
 import type { SharedContextPaths } from './paths.js';
 import { AGENT_ID_PATTERN, assertAgentId, isoDate, isoWeek } from './paths.js';
 import { assertWriteAllowed, prepareParent } from './policy.js';
@@ -68,19 +68,30 @@ export interface CurateResult {
   warnings: string[];
 }
 
-function stagedLine(relPath: string, text: string): { line: string; marker: string } {
+/**
+ * A staged file's line in priorities.md. Without front matter (written by hand) its title is
+ * its first heading or its name, as an agent output's, and its date the file's.
+ */
+function stagedLine(
+  relPath: string,
+  text: string,
+  modified: Date,
+): { line: string; marker: string } {
   const { meta, body } = parseDocument(text);
   const agent = relPath.split('/')[1] ?? '?';
-  const title = typeof meta.title === 'string' && meta.title.trim() ? meta.title.trim() : relPath;
+  const title = titleOf(meta, body, relPath.split('/').at(-1) ?? relPath);
   const first = body
     .split('\n')
+    .filter((line) => !/^#\s/.test(line))
     .map((line) => plainLine(line))
     .find((line) => line.length > 0);
-  const stamp = typeof meta.timestamp === 'string' ? meta.timestamp.slice(0, 10) : '';
+  const stamp = (
+    typeof meta.timestamp === 'string' ? meta.timestamp : modified.toISOString()
+  ).slice(0, 10);
   const marker = `<!-- staged:${shortHash(`${relPath}\u0000${text}`)} -->`;
   const summary = first && first !== title ? ` — ${first.slice(0, 240)}` : '';
   return {
-    line: `- **${plainLine(title)}**${summary} _(staged by ${agent}${stamp ? `, ${stamp}` : ''})_ ${marker}`,
+    line: `- **${plainLine(title)}**${summary} _(staged by ${agent}, ${stamp})_ ${marker}`,
     marker,
   };
 }
@@ -336,8 +347,8 @@ export async function curateDaily(
     });
   const added: string[] = [];
   for (const relPath of staged) {
-    const text = readFileSync(join(paths.root, ...relPath.split('/')), 'utf8');
-    const { line, marker } = stagedLine(relPath, text);
+    const file = join(paths.root, ...relPath.split('/'));
+    const { line, marker } = stagedLine(relPath, readFileSync(file, 'utf8'), statSync(file).mtime);
     if (!priorities.includes(marker) && !added.some((entry) => entry.includes(marker)))
       added.push(line);
     stagedMerged.push(relPath);

@@ -86,7 +86,8 @@ export function hashtagsFromBody(body: string): string[] {
   return [...body.matchAll(HASHTAG)].map((match) => match[1] ?? '').filter(Boolean);
 }
 
-function titleOf(meta: Record<string, unknown>, body: string, file: string): string {
+/** A file's title: its front matter's, else its first `#` heading, else its name. */
+export function titleOf(meta: Record<string, unknown>, body: string, file: string): string {
   if (typeof meta.title === 'string' && meta.title.trim()) return meta.title.trim();
   const heading = /^#\s+(.+)$/m.exec(body);
   return heading?.[1]?.trim() ?? file.replace(/\.md$/, '');
