@@ -47,8 +47,9 @@ export interface RunningStdioServer {
  * Serves the ctxbus MCP server over stdio, the way MCP clients launch local servers
  * (`claude mcp add ctxbus -- ctxbus mcp`). Only protocol messages go to stdout. Closes when
  * stdin ends, i.e. when the client goes away, once the requests read before the end are
- * answered: a script that pipes a write in and closes stdin learns whether it happened. Throws a `CtxbusError` (validation_failed) when
- * neither the options nor the environment name the hub and the token.
+ * answered: a script that pipes a write in and closes stdin learns whether it happened. Throws
+ * a `CtxbusError` (validation_failed) when neither the options nor the environment name the hub
+ * and the token.
  */
 export async function runStdioServer(
   options: StdioServerOptions = {},
