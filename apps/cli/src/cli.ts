@@ -23,7 +23,7 @@ import { registerTelegram } from './commands/telegram-command.js';
 import { registerToken } from './commands/token-command.js';
 import { registerWhoamiCommand } from './commands/whoami-command.js';
 import { registerWorker } from './commands/worker-command.js';
-import { asFlags, EXIT, exitCodeFor, terminalSafe } from './output.js';
+import { asFlags, EXIT, exitCodeFor, oneLine, terminalSafe } from './output.js';
 import { VERSION } from './version.js';
 
 const HELP_FOOTER = `
@@ -74,7 +74,10 @@ export function createProgram(onExit: (code: number) => void): Command {
     // other failure: `ctxbus: error: unknown option '--bogus' (add --help for usage)`.
     .configureOutput({
       outputError: (message, write) =>
-        write(`ctxbus: error: ${terminalSafe(oneLineError(message))} (add --help for usage)\n`),
+        // One line: a typo's "(Did you mean --type?)" comes on a second.
+        write(
+          `ctxbus: error: ${terminalSafe(oneLine(message.replace(/^error: /, '')))} (add --help for usage)\n`,
+        ),
     })
     .addHelpText('after', HELP_FOOTER)
     .exitOverride();
@@ -103,13 +106,6 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerTelegram(program, run);
   return program;
 }
-
-/** Commander's message on one line: a typo's "(Did you mean --type?)" comes on a second. */
-const oneLineError = (message: string) =>
-  message
-    .replace(/^error: /, '')
-    .trim()
-    .replace(/\s*\n\s*/g, ' ');
 
 /** Prints a command's failure as one line on stderr; its exit code. */
 function reportError(error: unknown): number {

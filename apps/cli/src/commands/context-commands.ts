@@ -63,6 +63,9 @@ interface WriteOptions extends ConnectionOptions {
 /** How long a write waits for the hub's answer. */
 const WRITE_TIMEOUT_MS = 30_000;
 
+/** How a message names `--file`'s argument (`-`: stdin). */
+const fileName = (file: string) => (file === '-' ? 'stdin' : file);
+
 /**
  * The items of a JSON file: one item, an array, or `{"items": [...]}` (the hub's write body),
  * each checked by the hub.
@@ -75,8 +78,7 @@ async function itemsFromFile(file: string): Promise<unknown[]> {
   } catch (error) {
     if (CtxbusError.isInstance(error)) throw error;
     // JSON.parse quotes the text it read, line breaks and all: one line.
-    const reason = (error as Error).message.replace(/\s*\n\s*/g, ' ');
-    throw new CtxbusError('bad_json', `${file === '-' ? 'stdin' : file}: ${reason}`);
+    throw new CtxbusError('bad_json', `${fileName(file)}: ${oneLine((error as Error).message)}`);
   }
   if (Array.isArray(json)) return json;
   const items = (json as { items?: unknown } | null)?.items;
@@ -90,10 +92,9 @@ async function itemsFromFile(file: string): Promise<unknown[]> {
  */
 function inFile(error: unknown, file: string): unknown {
   if (!CtxbusError.isInstance(error) || error.code !== 'validation_failed') return error;
-  const where = file === '-' ? 'stdin' : file;
   const message = error.message.replace(
     /\bbody\.items\[(\d+)\]\.?/g,
-    (_match, index: string) => `${where}, item ${Number(index) + 1}: `,
+    (_match, index: string) => `${fileName(file)}, item ${Number(index) + 1}: `,
   );
   return new CtxbusError('validation_failed', message, { details: error.details });
 }
