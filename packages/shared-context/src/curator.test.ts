@@ -313,8 +313,21 @@ describe('readSharedContextInjection', () => {
     const full = (await readSharedContextInjection(paths, { now: NOW, maxChars: 100_000 })) ?? '';
     const cut = (await readSharedContextInjection(paths, { now: NOW, maxChars: 200 })) ?? '';
     expect(cut.length).toBeLessThanOrEqual(200);
-    expect(full.startsWith(cut)).toBe(true);
-    expect(full[cut.length]).toBe('\n');
+    // Whole lines, then perhaps the start of the next one, marked as cut.
+    const whole = cut.endsWith('…') ? cut.slice(0, cut.lastIndexOf('\n')) : cut;
+    expect(full.startsWith(whole)).toBe(true);
+    expect(full[whole.length]).toBe('\n');
+    if (cut.endsWith('…')) expect(full.startsWith(cut.slice(0, -1))).toBe(true);
+  });
+
+  it('cuts an over-long line inside, at a word, instead of dropping it and all after it', async () => {
+    const long = `- ${'Ship the pricing page before the launch review '.repeat(200)}`;
+    writeFileSync(paths.priorities, `# Priorities\n\n${long}\n\n- Second item\n`);
+    const text = (await readSharedContextInjection(paths, { now: NOW, maxChars: 500 })) ?? '';
+    expect(text.length).toBeLessThanOrEqual(500);
+    expect(text.length).toBeGreaterThan(400);
+    expect(text).toMatch(/review…$|Ship…$|the…$|pricing…$|page…$|before…$|launch…$/);
+    expect(text).toContain('- Ship the pricing page');
   });
 
   it('is null for an empty or missing directory, and leaves out other days’ roundtables', async () => {

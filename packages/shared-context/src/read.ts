@@ -21,25 +21,47 @@ async function readOrNull(path: string): Promise<string | null> {
   }
 }
 
-/** The lines of `text` that fit in `maxChars`, cut at a line boundary. */
+/** Below this many characters of room, an over-long line is left out rather than cut. */
+const MIN_PARTIAL_LINE = 40;
+
+/**
+ * The lines of `text` that fit in `maxChars`, cut at a line boundary. A line too long for the
+ * room left is cut inside (at a space when there is one near the end) and ends in `…`, so one
+ * long line does not hide everything after the heading.
+ */
 export function capAtLine(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
-  const lines = text.split('\n');
   const kept: string[] = [];
   let length = 0;
-  for (const line of lines) {
-    const next = length + line.length + (kept.length > 0 ? 1 : 0);
-    if (next > maxChars) break;
+  for (const line of text.split('\n')) {
+    const separator = kept.length > 0 ? 1 : 0;
+    if (length + separator + line.length > maxChars) {
+      const partial = cutLine(line, maxChars - length - separator - 1);
+      if (partial !== null) kept.push(`${partial}…`);
+      break;
+    }
     kept.push(line);
-    length = next;
+    length += separator + line.length;
   }
   return kept.join('\n').trimEnd();
+}
+
+/** At most `room` characters of `line`, ended at a word when one ends near the cut. */
+function cutLine(line: string, room: number): string | null {
+  if (room < MIN_PARTIAL_LINE) return null;
+  let end = room;
+  // Never half a surrogate pair.
+  if (/[\uD800-\uDBFF]/.test(line.charAt(end - 1))) end--;
+  const space = line.lastIndexOf(' ', end);
+  if (space > end - MIN_PARTIAL_LINE / 2 && space > 0) end = space;
+  const cut = line.slice(0, end).trimEnd();
+  return cut.length > 0 ? cut : null;
 }
 
 /**
  * What an agent reads before it acts (seed 001, task 4): the canonical priorities first, then
  * the automated inputs, then today's roundtable when there is one, as Markdown capped at
- * `maxChars` (cut at a line). Comments (template notes, curator markers) are left out. Null
+ * `maxChars` (cut at a line; an over-long one inside, marked `…`). Comments (template notes, curator markers) are left out. Null
  * when there is nothing to say (no directory, only empty templates). Never throws: a missing
  * or unreadable file counts as absent. Callers time-box it (it reads two small files).
  */
