@@ -29,6 +29,7 @@ import {
 } from '@ctxbus/test-kit';
 import { storeUrl } from '@ctxbus/test-kit/postgres';
 import pg from 'pg';
+import { measureCommandGuard } from './command-guard.ts';
 import type { Child } from './peer-children.ts';
 import { startCtxbusWorker, startPeer, waitWhileAlive } from './peer-children.ts';
 import type { PgWatchResult } from './pg-watch.ts';
@@ -545,6 +546,51 @@ function ratioRows(results: ReadonlyMap<System, RunResult>): Row[] {
   return rows;
 }
 
+/**
+ * What the ctxbus worker's command guard (a PID namespace per command) costs the machine, and
+ * each ctxbus run's machine CPU per task without that extra next to graphile-worker's: the
+ * peers spawn `true` bare, so on a machine where process creation is dear this shows how much
+ * of the gap is the guard rather than the task path.
+ */
+async function guardRows(results: ReadonlyMap<System, RunResult>, spawns: number) {
+  const ran = (['ctxbus-pg', 'ctxbus-sqlite'] as const).filter((system) => results.has(system));
+  if (ran.length === 0) return [];
+  const cost = await measureCommandGuard(spawns);
+  if (cost === null)
+    return [{ section: SECTION, metric: 'the command guard', value: 'skipped: no usable bwrap' }];
+  const extra = cost.guardedMs - cost.plainMs;
+  const pair = (plain: number, guarded: number) =>
+    `${plain.toFixed(1)} / ${guarded.toFixed(1)} ms (+${(guarded - plain).toFixed(1)} ms)`;
+  const rows: Row[] = [
+    {
+      section: SECTION,
+      metric: `the command guard: CPU per \`true\` spawned from Node bare / in a PID namespace (bwrap), ${spawns} each, of the processes`,
+      value: pair(cost.plainMs, cost.guardedMs),
+    },
+    {
+      section: SECTION,
+      metric:
+        "the command guard: the same, the whole machine's busy CPU (the kernel's work for no process too; others' load too)",
+      value: pair(cost.plainMachineMs, cost.guardedMachineMs),
+    },
+  ];
+  const graphile = results.get('graphile-worker');
+  for (const system of ran) {
+    const run = results.get(system) as RunResult;
+    // The processes' share only: the smaller, steadier of the two measures.
+    const less = run.machineMs / run.tasks - extra;
+    const vs = graphile
+      ? ` (${(less / (graphile.machineMs / graphile.tasks)).toFixed(2)}x graphile-worker's)`
+      : '';
+    rows.push({
+      section: SECTION,
+      metric: `${LABELS[system]}: the whole machine's busy CPU per task less the guard's extra (estimate)`,
+      value: `${less.toFixed(1)} ms${vs}`,
+    });
+  }
+  return rows;
+}
+
 function lockRows(run: RunResult | undefined): Row[] {
   if (!run?.watch) return [];
   const waits = [...run.watch.lockWaits].sort((a, b) => b[1] - a[1]);
@@ -618,6 +664,7 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
   ];
   for (const system of order) rows.push(...systemRows(system, results.get(system) as RunResult));
   rows.push(...ratioRows(results));
+  rows.push(...(await guardRows(results, options.quick ? 100 : 300)));
   rows.push(...lockRows(results.get('ctxbus-pg')));
   for (const system of ['ctxbus-pg', 'ctxbus-sqlite'] as const) {
     const run = results.get(system);
