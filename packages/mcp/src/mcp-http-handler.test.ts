@@ -410,6 +410,20 @@ describe('Streamable HTTP endpoint', () => {
       };
       expect(await refused(call('"a","title":"b"'), inSession)).toMatchObject({ code: -32700 });
       expect(handler.sessionCount).toBe(1);
+
+      // MCP 2025-06-18 removed JSON-RPC batches: a list is refused whole, nothing in it runs.
+      const list = `[${call('"batched"')}]`;
+      for (const version of ['2025-06-18', '2025-11-25']) {
+        expect(
+          await refused(list, { ...inSession, 'mcp-protocol-version': version }),
+        ).toMatchObject({ code: -32600, message: expect.stringMatching(/has no batches/) });
+      }
+      const read = await post(
+        endpoint,
+        inSession,
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"context_read","arguments":{}}}',
+      );
+      expect(await read.text()).not.toContain('batched');
     });
   });
 

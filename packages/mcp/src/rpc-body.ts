@@ -20,9 +20,17 @@ function isJsonRpcMessage(value: unknown): boolean {
 }
 
 /**
+ * Whether a body may be a batch: MCP 2025-03-26 has them (the version a request without
+ * MCP-Protocol-Version is taken to speak), 2025-06-18 removed them, and so later versions.
+ */
+function batchesAllowed(version: string | null): boolean {
+  return version === null || !/^\d{4}-\d{2}-\d{2}$/.test(version) || version < '2025-06-18';
+}
+
+/**
  * The request again, its body checked (same bytes), or the answer refusing it: 400 with -32700
  * when it is not strict JSON, -32600 when it is JSON but no JSON-RPC message (or a batch of
- * them). A body that is not declared JSON is left to the transport (415).
+ * them, where the protocol version has batches). A body that is not declared JSON is left to the transport (415).
  */
 export async function checkedRpcRequest(
   request: Request,
@@ -44,6 +52,13 @@ export async function checkedRpcRequest(
   } catch (error) {
     if (!(error instanceof StrictJsonError)) throw error;
     return jsonRpcErrorResponse(400, `Parse error: ${error.message}`, { code: -32700 });
+  }
+  if (Array.isArray(value) && !batchesAllowed(request.headers.get('mcp-protocol-version'))) {
+    return jsonRpcErrorResponse(
+      400,
+      `Invalid Request: MCP ${request.headers.get('mcp-protocol-version')} has no batches (JSON-RPC batching ended with 2025-03-26): send one message per request`,
+      { code: -32600 },
+    );
   }
   const messages = Array.isArray(value) ? value : [value];
   if (messages.length === 0 || !messages.every(isJsonRpcMessage)) {
