@@ -152,6 +152,23 @@ describe(`sandbox (bubblewrap)${because}`, () => {
           const pinned = await run(3);
           expect(pinned.exitCode, pinned.stderr).toBe(0);
           expect(pinned.stdout).toBe('the checked directory\n');
+          // The command itself holds no descriptor of it: through one (fchdir, then ..), the
+          // host's file system would be open to it, written and dialled past every bind.
+          const held = await runCommand({
+            argv: sandboxArgv({ bwrapPath, workdir, workdirFd: 3 }, [
+              'sh',
+              '-c',
+              'ls /proc/$$/fd; cat /proc/self/fd/3/../moved/marker',
+            ]),
+            cwd: base,
+            env: { PATH: '/usr/bin:/bin' },
+            timeoutMs: 60_000,
+            inactivityMs: 20_000,
+            maxOutputBytes: 4_096,
+            passFds: [fd],
+          });
+          expect(held.stdout.split('\n').filter(Boolean)).not.toContain('3');
+          expect(held.stdout).not.toContain('the checked directory');
           expect(readFileSync(join(base, 'moved', 'new-file'), 'utf8')).toBe('written\n');
           expect(existsSync(join(workdir, 'new-file'))).toBe(false);
           // By path, bwrap binds the other directory, writable.

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { CtxbusError } from '@ctxbus/core/light';
 import { DEFAULT_CHILD_PATH } from './scrub-env.js';
 import { within } from './workdir.js';
 
@@ -282,8 +283,24 @@ export function sandboxArgv(layout: SandboxLayout, argv: readonly string[]): str
     layout.workdir,
     ...NAMESPACES,
     '--',
-    ...argv,
+    ...withoutDescriptor(layout.workdirFd, argv),
   ];
+}
+
+/**
+ * The command, started so that it does not inherit descriptor `fd`: bwrap passes every
+ * descriptor it was given on to the command, and the working directory's is the host's own,
+ * writable whatever the sandbox binds (`fchdir` to it, then `..`, reaches the whole file system
+ * and the sockets under /run). A shell closes it and becomes the command (`exec`).
+ */
+function withoutDescriptor(fd: number | undefined, argv: readonly string[]): readonly string[] {
+  if (fd === undefined) return argv;
+  if (!Number.isInteger(fd) || fd < 3 || fd > 9)
+    throw new CtxbusError('internal', `the working directory's descriptor must be 3-9, not ${fd}`);
+  // A leading dash would be read as an option of exec (bash's), not as the program.
+  if ((argv[0] ?? '').startsWith('-'))
+    throw new CtxbusError('invalid_request', `a program name cannot start with "-": ${argv[0]}`);
+  return ['/bin/sh', '-c', `exec ${fd}<&-; exec "$@"`, 'sh', ...argv];
 }
 
 const PID_NAMESPACE = [

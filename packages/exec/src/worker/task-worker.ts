@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CapabilitiesFile, Logger, Task, TaskError } from '@ctxbus/core';
 import { DEFAULT_TASK_LEASE_MS, TASK_LIMITS } from '@ctxbus/core/contract';
 import { backoffDelay, CtxbusError, createBackoff } from '@ctxbus/core/light';
+import { closeInheritedDescriptors } from '../inherited-fds.js';
 import { fromWholeLine, toWholeLine } from '../output-cut.js';
 import type { ExecutionPlan, ExecutionPolicy } from '../prepare-execution.js';
 import { executePlan, prepareExecution } from '../prepare-execution.js';
@@ -238,6 +239,12 @@ export class TaskWorker {
   /** Works until `signal` aborts; then leaves the hub's presence. */
   async run(signal: AbortSignal): Promise<void> {
     const { hub, workerId, logger } = this.options;
+    const inherited = closeInheritedDescriptors();
+    if (inherited.length > 0)
+      logger.info(
+        { descriptors: inherited },
+        'closed the descriptors I inherited: no command gets them',
+      );
     this.approvalKey = createPublicKey(await hub.approvalKey());
     const lifetime = await detectPidNamespace(this.options.policy?.sandbox);
     if (!lifetime.available) logger.warn({ reason: lifetime.reason }, 'commands may outlive me');

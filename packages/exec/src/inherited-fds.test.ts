@@ -1,0 +1,36 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { NODE } from './test-support.js';
+
+const MODULE = fileURLToPath(new URL('./inherited-fds.ts', import.meta.url));
+
+// A child Node that inherited descriptor 50 open (as from a shell), closes what it inherited,
+// and lists what a command it spawns holds, before and after.
+const SCRIPT = `
+const { closeInheritedDescriptors } = await import(${JSON.stringify(MODULE)});
+const { execFileSync } = await import('node:child_process');
+const list = () => execFileSync('sh', ['-c', 'ls /proc/$$/fd']).toString().split('\\n').filter(Boolean);
+const before = list();
+const closed = closeInheritedDescriptors();
+console.log(JSON.stringify({ before, closed, after: list() }));
+`;
+
+describe.skipIf(process.platform !== 'linux')('closeInheritedDescriptors', () => {
+  it('closes what the process inherited open, so no command it spawns gets it', async () => {
+    const output = await new Promise<string>((resolve, reject) => {
+      // Descriptor 50 as a shell passes it on: open, not close-on-exec (Node marks low ones
+      // close-on-exec as it starts; not those above 20 or so, such as a shell's 251).
+      execFile(
+        'bash',
+        ['-c', 'exec "$0" --input-type=module -e "$1" 50</dev/null', NODE, SCRIPT],
+        (error, stdout) => (error ? reject(error) : resolve(stdout)),
+      );
+    });
+    const { before, closed, after } = JSON.parse(output) as Record<string, string[]>;
+    expect(before).toContain('50');
+    expect(closed).toContain(50);
+    expect(after).not.toContain('50');
+    expect(after).toEqual(expect.arrayContaining(['0', '1', '2']));
+  });
+});
