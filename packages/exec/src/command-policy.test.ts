@@ -305,6 +305,14 @@ describe('entries that are permission to run code', () => {
     // Any other program's free arguments are all its options (the third jail probe: tar -xf
     // /proc/self/cmdline, npm --prefix, cargo --config, go test -exec, pytest @file).
     'python3 -m pytest ...',
+    // A package runner's or -S's first word is a tool, not a script (the fourth probe: npx
+    // vitest run --execArgv=--import=data:...).
+    'npx vitest ...',
+    'npx jest ...',
+    'bun test ...',
+    'deno test ...',
+    'ruby -S rake ...',
+    'perl -S prove ...',
     'npm test ...',
     'pnpm test ...',
     'git log ...',

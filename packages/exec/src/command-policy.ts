@@ -524,7 +524,10 @@ export function codeRunningEntry(entry: AllowEntry): string | null {
   }
   const rule = Object.hasOwn(INLINE_EVAL_RULES, name) ? INLINE_EVAL_RULES[name] : undefined;
   // An interpreter stops reading options at its script: the free arguments are the script's.
-  if (rule && !rule.always && namesScript(entry.argv.slice(1), rule)) return null;
+  // A package runner's first word is a tool (`npx vitest`), not a script: its free arguments
+  // are that tool's options, as any program's.
+  if (rule && !rule.always && !RUNS_TOOLS.has(name) && namesScript(entry.argv.slice(1), rule))
+    return null;
   if (rule && !rule.always) {
     return `"${entry.source}" lets the interpreter ${name} take free arguments: code on the command line`;
   }
@@ -536,6 +539,9 @@ export function codeRunningEntry(entry: AllowEntry): string | null {
   return `"${entry.source}" lets ${name} take free arguments: every option it has (reading config or files the command line names, writing anywhere, running commands)`;
 }
 
+/** Programs whose first word names a package, a tool or a subcommand, never a script file. */
+const RUNS_TOOLS = new Set(['npx', 'bun', 'deno']);
+
 /**
  * Whether the fixed words name the script the interpreter runs: a word that is not an option.
  * Not a module of -m (`-m pytest`: the free arguments are the module's options). Values of
@@ -546,8 +552,9 @@ function namesScript(words: readonly string[], rule: InterpreterRule): boolean {
     const word = words[index] as string;
     if (word === '--') return index + 1 < words.length;
     if (!word.startsWith('-') || word === '-') return word !== '-';
-    // A module's free arguments are its own options (pytest's @file, -p, --rootdir...).
-    if (word === '-m') return false;
+    // A module's free arguments are its own options (pytest's @file, -p, --rootdir...), and
+    // so are a program's that -S finds on the PATH (`ruby -S rake`, `perl -S prove`).
+    if (word === '-m' || word === '-S') return false;
     const last = word.at(-1) ?? '';
     if (/^-[^-]/.test(word) && word.length === 2 && rule.shortWithValue?.includes(last)) index++;
   }
