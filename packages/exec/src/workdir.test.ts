@@ -15,6 +15,29 @@ describe('checkWorkdir', () => {
     });
   });
 
+  it("refuses a directory inside node_modules or .git below the root: others' files", () => {
+    const root = tempDir();
+    const inside = [
+      join(root, 'app', 'node_modules', 'dep'),
+      join(root, 'app', 'node_modules', 'evil', 'vendor', 'repo'),
+      join(root, 'app', '.git'),
+      join(root, 'app', '.git', 'hooks'),
+    ];
+    for (const directory of inside) {
+      mkdirSync(directory, { recursive: true });
+      const check = checkWorkdir(directory, [root]);
+      expect(check, directory).toMatchObject({ ok: false, code: 'workdir_escape' });
+      expect(check.ok ? '' : check.reason).toMatch(/is inside (node_modules|\.git), which holds/);
+    }
+    // The project itself, and a directory that only looks alike, are fine; so is a root that
+    // lies in such a directory (the user chose it).
+    mkdirSync(join(root, 'app', 'node_modules_docs'), { recursive: true });
+    expect(checkWorkdir(join(root, 'app'), [root]).ok).toBe(true);
+    expect(checkWorkdir(join(root, 'app', 'node_modules_docs'), [root]).ok).toBe(true);
+    const dependency = join(root, 'app', 'node_modules', 'dep');
+    expect(checkWorkdir(dependency, [dependency]).ok).toBe(true);
+  });
+
   it('resolves roots by real path too (a root given through a symlink)', () => {
     const real = tempDir();
     const links = tempDir();

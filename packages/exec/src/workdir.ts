@@ -80,8 +80,22 @@ export function checkWorkdir(
         : `the working directory ${cwd} resolves to ${real}, outside the configured roots`,
     );
   }
+  const foreign = relative(root, real)
+    .split(sep)
+    .find((part) => FOREIGN_DIRECTORIES.has(part));
+  if (foreign !== undefined) {
+    return refuse(
+      `the working directory ${cwd} is inside ${foreign}, which holds others' files (a dependency's scripts, a repository's internals), not the project's`,
+    );
+  }
   return { ok: true, realPath: real, root };
 }
+
+/**
+ * Directories under a root that a command never runs in: `npm test` there runs a dependency's
+ * script, `git status` there finds a shipped bare repository whose config names a program.
+ */
+const FOREIGN_DIRECTORIES = new Set(['node_modules', '.git']);
 
 /**
  * Whether a program path (argv[0] with a slash, relative to the working directory's real
