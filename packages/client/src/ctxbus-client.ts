@@ -259,8 +259,9 @@ export class CtxbusClient {
   }
 
   /**
-   * Records progress (the task's current state: the note only) or moves the task to SUBMITTED,
-   * INPUT_REQUIRED, FAILED or CANCELED. A WORKING task moves only with its fencing token.
+   * Records progress (the task's current state: the note only; on a WORKING task with the
+   * claim's token) or moves the task to SUBMITTED, INPUT_REQUIRED, FAILED or CANCELED. A
+   * WORKING task moves only with its fencing token.
    */
   async updateTask(taskId: string, body: UpdateTaskRequest): Promise<Task> {
     return (await this.call('updateTask', { params: id(taskId), body })).task;

@@ -410,10 +410,18 @@ describe('only the worker holding the lease reports on a task', () => {
       expect(response.status, JSON.stringify(response.body)).toBe(403);
       expect(response.body.error.details.reason).toBe('not_lease_holder');
     }
+    // The holder's runtime is not the holder: an agent of claude-code beside its worker has no
+    // claim's token, so its note is refused too.
+    const beside = await call(hub.url, 'POST', `/api/tasks/${id}/update`, {
+      token: hub.tokens.code,
+      body: { state: 'WORKING', note: 'ALL TESTS PASSED' },
+    });
+    expect(beside.status, JSON.stringify(beside.body)).toBe(409);
+    expect(beside.body.error.details.reason).toBe('stale_lease');
     const still = await readTask(id, hub.tokens.code);
     expect([still.state, still.attempts]).toEqual(['WORKING', 1]);
     const refused = (await auditRecords('task.report-refused')).filter((r) => r.subject === id);
-    expect(refused).toHaveLength(27);
+    expect(refused).toHaveLength(28);
     expect(new Set(refused.map((record) => record.actor))).toEqual(
       new Set(['openclaw', 'stranger', 'cli', 'claude-code']),
     );

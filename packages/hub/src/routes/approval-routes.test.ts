@@ -42,10 +42,10 @@ const ask = (id: string, token: number, argv: string[], cwd = '/tmp') =>
     request: { argv, cwd, scriptHash: null, because: 'not_allowed' },
   });
 
-let world: MemoryHub<'code' | 'claw'>;
+let world: MemoryHub<'code' | 'claw' | 'codex'>;
 
 beforeEach(async () => {
-  world = await memoryHub({ code: 'claude-code', claw: 'openclaw' });
+  world = await memoryHub({ code: 'claude-code', claw: 'openclaw', codex: 'codex' });
   ({ store, hub } = world);
   Object.assign(tokens, world.tokens);
 });
@@ -95,6 +95,51 @@ describe('POST /api/tasks/:id/approval-request: only the task’s own command', 
     expect(stale.body.error.details?.reason).not.toBe('command_mismatch');
     expect(stale.body.error.message).not.toContain('npm');
     expect(stale.body.error.message).toMatch(/fencing|lease|stale/);
+  });
+
+  it('is refused, and audited, for a task nobody holds and from a runtime that does not hold it', async () => {
+    const queued = await post('claw', '/api/tasks', {
+      title: 'Run the tests',
+      requiredCapabilities: ['code_execution'],
+      input: { argv: ['git', 'status'], cwd: '/tmp' },
+    });
+    const id = queued.body.task.id as string;
+    const since = (await store.listAudit('acme', { limit: 200 })).length;
+    const request = (argv: string[]) => ({
+      token: 1,
+      request: { argv, cwd: '/tmp', scriptHash: null, because: 'not_allowed' },
+    });
+    // A bystander, the origin, and the runtime it is routed to, before any claim: nobody holds
+    // it, so nobody may put another command (or this one) before a person under its title.
+    for (const runtime of ['codex', 'claw', 'code']) {
+      const refused = await post(runtime, `/api/tasks/${id}/approval-request`, request(['sh']));
+      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+      expect(refused.body.error.details).toMatchObject({ reason: 'stale_lease' });
+    }
+    expect((await store.getTask('acme', id))?.task).toMatchObject({
+      state: 'SUBMITTED',
+      approval: null,
+    });
+    // Claimed: another runtime with the holder's own token is refused as not the holder.
+    const claim = await post('code', '/api/tasks/claim', { workerId: 'w' });
+    const token = claim.body.task.lease.token as number;
+    const other = await post('codex', `/api/tasks/${id}/approval-request`, {
+      ...request(['git', 'status']),
+      token,
+    });
+    expect(other.status, JSON.stringify(other.body)).toBe(403);
+    expect(other.body.error.details).toMatchObject({ reason: 'not_lease_holder' });
+    const audit = (await store.listAudit('acme', { limit: 200 })).slice(since);
+    const refusals = audit.filter((record) => record.kind === 'task.report-refused');
+    expect(
+      refusals.map((record) => [record.actor, record.data.action, record.data.reason]),
+    ).toEqual([
+      ['codex', 'approval-request', 'stale_lease'],
+      ['openclaw', 'approval-request', 'stale_lease'],
+      ['claude-code', 'approval-request', 'stale_lease'],
+      ['codex', 'approval-request', 'not_lease_holder'],
+    ]);
+    expect((await store.getTask('acme', id))?.task.state).toBe('WORKING');
   });
 
   it('takes the real directory the worker resolved: the hub cannot check cwd', async () => {

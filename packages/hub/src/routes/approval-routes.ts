@@ -5,6 +5,7 @@ import type { Caller } from '../caller.js';
 import type { HubServices } from '../hub-services.js';
 import { implement } from '../route-definition.js';
 import { approvalNote } from './approval-note.js';
+import { heldTask } from './task-routes.js';
 
 // A human approves exactly one command: the worker that was refused it asks (the task waits in
 // AUTH_REQUIRED, showing the command to every runtime as a blocking item), a person answers
@@ -255,23 +256,19 @@ export const approvalRoutes = [
   implement('requestApproval', {
     summary: 'Worker: ask a human to approve the exact command it was refused',
     description:
-      "The task (WORKING, with this fencing token) moves to AUTH_REQUIRED and waits, showing the command to every runtime as a blocking item, until a human approves (it returns to the queue with a signed approval) or denies it, or the request lapses (REJECTED, approval_expired). The request is about the task's own command only: an `argv` that is not the task's `input.argv` element by element, or a task whose input has no argv, is refused with 409 (reason `command_mismatch`) and the task stays as it was. `cwd` is the real directory the worker resolved the input's `cwd` to, which only the worker can check.",
+      "The task (WORKING, held by the caller's runtime with this fencing token; anything else is refused and audited, a task in the queue too) moves to AUTH_REQUIRED and waits, showing the command to every runtime as a blocking item, until a human approves (it returns to the queue with a signed approval) or denies it, or the request lapses (REJECTED, approval_expired). The request is about the task's own command only: an `argv` that is not the task's `input.argv` element by element, or a task whose input has no argv, is refused with 409 (reason `command_mismatch`) and the task stays as it was. `cwd` is the real directory the worker resolved the input's `cwd` to, which only the worker can check.",
     tags: ['tasks'],
     statuses: {
       200: 'The task, waiting.',
-      409: "A stale fencing token, or another command than the task's (reason command_mismatch).",
+      403: "The caller's runtime does not hold the task (reason not_lease_holder).",
+      409: "The task is not WORKING or the fencing token is stale (reason stale_lease), or another command than the task's (reason command_mismatch).",
     },
     async handler({ params, body, viewer, services }) {
-      const found = await services.store.getTask(viewer.teamId, params.id);
-      if (!found) {
-        throw new CtxbusError('not_found', `no task ${params.id} in team ${viewer.teamId}`, {
-          details: { id: params.id },
-        });
-      }
-      // Only the lease's holder learns how its request differs; anyone else gets the move's
-      // own refusal (a stale fencing token) below.
-      const holds = found.task.state === 'WORKING' && found.task.lease?.token === body.token;
-      if (holds) checkRequestedCommand(found.task, body.request.argv);
+      // Only the worker holding the task asks, about the task's own command: anyone else
+      // (another runtime, a task in the queue) is refused and audited before the command is
+      // compared, so only the holder learns how its request differs.
+      const held = await heldTask(services, viewer, params.id, body.token, 'approval-request');
+      checkRequestedCommand(held, body.request.argv);
       const now = services.clock();
       const request = { ...body.request, digest: commandDigest(body.request) };
       const approval: TaskApproval = {

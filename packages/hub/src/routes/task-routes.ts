@@ -15,6 +15,16 @@ const AUDITED_REFUSALS: ReadonlySet<unknown> = new Set([
   'stale_lease',
 ]);
 
+type ReportAction =
+  | 'renew'
+  | 'start'
+  | 'progress'
+  | 'complete'
+  | 'fail'
+  | 'update'
+  | 'cancel'
+  | 'approval-request';
+
 /**
  * Rethrows `error`; a refusal because the caller does not hold the lease is audited first
  * (`task.report-refused`: who tried what on whose task, and why), since it is a worker that
@@ -25,7 +35,7 @@ async function refusedReport(
   services: HubServices,
   viewer: Viewer,
   id: string,
-  action: 'renew' | 'start' | 'progress' | 'complete' | 'fail' | 'update' | 'cancel',
+  action: ReportAction,
   error: unknown,
 ): Promise<never> {
   const reason = CtxbusError.isInstance(error)
@@ -40,6 +50,43 @@ async function refusedReport(
     });
   }
   throw error;
+}
+
+/**
+ * The task `id`, WORKING and held by `viewer`'s runtime with fencing token `token`: else the
+ * refusal (403 not_lease_holder, 409 stale_lease), audited.
+ */
+export async function heldTask(
+  services: HubServices,
+  viewer: Viewer,
+  id: string,
+  token: number,
+  action: ReportAction,
+) {
+  const found = await services.store.getTask(viewer.teamId, id);
+  if (!found) throw notFound(id);
+  const { task } = found;
+  const lease = task.lease;
+  if (task.state === 'WORKING' && lease !== null && lease.runtime !== viewer.runtime) {
+    await refusedReport(
+      services,
+      viewer,
+      id,
+      action,
+      notLeaseHolderError(task.id, viewer.runtime, lease.runtime),
+    );
+  }
+  if (task.state !== 'WORKING' || lease === null || lease.token !== token) {
+    const why =
+      task.state === 'WORKING'
+        ? `token ${token} is not the current claim's token`
+        : `the task is ${task.state}, not held by anyone`;
+    return refusedReport(services, viewer, id, action, staleLeaseError(task.id, why));
+  }
+  if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
+    throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
+  }
+  return task;
 }
 
 const STALE =
@@ -167,29 +214,7 @@ export const taskRoutes = [
     tags: ['tasks'],
     statuses: { 200: 'The task.', 403: NOT_HOLDER, 409: STALE },
     async handler({ params, body, viewer, services }) {
-      const found = await services.store.getTask(viewer.teamId, params.id);
-      if (!found) throw notFound(params.id);
-      const { task } = found;
-      const lease = task.lease;
-      if (task.state === 'WORKING' && lease !== null && lease.runtime !== viewer.runtime) {
-        await refusedReport(
-          services,
-          viewer,
-          params.id,
-          'progress',
-          notLeaseHolderError(task.id, viewer.runtime, lease.runtime),
-        );
-      }
-      if (task.state !== 'WORKING' || lease === null || lease.token !== body.token) {
-        const stale = staleLeaseError(
-          task.id,
-          `token ${body.token} is not the current claim's token`,
-        );
-        return refusedReport(services, viewer, params.id, 'progress', stale);
-      }
-      if (Date.parse(lease.expiresAt) <= services.clock().getTime()) {
-        throw staleLeaseError(task.id, `the lease ended at ${lease.expiresAt}`);
-      }
+      const task = await heldTask(services, viewer, params.id, body.token, 'progress');
       await services.tasks.announce(task, viewer.runtime, null, {
         tail: body.output,
         ...(body.outputEnd !== undefined && { end: body.outputEnd }),
@@ -251,7 +276,7 @@ export const taskRoutes = [
     summary:
       'Record progress on a task, or move it (input required, back to the queue, failed, canceled)',
     description:
-      "For the origin or the doer. `state` equal to the task's current state (not terminal) records the note only, as the task's status item: from the runtime holding the lease while the task is WORKING (403, reason not_lease_holder), else from its origin or the runtime it is routed to (403, reason not_task_party); refusals are audited. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows, asked by its origin, the runtime it is routed to or held by, or a person's (approver) runtime (else 403, reason not_task_party; audited); a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
+      "For the origin or the doer. `state` equal to the task's current state (not terminal) records the note only, as the task's status item: while the task is WORKING from the runtime holding the lease (403, reason not_lease_holder) with the claim's fencing token (`token`; 409, reason stale_lease), else from its origin or the runtime it is routed to (403, reason not_task_party); refusals are audited. Otherwise the task moves to SUBMITTED (input given, or a holder hands it back), INPUT_REQUIRED, FAILED or CANCELED as its state allows, asked by its origin, the runtime it is routed to or held by, or a person's (approver) runtime (else 403, reason not_task_party; audited); a WORKING task moves only with its holder's fencing token (`token`), sent by the runtime that claimed it, except to CANCELED. WORKING (a claim), COMPLETED (complete, with the result), AUTH_REQUIRED and REJECTED (the hub) are never set here, and a task waiting for approval leaves AUTH_REQUIRED only through an approval.",
     tags: ['tasks'],
     statuses: {
       200: 'The task after the update.',

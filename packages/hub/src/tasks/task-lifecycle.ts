@@ -21,6 +21,7 @@ import {
   redactJson,
   redactSecrets,
   routeTask,
+  staleLeaseError,
   taskOutputKey,
   taskStatusItem,
   UPDATE_TASK_STATES,
@@ -142,14 +143,24 @@ const INPUT_SECRET =
 
 /**
  * Who may add a note to a task (an update to its own state), which becomes its status item:
- * while it is WORKING only the runtime holding its lease (another runtime's "all tests passed"
- * would be read as the worker's), otherwise its origin or the runtime it is routed to (a note
+ * while it is WORKING only the worker holding its lease, with the claim's fencing token
+ * (another's "all tests passed" would be read as the worker's), otherwise its origin or the runtime it is routed to (a note
  * on a task waiting for approval, "approved, go ahead", must not come from a bystander).
  */
-function assertMayNote(task: Task, runtime: string): void {
+function assertMayNote(task: Task, runtime: string, token: number | undefined): void {
   if (task.state === 'WORKING') {
     if (task.lease?.runtime !== runtime) {
       throw notLeaseHolderError(task.id, runtime, task.lease?.runtime ?? null);
+    }
+    // The holder's runtime is not the holder: an agent of that runtime beside its worker would
+    // otherwise post "all tests passed" on the worker's task. The claim's token says who it is.
+    if (token === undefined || token !== task.lease.token) {
+      throw staleLeaseError(
+        task.id,
+        token === undefined
+          ? "a note on a WORKING task needs the claim's fencing token (token)"
+          : `token ${token} is not the current claim's token`,
+      );
     }
     return;
   }
@@ -242,7 +253,7 @@ export class TaskLifecycle {
     const request = updateTaskRequestSchema.parse(raw);
     const current = await this.find(viewer.teamId, id);
     if (request.state === current.state && !isTerminalTaskState(current.state)) {
-      assertMayNote(current, viewer.runtime);
+      assertMayNote(current, viewer.runtime, request.token);
       await this.announce(current, viewer.runtime, nullableRedacted(request.note));
       return current;
     }

@@ -215,11 +215,20 @@ describe('task_status and task_update through a task’s life', () => {
     expect(first.lease?.token).toBeGreaterThan(0);
     const token = first.lease?.token ?? 0;
 
-    // Progress: the current state with a note changes nothing but is recorded for everyone.
+    // Progress: the current state with a note changes nothing but is recorded for everyone;
+    // on a WORKING task only under the claim's token (the holder's runtime is not the holder).
+    const forged = await call(code, 'task_update', {
+      taskId: id,
+      status: 'WORKING',
+      note: 'all tests passed',
+    });
+    expect(forged.result.isError).toBe(true);
+    expect(textOf(forged.result)).toMatch(/needs the claim's fencing token/);
     const progress = await ok(code, 'task_update', {
       taskId: id,
       status: 'WORKING',
       note: 'tests 40/120 passed',
+      token,
     });
     expect(progress.structured.task.state).toBe('WORKING');
     const { items } = await worker.list({ scopeKey: `task:${id}`, limit: 1 });

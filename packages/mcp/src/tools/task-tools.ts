@@ -222,7 +222,7 @@ export const taskUpdateInput = z.object({
   status: z
     .enum(TASK_STATES)
     .describe(
-      `CANCELED: stop it (any open task, no token needed). INPUT_REQUIRED: the doer needs input (say what in note). SUBMITTED: input given, or the holder hands it back to the queue. FAILED: give up (note says why). COMPLETED: the holder finishes it (token, and result). The task's current state: record progress (note only). Others (${TASK_STATES.filter((state) => !(UPDATE_STATUSES as readonly string[]).includes(state)).join(', ')}) are set by the hub only.`,
+      `CANCELED: stop it (any open task, no token needed). INPUT_REQUIRED: the doer needs input (say what in note). SUBMITTED: input given, or the holder hands it back to the queue. FAILED: give up (note says why). COMPLETED: the holder finishes it (token, and result). The task's current state: record progress (note; on a WORKING task with the claim's token). Others (${TASK_STATES.filter((state) => !(UPDATE_STATUSES as readonly string[]).includes(state)).join(', ')}) are set by the hub only.`,
     ),
   note: z
     .string()
@@ -247,7 +247,7 @@ export const taskUpdateOutput = z.object({ task: taskViewSchema });
 
 const UPDATE_DESCRIPTION = `Record progress on a task or move it, as its origin (the runtime that created it) or its doer. Everyone sees the change in the task history, their stream and the shared context.
 - Cancel: {"taskId": "task_...", "status": "CANCELED", "note": "not needed any more"} works in any open state.
-- Progress: {"taskId": "task_...", "status": "WORKING", "note": "tests 40/120 passed"} (the task's current state: a note only).
+- Progress: {"taskId": "task_...", "status": "WORKING", "note": "tests 40/120 passed", "token": 123} (the task's current state: a note, with the claim's token while WORKING).
 - Ask for input: {"status": "INPUT_REQUIRED", "note": "which branch?", "token": 3}; once answered, {"status": "SUBMITTED", "note": "use main"} puts it back in the queue.
 - Finish as the holder: {"status": "COMPLETED", "note": "all green", "token": 3, "result": {"passed": 120}}; give up: {"status": "FAILED", "note": "why", "token": 3}.
 A WORKING task moves only with the token of its current claim (except CANCELED), so a doer that lost its lease cannot overwrite a newer result. A task waiting for approval (AUTH_REQUIRED) moves on only through an approval.`;
