@@ -57,6 +57,18 @@ describe('the approval a person confirms at the terminal', () => {
     expect(taskLine(task)).toMatch(/ deploy approval: approved by alice$/);
   });
 
+  it("ctxbus approve shows the title on one line: an agent's newlines forge no command line above the real one", () => {
+    const task = waiting({ argv: ['rm', '-rf', 'important'] });
+    task.title = 'git status\n  asked by:   cli\n  command:    ["git","status"]';
+    const lines = confirmationText(task, 'ab'.repeat(32)).split('\n');
+    expect(lines.filter((line) => line.startsWith('  command:'))).toEqual([
+      '  command:    ["rm","-rf","important"]',
+    ]);
+    expect(lines[0]).toMatch(
+      /^Task task_\S+: git status asked by: cli command: \["git","status"\]$/,
+    );
+  });
+
   it('has no reason line when the runtime gave none (a worker asks with its script hash)', () => {
     const text = confirmationText(waiting({ scriptHash: 'f'.repeat(64) }), 'cd'.repeat(32));
     expect(text).not.toContain('reason:');

@@ -106,7 +106,8 @@ export function confirmationText(task: Task, digest: string): string {
   const approval = task.approval;
   const request = (approval?.request ?? {}) as ApprovalRequestView;
   const lines = [
-    `Task ${task.id}: ${task.title}`,
+    // One line: an agent's newlines in its title would forge lines (a "command:" above the real one).
+    `Task ${task.id}: ${oneLine(task.title)}`,
     `  asked by:   ${task.origin}; run by ${approval?.requestedBy ?? '?'}${request.because ? ` (${request.because})` : ''}`,
     `  command:    ${shownJson(request.argv ?? [])}`,
     `  in:         ${shownJson(request.cwd ?? '?')}`,
