@@ -86,6 +86,7 @@ export async function handleRoute<A extends RouteAuth>(
     ? parseOrThrow(route.params, context.req.param(), 'params')
     : undefined;
   const query = route.query ? parseQuery(route.query, context) : undefined;
+  await route.beforeBody?.({ params, services, ...identity });
   let body: unknown;
   if (route.body) {
     const json = await readJsonBody(context);

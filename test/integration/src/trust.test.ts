@@ -115,8 +115,8 @@ async function waitingForApproval(name: string) {
   return { id, digest: task.approval.request.digest as string };
 }
 
-async function decide(token: string, id: string, decision: 'approve' | 'deny') {
-  return call(hub.url, 'POST', `/api/tasks/${id}/${decision}`, { token, body: {} });
+async function decide(token: string, id: string, decision: 'approve' | 'deny', body: object = {}) {
+  return call(hub.url, 'POST', `/api/tasks/${id}/${decision}`, { token, body });
 }
 
 async function auditRecords(kind: string) {
@@ -137,7 +137,9 @@ describe('only people approve', () => {
     ];
     for (const [token, runtime, role] of refusals) {
       for (const decision of ['approve', 'deny'] as const) {
-        const response = await decide(token, id, decision);
+        // An agent's attempt is refused and audited as one even with a malformed body.
+        const body = role === 'not_an_approver' ? { digest: 5, zzz: 1 } : {};
+        const response = await decide(token, id, decision, body);
         expect(response.status, `${runtime} ${decision}`).toBe(403);
         expect(response.body.error).toMatchObject({
           code: 'forbidden',

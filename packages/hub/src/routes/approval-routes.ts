@@ -88,6 +88,21 @@ async function decider(
       `a runtime token decides for its own team (${caller.teamId}) only`,
     );
   }
+  await refuseAgent(caller, services, taskId, decision);
+  return { teamId: caller.teamId, by: caller.runtime, runtime: caller.runtime };
+}
+
+/**
+ * Refuses (and audits) a runtime token that is no person's: not an approver runtime, or a
+ * restricted one. Before the body is read too, so a malformed attempt is audited as one.
+ */
+async function refuseAgent(
+  caller: Caller,
+  services: HubServices,
+  taskId: string,
+  decision: Decision,
+): Promise<void> {
+  if (caller.role === 'admin' || caller.teamId === null || caller.runtime === null) return;
   const refusal = personRefusal(services.capabilities.matrix(), caller.runtime);
   if (refusal?.role === 'not_an_approver') {
     const { approvers, source, declared } = refusal;
@@ -116,7 +131,6 @@ async function decider(
       }),
     );
   }
-  return { teamId: caller.teamId, by: caller.runtime, runtime: caller.runtime };
 }
 
 /**
@@ -304,6 +318,8 @@ export const approvalRoutes = [
       403: 'Not an approver, or a party to the task (reason approver_required).',
       409: 'It waits for no approval.',
     },
+    beforeBody: ({ params, caller, services }) =>
+      refuseAgent(caller, services, params.id, 'approve'),
     async handler({ params, body, caller, services }) {
       const who = await decider(caller, body.team, services, params.id, 'approve');
       const task = await pendingTask(services, who.teamId, params.id);
@@ -402,6 +418,7 @@ export const approvalRoutes = [
       403: 'Not an approver, or a party to the task (reason approver_required).',
       409: 'It waits for no approval.',
     },
+    beforeBody: ({ params, caller, services }) => refuseAgent(caller, services, params.id, 'deny'),
     async handler({ params, body, caller, services }) {
       const who = await decider(caller, body.team, services, params.id, 'deny');
       const task = await pendingTask(services, who.teamId, params.id);
