@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { writeFileAtomic } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/light';
@@ -141,6 +141,22 @@ export function readCredentials(path = credentialsPath()): Credentials {
 /** The credentials saved for `url`'s hub, if any. */
 export function hubCredentials(url: string, path = credentialsPath()): HubCredentials {
   return readCredentials(path).hubs[hubKey(url)] ?? {};
+}
+
+/**
+ * The team a command acts in when none is given: the one this machine's credentials for the
+ * hub already act in (the CLI's, else a saved runtime's: what `ctxbus connect` wired), else the
+ * user's name (`local` when it makes no team id). Teams share nothing: one rule for connect and
+ * the CLI's own token keeps them in one team.
+ */
+export function defaultTeam(url: string): string {
+  const saved = hubCredentials(url);
+  const team = saved.teamId ?? Object.values(saved.runtimes ?? {})[0]?.teamId;
+  if (team) return team;
+  const name = userInfo()
+    .username.replace(/[^A-Za-z0-9._-]/g, '')
+    .slice(0, 64);
+  return /^[A-Za-z0-9]/.test(name) ? name : 'local';
 }
 
 /** The runtime the CLI's own commands act as when `token create --save` names it. */

@@ -299,7 +299,7 @@ function withoutDescriptor(fd: number | undefined, argv: readonly string[]): rea
     throw new CtxbusError('internal', `the working directory's descriptor must be 3-9, not ${fd}`);
   // A leading dash would be read as an option of exec (bash's), not as the program.
   if ((argv[0] ?? '').startsWith('-'))
-    throw new CtxbusError('invalid_request', `a program name cannot start with "-": ${argv[0]}`);
+    throw new CtxbusError('validation_failed', `a program name cannot start with "-": ${argv[0]}`);
   return ['/bin/sh', '-c', `exec ${fd}<&-; exec "$@"`, 'sh', ...argv];
 }
 

@@ -56,10 +56,9 @@ export interface RouteImplementation<
    * Runs once the caller and the params are known, before the body is read: a refusal that
    * must not wait for a well-formed body (an agent's approval, refused and audited as one).
    */
-  beforeBody?: (
-    input: Pick<RouteInput<z.output<P>, unknown, unknown, A>, 'params' | 'services'> &
-      RouteIdentity[A],
-  ) => Promise<void>;
+  beforeBody?(
+    input: { params: z.output<P>; services: HubServices } & RouteIdentity[A],
+  ): Promise<void>;
   /** Extra headers the route reads, for the docs. */
   headers?: { name: string; description: string }[];
   /** What each status means, for the docs: every success status of the wire route, and refusals. */

@@ -374,7 +374,10 @@ describe('Streamable HTTP endpoint', () => {
   it('refuses a body JSON.parse would change (-32700) and JSON that is no JSON-RPC message (-32600)', async () => {
     await withEndpoint(handlerOptions(), async (endpoint, handler) => {
       const auth = { authorization: `Bearer ${hub.token}` };
-      const refused = async (body: string | Uint8Array<ArrayBuffer>, headers = auth) => {
+      const refused = async (
+        body: string | Uint8Array<ArrayBuffer>,
+        headers: Record<string, string> = auth,
+      ) => {
         const response = await post(endpoint, headers, body);
         expect(response.status).toBe(400);
         return ((await response.json()) as { error: { code: number; message: string } }).error;

@@ -96,6 +96,26 @@ describe('saved identities', () => {
     );
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--as-cli goes with --save');
+
+    // A runtime saved in another team (connect wired it in its own) shares nothing with the
+    // CLI's: both the save and whoami say so, and how to join it.
+    const elsewhere = await runCli(
+      ['token', 'create', '--team', 'other', '--runtime', 'codex', '--save'],
+      { env },
+    );
+    expect(elsewhere.code, elsewhere.stderr).toBe(0);
+    const note =
+      'the CLI acts in team acme, saved runtimes in team other: what the CLI writes is not in their context';
+    expect(elsewhere.stderr).toContain(`note: ${note}`);
+    const told = await runCli(['whoami'], { env });
+    expect(told.stdout).toContain(`note      ${note}`);
+    expect(told.stdout).toContain('ctxbus token create --team other --runtime cli --save');
+
+    // Without --team, a token joins the team the saved ones act in (the CLI's): one team.
+    const joined = await runCli(['token', 'create', '--runtime', 'openclaw', '--save'], { env });
+    expect(joined.code, joined.stderr).toBe(0);
+    const after = JSON.parse((await runCli(['whoami', '--json'], { env })).stdout);
+    expect(after.runtimes).toContainEqual({ runtime: 'openclaw', teamId: 'acme' });
   });
 
   it("runs a worker with its runtime's saved token, not the CLI's", async () => {

@@ -37,7 +37,10 @@ export function registerToken(
     token
       .command('create')
       .description('mint a token and print it alone on stdout (the hub keeps only its hash)')
-      .option('--team <team>', 'team the token belongs to')
+      .option(
+        '--team <team>',
+        "team the token belongs to (default with a hub: the team this machine's saved tokens act in, as ctxbus connect wired them, else your user name)",
+      )
       .option('--runtime <runtime>', 'runtime the token acts as (claude-code, openclaw, web, ...)')
       .option('--label <label>', 'a note to recognise it by')
       .option('--admin', 'mint an admin token instead (offline only; for recovery)')
@@ -59,6 +62,7 @@ export function registerToken(
     ) =>
       run(async () => {
         const {
+          defaultTeam,
           offline,
           hubCredentials,
           parseOrThrow,
@@ -85,13 +89,17 @@ export function registerToken(
           else printLine(minted.token);
           return;
         }
-        if (!options.team || !options.runtime) {
+        if (!options.runtime) {
+          throw new CtxbusError('validation_failed', 'token create needs --runtime (or --admin)');
+        }
+        if (!options.team && where.kind !== 'online') {
           throw new CtxbusError(
             'validation_failed',
-            'token create needs --team and --runtime (or --admin)',
+            'token create on the store needs --team (a hub gives the team its runtimes act in)',
           );
         }
-        const teamId = parseOrThrow(teamIdSchema, options.team, '--team');
+        const team = options.team ?? (where.kind === 'online' ? defaultTeam(where.url) : '');
+        const teamId = parseOrThrow(teamIdSchema, team, '--team');
         const runtime = parseOrThrow(runtimeNameSchema, options.runtime, '--runtime');
         const created =
           where.kind === 'online'
@@ -127,6 +135,9 @@ export function registerToken(
               ? `saved for ${where.url} in ${saved.path}: the CLI's own commands act as ${teamId}/${runtime}${saved.replaced ? ` (they acted as ${saved.replaced})` : ''}\n`
               : `saved for ${where.url} in ${saved.path} as ${runtime}'s token (ctxbus worker, ctxbus telegram); the CLI's own commands ${cli.token ? `still act as ${cli.teamId}/${cli.runtime}` : 'act as no one yet: save a cli token, or add --as-cli'}\n`,
           );
+          const { identities, teamMismatch } = await import('./whoami.js');
+          const mismatch = teamMismatch(identities(where.url));
+          if (mismatch !== null) process.stderr.write(`note: ${mismatch}\n`);
         }
         if (options.json) printJson(created);
         else printLine(created.token);

@@ -1,7 +1,7 @@
 import { createClient } from '@ctxbus/client';
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { parseOrThrow, runtimeNameSchema, teamIdSchema } from '@ctxbus/core/contract';
-import { hubCredentials, saveRuntimeToken } from '../credentials.js';
+import { defaultTeam, hubCredentials, saveRuntimeToken } from '../credentials.js';
 import { adminToken, findHubUrl, hubUrl } from '../hub-target.js';
 import { oneLine } from '../output.js';
 import type { StoreTarget } from '../store-target.js';
@@ -47,4 +47,11 @@ export function tokenRow(info: TokenInfo): string {
 }
 
 // For the command's actions, which import this module when they run.
-export { hubCredentials, parseOrThrow, runtimeNameSchema, saveRuntimeToken, teamIdSchema };
+export {
+  defaultTeam,
+  hubCredentials,
+  parseOrThrow,
+  runtimeNameSchema,
+  saveRuntimeToken,
+  teamIdSchema,
+};

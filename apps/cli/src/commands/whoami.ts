@@ -33,6 +33,20 @@ export function identities(flag: string | undefined): Identities {
   };
 }
 
+/**
+ * Why what the CLI writes would not be in front of the runtimes saved for the same hub: they
+ * act in another team (`connect` wired them in its team; a cli token was minted for another).
+ */
+export function teamMismatch(found: Identities): string | null {
+  const cli = found.cli;
+  if (cli?.from !== 'saved' || cli.teamId === null) return null;
+  const others = [...new Set(found.runtimes.map((entry) => entry.teamId))].filter(
+    (team) => team !== cli.teamId,
+  );
+  if (others.length === 0) return null;
+  return `the CLI acts in team ${cli.teamId}, saved runtimes in team ${others.join(', ')}: what the CLI writes is not in their context (teams share nothing); ctxbus token create --team ${others[0]} --runtime cli --save`;
+}
+
 export function identityLines(found: Identities): string[] {
   const source = { flag: '--url', env: '$CTXBUS_URL', saved: 'the saved default' };
   const cli = found.cli;
@@ -52,5 +66,6 @@ export function identityLines(found: Identities): string[] {
         : found.runtimes.map((entry) => `${entry.teamId}/${entry.runtime}`).join(', ')
     }`,
     `file      ${found.file}`,
+    ...[teamMismatch(found)].flatMap((note) => (note === null ? [] : [`note      ${note}`])),
   ];
 }

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { userInfo } from 'node:os';
 import { createClient } from '@ctxbus/client';
 import { CtxbusError, DEFAULT_HUB_URL, serveCommand } from '@ctxbus/core/light';
 import { installToken, tokenWorks } from '../commands/install.js';
 import {
+  defaultTeam,
   forgetRuntimeToken,
   hubCredentials,
   savedRuntimeToken,
@@ -135,17 +135,6 @@ function selected(only: string | undefined): readonly RuntimeConnector[] {
 }
 
 /** --team, else the team of the tokens saved for this hub, else the user's login name. */
-function teamFor(url: string, flag: string | undefined): string {
-  if (flag) return flag;
-  const saved = hubCredentials(url);
-  const team = saved.teamId ?? Object.values(saved.runtimes ?? {})[0]?.teamId;
-  if (team) return team;
-  const name = userInfo()
-    .username.replace(/[^A-Za-z0-9._-]/g, '')
-    .slice(0, 64);
-  return /^[A-Za-z0-9]/.test(name) ? name : 'local';
-}
-
 type TokenSource = { kind: 'saved' | 'configured'; token: string } | { kind: 'mint' };
 
 /** The token to wire with: the saved one, else the one already configured, if the hub takes it. */
@@ -232,7 +221,7 @@ export async function connect(options: ConnectOptions, out: Output): Promise<voi
   const url = connectUrl(options.url);
   const hub = await ensureHub(url, options, out);
   const context: ConnectContext = { url, progress: out.progress };
-  const team = teamFor(url, options.team);
+  const team = options.team ?? defaultTeam(url);
   out.line(`hub ${url}, team ${team}`);
   const problems: CtxbusError[] = [];
   const plans: Planned[] = [];
