@@ -4,6 +4,7 @@
 
 export type { CapabilitiesFile } from './routing/capabilities.js';
 export {
+  agentApprovers,
   approversOf,
   capabilitiesJsonSchema,
   capabilityMode,

@@ -152,6 +152,8 @@ export {
 } from './layers/swarm-blackboard.js';
 export type { CapabilitiesFile } from './routing/capabilities.js';
 export {
+  AGENT_RUNTIMES,
+  agentApprovers,
   approversOf,
   CAPABILITY_MODES,
   capabilitiesFileSchema,

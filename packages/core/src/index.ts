@@ -239,6 +239,8 @@ export type {
   RuntimePresenceEntry,
 } from './routing/index.js';
 export {
+  AGENT_RUNTIMES,
+  agentApprovers,
   approversOf,
   CAPABILITY_MODES,
   capabilitiesFileSchema,

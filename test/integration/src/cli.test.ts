@@ -548,17 +548,19 @@ describe('ctxbus CLI', () => {
     const warned = join(dir, 'warned.yaml');
     writeFileSync(
       warned,
-      'version: 1\nruntimes:\n  box:\n    description: x\nremote_execution:\n  allow: ["python3 ...", "npm test ...", "make test ...", "node scripts/check.js ...", "git status"]\n',
+      'version: 1\nruntimes:\n  box:\n    description: x\napprovers: [cli, codex]\nremote_execution:\n  allow: ["python3 ...", "npm test ...", "make test ...", "node scripts/check.js ...", "git status"]\n',
     );
     const warnings = await runCli(['capabilities', 'check', warned]);
     expect(warnings.code, warnings.stderr).toBe(0);
     const lines = warnings.stderr.trim().split('\n');
-    expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/warning: .*"python3 \.\.\." lets the interpreter python take free/);
-    expect(lines[1]).toMatch(
+    expect(lines).toHaveLength(4);
+    // An agent runtime among the approvers could release any command.
+    expect(lines[0]).toMatch(/warning: approvers: codex is an agent runtime: its agents could/);
+    expect(lines[1]).toMatch(/warning: .*"python3 \.\.\." lets the interpreter python take free/);
+    expect(lines[2]).toMatch(
       /warning: .*"npm test \.\.\." lets npm take free arguments: every option/,
     );
-    expect(lines[2]).toMatch(/warning: .*"make test \.\.\." lets make take free arguments/);
+    expect(lines[3]).toMatch(/warning: .*"make test \.\.\." lets make take free arguments/);
     const refused = await runCli(['capabilities', 'check', bad]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(

@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { CapabilitiesFile, CapabilitiesResponse } from '@ctxbus/core/capabilities';
 import {
+  agentApprovers,
   approversOf,
   capabilitiesJsonSchema,
   capabilitiesResponseSchema,
@@ -53,13 +54,20 @@ export function loadCapabilities(file: string): CapabilitiesFile {
 }
 
 /**
- * What the allow-list permits beyond its words: entries ending in `...` (but an interpreter's
- * script entry) are permission to run code (the worker runs what they alone allow sandboxed,
- * or asks a human), and a bad entry (the worker would refuse every command).
+ * What the file permits beyond its words: an agent runtime among the approvers; entries ending
+ * in `...` (but an interpreter's script entry) are permission to run code (the worker runs
+ * what they alone allow sandboxed, or asks a human); a bad entry (the worker would refuse
+ * every command).
  */
 export async function allowListWarnings(matrix: CapabilitiesFile): Promise<string[]> {
   const { codeRunningEntry, parseAllowEntry } = await import('@ctxbus/exec');
   const warnings: string[] = [];
+  const agents = agentApprovers(matrix);
+  if (agents.length > 0) {
+    warnings.push(
+      `approvers: ${agents.join(', ')} ${agents.length === 1 ? 'is an agent runtime: its' : 'are agent runtimes: their'} agents could release any command a worker asks about; approvers are people's channels (cli, telegram, web)`,
+    );
+  }
   for (const source of matrix.remote_execution?.allow ?? []) {
     try {
       const reason = codeRunningEntry(parseAllowEntry(source));

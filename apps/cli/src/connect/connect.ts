@@ -5,7 +5,6 @@ import { installToken, tokenWorks } from '../commands/install.js';
 import {
   defaultTeam,
   forgetRuntimeToken,
-  hubCredentials,
   savedRuntimeToken,
   saveRuntimeToken,
 } from '../credentials.js';

@@ -147,6 +147,19 @@ export function capabilitiesJsonSchema(): Record<string, unknown> {
   return z.toJSONSchema(capabilitiesFileSchema, { io: 'input' }) as Record<string, unknown>;
 }
 
+/** The agent runtimes ctxbus connects (`ctxbus connect`): never a person's channel. */
+export const AGENT_RUNTIMES = ['claude-code', 'codex', 'openclaw'] as const;
+
+/**
+ * The approvers that are agent runtimes: each lets its agents release any command a worker
+ * asks about (the hub takes the file as written; the hub and `capabilities check` warn).
+ */
+export function agentApprovers(matrix: CapabilitiesFile): string[] {
+  return approversOf(matrix).runtimes.filter((runtime) =>
+    (AGENT_RUNTIMES as readonly string[]).includes(runtime),
+  );
+}
+
 /** The runtimes whose tokens may approve or deny commands, and whether the file said so. */
 export function approversOf(matrix: CapabilitiesFile): {
   runtimes: string[];

@@ -3,6 +3,8 @@
 
 export type { CapabilitiesFile } from './capabilities.js';
 export {
+  AGENT_RUNTIMES,
+  agentApprovers,
   approversOf,
   CAPABILITY_MODES,
   capabilitiesFileSchema,

@@ -74,6 +74,21 @@ describe('CapabilitiesSource', () => {
     expect(source.status().digest).not.toBe(first.digest);
   });
 
+  it('warns, at each load, when an agent runtime is among the approvers (an edit that adds one too)', async () => {
+    writeFileSync(file, GOOD);
+    const source = await open();
+    expect(warnings.filter((warning) => warning.includes('approvers'))).toEqual([]);
+    save(`${GOOD}approvers: [cli, openclaw]\n`);
+    await waitUntil(
+      () => warnings.some((warning) => warning.includes('approvers')),
+      'the edited file to load',
+    );
+    expect(source.matrix().approvers).toEqual(['cli', 'openclaw']);
+    expect(warnings.find((warning) => warning.includes('approvers'))).toMatch(
+      /lists agent runtimes as approvers \(openclaw\): their agents can release any command/,
+    );
+  });
+
   it('keeps the last good matrix on a bad edit, says where it is wrong, and clears that on a fix', async () => {
     writeFileSync(file, GOOD);
     const source = await open();

@@ -4,7 +4,7 @@ import { watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import type { CapabilitiesFile, CapabilitiesStatus, Logger } from '@ctxbus/core';
-import { CtxbusError, parseCapabilities } from '@ctxbus/core';
+import { agentApprovers, CtxbusError, parseCapabilities } from '@ctxbus/core';
 
 /** The largest capabilities file the hub reads (a bigger one is refused, the matrix kept). */
 export const MAX_CAPABILITIES_FILE_BYTES = 1024 * 1024;
@@ -260,6 +260,13 @@ export class CapabilitiesSource {
       error: null,
     };
     this.logger.info({ file, digest: seen, runtimes }, 'capabilities loaded');
+    const agents = agentApprovers(matrix);
+    if (agents.length > 0) {
+      this.logger.warn(
+        { file, approvers: agents },
+        `capabilities.yaml lists agent runtimes as approvers (${agents.join(', ')}): their agents can release any command a worker asks about; approvers are people's channels (cli, telegram, web)`,
+      );
+    }
   }
 
   private fail(message: string): void {
