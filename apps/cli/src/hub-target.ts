@@ -3,6 +3,7 @@ import {
   CLI_RUNTIME,
   credentialsPath,
   hubCredentials,
+  hubKey,
   readCredentials,
   savedRuntimeToken,
 } from './credentials.js';
@@ -56,13 +57,23 @@ export function hubUrl(flag: string | undefined): string {
   return url;
 }
 
+/**
+ * When nothing is saved for `url` but other hubs have credentials here: those hubs, as a hint
+ * (a mistyped port, localhost for 127.0.0.1); else ''.
+ */
+function otherHubs(url: string): string {
+  const saved = Object.keys(readCredentials().hubs);
+  if (saved.length === 0 || saved.includes(hubKey(url))) return '';
+  return ` (this machine has tokens for ${saved.join(', ')} only: another hub, or a mistyped --url?)`;
+}
+
 /** --token, else $CTXBUS_TOKEN, else the runtime token saved for `url`. */
 export function runtimeToken(url: string, flag: string | undefined): string {
   const token = given(flag, '--token') || process.env.CTXBUS_TOKEN || hubCredentials(url).token;
   if (!token) {
     throw new CtxbusError(
       'validation_failed',
-      `no token for the CLI at ${url}: pass --token, set CTXBUS_TOKEN, or save the CLI's own with \`ctxbus token create --team TEAM --runtime cli --save\` (a token saved for another runtime acts for the CLI only with --as-cli)`,
+      `no token for the CLI at ${url}${otherHubs(url)}: pass --token, set CTXBUS_TOKEN, or save the CLI's own with \`ctxbus token create --runtime cli --save\` (a token saved for another runtime acts for the CLI only with --as-cli)`,
     );
   }
   return token;
@@ -112,7 +123,7 @@ export function adminToken(url: string, flag: string | undefined): string {
   if (!token) {
     throw new CtxbusError(
       'validation_failed',
-      `no admin token for ${url}: pass --admin-token or set CTXBUS_ADMIN_TOKEN (\`ctxbus serve\` saves a new hub's in ${credentialsPath()})`,
+      `no admin token for ${url}${otherHubs(url)}: pass --admin-token or set CTXBUS_ADMIN_TOKEN (\`ctxbus serve\` saves a new hub's in ${credentialsPath()})`,
     );
   }
   return token;

@@ -135,7 +135,22 @@ describe('ctxbus CLI', () => {
     });
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toContain(
-      `no token for the CLI at ${hub.url}: pass --token, set CTXBUS_TOKEN, or save the CLI's own with \`ctxbus token create --team TEAM --runtime cli --save\``,
+      `no token for the CLI at ${hub.url}: pass --token, set CTXBUS_TOKEN, or save the CLI's own with \`ctxbus token create --runtime cli --save\``,
+    );
+    // A mistyped --url, where this machine has a token for another hub: the message names it.
+    const savedHere = tempDir();
+    const savedEnv = { CTXBUS_CONFIG_DIR: savedHere, CTXBUS_ADMIN_TOKEN: hub.adminToken ?? '' };
+    const saving = await runCli(
+      ['token', 'create', '--url', hub.url, '--team', 'acme', '--runtime', 'cli', '--save'],
+      { env: savedEnv },
+    );
+    expect(saving.code, saving.stderr).toBe(0);
+    const mistyped = await runCli(['read', '--url', 'http://127.0.0.1:1'], {
+      env: { CTXBUS_CONFIG_DIR: savedHere },
+    });
+    expect(mistyped.code).toBe(2);
+    expect(mistyped.stderr).toContain(
+      `no token for the CLI at http://127.0.0.1:1 (this machine has tokens for ${new URL(hub.url).origin} only: another hub, or a mistyped --url?)`,
     );
     expect(noReader.stderr.trim()).toBe(
       `ctxbus: error: no runtime token for ${hub.url}: pass --token or set CTXBUS_TOKEN (a runtime token of the team), or save the CLI's own with ctxbus token create --team TEAM --runtime cli --save`,
@@ -149,7 +164,8 @@ describe('ctxbus CLI', () => {
       hub.adminToken ?? '',
       '--json',
     ]);
-    expect(JSON.parse(list.stdout).tokens).toHaveLength(3);
+    // The three above, and the cli token saved for the mistyped --url check.
+    expect(JSON.parse(list.stdout).tokens).toHaveLength(4);
   });
 
   it('writes items from flags, a file and stdin; a refusal is one line', async () => {
