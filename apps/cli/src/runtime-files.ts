@@ -1,5 +1,5 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The runtimes whose files (hook scripts, plugins) ship with the published package. */
@@ -28,4 +28,16 @@ export function packagedOpenClawPlugin(): { tarball: string; version: string } |
     if (version) return { tarball: join(dir, name), version };
   }
   return undefined;
+}
+
+/**
+ * npm's npx cache directory this CLI runs from (`npx ctxbus ...`), or null: files there go
+ * when npm cleans its cache, so a runtime wired to them breaks later without a word.
+ */
+export function npxCacheDir(path = fileURLToPath(import.meta.url)): string | null {
+  const marker = `${sep}_npx${sep}`;
+  const at = path.indexOf(marker);
+  if (at < 0) return null;
+  const hash = path.slice(at + marker.length).split(sep)[0] ?? '';
+  return path.slice(0, at + marker.length) + hash;
 }

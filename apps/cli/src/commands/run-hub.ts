@@ -17,6 +17,7 @@ import { pino } from 'pino';
 import { configDir, credentialsPath, saveHubCredentials } from '../credentials.js';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
+import { npxCacheDir } from '../runtime-files.js';
 import type { StoreTarget } from '../store-target.js';
 import { describeTarget } from '../store-target.js';
 import { VERSION } from '../version.js';
@@ -327,7 +328,9 @@ function printStart(options: HubRunOptions, served: ServedHub): void {
   if (savedIn) {
     printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
     printLine(
-      'next: ctxbus connect (wires every runtime found here), or ctxbus token create --team <team> --runtime <runtime> [--save]',
+      npxCacheDir() === null
+        ? 'next: ctxbus connect (wires every runtime found here), or ctxbus token create --team <team> --runtime <runtime> [--save]'
+        : "next: npm install -g ctxbus (this one runs from npx's cache), then ctxbus connect (wires every runtime found here)",
     );
   } else {
     printLine(

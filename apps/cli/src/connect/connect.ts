@@ -9,6 +9,7 @@ import {
   saveRuntimeToken,
 } from '../credentials.js';
 import { findAdminToken, findHubUrl } from '../hub-target.js';
+import { npxCacheDir } from '../runtime-files.js';
 import type { Connection, ConnectState } from './connect-state.js';
 import {
   fileHash,
@@ -216,6 +217,13 @@ async function wire(
 
 /** `ctxbus connect`: find, show, wire. */
 export async function connect(options: ConnectOptions, out: Output): Promise<void> {
+  const cache = npxCacheDir();
+  if (cache !== null) {
+    throw new CtxbusError(
+      'validation_failed',
+      `ctxbus runs from npx's cache (${cache}), which npm empties at will: runtimes wired to its files would break later. Install it first (npm install -g ctxbus), then run ctxbus connect`,
+    );
+  }
   const connectors = selected(options.only);
   const url = connectUrl(options.url);
   const hub = await ensureHub(url, options, out);
