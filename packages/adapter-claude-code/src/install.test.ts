@@ -1,11 +1,13 @@
 import {
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
   realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -205,6 +207,30 @@ describe('installClaudeCode --user', () => {
     uninstallClaudeCode({ kind: 'user', home });
     expect(read(join(home, '.claude.json'))).toEqual({ numStartups: 3, projects: { '/x': {} } });
     expect(existsSync(join(home, '.claude', 'settings.json'))).toBe(true);
+  });
+});
+
+describe('installClaudeCode, settings linked in from dotfiles', () => {
+  it('writes through the links and keeps them, install and uninstall', () => {
+    const home = fresh();
+    const dotfiles = fresh();
+    mkdirSync(join(home, '.claude'));
+    writeFileSync(join(dotfiles, 'settings.json'), JSON.stringify({ theme: 'dark' }));
+    writeFileSync(join(dotfiles, 'claude.json'), JSON.stringify({ numStartups: 3 }));
+    symlinkSync(join(dotfiles, 'settings.json'), join(home, '.claude', 'settings.json'));
+    symlinkSync(join(dotfiles, 'claude.json'), join(home, '.claude.json'));
+    installClaudeCode({ ...options, target: { kind: 'user', home } });
+    for (const link of [join(home, '.claude', 'settings.json'), join(home, '.claude.json')])
+      expect(lstatSync(link).isSymbolicLink(), link).toBe(true);
+    expect(read(join(dotfiles, 'settings.json'))).toMatchObject({
+      theme: 'dark',
+      env: { CTXBUS_TOKEN: 'cbx_test_token' },
+    });
+    expect(read(join(dotfiles, 'claude.json')).mcpServers.ctxbus).toBeDefined();
+    uninstallClaudeCode({ kind: 'user', home });
+    expect(lstatSync(join(home, '.claude', 'settings.json')).isSymbolicLink()).toBe(true);
+    expect(read(join(dotfiles, 'claude.json'))).toEqual({ numStartups: 3 });
+    expect(read(join(dotfiles, 'settings.json')).env?.CTXBUS_TOKEN).toBeUndefined();
   });
 });
 

@@ -31,7 +31,11 @@ export function readJsonFile(path: string): JsonObject {
 /** Writes atomically, keeping the file private when it holds a token. */
 export function writeJsonFile(path: string, value: JsonObject, secret: boolean): void {
   mkdirSync(dirname(path), { recursive: true });
-  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: secret ? 0o600 : 0o644 });
+  // A settings file linked in from the user's dotfiles stays a link.
+  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, {
+    mode: secret ? 0o600 : 0o644,
+    followLink: true,
+  });
 }
 
 export function objectAt(parent: JsonObject, key: string): JsonObject {

@@ -172,7 +172,7 @@ function writeHooksFile(path: string, before: string | null, value: JsonObject):
   const text = serialize(value);
   if (text === before) return false;
   mkdirSync(dirname(path), { recursive: true });
-  writeFileAtomic(path, text, { mode: 0o644 });
+  writeFileAtomic(path, text, { mode: 0o644, followLink: true });
   return true;
 }
 

@@ -1,10 +1,12 @@
 import {
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +32,31 @@ describe('writeFileAtomic', () => {
     writeFileAtomic(path, 'secret', { mode: 0o600 });
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir).filter((name) => name.startsWith('.'))).toEqual([]);
+  });
+
+  it('with followLink, writes the file a symbolic link names and keeps the link (dotfiles)', () => {
+    const dotfiles = join(dir, 'dotfiles');
+    const config = join(dir, 'config');
+    mkdirSync(dotfiles);
+    mkdirSync(config);
+    writeFileSync(join(dotfiles, 'settings.json'), '{"theme":"dark"}');
+    const link = join(config, 'settings.json');
+    symlinkSync(join(dotfiles, 'settings.json'), link);
+    writeFileAtomic(link, '{"theme":"dark","hooks":{}}', { mode: 0o600, followLink: true });
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(dotfiles, 'settings.json'), 'utf8')).toBe(
+      '{"theme":"dark","hooks":{}}',
+    );
+    expect(readdirSync(config)).toEqual(['settings.json']);
+    // A link to a file not there yet: the file is created where it points.
+    const pending = join(config, 'later.json');
+    symlinkSync(join(dotfiles, 'later.json'), pending);
+    writeFileAtomic(pending, 'x', { followLink: true });
+    expect(readFileSync(join(dotfiles, 'later.json'), 'utf8')).toBe('x');
+    expect(lstatSync(pending).isSymbolicLink()).toBe(true);
+    // Without it, the link is replaced by the file (the default).
+    writeFileAtomic(link, 'replaced');
+    expect(lstatSync(link).isSymbolicLink()).toBe(false);
   });
 
   it('removes its temporary file when the rename fails, and leaves what was there', () => {

@@ -1,5 +1,16 @@
-import { chmodSync, closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 
 export interface AtomicWriteOptions {
   /** The file's permissions, whatever the umask (default 0o644; 0o600 for anything secret). */
@@ -9,6 +20,11 @@ export interface AtomicWriteOptions {
    * crash of the machine, not only of the process (slower; for files that are the record).
    */
   durable?: boolean;
+  /**
+   * When `path` is a symbolic link, replace the file it names and keep the link (a user's
+   * dotfiles, linked into place); by default the link itself is replaced by the new file.
+   */
+  followLink?: boolean;
 }
 
 /**
@@ -22,7 +38,8 @@ export function writeFileAtomic(
   options: AtomicWriteOptions = {},
 ): void {
   const mode = options.mode ?? 0o644;
-  const temporary = join(dirname(path), `.${basename(path)}.${temporarySuffix()}.tmp`);
+  const target = options.followLink ? linkTarget(path) : path;
+  const temporary = join(dirname(target), `.${basename(target)}.${temporarySuffix()}.tmp`);
   try {
     const fd = openSync(temporary, 'wx', mode);
     try {
@@ -32,12 +49,27 @@ export function writeFileAtomic(
       closeSync(fd);
     }
     chmodSync(temporary, mode);
-    renameSync(temporary, path);
+    renameSync(temporary, target);
   } catch (error) {
     rmSync(temporary, { force: true });
     throw error;
   }
-  if (options.durable) syncDirectory(dirname(path));
+  if (options.durable) syncDirectory(dirname(target));
+}
+
+/** The file a symbolic link at `path` names (`path` itself when it is no link). */
+function linkTarget(path: string): string {
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return path;
+  } catch {
+    return path;
+  }
+  try {
+    return realpathSync(path);
+  } catch {
+    // A link to a file not there yet: the file it names, one step.
+    return resolve(dirname(path), readlinkSync(path));
+  }
 }
 
 /**

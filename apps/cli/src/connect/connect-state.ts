@@ -107,7 +107,11 @@ export function restoreFile(record: FileRecord): void {
     return;
   }
   const content = readFileSync(join(backupDir(), record.before), 'utf8');
-  writeFileAtomic(record.path, content, { mode: record.mode ?? 0o600, durable: true });
+  writeFileAtomic(record.path, content, {
+    mode: record.mode ?? 0o600,
+    durable: true,
+    followLink: true,
+  });
 }
 
 /** Deletes the copies no recorded connection needs any more. */
