@@ -114,6 +114,31 @@ export function restoreFile(record: FileRecord): void {
   });
 }
 
+/** What `paths` hold now (null: no file), to put back if a runtime's wiring fails midway. */
+export function currentContents(paths: readonly string[]): Map<string, string | null> {
+  return new Map(paths.map((path) => [path, existsSync(path) ? readFileSync(path, 'utf8') : null]));
+}
+
+/**
+ * Puts each file back as `contents` says (removes one that was not there), so a wiring that
+ * failed after writing one of its files leaves none half-wired. Returns the paths it could not
+ * put back.
+ */
+export function putBack(contents: ReadonlyMap<string, string | null>): string[] {
+  const failed: string[] = [];
+  for (const [path, text] of contents) {
+    try {
+      if (text === null) rmSync(path, { force: true });
+      else if (!existsSync(path) || readFileSync(path, 'utf8') !== text) {
+        writeFileAtomic(path, text, { mode: statSync(path).mode & 0o777, followLink: true });
+      }
+    } catch {
+      failed.push(path);
+    }
+  }
+  return failed;
+}
+
 /** Deletes the copies no recorded connection needs any more. */
 export function pruneBackups(state: ConnectState): void {
   const needed = new Set(

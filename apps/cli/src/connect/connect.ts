@@ -12,8 +12,10 @@ import { findAdminToken, findHubUrl } from '../hub-target.js';
 import { npxCacheDir } from '../runtime-files.js';
 import type { Connection, ConnectState } from './connect-state.js';
 import {
+  currentContents,
   fileHash,
   pruneBackups,
+  putBack,
   readConnectState,
   restoreFile,
   snapshotFile,
@@ -209,7 +211,21 @@ async function wire(
   };
   state.connections[connector.runtime] = connection;
   writeConnectState(state);
-  const changes = await connector.apply(plan.setup, context, plan.wiring, token);
+  const contents = currentContents(plan.wiring.files);
+  let changes: string[];
+  try {
+    changes = await connector.apply(plan.setup, context, plan.wiring, token);
+  } catch (error) {
+    // One file written, the next refused (a read-only ~/.claude.json): hooks without their
+    // MCP server. Every file goes back to what it held before this attempt.
+    const stuck = putBack(contents);
+    const message = CtxbusError.isInstance(error) ? error.message : (error as Error).message;
+    throw new CtxbusError(
+      CtxbusError.isInstance(error) ? error.code : 'internal',
+      `${message}; ${stuck.length === 0 ? 'its files are as they were' : `could not put back ${stuck.join(', ')} (ctxbus disconnect undoes it)`}`,
+      { retryable: false },
+    );
+  }
   for (const file of files) file.after = fileHash(file.path);
   writeConnectState(state);
   return changes;
