@@ -468,6 +468,12 @@ describe('Stop, PostToolUse and SessionEnd', () => {
     await runHookEvent(event({ hook_event_name: 'SessionEnd', reason: 'exit' }), context());
     const ended = (await reader.list({ key: 'sessions/claude-code/sess-1' })).items;
     expect(ended[0]?.content).toMatch(/^Session ended \(exit\)/);
+    // A session without a turn (`claude mcp list`) has no status line to close: none is written.
+    await runHookEvent(
+      event({ session_id: 'no-turn', hook_event_name: 'SessionEnd', reason: 'other' }),
+      context(),
+    );
+    expect((await reader.list({ key: 'sessions/claude-code/no-turn' })).items).toEqual([]);
   });
 
   it('queues writes while the hub is down and sends each exactly once later', async () => {

@@ -304,8 +304,12 @@ export async function runHookEvent(input: HookInput, context: HookContext): Prom
       case 'SessionEnd':
         await session.afterTurn('', {
           ended: input.reason,
+          // Only a session with a turn has a status line to close: `claude mcp list` and the
+          // like end sessions too, and each would put a line in every runtime's feed.
           status: (state) =>
-            statusItem(input, state, `Session ended (${input.reason}).`, 24 * 3600),
+            state.turns > 1
+              ? statusItem(input, state, `Session ended (${input.reason}).`, 24 * 3600)
+              : null,
         });
         return {};
     }
