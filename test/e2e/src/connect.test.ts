@@ -58,6 +58,19 @@ describe('ctxbus connect', () => {
     expect(machine.snapshot()).toEqual(original);
   });
 
+  connectIt('says the admin token is the one refused (exit 3), writing nothing', async () => {
+    const result = await machine.ctxbus([
+      'connect',
+      '--only',
+      'codex',
+      '--admin-token',
+      'cbx_not_a_token_of_this_hub_000000000000',
+    ]);
+    expect(result.code, result.stderr).toBe(3);
+    expect(result.stderr).toContain("the hub refuses the admin token that mints codex's");
+    expect(machine.snapshot()).toEqual(original);
+  });
+
   connectIt(
     '--dry-run shows each runtime found and what it would add, writing nothing',
     async () => {

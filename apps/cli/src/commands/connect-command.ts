@@ -19,7 +19,8 @@ what connect added: files it wrote are put back byte for byte while unchanged si
 tokens are revoked. What it added is recorded in $CTXBUS_CONFIG_DIR/connections.json.
 
 Exit codes: 0 done, 1 a runtime cannot run here (the line says what to do), 2 bad input or no
-admin token, 4 no runtime found, 6 no hub answers (start one: ctxbus serve).
+admin token, 3 the hub refuses the admin token, 4 no runtime found, 6 no hub answers (start
+one: ctxbus serve).
 
 No hub answering at a loopback URL: where a systemd user manager runs, connect starts one as a
 user service first (what \`ctxbus service install --port <its port>\` does: the unit, enabled,

@@ -192,6 +192,14 @@ async function wire(
     const minted = await installToken(context.url, connector.runtime, {
       team,
       ...(options.adminToken && { adminToken: options.adminToken }),
+    }).catch((error: unknown) => {
+      if (CtxbusError.isInstance(error) && error.code === 'unauthorized') {
+        throw new CtxbusError(
+          'unauthorized',
+          `the hub refuses the admin token that mints ${connector.runtime}'s (--admin-token, $CTXBUS_ADMIN_TOKEN, or the one ctxbus serve saved): ${error.message}`,
+        );
+      }
+      throw error;
     });
     token = minted.token;
     tokenId = minted.tokenId;
