@@ -14,7 +14,13 @@ import type { Store } from '@ctxbus/store';
 import { openSqliteStore } from '@ctxbus/store';
 import type { DestinationStream } from 'pino';
 import { pino } from 'pino';
-import { configDir, credentialsPath, saveHubCredentials } from '../credentials.js';
+import {
+  configDir,
+  credentialsPath,
+  hubKey,
+  readCredentials,
+  saveHubCredentials,
+} from '../credentials.js';
 import { databasePath, lockDataDir } from '../data-dir.js';
 import { printLine } from '../output.js';
 import { npxCacheDir } from '../runtime-files.js';
@@ -327,10 +333,13 @@ function printStart(options: HubRunOptions, served: ServedHub): void {
   } else printLine(`admin token (shown once, keep it safe): ${adminToken}`);
   if (savedIn) {
     printLine(`saved in ${savedIn} (0600): the ctxbus CLI of this user uses it for this hub`);
+    // A second hub is not the saved default: a bare `ctxbus connect` would go to the first.
+    const isDefault = readCredentials(savedIn).defaultHub === hubKey(running.url);
+    const connect = isDefault ? 'ctxbus connect' : `ctxbus connect --url ${running.url}`;
     printLine(
       npxCacheDir() === null
-        ? 'next: ctxbus connect (wires every runtime found here), or ctxbus token create --team <team> --runtime <runtime> [--save]'
-        : "next: npm install -g ctxbus (this one runs from npx's cache), then ctxbus connect (wires every runtime found here)",
+        ? `next: ${connect} (wires every runtime found here), or ctxbus token create --runtime <runtime> [--save]`
+        : `next: npm install -g ctxbus (this one runs from npx's cache), then ${connect} (wires every runtime found here)`,
     );
   } else {
     printLine(
