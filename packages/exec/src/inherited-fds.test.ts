@@ -16,7 +16,10 @@ const closed = closeInheritedDescriptors();
 console.log(JSON.stringify({ before, closed, after: list() }));
 `;
 
-describe.skipIf(process.platform !== 'linux')('closeInheritedDescriptors', () => {
+const linux = process.platform === 'linux';
+const because = linux ? '' : ` (skipped: ${process.platform} has no /proc/self/fdinfo)`;
+
+describe.skipIf(!linux)(`closeInheritedDescriptors${because}`, () => {
   it('closes what the process inherited open, so no command it spawns gets it', async () => {
     const output = await new Promise<string>((resolve, reject) => {
       // Descriptor 50 as a shell passes it on: open, not close-on-exec (Node marks low ones
