@@ -13,27 +13,43 @@ const { execFileSync } = await import('node:child_process');
 const list = () => execFileSync('sh', ['-c', 'ls /proc/$$/fd']).toString().split('\\n').filter(Boolean);
 const before = list();
 const closed = closeInheritedDescriptors();
-console.log(JSON.stringify({ before, closed, after: list() }));
+const { readdirSync, readlinkSync } = await import('node:fs');
+const perfMaps = readdirSync('/proc/self/fd').filter((fd) => {
+  try { return readlinkSync('/proc/self/fd/' + fd).endsWith('/perf-' + process.pid + '.map'); }
+  catch { return false; }
+});
+console.log(JSON.stringify({ before, closed, after: list(), perfMaps }));
 `;
+
+/** The child's report, run by bash with descriptor 50 open as a shell passes it on. */
+function runChild(nodeFlags: readonly string[]): Promise<Record<string, string[]>> {
+  return new Promise((resolve, reject) => {
+    // Descriptor 50 as a shell passes it on: open, not close-on-exec (Node marks low ones
+    // close-on-exec as it starts; not those above 20 or so, such as a shell's 251).
+    execFile(
+      'bash',
+      ['-c', 'exec "$0" "$@" --input-type=module -e "$SCRIPT" 50</dev/null', NODE, ...nodeFlags],
+      { env: { ...process.env, SCRIPT } },
+      (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))),
+    );
+  });
+}
 
 const linux = process.platform === 'linux';
 const because = linux ? '' : ` (skipped: ${process.platform} has no /proc/self/fdinfo)`;
 
 describe.skipIf(!linux)(`closeInheritedDescriptors${because}`, () => {
   it('closes what the process inherited open, so no command it spawns gets it', async () => {
-    const output = await new Promise<string>((resolve, reject) => {
-      // Descriptor 50 as a shell passes it on: open, not close-on-exec (Node marks low ones
-      // close-on-exec as it starts; not those above 20 or so, such as a shell's 251).
-      execFile(
-        'bash',
-        ['-c', 'exec "$0" --input-type=module -e "$1" 50</dev/null', NODE, SCRIPT],
-        (error, stdout) => (error ? reject(error) : resolve(stdout)),
-      );
-    });
-    const { before, closed, after } = JSON.parse(output) as Record<string, string[]>;
+    const { before, closed, after } = await runChild([]);
     expect(before).toContain('50');
     expect(closed).toContain(50);
     expect(after).not.toContain('50');
     expect(after).toEqual(expect.arrayContaining(['0', '1', '2']));
+  });
+
+  it("keeps the files the runtime opened for itself (V8's perf map), which it writes on into", async () => {
+    const { closed, perfMaps } = await runChild(['--perf-basic-prof']);
+    expect(closed).toContain(50);
+    expect(perfMaps).toHaveLength(1);
   });
 });

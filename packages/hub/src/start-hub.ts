@@ -160,9 +160,13 @@ export async function startHub(options: StartHubOptions): Promise<RunningHub> {
     sockets.close();
     throw error;
   }
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
-    answerClientError(error, socket, requestTimeout),
-  );
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    hub.services.logger.info(
+      { code: error.code, reason: error.message },
+      'refused a request the HTTP parser could not read',
+    );
+    answerClientError(error, socket, requestTimeout);
+  });
   checkStoreIntegrity(hub.services.store, hub.services.logger);
   const address = server.address() as AddressInfo;
   return {
