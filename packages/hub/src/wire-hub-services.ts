@@ -72,6 +72,7 @@ export async function wireHubServices(options: HubOptions): Promise<HubWiring> {
       relay: taskRelay,
       onAudit,
       waiters: claimWaiters,
+      logger,
     }),
     taskRelay,
     usage: new UsageRecorder(options.store, clock, logger, options.usage),

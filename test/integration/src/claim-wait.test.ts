@@ -30,7 +30,13 @@ const codeTask = (title: string) => ({
 async function stats(url: string, adminToken: string | null) {
   const response = await call(url, 'GET', '/api/admin/tasks', { token: adminToken });
   expect(response.status).toBe(200);
-  return response.body.claims as { attempts: number; taken: number; wakes: number; parked: number };
+  return response.body.claims as {
+    attempts: number;
+    taken: number;
+    takenWithCompletion: number;
+    wakes: number;
+    parked: number;
+  };
 }
 
 function park(url: string, token: string, workerId: string, signal?: AbortSignal) {
@@ -143,6 +149,45 @@ await withPostgres('waiting claims across hubs on PostgreSQL', (url, schemas) =>
       expect((await parked).body.task).toMatchObject({ id: task.id, state: 'WORKING' });
       expect((await stats(a.url, a.adminToken)).wakes).toBeGreaterThanOrEqual(1);
       controller.abort();
+    });
+
+    it("takes the worker's next task with its completion, and none when the completion is refused", async () => {
+      const before = await stats(a.url, a.adminToken);
+      const first = await create(a.url, a.tokens.claw, 'first of a chain');
+      const second = await create(a.url, a.tokens.claw, 'second of a chain');
+      const claimed = await call(a.url, 'POST', '/api/tasks/claim', {
+        token: a.tokens.code,
+        body: { workerId: 'chained', leaseMs: 30_000 },
+      });
+      expect(claimed.body.task).toMatchObject({ id: first.id });
+      const token = claimed.body.task.lease.token as number;
+      const complete = (id: string, withToken: number) =>
+        call(a.url, 'POST', `/api/tasks/${id}/complete`, {
+          token: a.tokens.code,
+          body: { token: withToken, result: { exitCode: 0 }, next: { workerId: 'chained' } },
+        });
+      // Refused (not the claim's token): nothing completed, nothing claimed.
+      expect((await complete(first.id, token + 1)).status).toBe(409);
+      const stillWaiting = await call(a.url, 'GET', `/api/tasks/${second.id}`, {
+        token: a.tokens.claw,
+      });
+      expect(stillWaiting.body.task.state).toBe('SUBMITTED');
+      const done = await complete(first.id, token);
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+      expect(done.body.task).toMatchObject({ id: first.id, state: 'COMPLETED' });
+      expect(done.body.next).toMatchObject({ id: second.id, state: 'WORKING', attempts: 1 });
+      // Announced and audited as any completion and claim: the other hub shows both.
+      for (const [id, states] of [
+        [first.id, ['SUBMITTED', 'WORKING', 'COMPLETED']],
+        [second.id, ['SUBMITTED', 'WORKING']],
+      ] as const) {
+        const read = await call(b.url, 'GET', `/api/tasks/${id}`, { token: a.tokens.claw });
+        expect(read.body.history.map((event: { to: string }) => event.to)).toEqual(states);
+      }
+      const after = await stats(a.url, a.adminToken);
+      expect(after.takenWithCompletion - before.takenWithCompletion).toBe(1);
+      const last = await complete(second.id, done.body.next.lease.token);
+      expect(last.body).toMatchObject({ task: { state: 'COMPLETED' }, next: null });
     });
   });
 });
