@@ -49,6 +49,15 @@ function stored(input: ReturnType<typeof taskStatusItem>): ContextItem {
 }
 
 describe('the task status item', () => {
+  it('says the routing once when the note is the routing reason (a new task), else both', () => {
+    const created = taskStatusItem(task('SUBMITTED'), 'proxied to claude-code').content ?? '';
+    expect(created.match(/proxied to claude-code/g)).toHaveLength(1);
+    expect(created).toContain('Routing: proxied to claude-code');
+    const noted = taskStatusItem(task('WORKING'), 'claimed (attempt 1)').content ?? '';
+    expect(noted).toContain('Routing: proxied to claude-code');
+    expect(noted).toContain('Note: claimed (attempt 1)');
+  });
+
   it('decodes what it encodes, for every state', () => {
     for (const state of TASK_STATES) {
       expect(taskStatusOf(stored(taskStatusItem(task(state), 'a note')))).toEqual({

@@ -64,7 +64,8 @@ function statusText(task: Task, note: string | null, output?: string): string {
   ];
   const reason = typeof task.routing?.reason === 'string' ? task.routing.reason : null;
   if (reason) lines.push(`Routing: ${reason}`);
-  if (note) lines.push(`Note: ${note}`);
+  // A new task's event note is its routing reason: said once.
+  if (note && note !== reason) lines.push(`Note: ${note}`);
   const request = task.approval?.request as
     | { argv?: string[]; cwd?: string; scriptHash?: string | null }
     | undefined;
