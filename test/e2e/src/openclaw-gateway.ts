@@ -41,8 +41,44 @@ export async function configureGateway(openclaw: OpenClawHome, token: string): P
 /** How long the gateway may take to listen: a hang guard (it loads for 20-90 s on a busy machine). */
 const START_MS = 300_000;
 
-/** Starts the gateway configured by configureGateway and waits until it accepts connections. */
+/** Why a gateway start failed: it exited before it listened (with what it printed), or else. */
+class GatewayExited extends Error {
+  constructor(readonly output: string) {
+    super(`the gateway exited; it printed:\n${output.slice(-4_000)}`);
+  }
+}
+
+/** Starts the gateway with no more than this many tries when it exits by itself while starting. */
+const START_TRIES = 3;
+
+/**
+ * Starts the gateway configured by configureGateway and waits until it accepts connections.
+ * Under heavy load the real gateway sometimes exits by itself while it starts (seen at load 14,
+ * after its own SQLite transactions took 1-2 s): that start is tried again, up to START_TRIES,
+ * each failed try printed. Not when a line of its output names ctxbus with an error (the plugin
+ * runs in the gateway: a failure of ours must fail the test), nor once it listened.
+ */
 export async function startGateway(openclaw: OpenClawHome, port: number): Promise<OpenClawGateway> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startGatewayOnce(openclaw, port);
+    } catch (error) {
+      const ours =
+        error instanceof GatewayExited &&
+        error.output
+          .split('\n')
+          .some(
+            (line) => /ctxbus/i.test(line) && /error|fail|exception|cannot|could not/i.test(line),
+          );
+      if (!(error instanceof GatewayExited) || ours || attempt >= START_TRIES) throw error;
+      process.stderr.write(
+        `openclaw gateway exited while starting (try ${attempt} of ${START_TRIES}); starting it again. It printed:\n${error.output.slice(-2_000)}\n`,
+      );
+    }
+  }
+}
+
+async function startGatewayOnce(openclaw: OpenClawHome, port: number): Promise<OpenClawGateway> {
   let output = '';
   const child: ChildProcess = spawn(
     OPENCLAW_BIN,
@@ -82,7 +118,7 @@ export async function startGateway(openclaw: OpenClawHome, port: number): Promis
   try {
     await waitUntil(
       async () => {
-        if (exited) throw new Error(`the gateway exited; it printed:\n${output.slice(-4_000)}`);
+        if (exited) throw new GatewayExited(output);
         return portOpen(port);
       },
       'the gateway to listen',
