@@ -91,6 +91,36 @@ describe('GET /api/stream in process (app.request, as the MCP endpoint calls it)
     await reader.cancel();
     await waitUntil(() => hub.services.feed.subscriberCount === 0, 'the subscriber to close');
   });
+
+  it('gives its ready event the id it starts after, so an EventSource cut before any change resumes with no gap', async () => {
+    // An EventSource sends back the last id it saw as Last-Event-ID: here, the ready event's.
+    const open = (headers: Record<string, string> = {}) =>
+      hub.app.request('/api/stream', { headers: { authorization: `Bearer ${token}`, ...headers } });
+    const readFrom = async (response: Response, needle: string) => {
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${needle}`);
+        text += decoder.decode(value, { stream: true });
+      }
+      await reader.cancel();
+      return parseEvents(text);
+    };
+    await write(hub.app, 'before the stream');
+    const [ready] = await readFrom(await open(), 'retry: 1000\n\n');
+    const { afterSeq } = JSON.parse(ready?.data ?? '{}') as { afterSeq: number };
+    expect(ready).toMatchObject({ event: 'ready', id: String(afterSeq) });
+    const missed = await write(hub.app, 'written while cut off');
+    const resumed = await readFrom(
+      await open({ 'last-event-id': ready?.id ?? '' }),
+      '"written while cut off"',
+    );
+    expect(resumed.find((event) => event.event === 'context-added')).toMatchObject({
+      id: String(missed),
+    });
+  });
 });
 
 describe('GET /api/stream over Node HTTP', () => {

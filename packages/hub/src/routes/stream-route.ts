@@ -177,7 +177,11 @@ async function pipeEvents(
 ): Promise<void> {
   const keepAlive = setInterval(() => sink.write(KEEP_ALIVE), services.keepAliveSeconds * 1000);
   try {
-    sink.write(Buffer.from(`event: ready\ndata: ${JSON.stringify({ afterSeq })}\nretry: 1000\n\n`));
+    sink.write(
+      Buffer.from(
+        `event: ready\nid: ${afterSeq}\ndata: ${JSON.stringify({ afterSeq })}\nretry: 1000\n\n`,
+      ),
+    );
     for (;;) {
       const changes = await subscriber.next();
       if (changes === null || sink.closed) break;
