@@ -201,6 +201,27 @@ describe.skipIf(unavailable !== null)(
       await close();
     });
 
+    it("shows an agent's hidden or reordering characters as escapes, in the feed and the item", async () => {
+      const { page, close } = await signedIn();
+      const item = await write(hub.tokens.claw, {
+        type: 'status',
+        title: 'Deploy \u202eexe.txt\u202c approved',
+        content: 'Hidden\u200bzero \u2066width\u2069',
+      });
+      const row = page.locator(`[data-testid=feed-item][data-id="${item.id}"]`);
+      await row.waitFor();
+      expect(await row.locator('.item-title').textContent()).toBe(
+        'Deploy \\u202eexe.txt\\u202c approved',
+      );
+      await row.locator('.item-title').click();
+      await page.getByTestId('item-detail').waitFor();
+      expect(await page.locator('#view-title').textContent()).toContain('\\u202e');
+      expect(await page.locator('pre.content').textContent()).toBe(
+        'Hidden\\u200bzero \\u2066width\\u2069',
+      );
+      await close();
+    });
+
     it('filters by scope, type, urgency, runtime and tags, and searches through the hub', async () => {
       await write(hub.tokens.claw, {
         type: 'discovery',
@@ -284,6 +305,34 @@ describe.skipIf(unavailable !== null)(
       expect(await results.first().locator('.item-summary').textContent()).not.toContain('**');
       await page.getByRole('button', { name: 'Back to live' }).click();
       await page.getByTestId('feed').waitFor();
+      await close();
+    });
+
+    it('search keeps the runtime and urgency filters that are set', async () => {
+      await write(hub.tokens.claw, {
+        type: 'discovery',
+        title: 'Kestrel cache warms in the morning',
+      });
+      await write(hub.tokens.code, {
+        type: 'alert',
+        title: 'Kestrel cache is cold',
+        urgency: 'blocking',
+      });
+      const { page, close } = await signedIn();
+      const results = page.getByTestId('search-results').getByTestId('feed-item');
+      const search = async () => {
+        await page.getByLabel('Search').fill('kestrel cache');
+        await page.getByRole('button', { name: 'Search', exact: true }).click();
+        await page.getByTestId('search-results').waitFor();
+        await waitUntil(async () => (await results.count()) > 0, 'search results');
+        return results.locator('.item-title').allTextContents();
+      };
+      await page.getByLabel('Runtime').selectOption('openclaw');
+      expect(await search()).toEqual(['Kestrel cache warms in the morning']);
+      await page.getByRole('button', { name: 'Back to live' }).click();
+      await page.getByLabel('Runtime').selectOption('');
+      await page.getByLabel('Urgency at least').selectOption('blocking');
+      expect(await search()).toEqual(['Kestrel cache is cold']);
       await close();
     });
 
@@ -467,8 +516,17 @@ describe.skipIf(unavailable !== null)(
       }, 'the worker to ask a human').catch((error) => {
         throw new Error(`${error.message} (task ${state}); worker: ${output}`);
       });
+      // A hundred and one newer tasks: what waits for a person stays on the board.
+      for (let index = 0; index <= 100; index++) {
+        const newer = await call(hub.url, 'POST', '/api/tasks', {
+          token: hub.tokens.claw,
+          body: { title: `newer ${index}`, requiredCapabilities: ['search'] },
+        });
+        expect(newer.status, JSON.stringify(newer.body)).toBe(201);
+      }
       // Signed in as an agent's runtime (OpenClaw, the task's origin): no buttons, and why.
       const agent = await signedIn(hub.tokens.claw);
+      expect(await agent.page.getByTestId('identity').textContent()).toBe('acme/openclaw');
       await go(agent.page, 'tasks');
       const agentCard = agent.page.locator(`[data-testid=task][data-id="${id}"]`);
       await agentCard.getByTestId('approval-refusal').waitFor({ timeout: 90_000 });
@@ -478,7 +536,12 @@ describe.skipIf(unavailable !== null)(
       expect(await agentCard.getByRole('button', { name: 'Approve once' }).count()).toBe(0);
       await agent.close();
       const { page, close } = await signedIn();
+      // The hub cannot be reached when the board first loads: it says so, then tries again.
+      const listing = (url: URL) => url.pathname === '/api/tasks';
+      await page.route(listing, (route) => route.abort('connectionrefused'));
       await go(page, 'tasks');
+      await page.getByRole('alert').filter({ hasText: 'cannot reach the ctxbus hub' }).waitFor();
+      await page.unroute(listing);
       const card = page.locator(`[data-testid=task][data-id="${id}"]`);
       await card.and(page.locator('[data-state=AUTH_REQUIRED]')).waitFor({ timeout: 90_000 });
       expect(await card.getByTestId('routing').textContent()).toMatch(/^Routing: .*claude-code/);

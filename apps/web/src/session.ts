@@ -35,8 +35,13 @@ export function forgetToken(): void {
  */
 export async function signIn(token: string, origin = location.origin): Promise<Session> {
   const client = createWebClient({ url: origin, token });
-  // The shared bundle names the token's team and runtime: the smallest call that says both.
-  const bundle = await client.shared({ tokenBudget: 64, preview: true });
+  // The shared bundle names the token's team (its identity's runtime is the one the bundle is
+  // formatted for, `web` here, whatever the token's), the capabilities the caller's runtime.
+  const [bundle, capabilities] = await Promise.all([
+    client.shared({ tokenBudget: 64, preview: true }),
+    client.capabilities(),
+  ]);
+  const runtime = capabilities.approvers.caller.runtime ?? bundle.identity.runtime;
   sessionStorage.setItem(TOKEN_KEY, token);
-  return { client, identity: { teamId: bundle.identity.teamId, runtime: bundle.identity.runtime } };
+  return { client, identity: { teamId: bundle.identity.teamId, runtime } };
 }

@@ -4,6 +4,11 @@ import type { ComponentChildren } from 'preact';
 /** One line for an error from the hub (its code and message) or anything else. */
 export function errorText(error: unknown): string {
   if (error && typeof error === 'object' && 'code' in error && 'message' in error) {
+    // The client's words for a hub it cannot reach name CLI flags; this page is served by the
+    // hub, so it says so, and that it tries again.
+    if (error.code === 'unavailable' && String(error.message).startsWith('cannot reach')) {
+      return 'unavailable: cannot reach the ctxbus hub that serves this page (stopped, or the network is down); trying again';
+    }
     return `${String(error.code)}: ${String(error.message)}`;
   }
   return error instanceof Error ? error.message : String(error);

@@ -3,6 +3,14 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 /** The fastest a view asks the hub again while the bus changes. */
 export const HUB_RELOAD_MS = 1_000;
 
+/** How soon a load that failed on a hub it could not reach (or a 5xx) is tried again. */
+export const HUB_RETRY_MS = 3_000;
+
+/** Whether `error` may pass by itself (the hub unreachable or overloaded): worth a retry. */
+function retryable(error: unknown): boolean {
+  return Boolean(error && typeof error === 'object' && 'retryable' in error && error.retryable);
+}
+
 export interface HubData<T> {
   data: T | null;
   error: unknown;
@@ -12,7 +20,8 @@ export interface HubData<T> {
 /**
  * Loads `load()` now and again whenever `deps` change (the bus version, say); a slower answer
  * never overwrites a newer one. `refreshMs` also reloads on a timer (for state the stream does
- * not carry, such as presence).
+ * not carry, such as presence). A load that failed on a hub it could not reach is tried again
+ * every HUB_RETRY_MS until it works (the error shows meanwhile).
  */
 export function useHubData<T>(
   load: () => Promise<T>,
@@ -32,6 +41,11 @@ export function useHubData<T>(
       current = false;
     };
   }, [...deps, tick]);
+  useEffect(() => {
+    if (!retryable(state.error)) return;
+    const timer = setTimeout(() => setTick((value) => value + 1), HUB_RETRY_MS);
+    return () => clearTimeout(timer);
+  }, [state.error]);
   useEffect(() => {
     if (!refreshMs) return;
     const timer = setInterval(() => setTick((value) => value + 1), refreshMs);

@@ -1,5 +1,6 @@
 import type { WebClient } from '@ctxbus/adapter-web';
 import type { AnalyticsItem, AnalyticsResponse } from '@ctxbus/core/contract';
+import { visibleText } from '@ctxbus/core/contract';
 import { useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { href } from '../router.js';
@@ -27,8 +28,8 @@ const COUNT_HEADS = ['Injected', 'Consumed', 'Searched'];
 function ItemLink({ item }: { item: AnalyticsItem }) {
   return (
     <>
-      <a href={href('item', item.id)}>{item.title}</a> <Badge kind="type">{item.type}</Badge>{' '}
-      <span class="muted small">{item.sourceRuntime}</span>
+      <a href={href('item', item.id)}>{visibleText(item.title)}</a>{' '}
+      <Badge kind="type">{item.type}</Badge> <span class="muted small">{item.sourceRuntime}</span>
       {item.visibility === 'private' && (
         <>
           {' '}

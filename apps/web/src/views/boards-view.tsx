@@ -1,5 +1,11 @@
 import type { ContextItem } from '@ctxbus/adapter-web';
-import { BLACKBOARD_TAG, itemValue, parseBlackboardKey, RESOURCE_TAG } from '@ctxbus/core/contract';
+import {
+  BLACKBOARD_TAG,
+  itemValue,
+  parseBlackboardKey,
+  RESOURCE_TAG,
+  visibleText,
+} from '@ctxbus/core/contract';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
 import { href } from '../router.js';
@@ -8,7 +14,7 @@ import { Empty, TableScroll, Time } from '../ui.js';
 /** A value as one readable line, cut at `max` characters. */
 function valueText(item: ContextItem, max = 160): string {
   const value = itemValue(item);
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const text = visibleText(typeof value === 'string' ? value : JSON.stringify(value));
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 

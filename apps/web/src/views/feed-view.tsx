@@ -16,6 +16,9 @@ interface Filters {
 
 const NO_FILTERS: Filters = { scope: '', type: '', minUrgency: '', runtime: '', tags: '' };
 
+/** The most rows the feed renders (the newest). */
+const FEED_ROWS = 200;
+
 function cacheFilter(filters: Filters): CacheFilter {
   const tags = filters.tags
     .split(',')
@@ -58,14 +61,20 @@ export function FeedView({ bus, client }: { bus: LiveBus; client: WebClient }) {
     setError(null);
     try {
       const filter = cacheFilter(filters);
+      const atLeast = filter.minUrgency ? URGENCIES.indexOf(filter.minUrgency) : 0;
       const response = await client.search({
         query: text,
-        limit: 50,
+        // The hub has no runtime filter for search: the page drops other runtimes' results.
+        limit: filter.runtime ? 100 : 50,
         ...(filter.scope && { scope: filter.scope }),
         ...(filter.type && { type: filter.type }),
         ...(filter.tags && { tags: [filter.tags].flat() }),
+        ...(atLeast > 0 && { urgency: URGENCIES.slice(atLeast) }),
       });
-      setSearch({ query: text, results: response.results });
+      const results = filter.runtime
+        ? response.results.filter((result) => result.item.source.runtime === filter.runtime)
+        : response.results;
+      setSearch({ query: text, results: results.slice(0, 50) });
     } catch (failure) {
       setError(failure);
     }
@@ -143,13 +152,15 @@ export function FeedView({ bus, client }: { bus: LiveBus; client: WebClient }) {
       ) : (
         <>
           <p class="count" data-testid="feed-count">
-            {items.length} items
+            {items.length > FEED_ROWS
+              ? `${items.length} items, the newest ${FEED_ROWS} shown (search or filter to reach the others)`
+              : `${items.length} items`}
           </p>
           {items.length === 0 ? (
             <Empty>Nothing here yet: items appear as runtimes write them.</Empty>
           ) : (
             <ol class="items" data-testid="feed">
-              {items.slice(0, 200).map((item) => (
+              {items.slice(0, FEED_ROWS).map((item) => (
                 <ItemRow key={item.id} item={item} />
               ))}
             </ol>

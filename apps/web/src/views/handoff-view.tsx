@@ -1,3 +1,4 @@
+import { visibleText } from '@ctxbus/core/contract';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
 import { Empty } from '../ui.js';
@@ -29,7 +30,7 @@ export function HandoffView({ bus }: { bus: LiveBus }) {
         <ul class="items" data-testid="handoffs">
           {handoffs.map((item) => (
             <ItemRow key={item.id} item={item} testId="handoff">
-              <pre class="content">{item.content}</pre>
+              <pre class="content">{visibleText(item.content)}</pre>
             </ItemRow>
           ))}
         </ul>

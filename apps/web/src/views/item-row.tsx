@@ -1,4 +1,5 @@
 import type { ContextItem } from '@ctxbus/adapter-web';
+import { visibleText } from '@ctxbus/core/contract';
 import type { ComponentChildren } from 'preact';
 import { href } from '../router.js';
 import { Badge, Time, UrgencyBadge } from '../ui.js';
@@ -33,7 +34,7 @@ export function ItemRow({
     <li class={`item item-${item.urgency}`} data-testid={testId} data-id={item.id}>
       <div class="item-head">
         <a href={href('item', item.id)} class="item-title">
-          {item.title}
+          {visibleText(item.title)}
         </a>
         <UrgencyBadge item={item} />
       </div>
@@ -54,7 +55,11 @@ export function ItemRow({
       </div>
       {children ?? (
         <p class="item-summary">
-          {highlight === undefined ? item.summary : <Passage text={highlight} />}
+          {highlight === undefined ? (
+            visibleText(item.summary)
+          ) : (
+            <Passage text={visibleText(highlight)} />
+          )}
         </p>
       )}
     </li>

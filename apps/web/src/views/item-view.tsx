@@ -1,5 +1,5 @@
 import type { ContextItem, WebClient } from '@ctxbus/adapter-web';
-import { conflictOf } from '@ctxbus/core/contract';
+import { conflictOf, visibleText } from '@ctxbus/core/contract';
 import { useEffect, useState } from 'preact/hooks';
 import type { LiveBus } from '../live.js';
 import { useBus } from '../live.js';
@@ -83,7 +83,7 @@ function ConflictPanel({ item, client }: { item: ContextItem; client: WebClient 
       <ol>
         {report.values.map((value) => (
           <li key={value.id}>
-            <a href={href('item', value.id)}>{value.title}</a>{' '}
+            <a href={href('item', value.id)}>{visibleText(value.title)}</a>{' '}
             <span class="muted">
               by {value.runtime}, <Time iso={value.createdAt} />
             </span>{' '}
@@ -148,7 +148,7 @@ export function ItemView({ bus, client, id }: { bus: LiveBus; client: WebClient;
   return (
     <section aria-labelledby="view-title" data-testid="item-detail">
       <h1 id="view-title" tabIndex={-1}>
-        {item.title}
+        {visibleText(item.title)}
       </h1>
       <p class="item-meta">
         <Badge kind="type">{item.type}</Badge>
@@ -161,7 +161,8 @@ export function ItemView({ bus, client, id }: { bus: LiveBus; client: WebClient;
         ))}
       </p>
       <ConflictPanel item={item} client={client} />
-      <pre class="content">{item.content}</pre>
+      {/* An agent's words: nothing hidden or reordered (visibleText), as the feed shows them. */}
+      <pre class="content">{visibleText(item.content)}</pre>
       <h2>Provenance</h2>
       <dl class="facts" data-testid="provenance">
         <Row label="Runtime">{item.source.runtime}</Row>
@@ -198,9 +199,9 @@ export function ItemView({ bus, client, id }: { bus: LiveBus; client: WebClient;
           {chain.map((link) => (
             <li key={link.id} aria-current={link.id === item.id ? 'true' : undefined}>
               {link.id === item.id ? (
-                <strong>{link.title}</strong>
+                <strong>{visibleText(link.title)}</strong>
               ) : (
-                <a href={href('item', link.id)}>{link.title}</a>
+                <a href={href('item', link.id)}>{visibleText(link.title)}</a>
               )}{' '}
               <span class="muted">
                 by {link.source.runtime}, <Time iso={link.createdAt} />

@@ -42,6 +42,10 @@ export function PreviewView({
       <h1 id="view-title" tabIndex={-1}>
         What each runtime gets
       </h1>
+      <p class="muted">
+        Formatted for the runtime chosen, read as this dashboard's runtime may read it: that
+        runtime's own private items never leave it, so they are not here.
+      </p>
       <form
         class="filters"
         aria-label="Preview settings"

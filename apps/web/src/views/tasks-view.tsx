@@ -7,11 +7,19 @@ import { useBus } from '../live.js';
 import { Badge, Empty, ErrorBox, Time } from '../ui.js';
 import { HUB_RELOAD_MS, useHubData, useThrottled } from '../use-hub-data.js';
 
-const COLUMNS: { title: string; states: readonly Task['state'][] }[] = [
-  { title: 'Needs a human', states: ['AUTH_REQUIRED', 'INPUT_REQUIRED'] },
-  { title: 'Waiting', states: ['SUBMITTED'] },
-  { title: 'Working', states: ['WORKING'] },
-  { title: 'Done', states: ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'] },
+/** The most tasks a column shows. */
+const SHOWN = 100;
+
+/**
+ * The board's columns, each listed on its own (a flood of one state pushes no other off the
+ * board): what waits for a person oldest first (none falls off unanswered), the rest newest
+ * first.
+ */
+const COLUMNS: { title: string; states: Task['state'][]; order: 'oldest' | 'newest' }[] = [
+  { title: 'Needs a human', states: ['AUTH_REQUIRED', 'INPUT_REQUIRED'], order: 'oldest' },
+  { title: 'Waiting', states: ['SUBMITTED'], order: 'newest' },
+  { title: 'Working', states: ['WORKING'], order: 'newest' },
+  { title: 'Done', states: ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'], order: 'newest' },
 ];
 
 /** The router's decision in one line, or why there is none. */
@@ -218,8 +226,13 @@ export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) 
   // Task status items ride the stream (tag `task`): reload when one arrives.
   const lastTaskSeq = bus.cache.items({ tags: TASK_TAG, includeSuperseded: true })[0]?.seq ?? 0;
   const changes = useThrottled(lastTaskSeq, HUB_RELOAD_MS);
+  // Each column its own listing: among the newest 100 tasks alone, a request for approval fell
+  // off the board once 100 newer tasks came (and was denied unanswered).
   const tasks = useHubData(
-    async () => (await client.tasks({ order: 'newest', limit: 100 })).tasks,
+    () =>
+      Promise.all(
+        COLUMNS.map(({ states, order }) => client.tasks({ state: states, order, limit: SHOWN })),
+      ),
     [client, changes],
   );
   return (
@@ -228,17 +241,22 @@ export function TasksView({ bus, client }: { bus: LiveBus; client: WebClient }) 
         Tasks
       </h1>
       <ErrorBox error={tasks.error} />
-      {tasks.data && tasks.data.length === 0 && (
+      {tasks.data?.every((listing) => listing.tasks.length === 0) && (
         <Empty>No tasks yet: a runtime that meets work it cannot do creates one.</Empty>
       )}
       <div class="board">
-        {COLUMNS.map((column) => {
-          const inColumn = (tasks.data ?? []).filter((task) => column.states.includes(task.state));
+        {COLUMNS.map((column, index) => {
+          const listing = tasks.data?.[index];
+          const inColumn = listing?.tasks ?? [];
           const id = `column-${column.title.toLowerCase().replace(/\W+/g, '-')}`;
           return (
             <section key={column.title} class="column" aria-labelledby={id}>
               <h2 id={id}>
-                {column.title} <span class="muted">({inColumn.length})</span>
+                {column.title}{' '}
+                <span class="muted">
+                  ({inColumn.length}
+                  {listing?.nextAfter ? `, the ${column.order} ${SHOWN} shown` : ''})
+                </span>
               </h2>
               <ul class="tasks">
                 {inColumn.map((task) => (
