@@ -1,6 +1,6 @@
-import type { Task } from '@ctxbus/core';
+import type { ConflictReport, ContextItem, Task } from '@ctxbus/core';
 import { describe, expect, it } from 'vitest';
-import { approvalMessage, approvalText } from './format.js';
+import { approvalMessage, approvalText, conflictText, pushText, requestText } from './format.js';
 import { TELEGRAM_MESSAGE_LIMIT } from './split-message.js';
 
 // The approval message a person answers in Telegram: the command and directory it binds, and
@@ -101,5 +101,36 @@ describe('the approval message', () => {
       text: approvalText(waiting({ argv: ['npm', 'test'] })),
       buttons: true,
     });
+  });
+});
+
+describe('what the bot pushes with buttons', () => {
+  const item = {
+    id: '0193a000-0000-7000-8000-000000000003',
+    type: 'request',
+    title: 'Deploy \u202eexe.txt\u202c approved',
+    summary: 'hidden\u200bword',
+    content: 'run \u2066this\u2069 now',
+    urgency: 'blocking',
+    source: { runtime: 'openclaw' },
+    relevanceTags: [],
+    createdAt: '2026-11-29T10:00:00.000Z',
+  } as unknown as ContextItem;
+
+  it('shows an agent\u2019s bidi overrides and zero-width characters as escapes in a request, a push and a conflict', () => {
+    for (const text of [
+      requestText(item),
+      pushText(item),
+      conflictText({
+        key: 'db',
+        values: [
+          { id: 'a', runtime: 'openclaw', createdAt: 'then', title: item.title, summary: 'x' },
+          { id: 'b', runtime: 'claude-code', createdAt: 'now', title: 'ok', summary: 'y\u200b' },
+        ],
+      } as unknown as ConflictReport),
+    ]) {
+      expect(text).not.toMatch(/[\u202e\u202c\u200b\u2066\u2069]/u);
+      expect(text).toContain('\\u202e');
+    }
   });
 });

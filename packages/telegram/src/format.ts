@@ -31,13 +31,13 @@ export function pushText(item: ContextItem): string {
   const text = body(item);
   if (text) lines.push(text);
   lines.push(footer(item));
-  return lines.join('\n');
+  return visibleText(lines.join('\n'));
 }
 
 /** A conflict, pushed with one Keep button per value. */
 export function conflictText(report: ConflictReport): string {
   const [older, newer] = report.values;
-  return [
+  const text = [
     `[CONFLICT] ${report.key}: two runtimes wrote different values`,
     `1. ${older.runtime} (${older.createdAt}): ${plainLine(older.title)}`,
     ...(older.summary ? [`   ${clip(plainLine(older.summary), 300)}`] : []),
@@ -45,6 +45,8 @@ export function conflictText(report: ConflictReport): string {
     ...(newer.summary ? [`   ${clip(plainLine(newer.summary), 300)}`] : []),
     'Keep one:',
   ].join('\n');
+  // A person decides on what this says: nothing hidden or reordered (as approvals).
+  return visibleText(text);
 }
 
 /** A request item, pushed with Approve / Deny buttons. */
@@ -53,7 +55,7 @@ export function requestText(item: ContextItem): string {
   const text = body(item);
   if (text) lines.push(text);
   lines.push(footer(item));
-  return lines.join('\n');
+  return visibleText(lines.join('\n'));
 }
 
 interface ApprovalRequest {
@@ -167,12 +169,14 @@ export function digestText(entries: readonly DigestEntry[]): string {
 /** One line per task for /tasks. */
 export function taskLine(task: Task): string {
   const who = task.targetRuntime ? ` -> ${task.targetRuntime}` : '';
-  return `- ${task.state} ${plainLine(task.title)} (${task.origin}${who}) ${task.id}`;
+  return visibleText(`- ${task.state} ${plainLine(task.title)} (${task.origin}${who}) ${task.id}`);
 }
 
 /** One line per search hit. */
 export function itemLine(item: ContextItem): string {
   const urgent = item.urgency === 'background' ? '' : ` [${item.urgency}]`;
   const summary = item.summary ? `: ${clip(plainLine(item.summary), 200)}` : '';
-  return `- ${item.type}${urgent} ${plainLine(item.title)}${summary} (${item.source.runtime})`;
+  return visibleText(
+    `- ${item.type}${urgent} ${plainLine(item.title)}${summary} (${item.source.runtime})`,
+  );
 }
