@@ -493,6 +493,7 @@ describe('bad subscriptions', () => {
       [{ delivery: 'push' }, 400, /push needs an endpoint/],
       [{ delivery: 'pull', endpoint: 'https://example.com/x' }, 400, /no endpoint/],
       [{ delivery: 'push', endpoint: 'ftp://example.com/x' }, 400, /endpoint/],
+      [{ delivery: 'push', endpoint: 'http://93.184.215.14:0/x' }, 400, /port 0/],
       [{ delivery: 'push', endpoint: 'https://u:p@93.184.215.14/x' }, 422, /no credentials/],
       [{ delivery: 'sometimes' }, 400, /delivery/],
       [{ delivery: 'pull', filter: { minUrgency: 'urgent' } }, 400, /minUrgency/],

@@ -46,6 +46,9 @@ const ctxbusSubscriptionRequestSchema = z
     endpoint: z
       .url({ protocol: /^https?$/ })
       .max(MAX_ENDPOINT_LENGTH)
+      .refine((url) => new URL(url).port !== '0', {
+        message: 'the endpoint names port 0, where no server listens: give its real port',
+      })
       .optional()
       .meta({
         description:
