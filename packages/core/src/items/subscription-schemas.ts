@@ -37,6 +37,9 @@ export type SubscriptionFilter = z.infer<typeof subscriptionFilterSchema>;
 
 export const MAX_ENDPOINT_LENGTH = 2_048;
 
+/** A URL's authority ending in port 0 (`:0`, `:00`, ...), after any user info. */
+const PORT_ZERO = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/?#@]*@)?(?:\[[^\]]*\]|[^/?#:]*):0+(?:[/?#]|$)/i;
+
 const ctxbusSubscriptionRequestSchema = z
   .strictObject({
     runtime: runtimeNameSchema.optional().meta({
@@ -46,7 +49,7 @@ const ctxbusSubscriptionRequestSchema = z
     endpoint: z
       .url({ protocol: /^https?$/ })
       .max(MAX_ENDPOINT_LENGTH)
-      .refine((url) => new URL(url).port !== '0', {
+      .refine((url) => !PORT_ZERO.test(url), {
         message: 'the endpoint names port 0, where no server listens: give its real port',
       })
       .optional()

@@ -398,18 +398,19 @@ export class TaskLifecycle {
     next: ClaimTaskOptions,
   ): Promise<{ task: Task; next: Task | null }> {
     const kept = redactJson(result, 'result').value;
-    const fused = await this.relayedLater(
-      this.deps.store
-        .completeAndClaimTask(teamId, id, token, kept, { actor, holder: actor }, next)
-        .catch((error: unknown) => {
-          this.deps.logger.warn(
-            { err: error, taskId: id },
-            'completing with the next claim in one statement failed; doing them apart',
-          );
-          return null;
-        }),
-    );
+    // Null: nothing written (not the usual completion, or no such path), so nothing to relay;
+    // a failure may have been written (the answer lost): the path apart relays it.
+    const fused = await this.deps.store
+      .completeAndClaimTask(teamId, id, token, kept, { actor, holder: actor }, next)
+      .catch((error: unknown) => {
+        this.deps.logger.warn(
+          { err: error, taskId: id },
+          'completing with the next claim in one statement failed; doing them apart',
+        );
+        return null;
+      });
     if (fused) {
+      void this.deps.relay.wake();
       this.claims.attempts += 1;
       if (fused.next !== null) {
         this.claims.taken += 1;
