@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wireRoutes } from '@ctxbus/core/contract';
@@ -8,7 +8,7 @@ import type { InProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { startInProcessHub } from '@ctxbus/test-kit/in-process-hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHubLite, HubRequestError, LITE_ROUTES } from './hub-lite.js';
-import { flushOutbox, pendingCount, queueItems } from './outbox.js';
+import { flushOutbox, pendingCount, queueItems, REJECTED } from './outbox.js';
 
 let running: InProcessHub<'own'>;
 let token: string;
@@ -111,5 +111,36 @@ describe('@ctxbus/client/outbox', () => {
       }),
     ).toBe(1);
     expect(received).toEqual(['Waits for the hub']);
+  });
+
+  it('sets aside what the hub refuses for good, so the writes after it still go out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-outbox-refused-'));
+    const hub = createHubLite({ url: running.url, token, timeoutMs: 30_000, runtime: 'web' });
+    const id = (name: string) => stableId('outbox-refused-test', name);
+    // Over the hub's 100,000 characters of content: a 400 that no retry changes.
+    const tooBig = { id: id('big'), type: 'decision', title: 'Huge', content: 'x'.repeat(100_001) };
+    queueItems(dir, [{ id: id('before'), type: 'status', title: 'Sent before the refused one' }]);
+    queueItems(dir, [tooBig as never]);
+    queueItems(dir, [{ id: id('after'), type: 'status', title: 'Sent after the refused one' }]);
+    expect(await flushOutbox(dir, (batch) => hub.write(batch))).toBe(3);
+    expect(pendingCount(dir)).toBe(0);
+    const stored = (await hub.list(0, 500)).map((item) => item.id);
+    expect(stored).toEqual(expect.arrayContaining([id('before'), id('after')]));
+    expect(stored).not.toContain(id('big'));
+    const kept = readFileSync(join(dir, REJECTED), 'utf8').trim().split('\n');
+    expect(kept).toHaveLength(1);
+    expect(JSON.parse(kept[0] as string)).toMatchObject({
+      item: { id: id('big') },
+      refused: { status: 400, message: expect.stringMatching(/100000/) },
+    });
+    // An unreachable hub or a refused token keeps the queue: those pass.
+    queueItems(dir, [{ id: id('later'), type: 'status', title: 'Waits' }]);
+    await expect(
+      flushOutbox(dir, async () => {
+        throw new HubRequestError('unauthorized: the token is unknown or revoked', 401);
+      }),
+    ).rejects.toThrow('unauthorized');
+    expect(pendingCount(dir)).toBe(1);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -9,7 +9,7 @@ import type {
 import { estimateTokenCounter, extractDecisions } from '@ctxbus/core/light';
 import { ageText, readCachedBundle, writeCachedBundle } from './bundle-cache.js';
 import type { HubApi, HubItem } from './hub-lite.js';
-import { flushOutbox, pendingCount, queueItems } from './outbox.js';
+import { flushOutbox, pendingCount, queueItems, sendOrSetAside } from './outbox.js';
 import type { SessionState, ToolEntry } from './session-state.js';
 import { readSessionState, writeSessionState } from './session-state.js';
 import { recordTurn } from './turn-log.js';
@@ -350,7 +350,7 @@ async function deliver(
     }
     try {
       await flushOutbox(stateDir, (batch) => hub.write(batch));
-      if (items.length > 0) await hub.write(items);
+      if (items.length > 0) await sendOrSetAside(stateDir, [...items], (batch) => hub.write(batch));
       return true;
     } catch {
       queueItems(stateDir, items);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extractDecisions, stableId } from './decision-capture.js';
+import { extractDecisions, MAX_DECISION_CHARS, stableId } from './decision-capture.js';
 
 describe('decision capture', () => {
   it('extracts only explicitly stated decisions', () => {
@@ -22,5 +22,11 @@ describe('decision capture', () => {
     // Values from the adapter's earlier node:crypto implementation.
     expect(stableId('a', 'b')).toBe('59b271ae-1bbc-81d3-9d41-929817f4b16f');
     expect(stableId('sessión', '✓')).toBe('0d739f43-9a42-8385-890d-438f88fcff06');
+  });
+
+  it('cuts a runaway decision line to MAX_DECISION_CHARS, so the hub records it', () => {
+    const [decision] = extractDecisions(`Decision: use the schema ${'x'.repeat(100_010)}`);
+    expect(decision).toHaveLength(MAX_DECISION_CHARS);
+    expect(decision?.endsWith('…')).toBe(true);
   });
 });
