@@ -3,7 +3,7 @@ import type { ContextItemInput } from '@ctxbus/core/contract';
 import type { ErrorCode } from '@ctxbus/core/light';
 import { bearer, CtxbusError, ERROR_CODES, hubUnreachable } from '@ctxbus/core/light';
 import { bundleCacheKey } from './bundle-cache.js';
-import { socketRequest } from './socket-request.js';
+import { MAX_ANSWER_BYTES, socketRequest } from './socket-request.js';
 
 /** The event's JSON on stdin, for hooks (hook-stdin.ts). */
 export { readHookStdin } from './hook-stdin.js';
@@ -168,11 +168,25 @@ export async function hubRequest(
   }
   return new Promise((resolve, reject) => {
     const send = requestFor(url.protocol);
-    const req = send(url, { method, timeout: target.timeoutMs, headers }, (res) => {
+    // As on a bare socket: one limit for the whole request, and for the answer's size.
+    const deadline = setTimeout(
+      () => req.destroy(unreachable(`no complete answer in ${target.timeoutMs} ms`)),
+      target.timeoutMs,
+    );
+    const req = send(url, { method, headers }, (res) => {
       const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) {
+          req.destroy(unreachable(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
       res.on('error', (error) => reject(unreachable(error.message, error)));
       res.on('end', () => {
+        clearTimeout(deadline);
         try {
           resolve(answered(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')));
         } catch (error) {
@@ -180,7 +194,7 @@ export async function hubRequest(
         }
       });
     });
-    req.on('timeout', () => req.destroy(unreachable(`no answer in ${target.timeoutMs} ms`)));
+    req.on('close', () => clearTimeout(deadline));
     req.on('error', (error) =>
       reject(CtxbusError.isInstance(error) ? error : unreachable(error.message, error)),
     );

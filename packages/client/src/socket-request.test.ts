@@ -99,4 +99,33 @@ describe('socketRequest', () => {
       }),
     ).rejects.toThrow('a header holds a line break');
   });
+
+  it('holds the whole request to its limit, however often a byte comes, and bounds the answer', async () => {
+    const timers: NodeJS.Timeout[] = [];
+    // A head, then a space every 50 ms: never idle, never done.
+    const drip = await rawServer((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n');
+      timers.push(setInterval(() => socket.write(' '), 50));
+    });
+    const started = performance.now();
+    await expect(
+      socketRequest({ url: drip, method: 'GET', headers: {}, timeoutMs: 600 }),
+    ).rejects.toThrow('no complete answer in 600 ms');
+    expect(performance.now() - started).toBeLessThan(5_000);
+    for (const timer of timers) clearInterval(timer);
+    // An answer past the bound fails as it arrives, before it is all there.
+    const huge = await rawServer((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100000000\r\n\r\n');
+      socket.write(Buffer.alloc(200_000, 120));
+    });
+    await expect(
+      socketRequest({
+        url: huge,
+        method: 'GET',
+        headers: {},
+        timeoutMs: 30_000,
+        maxBytes: 100_000,
+      }),
+    ).rejects.toThrow('larger than 100000 bytes');
+  });
 });

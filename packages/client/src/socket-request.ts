@@ -15,8 +15,36 @@ export interface SocketRequest {
   method: string;
   headers: Record<string, string>;
   payload?: string;
-  /** The socket's idle limit (as node:http's `timeout`): past it, the request fails. */
+  /**
+   * The whole request's limit, connecting to the last byte: past it, the request fails (a
+   * server that sends a byte now and then cannot hold a hook past its budget).
+   */
   timeoutMs: number;
+  /** The largest answer taken, head and body (default MAX_ANSWER_BYTES): past it, it fails. */
+  maxBytes?: number;
+}
+
+/** The largest answer a light request takes by default: 32 MiB (a full page of listed items). */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/** Received bytes in one buffer that doubles as it fills (no copy of everything per chunk). */
+class Received {
+  private buffer = Buffer.alloc(16 * 1024);
+  length = 0;
+
+  add(chunk: Buffer): void {
+    if (this.length + chunk.length > this.buffer.length) {
+      const grown = Buffer.alloc(Math.max(this.buffer.length * 2, this.length + chunk.length));
+      this.buffer.copy(grown, 0, 0, this.length);
+      this.buffer = grown;
+    }
+    chunk.copy(this.buffer, this.length);
+    this.length += chunk.length;
+  }
+
+  bytes(): Buffer {
+    return this.buffer.subarray(0, this.length);
+  }
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -81,35 +109,43 @@ function completeBody(head: Head, received: Buffer, ended: boolean): Buffer | nu
  * that ends early or is not HTTP.
  */
 export function socketRequest(request: SocketRequest): Promise<SocketAnswer> {
-  const { url, method, headers, payload, timeoutMs } = request;
+  const { url, method, headers, payload, timeoutMs, maxBytes = MAX_ANSWER_BYTES } = request;
   const { connect } = process.getBuiltinModule('node:net');
   return new Promise((resolve, reject) => {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const socket = connect({ host, port: Number(url.port) || 80 });
-    let received: Buffer = Buffer.alloc(0);
+    const received = new Received();
     let head: Head | null = null;
     let settled = false;
     const finish = (error: Error | null, answer?: SocketAnswer) => {
       if (settled) return;
       settled = true;
+      clearTimeout(deadline);
       socket.destroy();
       if (error) reject(error);
       else resolve(answer as SocketAnswer);
     };
     const check = (ended: boolean) => {
       try {
-        head ??= parseHead(received);
-        const body = head && completeBody(head, received, ended);
+        head ??= parseHead(received.bytes());
+        const body = head && completeBody(head, received.bytes(), ended);
         if (head && body) finish(null, { status: head.status, body: body.toString('utf8') });
         else if (ended) finish(new Error('the connection closed before the answer was complete'));
       } catch (error) {
         finish(error as Error);
       }
     };
-    socket.setTimeout(timeoutMs, () => finish(new Error(`no answer in ${timeoutMs} ms`)));
+    const deadline = setTimeout(
+      () => finish(new Error(`no complete answer in ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     socket.on('error', (error) => finish(error));
     socket.on('data', (chunk: Buffer) => {
-      received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
+      if (received.length + chunk.length > maxBytes) {
+        finish(new Error(`the answer is larger than ${maxBytes} bytes`));
+        return;
+      }
+      received.add(chunk);
       check(false);
     });
     socket.on('end', () => check(true));
