@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
@@ -34,6 +35,7 @@ const hub = useInProcessHub({
   tokens: {
     claw: ['acme', 'openclaw'],
     code: ['acme', 'claude-code'],
+    codex: ['acme', 'codex'],
     globex: ['globex', 'openclaw'],
   },
 });
@@ -233,6 +235,29 @@ describe('A2A over the hub', () => {
     await expect(
       client.cancelTask({ tenant: '', id: task.id, metadata: undefined }),
     ).rejects.toBeInstanceOf(TaskNotCancelableError);
+  });
+
+  it('refuses a cancel from a runtime that is no party to the task as not cancelable, audited', async () => {
+    const origin = await clientFor(hub.tokens.claw);
+    const task = asTask(await origin.sendMessage(send(codeMessage('not yours to cancel'))));
+    const refusals = async () => {
+      const page = await call(hub.url, 'GET', '/api/audit?limit=200', { token: hub.tokens.claw });
+      return (page.body.records as { kind: string; subject: string }[]).filter(
+        (record) => record.kind === 'task.report-refused' && record.subject === task.id,
+      ).length;
+    };
+    const before = await refusals();
+    const bystander = await clientFor(hub.tokens.codex);
+    const refused = await bystander
+      .cancelTask({ tenant: '', id: task.id, metadata: undefined })
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(refused).toBeInstanceOf(TaskNotCancelableError);
+    expect(await refusals()).toBe(before + 1);
+    const after = await call(hub.url, 'GET', `/api/tasks/${task.id}`, { token: hub.tokens.claw });
+    expect(after.body.task.state).toBe('SUBMITTED');
   });
 
   it('takes requiredCapabilities from a data part, and says when a message names none', async () => {
@@ -498,6 +523,34 @@ describe('blocking SendMessage waits and the stream limits', () => {
       (error: unknown) => error as Error,
     );
     expect(third?.message).toMatch(/this token already holds 2 live streams/);
+    // As HTTP: 429 with when to try again, as GET /api/stream answers; the JSON-RPC error says
+    // why, as no malformed request (-32600).
+    const raw = await fetch(`${limited.url}/a2a`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${limited.tokens.claw}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'SendMessage',
+        params: {
+          message: {
+            messageId: randomUUID(),
+            role: 'ROLE_USER',
+            parts: [{ text: 'one more' }],
+            metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
+          },
+        },
+      }),
+    });
+    expect(raw.status, await raw.clone().text()).toBe(429);
+    expect(raw.headers.get('retry-after')).toBe('1');
+    expect(await raw.json()).toMatchObject({
+      id: 7,
+      error: { code: -32000, data: { ctxbusCode: 'limit_reached' } },
+    });
     void Promise.all(waits);
   });
 });

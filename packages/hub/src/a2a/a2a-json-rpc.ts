@@ -16,6 +16,8 @@ export const A2A_ERROR_CODES = {
   unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
   versionNotSupported: -32009,
+  /** JSON-RPC's implementation-defined server error: a refusal `data.ctxbusCode` names. */
+  refused: -32000,
 } as const;
 
 export type A2aErrorName = keyof typeof A2A_ERROR_CODES;
@@ -75,8 +77,9 @@ function toRpcError(error: unknown): { code: number; message: string; data?: unk
     if (error.code === 'validation_failed' || error.code === 'unknown_runtime') {
       return { code: A2A_ERROR_CODES.invalidParams, message: error.message, data };
     }
-    if (error.status < 500)
-      return { code: A2A_ERROR_CODES.invalidRequest, message: error.message, data };
+    // Any other refusal (a limit, a permission) is no malformed request (-32600, which clients
+    // take for a bug of theirs): an implementation-defined server error, with ctxbus's code.
+    if (error.status < 500) return { code: A2A_ERROR_CODES.refused, message: error.message, data };
   }
   return { code: A2A_ERROR_CODES.internalError, message: 'internal error; see the hub log' };
 }

@@ -22,6 +22,7 @@ import type { AnyRouteDefinition } from '../route-definition.js';
 import { implement } from '../route-definition.js';
 import { openEventSink } from '../routes/event-sink.js';
 import { streamOwner } from '../routes/stream-route.js';
+import { refusedReport } from '../routes/task-routes.js';
 import { cardBaseUrl } from './a2a-base-url.js';
 import type { JsonRpcId } from './a2a-json-rpc.js';
 import {
@@ -163,10 +164,20 @@ async function cancel(services: HubServices, viewer: Viewer, id: string): Promis
   if (isTerminalTaskState(before.state)) throw refuse(before.state);
   let task: Task;
   try {
-    task = await services.tasks.cancelAs(viewer, id, 'canceled over A2A');
+    task = await services.tasks
+      .cancelAs(viewer, id, 'canceled over A2A')
+      // A refusal (not a party to the task) is audited, as on POST /api/tasks/:id/cancel.
+      .catch((error: unknown) => refusedReport(services, viewer, id, 'cancel', error));
   } catch (error) {
     if (CtxbusError.isInstance(error) && error.code === 'conflict') {
       throw refuse((await findTask(services, viewer, id)).state);
+    }
+    if (CtxbusError.isInstance(error) && error.code === 'forbidden') {
+      throw new A2aRpcError('taskNotCancelable', error.message, {
+        id,
+        ctxbusCode: error.code,
+        ...(error.details !== undefined && { details: error.details }),
+      });
     }
     throw error;
   }
@@ -534,6 +545,12 @@ async function handleRpc(
     }
     if (notification) return context.body(null, 204);
     const envelopeId = (error as { id?: JsonRpcId }).id;
+    // Over its live streams' limit (a blocking SendMessage or a stream): 429 and when to try
+    // again, as GET /api/stream answers, with the JSON-RPC error as the body.
+    if (CtxbusError.isInstance(error) && error.code === 'limit_reached') {
+      context.header('retry-after', '1');
+      return context.json(rpcError(envelopeId ?? id, error), 429);
+    }
     return context.json(rpcError(envelopeId ?? id, error));
   }
 }

@@ -31,7 +31,7 @@ type ReportAction =
  * lost its lease, a bug, or an attempt to forge a result (another runtime, or another process
  * of the holder's runtime guessing the claim's token).
  */
-async function refusedReport(
+export async function refusedReport(
   services: HubServices,
   viewer: Viewer,
   id: string,
