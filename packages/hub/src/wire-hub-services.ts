@@ -72,7 +72,6 @@ export async function wireHubServices(options: HubOptions): Promise<HubWiring> {
       relay: taskRelay,
       onAudit,
       waiters: claimWaiters,
-      logger,
     }),
     taskRelay,
     usage: new UsageRecorder(options.store, clock, logger, options.usage),

@@ -266,17 +266,6 @@ export abstract class ComposedStore implements Store {
     return this.domains.tasks.completeTask(teamId, id, token, result, options);
   }
 
-  completeAndClaimTask(
-    teamId: string,
-    id: string,
-    token: number,
-    result: unknown,
-    options: CompleteTaskOptions,
-    next: ClaimTaskOptions,
-  ): Promise<{ task: Task; next: Task | null } | null> {
-    return this.domains.tasks.completeAndClaimTask(teamId, id, token, result, options, next);
-  }
-
   failTask(
     teamId: string,
     id: string,

@@ -559,21 +559,6 @@ export interface TaskStore {
     options?: CompleteTaskOptions,
   ): Promise<Task>;
   /**
-   * completeTask's usual case, then claimTask for the same worker's next task (`next`, in the
-   * task's team), in one round trip where the store can; the claim only once the completion is
-   * written. Null when the completion is not the usual one (the task not WORKING under this
-   * token with its lease running, or not the holder's) or the store has no such path: nothing
-   * was written, and the caller completes and claims apart (completeTask says why not).
-   */
-  completeAndClaimTask(
-    teamId: string,
-    id: string,
-    token: number,
-    result: unknown,
-    options: CompleteTaskOptions,
-    next: ClaimTaskOptions,
-  ): Promise<{ task: Task; next: Task | null } | null>;
-  /**
    * WORKING -> FAILED with the error; with `retry` while attempts remain, back to SUBMITTED
    * (a new wait) instead. Retries exhausted: FAILED with code `dead_letter`.
    */

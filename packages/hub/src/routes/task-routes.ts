@@ -233,24 +233,28 @@ export const taskRoutes = [
       409: STALE,
     },
     async handler({ params, body, viewer, services }) {
-      const refused = (error: unknown) =>
-        refusedReport(services, viewer, params.id, 'complete', error);
-      if (!body.next) {
-        const task = await services.tasks
-          .complete(viewer.teamId, params.id, body.token, body.result, viewer.runtime)
-          .catch(refused);
-        return { status: 200, body: { task } };
-      }
+      const task = await services.tasks
+        .complete(viewer.teamId, params.id, body.token, body.result, viewer.runtime)
+        .catch((error: unknown) => refusedReport(services, viewer, params.id, 'complete', error));
+      if (!body.next) return { status: 200, body: { task } };
       const { workerId, leaseMs, capabilities } = body.next;
-      const { task, next } = await services.tasks
-        .completeAndClaim(viewer.teamId, params.id, body.token, body.result, viewer.runtime, {
+      // The completion stands whatever the claim does: a failed claim answers null, and the
+      // worker claims as usual.
+      const next = await services.tasks
+        .claimWithCompletion({
           teamId: viewer.teamId,
           runtime: viewer.runtime,
           workerId,
           leaseMs,
           ...(capabilities && { capabilities }),
         })
-        .catch(refused);
+        .catch((error: unknown) => {
+          services.logger.warn(
+            { err: error, taskId: task.id },
+            'the claim made with a completion failed',
+          );
+          return null;
+        });
       return { status: 200, body: { task, next } };
     },
   }),

@@ -3,7 +3,6 @@ import type {
   AuditRecord,
   CapabilitiesFile,
   CreateTaskRequest,
-  Logger,
   RoutingDecision,
   Task,
   TaskError,
@@ -69,8 +68,6 @@ export interface TaskLifecycleDeps {
   onAudit?(teamId: string, records: readonly AuditRecord[]): void;
   /** Where claims with `waitMs` park (none: a claim answers at once). */
   waiters?: ClaimWaiters;
-  /** Where a claim that failed after its completion is told. */
-  logger: Logger;
 }
 
 /**
@@ -382,51 +379,6 @@ export class TaskLifecycle {
     return this.relayedLater(
       this.deps.store.completeTask(teamId, id, token, kept, { actor, holder: actor }),
     );
-  }
-
-  /**
-   * The holder finishes the task (as `complete`) and, once that is committed, claims its next
-   * task (as `claimWithCompletion`): in one store round trip where the store can. The
-   * completion stands whatever the claim does: a claim that fails is logged and answers null.
-   */
-  async completeAndClaim(
-    teamId: string,
-    id: string,
-    token: number,
-    result: unknown,
-    actor: string,
-    next: ClaimTaskOptions,
-  ): Promise<{ task: Task; next: Task | null }> {
-    const kept = redactJson(result, 'result').value;
-    // Null: nothing written (not the usual completion, or no such path), so nothing to relay;
-    // a failure may have been written (the answer lost): the path apart relays it.
-    const fused = await this.deps.store
-      .completeAndClaimTask(teamId, id, token, kept, { actor, holder: actor }, next)
-      .catch((error: unknown) => {
-        this.deps.logger.warn(
-          { err: error, taskId: id },
-          'completing with the next claim in one statement failed; doing them apart',
-        );
-        return null;
-      });
-    if (fused) {
-      void this.deps.relay.wake();
-      this.claims.attempts += 1;
-      if (fused.next !== null) {
-        this.claims.taken += 1;
-        this.claims.takenWithCompletion += 1;
-      }
-      return fused;
-    }
-    const task = await this.complete(teamId, id, token, result, actor);
-    const claimed = await this.claimWithCompletion(next).catch((error: unknown) => {
-      this.deps.logger.warn(
-        { err: error, taskId: task.id },
-        'the claim made with a completion failed',
-      );
-      return null;
-    });
-    return { task, next: claimed };
   }
 
   /** The holder gives up (or, with `retry`, puts the task back while attempts remain). */

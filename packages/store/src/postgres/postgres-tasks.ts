@@ -123,127 +123,6 @@ export interface PostgresTasksOptions {
 }
 
 /** Tasks in PostgreSQL. */
-/** How many values `claimValues` gives: the claim's parameters are $1 to $7. */
-const CLAIM_PARAMETERS = 7;
-
-/**
- * A claim's common table expressions, ending in `claimed_row` (the claimed task's columns):
- * the oldest task routed to the runtime, else the oldest unrouted one its capabilities cover,
- * moved to WORKING under a new lease with its event. `gate`: what must also hold for any claim
- * at all. Parameters: $1 team (null: any), $2 now, $3 runtime, $4 capabilities, $5 worker,
- * $6 lease ms, $7 the new fencing token (`claimValues`).
- */
-function claimCtes(s: string, options: ClaimTaskOptions, gate: string): string {
-  // With a team (the usual case) the scans walk its queue index in claim order.
-  const team = options.teamId === undefined ? '$1::text IS NULL' : 'team_id = $1';
-  return `routed AS (
-         SELECT rid FROM ${s}.tasks
-          WHERE state = 'SUBMITTED' AND target_runtime = $3
-            AND ${team}
-            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-            AND ${gate}
-          ORDER BY rid LIMIT 1
-          FOR UPDATE SKIP LOCKED
-       ), unrouted AS (
-         SELECT rid FROM ${s}.tasks
-          WHERE state = 'SUBMITTED' AND target_runtime IS NULL
-            AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
-            AND ${team}
-            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
-            AND ${gate}
-            AND NOT EXISTS (SELECT 1 FROM routed)
-          ORDER BY rid LIMIT 1
-          FOR UPDATE SKIP LOCKED
-       ), next AS (
-         SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
-       ), claimed AS (
-         UPDATE ${s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
-           token = $7, lease_worker = $5, lease_runtime = $3,
-           lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
-           lease_started_at = NULL, updated_at = $2::timestamptz, expires_at = NULL
-          FROM next WHERE t.rid = next.rid
-         RETURNING t.*
-       ), claimed_row AS (
-         SELECT ${COLUMNS('c')} FROM claimed c
-       ), claimed_event AS (
-         INSERT INTO ${s}.task_events
-           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-         SELECT p.rid, p.id, p.team_id, $2::timestamptz, 'SUBMITTED', 'WORKING', $5,
-                'claimed (attempt ' || p.attempts || ')', 'claimed', $3, row_to_json(p)
-           FROM claimed_row p
-         RETURNING seq
-       )`;
-}
-
-function claimValues(options: ClaimTaskOptions, nowMs: number): unknown[] {
-  return [
-    options.teamId ?? null,
-    new Date(nowMs).toISOString(),
-    options.runtime,
-    options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
-    options.workerId,
-    checkLeaseMs(options.leaseMs),
-    newFencingToken(),
-  ];
-}
-
-/**
- * The usual complete's common table expressions, ending in `completed_row`: the task is
- * WORKING under this token, its lease has not ended and (with a holder) is that runtime's. It
- * is what `plannedComplete` decides for such a row (COMPLETED, the result, no lease, the event
- * by the lease's worker), written with its event as a claim is. Parameters from `$first`: team,
- * id, token, now, holder, result, actor, the hub's actor (`completionValues`).
- */
-function completionCtes(s: string, first: number): string {
-  const [team, id, token, now, holder, result, actor, hub] = Array.from(
-    { length: 8 },
-    (_, index) => `$${first + index}`,
-  );
-  return `held AS (
-         SELECT rid, lease_worker FROM ${s}.tasks
-          WHERE team_id = ${team} AND id = ${id} AND state = 'WORKING' AND token = ${token}
-            AND lease_expires_at > ${now}::timestamptz
-            AND (${holder}::text IS NULL OR lease_runtime = ${holder})
-       ), completed AS (
-         UPDATE ${s}.tasks t SET state = 'COMPLETED', result = ${result}::json, error = NULL,
-           lease_worker = NULL, lease_expires_at = NULL, lease_runtime = NULL,
-           lease_started_at = NULL, updated_at = ${now}::timestamptz, expires_at = NULL
-          FROM held h
-          WHERE t.rid = h.rid AND t.state = 'WORKING' AND t.token = ${token}
-            AND t.lease_expires_at > ${now}::timestamptz
-         RETURNING t.*, coalesce(h.lease_worker, ${hub}) AS held_by
-       ), completed_row AS (
-         SELECT ${COLUMNS('c')} FROM completed c
-       ), completed_event AS (
-         INSERT INTO ${s}.task_events
-           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
-         SELECT p.rid, p.id, p.team_id, ${now}::timestamptz, 'WORKING', 'COMPLETED', c.held_by,
-                NULL, 'completed', coalesce(${actor}, c.held_by), row_to_json(p)
-           FROM completed_row p JOIN completed c ON c.rid = p.rid
-         RETURNING seq
-       )`;
-}
-
-function completionValues(
-  teamId: string,
-  id: string,
-  token: number,
-  result: unknown,
-  options: CompleteTaskOptions,
-  now: string,
-): unknown[] {
-  return [
-    teamId,
-    id,
-    token,
-    now,
-    options.holder ?? null,
-    json(result),
-    options.actor ?? null,
-    HUB_ACTOR,
-  ];
-}
-
 export class PostgresTasks implements TaskStore {
   private readonly s: string;
   private readonly query: PostgresQuery;
@@ -637,10 +516,57 @@ export class PostgresTasks implements TaskStore {
    */
   async claimTask(options: ClaimTaskOptions): Promise<Task | null> {
     this.assertOpen();
+    const leaseMs = checkLeaseMs(options.leaseMs);
+    const nowMs = this.clock().getTime();
+    // With a team (the usual case) the scans walk its queue index in claim order.
+    const team = options.teamId === undefined ? '$1::text IS NULL' : 'team_id = $1';
     const [row] = await this.query<TaskColumns>(
       'claim a task',
-      `WITH ${claimCtes(this.s, options, 'TRUE')} SELECT c.* FROM claimed_row c`,
-      claimValues(options, this.clock().getTime()),
+      `WITH routed AS (
+         SELECT rid FROM ${this.s}.tasks
+          WHERE state = 'SUBMITTED' AND target_runtime = $3
+            AND ${team}
+            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+          ORDER BY rid LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       ), unrouted AS (
+         SELECT rid FROM ${this.s}.tasks
+          WHERE state = 'SUBMITTED' AND target_runtime IS NULL
+            AND $4::jsonb IS NOT NULL AND required_capabilities <@ $4::jsonb
+            AND ${team}
+            AND (expires_at IS NULL OR expires_at > $2::timestamptz)
+            AND NOT EXISTS (SELECT 1 FROM routed)
+          ORDER BY rid LIMIT 1
+          FOR UPDATE SKIP LOCKED
+       ), next AS (
+         SELECT rid FROM routed UNION ALL SELECT rid FROM unrouted
+       ), claimed AS (
+         UPDATE ${this.s}.tasks t SET state = 'WORKING', attempts = t.attempts + 1,
+           token = $7, lease_worker = $5, lease_runtime = $3,
+           lease_expires_at = $2::timestamptz + $6::int8 * interval '1 millisecond',
+           lease_started_at = NULL, updated_at = $2::timestamptz, expires_at = NULL
+          FROM next WHERE t.rid = next.rid
+         RETURNING t.*
+       ), picked AS (
+         SELECT ${COLUMNS('c')} FROM claimed c
+       ), appended AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT p.rid, p.id, p.team_id, $2::timestamptz, 'SUBMITTED', 'WORKING', $5,
+                'claimed (attempt ' || p.attempts || ')', 'claimed', $3, row_to_json(p)
+           FROM picked p
+         RETURNING seq
+       )
+       SELECT p.* FROM picked p`,
+      [
+        options.teamId ?? null,
+        new Date(nowMs).toISOString(),
+        options.runtime,
+        options.capabilities === undefined ? null : JSON.stringify(options.capabilities),
+        options.workerId,
+        leaseMs,
+        newFencingToken(),
+      ],
       true,
     );
     return row ? taskFromRow(row).task : null;
@@ -718,52 +644,42 @@ export class PostgresTasks implements TaskStore {
     this.assertOpen();
     const [row] = await this.query<TaskColumns>(
       'complete a task',
-      `WITH ${completionCtes(this.s, 1)} SELECT c.* FROM completed_row c`,
-      completionValues(teamId, id, token, result, options, this.clock().toISOString()),
-      true,
-    );
-    return row ? taskFromRow(row).task : null;
-  }
-
-  /**
-   * The usual complete (as `completeHeld`) and the holder's next claim (as `claimTask`) in one
-   * statement, the claim only when the completion was written. Null when it was not (nothing
-   * written): the caller takes completeTask's path, which says why or answers a repeat.
-   */
-  async completeAndClaimTask(
-    teamId: string,
-    id: string,
-    token: number,
-    result: unknown,
-    options: CompleteTaskOptions,
-    next: ClaimTaskOptions,
-  ): Promise<{ task: Task; next: Task | null } | null> {
-    this.assertOpen();
-    const nowMs = this.clock().getTime();
-    const claim = { ...next, teamId };
-    const rows = await this.query<TaskColumns & { part: 'completed' | 'claimed' }>(
-      'complete a task and claim the next',
-      `WITH ${completionCtes(this.s, CLAIM_PARAMETERS + 1)},
-         ${claimCtes(this.s, claim, 'EXISTS (SELECT 1 FROM completed)')}
-       SELECT 'completed' AS part, c.* FROM completed_row c
-       UNION ALL SELECT 'claimed' AS part, c.* FROM claimed_row c`,
+      `WITH held AS (
+         SELECT rid, lease_worker FROM ${this.s}.tasks
+          WHERE team_id = $1 AND id = $2 AND state = 'WORKING' AND token = $3
+            AND lease_expires_at > $4::timestamptz AND ($5::text IS NULL OR lease_runtime = $5)
+       ), changed AS (
+         UPDATE ${this.s}.tasks t SET state = 'COMPLETED', result = $6::json, error = NULL,
+           lease_worker = NULL, lease_expires_at = NULL, lease_runtime = NULL,
+           lease_started_at = NULL, updated_at = $4::timestamptz, expires_at = NULL
+          FROM held h
+          WHERE t.rid = h.rid AND t.state = 'WORKING' AND t.token = $3
+            AND t.lease_expires_at > $4::timestamptz
+         RETURNING t.*, coalesce(h.lease_worker, $8) AS held_by
+       ), picked AS (
+         SELECT ${COLUMNS('c')} FROM changed c
+       ), appended AS (
+         INSERT INTO ${this.s}.task_events
+           (task_rid, task_id, team_id, at, from_state, to_state, by, note, kind, actor, task)
+         SELECT p.rid, p.id, p.team_id, $4::timestamptz, 'WORKING', 'COMPLETED', c.held_by, NULL,
+                'completed', coalesce($7, c.held_by), row_to_json(p)
+           FROM picked p JOIN changed c ON c.rid = p.rid
+         RETURNING seq
+       )
+       SELECT p.* FROM picked p`,
       [
-        ...claimValues(claim, nowMs),
-        ...completionValues(
-          teamId,
-          id,
-          token,
-          checkedResult(result),
-          options,
-          new Date(nowMs).toISOString(),
-        ),
+        teamId,
+        id,
+        token,
+        this.clock().toISOString(),
+        options.holder ?? null,
+        json(result),
+        options.actor ?? null,
+        HUB_ACTOR,
       ],
       true,
     );
-    const task = rows.find((row) => row.part === 'completed');
-    if (!task) return null;
-    const claimed = rows.find((row) => row.part === 'claimed');
-    return { task: taskFromRow(task).task, next: claimed ? taskFromRow(claimed).task : null };
+    return row ? taskFromRow(row).task : null;
   }
 
   async failTask(

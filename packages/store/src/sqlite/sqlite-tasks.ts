@@ -413,11 +413,6 @@ export class SqliteTasks implements TaskStore {
     );
   }
 
-  /** None here: in process, the hub completes and claims apart at no round trip's cost. */
-  async completeAndClaimTask(): Promise<null> {
-    return null;
-  }
-
   async completeTask(
     teamId: string,
     id: string,

@@ -16,7 +16,6 @@ export const TASK_CASES = [
   'task-idempotency-origin',
   'task-lease-expiry',
   'task-started',
-  'task-complete-and-claim',
   'task-wait-expiry',
   'task-approval',
   'task-transitions',
@@ -659,84 +658,6 @@ export function taskCases(h: TaskHarness): Record<TaskCase, () => Promise<void>>
       ).toBe('stale_lease');
       expect((await store.getTask('acme', once.id))?.history.at(-1)?.to).toBe('FAILED');
       expect((await store.getTask('acme', once.id))?.history).toHaveLength(3);
-    },
-
-    async 'task-complete-and-claim'() {
-      const store = h.store();
-      const first = await create({ title: 'first' });
-      const second = await create({ title: 'second' });
-      // Another team's task, routed to the same runtime, is never the next claim.
-      await create({ title: 'elsewhere' }, 'globex');
-      const held = await claim('w1');
-      const token = held?.lease?.token ?? 0;
-      const next = { teamId: 'acme', runtime: 'claude-code', workerId: 'w1', leaseMs: LEASE };
-      const holder = { holder: 'claude-code', actor: 'claude-code' };
-      // Not the usual completion (a stale token, another runtime): null, and nothing written.
-      expect(
-        await store.completeAndClaimTask('acme', first.id, token + 1, {}, holder, next),
-      ).toBeNull();
-      expect(
-        await store.completeAndClaimTask(
-          'acme',
-          first.id,
-          token,
-          {},
-          { holder: 'openclaw', actor: 'openclaw' },
-          { ...next, runtime: 'openclaw' },
-        ),
-      ).toBeNull();
-      expect(await path(first.id)).toEqual(['->SUBMITTED', 'SUBMITTED>WORKING']);
-      expect(await path(second.id)).toEqual(['->SUBMITTED']);
-      h.advance(SECOND);
-      const done = await store.completeAndClaimTask(
-        'acme',
-        first.id,
-        token,
-        { ok: 1 },
-        holder,
-        next,
-      );
-      if (done === null) {
-        // A store without the one-round-trip path: still nothing written.
-        expect(await path(first.id)).toEqual(['->SUBMITTED', 'SUBMITTED>WORKING']);
-        return;
-      }
-      expect(done.task).toMatchObject({ id: first.id, state: 'COMPLETED', result: { ok: 1 } });
-      expect(done.task.lease).toBeNull();
-      expect(done.next).toMatchObject({
-        id: second.id,
-        state: 'WORKING',
-        attempts: 1,
-        lease: { workerId: 'w1', expiresAt: iso(LEASE), startedAt: null },
-      });
-      expect(done.next?.lease?.token).not.toBe(token);
-      expect(await path(first.id)).toEqual([
-        '->SUBMITTED',
-        'SUBMITTED>WORKING',
-        'WORKING>COMPLETED',
-      ]);
-      expect(await path(second.id)).toEqual(['->SUBMITTED', 'SUBMITTED>WORKING']);
-      // Nothing left in the team: the completion stands, the next claim is null.
-      const last = await store.completeAndClaimTask(
-        'acme',
-        second.id,
-        done.next?.lease?.token ?? 0,
-        null,
-        holder,
-        next,
-      );
-      expect(last).toMatchObject({ task: { id: second.id, state: 'COMPLETED' }, next: null });
-      // A repeat of a completion is not the usual one: the caller's completeTask answers it.
-      expect(
-        await store.completeAndClaimTask(
-          'acme',
-          second.id,
-          done.next?.lease?.token ?? 0,
-          null,
-          holder,
-          next,
-        ),
-      ).toBeNull();
     },
 
     async 'task-started'() {
