@@ -232,6 +232,19 @@ describe('A2A routes', () => {
       await rpc(tokens.claw as string, 'CreateTaskPushNotificationConfig', {})
     ).json();
     expect(push).toMatchObject({ error: { code: -32003 } });
+    // A push config inside SendMessage is refused the same way, and nothing is created.
+    const before = await taskCount();
+    for (const field of ['taskPushNotificationConfig', 'pushNotificationConfig']) {
+      const base = codeMessage(`m-push-${field}`);
+      const inline = await (
+        await rpc(tokens.claw as string, 'SendMessage', {
+          ...base,
+          configuration: { ...base.configuration, [field]: { url: 'https://hooks.example/a2a' } },
+        })
+      ).json();
+      expect(inline, field).toMatchObject({ error: { code: -32003 } });
+    }
+    expect(await taskCount()).toBe(before);
     const text = await hub.app.request('/a2a', {
       method: 'POST',
       headers: { authorization: `Bearer ${tokens.claw}`, 'content-type': 'text/plain' },

@@ -65,6 +65,9 @@ export interface A2aRouteOptions {
 
 const A2A_VERSION = '1.0';
 
+const NO_PUSH =
+  'this hub does not send A2A push notifications; stream with SendStreamingMessage or SubscribeToTask (or use a ctxbus push subscription)';
+
 const JSON_TYPE = /^application\/([\w.+-]*\+)?json\b/i;
 
 /** JSON.rawJSON (Node 22+): a value JSON.stringify writes as the given text. */
@@ -229,6 +232,12 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
     case 'SendMessage':
     case 'SendStreamingMessage': {
       const request = parseParams(sendMessageParamsSchema, params, method);
+      // A push config given inline would be dropped without a word: refused, as the push
+      // methods are (the card says pushNotifications: false).
+      const inline = request.configuration ?? {};
+      if (inline.taskPushNotificationConfig ?? inline.pushNotificationConfig) {
+        throw new A2aRpcError('pushNotificationNotSupported', NO_PUSH);
+      }
       await rejectContinuation(call, request.message.taskId);
       const create = taskRequestFromMessage(request, call.preferRuntime);
       const start = () => createFromMessage(call, create, request.message.messageId);
@@ -266,10 +275,7 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
     case 'GetTaskPushNotificationConfig':
     case 'ListTaskPushNotificationConfigs':
     case 'DeleteTaskPushNotificationConfig':
-      throw new A2aRpcError(
-        'pushNotificationNotSupported',
-        'this hub does not send A2A push notifications; stream with SendStreamingMessage or SubscribeToTask (or use a ctxbus push subscription)',
-      );
+      throw new A2aRpcError('pushNotificationNotSupported', NO_PUSH);
     case 'ListTasks':
       return listA2aTasks(call, parseParams(listTasksParamsSchema, params, method));
     case 'GetExtendedAgentCard':
