@@ -369,6 +369,12 @@ describe('A2A routes', () => {
       token: claimed.body.task.lease.token,
     });
     expect(asked.body.task.state).toBe('INPUT_REQUIRED');
+    // What it waits for is in its status, for the A2A client to answer.
+    const got = (await (await rpc(tokens.claw as string, 'GetTask', { id })).json()) as any;
+    expect(got.result.status).toMatchObject({
+      state: 'TASK_STATE_INPUT_REQUIRED',
+      message: { role: 'ROLE_AGENT', parts: [{ text: 'which branch?' }] },
+    });
     const stream = await rpc(tokens.claw as string, 'SubscribeToTask', { id });
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const given = await post(tokens.claw as string, `/api/tasks/${id}/update`, {

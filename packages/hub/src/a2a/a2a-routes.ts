@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { ContextItem, CreateTaskRequest, Task, TaskState, Viewer } from '@ctxbus/core';
+import type {
+  ContextItem,
+  CreateTaskRequest,
+  Task,
+  TaskEvent,
+  TaskState,
+  Viewer,
+} from '@ctxbus/core';
 import {
   agentCardFor,
   CtxbusError,
@@ -150,11 +157,16 @@ async function readRpcRequest(context: Context) {
 }
 
 async function findTask(services: HubServices, viewer: Viewer, id: string): Promise<Task> {
+  return (await findTaskWithHistory(services, viewer, id)).task;
+}
+
+/** The task with its history (what an interrupted task waits for is its last event's note). */
+async function findTaskWithHistory(services: HubServices, viewer: Viewer, id: string) {
   const found = taskIdSchema.safeParse(id).success
     ? await services.store.getTask(viewer.teamId, id)
     : null;
   if (!found) throw new A2aRpcError('taskNotFound', `no task ${id} in your team`, { id });
-  return found.task;
+  return found;
 }
 
 async function cancel(services: HubServices, viewer: Viewer, id: string): Promise<Task> {
@@ -246,11 +258,13 @@ async function serveCall(call: RpcCall): Promise<Response | unknown> {
       if (method === 'SendStreamingMessage') return streamTask(call, start);
       if (request.configuration?.returnImmediately === true)
         return { task: toA2aTask(await start()) };
-      return { task: toA2aTask(await awaitSettled(call, start)) };
+      const settled = await awaitSettled(call, start);
+      return { task: toA2aTask(settled.task, settled.history) };
     }
     case 'GetTask': {
       const { id } = parseParams(taskIdRequestSchema, params, method);
-      return toA2aTask(await findTask(services, viewer, id));
+      const { task, history } = await findTaskWithHistory(services, viewer, id);
+      return toA2aTask(task, history);
     }
     case 'CancelTask': {
       const { id } = parseParams(taskIdRequestSchema, params, method);
@@ -364,7 +378,10 @@ export const A2A_BLOCKING_WAIT_MS = 25_000;
  * interrupted, or for A2A_BLOCKING_WAIT_MS, or until the caller goes away; then answers the
  * task as the store has it.
  */
-async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<Task> {
+async function awaitSettled(
+  call: RpcCall,
+  start: () => Promise<Task>,
+): Promise<{ task: Task; history: TaskEvent[] }> {
   const { services, viewer, caller, context } = call;
   // A wait is a live subscription like a stream: it counts against the token's and the
   // team's stream limits (429 past them), so waits by the thousand cannot hold the feed.
@@ -390,7 +407,7 @@ async function awaitSettled(call: RpcCall, start: () => Promise<Task>): Promise<
       if (changes === null) break;
       for (const change of changes) state = changeTaskState(change, scopeKey) ?? state;
     }
-    return (await services.store.getTask(viewer.teamId, task.id))?.task ?? task;
+    return (await services.store.getTask(viewer.teamId, task.id)) ?? { task, history: [] };
   } finally {
     clearTimeout(timer);
     signal.removeEventListener('abort', leave);

@@ -1,4 +1,4 @@
-import type { Task } from '@ctxbus/core';
+import type { Task, TaskEvent } from '@ctxbus/core';
 import { ROUTING_EXTENSION_URI, TASK_STATES } from '@ctxbus/core';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -86,6 +86,46 @@ describe('ctxbus tasks as A2A tasks', () => {
     expect(failed.status.message?.parts).toEqual([{ text: 'exit: boom' }]);
     const rejected = toA2aTask({ ...task, state: 'REJECTED' });
     expect(rejected.status.message?.parts).toEqual([{ text: 'claude-code is offline' }]);
+  });
+
+  it('says what an interrupted task waits for: the question asked, the command to approve', () => {
+    const asked = { ...task, state: 'INPUT_REQUIRED' as const };
+    const history = [
+      {
+        seq: 1,
+        taskId: task.id,
+        at: task.createdAt,
+        from: null,
+        to: 'SUBMITTED',
+        by: 'openclaw',
+        note: null,
+      },
+      {
+        seq: 2,
+        taskId: task.id,
+        at: task.updatedAt,
+        from: 'WORKING',
+        to: 'INPUT_REQUIRED',
+        by: 'w',
+        note: 'which branch?',
+      },
+    ] as TaskEvent[];
+    expect(toA2aTask(asked, history).status.message?.parts).toEqual([{ text: 'which branch?' }]);
+    // A note of an older state says nothing of this one.
+    expect(toA2aTask(asked, history.slice(0, 1)).status.message).toBeUndefined();
+    const held = toA2aTask({
+      ...task,
+      state: 'AUTH_REQUIRED',
+      approval: {
+        status: 'pending',
+        request: { argv: ['ls', '-la'], cwd: '/work/app' },
+        requestedBy: 'claude-code',
+        expiresAt: '2026-03-01T11:00:00.000Z',
+      },
+    } as unknown as Task);
+    expect(held.status.message?.parts).toEqual([
+      { text: 'waiting for a person to approve running ["ls","-la"] in "/work/app"' },
+    ]);
   });
 });
 

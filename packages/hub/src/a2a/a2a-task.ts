@@ -1,9 +1,10 @@
-import type { CreateTaskRequest, Task, TaskState } from '@ctxbus/core';
+import type { CreateTaskRequest, Task, TaskEvent, TaskState } from '@ctxbus/core';
 import {
   CtxbusError,
   createTaskRequestSchema,
   isTerminalTaskState,
   ROUTING_EXTENSION_URI,
+  shownJson,
   TASK_LIMITS,
 } from '@ctxbus/core';
 import { z } from 'zod';
@@ -263,20 +264,38 @@ export interface A2aTask {
   metadata: Record<string, unknown>;
 }
 
-/** Why a task is where it is, in a sentence, when ctxbus has one to say. */
-function statusNote(task: Task): string | null {
+/**
+ * The note of the event that put the task in its state (what a task waiting for input asks),
+ * from its history (oldest first), if it has one.
+ */
+export function stateNote(task: Task, history: readonly TaskEvent[]): string | null {
+  const last = history.at(-1);
+  return last?.to === task.state ? last.note : null;
+}
+
+/**
+ * Why a task is where it is, in a sentence, when ctxbus has one to say (`note`: the note of
+ * the event that put it there, `stateNote`): an interrupted task says what it waits for.
+ */
+function statusNote(task: Task, note: string | null): string | null {
   if (task.error) return `${task.error.code}: ${task.error.message}`;
   const routing = task.routing ?? {};
-  if (task.state === 'AUTH_REQUIRED' && typeof routing.approvalReason === 'string') {
-    return routing.approvalReason;
+  if (task.state === 'INPUT_REQUIRED' && note) return note;
+  if (task.state === 'AUTH_REQUIRED') {
+    const request = task.approval?.status === 'pending' ? task.approval.request : undefined;
+    if (Array.isArray(request?.argv)) {
+      const cwd = typeof request.cwd === 'string' ? ` in ${shownJson(request.cwd)}` : '';
+      return `waiting for a person to approve running ${shownJson(request.argv)}${cwd}`;
+    }
+    if (typeof routing.approvalReason === 'string') return routing.approvalReason;
   }
   if (task.state === 'REJECTED' && typeof routing.reason === 'string') return routing.reason;
   return null;
 }
 
 /** The task's A2A status: its state, when it got there, and why when ctxbus knows. */
-export function a2aStatus(task: Task): A2aStatus {
-  const note = statusNote(task);
+export function a2aStatus(task: Task, eventNote: string | null = null): A2aStatus {
+  const note = statusNote(task, eventNote);
   return {
     state: A2A_TASK_STATES[task.state],
     timestamp: task.updatedAt,
@@ -303,12 +322,12 @@ export function a2aArtifact(task: Task): A2aArtifact | null {
  * `metadata[ROUTING_EXTENSION_URI]` is the routing decision (runtime, candidates, reasons)
  * and `metadata.ctxbus` where the task stands in ctxbus.
  */
-export function toA2aTask(task: Task): A2aTask {
+export function toA2aTask(task: Task, history: readonly TaskEvent[] = []): A2aTask {
   const artifact = a2aArtifact(task);
   return {
     id: task.id,
     contextId: task.id,
-    status: a2aStatus(task),
+    status: a2aStatus(task, stateNote(task, history)),
     ...(artifact && { artifacts: [artifact] }),
     metadata: {
       [ROUTING_EXTENSION_URI]: task.routing,
