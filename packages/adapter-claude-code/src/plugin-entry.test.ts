@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,5 +109,43 @@ describe('the built hook and the handoff', () => {
     const bundle = readFileSync(`${DIST}ctxbus-claude-hook-main.cjs`, 'utf8');
     expect(bundle).not.toMatch(/ZodError|\$ZodType|YAMLParseError/);
     expect(bundle.length).toBeLessThan(48_000);
+  });
+});
+
+describe('the hook run by many tool calls of one session at once', () => {
+  it('keeps every PostToolUse change: parallel hooks do not overwrite each other', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxbus-parallel-hooks-'));
+    const files = Array.from({ length: 10 }, (_, index) => `/work/app/f${index + 1}.ts`);
+    // Claude Code runs the PostToolUse hooks of parallel tool calls together.
+    await Promise.all(
+      files.map(
+        (file) =>
+          new Promise<void>((resolve, reject) => {
+            const child = spawn(process.execPath, [`${DIST}ctxbus-claude-hook.js`], {
+              env: { PATH: process.env.PATH ?? '', CTXBUS_STATE_DIR: dir, HOME: dir },
+              stdio: ['pipe', 'ignore', 'ignore'],
+            });
+            child.once('error', reject);
+            child.once('exit', (code) =>
+              code === 0 ? resolve() : reject(new Error(`exit ${code}`)),
+            );
+            child.stdin.end(
+              JSON.stringify({
+                session_id: 'parallel',
+                cwd: '/work/app',
+                hook_event_name: 'PostToolUse',
+                tool_name: 'Edit',
+                tool_input: { file_path: file, old_string: 'a', new_string: 'b' },
+                tool_response: { filePath: file, success: true },
+              }),
+            );
+          }),
+      ),
+    );
+    const state = JSON.parse(readFileSync(join(dir, 'sessions', 'parallel.json'), 'utf8'));
+    expect([...state.filesTouched].sort()).toEqual([...files].sort());
+    // Every tool call noted, the newest TOOLS_KEPT (8) of them kept.
+    expect(state.tools).toHaveLength(8);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

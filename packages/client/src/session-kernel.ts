@@ -11,7 +11,7 @@ import { ageText, readCachedBundle, writeCachedBundle } from './bundle-cache.js'
 import type { HubApi, HubItem } from './hub-lite.js';
 import { flushOutbox, pendingCount, queueItems, sendOrSetAside } from './outbox.js';
 import type { SessionState, ToolEntry } from './session-state.js';
-import { readSessionState, writeSessionState } from './session-state.js';
+import { readSessionState, updateSessionState, writeSessionState } from './session-state.js';
 import { recordTurn } from './turn-log.js';
 
 // The runtime-neutral session loop (`@ctxbus/client/session`) every adapter runs: the session's
@@ -362,18 +362,24 @@ async function deliver(
 }
 
 function touchFile(options: SessionOptions<SessionItem>, path: string): void {
-  const state = loadState(options);
-  state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
-  saveState(options, state);
+  try {
+    updateSessionState(options.stateFile, (state) => {
+      state.filesTouched = [...state.filesTouched.filter((file) => file !== path), path].slice(-50);
+    });
+  } catch {
+    // state is a convenience; losing it must not fail the tool call
+  }
 }
 
 function noteTool(options: SessionOptions<SessionItem>, result: ToolResultInput): void {
   try {
-    const state = loadState(options);
-    ownSession(state, options.sessionId);
     const entry = toolEntry(result);
-    state.tools = [...state.tools.filter((kept) => kept.id !== entry.id), entry].slice(-TOOLS_KEPT);
-    saveState(options, state);
+    updateSessionState(options.stateFile, (state) => {
+      ownSession(state, options.sessionId);
+      state.tools = [...state.tools.filter((kept) => kept.id !== entry.id), entry].slice(
+        -TOOLS_KEPT,
+      );
+    });
   } catch {
     // a tool snippet is a convenience; it must not fail the tool call
   }

@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
 import { pruneFiles } from './prune-files.js';
@@ -105,6 +113,55 @@ export function readSessionState(file: string): SessionState {
       ? raw.injected.filter((id): id is string => typeof id === 'string')
       : [],
   };
+}
+
+/** How long a hook waits for another of its session to finish changing the state. */
+const LOCK_WAIT_MS = 1_000;
+/** A lock older than this is a killed hook's: taken over. */
+const STALE_LOCK_MS = 5_000;
+
+/** Sleeps this thread (a hook's state change is synchronous and short). */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** Takes `<file>.lock`, waiting for another holder: true when taken, false past the wait. */
+function lock(path: string): boolean {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
+    try {
+      closeSync(openSync(path, 'wx', 0o600));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false;
+    }
+    try {
+      if (Date.now() - statSync(path).mtimeMs > STALE_LOCK_MS) rmSync(path, { force: true });
+    } catch {
+      // released meanwhile
+    }
+    if (Date.now() >= deadline) return false;
+    pause(wait);
+  }
+}
+
+/**
+ * Reads the session's state, changes it and writes it back under a lock beside the file, so
+ * that hooks of one session running at once (Claude Code runs the PostToolUse hooks of
+ * parallel tool calls together) do not overwrite each other's changes. Past LOCK_WAIT_MS it
+ * changes the state unlocked rather than hold up the runtime.
+ */
+export function updateSessionState(file: string, change: (state: SessionState) => void): void {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const path = `${file}.lock`;
+  const locked = lock(path);
+  try {
+    const state = readSessionState(file);
+    change(state);
+    writeSessionState(file, state);
+  } finally {
+    if (locked) rmSync(path, { force: true });
+  }
 }
 
 /**
