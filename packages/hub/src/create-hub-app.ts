@@ -3,7 +3,7 @@ import { ServerResponse } from 'node:http';
 import type { Logger } from '@ctxbus/core';
 import { CtxbusError } from '@ctxbus/core';
 import type { Store } from '@ctxbus/store';
-import type { Context, NotFoundHandler } from 'hono';
+import type { Context, MiddlewareHandler, NotFoundHandler } from 'hono';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
@@ -30,6 +30,7 @@ export function createHubApp(
 ): Hono {
   const app = new Hono();
   app.use('*', answersLimiter());
+  app.use('*', askForBearer);
   if (options.corsOrigins && options.corsOrigins.length > 0) {
     allowCors(app, options.corsOrigins);
   }
@@ -41,7 +42,10 @@ export function createHubApp(
     return caller?.teamId ?? null;
   });
   // Every route that takes a body shares the one budget: /mcp's uploads too (an extension's).
-  for (const path of ['/api/*', '/a2a', '/a2a/*', '/mcp', '/mcp/*']) app.use(path, limitBody);
+  for (const path of ['/api/*', '/a2a', '/a2a/*', '/mcp', '/mcp/*']) {
+    app.use(path, plainBodies);
+    app.use(path, limitBody);
+  }
   for (const route of routes) {
     app.on(route.method, route.path, (context) => handleRoute(route, services, context));
   }
@@ -50,6 +54,32 @@ export function createHubApp(
   app.onError(onError(services.logger, services.store));
   return app;
 }
+
+/**
+ * A body the hub reads as sent: one with a Content-Encoding (gzip, say) is refused by name
+ * (415), not read as bytes that are no JSON.
+ */
+const plainBodies: MiddlewareHandler = async (context, next) => {
+  const encoding = context.req.header('content-encoding')?.trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    throw new CtxbusError(
+      'unsupported_media_type',
+      `the hub reads request bodies as sent: Content-Encoding ${encoding} is not supported`,
+    );
+  }
+  await next();
+};
+
+/**
+ * A 401 says how to authenticate (RFC 9110: `WWW-Authenticate`), whichever route answered it:
+ * a bearer token.
+ */
+const askForBearer: MiddlewareHandler = async (context, next) => {
+  await next();
+  if (context.res.status === 401 && !context.res.headers.has('www-authenticate')) {
+    context.res.headers.set('www-authenticate', 'Bearer realm="ctxbus"');
+  }
+};
 
 /**
  * Exact origins only, no cookies (the token travels in the Authorization header): an origin

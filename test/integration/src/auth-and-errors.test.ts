@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { call, runtimeToken, waitUntil } from '@ctxbus/test-kit';
 import { describe, expect, it } from 'vitest';
 import { useInProcessHub } from './in-process-serve.ts';
@@ -30,6 +31,30 @@ describe('authentication', () => {
     expect(wrongScheme.status).toBe(401);
     const unknown = await call(hub.url, 'GET', '/api/context', { token: 'cbx_notarealtoken' });
     expect(unknown.status).toBe(401);
+    // A 401 says how to authenticate (RFC 9110), on the API, A2A and MCP alike.
+    for (const path of ['/api/context', '/a2a', '/mcp']) {
+      const refused = await fetch(`${hub.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer cbx_notarealtoken', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(refused.status, path).toBe(401);
+      expect(refused.headers.get('www-authenticate'), path).toBe('Bearer realm="ctxbus"');
+    }
+    // A compressed body is refused by name, not read as bytes that are no JSON.
+    const gzipped = await fetch(`${hub.url}/api/context`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${hub.tokens.code}`,
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      body: new Uint8Array(gzipSync(JSON.stringify({ type: 'status', title: 'zipped' }))),
+    });
+    expect(gzipped.status).toBe(415);
+    expect(await gzipped.json()).toMatchObject({
+      error: { code: 'unsupported_media_type', message: expect.stringContaining('gzip') },
+    });
     const health = await call(hub.url, 'GET', '/health');
     expect(health.status).toBe(200);
     expect(health.body).toMatchObject({ status: 'ok', store: 'sqlite' });
