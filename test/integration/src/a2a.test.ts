@@ -260,6 +260,56 @@ describe('A2A over the hub', () => {
     expect(after.body.task.state).toBe('SUBMITTED');
   });
 
+  it('ends a stream whose token is revoked with an error that says so, not a silent close', async () => {
+    const minted = await call(hub.url, 'POST', '/api/admin/tokens', {
+      token: hub.adminToken,
+      body: { teamId: 'acme', runtime: 'openclaw' },
+    });
+    expect(minted.status).toBe(201);
+    const response = await fetch(`${hub.url}/a2a`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${minted.body.token}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'revoked',
+        method: 'SendStreamingMessage',
+        params: {
+          message: {
+            messageId: randomUUID(),
+            role: 'ROLE_USER',
+            parts: [{ text: 'streamed, then revoked' }],
+            metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
+          },
+        },
+      }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('\n\n')) text += decoder.decode((await reader.read()).value);
+    const revoked = await call(hub.url, 'DELETE', `/api/admin/tokens/${minted.body.info.id}`, {
+      token: hub.adminToken,
+    });
+    expect(revoked.status).toBe(200);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    const events = text
+      .split('\n\n')
+      .filter((block) => block.startsWith('data: '))
+      .map((block) => JSON.parse(block.slice(6)));
+    expect(events.at(-1)).toMatchObject({
+      id: 'revoked',
+      error: { code: -32000, data: { ctxbusCode: 'unauthorized' } },
+    });
+  });
+
   it('takes requiredCapabilities from a data part, and says when a message names none', async () => {
     const client = await clientFor(hub.tokens.claw);
     const task = asTask(

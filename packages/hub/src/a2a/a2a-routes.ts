@@ -404,7 +404,10 @@ async function awaitSettled(
     let state: TaskState = task.state;
     while (!endsA2aStream(state)) {
       const changes = await subscriber.next();
-      if (changes === null) break;
+      if (changes === null) {
+        if (subscriber.endedBy?.reason === 'token_revoked') throw streamEnded(subscriber.endedBy);
+        break;
+      }
       for (const change of changes) state = changeTaskState(change, scopeKey) ?? state;
     }
     return (await services.store.getTask(viewer.teamId, task.id)) ?? { task, history: [] };
@@ -413,6 +416,17 @@ async function awaitSettled(
     signal.removeEventListener('abort', leave);
     subscriber.close();
   }
+}
+
+/** Why the hub ended a wait or a stream, as the error the caller is answered with. */
+function streamEnded(end: { reason: 'slow_reader' | 'token_revoked'; message: string }) {
+  return new CtxbusError(
+    end.reason === 'token_revoked' ? 'unauthorized' : 'unavailable',
+    end.message,
+    {
+      details: { reason: end.reason },
+    },
+  );
 }
 
 const statusItemSchema = z.object({ task: z.object({ state: z.enum(TASK_STATES) }) });
@@ -477,7 +491,11 @@ async function streamTask(
       const ends = (state: TaskState) => endsA2aStream(state) && state !== waitingAt;
       while (!ends(last) && !sink.closed) {
         const changes = await subscriber.next();
-        if (changes === null) break;
+        if (changes === null) {
+          // Ended by the hub (the token revoked, a reader too slow): said, not a silent close.
+          if (subscriber.endedBy) throw streamEnded(subscriber.endedBy);
+          break;
+        }
         for (const change of changes) {
           const state = changeTaskState(change, scopeKey);
           if (state === null || state === last) continue;
