@@ -14,7 +14,7 @@ import {
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
 import { call, runCli, tempDir, waitUntil } from '@ctxbus/test-kit';
-import { useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
+import { storeUrl, useHubPair, withPostgres } from '@ctxbus/test-kit/postgres';
 import { describe, expect, it } from 'vitest';
 import { useInProcessHub } from './in-process-serve.ts';
 
@@ -666,6 +666,46 @@ await withPostgres('A2A on PostgreSQL', (url, schemas) => {
         token: a.tokens.claw,
       });
       expect(listed.body.tasks.map((task: { id: string }) => task.id)).toContain(id);
+    });
+  });
+
+  describe('the stream limit on PostgreSQL', () => {
+    const schema = schemas.next('a2alimit');
+    const limited = useInProcessHub({
+      store: storeUrl(url, schema),
+      args: ['--max-streams-per-token', '2'],
+      tokens: { claw: ['acme', 'openclaw'] },
+    });
+
+    it('lets exactly the limit of concurrent streams in, however many ask at once', async () => {
+      const controller = new AbortController();
+      const asks = Array.from({ length: 10 }, (_, index) =>
+        fetch(`${limited.url}/a2a`, {
+          method: 'POST',
+          signal: controller.signal,
+          headers: {
+            authorization: `Bearer ${limited.tokens.claw}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: index,
+            method: 'SendStreamingMessage',
+            params: {
+              message: {
+                messageId: randomUUID(),
+                role: 'ROLE_USER',
+                parts: [{ text: `stream ${index}` }],
+                metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
+              },
+            },
+          }),
+        }),
+      );
+      const statuses = (await Promise.all(asks)).map((response) => response.status);
+      expect(statuses.filter((status) => status === 200)).toHaveLength(2);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(8);
+      controller.abort();
     });
   });
 });

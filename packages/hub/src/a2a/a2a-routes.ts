@@ -386,13 +386,11 @@ async function awaitSettled(
   // A wait is a live subscription like a stream: it counts against the token's and the
   // team's stream limits (429 past them), so waits by the thousand cannot hold the feed.
   const owner = streamOwner(caller, context);
+  // Admitted and subscribed with nothing awaited between, so concurrent calls cannot all pass
+  // the count before any subscribes (as GET /api/stream does).
+  const after = await services.store.latestSeq();
   services.feed.admit(viewer, owner);
-  const subscriber = services.feed.subscribe(
-    viewer,
-    { tags: [TASK_TAG] },
-    await services.store.latestSeq(),
-    owner,
-  );
+  const subscriber = services.feed.subscribe(viewer, { tags: [TASK_TAG] }, after, owner);
   const timer = setTimeout(() => subscriber.close(), A2A_BLOCKING_WAIT_MS);
   // A caller that went away frees its place at once, not after the wait.
   const signal = context.req.raw.signal;
@@ -457,12 +455,13 @@ async function streamTask(
 ): Promise<Response> {
   const { services, viewer, caller, context, id } = call;
   const owner = streamOwner(caller, context);
+  const after = await services.store.latestSeq();
   services.feed.admit(viewer, owner);
   const subscriber = services.feed.subscribe(
     viewer,
     // A known task: only its status items; a task about to be created: every task's.
     taskId === undefined ? { tags: [TASK_TAG] } : { tags: [TASK_TAG], scopeKey: `task:${taskId}` },
-    await services.store.latestSeq(),
+    after,
     owner,
   );
   let task: Task;
