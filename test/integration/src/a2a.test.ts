@@ -96,6 +96,38 @@ function codeMessage(title: string): Message {
   });
 }
 
+/**
+ * A SendMessage or SendStreamingMessage of a code task as raw JSON-RPC (its HTTP status and
+ * headers are what the test reads), with `text` as the message.
+ */
+function rawSend(
+  base: string,
+  token: string,
+  id: number | string,
+  method: 'SendMessage' | 'SendStreamingMessage',
+  text: string,
+  signal?: AbortSignal,
+): Promise<Response> {
+  return fetch(`${base}/a2a`, {
+    method: 'POST',
+    ...(signal && { signal }),
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: {
+        message: {
+          messageId: randomUUID(),
+          role: 'ROLE_USER',
+          parts: [{ text }],
+          metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
+        },
+      },
+    }),
+  });
+}
+
 function asTask(result: Task | Message): Task {
   if (!('status' in result)) throw new Error(`expected a task, got ${JSON.stringify(result)}`);
   return result;
@@ -266,26 +298,13 @@ describe('A2A over the hub', () => {
       body: { teamId: 'acme', runtime: 'openclaw' },
     });
     expect(minted.status).toBe(201);
-    const response = await fetch(`${hub.url}/a2a`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${minted.body.token}`,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'revoked',
-        method: 'SendStreamingMessage',
-        params: {
-          message: {
-            messageId: randomUUID(),
-            role: 'ROLE_USER',
-            parts: [{ text: 'streamed, then revoked' }],
-            metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
-          },
-        },
-      }),
-    });
+    const response = await rawSend(
+      hub.url,
+      minted.body.token,
+      'revoked',
+      'SendStreamingMessage',
+      'streamed, then revoked',
+    );
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
@@ -575,26 +594,7 @@ describe('blocking SendMessage waits and the stream limits', () => {
     expect(third?.message).toMatch(/this token already holds 2 live streams/);
     // As HTTP: 429 with when to try again, as GET /api/stream answers; the JSON-RPC error says
     // why, as no malformed request (-32600).
-    const raw = await fetch(`${limited.url}/a2a`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${limited.tokens.claw}`,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 7,
-        method: 'SendMessage',
-        params: {
-          message: {
-            messageId: randomUUID(),
-            role: 'ROLE_USER',
-            parts: [{ text: 'one more' }],
-            metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
-          },
-        },
-      }),
-    });
+    const raw = await rawSend(limited.url, limited.tokens.claw, 7, 'SendMessage', 'one more');
     expect(raw.status, await raw.clone().text()).toBe(429);
     expect(raw.headers.get('retry-after')).toBe('1');
     expect(await raw.json()).toMatchObject({
@@ -680,27 +680,14 @@ await withPostgres('A2A on PostgreSQL', (url, schemas) => {
     it('lets exactly the limit of concurrent streams in, however many ask at once', async () => {
       const controller = new AbortController();
       const asks = Array.from({ length: 10 }, (_, index) =>
-        fetch(`${limited.url}/a2a`, {
-          method: 'POST',
-          signal: controller.signal,
-          headers: {
-            authorization: `Bearer ${limited.tokens.claw}`,
-            'content-type': 'application/json',
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: index,
-            method: 'SendStreamingMessage',
-            params: {
-              message: {
-                messageId: randomUUID(),
-                role: 'ROLE_USER',
-                parts: [{ text: `stream ${index}` }],
-                metadata: { [ROUTING]: { requiredCapabilities: ['code_execution'] } },
-              },
-            },
-          }),
-        }),
+        rawSend(
+          limited.url,
+          limited.tokens.claw,
+          index,
+          'SendStreamingMessage',
+          `stream ${index}`,
+          controller.signal,
+        ),
       );
       const statuses = (await Promise.all(asks)).map((response) => response.status);
       expect(statuses.filter((status) => status === 200)).toHaveLength(2);
