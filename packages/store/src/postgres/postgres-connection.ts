@@ -105,12 +105,20 @@ export async function connectPostgres(options: PostgresConnectionOptions): Promi
     const pg = await loadPg();
     pool = new pg.Pool(config);
     ownsPool = true;
-    // An idle client's error (server restart, network) is emitted on the pool; unhandled,
-    // it would end the process. The next query gets a fresh connection.
-    pool.on('error', (error) => {
-      logger.warn({ err: error }, 'postgres: idle connection failed');
-    });
   }
+  // An idle client's error (server restart, network) is emitted on the pool; unhandled, it
+  // would end the process (a pool given to the store too). The next query gets a fresh one.
+  pool.on('error', (error) => {
+    logger.warn({ err: error }, 'postgres: idle connection failed');
+  });
+  // A checked-out client loses the pool's listener: one whose connection ends between its
+  // queries (the server restarted, its backend terminated) emits an error nobody hears, which
+  // ended the hub. Heard here; its next query fails (a retryable error) and the pool replaces it.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => {
+      logger.warn({ err: error }, 'postgres: a connection in use failed');
+    });
+  });
   return {
     pool,
     ownsPool,

@@ -950,6 +950,51 @@ function definePostgresTests(url: string): void {
       }
     });
 
+    it('keeps serving when the connections it holds are killed under writes', async () => {
+      const schema = schemas.next('killedpool');
+      // Its own pool, named, so that only its backends are terminated.
+      const name = `ctxbus_killed_${process.pid}`;
+      const pool = new pg.Pool({ connectionString: url, application_name: name, max: 4 });
+      const store = await openPostgresStore({ pool, schema });
+      let stop = false;
+      let written = 0;
+      const failures: unknown[] = [];
+      const writers = [1, 2, 3, 4].map(async (writer) => {
+        for (let index = 0; !stop; index++) {
+          // Batches inside transactions and single writes: clients held across round trips.
+          await store
+            .writeItems([prepared({ title: `w${writer}-${index}` }), prepared({ title: 'pair' })])
+            .then(
+              () => {
+                written += 1;
+              },
+              (error: unknown) => failures.push(error),
+            );
+        }
+      });
+      try {
+        await waitFor(() => written >= 20, 'the first writes');
+        for (let round = 0; round < 3; round++) {
+          await withClient((client) =>
+            client.query(
+              'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
+              [name],
+            ),
+          );
+          const before = written;
+          await waitFor(() => written >= before + 20, `writes after kill ${round + 1}`);
+        }
+      } finally {
+        stop = true;
+        await Promise.all(writers);
+        await store.close();
+        await pool.end();
+      }
+      // The writes a kill cut off failed as the store's errors (the caller may retry them).
+      for (const failure of failures)
+        expect(CtxbusError.isInstance(failure), String(failure)).toBe(true);
+    });
+
     it('survives its LISTEN backend being killed: reconnects and hints what it missed', async () => {
       const schema = schemas.next('killed');
       const writer = await openPostgresStore({ connectionString: url, schema });
