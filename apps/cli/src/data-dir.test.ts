@@ -91,4 +91,52 @@ describe('the data directory lock', () => {
     const lock = lockDataDir(dir);
     lock.release();
   });
+
+  it('lets one of two hubs started at the same moment take a directory, never both', async () => {
+    const module = JSON.stringify(new URL('./data-dir.ts', import.meta.url).pathname);
+    // Each process waits for the go on stdin (the instant to try), tries, says what it got, and
+    // holds a moment.
+    const script = `
+      const { lockDataDir } = await import(${module});
+      console.log('ready');
+      process.stdin.once('data', async (go) => {
+        // Both spin to the same instant: a start at the same moment.
+        const at = Number(String(go));
+        while (Date.now() < at) {}
+        let lock = null;
+        try { lock = lockDataDir(process.argv[1]); console.log('got'); }
+        catch (error) { console.log(error.code === 'conflict' ? 'refused' : 'error ' + error.message); }
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        lock?.release();
+        process.exit(0);
+      });`;
+    for (let round = 0; round < 20; round++) {
+      const dir = fresh();
+      const racers = [0, 1].map(() =>
+        spawn(process.execPath, ['--input-type=module', '-e', script, dir], {
+          stdio: ['pipe', 'pipe', 'inherit'],
+        }),
+      );
+      const outputs = ['', ''];
+      const ready = racers.map(
+        (racer, index) =>
+          new Promise<void>((resolve) => {
+            racer.stdout.on('data', (chunk: Buffer) => {
+              outputs[index] += chunk.toString();
+              if (outputs[index]?.includes('ready\n')) resolve();
+            });
+          }),
+      );
+      const exited = racers.map(
+        (racer) => new Promise<void>((resolve) => racer.once('exit', () => resolve())),
+      );
+      // Both loaded before either goes: a start at the same moment.
+      await Promise.all(ready);
+      const at = Date.now() + 100;
+      for (const racer of racers) racer.stdin.end(`${at}\n`);
+      await Promise.all(exited);
+      const said = outputs.map((output) => output.replace('ready\n', '').trim());
+      expect(said.sort()).toEqual(['got', 'refused']);
+    }
+  }, 60_000);
 });

@@ -10,6 +10,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
 import { CtxbusError } from '@ctxbus/core/light';
 
 // The per-user data directory ($CTXBUS_DATA, else the platform's place) is shared with the
@@ -71,6 +72,36 @@ export interface DataDirLock {
   release(): void;
 }
 
+/**
+ * An exclusive lock on `<dataDir>/hub.lock.db` (SQLite's, so the operating system's: gone
+ * with the process), or the conflict of another hub holding it.
+ */
+function holdExclusive(
+  dataDir: string,
+  instead: string,
+  cannot: (error: unknown) => CtxbusError,
+): DatabaseSync {
+  const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
+  let database: DatabaseSync | undefined;
+  try {
+    database = new DatabaseSync(join(dataDir, 'hub.lock.db'), { timeout: 0 });
+    database.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE');
+    return database;
+  } catch (error) {
+    database?.close();
+    if (/locked|busy/i.test((error as Error).message)) {
+      const hub = runningHub(dataDir);
+      throw new CtxbusError(
+        'conflict',
+        hub
+          ? `a hub (pid ${hub.pid}${hub.url ? `, ${hub.url}` : ''}) is serving ${dataDir}; ${instead}`
+          : `another hub is starting on ${dataDir}; ${instead}`,
+      );
+    }
+    throw cannot(error);
+  }
+}
+
 /** Takes the data directory for this hub process; a stale lock (dead pid) is replaced. */
 export function lockDataDir(dataDir: string): DataDirLock {
   const cannot = (error: unknown) =>
@@ -87,20 +118,20 @@ export function lockDataDir(dataDir: string): DataDirLock {
   } catch (error) {
     throw cannot(error);
   }
-  assertNoHub(
-    dataDir,
-    'use that hub (stop it first to serve this directory again), or serve another directory with --data',
-  );
+  const instead =
+    'use that hub (stop it first to serve this directory again), or serve another directory with --data';
+  assertNoHub(dataDir, instead);
+  // The exclusive lock is the operating system's, on hub.lock.db, held while this process
+  // lives (a killed hub's goes with it): two hubs started at once cannot both pass, as they
+  // could when each checked hub.lock, then replaced it. hub.lock only says who holds it.
+  const exclusive = holdExclusive(dataDir, instead, cannot);
   const path = lockPath(dataDir);
   let fd: number;
   try {
     rmSync(path, { force: true });
     fd = openSync(path, 'wx', 0o600);
   } catch (error) {
-    // Only a lock made meanwhile is another hub's start; anything else is the directory's.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new CtxbusError('conflict', `another hub is starting on ${dataDir}`);
-    }
+    exclusive.close();
     throw cannot(error);
   }
   const write = (info: Omit<LockInfo, 'pid'>) => {
@@ -113,6 +144,9 @@ export function lockDataDir(dataDir: string): DataDirLock {
     release() {
       try {
         closeSync(fd);
+      } catch {}
+      try {
+        exclusive.close();
       } catch {}
       const holder = (() => {
         try {
