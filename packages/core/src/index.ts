@@ -16,6 +16,7 @@ export {
   AuditChainVerifier,
   auditEventSchema,
   chainAuditRecord,
+  MAX_AUDIT_PAGE,
 } from './audit/index.js';
 export type {
   BuiltTurnContext,

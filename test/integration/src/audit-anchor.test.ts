@@ -37,6 +37,7 @@ const TOKENS = {
   acme: ['acme', 'openclaw'],
   globex: ['globex', 'openclaw'],
   initech: ['initech', 'openclaw'],
+  umbrella: ['umbrella', 'openclaw'],
 } as const;
 
 /** The one directory of keys the hub made under its config directory. */
@@ -191,6 +192,25 @@ function anchorSuite(
       expect(outcome.reason).toMatch(
         /record 5 is not the one the hub signed .*: the chain was rewritten/,
       );
+    });
+
+    it('finds a chain rolled back (a backup restored) and written past its old checkpoints', async () => {
+      await refusedApprovals(hub.tokens.umbrella, 3);
+      expect(await verify(hub.tokens.umbrella)).toMatchObject({
+        ok: true,
+        anchor: { checkpoint: { seq: 3 } },
+      });
+      // Back to record 1, as a restored copy of the database would be; then written on to 5.
+      const first = (await rowsOf('umbrella'))[0] as AuditRecord;
+      await db.run("DELETE FROM {audit_log} WHERE team_id = 'umbrella' AND seq > 1");
+      await db.run("UPDATE {audit_heads} SET seq = 1, hash = ? WHERE team_id = 'umbrella'", [
+        first.hash,
+      ]);
+      await refusedApprovals(hub.tokens.umbrella, 4);
+      const outcome = await verify(hub.tokens.umbrella);
+      // The latest checkpoint (record 5) holds; the one of the record the rollback replaced does not.
+      expect(outcome).toMatchObject({ ok: false, records: 5, anchor: { checkpoint: { seq: 5 } } });
+      expect(outcome.reason).toMatch(/record [23] is not the one the hub signed/);
     });
 
     it("finds a team's whole log dropped", async () => {

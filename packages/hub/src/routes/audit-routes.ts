@@ -1,7 +1,7 @@
-import { CtxbusError } from '@ctxbus/core';
+import { CtxbusError, MAX_AUDIT_PAGE } from '@ctxbus/core';
 import type { Caller } from '../caller.js';
 import { implement } from '../route-definition.js';
-import { checkpointBreach } from '../tasks/audit-anchor.js';
+import { firstCheckpointBreach } from '../tasks/audit-anchor.js';
 
 // The audit log over HTTP (issue 12): a team's records page by page, and its verification.
 
@@ -64,7 +64,7 @@ export const auditRoutes = [
       const anchor = services.auditAnchor;
       if (anchor === null) return { status: 200, body: { team, ...outcome, anchor: null } };
       anchor.flush();
-      const { checkpoint, unsigned } = anchor.read(team);
+      const { checkpoint, unsigned, all } = anchor.read(team);
       if (checkpoint === null) {
         return { status: 200, body: { team, ...outcome, anchor: { checkpoint: null, unsigned } } };
       }
@@ -76,13 +76,12 @@ export const auditRoutes = [
         checkpoint: { seq: checkpoint.seq, hash: checkpoint.hash, at: checkpoint.at, ageSeconds },
         unsigned,
       };
-      const [atSeq] = await services.store.listAudit(team, {
-        afterSeq: checkpoint.seq - 1,
-        limit: 1,
-      });
-      const breach = checkpointBreach(checkpoint, atSeq ?? null);
-      if (breach === null) return { status: 200, body: { team, ...outcome, anchor: anchored } };
-      const seq = outcome.ok ? checkpoint.seq : Math.min(outcome.seq, checkpoint.seq);
+      const found = await firstCheckpointBreach(all, (afterSeq) =>
+        services.store.listAudit(team, { afterSeq, limit: MAX_AUDIT_PAGE }),
+      );
+      if (found === null) return { status: 200, body: { team, ...outcome, anchor: anchored } };
+      const { reason: breach } = found;
+      const seq = outcome.ok ? found.checkpoint.seq : Math.min(outcome.seq, found.checkpoint.seq);
       return {
         status: 200,
         body: {

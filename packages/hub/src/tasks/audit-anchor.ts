@@ -10,9 +10,9 @@ import type { ApprovalKey } from './approval-key.js';
 // whole log, and the chain still verifies. So the hub signs each team's head with its Ed25519
 // key (the approval key) and appends the signed checkpoint to a file of its own, beside the
 // key, outside the database: `<dir>/<team>.jsonl`, one line per checkpoint, fsynced.
-// `audit verify` then checks the chain against the latest checkpoint whose signature holds:
-// the record at its sequence must exist with its hash, so any rewrite, cut or drop of what the
-// checkpoint covers is found. What came after the latest checkpoint (at most `intervalMs`
+// `audit verify` then checks the chain against every checkpoint whose signature holds: the
+// record at each one's sequence must exist with its hash, so any rewrite, cut or drop of what a
+// checkpoint covers is found, even after the hub wrote past it again. What came after the latest checkpoint (at most `intervalMs`
 // while the hub runs) is covered by the chain alone.
 
 /** What a checkpoint says: the team's chain had record `seq` with `hash`, at `at`. */
@@ -28,6 +28,8 @@ export interface AuditCheckpoint {
 export interface CheckpointReading {
   checkpoint: AuditCheckpoint | null;
   unsigned: number;
+  /** Every checkpoint of the team whose signature holds, by sequence (oldest first). */
+  all: AuditCheckpoint[];
 }
 
 export interface AuditAnchorOptions {
@@ -83,24 +85,31 @@ export class AuditAnchor {
     }
   }
 
-  /** The latest checkpoint of `team` that this hub's key signed. */
+  /** The checkpoints of `team` that this hub's key signed: the latest, and all of them. */
   read(team: string): CheckpointReading {
     let text: string;
     try {
       text = readFileSync(this.fileOf(team), 'utf8');
     } catch {
-      return { checkpoint: null, unsigned: 0 };
+      return { checkpoint: null, unsigned: 0, all: [] };
     }
     const publicKey = createPublicKey(this.options.key.publicKeyPem);
+    const all: AuditCheckpoint[] = [];
     let checkpoint: AuditCheckpoint | null = null;
     let unsigned = 0;
     for (const line of text.split('\n')) {
       if (line.trim() === '') continue;
       const found = parseSigned(line, publicKey);
-      if (found === null || found.team !== team) unsigned += 1;
-      else if (checkpoint === null || found.seq >= checkpoint.seq) checkpoint = found;
+      if (found === null || found.team !== team) {
+        unsigned += 1;
+        continue;
+      }
+      all.push(found);
+      if (checkpoint === null || found.seq >= checkpoint.seq) checkpoint = found;
     }
-    return { checkpoint, unsigned };
+    // Stable: checkpoints of one sequence (a chain rolled back and written again) keep their order.
+    all.sort((a, b) => a.seq - b.seq);
+    return { checkpoint, unsigned, all };
   }
 
   close(): void {
@@ -142,6 +151,35 @@ function parseSigned(
   } catch {
     return null;
   }
+}
+
+/**
+ * The first of `checkpoints` (by sequence) the chain does not hold, and why (null: it holds
+ * them all), reading the chain in pages with `page(afterSeq)` (empty at its end). Every signed
+ * checkpoint counts, not only the latest: a chain rolled back (a restored backup) and written
+ * past the old sequences again is caught by the checkpoints of the records it replaced.
+ */
+export async function firstCheckpointBreach(
+  checkpoints: readonly AuditCheckpoint[],
+  page: (afterSeq: number) => Promise<readonly Pick<AuditRecord, 'seq' | 'hash'>[]>,
+): Promise<{ checkpoint: AuditCheckpoint; reason: string } | null> {
+  let next = 0;
+  let after = 0;
+  while (next < checkpoints.length) {
+    const records = await page(after);
+    for (const record of records) {
+      for (; next < checkpoints.length; next++) {
+        const checkpoint = checkpoints[next] as AuditCheckpoint;
+        if (checkpoint.seq > record.seq) break;
+        const reason = checkpointBreach(checkpoint, checkpoint.seq === record.seq ? record : null);
+        if (reason !== null) return { checkpoint, reason };
+      }
+      after = record.seq;
+    }
+    if (records.length === 0) break;
+  }
+  const left = checkpoints[next];
+  return left ? { checkpoint: left, reason: checkpointBreach(left, null) as string } : null;
 }
 
 /**
