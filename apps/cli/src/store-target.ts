@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Store } from '@ctxbus/store';
 import { assertNoHub, databasePath, defaultDataDir } from './data-dir.js';
@@ -79,4 +80,14 @@ export function describeTarget(target: StoreTarget): string {
   return target.kind === 'sqlite'
     ? `${databasePath(target.dataDir)} (embedded SQLite)`
     : `${target.display} (PostgreSQL)`;
+}
+
+/** A list, a revoke or an audit check reads a store that exists: a mistyped --data makes none. */
+export function assertStoreExists(target: StoreTarget): void {
+  if (target.kind === 'sqlite' && !existsSync(databasePath(target.dataDir))) {
+    throw new CtxbusError(
+      'not_found',
+      `no ctxbus database in ${target.dataDir} (${databasePath(target.dataDir)}): check --data`,
+    );
+  }
 }

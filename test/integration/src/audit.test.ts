@@ -199,6 +199,19 @@ describe('the audit log of a running hub', () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout.trim().split('\n')).toHaveLength(all.length);
     expect(listed.stdout).toMatch(/^#1 \S+ task\.routed task_/);
+    // --all --json: one JSON document with every page's records.
+    const asJson = await cli([
+      'list',
+      '--token',
+      hub.tokens.claw,
+      '--all',
+      '--limit',
+      '4',
+      '--json',
+    ]);
+    expect(asJson.code).toBe(0);
+    const document = JSON.parse(asJson.stdout) as { records: { seq: number }[] };
+    expect(document.records.map((record) => record.seq)).toEqual(all.map((record) => record.seq));
 
     // Someone with the file rewrites what a worker reported.
     const target = all.find((record) => record.kind === 'execution.finished');

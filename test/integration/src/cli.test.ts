@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubProcess } from '@ctxbus/test-kit';
@@ -645,6 +647,30 @@ describe('ctxbus CLI', () => {
       const refused = await runCli([...args, '--url', closed, '--token', 'cbx_x']);
       expect([refused.code, refused.stderr], args[0]).toEqual([6, told]);
     }
+    // A hub that takes the connection and never answers: watch says so (exit 6), as read does.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const quiet = await runCli(['watch', '--url', silentUrl, '--token', 'cbx_x']);
+      expect(quiet.code).toBe(6);
+      expect(quiet.stderr).toMatch(
+        /^ctxbus: error: cannot reach the ctxbus hub at .*no answer in 10000 ms/,
+      );
+    } finally {
+      silent.close();
+    }
+    // A mistyped data directory: audit verify finds no database either, and makes none.
+    const noAudit = await runCli(['audit', 'verify', '--data', nowhere, '--team', 'acme']);
+    expect(noAudit.code).toBe(4);
+    expect(noAudit.stderr).toMatch(/no ctxbus database in .*not-there .*check --data/);
+    expect(existsSync(nowhere)).toBe(false);
+    // --file holds whole items: an item flag beside it is refused, not dropped.
+    const beside = await runCli(['write', '--file', '-', '--type', 'alert', '--title', 'x'], {
+      input: '{"type":"decision","title":"from the file"}',
+    });
+    expect(beside.code).toBe(2);
+    expect(beside.stderr).toMatch(/--file holds whole items: give --type, --title in the file/);
     // A token of two lines (read from a two-line file) is a mistake in the token, said without
     // it, on every transport; not "cannot reach the hub" with the secret in the message.
     const twoLines = 'cbx_first_line\ncbx_second_line';

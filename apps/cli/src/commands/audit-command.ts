@@ -3,7 +3,7 @@ import type { VerifyAuditResponse } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { printJson, printLine } from '../output.js';
-import { storeTarget, withOfflineStore } from '../store-target.js';
+import { assertStoreExists, storeTarget, withOfflineStore } from '../store-target.js';
 
 // `ctxbus audit verify|list`: a team's hash-chained audit log (routing decisions, task changes,
 // executions, approvals) as a running hub keeps it. verify exits 1, naming the first bad
@@ -68,6 +68,8 @@ async function verifyOffline(options: AuditOptions) {
     ...(options.data !== undefined && { data: options.data }),
     ...(options.store !== undefined && { store: options.store }),
   });
+  // A mistyped --data is no empty log "intact, 0 records": it is said, and no store is made.
+  assertStoreExists(target);
   return withOfflineStore(target, async (store) => ({ team, ...(await store.verifyAudit(team)) }));
 }
 
@@ -151,13 +153,16 @@ export function registerAudit(
       const client = await auditClient(options);
       let after = count(options.after, '--after', 0) ?? 0;
       const limit = count(options.limit, '--limit', 1);
+      // --all --json: one document with every page's records, not a document per page.
+      const records: unknown[] = [];
       for (;;) {
         const page = await client.listAudit({
           ...(options.team !== undefined && { team: options.team }),
           after,
           ...(limit !== undefined && { limit }),
         });
-        if (options.json) printJson(page);
+        if (options.json && !options.all) printJson(page);
+        else if (options.json) records.push(...page.records);
         else {
           for (const record of page.records) {
             printLine(
@@ -165,7 +170,10 @@ export function registerAudit(
             );
           }
         }
-        if (!options.all || page.nextAfter === null) return;
+        if (!options.all || page.nextAfter === null) {
+          if (options.json && options.all) printJson({ records, nextAfter: null });
+          return;
+        }
         after = page.nextAfter;
       }
     }),

@@ -1,6 +1,6 @@
 import type { CtxbusClient, ListParams } from '@ctxbus/client';
 import type { ListResponse, WriteResponse } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/light';
+import { CtxbusError, hubUnreachable } from '@ctxbus/core/light';
 import type { Command } from 'commander';
 import { itemLine, oneLine, printJson, printLine, terminalSafe } from '../output.js';
 import { readInput } from '../read-input.js';
@@ -245,10 +245,43 @@ function writeCommand(program: Command, run: Run): void {
           'give the title once: as an argument or --title',
         );
       }
+      if (options.file !== undefined) {
+        // The file holds whole items: a flag beside it would be dropped without a word.
+        const item = ITEM_FLAGS.filter((flag) => options[flag.key] !== undefined);
+        if (title !== undefined || item.length > 0) {
+          const named = [...(title !== undefined ? ['a title'] : []), ...item.map((f) => f.name)];
+          throw new CtxbusError(
+            'validation_failed',
+            `--file holds whole items: give ${named.join(', ')} in the file, not beside it`,
+          );
+        }
+      }
       await writeItems({ ...options, title: options.title ?? title });
     }),
   );
 }
+
+/** The flags that make an item from the command line: none goes with --file. */
+const ITEM_FLAGS: { key: keyof WriteOptions; name: string }[] = [
+  { key: 'type', name: '--type' },
+  { key: 'title', name: '--title' },
+  { key: 'content', name: '--content' },
+  { key: 'contentFile', name: '--content-file' },
+  { key: 'summary', name: '--summary' },
+  { key: 'scope', name: '--scope' },
+  { key: 'scopeKey', name: '--scope-key' },
+  { key: 'tags', name: '--tags' },
+  { key: 'urgency', name: '--urgency' },
+  { key: 'private', name: '--private' },
+  { key: 'ttl', name: '--ttl' },
+  { key: 'expiresAt', name: '--expires-at' },
+  { key: 'supersedes', name: '--supersedes' },
+  { key: 'key', name: '--key' },
+  { key: 'id', name: '--id' },
+  { key: 'task', name: '--task' },
+  { key: 'thread', name: '--thread' },
+  { key: 'agent', name: '--agent' },
+];
 
 /**
  * The light path (node:http, no client or zod): a write is one request, and the hub validates
@@ -464,6 +497,12 @@ async function watchChanges(options: WatchOptions): Promise<void> {
   // connection is resumed.
   let live = false;
   let neverConnected: unknown = null;
+  // A hub that takes the connection and never answers is no hub either (exit 6, as read's).
+  const silence = setTimeout(() => {
+    if (live) return;
+    neverConnected = hubUnreachable(client.url, new Error(`no answer in ${FIRST_ANSWER_MS} ms`));
+    controller.abort();
+  }, FIRST_ANSWER_MS);
   const stream = client.stream({
     ...(options.scope && { scope: options.scope }),
     ...(options.scopeKey && { scopeKey: options.scopeKey }),
@@ -485,9 +524,16 @@ async function watchChanges(options: WatchOptions): Promise<void> {
       process.stderr.write(`connection lost (${(error as Error).message}); reconnecting\n`);
     },
   });
-  for await (const event of stream) {
-    if (options.json) printLine(JSON.stringify(event));
-    else printLine(`${event.event.replace('context-', '')}: ${itemLine(event.item)}`);
+  try {
+    for await (const event of stream) {
+      if (options.json) printLine(JSON.stringify(event));
+      else printLine(`${event.event.replace('context-', '')}: ${itemLine(event.item)}`);
+    }
+  } finally {
+    clearTimeout(silence);
   }
   if (neverConnected !== null) throw neverConnected;
 }
+
+/** How long `watch` waits for the hub's first answer (as any other command's request). */
+const FIRST_ANSWER_MS = 10_000;

@@ -1,11 +1,9 @@
-import { existsSync } from 'node:fs';
 import type { TokenInfo } from '@ctxbus/core/contract';
 import { CtxbusError } from '@ctxbus/core/light';
 import { mintToken, tokenInfo } from '@ctxbus/hub';
 import type { TokenRole } from '@ctxbus/store';
-import { databasePath } from '../data-dir.js';
 import type { StoreTarget } from '../store-target.js';
-import { withOfflineStore as withStore } from '../store-target.js';
+import { assertStoreExists, withOfflineStore as withStore } from '../store-target.js';
 
 // Token management straight on the store (loaded only when needed): a data directory no hub
 // holds, or a PostgreSQL database (hubs may run on it: they read tokens from it).
@@ -18,16 +16,6 @@ export function createOffline(
     const minted = await mintToken(store, request);
     return { token: minted.token, info: tokenInfo(minted.record) };
   });
-}
-
-/** A list or a revoke reads a store that exists: a mistyped --data makes none. */
-function assertStoreExists(target: StoreTarget): void {
-  if (target.kind === 'sqlite' && !existsSync(databasePath(target.dataDir))) {
-    throw new CtxbusError(
-      'not_found',
-      `no ctxbus database in ${target.dataDir} (${databasePath(target.dataDir)}): check --data`,
-    );
-  }
 }
 
 export async function listOffline(
