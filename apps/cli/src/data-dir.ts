@@ -2,7 +2,6 @@ import {
   chmodSync,
   closeSync,
   ftruncateSync,
-  mkdirSync,
   openSync,
   readFileSync,
   rmSync,
@@ -11,6 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
+import { makeDirectory } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/light';
 
 // The per-user data directory ($CTXBUS_DATA, else the platform's place) is shared with the
@@ -82,24 +82,38 @@ function holdExclusive(
   cannot: (error: unknown) => CtxbusError,
 ): DatabaseSync {
   const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
-  let database: DatabaseSync | undefined;
-  try {
-    database = new DatabaseSync(join(dataDir, 'hub.lock.db'), { timeout: 0 });
-    database.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE');
-    return database;
-  } catch (error) {
-    database?.close();
-    if (/locked|busy/i.test((error as Error).message)) {
-      const hub = runningHub(dataDir);
-      throw new CtxbusError(
-        'conflict',
-        hub
-          ? `a hub (pid ${hub.pid}${hub.url ? `, ${hub.url}` : ''}) is serving ${dataDir}; ${instead}`
-          : `another hub is starting on ${dataDir}; ${instead}`,
-      );
+  // Two starters can each hold the file's shared lock on the way to the exclusive one, and
+  // both be refused: each tries again a few times, at random moments, before it gives way.
+  for (let attempt = 1; ; attempt++) {
+    let database: DatabaseSync | undefined;
+    try {
+      database = new DatabaseSync(join(dataDir, 'hub.lock.db'), { timeout: 0 });
+      database.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE');
+      return database;
+    } catch (error) {
+      database?.close();
+      const busy = /locked|busy/i.test((error as Error).message);
+      if (busy && attempt < EXCLUSIVE_TRIES) {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5 + Math.random() * 20);
+        continue;
+      }
+      throw busy ? heldBy(dataDir, instead) : cannot(error);
     }
-    throw cannot(error);
   }
+}
+
+/** How many times a starter tries for the exclusive lock (some 150 ms in all). */
+const EXCLUSIVE_TRIES = 10;
+
+/** The conflict of a data directory another hub holds (or is taking). */
+function heldBy(dataDir: string, instead: string): CtxbusError {
+  const hub = runningHub(dataDir);
+  return new CtxbusError(
+    'conflict',
+    hub
+      ? `a hub (pid ${hub.pid}${hub.url ? `, ${hub.url}` : ''}) is serving ${dataDir}; ${instead}`
+      : `another hub is starting on ${dataDir}; ${instead}`,
+  );
 }
 
 /** Takes the data directory for this hub process; a stale lock (dead pid) is replaced. */
@@ -112,7 +126,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
     );
   try {
     // Private items and webhook secrets live here: the owner alone may look in.
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeDirectory(dataDir, 0o700);
     const stat = statSync(dataDir);
     if ((stat.mode & 0o077) !== 0 && stat.uid === process.getuid?.()) chmodSync(dataDir, 0o700);
   } catch (error) {

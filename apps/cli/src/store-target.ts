@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { makeDirectory } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/light';
 import type { Store } from '@ctxbus/store';
 import { assertNoHub, databasePath, defaultDataDir } from './data-dir.js';
@@ -67,7 +68,10 @@ export async function withOfflineStore<T>(
   target: StoreTarget,
   work: (store: Store) => Promise<T>,
 ): Promise<T> {
-  if (target.kind === 'sqlite') assertNoHub(target.dataDir);
+  if (target.kind === 'sqlite') {
+    assertNoHub(target.dataDir);
+    makeDataDirectory(target.dataDir);
+  }
   const store = await openStore(target, { migrate: target.kind === 'sqlite' });
   try {
     return await work(store);
@@ -80,6 +84,19 @@ export function describeTarget(target: StoreTarget): string {
   return target.kind === 'sqlite'
     ? `${databasePath(target.dataDir)} (embedded SQLite)`
     : `${target.display} (PostgreSQL)`;
+}
+
+/** The data directory made (0700), or why it cannot be, as one error. */
+function makeDataDirectory(dataDir: string): void {
+  try {
+    makeDirectory(dataDir, 0o700);
+  } catch (error) {
+    throw new CtxbusError(
+      'internal',
+      `cannot use the data directory ${dataDir}: ${(error as Error).message}`,
+      { retryable: false },
+    );
+  }
 }
 
 /** A list, a revoke or an audit check reads a store that exists: a mistyped --data makes none. */

@@ -1,8 +1,10 @@
 import {
   chmodSync,
   closeSync,
+  existsSync,
   fsyncSync,
   lstatSync,
+  mkdirSync,
   openSync,
   readlinkSync,
   realpathSync,
@@ -11,6 +13,21 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+
+/**
+ * Makes `path` and its missing parents, one at a time, each with `mode`. Not Node's
+ * `mkdirSync(path, { recursive: true })`, which loops forever (a core busy, SIGTERM ignored)
+ * where the file system answers mkdir with ENOENT under a parent that exists (/proc/x): here
+ * that is one error.
+ */
+export function makeDirectory(path: string, mode: number): void {
+  const missing: string[] = [];
+  for (let at = resolve(path); !existsSync(at); at = dirname(at)) {
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const directory of missing) mkdirSync(directory, { mode });
+}
 
 export interface AtomicWriteOptions {
   /** The file's permissions, whatever the umask (default 0o644; 0o600 for anything secret). */
