@@ -81,6 +81,10 @@ describe('parseCapabilities', () => {
     expect(errorOf('version: 1\nruntimes:\n  Bad Name:\n    description: x\n')).toMatch(
       /^caps\.yaml:3:3: runtimes\.Bad Name: /,
     );
+    // A runtime is named as a token names it: one no token could name is refused here.
+    expect(errorOf('version: 1\nruntimes:\n  my_agent:\n    description: x\n')).toMatch(
+      /^caps\.yaml:3:3: runtimes\.my_agent: a runtime name is 1-40 lowercase letters, digits or dashes/,
+    );
     expect(errorOf('version: 2\nruntimes: {}\n')).toMatch(/^caps\.yaml:1:10: version: /);
     expect(errorOf('version: 1\nruntimes:\n  bot:\n    descripton: typo\n')).toMatch(
       /^caps\.yaml:4:5: runtimes\.bot/,

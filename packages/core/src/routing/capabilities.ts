@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_TOKEN_BUDGET } from '../items/api-schemas.js';
+import { runtimeNameSchema } from '../items/context-item.js';
 
 // capabilities.yaml (seed 000, question 3): what each runtime can do, and how: the schema and
 // pure helpers. parse-capabilities.ts reads the YAML (errors name FILE:LINE:COL).
@@ -25,7 +26,7 @@ export const WELL_KNOWN_CAPABILITIES = [
 
 export const TRUST_LEVELS = ['trusted', 'standard', 'restricted'] as const;
 
-/** A runtime or capability name in the file: lower case, letters, digits, - and _. */
+/** A capability name in the file: lower case, letters, digits, - and _ (runtimes: runtimeNameSchema). */
 export const matrixNameSchema = z
   .string()
   .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'a lower-case name (letters, digits, - and _)');
@@ -60,7 +61,7 @@ export const capabilitySchema = z
       .max(200)
       .optional()
       .meta({ description: 'The tool, API or MCP server it goes through.' }),
-    target: matrixNameSchema.optional().meta({
+    target: runtimeNameSchema.optional().meta({
       description:
         'For via-api / via-mcp on another runtime: that runtime (the router proxies the task to it first).',
     }),
@@ -112,8 +113,9 @@ export const DEFAULT_APPROVERS = ['cli', 'telegram', 'web'] as const;
 export const capabilitiesFileSchema = z
   .strictObject({
     version: z.literal(1),
-    runtimes: z.record(matrixNameSchema, runtimeEntrySchema),
-    approvers: z.array(matrixNameSchema).max(64).optional().meta({
+    // A runtime is named as a token names it: one rule, or a declared runtime no token can be.
+    runtimes: z.record(runtimeNameSchema, runtimeEntrySchema),
+    approvers: z.array(runtimeNameSchema).max(64).optional().meta({
       description:
         "The runtimes people approve and deny commands through (default: cli, telegram, web; [] for admin tokens only). Never an agent's runtime: a runtime listed here can release any command a worker asks about, except the task's own origin and executor.",
     }),

@@ -68,8 +68,10 @@ export function parseCapabilities(text: string, file = 'capabilities.yaml'): Cap
       }
     }
   const where = path.length > 0 ? `${path.join('.')}: ` : '';
+  // A bad key says what a key must be (zod's own word is "Invalid key in record").
+  const inner = issue?.code === 'invalid_key' ? issue.issues[0]?.message : undefined;
   throw new CtxbusError(
     'validation_failed',
-    `${file}:${position(counter, at)}: ${where}${issue?.message ?? 'invalid'}`,
+    `${file}:${position(counter, at)}: ${where}${inner ?? issue?.message ?? 'invalid'}`,
   );
 }
