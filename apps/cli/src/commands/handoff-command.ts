@@ -432,7 +432,8 @@ function monitorCommand(handoff: Command, run: Run): void {
       `
 Exit codes (--once): 0 acted or nothing to do, 5 at the switch threshold with no model left,
 2 a bad config.yaml or a damaged handoff. The loop logs a failed pass and goes on.
---install: 6 when the machine has no scheduler (no systemd user manager, no crontab).
+--install: 4 (not found) when the machine has no scheduler (no systemd user manager, no crontab);
+name one with --scheduler to see what it would get (--dry-run).
 
 Usage: Claude Code reports its plan's rate limits to its status line command (ctxbus handoff
 statusline); --usage-from openclaw asks OpenClaw before each pass. A runtime's report since
