@@ -48,6 +48,19 @@ function keyDir(configDir: string): string {
   return join(keys, only as string);
 }
 
+/**
+ * A team's checkpoint file: `audit-anchors/<team>.jsonl` beside the key (SQLite), under the
+ * store's own directory there on PostgreSQL (`audit-anchors/<database>-<schema>-<hash>/`).
+ */
+function anchorFile(configDir: string, team: string): string {
+  const anchors = join(keyDir(configDir), 'audit-anchors');
+  const direct = join(anchors, `${team}.jsonl`);
+  if (existsSync(direct)) return direct;
+  const stores = readdirSync(anchors).filter((name) => !name.endsWith('.jsonl'));
+  expect(stores).toHaveLength(1);
+  return join(anchors, stores[0] as string, `${team}.jsonl`);
+}
+
 function sqliteTamper(dataDir: () => string): Tamper {
   const open = () => {
     const db = new DatabaseSync(join(dataDir(), 'ctxbus.db'));
@@ -154,7 +167,7 @@ function anchorSuite(
       expect(readdirSync(keys).sort()).toEqual(['approval-key.pem', 'audit-anchors']);
       expect(statSync(keys).mode & 0o777).toBe(0o700);
       expect(statSync(join(keys, 'approval-key.pem')).mode & 0o777).toBe(0o600);
-      expect(existsSync(join(keys, 'audit-anchors', 'acme.jsonl'))).toBe(true);
+      expect(existsSync(anchorFile(configDir, 'acme'))).toBe(true);
       if (hub.dataDir) expect(readdirSync(hub.dataDir)).not.toContain('approval-key.pem');
       const cli = await runCli(['audit', 'verify', '--url', hub.url, '--token', hub.tokens.acme]);
       expect(cli.code, cli.stderr).toBe(0);
@@ -222,7 +235,7 @@ function anchorSuite(
     });
 
     it('counts checkpoint lines whose signature fails (an edited file)', async () => {
-      const file = join(keyDir(configDir), 'audit-anchors', 'globex.jsonl');
+      const file = anchorFile(configDir, 'globex');
       const lines = readFileSync(file, 'utf8').trim().split('\n');
       const forged = JSON.parse(lines.at(-1) as string);
       forged.checkpoint.seq = 99;
@@ -253,6 +266,40 @@ await withPostgres('the audit anchor on PostgreSQL', (url, schemas) => {
     env: { CTXBUS_CONFIG_DIR: configDir },
   });
   anchorSuite('PostgreSQL', hub, configDir, postgresTamper(url, schema));
+
+  describe('two PostgreSQL stores anchored from one config directory', () => {
+    const otherConfig = tempDir('ctxbus-anchor-config-');
+    const env = { CTXBUS_CONFIG_DIR: otherConfig };
+    const first = useInProcessHub({ store: storeUrl(url, schemas.next('anchorone')), env });
+    const second = useInProcessHub({ store: storeUrl(url, schemas.next('anchortwo')), env });
+
+    it("each keep their own checkpoints: one store's longer chain is not the other's", async () => {
+      const refuse = async (hub: TestHub, count: number) => {
+        const token = await runtimeToken(hub, 'acme', 'openclaw');
+        for (let index = 0; index < count; index++) {
+          const refused = await call(hub.url, 'POST', `/api/tasks/${NO_TASK}/approve`, {
+            token,
+            body: {},
+          });
+          expect(refused.status).toBe(403);
+        }
+        return token;
+      };
+      const longer = await refuse(first, 4);
+      const shorter = await refuse(second, 1);
+      for (const [hub, token, records] of [
+        [first, longer, 4],
+        [second, shorter, 1],
+      ] as const) {
+        const outcome = await call(hub.url, 'GET', '/api/audit/verify', { token });
+        expect(outcome.body).toMatchObject({
+          ok: true,
+          records,
+          anchor: { checkpoint: { seq: records } },
+        });
+      }
+    });
+  });
 });
 
 describe('the approval key of an older hub, kept in its data directory', () => {

@@ -93,11 +93,22 @@ function keyPlace(directory: string): KeyPlace {
   return { key: join(directory, 'approval-key.pem'), anchors: join(directory, 'audit-anchors') };
 }
 
+/** A PostgreSQL store as a directory name: its database and schema, and a hash of where. */
+function postgresStoreName(target: Extract<StoreTarget, { kind: 'postgres' }>): string {
+  const url = new URL(target.connectionString);
+  const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || 'postgres';
+  const schema = target.schema ?? 'ctxbus';
+  const where = `${url.hostname}:${url.port || '5432'}/${database}?schema=${schema}`;
+  const hash = createHash('sha256').update(where).digest('hex').slice(0, 12);
+  return `${database}-${schema}-${hash}`.replace(/[^\w.-]/g, '_');
+}
+
 /**
  * Where the approval signing key and the audit anchors live: `file` (--approval-key or
  * $CTXBUS_APPROVAL_KEY; anchors beside it), else a directory of keys only in the config directory, never in the data tree
  * (hardening 4): `<config>/keys/sqlite-<data dir's name>-<hash of its path>/` for the embedded
- * store (one per data directory, as before), `<config>/keys/postgres/` for PostgreSQL. The
+ * store (one per data directory, as before), `<config>/keys/postgres/` for PostgreSQL (its
+ * anchors under `audit-anchors/<database>-<schema>-<hash>/`, one directory per store). The
  * config directory already holds the credentials (admin tokens), the same kind of secret, and
  * is hidden from sandboxed tasks with the data directory; a data directory can be copied,
  * backed up or bound into a sandbox without the key. `legacy` is where older hubs kept them.
@@ -113,7 +124,14 @@ export function approvalKeyPlaces(
   }
   const keys = join(configDir(env), 'keys');
   if (target.kind !== 'sqlite') {
-    return { place: keyPlace(join(keys, 'postgres')), legacy: keyPlace(configDir(env)) };
+    // One key for the machine's PostgreSQL hubs; anchors per database and schema, since each
+    // store's chains are its own (one file per team for all of them made a fresh database's
+    // chain look cut at another's sequence).
+    const shared = keyPlace(join(keys, 'postgres'));
+    return {
+      place: { ...shared, anchors: join(shared.anchors, postgresStoreName(target)) },
+      legacy: keyPlace(configDir(env)),
+    };
   }
   let path = target.dataDir;
   try {
