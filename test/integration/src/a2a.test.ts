@@ -671,9 +671,12 @@ await withPostgres('A2A on PostgreSQL', (url, schemas) => {
 
   describe('the stream limit on PostgreSQL', () => {
     const schema = schemas.next('a2alimit');
+    // The repository's matrix: a code task queues for claude-code (no worker here), so each
+    // admitted stream stays open; with none, a task is rejected and its stream ends at once,
+    // freeing its place for a later caller.
     const limited = useInProcessHub({
       store: storeUrl(url, schema),
-      args: ['--max-streams-per-token', '2'],
+      args: ['--max-streams-per-token', '2', '--capabilities', join(dataDir, 'capabilities.yaml')],
       tokens: { claw: ['acme', 'openclaw'] },
     });
 
@@ -689,7 +692,14 @@ await withPostgres('A2A on PostgreSQL', (url, schemas) => {
           controller.signal,
         ),
       );
-      const statuses = (await Promise.all(asks)).map((response) => response.status);
+      const answers = await Promise.all(asks);
+      // Each admitted stream is open: its task waits in the queue.
+      for (const answer of answers.filter((response) => response.status === 200)) {
+        const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
+        const first = new TextDecoder().decode((await reader.read()).value);
+        expect(first).toContain('TASK_STATE_SUBMITTED');
+      }
+      const statuses = answers.map((response) => response.status);
       expect(statuses.filter((status) => status === 200)).toHaveLength(2);
       expect(statuses.filter((status) => status === 429)).toHaveLength(8);
       controller.abort();
