@@ -3,8 +3,12 @@
 // producer of a run (graphile-worker, pg-boss, or ctxbus over HTTP as the origin runtime).
 // Processes of their own, so that each one's CPU time is read from /proc apart.
 //
-//   node peer-process.ts graphile-worker <postgres url> <schema> <concurrency>
-//   node peer-process.ts pg-boss-worker <postgres url> <schema> <concurrency>
+//   node peer-process.ts graphile-worker <postgres url> <schema> <concurrency> [bwrap]
+//   node peer-process.ts pg-boss-worker <postgres url> <schema> <concurrency> [bwrap]
+//
+// With a bwrap path, the handler spawns `true` in the PID namespace the ctxbus worker puts
+// every unsandboxed command in (the same argv, @ctxbus/exec's pidNamespaceArgv): a queue
+// doing what the ctxbus worker does for its commands, so that the two compare like for like.
 //   node peer-process.ts produce graphile-worker|pg-boss <postgres url> <schema> <tasks> <in flight>
 //   node peer-process.ts produce ctxbus <hub url> <token> <tasks> <in flight> <cwd>
 //
@@ -14,6 +18,7 @@
 // stays until SIGTERM (or stdin closes), so that its CPU can be read after the run.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { pidNamespaceArgv } from '@ctxbus/exec';
 import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
 import { PgBoss } from 'pg-boss';
 
@@ -28,12 +33,16 @@ const quiet = new Logger(() => (level, message) => {
   if (level === 'error' || level === 'warning') process.stderr.write(`${level}: ${message}\n`);
 });
 
+/** What a handler spawns: `true`, bare or in the ctxbus worker's guard. */
+let command: readonly string[] = ['true'];
+
 function runTrue(): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('true', [], { stdio: 'ignore' });
+    const [program = 'true', ...args] = command;
+    const child = spawn(program, args, { stdio: 'ignore' });
     child.once('error', reject);
     child.once('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`true exited with ${code}`)),
+      code === 0 ? resolve() : reject(new Error(`${command.join(' ')} exited with ${code}`)),
     );
   });
 }
@@ -180,6 +189,8 @@ async function produce(system: string, args: string[]) {
 
 async function main() {
   const [role = '', ...args] = process.argv.slice(2);
+  if (role.endsWith('worker') && args[3])
+    command = pidNamespaceArgv(args[3], process.cwd(), ['true']);
   if (role === 'graphile-worker')
     await graphileWorker(args[0] ?? '', args[1] ?? '', Number(args[2]));
   else if (role === 'pg-boss-worker')

@@ -12,10 +12,18 @@
 // hub's clock), and lock waits sampled from pg_stat_activity every ~50 ms. The peers run with
 // LISTEN/NOTIFY: graphile-worker's default; pg-boss's opted in (useListenNotify, a notify
 // queue) and its polling at the 0.5 s minimum, as 4 processes x localConcurrency 4.
+//
+// The ctxbus worker runs each command in a PID namespace of its own (bwrap: the command guard,
+// so that nothing it starts outlives its task or its worker), which a bare spawn does not pay.
+// Where bwrap works, each peer therefore runs twice: its handler spawning `true` bare, and
+// spawning it through the same guard (`graphile-worker, guarded`). The targets compare like for
+// like: ctxbus with the peers' guarded runs (their bare runs where the worker has no guard
+// either); the ratios to the bare runs are printed beside them.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { detectPidNamespace } from '@ctxbus/exec';
 import type { HubProcess } from '@ctxbus/test-kit';
 import {
   call,
@@ -46,14 +54,21 @@ const IN_FLIGHT = 32;
 /** ctxbus's schema in its run database. */
 const SCHEMA = 'ctxbus';
 
-export type System = 'graphile-worker' | 'ctxbus-pg' | 'pg-boss' | 'ctxbus-sqlite';
+type Peer = 'graphile-worker' | 'pg-boss';
+type GuardedPeer = `${Peer}-guarded`;
+export type System = Peer | GuardedPeer | 'ctxbus-pg' | 'ctxbus-sqlite';
 
 const LABELS: Record<System, string> = {
   'graphile-worker': 'graphile-worker',
+  'graphile-worker-guarded': 'graphile-worker, guarded',
   'ctxbus-pg': 'ctxbus on PostgreSQL',
   'pg-boss': 'pg-boss',
+  'pg-boss-guarded': 'pg-boss, guarded',
   'ctxbus-sqlite': 'ctxbus on SQLite',
 };
+
+const isPeer = (system: System): system is Peer | GuardedPeer =>
+  system.startsWith('graphile-worker') || system.startsWith('pg-boss');
 
 /** What one run of one system measured. */
 interface RunResult {
@@ -194,10 +209,12 @@ async function endRun(
   };
 }
 
+/** A peer's run; with `bwrapPath`, its handlers spawn `true` in the ctxbus worker's guard. */
 async function runPeer(
-  system: 'graphile-worker' | 'pg-boss',
+  system: Peer,
   serverUrl: string,
   tasks: number,
+  bwrapPath: string | null,
 ): Promise<RunResult> {
   const database = await freshDatabase(serverUrl, system === 'pg-boss' ? 'pgboss' : 'graphile');
   const schema = 'bench_queue';
@@ -217,7 +234,7 @@ async function runPeer(
     const workers = Array.from({ length: PROCESSES }, (_, index) =>
       startPeer(
         `${system} worker ${index}`,
-        [role, database.url, schema, String(CONCURRENCY)],
+        [role, database.url, schema, String(CONCURRENCY), ...(bwrapPath ? [bwrapPath] : [])],
         timeline.onLine,
       ),
     );
@@ -427,10 +444,15 @@ async function runCtxbus(
   }
 }
 
-function runSystem(system: System, serverUrl: string | null, tasks: number) {
-  if (system === 'graphile-worker' || system === 'pg-boss')
-    return runPeer(system, serverUrl as string, tasks);
-  return runCtxbus(system, serverUrl, tasks);
+function runSystem(system: System, serverUrl: string | null, tasks: number, bwrap: string | null) {
+  if (!isPeer(system)) return runCtxbus(system, serverUrl, tasks);
+  const guarded = system.endsWith('-guarded');
+  return runPeer(
+    system.replace('-guarded', '') as Peer,
+    serverUrl as string,
+    tasks,
+    guarded ? bwrap : null,
+  );
 }
 
 function merge(runs: readonly RunResult[]): RunResult {
@@ -515,42 +537,55 @@ function systemRows(system: System, run: RunResult): Row[] {
   ];
 }
 
-function ratioRows(results: ReadonlyMap<System, RunResult>): Row[] {
+/**
+ * ctxbus against the peers. The targets compare like for like: with the peers' handlers
+ * spawning `true` in the same guard as the ctxbus worker's commands (`guarded`), or bare when
+ * this machine has no guard (the ctxbus worker then runs its commands bare too). The ratios to
+ * the bare peers, where the guarded ones ran, are printed beside them, without a target.
+ */
+function ratioRows(results: ReadonlyMap<System, RunResult>, guarded: boolean): Row[] {
   const rows: Row[] = [];
-  const graphile = results.get('graphile-worker');
-  const boss = results.get('pg-boss');
+  const like = (peer: Peer) => results.get(guarded ? `${peer}-guarded` : peer);
   for (const system of ['ctxbus-pg', 'ctxbus-sqlite'] as const) {
     const run = results.get(system);
     if (!run) continue;
-    const add = (metric: string, value: number, target: string, ok: boolean) =>
+    const add = (metric: string, value: number, target?: { text: string; ok: boolean }) =>
       rows.push({
         section: SECTION,
         metric: `${LABELS[system]}: ${metric}`,
         value: `${value.toFixed(2)}x`,
-        target,
-        ok,
+        ...(target && { target: target.text, ok: target.ok }),
       });
+    const as = (peer: Peer) => (guarded ? `${peer}'s, guarded` : `${peer}'s`);
+    const graphile = like('graphile-worker');
+    const boss = like('pg-boss');
     if (graphile) {
       const cpu = perTask(run) / perTask(graphile);
-      add("CPU per task / graphile-worker's", cpu, '<= 2.0x', cpu <= 2);
+      add(`CPU per task / ${as('graphile-worker')}`, cpu, { text: '<= 2.0x', ok: cpu <= 2 });
     }
     if (boss) {
       const speed = rate(run) / rate(boss);
-      add("tasks/s / pg-boss's", speed, '>= 1.0x', speed >= 1);
+      add(`tasks/s / ${as('pg-boss')}`, speed, { text: '>= 1.0x', ok: speed >= 1 });
     }
     if (graphile) {
       const speed = rate(run) / rate(graphile);
-      add("tasks/s / graphile-worker's", speed, '>= 0.5x', speed >= 0.5);
+      add(`tasks/s / ${as('graphile-worker')}`, speed, { text: '>= 0.5x', ok: speed >= 0.5 });
     }
+    if (!guarded) continue;
+    const bareGraphile = results.get('graphile-worker');
+    const bareBoss = results.get('pg-boss');
+    const bare = "'s, bare (its `true` unguarded, ctxbus's guarded)";
+    if (bareGraphile)
+      add(`CPU per task / graphile-worker${bare}`, perTask(run) / perTask(bareGraphile));
+    if (bareBoss) add(`tasks/s / pg-boss${bare}`, rate(run) / rate(bareBoss));
+    if (bareGraphile) add(`tasks/s / graphile-worker${bare}`, rate(run) / rate(bareGraphile));
   }
   return rows;
 }
 
 /**
- * What the ctxbus worker's command guard (a PID namespace per command) costs the machine, and
- * each ctxbus run's machine CPU per task without that extra next to graphile-worker's: the
- * peers spawn `true` bare, so on a machine where process creation is dear this shows how much
- * of the gap is the guard rather than the task path.
+ * What the ctxbus worker's command guard (a PID namespace per command) costs the machine per
+ * spawned `true`, measured apart from the runs.
  */
 async function guardRows(results: ReadonlyMap<System, RunResult>, spawns: number) {
   const ran = (['ctxbus-pg', 'ctxbus-sqlite'] as const).filter((system) => results.has(system));
@@ -558,10 +593,9 @@ async function guardRows(results: ReadonlyMap<System, RunResult>, spawns: number
   const cost = await measureCommandGuard(spawns);
   if (cost === null)
     return [{ section: SECTION, metric: 'the command guard', value: 'skipped: no usable bwrap' }];
-  const extra = cost.guardedMs - cost.plainMs;
   const pair = (plain: number, guarded: number) =>
     `${plain.toFixed(1)} / ${guarded.toFixed(1)} ms (+${(guarded - plain).toFixed(1)} ms)`;
-  const rows: Row[] = [
+  return [
     {
       section: SECTION,
       metric: `the command guard: CPU per \`true\` spawned from Node bare / in a PID namespace (bwrap), ${spawns} each, of the processes`,
@@ -574,21 +608,6 @@ async function guardRows(results: ReadonlyMap<System, RunResult>, spawns: number
       value: pair(cost.plainMachineMs, cost.guardedMachineMs),
     },
   ];
-  const graphile = results.get('graphile-worker');
-  for (const system of ran) {
-    const run = results.get(system) as RunResult;
-    // The processes' share only: the smaller, steadier of the two measures.
-    const less = run.machineMs / run.tasks - extra;
-    const vs = graphile
-      ? ` (${(less / (graphile.machineMs / graphile.tasks)).toFixed(2)}x graphile-worker's)`
-      : '';
-    rows.push({
-      section: SECTION,
-      metric: `${LABELS[system]}: the whole machine's busy CPU per task less the guard's extra (estimate)`,
-      value: `${less.toFixed(1)} ms${vs}`,
-    });
-  }
-  return rows;
 }
 
 function lockRows(run: RunResult | undefined): Row[] {
@@ -635,11 +654,24 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
   const tasks = options.tasks ?? (options.quick ? 200 : 1_000);
   // CTXBUS_BENCH_PEER_SYSTEMS=ctxbus-pg,graphile-worker: only these (profiling one system).
   const only = process.env.CTXBUS_BENCH_PEER_SYSTEMS?.split(',') ?? null;
+  // The ctxbus worker's guard, which the peers' guarded runs use too (none: they do not run).
+  const guard = await detectPidNamespace();
+  const bwrap = guard.available ? guard.bwrapPath : null;
+  const all: System[] = [
+    'graphile-worker',
+    'graphile-worker-guarded',
+    'ctxbus-pg',
+    'pg-boss',
+    'pg-boss-guarded',
+    'ctxbus-sqlite',
+  ];
   const order: System[] =
     options.serverUrl === null
       ? ['ctxbus-sqlite']
-      : (['graphile-worker', 'ctxbus-pg', 'pg-boss', 'ctxbus-sqlite'] as const).filter(
-          (system) => only === null || only.includes(system),
+      : all.filter(
+          (system) =>
+            (only === null || only.includes(system)) &&
+            (bwrap !== null || !system.endsWith('-guarded')),
         );
   const rounds = options.quick ? 1 : 2;
   const runs = new Map<System, RunResult[]>();
@@ -649,7 +681,7 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
       options.log(
         `task-peers: ${LABELS[system]}, ${tasks} tasks (round ${round + 1} of ${rounds})`,
       );
-      const run = await runSystem(system, options.serverUrl, tasks);
+      const run = await runSystem(system, options.serverUrl, tasks, bwrap);
       options.log(`  ${describeRun(system, run)}`);
       runs.set(system, [...(runs.get(system) ?? []), run]);
     }
@@ -663,7 +695,13 @@ export async function benchTaskPeers(options: TaskPeersOptions): Promise<Row[]> 
     },
   ];
   for (const system of order) rows.push(...systemRows(system, results.get(system) as RunResult));
-  rows.push(...ratioRows(results));
+  rows.push(...ratioRows(results, bwrap !== null));
+  if (bwrap === null && options.serverUrl !== null)
+    rows.push({
+      section: SECTION,
+      metric: 'graphile-worker and pg-boss, guarded',
+      value: `skipped: no command guard here (${guard.available ? 'bwrap' : guard.reason}), so the ctxbus worker runs its commands bare too`,
+    });
   rows.push(...(await guardRows(results, options.quick ? 100 : 300)));
   rows.push(...lockRows(results.get('ctxbus-pg')));
   for (const system of ['ctxbus-pg', 'ctxbus-sqlite'] as const) {
