@@ -120,6 +120,19 @@ function reportError(error: unknown): number {
   return exitCodeFor(error);
 }
 
+/**
+ * `ctxbus help nosuch` is a usage error like `ctxbus nosuch` (commander would print the main
+ * help and exit 0, so a script could not tell a typo from an answer).
+ */
+function refuseHelpForUnknown(program: Command, args: readonly string[]): void {
+  const [first, name] = args;
+  if (first !== 'help' || name === undefined || name.startsWith('-')) return;
+  const known = program.commands.some(
+    (command) => command.name() === name || command.aliases().includes(name),
+  );
+  if (!known) program.error(`unknown command '${name}'`, { code: 'commander.unknownCommand' });
+}
+
 /** Runs the CLI with `argv` (as in process.argv) and resolves with the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -127,6 +140,7 @@ export async function runCli(argv: string[]): Promise<number> {
     exitCode = code;
   });
   try {
+    refuseHelpForUnknown(program, argv.slice(2));
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {

@@ -48,6 +48,15 @@ describe('ctxbus CLI', () => {
     expect(unknown.stderr).toBe(
       "ctxbus: error: unknown command 'frobnicate' (add --help for usage)\n",
     );
+    // `help` with a name it does not know is the same usage error, not the main help.
+    const helpUnknown = await runCli(['help', 'frobnicate']);
+    expect(helpUnknown.code).toBe(2);
+    expect(helpUnknown.stderr).toBe(
+      "ctxbus: error: unknown command 'frobnicate' (add --help for usage)\n",
+    );
+    const helpKnown = await runCli(['help', 'write']);
+    expect(helpKnown.code).toBe(0);
+    expect(helpKnown.stdout).toContain('--urgency');
     const missing = await runCli(['read', '--bogus']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe("ctxbus: error: unknown option '--bogus' (add --help for usage)\n");
