@@ -198,6 +198,9 @@ function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
         ['2024-02-29T00:00:00Z', 200],
         ['2026-11-30T23:59:59-05:00', 200],
         ['2026-12-31T00:00:00Z', 200],
+        // A plain date is its midnight UTC, and checked the same way.
+        ['2026-12-01', 200],
+        ['2026-02-29', 400],
       ];
       for (const [value, status] of days) {
         const list = await call(hub.url, 'GET', `/api/context?since=${encodeURIComponent(value)}`, {
@@ -206,6 +209,23 @@ function defineEdgeInput(name: string, start: () => Promise<TestHub>) {
         expect(list.status, value).toBe(status);
         if (status === 400) expect(list.body.error.message).toMatch(/is not a valid date-time/);
       }
+      // A plain date reads from its midnight UTC: an item written now is after today's, not
+      // after tomorrow's.
+      const written = await call(hub.url, 'POST', '/api/context', {
+        token: hub.tokens.token,
+        body: { type: 'status', title: 'written for the plain-date since' },
+      });
+      expect(written.status).toBe(201);
+      const day = (offset: number) =>
+        new Date(Date.parse(written.body.items[0].createdAt) + offset).toISOString().slice(0, 10);
+      const ids = async (since: string) => {
+        const list = await call(hub.url, 'GET', `/api/context?since=${since}&limit=500`, {
+          token: hub.tokens.token,
+        });
+        return (list.body.items as { id: string }[]).map((item) => item.id);
+      };
+      expect(await ids(day(0))).toContain(written.body.items[0].id);
+      expect(await ids(day(86_400_000))).not.toContain(written.body.items[0].id);
     });
 
     it('refuses NUL characters anywhere in a request, filters included, with a 400', async () => {

@@ -328,7 +328,10 @@ function readCommand(program: Command, run: Run): void {
       .option('--tags <tags>', 'comma-separated tags (any)')
       .option('--min-urgency <urgency>', 'background, attention or blocking')
       .option('--runtime <runtime>', 'only items written by this runtime')
-      .option('--since <seq|iso>', 'after this sequence number or time')
+      .option(
+        '--since <seq|date>',
+        'after this sequence number, date (YYYY-MM-DD, UTC) or ISO time',
+      )
       .option('--key <key>', 'knowledge key')
       .option('--key-prefix <prefix>', 'knowledge keys under this prefix')
       .option('--unconsumed', 'only items no runtime consumed yet')

@@ -79,8 +79,8 @@ export const listQuerySchema = z.strictObject({
   since: z
     .string()
     .regex(
-      /^\d+$|^\d{4}-\d\d-\d\dT/,
-      'since is a sequence number, an ISO date-time or a Unix time in milliseconds',
+      /^\d+$|^\d{4}-\d\d-\d\d(T|$)/,
+      'since is a sequence number, a date (YYYY-MM-DD, midnight UTC), an ISO date-time or a Unix time in milliseconds',
     )
     .refine(
       (value) => !/^\d+$/.test(value) || isSequenceText(value),
@@ -89,7 +89,7 @@ export const listQuerySchema = z.strictObject({
     .optional()
     .meta({
       description:
-        "A sequence number (items written after it), an ISO date-time, or a Unix time in milliseconds (13 digits or more; seed 000's since={timestamp}).",
+        "A sequence number (items written after it), a date (YYYY-MM-DD: from its midnight UTC), an ISO date-time, or a Unix time in milliseconds (13 digits or more; seed 000's since={timestamp}).",
     }),
   before: positiveIntQuery.optional().meta({ description: 'Paging: items with seq below this.' }),
   key: memoryKeySchema.optional(),
