@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
-import { makeDirectory } from '@ctxbus/client/files';
+import { makeDirectory, sleepSync } from '@ctxbus/client/files';
 import { CtxbusError } from '@ctxbus/core/light';
 
 // The per-user data directory ($CTXBUS_DATA, else the platform's place) is shared with the
@@ -94,7 +94,7 @@ function holdExclusive(
       database?.close();
       const busy = /locked|busy/i.test((error as Error).message);
       if (busy && attempt < EXCLUSIVE_TRIES) {
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5 + Math.random() * 20);
+        sleepSync(5 + Math.random() * 20);
         continue;
       }
       throw busy ? heldBy(dataDir, instead) : cannot(error);

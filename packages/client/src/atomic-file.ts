@@ -15,6 +15,14 @@ import {
 import { basename, dirname, join, resolve } from 'node:path';
 
 /**
+ * Sleeps this thread for `ms` (a short wait inside synchronous file work: a lock held by
+ * another process, which an await could not wait for).
+ */
+export function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
  * Makes `path` and its missing parents, one at a time, each with `mode`. Not Node's
  * `mkdirSync(path, { recursive: true })`, which loops forever (a core busy, SIGTERM ignored)
  * where the file system answers mkdir with ENOENT under a parent that exists (/proc/x): here

@@ -8,7 +8,7 @@ import {
   statSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from './atomic-file.js';
+import { sleepSync, writeFileAtomic } from './atomic-file.js';
 import { pruneFiles } from './prune-files.js';
 
 /** What the session kernel remembers per runtime session between turns (and processes). */
@@ -120,11 +120,6 @@ const LOCK_WAIT_MS = 1_000;
 /** A lock older than this is a killed hook's: taken over. */
 const STALE_LOCK_MS = 5_000;
 
-/** Sleeps this thread (a hook's state change is synchronous and short). */
-function pause(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
 /** Takes `<file>.lock`, waiting for another holder: true when taken, false past the wait. */
 function lock(path: string): boolean {
   const deadline = Date.now() + LOCK_WAIT_MS;
@@ -141,7 +136,7 @@ function lock(path: string): boolean {
       // released meanwhile
     }
     if (Date.now() >= deadline) return false;
-    pause(wait);
+    sleepSync(wait);
   }
 }
 
