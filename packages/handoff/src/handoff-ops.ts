@@ -3,6 +3,7 @@ import { CtxbusError } from '@ctxbus/core/contract';
 import { isStale, readHandoff, updateHandoff, writeFileAtomic } from './handoff-file.js';
 import type { HandoffPaths } from './handoff-paths.js';
 import type { Handoff, HandoffContent } from './handoff-schema.js';
+import { modelNameSchema } from './handoff-schema.js';
 
 // What an agent does with its handoff (seed 003): a heartbeat records where the work stands, a
 // switch moves the agent to another model, and the resuming model is told whose work it
@@ -68,6 +69,18 @@ export async function startHandoff(
 function heartbeatContent(current: Handoff | null, input: HeartbeatInput): HandoffContent {
   const context = current?.context ?? EMPTY_CONTEXT;
   const started = current === null || current.author === INIT_AUTHOR;
+  // A model switched away from may still be running (a late hook, a last turn): what it says
+  // is not the current model's state, and its usage would make the monitor switch away from
+  // a model that never ran.
+  // (A name that is no model name is refused by the file's schema, naming the field.)
+  const named = modelNameSchema.safeParse(input.model).success;
+  if (!started && current && named && input.model !== current.model.current) {
+    throw new CtxbusError(
+      'conflict',
+      `${input.model} is not the current model (${current.model.current} is${current.model.previous === input.model ? `, since the switch from ${input.model}` : ''}): its heartbeat is not recorded; \`ctxbus handoff switch --to ${input.model}\` first if it should take over`,
+      { details: { reason: 'not_current', current: current.model.current } },
+    );
+  }
   return {
     author: input.model,
     handoff_ready: input.ready ?? true,
@@ -336,6 +349,13 @@ export async function switchModel(paths: HandoffPaths, input: SwitchInput): Prom
       handedOver = current;
       if (current && input.adopt && !verified(paths)) {
         warnings.push('the handoff fails its checksum: handed over as it is, unverified');
+      }
+      if (current?.model.current === input.to) {
+        throw new CtxbusError(
+          'conflict',
+          `${input.to} is the current model already: nothing to switch (\`--back\` still returns to ${current.model.previous ?? 'the model before'})`,
+          { details: { reason: 'already_current' } },
+        );
       }
       if (!current) {
         if (!input.force) throw noHandoff(paths);

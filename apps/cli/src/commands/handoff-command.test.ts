@@ -148,6 +148,43 @@ describe('ctxbus handoff', () => {
     expect(seen.items[0]?.key).toBe(handoffKey(workspace));
     expect(seen.items[0]?.key).toMatch(new RegExp(`^handoff/${basename(workspace)}-[0-9a-f]{12}$`));
     expect(seen.items[0]?.key).not.toContain(dirname(workspace));
+    // A runtime shown summaries only (OpenClaw) reads the next steps there.
+    expect(seen.items[0]?.summary).toBe('Next: Backfill old invoices');
+  });
+
+  it('publishes a switch whatever the model is called and however large the handoff: each field cut to what the hub takes', async () => {
+    const workspace = fresh();
+    const hubArgs = ['--workspace', workspace, '--url', hub.url, '--token', hub.tokens.agent];
+    const long = (label: string, index: number) => `${label} ${index} ${'x'.repeat(1_980)}`;
+    const lists = Array.from({ length: 40 }, (_, index) => [
+      ...['--next', long('next', index), '--decision', long('decision', index)],
+      ...['--blocker', long('blocker', index)],
+    ]).flat();
+    const beat = await runCli([
+      ...['handoff', 'heartbeat', '--model', 'opus', '--usage', '50'],
+      ...['--task', 't'.repeat(1_900), ...lists, ...hubArgs],
+    ]);
+    expect(beat.code, beat.stderr).toBe(0);
+    const switched = await runCli([
+      ...['handoff', 'switch', '--to', 'Weird Model/Name, with: stuff', '--reason', 'big'],
+      ...['--wait', '0', ...hubArgs],
+    ]);
+    expect(switched.code, switched.stderr).toBe(0);
+    const reader = createClient({ url: hub.url, token: hub.tokens.reader });
+    const [item] = (await reader.list({ key: handoffKey(workspace), limit: 1 })).items;
+    expect(item?.title).toMatch(
+      /^Switched opus -> Weird Model\/Name, with: stuff \(50%\): t+\u2026$/,
+    );
+    expect(item?.title.length).toBe(300);
+    expect(item?.relevanceTags).toEqual([
+      'handoff',
+      'weird-model/name-with:-stuff',
+      'model-switch',
+    ]);
+    expect(item?.summary).toMatch(/^Next: next 0 x+\u2026$/);
+    expect(item?.summary.length).toBe(1_000);
+    expect(item?.content.length).toBe(20_000);
+    expect(item?.content).toMatch(/^Continuing from opus's work on t+/);
   });
 
   it('config.yaml: a bad field is named with its line (exit 2); its workspace is the default', async () => {

@@ -3,7 +3,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { createClient } from '@ctxbus/client';
 import type { ContextItemInput } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError, LIMITS } from '@ctxbus/core/contract';
+import { sliceText } from '@ctxbus/core/light';
 import type { Handoff, HandoffConfig, HandoffPaths, MonitorAction } from '@ctxbus/handoff';
 import {
   handoffConfigPath,
@@ -97,30 +98,69 @@ export function handoffItem(
   const note = resumeNote(handoff);
   const task = handoff.task.description || 'no task';
   const incomplete = handoff.model.switch_reason?.endsWith('(incomplete handoff)');
+  const content = [
+    note ??
+      `Model ${handoff.model.current}${handoff.model.usage_percent !== null ? ` at ${handoff.model.usage_percent}% of its limit` : ''}.`,
+    // The resume note lists the next steps already.
+    !note && handoff.context.next_steps.length
+      ? `Next: ${handoff.context.next_steps.join('; ')}`
+      : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
   return {
     type: 'status',
-    title: switched
-      ? `Switched ${handoff.model.previous} -> ${handoff.model.current}${usageBefore !== null ? ` (${usageBefore}%)` : ''}: ${task}. ${incomplete ? 'Handoff incomplete: check it.' : 'Context preserved.'}`
-      : `${handoff.model.current} working on ${task}`,
-    content: [
-      note ??
-        `Model ${handoff.model.current}${handoff.model.usage_percent !== null ? ` at ${handoff.model.usage_percent}% of its limit` : ''}.`,
-      // The resume note lists the next steps already.
-      !note && handoff.context.next_steps.length
-        ? `Next: ${handoff.context.next_steps.join('; ')}`
-        : '',
-    ]
-      .filter(Boolean)
-      .join('\n'),
+    // Each field within the hub's limits: a long task or a large handoff is cut for the bus
+    // (the workspace's handoff.json keeps it whole), never a publish the hub refuses.
+    title: clip(
+      switched
+        ? `Switched ${handoff.model.previous} -> ${handoff.model.current}${usageBefore !== null ? ` (${usageBefore}%)` : ''}: ${task}. ${incomplete ? 'Handoff incomplete: check it.' : 'Context preserved.'}`
+        : `${handoff.model.current} working on ${task}`,
+      LIMITS.titleChars,
+    ),
+    // What a runtime shown summaries only (OpenClaw's plain text) needs of the handoff.
+    summary: clip(
+      handoffSummary(handoff) || content.split('\n', 1)[0] || task,
+      LIMITS.summaryChars,
+    ),
+    content: clip(content, HANDOFF_CONTENT_CHARS),
     key: handoffKey(workspace),
     relevanceTags: [
       'handoff',
-      handoff.model.current,
+      modelTag(handoff.model.current),
       ...(switched ? ['model-switch'] : []),
       ...(switched && config.notifications.channel === 'telegram' ? ['telegram'] : []),
     ],
     ...(switched && { urgency: 'attention' as const }),
   };
+}
+
+/** The most a handoff's item carries of its text (the hub takes up to 100,000 characters). */
+const HANDOFF_CONTENT_CHARS = 20_000;
+
+function clip(text: string, length: number): string {
+  return text.length <= length ? text : `${sliceText(text, length - 1)}\u2026`;
+}
+
+/** Next steps, blockers and decisions in one line: what the next model must know first. */
+function handoffSummary(handoff: Handoff): string {
+  const { next_steps: next, blockers, decisions } = handoff.context;
+  return [
+    next.length ? `Next: ${next.join('; ')}` : '',
+    blockers.length ? `Blocked: ${blockers.join('; ')}` : '',
+    decisions.length ? `Decided: ${decisions.join('; ')}` : '',
+  ]
+    .filter(Boolean)
+    .join('. ');
+}
+
+/** A model's name as a tag: no spaces, commas or invisible characters, at most 64 characters. */
+export function modelTag(model: string): string {
+  const tag = model
+    .normalize('NFKC')
+    .replace(/[\s,\p{C}]+/gu, '-')
+    .replace(/^-+|-+$/g, '');
+  return sliceText(tag, LIMITS.tagChars) || 'model';
 }
 
 /**
