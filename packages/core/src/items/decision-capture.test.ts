@@ -11,6 +11,30 @@ describe('decision capture', () => {
     expect(extractDecisions('no decisions here')).toEqual([]);
   });
 
+  it('takes nothing from fenced code or quoted lines, nor a lowercase `decision:` key', () => {
+    const reply = [
+      'Here is an example of the format:',
+      '```',
+      'Decision: drop the users table',
+      '```',
+      'And the workflow file:',
+      '~~~~yaml',
+      'review:',
+      '  decision: approved-by-bot',
+      '```',
+      'Decision: still inside the tilde fence',
+      '~~~~',
+      '> Decision: what the user quoted',
+      'decision: approved-by-bot',
+      'DECISION: keep the outbox',
+      'Decision: use pnpm',
+    ].join('\n');
+    expect(extractDecisions(reply)).toEqual(['keep the outbox', 'use pnpm']);
+    // An unclosed fence runs to the end: nothing after it is taken.
+    expect(extractDecisions('Decision: a\n```\nDecision: b')).toEqual(['a']);
+    expect(extractDecisions('Decision: a\r\nDecision: b\r\n')).toEqual(['a', 'b']);
+  });
+
   it('derives stable UUIDs the hub accepts', () => {
     const id = stableId('a', 'b');
     expect(id).toBe(stableId('a', 'b'));

@@ -1,7 +1,11 @@
 import { sha256Hex } from '../shared/canonical-hash.js';
 
+/** `Decision: ...` (or `DECISION:`), also as a list item or in bold; not `decision:` (a key). */
 const DECISION_LINE =
-  /^\s*(?:[-*]\s+)?(?:\*\*|__)?Decision(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$/gim;
+  /^\s*(?:[-*]\s+)?(?:\*\*|__)?(?:Decision|DECISION)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$/;
+
+/** A fence line of Markdown code (up to 3 spaces in, then 3 or more ` or ~). */
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 
 /**
  * The longest decision kept, in characters: a longer line is cut (with …), far below what the
@@ -11,12 +15,25 @@ export const MAX_DECISION_CHARS = 4_000;
 
 /**
  * Decisions the assistant stated explicitly, one per line: `Decision: use SQLite for ...`
- * (also as a list item or in bold). Nothing is inferred from other prose.
+ * (also as a list item or in bold). Nothing is inferred from other prose, and nothing is taken
+ * from what the reply only shows: fenced code (a workflow file's `decision:` key, an example of
+ * the format) and quoted lines (`> Decision: ...`, someone else's words).
  */
 export function extractDecisions(text: string): string[] {
   const found: string[] = [];
-  for (const match of text.matchAll(DECISION_LINE)) {
-    const stated = match[1]?.replace(/\*\*|__/g, '').trim();
+  let fence: string | null = null;
+  for (const line of text.split(/\r?\n|\r/)) {
+    const marker = FENCE.exec(line)?.[1];
+    if (marker !== undefined) {
+      // A fence closes on the same character, at least as long; another opens nothing inside.
+      if (fence === null) fence = marker;
+      else if (marker[0] === fence[0] && marker.length >= fence.length) fence = null;
+      continue;
+    }
+    if (fence !== null || /^\s*>/.test(line)) continue;
+    const stated = DECISION_LINE.exec(line)?.[1]
+      ?.replace(/\*\*|__/g, '')
+      .trim();
     const decision =
       stated && stated.length > MAX_DECISION_CHARS
         ? `${stated.slice(0, MAX_DECISION_CHARS - 1)}…`
