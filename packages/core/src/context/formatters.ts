@@ -20,6 +20,14 @@ function metaLine(entry: ContextEntry): string {
   return parts.join(', ');
 }
 
+/** The metadata a compacted entry keeps: its urgency (above background) and its writer. */
+function compactMeta(entry: ContextEntry): string {
+  const parts: string[] = [];
+  if (entry.meta.urgency && entry.meta.urgency !== 'background') parts.push(entry.meta.urgency);
+  if (entry.meta.runtime) parts.push(`from ${entry.meta.runtime}`);
+  return parts.join(', ');
+}
+
 /**
  * A title or summary on one line of Markdown that stays inline: its emphasis marks escaped (it
  * cannot close the bold around it) and its tags written as text.
@@ -63,8 +71,12 @@ export const markdownFormatter: ContextFormatter = {
     const head = `- ${label}**${inertInline(entry.title)}**`;
     const meta = metaLine(entry);
     if (mode === 'compact') {
+      // Cut to fit, an entry still names who wrote it and how urgent it is (context is data),
+      // without the date.
+      const short = compactMeta(entry);
+      const labelled = short ? `${head} _(${short})_` : head;
       const summary = inertInline(entry.summary);
-      return summary && summary !== inertInline(entry.title) ? `${head}: ${summary}` : head;
+      return summary && summary !== inertInline(entry.title) ? `${labelled}: ${summary}` : labelled;
     }
     const body = inertMarkdown(entry.body.trim());
     const suffix = meta ? ` _(${meta})_` : '';

@@ -247,13 +247,40 @@ describe('resolveSharedContext', () => {
       runtime: 'claude-code',
       viewer,
       now,
-      tokenBudget: 60,
+      tokenBudget: 70,
     });
     const [entry] = tight.sections.find((s) => s.id === 'currentFocus')?.entries ?? [];
     expect(entry?.mode).toBe('compact');
     expect(tight.currentFocus).toBe('Billing migration.');
     expect(resolveSharedContext(of([]), { runtime: 'openclaw', viewer, now }).currentFocus).toBe(
       '',
+    );
+  });
+
+  it('a compacted Markdown entry still names its writer and urgency, without the date', () => {
+    const items = [
+      storedItem(
+        {
+          type: 'decision',
+          title: 'Postgres for the hosted tier',
+          summary: 'Hosted deployments run on PostgreSQL.',
+          content: 'Hosted deployments run on PostgreSQL. '.repeat(40),
+          urgency: 'attention',
+        },
+        {},
+        { teamId: 'acme', runtime: 'openclaw' },
+      ),
+    ];
+    const tight = resolveSharedContext(of(items), {
+      runtime: 'claude-code',
+      viewer,
+      now,
+      tokenBudget: 120,
+    });
+    const entry = tight.sections.flatMap((section) => section.entries).at(-1);
+    expect(entry?.mode).toBe('compact');
+    expect(tight.formatted).toContain(
+      '- **Postgres for the hosted tier** _(attention, from openclaw)_: Hosted deployments run on PostgreSQL.',
     );
   });
 
