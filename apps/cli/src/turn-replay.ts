@@ -9,13 +9,18 @@ import {
   estimateTokenCounter,
   o200kTokenCounter,
   turnContextRecordSchema,
+  utf8EstimateTokenCounter,
 } from '@ctxbus/core';
 
 // `ctxbus replay`: rebuilds each recorded turn of a session from its snapshot file alone (no
 // hub, no network) and checks the rebuilt context against what was recorded, naming the first
 // difference when they part.
 
-const COUNTERS: readonly TokenCounter[] = [estimateTokenCounter, o200kTokenCounter];
+const COUNTERS: readonly TokenCounter[] = [
+  estimateTokenCounter,
+  utf8EstimateTokenCounter,
+  o200kTokenCounter,
+];
 
 export interface TurnReplay {
   line: number;

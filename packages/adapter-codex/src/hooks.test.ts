@@ -85,6 +85,36 @@ describe('codex hooks', () => {
     expect(prompt.additionalContext).not.toContain('# Shared context (ctxbus)');
   });
 
+  it("keeps a prompt's newest items and its pointer to the rest within the cap when the text is not ASCII", async () => {
+    const hooks = context();
+    const session = { session_id: 'sess-cjk' };
+    await runCodexHookEvent(event({ ...session, hook_event_name: 'SessionStart' }), hooks);
+    // 80 changes of CJK text (3 bytes a character), every third a blocking alert.
+    for (let index = 0; index < 80; index++) {
+      const blocking = index % 3 === 0;
+      const written = await call(fixture.url, 'POST', '/api/context', {
+        token: fixture.tokens.claude,
+        body: {
+          type: blocking ? 'alert' : 'discovery',
+          title: `Cjk item ${index} ${'漢'.repeat(250)}`,
+          content: '字'.repeat(5_000),
+          ...(blocking && { urgency: 'blocking' }),
+        },
+      });
+      expect(written.status).toBe(201);
+    }
+    const prompt = await runCodexHookEvent(
+      event({ ...session, hook_event_name: 'UserPromptSubmit', turn_id: 't1', prompt: 'new?' }),
+      hooks,
+    );
+    const text = prompt.additionalContext ?? '';
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_INJECTED_BYTES);
+    // The newest blocking alert is there, and the pointer to what did not fit: nothing was cut
+    // from the end (the session has marked all 80 seen).
+    expect(text).toContain('Cjk item 78 ');
+    expect(text).toMatch(/…and \d+ more changes \(the ctxbus context_read tool\)$/);
+  });
+
   it('records a decision stated in the reply once, from codex and this session', async () => {
     const hooks = context();
     await runCodexHookEvent(event({ hook_event_name: 'SessionStart' }), hooks);

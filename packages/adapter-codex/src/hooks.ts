@@ -9,7 +9,7 @@ import {
   workspaceResumeSeen,
 } from '@ctxbus/client/session';
 import type { ContextItemInput } from '@ctxbus/core/contract';
-import { stableId } from '@ctxbus/core/light';
+import { stableId, utf8EstimateTokenCounter } from '@ctxbus/core/light';
 import { pendingResume } from '@ctxbus/handoff/light';
 import type { CodexHookInput } from './hook-input.js';
 
@@ -98,7 +98,12 @@ function kernel(context: CodexHookContext, input: CodexHookInput): SessionKernel
     agentId: TURN_AGENT_ID,
     sessionId,
     now: context.now,
-    turnLog: context.turnLog ?? { dataDir: null, snapshots: false },
+    // Codex caps a hook's context in bytes: the budget is counted in UTF-8 bytes, so a turn of
+    // CJK text fits the cap as English does (cut to fit, its newest lines were lost).
+    turnLog: {
+      ...(context.turnLog ?? { dataDir: null, snapshots: false }),
+      counter: utf8EstimateTokenCounter,
+    },
     budget: {
       maxContextTokens: PROMPT_TOKEN_BUDGET,
       maxRecentMessages: PROMPT_UPDATE_ITEMS,
@@ -160,7 +165,7 @@ async function sessionStart(
     MAX_INJECTED_BYTES - DATA_LABEL.length - TOOL_HINT.length - FULL_CONTEXT_POINTER.length - 400;
   const turn = await session.beforeTurn({
     changes: false,
-    bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: room },
+    bundle: { tokens: SESSION_START_TOKEN_BUDGET, maxChars: room, measure: Buffer.byteLength },
   });
   if (!turn.fromHub && !turn.stale) return output('', turn.resume, turn.notice);
   const cut = turn.fromHub && turn.bundleTokens < SESSION_START_TOKEN_BUDGET;

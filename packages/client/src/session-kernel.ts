@@ -134,7 +134,12 @@ export interface BeforeTurnInput {
    * Ask the hub for the team's bundle within `tokens` (or `tokens(first)`, first: the session
    * has not looked yet); `maxChars` asks again, smaller, until it fits.
    */
-  bundle?: { tokens: number | ((first: boolean) => number); maxChars?: number };
+  bundle?: {
+    tokens: number | ((first: boolean) => number);
+    maxChars?: number;
+    /** What `maxChars` counts (default characters; a cap in UTF-8 bytes counts those). */
+    measure?: (text: string) => number;
+  };
   /** Read what changed since the session last looked (default true). */
   changes?: boolean;
   /** Leave the hub alone this turn (an agent that takes no team context). */
@@ -582,7 +587,7 @@ async function askHub<Item extends SessionItem>(
     // What earlier turns injected and the hub was not told yet (afterTurn tells it first).
     reportInjected(hub, state),
   ]);
-  const fitted = await fitBundle(hub, formatted, budget, bundle?.maxChars);
+  const fitted = await fitBundle(hub, formatted, budget, bundle?.maxChars, bundle?.measure);
   state.lastSeenSeq = Math.max(state.lastSeenSeq, newest, ...page.map((item) => item.seq));
   state.warnedUnreachable = false;
   const changes = page.filter((item) => !options.own?.(item));
@@ -600,11 +605,12 @@ async function fitBundle(
   formatted: string,
   budget: number,
   maxChars: number | undefined,
+  measure: (text: string) => number = (text) => text.length,
 ): Promise<{ text: string; budget: number }> {
   let text = formatted;
   let fitted = budget;
-  for (let attempt = 0; maxChars && text.length > maxChars && attempt < 3; attempt++) {
-    fitted = Math.floor((fitted * maxChars * 0.9) / text.length);
+  for (let attempt = 0; maxChars && measure(text) > maxChars && attempt < 3; attempt++) {
+    fitted = Math.floor((fitted * maxChars * 0.9) / measure(text));
     text = await hub.shared(fitted);
   }
   return { text, budget: fitted };

@@ -20,6 +20,7 @@ export {
   estimateTokenCounter,
   tryBuildTurnContext,
   turnContextRecord,
+  utf8EstimateTokenCounter,
 } from './context/turn-context.js';
 export { turnContextRecordSchema } from './context/turn-context-schema.js';
 export type { AnalyticsItem, AnalyticsResponse } from './items/analytics-api-schemas.js';

@@ -66,6 +66,7 @@ export {
   tryBuildTurnContext,
   turnContextRecord,
   turnContextRecordSchema,
+  utf8EstimateTokenCounter,
 } from './context/index.js';
 export type {
   AnalyticsItem,

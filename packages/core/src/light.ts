@@ -19,6 +19,7 @@ export {
   estimateTokenCounter,
   tryBuildTurnContext,
   turnContextRecord,
+  utf8EstimateTokenCounter,
 } from './context/turn-context.js';
 export { extractDecisions, stableId } from './items/decision-capture.js';
 export { CONTEXT_TYPES, SCOPES, URGENCIES, VISIBILITIES } from './items/item-kinds.js';

@@ -47,5 +47,6 @@ export {
   estimateTokenCounter,
   tryBuildTurnContext,
   turnContextRecord,
+  utf8EstimateTokenCounter,
 } from './turn-context.js';
 export { turnContextRecordSchema } from './turn-context-schema.js';

@@ -10,6 +10,7 @@ import {
   TURN_BUILDER_VERSION,
   tryBuildTurnContext,
   turnContextRecord,
+  utf8EstimateTokenCounter,
 } from './turn-context.js';
 import { turnContextRecordSchema } from './turn-context-schema.js';
 
@@ -364,6 +365,22 @@ describe('buildTurnContext', () => {
     expect(buildTurnContext(record.input, estimateTokenCounter, NOW).contextHash).toBe(
       record.snapshot.contextHash,
     );
+  });
+});
+
+describe('utf8EstimateTokenCounter', () => {
+  it('counts UTF-8 bytes over 3.5: the ASCII estimate for ASCII, three times it for CJK', () => {
+    const english = 'Deploys go through the queue.';
+    expect(utf8EstimateTokenCounter.count(english)).toBe(estimateTokenCounter.count(english));
+    expect(utf8EstimateTokenCounter.count('漢'.repeat(7))).toBe(6);
+    expect(utf8EstimateTokenCounter.count('é'.repeat(7))).toBe(4);
+    // A pair is 4 bytes; a lone surrogate 3 (what TextEncoder writes for it).
+    expect(utf8EstimateTokenCounter.count('😀'.repeat(7))).toBe(8);
+    for (const text of ['a😀é漢', '\ud800x', 'x\udc00']) {
+      expect(utf8EstimateTokenCounter.count(text)).toBe(
+        Math.ceil(new TextEncoder().encode(text).length / 3.5),
+      );
+    }
   });
 });
 

@@ -104,6 +104,34 @@ export const estimateTokenCounter: TokenCounter = {
   count: (text) => Math.ceil(text.length / 3.5),
 };
 
+/** The length of `text` in UTF-8 bytes, without encoding it. */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
+      const next = text.charCodeAt(index + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        index += 1;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * The estimate over UTF-8 bytes (3.5 a token): the same as `estimateTokenCounter` for ASCII,
+ * and on the safe side where a runtime caps what a hook injects in bytes (Codex), so that a
+ * budget in tokens fits the cap whatever the script (a CJK character is 3 bytes).
+ */
+export const utf8EstimateTokenCounter: TokenCounter = {
+  name: 'estimate-utf8-3.5',
+  count: (text) => Math.ceil(utf8Length(text) / 3.5),
+};
+
 export type TurnSource = 'messages' | 'runtimeState' | 'memoryPointers' | 'toolSnippets' | 'input';
 
 /** One line of the built context, in document order. */
