@@ -215,6 +215,29 @@ describe('context tools against a real hub', () => {
     });
     expect(textOf(alerts)).toBe('Nothing of type alert or request is stored under project/ctxbus.');
   });
+
+  it('memory_query says when more keys lie under the path than its limit, and pages to them', async () => {
+    for (let index = 0; index < 7; index++) {
+      const written = await call('memory_write', {
+        key: `mem/k${String(index).padStart(3, '0')}`,
+        title: `key ${index}`,
+      });
+      expect(written.isError).toBeFalsy();
+    }
+    const keys = (result: Awaited<ReturnType<typeof call>>) =>
+      (result.structuredContent as { items: { key: string }[] }).items.map((entry) => entry.key);
+    const first = await call('memory_query', { path: 'mem', limit: 5 });
+    expect(keys(first)).toEqual(['mem/k002', 'mem/k003', 'mem/k004', 'mem/k005', 'mem/k006']);
+    const { nextBefore } = first.structuredContent as { nextBefore: number | null };
+    expect(nextBefore).not.toBeNull();
+    expect(textOf(first)).toContain(
+      `More keys lie under mem (written earlier): call again with before=${nextBefore}.`,
+    );
+    const rest = await call('memory_query', { path: 'mem', limit: 5, before: nextBefore });
+    expect(keys(rest)).toEqual(['mem/k000', 'mem/k001']);
+    expect((rest.structuredContent as { nextBefore: number | null }).nextBefore).toBeNull();
+    expect(textOf(rest)).not.toContain('More keys');
+  });
 });
 
 describe('tool errors in the log', () => {

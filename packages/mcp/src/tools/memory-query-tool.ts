@@ -27,14 +27,29 @@ export const memoryQueryInput = z.object({
     .min(1)
     .max(MAX_MEMORY_LIMIT)
     .default(50)
-    .describe(`Most items to return (1-${MAX_MEMORY_LIMIT}, default 50).`),
+    .describe(
+      `Most items to return (1-${MAX_MEMORY_LIMIT}, default 50): the most recently written, sorted by key.`,
+    ),
+  before: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Paging: pass the `nextBefore` of the previous call for the keys written earlier.'),
 });
 
 export const memoryQueryOutput = z.object({
   items: z.array(itemViewSchema).describe('The live item of each key, sorted by key.'),
+  nextBefore: z
+    .number()
+    .int()
+    .nullable()
+    .describe(
+      'More keys lie under path than were returned: pass this as `before` for the next (earlier written) page; null when none.',
+    ),
 });
 
-const DESCRIPTION = `Look up the team's long-lived knowledge, filed under path-like keys: conventions, setup facts, ownership, runbooks, standing decisions. Returns the current item of every key equal to or under path, sorted by key; replaced versions are hidden.
+const DESCRIPTION = `Look up the team's long-lived knowledge, filed under path-like keys: conventions, setup facts, ownership, runbooks, standing decisions. Returns the current item of every key equal to or under path, sorted by key; replaced versions are hidden. Up to limit keys a call (the most recently written); nextBefore pages to the rest.
 
 Use it to recall how things are done before doing them, and before memory_write to see what a key holds.
 
@@ -67,17 +82,23 @@ export function memoryQueryTool(context: ToolContext) {
         keyPrefix,
         limit: input.limit,
         ...(types && { type: types }),
+        ...(input.before !== undefined && { before: input.before }),
       });
       const items = page.items
         .map((item) => toItemView(item, LIST_CONTENT_CHARS))
         .sort((a, b) => (a.key ?? '').localeCompare(b.key ?? '') || b.seq - a.seq);
       const kinds = types ? ` of type ${types.join(' or ')}` : '';
+      // Never a silent cut: more keys than the limit are said, with the call that gets them.
+      const more =
+        page.nextBefore === null
+          ? ''
+          : `\nMore keys lie under ${keyPrefix} (written earlier): call again with before=${page.nextBefore}.`;
       return {
-        structured: { items },
+        structured: { items, nextBefore: page.nextBefore },
         text:
           items.length === 0
-            ? `Nothing${kinds} is stored under ${keyPrefix}.`
-            : `${countLine(items)}${kinds} under ${keyPrefix}:\n${renderItems(items)}`,
+            ? `Nothing${kinds} is stored under ${keyPrefix}${input.before === undefined ? '' : ' before that point'}.`
+            : `${countLine(items)}${kinds} under ${keyPrefix}:\n${renderItems(items)}${more}`,
       };
     },
   });
