@@ -4,7 +4,7 @@ import { createHubLite, readHookStdin } from '@ctxbus/client/light';
 import { defaultDataDir } from '@ctxbus/client/turn-log';
 import { parseCodexHookInput } from './hook-input.js';
 import { runCodexHookEvent } from './hooks.js';
-import { CODEX_RUNTIME, findHubTarget } from './hub-target.js';
+import { CODEX_RUNTIME, findHubTarget, hubTargetProblem } from './hub-target.js';
 import { approvalWaitSeconds, parsePermissionInput, runPermissionRequest } from './permission.js';
 import { permissionHub } from './permission-hub.js';
 
@@ -59,11 +59,13 @@ async function main(): Promise<void> {
   }
   const input = parseCodexHookInput(raw);
   if (!input) return;
-  const target = findHubTarget(process.argv.slice(2), process.env);
+  const argv = process.argv.slice(2);
+  const target = findHubTarget(argv, process.env);
   const output = await runCodexHookEvent(input, {
     client: target
       ? createHubLite({ ...target, timeoutMs: TIMEOUT_MS, runtime: CODEX_RUNTIME })
       : null,
+    ...(!target && { hubless: hubTargetProblem(argv, process.env) }),
     stateDir: stateDir(process.env),
     now: () => new Date(),
     turnLog: {

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseCodexHookInput } from './hook-input.js';
 import type { CodexHookContext } from './hooks.js';
 import { clipBytes, MAX_INJECTED_BYTES, runCodexHookEvent } from './hooks.js';
-import { findHubTarget } from './hub-target.js';
+import { findHubTarget, hubTargetProblem } from './hub-target.js';
 
 // The hook's events against a real hub process over HTTP, through the code the hook runs.
 
@@ -185,5 +185,23 @@ describe('the hub and token the hook uses', () => {
     expect(
       findHubTarget(['--url', 'http://127.0.0.1:9999'], { ...env, CTXBUS_CODEX_TOKEN: 'own' }),
     ).toEqual({ url: 'http://127.0.0.1:9999', token: 'own' });
+  });
+
+  it('says what is missing: no hub named, or no token for Codex where this process looks', async () => {
+    expect(hubTargetProblem([], {})).toBe('no hub configured (ctxbus connect codex)');
+    const elsewhere = tempDir('ctxbus-codex-config-none-');
+    dirs.push(elsewhere);
+    const problem = hubTargetProblem(['--url', 'http://127.0.0.1:7420'], {
+      CTXBUS_CONFIG_DIR: elsewhere,
+    });
+    expect(problem).toBe(
+      `no codex token for http://127.0.0.1:7420 in ${join(elsewhere, 'credentials.json')} (ctxbus connect codex, or set CTXBUS_CODEX_TOKEN; if CTXBUS_CONFIG_DIR was set when you connected, set it where Codex runs too)`,
+    );
+    // The hook's one notice says it, instead of blaming the hub's address.
+    const hooks = { ...context(), client: null, hubless: problem };
+    const first = await runCodexHookEvent(event({ hook_event_name: 'SessionStart' }), hooks);
+    expect(first.systemMessage).toContain(
+      `no codex token for http://127.0.0.1:7420 in ${elsewhere}`,
+    );
   });
 });

@@ -47,6 +47,8 @@ export interface CodexHookContext {
   now: () => Date;
   /** Seed 002's local turn log (snapshots when enabled; a failed build is always audited). */
   turnLog?: { dataDir: string | null; snapshots: boolean };
+  /** Why there is no client (`hubTargetProblem`), said once as the notice. */
+  hubless?: string;
 }
 
 /** What the hook prints: context for the model and/or a one-line notice for the user. */
@@ -124,7 +126,7 @@ function kernel(context: CodexHookContext, input: CodexHookInput): SessionKernel
       relevanceTags: ['codex'],
     }),
     checkpoint: 'last-reply',
-    hubless: 'no hub configured (ctxbus install codex)',
+    hubless: context.hubless ?? 'no hub configured (ctxbus connect codex)',
     // Seed 003: a switch is told once per workspace, to whichever session looks first.
     ...(cwd && {
       resume: {

@@ -1,4 +1,5 @@
-import { savedRuntimeToken } from '@ctxbus/client/saved-hub';
+import { join } from 'node:path';
+import { ctxbusConfigDir, savedRuntimeToken } from '@ctxbus/client/saved-hub';
 
 // Which hub the hook and the MCP server talk to, and with which token. Codex's hook and MCP
 // commands name the hub (`--url`, written by `ctxbus install codex`); the token is never in
@@ -30,4 +31,16 @@ export function findHubTarget(argv: readonly string[], env: NodeJS.ProcessEnv): 
   if (!url) return null;
   const token = env.CTXBUS_CODEX_TOKEN || savedRuntimeToken(url, CODEX_RUNTIME, env);
   return token ? { url, token } : null;
+}
+
+/**
+ * Why `findHubTarget` found nothing, in one line a person can act on: no hub named, or no
+ * token for Codex at that hub where this process looks (ctxbus's credentials under
+ * $CTXBUS_CONFIG_DIR, else ~/.config/ctxbus: set at connect, it must be set where Codex runs).
+ */
+export function hubTargetProblem(argv: readonly string[], env: NodeJS.ProcessEnv): string {
+  const url = urlArgument(argv) ?? env.CTXBUS_URL ?? null;
+  if (!url) return 'no hub configured (ctxbus connect codex)';
+  const credentials = join(ctxbusConfigDir(env), 'credentials.json');
+  return `no codex token for ${url} in ${credentials} (ctxbus connect codex, or set CTXBUS_CODEX_TOKEN; if CTXBUS_CONFIG_DIR was set when you connected, set it where Codex runs too)`;
 }

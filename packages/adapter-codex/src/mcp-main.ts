@@ -2,14 +2,16 @@
 // (`--url`); the token is Codex's own, from ctxbus's saved credentials (or
 // $CTXBUS_CODEX_TOKEN), never written into Codex's config.toml.
 import { runStdioMain } from '@ctxbus/mcp';
-import { findHubTarget } from './hub-target.js';
+import { findHubTarget, hubTargetProblem } from './hub-target.js';
 
-const target = findHubTarget(process.argv.slice(2), process.env);
+const argv = process.argv.slice(2);
+const target = findHubTarget(argv, process.env);
 if (target) {
   process.env.CTXBUS_URL = target.url;
   process.env.CTXBUS_TOKEN = target.token;
+  await runStdioMain();
 } else {
-  // Not the CLI's identity: without Codex's own token the server says what is missing.
-  delete process.env.CTXBUS_TOKEN;
+  // Not the CLI's identity (never $CTXBUS_TOKEN): what is missing for Codex's own, said.
+  process.stderr.write(`ctxbus-mcp: ${hubTargetProblem(argv, process.env)}\n`);
+  process.exit(2);
 }
-await runStdioMain();
