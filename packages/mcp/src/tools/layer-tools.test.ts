@@ -432,6 +432,15 @@ describe('resource_manage', () => {
       ],
       [{ action: 'put', name: '/bad', value: 1 }, /name: a key is a path/],
       [{ action: 'put', name: 'x', value: 1, type: 'spreadsheet' }, /type: /],
+      // Too big: the value named, with the limit (not the REST body's internal field).
+      [
+        { action: 'put', name: 'big', value: 'v'.repeat(100_001) },
+        /invalid input: value is 100,001 characters; a resource holds at most 100,000$/,
+      ],
+      [
+        { action: 'update', name: 'big', value: { text: 'v'.repeat(100_000) } },
+        /invalid input: value is 100,011 characters as JSON; a resource holds at most 100,000$/,
+      ],
     ];
     for (const [args, message] of cases) {
       expect(await refused(claude, 'resource_manage', args)).toMatch(message);

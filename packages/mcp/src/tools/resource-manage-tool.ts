@@ -32,7 +32,12 @@ export const resourceManageInput = z.object({
       'get, put (create or replace), add (create; refused if the name exists), update (change; refused if it does not), list, delete.',
     ),
   name: nameInput.optional(),
-  value: z.unknown().optional().describe('The content: text or any JSON.'),
+  value: z
+    .unknown()
+    .optional()
+    .describe(
+      `The content: text or any JSON, at most ${LIMITS.contentChars.toLocaleString('en-US')} characters (JSON counted as written).`,
+    ),
   type: resourceTypeSchema
     .optional()
     .describe(
@@ -129,6 +134,17 @@ function checkForm(input: ResourceArguments): void {
   const missing = form.needs.filter((name) => !given.includes(name));
   if (missing.length > 0) throw invalid(`${input.action} needs ${missing.join(' and ')}: ${usage}`);
   if (input.action === 'update' && given.length === 1) throw invalid(`nothing to update: ${usage}`);
+  if (input.value !== undefined) {
+    const length =
+      typeof input.value === 'string'
+        ? input.value.length
+        : (JSON.stringify(input.value)?.length ?? 0);
+    if (length > LIMITS.contentChars) {
+      throw invalid(
+        `value is ${length.toLocaleString('en-US')} characters${typeof input.value === 'string' ? '' : ' as JSON'}; a resource holds at most ${LIMITS.contentChars.toLocaleString('en-US')}`,
+      );
+    }
+  }
   if (input.query !== undefined && input.prefix !== undefined) {
     throw invalid('list takes query or prefix, not both (a search covers every name)');
   }
