@@ -1,5 +1,5 @@
 import type { SearchRequest } from '@ctxbus/core/contract';
-import { CtxbusError } from '@ctxbus/core/contract';
+import { CtxbusError, sliceText } from '@ctxbus/core/contract';
 import { z } from 'zod';
 import { itemHeadline, itemViewSchema, LIST_CONTENT_CHARS, toItemView } from '../item-view.js';
 import type { ToolContext } from './tool-context.js';
@@ -33,14 +33,19 @@ const searchFilters = {
 };
 const FILTER_NAMES = Object.keys(searchFilters).join(', ');
 
+/** What the hub searches of a query (its own limit). */
+const SEARCH_QUERY_CHARS = 2_000;
+/** What the tool takes, to cut: an agent may paste a whole error log as its question. */
+const MAX_PASTED_QUERY_CHARS = 100_000;
+
 export const contextSearchInput = z.object({
   query: z
     .string()
     .trim()
     .min(1)
-    .max(2_000)
+    .max(MAX_PASTED_QUERY_CHARS)
     .describe(
-      'What you are looking for, in words: a plain question works, e.g. "which database did we choose?" or "staging TLS error".',
+      `What you are looking for, in words: a plain question works, e.g. "which database did we choose?" or "staging TLS error". Its first ${SEARCH_QUERY_CHARS.toLocaleString('en-US')} characters are searched (a pasted log is cut, not refused).`,
     ),
   ...searchFilters,
   limit: z
@@ -123,7 +128,7 @@ function searchRequest(raw: z.output<typeof contextSearchInput>): SearchRequest 
   const urgencies = asList(input.urgency);
   const tags = tagsOf(input);
   return {
-    query: input.query,
+    query: sliceText(input.query, SEARCH_QUERY_CHARS).trim(),
     limit: input.limit,
     ...(types && { type: types }),
     ...(scopes && { scope: scopes }),
@@ -152,12 +157,17 @@ export function contextSearchTool(context: ToolContext) {
       const lines = results.map(
         (result) => `- ${itemHeadline(result.item)}\n  ${result.highlight.replace(/\s+/g, ' ')}`,
       );
+      const cut =
+        input.query.length > SEARCH_QUERY_CHARS
+          ? ` (the query was cut to its first ${SEARCH_QUERY_CHARS.toLocaleString('en-US')} of ${input.query.length.toLocaleString('en-US')} characters)`
+          : '';
+      const shown = input.query.length > 200 ? `${sliceText(input.query, 200)}…` : input.query;
       return {
         structured: { results },
         text:
           results.length === 0
-            ? `Nothing matches "${input.query}".`
-            : `${results.length} result(s), best first:\n${lines.join('\n')}`,
+            ? `Nothing matches "${shown}"${cut}.`
+            : `${results.length} result(s), best first${cut}:\n${lines.join('\n')}`,
       };
     },
   });

@@ -83,6 +83,17 @@ describe('context tools against a real hub', () => {
     const search = await call('context_search', { query: 'which database did we choose?' });
     const results = (search.structuredContent as { results: { item: { id: string } }[] }).results;
     expect(results[0]?.item.id).toBe(item.id);
+    // A pasted log as the question: its first 2,000 characters are searched, and it says so.
+    const pasted = await call('context_search', {
+      query: `which database did we choose? ${'stack frame at line 42 '.repeat(400)}`,
+    });
+    expect(pasted.isError, textOf(pasted)).toBeFalsy();
+    expect(
+      (pasted.structuredContent as { results: { item: { id: string } }[] }).results[0]?.item.id,
+    ).toBe(item.id);
+    expect(textOf(pasted)).toMatch(
+      /^1 result\(s\), best first \(the query was cut to its first 2,000 of 9,229 characters\):/,
+    );
 
     const shared = await call('context_shared', {});
     const bundle = shared.structuredContent as { text: string; format: string; runtime: string };
