@@ -199,6 +199,18 @@ describe('the audit log of a running hub', () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout.trim().split('\n')).toHaveLength(all.length);
     expect(listed.stdout).toMatch(/^#1 \S+ task\.routed task_/);
+    expect(listed.stderr).toBe('');
+    // One page of several: stdout is the records, stderr how to get the rest; past the end,
+    // stdout is empty and stderr says there is nothing.
+    const page = await cli(['list', '--token', hub.tokens.claw, '--limit', '2']);
+    expect(page.stdout.trim().split('\n')).toHaveLength(2);
+    expect(page.stderr).toBe('ctxbus: more records: --after 2 for the next page, or --all\n');
+    const past = await cli(['list', '--token', hub.tokens.claw, '--after', String(all.length)]);
+    expect([past.code, past.stdout, past.stderr]).toEqual([
+      0,
+      '',
+      `ctxbus: no audit records after #${all.length}\n`,
+    ]);
     // --all --json: one JSON document with every page's records.
     const asJson = await cli([
       'list',

@@ -155,6 +155,8 @@ export function registerAudit(
       const limit = count(options.limit, '--limit', 1);
       // --all --json: one document with every page's records, not a document per page.
       const records: unknown[] = [];
+      const from = after;
+      let printed = 0;
       for (;;) {
         const page = await client.listAudit({
           ...(options.team !== undefined && { team: options.team }),
@@ -169,9 +171,19 @@ export function registerAudit(
               `#${record.seq} ${record.at} ${record.kind} ${record.subject} by ${record.actor} ${JSON.stringify(record.data)}`,
             );
           }
+          printed += page.records.length;
         }
         if (!options.all || page.nextAfter === null) {
           if (options.json && options.all) printJson({ records, nextAfter: null });
+          // Said on stderr, so that stdout stays the records: none, or more than shown.
+          if (!options.json && printed === 0) {
+            process.stderr.write(`ctxbus: no audit records${from > 0 ? ` after #${from}` : ''}\n`);
+          }
+          if (!options.json && page.nextAfter !== null) {
+            process.stderr.write(
+              `ctxbus: more records: --after ${page.nextAfter} for the next page, or --all\n`,
+            );
+          }
           return;
         }
         after = page.nextAfter;
