@@ -290,6 +290,23 @@ describe('resolveSharedContext', () => {
     expect(texts('recentInteractions').join('\n')).toContain('Codex session in proj (5)');
   });
 
+  it('lists a decision stated twice (two sessions, two runtimes) once, the newest', () => {
+    const said = (runtime: string, title: string) =>
+      storedItem({ type: 'decision', title, content: title }, {}, { teamId: 'acme', runtime });
+    const items = [
+      said('codex', 'Use Kafka for events'),
+      said('claude-code', 'Use Postgres for billing'),
+      said('codex', 'Use  kafka for events'),
+      said('openclaw', 'use Kafka for events'),
+    ];
+    const bundle = resolveSharedContext(of(items), { runtime: 'web', viewer, now });
+    const decisions = bundle.sections.find((section) => section.id === 'recentDecisions');
+    expect(decisions?.entries.map((entry) => entry.refs.map((ref) => ref.id))).toEqual([
+      [items[3]?.id],
+      [items[1]?.id],
+    ]);
+  });
+
   it('a compacted Markdown entry still names its writer and urgency, without the date', () => {
     const items = [
       storedItem(

@@ -368,6 +368,11 @@ function documentEntry(item: ContextItem, limits: SharedContextLimits): ContextE
  * candidates come in. Each item is shown once, in the first section (in ASSIGNMENT_ORDER) that
  * takes it; items that are expired, superseded, or not visible to the viewer are ignored.
  */
+/** Text compared as words: case and spacing aside. */
+function sameWords(text: string): string {
+  return text.toLowerCase().replace(/\s+/g, ' ').trim();
+}
+
 export function selectSharedContext(
   candidates: SharedCandidates,
   options: SelectOptions,
@@ -423,8 +428,16 @@ export function selectSharedContext(
       room -= open.length;
     }
     const taken: ContextItem[] = [];
+    // The same decision stated again (another session saying it, another runtime recording it)
+    // is one line: the newest, most urgent first by the section's order.
+    const stated = new Set<string>();
     for (const item of free) {
       if (taken.length >= room) break;
+      if (section === 'recentDecisions') {
+        const said = sameWords(`${item.title}\n${item.content}`);
+        if (stated.has(said)) continue;
+        stated.add(said);
+      }
       const reported = reportOf(item);
       if (reported !== null) {
         if (shownTasks.has(reported.id)) continue;
