@@ -257,39 +257,6 @@ describe('resolveSharedContext', () => {
     );
   });
 
-  it("keeps the adapters' session lines out of Project context (they list under recent interactions)", () => {
-    const knowledge = [
-      storedItem({ type: 'discovery', key: 'team/deploy', title: 'Deploys go through the queue' }),
-      storedItem({ type: 'discovery', key: 'proj2/a', title: 'Project two uses Redis' }),
-    ];
-    const sessions = Array.from({ length: 6 }, (_, index) =>
-      storedItem(
-        {
-          type: 'status',
-          key: `sessions/codex/s${index}`,
-          title: `Codex session in proj (${index})`,
-          content: `Last reply: Reply ${index}.`,
-          relevanceTags: ['codex', 'session'],
-        },
-        {},
-        { teamId: 'acme', runtime: 'codex' },
-      ),
-    );
-    const bundle = resolveSharedContext(of([...knowledge, ...sessions]), {
-      runtime: 'claude-code',
-      viewer,
-      now,
-    });
-    const texts = (id: string) =>
-      bundle.sections.find((section) => section.id === id)?.entries.map((entry) => entry.text) ??
-      [];
-    const project = texts('projectContext');
-    expect(project).toHaveLength(2);
-    expect(project.join('\n')).toContain('Deploys go through the queue');
-    expect(project.join('\n')).toContain('Project two uses Redis');
-    expect(texts('recentInteractions').join('\n')).toContain('Codex session in proj (5)');
-  });
-
   it('lists a decision stated twice (two sessions, two runtimes) once, the newest', () => {
     const said = (runtime: string, title: string) =>
       storedItem({ type: 'decision', title, content: title }, {}, { teamId: 'acme', runtime });

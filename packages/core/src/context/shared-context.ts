@@ -223,14 +223,8 @@ export function sharedCandidateQueries(
         limit: limits.threadSummaries + limits.blockedItems + limits.recentDecisions,
       },
     ],
-    // Knowledge: keyed items, but not the adapters' per-session status lines (`sessions/...`,
-    // tagged `session`), which a few sessions' heartbeats would otherwise fill it with.
     projectContext: [
-      {
-        hasKey: true,
-        withoutTags: [SESSION_TAG],
-        limit: limits.projectContext + blocked + limits.recentDecisions + docs,
-      },
+      { hasKey: true, limit: limits.projectContext + blocked + limits.recentDecisions + docs },
     ],
     // Ranked by use, not listed: see `frequentDocsCandidateLimit` and `documentFilters`.
     frequentlyAccessedDocs: [],
@@ -247,14 +241,9 @@ export function sharedCandidateQueries(
         hasKey: false,
         limit: limits.recentInteractions + limits.blockedItems + docs,
       },
-      // Who works where: each runtime session's latest line (keyed, one per session).
-      { types: ['status'], keyPrefix: 'sessions', limit: limits.recentInteractions },
     ],
   };
 }
-
-/** The tag of the adapters' per-session status items (key `sessions/<runtime>/<id>`). */
-export const SESSION_TAG = 'session';
 
 /**
  * How many of the most used documents the store returns (`mostUsedItems`): the section's own
