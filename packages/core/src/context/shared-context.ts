@@ -351,17 +351,17 @@ function documentEntry(item: ContextItem, limits: SharedContextLimits): ContextE
   };
 }
 
+/** Text compared as words: case and spacing aside. */
+function sameWords(text: string): string {
+  return text.toLowerCase().replace(/\s+/g, ' ').trim();
+}
+
 /**
  * Picks the shared-context sections from each section's candidates. Pure and deterministic:
  * the same candidates, viewer, time and limits give the same sections, whatever order the
  * candidates come in. Each item is shown once, in the first section (in ASSIGNMENT_ORDER) that
  * takes it; items that are expired, superseded, or not visible to the viewer are ignored.
  */
-/** Text compared as words: case and spacing aside. */
-function sameWords(text: string): string {
-  return text.toLowerCase().replace(/\s+/g, ' ').trim();
-}
-
 export function selectSharedContext(
   candidates: SharedCandidates,
   options: SelectOptions,
